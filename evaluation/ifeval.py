@@ -1,0 +1,145 @@
+"""IFEval (SPEC §6, T4): general instruction following scored with lm-eval's official checkers.
+
+The checkers are used from the ``lm-eval`` package, not copied. Prompts come
+from, in order of preference: an explicit local JSONL path; the default
+``../shared/data/ifeval/input_data.jsonl`` beside the repository; or the hub
+dataset ``google/IFEval`` (only where a hub is reachable). NLTK's sentence
+tokenizer data is written offline by :mod:`evaluation.nltk_data` before the
+checkers are imported, because lm-eval would otherwise try to download it.
+
+Metrics: prompt-level and instruction-level accuracy, strict and loose
+(lm-eval's ``process_results``), plus instruction-level accuracy per
+instruction family (``keywords``, ``length_constraints`` ...).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from evaluation.nltk_data import ensure_nltk_data
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_IFEVAL_PATH = REPO_ROOT.parent / "shared" / "data" / "ifeval" / "input_data.jsonl"
+HUB_DATASET = "google/IFEval"
+_REQUIRED = ("key", "prompt", "instruction_id_list", "kwargs")
+
+
+def load_ifeval_prompts(*, source: str | Path | None = None, limit: int | None = None) -> list[dict]:
+    """Load IFEval prompts as dicts with key, prompt, instruction_id_list and kwargs.
+
+    ``source`` is a JSONL path, ``"google/IFEval"`` (hub), or None for the default path.
+    """
+    if source is not None and str(source) == HUB_DATASET:
+        import datasets
+
+        rows = [dict(r) for r in datasets.load_dataset(HUB_DATASET, split="train")]
+    else:
+        path = Path(source) if source is not None else DEFAULT_IFEVAL_PATH
+        if not path.is_file():
+            raise FileNotFoundError(
+                f"IFEval prompts not found at {path}; pass a JSONL file with fields "
+                f"{', '.join(_REQUIRED)} or '{HUB_DATASET}' where a hub is reachable"
+            )
+        rows = []
+        with path.open(encoding="utf-8") as handle:
+            for lineno, line in enumerate(handle, 1):
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise ValueError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from None
+                missing = [k for k in _REQUIRED if k not in row]
+                if missing:
+                    raise ValueError(f"{path}:{lineno}: missing field(s) {', '.join(missing)}")
+                rows.append(row)
+    return rows[:limit] if limit is not None else rows
+
+
+def _process_results():
+    ensure_nltk_data()
+    from lm_eval.tasks.ifeval.utils import process_results
+
+    return process_results
+
+
+@dataclass
+class IFEvalResult:
+    """Scores of one IFEval run; ``rows`` holds each prompt's response and verdicts."""
+
+    n_prompts: int
+    prompt_strict: float
+    inst_strict: float
+    prompt_loose: float
+    inst_loose: float
+    per_family_strict: dict[str, float] = field(default_factory=dict)
+    rows: list[dict] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def summary(self) -> str:
+        return (
+            f"IFEval n={self.n_prompts}: IFE-P strict {100 * self.prompt_strict:.1f} "
+            f"loose {100 * self.prompt_loose:.1f} | IFE-I strict {100 * self.inst_strict:.1f} "
+            f"loose {100 * self.inst_loose:.1f}"
+        )
+
+
+def check_response(*, prompt: dict, response: str) -> dict:
+    """Verdicts of the official checkers for one response (lm-eval's process_results keys)."""
+    return _process_results()(prompt, [response])
+
+
+def score_responses(*, prompts: Sequence[dict], responses: Sequence[str]) -> IFEvalResult:
+    """Score responses (same order as prompts) with the strict and loose checkers."""
+    if len(prompts) != len(responses):
+        raise ValueError(f"{len(prompts)} prompts but {len(responses)} responses")
+    if not prompts:
+        raise ValueError("no IFEval prompts to score")
+    rows, inst_strict, inst_loose = [], [], []
+    family: dict[str, list[bool]] = defaultdict(list)
+    for prompt, response in zip(prompts, responses, strict=True):
+        verdict = check_response(prompt=prompt, response=response)
+        inst_strict += verdict["inst_level_strict_acc"]
+        inst_loose += verdict["inst_level_loose_acc"]
+        for inst_id, ok in zip(
+            prompt["instruction_id_list"], verdict["inst_level_strict_acc"], strict=True
+        ):
+            family[inst_id.split(":")[0]].append(ok)
+        rows.append({"key": prompt["key"], "response": response, **verdict})
+    return IFEvalResult(
+        n_prompts=len(rows),
+        prompt_strict=sum(r["prompt_level_strict_acc"] for r in rows) / len(rows),
+        inst_strict=sum(inst_strict) / len(inst_strict),
+        prompt_loose=sum(r["prompt_level_loose_acc"] for r in rows) / len(rows),
+        inst_loose=sum(inst_loose) / len(inst_loose),
+        per_family_strict={k: sum(v) / len(v) for k, v in sorted(family.items())},
+        rows=rows,
+    )
+
+
+def run_ifeval(
+    *,
+    generate: Callable[[str], str],
+    source: str | Path | None = None,
+    limit: int | None = None,
+    progress: bool = True,
+) -> IFEvalResult:
+    """Generate one response per prompt with ``generate(prompt) -> text`` and score them."""
+    from tqdm import tqdm
+
+    prompts = load_ifeval_prompts(source=source, limit=limit)
+    started = time.perf_counter()
+    responses = [
+        generate(p["prompt"]) for p in tqdm(prompts, desc="ifeval", disable=not progress)
+    ]
+    result = score_responses(prompts=prompts, responses=responses)
+    result.seconds = time.perf_counter() - started
+    return result
