@@ -1,0 +1,56 @@
+"""JSON-Schema checking of parsed YAML, reported at the source line.
+
+Each Harness file has a JSON Schema (draft 2020-12). ``schema_problems`` runs it
+and turns every error into a :class:`~harness.errors.Problem` whose line comes
+from the YAML line map and whose message says what would be valid.
+"""
+
+from __future__ import annotations
+
+import jsonschema
+
+from harness.errors import Problem
+from harness.yamlio import LineMap, dotted
+
+
+def _message(error: jsonschema.ValidationError) -> str:
+    v = error.validator
+    if v == "enum":
+        return f"{error.instance!r} is not valid; use one of: {', '.join(map(str, error.validator_value))}"
+    if v == "type":
+        want = error.validator_value
+        want = " or ".join(want) if isinstance(want, list) else want
+        return f"expected {want}, got {type(error.instance).__name__} {error.instance!r}"[:200]
+    if v == "pattern":
+        hint = error.schema.get("x-hint", f"must match {error.validator_value}")
+        return f"{error.instance!r} is not valid: {hint}"
+    if v == "additionalProperties":
+        allowed = sorted(error.schema.get("properties", {}))
+        extra = sorted(set(error.instance) - set(allowed)) if isinstance(error.instance, dict) else []
+        return f"unknown field(s) {', '.join(map(repr, extra))}; allowed: {', '.join(allowed)}"
+    if v in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
+        return f"{error.instance!r} is out of range: {v} is {error.validator_value}"
+    if v in ("minLength", "maxLength", "minItems", "maxItems"):
+        return f"{error.message} ({v} {error.validator_value})"
+    return error.message
+
+
+def schema_problems(data, schema: dict, *, linemap: LineMap, file: str, prefix=()) -> list[Problem]:
+    validator = jsonschema.Draft202012Validator(schema)
+    problems = []
+    for error in validator.iter_errors(data):
+        path = (*prefix, *error.absolute_path)
+        field = dotted(path) or "(top level)"
+        if error.validator == "required":
+            missing = error.message.split("'")[1] if "'" in error.message else "?"
+            field = dotted((*path, missing))
+            message = "is required"
+        elif error.validator == "additionalProperties" and isinstance(error.instance, dict):
+            extra = sorted(set(error.instance) - set(error.schema.get("properties", {})))
+            if extra:
+                path = (*path, extra[0])
+            message = _message(error)
+        else:
+            message = _message(error)
+        problems.append(Problem(file, linemap.line(path), field, message))
+    return problems

@@ -1,0 +1,184 @@
+"""The tool registry file, ``tools.yaml``: tools and the MCP servers they come from.
+
+Each tool has a name, a description, JSON-Schema parameters, an optional
+timeout (default: the prompt constraint ``tool_timeout_s``) and a binding:
+``{builtin: <name from harness.tool_catalogue>}`` or
+``{mcp: <server>/<tool>}``. MCP servers are declared with a stdio command or an
+HTTP URL; the runtime discovers their tools at start-up and maps them in.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import jsonschema
+
+from harness.errors import Problem
+from harness.schema import schema_problems
+from harness.tool_catalogue import BUILTIN_TOOLS
+from harness.yamlio import LineMap, load_yaml
+
+FILE = "tools.yaml"
+TOOL_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,63}$"
+
+SCHEMA = {
+    "type": "object",
+    "required": ["tools"],
+    "additionalProperties": False,
+    "properties": {
+        "mcp_servers": {
+            "type": "object",
+            "additionalProperties": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["transport"],
+                "properties": {
+                    "transport": {"enum": ["stdio", "http"]},
+                    "command": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+                    "url": {"type": "string", "pattern": "^https?://",
+                            "x-hint": "an http:// or https:// URL"},
+                    "env": {"type": "object", "additionalProperties": {"type": "string"}},
+                    "description": {"type": "string"},
+                },
+            },
+        },
+        "tools": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["name", "description", "binding"],
+                "properties": {
+                    "name": {"type": "string", "pattern": TOOL_NAME_PATTERN,
+                             "x-hint": "1-64 of A-Z, a-z, 0-9 or '_', not starting with a digit"},
+                    "description": {"type": "string", "minLength": 1, "maxLength": 2048},
+                    "parameters": {"type": "object"},
+                    "timeout_s": {"type": "number", "exclusiveMinimum": 0, "maximum": 120},
+                    "binding": {
+                        "type": "object",
+                        "additionalProperties": False,
+                        "minProperties": 1,
+                        "maxProperties": 1,
+                        "properties": {
+                            "builtin": {"type": "string"},
+                            "mcp": {"type": "string", "pattern": r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$",
+                                    "x-hint": "'<server>/<tool>' with a server from mcp_servers"},
+                        },
+                    },
+                },
+            },
+        },
+    },
+}
+
+
+@dataclass(frozen=True)
+class McpServerSpec:
+    name: str
+    transport: str
+    command: tuple[str, ...] = ()
+    url: str = ""
+    env: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    description: str
+    parameters: dict
+    timeout_s: float | None
+    builtin: str | None = None
+    mcp_server: str | None = None
+    mcp_tool: str | None = None
+
+    @property
+    def binding(self) -> str:
+        return f"builtin:{self.builtin}" if self.builtin else f"mcp:{self.mcp_server}/{self.mcp_tool}"
+
+    @property
+    def role(self) -> str:
+        """'load_skill', 'silent' or 'data' (MCP tools are always data tools)."""
+        return BUILTIN_TOOLS[self.builtin].role if self.builtin in BUILTIN_TOOLS else "data"
+
+    def openai_schema(self) -> dict:
+        """The tool as an OpenAI-style function definition."""
+        return {"type": "function", "function": {"name": self.name, "description": self.description,
+                                                 "parameters": self.parameters}}
+
+
+@dataclass
+class ToolRegistry:
+    tools: list[ToolSpec]
+    mcp_servers: dict[str, McpServerSpec]
+    line_of: LineMap = field(default_factory=LineMap, repr=False)
+
+    def get(self, name: str) -> ToolSpec | None:
+        return next((t for t in self.tools if t.name == name), None)
+
+    def by_role(self, role: str) -> list[ToolSpec]:
+        return [t for t in self.tools if t.role == role]
+
+    @property
+    def names(self) -> list[str]:
+        return [t.name for t in self.tools]
+
+
+def parse_tools(text: str) -> tuple[ToolRegistry | None, list[Problem]]:
+    data, linemap, problems = load_yaml(text, file=FILE)
+    if problems:
+        return None, problems
+    if not isinstance(data, dict):
+        return None, [Problem(FILE, 1, "(top level)",
+                              "tools.yaml must be a mapping with a 'tools' list "
+                              "(and optional 'mcp_servers')")]
+    problems = schema_problems(data, SCHEMA, linemap=linemap, file=FILE)
+    if problems:
+        return None, problems
+    servers = {}
+    for name, spec in (data.get("mcp_servers") or {}).items():
+        at = linemap.line(("mcp_servers", name))
+        if spec["transport"] == "stdio" and not spec.get("command"):
+            problems.append(Problem(FILE, at, f"mcp_servers.{name}.command",
+                                    "a stdio server needs a command (a list of strings)"))
+        if spec["transport"] == "http" and not spec.get("url"):
+            problems.append(Problem(FILE, at, f"mcp_servers.{name}.url",
+                                    "an http server needs a url"))
+        servers[name] = McpServerSpec(name, spec["transport"], tuple(spec.get("command") or ()),
+                                      spec.get("url", ""), dict(spec.get("env") or {}))
+    tools, seen = [], {}
+    for i, item in enumerate(data["tools"]):
+        where = ("tools", i)
+        name = item["name"]
+        if name in seen:
+            problems.append(Problem(FILE, linemap.line((*where, "name")), f"tools[{i}].name",
+                                    f"duplicate tool name '{name}' (first declared at line "
+                                    f"{seen[name]})"))
+        seen.setdefault(name, linemap.line((*where, "name")))
+        params = item.get("parameters", {"type": "object", "properties": {}})
+        try:
+            jsonschema.Draft202012Validator.check_schema(params)
+            if params.get("type") != "object":
+                raise jsonschema.SchemaError("the top level must be {type: object, properties: ...}")
+        except jsonschema.SchemaError as exc:
+            problems.append(Problem(FILE, linemap.line((*where, "parameters")),
+                                    f"tools[{i}].parameters",
+                                    f"not a valid JSON Schema for arguments: {exc.message}"))
+        binding = item["binding"]
+        builtin, server, mtool = binding.get("builtin"), None, None
+        if builtin is not None and builtin not in BUILTIN_TOOLS:
+            problems.append(Problem(FILE, linemap.line((*where, "binding", "builtin")),
+                                    f"tools[{i}].binding.builtin",
+                                    f"unknown built-in '{builtin}'; known: "
+                                    + ", ".join(sorted(BUILTIN_TOOLS))))
+        if "mcp" in binding:
+            server, mtool = binding["mcp"].split("/", 1)
+            if server not in servers:
+                problems.append(Problem(FILE, linemap.line((*where, "binding", "mcp")),
+                                        f"tools[{i}].binding.mcp",
+                                        f"MCP server '{server}' is not declared in mcp_servers"
+                                        + (f" (declared: {', '.join(servers)})" if servers else "")))
+        tools.append(ToolSpec(name, item["description"], params, item.get("timeout_s"),
+                              builtin, server, mtool))
+    if problems:
+        return None, problems
+    return ToolRegistry(tools, servers, linemap), []

@@ -1,0 +1,143 @@
+"""YAML reading that remembers where every value came from.
+
+``load_yaml`` returns plain Python data plus a :class:`LineMap` from a path of
+keys/indices (``("tools", 2, "timeout_s")``) to the 1-based source line, so a
+schema error deep inside a file can still be reported at its line. Syntax
+errors, duplicate keys and non-string keys become problems, never exceptions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import yaml
+
+from harness.errors import Problem
+
+Path_ = tuple
+
+
+@dataclass
+class LineMap:
+    """Source lines of the values of one YAML document (offset for front matter)."""
+
+    lines: dict[Path_, int] = field(default_factory=dict)
+    value_lines: dict[Path_, int] = field(default_factory=dict)
+    offset: int = 0
+
+    def value_line(self, path) -> int:
+        """Where the value itself starts (a block scalar starts after its key)."""
+        path = tuple(path)
+        if path in self.value_lines:
+            return self.value_lines[path] + self.offset
+        return self.line(path)
+
+    def line(self, path) -> int:
+        """The line of ``path``, or of its nearest parent that has one."""
+        path = tuple(path)
+        while path:
+            if path in self.lines:
+                return self.lines[path] + self.offset
+            path = path[:-1]
+        return self.lines.get((), 1) + self.offset
+
+
+class _AliasError(ValueError):
+    pass
+
+
+def _construct(node, path, linemap: LineMap, problems: list[Problem], file: str, seen=None):
+    # Anchors/aliases would let a few lines expand into gigabytes; bundles are
+    # small hand-edited files, so they are simply refused.
+    seen = set() if seen is None else seen
+    if isinstance(node, (yaml.MappingNode, yaml.SequenceNode)):
+        if id(node) in seen:
+            raise _AliasError(f"line {node.start_mark.line + 1 + linemap.offset}: "
+                              "YAML anchors and aliases (&name / *name) are not supported")
+        seen.add(id(node))
+    linemap.lines.setdefault(path, node.start_mark.line + 1)
+    linemap.value_lines[path] = node.start_mark.line + 1
+    if isinstance(node, yaml.ScalarNode) and node.style in ("|", ">"):
+        linemap.value_lines[path] += 1
+    if isinstance(node, yaml.MappingNode):
+        out = {}
+        for key_node, value_node in node.value:
+            if not isinstance(key_node, yaml.ScalarNode):
+                problems.append(Problem(file, key_node.start_mark.line + 1 + linemap.offset,
+                                        _dotted(path) or "(top level)",
+                                        "mapping keys must be plain strings"))
+                continue
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                problems.append(Problem(file, key_node.start_mark.line + 1 + linemap.offset,
+                                        _dotted(path) or "(top level)",
+                                        "YAML merge keys (<<) are not supported"))
+                continue
+            key = str(yaml.SafeLoader.construct_scalar(_LOADER, key_node))
+            if key in out:
+                problems.append(Problem(file, key_node.start_mark.line + 1 + linemap.offset,
+                                        _dotted((*path, key)),
+                                        f"duplicate key '{key}' (already set above)"))
+                continue
+            linemap.lines[(*path, key)] = key_node.start_mark.line + 1
+            out[key] = _construct(value_node, (*path, key), linemap, problems, file, seen)
+        return out
+    if isinstance(node, yaml.SequenceNode):
+        return [_construct(item, (*path, i), linemap, problems, file, seen)
+                for i, item in enumerate(node.value)]
+    return _LOADER.construct_object(node, deep=True)
+
+
+class _Loader(yaml.SafeLoader):
+    pass
+
+
+_LOADER = _Loader("")
+
+
+def _dotted(path) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def dotted(path) -> str:
+    """``("tools", 2, "name")`` -> ``tools[2].name``."""
+    return _dotted(path)
+
+
+def load_yaml(text: str, *, file: str, line_offset: int = 0) -> tuple[object, LineMap, list[Problem]]:
+    """Parse one YAML document; returns (data, line map, problems).
+
+    ``data`` is None when the text could not be parsed at all.
+    """
+    linemap = LineMap(offset=line_offset)
+    problems: list[Problem] = []
+    try:
+        nodes = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        line = (mark.line + 1 if mark else 1) + line_offset
+        reason = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        return None, linemap, [Problem(file, line, "(syntax)", f"invalid YAML: {reason}")]
+    except (ValueError, RecursionError) as exc:  # e.g. unreadable characters
+        return None, linemap, [Problem(file, 1 + line_offset, "(syntax)", f"invalid YAML: {exc}")]
+    if len(nodes) > 1:
+        problems.append(Problem(file, nodes[1].start_mark.line + 1 + line_offset, "(syntax)",
+                                "expected one YAML document, found several (remove the '---')"))
+    if not nodes or nodes[0] is None:
+        return None, linemap, problems
+    try:
+        data = _construct(nodes[0], (), linemap, problems, file)
+    except _AliasError as exc:
+        return None, linemap, [*problems, Problem(file, 1 + line_offset, "(syntax)", str(exc))]
+    except (yaml.YAMLError, ValueError, TypeError, RecursionError) as exc:
+        return None, linemap, [*problems, Problem(file, 1 + line_offset, "(syntax)",
+                                                  f"invalid YAML value: {exc}")]
+    return data, linemap, problems
+
+
+def dump_yaml(data) -> str:
+    """Canonical YAML text: block style, keys in the given order, unicode kept."""
+    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, default_flow_style=False,
+                          width=100)
