@@ -1,0 +1,21 @@
+"""Policies behind one protocol: local transformers, OpenAI-compatible, scripted.
+
+``make_policy(spec)`` builds one from a string; ``harness.policies.models``
+holds the cached local checkpoints (default SmolLM2-135M-Instruct, tiny model).
+"""
+
+from harness.policies.base import (
+    GenerationSettings,
+    Policy,
+    PolicyError,
+    PolicyOutput,
+    ToolCall,
+)
+from harness.policies.factory import SPEC_HELP, make_policy
+from harness.policies.scripted import ScriptedPolicy
+from harness.policies.text_protocol import ParsedReply, parse_reply, strip_reasoning
+
+__all__ = [
+    "GenerationSettings", "ParsedReply", "Policy", "PolicyError", "PolicyOutput", "SPEC_HELP",
+    "ScriptedPolicy", "ToolCall", "make_policy", "parse_reply", "strip_reasoning",
+]

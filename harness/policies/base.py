@@ -1,0 +1,78 @@
+"""The policy protocol: messages (+ tool specs) in, text and tool calls out.
+
+Every model the runtime can drive (a local transformers model, an
+OpenAI-compatible endpoint, a scripted test double) implements ``Policy``.
+A policy never parses the text tool-call protocol itself: it returns the raw
+text plus any *native* tool calls the server returned, and the runtime does the
+rest (see ``harness.policies.text_protocol``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A tool call proposed by the model."""
+
+    name: str
+    arguments: dict[str, Any]
+    id: str = ""  # the server's id for native calls; empty for the text protocol
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"name": self.name, "arguments": self.arguments}
+        if self.id:
+            data["id"] = self.id
+        return data
+
+
+@dataclass
+class GenerationSettings:
+    """Sampling settings one model call uses."""
+
+    temperature: float = 0.0  # 0: greedy
+    top_p: float = 1.0
+    max_new_tokens: int = 256
+    seed: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class PolicyOutput:
+    """What one model call produced, with client-observed timings."""
+
+    text: str
+    tool_calls: list[ToolCall] = field(default_factory=list)  # native calls only
+    input_tokens: int = 0
+    output_tokens: int = 0
+    latency_s: float = 0.0
+    ttft_s: float | None = None  # time to first token
+    decode_tokens_per_s: float | None = None  # output tokens after the first / decode time
+    finish_reason: str = ""
+
+
+class PolicyError(RuntimeError):
+    """A model call failed (server down, bad response, script exhausted)."""
+
+
+@runtime_checkable
+class Policy(Protocol):
+    """Turns chat messages (+ optional tool specs) into text and tool calls."""
+
+    name: str
+
+    def generate(self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None = None,
+                 settings: GenerationSettings | None = None) -> PolicyOutput:
+        """One model call. ``tools`` are OpenAI-style function specs (for native calling)."""
+        ...
+
+
+def decode_rate(output_tokens: int, ttft_s: float | None, latency_s: float) -> float | None:
+    """Client-observed decode speed: tokens after the first over the time after it."""
+    if ttft_s is None or output_tokens < 2 or latency_s <= ttft_s:
+        return None
+    return (output_tokens - 1) / (latency_s - ttft_s)

@@ -1,0 +1,97 @@
+"""TransformersPolicy: a local transformers causal LM on CPU (or whatever torch has).
+
+Loads the checkpoint once per process (shared between policies that name the
+same folder), renders messages with the model's chat template and generates.
+Time to first token is measured with a streamer, so local numbers are
+comparable with the client-observed numbers of ``OpenAIChatPolicy``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from harness.policies.base import GenerationSettings, PolicyOutput, decode_rate
+
+_LOADED: dict[str, tuple[Any, Any]] = {}
+_LOAD_LOCK = threading.Lock()
+
+
+def load_model(model_dir: str | Path) -> tuple[Any, Any]:
+    """(model, tokenizer) for a checkpoint folder, loaded once per process."""
+    key = str(Path(model_dir).resolve())
+    with _LOAD_LOCK:
+        if key not in _LOADED:
+            from transformers import AutoModelForCausalLM, AutoTokenizer
+
+            tokenizer = AutoTokenizer.from_pretrained(key)
+            model = AutoModelForCausalLM.from_pretrained(key)
+            model.eval()
+            _LOADED[key] = (model, tokenizer)
+        return _LOADED[key]
+
+
+class _FirstTokenClock:
+    """A generation streamer that notes when the first new token arrives."""
+
+    def __init__(self) -> None:
+        self.puts = 0
+        self.first_token_at: float | None = None
+
+    def put(self, value: Any) -> None:
+        self.puts += 1
+        if self.puts == 2 and self.first_token_at is None:  # put #1 is the prompt
+            self.first_token_at = time.perf_counter()
+
+    def end(self) -> None:
+        pass
+
+
+class TransformersPolicy:
+    """A local model. Tools are rendered into the prompt by the runtime (text protocol)."""
+
+    def __init__(self, model_dir: str | Path, *, name: str | None = None,
+                 settings: GenerationSettings | None = None) -> None:
+        self.model_dir = Path(model_dir)
+        self.name = name or f"local:{self.model_dir.name}"
+        self.settings = settings or GenerationSettings()
+        self._lock = threading.Lock()  # one generate at a time per model object
+
+    def generate(self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None = None,
+                 settings: GenerationSettings | None = None) -> PolicyOutput:
+        import torch
+
+        settings = settings or self.settings
+        model, tokenizer = load_model(self.model_dir)
+        chat = [{"role": m["role"], "content": str(m.get("content") or "")} for m in messages]
+        kwargs: dict[str, Any] = {}
+        if tools and "tools" in (tokenizer.chat_template or ""):
+            kwargs["tools"] = tools
+        started = time.perf_counter()
+        inputs = tokenizer.apply_chat_template(chat, add_generation_prompt=True, return_tensors="pt",
+                                               return_dict=True, **kwargs)
+        prompt_len = int(inputs["input_ids"].shape[1])
+        clock = _FirstTokenClock()
+        gen: dict[str, Any] = {"max_new_tokens": settings.max_new_tokens, "streamer": clock,
+                               "pad_token_id": tokenizer.pad_token_id or tokenizer.eos_token_id}
+        if settings.temperature > 0:
+            gen.update(do_sample=True, temperature=settings.temperature, top_p=settings.top_p)
+        else:
+            gen.update(do_sample=False, temperature=None, top_p=None, top_k=None)
+        with self._lock, torch.inference_mode():
+            if settings.seed is not None:
+                torch.manual_seed(settings.seed)
+            output = model.generate(**inputs, **gen)
+        latency = time.perf_counter() - started
+        new_ids = output[0][prompt_len:]
+        text = tokenizer.decode(new_ids, skip_special_tokens=True)
+        n_out = int(new_ids.shape[0])
+        eos = tokenizer.eos_token_id
+        finish = "stop" if n_out and int(new_ids[-1]) == eos else "length"
+        ttft = (clock.first_token_at - started) if clock.first_token_at else None
+        return PolicyOutput(text=text, input_tokens=prompt_len, output_tokens=n_out,
+                            latency_s=latency, ttft_s=ttft,
+                            decode_tokens_per_s=decode_rate(n_out, ttft, latency),
+                            finish_reason=finish)

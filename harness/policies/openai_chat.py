@@ -1,0 +1,110 @@
+"""OpenAIChatPolicy: any OpenAI-compatible chat-completions endpoint, streamed.
+
+SGLang on a GPU, vLLM, vendor APIs, or ``transformers serve`` on CPU. Streaming
+makes time to first token and decode tokens/s client-observed, per call. The
+tool specs are sent natively; when the server returns native tool calls they
+are used, otherwise the runtime parses the text protocol from the content.
+The API key comes from ``api_key`` or ``$OPENAI_API_KEY`` (a placeholder for
+local servers that need none).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Any
+
+from harness.policies.base import (
+    GenerationSettings,
+    PolicyError,
+    PolicyOutput,
+    ToolCall,
+    decode_rate,
+)
+
+
+class OpenAIChatPolicy:
+    def __init__(self, *, base_url: str, model: str, api_key: str | None = None,
+                 settings: GenerationSettings | None = None, timeout_s: float = 60.0,
+                 native_tools: bool = True, name: str | None = None) -> None:
+        from openai import OpenAI
+
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.settings = settings or GenerationSettings()
+        self.native_tools = native_tools
+        self.name = name or f"openai:{self.base_url}:{model}"
+        self.client = OpenAI(base_url=self.base_url,
+                             api_key=api_key or os.environ.get("OPENAI_API_KEY") or "not-needed",
+                             timeout=timeout_s, max_retries=0)
+
+    def generate(self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None = None,
+                 settings: GenerationSettings | None = None) -> PolicyOutput:
+        from openai import OpenAIError
+
+        settings = settings or self.settings
+        body: dict[str, Any] = {
+            "model": self.model, "messages": messages, "stream": True,
+            "stream_options": {"include_usage": True},
+            "max_tokens": settings.max_new_tokens, "temperature": settings.temperature,
+            "top_p": settings.top_p,
+        }
+        if settings.seed is not None:
+            body["seed"] = settings.seed
+        if tools and self.native_tools:
+            body["tools"] = tools
+        started = time.perf_counter()
+        first_at: float | None = None
+        parts: list[str] = []
+        calls: dict[int, dict[str, Any]] = {}
+        usage = None
+        finish = ""
+        chunks_with_content = 0
+        try:
+            stream = self.client.chat.completions.create(**body)
+            for chunk in stream:
+                if getattr(chunk, "usage", None):
+                    usage = chunk.usage
+                for choice in chunk.choices or []:
+                    delta = choice.delta
+                    if choice.finish_reason:
+                        finish = choice.finish_reason
+                    if delta is None:
+                        continue
+                    got = False
+                    if delta.content:
+                        parts.append(delta.content)
+                        chunks_with_content += 1
+                        got = True
+                    for tc in delta.tool_calls or []:
+                        slot = calls.setdefault(tc.index or 0, {"id": "", "name": "", "arguments": ""})
+                        if tc.id:
+                            slot["id"] = tc.id
+                        if tc.function and tc.function.name:
+                            slot["name"] += tc.function.name
+                        if tc.function and tc.function.arguments:
+                            slot["arguments"] += tc.function.arguments
+                        got = True
+                    if got and first_at is None:
+                        first_at = time.perf_counter()
+        except OpenAIError as exc:
+            raise PolicyError(f"{self.base_url}: {type(exc).__name__}: {exc}") from exc
+        latency = time.perf_counter() - started
+        text = "".join(parts)
+        native = []
+        for _, slot in sorted(calls.items()):
+            try:
+                args = json.loads(slot["arguments"]) if slot["arguments"].strip() else {}
+            except json.JSONDecodeError:
+                # Left for the runtime's feedback: render it as a text-protocol call.
+                text += f"<tool_call>{{\"name\": \"{slot['name']}\", \"arguments\": {slot['arguments']}}}</tool_call>"
+                continue
+            native.append(ToolCall(slot["name"], args if isinstance(args, dict) else {}, slot["id"]))
+        out_tokens = getattr(usage, "completion_tokens", None) or chunks_with_content
+        in_tokens = getattr(usage, "prompt_tokens", None) or 0
+        ttft = (first_at - started) if first_at else None
+        return PolicyOutput(text=text, tool_calls=native, input_tokens=int(in_tokens),
+                            output_tokens=int(out_tokens), latency_s=latency, ttft_s=ttft,
+                            decode_tokens_per_s=decode_rate(int(out_tokens), ttft, latency),
+                            finish_reason=finish)

@@ -1,0 +1,95 @@
+"""ScriptedPolicy: replays given model outputs, for tests and gold-trajectory replay.
+
+A script is a list of outputs, or a dict of request id -> list. Each output is
+either the raw text a model would write (text protocol) or a dict
+``{"text": ..., "tool_calls": [{"name", "arguments"}], "delay_s": 0.2}`` where
+``tool_calls`` are treated as native calls and ``delay_s`` simulates model time.
+The runtime calls ``begin_request(request_id)`` before each request, which
+rewinds the script, so the same policy answers many requests deterministically.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from harness.policies.base import GenerationSettings, PolicyError, PolicyOutput, ToolCall
+
+
+def _approx_tokens(text: str) -> int:
+    return max(1, len(text) // 4) if text else 0
+
+
+class ScriptedPolicy:
+    """Replays outputs in order; raises ``PolicyError`` when the script runs out."""
+
+    def __init__(self, script: list[Any] | dict[str, list[Any]], *, name: str = "scripted") -> None:
+        if not isinstance(script, list | dict):
+            raise TypeError("a script is a list of outputs or a dict of request id -> outputs")
+        self.name = name
+        self.script = script
+        self._outputs: list[Any] = script if isinstance(script, list) else []
+        self._cursor = 0
+        self.calls: list[list[dict[str, Any]]] = []  # messages of every call, for tests
+
+    @classmethod
+    def load(cls, path: str | Path) -> ScriptedPolicy:
+        """Read a script file: a JSON list / object, or a trajectory JSON (its model texts)."""
+        path = Path(path)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise ValueError(f"{path}: cannot read script ({exc})") from exc
+        if isinstance(data, dict) and "model_calls" in data:
+            return cls.from_trajectory(data, name=f"scripted:{path.name}")
+        if isinstance(data, dict) and "outputs" in data:
+            data = data["outputs"]
+        if not isinstance(data, list | dict):
+            raise ValueError(f"{path}: a script must be a JSON list of outputs or an object "
+                             "of request id -> list of outputs")
+        return cls(data, name=f"scripted:{path.name}")
+
+    @classmethod
+    def from_trajectory(cls, trajectory: dict[str, Any], *, name: str = "replay") -> ScriptedPolicy:
+        """Replay a recorded (e.g. gold) trajectory's model outputs in the same order."""
+        outputs = []
+        for call in trajectory.get("model_calls", []):
+            native = call.get("native_tool_calls") or []
+            outputs.append({"text": call.get("text", ""), "tool_calls": native} if native
+                           else call.get("text", ""))
+        return cls(outputs, name=name)
+
+    def begin_request(self, request_id: str) -> None:
+        if isinstance(self.script, dict):
+            if request_id not in self.script:
+                raise PolicyError(f"the script has no outputs for request {request_id!r}; "
+                                  f"it has {', '.join(sorted(self.script)) or 'none'}")
+            self._outputs = self.script[request_id]
+        self._cursor = 0
+
+    def generate(self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None = None,
+                 settings: GenerationSettings | None = None) -> PolicyOutput:
+        started = time.perf_counter()
+        self.calls.append(messages)
+        if self._cursor >= len(self._outputs):
+            raise PolicyError(f"scripted policy ran out of outputs after {len(self._outputs)} call(s)")
+        item = self._outputs[self._cursor]
+        self._cursor += 1
+        native: list[ToolCall] = []
+        if isinstance(item, dict):
+            if item.get("delay_s"):
+                time.sleep(float(item["delay_s"]))
+            if item.get("raise"):
+                raise PolicyError(str(item["raise"]))
+            text = str(item.get("text", ""))
+            native = [ToolCall(c["name"], dict(c.get("arguments", {})), c.get("id", ""))
+                      for c in item.get("tool_calls", [])]
+        else:
+            text = str(item)
+        prompt = "".join(str(m.get("content", "")) for m in messages)
+        latency = time.perf_counter() - started
+        return PolicyOutput(text=text, tool_calls=native, input_tokens=_approx_tokens(prompt),
+                            output_tokens=_approx_tokens(text), latency_s=latency, ttft_s=latency,
+                            finish_reason="stop")
