@@ -119,6 +119,9 @@ def load_yaml(text: str, *, file: str, line_offset: int = 0) -> tuple[object, Li
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         line = (mark.line + 1 if mark else 1) + line_offset
         reason = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        context = getattr(exc, "context_mark", None)
+        if getattr(exc, "context", None) and context is not None and context is not mark:
+            reason += f" ({exc.context} at line {context.line + 1 + line_offset})"
         return None, linemap, [Problem(file, line, "(syntax)", f"invalid YAML: {reason}")]
     except (ValueError, RecursionError) as exc:  # e.g. unreadable characters
         return None, linemap, [Problem(file, 1 + line_offset, "(syntax)", f"invalid YAML: {exc}")]
