@@ -1,0 +1,222 @@
+"""Command line of serving/: `python -m serving <command>`.
+
+    profiles                         list the serving profiles (built-in or --profiles FILE)
+    serve --route R                  start a transformers-serve profile and keep it up (Ctrl-C stops it)
+    sglang-command --model PATH [--draft-head PATH]
+                                     print the validated SGLang launch command (GPU host)
+    replay --route R --harness DIR --cases FILE [--concurrency 1,2,4,8] [--warmup 10] [--measured 100]
+                                     the deployment replay of SPEC §10; writes a run folder
+    compare RUN_A RUN_B              per-metric ratios B / A of two runs
+    report RUN                       recompute a run's summary, table and chart from its raw timings
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from urllib.parse import urlsplit
+
+from serving.record import DEFAULT_RUNS_DIR, RunRecordError
+
+DEFAULT_SGLANG_PORT = 30000
+USER_ERRORS: tuple[type[Exception], ...] = (ValueError, RunRecordError, FileNotFoundError)
+
+
+def _levels(text: str) -> tuple[int, ...]:
+    try:
+        levels = tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected comma-separated integers, e.g. 1,2,4,8") from None
+    if not levels or any(c < 1 for c in levels):
+        raise argparse.ArgumentTypeError(f"{text!r}: concurrency levels must be integers >= 1")
+    return levels
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m serving", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("profiles", help="list serving profiles")
+    p.add_argument("--profiles", help="profiles YAML file (default: the built-in serving/profiles.yaml)")
+
+    p = sub.add_parser("serve", help="run a transformers-serve profile in the foreground")
+    p.add_argument("--route", default="cpu-local", help="profile name or transformers:CHECKPOINT")
+    p.add_argument("--profiles", help="profiles YAML file")
+    p.add_argument("--log-dir", default="var/serving", help="where the server log goes")
+
+    p = sub.add_parser("sglang-command", help="print the SGLang launch command")
+    p.add_argument("--model", help="checkpoint folder (or hub id) to serve")
+    p.add_argument("--draft-head", help="adapted MTP draft-head folder (--speculative-draft-model-path)")
+    p.add_argument("--profile", help="take model / draft head / name / port from this sglang profile")
+    p.add_argument("--profiles", help="profiles YAML file")
+    p.add_argument("--served-model-name")
+    p.add_argument("--host", default="0.0.0.0")
+    p.add_argument("--port", type=int, default=DEFAULT_SGLANG_PORT)
+    p.add_argument("--dtype", default="bf16", help="bf16 (default), fp16, fp32, auto or an SGLang dtype name")
+    p.add_argument("--tool-call-parser", default="qwen3_coder")
+    p.add_argument("--reasoning-parser", default="qwen3")
+    p.add_argument("--no-speculative", action="store_true", help="serve without NEXTN speculative decoding")
+    p.add_argument("--tp-size", type=int, default=1)
+    p.add_argument("--mem-fraction-static", type=float)
+    p.add_argument("--context-length", type=int)
+    p.add_argument("--trust-remote-code", action="store_true")
+    p.add_argument("--api-key-env", help="env var holding the server API key (the command references it)")
+    p.add_argument("--check-paths", action="store_true", help="also require the folders to exist on this host")
+    p.add_argument("--json", action="store_true", help="print the argv as a JSON list")
+
+    p = sub.add_parser("replay", help="the deployment replay (SPEC §10)")
+    p.add_argument("--route", required=True, help="profile name, transformers:CKPT, sglang:URL:MODEL, openai:URL:MODEL[:KEY_ENV]")
+    p.add_argument("--harness", help="Harness folder (default: the shipped demo Harness)")
+    p.add_argument("--cases", required=True, help="replay case file (JSONL or JSON list)")
+    p.add_argument("--concurrency", type=_levels, default=(1, 2, 4, 8), help="comma-separated levels (default 1,2,4,8)")
+    p.add_argument("--warmup", type=int, default=10, help="warm-up cases per level (default 10)")
+    p.add_argument("--measured", type=int, default=100, help="measured cases per level (default 100)")
+    p.add_argument("--temperature", type=float, default=1.0)
+    p.add_argument("--top-p", type=float, default=0.95)
+    p.add_argument("--max-tokens", type=int, default=256, help="max new tokens per model call (default 256)")
+    p.add_argument("--seed", type=int)
+    p.add_argument("--request-timeout", type=float, default=60.0, help="seconds before a request counts as timed out")
+    p.add_argument("--sla", type=float, default=15.0, help="latency bound of the attainment share (default 15 s)")
+    p.add_argument("--profiles", help="profiles YAML file")
+    p.add_argument("--out", default=str(DEFAULT_RUNS_DIR), help=f"runs folder (default {DEFAULT_RUNS_DIR})")
+    p.add_argument("--run-id", help="name of the run folder (default: time-route-random)")
+
+    p = sub.add_parser("compare", help="compare two replay runs")
+    p.add_argument("run_a")
+    p.add_argument("run_b")
+    p.add_argument("--root", default=str(DEFAULT_RUNS_DIR), help="where run ids are looked up")
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("report", help="rebuild a run's summary, table and chart")
+    p.add_argument("run")
+    p.add_argument("--root", default=str(DEFAULT_RUNS_DIR))
+    return parser
+
+
+def cmd_profiles(args) -> int:
+    from serving.profiles import load_profiles
+
+    for name, profile in load_profiles(args.profiles).items():
+        where = profile.checkpoint if profile.engine == "transformers" else profile.base_url
+        extra = f" draft_head={profile.draft_head}" if profile.draft_head else ""
+        print(f"{name:<16} {profile.engine:<12} {where}{extra}")
+    return 0
+
+
+def cmd_serve(args) -> int:
+    from serving.endpoint import open_endpoint
+    from serving.profiles import resolve_route
+
+    profile = resolve_route(args.route, profiles_path=args.profiles)
+    if profile.engine != "transformers":
+        print(f"route {profile.name} is engine {profile.engine}: it is not started here "
+              "(for SGLang see `python -m serving sglang-command`)", file=sys.stderr)
+        return 2
+    with open_endpoint(profile=profile, log_dir=args.log_dir) as endpoint:
+        print(f"serving {endpoint.model}\n  base URL {endpoint.base_url}\n  log {endpoint.server_log}\n"
+              "Ctrl-C stops it.", flush=True)
+        try:
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            print("stopping", file=sys.stderr)
+    return 0
+
+
+def cmd_sglang_command(args) -> int:
+    from serving.profiles import ProfileError, resolve_route
+    from serving.sglang import SGLangLaunch, sglang_launch_argv, sglang_launch_shell
+
+    model, draft, name, port = args.model, args.draft_head, args.served_model_name, args.port
+    if args.profile:
+        profile = resolve_route(args.profile, profiles_path=args.profiles)
+        if profile.engine != "sglang":
+            raise ProfileError(f"profile {profile.name}: engine is {profile.engine}, not sglang")
+        model = model or profile.checkpoint
+        draft = draft or profile.draft_head
+        name = name or profile.model
+        profile_port = urlsplit(profile.base_url or "").port
+        if port == DEFAULT_SGLANG_PORT and profile_port:
+            port = profile_port
+    if not model:
+        raise ValueError("sglang-command: give --model PATH (or --profile with a checkpoint)")
+    launch = SGLangLaunch(
+        model_path=model, draft_head=draft, served_model_name=name, host=args.host, port=port,
+        dtype=args.dtype, tool_call_parser=args.tool_call_parser or None,
+        reasoning_parser=args.reasoning_parser or None,
+        speculative_algorithm=None if args.no_speculative else "NEXTN",
+        tp_size=args.tp_size, mem_fraction_static=args.mem_fraction_static,
+        context_length=args.context_length, trust_remote_code=args.trust_remote_code,
+        api_key_env=args.api_key_env,
+    )
+    if args.json:
+        print(json.dumps(sglang_launch_argv(launch, check_paths=args.check_paths)))
+    else:
+        print(sglang_launch_shell(launch, check_paths=args.check_paths))
+    return 0
+
+
+def cmd_replay(args) -> int:
+    from harness import demo_harness_dir
+    from serving.endpoint import GenerationSettings
+    from serving.profiles import resolve_route
+    from serving.replay import ReplayPlan
+    from serving.service import replay_run
+
+    profile = resolve_route(args.route, profiles_path=args.profiles)
+    plan = ReplayPlan(
+        concurrency=args.concurrency, warmup=args.warmup, measured=args.measured,
+        request_timeout_s=args.request_timeout, sla_s=args.sla,
+    )
+    settings = GenerationSettings(
+        temperature=args.temperature, top_p=args.top_p, max_tokens=args.max_tokens, seed=args.seed,
+    )
+    run_dir = replay_run(
+        profile=profile, harness_dir=args.harness or demo_harness_dir(), cases_path=args.cases,
+        plan=plan, settings=settings, out_root=args.out, run_id=args.run_id,
+        progress=lambda msg: print(msg, file=sys.stderr, flush=True),
+    )
+    print((run_dir / "table.md").read_text(encoding="utf-8"))
+    print(f"run folder: {run_dir}")
+    return 0
+
+
+def cmd_compare(args) -> int:
+    from serving.service import runs_compare
+
+    comparison, markdown = runs_compare(run_a=args.run_a, run_b=args.run_b, root=args.root)
+    print(json.dumps(comparison, indent=2) if args.json else markdown)
+    return 0
+
+
+def cmd_report(args) -> int:
+    from serving.service import rebuild_outputs
+
+    run_dir = rebuild_outputs(args.run, root=args.root)
+    print((run_dir / "table.md").read_text(encoding="utf-8"))
+    return 0
+
+
+COMMANDS = {
+    "profiles": cmd_profiles,
+    "serve": cmd_serve,
+    "sglang-command": cmd_sglang_command,
+    "replay": cmd_replay,
+    "compare": cmd_compare,
+    "report": cmd_report,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except USER_ERRORS as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,115 @@
+"""Replay case files: the fixed requests a deployment replay sends, and their digest.
+
+A case file is JSON Lines (one case per line) or a JSON list. Each case is a
+mapping with an `id` and a `request` (the harness.livestream request the agent
+answers); a bare request mapping with an `id` is accepted too. The first
+`warmup` cases warm the server up, the next `measured` are measured (SPEC §10:
+10 + 100 of 110). The manifest digest is sha256 over the canonical JSON of the
+cases actually used, so two runs with the same digest replayed the same requests.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+class CaseFileError(ValueError):
+    """A replay case file that cannot be used; the message names file and line."""
+
+
+@dataclass(frozen=True)
+class CaseManifest:
+    """The cases of one replay, split into warm-up and measured, with their digest."""
+
+    path: str
+    file_sha256: str
+    warmup: list[dict[str, Any]]
+    measured: list[dict[str, Any]]
+
+    @property
+    def digest(self) -> str:
+        return manifest_digest(self.warmup + self.measured)
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "file_sha256": self.file_sha256,
+            "digest": self.digest,
+            "warmup_ids": [c["id"] for c in self.warmup],
+            "measured_ids": [c["id"] for c in self.measured],
+        }
+
+
+def manifest_digest(cases: list[dict[str, Any]]) -> str:
+    canonical = json.dumps(cases, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def load_cases(path: str | Path) -> list[dict[str, Any]]:
+    """All cases of a file, normalised to {'id': str, 'request': {...}, ...}."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise CaseFileError(f"{path}: no such case file") from None
+    raw: list[tuple[int, Any]] = []
+    stripped = text.lstrip()
+    if stripped.startswith("["):
+        try:
+            items = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise CaseFileError(f"{path}:{exc.lineno}: not valid JSON: {exc.msg}") from None
+        raw = [(0, item) for item in items]
+    else:
+        for lineno, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                raw.append((lineno, json.loads(line)))
+            except json.JSONDecodeError as exc:
+                raise CaseFileError(f"{path}:{lineno}: not valid JSON: {exc.msg}") from None
+    cases = []
+    seen: dict[str, int] = {}
+    for position, (lineno, item) in enumerate(raw):
+        where = f"{path}:{lineno}" if lineno else f"{path}: item {position}"
+        if not isinstance(item, dict):
+            raise CaseFileError(f"{where}: expected a JSON object per case, got {type(item).__name__}")
+        case_id = item.get("id", item.get("case_id"))
+        if case_id is None:
+            raise CaseFileError(f"{where}: field 'id' is missing; every case needs a unique id")
+        case_id = str(case_id)
+        if case_id in seen:
+            raise CaseFileError(f"{where}: id {case_id!r} repeats the case at position {seen[case_id]}")
+        seen[case_id] = position
+        request = item.get("request", item)
+        if not isinstance(request, dict):
+            raise CaseFileError(f"{where}: field 'request' must be an object")
+        case = dict(item)
+        case["id"] = case_id
+        case["request"] = request
+        cases.append(case)
+    if not cases:
+        raise CaseFileError(f"{path}: no cases in the file")
+    return cases
+
+
+def load_manifest(path: str | Path, *, warmup: int, measured: int) -> CaseManifest:
+    """The first `warmup` + `measured` cases of a file; errors if it has fewer."""
+    path = Path(path)
+    cases = load_cases(path)
+    need = warmup + measured
+    if len(cases) < need:
+        raise CaseFileError(
+            f"{path}: has {len(cases)} cases, but --warmup {warmup} + --measured {measured} needs {need}; "
+            "lower them or generate a larger case file"
+        )
+    return CaseManifest(
+        path=str(path),
+        file_sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
+        warmup=cases[:warmup],
+        measured=cases[warmup:need],
+    )

@@ -1,0 +1,85 @@
+"""Charts and tables beside a replay run: latency CDF (PNG) and a Table-5-style Markdown table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from serving.metrics import METRIC_LABELS
+
+
+def _fmt(key: str, value: Any) -> str:
+    if value is None:
+        return "n/a"
+    if key in ("share_within_sla", "success_rate"):
+        return f"{100 * value:.1f}%"
+    if key.endswith("_s"):
+        return f"{value:.3f}"
+    if key in ("calls_per_request",):
+        return f"{value:.2f}"
+    return f"{value:.1f}"
+
+
+def table_markdown(summary: dict[str, Any]) -> str:
+    """One row per concurrency level, the report's Table 5 columns."""
+    sla = summary.get("sla_s", 15.0)
+    labels = dict(METRIC_LABELS, share_within_sla=f"<= {sla:g} s")
+    header = ["Route", "Checkpoint", "C", "n", *labels.values()]
+    lines = [
+        f"Deployment replay `{summary['run_id']}`: Harness `{summary['harness_digest'][:12]}`, "
+        f"cases `{summary['case_manifest_digest'][:12]}`, temperature {summary['generation']['temperature']}, "
+        f"top-p {summary['generation']['top_p']}.",
+        "",
+        "| " + " | ".join(header) + " |",
+        "|" + "|".join("---" if i < 2 else "---:" for i in range(len(header))) + "|",
+    ]
+    for level, metrics in summary["levels"].items():
+        row = [summary["route"], str(summary.get("checkpoint") or ""), str(level), str(metrics["n_measured"])]
+        row += [_fmt(key, metrics.get(key)) for key in labels]
+        lines.append("| " + " | ".join(row) + " |")
+    lines += [
+        "",
+        "Wall percentiles over successful requests; the SLA share and success over all measured "
+        "requests (failures and timeouts count against both); TTFT of each request's first model call; "
+        "decode tok/s = (output tokens - 1) / (call latency - TTFT), mean over calls.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def latency_cdf_png(*, records: list[dict[str, Any]], path: str | Path, title: str, sla_s: float = 15.0) -> Path:
+    """Wall-clock latency CDF, one line per concurrency level, over all measured requests.
+
+    Failed requests never reach 1.0 on the y axis: the curve's top is the share of
+    successful requests, so the chart shows failures instead of hiding them.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    levels: dict[int, list[dict[str, Any]]] = {}
+    for r in records:
+        if r.get("phase") == "measured":
+            levels.setdefault(int(r["concurrency"]), []).append(r)
+    fig, ax = plt.subplots(figsize=(6.4, 4.0), dpi=110)
+    for level, rs in sorted(levels.items()):
+        walls = sorted(float(r["wall_s"]) for r in rs if r.get("ok"))
+        n = len(rs)
+        if not walls:
+            continue
+        ys = [(i + 1) / n for i in range(len(walls))]
+        ax.step([0.0, *walls], [0.0, *ys], where="post", label=f"C={level} (n={n})")
+    ax.axvline(sla_s, color="grey", linestyle="--", linewidth=1)
+    ax.text(sla_s, 0.02, f" {sla_s:g} s", color="grey")
+    ax.set_xlabel("wall-clock latency per request (s)")
+    ax.set_ylabel("share of measured requests")
+    ax.set_ylim(0, 1.02)
+    ax.set_xlim(left=0)
+    ax.set_title(title, fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path)
+    plt.close(fig)
+    return path

@@ -1,0 +1,174 @@
+"""Turn a serving profile into a live OpenAI-compatible endpoint the agent can call.
+
+`open_endpoint(profile=..., log_dir=...)` is a context manager: for the
+`transformers` engine it starts (and afterwards stops) the managed server; for
+`sglang` and `openai` it checks the server answers and yields its address. It
+also says which generation settings reach the engine, because engines differ:
+`transformers serve` only samples when the request's generation config has
+`do_sample=True`, so that route carries the settings as a `generation_config`
+field (built on the checkpoint's own generation_config.json, so EOS ids stay).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from serving.profiles import ProfileError, ServingProfile
+from serving.transformers_server import TransformersServer
+
+
+@dataclass(frozen=True)
+class GenerationSettings:
+    """Sampling settings of every model call in a replay (SPEC §10: 1.0 / 0.95)."""
+
+    temperature: float = 1.0
+    top_p: float = 0.95
+    max_tokens: int | None = 256
+    """Cap on new tokens per model call; None leaves it to the engine."""
+    seed: int | None = None
+
+    def describe(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """A reachable OpenAI-compatible chat endpoint for one serving profile."""
+
+    profile: ServingProfile
+    base_url: str
+    model: str
+    api_key: str | None = field(default=None, repr=False)
+    checkpoint: dict[str, Any] | None = None
+    """What is served: name, path and fingerprint (see checkpoint_info)."""
+    server_log: str | None = None
+
+    @property
+    def engine(self) -> str:
+        return self.profile.engine
+
+    def extra_body(self, settings: GenerationSettings) -> dict[str, Any] | None:
+        """Request-body additions that make `settings` take effect on this engine."""
+        if self.engine != "transformers":
+            return None
+        path = Path(self.checkpoint["path"]) if self.checkpoint else None
+        config: dict[str, Any] = {}
+        if path is not None and (path / "generation_config.json").is_file():
+            config = json.loads((path / "generation_config.json").read_text(encoding="utf-8"))
+        config.pop("transformers_version", None)
+        config.update(do_sample=settings.temperature > 0, temperature=settings.temperature, top_p=settings.top_p)
+        if settings.max_tokens is not None:
+            config["max_new_tokens"] = settings.max_tokens
+        return {"generation_config": json.dumps(config, sort_keys=True)}
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "route": self.profile.name,
+            "engine": self.engine,
+            "base_url": self.base_url,
+            "model": self.model,
+            "checkpoint": self.checkpoint,
+            "profile": self.profile.describe(),
+            "server_log": self.server_log,
+        }
+
+
+def resolve_checkpoint(name: str) -> Path:
+    """'default' / 'tiny' from the project's model cache, else a folder path."""
+    if name in ("default", "tiny"):
+        from harness.policies import models  # the runtime owns the model cache
+
+        return Path(models.default_model_dir() if name == "default" else models.tiny_model_dir())
+    path = Path(name).expanduser()
+    if not (path / "config.json").is_file():
+        raise ProfileError(f"checkpoint {name}: no config.json in that folder; give 'default', 'tiny' or a checkpoint folder")
+    return path.resolve()
+
+
+def checkpoint_info(path: Path, *, label: str | None = None) -> dict[str, Any]:
+    """Name, path and a fingerprint of a local checkpoint.
+
+    The fingerprint is sha256 over config.json, generation_config.json and each
+    weight file's name and byte size plus its first and last MiB: enough to tell
+    two checkpoints apart without reading gigabytes.
+    """
+    digest = hashlib.sha256()
+    for name in ("config.json", "generation_config.json"):
+        p = path / name
+        if p.is_file():
+            digest.update(name.encode() + b"\0" + p.read_bytes())
+    for p in sorted(path.glob("*.safetensors")) + sorted(path.glob("*.bin")):
+        size = p.stat().st_size
+        digest.update(f"{p.name}\0{size}\0".encode())
+        with p.open("rb") as fh:
+            digest.update(fh.read(1 << 20))
+            if size > 2 << 20:
+                fh.seek(-(1 << 20), 2)
+                digest.update(fh.read())
+    return {"name": label or path.name, "path": str(path), "fingerprint": digest.hexdigest()}
+
+
+@contextlib.contextmanager
+def open_endpoint(*, profile: ServingProfile, log_dir: str | Path) -> Iterator[Endpoint]:
+    """Yield a live Endpoint for `profile`; a managed server lives only inside the block."""
+    log_dir = Path(log_dir)
+    if profile.engine == "transformers":
+        path = resolve_checkpoint(profile.checkpoint or "")
+        log_path = log_dir / "transformers-serve.log"
+        server = TransformersServer(
+            checkpoint=path,
+            log_path=log_path,
+            host=profile.host,
+            port=profile.port,
+            continuous_batching=profile.continuous_batching,
+            dtype=profile.dtype,
+            startup_timeout_s=profile.startup_timeout_s,
+            extra_args=profile.extra_args,
+        )
+        with server:
+            yield Endpoint(
+                profile=profile,
+                base_url=server.base_url,
+                model=server.model,
+                api_key="EMPTY",
+                checkpoint=checkpoint_info(path, label=profile.checkpoint),
+                server_log=str(log_path),
+            )
+        return
+    api_key = profile.api_key()
+    assert profile.base_url is not None  # checked when the profile was built
+    base_url = profile.base_url.rstrip("/")
+    model = profile.model or Path(profile.checkpoint or "").name
+    check_reachable(base_url=base_url, api_key=api_key, route=profile.name)
+    checkpoint = None
+    if profile.checkpoint:
+        checkpoint = {"name": profile.checkpoint, "path": profile.checkpoint, "fingerprint": None}
+        if profile.draft_head:
+            checkpoint["draft_head"] = profile.draft_head
+    elif profile.engine == "openai":
+        checkpoint = {"name": f"vendor:{model}", "path": None, "fingerprint": None}
+    yield Endpoint(profile=profile, base_url=base_url, model=model, api_key=api_key or "EMPTY", checkpoint=checkpoint)
+
+
+def check_reachable(*, base_url: str, api_key: str | None, route: str) -> None:
+    """Raise ProfileError unless GET {base_url}/models answers (a 401/403 means a bad key)."""
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    try:
+        response = httpx.get(f"{base_url}/models", headers=headers, timeout=10.0)
+    except httpx.HTTPError as exc:
+        raise ProfileError(
+            f"route {route}: {base_url}/models did not answer ({type(exc).__name__}: {exc}); "
+            "is the server running (see docs/serving.md for the SGLang launch command)?"
+        ) from None
+    if response.status_code in (401, 403):
+        raise ProfileError(f"route {route}: {base_url} refused the API key (HTTP {response.status_code})")
+    if response.status_code >= 400:
+        raise ProfileError(f"route {route}: GET {base_url}/models answered HTTP {response.status_code}")

@@ -1,0 +1,130 @@
+"""The deployment-replay metrics (SPEC §10), computed from raw per-request records.
+
+A request record is one line of a run's requests.jsonl:
+
+    {"phase": "measured" | "warmup", "concurrency": C, "case_id": ..., "ok": bool,
+     "status": "ok" | "fallback" | "error" | "timeout", "wall_s": float | None,
+     "has_trajectory": bool,
+     "calls": [{"ttft_s", "latency_s", "input_tokens", "output_tokens", "error"}, ...]}
+
+Definitions (per concurrency level, over its measured records only):
+
+- wall P50 / P95: percentiles (linear interpolation between order statistics,
+  numpy's default) of wall_s over *successful* requests;
+- share within SLA (15 s): successful requests with wall_s <= SLA divided by
+  ALL measured requests: a failed or timed-out request counts against it;
+- execution success: successful / all measured requests;
+- TTFT P95: 95th percentile of the first model call's ttft_s, over measured
+  requests whose first call streamed a token;
+- decode tokens/s: per model call (output_tokens - 1) / (latency_s - ttft_s):
+  the tokens after the first over the time after the first, as the client saw
+  them; the mean over calls with at least 2 output tokens;
+- calls per request: model calls per measured request that returned a
+  trajectory (has_trajectory; a timed-out request has none, so no call count);
+- input / output tokens per call: summed tokens over the number of model calls
+  that reported them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+DEFAULT_SLA_S = 15.0
+
+METRIC_LABELS = {
+    "wall_p50_s": "Wall P50 (s)",
+    "wall_p95_s": "Wall P95 (s)",
+    "ttft_p95_s": "TTFT P95 (s)",
+    "decode_tokens_per_s": "Decode tok/s",
+    "share_within_sla": "<= SLA",
+    "success_rate": "Success",
+    "calls_per_request": "Calls/req",
+    "input_tokens_per_call": "In tok/call",
+    "output_tokens_per_call": "Out tok/call",
+}
+"""The reported metrics, in table order, with their column labels."""
+
+LOWER_IS_BETTER = {"wall_p50_s", "wall_p95_s", "ttft_p95_s"}
+
+
+def percentile(values: Sequence[float], q: float) -> float | None:
+    """The q-th percentile (0..100) with linear interpolation; None for no values."""
+    if not 0 <= q <= 100:
+        raise ValueError(f"percentile q={q} must be within 0..100")
+    data = sorted(values)
+    if not data:
+        return None
+    rank = (len(data) - 1) * q / 100.0
+    lo = math.floor(rank)
+    hi = min(lo + 1, len(data) - 1)
+    return data[lo] + (data[hi] - data[lo]) * (rank - lo)
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def call_decode_rate(call: dict[str, Any]) -> float | None:
+    """Client-observed decode tokens/s of one model call, or None if not measurable."""
+    out, ttft, latency = call.get("output_tokens"), call.get("ttft_s"), call.get("latency_s")
+    if call.get("error") or out is None or ttft is None or latency is None or out < 2:
+        return None
+    decode_time = latency - ttft
+    if decode_time <= 0:
+        return None
+    return (out - 1) / decode_time
+
+
+def summarise(records: Iterable[dict[str, Any]], *, sla_s: float = DEFAULT_SLA_S) -> dict[str, Any]:
+    """The metrics of one concurrency level from its request records (warm-up ignored)."""
+    measured = [r for r in records if r.get("phase", "measured") == "measured"]
+    n = len(measured)
+    ok = [r for r in measured if r.get("ok")]
+    walls = [float(r["wall_s"]) for r in ok]
+    first_ttfts = []
+    calls: list[dict[str, Any]] = []
+    requests_with_calls = 0
+    for r in measured:
+        rcalls = r.get("calls") or []
+        if r.get("has_trajectory"):
+            requests_with_calls += 1
+        calls.extend(rcalls)
+        if rcalls and rcalls[0].get("ttft_s") is not None and not rcalls[0].get("error"):
+            first_ttfts.append(float(rcalls[0]["ttft_s"]))
+    rates = [rate for c in calls if (rate := call_decode_rate(c)) is not None]
+    in_calls = [c["input_tokens"] for c in calls if c.get("input_tokens") is not None]
+    out_calls = [c["output_tokens"] for c in calls if c.get("output_tokens") is not None]
+    within = sum(1 for r in ok if float(r["wall_s"]) <= sla_s)
+    failures: dict[str, int] = {}
+    for r in measured:
+        if not r.get("ok"):
+            status = r.get("status") or "error"
+            failures[status] = failures.get(status, 0) + 1
+    return {
+        "n_measured": n,
+        "n_success": len(ok),
+        "n_calls": len(calls),
+        "failures": failures,
+        "sla_s": sla_s,
+        "wall_p50_s": percentile(walls, 50),
+        "wall_p95_s": percentile(walls, 95),
+        "ttft_p95_s": percentile(first_ttfts, 95),
+        "decode_tokens_per_s": _mean(rates),
+        "share_within_sla": within / n if n else None,
+        "success_rate": len(ok) / n if n else None,
+        "calls_per_request": len(calls) / requests_with_calls if requests_with_calls else None,
+        "input_tokens_per_call": sum(in_calls) / len(in_calls) if in_calls else None,
+        "output_tokens_per_call": sum(out_calls) / len(out_calls) if out_calls else None,
+    }
+
+
+def summarise_by_concurrency(
+    records: Iterable[dict[str, Any]], *, sla_s: float = DEFAULT_SLA_S
+) -> dict[int, dict[str, Any]]:
+    """summarise() for each concurrency level found in the records, keyed by level."""
+    levels: dict[int, list[dict[str, Any]]] = {}
+    for r in records:
+        levels.setdefault(int(r["concurrency"]), []).append(r)
+    return {c: summarise(rs, sla_s=sla_s) for c, rs in sorted(levels.items())}

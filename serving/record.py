@@ -1,0 +1,145 @@
+"""The run record of a deployment replay: one folder per run.
+
+    runs/serving/<run_id>/
+      run.json         what ran: run id, checkpoint, Harness digest, case manifest
+                       digest, route, concurrency levels, generation settings,
+                       timeouts, host, start/end times (per level too)
+      requests.jsonl   every request's raw timings, one JSON object per line,
+                       written as each request finishes
+      summary.json     the metrics per concurrency level (serving.metrics)
+      table.md         the Table-5-style Markdown table
+      latency_cdf.png  wall-clock latency CDF per concurrency level
+      server.log       the managed server's log (transformers route)
+
+The summary is always recomputed from requests.jsonl, so the raw timings and the
+reported figures cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import secrets
+import threading
+from datetime import UTC, datetime
+from importlib import metadata as importlib_metadata
+from pathlib import Path
+from typing import Any
+
+from serving.metrics import DEFAULT_SLA_S, summarise_by_concurrency
+
+DEFAULT_RUNS_DIR = Path("runs/serving")
+
+
+class RunRecordError(ValueError):
+    """A run folder that is missing or incomplete."""
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def new_run_id(route: str) -> str:
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    safe_route = "".join(ch if ch.isalnum() or ch in "-_." else "-" for ch in route)[:40]
+    return f"{stamp}-{safe_route}-{secrets.token_hex(3)}"
+
+
+def host_info() -> dict[str, Any]:
+    """The machine a run measured on (the replay client's host)."""
+    versions = {}
+    for package in ("torch", "transformers", "openai", "mcp"):
+        try:
+            versions[package] = importlib_metadata.version(package)
+        except importlib_metadata.PackageNotFoundError:
+            versions[package] = None
+    return {
+        "hostname": platform.node(),
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "python": platform.python_version(),
+        "packages": versions,
+    }
+
+
+class RunWriter:
+    """Writes one run folder; record() is safe to call from worker threads."""
+
+    def __init__(self, *, root: str | Path, run_id: str):
+        self.run_id = run_id
+        self.dir = Path(root) / run_id
+        self.dir.mkdir(parents=True, exist_ok=False)
+        self._lock = threading.Lock()
+        self._requests = open(self.dir / "requests.jsonl", "a", encoding="utf-8")  # noqa: SIM115
+
+    def record(self, record: dict[str, Any]) -> None:
+        line = json.dumps({"run_id": self.run_id, **record}, ensure_ascii=False, sort_keys=True)
+        with self._lock:
+            self._requests.write(line + "\n")
+            self._requests.flush()
+
+    def write_json(self, name: str, data: dict[str, Any]) -> Path:
+        path = self.dir / name
+        tmp = path.with_suffix(path.suffix + ".tmp")
+        tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False, sort_keys=False) + "\n", encoding="utf-8")
+        tmp.replace(path)
+        return path
+
+    def close(self) -> None:
+        with self._lock:
+            if not self._requests.closed:
+                self._requests.close()
+
+
+def read_requests(run_dir: str | Path) -> list[dict[str, Any]]:
+    path = Path(run_dir) / "requests.jsonl"
+    if not path.is_file():
+        raise RunRecordError(f"{run_dir}: no requests.jsonl; is this a replay run folder?")
+    records = []
+    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if line.strip():
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise RunRecordError(f"{path}:{lineno}: not valid JSON: {exc.msg}") from None
+    return records
+
+
+def build_summary(*, run_meta: dict[str, Any], records: list[dict[str, Any]]) -> dict[str, Any]:
+    """summary.json content: identity of the run plus metrics per concurrency level."""
+    sla_s = run_meta.get("sla_s", DEFAULT_SLA_S)
+    levels = summarise_by_concurrency(records, sla_s=sla_s)
+    return {
+        "run_id": run_meta["run_id"],
+        "route": run_meta["route"]["route"],
+        "engine": run_meta["route"]["engine"],
+        "checkpoint": (run_meta["route"].get("checkpoint") or {}).get("name"),
+        "harness_digest": run_meta["harness"]["digest"],
+        "case_manifest_digest": run_meta["cases"]["digest"],
+        "generation": run_meta["generation"],
+        "sla_s": sla_s,
+        "levels": {str(c): m for c, m in levels.items()},
+    }
+
+
+def resolve_run_dir(run: str | Path, *, root: str | Path = DEFAULT_RUNS_DIR) -> Path:
+    """A run folder from a path or a run id under `root`."""
+    path = Path(run)
+    if path.is_dir():
+        return path
+    candidate = Path(root) / str(run)
+    if candidate.is_dir():
+        return candidate
+    raise RunRecordError(f"run {run}: neither a folder nor a run id under {root}")
+
+
+def load_run(run: str | Path, *, root: str | Path = DEFAULT_RUNS_DIR) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(run.json, summary) of a run; the summary is recomputed from requests.jsonl."""
+    run_dir = resolve_run_dir(run, root=root)
+    meta_path = run_dir / "run.json"
+    if not meta_path.is_file():
+        raise RunRecordError(f"{run_dir}: no run.json; the run did not finish writing its record")
+    meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    return meta, build_summary(run_meta=meta, records=read_requests(run_dir))

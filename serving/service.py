@@ -1,0 +1,163 @@
+"""Service functions of serving/: run a deployment replay, compare two runs.
+
+These are what the CLI (and the studio's replay jobs) call. `replay_run` opens the
+serving route, replays the case manifest at every concurrency level with the
+complete agent, writes the run record (serving.record) and its chart and table,
+and returns the run folder.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from serving.cases import load_manifest
+from serving.charts import latency_cdf_png, table_markdown
+from serving.compare import compare_summaries, comparison_markdown
+from serving.endpoint import GenerationSettings, open_endpoint
+from serving.profiles import ServingProfile
+from serving.record import (
+    DEFAULT_RUNS_DIR,
+    RunWriter,
+    build_summary,
+    host_info,
+    load_run,
+    new_run_id,
+    read_requests,
+    utc_now,
+)
+from serving.replay import ReplayPlan, WorkerFactory, run_level
+
+FactoryBuilder = Callable[..., WorkerFactory]
+"""(endpoint=, bundle=, settings=, context=) -> WorkerFactory; agent_runner.agent_worker_factory
+by default. `services(endpoint=, bundle=, run_dir=)` is a context manager for what all
+requests of a run share (the MCP server process); its value is passed as `context`."""
+
+
+def replay_run(
+    *,
+    profile: ServingProfile,
+    harness_dir: str | Path,
+    cases_path: str | Path,
+    plan: ReplayPlan,
+    settings: GenerationSettings,
+    out_root: str | Path = DEFAULT_RUNS_DIR,
+    run_id: str | None = None,
+    factory_builder: FactoryBuilder | None = None,
+    services: Callable[..., Any] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> Path:
+    """Replay `cases_path` against `profile` under the Harness in `harness_dir`; returns the run folder."""
+    from harness import load_dir
+
+    say = progress or (lambda _msg: None)
+    bundle = load_dir(harness_dir)  # raises HarnessValidationError listing every problem
+    manifest = load_manifest(cases_path, warmup=plan.warmup, measured=plan.measured)
+    if factory_builder is None:
+        from serving import agent_runner
+
+        factory_builder = agent_runner.agent_worker_factory
+        services = services or agent_runner.shared_services
+    services = services or (lambda **_kw: contextlib.nullcontext(None))
+    run_id = run_id or new_run_id(profile.name)
+    writer = RunWriter(root=out_root, run_id=run_id)
+    say(f"run {run_id}: {writer.dir}")
+    meta: dict[str, Any] = {
+        "run_id": run_id,
+        "status": "running",
+        "harness": {"name": bundle.name, "digest": bundle.digest, "dir": str(Path(harness_dir).resolve())},
+        "cases": manifest.describe(),
+        "concurrency": list(plan.concurrency),
+        "warmup": plan.warmup,
+        "measured": plan.measured,
+        "generation": settings.describe(),
+        "timeouts": {
+            "request_timeout_s": plan.request_timeout_s,
+            "tool_timeout_s": bundle.constraints.get("tool_timeout_s"),
+            "max_rounds": bundle.constraints.get("max_rounds"),
+            "trajectory_budget_s": bundle.constraints.get("trajectory_budget_s"),
+        },
+        "sla_s": plan.sla_s,
+        "host": host_info(),
+        "started_at": utc_now(),
+        "levels": [],
+    }
+    try:
+        with open_endpoint(profile=profile, log_dir=writer.dir) as endpoint:
+            meta["route"] = endpoint.describe()
+            writer.write_json("run.json", meta)
+            say(f"route {profile.name}: {endpoint.engine} at {endpoint.base_url} serving {endpoint.model}")
+            with services(endpoint=endpoint, bundle=bundle, run_dir=writer.dir) as context:
+                meta["services"] = context.describe() if hasattr(context, "describe") else None
+                for level in plan.concurrency:
+                    factory = factory_builder(endpoint=endpoint, bundle=bundle, settings=settings, context=context)
+                    level_meta = {"concurrency": level, "started_at": utc_now()}
+                    say(f"C={level}: {len(manifest.warmup)} warm-up + {len(manifest.measured)} measured requests")
+                    records = run_level(
+                        concurrency=level,
+                        warmup_cases=manifest.warmup,
+                        measured_cases=manifest.measured,
+                        worker_factory=factory,
+                        request_timeout_s=plan.request_timeout_s,
+                        on_record=writer.record,
+                    )
+                    level_meta["ended_at"] = utc_now()
+                    level_meta["failed"] = sum(1 for r in records if not r["ok"])
+                    meta["levels"].append(level_meta)
+                    writer.write_json("run.json", meta)
+        meta["status"] = "finished"
+    except BaseException as exc:
+        meta["status"] = "aborted"
+        meta["error"] = f"{type(exc).__name__}: {exc}"
+        raise
+    finally:
+        meta["ended_at"] = utc_now()
+        writer.close()
+        if "route" in meta:
+            writer.write_json("run.json", meta)
+            _write_outputs(writer.dir, meta)
+    return writer.dir
+
+
+def _write_outputs(run_dir: Path, meta: dict[str, Any]) -> None:
+    records = read_requests(run_dir)
+    summary = build_summary(run_meta=meta, records=records)
+    (run_dir / "summary.json").write_text(_json(summary), encoding="utf-8")
+    (run_dir / "table.md").write_text(table_markdown(summary), encoding="utf-8")
+    if any(r.get("phase") == "measured" for r in records):
+        latency_cdf_png(
+            records=records,
+            path=run_dir / "latency_cdf.png",
+            title=f"{meta['run_id']} ({meta['route']['route']})",
+            sla_s=meta["sla_s"],
+        )
+    log = meta["route"].get("server_log")
+    if log and Path(log).is_file() and Path(log).parent != run_dir:
+        shutil.copy(log, run_dir / "server.log")
+
+
+def rebuild_outputs(run: str | Path, *, root: str | Path = DEFAULT_RUNS_DIR) -> Path:
+    """Recompute summary.json, table.md and the chart of a run from its requests.jsonl."""
+    from serving.record import resolve_run_dir
+
+    run_dir = resolve_run_dir(run, root=root)
+    meta, _ = load_run(run_dir)
+    _write_outputs(run_dir, meta)
+    return run_dir
+
+
+def runs_compare(*, run_a: str | Path, run_b: str | Path, root: str | Path = DEFAULT_RUNS_DIR) -> tuple[dict, str]:
+    """(comparison dict, Markdown) of two runs; ratios are B / A per metric and level."""
+    _, a = load_run(run_a, root=root)
+    _, b = load_run(run_b, root=root)
+    comparison = compare_summaries(a, b)
+    return comparison, comparison_markdown(comparison, a, b)
+
+
+def _json(data: Any) -> str:
+    import json
+
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"

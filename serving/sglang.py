@@ -1,0 +1,186 @@
+"""The SGLang launch command for serving a checkpoint on one GPU (SPEC §9).
+
+SGLang cannot run on the CPU machines this project is developed on (it pins its
+own torch and transformers and needs CUDA), so serving/ does not start it: it
+generates the exact `python -m sglang.launch_server ...` command, validates
+every value it puts in it, and the replay then talks to the running server over
+its OpenAI-compatible API. The speculative settings are the report's: NEXTN
+(the model's MTP head) with 3 steps, top-k 1 and 4 draft tokens, plus the
+adapted draft head when one is given.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# Values SGLang 0.5.x accepts for the flags below (server_args.py choices).
+SGLANG_DTYPES = ("auto", "half", "float16", "bfloat16", "float", "float32")
+DTYPE_ALIASES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
+SPECULATIVE_ALGORITHMS = ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM")
+REASONING_PARSERS = (
+    "deepseek-r1", "deepseek-v3", "glm45", "gpt-oss", "kimi", "qwen3", "qwen3-thinking", "step3",
+)
+TOOL_CALL_PARSERS = (
+    "deepseekv3", "deepseekv31", "glm", "glm45", "glm47", "gpt-oss", "kimi_k2", "llama3",
+    "mistral", "pythonic", "qwen", "qwen25", "qwen3_coder", "step3",
+)
+
+
+class SGLangCommandError(ValueError):
+    """An SGLang launch setting SGLang would reject; lists every problem found."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = problems
+        super().__init__("invalid SGLang launch settings:\n" + "\n".join(f"  - {p}" for p in problems))
+
+
+@dataclass(frozen=True)
+class SGLangLaunch:
+    """Everything the SGLang launch command is built from.
+
+    The defaults are the report's serving setup for a Qwen3.6-style checkpoint:
+    BF16 on one GPU, Qwen3 reasoning and Qwen3-coder tool-call parsing, NEXTN
+    speculative decoding (3 steps, top-k 1, 4 draft tokens).
+    """
+
+    model_path: str
+    """Checkpoint folder (or hub id) of the policy to serve."""
+    draft_head: str | None = None
+    """Adapted MTP draft head (a folder); omitted = the checkpoint's own NextN head."""
+    served_model_name: str | None = None
+    """Name clients send as `model`; defaults to the folder name of model_path."""
+    host: str = "0.0.0.0"
+    port: int = 30000
+    dtype: str = "bfloat16"
+    tool_call_parser: str | None = "qwen3_coder"
+    reasoning_parser: str | None = "qwen3"
+    speculative_algorithm: str | None = "NEXTN"
+    speculative_num_steps: int = 3
+    speculative_eagle_topk: int = 1
+    speculative_num_draft_tokens: int = 4
+    tp_size: int = 1
+    mem_fraction_static: float | None = None
+    context_length: int | None = None
+    trust_remote_code: bool = False
+    api_key_env: str | None = None
+    """If set, the command reads the server API key from this environment variable."""
+    extra_args: tuple[str, ...] = field(default_factory=tuple)
+    """Further `--flag value` tokens, passed through after the flag-name check."""
+
+    @property
+    def model_name(self) -> str:
+        return self.served_model_name or Path(self.model_path.rstrip("/")).name or self.model_path
+
+
+def validate_launch(launch: SGLangLaunch, *, check_paths: bool = False) -> list[str]:
+    """Every problem in `launch`, as messages naming the setting and what is valid."""
+    problems: list[str] = []
+    if not launch.model_path.strip():
+        problems.append("model_path: empty; give the checkpoint folder or hub id")
+    dtype = DTYPE_ALIASES.get(launch.dtype, launch.dtype)
+    if dtype not in SGLANG_DTYPES:
+        problems.append(f"dtype: {launch.dtype!r} is not one of {', '.join(SGLANG_DTYPES)} (or bf16/fp16/fp32)")
+    if launch.tool_call_parser is not None and launch.tool_call_parser not in TOOL_CALL_PARSERS:
+        problems.append(
+            f"tool_call_parser: {launch.tool_call_parser!r} is not one of {', '.join(TOOL_CALL_PARSERS)}"
+        )
+    if launch.reasoning_parser is not None and launch.reasoning_parser not in REASONING_PARSERS:
+        problems.append(
+            f"reasoning_parser: {launch.reasoning_parser!r} is not one of {', '.join(REASONING_PARSERS)}"
+        )
+    if not 1 <= launch.port <= 65535:
+        problems.append(f"port: {launch.port} is outside 1..65535")
+    if launch.tp_size < 1:
+        problems.append(f"tp_size: {launch.tp_size} must be >= 1")
+    if launch.mem_fraction_static is not None and not 0.0 < launch.mem_fraction_static < 1.0:
+        problems.append(f"mem_fraction_static: {launch.mem_fraction_static} must be in (0, 1)")
+    if launch.context_length is not None and launch.context_length < 1:
+        problems.append(f"context_length: {launch.context_length} must be >= 1")
+    algo = launch.speculative_algorithm
+    if algo is not None:
+        if algo not in SPECULATIVE_ALGORITHMS:
+            problems.append(
+                f"speculative_algorithm: {algo!r} is not one of {', '.join(SPECULATIVE_ALGORITHMS)}"
+            )
+        for name in ("speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens"):
+            if getattr(launch, name) < 1:
+                problems.append(f"{name}: {getattr(launch, name)} must be >= 1")
+        # With top-k 1 the draft is a chain: SGLang needs num_steps + 1 draft tokens.
+        if (
+            launch.speculative_eagle_topk == 1
+            and launch.speculative_num_draft_tokens != launch.speculative_num_steps + 1
+        ):
+            problems.append(
+                "speculative_num_draft_tokens: with speculative_eagle_topk 1 it must be "
+                f"speculative_num_steps + 1 = {launch.speculative_num_steps + 1}, "
+                f"not {launch.speculative_num_draft_tokens}"
+            )
+    elif launch.draft_head is not None:
+        problems.append("draft_head: given, but speculative_algorithm is None; a draft head needs NEXTN")
+    if check_paths:
+        if not Path(launch.model_path).is_dir():
+            problems.append(f"model_path: {launch.model_path} is not a folder on this host")
+        if launch.draft_head is not None and not Path(launch.draft_head).is_dir():
+            problems.append(f"draft_head: {launch.draft_head} is not a folder on this host")
+    bad_extra = [t for t in launch.extra_args[::2] if not t.startswith("--")]
+    if bad_extra:
+        problems.append(f"extra_args: expected '--flag value' pairs, got {bad_extra}")
+    return problems
+
+
+def sglang_launch_argv(launch: SGLangLaunch, *, check_paths: bool = False) -> list[str]:
+    """The launch command as an argv list; raises SGLangCommandError on bad settings."""
+    problems = validate_launch(launch, check_paths=check_paths)
+    if problems:
+        raise SGLangCommandError(problems)
+    argv = [
+        "python", "-m", "sglang.launch_server",
+        "--model-path", launch.model_path,
+        "--served-model-name", launch.model_name,
+        "--dtype", DTYPE_ALIASES.get(launch.dtype, launch.dtype),
+        "--host", launch.host,
+        "--port", str(launch.port),
+        "--tp-size", str(launch.tp_size),
+    ]
+    if launch.tool_call_parser:
+        argv += ["--tool-call-parser", launch.tool_call_parser]
+    if launch.reasoning_parser:
+        argv += ["--reasoning-parser", launch.reasoning_parser]
+    if launch.speculative_algorithm:
+        argv += [
+            "--speculative-algorithm", launch.speculative_algorithm,
+            "--speculative-num-steps", str(launch.speculative_num_steps),
+            "--speculative-eagle-topk", str(launch.speculative_eagle_topk),
+            "--speculative-num-draft-tokens", str(launch.speculative_num_draft_tokens),
+        ]
+        if launch.draft_head:
+            argv += ["--speculative-draft-model-path", launch.draft_head]
+    if launch.mem_fraction_static is not None:
+        argv += ["--mem-fraction-static", str(launch.mem_fraction_static)]
+    if launch.context_length is not None:
+        argv += ["--context-length", str(launch.context_length)]
+    if launch.trust_remote_code:
+        argv.append("--trust-remote-code")
+    if launch.api_key_env:
+        argv += ["--api-key", f"${{{launch.api_key_env}}}"]
+    argv += list(launch.extra_args)
+    return argv
+
+
+def sglang_launch_shell(launch: SGLangLaunch, *, check_paths: bool = False) -> str:
+    """The launch command as one shell line (the API key stays an env-var reference)."""
+    argv = sglang_launch_argv(launch, check_paths=check_paths)
+    parts = []
+    for token in argv:
+        if token.startswith("${") and token.endswith("}"):
+            parts.append(f'"{token}"')
+        else:
+            parts.append(shlex.quote(token))
+    return " ".join(parts)
+
+
+def flag_names(argv: list[str]) -> list[str]:
+    """The `--flag` tokens of an argv list, in order."""
+    return [t for t in argv if t.startswith("--")]
