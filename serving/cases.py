@@ -1,8 +1,11 @@
 """Replay case files: the fixed requests a deployment replay sends, and their digest.
 
-A case file is JSON Lines (one case per line) or a JSON list. Each case is a
-mapping with an `id` and a `request` (the harness.livestream request the agent
-answers); a bare request mapping with an `id` is accepted too. The first
+A case file is JSON Lines (one case per line) or a JSON list. Two shapes are read:
+evaluation's case format (`"format": "hs-case/1"`, the request fields at top
+level, validated with evaluation.cases; the replay set of the synthetic world is
+one), or a mapping with an `id` and a `request` (a harness.livestream request).
+Either way each case comes back with `id` and `request` (the request mapping the
+agent answers) beside its other fields. The first
 `warmup` cases warm the server up, the next `measured` are measured (SPEC §10:
 10 + 100 of 110). The manifest digest is sha256 over the canonical JSON of the
 cases actually used, so two runs with the same digest replayed the same requests.
@@ -85,7 +88,10 @@ def load_cases(path: str | Path) -> list[dict[str, Any]]:
         if case_id in seen:
             raise CaseFileError(f"{where}: id {case_id!r} repeats the case at position {seen[case_id]}")
         seen[case_id] = position
-        request = item.get("request", item)
+        if item.get("format") == "hs-case/1":
+            request = _evaluation_case_request(item, where)
+        else:
+            request = item.get("request", item)
         if not isinstance(request, dict):
             raise CaseFileError(f"{where}: field 'request' must be an object")
         case = dict(item)
@@ -95,6 +101,18 @@ def load_cases(path: str | Path) -> list[dict[str, Any]]:
     if not cases:
         raise CaseFileError(f"{path}: no cases in the file")
     return cases
+
+
+def _evaluation_case_request(item: dict[str, Any], where: str) -> dict[str, Any]:
+    from evaluation.cases import REQUEST_FIELDS, validate_case
+
+    problems = validate_case(item)
+    if problems:
+        listed = "; ".join(f"{field or '<case>'}: {message}" for field, message in problems[:10])
+        raise CaseFileError(f"{where}: not a valid hs-case/1 case: {listed}")
+    request = {k: item[k] for k in REQUEST_FIELDS if k in item}
+    request["intent"] = item["category"]
+    return request
 
 
 def load_manifest(path: str | Path, *, warmup: int, measured: int) -> CaseManifest:

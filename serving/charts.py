@@ -13,7 +13,7 @@ def _fmt(key: str, value: Any) -> str:
         return "n/a"
     if key in ("share_within_sla", "success_rate"):
         return f"{100 * value:.1f}%"
-    if key.endswith("_s"):
+    if key in ("wall_p50_s", "wall_p95_s", "ttft_p95_s"):
         return f"{value:.3f}"
     if key in ("calls_per_request",):
         return f"{value:.2f}"
