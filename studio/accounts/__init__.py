@@ -1,0 +1,1 @@
+"""Accounts: roles as groups, the permission table, API tokens, login."""

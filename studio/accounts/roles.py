@@ -1,0 +1,59 @@
+"""Roles (Django groups) and the one table saying which role may do what.
+
+Every view names one permission from PERMISSIONS; `user_can` answers it. A
+superuser counts as an admin. A signed-in user with no role (an "outsider")
+can do nothing but sign out.
+"""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import AnonymousUser, User
+
+OPERATOR = "operator"
+REVIEWER = "reviewer"
+ML_ENGINEER = "ml_engineer"
+ADMIN = "admin"
+ROLES = (OPERATOR, REVIEWER, ML_ENGINEER, ADMIN)
+
+_ALL = frozenset(ROLES)
+
+PERMISSIONS: dict[str, frozenset[str]] = {
+    # reading Harnesses, versions, diffs, labels, history, jobs, endpoints
+    "studio.view": _ALL,
+    # creating Harnesses, importing bundles, drafts, editing, committing
+    "harness.edit": frozenset({OPERATOR, ADMIN}),
+    # moving a label other than production (staging, custom)
+    "label.move": frozenset({OPERATOR, REVIEWER, ADMIN}),
+    # moving the production label (promote or roll back)
+    "label.production": frozenset({REVIEWER, ADMIN}),
+    # adding, editing and testing model endpoints
+    "endpoint.manage": frozenset({ML_ENGINEER, ADMIN}),
+    # running a request in the playground
+    "playground.run": _ALL,
+    # starting the worker check job
+    "job.diagnose": frozenset({ML_ENGINEER, ADMIN}),
+    # reading the audit log
+    "audit.view": _ALL,
+}
+
+
+def user_roles(user: User | AnonymousUser) -> frozenset[str]:
+    """The roles a user holds (cached on the user object for the request)."""
+    if not user.is_authenticated:
+        return frozenset()
+    cached = getattr(user, "_studio_roles", None)
+    if cached is not None:
+        return cached
+    names = set(user.groups.filter(name__in=ROLES).values_list("name", flat=True))
+    if user.is_superuser:
+        names.add(ADMIN)
+    roles = frozenset(names)
+    user._studio_roles = roles
+    return roles
+
+
+def user_can(user: User | AnonymousUser, permission: str) -> bool:
+    """Whether the user may do what `permission` names (a key of PERMISSIONS)."""
+    if permission not in PERMISSIONS:
+        raise KeyError(f"unknown permission {permission!r}; known: {', '.join(sorted(PERMISSIONS))}")
+    return bool(user_roles(user) & PERMISSIONS[permission])

@@ -1,0 +1,1 @@
+"""A small JSON API with token authentication for scripts and CI."""

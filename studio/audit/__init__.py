@@ -1,0 +1,1 @@
+"""Audit: an append-only log of every change made through the studio."""

@@ -1,0 +1,19 @@
+"""Job kinds of the endpoints app: the connection test."""
+
+from __future__ import annotations
+
+from studio.endpoints.models import ModelEndpoint
+from studio.endpoints.services import endpoint_check, endpoint_record_check
+from studio.jobs.registry import JobContext, job_kind
+
+
+@job_kind("endpoint_test", label="Endpoint connection test")
+def endpoint_test(context: JobContext) -> dict:
+    endpoint = ModelEndpoint.objects.get(pk=context.params["endpoint_id"])
+    context.progress(10, f"checking {endpoint.name} ({endpoint.get_route_display()})")
+    check = endpoint_check(endpoint=endpoint)
+    endpoint_record_check(endpoint=endpoint, check=check)
+    context.log(check.message)
+    if not check.ok:
+        raise ConnectionError(check.message)
+    return {"ok": True, "message": check.message}

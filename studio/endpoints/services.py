@@ -1,0 +1,156 @@
+"""Writes for model endpoints: create/update, and the connection test a job runs."""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from dataclasses import dataclass
+
+import httpx
+from django.contrib.auth.models import User
+from django.utils import timezone
+
+from studio.audit.services import audit_record
+from studio.endpoints.models import ModelEndpoint
+from studio.jobs.models import Job
+from studio.jobs.services import job_create
+
+ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]{0,99}$")
+LOCAL_ENDPOINT_NAME = "local-default"
+
+
+class EndpointError(ValueError):
+    """A field of an endpoint is not valid; the message names it."""
+
+
+def _validate(*, name: str, route: str, base_url: str, model: str, api_key_env: str) -> list[str]:
+    errors = []
+    if not re.fullmatch(r"[a-z0-9][a-z0-9_-]{0,63}", name):
+        errors.append("name: 1-64 of a-z, 0-9, '-', '_' starting with a letter or digit (e.g. sglang-gpu)")
+    if route not in dict(ModelEndpoint.ROUTES):
+        errors.append(f"route: choose one of {', '.join(dict(ModelEndpoint.ROUTES))}")
+    if route == ModelEndpoint.OPENAI:
+        if not re.match(r"^https?://", base_url):
+            errors.append("base_url: an http(s) URL of an OpenAI-compatible server, e.g. http://127.0.0.1:8001/v1")
+        if not model.strip():
+            errors.append("model: the model name the server expects, e.g. Qwen/Qwen3-8B")
+    if api_key_env and not ENV_NAME.match(api_key_env):
+        errors.append(
+            "api_key_env: the NAME of an environment variable (A-Z, 0-9, _), e.g. OPENAI_API_KEY; never the key itself"
+        )
+    if api_key_env.startswith(("sk-", "hst_")):
+        errors.append("api_key_env: this looks like a key; give the environment variable's name instead")
+    return errors
+
+
+def endpoint_save(
+    *,
+    endpoint: ModelEndpoint | None,
+    name: str,
+    route: str,
+    base_url: str,
+    model: str,
+    api_key_env: str,
+    description: str,
+    actor: User | None,
+) -> ModelEndpoint:
+    """Create or update an endpoint after validating every field."""
+    name, base_url, model, api_key_env = name.strip(), base_url.strip(), model.strip(), api_key_env.strip()
+    errors = _validate(name=name, route=route, base_url=base_url, model=model, api_key_env=api_key_env)
+    clash = ModelEndpoint.objects.filter(name=name).exclude(pk=endpoint.pk if endpoint else None).exists()
+    if clash:
+        errors.append(f"name: an endpoint called {name} already exists")
+    if errors:
+        raise EndpointError("; ".join(errors))
+    created = endpoint is None
+    endpoint = endpoint or ModelEndpoint(created_by=actor)
+    endpoint.name, endpoint.route, endpoint.description = name, route, description.strip()
+    endpoint.base_url = base_url if route == ModelEndpoint.OPENAI else ""
+    endpoint.model = model if route == ModelEndpoint.OPENAI else ""
+    endpoint.api_key_env = api_key_env
+    endpoint.save()
+    audit_record(
+        actor=actor,
+        action="endpoint.create" if created else "endpoint.update",
+        target=f"endpoint {endpoint.name}",
+        data={"route": route, "base_url": endpoint.base_url, "model": endpoint.model, "api_key_env": api_key_env},
+    )
+    return endpoint
+
+
+def endpoint_ensure_local(*, actor: User | None = None) -> ModelEndpoint:
+    """The local default model endpoint (created by the setup command; idempotent)."""
+    endpoint = ModelEndpoint.objects.filter(name=LOCAL_ENDPOINT_NAME).first()
+    if endpoint is not None:
+        return endpoint
+    return endpoint_save(
+        endpoint=None,
+        name=LOCAL_ENDPOINT_NAME,
+        route=ModelEndpoint.LOCAL,
+        base_url="",
+        model="",
+        api_key_env="",
+        description="SmolLM2-135M-Instruct on this machine's CPU (converted once into the model cache).",
+        actor=actor,
+    )
+
+
+def endpoint_test_start(*, endpoint: ModelEndpoint, actor: User) -> Job:
+    return job_create(
+        kind="endpoint_test",
+        title=f"Test connection: {endpoint.name}",
+        params={"endpoint_id": endpoint.pk},
+        created_by=actor,
+    )
+
+
+@dataclass
+class ConnectionCheck:
+    ok: bool
+    message: str
+
+
+def api_key_from_env(endpoint: ModelEndpoint) -> str | None:
+    """The key, read from the environment of the process that needs it (never stored)."""
+    return os.environ.get(endpoint.api_key_env) if endpoint.api_key_env else None
+
+
+def endpoint_check(*, endpoint: ModelEndpoint, timeout_s: float = 10.0) -> ConnectionCheck:
+    """Check that the endpoint answers: GET /models for OpenAI-compatible, the model files for local."""
+    started = time.perf_counter()
+    if endpoint.route == ModelEndpoint.OPENAI:
+        key = api_key_from_env(endpoint)
+        if endpoint.api_key_env and key is None:
+            return ConnectionCheck(False, f"environment variable {endpoint.api_key_env} is not set for the worker")
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        url = endpoint.base_url.rstrip("/") + "/models"
+        try:
+            response = httpx.get(url, headers=headers, timeout=timeout_s)
+        except httpx.HTTPError as error:
+            return ConnectionCheck(False, f"GET {url}: {type(error).__name__}: {error}")
+        elapsed = time.perf_counter() - started
+        if response.status_code != 200:
+            return ConnectionCheck(False, f"GET {url}: HTTP {response.status_code} after {elapsed:.2f} s")
+        try:
+            names = [m.get("id") for m in response.json().get("data", [])]
+        except ValueError:
+            return ConnectionCheck(False, f"GET {url}: the answer is not JSON")
+        if endpoint.model and endpoint.model not in names:
+            return ConnectionCheck(False, f"the server answers but does not list model {endpoint.model!r}; it lists {names[:10]}")
+        return ConnectionCheck(True, f"GET {url}: {len(names)} model(s) in {elapsed:.2f} s")
+    from harness.policies.models import default_model_dir, tiny_model_dir
+
+    try:
+        directory = tiny_model_dir() if endpoint.route == ModelEndpoint.TINY else default_model_dir()
+    except Exception as error:
+        return ConnectionCheck(False, f"{type(error).__name__}: {error}")
+    if not (directory / "config.json").exists():
+        return ConnectionCheck(False, f"{directory}: no config.json; the model was not converted")
+    return ConnectionCheck(True, f"model files ready in {directory} ({time.perf_counter() - started:.2f} s)")
+
+
+def endpoint_record_check(*, endpoint: ModelEndpoint, check: ConnectionCheck) -> None:
+    ModelEndpoint.objects.filter(pk=endpoint.pk).update(
+        last_checked_at=timezone.now(), last_check_ok=check.ok, last_check_message=check.message[:2000]
+    )

@@ -1,0 +1,1 @@
+"""Harnesses: Harness, immutable content-addressed versions, labels, drafts, diffs, import/export."""

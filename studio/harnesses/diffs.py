@@ -1,0 +1,145 @@
+"""Diffs between two sets of Harness files, for the diff and conflict pages.
+
+Per-file unified diffs come from harness.diff; the side-by-side rows are laid
+out here with difflib, on the files that changed (paths are compared by content hash first, so a 200-skill version
+pair costs only its changed files). The change summary ("skills added, rules
+changed, constraints changed") comes from the Harness library's diff_bundles,
+cached by the pair of bundle digests because versions never change.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+from dataclasses import dataclass, field
+
+from django.core.cache import cache
+
+from harness.diff import summarise, unified_file_diff
+from studio.harnesses.bundles import HarnessValidationError, bundle_load
+from studio.harnesses.models import HarnessVersion
+from studio.harnesses.selectors import blob_texts, version_files
+
+CONTEXT_LINES = 3
+
+
+@dataclass
+class SideBySideRow:
+    kind: str  # equal | replace | delete | insert | skip
+    left_no: int | None = None
+    left: str = ""
+    right_no: int | None = None
+    right: str = ""
+
+
+@dataclass
+class FileDiff:
+    path: str
+    status: str  # added | removed | changed
+    unified: str
+    rows: list[SideBySideRow]
+    added: int = 0
+    removed: int = 0
+
+
+@dataclass
+class ChangeSet:
+    files: list[FileDiff]
+    summary: list[str] = field(default_factory=list)
+    summary_note: str = ""
+
+
+def side_by_side(old: str, new: str, *, context: int = CONTEXT_LINES) -> list[SideBySideRow]:
+    """Aligned rows of the two texts, unchanged runs longer than 2*context folded into one 'skip' row."""
+    a, b = old.splitlines(), new.splitlines()
+    rows: list[SideBySideRow] = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag == "equal":
+            span = i2 - i1
+            if span > 2 * context + 1:
+                head = range(0, context) if rows else range(0)
+                tail = range(span - context, span) if i2 < len(a) else range(0)
+                for k in head:
+                    rows.append(SideBySideRow("equal", i1 + k + 1, a[i1 + k], j1 + k + 1, b[j1 + k]))
+                rows.append(SideBySideRow("skip", left=f"{span - len(head) - len(tail)} unchanged lines"))
+                for k in tail:
+                    rows.append(SideBySideRow("equal", i1 + k + 1, a[i1 + k], j1 + k + 1, b[j1 + k]))
+            else:
+                for k in range(span):
+                    rows.append(SideBySideRow("equal", i1 + k + 1, a[i1 + k], j1 + k + 1, b[j1 + k]))
+        else:
+            for k in range(max(i2 - i1, j2 - j1)):
+                li, rj = i1 + k, j1 + k
+                rows.append(
+                    SideBySideRow(
+                        tag if (li < i2 and rj < j2) else ("delete" if li < i2 else "insert"),
+                        li + 1 if li < i2 else None,
+                        a[li] if li < i2 else "",
+                        rj + 1 if rj < j2 else None,
+                        b[rj] if rj < j2 else "",
+                    )
+                )
+    return rows
+
+
+def file_diff(*, path: str, old: str | None, new: str | None) -> FileDiff:
+    status = "added" if old is None else "removed" if new is None else "changed"
+    old_text, new_text = old or "", new or ""
+    unified = unified_file_diff(path, old, new)
+    lines = unified.splitlines()
+    added = sum(1 for line in lines if line.startswith("+") and not line.startswith("+++"))
+    removed = sum(1 for line in lines if line.startswith("-") and not line.startswith("---"))
+    return FileDiff(path, status, unified, side_by_side(old_text, new_text), added, removed)
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def changed_paths(old_tree: dict[str, str], new_tree: dict[str, str]) -> list[str]:
+    return sorted(p for p in set(old_tree) | set(new_tree) if old_tree.get(p) != new_tree.get(p))
+
+
+def _summary(old_files: dict[str, str], new_files: dict[str, str]) -> tuple[list[str], str]:
+    try:
+        old_bundle, new_bundle = bundle_load(old_files), bundle_load(new_files)
+    except HarnessValidationError as error:
+        return [], f"no change summary while the files have {len(error.problems)} validation problem(s)"
+    return list(summarise(old_bundle, new_bundle)), ""
+
+
+def version_summary(*, old: HarnessVersion, new: HarnessVersion) -> list[str]:
+    """The library's change summary between two versions (cached: versions are immutable)."""
+    key = f"harness-diff-summary:{old.digest}:{new.digest}"
+    summary = cache.get(key)
+    if summary is None:
+        summary, _ = _summary(version_files(version=old), version_files(version=new))
+        cache.set(key, summary, timeout=None)
+    return summary
+
+
+def version_diff(*, old: HarnessVersion, new: HarnessVersion) -> ChangeSet:
+    """Per-file diffs and the change summary from `old` to `new`."""
+    paths = changed_paths(old.tree, new.tree)
+    texts = blob_texts(shas=[t[p] for t in (old.tree, new.tree) for p in paths if p in t])
+    files = [
+        file_diff(
+            path=p,
+            old=texts[old.tree[p]] if p in old.tree else None,
+            new=texts[new.tree[p]] if p in new.tree else None,
+        )
+        for p in paths
+    ]
+    return ChangeSet(files=files, summary=version_summary(old=old, new=new))
+
+
+def files_diff(*, old_files: dict[str, str], new_files: dict[str, str]) -> ChangeSet:
+    """Per-file diffs and summary between two {path: text} mappings (e.g. a draft and its base)."""
+    old_tree = {p: _sha(t) for p, t in old_files.items()}
+    new_tree = {p: _sha(t) for p, t in new_files.items()}
+    files = [
+        file_diff(path=p, old=old_files.get(p), new=new_files.get(p))
+        for p in changed_paths(old_tree, new_tree)
+    ]
+    summary, note = _summary(old_files, new_files) if files else ([], "")
+    return ChangeSet(files=files, summary=summary, summary_note=note)

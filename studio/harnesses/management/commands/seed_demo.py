@@ -1,0 +1,57 @@
+"""manage.py seed_demo: roles, demo users, the demo Harness at production, the local endpoint.
+
+Idempotent: a second run changes nothing but the demo users' passwords back
+to the printed ones. For the local demo only; never run it on a shared server.
+"""
+
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand
+from django.db import transaction
+
+from harness import demo_harness_dir, load_dir
+from studio.accounts.roles import ADMIN, ML_ENGINEER, OPERATOR, REVIEWER
+from studio.accounts.services import roles_ensure, user_create
+from studio.endpoints.services import endpoint_ensure_local
+from studio.harnesses.models import Label
+from studio.harnesses.services import harness_import, label_move
+
+DEMO_USERS = [
+    ("olivia", "olivia-operator", [OPERATOR], "operator: edits Harnesses"),
+    ("rafael", "rafael-reviewer", [REVIEWER], "reviewer: promotes to production"),
+    ("mei", "mei-ml-engineer", [ML_ENGINEER], "ML engineer: endpoints, training"),
+    ("admin", "admin-harness", [ADMIN], "admin: everything"),
+]
+
+
+class Command(BaseCommand):
+    help = "Create roles, demo users, the demo Harness (v1 at production) and the local model endpoint."
+
+    @transaction.atomic
+    def handle(self, *args, **options) -> None:
+        roles_ensure()
+        users = {}
+        for username, password, roles, _ in DEMO_USERS:
+            users[username] = user_create(username=username, password=password, roles=roles)
+        admin = users["admin"]
+        if not admin.is_superuser:
+            admin.is_superuser = admin.is_staff = True
+            admin.save(update_fields=["is_superuser", "is_staff"])
+
+        result = harness_import(files=load_dir(demo_harness_dir()).files, author=admin, message="Demo Harness as shipped")
+        harness, version = result.harness, result.version
+        if not harness.description:
+            harness.description = "The TaoLive-style live-commerce avatar agent: reply and strategy skills, tools, prompt, hooks."
+            harness.save(update_fields=["description"])
+        if not Label.objects.filter(harness=harness, name=Label.PRODUCTION).exists():
+            label_move(
+                harness=harness, name=Label.PRODUCTION, version=version, actor=admin, reason="Initial demo release"
+            )
+        endpoint = endpoint_ensure_local(actor=admin)
+
+        state = "imported" if result.created else "already present"
+        self.stdout.write(f"Harness {harness.name} v{version.number} {state} (digest {version.digest[:12]}), label production.")
+        self.stdout.write(f"Model endpoint {endpoint.name} ({endpoint.get_route_display()}).")
+        self.stdout.write("Demo users (local demo only):")
+        for username, password, _roles, what in DEMO_USERS:
+            self.stdout.write(f"  {username:<8} password {password:<18} {what}")

@@ -1,0 +1,92 @@
+"""Reads for Harnesses: lists, a version's files, history, drafts."""
+
+from __future__ import annotations
+
+import hashlib
+
+from django.db.models import Count, Prefetch, QuerySet
+
+from studio.harnesses.models import (
+    Draft,
+    DraftConflict,
+    FileBlob,
+    Harness,
+    HarnessVersion,
+    Label,
+    LabelMove,
+)
+
+
+def harness_list() -> QuerySet[Harness]:
+    """Every Harness with its labels and version count (the home page)."""
+    return Harness.objects.annotate(version_count=Count("versions")).prefetch_related(
+        Prefetch("labels", queryset=Label.objects.select_related("version").order_by("name"))
+    )
+
+
+def harness_latest_version(*, harness: Harness) -> HarnessVersion | None:
+    return harness.versions.order_by("-number").first()
+
+
+def version_list(*, harness: Harness) -> QuerySet[HarnessVersion]:
+    return (
+        HarnessVersion.objects.filter(harness=harness)
+        .select_related("author", "parent")
+        .prefetch_related("labels")
+        .defer("tree")
+        .order_by("-number")
+    )
+
+
+def version_get(*, harness: Harness, number: int) -> HarnessVersion:
+    return HarnessVersion.objects.select_related("harness", "author", "parent").get(harness=harness, number=number)
+
+
+def blob_texts(*, shas: list[str]) -> dict[str, str]:
+    return dict(FileBlob.objects.filter(sha256__in=list(set(shas))).values_list("sha256", "text"))
+
+
+def version_files(*, version: HarnessVersion, paths: list[str] | None = None) -> dict[str, str]:
+    """{path: text} of a version, or of only `paths` of it."""
+    tree = version.tree if paths is None else {p: version.tree[p] for p in paths if p in version.tree}
+    texts = blob_texts(shas=list(tree.values()))
+    return {path: texts[sha] for path, sha in sorted(tree.items())}
+
+
+def label_history(*, harness: Harness, limit: int = 100) -> QuerySet[LabelMove]:
+    return (
+        LabelMove.objects.filter(label__harness=harness)
+        .select_related("label", "from_version", "to_version", "moved_by")
+        .order_by("-created_at", "-id")[:limit]
+    )
+
+
+def draft_list(*, harness: Harness | None = None, owner=None, status: str | None = Draft.OPEN) -> QuerySet[Draft]:
+    drafts = Draft.objects.select_related("harness", "base_version", "owner").defer("files")
+    if harness is not None:
+        drafts = drafts.filter(harness=harness)
+    if owner is not None:
+        drafts = drafts.filter(owner=owner)
+    if status is not None:
+        drafts = drafts.filter(status=status)
+    return drafts
+
+
+def draft_changed_paths(*, draft: Draft) -> dict[str, str]:
+    """{path: 'added'|'removed'|'changed'} between the draft and its base version."""
+    base = draft.base_version.tree
+    changes: dict[str, str] = {}
+    for path, text in draft.files.items():
+        sha = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        if path not in base:
+            changes[path] = "added"
+        elif base[path] != sha:
+            changes[path] = "changed"
+    for path in base:
+        if path not in draft.files:
+            changes[path] = "removed"
+    return dict(sorted(changes.items()))
+
+
+def draft_open_conflicts(*, draft: Draft) -> QuerySet[DraftConflict]:
+    return draft.conflicts.filter(resolved_at__isnull=True).select_related("author")

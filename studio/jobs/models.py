@@ -1,0 +1,51 @@
+"""The job row: what a worker is doing, how far it got, and how it ended."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+
+class Job(models.Model):
+    QUEUED = "queued"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    STATUSES = [(QUEUED, "queued"), (RUNNING, "running"), (SUCCEEDED, "succeeded"), (FAILED, "failed")]
+    ACTIVE = (QUEUED, RUNNING)
+
+    kind = models.CharField(max_length=40, db_index=True, help_text="A key of studio.jobs.registry.JOB_KINDS.")
+    title = models.CharField(max_length=200)
+    status = models.CharField(max_length=12, choices=STATUSES, default=QUEUED, db_index=True)
+    progress = models.PositiveSmallIntegerField(default=0, help_text="0-100")
+    log_tail = models.TextField(blank=True, help_text="The last JOB_LOG_TAIL_CHARS characters of the log.")
+    params = models.JSONField(default=dict, blank=True)
+    result = models.JSONField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True, help_text="Last sign of life from the worker.")
+    worker = models.CharField(max_length=200, blank=True, help_text="hostname and pid of the worker process.")
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"job #{self.pk} {self.kind} ({self.status})"
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in self.ACTIVE
+
+    @property
+    def duration_s(self) -> float | None:
+        if self.started_at is None:
+            return None
+        end = self.finished_at
+        if end is None:
+            from django.utils import timezone
+
+            end = timezone.now()
+        return (end - self.started_at).total_seconds()

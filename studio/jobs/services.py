@@ -1,0 +1,172 @@
+"""Writes for jobs: create (enqueue after commit), run in a worker, heartbeat, reap.
+
+A running job is leased: its worker writes `heartbeat_at` every JOB_HEARTBEAT_S
+seconds from a side thread. If the worker process dies (killed, OOM, machine
+lost) the heartbeats stop and `job_reap_stale` marks the job failed with the
+reason, so no job stays "running" forever. The reaper runs on worker start,
+on a beat schedule and whenever a job page polls an overdue job.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import traceback
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import User
+from django.db import close_old_connections, connection, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from studio.audit.services import audit_record
+from studio.jobs.models import Job
+from studio.jobs.registry import JOB_KINDS
+
+logger = logging.getLogger(__name__)
+
+
+class UnknownJobKind(ValueError):
+    pass
+
+
+def worker_identity(*, node: str | None = None) -> str:
+    """'<celery node name> pid <pid>' of this process (the node defaults to the hostname)."""
+    return f"{node or socket.gethostname()} pid {os.getpid()}"
+
+
+def job_create(*, kind: str, title: str, params: dict[str, Any], created_by: User | None) -> Job:
+    """Persist a queued job and send it to the worker once the transaction commits."""
+    if kind not in JOB_KINDS:
+        raise UnknownJobKind(f"kind: {kind!r} is not a job kind; known: {', '.join(sorted(JOB_KINDS))}")
+    job = Job.objects.create(kind=kind, title=title[:200], params=params, created_by=created_by)
+    audit_record(actor=created_by, action="job.create", target=f"job #{job.pk} {kind}", data={"title": job.title})
+    transaction.on_commit(lambda: job_enqueue(job_id=job.pk))
+    return job
+
+
+def job_enqueue(*, job_id: int) -> None:
+    """Hand the job to Celery; if the broker cannot be reached the job fails saying so."""
+    from studio.jobs.tasks import run_job
+
+    try:
+        run_job.delay(job_id)
+    except Exception as error:  # kombu raises several types for an unreachable broker
+        logger.exception("could not enqueue job %s", job_id)
+        _finish(
+            job_id=job_id,
+            status=Job.FAILED,
+            error=f"could not reach the Celery broker at {settings.CELERY_BROKER_URL}: {error}",
+            only_from=(Job.QUEUED,),
+        )
+
+
+def _append_log(job_id: int, line: str) -> None:
+    job = Job.objects.filter(pk=job_id).only("log_tail").first()
+    if job is None:
+        return
+    stamp = timezone.now().strftime("%H:%M:%S")
+    tail = (job.log_tail + f"[{stamp}] {line.rstrip()}\n")[-settings.JOB_LOG_TAIL_CHARS :]
+    Job.objects.filter(pk=job_id).update(log_tail=tail)
+
+
+class _Context:
+    """What a job kind's function sees: its params and ways to report."""
+
+    def __init__(self, job: Job):
+        self.job_id = job.pk
+        self.params = job.params
+
+    def progress(self, percent: int, message: str | None = None) -> None:
+        Job.objects.filter(pk=self.job_id).update(progress=max(0, min(100, int(percent))))
+        if message:
+            _append_log(self.job_id, message)
+
+    def log(self, line: str) -> None:
+        _append_log(self.job_id, line)
+
+
+class _Heartbeat(threading.Thread):
+    def __init__(self, job_id: int, interval_s: float):
+        super().__init__(name=f"job-{job_id}-heartbeat", daemon=True)
+        self.job_id, self.interval_s = job_id, interval_s
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        try:
+            while not self.stopped.wait(self.interval_s):
+                Job.objects.filter(pk=self.job_id, status=Job.RUNNING).update(heartbeat_at=timezone.now())
+        finally:
+            connection.close()  # this thread's own connection
+
+
+def _finish(*, job_id: int, status: str, error: str = "", result: Any = None, only_from=(Job.RUNNING,)) -> bool:
+    values: dict[str, Any] = {"status": status, "finished_at": timezone.now(), "error": error}
+    if status == Job.SUCCEEDED:
+        values.update(progress=100, result=result)
+    return bool(Job.objects.filter(pk=job_id, status__in=only_from).update(**values))
+
+
+def job_run(*, job_id: int, worker: str | None = None) -> Job | None:
+    """Run a queued job in this process (called by the Celery task). Returns None if not claimable."""
+    close_old_connections()
+    now = timezone.now()
+    claimed = Job.objects.filter(pk=job_id, status=Job.QUEUED).update(
+        status=Job.RUNNING, started_at=now, heartbeat_at=now, worker=worker or worker_identity()
+    )
+    if not claimed:
+        logger.warning("job %s is not queued any more; not running it", job_id)
+        return None
+    job = Job.objects.get(pk=job_id)
+    heartbeat = _Heartbeat(job_id, settings.JOB_HEARTBEAT_S)
+    heartbeat.start()
+    context = _Context(job)
+    try:
+        context.log(f"started on {job.worker}")
+        result = JOB_KINDS[job.kind].run(context)
+    except Exception as error:
+        context.log(traceback.format_exc())
+        _finish(job_id=job_id, status=Job.FAILED, error=f"{type(error).__name__}: {error}")
+    else:
+        context.log("finished")
+        _finish(job_id=job_id, status=Job.SUCCEEDED, result=result)
+    finally:
+        heartbeat.stopped.set()
+        heartbeat.join(timeout=5)
+    return Job.objects.get(pk=job_id)
+
+
+def job_reap_stale(*, job: Job | None = None, now=None) -> int:
+    """Mark running jobs whose heartbeat is older than JOB_LEASE_S as failed, with the reason."""
+    now = now or timezone.now()
+    deadline = now - timedelta(seconds=settings.JOB_LEASE_S)
+    stale = Job.objects.filter(status=Job.RUNNING).filter(Q(heartbeat_at__lt=deadline) | Q(heartbeat_at__isnull=True))
+    if job is not None:
+        stale = stale.filter(pk=job.pk)
+    reaped = 0
+    for row in stale.only("pk", "worker", "heartbeat_at"):
+        last = row.heartbeat_at.strftime("%H:%M:%S") if row.heartbeat_at else "never"
+        reason = (
+            f"worker lost: no heartbeat from {row.worker or 'the worker'} since {last} UTC "
+            f"(lease {settings.JOB_LEASE_S:g} s); the worker process stopped or was killed mid-job"
+        )
+        if _finish(job_id=row.pk, status=Job.FAILED, error=reason):
+            _append_log(row.pk, reason)
+            audit_record(actor=None, action="job.reaped", target=f"job #{row.pk}", data={"reason": reason})
+            reaped += 1
+    return reaped
+
+
+def job_fail_for_worker(*, node: str, reason: str) -> int:
+    """Mark the running jobs of one Celery node failed (its process is shutting down)."""
+    failed = 0
+    running = Job.objects.filter(status=Job.RUNNING, worker__startswith=f"{node} pid ")
+    for job_id in running.values_list("pk", flat=True):
+        if _finish(job_id=job_id, status=Job.FAILED, error=reason):
+            _append_log(job_id, reason)
+            failed += 1
+    return failed

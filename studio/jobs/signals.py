@@ -1,0 +1,29 @@
+"""Celery worker signals that keep job rows truthful across worker restarts."""
+
+from __future__ import annotations
+
+import logging
+
+from celery.signals import worker_ready, worker_shutting_down
+
+logger = logging.getLogger(__name__)
+
+
+@worker_ready.connect
+def reap_on_worker_start(**_kwargs) -> None:
+    """A (re)started worker fails the jobs whose worker died without a word."""
+    from studio.jobs.services import job_reap_stale
+
+    reaped = job_reap_stale()
+    if reaped:
+        logger.warning("marked %d job(s) failed whose worker stopped sending heartbeats", reaped)
+
+
+@worker_shutting_down.connect
+def fail_on_shutdown(sender=None, sig=None, how=None, **_kwargs) -> None:
+    """A cold shutdown abandons running jobs: say so instead of leaving them running."""
+    if how != "Cold":
+        return  # a warm shutdown lets the running job finish
+    from studio.jobs.services import job_fail_for_worker
+
+    job_fail_for_worker(node=str(sender), reason=f"the worker shut down ({sig}) while the job was running")

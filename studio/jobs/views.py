@@ -1,0 +1,60 @@
+"""Job list, job page (polled by htmx while the job runs) and the worker check."""
+
+from __future__ import annotations
+
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from studio.accounts.decorators import requires
+from studio.jobs import selectors
+from studio.jobs.models import Job
+from studio.jobs.registry import JOB_KINDS
+from studio.jobs.services import job_create, job_reap_stale
+
+
+def _job(job_id: int) -> Job:
+    try:
+        return selectors.job_get(job_id=job_id)
+    except Job.DoesNotExist:
+        raise Http404(f"no job #{job_id}") from None
+
+
+@require_GET
+@requires("studio.view")
+def job_list(request):
+    kind = request.GET.get("kind") or None
+    return render(request, "jobs/job_list.html", {"jobs": selectors.job_list(kind=kind), "kinds": JOB_KINDS, "kind": kind})
+
+
+@require_GET
+@requires("studio.view")
+def job_detail(request, job_id: int):
+    job = _job(job_id)
+    if job.status == Job.RUNNING and job_reap_stale(job=job):
+        job = _job(job_id)
+    return render(request, "jobs/job_detail.html", {"job": job})
+
+
+@require_GET
+@requires("studio.view")
+def job_status(request, job_id: int):
+    """The part of the job page that htmx polls; polling stops once the job has ended."""
+    job = _job(job_id)
+    if job.status == Job.RUNNING and job_reap_stale(job=job):
+        job = _job(job_id)
+    response = render(request, "jobs/_job_status.html", {"job": job})
+    if not job.is_active:
+        response["HX-Trigger"] = "job-finished"
+    return response
+
+
+@require_POST
+@requires("job.diagnose")
+def worker_check_start(request):
+    try:
+        seconds = min(600.0, max(0.5, float(request.POST.get("seconds", "5"))))
+    except ValueError:
+        seconds = 5.0
+    job = job_create(kind="worker_check", title=f"Worker check ({seconds:g} s)", params={"seconds": seconds}, created_by=request.user)
+    return redirect("jobs:job_detail", job_id=job.pk)

@@ -1,0 +1,9 @@
+"""App config for studio.playground."""
+
+from django.apps import AppConfig
+
+
+class PlaygroundConfig(AppConfig):
+    name = "studio.playground"
+    label = "playground"
+    default_auto_field = "django.db.models.BigAutoField"

@@ -1,0 +1,16 @@
+"""Root URLs of Harness Studio."""
+
+from django.urls import include, path
+
+from studio.harnesses import views as harness_views
+
+urlpatterns = [
+    path("", harness_views.home, name="home"),
+    path("accounts/", include("studio.accounts.urls")),
+    path("", include("studio.harnesses.urls")),
+    path("jobs/", include("studio.jobs.urls")),
+    path("endpoints/", include("studio.endpoints.urls")),
+    path("playground/", include("studio.playground.urls")),
+    path("audit/", include("studio.audit.urls")),
+    path("api/v1/", include("studio.api.urls")),
+]
