@@ -1,0 +1,142 @@
+"""Group failed cases into causes: judge reason codes first, then text similarity.
+
+Two failures share a cause when they carry the same leading judge reason code
+and their texts (viewer comment, reply, judge notes) are alike. Within one
+reason code, cases are grouped by average-linkage agglomerative clustering on
+TF-IDF vectors (word unigrams and bigrams, cosine similarity, numpy only): the
+two closest groups merge while their average similarity stays above a
+threshold. Clusters are ranked by the score they cost (sum of 2 - Acc - Eff
+over their cases), and each keeps its most central cases as representatives.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from evaluation.diagnosis.records import FailureCase
+
+_TOKEN = re.compile(r"[a-z][a-z']+|\d+")
+_STOP = frozenset(
+    "a an and are as at be but by can do does for from has have how i if in is it its me my no "
+    "not of on or so that the this to was we what when which will with you your yes".split()
+)
+NO_REASON = "unexplained"
+
+
+def tokens(text: str) -> list[str]:
+    words = [w for w in _TOKEN.findall(text.lower()) if w not in _STOP and not w.isdigit()]
+    return words + [f"{a} {b}" for a, b in zip(words, words[1:], strict=False)]
+
+
+def tfidf_matrix(texts: list[str]) -> tuple[np.ndarray, list[str]]:
+    """Row-normalised TF-IDF vectors (sublinear tf, smoothed idf) and the vocabulary."""
+    docs = [Counter(tokens(t)) for t in texts]
+    vocab = sorted({term for doc in docs for term in doc})
+    if not vocab:
+        return np.zeros((len(texts), 0)), []
+    index = {term: i for i, term in enumerate(vocab)}
+    matrix = np.zeros((len(texts), len(vocab)))
+    for row, doc in enumerate(docs):
+        for term, count in doc.items():
+            matrix[row, index[term]] = 1.0 + math.log(count)
+    df = (matrix > 0).sum(axis=0)
+    matrix *= np.log((1 + len(texts)) / (1 + df)) + 1.0
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return matrix / np.where(norms == 0, 1.0, norms), vocab
+
+
+def agglomerate(similarity: np.ndarray, *, threshold: float) -> list[list[int]]:
+    """Average-linkage clustering: merge the closest pair while its mean similarity >= threshold."""
+    groups = [[i] for i in range(similarity.shape[0])]
+    while len(groups) > 1:
+        best, pair = -1.0, None
+        for a in range(len(groups)):
+            for b in range(a + 1, len(groups)):
+                score = float(similarity[np.ix_(groups[a], groups[b])].mean())
+                if score > best:
+                    best, pair = score, (a, b)
+        if pair is None or best < threshold:
+            break
+        a, b = pair
+        groups[a] = groups[a] + groups[b]
+        del groups[b]
+    return groups
+
+
+@dataclass
+class Cluster:
+    """One cause: failed cases sharing a reason code and similar text."""
+
+    reason: str
+    cases: list[FailureCase]
+    top_terms: list[str] = field(default_factory=list)
+    representatives: list[FailureCase] = field(default_factory=list)
+
+    @property
+    def cost(self) -> float:
+        """Score lost on these cases (each case can lose up to 2: Accuracy and Effectiveness)."""
+        return sum(2.0 - c.accuracy - c.effectiveness for c in self.cases)
+
+    @property
+    def categories(self) -> Counter:
+        return Counter(c.category for c in self.cases)
+
+    @property
+    def case_ids(self) -> list[str]:
+        return [c.case_id for c in self.cases]
+
+    def label(self) -> str:
+        cats = ", ".join(f"{k} {v}" for k, v in self.categories.most_common(3))
+        terms = ", ".join(self.top_terms[:4])
+        return f"{self.reason} ({cats})" + (f": {terms}" if terms else "")
+
+    def to_dict(self) -> dict:
+        return {
+            "reason": self.reason, "label": self.label(), "size": len(self.cases),
+            "cost": round(self.cost, 3), "categories": dict(self.categories),
+            "top_terms": self.top_terms, "case_ids": self.case_ids,
+            "representatives": [c.to_dict() for c in self.representatives],
+        }
+
+
+def _split(reason: str, cases: list[FailureCase], *, threshold: float, representatives: int) -> list[Cluster]:
+    matrix, vocab = tfidf_matrix([c.text for c in cases])
+    if matrix.shape[1] == 0:
+        groups = [list(range(len(cases)))]
+    else:
+        groups = agglomerate(matrix @ matrix.T, threshold=threshold)
+    clusters = []
+    for group in groups:
+        members = [cases[i] for i in group]
+        top_terms: list[str] = []
+        central = list(group)
+        if matrix.shape[1]:
+            centroid = matrix[group].mean(axis=0)
+            top_terms = [vocab[i] for i in np.argsort(-centroid)[:6] if centroid[i] > 0]
+            central = [group[i] for i in np.argsort(-(matrix[group] @ centroid), kind="stable")]
+        clusters.append(Cluster(
+            reason=reason, cases=members, top_terms=top_terms,
+            representatives=[cases[i] for i in central[:representatives]],
+        ))
+    return clusters
+
+
+def cluster_failures(
+    failures: list[FailureCase], *, threshold: float = 0.12, representatives: int = 3,
+    min_size: int = 1,
+) -> list[Cluster]:
+    """Clusters of ``failures`` ranked by cost (largest first), ties by size then reason."""
+    by_reason: dict[str, list[FailureCase]] = {}
+    for case in failures:
+        by_reason.setdefault(case.reasons[0] if case.reasons else NO_REASON, []).append(case)
+    clusters: list[Cluster] = []
+    for reason, cases in by_reason.items():
+        clusters += _split(reason, cases, threshold=threshold, representatives=representatives)
+    clusters = [c for c in clusters if len(c.cases) >= min_size]
+    clusters.sort(key=lambda c: (-c.cost, -len(c.cases), c.reason))
+    return clusters

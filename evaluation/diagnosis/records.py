@@ -1,0 +1,132 @@
+"""The failed case as diagnosis sees it, read from per-case evaluation results.
+
+Diagnosis only needs a little of each scored case: its id and category, the
+scores, the judges' reason codes and comments, the viewer's comment, the
+reply, and which tools and skills the trajectory used. ``failure_from_result``
+reads that from a result row of the evaluation runner (or of the studio's
+stored results) and the case it was scored on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+CATEGORY_REPLY_SKILL = {
+    "product_qa": "item_qa", "chitchat": "chillchat", "clarification": "clarification",
+    "aftersale": "aftersale", "promotion": "general_discount", "presentation_order": "change_order",
+    "faq": "faq_reply", "silent_refusal": "refusal", "greeting": "greet",
+}
+
+
+@dataclass(frozen=True)
+class FailureCase:
+    """One case whose Accuracy or Effectiveness fell short."""
+
+    case_id: str
+    category: str
+    accuracy: float
+    effectiveness: float
+    reasons: tuple[str, ...]  # judge reason codes, most important first
+    comment: str  # the viewer's comment(s), joined
+    reply: str
+    route: str = ""
+    tools_called: tuple[str, ...] = ()
+    skills_loaded: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()  # the judges' free-text comments
+    expected_tools: tuple[str, ...] = ()
+    expected_skills: tuple[str, ...] = ()
+
+    @property
+    def avg(self) -> float:
+        return (self.accuracy + self.effectiveness) / 2
+
+    @property
+    def text(self) -> str:
+        """What text similarity compares: the comment, the reply and the judges' notes."""
+        return " ".join([self.comment, self.reply, *self.notes])
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "case_id": self.case_id, "category": self.category, "accuracy": self.accuracy,
+            "effectiveness": self.effectiveness, "reasons": list(self.reasons),
+            "comment": self.comment, "reply": self.reply, "route": self.route,
+            "tools_called": list(self.tools_called), "skills_loaded": list(self.skills_loaded),
+        }
+
+
+def _reason_codes(value: Any) -> tuple[list[str], list[str]]:
+    codes: list[str] = []
+    notes: list[str] = []
+    for item in value or []:
+        if isinstance(item, str):
+            codes.append(item)
+        elif isinstance(item, Mapping):
+            code = item.get("code") or item.get("reason")
+            if code:
+                codes.append(str(code))
+            text = item.get("message") or item.get("detail") or item.get("text")
+            if text:
+                notes.append(str(text))
+    return codes, notes
+
+
+def comment_text(case: Mapping[str, Any]) -> str:
+    parts = []
+    for comment in case.get("comments") or []:
+        parts.append(comment.get("text", "") if isinstance(comment, Mapping) else str(comment))
+    return " / ".join(p for p in parts if p)
+
+
+def failure_from_result(*, result: Mapping[str, Any], case: Mapping[str, Any]) -> FailureCase:
+    """Build a FailureCase from one scored result and its case (a case-format dict)."""
+    trajectory = result.get("trajectory") or {}
+    codes, notes = _reason_codes(result.get("reasons"))
+    gold = case.get("gold") or {}
+    return FailureCase(
+        case_id=str(result.get("case_id") or case.get("id")),
+        category=str(result.get("category") or case.get("category") or "unknown"),
+        accuracy=float(result.get("accuracy") or 0.0),
+        effectiveness=float(result.get("effectiveness") or 0.0),
+        reasons=tuple(dict.fromkeys(codes)),
+        comment=comment_text(case),
+        reply=str(result.get("reply") if result.get("reply") is not None else trajectory.get("reply", "")),
+        route=str(result.get("route") or trajectory.get("route") or ""),
+        tools_called=tuple(c.get("name", "") for c in trajectory.get("tool_calls") or []),
+        skills_loaded=tuple(s.get("skill", "") for s in trajectory.get("skill_loads") or []),
+        notes=tuple(notes),
+        expected_tools=tuple(c.get("name", "") for c in gold.get("tool_calls") or []),
+        expected_skills=tuple(gold.get("reply_skills") or []),
+    )
+
+
+def is_failure(result: Mapping[str, Any]) -> bool:
+    """A case fails when Accuracy is 0 or Effectiveness is below 1."""
+    acc, eff = result.get("accuracy"), result.get("effectiveness")
+    if acc is None or eff is None:
+        return False
+    return float(acc) < 1.0 or float(eff) < 1.0
+
+
+def failures_from_results(
+    *, results: Iterable[Mapping[str, Any]], cases: Mapping[str, Mapping[str, Any]]
+) -> list[FailureCase]:
+    """The failed cases among ``results``; ``cases`` maps case id -> case dict."""
+    out: list[FailureCase] = []
+    for result in results:
+        if not is_failure(result):
+            continue
+        case_id = str(result.get("case_id"))
+        out.append(failure_from_result(result=result, case=cases.get(case_id, {"id": case_id})))
+    return out
+
+
+@dataclass
+class FailureSummary:
+    """Counts a diagnosis reports next to its clusters."""
+
+    total: int
+    failed: int
+    by_reason: dict[str, int] = field(default_factory=dict)
+    by_category: dict[str, int] = field(default_factory=dict)
