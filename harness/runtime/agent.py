@@ -1,0 +1,428 @@
+"""The agent loop of SPEC §4: one request under one Harness with one policy.
+
+``Agent(bundle=..., policy=..., catalogue=...).run(request) -> Trajectory``.
+
+1. validate the request and run the ``input`` hooks;
+2. assemble the system prompt from the Harness pipeline and the request context;
+3. up to ``max_rounds`` model rounds: the policy loads skills, calls one or more
+   tools (each with its timeout, checked by ``before_tool`` / ``after_tool``
+   hooks), or proposes a final reply;
+4. a proposed reply passes the stop gate (a reply skill loaded, then the
+   ``stop`` hooks); a failed check sends the hook's message into the next round,
+   at most ``retry.max_retries`` times;
+5. round limit, trajectory time budget, or a hook's ``fallback`` / ``suppress``
+   end the request with the conservative fallback reply or silence.
+
+Nothing a model, tool or server does raises out of ``run``: every failure is
+recorded in the trajectory and contained. Only an invalid request (a user
+error) raises ``DocumentValidationError``.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+import json
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from harness.bundle import Bundle
+from harness.hooks import HookSpec
+from harness.livestream import Catalogue, Request, demo_catalogue
+from harness.mcp_server.server import CATALOGUE_ENV
+from harness.policies.base import GenerationSettings, Policy, PolicyOutput, ToolCall
+from harness.policies.text_protocol import parse_reply
+from harness.runtime.builtin_tools import ToolContext, skill_name_argument
+from harness.runtime.context import (
+    context_slots,
+    grounding_text,
+    system_prompt,
+    tool_payload,
+    user_message,
+)
+from harness.runtime.failures import FailureInjection, FailureInjector
+from harness.runtime.hook_impls import HOOK_IMPLS, HookCheck, render_message
+from harness.runtime.mcp_client import McpHub
+from harness.runtime.tool_runner import ToolRunner
+from harness.runtime.trajectory import (
+    HookDecisionRecord,
+    ModelCallRecord,
+    SkillLoadRecord,
+    ToolCallRecord,
+    Trajectory,
+)
+
+DECISION_OF_ACTION = {"retry": "block", "fallback": "fallback", "suppress": "suppress"}
+REPLY_SKILL_GATE_MESSAGE = ("Load the reply skill that fits this comment with load_skill "
+                            "before giving your final reply.")
+EMPTY_REPLY_MESSAGE = "Your answer was empty. Give the viewer a reply, or call a tool."
+BAD_CALL_MESSAGE = ("Your tool call could not be read ({details}). Write it as "
+                    "<tool_call>{{\"name\": ..., \"arguments\": {{...}}}}</tool_call>.")
+
+
+class _Run:
+    """The state of one request while it runs."""
+
+    def __init__(self, agent: Agent, request: Request) -> None:
+        self.request = request
+        self.catalogue = request.catalogue or agent.catalogue
+        self.room = copy.deepcopy(request.room)
+        self.started = time.perf_counter()
+        self.ctx = ToolContext(catalogue=self.catalogue, room=self.room, request=request,
+                               skills=agent.bundle.skills)
+        self.injector = FailureInjector(agent.failure_injection, request.id)
+        self.grounding = [grounding_text(request, self.catalogue, self.room)]
+        self.messages: list[dict[str, Any]] = []
+        self.model_s = 0.0
+        self.tool_s = 0.0
+        self.silent_reason: str | None = None
+
+
+class Agent:
+    """Runs requests under one Harness with one policy. Use as a context manager
+    (or call ``close()``) so MCP server processes are stopped."""
+
+    def __init__(self, *, bundle: Bundle, policy: Policy, catalogue: Catalogue | None = None,
+                 failure_injection: FailureInjection | None = None,
+                 generation: GenerationSettings | None = None,
+                 connect_mcp: bool = True, mcp_env: dict[str, str] | None = None,
+                 max_rounds: int | None = None, trajectory_budget_s: float | None = None,
+                 tool_timeout_s: float | None = None) -> None:
+        self.bundle = bundle
+        self.policy = policy
+        self.catalogue = catalogue or demo_catalogue()
+        self.failure_injection = failure_injection or FailureInjection()
+        self.generation = generation
+        constraints = bundle.prompt.constraints
+        self.max_rounds = int(max_rounds or constraints["max_rounds"])
+        self.budget_s = float(trajectory_budget_s or constraints["trajectory_budget_s"])
+        self.tool_timeout_s = float(tool_timeout_s or constraints["tool_timeout_s"])
+        self.retry = bundle.hook_set.retry
+        self.tools = {t.name: t for t in bundle.tools}
+        self.openai_tools = [t.openai_schema() for t in bundle.tools]
+        self.reply_skill_names = [s.name for s in bundle.reply_skills()]
+        self._tmpdir: tempfile.TemporaryDirectory | None = None
+        self.hub: McpHub | None = None
+        if bundle.mcp_servers and connect_mcp:
+            env = dict(mcp_env or {})
+            if CATALOGUE_ENV not in env:
+                self._tmpdir = tempfile.TemporaryDirectory(prefix="harness-catalogue-")
+                path = Path(self._tmpdir.name) / "catalogue.json"
+                self.catalogue.dump(path)
+                env[CATALOGUE_ENV] = str(path)
+            self.hub = McpHub(bundle.mcp_servers, env=env)
+        self.runner = ToolRunner(hub=self.hub, default_timeout_s=self.tool_timeout_s)
+
+    # --- lifecycle -------------------------------------------------------------
+    def close(self) -> None:
+        if self.hub is not None:
+            self.hub.close()
+        self.runner.close()
+        if self._tmpdir is not None:
+            self._tmpdir.cleanup()
+            self._tmpdir = None
+
+    def __enter__(self) -> Agent:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def mcp_status(self) -> dict[str, Any]:
+        """Per MCP server: the tools discovered at start-up, or why it is unavailable."""
+        if self.hub is None:
+            return {name: {"error": "not connected"} for name in self.bundle.mcp_servers}
+        return {name: ({"error": self.hub.errors[name]} if name in self.hub.errors
+                       else {"tools": sorted(self.hub.tools.get(name, {}))})
+                for name in self.bundle.mcp_servers}
+
+    # --- the loop --------------------------------------------------------------
+    def run(self, request: Request | dict[str, Any]) -> Trajectory:
+        if not isinstance(request, Request):
+            request = Request.from_dict(request, catalogue=self.catalogue)
+        run = _Run(self, request)
+        traj = Trajectory(
+            request_id=request.id, harness_name=self.bundle.name, harness_digest=self.bundle.digest,
+            policy=getattr(self.policy, "name", type(self.policy).__name__),
+            request=request.to_dict(),
+            settings={"max_rounds": self.max_rounds, "trajectory_budget_s": self.budget_s,
+                      "tool_timeout_s": self.tool_timeout_s,
+                      "max_retries": self.retry.max_retries,
+                      "generation": self.generation.to_dict() if self.generation else None,
+                      "failure_injection": dict(self.failure_injection.__dict__)
+                      if self.failure_injection.active else None},
+        )
+        traj.timings["started_at"] = dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
+        begin = getattr(self.policy, "begin_request", None)
+        try:
+            if begin is not None:
+                begin(request.id)
+            self._loop(run, traj)
+        except Exception as exc:  # noqa: BLE001 - trajectory-level recovery: never crash a request
+            self._end(run, traj, "fallback", f"runtime error: {type(exc).__name__}: {exc}")
+        total = time.perf_counter() - run.started
+        traj.final_room = run.room.to_dict()
+        traj.timings.update({
+            "total_s": total, "model_s": run.model_s, "tool_s": run.tool_s,
+            "runtime_s": max(0.0, total - run.model_s - run.tool_s),
+            "ttft_first_call_s": traj.model_calls[0].ttft_s if traj.model_calls else None,
+        })
+        return traj
+
+    def _elapsed(self, run: _Run) -> float:
+        return time.perf_counter() - run.started
+
+    def _over_budget(self, run: _Run) -> bool:
+        return self._elapsed(run) > self.budget_s
+
+    def _check(self, run: _Run, event: str, traj: Trajectory, **fields: Any) -> HookCheck:
+        return HookCheck(event=event, request=run.request, room=run.room,
+                         constraints=self.bundle.prompt.constraints,
+                         link_ids=run.catalogue.link_ids, tool_calls=traj.tool_calls,
+                         loaded_skills=traj.loaded_skills, reply_skills=self.reply_skill_names,
+                         **fields)
+
+    def _hooks(self, run: _Run, traj: Trajectory, event: str, check: HookCheck,
+               target: str = "") -> tuple[tuple[str, HookSpec, str] | None, list[str]]:
+        """Run the event's hooks: (first terminal decision, block messages)."""
+        terminal = None
+        blocks: list[str] = []
+        for hook in self.bundle.hook_set.at(event):
+            if target and not hook.matches(target):
+                continue
+            result = HOOK_IMPLS[hook.type](hook, check)
+            if result.ok:
+                decision, message = "allow", ""
+            else:
+                decision = DECISION_OF_ACTION[hook.action]
+                message = render_message(hook.message, {"tool": target, **result.details})
+            traj.hook_decisions.append(HookDecisionRecord(
+                seq=traj.next_seq(), round=traj.rounds, event=event, hook_id=hook.id,
+                type=hook.type, decision=decision, message=message, target=target))
+            if decision == "block":
+                blocks.append(message)
+            elif decision != "allow" and terminal is None:
+                terminal = (decision, hook, message)
+        return terminal, blocks
+
+    def _runtime_decision(self, traj: Trajectory, event: str, hook_id: str, htype: str,
+                          message: str) -> None:
+        traj.hook_decisions.append(HookDecisionRecord(
+            seq=traj.next_seq(), round=traj.rounds, event=event, hook_id=hook_id, type=htype,
+            decision="block", message=message))
+
+    def _end(self, run: _Run, traj: Trajectory, outcome: str, reason: str,
+             hook: HookSpec | None = None, reply: str = "") -> None:
+        traj.outcome, traj.outcome_reason = outcome, reason
+        if outcome == "replied":
+            traj.reply = reply
+            private = any(self.bundle.skills[s].metadata.get("route") == "private"
+                          for s in traj.loaded_skills
+                          if s in self.bundle.skills and self.bundle.skills[s].kind == "reply")
+            traj.route = "private" if private else "public"
+        elif outcome == "fallback":
+            traj.reply = (hook.fallback_reply if hook and hook.fallback_reply
+                          else self.retry.fallback_reply)
+            traj.route = "public"
+        else:  # silent (the model chose it) or suppressed (a hook or the limits did)
+            traj.reply = ""
+            traj.route = "silent"
+
+    def _exhausted(self, run: _Run, traj: Trajectory, reason: str) -> None:
+        outcome = "suppressed" if self.retry.on_exhausted == "suppress" else "fallback"
+        self._end(run, traj, outcome, reason)
+
+    def _finish_terminal(self, run: _Run, traj: Trajectory,
+                         terminal: tuple[str, HookSpec, str]) -> None:
+        decision, hook, message = terminal
+        outcome = "fallback" if decision == "fallback" else "suppressed"
+        self._end(run, traj, outcome, f"hook {hook.id} ({hook.type}): {message}", hook=hook)
+
+    def _feedback(self, messages: list[str]) -> dict[str, str]:
+        prefix = self.retry.message_prefix
+        text = "\n".join(f"{prefix}{m}" if prefix else m for m in messages)
+        return {"role": "user", "content": text}
+
+    def _loop(self, run: _Run, traj: Trajectory) -> None:
+        terminal, _ = self._hooks(run, traj, "input", self._check(run, "input", traj))
+        if terminal:
+            self._finish_terminal(run, traj, terminal)
+            return
+        run.messages = [{"role": "system", "content": ""},
+                        {"role": "user", "content": user_message(run.request)}]
+        for round_no in range(1, self.max_rounds + 1):
+            if self._over_budget(run):
+                self._exhausted(run, traj, f"trajectory budget of {self.budget_s:g} s used up "
+                                           f"before round {round_no}")
+                return
+            traj.rounds = round_no
+            slots = context_slots(bundle=self.bundle, request=run.request, catalogue=run.catalogue,
+                                  room=run.room, loaded_skills=traj.loaded_skills)
+            run.messages[0] = {"role": "system", "content": system_prompt(self.bundle, slots)}
+            terminal, _ = self._hooks(run, traj, "before_model",
+                                      self._check(run, "before_model", traj, messages=run.messages))
+            if terminal:
+                self._finish_terminal(run, traj, terminal)
+                return
+            output = self._call_model(run, traj, round_no)
+            if output is None:
+                continue  # per-call fallback: the failed call is recorded, the next round retries
+            if self._over_budget(run):
+                self._exhausted(run, traj, f"trajectory budget of {self.budget_s:g} s used up "
+                                           f"during round {round_no}")
+                return
+            if self._round(run, traj, output, round_no):
+                return
+        self._exhausted(run, traj, f"round limit of {self.max_rounds} reached without an "
+                                   "accepted reply")
+
+    def _call_model(self, run: _Run, traj: Trajectory, round_no: int) -> PolicyOutput | None:
+        messages = [dict(m) for m in run.messages]
+        record = ModelCallRecord(seq=traj.next_seq(), round=round_no, messages=messages, text="")
+        traj.model_calls.append(record)
+        started = time.perf_counter()
+        try:
+            output = self.policy.generate(messages, tools=self.openai_tools, settings=self.generation)
+        except Exception as exc:  # noqa: BLE001 - one failed model call is contained
+            record.error = f"{type(exc).__name__}: {exc}"
+            record.latency_s = time.perf_counter() - started
+            run.model_s += record.latency_s
+            return None
+        record.text = output.text
+        record.native_tool_calls = [c.to_dict() for c in output.tool_calls]
+        record.input_tokens, record.output_tokens = output.input_tokens, output.output_tokens
+        record.latency_s = output.latency_s or (time.perf_counter() - started)
+        record.ttft_s, record.decode_tokens_per_s = output.ttft_s, output.decode_tokens_per_s
+        record.finish_reason = output.finish_reason
+        run.model_s += time.perf_counter() - started
+        return output
+
+    def _round(self, run: _Run, traj: Trajectory, output: PolicyOutput, round_no: int) -> bool:
+        """Handle one model output; True when the request is finished."""
+        parsed = parse_reply(output.text)
+        if parsed.reasoning:
+            traj.reasoning = (traj.reasoning + "\n" + parsed.reasoning).strip()
+        native = bool(output.tool_calls)
+        calls = list(output.tool_calls) if native else list(parsed.tool_calls)
+        errors = list(parsed.errors) if not native else []
+        known = []
+        for call in calls:
+            if call.name in self.tools:
+                known.append(call)
+            else:
+                errors.append(f"unknown tool {call.name!r}; tools: {', '.join(self.tools)}")
+        check = self._check(run, "after_model", traj, parse_errors=errors)
+        terminal, blocks = self._hooks(run, traj, "after_model", check)
+        if terminal:
+            self._finish_terminal(run, traj, terminal)
+            return True
+        if errors and not any(h.type == "tool_call_format" for h in self.bundle.hook_set.at("after_model")):
+            message = render_message(BAD_CALL_MESSAGE, {"details": "; ".join(errors)})
+            self._runtime_decision(traj, "after_model", "runtime.tool-call-format",
+                                   "tool_call_format", message)
+            blocks.append(message)
+        ids = [c.id or f"call_{traj.next_seq()}" for c in known] if native else []
+        assistant: dict[str, Any] = {"role": "assistant", "content": output.text}
+        if native:
+            assistant["tool_calls"] = [
+                {"id": cid, "type": "function",
+                 "function": {"name": c.name, "arguments": json.dumps(c.arguments, ensure_ascii=False)}}
+                for cid, c in zip(ids, known, strict=True)]
+        if known:
+            run.messages.append(assistant)
+            for i, call in enumerate(known):
+                payload = self._tool_step(run, traj, call, round_no)
+                if native:
+                    run.messages.append({"role": "tool", "tool_call_id": ids[i], "content": payload})
+                else:
+                    run.messages.append({"role": "user", "content": payload})
+                if traj.outcome in ("fallback", "suppressed") and traj.outcome_reason:
+                    return True
+            if run.silent_reason is not None:
+                self._end(run, traj, "silent", f"stay_silent: {run.silent_reason}")
+                return True
+            if blocks:
+                run.messages.append(self._feedback(blocks))
+            return False
+        if errors:
+            run.messages.append(assistant)
+            run.messages.append(self._feedback(blocks))
+            return False
+        return self._stop_gate(run, traj, output, parsed.text, round_no)
+
+    def _stop_gate(self, run: _Run, traj: Trajectory, output: PolicyOutput, reply: str,
+                   round_no: int) -> bool:
+        blocks: list[str] = []
+        if not reply.strip():
+            self._runtime_decision(traj, "stop", "runtime.empty-reply", "response_format",
+                                   EMPTY_REPLY_MESSAGE)
+            blocks.append(EMPTY_REPLY_MESSAGE)
+        stop_hooks = self.bundle.hook_set.at("stop")
+        if (self.reply_skill_names and not any(h.type == "require_reply_skill" for h in stop_hooks)
+                and not set(traj.loaded_skills) & set(self.reply_skill_names)):
+            self._runtime_decision(traj, "stop", "runtime.reply-skill-gate", "require_reply_skill",
+                                   REPLY_SKILL_GATE_MESSAGE)
+            blocks.append(REPLY_SKILL_GATE_MESSAGE)
+        check = self._check(run, "stop", traj, reply=reply, grounding_text="\n".join(run.grounding))
+        terminal, hook_blocks = self._hooks(run, traj, "stop", check)
+        if terminal:
+            self._finish_terminal(run, traj, terminal)
+            return True
+        blocks += hook_blocks
+        if not blocks:
+            self._end(run, traj, "replied", "stop gate passed", reply=reply)
+            return True
+        if traj.retries >= self.retry.max_retries or round_no >= self.max_rounds:
+            why = ("retries exhausted" if traj.retries >= self.retry.max_retries
+                   else "no round left for a retry")
+            self._exhausted(run, traj, f"stop gate failed ({why}): {blocks[0]}")
+            return True
+        traj.retries += 1
+        run.messages.append({"role": "assistant", "content": output.text})
+        run.messages.append(self._feedback(blocks))
+        return False
+
+    def _tool_step(self, run: _Run, traj: Trajectory, call: ToolCall, round_no: int) -> str:
+        """Check, run and record one tool call; returns what the model reads back."""
+        spec = self.tools[call.name]
+        check = self._check(run, "before_tool", traj, tool=spec, arguments=call.arguments)
+        terminal, blocks = self._hooks(run, traj, "before_tool", check, target=call.name)
+        record = ToolCallRecord(seq=traj.next_seq(), round=round_no, name=call.name,
+                                arguments=call.arguments, binding=spec.binding)
+        if terminal:
+            record.error, record.error_kind = f"blocked: {terminal[2]}", "blocked"
+            traj.tool_calls.append(record)
+            self._finish_terminal(run, traj, terminal)
+            return tool_payload(call.name, None, record.error)
+        if blocks:
+            record.error, record.error_kind = "blocked: " + " ".join(blocks), "blocked"
+            traj.tool_calls.append(record)
+            return tool_payload(call.name, None, record.error)
+        if self._over_budget(run):
+            record.error, record.error_kind = "not run: the trajectory budget is used up", "timeout"
+            traj.tool_calls.append(record)
+            return tool_payload(call.name, None, record.error)
+        injected = run.injector.draw(call.name) if spec.role == "data" else None
+        outcome = self.runner.run(spec, call.arguments, run.ctx, injected=injected)
+        run.tool_s += outcome.latency_s
+        record.result, record.error, record.error_kind = outcome.result, outcome.error, outcome.error_kind
+        record.injected, record.latency_s = outcome.injected, outcome.latency_s
+        traj.tool_calls.append(record)
+        if spec.role == "load_skill":
+            name = skill_name_argument(call.arguments) or ""
+            skill = self.bundle.skills.get(name.strip())
+            traj.skill_loads.append(SkillLoadRecord(
+                seq=traj.next_seq(), round=round_no, skill=name.strip(),
+                kind=skill.kind if skill else None, ok=record.ok, error=record.error))
+        elif spec.role == "silent" and record.ok:
+            run.silent_reason = str((record.result or {}).get("reason", ""))
+        elif record.ok:
+            run.grounding.append(json.dumps(record.result, ensure_ascii=False, default=str))
+        check = self._check(run, "after_tool", traj, tool=spec, arguments=call.arguments,
+                            tool_error=record.error)
+        terminal, notes = self._hooks(run, traj, "after_tool", check, target=call.name)
+        if terminal:
+            self._finish_terminal(run, traj, terminal)
+        return tool_payload(call.name, record.result, record.error, note=" ".join(notes))

@@ -1,0 +1,156 @@
+"""MCP tools for the runtime: connect to a Harness's MCP servers and call their tools.
+
+``McpHub`` owns one background thread with an asyncio loop; each server gets a
+long-lived ``mcp.Client`` session (a stdio subprocess or a streamable-HTTP URL)
+opened at start-up, when its tools are discovered. Calls from the agent's
+threads are scheduled on that loop and waited for with the tool's timeout. A
+server that cannot be reached is remembered with the reason, and every call to
+it fails with that reason instead of hanging: the request still completes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import sys
+import threading
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Any
+
+from harness.tools import McpServerSpec
+
+CONNECT_TIMEOUT_S = 20.0
+
+
+class McpCallError(RuntimeError):
+    """An MCP tool call failed; ``kind`` is timeout, unavailable or tool_error."""
+
+    def __init__(self, message: str, *, kind: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+def _stdio_params(spec: McpServerSpec, env: dict[str, str]):
+    from mcp import StdioServerParameters
+
+    command, *args = spec.command
+    if command in ("python", "python3"):
+        command = sys.executable  # the project's interpreter, whatever PATH says
+    else:
+        command = shutil.which(command) or command
+    return StdioServerParameters(command=command, args=list(args),
+                                 env={**os.environ, **env, **spec.env})
+
+
+class McpHub:
+    """Connections to every MCP server of a bundle, with their discovered tools."""
+
+    def __init__(self, servers: dict[str, McpServerSpec], *, env: dict[str, str] | None = None,
+                 connect_timeout_s: float = CONNECT_TIMEOUT_S) -> None:
+        self.servers = dict(servers)
+        self.env = dict(env or {})
+        self.tools: dict[str, dict[str, dict[str, Any]]] = {}  # server -> tool -> {description, input_schema}
+        self.errors: dict[str, str] = {}
+        self._clients: dict[str, Any] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._stop: asyncio.Event | None = None
+        self._tasks: list[asyncio.Future] = []
+        if self.servers:
+            self._start(connect_timeout_s)
+
+    # --- lifecycle -------------------------------------------------------------
+    def _start(self, timeout_s: float) -> None:
+        self._loop = asyncio.new_event_loop()
+        ready = threading.Event()
+
+        def run() -> None:
+            asyncio.set_event_loop(self._loop)
+            self._stop = asyncio.Event()
+            ready.set()
+            self._loop.run_forever()
+
+        self._thread = threading.Thread(target=run, name="mcp-hub", daemon=True)
+        self._thread.start()
+        ready.wait()
+        waits = []
+        for name, spec in self.servers.items():
+            connected = threading.Event()
+            fut = asyncio.run_coroutine_threadsafe(self._hold(name, spec, connected), self._loop)
+            self._tasks.append(fut)
+            waits.append((name, connected, fut))
+        for name, connected, fut in waits:
+            if not connected.wait(timeout_s) and name not in self.errors:
+                self.errors[name] = f"MCP server '{name}' did not answer within {timeout_s:.0f} s"
+                fut.cancel()
+
+    async def _hold(self, name: str, spec: McpServerSpec, connected: threading.Event) -> None:
+        from mcp import Client
+
+        try:
+            target = spec.url if spec.transport == "http" else _stdio_params(spec, self.env)
+            kwargs: dict[str, Any] = {}
+            if spec.transport == "stdio":
+                kwargs["raise_exceptions"] = False
+            async with Client(target, **kwargs) as client:
+                listed = await client.list_tools()
+                self.tools[name] = {t.name: {"description": t.description or "",
+                                             "input_schema": t.input_schema} for t in listed.tools}
+                self._clients[name] = client
+                connected.set()
+                await self._stop.wait()
+        except BaseException as exc:  # noqa: BLE001 - any failure means "unavailable", with its reason
+            if not isinstance(exc, asyncio.CancelledError):
+                self.errors[name] = f"MCP server '{name}' unavailable: {_reason(exc)}"
+            self._clients.pop(name, None)
+            connected.set()
+
+    def close(self) -> None:
+        if self._loop is None:
+            return
+        loop, self._loop = self._loop, None
+        if self._stop is not None:
+            loop.call_soon_threadsafe(self._stop.set)
+        for fut in self._tasks:
+            try:
+                fut.result(timeout=5)
+            except Exception:  # noqa: BLE001 - closing: nothing left to report to
+                fut.cancel()
+        loop.call_soon_threadsafe(loop.stop)
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    # --- calls -----------------------------------------------------------------
+    def call(self, server: str, tool: str, arguments: dict[str, Any], *, timeout_s: float) -> Any:
+        """The tool's JSON result; raises ``McpCallError`` (timeout / unavailable / tool_error)."""
+        if server in self.errors:
+            raise McpCallError(self.errors[server], kind="unavailable")
+        client = self._clients.get(server)
+        if client is None or self._loop is None:
+            raise McpCallError(f"MCP server '{server}' is not connected", kind="unavailable")
+        if tool not in self.tools.get(server, {}):
+            offered = ", ".join(sorted(self.tools.get(server, {}))) or "none"
+            raise McpCallError(f"MCP server '{server}' has no tool '{tool}' (it offers: {offered})",
+                               kind="unavailable")
+        fut = asyncio.run_coroutine_threadsafe(client.call_tool(tool, arguments), self._loop)
+        try:
+            result = fut.result(timeout=timeout_s)
+        except FutureTimeout as exc:
+            fut.cancel()
+            raise McpCallError(f"{server}/{tool} timed out after {timeout_s:g} s", kind="timeout") from exc
+        except Exception as exc:  # noqa: BLE001 - transport failures become the tool's error
+            raise McpCallError(f"{server}/{tool} failed: {_reason(exc)}", kind="unavailable") from exc
+        text = "".join(getattr(c, "text", "") for c in result.content or [])
+        if result.is_error:
+            raise McpCallError(text or f"{server}/{tool} returned an error", kind="tool_error")
+        if result.structured_content is not None:
+            return result.structured_content
+        return json.loads(text) if text.strip()[:1] in ("{", "[") else {"text": text}
+
+
+def _reason(exc: BaseException) -> str:
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__

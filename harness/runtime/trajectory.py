@@ -1,0 +1,156 @@
+"""The trajectory record: everything one request did, as JSON.
+
+Every model call (messages in, text out, tokens, timings), skill load, tool call
+(arguments, result or error, latency), hook decision and the final reply, each
+with a ``seq`` number so the steps can be read back in the order they happened.
+Evaluation, training and the studio read this record; its keys are a contract
+(docs/runtime.md), so fields are only ever added.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+ROUTES = ("public", "private", "silent")
+OUTCOMES = ("replied", "silent", "fallback", "suppressed")
+
+
+@dataclass
+class ModelCallRecord:
+    seq: int
+    round: int
+    messages: list[dict[str, Any]]
+    text: str
+    native_tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    input_tokens: int = 0
+    output_tokens: int = 0
+    latency_s: float = 0.0
+    ttft_s: float | None = None
+    decode_tokens_per_s: float | None = None
+    finish_reason: str = ""
+    error: str | None = None
+
+
+@dataclass
+class SkillLoadRecord:
+    seq: int
+    round: int
+    skill: str
+    kind: str | None
+    ok: bool
+    error: str | None = None
+
+
+@dataclass
+class ToolCallRecord:
+    seq: int
+    round: int
+    name: str
+    arguments: dict[str, Any]
+    binding: str = ""
+    result: Any = None
+    error: str | None = None
+    error_kind: str | None = None  # timeout | malformed | permission_denied | tool_error | unavailable | blocked | unknown_tool
+    injected: str | None = None  # the failure injected into this call, if any
+    latency_s: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+@dataclass
+class HookDecisionRecord:
+    seq: int
+    round: int
+    event: str
+    hook_id: str
+    type: str
+    decision: str  # allow | block | fallback | suppress
+    message: str = ""
+    target: str = ""  # the tool name for tool events
+
+
+@dataclass
+class Trajectory:
+    request_id: str
+    harness_name: str
+    harness_digest: str
+    policy: str
+    request: dict[str, Any]
+    settings: dict[str, Any]
+    reply: str = ""
+    route: str = "public"
+    outcome: str = "replied"
+    outcome_reason: str = ""
+    rounds: int = 0
+    retries: int = 0
+    model_calls: list[ModelCallRecord] = field(default_factory=list)
+    skill_loads: list[SkillLoadRecord] = field(default_factory=list)
+    tool_calls: list[ToolCallRecord] = field(default_factory=list)
+    hook_decisions: list[HookDecisionRecord] = field(default_factory=list)
+    final_room: dict[str, Any] = field(default_factory=dict)
+    reasoning: str = ""
+    timings: dict[str, Any] = field(default_factory=dict)
+    _seq: int = field(default=0, repr=False)
+
+    def next_seq(self) -> int:
+        self._seq += 1
+        return self._seq
+
+    @property
+    def loaded_skills(self) -> list[str]:
+        return [s.skill for s in self.skill_loads if s.ok]
+
+    def to_dict(self) -> dict[str, Any]:
+        data = {
+            "request_id": self.request_id,
+            "harness": {"name": self.harness_name, "digest": self.harness_digest},
+            "policy": self.policy,
+            "reply": self.reply,
+            "route": self.route,
+            "outcome": self.outcome,
+            "outcome_reason": self.outcome_reason,
+            "rounds": self.rounds,
+            "retries": self.retries,
+            "model_calls": [asdict(m) for m in self.model_calls],
+            "skill_loads": [asdict(s) for s in self.skill_loads],
+            "tool_calls": [asdict(t) for t in self.tool_calls],
+            "hook_decisions": [asdict(h) for h in self.hook_decisions],
+            "final_room": self.final_room,
+            "reasoning": self.reasoning,
+            "timings": self.timings,
+            "settings": self.settings,
+            "request": self.request,
+        }
+        for call in data["tool_calls"]:
+            if call["error"] is None:
+                call.pop("error_kind")
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Trajectory:
+        traj = cls(request_id=data["request_id"], harness_name=data["harness"]["name"],
+                   harness_digest=data["harness"]["digest"], policy=data.get("policy", ""),
+                   request=data.get("request", {}), settings=data.get("settings", {}),
+                   reply=data.get("reply", ""), route=data.get("route", "public"),
+                   outcome=data.get("outcome", "replied"),
+                   outcome_reason=data.get("outcome_reason", ""), rounds=data.get("rounds", 0),
+                   retries=data.get("retries", 0), final_room=data.get("final_room", {}),
+                   reasoning=data.get("reasoning", ""), timings=data.get("timings", {}))
+        traj.model_calls = [ModelCallRecord(**m) for m in data.get("model_calls", [])]
+        traj.skill_loads = [SkillLoadRecord(**s) for s in data.get("skill_loads", [])]
+        traj.tool_calls = [ToolCallRecord(**{"error_kind": None, **t}) for t in data.get("tool_calls", [])]
+        traj.hook_decisions = [HookDecisionRecord(**h) for h in data.get("hook_decisions", [])]
+        return traj
+
+    def steps(self) -> list[tuple[str, Any]]:
+        """All records in the order they happened: (kind, record)."""
+        items: list[tuple[int, str, Any]] = []
+        items += [(m.seq, "model", m) for m in self.model_calls]
+        items += [(s.seq, "skill", s) for s in self.skill_loads]
+        items += [(t.seq, "tool", t) for t in self.tool_calls]
+        items += [(h.seq, "hook", h) for h in self.hook_decisions]
+        items.sort(key=lambda t: t[0])
+        return [(kind, rec) for _, kind, rec in items]
