@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Sets up and starts Harness Studio on this machine: Redis, migrations, demo
+# data (roles, demo users printed with their passwords, the demo Harness v1 at
+# production, the local model endpoint), a Celery worker with its beat
+# scheduler, and the web server on 0.0.0.0:${PORT:-8000}. Ctrl-C stops both.
+# Idempotent: a second run reuses the virtualenv, database and demo data.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/bootstrap.sh
+eval "$(bash scripts/services.sh)"
+export REDIS_URL
+if [ -n "${DATABASE_URL:-}" ]; then export DATABASE_URL; fi
+PY=.venv/bin/python
+PORT=${PORT:-8000}
+mkdir -p var/log
+
+say() { printf '\033[1m[demo]\033[0m %s\n' "$*"; }
+say "migrations"
+$PY manage.py migrate --noinput -v0
+say "demo data"
+$PY manage.py seed_demo
+
+pids=()
+stop() {
+  trap - INT TERM EXIT
+  say "stopping web and worker"
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+}
+trap stop INT TERM EXIT
+
+say "Celery worker (log: var/log/celery.log)"
+# `python -m celery` keeps the repository root on sys.path, like manage.py does.
+$PY -m celery -A studio worker --beat --schedule var/celerybeat-schedule \
+  --concurrency "${CELERY_CONCURRENCY:-2}" --loglevel INFO >>var/log/celery.log 2>&1 &
+pids+=($!)
+say "web server on http://127.0.0.1:$PORT/ (Ctrl-C stops everything)"
+$PY manage.py runserver "0.0.0.0:$PORT" --noreload &
+pids+=($!)
+# Return as soon as either process ends; the trap then stops the other.
+wait -n "${pids[@]}"
