@@ -22,8 +22,7 @@ from evaluation.diagnosis.records import FailureCase
 
 _TOKEN = re.compile(r"[a-z][a-z']+|\d+")
 _STOP = frozenset(
-    "a an and are as at be but by can do does for from has have how i if in is it its me my no "
-    "not of on or so that the this to was we what when which will with you your yes".split()
+    ["a", "an", "and", "are", "as", "at", "be", "but", "by", "can", "do", "does", "for", "from", "has", "have", "how", "i", "if", "in", "is", "it", "its", "me", "my", "no", "not", "of", "on", "or", "so", "that", "the", "this", "to", "was", "we", "what", "when", "which", "will", "with", "you", "your", "yes"]
 )
 NO_REASON = "unexplained"
 

@@ -1,0 +1,131 @@
+"""Clustering failures and the two diagnosers behind one interface."""
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+import pytest
+
+from evaluation.diagnosis import (
+    FailureCase,
+    LLMDiagnoser,
+    RuleBasedDiagnoser,
+    cause_family,
+    cluster_failures,
+    diagnose,
+)
+from evaluation.diagnosis.edits import ChangeSkillRule, apply_edits
+from harness import demo_harness_dir, load_mapping, read_dir
+
+
+def failure(case_id, reason, comment, reply, category="product_qa", acc=0.0, eff=0.5, **kw):
+    return FailureCase(case_id=case_id, category=category, accuracy=acc, effectiveness=eff,
+                       reasons=(reason,), comment=comment, reply=reply, **kw)
+
+
+PRICE = [failure(f"p{i}", "price_without_tool", f"how much is the {noun}?", f"Link {i} is {9 + i} yuan.")
+         for i, noun in enumerate(["face cream", "face cream tube", "cream jar", "night cream"])]
+REFUSED = [failure(f"r{i}", "refused_legit", f"when will my order ship {i}", "Sorry, I can't help with that.",
+                   category="aftersale", acc=1.0, eff=0.0) for i in range(2)]
+
+
+@pytest.fixture(scope="module")
+def demo_files():
+    files, _ = read_dir(demo_harness_dir())
+    return files
+
+
+@pytest.fixture(scope="module")
+def defect_files(demo_files):
+    """The demo Harness with the price grounding removed: the rule and the hook."""
+    files, _ = apply_edits(demo_files, [ChangeSkillRule(skill="item_qa", rule_id="fetch-before-facts", text="")])
+    hooks = files["hooks.yaml"].split("\n")
+    start = hooks.index("  - id: price-needs-tool")
+    end = hooks.index("  - id: stock-needs-tool")
+    files["hooks.yaml"] = "\n".join(hooks[:start] + hooks[end:])
+    load_mapping(files)
+    return files
+
+
+def test_clusters_split_by_reason_and_text_and_rank_by_cost():
+    unrelated = failure("x1", "price_without_tool", "do you ship to hong kong", "Yes we ship there for 12 yuan.")
+    clusters = cluster_failures(PRICE + REFUSED + [unrelated], threshold=0.1)
+    assert clusters[0].reason == "price_without_tool"
+    assert set(clusters[0].case_ids) == {"p0", "p1", "p2", "p3"}
+    assert clusters[0].cost == pytest.approx(4 * 1.5)
+    assert "cream" in clusters[0].top_terms
+    assert any(c.case_ids == ["x1"] for c in clusters)
+    refused = next(c for c in clusters if c.reason == "refused_legit")
+    assert refused.categories == {"aftersale": 2} and len(refused.representatives) == 2
+
+
+def test_reason_codes_map_to_families():
+    assert cause_family("price_without_tool") == "ungrounded_price"
+    assert cause_family("refused_legit") == "over_refusal"
+    assert cause_family("invented_discount") == "ungrounded_promotion"
+    assert cause_family("over_long") == "too_long"
+    assert cause_family("answered_injection") == "missed_refusal"
+    assert cause_family("something_new") == "unknown"
+
+
+def test_rule_based_restores_the_removed_grounding(defect_files, demo_files):
+    diagnosis = diagnose(failures=PRICE + REFUSED, total=20, files=defect_files, diagnoser=RuleBasedDiagnoser())
+    assert diagnosis.failed == 6 and diagnosis.diagnoser == "rule-based"
+    first = diagnosis.proposals[0]
+    assert first.valid and first.diagnoser == "rule-based"
+    assert sorted(first.target_case_ids) == ["p0", "p1", "p2", "p3"]
+    ops = {e.op for e in first.edits}
+    assert ops == {"require_tool_call", "add_skill_rule"}
+    assert set(first.diff) == {"hooks.yaml", "skills/item_qa/SKILL.md"}
+    refusal = next(p for p in diagnosis.proposals if p.reason == "refused_legit")
+    assert refusal.edits[0].op == "add_refusal_exclusion" and "aftersale" in refusal.edits[0].text
+    # on the intact Harness the price hook and rule exist, so nothing is proposed for prices
+    intact = diagnose(failures=PRICE, total=20, files=demo_files, diagnoser=RuleBasedDiagnoser())
+    assert intact.proposals == []
+
+
+class _FakeChat(BaseHTTPRequestHandler):
+    answer: dict = {}
+    seen: list = []
+
+    def do_POST(self):  # noqa: N802 - http.server's name
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        type(self).seen.append(body)
+        payload = {"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
+                   "choices": [{"index": 0, "finish_reason": "stop",
+                                "message": {"role": "assistant", "content": json.dumps(self.answer)}}]}
+        data = json.dumps(payload).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):
+        pass
+
+
+def test_llm_diagnoser_over_http_validates_what_the_model_proposes(defect_files):
+    _FakeChat.answer = {"proposals": [
+        {"title": "Ground prices", "rationale": "prices are guessed", "cluster": 0,
+         "edits": [{"op": "require_tool_call", "claim": "price", "tools": ["get_product_info_by_link_id"]}]},
+        {"title": "Bad op", "rationale": "", "cluster": 0, "edits": [{"op": "delete_all"}]},
+        {"title": "Unknown rule", "rationale": "", "cluster": 1,
+         "edits": [{"op": "change_skill_rule", "skill": "item_qa", "rule_id": "ghost", "text": "x"}]},
+    ]}
+    server = HTTPServer(("127.0.0.1", 0), _FakeChat)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        diagnoser = LLMDiagnoser(base_url=f"http://127.0.0.1:{server.server_port}/v1", model="judge-m")
+        diagnosis = diagnose(failures=PRICE + REFUSED, total=20, files=defect_files, diagnoser=diagnoser)
+    finally:
+        server.shutdown()
+    request = _FakeChat.seen[-1]
+    assert request["response_format"] == {"type": "json_object"}
+    assert "fetch-before-facts" not in request["messages"][1]["content"]
+    assert "price_without_tool" in request["messages"][1]["content"]
+    good, bad_op, ghost = diagnosis.proposals
+    assert good.valid and good.diagnoser == "llm:judge-m" and "hooks.yaml" in good.diff
+    assert sorted(good.target_case_ids) == ["p0", "p1", "p2", "p3"]
+    assert not bad_op.valid and "delete_all" in bad_op.problems[0]
+    assert not ghost.valid and "has no rule {#ghost}" in ghost.problems[0]
