@@ -1,0 +1,56 @@
+"""Stage configs load from YAML/JSON and reject mistakes with file, line and field."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from training.base_config import ConfigError, load_config
+from training.opd_config import OPDStageConfig
+from training.rl_config import RLStageConfig
+from training.sft_config import SFTStageConfig
+
+
+def test_yaml_config_loads_and_converts(tmp_path):
+    path = tmp_path / "sft.yaml"
+    path.write_text("model: tiny\nmax_steps: 3\nlearning_rate: 1e-4\nreport_to: [tensorboard]\n"
+                    "hsa_variants: 0\n")
+    config = load_config(SFTStageConfig, path)
+    assert (config.model, config.max_steps, config.learning_rate) == ("tiny", 3, 1e-4)
+    assert config.report_to == ["tensorboard"]
+    assert config.hsa_variants == 0
+    assert config.keep_retry_fraction == 0.1  # default
+
+
+def test_json_config_loads(tmp_path):
+    path = tmp_path / "opd.json"
+    path.write_text(json.dumps({"model": "tiny", "beta": 1.0, "max_prompts": 10}))
+    config = load_config(OPDStageConfig, path)
+    assert config.max_prompts == 10 and config.beta == 1.0
+
+
+def test_unknown_field_names_line_and_valid_fields(tmp_path):
+    path = tmp_path / "sft.yaml"
+    path.write_text("model: tiny\n\nmax_step: 3\n")
+    with pytest.raises(ConfigError) as err:
+        load_config(SFTStageConfig, path)
+    message = str(err.value)
+    assert f"{path}:3: max_step" in message
+    assert "max_steps" in message  # the valid fields are listed
+
+
+def test_wrong_type_and_out_of_range_values(tmp_path):
+    path = tmp_path / "rl.yaml"
+    path.write_text("max_steps: many\n")
+    with pytest.raises(ConfigError, match=r"rl.yaml:1: max_steps: expected an integer"):
+        load_config(RLStageConfig, path)
+    path.write_text("keep_retry_fraction: 1.5\n")
+    with pytest.raises(ConfigError, match="keep_retry_fraction"):
+        load_config(SFTStageConfig, path)
+
+
+def test_every_field_has_help_text():
+    for cls in (SFTStageConfig, OPDStageConfig, RLStageConfig):
+        empty = [name for name, text in cls.help_texts().items() if not text.strip()]
+        assert not empty, f"{cls.__name__} fields without help: {empty}"

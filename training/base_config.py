@@ -1,0 +1,180 @@
+"""Fields every training stage shares, and loading a stage config from YAML/JSON.
+
+Each stage has a ``<stage>_config.py`` dataclass that extends ``StageConfig``;
+every field carries a ``help`` text, which is also what ``python -m training
+<stage> --help`` prints. ``load_config`` reads a YAML or JSON file (JSON is
+YAML), rejects unknown keys and wrong types with the file, line and field, and
+lists what would be valid.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from harness.yamlio import load_yaml
+
+C = TypeVar("C", bound="StageConfig")
+
+
+class ConfigError(ValueError):
+    """A config file or flag that cannot be used; the message names file, line and field."""
+
+
+@dataclass
+class StageConfig:
+    """Settings shared by the SFT, OPD and RL stages."""
+
+    model: str = field(default="local", metadata={"help": (
+        "Model to start from: 'local' (SmolLM2-135M-Instruct, the default model), 'tiny' "
+        "(2-layer random model for tests) or a checkpoint folder (e.g. the previous stage's final/).")})
+    output_dir: str = field(default="runs/hat", metadata={"help": (
+        "Run folder: resolved config, metrics.jsonl, checkpoints, final model and model card.")})
+    harness: str = field(default="demo", metadata={"help": (
+        "Harness folder the stage trains under ('demo' = the shipped livestream-avatar Harness).")})
+    max_steps: int = field(default=60, metadata={"help": "Optimizer steps of this stage."})
+    learning_rate: float = field(default=2e-5, metadata={"help": "Peak learning rate (AdamW)."})
+    per_device_train_batch_size: int = field(default=2, metadata={"help": "Examples per forward pass."})
+    gradient_accumulation_steps: int = field(default=1, metadata={"help": "Forward passes per optimizer step."})
+    warmup_steps: int = field(default=0, metadata={"help": "Linear warm-up steps of the learning rate."})
+    logging_steps: int = field(default=1, metadata={"help": "Write a metrics.jsonl row every N steps."})
+    save_steps: int = field(default=20, metadata={"help": (
+        "Save a resumable checkpoint every N steps (checkpoint-N/ in the run folder).")})
+    save_total_limit: int = field(default=2, metadata={"help": "Keep at most this many checkpoints."})
+    resume: bool = field(default=True, metadata={"help": (
+        "Resume from the run folder's last checkpoint when one exists.")})
+    seed: int = field(default=0, metadata={"help": "Seed for data order, sampling and augmentation."})
+    report_to: list[str] = field(default_factory=lambda: ["none"], metadata={"help": (
+        "Trackers TRL reports to (passed through to transformers): e.g. ['wandb'], ['tensorboard'], "
+        "['trackio'], or ['none'].")})
+    evaluate_after: bool = field(default=False, metadata={"help": (
+        "After training, score the final model on subsets of the evaluation sets and write eval.json.")})
+    eval_cases: int = field(default=20, metadata={"help": (
+        "Cases per evaluation subset when evaluate_after is on.")})
+
+    @classmethod
+    def help_texts(cls) -> dict[str, str]:
+        return {f.name: f.metadata.get("help", "") for f in dataclasses.fields(cls)}
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def _type_name(tp: Any) -> str:
+    return getattr(tp, "__name__", str(tp)).replace("typing.", "")
+
+
+def coerce(value: Any, tp: Any, *, where: str) -> Any:
+    """Check (and gently convert) one value against a field type; ``ConfigError`` otherwise."""
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        options = typing.get_args(tp)
+        if value is None and type(None) in options:
+            return None
+        for option in options:
+            if option is type(None):
+                continue
+            try:
+                return coerce(value, option, where=where)
+            except ConfigError:
+                continue
+        raise ConfigError(f"{where}: {value!r} is not one of {', '.join(_type_name(o) for o in options)}")
+    if origin is list:
+        (item,) = typing.get_args(tp) or (Any,)
+        if isinstance(value, str):
+            value = [v.strip() for v in value.split(",") if v.strip()]
+        if not isinstance(value, list):
+            raise ConfigError(f"{where}: expected a list, got {value!r}")
+        return [coerce(v, item, where=f"{where}[{i}]") for i, v in enumerate(value)]
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise ConfigError(f"{where}: expected a mapping, got {value!r}")
+        return dict(value)
+    if tp is Any:
+        return value
+    if tp is bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.lower() in ("true", "false", "1", "0", "yes", "no"):
+            return value.lower() in ("true", "1", "yes")
+        raise ConfigError(f"{where}: expected true or false, got {value!r}")
+    if tp is int:
+        if isinstance(value, bool):
+            raise ConfigError(f"{where}: expected an integer, got {value!r}")
+        if isinstance(value, int):
+            return value
+        if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+            return int(value)
+        raise ConfigError(f"{where}: expected an integer, got {value!r}")
+    if tp is float:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            raise ConfigError(f"{where}: expected a number, got {value!r}") from None
+    if tp is str:
+        if isinstance(value, str):
+            return value
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return str(value)
+        raise ConfigError(f"{where}: expected a string, got {value!r}")
+    return value
+
+
+def _resolved_hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def config_from_dict(cls: type[C], data: dict[str, Any], *, source: str = "config",
+                     lines: dict[str, int] | None = None) -> C:
+    """Build ``cls`` from a mapping; unknown keys and bad values name their line and the valid fields."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: a config is a mapping of field: value, got {type(data).__name__}")
+    hints = _resolved_hints(cls)
+    names = [f.name for f in dataclasses.fields(cls)]
+    kwargs: dict[str, Any] = {}
+    for key, value in data.items():
+        line = (lines or {}).get(key)
+        where = f"{source}:{line}: {key}" if line else f"{source}: {key}"
+        if key not in names:
+            raise ConfigError(f"{where}: unknown field for {cls.__name__}; valid fields: {', '.join(names)}")
+        tp = hints[key]
+        if dataclasses.is_dataclass(tp) and isinstance(value, dict):
+            kwargs[key] = config_from_dict(tp, value, source=f"{source} ({key})")
+        else:
+            kwargs[key] = coerce(value, tp, where=where)
+    config = cls(**kwargs)
+    check = getattr(config, "check", None)
+    if callable(check):
+        problem = check()
+        if problem:
+            raise ConfigError(f"{source}: {problem}")
+    return config
+
+
+def load_config(cls: type[C], path: str | Path) -> C:
+    """Read a YAML or JSON config file into ``cls``."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read config ({exc.strerror})") from None
+    data, linemap, problems = load_yaml(text, file=str(path))
+    if problems:
+        raise ConfigError("; ".join(str(p) for p in problems))
+    if data is None:
+        data = {}
+    lines = {key: linemap.line((key,)) for key in data} if isinstance(data, dict) else {}
+    return config_from_dict(cls, data, source=str(path), lines=lines)
+
+
+def dump_config(config: Any, path: str | Path) -> None:
+    """Write the resolved config as JSON (what was actually run)."""
+    Path(path).write_text(json.dumps(dataclasses.asdict(config), indent=2, sort_keys=True) + "\n",
+                          encoding="utf-8")

@@ -1,0 +1,64 @@
+"""Stage 2: General On-Policy Distillation with TRL's ``DistillationTrainer``.
+
+The student (the SFT checkpoint) samples completions to general-domain prompts
+and minimises the reverse KL (``beta=1.0``) of its token distribution to the
+frozen *base* model's on those samples. This restores general instruction
+following that narrow SFT erodes, without any teacher-written data.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from training.opd_config import OPDStageConfig
+from training.runs import base_model_of
+from training.stage_common import resolve_harness_dir, resolve_model, start_stage
+
+
+def teacher_dir(config: OPDStageConfig, student_dir: Path) -> Path:
+    if config.teacher == "base":
+        return resolve_model(base_model_of(student_dir))
+    return resolve_model(config.teacher)
+
+
+def build_opd_args(config: OPDStageConfig, run, **overrides):
+    from trl import DistillationConfig
+
+    args = run.common_trainer_args(config)
+    args.update(beta=config.beta, max_completion_length=config.max_completion_length,
+                temperature=config.temperature, disable_dropout=True)
+    args.update(overrides)
+    return DistillationConfig(**args)
+
+
+def run_opd(config: OPDStageConfig) -> Path:
+    """Train stage 2 and return the final model folder."""
+    from datasets import Dataset
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import DistillationTrainer
+
+    from training.general_prompts import load_general_prompts
+
+    run = start_stage(config, stage="opd")
+    harness_dir = resolve_harness_dir(config.harness)
+    teacher_path = teacher_dir(config, run.model_dir)
+    prompts = load_general_prompts(config.prompts, limit=config.max_prompts, seed=config.seed,
+                                   split=config.prompts_split)
+    tokenizer = AutoTokenizer.from_pretrained(run.model_dir, padding_side="left")
+    teacher = AutoModelForCausalLM.from_pretrained(teacher_path)
+    teacher.eval().requires_grad_(False)
+    trainer = DistillationTrainer(model=str(run.model_dir), teacher_model=teacher,
+                                  args=build_opd_args(config, run),
+                                  train_dataset=Dataset.from_list([{"prompt": p} for p in prompts]),
+                                  processing_class=tokenizer, callbacks=run.callbacks())
+    trainer.train(resume_from_checkpoint=run.resume_from)
+    final = run.finish(trainer, tokenizer, config=config, harness_dir=harness_dir,
+                       data={"prompts": config.prompts, "n_prompts": len(prompts)},
+                       trainer_name="trl.DistillationTrainer",
+                       extra={"teacher": str(teacher_path), "beta": config.beta,
+                              "divergence": "reverse KL" if config.beta == 1.0 else f"JSD(beta={config.beta})"})
+    if config.evaluate_after:
+        from training.self_eval import evaluate_run
+
+        evaluate_run(run_dir=run.run_dir, harness_dir=harness_dir, cases=config.eval_cases, seed=config.seed)
+    return final

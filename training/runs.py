@@ -1,0 +1,138 @@
+"""Run folders: resolved config, metrics JSONL, checkpoints, final model and model card.
+
+A stage run owns one folder::
+
+    RUN/config.json        the resolved config (every field, defaults included)
+    RUN/metrics.jsonl      one JSON object per logging step (loss, rewards, KL, lengths, tokens/s)
+    RUN/checkpoint-N/      resumable trainer checkpoints (safetensors + optimizer state)
+    RUN/final/             the trained model (safetensors) + tokenizer, loadable by the runtime
+    RUN/MODEL_CARD.md      base model, data, Harness version digest, stage and parent checkpoint
+    RUN/model_card.json    the same facts as JSON
+    RUN/eval.json          optional self-evaluation scores after the stage
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from transformers import TrainerCallback
+
+HARNESS_STUDIO_STAGES = ("sft", "opd", "rl")
+
+
+def last_checkpoint(run_dir: str | Path) -> Path | None:
+    """The highest-numbered complete ``checkpoint-N`` folder, or None."""
+    run_dir = Path(run_dir)
+    best: tuple[int, Path] | None = None
+    for child in run_dir.glob("checkpoint-*"):
+        match = re.fullmatch(r"checkpoint-(\d+)", child.name)
+        if match and (child / "trainer_state.json").is_file():
+            step = int(match.group(1))
+            if best is None or step > best[0]:
+                best = (step, child)
+    return best[1] if best else None
+
+
+def final_model_dir(run_dir: str | Path) -> Path:
+    return Path(run_dir) / "final"
+
+
+def is_finished(run_dir: str | Path) -> bool:
+    """A stage is finished when its final model and model card are written."""
+    return (final_model_dir(run_dir) / "config.json").is_file() and (Path(run_dir) / "model_card.json").is_file()
+
+
+class MetricsLogger(TrainerCallback):
+    """Appends every trainer log (loss, rewards per dimension, KL, lengths) to metrics.jsonl.
+
+    Adds ``tokens_per_s`` from the trainer's token counter (``num_input_tokens_seen``)
+    between two logs, so throughput is comparable across stages.
+    """
+
+    def __init__(self, path: str | Path, *, stage: str) -> None:
+        self.path = Path(path)
+        self.stage = stage
+        self._last_time: float | None = None
+        self._last_tokens: float = 0.0
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        self._last_time = time.perf_counter()
+        self._last_tokens = float(state.num_input_tokens_seen or 0)
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if not logs:
+            return
+        row: dict[str, Any] = {"stage": self.stage, "step": state.global_step,
+                               "time": datetime.now(UTC).isoformat(timespec="seconds")}
+        for key, value in logs.items():
+            if isinstance(value, int | float | str | bool) or value is None:
+                row[key] = value
+        now = time.perf_counter()
+        tokens = float(state.num_input_tokens_seen or logs.get("num_tokens") or 0)
+        if self._last_time is not None and now > self._last_time and tokens > self._last_tokens:
+            row["tokens_per_s"] = round((tokens - self._last_tokens) / (now - self._last_time), 2)
+        self._last_time, self._last_tokens = now, tokens
+        with self.path.open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps(row, sort_keys=True) + "\n")
+
+
+def read_metrics(run_dir: str | Path) -> list[dict[str, Any]]:
+    path = Path(run_dir) / "metrics.jsonl"
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+@dataclass
+class ModelCard:
+    """What a checkpoint is: enough to reproduce or audit it."""
+
+    stage: str
+    base_model: str
+    parent_checkpoint: str
+    data: dict[str, Any]
+    harness_name: str
+    harness_digest: str
+    steps: int
+    wall_time_s: float
+    trainer: str
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def write(self, run_dir: str | Path) -> None:
+        run_dir = Path(run_dir)
+        facts = dict(self.__dict__)
+        facts["written"] = datetime.now(UTC).isoformat(timespec="seconds")
+        (run_dir / "model_card.json").write_text(json.dumps(facts, indent=2, sort_keys=True) + "\n",
+                                                 encoding="utf-8")
+        data_lines = "\n".join(f"- {k}: {v}" for k, v in sorted(self.data.items()))
+        text = (f"# Harness-Aware Training checkpoint: stage {self.stage}\n\n"
+                f"- stage: {self.stage} (trainer: {self.trainer})\n"
+                f"- base model: {self.base_model}\n"
+                f"- parent checkpoint: {self.parent_checkpoint}\n"
+                f"- Harness: {self.harness_name} (version digest {self.harness_digest})\n"
+                f"- steps: {self.steps}, wall time: {self.wall_time_s:.1f} s\n\n"
+                f"## Data\n\n{data_lines}\n\n"
+                "Load with `make_policy('local:<this folder>/final')` or "
+                "`python -m harness run --policy local:<this folder>/final`.\n")
+        (run_dir / "MODEL_CARD.md").write_text(text, encoding="utf-8")
+        final = final_model_dir(run_dir)
+        if final.is_dir():
+            (final / "README.md").write_text(text, encoding="utf-8")
+
+
+def read_model_card(run_dir: str | Path) -> dict[str, Any]:
+    return json.loads((Path(run_dir) / "model_card.json").read_text(encoding="utf-8"))
+
+
+def base_model_of(model_dir: str | Path) -> str:
+    """The original base model a checkpoint descends from (read from its model card chain)."""
+    card = Path(model_dir).parent / "model_card.json"
+    if Path(model_dir).name == "final" and card.is_file():
+        return json.loads(card.read_text(encoding="utf-8")).get("base_model", str(model_dir))
+    return str(model_dir)

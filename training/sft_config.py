@@ -1,0 +1,48 @@
+"""Stage 1 settings: HSA-SFT (and Fixed-Harness SFT with ``hsa_variants: 0``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from training.base_config import StageConfig
+
+
+@dataclass
+class SFTStageConfig(StageConfig):
+    """Supervised fine-tuning on judged teacher trajectories under original and augmented Harnesses."""
+
+    examples: str = field(default="", metadata={"help": (
+        "A prebuilt examples JSONL (prompt/completion chat messages, from `python -m training data`). "
+        "When empty, examples are built from `cases` with the settings below.")})
+    cases: str = field(default="", metadata={"help": (
+        "Training cases (the evaluation case JSONL format). Empty: the synthetic world's "
+        "Live-Stream QA cases that are not held out for evaluation.")})
+    max_cases: int = field(default=200, metadata={"help": "Use at most this many training cases."})
+    hsa_variants: int = field(default=3, metadata={"help": (
+        "K augmented Harness variants per case besides the original. 0 = Fixed-Harness SFT (the baseline).")})
+    hsa_dims: list[str] = field(default_factory=lambda: ["skills", "skill-content", "tools", "prompt", "hooks"],
+                                metadata={"help": "HSA transformation families to apply."})
+    teacher: str = field(default="gold", metadata={"help": (
+        "Teacher policy: 'gold' (offline: the case's gold trajectory replayed under each variant, remapped "
+        "by the HSA mapping, labelled teacher=gold-replay) or 'openai:BASE_URL:MODEL' (any "
+        "OpenAI-compatible model run through the runtime).")})
+    min_accuracy: float = field(default=1.0, metadata={"help": (
+        "Rejection sampling: keep trajectories whose judged Accuracy is at least this (0 or 1).")})
+    min_effectiveness: float = field(default=0.5, metadata={"help": (
+        "Rejection sampling: keep trajectories whose judged Effectiveness is at least this (0, 0.5, 1).")})
+    keep_retry_fraction: float = field(default=0.1, metadata={"help": (
+        "Fraction of trajectories with hook-triggered retries kept whole (failed attempt + hook message), "
+        "so the model learns to recover; the rest have the failed attempt and hook messages removed.")})
+    max_length: int = field(default=1024, metadata={"help": "Truncate prompt+completion to this many tokens."})
+    learning_rate: float = field(default=5e-5, metadata={"help": "Peak learning rate (AdamW)."})
+
+    def check(self) -> str:
+        if self.hsa_variants < 0:
+            return "hsa_variants: must be 0 (Fixed-Harness SFT) or more"
+        if not 0.0 <= self.keep_retry_fraction <= 1.0:
+            return "keep_retry_fraction: must be between 0 and 1"
+        if self.min_accuracy not in (0.0, 1.0):
+            return "min_accuracy: Accuracy is binary; use 0 or 1"
+        if self.min_effectiveness not in (0.0, 0.5, 1.0):
+            return "min_effectiveness: Effectiveness is 0, 0.5 or 1"
+        return ""

@@ -1,0 +1,94 @@
+"""What every stage does around its TRL trainer: run folder, model paths, resume, model card.
+
+The trainers themselves (``sft_trainer.py``, ``opd_trainer.py``, ``rl_trainer.py``)
+stay readable top to bottom; this module holds the few steps they share.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from training.base_config import StageConfig, dump_config
+from training.runs import MetricsLogger, ModelCard, base_model_of, final_model_dir, last_checkpoint
+
+
+def resolve_harness_dir(name: str) -> Path:
+    """'demo' -> the shipped demo Harness, else a folder."""
+    from harness import demo_harness_dir
+
+    if name in ("", "demo"):
+        return demo_harness_dir()
+    path = Path(name).expanduser()
+    if not path.is_dir():
+        raise FileNotFoundError(f"harness: {name!r} is not a folder; use 'demo' or a Harness folder")
+    return path
+
+
+def resolve_model(name: str) -> Path:
+    from harness.policies.models import resolve_model_dir
+
+    return resolve_model_dir(name)
+
+
+@dataclass
+class StageRun:
+    """One stage's run folder and the facts its model card needs."""
+
+    run_dir: Path
+    stage: str
+    model_dir: Path
+    started: float
+    resume_from: str | None
+
+    @property
+    def final_dir(self) -> Path:
+        return final_model_dir(self.run_dir)
+
+    def common_trainer_args(self, config: StageConfig) -> dict[str, Any]:
+        """Arguments every TRL config of ours takes from a ``StageConfig``."""
+        return dict(
+            output_dir=str(self.run_dir), max_steps=config.max_steps, learning_rate=config.learning_rate,
+            per_device_train_batch_size=config.per_device_train_batch_size,
+            gradient_accumulation_steps=config.gradient_accumulation_steps, warmup_steps=config.warmup_steps,
+            logging_steps=config.logging_steps, save_strategy="steps", save_steps=config.save_steps,
+            save_total_limit=config.save_total_limit, seed=config.seed, data_seed=config.seed,
+            report_to=config.report_to, gradient_checkpointing=False, bf16=False,
+            dataloader_num_workers=0, disable_tqdm=True, include_num_input_tokens_seen="all",
+            use_cpu=not _has_accelerator())
+
+    def callbacks(self) -> list:
+        return [MetricsLogger(self.run_dir / "metrics.jsonl", stage=self.stage)]
+
+    def finish(self, trainer, tokenizer, *, config: StageConfig, harness_dir: Path, data: dict[str, Any],
+               trainer_name: str, extra: dict[str, Any] | None = None) -> Path:
+        """Save the final model (safetensors) and write the model card."""
+        from harness import load_dir
+
+        trainer.save_model(str(self.final_dir))
+        tokenizer.save_pretrained(str(self.final_dir))
+        bundle = load_dir(harness_dir)
+        ModelCard(stage=self.stage, base_model=base_model_of(self.model_dir),
+                  parent_checkpoint=str(self.model_dir), data=data, harness_name=bundle.name,
+                  harness_digest=bundle.digest, steps=int(trainer.state.global_step),
+                  wall_time_s=time.perf_counter() - self.started, trainer=trainer_name,
+                  extra=extra or {}).write(self.run_dir)
+        return self.final_dir
+
+
+def _has_accelerator() -> bool:
+    import torch
+
+    return bool(torch.cuda.is_available())
+
+
+def start_stage(config: StageConfig, *, stage: str) -> StageRun:
+    """Create (or reopen) the run folder, write the resolved config, find the checkpoint to resume."""
+    run_dir = Path(config.output_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    dump_config(config, run_dir / "config.json")
+    resume = last_checkpoint(run_dir) if config.resume else None
+    return StageRun(run_dir=run_dir, stage=stage, model_dir=resolve_model(config.model),
+                    started=time.perf_counter(), resume_from=str(resume) if resume else None)
