@@ -1,0 +1,143 @@
+"""The editor: drafts, inline validation at the line, locking, conflicts, commit, preview, diffs."""
+
+import re
+
+import pytest
+from studio_testing import client_for
+
+from studio.harnesses.models import Draft, DraftConflict, HarnessVersion
+from studio.harnesses.services import draft_create, draft_file_save
+
+pytestmark = pytest.mark.django_db
+
+SKILL = "skills/item_qa/SKILL.md"
+
+
+@pytest.fixture
+def draft(personas, demo_version):
+    return draft_create(harness=demo_version.harness, base_version=demo_version, owner=personas.operator, title="t")
+
+
+def save(client, draft, text, *, revision=None, path=SKILL):
+    return client.post(
+        f"/drafts/{draft.pk}/save/",
+        {"path": path, "text": text, "revision": revision if revision is not None else draft.revision},
+        follow=True,
+    )
+
+
+def test_broken_front_matter_is_saved_and_shown_inline_at_its_line(personas, draft):
+    client = client_for(personas.operator)
+    text = draft.files[SKILL].replace("kind: reply", "kind: [reply")  # YAML syntax error on line 7
+    bad_line = text.split("\n").index("kind: [reply") + 1
+    page = save(client, draft, text).content.decode()
+    draft.refresh_from_db()
+    assert draft.files[SKILL] == text and draft.revision == 2  # nothing lost
+    assert any(p["file"] == SKILL for p in draft.problems)
+    assert 'id="file-problems"' in page
+    lines = {int(n) for n in re.findall(r'class="inline-problem" data-line="(\d+)"', page)}
+    assert lines and all(abs(n - bad_line) <= 1 for n in lines), (lines, bad_line)
+    assert "Commit as new version</button>" in page and "disabled" in page
+
+
+def test_commit_is_refused_while_problems_remain_then_works_after_the_fix(personas, draft):
+    client = client_for(personas.operator)
+    good = draft.files[SKILL]
+    save(client, draft, good.replace("name: item_qa", "name: Item QA!"))
+    draft.refresh_from_db()
+    page = client.post(f"/drafts/{draft.pk}/commit/", {"message": "try"}, follow=True).content.decode()
+    assert "Cannot commit" in page and HarnessVersion.objects.count() == 1
+    fixed = good.rstrip("\n") + "\n- Never promise a delivery date the tools did not return.\n"
+    save(client, draft, fixed)
+    draft.refresh_from_db()
+    assert draft.problems == []
+    response = client.post(f"/drafts/{draft.pk}/commit/", {"message": "delivery dates"}, follow=True)
+    v2 = HarnessVersion.objects.get(number=2)
+    assert (v2.parent.number, v2.author, v2.message) == (1, personas.operator, "delivery dates")
+    page = response.content.decode()
+    assert response.request["PATH_INFO"] == "/h/livestream-avatar/diff/"
+    assert "Never promise a delivery date" in page and SKILL in page
+    draft.refresh_from_db()
+    assert draft.status == Draft.COMMITTED and draft.committed_version == v2
+
+
+def test_unchanged_draft_cannot_be_committed(personas, draft):
+    page = client_for(personas.operator).post(f"/drafts/{draft.pk}/commit/", {"message": "x"}, follow=True)
+    assert "nothing to commit" in page.content.decode()
+
+
+def test_second_save_of_the_same_revision_gets_the_conflict_page_and_loses_nothing(personas, draft):
+    first, second = client_for(personas.operator), client_for(personas.operator)
+    base = draft.files[SKILL]
+    theirs = base + "- Theirs: mention the size chart.\n"
+    mine = base + "- Mine: never quote shipping times.\n"
+    save(first, draft, theirs, revision=1)
+    response = save(second, draft, mine, revision=1)
+    page = response.content.decode()
+    assert response.request["PATH_INFO"].startswith("/conflicts/")
+    assert "Theirs: mention the size chart." in page and "Mine: never quote shipping times." in page
+    assert 'class="sbs"' in page  # the diff between the two
+    draft.refresh_from_db()
+    assert draft.files[SKILL] == theirs
+    conflict = DraftConflict.objects.get()
+    assert conflict.my_text == mine and conflict.resolved_at is None
+    # keep mine: saved on top of the current revision
+    second.post(f"/conflicts/{conflict.pk}/", {"choice": "mine"})
+    draft.refresh_from_db()
+    conflict.refresh_from_db()
+    assert draft.files[SKILL] == mine and draft.revision == 3 and conflict.resolved_at is not None
+
+
+def test_conflicting_save_of_another_file_is_kept_too(personas, draft):
+    draft_file_save(draft=draft, path=SKILL, text=draft.files[SKILL] + "\n", base_revision=1, actor=personas.operator)
+    result = draft_file_save(draft=draft, path="tools.yaml", text="tools: []\n", base_revision=1, actor=personas.operator)
+    assert result.conflict is not None and result.conflict.my_text == "tools: []\n"
+
+
+def test_skill_preview_is_sanitised(personas, draft):
+    payload = draft.files[SKILL] + '\n<script>alert("pwned")</script>\n<img src=x onerror="alert(1)">\n[link](javascript:alert(2))\n'
+    client = client_for(personas.operator)
+    preview = client.post(f"/drafts/{draft.pk}/preview/", {"text": payload}).content.decode()
+    assert "<script" not in preview and "onerror" not in preview and "javascript:" not in preview
+    assert "<li>" in preview  # the rules still render as a list
+    save(client, draft, payload)
+    page = client.get(f"/drafts/{draft.pk}/?path={SKILL}").content.decode()
+    assert '<script>alert("pwned")</script>' not in page
+    assert "&lt;script&gt;alert(&quot;pwned&quot;)&lt;/script&gt;" in page  # the source, escaped, in the textarea
+
+
+def test_add_and_remove_a_skill(personas, draft):
+    client = client_for(personas.operator)
+    client.post(
+        f"/drafts/{draft.pk}/skills/add/",
+        {"name": "size_advice", "kind": "reply", "description": "Advise on sizes from the size chart.", "revision": 1},
+    )
+    draft.refresh_from_db()
+    assert "skills/size_advice/SKILL.md" in draft.files and draft.problems == []
+    page = client.get(f"/drafts/{draft.pk}/changes/").content.decode()
+    assert "skills/size_advice/SKILL.md" in page
+    client.post(f"/drafts/{draft.pk}/files/delete/", {"path": "skills/size_advice/SKILL.md", "revision": draft.revision})
+    draft.refresh_from_db()
+    assert "skills/size_advice/SKILL.md" not in draft.files
+
+
+def test_other_roles_cannot_write_someone_elses_draft(personas, draft):
+    response = client_for(personas.reviewer).post(f"/drafts/{draft.pk}/save/", {"path": SKILL, "text": "x", "revision": 1})
+    assert response.status_code == 403
+    draft.refresh_from_db()
+    assert draft.revision == 1
+
+
+def test_diff_page_unified_and_side_by_side_with_summary(personas, draft):
+    client = client_for(personas.operator)
+    text = draft.files[SKILL].rstrip("\n") + "\n- Never promise a delivery date the tools did not return.\n"
+    save(client, draft, text)
+    hooks = draft.files["hooks.yaml"]
+    client.post(f"/drafts/{draft.pk}/commit/", {"message": "rule"})
+    unified = client.get("/h/livestream-avatar/diff/?a=1&b=2").content.decode()
+    assert '<span class="add">+- Never promise a delivery date' in unified
+    assert 'id="change-summary"' in unified and "item_qa" in unified
+    split = client.get("/h/livestream-avatar/diff/?a=1&b=2&mode=split").content.decode()
+    assert 'class="sbs"' in split and "unchanged lines" in split
+    assert hooks  # hooks.yaml untouched, so not listed as changed
+    assert 'data-path="hooks.yaml"' not in split
