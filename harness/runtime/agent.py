@@ -197,7 +197,9 @@ class Agent:
                 decision, message = "allow", ""
             else:
                 decision = DECISION_OF_ACTION[hook.action]
-                message = render_message(hook.message, {"tool": target, **result.details})
+                # tool_error_guidance carries its text in params.message
+                template = hook.params.get("message") or hook.message
+                message = render_message(template, {"tool": target, **result.details})
             traj.hook_decisions.append(HookDecisionRecord(
                 seq=traj.next_seq(), round=traj.rounds, event=event, hook_id=hook.id,
                 type=hook.type, decision=decision, message=message, target=target))
