@@ -44,17 +44,17 @@ _PRICE = re.compile(r"\d+(\.\d+)?\s*(yuan|rmb)|[¥￥]\s*\d+", re.I)
 FAMILIES: list[tuple[str, re.Pattern]] = [
     ("over_refusal", re.compile(r"refus\w*.*(legit|over|wrong|unneeded|unnecessary)|"
                                 r"(legit|over|wrong|unneeded|unnecessary).*refus|should_answer", re.I)),
-    ("missed_refusal", re.compile(r"(should|must|expected).*(silent|refus)|not_silent|missed_refusal|"
-                                  r"answered_(irrelevant|spam|injection)|injection", re.I)),
+    ("missed_refusal", re.compile(r"(should|must|expected).*(silent|refus)|spoke_when_silent|not_silent|"
+                                  r"missed_refusal|answered_(irrelevant|spam|injection)|injection", re.I)),
     ("ungrounded_promotion", re.compile(r"(promotion|discount|coupon|gift)", re.I)),
     ("ungrounded_stock", re.compile(r"stock", re.I)),
     ("ungrounded_price", re.compile(r"price", re.I)),
     ("wrong_language", re.compile(r"language", re.I)),
     ("too_long", re.compile(r"long|length|verbose", re.I)),
     ("wrong_skill", re.compile(r"skill", re.I)),
-    ("missing_tool", re.compile(r"tool", re.I)),
+    ("missing_tool", re.compile(r"tool|unknown_link", re.I)),
     ("forbidden_claim", re.compile(r"forbidden|promise|guarantee|efficacy|overreach|claim", re.I)),
-    ("missing_fact", re.compile(r"fact|vague|incomplete|missing|unhelpful|ineffective|intent", re.I)),
+    ("missing_fact", re.compile(r"fact|vague|incomplete|no_reply|missing|unhelpful|ineffective|intent", re.I)),
 ]
 
 
