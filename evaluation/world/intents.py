@@ -25,10 +25,10 @@ FORBIDDEN_COMMON = [
 ]
 FAQ_KEY_FACTS = {
     "shipping": ["48 hours", "3-5 days"], "returns": ["7 days", "7-day", "seven days"],
-    "exchange": ["7 days", "7-day", "exchange"], "invoice": ["invoice"],
-    "payment": ["Alipay", "WeChat", "bank card"], "overseas": ["Hong Kong", "5-8 days"],
-    "damaged": ["48 hours", "photos"], "late": ["3 days", "tracking"],
-    "cancel": ["before it ships", "cancel"], "authentic": ["official", "authentic"],
+    "exchange": ["7 days", "7-day", "seven days"], "invoice": ["electronic invoice", "order page"],
+    "payment": ["Alipay", "bank card"], "overseas": ["Macau", "5-8 days"],
+    "damaged": ["48 hours", "photos"], "late": ["3 days", "chase the courier"],
+    "cancel": ["before it ships", "order page"], "authentic": ["official distributor", "certificate"],
 }
 AFTERSALE_REPLY = {
     "returns": "Unused items can be returned within 7 days, no reason needed - start it from your order page.",

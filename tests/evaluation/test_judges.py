@@ -1,0 +1,134 @@
+"""Judges: known answers from a fixture file, calibration on the generated dev-set, LLM judge, panel."""
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from evaluation.calibration import calibrate_judge, calibration_markdown
+from evaluation.cases import load_cases
+from evaluation.judges import LLMJudge, PanelJudge, ProgrammaticJudge, Verdict, make_judge
+from evaluation.world.sets import generate
+from harness.livestream.catalogue import Catalogue
+
+TESTDATA = Path(__file__).parent / "testdata"
+KNOWN = [json.loads(line) for line in (TESTDATA / "judge_known_answers.jsonl").read_text().splitlines()]
+CATALOGUE = Catalogue.load(TESTDATA / "catalogue_small.json")
+
+
+@pytest.mark.parametrize("row", KNOWN, ids=[r["name"] for r in KNOWN])
+def test_programmatic_judge_gives_the_known_answer(row):
+    judge = ProgrammaticJudge(catalogue=CATALOGUE)
+    verdict = judge.judge(case=row["case"], reply=row["reply"], route=row["route"],
+                          trajectory=row["trajectory"])
+    expect = row["expect"]
+    assert (verdict.accuracy, verdict.effectiveness) == (expect["accuracy"], expect["effectiveness"]), \
+        verdict.reasons
+    assert sorted(set(verdict.reason_codes)) == sorted(expect["reasons"])
+    if expect["rubrics"]:
+        assert verdict.rubrics == expect["rubrics"]
+    assert verdict.avg == (expect["accuracy"] + expect["effectiveness"]) / 2
+
+
+def test_trajectory_dimensions_are_scored():
+    row = next(r for r in KNOWN if r["name"] == "trajectory: no skill, repeated call")
+    verdict = ProgrammaticJudge(catalogue=CATALOGUE).judge(
+        case=row["case"], reply=row["reply"], trajectory=row["trajectory"])
+    assert verdict.dimensions["skill_selection"] == 0.0
+    assert verdict.dimensions["tool_rationality"] == 0.5
+    assert Verdict.from_dict(verdict.to_dict()).reason_codes == verdict.reason_codes
+
+
+def test_programmatic_judge_recovers_the_dev_set_defects(tmp_path):
+    generate(out=tmp_path, seed=5)
+    cases = load_cases(tmp_path / "dev.jsonl")
+    judge = ProgrammaticJudge(catalogue=Catalogue.load(tmp_path / "catalogue.json"))
+    report = calibrate_judge(cases=cases, judge=judge)
+    assert report["n"] == 482
+    assert report["accuracy"]["agreement"] >= 0.95
+    assert report["accuracy"]["kappa"] >= 0.85
+    assert report["effectiveness"]["agreement"] >= 0.9
+    assert "| Accuracy |" in calibration_markdown(report)
+
+
+def test_calibration_reports_a_judge_that_disagrees():
+    class AlwaysRight:
+        name = "always-right"
+
+        def judge(self, **_):
+            return Verdict(accuracy=1, effectiveness=1.0)
+
+    cases = [{"id": "a", "candidates": [{"id": "c1", "reply": "x", "defect": "wrong_price",
+                                          "human": {"accuracy": 0, "effectiveness": 0.5}}]},
+             {"id": "b", "candidates": [{"id": "c1", "reply": "y", "human": {"accuracy": 1, "effectiveness": 1}}]}]
+    report = calibrate_judge(cases=cases, judge=AlwaysRight())
+    assert report["accuracy"]["agreement"] == 0.5
+    assert report["accuracy"]["disagreements"][0]["id"] == "a/c1"
+    assert report["accuracy_agreement_by_defect"] == {"good": 1.0, "wrong_price": 0.0}
+
+
+class StubClient:
+    """An OpenAI-compatible client double: answers scripted messages in order, records requests."""
+
+    def __init__(self, messages):
+        self.messages = list(messages)
+        self.requests = []
+        self.chat = SimpleNamespace(completions=SimpleNamespace(create=self._create))
+
+    def _create(self, **kwargs):
+        self.requests.append(kwargs)
+        return SimpleNamespace(choices=[SimpleNamespace(message=self.messages.pop(0))])
+
+
+def _tool_call(name, args):
+    return SimpleNamespace(id="call_1", function=SimpleNamespace(name=name, arguments=json.dumps(args)))
+
+
+def test_llm_judge_uses_evidence_tools_and_parses_its_verdict():
+    client = StubClient([
+        SimpleNamespace(content="", tool_calls=[_tool_call("get_product", {"link_id": 1})]),
+        SimpleNamespace(content='Checked. {"accuracy": 0, "effectiveness": 0.5, '
+                                '"reasons": ["unsupported_price", "made_up"], "explanation": "says 79"}',
+                        tool_calls=None),
+    ])
+    judge = LLMJudge(client=client, model="judge-m", catalogue=CATALOGUE)
+    row = next(r for r in KNOWN if r["name"] == "wrong price")
+    verdict = judge.judge(case=row["case"], reply=row["reply"])
+    assert (verdict.accuracy, verdict.effectiveness) == (0, 0.5)
+    assert verdict.reason_codes == ["unsupported_price", "llm:made_up"]
+    tool_message = client.requests[1]["messages"][-1]
+    assert tool_message["role"] == "tool" and '"price": 89.0' in tool_message["content"]
+    assert "Luma SPF50" not in client.requests[0]["messages"][0]["content"]  # rubric is case-free
+
+
+def test_llm_judge_rejects_out_of_range_scores():
+    client = StubClient([SimpleNamespace(content='{"accuracy": 3, "effectiveness": 1}', tool_calls=None)])
+    judge = LLMJudge(client=client, model="m", catalogue=CATALOGUE)
+    with pytest.raises(ValueError, match="out of range"):
+        judge.judge(case=KNOWN[0]["case"], reply="x")
+
+
+def test_panel_majority_vote_and_failed_members():
+    class Fixed:
+        def __init__(self, name, acc, eff, fail=False):
+            self.name, self.acc, self.eff, self.fail = name, acc, eff, fail
+
+        def judge(self, **_):
+            if self.fail:
+                raise ValueError("endpoint down")
+            return Verdict(accuracy=self.acc, effectiveness=self.eff)
+
+    panel = PanelJudge(judges=[Fixed("a", 1, 1.0), Fixed("b", 0, 0.5), Fixed("c", 1, 0.5)])
+    verdict = panel.judge(case={}, reply="x")
+    assert (verdict.accuracy, verdict.effectiveness) == (1, 0.5)
+    tie = PanelJudge(judges=[Fixed("a", 1, 1.0), Fixed("b", 0, 1.0), Fixed("c", 1, 1.0, fail=True)])
+    verdict = tie.judge(case={}, reply="x")
+    assert verdict.accuracy == 0 and verdict.dimensions["judges_failed"] == 1.0
+
+
+def test_make_judge_specs():
+    assert make_judge("programmatic", catalogue=CATALOGUE).name == "programmatic"
+    assert make_judge("panel:programmatic|programmatic", catalogue=CATALOGUE).name.startswith("panel(")
+    with pytest.raises(ValueError, match="valid: programmatic"):
+        make_judge("gpt", catalogue=CATALOGUE)
