@@ -32,6 +32,8 @@ class CaseManifest:
     file_sha256: str
     warmup: list[dict[str, Any]]
     measured: list[dict[str, Any]]
+    catalogue_path: str | None = None
+    """The catalogue every case refers to (resolved beside the case file), if any."""
 
     @property
     def digest(self) -> str:
@@ -42,6 +44,10 @@ class CaseManifest:
             "path": self.path,
             "file_sha256": self.file_sha256,
             "digest": self.digest,
+            "catalogue": self.catalogue_path,
+            "catalogue_sha256": (
+                hashlib.sha256(Path(self.catalogue_path).read_bytes()).hexdigest() if self.catalogue_path else None
+            ),
             "warmup_ids": [c["id"] for c in self.warmup],
             "measured_ids": [c["id"] for c in self.measured],
         }
@@ -125,9 +131,35 @@ def load_manifest(path: str | Path, *, warmup: int, measured: int) -> CaseManife
             f"{path}: has {len(cases)} cases, but --warmup {warmup} + --measured {measured} needs {need}; "
             "lower them or generate a larger case file"
         )
+    if all(isinstance(c.get("replay"), dict) and "order" in c["replay"] for c in cases):
+        cases.sort(key=lambda c: c["replay"]["order"])  # the replay set's own order
+    used = cases[:need]
     return CaseManifest(
         path=str(path),
         file_sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
-        warmup=cases[:warmup],
-        measured=cases[warmup:need],
+        warmup=used[:warmup],
+        measured=used[warmup:],
+        catalogue_path=_shared_catalogue(path, used),
     )
+
+
+def _shared_catalogue(path: Path, cases: list[dict[str, Any]]) -> str | None:
+    """The one catalogue file the cases name (relative to the case file), or None.
+
+    Cases that name none are answered from the same catalogue as the rest.
+    """
+    names = {c.get("catalogue") for c in cases} - {None}
+    if not names:
+        return None
+    if len(names) > 1:
+        raise CaseFileError(
+            f"{path}: the cases name different catalogues {sorted(map(str, names))}; "
+            "a replay serves one catalogue, so split the file"
+        )
+    (name,) = names
+    if not isinstance(name, str):
+        raise CaseFileError(f"{path}: field 'catalogue' must be a file name, got {name!r}")
+    resolved = (path.parent / name).resolve()
+    if not resolved.is_file():
+        raise CaseFileError(f"{path}: the cases' catalogue {name} is not at {resolved}")
+    return str(resolved)

@@ -11,7 +11,7 @@ from serving.metrics import METRIC_LABELS
 def _fmt(key: str, value: Any) -> str:
     if value is None:
         return "n/a"
-    if key in ("share_within_sla", "success_rate"):
+    if key in ("share_within_sla", "success_rate", "fallback_rate"):
         return f"{100 * value:.1f}%"
     if key in ("wall_p50_s", "wall_p95_s", "ttft_p95_s"):
         return f"{value:.3f}"
@@ -39,8 +39,9 @@ def table_markdown(summary: dict[str, Any]) -> str:
         lines.append("| " + " | ".join(row) + " |")
     lines += [
         "",
-        "Wall percentiles over successful requests; the SLA share and success over all measured "
-        "requests (failures and timeouts count against both); TTFT of each request's first model call; "
+        "Success = final answer returned (a Harness fallback reply counts, and is also shown as Fallback); "
+        "wall percentiles over successful requests; the SLA share and success over all measured "
+        "requests (errors and timeouts count against both); TTFT of each request's first model call; "
         "decode tok/s = (output tokens - 1) / (call latency - TTFT), mean over calls.",
     ]
     return "\n".join(lines) + "\n"
@@ -66,7 +67,7 @@ def latency_cdf_png(*, records: list[dict[str, Any]], path: str | Path, title: s
         walls = sorted(float(r["wall_s"]) for r in rs if r.get("ok"))
         n = len(rs)
         if not walls:
-            continue
+            continue  # nothing succeeded at this level: no curve (the table says 0%)
         ys = [(i + 1) / n for i in range(len(walls))]
         ax.step([0.0, *walls], [0.0, *ys], where="post", label=f"C={level} (n={n})")
     ax.axvline(sla_s, color="grey", linestyle="--", linewidth=1)
@@ -77,7 +78,8 @@ def latency_cdf_png(*, records: list[dict[str, Any]], path: str | Path, title: s
     ax.set_xlim(left=0)
     ax.set_title(title, fontsize=9)
     ax.grid(alpha=0.3)
-    ax.legend(loc="lower right", fontsize=8)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(loc="lower right", fontsize=8)
     fig.tight_layout()
     path = Path(path)
     fig.savefig(path)

@@ -50,6 +50,8 @@ class Endpoint:
     checkpoint: dict[str, Any] | None = None
     """What is served: name, path and fingerprint (see checkpoint_info)."""
     server_log: str | None = None
+    server_pid: int | None = None
+    """The managed server's process id (transformers route)."""
 
     @property
     def engine(self) -> str:
@@ -78,6 +80,7 @@ class Endpoint:
             "checkpoint": self.checkpoint,
             "profile": self.profile.describe(),
             "server_log": self.server_log,
+            "server_pid": self.server_pid,
         }
 
 
@@ -141,6 +144,7 @@ def open_endpoint(*, profile: ServingProfile, log_dir: str | Path) -> Iterator[E
                 api_key="EMPTY",
                 checkpoint=checkpoint_info(path, label=profile.checkpoint),
                 server_log=str(log_path),
+                server_pid=server.pid,
             )
         return
     api_key = profile.api_key()

@@ -7,6 +7,12 @@ A request record is one line of a run's requests.jsonl:
      "has_trajectory": bool,
      "calls": [{"ttft_s", "latency_s", "input_tokens", "output_tokens", "error"}, ...]}
 
+A request is successful (`ok`) when it came back with its final answer: a reply,
+deliberate silence, or the Harness's own fallback reply (status "fallback",
+reported separately as the fallback rate). It fails when the runtime hit an
+error, every model call failed (status "error"), or no answer came within the
+request timeout (status "timeout").
+
 Definitions (per concurrency level, over its measured records only):
 
 - wall P50 / P95: percentiles (linear interpolation between order statistics,
@@ -40,6 +46,7 @@ METRIC_LABELS = {
     "decode_tokens_per_s": "Decode tok/s",
     "share_within_sla": "<= SLA",
     "success_rate": "Success",
+    "fallback_rate": "Fallback",
     "calls_per_request": "Calls/req",
     "input_tokens_per_call": "In tok/call",
     "output_tokens_per_call": "Out tok/call",
@@ -114,6 +121,7 @@ def summarise(records: Iterable[dict[str, Any]], *, sla_s: float = DEFAULT_SLA_S
         "decode_tokens_per_s": _mean(rates),
         "share_within_sla": within / n if n else None,
         "success_rate": len(ok) / n if n else None,
+        "fallback_rate": sum(1 for r in measured if r.get("status") == "fallback") / n if n else None,
         "calls_per_request": len(calls) / requests_with_calls if requests_with_calls else None,
         "input_tokens_per_call": sum(in_calls) / len(in_calls) if in_calls else None,
         "output_tokens_per_call": sum(out_calls) / len(out_calls) if out_calls else None,

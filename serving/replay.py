@@ -32,8 +32,11 @@ class RequestOutcome:
     """What the agent returned for one request, reduced to what the replay records."""
 
     status: str
-    """'ok' (normal final reply), 'fallback' (conservative reply after the round
-    limit or trajectory budget) or 'error' (an exception contained by the runtime)."""
+    """'ok' (a reply or deliberate silence), 'fallback' (the Harness's conservative
+    reply or suppression after the round limit, retries or the trajectory budget:
+    still an executed request, answered) or 'error' (the runtime hit an error, or
+    every model call failed: the request did not execute). The replay adds
+    'timeout' for requests it gave up on."""
     calls: list[dict[str, Any]] = field(default_factory=list)
     """Per model call: ttft_s, latency_s, input_tokens, output_tokens, error."""
     error: str | None = None
@@ -43,6 +46,9 @@ class RequestOutcome:
     tool_calls: int = 0
     tool_errors: int = 0
 
+
+SUCCESS_STATUSES = ("ok", "fallback")
+"""Statuses that count as execution success: the request came back with its final answer."""
 
 RequestFn = Callable[[dict[str, Any]], RequestOutcome]
 WorkerFactory = Callable[[], RequestFn]
@@ -165,9 +171,9 @@ def run_level(
                 else:
                     outcome: RequestOutcome = result
                     record.update(
-                        ok=outcome.status == "ok",
+                        ok=outcome.status in SUCCESS_STATUSES,
                         status=outcome.status,
-                        wall_s=(ended - started) if outcome.status == "ok" else None,
+                        wall_s=(ended - started) if outcome.status in SUCCESS_STATUSES else None,
                         elapsed_s=ended - started,
                         has_trajectory=True,
                         calls=outcome.calls,

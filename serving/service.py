@@ -33,7 +33,7 @@ from serving.replay import ReplayPlan, WorkerFactory, run_level
 
 FactoryBuilder = Callable[..., WorkerFactory]
 """(endpoint=, bundle=, settings=, context=) -> WorkerFactory; agent_runner.agent_worker_factory
-by default. `services(endpoint=, bundle=, run_dir=)` is a context manager for what all
+by default. `services(endpoint=, bundle=, run_dir=, catalogue_path=)` is a context manager for what all
 requests of a run share (the MCP server process); its value is passed as `context`."""
 
 
@@ -90,7 +90,8 @@ def replay_run(
             meta["route"] = endpoint.describe()
             writer.write_json("run.json", meta)
             say(f"route {profile.name}: {endpoint.engine} at {endpoint.base_url} serving {endpoint.model}")
-            with services(endpoint=endpoint, bundle=bundle, run_dir=writer.dir) as context:
+            with services(endpoint=endpoint, bundle=bundle, run_dir=writer.dir,
+                          catalogue_path=manifest.catalogue_path) as context:
                 meta["services"] = context.describe() if hasattr(context, "describe") else None
                 for level in plan.concurrency:
                     factory = factory_builder(endpoint=endpoint, bundle=bundle, settings=settings, context=context)

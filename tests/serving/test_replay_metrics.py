@@ -40,7 +40,7 @@ def test_summary_from_synthetic_timings():
         _ok(16.0, [_call(2.0, 10.0, 90, 9), _call(0.4, 0.4, 200, 1)]),
         _ok(10.0, [_call(0.6, 2.6, 110, 5)]),
         _failed("timeout"),
-        _failed("fallback", calls=[_call(0.3, 9.3, 130, 10)], has_trajectory=True),
+        _failed("error", calls=[_call(0.3, 9.3, 130, 10)], has_trajectory=True),
         # warm-up requests never count
         _ok(100.0, [_call(50.0, 60.0, 1, 1)], phase="warmup"),
     ]
@@ -50,10 +50,11 @@ def test_summary_from_synthetic_timings():
     # wall percentiles over the 4 successful requests: sorted 2, 4, 10, 16
     assert s["wall_p50_s"] == pytest.approx(7.0)            # (4 + 10) / 2
     assert s["wall_p95_s"] == pytest.approx(10 + 0.85 * 6)  # rank 2.85
-    # attainment: 3 successful within 15 s over ALL 6 measured (timeout + fallback count against)
+    # attainment: 3 successful within 15 s over ALL 6 measured (timeout + error count against)
     assert s["share_within_sla"] == pytest.approx(3 / 6)
     assert s["success_rate"] == pytest.approx(4 / 6)
-    assert s["failures"] == {"timeout": 1, "fallback": 1}
+    assert s["failures"] == {"timeout": 1, "error": 1}
+    assert s["fallback_rate"] == 0.0
     # TTFT of each request's first call: 0.5, 1.0, 2.0, 0.6, 0.3 (timeout has none)
     assert s["ttft_p95_s"] == pytest.approx(float(np.percentile([0.5, 1.0, 2.0, 0.6, 0.3], 95)))
     # decode rates: (out-1)/(latency-ttft) for calls with >= 2 tokens; the 1-token call is skipped
@@ -64,6 +65,15 @@ def test_summary_from_synthetic_timings():
     assert s["calls_per_request"] == pytest.approx(7 / 5)
     assert s["input_tokens_per_call"] == pytest.approx((100 + 150 + 120 + 90 + 200 + 110 + 130) / 7)
     assert s["output_tokens_per_call"] == pytest.approx((11 + 6 + 21 + 9 + 1 + 5 + 10) / 7)
+
+
+def test_a_harness_fallback_reply_is_an_executed_request_and_is_counted_apart():
+    fallback = _ok(12.0, [_call(0.5, 1.5, 100, 11)])
+    fallback["status"] = "fallback"
+    s = summarise([_ok(2.0, [_call(0.5, 1.5, 100, 11)]), fallback, _failed("timeout")])
+    assert s["success_rate"] == pytest.approx(2 / 3)
+    assert s["fallback_rate"] == pytest.approx(1 / 3)
+    assert s["wall_p50_s"] == pytest.approx(7.0)
 
 
 def test_all_failed_level_reports_zero_success_not_a_crash():

@@ -1,0 +1,212 @@
+"""The complete agent as the replay's request function, and what all its requests share.
+
+`shared_services(...)` starts, for the whole run, the Harness's marketing MCP
+server as its own process over streamable HTTP (a real network hop, as in
+production) on the run's catalogue, and gives every agent a copy of the Harness
+whose MCP entry points at that URL; every other part of the Harness (skills,
+prompt, hooks, round limit, tool timeout) is unchanged, and the run record keeps
+the original Harness digest.
+
+`agent_worker_factory(...)` gives each replay worker its own `Agent` (runtime,
+hooks, round limit, tool timeout) driving an `OpenAIChatPolicy` against the
+serving endpoint with streaming on, so TTFT and decode speed are client-observed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import inspect
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from serving.endpoint import Endpoint, GenerationSettings
+from serving.replay import RequestOutcome, WorkerFactory
+from serving.transformers_server import free_port
+
+MCP_MODULE = "harness.mcp_server"
+POLICY_TIMEOUT_S = 120.0
+"""Client timeout of one model call; the replay's request timeout bounds the whole request."""
+
+
+def _is_project_mcp_server(command: tuple[str, ...]) -> bool:
+    """Whether a stdio command starts this project's marketing MCP server."""
+    joined = " ".join(command)
+    return f"-m {MCP_MODULE}" in joined or ("-m harness" in joined and "serve-mcp" in command)
+
+
+class ReplayServices:
+    """The MCP server process(es) and the agents of one run; closed when the run ends."""
+
+    def __init__(self, *, bundle, run_dir: Path, catalogue_path: str | None):
+        self.original_bundle = bundle
+        self.bundle = bundle
+        self.run_dir = Path(run_dir)
+        self.catalogue_path = catalogue_path
+        self.catalogue = None
+        self.processes: dict[str, subprocess.Popen] = {}
+        self.servers: dict[str, dict[str, Any]] = {}
+        self._agents: list[Any] = []
+        self._lock = threading.Lock()
+
+    def start(self) -> ReplayServices:
+        from harness.livestream import Catalogue, demo_catalogue
+
+        if self.catalogue_path:
+            self.catalogue = Catalogue.load(self.catalogue_path)
+        else:
+            self.catalogue = demo_catalogue()
+            self.catalogue_path = str(self.run_dir / "catalogue.json")
+            self.catalogue.dump(self.catalogue_path)
+        servers = {}
+        for name, spec in self.original_bundle.mcp_servers.items():
+            if spec.transport == "stdio" and _is_project_mcp_server(spec.command):
+                url, proc, log = self._start_http_server(name)
+                self.processes[name] = proc
+                servers[name] = {"transport": "http", "url": url}
+                self.servers[name] = {"transport": "http", "url": url, "pid": proc.pid, "log": str(log),
+                                      "catalogue": self.catalogue_path}
+            else:
+                self.servers[name] = {"transport": spec.transport, "url": spec.url or None,
+                                      "command": list(spec.command)}
+        if servers:
+            self.bundle = _with_mcp_servers(self.original_bundle, servers)
+        return self
+
+    def _start_http_server(self, name: str) -> tuple[str, subprocess.Popen, Path]:
+        port = free_port()
+        log = self.run_dir / f"mcp-{name}.log"
+        argv = [sys.executable, "-m", MCP_MODULE, "--http", str(port), "--host", "127.0.0.1",
+                "--catalogue", str(self.catalogue_path)]
+        with open(log, "ab") as fh:
+            fh.write(f"$ {' '.join(argv)}\n".encode())
+            proc = subprocess.Popen(argv, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                    start_new_session=True)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise RuntimeError(f"MCP server {name} exited with code {proc.returncode}; log {log}:\n"
+                                   + log.read_text(errors="replace")[-2000:])
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+                return f"http://127.0.0.1:{port}/mcp", proc, log
+            time.sleep(0.1)
+        proc.kill()
+        raise RuntimeError(f"MCP server {name} did not listen on port {port} within 60 s; log {log}")
+
+    def register(self, agent: Any) -> None:
+        with self._lock:
+            self._agents.append(agent)
+
+    def describe(self) -> dict[str, Any]:
+        return {"mcp_servers": self.servers, "catalogue": self.catalogue_path,
+                "agent_harness_digest": self.bundle.digest}
+
+    def close(self) -> None:
+        with self._lock:
+            agents, self._agents = self._agents, []
+        for agent in agents:
+            with contextlib.suppress(Exception):
+                agent.close()
+        for proc in self.processes.values():
+            if proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait(timeout=10)
+        self.processes.clear()
+
+
+def _with_mcp_servers(bundle, servers: dict[str, dict[str, Any]]):
+    """The bundle with some MCP servers reached over HTTP instead of stdio."""
+    data = yaml.safe_load(bundle.files["tools.yaml"])
+    for name, override in servers.items():
+        entry = {k: v for k, v in data["mcp_servers"][name].items() if k not in ("command", "env", "transport")}
+        data["mcp_servers"][name] = {**entry, **override}
+    return bundle.with_files({"tools.yaml": yaml.safe_dump(data, sort_keys=False, allow_unicode=True)})
+
+
+@contextlib.contextmanager
+def shared_services(*, endpoint: Endpoint, bundle, run_dir: Path, catalogue_path: str | None = None
+                    ) -> Iterator[ReplayServices]:
+    services = ReplayServices(bundle=bundle, run_dir=run_dir, catalogue_path=catalogue_path)
+    try:
+        yield services.start()
+    finally:
+        services.close()
+
+
+def make_policy(*, endpoint: Endpoint, settings: GenerationSettings):
+    """An OpenAIChatPolicy for the endpoint, with the settings the engine honours."""
+    from harness.policies import GenerationSettings as PolicySettings
+    from harness.policies.openai_chat import OpenAIChatPolicy
+
+    policy_settings = PolicySettings(temperature=settings.temperature, top_p=settings.top_p,
+                                     max_new_tokens=settings.max_tokens, seed=settings.seed)
+    extra_body = endpoint.extra_body(settings)
+    kwargs: dict[str, Any] = {}
+    accepts_extra_body = "extra_body" in inspect.signature(OpenAIChatPolicy.__init__).parameters
+    if extra_body and accepts_extra_body:
+        kwargs["extra_body"] = extra_body
+    policy = OpenAIChatPolicy(base_url=endpoint.base_url, model=endpoint.model, api_key=endpoint.api_key,
+                              settings=policy_settings, timeout_s=POLICY_TIMEOUT_S,
+                              name=f"{endpoint.engine}:{endpoint.profile.name}", **kwargs)
+    if extra_body and not accepts_extra_body:
+        # Until the policy takes extra_body itself (notes/serving-needs.md): add it on each call.
+        completions = policy.client.chat.completions
+        completions.create = functools.partial(completions.create, extra_body=extra_body)
+    return policy, policy_settings
+
+
+def outcome_from_trajectory(traj: dict[str, Any]) -> RequestOutcome:
+    """The replay's view of a trajectory: status, per-call timings, counts."""
+    outcome, reason = traj.get("outcome"), traj.get("outcome_reason") or ""
+    model_calls = traj.get("model_calls", [])
+    if reason.startswith("runtime error"):
+        status, error = "error", reason
+    elif model_calls and all(c.get("error") for c in model_calls):
+        # the endpoint never answered: a fallback reply here would hide a dead server
+        status, error = "error", f"every model call failed: {model_calls[-1]['error']}"
+    elif outcome in ("replied", "silent"):
+        status, error = "ok", None
+    else:
+        status, error = "fallback", f"{outcome}: {reason}" if reason else outcome
+    calls = [
+        {"ttft_s": c.get("ttft_s"), "latency_s": c.get("latency_s"), "input_tokens": c.get("input_tokens"),
+         "output_tokens": c.get("output_tokens"), "error": c.get("error")}
+        for c in model_calls
+    ]
+    tools = traj.get("tool_calls", [])
+    return RequestOutcome(
+        status=status, calls=calls, error=error, rounds=traj.get("rounds"), reply_route=traj.get("route"),
+        reply_chars=len(traj.get("reply") or ""), tool_calls=len(tools),
+        tool_errors=sum(1 for t in tools if t.get("error")),
+    )
+
+
+def agent_worker_factory(*, endpoint: Endpoint, bundle, settings: GenerationSettings,
+                         context: ReplayServices) -> WorkerFactory:
+    """Each call makes one worker's request function: its own Agent and policy."""
+    from harness.runtime import Agent
+
+    def factory():
+        policy, policy_settings = make_policy(endpoint=endpoint, settings=settings)
+        agent = Agent(bundle=context.bundle, policy=policy, catalogue=context.catalogue,
+                      generation=policy_settings)
+        context.register(agent)
+
+        def run(case: dict[str, Any]) -> RequestOutcome:
+            return outcome_from_trajectory(agent.run(case["request"]).to_dict())
+
+        return run
+
+    return factory
