@@ -19,7 +19,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.db import close_old_connections, connection, transaction
+from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -113,7 +113,6 @@ def _finish(*, job_id: int, status: str, error: str = "", result: Any = None, on
 
 def job_run(*, job_id: int, worker: str | None = None) -> Job | None:
     """Run a queued job in this process (called by the Celery task). Returns None if not claimable."""
-    close_old_connections()
     now = timezone.now()
     claimed = Job.objects.filter(pk=job_id, status=Job.QUEUED).update(
         status=Job.RUNNING, started_at=now, heartbeat_at=now, worker=worker or worker_identity()

@@ -1,0 +1,108 @@
+"""A real Celery worker in a subprocess, for tests and benchmarks that need one.
+
+The worker shares the caller's database (the test database included) and
+listens on its own queue, so it never takes tasks meant for another worker
+on the same Redis.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from django.conf import settings
+from django.db import connection
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def redis_url() -> str:
+    """REDIS_URL from the environment, else the one scripts/services.sh starts and prints."""
+    if os.environ.get("REDIS_URL"):
+        return os.environ["REDIS_URL"]
+    out = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "services.sh")], capture_output=True, text=True, check=True
+    ).stdout
+    for line in out.splitlines():
+        if line.startswith("export REDIS_URL="):
+            return line.split("=", 1)[1].strip()
+    raise RuntimeError(f"scripts/services.sh printed no REDIS_URL: {out!r}")
+
+
+def current_database_url() -> str:
+    """A DATABASE_URL for the database this process is connected to (the test DB in tests)."""
+    db = connection.settings_dict
+    if db["ENGINE"].endswith("sqlite3"):
+        return f"sqlite:///{Path(db['NAME']).resolve()}"
+    if db["ENGINE"].endswith("postgresql"):
+        auth = f"{db['USER']}:{db['PASSWORD']}@" if db.get("USER") else ""
+        return f"postgres://{auth}{db.get('HOST') or '127.0.0.1'}:{db.get('PORT') or 5432}/{db['NAME']}"
+    raise RuntimeError(f"no URL form for database engine {db['ENGINE']}")
+
+
+class WorkerProcess:
+    def __init__(self, process: subprocess.Popen, queue: str, log_path: Path):
+        self.process, self.queue, self.log_path = process, queue, log_path
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+
+@contextmanager
+def celery_worker(
+    *, queue: str | None = None, heartbeat_s: float = 0.3, lease_s: float = 2.0, extra_env: dict | None = None
+) -> Iterator[WorkerProcess]:
+    """Start `celery worker --pool solo` on a private queue; route this process's tasks there too."""
+    from studio.celery import app
+
+    queue = queue or f"test-{uuid.uuid4().hex[:8]}"
+    log_dir = Path(settings.VAR_DIR) / "log"
+    log_dir.mkdir(parents=True, exist_ok=True)
+    log_path = log_dir / f"worker-{queue}.log"
+    env = {
+        **os.environ,
+        "DATABASE_URL": current_database_url(),
+        "REDIS_URL": redis_url(),
+        "CELERY_QUEUE": queue,
+        "JOB_HEARTBEAT_S": str(heartbeat_s),
+        "JOB_LEASE_S": str(lease_s),
+        "PYTHONPATH": str(ROOT),
+        **(extra_env or {}),
+    }
+    command = [
+        sys.executable, "-m", "celery", "-A", "studio", "worker", "--pool", "solo", "--queues", queue,
+        "--hostname", f"{queue}@%h", "--without-gossip", "--without-mingle", "--loglevel", "INFO",
+    ]
+    with open(log_path, "w") as log_file:
+        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log_file, stderr=subprocess.STDOUT)
+    worker = WorkerProcess(process, queue, log_path)
+    previous = (app.conf.broker_url, app.conf.task_default_queue, app.conf.task_always_eager)
+    app.conf.broker_url, app.conf.task_default_queue, app.conf.task_always_eager = env["REDIS_URL"], queue, False
+    try:
+        deadline = time.monotonic() + 60
+        while " ready." not in worker.log():
+            if process.poll() is not None:
+                raise RuntimeError(f"the Celery worker exited with {process.returncode}:\n{worker.log()[-3000:]}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the Celery worker did not become ready in 60 s:\n{worker.log()[-3000:]}")
+            time.sleep(0.2)
+        yield worker
+    finally:
+        app.conf.broker_url, app.conf.task_default_queue, app.conf.task_always_eager = previous
+        if process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()

@@ -1,0 +1,109 @@
+"""Jobs: run through the task, report progress and errors, and never stay running after their worker dies."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+from studio_testing import client_for
+
+from studio.jobs.models import Job
+from studio.jobs.services import job_create, job_reap_stale
+from studio.jobs.testing import celery_worker
+
+pytestmark = pytest.mark.django_db
+
+
+def test_a_job_runs_through_the_task_and_records_progress_and_result(personas, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        job = job_create(kind="worker_check", title="check", params={"seconds": 0.2}, created_by=personas.admin)
+    job.refresh_from_db()
+    assert job.status == Job.SUCCEEDED and job.progress == 100
+    assert job.result["seconds"] == 0.2 and "step 1/1" in job.log_tail
+    assert job.started_at <= job.finished_at and job.worker
+
+
+def test_a_failing_job_records_the_error_and_the_traceback(personas, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        job = job_create(kind="worker_check", title="bad", params={"seconds": -1}, created_by=personas.admin)
+    job.refresh_from_db()
+    assert job.status == Job.FAILED
+    assert job.error == "ValueError: seconds: -1.0 must be between 0 and 3600"
+    assert "Traceback" in job.log_tail
+
+
+def test_an_unreachable_broker_fails_the_job_saying_so(personas, monkeypatch, django_capture_on_commit_callbacks):
+    from kombu.exceptions import OperationalError
+
+    from studio.jobs import tasks
+
+    def refuse(*args, **kwargs):
+        raise OperationalError("Error 111 connecting to 127.0.0.1:1. Connection refused.")
+
+    monkeypatch.setattr(tasks.run_job, "delay", refuse)
+    with django_capture_on_commit_callbacks(execute=True):
+        job = job_create(kind="worker_check", title="x", params={"seconds": 1}, created_by=personas.admin)
+    job.refresh_from_db()
+    assert job.status == Job.FAILED
+    assert "could not reach the Celery broker" in job.error and "Connection refused" in job.error
+
+
+def test_the_job_page_reaps_a_job_whose_heartbeat_stopped(personas, settings):
+    settings.JOB_LEASE_S = 5
+    stale = timezone.now() - timedelta(seconds=30)
+    job = Job.objects.create(
+        kind="worker_check", title="t", status=Job.RUNNING, started_at=stale, heartbeat_at=stale, worker="w@h pid 1"
+    )
+    fresh = Job.objects.create(kind="worker_check", title="t", status=Job.RUNNING, heartbeat_at=timezone.now())
+    page = client_for(personas.operator).get(f"/jobs/{job.pk}/status/").content.decode()
+    job.refresh_from_db()
+    assert job.status == Job.FAILED and "worker lost: no heartbeat from w@h pid 1" in job.error
+    assert 'data-status="failed"' in page and "worker lost" in page
+    assert "hx-trigger" not in page  # polling stops once the job has ended
+    assert job_reap_stale() == 0
+    fresh.refresh_from_db()
+    assert fresh.status == Job.RUNNING
+
+
+def test_the_running_job_page_polls(personas):
+    job = Job.objects.create(kind="worker_check", title="t", status=Job.RUNNING, heartbeat_at=timezone.now())
+    page = client_for(personas.operator).get(f"/jobs/{job.pk}/").content.decode()
+    assert f'hx-get="/jobs/{job.pk}/status/"' in page and 'hx-trigger="every 1s"' in page
+
+
+def _wait_for(predicate, *, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+@pytest.mark.services
+@pytest.mark.django_db(transaction=True)
+def test_killing_the_worker_mid_job_ends_the_job_failed(personas, settings):
+    """A real worker is SIGKILLed while running a job; a restarted worker marks the job failed."""
+    settings.JOB_LEASE_S = 2
+    with celery_worker(lease_s=2) as worker:
+        job = job_create(kind="worker_check", title="long", params={"seconds": 60}, created_by=personas.admin)
+        _wait_for(lambda: Job.objects.get(pk=job.pk).progress > 0, timeout=30, what="the job to make progress")
+        os.kill(worker.pid, signal.SIGKILL)
+        worker.process.wait(timeout=10)
+        job.refresh_from_db()
+        assert job.status == Job.RUNNING  # nobody has noticed yet
+        progress_at_kill = job.progress
+        time.sleep(2.5)  # let the lease run out
+    with celery_worker(lease_s=2):  # the new worker reaps jobs of dead workers when it starts
+        job = _wait_for(
+            lambda: Job.objects.filter(pk=job.pk, status=Job.FAILED).first(), timeout=20, what="the job to be failed"
+        )
+    assert "worker lost" in job.error and f"pid {worker.pid}" in job.error
+    assert job.progress == progress_at_kill < 100 and job.finished_at is not None
+    page = client_for(personas.operator).get(f"/jobs/{job.pk}/").content.decode()
+    assert "worker lost" in page and 'data-status="failed"' in page
