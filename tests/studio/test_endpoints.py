@@ -1,0 +1,106 @@
+"""Model endpoints: keys stay in the environment, never on a page; the connection test really connects."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+import pytest
+from studio_testing import client_for
+
+from studio.endpoints.models import ModelEndpoint
+from studio.endpoints.services import EndpointError, endpoint_save
+from studio.jobs.models import Job
+
+pytestmark = pytest.mark.django_db
+SECRET = "sk-test-THIS-MUST-NEVER-BE-RENDERED-123"
+
+
+class _Models(BaseHTTPRequestHandler):
+    seen_auth: list[str] = []
+
+    def do_GET(self):  # noqa: N802 (http.server's naming)
+        _Models.seen_auth.append(self.headers.get("Authorization", ""))
+        body = json.dumps({"data": [{"id": "demo-model"}]}).encode()
+        self.send_response(200 if self.path == "/v1/models" else 404)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def fake_openai_server():
+    server = HTTPServer(("127.0.0.1", 0), _Models)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_port}/v1"
+    server.shutdown()
+
+
+def _create(client, **fields):
+    data = {"name": "remote", "route": "openai", "base_url": "", "model": "demo-model", "api_key_env": "", "description": ""}
+    return client.post("/endpoints/new/", {**data, **fields})
+
+
+def test_a_pasted_key_is_refused_and_never_echoed(personas):
+    client = client_for(personas.ml_engineer)
+    response = _create(client, base_url="http://127.0.0.1:1/v1", api_key_env=SECRET)
+    assert response.status_code == 400
+    page = response.content.decode()
+    assert "api_key_env" in page and "never the key" in page.lower()
+    assert not ModelEndpoint.objects.filter(name="remote").exists()
+
+
+def test_keys_come_from_the_environment_and_never_reach_a_page(personas, monkeypatch, fake_openai_server, django_capture_on_commit_callbacks):
+    monkeypatch.setenv("HS_TEST_KEY", SECRET)
+    client = client_for(personas.ml_engineer)
+    assert _create(client, base_url=fake_openai_server, api_key_env="HS_TEST_KEY").status_code == 302
+    endpoint = ModelEndpoint.objects.get(name="remote")
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(f"/endpoints/{endpoint.pk}/test/", follow=True)
+    job = Job.objects.get(kind="endpoint_test")
+    assert job.status == Job.SUCCEEDED, job.error
+    assert _Models.seen_auth[-1] == f"Bearer {SECRET}"  # the worker used the key ...
+    endpoint.refresh_from_db()
+    assert endpoint.last_check_ok is True and "1 model(s)" in endpoint.last_check_message
+    for url in ["/endpoints/", f"/endpoints/{endpoint.pk}/edit/", f"/jobs/{job.pk}/", "/audit/", "/playground/"]:
+        page = client.get(url).content.decode()
+        assert SECRET not in page, url  # ... and no page ever shows it
+    assert SECRET not in response.content.decode()
+
+
+def test_a_missing_key_variable_fails_the_test_with_its_name(personas, monkeypatch, fake_openai_server, django_capture_on_commit_callbacks):
+    monkeypatch.delenv("HS_MISSING_KEY", raising=False)
+    endpoint = endpoint_save(
+        endpoint=None, name="nokey", route="openai", base_url=fake_openai_server, model="demo-model",
+        api_key_env="HS_MISSING_KEY", description="", actor=personas.ml_engineer,
+    )
+    with django_capture_on_commit_callbacks(execute=True):
+        client_for(personas.ml_engineer).post(f"/endpoints/{endpoint.pk}/test/")
+    job = Job.objects.get(kind="endpoint_test")
+    assert job.status == Job.FAILED and "HS_MISSING_KEY is not set" in job.error
+
+
+def test_an_unknown_model_name_fails_the_connection_test(personas, fake_openai_server, django_capture_on_commit_callbacks):
+    endpoint = endpoint_save(
+        endpoint=None, name="wrongmodel", route="openai", base_url=fake_openai_server, model="other",
+        api_key_env="", description="", actor=personas.ml_engineer,
+    )
+    with django_capture_on_commit_callbacks(execute=True):
+        client_for(personas.ml_engineer).post(f"/endpoints/{endpoint.pk}/test/")
+    assert "does not list model 'other'" in Job.objects.get(kind="endpoint_test").error
+
+
+def test_field_errors_name_the_field(personas):
+    with pytest.raises(EndpointError) as caught:
+        endpoint_save(
+            endpoint=None, name="Bad Name", route="openai", base_url="ftp://x", model="", api_key_env="lower",
+            description="", actor=personas.ml_engineer,
+        )
+    message = str(caught.value)
+    for field in ("name:", "base_url:", "model:", "api_key_env:"):
+        assert field in message
