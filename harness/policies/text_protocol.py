@@ -70,17 +70,31 @@ def _call_from_json(raw: str) -> tuple[ToolCall | None, str | None]:
     return ToolCall(name=name, arguments=arguments), None
 
 
+def _json_list(body: str) -> list[str] | None:
+    if not body.startswith("["):
+        return None
+    try:
+        data = json.loads(body)
+    except json.JSONDecodeError:
+        return None
+    return [json.dumps(item) for item in data] if isinstance(data, list) else None
+
+
 def parse_reply(text: str) -> ParsedReply:
     """Split model text into reply, tool calls and errors (never raises)."""
     visible, reasoning = strip_reasoning(text)
     calls: list[ToolCall] = []
     errors: list[str] = []
     for match in TOOL_CALL_RE.finditer(visible):
-        call, error = _call_from_json(match.group(1))
-        if call is not None:
-            calls.append(call)
-        else:
-            errors.append(error or "malformed tool call")
+        body = match.group(1).strip()
+        # SmolLM2 / APIGen style: a JSON list of calls inside one tag
+        items = _json_list(body)
+        for raw in items if items is not None else [body]:
+            call, error = _call_from_json(raw)
+            if call is not None:
+                calls.append(call)
+            else:
+                errors.append(error or "malformed tool call")
     rest = TOOL_CALL_RE.sub("", visible)
     if "<tool_call>" in rest:
         head, _, tail = rest.partition("<tool_call>")
