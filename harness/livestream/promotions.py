@@ -154,6 +154,7 @@ class PriceQuote:
     total: float
     applied_promotion_ids: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    applied_rules: list[str] = field(default_factory=list)  # each applied rule in words
 
     @property
     def saving(self) -> float:
@@ -171,6 +172,7 @@ class PriceQuote:
             "total": self.total,
             "saving": self.saving,
             "applied_promotion_ids": list(self.applied_promotion_ids),
+            "applied_rules": list(self.applied_rules),
             "notes": list(self.notes),
         }
 
@@ -275,6 +277,8 @@ def price_cart(*, items: list[CartItem], promotions: list[Promotion],
         total=money(after_threshold - coupon_saving),
         applied_promotion_ids=applied,
         notes=notes,
+        applied_rules=[f"{r.id}: {r.describe()}" for pid in applied
+                       for r in promotions if r.id == pid],
     )
 
 
