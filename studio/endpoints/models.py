@@ -10,16 +10,21 @@ class ModelEndpoint(models.Model):
     LOCAL = "local"
     TINY = "tiny"
     OPENAI = "openai"
+    SCRIPTED = "scripted"
     ROUTES = [
         (LOCAL, "local default model (SmolLM2-135M-Instruct on CPU)"),
         (TINY, "tiny random model (tests only)"),
         (OPENAI, "OpenAI-compatible server (SGLang, vLLM, transformers serve, vendor API)"),
+        (SCRIPTED, "scripted policy replaying a JSON script file (tests, demos)"),
     ]
 
     name = models.SlugField(max_length=64, unique=True)
     route = models.CharField(max_length=12, choices=ROUTES)
     base_url = models.URLField(blank=True, help_text="e.g. http://127.0.0.1:8001/v1 (OpenAI-compatible only)")
     model = models.CharField(max_length=200, blank=True, help_text="The model name the server expects.")
+    script_path = models.CharField(
+        max_length=500, blank=True, help_text="Scripted route only: path of the JSON script on the worker machine."
+    )
     api_key_env = models.CharField(
         max_length=100,
         blank=True,
@@ -43,4 +48,6 @@ class ModelEndpoint(models.Model):
         """The spec harness.policies.make_policy understands."""
         if self.route == self.OPENAI:
             return f"openai:{self.base_url}:{self.model}"
+        if self.route == self.SCRIPTED:
+            return f"scripted:{self.script_path}"
         return self.route

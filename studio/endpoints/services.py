@@ -24,7 +24,7 @@ class EndpointError(ValueError):
     """A field of an endpoint is not valid; the message names it."""
 
 
-def _validate(*, name: str, route: str, base_url: str, model: str, api_key_env: str) -> list[str]:
+def _validate(*, name: str, route: str, base_url: str, model: str, api_key_env: str, script_path: str) -> list[str]:
     errors = []
     if not re.fullmatch(r"[a-z0-9][a-z0-9_-]{0,63}", name):
         errors.append("name: 1-64 of a-z, 0-9, '-', '_' starting with a letter or digit (e.g. sglang-gpu)")
@@ -35,6 +35,8 @@ def _validate(*, name: str, route: str, base_url: str, model: str, api_key_env: 
             errors.append("base_url: an http(s) URL of an OpenAI-compatible server, e.g. http://127.0.0.1:8001/v1")
         if not model.strip():
             errors.append("model: the model name the server expects, e.g. Qwen/Qwen3-8B")
+    if route == ModelEndpoint.SCRIPTED and not script_path:
+        errors.append("script_path: the path of a JSON script file (a list of model outputs)")
     if api_key_env and not ENV_NAME.match(api_key_env):
         errors.append(
             "api_key_env: the NAME of an environment variable (A-Z, 0-9, _), e.g. OPENAI_API_KEY; never the key itself"
@@ -54,10 +56,14 @@ def endpoint_save(
     api_key_env: str,
     description: str,
     actor: User | None,
+    script_path: str = "",
 ) -> ModelEndpoint:
     """Create or update an endpoint after validating every field."""
     name, base_url, model, api_key_env = name.strip(), base_url.strip(), model.strip(), api_key_env.strip()
-    errors = _validate(name=name, route=route, base_url=base_url, model=model, api_key_env=api_key_env)
+    script_path = script_path.strip()
+    errors = _validate(
+        name=name, route=route, base_url=base_url, model=model, api_key_env=api_key_env, script_path=script_path
+    )
     clash = ModelEndpoint.objects.filter(name=name).exclude(pk=endpoint.pk if endpoint else None).exists()
     if clash:
         errors.append(f"name: an endpoint called {name} already exists")
@@ -68,6 +74,7 @@ def endpoint_save(
     endpoint.name, endpoint.route, endpoint.description = name, route, description.strip()
     endpoint.base_url = base_url if route == ModelEndpoint.OPENAI else ""
     endpoint.model = model if route == ModelEndpoint.OPENAI else ""
+    endpoint.script_path = script_path if route == ModelEndpoint.SCRIPTED else ""
     endpoint.api_key_env = api_key_env
     endpoint.save()
     audit_record(
@@ -139,6 +146,14 @@ def endpoint_check(*, endpoint: ModelEndpoint, timeout_s: float = 10.0) -> Conne
         if endpoint.model and endpoint.model not in names:
             return ConnectionCheck(False, f"the server answers but does not list model {endpoint.model!r}; it lists {names[:10]}")
         return ConnectionCheck(True, f"GET {url}: {len(names)} model(s) in {elapsed:.2f} s")
+    if endpoint.route == ModelEndpoint.SCRIPTED:
+        from harness.policies.scripted import ScriptedPolicy
+
+        try:
+            ScriptedPolicy.load(endpoint.script_path)
+        except ValueError as error:
+            return ConnectionCheck(False, str(error))
+        return ConnectionCheck(True, f"script {endpoint.script_path} reads as a policy script")
     from harness.policies.models import default_model_dir, tiny_model_dir
 
     try:

@@ -25,6 +25,7 @@ def _form(request, endpoint: ModelEndpoint | None):
         "base_url": request.POST.get("base_url", ""),
         "model": request.POST.get("model", ""),
         "api_key_env": request.POST.get("api_key_env", ""),
+        "script_path": request.POST.get("script_path", ""),
         "description": request.POST.get("description", ""),
     }
     if request.method == "POST":

@@ -25,16 +25,21 @@ class JobKind:
     name: str
     label: str
     run: Callable[[JobContext], Any]
+    # How the job page shows a result: a template included with the context `present(result)` returns.
+    result_template: str | None = None
+    present: Callable[[Any], dict] | None = None
 
 
 JOB_KINDS: dict[str, JobKind] = {}
 
 
-def job_kind(name: str, *, label: str) -> Callable:
+def job_kind(
+    name: str, *, label: str, result_template: str | None = None, present: Callable[[Any], dict] | None = None
+) -> Callable:
     def register(run: Callable[[JobContext], Any]) -> Callable[[JobContext], Any]:
         if name in JOB_KINDS and JOB_KINDS[name].run is not run:
             raise ValueError(f"job kind {name!r} is registered twice")
-        JOB_KINDS[name] = JobKind(name=name, label=label, run=run)
+        JOB_KINDS[name] = JobKind(name=name, label=label, run=run, result_template=result_template, present=present)
         return run
 
     return register

@@ -13,6 +13,16 @@ from studio.jobs.registry import JOB_KINDS
 from studio.jobs.services import job_create, job_reap_stale
 
 
+def _job_context(job: Job) -> dict:
+    """The job plus how its kind presents a result (e.g. a trajectory for playground runs)."""
+    kind = JOB_KINDS.get(job.kind)
+    context = {"job": job, "result_template": None}
+    if kind is not None and kind.result_template and job.result is not None:
+        context["result_template"] = kind.result_template
+        context.update(kind.present(job.result) if kind.present else {"result": job.result})
+    return context
+
+
 def _job(job_id: int) -> Job:
     try:
         return selectors.job_get(job_id=job_id)
@@ -33,7 +43,7 @@ def job_detail(request, job_id: int):
     job = _job(job_id)
     if job.status == Job.RUNNING and job_reap_stale(job=job):
         job = _job(job_id)
-    return render(request, "jobs/job_detail.html", {"job": job})
+    return render(request, "jobs/job_detail.html", _job_context(job))
 
 
 @require_GET
@@ -43,7 +53,7 @@ def job_status(request, job_id: int):
     job = _job(job_id)
     if job.status == Job.RUNNING and job_reap_stale(job=job):
         job = _job(job_id)
-    response = render(request, "jobs/_job_status.html", {"job": job})
+    response = render(request, "jobs/_job_status.html", _job_context(job))
     if not job.is_active:
         response["HX-Trigger"] = "job-finished"
     return response

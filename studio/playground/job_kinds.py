@@ -1,11 +1,17 @@
-"""Job kinds of the playground: one agent run."""
+"""Job kinds of the playground: one agent run, shown as a step-by-step trajectory."""
 
 from __future__ import annotations
 
 from studio.jobs.registry import JobContext, job_kind
+from studio.playground.presenters import present_playground_result
 
 
-@job_kind("playground_run", label="Playground run")
+@job_kind(
+    "playground_run",
+    label="Playground run",
+    result_template="playground/_trajectory.html",
+    present=present_playground_result,
+)
 def playground_run_job(context: JobContext) -> dict:
     from studio.playground.services import playground_run
 

@@ -54,6 +54,7 @@ def policy_for_endpoint(endpoint: ModelEndpoint):
     if endpoint.route == ModelEndpoint.OPENAI:
         from harness.policies.openai_chat import OpenAIChatPolicy
 
+
         return OpenAIChatPolicy(base_url=endpoint.base_url, model=endpoint.model, api_key=api_key_from_env(endpoint))
     return make_policy(endpoint.policy_spec)
 
@@ -70,7 +71,13 @@ def playground_run(*, version_id: int, endpoint_id: int, request: dict[str, Any]
     bundle = bundle_load(version_files(version=version))
     policy = policy_for_endpoint(endpoint)
     progress(30, "running the agent")
-    agent = Agent(bundle=bundle, policy=policy, catalogue=demo_catalogue())
-    trajectory = agent.run(request)
-    progress(95, f"reply routed {trajectory.route}: {trajectory.reply[:120]}")
-    return {"version": str(version), "endpoint": endpoint.name, "request": request, "trajectory": trajectory.to_dict()}
+    with Agent(bundle=bundle, policy=policy, catalogue=demo_catalogue()) as agent:
+        trajectory = agent.run(request)
+    progress(95, f"{trajectory.outcome}, routed {trajectory.route}: {trajectory.reply[:120]}")
+    return {
+        "version": str(version),
+        "endpoint": endpoint.name,
+        "request": request,
+        "prompt_blocks": [{"id": block.id, "title": block.title} for block in bundle.prompt.blocks],
+        "trajectory": trajectory.to_dict(),
+    }
