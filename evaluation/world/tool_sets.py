@@ -77,7 +77,7 @@ def _unseen(rng: random.Random, link_id: int) -> tuple[dict, str, dict, str]:
                 "parameters": _LINK, "result": {"link_id": link_id, "rating": rating, "reviews": reviews}}
         cores = ("what's the rating of #{n}", "are reviews good for link {n}", "how do buyers rate #{n}")
         fact = {"id": f"rating#{link_id}", "kind": "text", "text": f"rated {rating}", "any_of": [str(rating)]}
-        ref = f"Buyers rate link #{link_id} {rating} out of 5 from {reviews} reviews."
+        ref = f"Buyers rate link #{link_id} {rating} stars from {reviews} reviews."
     elif kind == "gift":
         fee = rng.choice((3, 5, 8))
         tool = {"name": "check_gift_wrap", "description": "Whether gift wrapping is offered for a product, and its fee.",

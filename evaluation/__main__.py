@@ -1,0 +1,187 @@
+"""Command line of the evaluation library: ``python -m evaluation <command> ...``.
+
+    generate  --out DIR --seed N                 synthetic world and every case set
+    validate  FILE                               check a case file (line-numbered errors)
+    import    --source FILE --dest FILE          validate, then copy (all or nothing)
+    run       --harness DIR --set FILE --policy P --out RUN [--judge J] [--concurrency N] [--limit N]
+    compare   RUN_A RUN_B [--out FILE.md]        paired per-category deltas, bootstrap, newly failing
+    calibrate --set DEVSET --judge J [--out DIR] judge vs human labels: agreement, kappa, confusion
+    ifeval    --policy P [--limit N] [--source PATH] [--out DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+
+def _cmd_generate(args: argparse.Namespace) -> int:
+    from evaluation.world.sets import generate
+
+    manifest = generate(out=args.out, seed=args.seed)
+    print(f"wrote {args.out} (seed {args.seed}):")
+    for info in manifest["sets"].values():
+        v = info["variety"]
+        print(f"  {info['file']:<24} {info['cases']:>5} cases, {info['multi_comment']:>4} multi-comment, "
+              f"distinct-1/2/3 {v['distinct_1']:.3f}/{v['distinct_2']:.3f}/{v['distinct_3']:.3f}, "
+              f"unique comments {100 * v['unique_share']:.1f}%")
+    mix = manifest["sets"]["dev"]["category_mix_percent"]
+    print("  dev-set intent mix (%): " + ", ".join(f"{k} {v}" for k, v in mix.items()))
+    return 0
+
+
+def _cmd_validate(args: argparse.Namespace) -> int:
+    from evaluation.cases import CaseFileError, load_cases
+
+    try:
+        cases = load_cases(args.file)
+    except CaseFileError as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    print(f"{args.file}: {len(cases)} valid cases")
+    return 0
+
+
+def _cmd_import(args: argparse.Namespace) -> int:
+    from evaluation.cases import CaseFileError, import_cases
+
+    try:
+        count = import_cases(source=args.source, dest=args.dest)
+    except CaseFileError as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    print(f"imported {count} cases into {args.dest}")
+    return 0
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from evaluation.runner import RunConfigError, run_set
+
+    try:
+        outcome = run_set(harness_dir=args.harness, set_path=args.set, policy=args.policy, out=args.out,
+                          judge=args.judge, concurrency=args.concurrency, limit=args.limit,
+                          progress=not args.no_progress)
+    except (RunConfigError, FileNotFoundError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    all_ = outcome.summary["metrics"]
+    print(f"{outcome.out}: ran {outcome.done}, resumed past {outcome.skipped}; "
+          f"Accuracy {100 * all_['accuracy']['ALL']['mean']:.2f}, "
+          f"Effectiveness {100 * all_['effectiveness']['ALL']['mean']:.2f}, "
+          f"AVG {100 * all_['avg']['ALL']['mean']:.2f}; report: {outcome.out / 'report.md'}")
+    return 0
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from evaluation.compare import compare_runs, comparison_markdown
+
+    result = compare_runs(run_a=args.run_a, run_b=args.run_b, resamples=args.resamples)
+    text = comparison_markdown(result)
+    if args.out:
+        Path(args.out).write_text(text, encoding="utf-8")
+        Path(args.out).with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    print(text)
+    return 1 if result["regressed_categories"] and args.fail_on_regression else 0
+
+
+def _cmd_calibrate(args: argparse.Namespace) -> int:
+    from evaluation.calibration import calibrate_judge, calibration_markdown
+    from evaluation.cases import load_cases
+    from evaluation.judges import make_judge
+    from evaluation.runner import _demo_catalogue, resolve_catalogue
+
+    set_path = Path(args.set)
+    cases = load_cases(set_path)
+    catalogue = resolve_catalogue(set_path, cases) or _demo_catalogue()
+    report = calibrate_judge(cases=cases, judge=make_judge(args.judge, catalogue=catalogue))
+    text = calibration_markdown(report)
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "calibration.md").write_text(text, encoding="utf-8")
+        (out / "calibration.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    print(text)
+    return 0
+
+
+def _cmd_ifeval(args: argparse.Namespace) -> int:
+    from evaluation.ifeval import run_ifeval
+    from harness.policies import GenerationSettings, make_policy
+
+    settings = GenerationSettings(temperature=0.0, max_new_tokens=args.max_new_tokens)
+    policy = make_policy(args.policy, settings=settings)
+
+    def generate(prompt: str) -> str:
+        return policy.generate([{"role": "user", "content": prompt}], settings=settings).text
+
+    result = run_ifeval(generate=generate, source=args.source, limit=args.limit,
+                        progress=not args.no_progress)
+    print(result.summary() + f" ({result.seconds:.0f} s, {result.seconds / result.n_prompts:.1f} s/prompt)")
+    print("per family (strict, instruction level): " +
+          ", ".join(f"{k} {100 * v:.0f}" for k, v in result.per_family_strict.items()))
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        data = result.to_dict()
+        data["policy"] = args.policy
+        (out / "ifeval.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m evaluation", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("generate", help="write the synthetic world and every case set")
+    p.add_argument("--out", required=True, type=Path)
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(fn=_cmd_generate)
+    p = sub.add_parser("validate", help="check a case file")
+    p.add_argument("file", type=Path)
+    p.set_defaults(fn=_cmd_validate)
+    p = sub.add_parser("import", help="validate a case file, then copy it (all or nothing)")
+    p.add_argument("--source", required=True, type=Path)
+    p.add_argument("--dest", required=True, type=Path)
+    p.set_defaults(fn=_cmd_import)
+    p = sub.add_parser("run", help="run a set through the runtime and judge it (resumable)")
+    p.add_argument("--harness", required=True, type=Path, help="Harness folder (e.g. harness/demo/livestream-avatar)")
+    p.add_argument("--set", required=True, type=Path, help="case file (JSONL)")
+    p.add_argument("--policy", required=True, help="local | tiny | openai:BASE_URL:MODEL | scripted:FILE")
+    p.add_argument("--out", required=True, type=Path, help="run folder; rerun with the same folder to resume")
+    p.add_argument("--judge", default="programmatic", help="programmatic | llm:BASE_URL:MODEL | panel:A|B|C")
+    p.add_argument("--concurrency", type=int, default=1)
+    p.add_argument("--limit", type=int, default=None, help="only the first N cases")
+    p.add_argument("--no-progress", action="store_true")
+    p.set_defaults(fn=_cmd_run)
+    p = sub.add_parser("compare", help="paired per-category comparison of two runs")
+    p.add_argument("run_a", type=Path, help="baseline run folder")
+    p.add_argument("run_b", type=Path, help="candidate run folder")
+    p.add_argument("--out", type=Path, default=None, help="write Markdown here (and .json beside it)")
+    p.add_argument("--resamples", type=int, default=10_000)
+    p.add_argument("--fail-on-regression", action="store_true", help="exit 1 when a category regressed")
+    p.set_defaults(fn=_cmd_compare)
+    p = sub.add_parser("calibrate", help="judge agreement with the human labels of a dev-set")
+    p.add_argument("--set", required=True, type=Path)
+    p.add_argument("--judge", default="programmatic")
+    p.add_argument("--out", type=Path, default=None)
+    p.set_defaults(fn=_cmd_calibrate)
+    p = sub.add_parser("ifeval", help="IFEval with lm-eval's official checkers")
+    p.add_argument("--policy", required=True)
+    p.add_argument("--limit", type=int, default=None)
+    p.add_argument("--source", default=None, help="JSONL path or google/IFEval (default: ../shared/data/ifeval)")
+    p.add_argument("--max-new-tokens", type=int, default=512)
+    p.add_argument("--out", type=Path, default=None)
+    p.add_argument("--no-progress", action="store_true")
+    p.set_defaults(fn=_cmd_ifeval)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return args.fn(args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

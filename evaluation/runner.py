@@ -1,0 +1,221 @@
+"""Runs a case set through the agent runtime under a Harness and a policy, judges every reply.
+
+Per-case results are appended to ``OUT/results.jsonl`` as each case finishes
+(trajectory and verdict included), so a killed run resumes where it stopped:
+a re-run with the same ``--out`` skips the ids already there. ``OUT/run.json``
+pins the Harness digest and the case file's sha256; resuming with a different
+Harness or set is refused. At the end the report is written: ``report.json``,
+``report.md`` and ``category_bars.png``.
+
+Concurrency: each worker thread has its own policy and Agent (policies keep
+per-request state), so ``concurrency`` workers run cases in parallel.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from evaluation import report as R
+from evaluation.case_harness import CannedToolRunner, bundle_for_case, canned_results
+from evaluation.cases import case_request, load_cases
+from evaluation.judges import make_judge
+
+RESULTS = "results.jsonl"
+
+
+class RunConfigError(ValueError):
+    """The output folder holds a run that does not match this one."""
+
+
+@dataclass
+class RunOutcome:
+    out: Path
+    done: int
+    skipped: int
+    summary: dict[str, Any]
+
+
+def load_results(path: Path) -> list[dict]:
+    """Finished rows of a results file; a torn last line (killed mid-write) is ignored."""
+    rows = []
+    if not path.exists():
+        return rows
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return rows
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def resolve_catalogue(set_path: Path, cases: list[dict]):
+    from harness.livestream.catalogue import Catalogue
+
+    names = {c.get("catalogue") for c in cases if c.get("catalogue")}
+    if len(names) > 1:
+        raise ValueError(f"{set_path}: cases name several catalogues {sorted(names)}; one set, one catalogue")
+    if names:
+        path = (set_path.parent / names.pop()).resolve()
+        if not path.exists():
+            raise FileNotFoundError(f"{set_path}: catalogue file {path} named by the cases does not exist")
+        return Catalogue.load(path)
+    return None  # the Agent's default: the demo catalogue
+
+
+class _Worker:
+    """One thread's policy and Agents (one Agent per distinct per-case Harness, the last kept)."""
+
+    def __init__(self, policy_factory: Callable[[], Any], catalogue, connect_mcp: bool) -> None:
+        self.policy = policy_factory()
+        self.catalogue = catalogue
+        self.connect_mcp = connect_mcp
+        self.agents: dict[str, Any] = {}
+
+    def agent(self, bundle):
+        from harness.runtime import Agent
+
+        if bundle.digest not in self.agents:
+            if len(self.agents) >= 2:  # keep the base Harness's agent, drop per-case ones
+                for digest in list(self.agents)[1:]:
+                    self.agents.pop(digest).close()
+            self.agents[bundle.digest] = Agent(bundle=bundle, policy=self.policy, catalogue=self.catalogue,
+                                               connect_mcp=self.connect_mcp)
+        return self.agents[bundle.digest]
+
+    def close(self) -> None:
+        for agent in self.agents.values():
+            agent.close()
+
+
+def run_set(
+    *,
+    harness_dir: str | Path,
+    set_path: str | Path,
+    policy: str,
+    out: str | Path,
+    judge: str = "programmatic",
+    concurrency: int = 1,
+    limit: int | None = None,
+    progress: bool = True,
+    policy_factory: Callable[[], Any] | None = None,
+    connect_mcp: bool = True,
+) -> RunOutcome:
+    """Evaluate ``set_path`` under the Harness at ``harness_dir`` with ``policy``; resumable."""
+    from harness import load_dir
+    from harness.policies import make_policy
+
+    set_path, out = Path(set_path), Path(out)
+    bundle = load_dir(harness_dir)
+    cases = load_cases(set_path)[:limit] if limit else load_cases(set_path)
+    catalogue = resolve_catalogue(set_path, cases)
+    config = {
+        "harness_dir": str(harness_dir), "harness_name": bundle.name, "harness_digest": bundle.digest,
+        "set": str(set_path), "set_name": set_path.stem, "set_sha256": _sha256(set_path),
+        "policy": policy, "judge": judge, "limit": limit, "cases": len(cases),
+    }
+    out.mkdir(parents=True, exist_ok=True)
+    run_file = out / "run.json"
+    if run_file.exists():
+        old = json.loads(run_file.read_text(encoding="utf-8"))
+        for key in ("harness_digest", "set_sha256", "policy", "judge"):
+            if old.get(key) != config[key]:
+                raise RunConfigError(
+                    f"{out} holds a run with a different {key} ({old.get(key)!r} != {config[key]!r}); "
+                    "use a new --out folder")
+        config["started_at"] = old.get("started_at")
+    else:
+        config["started_at"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+        run_file.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    results_path = out / RESULTS
+    done_rows = load_results(results_path)
+    done_ids = {row["id"] for row in done_rows}
+    todo = [c for c in cases if c["id"] not in done_ids]
+
+    judge_obj = make_judge(judge, catalogue=catalogue or _demo_catalogue(),
+                           max_reply_chars=int(bundle.prompt.constraints.get("max_reply_chars", 220)))
+    factory = policy_factory or (lambda: make_policy(policy))
+    local = threading.local()
+    workers: list[_Worker] = []
+    write_lock = threading.Lock()
+    # rewrite the file without a torn tail before appending
+    if results_path.exists():
+        results_path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in done_rows),
+                                encoding="utf-8")
+
+    def run_one(case: dict) -> dict:
+        if not hasattr(local, "worker"):
+            local.worker = _Worker(factory, catalogue, connect_mcp)
+            workers.append(local.worker)
+        worker = local.worker
+        started = time.perf_counter()
+        row: dict[str, Any] = {"id": case["id"], "category": case["category"]}
+        try:
+            case_bundle = bundle_for_case(bundle, case)
+            agent = worker.agent(case_bundle)
+            canned = canned_results(case)
+            inner = agent.runner
+            if canned:
+                agent.runner = CannedToolRunner(inner, canned)
+            try:
+                traj = agent.run(case_request(case)).to_dict()
+            finally:
+                agent.runner = inner
+            verdict = judge_obj.judge(case=case, reply=traj["reply"], route=traj["route"], trajectory=traj)
+            row.update(reply=traj["reply"], route=traj["route"], outcome=traj["outcome"],
+                       verdict=verdict.to_dict(), trajectory=traj)
+        except Exception as exc:  # noqa: BLE001 - one broken case must not stop a 1,000-case run
+            row.update(reply="", route="error", error=f"{type(exc).__name__}: {exc}",
+                       verdict={"accuracy": 0, "effectiveness": 0.0, "avg": 0.0, "rubric_avg": None,
+                                "reasons": [{"code": "run_error", "dimension": "run", "detail": str(exc)}]})
+        row["wall_s"] = time.perf_counter() - started
+        with write_lock, results_path.open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+            handle.flush()
+        return row
+
+    from tqdm import tqdm
+
+    bar = tqdm(total=len(cases), initial=len(cases) - len(todo), desc=set_path.stem, disable=not progress)
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
+            futures = [pool.submit(run_one, case) for case in todo]
+            for future in as_completed(futures):
+                future.result()
+                bar.update(1)
+    finally:
+        bar.close()
+        for worker in workers:
+            worker.close()
+    rows = load_results(results_path)
+    order = {c["id"]: i for i, c in enumerate(cases)}
+    rows = sorted((r for r in rows if r["id"] in order), key=lambda r: order[r["id"]])
+    config["finished_at"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    summary = write_report(out=out, rows=rows, config=config)
+    return RunOutcome(out=out, done=len(todo), skipped=len(done_ids), summary=summary)
+
+
+def _demo_catalogue():
+    from harness.livestream import demo_catalogue
+
+    return demo_catalogue()
+
+
+def write_report(*, out: Path, rows: list[dict], config: dict) -> dict[str, Any]:
+    summary = R.summarize(rows, config=config)
+    (out / "report.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    (out / "report.md").write_text(R.markdown(summary), encoding="utf-8")
+    R.category_chart(summary, out / "category_bars.png")
+    return summary
