@@ -6,6 +6,7 @@ the Celery broker. SECRET_KEY has a development default only when DEBUG is on.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import dj_database_url
@@ -38,6 +39,7 @@ INSTALLED_APPS = [
     "studio.endpoints",
     "studio.jobs",
     "studio.playground",
+    "studio.evolution",
 ]
 
 MIDDLEWARE = [
@@ -82,10 +84,15 @@ else:
             "OPTIONS": {"timeout": 30},
         }
     }
+# Test databases are named per test process: several test runs may share this
+# checkout at once. SQLite's is a file (not :memory:) so a real Celery worker
+# process started by a test can open it too.
+_TEST_SUFFIX = env_str("HS_TEST_DB_SUFFIX", str(os.getpid()))
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    # A file (not :memory:) test database, so a real Celery worker process can share it.
-    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test-studio.sqlite3")}
+    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / f"test-studio-{_TEST_SUFFIX}.sqlite3")}
     DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 30
+else:
+    DATABASES["default"]["TEST"] = {"NAME": f"test_{DATABASES['default']['NAME']}_{_TEST_SUFFIX}"}
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

@@ -1,0 +1,81 @@
+"""Browser test fixtures: headless Debian chromium through Playwright, against live_server.
+
+Playwright's sync API runs an event loop in the test thread, so Django's ORM
+must be told that synchronous calls there are fine (DJANGO_ALLOW_ASYNC_UNSAFE).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+PASSWORD = "correct horse battery staple"
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+    "--disable-sync", "--no-first-run",
+]
+
+
+@pytest.fixture(scope="session")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    executable = shutil.which("chromium")
+    if executable is None:
+        pytest.fail("Debian's chromium is not installed (scripts/bootstrap.sh installs it)")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture(autouse=True)
+def _fast_passwords(settings):
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture
+def people(transactional_db):
+    from studio.accounts.roles import ML_ENGINEER, OPERATOR, REVIEWER
+    from studio.accounts.services import user_create
+
+    return {
+        "operator": user_create(username="olivia", password=PASSWORD, roles=[OPERATOR]),
+        "reviewer": user_create(username="rafael", password=PASSWORD, roles=[REVIEWER]),
+        "ml_engineer": user_create(username="mei", password=PASSWORD, roles=[ML_ENGINEER]),
+        "outsider": user_create(username="oscar", password=PASSWORD, roles=[]),
+    }
+
+
+@pytest.fixture
+def demo(people):
+    from harness import demo_harness_dir, load_dir
+    from studio.harnesses.services import harness_import
+
+    return harness_import(files=load_dir(demo_harness_dir()).files, author=people["operator"], message="demo").version
+
+
+@pytest.fixture
+def sign_in(browser, live_server):
+    """sign_in(username) -> a Playwright page signed in as that user, in its own browser context."""
+    contexts = []
+
+    def _sign_in(username: str):
+        context = browser.new_context(base_url=live_server.url)
+        context.set_default_timeout(15000)
+        contexts.append(context)
+        page = context.new_page()
+        page.goto("/accounts/login/")
+        page.fill("input[name=username]", username)
+        page.fill("input[name=password]", PASSWORD)
+        page.click("button[type=submit]")
+        page.wait_for_load_state()
+        return page
+
+    yield _sign_in
+    for context in contexts:
+        context.close()
