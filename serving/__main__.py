@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
+import threading
 import time
 from urllib.parse import urlsplit
 
@@ -209,8 +211,15 @@ COMMANDS = {
 }
 
 
+def _exit_on_sigterm(signum, _frame):
+    # SystemExit unwinds the with-blocks, so managed servers are stopped and the run record closed.
+    raise SystemExit(128 + signum)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _exit_on_sigterm)
     try:
         return COMMANDS[args.command](args)
     except USER_ERRORS as exc:

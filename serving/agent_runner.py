@@ -30,7 +30,7 @@ import yaml
 
 from serving.endpoint import Endpoint, GenerationSettings
 from serving.replay import RequestOutcome, WorkerFactory
-from serving.transformers_server import free_port
+from serving.transformers_server import die_with_parent, free_port
 
 MCP_MODULE = "harness.mcp_server"
 POLICY_TIMEOUT_S = 120.0
@@ -89,7 +89,7 @@ class ReplayServices:
         with open(log, "ab") as fh:
             fh.write(f"$ {' '.join(argv)}\n".encode())
             proc = subprocess.Popen(argv, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    start_new_session=True)
+                                    start_new_session=True, preexec_fn=die_with_parent)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if proc.poll() is not None:

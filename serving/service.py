@@ -93,6 +93,7 @@ def replay_run(
             with services(endpoint=endpoint, bundle=bundle, run_dir=writer.dir,
                           catalogue_path=manifest.catalogue_path) as context:
                 meta["services"] = context.describe() if hasattr(context, "describe") else None
+                writer.write_json("run.json", meta)
                 for level in plan.concurrency:
                     factory = factory_builder(endpoint=endpoint, bundle=bundle, settings=settings, context=context)
                     level_meta = {"concurrency": level, "started_at": utc_now()}

@@ -32,6 +32,16 @@ def free_port(host: str = "127.0.0.1") -> int:
         return sock.getsockname()[1]
 
 
+def die_with_parent() -> None:
+    """preexec_fn: the child gets SIGTERM if the process that started it dies (Linux),
+    so a killed replay never leaves a server running."""
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        PR_SET_PDEATHSIG = 1
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
 def _log_tail(path: Path, lines: int = 30) -> str:
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
@@ -129,6 +139,7 @@ class TransformersServer:
             stdin=subprocess.DEVNULL,
             env=env,
             start_new_session=True,  # its own process group, so stop() reaches its children
+            preexec_fn=die_with_parent,
         )
         try:
             self.wait_healthy()
