@@ -70,7 +70,11 @@ class RunWriter:
     def __init__(self, *, root: str | Path, run_id: str):
         self.run_id = run_id
         self.dir = Path(root) / run_id
-        self.dir.mkdir(parents=True, exist_ok=False)
+        Path(root).mkdir(parents=True, exist_ok=True)
+        try:
+            self.dir.mkdir()
+        except FileExistsError:
+            raise RunRecordError(f"{self.dir}: a run with this id exists; choose another --run-id") from None
         self._lock = threading.Lock()
         self._requests = open(self.dir / "requests.jsonl", "a", encoding="utf-8")  # noqa: SIM115
 
@@ -142,4 +146,6 @@ def load_run(run: str | Path, *, root: str | Path = DEFAULT_RUNS_DIR) -> tuple[d
     if not meta_path.is_file():
         raise RunRecordError(f"{run_dir}: no run.json; the run did not finish writing its record")
     meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    if "route" not in meta:
+        raise RunRecordError(f"{run_dir}: the run stopped before its route opened ({meta.get('error')}); nothing was measured")
     return meta, build_summary(run_meta=meta, records=read_requests(run_dir))

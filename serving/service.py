@@ -118,8 +118,8 @@ def replay_run(
     finally:
         meta["ended_at"] = utc_now()
         writer.close()
+        writer.write_json("run.json", meta)  # an aborted run keeps its record and its error
         if "route" in meta:
-            writer.write_json("run.json", meta)
             _write_outputs(writer.dir, meta)
     return writer.dir
 

@@ -135,3 +135,19 @@ def test_case_file_errors_name_the_line(tmp_path):
     path.write_text('{"id": "a", "request": {}}\n{"id": "a", "request": {}}\n')
     with pytest.raises(CaseFileError, match=r"cases.jsonl:2: id 'a' repeats"):
         load_manifest(path, warmup=0, measured=1)
+
+
+def test_a_route_that_cannot_open_leaves_an_aborted_record_and_a_clear_error(tmp_path, capsys):
+    cases = _write_cases(tmp_path / "cases.jsonl", 3)
+    empty_ckpt = tmp_path / "not-a-checkpoint"
+    empty_ckpt.mkdir()
+    code = main(["replay", "--route", f"transformers:{empty_ckpt}", "--cases", str(cases), "--warmup", "0",
+                 "--measured", "2", "--out", str(tmp_path / "runs"), "--run-id", "broken"])
+    assert code == 2
+    assert "no config.json" in capsys.readouterr().err
+    meta = json.loads((tmp_path / "runs" / "broken" / "run.json").read_text())
+    assert meta["status"] == "aborted" and "no config.json" in meta["error"]
+    # the same run id again is refused instead of mixing two runs' timings
+    code = main(["replay", "--route", f"transformers:{empty_ckpt}", "--cases", str(cases), "--warmup", "0",
+                 "--measured", "2", "--out", str(tmp_path / "runs"), "--run-id", "broken"])
+    assert code == 2 and "a run with this id exists" in capsys.readouterr().err
