@@ -1,0 +1,223 @@
+"""An editable copy of a bundle's parsed data, and its re-rendering to files.
+
+Augmentation edits plain data (the YAML of ``tools.yaml``, ``prompt.yaml``,
+``hooks.yaml``, each skill's front matter and body) and renders text with the
+Harness format's own writers (``harness.yamlio.dump_yaml``,
+``harness.skills.render_skill``). A file whose data did not change keeps its
+original text byte for byte, so a variant that only touched hooks differs from
+its parent in ``hooks.yaml`` alone. ``body`` splits a SKILL.md body into text
+lines and rule items so rules can be rewritten, masked and reordered by id.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from dataclasses import dataclass, field
+
+import yaml
+
+from harness.bundle import Bundle
+from harness.skills import _RULE_ID, rule_auto_id, split_front_matter
+from harness.yamlio import dump_yaml
+
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_DUMPER = getattr(yaml, "CSafeDumper", None)
+_RULE_START = re.compile(r"^((?:[-*+]|\d+[.)]))\s+(.*)$")
+
+
+def _load(text: str):
+    return yaml.load(text, Loader=_LOADER)  # a safe loader (C or Python)
+
+
+def _dump(data) -> str:
+    """``harness.yamlio.dump_yaml``'s output, through libyaml when it is installed (faster;
+    a test checks both writers agree on variants)."""
+    if _DUMPER is None:
+        return dump_yaml(data)
+    return yaml.dump(data, Dumper=_DUMPER, sort_keys=False, allow_unicode=True,
+                     default_flow_style=False, width=100)
+
+
+@dataclass
+class RuleItem:
+    """One top-level list item of a skill body."""
+
+    marker: str
+    text: str
+    id: str
+
+    def render(self) -> str:
+        return f"{self.marker} {self.text} {{#{self.id}}}"
+
+
+@dataclass
+class Body:
+    """A skill body as lines of text and runs of rules (a run: adjacent rule items)."""
+
+    parts: list = field(default_factory=list)  # str (a text line) | list[RuleItem] (a run)
+
+    @classmethod
+    def parse(cls, body: str) -> Body:
+        parts: list = []
+        run: list[RuleItem] | None = None
+        current: list[str] | None = None
+        marker = "-"
+        in_code = False
+
+        def close_rule():
+            nonlocal current
+            if current is None:
+                return
+            text = " ".join(s.strip() for s in current).strip()
+            m = _RULE_ID.search(text)
+            if m:
+                rid, text = m.group(1), _RULE_ID.sub("", text).strip()
+            else:
+                rid = rule_auto_id(text)
+            run.append(RuleItem(marker, text, rid))
+            current = None
+
+        for line in body.split("\n"):
+            fence = line.lstrip().startswith("```")
+            m = None if in_code or fence else _RULE_START.match(line)
+            if m:
+                close_rule()
+                if run is None:
+                    run = []
+                    parts.append(run)
+                marker, current = m.group(1), [m.group(2)]
+                continue
+            if (current is not None and not in_code and line.strip()
+                    and line[:1] in (" ", "\t")):
+                current.append(line)
+                continue
+            close_rule()
+            if not line.strip() and run is not None and not in_code:
+                continue  # blank lines inside a list keep the run open
+            run = None
+            if fence:
+                in_code = not in_code
+            parts.append(line)
+        close_rule()
+        return cls(parts)
+
+    def runs(self) -> list[list[RuleItem]]:
+        return [p for p in self.parts if isinstance(p, list)]
+
+    def rules(self) -> list[RuleItem]:
+        return [r for run in self.runs() for r in run]
+
+    def render(self) -> str:
+        lines: list[str] = []
+        for i, part in enumerate(self.parts):
+            if isinstance(part, list):
+                lines += [r.render() for r in part]
+                nxt = self.parts[i + 1] if i + 1 < len(self.parts) else None
+                if isinstance(nxt, str) and nxt.strip():
+                    lines.append("")
+            else:
+                lines.append(part)
+        return "\n".join(lines)
+
+
+@dataclass
+class SkillDraft:
+    front_matter: dict
+    body: str
+    path: str  # where the skill came from ("" for an added skill)
+
+    @property
+    def name(self) -> str:
+        return self.front_matter["name"]
+
+    @property
+    def kind(self) -> str:
+        return self.front_matter["kind"]
+
+    @property
+    def allowed_tools(self) -> list[str]:
+        tools = self.front_matter.get("allowed-tools") or []
+        return tools.split() if isinstance(tools, str) else list(tools)
+
+    def set_allowed_tools(self, tools: list[str]) -> None:
+        if isinstance(self.front_matter.get("allowed-tools"), str):
+            self.front_matter["allowed-tools"] = " ".join(tools)
+        else:
+            self.front_matter["allowed-tools"] = list(tools)
+
+
+@dataclass
+class _Parsed:
+    manifest: dict
+    tools: dict
+    prompt: dict
+    hooks: dict
+    skills: dict[str, SkillDraft]
+
+
+_CACHE: dict[str, _Parsed] = {}
+
+
+def _parse(bundle: Bundle) -> _Parsed:
+    cached = _CACHE.get(bundle.digest)
+    if cached is None:
+        skills = {}
+        for name, skill in bundle.skills.items():
+            fm_text, body, _line, _p = split_front_matter(bundle.files[skill.path], file=skill.path)
+            skills[name] = SkillDraft(_load(fm_text), body, skill.path)
+        cached = _Parsed(_load(bundle.files["manifest.yaml"]), _load(bundle.files["tools.yaml"]),
+                         _load(bundle.files["prompt.yaml"]), _load(bundle.files["hooks.yaml"]),
+                         skills)
+        if len(_CACHE) > 64:
+            _CACHE.clear()
+        _CACHE[bundle.digest] = cached
+    return cached
+
+
+class Draft:
+    """Parsed, editable data of one bundle; ``render()`` gives the variant's files."""
+
+    def __init__(self, bundle: Bundle) -> None:
+        parsed = _parse(bundle)
+        self.origin = bundle
+        self._parsed = parsed
+        self.manifest = copy.deepcopy(parsed.manifest)
+        self.tools = copy.deepcopy(parsed.tools)
+        self.prompt = copy.deepcopy(parsed.prompt)
+        self.hooks = copy.deepcopy(parsed.hooks)
+        self.skills: dict[str, SkillDraft] = copy.deepcopy(parsed.skills)
+
+    # -- lookups ------------------------------------------------------------------------------
+    def tool_names(self) -> list[str]:
+        return [t["name"] for t in self.tools["tools"]]
+
+    def tool_by_binding(self, binding: str) -> dict | None:
+        kind, _, target = binding.partition(":")
+        for tool in self.tools["tools"]:
+            if tool["binding"].get(kind) == target:
+                return tool
+        return None
+
+    def names(self) -> list[str]:
+        """Every tool and skill name (what a paraphrase must keep)."""
+        return sorted(set(self.tool_names()) | set(self.skills))
+
+    # -- output -------------------------------------------------------------------------------
+    def render(self) -> dict[str, str]:
+        files = {p: t for p, t in self.origin.files.items()
+                 if not p.startswith("skills/")}
+        for key, file in (("manifest", "manifest.yaml"), ("tools", "tools.yaml"),
+                          ("prompt", "prompt.yaml"), ("hooks", "hooks.yaml")):
+            data = getattr(self, key)
+            if data != getattr(self._parsed, key):
+                files[file] = _dump(data)
+        for name, skill in self.skills.items():
+            original = self._parsed.skills.get(name)
+            if (original is not None and skill.path == original.path
+                    and skill.front_matter == original.front_matter and skill.body == original.body):
+                files[skill.path] = self.origin.files[skill.path]
+            else:
+                files[f"skills/{name}/SKILL.md"] = ("---\n" + _dump(skill.front_matter) + "---\n"
+                                                    + skill.body.lstrip("\n"))
+        return files
