@@ -7,6 +7,7 @@
     replay --route R --harness DIR --cases FILE [--concurrency 1,2,4,8] [--warmup 10] [--measured 100]
                                      the deployment replay of SPEC §10; writes a run folder
     compare RUN_A RUN_B              per-metric ratios B / A of two runs
+    runs                             list the replay runs under runs/serving
     report RUN                       recompute a run's summary, table and chart from its raw timings
 """
 
@@ -90,6 +91,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run_b")
     p.add_argument("--root", default=str(DEFAULT_RUNS_DIR), help="where run ids are looked up")
     p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("runs", help="list replay runs, newest first")
+    p.add_argument("--root", default=str(DEFAULT_RUNS_DIR))
 
     p = sub.add_parser("report", help="rebuild a run's summary, table and chart")
     p.add_argument("run")
@@ -193,6 +197,16 @@ def cmd_compare(args) -> int:
     return 0
 
 
+def cmd_runs(args) -> int:
+    from serving.service import runs_list
+
+    for run in runs_list(root=args.root):
+        levels = ",".join(str(c) for c in run["concurrency"] or [])
+        print(f"{run['run_id']:<48} {run['status'] or '?':<9} {run['route'] or '-':<14} "
+              f"{run['checkpoint'] or '-':<10} C={levels:<8} n={run['measured']}")
+    return 0
+
+
 def cmd_report(args) -> int:
     from serving.service import rebuild_outputs
 
@@ -207,6 +221,7 @@ COMMANDS = {
     "sglang-command": cmd_sglang_command,
     "replay": cmd_replay,
     "compare": cmd_compare,
+    "runs": cmd_runs,
     "report": cmd_report,
 }
 

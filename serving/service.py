@@ -159,6 +159,33 @@ def runs_compare(*, run_a: str | Path, run_b: str | Path, root: str | Path = DEF
     return comparison, comparison_markdown(comparison, a, b)
 
 
+def runs_list(*, root: str | Path = DEFAULT_RUNS_DIR) -> list[dict[str, Any]]:
+    """Every run folder under `root`, newest first: id, status, route, checkpoint, levels, times."""
+    import json
+
+    rows = []
+    for meta_path in Path(root).glob("*/run.json"):
+        try:
+            meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue  # a run being written right now
+        route = meta.get("route") or {}
+        rows.append({
+            "run_id": meta.get("run_id", meta_path.parent.name),
+            "status": meta.get("status"),
+            "route": route.get("route"),
+            "checkpoint": (route.get("checkpoint") or {}).get("name"),
+            "concurrency": meta.get("concurrency"),
+            "measured": meta.get("measured"),
+            "started_at": meta.get("started_at"),
+            "ended_at": meta.get("ended_at"),
+            "error": meta.get("error"),
+            "path": str(meta_path.parent),
+        })
+    rows.sort(key=lambda r: r["started_at"] or "", reverse=True)
+    return rows
+
+
 def _json(data: Any) -> str:
     import json
 

@@ -112,6 +112,16 @@ def test_compare_gives_per_metric_ratios(tmp_path, fake_route, capsys):
     assert json.loads(capsys.readouterr().out)["b"] == "run-b"
 
 
+def test_runs_are_listed_newest_first(tmp_path, fake_route, capsys):
+    _replay(tmp_path, fake_route, speed=1, run_id="run-a", levels=(1,))
+    _replay(tmp_path, fake_route, speed=1, run_id="run-b", levels=(1,))
+    runs = service.runs_list(root=tmp_path / "runs")
+    assert [r["run_id"] for r in runs] == ["run-b", "run-a"]
+    assert runs[0]["status"] == "finished" and runs[0]["checkpoint"] == "fake-ckpt"
+    assert main(["runs", "--root", str(tmp_path / "runs")]) == 0
+    assert "run-b" in capsys.readouterr().out
+
+
 def test_report_rebuilds_the_outputs_from_raw_timings(tmp_path, fake_route, capsys):
     run_dir = _replay(tmp_path, fake_route, speed=1, run_id="run-a", levels=(1,))
     (run_dir / "summary.json").unlink()
