@@ -62,6 +62,16 @@ BAD_CALL_MESSAGE = ("Your tool call could not be read ({details}). Write it as "
                     "<tool_call>{{\"name\": ..., \"arguments\": {{...}}}}</tool_call>.")
 
 
+def demonstration_messages(trajectory: dict[str, Any]) -> list[dict[str, Any]]:
+    """A recorded trajectory as chat turns: its comment, calls, tool responses and reply."""
+    calls = [c for c in trajectory.get("model_calls", []) if c.get("error") is None]
+    if not calls:
+        return []
+    last = calls[-1]
+    turns = [dict(m) for m in last["messages"] if m.get("role") != "system"]
+    return [*turns, {"role": "assistant", "content": last["text"]}]
+
+
 class _Run:
     """The state of one request while it runs."""
 
@@ -89,7 +99,8 @@ class Agent:
                  generation: GenerationSettings | None = None,
                  connect_mcp: bool = True, mcp_env: dict[str, str] | None = None,
                  max_rounds: int | None = None, trajectory_budget_s: float | None = None,
-                 tool_timeout_s: float | None = None) -> None:
+                 tool_timeout_s: float | None = None,
+                 demonstrations: list[dict[str, Any]] | None = None) -> None:
         self.bundle = bundle
         self.policy = policy
         self.catalogue = catalogue or demo_catalogue()
@@ -103,6 +114,8 @@ class Agent:
         self.tools = {t.name: t for t in bundle.tools}
         self.openai_tools = [t.openai_schema() for t in bundle.tools]
         self.reply_skill_names = [s.name for s in bundle.reply_skills()]
+        # In-context examples (recorded trajectories) shown before the request, for small models.
+        self.demonstration_messages = [m for t in demonstrations or [] for m in demonstration_messages(t)]
         self._tmpdir: tempfile.TemporaryDirectory | None = None
         self.hub: McpHub | None = None
         if bundle.mcp_servers and connect_mcp:
@@ -252,7 +265,7 @@ class Agent:
         if terminal:
             self._finish_terminal(run, traj, terminal)
             return
-        run.messages = [{"role": "system", "content": ""},
+        run.messages = [{"role": "system", "content": ""}, *self.demonstration_messages,
                         {"role": "user", "content": user_message(run.request)}]
         for round_no in range(1, self.max_rounds + 1):
             if self._over_budget(run):

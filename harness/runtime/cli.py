@@ -29,6 +29,12 @@ def add_run_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--out", metavar="FILE.json", help="also write the trajectory JSON here")
     p.add_argument("--inject-failures", metavar="SPEC", default="",
                    help="e.g. timeout=0.2,malformed=0.1,permission_denied=0.1,seed=7")
+    p.add_argument("--demo-trajectory", action="append", default=[], metavar="FILE.json",
+                   help="a recorded trajectory shown to the model as an in-context example "
+                        "(repeatable; helps small local models follow the tool protocol)")
+    p.add_argument("--max-rounds", type=int, help="override the Harness constraint max_rounds")
+    p.add_argument("--budget-s", type=float,
+                   help="override the Harness constraint trajectory_budget_s (slow CPUs)")
     p.add_argument("--temperature", type=float, default=0.0, help="sampling temperature (0: greedy)")
     p.add_argument("--top-p", type=float, default=1.0)
     p.add_argument("--max-new-tokens", type=int, default=256)
@@ -72,11 +78,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         settings = GenerationSettings(temperature=args.temperature, top_p=args.top_p,
                                       max_new_tokens=args.max_new_tokens, seed=args.seed)
         policy = make_policy(args.policy, settings=settings)
+        demonstrations = [json.loads(Path(f).read_text(encoding="utf-8")) for f in args.demo_trajectory]
     except (HarnessValidationError, DocumentValidationError, ValueError, OSError) as exc:
         print(str(exc), file=sys.stderr)
         return 2
     with Agent(bundle=bundle, policy=policy, catalogue=catalogue, failure_injection=injection,
-               generation=settings) as agent:
+               generation=settings, demonstrations=demonstrations, max_rounds=args.max_rounds,
+               trajectory_budget_s=args.budget_s) as agent:
         try:
             request = Request.load(request_path)
             request = Request.from_dict(request.to_dict(), source=str(request_path),

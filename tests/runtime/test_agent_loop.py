@@ -234,3 +234,15 @@ def test_trajectory_json_round_trips(run_script):
     from harness.runtime import Trajectory
 
     assert Trajectory.from_dict(data).to_dict() == data
+
+
+def test_demonstrations_come_between_system_prompt_and_request(run_script):
+    gold, _ = run_script(GOOD_PRICE)
+    traj, policy = run_script(GOOD_PRICE, price_request(id="second"),
+                              demonstrations=[gold.to_dict()])
+    first = policy.calls[0]
+    assert first[0]["role"] == "system"
+    assert first[1]["content"] == "Viewer amy says: How much is product #3?"  # the example's comment
+    assert first[-1]["content"] == "Viewer amy says: How much is product #3?"
+    assert any(m["content"] == GOOD_PRICE[-1] for m in first if m["role"] == "assistant")
+    assert traj.outcome == "replied"
