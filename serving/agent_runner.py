@@ -207,6 +207,11 @@ def agent_worker_factory(*, endpoint: Endpoint, bundle, settings: GenerationSett
         def run(case: dict[str, Any]) -> RequestOutcome:
             return outcome_from_trajectory(agent.run(case["request"]).to_dict())
 
+        def cancel() -> None:
+            # Closing the client breaks the stream in flight; the server then stops generating.
+            policy.client.close()
+
+        run.cancel = cancel
         return run
 
     return factory

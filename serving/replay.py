@@ -6,8 +6,9 @@ all warm-up requests are done, the measured ones. Each request is timed by the
 replay itself from the moment it is handed to the agent to the moment the final
 answer is back (wall clock, perf_counter). A request that raises, or does not
 finish within the request timeout, is recorded as a failure and the run goes on;
-a worker whose request timed out gets a fresh request function, so an abandoned
-request never shares an agent with the next one.
+a worker whose request timed out cancels it (if the request function has a
+`cancel()`, e.g. closing its HTTP client so the server stops generating) and gets a
+fresh request function, so an abandoned request never shares an agent with the next.
 
 The request function is pluggable (`WorkerFactory`): agent_runner.py provides
 the real one (the complete agent against a serving endpoint); tests use
@@ -16,6 +17,7 @@ scripted ones.
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import threading
 import time
@@ -108,6 +110,15 @@ def _call_with_timeout(fn: RequestFn, case: dict[str, Any], timeout_s: float) ->
     return box["result"]
 
 
+def _cancel(fn: RequestFn | None) -> None:
+    """Ask an abandoned request to stop (e.g. close its HTTP stream so the server stops
+    generating for it), if its function offers `cancel()`."""
+    cancel = getattr(fn, "cancel", None)
+    if cancel is not None:
+        with contextlib.suppress(Exception):  # best effort: the request already counts as timed out
+            cancel()
+
+
 def run_level(
     *,
     concurrency: int,
@@ -157,6 +168,7 @@ def run_level(
                 ended = time.perf_counter()
                 record.update(start_s=started - level_start, end_s=ended - level_start)
                 if result is _TIMED_OUT:
+                    _cancel(fn)
                     fn = None  # the abandoned request may still be using it
                     record.update(
                         ok=False, status="timeout", wall_s=None, elapsed_s=ended - started,

@@ -52,6 +52,7 @@ def test_at_most_c_requests_run_at_once_and_warmup_comes_first():
 
 def test_errors_and_timeouts_are_failures_and_the_run_goes_on():
     made = []
+    cancelled = []
 
     def factory():
         made.append(1)
@@ -64,6 +65,7 @@ def test_errors_and_timeouts_are_failures_and_the_run_goes_on():
             if case["id"] == "c3":
                 return RequestOutcome(status="fallback", error="round limit reached")
             return _ok_outcome()
+        run.cancel = lambda: cancelled.append(len(made))
         return run
 
     records = run_level(concurrency=1, warmup_cases=[], measured_cases=_cases(6),
@@ -75,7 +77,8 @@ def test_errors_and_timeouts_are_failures_and_the_run_goes_on():
     # a Harness fallback reply is an executed request (it answered), counted apart
     assert by_id["c3"]["status"] == "fallback" and by_id["c3"]["ok"] is True
     assert [by_id[f"c{i}"]["ok"] for i in (0, 4, 5)] == [True, True, True]
-    # the worker whose request timed out got a fresh request function
+    # the timed-out request was cancelled and its worker got a fresh request function
+    assert cancelled == [1]
     assert len(made) == 2
     s = summarise(records, sla_s=15.0)
     assert s["success_rate"] == pytest.approx(4 / 6)
