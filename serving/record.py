@@ -81,6 +81,8 @@ class RunWriter:
     def record(self, record: dict[str, Any]) -> None:
         line = json.dumps({"run_id": self.run_id, **record}, ensure_ascii=False, sort_keys=True)
         with self._lock:
+            if self._requests.closed:
+                return  # a request abandoned by an aborted run finished late: not part of the record
             self._requests.write(line + "\n")
             self._requests.flush()
 
