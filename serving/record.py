@@ -46,6 +46,14 @@ def new_run_id(route: str) -> str:
     return f"{stamp}-{safe_route}-{secrets.token_hex(3)}"
 
 
+def load_average() -> list[float] | None:
+    """1/5/15-minute load averages: on a shared CPU box they explain slow runs."""
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return None
+
+
 def host_info() -> dict[str, Any]:
     """The machine a run measured on (the replay client's host)."""
     versions = {}
@@ -59,6 +67,7 @@ def host_info() -> dict[str, Any]:
         "platform": platform.platform(),
         "machine": platform.machine(),
         "cpu_count": os.cpu_count(),
+        "load_average": load_average(),
         "python": platform.python_version(),
         "packages": versions,
     }

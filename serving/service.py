@@ -24,6 +24,7 @@ from serving.record import (
     RunWriter,
     build_summary,
     host_info,
+    load_average,
     load_run,
     new_run_id,
     read_requests,
@@ -107,6 +108,7 @@ def replay_run(
                         on_record=writer.record,
                     )
                     level_meta["ended_at"] = utc_now()
+                    level_meta["load_average"] = load_average()
                     level_meta["failed"] = sum(1 for r in records if not r["ok"])
                     meta["levels"].append(level_meta)
                     writer.write_json("run.json", meta)
