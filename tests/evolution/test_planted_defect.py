@@ -34,7 +34,7 @@ def drop_hook(text: str, hook_id: str) -> str:
 @pytest.fixture(scope="module")
 def world():
     built = build_sets(seed=7)
-    return built["catalogue"], built["sets"]["dev"][:120]
+    return built["catalogue"], built["sets"]["dev"][:80]
 
 
 @pytest.fixture(scope="module")

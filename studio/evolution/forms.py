@@ -1,0 +1,37 @@
+"""Forms of the evolution pages: starting an evolution, importing a dataset."""
+
+from __future__ import annotations
+
+from django import forms
+
+from studio.endpoints.models import ModelEndpoint
+from studio.evolution.models import Dataset, Evolution
+from studio.harnesses.models import HarnessVersion
+
+
+class EvolutionForm(forms.Form):
+    name = forms.CharField(max_length=120, required=False, help_text="Defaults to '<version> on <dataset>'.")
+    version = forms.ModelChoiceField(queryset=HarnessVersion.objects.select_related("harness").defer("tree"),
+                                     help_text="The Harness version the first stage starts from.")
+    dataset = forms.ModelChoiceField(queryset=Dataset.objects.all(), to_field_name="name")
+    endpoint = forms.ModelChoiceField(queryset=ModelEndpoint.objects.all(),
+                                      help_text="The policy, fixed for the whole evolution.")
+    limit = forms.IntegerField(min_value=1, required=False,
+                               help_text="Use an even spread of this many cases (empty: all).")
+    categories = forms.CharField(required=False, help_text="Comma-separated categories (empty: all).")
+    diagnoser = forms.ChoiceField(choices=Evolution._meta.get_field("diagnoser").choices)
+    diagnoser_endpoint = forms.ModelChoiceField(queryset=ModelEndpoint.objects.filter(route=ModelEndpoint.OPENAI),
+                                                required=False)
+    tolerance = forms.FloatField(min_value=0, max_value=1, initial=0.02,
+                                 help_text="Largest per-category AVG drop the business gate allows (0.02 = 2 points).")
+
+    def clean_categories(self) -> list[str]:
+        return [c.strip() for c in self.cleaned_data["categories"].split(",") if c.strip()]
+
+
+class DatasetImportForm(forms.Form):
+    name = forms.SlugField(max_length=80)
+    description = forms.CharField(required=False)
+    cases = forms.FileField(help_text="A JSONL case file (format hs-case/1, docs/case-format.md).")
+    catalogue = forms.FileField(required=False, help_text="The catalogue JSON the cases refer to (empty: the demo catalogue).")
+    heldout_share = forms.FloatField(min_value=0, max_value=0.5, initial=0.2)

@@ -1,0 +1,193 @@
+"""Evaluation runs: one Harness version on a list of dataset cases, as a resumable job.
+
+``eval_run_start`` stores the run and queues a job; the job calls
+``eval_run_execute``, which runs each case through the agent runtime
+(``harness.runtime.Agent``) and the programmatic judge
+(``evaluation.judges.programmatic.ProgrammaticJudge``) and writes one
+``CaseResult`` per case the moment it is scored. A run whose worker dies keeps
+those rows: ``eval_run_resume`` queues a fresh job that skips every case that
+already has a result, and ``eval_runs_resume_stalled`` (called when a worker
+starts and when a run page notices its job was lost) does that for every run
+whose job ended without the run finishing.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from django.contrib.auth.models import User
+from django.db import transaction
+from django.utils import timezone
+
+from studio.audit.services import audit_record
+from studio.endpoints.models import ModelEndpoint
+from studio.evolution.models import CaseResult, Dataset, DatasetCase, EvalRun
+from studio.harnesses.models import HarnessVersion
+from studio.jobs.models import Job
+from studio.jobs.services import job_create, job_reap_stale
+
+SCRIPTED = "scripted"
+
+
+class EvaluationError(ValueError):
+    """A run cannot start or resume; the message names the field and what is valid."""
+
+
+def policy_for(endpoint: ModelEndpoint):
+    """The runtime policy of an endpoint; route ``scripted`` replays the script file named in ``model``."""
+    if endpoint.route == SCRIPTED:
+        from harness.policies import ScriptedPolicy
+
+        return ScriptedPolicy.load(endpoint.model)
+    from studio.playground.services import policy_for_endpoint
+
+    return policy_for_endpoint(endpoint)
+
+
+def catalogue_for(dataset: Dataset):
+    from harness.livestream import Catalogue, demo_catalogue
+
+    return Catalogue.from_dict(dataset.catalogue, source=f"dataset {dataset.name}") if dataset.catalogue \
+        else demo_catalogue()
+
+
+def eval_run_start(
+    *, version: HarnessVersion, dataset: Dataset, endpoint: ModelEndpoint, case_ids: list[str], actor: User | None
+) -> EvalRun:
+    """Store a run over ``case_ids`` (all in ``dataset``) and queue its job."""
+    if not case_ids:
+        raise EvaluationError("cases: a run needs at least one case")
+    known = set(DatasetCase.objects.filter(dataset=dataset, case_id__in=case_ids).values_list("case_id", flat=True))
+    missing = [c for c in case_ids if c not in known]
+    if missing:
+        raise EvaluationError(f"cases: {', '.join(missing[:5])} not in dataset {dataset.name}")
+    run = EvalRun.objects.create(version=version, dataset=dataset, endpoint=endpoint, case_ids=list(case_ids),
+                                 created_by=actor)
+    audit_record(actor=actor, action="evolution.run.start", harness=version.harness, target=f"eval run #{run.pk}",
+                 data={"version": version.number, "dataset": dataset.name, "cases": len(case_ids)})
+    _queue(run=run, actor=actor)
+    return run
+
+
+def _queue(*, run: EvalRun, actor: User | None) -> Job:
+    done = run.results.count()
+    job = job_create(kind="evolution_eval_run",
+                     title=f"Evaluate {run.version} on {run.dataset.name} ({done}/{run.total} done)",
+                     params={"run_id": run.pk}, created_by=actor)
+    EvalRun.objects.filter(pk=run.pk).update(job=job, status=EvalRun.QUEUED, error="")
+    run.refresh_from_db()
+    return job
+
+
+def eval_run_resume(*, run: EvalRun, actor: User | None) -> EvalRun:
+    """Queue a new job for an unfinished run; cases already scored are kept and skipped."""
+    if run.status == EvalRun.SUCCEEDED:
+        raise EvaluationError(f"run #{run.pk} has finished; start a new run to score again")
+    if run.job is not None and run.job.is_active:
+        raise EvaluationError(f"run #{run.pk} is already {run.job.status} as job #{run.job.pk}")
+    audit_record(actor=actor, action="evolution.run.resume", harness=run.version.harness,
+                 target=f"eval run #{run.pk}", data={"done": run.results.count(), "total": run.total})
+    _queue(run=run, actor=actor)
+    return run
+
+
+def eval_run_is_stalled(run: EvalRun) -> bool:
+    """The run is unfinished but its job ended: the worker was lost mid-run."""
+    return run.status in (EvalRun.QUEUED, EvalRun.RUNNING) and run.job is not None and not run.job.is_active
+
+
+def eval_runs_resume_stalled() -> list[int]:
+    """Reap jobs whose worker died, then resume every run left unfinished by one. Returns run ids."""
+    job_reap_stale()
+    resumed = []
+    for run in EvalRun.objects.filter(status__in=(EvalRun.QUEUED, EvalRun.RUNNING)).select_related("job"):
+        if eval_run_is_stalled(run):
+            with transaction.atomic():
+                eval_run_resume(run=run, actor=None)
+            resumed.append(run.pk)
+    return resumed
+
+
+def _reason_field(codes: list[str]) -> str:
+    return ("," + ",".join(dict.fromkeys(codes)) + ",")[:500] if codes else ""
+
+
+def eval_run_execute(*, run_id: int, progress, log) -> dict[str, Any]:
+    """Score every case of the run that has no result yet (the job's body)."""
+    from evaluation.cases import case_request
+    from evaluation.judges.programmatic import ProgrammaticJudge
+    from harness.runtime import Agent
+    from studio.harnesses.bundles import bundle_load
+    from studio.harnesses.selectors import version_files
+
+    run = EvalRun.objects.select_related("version", "dataset", "endpoint").get(pk=run_id)
+    attempt = run.attempts + 1
+    EvalRun.objects.filter(pk=run.pk).update(status=EvalRun.RUNNING, attempts=attempt)
+    done = set(run.results.values_list("case_id", flat=True))
+    todo = [c for c in run.case_ids if c not in done]
+    log(f"attempt {attempt}: {len(done)} case(s) already scored and kept, {len(todo)} to score")
+    try:
+        cases = {c.case_id: c for c in DatasetCase.objects.filter(dataset=run.dataset, case_id__in=todo)}
+        catalogue = catalogue_for(run.dataset)
+        agent = Agent(bundle=bundle_load(version_files(version=run.version)), policy=policy_for(run.endpoint),
+                      catalogue=catalogue)
+        judge = ProgrammaticJudge(catalogue=catalogue)
+        started = time.perf_counter()
+        scored = 0
+        try:
+            for case_id in todo:
+                row = cases[case_id]
+                trajectory = agent.run(case_request(row.data)).to_dict()
+                verdict = judge.judge(case=row.data, reply=trajectory.get("reply", ""),
+                                      route=trajectory.get("route", "public"), trajectory=trajectory)
+                CaseResult.objects.create(
+                    run=run, case_id=case_id, category=row.category, split=row.split,
+                    accuracy=float(verdict.accuracy), effectiveness=float(verdict.effectiveness), avg=verdict.avg,
+                    reason_codes=_reason_field(verdict.reason_codes), verdict=verdict.to_dict(),
+                    reply=trajectory.get("reply", ""), route=trajectory.get("route", ""), trajectory=trajectory,
+                    latency_s=float((trajectory.get("timings") or {}).get("total_s") or 0.0), attempt=attempt,
+                )
+                scored += 1
+                finished = len(done) + scored
+                progress(round(100 * finished / run.total), None)
+                if scored % 10 == 0 or finished == run.total:
+                    log(f"{finished}/{run.total} scored")
+        finally:
+            agent.close()
+            elapsed = time.perf_counter() - started
+            run.refresh_from_db()
+            counts = dict(run.scored_by_attempt)
+            counts[str(attempt)] = scored
+            EvalRun.objects.filter(pk=run.pk).update(scored_by_attempt=counts, wall_s=run.wall_s + elapsed)
+    except Exception as error:
+        EvalRun.objects.filter(pk=run.pk).update(status=EvalRun.FAILED, error=f"{type(error).__name__}: {error}",
+                                                 finished_at=timezone.now())
+        raise
+    summary = run_summary(run=run)
+    EvalRun.objects.filter(pk=run.pk).update(status=EvalRun.SUCCEEDED, summary=summary, finished_at=timezone.now())
+    from studio.evolution.services import stage_run_finished
+
+    stage_run_finished(run_id=run.pk)
+    return {"run_id": run.pk, "scored_now": scored, "kept": len(done), **summary["overall"]}
+
+
+def run_summary(*, run: EvalRun) -> dict[str, Any]:
+    """Accuracy, Effectiveness and AVG overall, per category and per split (percent)."""
+    from evaluation.stats import category_breakdown
+
+    rows = list(run.results.values("category", "split", "accuracy", "effectiveness", "avg", "latency_s"))
+    out: dict[str, Any] = {"n": len(rows), "per_category": {}, "per_split": {}}
+    for metric in ("accuracy", "effectiveness", "avg"):
+        for name, stat in category_breakdown(rows=rows, metric=metric).items():
+            target = out["per_category"].setdefault(name, {"n": stat.n})
+            target[metric] = round(100 * stat.mean, 2)
+        for name, stat in category_breakdown(rows=rows, metric=metric, category_key="split").items():
+            out["per_split"].setdefault(name, {"n": stat.n})[metric] = round(100 * stat.mean, 2)
+    out["overall"] = out["per_category"].pop("ALL", {"n": 0})
+    out["per_split"].pop("ALL", None)
+    out["failed"] = sum(1 for r in rows if r["accuracy"] < 1 or r["effectiveness"] < 1)
+    latencies = sorted(r["latency_s"] for r in rows)
+    if latencies:
+        out["latency_p95_s"] = round(latencies[min(len(latencies) - 1, int(0.95 * len(latencies)))], 3)
+    return out

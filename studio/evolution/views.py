@@ -1,0 +1,343 @@
+"""Pages of the evolution loop. Views parse, authorise, call a service and render."""
+
+from __future__ import annotations
+
+import json
+
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
+from django.db import transaction
+from django.http import Http404
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from studio.evolution import selectors
+from studio.evolution.forms import DatasetImportForm, EvolutionForm
+from studio.evolution.gates import release_gates, stopping_advice
+from studio.evolution.models import (
+    CaseResult,
+    Dataset,
+    DatasetCase,
+    EvalRun,
+    Evolution,
+    Proposal,
+    Stage,
+)
+from studio.evolution.permissions import evolution_can, evolution_requires
+from studio.evolution.runs import EvaluationError, eval_run_is_stalled, eval_run_resume
+from studio.evolution.services import (
+    EvolutionError,
+    candidate_build,
+    dataset_catalogue_from_text,
+    dataset_import,
+    diagnosis_start,
+    evolution_start,
+    proposal_edit_in_editor,
+    proposal_review,
+    stage_decide,
+)
+from studio.jobs.services import job_reap_stale
+from studio.playground.presenters import system_prompt, trajectory_steps
+
+USER_ERRORS = (EvolutionError, EvaluationError, PermissionDenied)
+
+
+def _can(request) -> dict[str, bool]:
+    return {name.split(".")[1]: evolution_can(request.user, name)
+            for name in ("evolution.run", "evolution.review", "evolution.edit")}
+
+
+def _refresh(run: EvalRun | None) -> EvalRun | None:
+    """Notice a lost worker while someone watches: reap its job and resume the run."""
+    if run is None or run.status not in (EvalRun.QUEUED, EvalRun.RUNNING) or run.job is None:
+        return run
+    if run.job.is_active and not job_reap_stale(job=run.job):
+        return run
+    run.job.refresh_from_db()
+    if eval_run_is_stalled(run):
+        with transaction.atomic():
+            eval_run_resume(run=run, actor=None)
+    return EvalRun.objects.select_related("job", "version__harness", "dataset", "endpoint").get(pk=run.pk)
+
+
+# --- evolutions ------------------------------------------------------------------------
+
+
+@require_GET
+@evolution_requires("evolution.view")
+def evolution_list(request):
+    evolutions = Evolution.objects.select_related("harness", "base_version", "dataset", "endpoint")[:100]
+    return render(request, "evolution/evolution_list.html",
+                  {"evolutions": evolutions, "datasets": Dataset.objects.all(), "can": _can(request)})
+
+
+@require_http_methods(["GET", "POST"])
+@evolution_requires("evolution.run")
+def evolution_new(request):
+    form = EvolutionForm(request.POST or None, initial={"dataset": request.GET.get("dataset"),
+                                                        "version": request.GET.get("version")})
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            evolution = evolution_start(
+                name=data["name"], version=data["version"], dataset=data["dataset"], endpoint=data["endpoint"],
+                actor=request.user, limit=data["limit"], categories=data["categories"],
+                diagnoser=data["diagnoser"], diagnoser_endpoint=data["diagnoser_endpoint"],
+                tolerance=data["tolerance"] if data["tolerance"] is not None else 0.02)
+        except USER_ERRORS as error:
+            messages.error(request, str(error))
+        else:
+            return redirect("evolution:stage_detail", stage_id=evolution.stages.get(number=1).pk)
+    return render(request, "evolution/evolution_new.html", {"form": form})
+
+
+@require_GET
+@evolution_requires("evolution.view")
+def evolution_detail(request, evolution_id: int):
+    evolution = get_object_or_404(Evolution.objects.select_related("harness", "dataset", "endpoint"), pk=evolution_id)
+    stages = list(evolution.stages.all())
+    latest = stages[-1] if stages else None
+    gates = release_gates(comparison=latest.comparison, tolerance=evolution.tolerance) if latest else []
+    return render(request, "evolution/evolution_detail.html", {
+        "evolution": evolution, "record": selectors.evolution_record(evolution=evolution),
+        "chart": selectors.evolution_chart(evolution=evolution), "latest": latest, "gates": gates,
+        "advice": stopping_advice(stages=stages), "can": _can(request)})
+
+
+# --- datasets ---------------------------------------------------------------------------
+
+
+@require_GET
+@evolution_requires("evolution.view")
+def dataset_list(request):
+    return render(request, "evolution/dataset_list.html", {"datasets": Dataset.objects.all(), "can": _can(request)})
+
+
+@require_http_methods(["GET", "POST"])
+@evolution_requires("evolution.run")
+def dataset_import_view(request):
+    from evaluation.cases import CaseFileError
+
+    form = DatasetImportForm(request.POST or None, request.FILES or None)
+    problems: list[str] = []
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        upload = data["cases"]
+        try:
+            text = upload.read().decode("utf-8")
+            catalogue = None
+            if data["catalogue"]:
+                catalogue = dataset_catalogue_from_text(data["catalogue"].read().decode("utf-8"),
+                                                        source=data["catalogue"].name)
+            dataset = dataset_import(name=data["name"], text=text, source=upload.name, actor=request.user,
+                                     catalogue=catalogue, description=data["description"],
+                                     heldout_share=data["heldout_share"])
+        except UnicodeDecodeError as error:
+            problems = [f"{upload.name}: not UTF-8 text ({error.reason} at byte {error.start})"]
+        except CaseFileError as error:
+            problems = [str(p) for p in error.problems]
+        except USER_ERRORS as error:
+            problems = [str(error)]
+        else:
+            messages.success(request, f"Imported {dataset.case_count} cases into {dataset.name}.")
+            return redirect("evolution:dataset_detail", name=dataset.name)
+    return render(request, "evolution/dataset_import.html", {"form": form, "problems": problems})
+
+
+@require_GET
+@evolution_requires("evolution.view")
+def dataset_detail(request, name: str):
+    dataset = get_object_or_404(Dataset, name=name)
+    category = request.GET.get("category", "")
+    cases = DatasetCase.objects.filter(dataset=dataset).defer("data")
+    if category:
+        cases = cases.filter(category=category)
+    page = Paginator(cases, 50).get_page(request.GET.get("page"))
+    return render(request, "evolution/dataset_detail.html", {
+        "dataset": dataset, "page": page, "category": category,
+        "categories": selectors.dataset_categories(dataset=dataset), "can": _can(request)})
+
+
+@require_GET
+@evolution_requires("evolution.view")
+def dataset_case(request, name: str, case_id: str):
+    case = get_object_or_404(DatasetCase.objects.select_related("dataset"), dataset__name=name, case_id=case_id)
+    return render(request, "evolution/dataset_case.html",
+                  {"case": case, "case_json": json.dumps(case.data, indent=2, ensure_ascii=False)})
+
+
+# --- runs ----------------------------------------------------------------------------------
+
+
+def _run(run_id: int) -> EvalRun:
+    run = EvalRun.objects.select_related("job", "version__harness", "dataset", "endpoint").filter(pk=run_id).first()
+    if run is None:
+        raise Http404(f"no evaluation run #{run_id}")
+    return _refresh(run)
+
+
+@require_GET
+@evolution_requires("evolution.view")
+def run_detail(request, run_id: int):
+    run = _run(run_id)
+    filters = {k: request.GET.get(k, "") for k in ("category", "score", "reason", "split")}
+    page = Paginator(selectors.result_list(run=run, **filters), 100).get_page(request.GET.get("page"))
+    return render(request, "evolution/run_detail.html", {
+        "run": run, "page": page, "filters": filters, "facets": selectors.result_facets(run=run),
+        "score_filters": selectors.SCORE_FILTERS, "done": run.results.count(), "can": _can(request)})
+
+
+@require_GET
+@evolution_requires("evolution.view")
+def run_status(request, run_id: int):
+    run = _run(run_id)
+    response = render(request, "evolution/_run_status.html", {"run": run, "done": run.results.count()})
+    if run.status in (EvalRun.SUCCEEDED, EvalRun.FAILED):
+        response["HX-Trigger"] = "run-finished"
+    return response
+
+
+@require_POST
+@evolution_requires("evolution.run")
+def run_resume(request, run_id: int):
+    run = _run(run_id)
+    try:
+        eval_run_resume(run=run, actor=request.user)
+    except USER_ERRORS as error:
+        messages.error(request, str(error))
+    else:
+        messages.success(request, f"Run #{run.pk} resumed: {run.results.count()} finished case(s) are kept.")
+    return redirect("evolution:run_detail", run_id=run.pk)
+
+
+@require_GET
+@evolution_requires("evolution.view")
+def run_case(request, run_id: int, case_id: str):
+    run = _run(run_id)
+    result = get_object_or_404(CaseResult, run=run, case_id=case_id)
+    case = DatasetCase.objects.filter(dataset=run.dataset, case_id=case_id).first()
+    traj = result.trajectory
+    return render(request, "evolution/run_case.html", {
+        "run": run, "result": result, "case": case, "traj": traj, "steps": trajectory_steps(traj),
+        "system_prompt": system_prompt(traj), "trajectory_run": {"version": run.version, "endpoint": run.endpoint},
+        "gold_json": json.dumps((case.data.get("gold") if case else {}) or {}, indent=2, ensure_ascii=False)})
+
+
+# --- stages -------------------------------------------------------------------------------
+
+
+def _stage(stage_id: int) -> Stage:
+    stage = Stage.objects.select_related(
+        "evolution__harness", "evolution__dataset", "evolution__endpoint", "parent_version", "candidate_version",
+        "parent_run__job", "candidate_run__job", "draft").filter(pk=stage_id).first()
+    if stage is None:
+        raise Http404(f"no stage #{stage_id}")
+    return stage
+
+
+def _stage_context(request, stage: Stage) -> dict:
+    parent_run, candidate_run = _refresh(stage.parent_run), _refresh(stage.candidate_run)
+    diagnosis = stage.diagnoses.select_related("job").first()
+    proposals = list(diagnosis.proposals.all()) if diagnosis else []
+    active = any(r is not None and r.status in (EvalRun.QUEUED, EvalRun.RUNNING) for r in (parent_run, candidate_run)) \
+        or (diagnosis is not None and diagnosis.status in (EvalRun.QUEUED, EvalRun.RUNNING))
+    gates = release_gates(comparison=stage.comparison, tolerance=stage.evolution.tolerance) \
+        if stage.comparison else []
+    return {
+        "stage": stage, "evolution": stage.evolution, "parent_run": parent_run, "candidate_run": candidate_run,
+        "diagnosis": diagnosis, "proposals": proposals, "active": active, "gates": gates,
+        "accepted": sum(p.status in (Proposal.ACCEPTED, Proposal.EDITED) for p in proposals),
+        "report": stage.comparison, "can": _can(request),
+        "parent_done": parent_run.results.count() if parent_run else 0,
+        "candidate_done": candidate_run.results.count() if candidate_run else 0,
+        "decisions": Stage.DECISIONS, "closed": stage.decision in (Stage.ANOTHER, Stage.STOP, Stage.ROLLBACK)
+        or stage.evolution.status == Evolution.STOPPED,
+        "next_stage": stage.evolution.stages.filter(number=stage.number + 1).first(),
+    }
+
+
+@require_GET
+@evolution_requires("evolution.view")
+def stage_detail(request, stage_id: int):
+    stage = _stage(stage_id)
+    return render(request, "evolution/stage_detail.html", _stage_context(request, stage))
+
+
+@require_GET
+@evolution_requires("evolution.view")
+def stage_status(request, stage_id: int):
+    stage = _stage(stage_id)
+    return render(request, "evolution/_stage_body.html", _stage_context(request, stage))
+
+
+@require_POST
+@evolution_requires("evolution.run")
+def stage_diagnose(request, stage_id: int):
+    stage = _stage(stage_id)
+    try:
+        diagnosis_start(stage=stage, actor=request.user)
+    except USER_ERRORS as error:
+        messages.error(request, str(error))
+    return redirect("evolution:stage_detail", stage_id=stage.pk)
+
+
+@require_POST
+@evolution_requires("evolution.review")
+def stage_candidate(request, stage_id: int):
+    stage = _stage(stage_id)
+    try:
+        candidate_build(stage=stage, actor=request.user, message=request.POST.get("message", ""))
+    except USER_ERRORS as error:
+        messages.error(request, str(error))
+    else:
+        messages.success(request, "Candidate committed; its evaluation has started.")
+    return redirect("evolution:stage_detail", stage_id=stage.pk)
+
+
+@require_POST
+@evolution_requires("evolution.review")
+def stage_decide_view(request, stage_id: int):
+    stage = _stage(stage_id)
+    try:
+        stage_decide(stage=stage, decision=request.POST.get("decision", ""), actor=request.user,
+                     reason=request.POST.get("reason", ""))
+    except USER_ERRORS as error:
+        messages.error(request, str(error))
+        return redirect("evolution:stage_detail", stage_id=stage.pk)
+    stage.refresh_from_db()
+    messages.success(request, f"Stage {stage.number}: {stage.get_decision_display()}.")
+    following = stage.evolution.stages.filter(number=stage.number + 1).first()
+    if following is not None:
+        return redirect("evolution:stage_detail", stage_id=following.pk)
+    return redirect("evolution:evolution_detail", evolution_id=stage.evolution_id)
+
+
+@require_POST
+@evolution_requires("evolution.review")
+def proposal_review_view(request, proposal_id: int):
+    proposal = get_object_or_404(Proposal.objects.select_related("diagnosis__stage"), pk=proposal_id)
+    action = request.POST.get("action")
+    if action not in ("accept", "reject"):
+        messages.error(request, "action: must be accept or reject")
+    else:
+        try:
+            proposal_review(proposal=proposal, actor=request.user, accept=action == "accept",
+                            reason=request.POST.get("reason", ""))
+        except USER_ERRORS as error:
+            messages.error(request, str(error))
+    return redirect("evolution:stage_detail", stage_id=proposal.diagnosis.stage_id)
+
+
+@require_POST
+@evolution_requires("evolution.edit")
+def proposal_edit(request, proposal_id: int):
+    proposal = get_object_or_404(Proposal.objects.select_related("diagnosis__stage"), pk=proposal_id)
+    try:
+        draft = proposal_edit_in_editor(proposal=proposal, actor=request.user)
+    except USER_ERRORS as error:
+        messages.error(request, str(error))
+        return redirect("evolution:stage_detail", stage_id=proposal.diagnosis.stage_id)
+    messages.success(request, f"Draft #{draft.pk} holds the accepted edits and this proposal; refine it, "
+                              "then commit it or build the candidate from the stage page.")
+    return redirect("harnesses:draft_edit", draft_id=draft.pk)
