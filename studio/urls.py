@@ -13,4 +13,5 @@ urlpatterns = [
     path("playground/", include("studio.playground.urls")),
     path("audit/", include("studio.audit.urls")),
     path("api/v1/", include("studio.api.urls")),
+    path("evolution/", include("studio.evolution.urls")),
 ]
