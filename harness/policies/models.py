@@ -141,3 +141,8 @@ def resolve_model_dir(name: str) -> Path:
         raise ModelUnavailableError(
             f"{name!r} is not a model: expected 'local', 'tiny' or a checkpoint folder with config.json")
     return path
+
+
+if __name__ == "__main__":  # python -m harness.policies.models: build both checkpoints now
+    print(f"default model: {default_model_dir()}")
+    print(f"tiny model:    {tiny_model_dir()}")
