@@ -62,7 +62,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     try:
         outcome = run_set(harness_dir=args.harness, set_path=args.set, policy=args.policy, out=args.out,
                           judge=args.judge, concurrency=args.concurrency, limit=args.limit,
-                          progress=not args.no_progress)
+                          progress=not args.no_progress, max_new_tokens=args.max_new_tokens)
     except (RunConfigError, FileNotFoundError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -153,6 +153,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--judge", default="programmatic", help="programmatic | llm:BASE_URL:MODEL | panel:A|B|C")
     p.add_argument("--concurrency", type=int, default=1)
     p.add_argument("--limit", type=int, default=None, help="only the first N cases")
+    p.add_argument("--max-new-tokens", type=int, default=None, help="per model call (default: the policy's)")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(fn=_cmd_run)
     p = sub.add_parser("compare", help="paired per-category comparison of two runs")
@@ -175,6 +176,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, default=None)
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(fn=_cmd_ifeval)
+    from evaluation.variant_set import register as register_variant_set
+
+    register_variant_set(sub)  # make-variant-set (HSA, harness/augment)
     return parser
 
 

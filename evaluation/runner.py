@@ -112,6 +112,7 @@ def run_set(
     progress: bool = True,
     policy_factory: Callable[[], Any] | None = None,
     connect_mcp: bool = True,
+    max_new_tokens: int | None = None,
 ) -> RunOutcome:
     """Evaluate ``set_path`` under the Harness at ``harness_dir`` with ``policy``; resumable."""
     from harness import load_dir
@@ -125,6 +126,7 @@ def run_set(
         "harness_dir": str(harness_dir), "harness_name": bundle.name, "harness_digest": bundle.digest,
         "set": str(set_path), "set_name": set_path.stem, "set_sha256": _sha256(set_path),
         "policy": policy, "judge": judge, "limit": limit, "cases": len(cases),
+        "max_new_tokens": max_new_tokens, "concurrency": concurrency,
     }
     out.mkdir(parents=True, exist_ok=True)
     run_file = out / "run.json"
@@ -146,7 +148,12 @@ def run_set(
 
     judge_obj = make_judge(judge, catalogue=catalogue or _demo_catalogue(),
                            max_reply_chars=int(bundle.prompt.constraints.get("max_reply_chars", 220)))
-    factory = policy_factory or (lambda: make_policy(policy))
+    if policy_factory is None:
+        from harness.policies import GenerationSettings
+
+        settings = GenerationSettings(max_new_tokens=max_new_tokens) if max_new_tokens else None
+        policy_factory = lambda: make_policy(policy, settings=settings)  # noqa: E731
+    factory = policy_factory
     local = threading.local()
     workers: list[_Worker] = []
     write_lock = threading.Lock()
