@@ -9,7 +9,7 @@
       summary.json     the metrics per concurrency level (serving.metrics)
       table.md         the Table-5-style Markdown table
       latency_cdf.png  wall-clock latency CDF per concurrency level
-      server.log       the managed server's log (transformers route)
+      transformers-serve.log, mcp-<server>.log   the managed processes' logs
 
 The summary is always recomputed from requests.jsonl, so the raw timings and the
 reported figures cannot drift apart.

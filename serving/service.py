@@ -9,7 +9,7 @@ and returns the run folder.
 from __future__ import annotations
 
 import contextlib
-import shutil
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -105,7 +105,7 @@ def replay_run(
                         measured_cases=manifest.measured,
                         worker_factory=factory,
                         request_timeout_s=plan.request_timeout_s,
-                        on_record=writer.record,
+                        on_record=lambda record: (writer.record(record), say(_progress_line(record))),
                     )
                     level_meta["ended_at"] = utc_now()
                     level_meta["load_average"] = load_average()
@@ -126,6 +126,12 @@ def replay_run(
     return writer.dir
 
 
+def _progress_line(record: dict[str, Any]) -> str:
+    took = record.get("wall_s") or record.get("elapsed_s") or 0.0
+    return (f"  C={record['concurrency']} {record['phase']:<8} {record['case_id']}: {record['status']} "
+            f"in {took:.2f} s, {len(record.get('calls') or [])} model call(s)")
+
+
 def _write_outputs(run_dir: Path, meta: dict[str, Any]) -> None:
     records = read_requests(run_dir)
     summary = build_summary(run_meta=meta, records=records)
@@ -138,9 +144,6 @@ def _write_outputs(run_dir: Path, meta: dict[str, Any]) -> None:
             title=f"{meta['run_id']} ({meta['route']['route']})",
             sla_s=meta["sla_s"],
         )
-    log = meta["route"].get("server_log")
-    if log and Path(log).is_file() and Path(log).parent != run_dir:
-        shutil.copy(log, run_dir / "server.log")
 
 
 def rebuild_outputs(run: str | Path, *, root: str | Path = DEFAULT_RUNS_DIR) -> Path:
@@ -163,8 +166,6 @@ def runs_compare(*, run_a: str | Path, run_b: str | Path, root: str | Path = DEF
 
 def runs_list(*, root: str | Path = DEFAULT_RUNS_DIR) -> list[dict[str, Any]]:
     """Every run folder under `root`, newest first: id, status, route, checkpoint, levels, times."""
-    import json
-
     rows = []
     for meta_path in Path(root).glob("*/run.json"):
         try:
@@ -189,6 +190,4 @@ def runs_list(*, root: str | Path = DEFAULT_RUNS_DIR) -> list[dict[str, Any]]:
 
 
 def _json(data: Any) -> str:
-    import json
-
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
