@@ -116,14 +116,17 @@ def _cmd_ifeval(args: argparse.Namespace) -> int:
     def generate(prompt: str) -> str:
         return policy.generate([{"role": "user", "content": prompt}], settings=settings).text
 
+    responses = None
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        responses = args.out / "responses.jsonl"
     result = run_ifeval(generate=generate, source=args.source, limit=args.limit,
-                        progress=not args.no_progress)
+                        progress=not args.no_progress, responses_path=responses)
     print(result.summary() + f" ({result.seconds:.0f} s, {result.seconds / result.n_prompts:.1f} s/prompt)")
     print("per family (strict, instruction level): " +
           ", ".join(f"{k} {100 * v:.0f}" for k, v in result.per_family_strict.items()))
     if args.out:
         out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
         data = result.to_dict()
         data["policy"] = args.policy
         (out / "ifeval.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")

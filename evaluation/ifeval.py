@@ -131,15 +131,38 @@ def run_ifeval(
     source: str | Path | None = None,
     limit: int | None = None,
     progress: bool = True,
+    responses_path: str | Path | None = None,
 ) -> IFEvalResult:
-    """Generate one response per prompt with ``generate(prompt) -> text`` and score them."""
+    """Generate one response per prompt with ``generate(prompt) -> text`` and score them.
+
+    With ``responses_path`` every response is appended there as it is made
+    (``{"key", "response"}`` per line) and prompts already answered there are
+    not generated again, so a killed run resumes.
+    """
     from tqdm import tqdm
 
     prompts = load_ifeval_prompts(source=source, limit=limit)
+    done: dict = {}
+    path = Path(responses_path) if responses_path else None
+    if path is not None and path.exists():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a torn last line from a killed run
+            done[row["key"]] = row["response"]
+        path.write_text("".join(json.dumps({"key": k, "response": v}, ensure_ascii=False) + "\n"
+                                for k, v in done.items()), encoding="utf-8")  # drop a torn tail
     started = time.perf_counter()
-    responses = [
-        generate(p["prompt"]) for p in tqdm(prompts, desc="ifeval", disable=not progress)
-    ]
+    responses = []
+    for prompt in tqdm(prompts, desc="ifeval", disable=not progress):
+        if prompt["key"] not in done:
+            done[prompt["key"]] = generate(prompt["prompt"])
+            if path is not None:
+                with path.open("a", encoding="utf-8") as handle:
+                    handle.write(json.dumps({"key": prompt["key"], "response": done[prompt["key"]]},
+                                            ensure_ascii=False) + "\n")
+        responses.append(done[prompt["key"]])
     result = score_responses(prompts=prompts, responses=responses)
     result.seconds = time.perf_counter() - started
     return result

@@ -73,6 +73,21 @@ def test_run_ifeval_generates_and_scores(tmp_path):
     assert [r["key"] for r in result.rows] == [1, 2]
 
 
+def test_run_ifeval_resumes_from_saved_responses(tmp_path):
+    path = tmp_path / "three.jsonl"
+    rows = [{"key": k, "prompt": f"p{k}", "instruction_id_list": ["punctuation:no_comma"], "kwargs": [{}]}
+            for k in (1, 2, 3)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    saved = tmp_path / "responses.jsonl"
+    saved.write_text(json.dumps({"key": 1, "response": "a, b"}) + "\n" + '{"key": 2, "resp')  # killed mid-line
+    asked = []
+    result = run_ifeval(generate=lambda p: asked.append(p) or "no commas here", source=path,
+                        progress=False, responses_path=saved)
+    assert asked == ["p2", "p3"]
+    assert [r["prompt_level_strict_acc"] for r in result.rows] == [False, True, True]
+    assert [json.loads(line)["key"] for line in saved.read_text().splitlines()] == [1, 2, 3]
+
+
 def test_bad_prompt_file_names_the_line(tmp_path):
     path = tmp_path / "bad.jsonl"
     path.write_text('{"key": 1, "prompt": "x", "instruction_id_list": [], "kwargs": []}\n{"key": 2}\n')
