@@ -4,6 +4,7 @@
     validate  FILE                               check a case file (line-numbered errors)
     import    --source FILE --dest FILE          validate, then copy (all or nothing)
     run       --harness DIR --set FILE --policy P --out RUN [--judge J] [--concurrency N] [--limit N]
+    report    RUN                                rewrite a run's report from its results (also unfinished runs)
     compare   RUN_A RUN_B [--out FILE.md]        paired per-category deltas, bootstrap, newly failing
     calibrate --set DEVSET --judge J [--out DIR] judge vs human labels: agreement, kappa, confusion
     ifeval    --policy P [--limit N] [--source PATH] [--out DIR]
@@ -71,6 +72,21 @@ def _cmd_run(args: argparse.Namespace) -> int:
           f"Accuracy {100 * all_['accuracy']['ALL']['mean']:.2f}, "
           f"Effectiveness {100 * all_['effectiveness']['ALL']['mean']:.2f}, "
           f"AVG {100 * all_['avg']['ALL']['mean']:.2f}; report: {outcome.out / 'report.md'}")
+    return 0
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from evaluation.runner import RESULTS, load_results, write_report
+
+    run = Path(args.run)
+    rows = load_results(run / RESULTS)
+    if not rows:
+        print(f"error: {run / RESULTS} holds no finished cases", file=sys.stderr)
+        return 2
+    config = json.loads((run / "run.json").read_text(encoding="utf-8")) if (run / "run.json").exists() else {}
+    config["partial"] = len(rows) < int(config.get("cases") or len(rows))
+    summary = write_report(out=run, rows=rows, config=config)
+    print(f"{run}: report of {summary['n']} finished case(s) written to report.md, report.json, category_bars.png")
     return 0
 
 
@@ -159,6 +175,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-new-tokens", type=int, default=None, help="per model call (default: the policy's)")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(fn=_cmd_run)
+    p = sub.add_parser("report", help="(re)write a run's report from its results, e.g. of an unfinished run")
+    p.add_argument("run", type=Path)
+    p.set_defaults(fn=_cmd_report)
     p = sub.add_parser("compare", help="paired per-category comparison of two runs")
     p.add_argument("run_a", type=Path, help="baseline run folder")
     p.add_argument("run_b", type=Path, help="candidate run folder")

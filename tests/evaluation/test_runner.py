@@ -105,6 +105,9 @@ def test_killed_run_resumes_without_rerunning_finished_cases(world, tmp_path):
     assert sorted(r["id"] for r in after) == sorted({r["id"] for r in after})
     assert len(after) == 10
     assert {r["id"]: r["wall_s"] for r in after if r["id"] in before} == before
+    (out / "report.md").unlink()
+    assert main(["report", str(out)]) == 0
+    assert "| ALL | 10 |" in (out / "report.md").read_text()
 
 
 def _fake_run(folder: Path, scores: dict[str, tuple[str, int, float]]) -> Path:
