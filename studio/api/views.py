@@ -6,6 +6,7 @@ import json
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied
+from django.db.models import F
 from django.http import JsonResponse
 
 from studio.api.auth import api_error, api_view
@@ -26,7 +27,7 @@ def _version_json(version: HarnessVersion) -> dict:
         "harness": version.harness.name,
         "number": version.number,
         "digest": version.digest,
-        "parent": version.parent.number if version.parent_id else None,
+        "parent": getattr(version, "parent_number", None) if version.parent_id else None,
         "author": version.author.username if version.author_id else None,
         "message": version.message,
         "created_at": version.created_at.isoformat(),
@@ -66,7 +67,7 @@ def version_list(request, name: str):
 @api_view("studio.view", ("GET",))
 def version_files(request, name: str, number: int):
     harness = _harness_or_404(name)
-    version = harness and harness.versions.filter(number=number).first()
+    version = harness and harness.versions.annotate(parent_number=F("parent__number")).filter(number=number).first()
     if not version:
         return api_error(404, f"no version {number} of {name}")
     return JsonResponse({**_version_json(version), "files": selectors.version_files(version=version)})

@@ -4,13 +4,17 @@ Per-file unified diffs come from harness.diff; the side-by-side rows are laid
 out here with difflib, on the files that changed (paths are compared by content hash first, so a 200-skill version
 pair costs only its changed files). The change summary ("skills added, rules
 changed, constraints changed") comes from the Harness library's diff_bundles,
-cached by the pair of bundle digests because versions never change.
+cached by the pair of bundle digests because versions never change. Loading
+two 200-skill bundles takes a few hundred milliseconds, so a version diff page
+renders its file diffs at once and fetches a summary it has not cached yet
+with a second (htmx) request.
 """
 
 from __future__ import annotations
 
 import difflib
 import hashlib
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from django.core.cache import cache
@@ -47,6 +51,7 @@ class ChangeSet:
     files: list[FileDiff]
     summary: list[str] = field(default_factory=list)
     summary_note: str = ""
+    summary_pending: bool = False  # not computed yet: the page fetches it with htmx
 
 
 def side_by_side(old: str, new: str, *, context: int = CONTEXT_LINES) -> list[SideBySideRow]:
@@ -108,13 +113,52 @@ def _summary(old_files: dict[str, str], new_files: dict[str, str]) -> tuple[list
     return list(summarise(old_bundle, new_bundle)), ""
 
 
+_BUNDLES: OrderedDict[str, object] = OrderedDict()
+_BUNDLE_CACHE_SIZE = 8
+
+
+def bundle_remember(bundle) -> None:
+    """Keep a loaded bundle in the small in-process cache (keyed by its digest)."""
+    _BUNDLES[bundle.digest] = bundle
+    _BUNDLES.move_to_end(bundle.digest)
+    while len(_BUNDLES) > _BUNDLE_CACHE_SIZE:
+        _BUNDLES.popitem(last=False)
+
+
+def _version_bundle(version: HarnessVersion):
+    """The loaded bundle of a version, from the cache when it is there."""
+    bundle = _BUNDLES.get(version.digest)
+    if bundle is None:
+        bundle = bundle_load(version_files(version=version))
+    bundle_remember(bundle)
+    return bundle
+
+
+def summary_against_parent(*, parent: HarnessVersion, bundle) -> list[str]:
+    """The change summary from `parent` to a freshly loaded bundle (stored on the new version)."""
+    bundle_remember(bundle)
+    return list(summarise(_version_bundle(parent), bundle))
+
+
+def _summary_key(old: HarnessVersion, new: HarnessVersion) -> str:
+    return f"harness-diff-summary:{old.digest}:{new.digest}"
+
+
+def version_summary_cached(*, old: HarnessVersion, new: HarnessVersion) -> list[str] | None:
+    """The change summary if it was computed before, else None (the page then loads it lazily)."""
+    if old.digest == new.digest:
+        return []
+    if new.parent_id == old.pk and new.parent_summary is not None:
+        return new.parent_summary
+    return cache.get(_summary_key(old, new))
+
+
 def version_summary(*, old: HarnessVersion, new: HarnessVersion) -> list[str]:
     """The library's change summary between two versions (cached: versions are immutable)."""
-    key = f"harness-diff-summary:{old.digest}:{new.digest}"
-    summary = cache.get(key)
+    summary = version_summary_cached(old=old, new=new)
     if summary is None:
-        summary, _ = _summary(version_files(version=old), version_files(version=new))
-        cache.set(key, summary, timeout=None)
+        summary = list(summarise(_version_bundle(old), _version_bundle(new)))
+        cache.set(_summary_key(old, new), summary, timeout=None)
     return summary
 
 
@@ -130,7 +174,8 @@ def version_diff(*, old: HarnessVersion, new: HarnessVersion) -> ChangeSet:
         )
         for p in paths
     ]
-    return ChangeSet(files=files, summary=version_summary(old=old, new=new))
+    summary = version_summary_cached(old=old, new=new)
+    return ChangeSet(files=files, summary=summary or [], summary_pending=summary is None)
 
 
 def files_diff(*, old_files: dict[str, str], new_files: dict[str, str]) -> ChangeSet:

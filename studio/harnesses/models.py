@@ -48,6 +48,9 @@ class HarnessVersion(models.Model):
     author = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
     summary = models.JSONField(default=dict, help_text="Counts shown in lists: skills, tools, hooks.")
+    parent_summary = models.JSONField(
+        null=True, blank=True, help_text="What changed since the parent (harness.diff summary), computed at creation."
+    )
 
     class Meta:
         ordering = ["harness", "-number"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 
-from django.db.models import Count, Prefetch, QuerySet
+from django.db.models import Count, F, Prefetch, QuerySet
 
 from studio.harnesses.models import (
     Draft,
@@ -31,8 +31,9 @@ def harness_latest_version(*, harness: Harness) -> HarnessVersion | None:
 def version_list(*, harness: Harness) -> QuerySet[HarnessVersion]:
     return (
         HarnessVersion.objects.filter(harness=harness)
-        .select_related("author", "parent")
+        .select_related("author")
         .prefetch_related("labels")
+        .annotate(parent_number=F("parent__number"))
         .defer("tree")
         .order_by("-number")
     )

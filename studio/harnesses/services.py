@@ -26,6 +26,7 @@ from studio.harnesses.bundles import (
     bundle_summary,
     files_from_zip,
 )
+from studio.harnesses.diffs import summary_against_parent
 from studio.harnesses.models import (
     Draft,
     DraftConflict,
@@ -97,6 +98,7 @@ def harness_version_create(
     if existing is not None:
         raise DuplicateVersion(existing)
     number = (HarnessVersion.objects.filter(harness=harness).aggregate(n=Max("number"))["n"] or 0) + 1
+    parent_summary = summary_against_parent(parent=parent, bundle=bundle) if parent is not None else None
     version = HarnessVersion.objects.create(
         harness=harness,
         number=number,
@@ -106,6 +108,7 @@ def harness_version_create(
         message=message,
         author=author,
         summary=bundle_summary(bundle).to_dict(),
+        parent_summary=parent_summary,
     )
     audit_record(
         actor=author,

@@ -14,6 +14,7 @@ urlpatterns = [
     path("h/<slug:name>/v/<int:number>/", views.version_detail, name="version_detail"),
     path("h/<slug:name>/v/<int:number>/export.zip", views.version_export, name="version_export"),
     path("h/<slug:name>/diff/", views.version_diff_view, name="version_diff"),
+    path("h/<slug:name>/diff/summary/", views.version_diff_summary, name="version_diff_summary"),
     path("h/<slug:name>/labels/move/", views.label_move_view, name="label_move"),
     path("h/<slug:name>/labels/<slug:label>/rollback/", views.label_rollback_view, name="label_rollback"),
     path("h/<slug:name>/drafts/new/", views.draft_create_view, name="draft_create"),

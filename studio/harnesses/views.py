@@ -23,7 +23,7 @@ from studio.accounts.decorators import requires
 from studio.accounts.roles import user_can
 from studio.harnesses import selectors
 from studio.harnesses.bundles import BundleArchiveError, files_to_zip
-from studio.harnesses.diffs import files_diff, version_diff
+from studio.harnesses.diffs import ChangeSet, files_diff, version_diff, version_summary
 from studio.harnesses.markdown import render_skill_preview
 from studio.harnesses.models import Draft, DraftConflict, Harness, HarnessVersion, Label
 from studio.harnesses.services import (
@@ -206,6 +206,20 @@ def version_diff_view(request, name: str):
         "harnesses/version_diff.html",
         {"harness": harness, "old": old, "new": new, "changes": version_diff(old=old, new=new), "mode": mode, "numbers": numbers},
     )
+
+
+@require_GET
+@requires("studio.view")
+def version_diff_summary(request, name: str):
+    """The change-summary box of the diff page, computed on demand (htmx)."""
+    harness = _harness(name)
+    try:
+        old = _version(harness, _int(request.GET.get("a"), field="a"))
+        new = _version(harness, _int(request.GET.get("b"), field="b"))
+    except StudioError as error:
+        return HttpResponseBadRequest(str(error))
+    changes = ChangeSet(files=[], summary=version_summary(old=old, new=new))
+    return render(request, "harnesses/_change_summary.html", {"changes": changes})
 
 
 @require_POST

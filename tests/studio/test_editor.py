@@ -136,8 +136,27 @@ def test_diff_page_unified_and_side_by_side_with_summary(personas, draft):
     client.post(f"/drafts/{draft.pk}/commit/", {"message": "rule"})
     unified = client.get("/h/livestream-avatar/diff/?a=1&b=2").content.decode()
     assert '<span class="add">+- Never promise a delivery date' in unified
-    assert 'id="change-summary"' in unified and "item_qa" in unified
+    assert 'id="change-summary"' in unified and "item_qa" in unified  # stored at commit: inline
+    assert "hx-get" not in unified.split('id="change-summary"')[0][-300:]
     split = client.get("/h/livestream-avatar/diff/?a=1&b=2&mode=split").content.decode()
     assert 'class="sbs"' in split and "unchanged lines" in split
     assert hooks  # hooks.yaml untouched, so not listed as changed
     assert 'data-path="hooks.yaml"' not in split
+
+
+def test_a_summary_between_any_two_versions_loads_on_demand(personas, demo_version, demo_files):
+    from studio_testing import edit_skill_rule
+
+    from studio.harnesses.services import harness_version_create
+
+    harness = demo_version.harness
+    v2 = harness_version_create(harness=harness, files=edit_skill_rule(demo_files), author=personas.operator, message="2", parent=demo_version)
+    harness_version_create(harness=harness, files=edit_skill_rule(edit_skill_rule(demo_files), skill="chillchat"),
+                           author=personas.operator, message="3", parent=v2)
+    client = client_for(personas.reviewer)
+    page = client.get("/h/livestream-avatar/diff/?a=1&b=3").content.decode()
+    assert 'hx-get="/h/livestream-avatar/diff/summary/?a=1&amp;b=3"' in page and 'hx-trigger="load"' in page
+    summary = client.get("/h/livestream-avatar/diff/summary/?a=1&b=3").content.decode()
+    assert "item_qa" in summary and "chillchat" in summary
+    again = client.get("/h/livestream-avatar/diff/?a=1&b=3").content.decode()
+    assert 'hx-trigger="load"' not in again and "chillchat" in again

@@ -39,6 +39,7 @@ MATRIX = [
     ("harnesses:version_detail", "get", f"/h/{H}/v/1/", "studio.view", None),
     ("harnesses:version_export", "get", f"/h/{H}/v/1/export.zip", "studio.view", None),
     ("harnesses:version_diff", "get", f"/h/{H}/diff/?a=1&b=2", "studio.view", None),
+    ("harnesses:version_diff_summary", "get", f"/h/{H}/diff/summary/?a=1&b=2", "studio.view", None),
     ("harnesses:draft_edit", "get", "/drafts/{draft}/", "studio.view", None),
     ("harnesses:draft_changes", "get", "/drafts/{draft}/changes/", "studio.view", None),
     ("harnesses:conflict_detail", "get", "/conflicts/{conflict}/", "harness.edit", None),

@@ -1,0 +1,189 @@
+"""Benchmark: how fast the studio's version-diff and editor pages answer for a big Harness.
+
+Builds a Harness of 200 skills with 500 versions (each version changes one
+skill rule, as an operator would) in a scratch SQLite database under var/
+(or the database DATABASE_URL names), then times the pages in-process with
+Django's test client, which includes URL routing, permission checks, queries
+and template rendering but no network. Prints median and p95 per page.
+
+    .venv/bin/python benchmarks/studio_pages.py [--skills 200] [--versions 500] [--samples 60]
+
+Target (issue 6): p95 under 200 ms for the diff and editor pages.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def _setup_django(database: Path) -> None:
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "studio.settings")
+    if not os.environ.get("DATABASE_URL"):
+        database.unlink(missing_ok=True)
+        os.environ["DATABASE_URL"] = f"sqlite:///{database}"
+    os.environ.setdefault("LOG_LEVEL", "WARNING")
+    import django
+
+    django.setup()
+    from django.conf import settings
+    from django.core.management import call_command
+
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    call_command("migrate", verbosity=0)
+
+
+SKILL = """---
+name: {name}
+description: Synthetic {kind} skill number {i} for the benchmark; use when the viewer asks about topic {i}.
+kind: {kind}
+metadata:
+  version: "1.0"
+---
+# {name}
+
+## Rules
+
+{rules}
+"""
+
+
+def _skill_text(name: str, kind: str, i: int, rules: int = 8) -> str:
+    body = "\n".join(
+        f"- Rule {r} of {name}: check the tool result for topic {i} before saying anything about it, "
+        f"and keep the reply under the length limit. {{#r{r}}}"
+        for r in range(1, rules + 1)
+    )
+    return SKILL.format(name=name, kind=kind, i=i, rules=body)
+
+
+def build_files(skills: int) -> dict[str, str]:
+    from harness import demo_harness_dir, load_dir
+
+    files = dict(load_dir(demo_harness_dir()).files)
+    manifest = files["manifest.yaml"].replace("name: livestream-avatar", "name: bench-avatar", 1)
+    files["manifest.yaml"] = manifest
+    existing = sum(1 for p in files if p.endswith("/SKILL.md"))
+    for i in range(skills - existing):
+        name = f"synthetic_{i:03d}"
+        files[f"skills/{name}/SKILL.md"] = _skill_text(name, "strategy" if i % 2 else "reply", i)
+    return files
+
+
+def build_history(*, skills: int, versions: int, seed: int = 7):
+    """v1 through the real service (validated); later versions stored the same way, in bulk."""
+    from django.db import transaction
+
+    from harness import files_digest
+    from studio.accounts.roles import ADMIN, OPERATOR
+    from studio.accounts.services import user_create
+    from studio.harnesses.bundles import bundle_load, bundle_summary
+    from studio.harnesses.models import HarnessVersion
+    from studio.harnesses.services import blobs_store, draft_create, harness_import
+
+    operator = user_create(username="bench-operator", password="bench", roles=[OPERATOR, ADMIN])
+    files = build_files(skills)
+    first = harness_import(files=files, author=operator, message="v1").version
+    summary = bundle_summary(bundle_load(files)).to_dict()
+    rng = random.Random(seed)
+    skill_paths = sorted(p for p in files if p.startswith("skills/synthetic_"))
+    parent = first
+    with transaction.atomic():
+        for number in range(2, versions + 1):
+            path = rng.choice(skill_paths)
+            files = dict(files)
+            files[path] = files[path].rstrip("\n") + f"\n- Added in v{number}: never promise a delivery date. {{#v{number}}}\n"
+            parent = HarnessVersion.objects.create(
+                harness=first.harness, number=number, parent=parent, digest=files_digest(files),
+                tree=blobs_store(files=files), message=f"edit {path}", author=operator, summary=summary,
+            )
+    draft = draft_create(harness=first.harness, base_version=parent, owner=operator, title="bench draft")
+    return operator, first.harness, draft, skill_paths
+
+
+def _time(client, url: str) -> float:
+    started = time.perf_counter()
+    response = client.get(url)
+    elapsed = time.perf_counter() - started
+    if response.status_code != 200:
+        raise SystemExit(f"GET {url} answered {response.status_code}")
+    return elapsed * 1000
+
+
+def _report(name: str, samples: list[float]) -> str:
+    ordered = sorted(samples)
+    p95 = ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))]
+    return f"{name:<44} n={len(samples):<4} median {statistics.median(samples):7.1f} ms   p95 {p95:7.1f} ms"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--skills", type=int, default=200, help="skills in the Harness")
+    parser.add_argument("--versions", type=int, default=500, help="versions in its history")
+    parser.add_argument("--samples", type=int, default=60, help="requests timed per page")
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args()
+
+    _setup_django(ROOT / "var" / "bench-studio.sqlite3")
+    from django.conf import settings
+    from django.test import Client
+
+    settings.ALLOWED_HOSTS = ["*"]
+    started = time.perf_counter()
+    operator, harness, draft, skill_paths = build_history(skills=args.skills, versions=args.versions, seed=args.seed)
+    print(f"built {harness.name}: {args.skills} skills, {args.versions} versions in {time.perf_counter() - started:.1f} s")
+
+    client = Client()
+    client.force_login(operator)
+    rng = random.Random(args.seed + 1)
+    name = harness.name
+    for _ in range(3):  # warm imports, template cache, connection
+        _time(client, f"/h/{name}/diff/?a=1&b=2")
+        _time(client, f"/drafts/{draft.pk}/")
+
+    consecutive = [rng.randint(2, args.versions) for _ in range(args.samples)]
+    cold_diff = [_time(client, f"/h/{name}/diff/?a={n - 1}&b={n}") for n in consecutive]
+    summaries = [_time(client, f"/h/{name}/diff/summary/?a={n - 1}&b={n}") for n in consecutive]
+    warm_diff = [_time(client, f"/h/{name}/diff/?a={n - 1}&b={n}") for n in consecutive]
+    split_diff = [_time(client, f"/h/{name}/diff/?a={n - 1}&b={n}&mode=split") for n in consecutive]
+    far = [(rng.randint(1, args.versions // 2), rng.randint(args.versions // 2 + 1, args.versions)) for _ in range(args.samples // 3)]
+    far_diff = [_time(client, f"/h/{name}/diff/?a={a}&b={b}") for a, b in far]
+    far_summaries = [_time(client, f"/h/{name}/diff/summary/?a={a}&b={b}") for a, b in far]
+    editor = [_time(client, f"/drafts/{draft.pk}/?path={rng.choice(skill_paths)}") for _ in range(args.samples)]
+    editor_top = [_time(client, f"/drafts/{draft.pk}/?path=hooks.yaml") for _ in range(args.samples // 3)]
+    history = [_time(client, f"/h/{name}/") for _ in range(args.samples // 3)]
+
+    save_ms = []
+    for _ in range(max(5, args.samples // 6)):
+        draft.refresh_from_db()
+        path = rng.choice(skill_paths)
+        text = draft.files[path] + "- Benchmark edit. {#bench}\n" if "{#bench}" not in draft.files[path] else draft.files[path].replace("- Benchmark edit. {#bench}\n", "")
+        t0 = time.perf_counter()
+        response = client.post(f"/drafts/{draft.pk}/save/", {"path": path, "text": text, "revision": draft.revision})
+        save_ms.append((time.perf_counter() - t0) * 1000)
+        assert response.status_code == 302, response.status_code
+
+    print(_report("diff page, consecutive versions (first view)", cold_diff))
+    print(_report("  + its change summary (htmx, first view)", summaries))
+    print(_report("diff page, consecutive versions (repeat view)", warm_diff))
+    print(_report("diff page, side by side", split_diff))
+    print(_report("diff page, far-apart versions (first view)", far_diff))
+    print(_report("  + its change summary (htmx, first view)", far_summaries))
+    print(_report("editor page, a skill file", editor))
+    print(_report("editor page, hooks.yaml (catalogue panel)", editor_top))
+    print(_report("Harness page (versions list)", history))
+    print(_report("editor save (validates the whole bundle)", save_ms))
+    database = settings.DATABASES["default"]
+    print(f"database: {database['ENGINE'].rsplit('.', 1)[-1]} {database['NAME']}")
+
+
+if __name__ == "__main__":
+    main()
