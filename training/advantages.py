@@ -49,17 +49,3 @@ def drop_zero_advantage(batch: dict[str, Any], *, multiple: int = 1) -> tuple[di
         out["num_items_in_batch"] = mask.sum().to(torch.as_tensor(batch["num_items_in_batch"]).dtype)
     return out, size - int(keep.sum())
 
-
-def gdpo_advantages(rewards_per_func: torch.Tensor, weights: torch.Tensor, num_generations: int) -> torch.Tensor:
-    """The advantages TRL computes with ``multi_objective_aggregation="normalize_then_sum"``.
-
-    Restated here (same formula as ``GRPOTrainer``) so tests can check the trainer's
-    aggregation against known rewards without running a model.
-    """
-    n_funcs = rewards_per_func.shape[1]
-    grouped = rewards_per_func.view(-1, num_generations, n_funcs)
-    mean_k = grouped.mean(dim=1, keepdim=True)
-    std_k = grouped.std(dim=1, keepdim=True)
-    normalised = ((grouped - mean_k) / (std_k + 1e-4)).view(-1, n_funcs)
-    summed = (normalised * weights.unsqueeze(0)).sum(dim=1)
-    return (summed - summed.mean()) / (summed.std() + 1e-4)

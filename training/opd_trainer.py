@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from training import cpu_scoring
 from training.opd_config import OPDStageConfig
 from training.runs import base_model_of
 from training.stage_common import resolve_harness_dir, resolve_model, start_stage
@@ -39,6 +40,7 @@ def run_opd(config: OPDStageConfig) -> Path:
 
     from training.general_prompts import load_general_prompts
 
+    cpu_scoring.enable()
     run = start_stage(config, stage="opd")
     harness_dir = resolve_harness_dir(config.harness)
     teacher_path = teacher_dir(config, run.model_dir)

@@ -21,6 +21,12 @@ class RLStageConfig(StageConfig):
         "Share of rollouts run under an augmented Harness (HSA); the rest use the original Harness.")})
     hsa_dims: list[str] = field(default_factory=lambda: ["skills", "skill-content", "tools", "prompt", "hooks"],
                                 metadata={"help": "HSA transformation families for the augmented rollouts."})
+    variant_pool_size: int = field(default=4, metadata={"help": (
+        "HSA variants built (each with its own agent) for the augmented rollouts.")})
+    trajectory_budget_s: float = field(default=600.0, metadata={"help": (
+        "Request time budget during rollouts, replacing the Harness's (set for a served GPU model); "
+        "a CPU model that needs longer would otherwise learn from fallback replies only.")})
+    max_rounds: int = field(default=0, metadata={"help": "Round limit of rollouts; 0 = the Harness's max_rounds."})
     failure_rate: float = field(default=0.1, metadata={"help": (
         "Per tool call probability of an injected failure (timeout, malformed result or permission "
         "denied, in equal parts) during rollouts.")})

@@ -1,0 +1,118 @@
+"""Stage 3: HSA-RL with TRL's ``GRPOTrainer`` and a rollout_func that runs the project's runtime.
+
+GDPO: ``multi_objective_aggregation="normalize_then_sum"`` normalises each
+reward dimension within its group before the weighted sum. GSPO:
+``importance_sampling_level="sequence"`` with the per-sequence ``"grpo"`` loss.
+``HarnessGRPOTrainer`` adds one step TRL does not have: samples whose
+advantage is zero are dropped before the update (``training.advantages``).
+Tool results and hook messages are in the sequence for context but masked out
+of the loss through the rollout's ``env_mask``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from trl import GRPOTrainer
+
+from training import cpu_scoring
+from training.advantages import drop_zero_advantage
+from training.rl_config import RLStageConfig
+from training.stage_common import resolve_harness_dir, start_stage
+
+
+class HarnessGRPOTrainer(GRPOTrainer):
+    """GRPOTrainer that drops zero-advantage samples after scoring."""
+
+    def __init__(self, *args, drop_zero_advantage: bool = True, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.drop_zero_advantage = drop_zero_advantage
+
+    def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
+        batch = super()._generate_and_score_completions(inputs)
+        if self.drop_zero_advantage and self.model.training:
+            batch, dropped = drop_zero_advantage(batch, multiple=self.args.steps_per_generation)
+            self._metrics["train"]["dropped_zero_advantage"].append(float(dropped))
+        return batch
+
+
+def build_rl_args(config: RLStageConfig, run, *, max_rounds: int, weights: list[float], **overrides):
+    from trl import GRPOConfig
+
+    args = run.common_trainer_args(config)
+    args.update(num_generations=config.num_generations, beta=config.beta, epsilon=config.epsilon,
+                temperature=config.temperature, top_p=config.top_p,
+                max_completion_length=config.max_new_tokens * max_rounds + 512,
+                multi_objective_aggregation="normalize_then_sum", importance_sampling_level="sequence",
+                loss_type="grpo", reward_weights=weights,
+                mask_truncated_completions=False, log_completions=False, disable_dropout=True,
+                remove_unused_columns=False, shuffle_dataset=True)
+    args.update(overrides)
+    return GRPOConfig(**args)
+
+
+def run_rl(config: RLStageConfig, *, extra_rewards: dict[str, tuple[Callable, float]] | None = None) -> Path:
+    """Train stage 3 and return the final model folder.
+
+    ``extra_rewards`` adds reward callables (name -> (function, weight)) beside the
+    five HAT rewards, e.g. a business metric; they are normalised per group too.
+    """
+    from datasets import Dataset
+    from transformers import AutoTokenizer
+
+    from evaluation.judges import make_judge
+    from harness import load_dir
+    from harness.policies import GenerationSettings
+    from training.cases import training_cases
+    from training.hsa import build_pool
+    from training.rewards import make_reward_funcs
+    from training.rollout import HarnessRollout
+
+    cpu_scoring.enable()
+    run = start_stage(config, stage="rl")
+    harness_dir = resolve_harness_dir(config.harness)
+    bundle = load_dir(harness_dir)
+    source = training_cases(config.cases, limit=config.max_cases)
+    tokenizer = AutoTokenizer.from_pretrained(run.model_dir, padding_side="left")
+    settings = GenerationSettings(temperature=config.temperature, top_p=config.top_p,
+                                  max_new_tokens=config.max_new_tokens)
+    max_rounds = config.max_rounds or None
+    rounds = int(max_rounds or bundle.prompt.constraints["max_rounds"])
+    pool = build_pool(bundle=bundle, size=config.variant_pool_size if config.augmented_fraction > 0 else 0, seed=config.seed,
+                      dims=config.hsa_dims, cases=source.cases, catalogue=source.catalogue,
+                      agent_kwargs={"max_rounds": max_rounds, "trajectory_budget_s": config.trajectory_budget_s,
+                                    "generation": settings})
+    rollout = HarnessRollout(pool=pool, cases={c["id"]: c for c in source.cases}, tokenizer=tokenizer,
+                             settings=settings, augmented_fraction=config.augmented_fraction,
+                             failure_rate=config.failure_rate, seed=config.seed)
+    judge = make_judge("programmatic", catalogue=source.catalogue,
+                       max_reply_chars=int(bundle.prompt.constraints.get("max_reply_chars", 220)))
+    funcs = make_reward_funcs(judge=judge, tokenizer=tokenizer)
+    rewards = [(funcs[name], weight) for name, weight in config.reward_weights.items()]
+    for name, (func, weight) in (extra_rewards or {}).items():
+        func.__name__ = name
+        rewards.append((func, weight))
+    try:
+        trainer = HarnessGRPOTrainer(
+            model=str(run.model_dir), reward_funcs=[f for f, _ in rewards],
+            args=build_rl_args(config, run, max_rounds=rounds, weights=[w for _, w in rewards]),
+            train_dataset=Dataset.from_list([{"prompt": c["id"]} for c in source.cases]),
+            processing_class=tokenizer, callbacks=run.callbacks(), rollout_func=rollout,
+            drop_zero_advantage=config.drop_zero_advantage)
+        trainer.train(resume_from_checkpoint=run.resume_from)
+        final = run.finish(trainer, tokenizer, config=config, harness_dir=harness_dir,
+                           data={"tasks": source.name, "n_tasks": len(source.cases),
+                                 "augmented_fraction": config.augmented_fraction,
+                                 "failure_rate": config.failure_rate, "rollouts": rollout.calls_made},
+                           trainer_name="trl.GRPOTrainer (rollout_func, GDPO, GSPO, zero-advantage drop)",
+                           extra={"reward_weights": config.reward_weights, "beta": config.beta,
+                                  "variant_pool": [e.name for e in pool.variants]})
+    finally:
+        pool.close()
+    if config.evaluate_after:
+        from training.self_eval import evaluate_run
+
+        evaluate_run(run_dir=run.run_dir, harness_dir=harness_dir, cases=config.eval_cases, seed=config.seed)
+    return final
