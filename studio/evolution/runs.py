@@ -160,15 +160,16 @@ def eval_run_execute(*, run_id: int, progress, log) -> dict[str, Any]:
             counts = dict(run.scored_by_attempt)
             counts[str(attempt)] = scored
             EvalRun.objects.filter(pk=run.pk).update(scored_by_attempt=counts, wall_s=run.wall_s + elapsed)
+        summary = run_summary(run=run)
+        EvalRun.objects.filter(pk=run.pk).update(summary=summary)
+        from studio.evolution.services import stage_run_finished
+
+        stage_run_finished(run_id=run.pk)  # the regression report exists before the run shows as finished
     except Exception as error:
         EvalRun.objects.filter(pk=run.pk).update(status=EvalRun.FAILED, error=f"{type(error).__name__}: {error}",
                                                  finished_at=timezone.now())
         raise
-    summary = run_summary(run=run)
-    EvalRun.objects.filter(pk=run.pk).update(status=EvalRun.SUCCEEDED, summary=summary, finished_at=timezone.now())
-    from studio.evolution.services import stage_run_finished
-
-    stage_run_finished(run_id=run.pk)
+    EvalRun.objects.filter(pk=run.pk).update(status=EvalRun.SUCCEEDED, finished_at=timezone.now())
     return {"run_id": run.pk, "scored_now": scored, "kept": len(done), **summary["overall"]}
 
 

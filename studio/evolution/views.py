@@ -241,7 +241,8 @@ def _stage_context(request, stage: Stage) -> dict:
     diagnosis = stage.diagnoses.select_related("job").first()
     proposals = list(diagnosis.proposals.all()) if diagnosis else []
     active = any(r is not None and r.status in (EvalRun.QUEUED, EvalRun.RUNNING) for r in (parent_run, candidate_run)) \
-        or (diagnosis is not None and diagnosis.status in (EvalRun.QUEUED, EvalRun.RUNNING))
+        or (diagnosis is not None and diagnosis.status in (EvalRun.QUEUED, EvalRun.RUNNING)) \
+        or (candidate_run is not None and not stage.comparison and candidate_run.status == EvalRun.SUCCEEDED)
     gates = release_gates(comparison=stage.comparison, tolerance=stage.evolution.tolerance) \
         if stage.comparison else []
     return {

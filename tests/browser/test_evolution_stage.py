@@ -1,0 +1,89 @@
+"""One full evolution stage from the browser, against a real Celery worker and the shortcut policy.
+
+A reviewer starts an evolution on a Harness with a planted defect (prices may be
+stated without a tool), watches the base evaluation finish, runs the diagnosis,
+accepts the top proposal, commits the candidate, watches it evaluate, reads the
+regression report, promotes the candidate to staging and sees the record chart.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytestmark = [pytest.mark.browser, pytest.mark.services]
+
+
+@pytest.fixture
+def evolution_world(people, tmp_path):
+    from evaluation.diagnosis.edits import ChangeSkillRule, apply_edits
+    from evaluation.world.sets import build_sets
+    from harness import demo_harness_dir, read_dir
+    from studio.endpoints.models import ModelEndpoint
+    from studio.evolution.runs import SCRIPTED
+    from studio.evolution.scripted import write_script
+    from studio.evolution.services import dataset_import
+    from studio.harnesses.services import harness_import
+
+    built = build_sets(seed=7)
+    cases = built["sets"]["dev"][:20]
+    dataset = dataset_import(name="dev-20", text="\n".join(json.dumps(c) for c in cases), source="dev.jsonl",
+                             actor=people["operator"], catalogue=built["catalogue"].to_dict())
+    files, _ = read_dir(demo_harness_dir())
+    files, _ = apply_edits(files, [ChangeSkillRule(skill="item_qa", rule_id="fetch-before-facts", text="")])
+    lines = files["hooks.yaml"].split("\n")
+    for hook_id in ("price-needs-tool", "numbers-grounded"):
+        start = lines.index(f"  - id: {hook_id}")
+        end = start + 1
+        while end < len(lines) and not lines[end].startswith("  - id:"):
+            end += 1
+        lines = lines[:start] + lines[end:]
+    files["hooks.yaml"] = "\n".join(lines)
+    version = harness_import(files=files, author=people["operator"], message="prices unguarded").version
+    endpoint = ModelEndpoint.objects.create(name="shortcut", route=SCRIPTED,
+                                            model=str(write_script(cases=cases, path=tmp_path / "script.json")))
+    return version, dataset, endpoint
+
+
+def test_one_stage_from_evaluation_to_staging(evolution_world, sign_in):
+    from studio.harnesses.models import Label
+    from studio.jobs.testing import celery_worker
+
+    version, dataset, endpoint = evolution_world
+    with celery_worker():
+        page = sign_in("rafael")
+        page.click("text=Evolution")
+        page.click("#new-evolution")
+        page.fill("input[name=name]", "unguarded prices")
+        page.select_option("select[name=version]", str(version.pk))
+        page.select_option("select[name=dataset]", dataset.name)
+        page.select_option("select[name=endpoint]", str(endpoint.pk))
+        page.click("#start-evolution")
+
+        page.wait_for_selector("#step-evaluate .run-status[data-status=succeeded]", timeout=90_000)
+        assert "Accuracy" in page.inner_text("#step-evaluate")
+        page.click("#diagnose")
+        page.wait_for_selector("#proposal-1", timeout=60_000)
+        first = page.locator("#proposal-1")
+        assert "by rule-based" in first.inner_text()
+        assert "require_tool_before_claim" in first.inner_text()
+        first.locator("button.accept").click()
+        page.wait_for_selector("#proposal-1[data-status=accepted]")
+        page.click("#build-candidate")
+
+        page.wait_for_selector("#regression-report", timeout=90_000)
+        report = page.inner_text("#regression-report")
+        assert "product_qa" in report and "Newly passing" in report
+        assert page.locator("#report-overall tr[data-scope=product_qa]").count() == 1
+        page.select_option("#decision", "promote_staging")
+        page.fill("input[name=reason]", "prices grounded again")
+        page.click("#decide")
+
+        page.wait_for_selector("#record")
+        page.wait_for_selector("#record-chart[data-rendered=yes]")
+        assert page.get_attribute("#record-chart", "data-points") == "2"
+        record = page.inner_text("#record")
+        assert "promote to staging" in record
+    staging = Label.objects.get(harness=version.harness, name="staging")
+    assert staging.version.parent_id == version.pk
