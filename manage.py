@@ -1,16 +1,7 @@
 #!/usr/bin/env python
-"""Django's command-line utility for Harness Studio."""
+"""Django's command-line utility for Harness Studio (same as the `harness-studio` command)."""
 
-import os
-import sys
-
-
-def main() -> None:
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "studio.settings")
-    from django.core.management import execute_from_command_line
-
-    execute_from_command_line(sys.argv)
-
+from studio.cli import main
 
 if __name__ == "__main__":
     main()

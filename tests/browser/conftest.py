@@ -66,7 +66,7 @@ def sign_in(browser, live_server):
 
     def _sign_in(username: str):
         context = browser.new_context(base_url=live_server.url)
-        context.set_default_timeout(15000)
+        context.set_default_timeout(30000)
         contexts.append(context)
         page = context.new_page()
         page.goto("/accounts/login/")

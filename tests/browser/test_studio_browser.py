@@ -113,7 +113,7 @@ def test_playground_run_on_a_real_worker_updates_the_job_page_until_the_trajecto
         page.fill("input[name=comment]", "How much is product #3?")
         page.click("#playground-form button")
         expect(page).to_have_url(re.compile(r"/jobs/\d+/$"))
-        expect(page.locator("#job-status")).to_have_attribute("data-status", "succeeded", timeout=60000)
+        expect(page.locator("#job-status")).to_have_attribute("data-status", "succeeded", timeout=120000)
         expect(page.locator("#trajectory-reply")).to_contain_text("Link 3 is the Sunscreen SPF50, currently 89 yuan.")
         expect(page.locator(".step-tool_call").first).to_contain_text("get_product_info_by_link_id")
         expect(page.locator(".step-hook_decision").first).to_be_visible()
