@@ -75,7 +75,9 @@ def clean_answer(content: str) -> str:
     """The rewrite alone: reasoning, fences, labels and wrapping quotes removed."""
     text = re.sub(r"<think>.*?</think>", "", content, flags=re.DOTALL).strip()
     text = re.sub(r"^```\w*\n?|\n?```$", "", text).strip()
-    text = re.sub(r"^(rewritten( text)?|paraphrase|rewrite)\s*:\s*", "", text, flags=re.I).strip()
-    if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
-        text = text[1:-1].strip()
+    for _ in range(2):  # '"Rewritten: ..."' and 'Rewritten: "..."' alike
+        if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
+            text = text[1:-1].strip()
+        text = re.sub(r"^(rewritten( text)?|paraphrase|rewrite)\s*:\s*", "", text,
+                      flags=re.I).strip()
     return text
