@@ -93,3 +93,18 @@ def test_bad_prompt_file_names_the_line(tmp_path):
     path.write_text('{"key": 1, "prompt": "x", "instruction_id_list": [], "kwargs": []}\n{"key": 2}\n')
     with pytest.raises(ValueError, match=r"bad.jsonl:2: missing field\(s\) prompt"):
         load_ifeval_prompts(source=path)
+
+
+def test_nltk_data_cli_writes_punkt_tab_that_nltk_reads(tmp_path):
+    from evaluation.nltk_data import main as nltk_main
+
+    assert nltk_main(["--dir", str(tmp_path / "nd"), "--quiet"]) == 0
+    folder = tmp_path / "nd" / "tokenizers" / "punkt_tab" / "english"
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "abbrev_types.txt", "collocations.tab", "ortho_context.tab", "sent_starters.txt"]
+    from nltk.data import FileSystemPathPointer
+    from nltk.tokenize.punkt import PunktSentenceTokenizer, load_punkt_params
+
+    tokenizer = PunktSentenceTokenizer(load_punkt_params(FileSystemPathPointer(str(folder))))
+    assert tokenizer.tokenize("Dr. Li sells tea at 5 p.m. on Monday. It sells out.") == [
+        "Dr. Li sells tea at 5 p.m. on Monday.", "It sells out."]
