@@ -102,9 +102,14 @@ def test_nltk_data_cli_writes_punkt_tab_that_nltk_reads(tmp_path):
     folder = tmp_path / "nd" / "tokenizers" / "punkt_tab" / "english"
     assert sorted(p.name for p in folder.iterdir()) == [
         "abbrev_types.txt", "collocations.tab", "ortho_context.tab", "sent_starters.txt"]
-    from nltk.data import FileSystemPathPointer
+    import nltk
     from nltk.tokenize.punkt import PunktSentenceTokenizer, load_punkt_params
 
-    tokenizer = PunktSentenceTokenizer(load_punkt_params(FileSystemPathPointer(str(folder))))
+    from evaluation.nltk_data import ensure_nltk_data
+
+    ensure_nltk_data(root=tmp_path / "nd")  # NLTK only opens files under its data path
+    pointer = nltk.data.find("tokenizers/punkt_tab/english/")
+    assert str(pointer.path).startswith(str(tmp_path / "nd"))
+    tokenizer = PunktSentenceTokenizer(load_punkt_params(pointer))
     assert tokenizer.tokenize("Dr. Li sells tea at 5 p.m. on Monday. It sells out.") == [
         "Dr. Li sells tea at 5 p.m. on Monday.", "It sells out."]
