@@ -1,9 +1,10 @@
 """An editable copy of a bundle's parsed data, and its re-rendering to files.
 
 Augmentation edits plain data (the YAML of ``tools.yaml``, ``prompt.yaml``,
-``hooks.yaml``, each skill's front matter and body) and renders text with the
-Harness format's own writers (``harness.yamlio.dump_yaml``,
-``harness.skills.render_skill``). A file whose data did not change keeps its
+``hooks.yaml``, each skill's front matter and body) and renders text the way
+the Harness format writes it (``harness.yamlio.dump_yaml``'s settings and
+``harness.skills.render_skill``'s layout; multi-line strings as ``|`` blocks so
+templates stay readable in diffs). A file whose data did not change keeps its
 original text byte for byte, so a variant that only touched hooks differs from
 its parent in ``hooks.yaml`` alone. ``body`` splits a SKILL.md body into text
 lines and rule items so rules can be rewritten, masked and reordered by id.
@@ -19,10 +20,29 @@ import yaml
 
 from harness.bundle import Bundle
 from harness.skills import _RULE_ID, rule_auto_id, split_front_matter
-from harness.yamlio import dump_yaml
 
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-_DUMPER = getattr(yaml, "CSafeDumper", None)
+
+
+def _represent_str(dumper, data: str):
+    # Multi-line text (prompt templates, long messages) as a literal block, as people write it.
+    return dumper.represent_scalar("tag:yaml.org,2002:str", data,
+                                   style="|" if "\n" in data.rstrip("\n") else None)
+
+
+class BlockDumper(yaml.SafeDumper):
+    """The Harness writer's settings, with multi-line strings as ``|`` blocks."""
+
+
+BlockDumper.add_representer(str, _represent_str)
+if hasattr(yaml, "CSafeDumper"):
+    class _CBlockDumper(yaml.CSafeDumper):
+        pass
+
+    _CBlockDumper.add_representer(str, _represent_str)
+    _DUMPER = _CBlockDumper
+else:  # pragma: no cover - PyYAML without libyaml
+    _DUMPER = BlockDumper
 _RULE_START = re.compile(r"^((?:[-*+]|\d+[.)]))\s+(.*)$")
 
 
@@ -30,12 +50,11 @@ def _load(text: str):
     return yaml.load(text, Loader=_LOADER)  # a safe loader (C or Python)
 
 
-def _dump(data) -> str:
-    """``harness.yamlio.dump_yaml``'s output, through libyaml when it is installed (faster;
-    a test checks both writers agree on variants)."""
-    if _DUMPER is None:
-        return dump_yaml(data)
-    return yaml.dump(data, Dumper=_DUMPER, sort_keys=False, allow_unicode=True,
+def dump_text(data, *, dumper=None) -> str:
+    """YAML as ``harness.yamlio.dump_yaml`` writes it (key order kept, block style, width
+    100), but multi-line strings as ``|`` blocks; through libyaml when it is installed (a
+    test checks both emitters give the same text)."""
+    return yaml.dump(data, Dumper=dumper or _DUMPER, sort_keys=False, allow_unicode=True,
                      default_flow_style=False, width=100)
 
 
@@ -211,13 +230,13 @@ class Draft:
                           ("prompt", "prompt.yaml"), ("hooks", "hooks.yaml")):
             data = getattr(self, key)
             if data != getattr(self._parsed, key):
-                files[file] = _dump(data)
+                files[file] = dump_text(data)
         for name, skill in self.skills.items():
             original = self._parsed.skills.get(name)
             if (original is not None and skill.path == original.path
                     and skill.front_matter == original.front_matter and skill.body == original.body):
                 files[skill.path] = self.origin.files[skill.path]
             else:
-                files[f"skills/{name}/SKILL.md"] = ("---\n" + _dump(skill.front_matter) + "---\n"
+                files[f"skills/{name}/SKILL.md"] = ("---\n" + dump_text(skill.front_matter) + "---\n"
                                                     + skill.body.lstrip("\n"))
         return files

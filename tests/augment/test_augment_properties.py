@@ -153,11 +153,14 @@ def test_skill_content_alone_keeps_names_tools_prompt_and_hooks(demo_bundle):
     assert variant.mapping.skills == {} and variant.mapping.tools == {}
 
 
-def test_libyaml_writer_agrees_with_the_format_writer(demo_bundle):
-    from harness.yamlio import dump_yaml
-    variant = augment_bundle(bundle=demo_bundle, seed=11)
-    for path in ("tools.yaml", "prompt.yaml", "hooks.yaml"):
-        assert dump_yaml(yaml.safe_load(variant.bundle.files[path])) == variant.bundle.files[path]
+def test_libyaml_and_python_writers_agree_and_templates_stay_readable(demo_bundle):
+    from harness.augment.draft import BlockDumper, dump_text
+    for seed in range(5):
+        variant = augment_bundle(bundle=demo_bundle, seed=seed)
+        for path in ("tools.yaml", "prompt.yaml", "hooks.yaml"):
+            text = variant.bundle.files[path]
+            assert dump_text(yaml.safe_load(text), dumper=BlockDumper) == text
+        assert "  template: |" in variant.bundle.files["prompt.yaml"]
 
 
 def test_skill_body_round_trip_keeps_rules_and_ids(demo_bundle):
