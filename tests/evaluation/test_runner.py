@@ -49,9 +49,11 @@ def test_run_judges_every_case_writes_report_and_resumes(world, tmp_path):
         assert (out / name).stat().st_size > 0
     assert (out / "category_bars.png").read_bytes()[:4] == b"\x89PNG"
     second = run_set(harness_dir=demo_harness_dir(), set_path=world / "dev.jsonl", policy=f"scripted:{script}",
-                     out=out, limit=6, progress=False)
-    assert (second.done, second.skipped) == (2, 4)
-    assert len(load_results(out / "results.jsonl")) == 6
+                     out=out, limit=8, progress=False, concurrency=2)
+    assert (second.done, second.skipped) == (4, 4)
+    rows = load_results(out / "results.jsonl")
+    assert len(rows) == 8 and len({r["id"] for r in rows}) == 8
+    assert all(r["reply"] == "Thanks for watching, happy to help!" for r in rows)
     with pytest.raises(RunConfigError, match="different policy"):
         run_set(harness_dir=demo_harness_dir(), set_path=world / "dev.jsonl", policy="scripted:other.json",
                 out=out, progress=False)
@@ -143,6 +145,24 @@ def test_compare_finds_a_regression_planted_in_one_category(tmp_path):
     assert result["newly_passing"] and all(x["category"] == "product_qa" for x in result["newly_passing"])
     assert "REGRESSED" in comparison_markdown(result)
     assert main(["compare", str(a), str(b), "--resamples", "500", "--fail-on-regression"]) == 1
+
+
+def test_cli_calibrate_and_ifeval(world, tmp_path, capsys):
+    assert main(["calibrate", "--set", str(world / "dev.jsonl"), "--out", str(tmp_path / "cal")]) == 0
+    report = json.loads((tmp_path / "cal" / "calibration.json").read_text())
+    assert report["n"] == 482 and report["accuracy"]["agreement"] >= 0.95
+    prompts = tmp_path / "ife.jsonl"
+    prompts.write_text("".join(json.dumps({"key": k, "prompt": f"Answer {k} without commas.",
+                                           "instruction_id_list": ["punctuation:no_comma"], "kwargs": [{}]}) + "\n"
+                               for k in (1, 2)))
+    script = tmp_path / "ife_script.json"
+    script.write_text(json.dumps(["no commas at all", "one, two"]))
+    capsys.readouterr()
+    assert main(["ifeval", "--policy", f"scripted:{script}", "--source", str(prompts), "--no-progress",
+                 "--out", str(tmp_path / "ife")]) == 0
+    assert "IFE-P strict 50.0" in capsys.readouterr().out
+    saved = json.loads((tmp_path / "ife" / "ifeval.json").read_text())
+    assert saved["n_prompts"] == 2 and saved["policy"].startswith("scripted:")
 
 
 def test_cli_generate_and_validate(tmp_path, capsys):
