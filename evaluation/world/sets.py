@@ -20,7 +20,7 @@ from evaluation.world import names as N
 from evaluation.world import phrasing as W
 from evaluation.world.candidates import applicable_defects, make_candidate
 from evaluation.world.catalogue import build_catalogue
-from evaluation.world.intents import CaseFactory, Draft
+from evaluation.world.intents import CaseFactory, Draft, price_fact
 from evaluation.world.tool_sets import add_constraints, add_extra_tools
 from evaluation.world.variety import variety_report
 
@@ -70,8 +70,6 @@ def _multi(factory: CaseFactory, draft: Draft) -> Draft:
             p = second.focus[0]
             extra.append(("product_qa", W.comment(rng, W.PRICE_CORES, ref=f"#{p.link_id}")))
             draft.gold["tool_calls"].append({"name": N.PRODUCT_INFO, "arguments": {"link_id": p.link_id}})
-            from evaluation.world.intents import price_fact
-
             draft.gold["required_facts"].append(price_fact(p))
             draft.reference = f"{draft.reference} {W.price_reply(rng, p)}"
             draft.gold["reference_reply"] = draft.reference
