@@ -63,7 +63,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     try:
         outcome = run_set(harness_dir=args.harness, set_path=args.set, policy=args.policy, out=args.out,
                           judge=args.judge, concurrency=args.concurrency, limit=args.limit,
-                          progress=not args.no_progress, max_new_tokens=args.max_new_tokens)
+                          progress=not args.no_progress, max_new_tokens=args.max_new_tokens,
+                          trajectory_budget_s=args.trajectory_budget_s)
     except (RunConfigError, FileNotFoundError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -173,6 +174,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--concurrency", type=int, default=1)
     p.add_argument("--limit", type=int, default=None, help="only the first N cases")
     p.add_argument("--max-new-tokens", type=int, default=None, help="per model call (default: the policy's)")
+    p.add_argument("--trajectory-budget-s", type=float, default=None,
+                   help="override the Harness's trajectory budget (e.g. for a slow CPU); recorded in run.json")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(fn=_cmd_run)
     p = sub.add_parser("report", help="(re)write a run's report from its results, e.g. of an unfinished run")

@@ -78,10 +78,12 @@ def resolve_catalogue(set_path: Path, cases: list[dict]):
 class _Worker:
     """One thread's policy and Agents (one Agent per distinct per-case Harness, the last kept)."""
 
-    def __init__(self, policy_factory: Callable[[], Any], catalogue, connect_mcp: bool) -> None:
+    def __init__(self, policy_factory: Callable[[], Any], catalogue, connect_mcp: bool,
+                 budget_s: float | None = None) -> None:
         self.policy = policy_factory()
         self.catalogue = catalogue
         self.connect_mcp = connect_mcp
+        self.budget_s = budget_s
         self.agents: dict[str, Any] = {}
 
     def agent(self, bundle):
@@ -92,7 +94,8 @@ class _Worker:
                 for digest in list(self.agents)[1:]:
                     self.agents.pop(digest).close()
             self.agents[bundle.digest] = Agent(bundle=bundle, policy=self.policy, catalogue=self.catalogue,
-                                               connect_mcp=self.connect_mcp)
+                                               connect_mcp=self.connect_mcp,
+                                               trajectory_budget_s=self.budget_s)
         return self.agents[bundle.digest]
 
     def close(self) -> None:
@@ -113,6 +116,7 @@ def run_set(
     policy_factory: Callable[[], Any] | None = None,
     connect_mcp: bool = True,
     max_new_tokens: int | None = None,
+    trajectory_budget_s: float | None = None,
 ) -> RunOutcome:
     """Evaluate ``set_path`` under the Harness at ``harness_dir`` with ``policy``; resumable."""
     from harness import load_dir
@@ -127,6 +131,7 @@ def run_set(
         "set": str(set_path), "set_name": set_path.stem, "set_sha256": _sha256(set_path),
         "policy": policy, "judge": judge, "limit": limit, "cases": len(cases),
         "max_new_tokens": max_new_tokens, "concurrency": concurrency,
+        "trajectory_budget_s": trajectory_budget_s or bundle.prompt.constraints.get("trajectory_budget_s"),
     }
     out.mkdir(parents=True, exist_ok=True)
     run_file = out / "run.json"
@@ -164,7 +169,7 @@ def run_set(
 
     def run_one(case: dict) -> dict:
         if not hasattr(local, "worker"):
-            local.worker = _Worker(factory, catalogue, connect_mcp)
+            local.worker = _Worker(factory, catalogue, connect_mcp, trajectory_budget_s)
             workers.append(local.worker)
         worker = local.worker
         started = time.perf_counter()

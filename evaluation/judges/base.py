@@ -18,6 +18,7 @@ ACCURACY_REASONS = (
 )
 EFFECTIVENESS_REASONS = (
     "no_reply", "wrong_language", "refused_legitimate", "missing_required_fact", "vague", "over_long",
+    "fallback_reply",
 )
 TRAJECTORY_REASONS = (
     "missing_reply_skill", "missing_strategy_skill", "missing_tool_call", "wrong_tool_arguments",

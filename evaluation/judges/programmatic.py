@@ -263,6 +263,12 @@ class ProgrammaticJudge:
         reply = reply or ""
         acc_reasons = self._accuracy(case, reply, route, trajectory)
         eff, fact_share, eff_reasons = self._effectiveness(case, reply, route)
+        gold_public = (case.get("gold") or {}).get("route", "public") != "silent"
+        if trajectory is not None and trajectory.get("outcome") == "fallback" and gold_public and eff > 0:
+            # the runtime's conservative stand-in ("let me check ..."), not an answer
+            eff = 0.0
+            eff_reasons.append(Reason("fallback_reply", "effectiveness",
+                                      trajectory.get("outcome_reason", "the agent fell back")))
         accuracy = 0 if acc_reasons else 1
         reasons = acc_reasons + [r for r in eff_reasons if r.code != "spoke_when_silent" or not acc_reasons]
         dimensions: dict[str, float | None] = {"accuracy": float(accuracy), "effectiveness": eff,
