@@ -25,8 +25,8 @@ from pydantic import BaseModel, Field
 
 from harness.livestream import Catalogue, demo_catalogue, optimal_quote, price_cart
 from harness.livestream.promotions import PromotionError
+from harness.mcp_server.constants import CATALOGUE_ENV
 
-CATALOGUE_ENV = "HARNESS_CATALOGUE"
 SERVER_NAME = "harness-marketing"
 
 

@@ -25,6 +25,9 @@ from harness.policies.base import (
 
 
 class OpenAIChatPolicy:
+    # The agent passes the time left in the trajectory budget as ``timeout_s``.
+    accepts_timeout = True
+
     def __init__(self, *, base_url: str, model: str, api_key: str | None = None,
                  settings: GenerationSettings | None = None, timeout_s: float = 60.0,
                  native_tools: bool = True, name: str | None = None) -> None:
@@ -40,7 +43,9 @@ class OpenAIChatPolicy:
                              timeout=timeout_s, max_retries=0)
 
     def generate(self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None = None,
-                 settings: GenerationSettings | None = None) -> PolicyOutput:
+                 settings: GenerationSettings | None = None,
+                 timeout_s: float | None = None) -> PolicyOutput:
+        """One streamed call; ``timeout_s`` bounds this call (connect and read)."""
         from openai import OpenAIError
 
         settings = settings or self.settings
@@ -62,7 +67,8 @@ class OpenAIChatPolicy:
         finish = ""
         chunks_with_content = 0
         try:
-            stream = self.client.chat.completions.create(**body)
+            client = self.client if timeout_s is None else self.client.with_options(timeout=timeout_s)
+            stream = client.chat.completions.create(**body)
             for chunk in stream:
                 if getattr(chunk, "usage", None):
                     usage = chunk.usage

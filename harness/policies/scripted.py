@@ -6,6 +6,8 @@ either the raw text a model would write (text protocol) or a dict
 ``tool_calls`` are treated as native calls and ``delay_s`` simulates model time.
 The runtime calls ``begin_request(request_id)`` before each request, which
 rewinds the script, so the same policy answers many requests deterministically.
+One ScriptedPolicy serves one request at a time (it keeps a cursor); give each
+concurrent worker its own.
 """
 
 from __future__ import annotations

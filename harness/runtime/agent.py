@@ -31,7 +31,7 @@ from typing import Any
 from harness.bundle import Bundle
 from harness.hooks import HookSpec
 from harness.livestream import Catalogue, Request, demo_catalogue
-from harness.mcp_server.server import CATALOGUE_ENV
+from harness.mcp_server.constants import CATALOGUE_ENV
 from harness.policies.base import GenerationSettings, Policy, PolicyOutput, ToolCall
 from harness.policies.text_protocol import parse_reply
 from harness.runtime.builtin_tools import ToolContext, skill_name_argument
@@ -299,7 +299,11 @@ class Agent:
         traj.model_calls.append(record)
         started = time.perf_counter()
         try:
-            output = self.policy.generate(messages, tools=self.openai_tools, settings=self.generation)
+            extra = {}
+            if getattr(self.policy, "accepts_timeout", False):  # a remote call must not outlive the budget
+                extra["timeout_s"] = max(0.1, self.budget_s - self._elapsed(run))
+            output = self.policy.generate(messages, tools=self.openai_tools, settings=self.generation,
+                                          **extra)
         except Exception as exc:  # noqa: BLE001 - one failed model call is contained
             record.error = f"{type(exc).__name__}: {exc}"
             record.latency_s = time.perf_counter() - started

@@ -16,7 +16,7 @@ from harness.policies import GenerationSettings, PolicyError, make_policy
 from harness.policies.models import tiny_model_dir
 from harness.runtime import Agent
 
-from .helpers import price_request
+from .helpers import price_request, with_constraints
 
 pytestmark = pytest.mark.slow
 
@@ -94,3 +94,22 @@ def test_bad_policy_spec_says_what_is_valid():
         make_policy("openai:localhost")
     with pytest.raises(ValueError, match="valid: local | tiny"):
         make_policy("gpt")
+
+
+def test_hung_server_call_ends_within_the_trajectory_budget(demo_bundle):
+    """A server that accepts the connection but never answers: the budget still holds."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    port = listener.getsockname()[1]
+    try:
+        bundle = with_constraints(demo_bundle, trajectory_budget_s=1)
+        policy = make_policy(f"openai:http://127.0.0.1:{port}/v1:none")
+        started = time.monotonic()
+        with Agent(bundle=bundle, policy=policy, catalogue=demo_catalogue(), connect_mcp=False) as agent:
+            traj = agent.run(price_request())
+        assert time.monotonic() - started < 3
+        assert traj.outcome == "fallback" and "trajectory budget of 1 s" in traj.outcome_reason
+        assert "Timeout" in traj.model_calls[0].error
+    finally:
+        listener.close()
