@@ -4,7 +4,7 @@
     validate  FILE                               check a case file (line-numbered errors)
     import    --source FILE --dest FILE          validate, then copy (all or nothing)
     run       --harness DIR --set FILE --policy P --out RUN [--judge J] [--concurrency N] [--limit N]
-    report    RUN                                rewrite a run's report from its results (also unfinished runs)
+    report    RUN [--rejudge]                    rewrite a run's report from its results (also unfinished runs)
     compare   RUN_A RUN_B [--out FILE.md]        paired per-category deltas, bootstrap, newly failing
     calibrate --set DEVSET --judge J [--out DIR] judge vs human labels: agreement, kappa, confusion
     ifeval    --policy P [--limit N] [--source PATH] [--out DIR]
@@ -77,10 +77,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from evaluation.runner import RESULTS, load_results, write_report
+    from evaluation.runner import RESULTS, load_results, rejudge_run, write_report
 
     run = Path(args.run)
-    rows = load_results(run / RESULTS)
+    rows = rejudge_run(run=run) if args.rejudge else load_results(run / RESULTS)
     if not rows:
         print(f"error: {run / RESULTS} holds no finished cases", file=sys.stderr)
         return 2
@@ -180,6 +180,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(fn=_cmd_run)
     p = sub.add_parser("report", help="(re)write a run's report from its results, e.g. of an unfinished run")
     p.add_argument("run", type=Path)
+    p.add_argument("--rejudge", action="store_true",
+                   help="score the stored replies and trajectories again with the run's judge (no model calls)")
     p.set_defaults(fn=_cmd_report)
     p = sub.add_parser("compare", help="paired per-category comparison of two runs")
     p.add_argument("run_a", type=Path, help="baseline run folder")

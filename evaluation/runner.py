@@ -219,6 +219,34 @@ def run_set(
     return RunOutcome(out=out, done=len(todo), skipped=len(done_ids), summary=summary)
 
 
+def rejudge_run(*, run: str | Path, judge: str | None = None) -> list[dict]:
+    """Score a run's stored replies and trajectories again (after a judge change), in place.
+
+    ``results.jsonl`` is rewritten atomically; the model is not called.
+    """
+    from harness import load_dir
+
+    run = Path(run)
+    config = json.loads((run / "run.json").read_text(encoding="utf-8"))
+    set_path = Path(config["set"])
+    cases = {c["id"]: c for c in load_cases(set_path)}
+    catalogue = resolve_catalogue(set_path, list(cases.values())) or _demo_catalogue()
+    bundle = load_dir(config["harness_dir"])
+    judge_obj = make_judge(judge or config["judge"], catalogue=catalogue,
+                           max_reply_chars=int(bundle.prompt.constraints.get("max_reply_chars", 220)))
+    rows = load_results(run / RESULTS)
+    for row in rows:
+        if row.get("error") or row["id"] not in cases:
+            continue
+        verdict = judge_obj.judge(case=cases[row["id"]], reply=row.get("reply", ""),
+                                  route=row.get("route", "public"), trajectory=row.get("trajectory"))
+        row["verdict"] = verdict.to_dict()
+    tmp = run / (RESULTS + ".tmp")
+    tmp.write_text("".join(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in rows), encoding="utf-8")
+    tmp.replace(run / RESULTS)
+    return rows
+
+
 def _demo_catalogue():
     from harness.livestream import demo_catalogue
 

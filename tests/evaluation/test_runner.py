@@ -110,6 +110,14 @@ def test_killed_run_resumes_without_rerunning_finished_cases(world, tmp_path):
     (out / "report.md").unlink()
     assert main(["report", str(out)]) == 0
     assert "| ALL | 10 |" in (out / "report.md").read_text()
+    stale = load_results(results)
+    for row in stale:
+        row["verdict"] = {"accuracy": 0, "effectiveness": 0.0, "avg": 0.0, "reasons": []}
+    results.write_text("".join(json.dumps(r) + "\n" for r in stale))
+    assert main(["report", str(out), "--rejudge"]) == 0
+    rejudged = load_results(results)
+    assert [r["id"] for r in rejudged] == [r["id"] for r in after]
+    assert all(r["verdict"]["judge"] == "programmatic" and r["verdict"]["accuracy"] == 1 for r in rejudged)
 
 
 def _fake_run(folder: Path, scores: dict[str, tuple[str, int, float]]) -> Path:
