@@ -147,9 +147,18 @@ class Agent:
         """Per MCP server: the tools discovered at start-up, or why it is unavailable."""
         if self.hub is None:
             return {name: {"error": "not connected"} for name in self.bundle.mcp_servers}
-        return {name: ({"error": self.hub.errors[name]} if name in self.hub.errors
-                       else {"tools": sorted(self.hub.tools.get(name, {}))})
-                for name in self.bundle.mcp_servers}
+        status: dict[str, Any] = {}
+        for name in self.bundle.mcp_servers:
+            if name in self.hub.errors:
+                status[name] = {"error": self.hub.errors[name]}
+                continue
+            offered = self.hub.tools.get(name, {})
+            status[name] = {"tools": sorted(offered)}
+            missing = sorted(t.mcp_tool for t in self.bundle.tools
+                             if t.mcp_server == name and t.mcp_tool not in offered)
+            if missing:  # declared in tools.yaml, not offered: calls to them fail with this reason
+                status[name]["missing"] = missing
+        return status
 
     # --- the loop --------------------------------------------------------------
     def run(self, request: Request | dict[str, Any]) -> Trajectory:

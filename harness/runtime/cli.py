@@ -96,6 +96,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             for server, status in agent.mcp_status().items():
                 state = (f"unavailable: {status['error']}" if "error" in status
                          else "tools " + ", ".join(status["tools"]))
+                if status.get("missing"):
+                    state += "; declared but not offered: " + ", ".join(status["missing"])
                 print(f"mcp      {server}: {state}")
         traj = agent.run(request)
     record = traj.to_dict()

@@ -92,6 +92,18 @@ def test_http_server_optimal_promotion_through_the_loop(demo_bundle, http_server
     assert any(h.hook_id == "numbers-grounded" and h.decision == "block" for h in traj.hook_decisions)
 
 
+def test_declared_tool_the_server_does_not_offer(demo_bundle):
+    text = demo_bundle.files["tools.yaml"].replace("marketing/get_campaign_conditions",
+                                                   "marketing/get_campaign_rules")
+    bundle = demo_bundle.with_files({"tools.yaml": text})
+    script = [call("get_campaign_conditions", link_id=3), call("load_skill", name="item_qa"),
+              "Let me check the offers on link 3 for you."]
+    traj, status = run_promo(bundle, script)
+    assert status["marketing"]["missing"] == ["get_campaign_rules"]
+    assert "has no tool 'get_campaign_rules' (it offers: calculate_optimal_promotion" in traj.tool_calls[0].error
+    assert traj.outcome == "replied"
+
+
 def test_server_down_gives_a_clear_tool_error_and_the_request_completes(demo_bundle):
     url = f"http://127.0.0.1:{free_port()}/mcp"
     script = [call("calculate_promotion", link_id=3, quantity=1),
