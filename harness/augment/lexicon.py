@@ -31,7 +31,7 @@ VERBS: list[tuple[str, ...]] = [
     ("recommend", "suggest", "propose"),
     ("stay", "remain", "keep"),
     ("lead", "open", "start"),
-    ("group", "cluster", "bundle"),
+    ("group", "cluster"),
         ("thank", "credit"),
     ("work out", "figure out", "determine", "establish"),
     ("acknowledge", "recognise", "note"),
@@ -163,7 +163,6 @@ ADVERBS: list[tuple[str, ...]] = [
 # Prepositions, conjunctions and multi-word connectives.
 CONNECTIVES: list[tuple[str, ...]] = [
     ("before", "prior to", "ahead of"),
-    ("after", "following"),
     ("then", "after that", "afterwards"),
     ("because", "since"),
     ("about", "regarding", "concerning"),

@@ -44,7 +44,7 @@ DETERMINERS = frozenset({
 })
 VERBAL_CONTEXT = frozenset({
     "to", "will", "would", "should", "must", "can", "could", "may", "might", "you", "we",
-    "they", "i", "not", "never", "do", "don't", "please", "and", "or", "then",
+    "they", "i", "not", "never", "do", "don't", "please", "then",
 })
 _NOUN_CLASSES = ("noun", "adjective")
 _VERB_CLASSES = ("verb", "gerund", "adverb", "connective", "adjective")
@@ -156,7 +156,7 @@ class OfflineParaphraser:
         if m:
             stripped, end = stripped[: m.start()], m.group(0)
         front, main, back = _split_subordinate(stripped)
-        main = self._mood(main, rng=rng)
+        main, command = self._mood(main, rng=rng)
         main = self._synonyms(main, rng=rng, rate=rate)
         if front:
             front = self._synonyms(front, rng=rng, rate=rate)
@@ -173,7 +173,7 @@ class OfflineParaphraser:
             text = f"{_cap(main)} {_lower_first(sub)}"
         else:
             text = _cap(main)
-        if first and rng.random() < 0.25:
+        if first and command and rng.random() < 0.25:  # "Rule: " frames commands only
             framing = rng.choice(lexicon.FRAMINGS)
             if framing.endswith(", "):
                 text = framing + _lower_first(text)
@@ -181,7 +181,8 @@ class OfflineParaphraser:
                 text = framing + text
         return text + end
 
-    def _mood(self, clause: str, *, rng: random.Random) -> str:
+    def _mood(self, clause: str, *, rng: random.Random) -> tuple[str, bool]:
+        """The clause in another mood, and whether it is a command at all."""
         low = clause.lower()
         for start in sorted(lexicon.PROHIBITION_STARTS, key=len, reverse=True):
             if low.startswith(start + " "):
@@ -189,14 +190,14 @@ class OfflineParaphraser:
                 if rest.lower().startswith("ever "):
                     rest = rest[5:]
                 frame = rng.choice(lexicon.PROHIBITION_FRAMES)
-                return frame.format(v=_lower_first(rest), V=_cap(rest))
+                return frame.format(v=_lower_first(rest), V=_cap(rest)), True
         for start in sorted(lexicon.MODAL_STARTS, key=len, reverse=True):
             if low.startswith(start + " "):
-                return self._frame(clause[len(start) + 1:], rng=rng)
+                return self._frame(clause[len(start) + 1:], rng=rng), True
         first_word = low.split(" ", 1)[0]
         if first_word in lexicon.IMPERATIVE_STARTS:
-            return self._frame(clause, rng=rng)
-        return clause
+            return self._frame(clause, rng=rng), True
+        return clause, False
 
     def _frame(self, verb_clause: str, *, rng: random.Random) -> str:
         words = verb_clause.split(" ", 2)
@@ -226,9 +227,15 @@ class OfflineParaphraser:
                 if not entry:
                     continue
                 prev = tokens[words[k - 1]].lower() if k > 0 else ""
+                between = "".join(tokens[words[k - 1] + 1:span[0]]) if k > 0 else ""
+                clause_start = not prev or bool(re.search(r"[,:;(]", between))
                 classes = _NOUN_CLASSES if prev in DETERMINERS else _VERB_CLASSES
                 if prev in VERBAL_CONTEXT:
                     classes = ("verb", "gerund", "adverb", "connective")
+                elif not clause_start:
+                    # a base-form verb right after a noun is mostly a noun ("a model
+                    # call") or a plural subject's verb: leave verbs alone there
+                    classes = tuple(c for c in classes if c != "verb")
                 group = next((entry[c] for c in classes if c in entry), None)
                 if group is not None and rng.random() < rate:
                     choices = [g for g in group if g.lower() != phrase]
@@ -252,7 +259,7 @@ class OfflineParaphraser:
 
 def _split_subordinate(clause: str) -> tuple[str, str, str]:
     """(front subordinate clause, main clause, back subordinate clause); one side is empty."""
-    m = re.match(r"^((?:if|when|whenever|before|after|unless|while)\b[^,]*?),\s+(?:then\s+)?(.+)$",
+    m = re.match(r"^((?:if|when|whenever|before|after|unless|while)\s[^,:]*?),\s+(?:then\s+)?(.+)$",
                  clause, re.IGNORECASE)
     if m and len(m.group(2).split()) >= 2:
         return m.group(1), m.group(2), ""

@@ -95,3 +95,15 @@ def test_a_rewriter_that_breaks_constraints_is_refused():
     result = checked_rewrite("Ship within 48 hours.", rng=random.Random(0), rewriter=_BreaksNumbers())
     assert result.text == "Ship within 48 hours." and not result.changed
     assert result.rejected and "numbers changed" in result.rejected[0]
+
+
+def test_hyphenated_words_and_noun_phrases_are_not_misparsed():
+    text = "After-sales help: returns, exchanges and refunds. Use when the viewer is unhappy."
+    for seed in range(60):
+        out = checked_rewrite(text, rng=random.Random(seed), names=NAMES).text.lower()
+        assert out.index("after-sales") < out.index("returns")
+    noun_phrase = "The current link number and recent viewer actions before any model call."
+    for seed in range(60):
+        out = checked_rewrite(noun_phrase, rng=random.Random(seed), names=NAMES).text
+        assert not out.startswith(("Rule:", "Policy:", "Note:", "Important:", "You "))
+        assert "model call" in out  # "call" after a noun is a noun, not a verb to swap
