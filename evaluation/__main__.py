@@ -8,6 +8,7 @@
     compare   RUN_A RUN_B [--out FILE.md]        paired per-category deltas, bootstrap, newly failing
     calibrate --set DEVSET --judge J [--out DIR] judge vs human labels: agreement, kappa, confusion
     ifeval    --policy P [--limit N] [--source PATH] [--out DIR]
+    make-variant-set --set FILE --harness DIR --variants K --out OUT   (HSA, evaluation/variant_set.py)
 """
 
 from __future__ import annotations
