@@ -135,6 +135,7 @@ def open_endpoint(*, profile: ServingProfile, log_dir: str | Path) -> Iterator[E
             dtype=profile.dtype,
             startup_timeout_s=profile.startup_timeout_s,
             extra_args=profile.extra_args,
+            threads=profile.threads,
         )
         with server:
             yield Endpoint(

@@ -58,6 +58,9 @@ class ServingProfile:
     continuous_batching: bool = False
     """transformers: serve with --continuous-batching (paged attention)."""
     dtype: str = "auto"
+    threads: int | None = None
+    """transformers: CPU threads of the server (OMP/MKL/torch); None lets torch decide.
+    On a small shared box 1 avoids OpenMP oversubscription, which can slow decoding ~10x."""
     startup_timeout_s: float = 300.0
     extra_args: tuple[str, ...] = field(default_factory=tuple)
     source: str = "<inline>"
@@ -86,7 +89,7 @@ def _plain(value: Any) -> Any:
 
 _FIELD_TYPES = {
     "engine": str, "checkpoint": str, "draft_head": str, "base_url": str, "model": str,
-    "api_key_env": str, "host": str, "port": int, "continuous_batching": bool, "dtype": str,
+    "api_key_env": str, "host": str, "port": int, "continuous_batching": bool, "dtype": str, "threads": int,
     "startup_timeout_s": (int, float), "extra_args": list,
 }
 
@@ -135,6 +138,10 @@ def _check_profile(p: ServingProfile, where: str) -> None:
         raise ProfileError(f"{where}: engine sglang needs model or checkpoint (the served model name)")
     if p.draft_head and p.engine != "sglang":
         raise ProfileError(f"{where}.draft_head: only engine sglang serves a draft head")
+    if p.threads is not None and p.threads < 1:
+        raise ProfileError(f"{where}.threads: {p.threads} must be >= 1")
+    if p.threads is not None and p.engine != "transformers":
+        raise ProfileError(f"{where}.threads: only engine transformers runs here with a thread count")
     if p.port is not None and not 1 <= p.port <= 65535:
         raise ProfileError(f"{where}.port: {p.port} is outside 1..65535")
 

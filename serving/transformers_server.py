@@ -69,6 +69,7 @@ class TransformersServer:
         dtype: str = "auto",
         startup_timeout_s: float = 300.0,
         extra_args: tuple[str, ...] = (),
+        threads: int | None = None,
     ):
         self.checkpoint = str(Path(checkpoint).resolve())
         if not Path(self.checkpoint, "config.json").is_file():
@@ -82,6 +83,7 @@ class TransformersServer:
         self.dtype = dtype
         self.startup_timeout_s = startup_timeout_s
         self.extra_args = tuple(extra_args)
+        self.threads = threads
         self._proc: subprocess.Popen | None = None
         self._log_file = None
 
@@ -129,6 +131,8 @@ class TransformersServer:
             HF_HUB_DISABLE_TELEMETRY="1",
             PYTHONUNBUFFERED="1",
         )
+        if self.threads is not None:
+            env.update(OMP_NUM_THREADS=str(self.threads), MKL_NUM_THREADS=str(self.threads))
         self._log_file = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()
         self._log_file.write(f"$ {' '.join(self.command())}\n".encode())
         self._log_file.flush()

@@ -65,3 +65,14 @@ def test_profiles_file_errors_name_file_profile_and_field(tmp_path):
     path.write_text("profiles:\n  local:\n    engine: transformers\n    checkpoint: tiny\n    port: '80'\n")
     with pytest.raises(ProfileError, match=r"profiles.local.port: '80' has the wrong type"):
         load_profiles(path)
+
+
+def test_thread_count_is_a_transformers_setting(tmp_path):
+    assert load_profiles()["cpu-local"].threads == 1
+    path = tmp_path / "profiles.yaml"
+    path.write_text("profiles:\n  gpu:\n    engine: sglang\n    base_url: http://h:30000/v1\n    model: m\n    threads: 4\n")
+    with pytest.raises(ProfileError, match=r"profiles.gpu.threads: only engine transformers"):
+        load_profiles(path)
+    path.write_text("profiles:\n  cpu:\n    engine: transformers\n    checkpoint: tiny\n    threads: 0\n")
+    with pytest.raises(ProfileError, match=r"profiles.cpu.threads: 0 must be >= 1"):
+        load_profiles(path)

@@ -3,6 +3,7 @@
 import inspect
 import json
 import os
+from pathlib import Path
 
 import httpx
 import pytest
@@ -32,8 +33,10 @@ def test_command_uses_only_flags_transformers_serve_declares(tmp_path, tiny_dir)
 @pytest.mark.slow
 def test_start_answer_stream_and_stop(tmp_path, tiny_dir):
     log = tmp_path / "serve.log"
-    with TransformersServer(checkpoint=tiny_dir, log_path=log) as server:
+    with TransformersServer(checkpoint=tiny_dir, log_path=log, threads=1) as server:
         assert server.healthy()
+        environ = Path(f"/proc/{server.pid}/environ").read_bytes().split(b"\0")
+        assert b"OMP_NUM_THREADS=1" in environ and b"HF_HUB_OFFLINE=1" in environ
         models = httpx.get(f"{server.base_url}/models").json()["data"]
         assert [m["id"] for m in models] == [str(tiny_dir.resolve())]
         endpoint = Endpoint(profile=resolve_route(f"transformers:{tiny_dir}"), base_url=server.base_url,
