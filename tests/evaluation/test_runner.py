@@ -182,3 +182,19 @@ def test_cli_generate_and_validate(tmp_path, capsys):
     bad.write_text('{"format": "hs-case/1", "id": "x"}\n')
     assert main(["validate", str(bad)]) == 1
     assert "bad.jsonl:1: category" in capsys.readouterr().err
+
+
+def test_prompt_robustness_instructions_become_a_prompt_block(world):
+    from evaluation.case_harness import INSTRUCTIONS_BLOCK, bundle_for_case
+    from harness import load_dir
+
+    base = load_dir(demo_harness_dir())
+    cases = [json.loads(line) for line in (world / "prompt_robustness.jsonl").read_text().splitlines()]
+    case = next(c for c in cases if len(c["constraints"]) == 2)
+    bundle = bundle_for_case(base, case)
+    assert bundle.digest != base.digest
+    block = next(b for b in bundle.prompt.blocks if b.id == INSTRUCTIONS_BLOCK)
+    for item in case["constraints"]:
+        assert item["text"].replace("{", "{{").replace("}", "}}") in block.template
+    assert [b.id for b in bundle.prompt.blocks][:2] == ["persona", INSTRUCTIONS_BLOCK]
+    assert bundle_for_case(base, {"id": "plain"}) is base  # no extras: the base Harness itself
