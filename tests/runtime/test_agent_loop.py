@@ -246,3 +246,22 @@ def test_demonstrations_come_between_system_prompt_and_request(run_script):
     assert first[-1]["content"] == "Viewer amy says: How much is product #3?"
     assert any(m["content"] == GOOD_PRICE[-1] for m in first if m["role"] == "assistant")
     assert traj.outcome == "replied"
+
+
+def test_context_budget_hook_falls_back_before_the_model_is_called(run_script, demo_bundle):
+    hooks = demo_bundle.files["hooks.yaml"].replace("max_prompt_chars: 60000", "max_prompt_chars: 500")
+    traj, policy = run_script(GOOD_PRICE, bundle=demo_bundle.with_files({"hooks.yaml": hooks}))
+    assert policy.calls == []
+    assert traj.outcome == "fallback" and ("context-budget", "fallback") in decisions(traj)
+    assert traj.reply == "Thanks for asking! Let me double-check that for you, one moment."
+
+
+def test_stop_hook_with_suppress_action_silences_the_reply(run_script, demo_bundle):
+    hooks = demo_bundle.files["hooks.yaml"]
+    start = hooks.index("  - id: banned-promises")
+    section = hooks[start:]
+    changed = section.replace("    on_fail:\n      action: retry", "    on_fail:\n      action: suppress", 1)
+    bundle = demo_bundle.with_files({"hooks.yaml": hooks[:start] + changed})
+    traj, _ = run_script([*GOOD_PRICE[:2], "Link 3 is 89 yuan, results guaranteed."], bundle=bundle)
+    assert traj.outcome == "suppressed" and traj.route == "silent" and traj.reply == ""
+    assert ("banned-promises", "suppress") in decisions(traj)
