@@ -132,3 +132,14 @@ def test_home_lists_harnesses_with_their_labels(personas, demo_version):
     label_move(harness=demo_version.harness, name="production", version=demo_version, actor=personas.reviewer, reason="go")
     page = client_for(personas.ml_engineer).get("/").content.decode()
     assert "livestream-avatar" in page and "production → v1" in page
+
+
+def test_custom_labels_and_label_name_rules(personas, demo_version):
+    client = client_for(personas.operator)
+    client.post("/h/livestream-avatar/labels/move/", {"label": "canary-eu", "version": 1, "reason": ""})
+    assert Label.objects.get(name="canary-eu").version == demo_version
+    page = client.post(
+        "/h/livestream-avatar/labels/move/", {"label": "Not A Label!", "version": 1, "reason": ""}, follow=True
+    ).content.decode()
+    assert "label: use 1-40 letters, digits" in page
+    assert not Label.objects.filter(name__icontains="not").exists()
