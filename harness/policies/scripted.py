@@ -6,13 +6,14 @@ either the raw text a model would write (text protocol) or a dict
 ``tool_calls`` are treated as native calls and ``delay_s`` simulates model time.
 The runtime calls ``begin_request(request_id)`` before each request, which
 rewinds the script, so the same policy answers many requests deterministically.
-One ScriptedPolicy serves one request at a time (it keeps a cursor); give each
-concurrent worker its own.
+The cursor is kept per thread, so one ScriptedPolicy serves concurrent requests
+(each on its own thread, as the agent runs them) when the script is keyed by request id.
 """
 
 from __future__ import annotations
 
 import json
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -32,8 +33,7 @@ class ScriptedPolicy:
             raise TypeError("a script is a list of outputs or a dict of request id -> outputs")
         self.name = name
         self.script = script
-        self._outputs: list[Any] = script if isinstance(script, list) else []
-        self._cursor = 0
+        self._local = threading.local()
         self.calls: list[list[dict[str, Any]]] = []  # messages of every call, for tests
 
     @classmethod
@@ -63,12 +63,25 @@ class ScriptedPolicy:
                            else call.get("text", ""))
         return cls(outputs, name=name)
 
+    @property
+    def _outputs(self) -> list[Any]:
+        default = self.script if isinstance(self.script, list) else []
+        return getattr(self._local, "outputs", default)
+
+    @property
+    def _cursor(self) -> int:
+        return getattr(self._local, "cursor", 0)
+
+    @_cursor.setter
+    def _cursor(self, value: int) -> None:
+        self._local.cursor = value
+
     def begin_request(self, request_id: str) -> None:
         if isinstance(self.script, dict):
             if request_id not in self.script:
                 raise PolicyError(f"the script has no outputs for request {request_id!r}; "
                                   f"it has {', '.join(sorted(self.script)) or 'none'}")
-            self._outputs = self.script[request_id]
+            self._local.outputs = self.script[request_id]
         self._cursor = 0
 
     def generate(self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None = None,

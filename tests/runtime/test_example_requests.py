@@ -44,3 +44,24 @@ def test_example_runs_with_its_gold_script(agent, name):
     else:
         assert (traj.outcome, traj.route) == ("replied", "public")
         assert traj.reply
+
+
+def test_one_agent_serves_concurrent_requests(demo_bundle):
+    """Evaluation and replay share one Agent across worker threads."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    requests, scripts = [], {}
+    for i in range(24):
+        name = example_names()[i % len(example_names())]
+        data = json.loads((EXAMPLES / f"{name}.json").read_text())
+        data["id"] = f"{name}-{i}"
+        requests.append(data)
+        scripts[data["id"]] = json.loads((EXAMPLES / "scripts" / f"{name}.json").read_text())
+    with Agent(bundle=demo_bundle, policy=ScriptedPolicy(scripts), catalogue=demo_catalogue()) as agent:
+        serial = {r["id"]: agent.run(r).to_dict() for r in requests}
+        with ThreadPoolExecutor(max_workers=6) as pool:
+            parallel = {t.request_id: t.to_dict() for t in pool.map(agent.run, requests)}
+    for rid, traj in serial.items():
+        other = parallel[rid]
+        assert (other["reply"], other["outcome"], other["final_room"]) == (traj["reply"], traj["outcome"], traj["final_room"])
+        assert [t["result"] for t in other["tool_calls"]] == [t["result"] for t in traj["tool_calls"]]
