@@ -162,9 +162,18 @@ def make_policy(*, endpoint: Endpoint, settings: GenerationSettings):
                               name=f"{endpoint.engine}:{endpoint.profile.name}", **kwargs)
     if extra_body and not accepts_extra_body:
         # Until the policy takes extra_body itself (notes/serving-needs.md): add it on each call.
-        completions = policy.client.chat.completions
-        completions.create = functools.partial(completions.create, extra_body=extra_body)
+        _add_extra_body(policy.client, extra_body)
     return policy, policy_settings
+
+
+def _add_extra_body(client, extra_body: dict[str, Any]):
+    """Make every chat-completions call of `client`, and of the copies with_options()
+    makes (the policy uses one per call to apply the remaining budget), send extra_body."""
+    completions = client.chat.completions
+    completions.create = functools.partial(completions.create, extra_body=extra_body)
+    with_options = client.with_options
+    client.with_options = lambda **options: _add_extra_body(with_options(**options), extra_body)
+    return client
 
 
 def outcome_from_trajectory(traj: dict[str, Any]) -> RequestOutcome:
