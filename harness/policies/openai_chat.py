@@ -30,13 +30,17 @@ class OpenAIChatPolicy:
 
     def __init__(self, *, base_url: str, model: str, api_key: str | None = None,
                  settings: GenerationSettings | None = None, timeout_s: float = 60.0,
-                 native_tools: bool = True, name: str | None = None) -> None:
+                 native_tools: bool = True, name: str | None = None,
+                 extra_body: dict[str, Any] | None = None) -> None:
         from openai import OpenAI
 
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.settings = settings or GenerationSettings()
         self.native_tools = native_tools
+        # Engine-specific request fields (e.g. transformers serve only samples when a
+        # generation_config with do_sample is sent); merged into every request body.
+        self.extra_body = dict(extra_body or {})
         self.name = name or f"openai:{self.base_url}:{model}"
         self.client = OpenAI(base_url=self.base_url,
                              api_key=api_key or os.environ.get("OPENAI_API_KEY") or "not-needed",
@@ -59,6 +63,8 @@ class OpenAIChatPolicy:
             body["seed"] = settings.seed
         if tools and self.native_tools:
             body["tools"] = tools
+        if self.extra_body:
+            body["extra_body"] = self.extra_body
         started = time.perf_counter()
         first_at: float | None = None
         parts: list[str] = []
