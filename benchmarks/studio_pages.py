@@ -150,10 +150,25 @@ def main() -> None:
         _time(client, f"/drafts/{draft.pk}/")
 
     consecutive = [rng.randint(2, args.versions) for _ in range(args.samples)]
-    cold_diff = [_time(client, f"/h/{name}/diff/?a={n - 1}&b={n}") for n in consecutive]
-    summaries = [_time(client, f"/h/{name}/diff/summary/?a={n - 1}&b={n}") for n in consecutive]
-    warm_diff = [_time(client, f"/h/{name}/diff/?a={n - 1}&b={n}") for n in consecutive]
-    split_diff = [_time(client, f"/h/{name}/diff/?a={n - 1}&b={n}&mode=split") for n in consecutive]
+    lazy = consecutive[: len(consecutive) // 2]
+    lazy_diff = [_time(client, f"/h/{name}/diff/?a={n - 1}&b={n}") for n in lazy]
+    summaries = [_time(client, f"/h/{name}/diff/summary/?a={n - 1}&b={n}") for n in lazy]
+    # A commit through the studio stores the summary against the parent; the bulk
+    # history above skipped that, so store it now for the versions we time, the
+    # same way harness_version_create does.
+    from studio.harnesses.bundles import bundle_load
+    from studio.harnesses.diffs import summary_against_parent
+    from studio.harnesses.models import HarnessVersion
+    from studio.harnesses.selectors import version_files
+
+    fresh = [rng.randint(2, args.versions) for _ in range(args.samples)]
+    for n in set(fresh):
+        version = HarnessVersion.objects.get(harness=harness, number=n)
+        summary = summary_against_parent(parent=version.parent, bundle=bundle_load(version_files(version=version)))
+        HarnessVersion.objects.filter(pk=version.pk).update(parent_summary=summary)
+    cold_diff = [_time(client, f"/h/{name}/diff/?a={n - 1}&b={n}") for n in fresh]
+    warm_diff = [_time(client, f"/h/{name}/diff/?a={n - 1}&b={n}") for n in fresh]
+    split_diff = [_time(client, f"/h/{name}/diff/?a={n - 1}&b={n}&mode=split") for n in fresh]
     far = [(rng.randint(1, args.versions // 2), rng.randint(args.versions // 2 + 1, args.versions)) for _ in range(args.samples // 3)]
     far_diff = [_time(client, f"/h/{name}/diff/?a={a}&b={b}") for a, b in far]
     far_summaries = [_time(client, f"/h/{name}/diff/summary/?a={a}&b={b}") for a, b in far]
@@ -171,12 +186,13 @@ def main() -> None:
         save_ms.append((time.perf_counter() - t0) * 1000)
         assert response.status_code == 302, response.status_code
 
-    print(_report("diff page, consecutive versions (first view)", cold_diff))
-    print(_report("  + its change summary (htmx, first view)", summaries))
-    print(_report("diff page, consecutive versions (repeat view)", warm_diff))
+    print(_report("diff page, version vs parent (first view)", cold_diff))
+    print(_report("diff page, version vs parent (repeat view)", warm_diff))
+    print(_report("diff page, no stored summary (first view)", lazy_diff))
+    print(_report("  + its change summary (htmx, on demand)", summaries))
     print(_report("diff page, side by side", split_diff))
     print(_report("diff page, far-apart versions (first view)", far_diff))
-    print(_report("  + its change summary (htmx, first view)", far_summaries))
+    print(_report("  + its change summary (htmx, on demand)", far_summaries))
     print(_report("editor page, a skill file", editor))
     print(_report("editor page, hooks.yaml (catalogue panel)", editor_top))
     print(_report("Harness page (versions list)", history))
