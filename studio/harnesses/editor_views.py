@@ -1,0 +1,290 @@
+"""Views for drafts and the editor: edit files, validate inline, resolve conflicts, commit.
+
+Each view parses the request, checks one permission, calls a service and
+renders. Saving never loses text: an invalid draft is saved with its problems,
+and a save that lost a race becomes a conflict the author resolves.
+"""
+
+from __future__ import annotations
+
+import json
+
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
+from django.http import Http404
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from harness.hook_catalogue import HOOK_TYPES
+from harness.tool_catalogue import BUILTIN_TOOLS
+from studio.accounts.decorators import requires
+from studio.accounts.roles import user_can
+from studio.harnesses import selectors
+from studio.harnesses.diffs import files_diff
+from studio.harnesses.lookups import (
+    file_kind,
+    file_sort_key,
+    harness_or_404,
+    parse_int,
+    version_or_404,
+)
+from studio.harnesses.markdown import render_skill_preview
+from studio.harnesses.models import Draft, DraftConflict
+from studio.harnesses.services import (
+    DuplicateVersion,
+    InvalidBundle,
+    StudioError,
+    draft_commit,
+    draft_conflict_resolve,
+    draft_create,
+    draft_discard,
+    draft_file_delete,
+    draft_file_save,
+    draft_skill_add,
+)
+
+
+def _draft(request, draft_id: int, *, for_write: bool = False) -> Draft:
+    draft = get_object_or_404(Draft.objects.select_related("harness", "base_version", "owner"), pk=draft_id)
+    if for_write and draft.owner_id != request.user.pk and not user_can(request.user, "harness.edit"):
+        raise PermissionDenied("only the draft's owner may change it")
+    return draft
+
+
+@require_POST
+@requires("harness.edit")
+def draft_create_view(request, name: str):
+    harness = harness_or_404(name)
+    try:
+        base = version_or_404(harness, parse_int(request.POST.get("base"), field="base"))
+        draft = draft_create(harness=harness, base_version=base, owner=request.user, title=request.POST.get("title", ""))
+    except StudioError as error:
+        messages.error(request, str(error))
+        return redirect("harnesses:harness_detail", name=harness.name)
+    return redirect("harnesses:draft_edit", draft_id=draft.pk)
+
+
+@require_GET
+@requires("studio.view")
+def draft_list_view(request):
+    return render(
+        request,
+        "harnesses/draft_list.html",
+        {"mine": selectors.draft_list(owner=request.user), "others": selectors.draft_list().exclude(owner=request.user)},
+    )
+
+
+def _line_annotations(text: str, problems: list[dict]) -> list[dict]:
+    """Each line of `text` with the problems reported at it (line 0 problems go on line 1)."""
+    by_line: dict[int, list[dict]] = {}
+    for problem in problems:
+        by_line.setdefault(max(1, problem["line"]), []).append(problem)
+    lines = text.split("\n")
+    rows = [{"no": i, "text": line, "problems": by_line.get(i, [])} for i, line in enumerate(lines, start=1)]
+    beyond = [p for n, ps in by_line.items() if n > len(lines) for p in ps]
+    if beyond and rows:
+        rows[-1]["problems"] = rows[-1]["problems"] + beyond
+    return rows
+
+
+def _editor_context(draft: Draft, path: str, *, text: str | None = None) -> dict:
+    paths = sorted(draft.files, key=file_sort_key)
+    problems_by_file: dict[str, int] = {}
+    for problem in draft.problems:
+        problems_by_file[problem["file"]] = problems_by_file.get(problem["file"], 0) + 1
+    text = draft.files.get(path, "") if text is None else text
+    file_problems = [p for p in draft.problems if p["file"] == path]
+    kind = file_kind(path)
+    return {
+        "draft": draft,
+        "harness": draft.harness,
+        "paths": paths,
+        "path": path,
+        "text": text,
+        "kind": kind,
+        "changed": selectors.draft_changed_paths(draft=draft),
+        "problems_by_file": problems_by_file,
+        "file_problems": file_problems,
+        "other_problems": [p for p in draft.problems if p["file"] != path],
+        "annotated": _line_annotations(text, file_problems) if file_problems else [],
+        "problem_lines": json.dumps(sorted({max(1, p["line"]) for p in file_problems})),
+        "preview": render_skill_preview(text) if kind == "skill" else None,
+        "hook_types": HOOK_TYPES.values() if kind == "hooks" else None,
+        "builtin_tools": BUILTIN_TOOLS.values() if kind == "tools" else None,
+        "conflicts": selectors.draft_open_conflicts(draft=draft),
+    }
+
+
+@require_GET
+@requires("studio.view")
+def draft_edit(request, draft_id: int):
+    draft = _draft(request, draft_id)
+    path = request.GET.get("path") or sorted(draft.files, key=file_sort_key)[0]
+    if path not in draft.files:
+        raise Http404(f"draft #{draft.pk} has no file {path}")
+    context = _editor_context(draft, path)
+    context["can_write"] = draft.status == Draft.OPEN and (
+        draft.owner_id == request.user.pk or user_can(request.user, "harness.edit")
+    )
+    return render(request, "harnesses/draft_edit.html", context)
+
+
+@require_POST
+@requires("harness.edit")
+def draft_save(request, draft_id: int):
+    draft = _draft(request, draft_id, for_write=True)
+    path = request.POST.get("path", "")
+    try:
+        revision = parse_int(request.POST.get("revision"), field="revision")
+        result = draft_file_save(
+            draft=draft, path=path, text=request.POST.get("text", ""), base_revision=revision, actor=request.user
+        )
+    except StudioError as error:
+        messages.error(request, str(error))
+        return redirect(f"{reverse('harnesses:draft_edit', args=[draft.pk])}?path={path}")
+    if result.conflict is not None:
+        return redirect("harnesses:conflict_detail", conflict_id=result.conflict.pk)
+    file_problems = [p for p in result.problems if p["file"] == path]
+    if result.problems:
+        messages.warning(
+            request,
+            f"Saved {path} (revision {result.draft.revision}) with {len(result.problems)} validation problem(s)"
+            f"{f', {len(file_problems)} in this file' if file_problems else ''}; fix them before committing.",
+        )
+    else:
+        messages.success(request, f"Saved {path} (revision {result.draft.revision}). The draft is valid.")
+    return redirect(f"{reverse('harnesses:draft_edit', args=[draft.pk])}?path={path}")
+
+
+@require_POST
+@requires("studio.view")
+def draft_preview(request, draft_id: int):
+    _draft(request, draft_id)
+    preview = render_skill_preview(request.POST.get("text", ""))
+    return render(request, "harnesses/_skill_preview.html", {"preview": preview})
+
+
+@require_POST
+@requires("harness.edit")
+def draft_skill_add_view(request, draft_id: int):
+    draft = _draft(request, draft_id, for_write=True)
+    try:
+        result = draft_skill_add(
+            draft=draft,
+            name=request.POST.get("name", ""),
+            kind=request.POST.get("kind", ""),
+            description=request.POST.get("description", ""),
+            base_revision=parse_int(request.POST.get("revision"), field="revision"),
+            actor=request.user,
+        )
+    except StudioError as error:
+        messages.error(request, str(error))
+        return redirect("harnesses:draft_edit", draft_id=draft.pk)
+    if result.conflict is not None:
+        return redirect("harnesses:conflict_detail", conflict_id=result.conflict.pk)
+    path = f"skills/{request.POST.get('name', '').strip()}/SKILL.md"
+    messages.success(request, f"Added {path}.")
+    return redirect(f"{reverse('harnesses:draft_edit', args=[draft.pk])}?path={path}")
+
+
+@require_POST
+@requires("harness.edit")
+def draft_file_delete_view(request, draft_id: int):
+    draft = _draft(request, draft_id, for_write=True)
+    path = request.POST.get("path", "")
+    try:
+        draft_file_delete(
+            draft=draft, path=path, base_revision=parse_int(request.POST.get("revision"), field="revision"), actor=request.user
+        )
+    except StudioError as error:
+        messages.error(request, str(error))
+        return redirect(f"{reverse('harnesses:draft_edit', args=[draft.pk])}?path={path}")
+    messages.success(request, f"Removed {path} from the draft.")
+    return redirect("harnesses:draft_edit", draft_id=draft.pk)
+
+
+@require_GET
+@requires("studio.view")
+def draft_changes(request, draft_id: int):
+    draft = _draft(request, draft_id)
+    base_files = selectors.version_files(version=draft.base_version)
+    changes = files_diff(old_files=base_files, new_files=draft.files)
+    mode = "split" if request.GET.get("mode") == "split" else "unified"
+    return render(request, "harnesses/draft_changes.html", {"draft": draft, "harness": draft.harness, "changes": changes, "mode": mode})
+
+
+@require_POST
+@requires("harness.edit")
+def draft_commit_view(request, draft_id: int):
+    draft = _draft(request, draft_id, for_write=True)
+    try:
+        version = draft_commit(draft=draft, actor=request.user, message=request.POST.get("message", ""))
+    except InvalidBundle as error:
+        messages.error(request, f"Cannot commit: {len(error.problems)} validation problem(s). First: {error.problems[0]}")
+        return redirect("harnesses:draft_changes", draft_id=draft.pk)
+    except DuplicateVersion as error:
+        messages.error(request, f"Cannot commit: {error}")
+        return redirect("harnesses:draft_changes", draft_id=draft.pk)
+    except StudioError as error:
+        messages.error(request, f"Cannot commit: {error}")
+        return redirect("harnesses:draft_changes", draft_id=draft.pk)
+    messages.success(request, f"Committed {version}.")
+    url = reverse("harnesses:version_diff", args=[version.harness.name])
+    return redirect(f"{url}?a={draft.base_version.number}&b={version.number}")
+
+
+@require_POST
+@requires("harness.edit")
+def draft_discard_view(request, draft_id: int):
+    draft = _draft(request, draft_id, for_write=True)
+    try:
+        draft_discard(draft=draft, actor=request.user)
+    except StudioError as error:
+        messages.error(request, str(error))
+    else:
+        messages.info(request, f"Discarded draft #{draft.pk}.")
+    return redirect("harnesses:harness_detail", name=draft.harness.name)
+
+
+@require_http_methods(["GET", "POST"])
+@requires("harness.edit")
+def conflict_detail(request, conflict_id: int):
+    conflict = get_object_or_404(DraftConflict.objects.select_related("draft", "draft__harness", "author"), pk=conflict_id)
+    draft = conflict.draft
+    if conflict.author_id != request.user.pk and not user_can(request.user, "harness.edit"):
+        raise PermissionDenied("this conflict belongs to someone else")
+    if request.method == "POST" and conflict.resolved_at is None:
+        choice = request.POST.get("choice", "merged")
+        text = {"mine": conflict.my_text, "theirs": None}.get(choice, request.POST.get("text", ""))
+        if text is None:  # keep theirs: nothing to save, the conflict is settled
+            conflict.resolved_at = timezone.now()
+            conflict.save(update_fields=["resolved_at"])
+            messages.info(request, f"Kept the saved version of {conflict.path}; your text stays on this page's record.")
+            return redirect(f"{reverse('harnesses:draft_edit', args=[draft.pk])}?path={conflict.path}")
+        try:
+            result = draft_conflict_resolve(conflict=conflict, text=text, actor=request.user)
+        except StudioError as error:
+            messages.error(request, str(error))
+        else:
+            if result.conflict is not None:
+                messages.warning(request, "The draft changed again while you were resolving; here is the new conflict.")
+                return redirect("harnesses:conflict_detail", conflict_id=result.conflict.pk)
+            messages.success(request, f"Saved {conflict.path} (revision {result.draft.revision}).")
+            return redirect(f"{reverse('harnesses:draft_edit', args=[draft.pk])}?path={conflict.path}")
+    current_text = Draft.objects.get(pk=draft.pk).files.get(conflict.path, "")
+    changes = files_diff(old_files={conflict.path: current_text}, new_files={conflict.path: conflict.my_text})
+    return render(
+        request,
+        "harnesses/conflict.html",
+        {
+            "conflict": conflict,
+            "draft": draft,
+            "harness": draft.harness,
+            "their_text": current_text,
+            "changes": changes,
+            "identical": current_text == conflict.my_text,
+        },
+    )
+

@@ -1,0 +1,42 @@
+"""Small helpers the harness views share: parsing numbers, finding objects, ordering files."""
+
+from __future__ import annotations
+
+from django.http import Http404
+from django.shortcuts import get_object_or_404
+
+from studio.harnesses import selectors
+from studio.harnesses.models import Harness, HarnessVersion
+from studio.harnesses.services import StudioError
+
+FILE_ORDER = ("manifest.yaml", "prompt.yaml", "tools.yaml", "hooks.yaml")
+
+
+def parse_int(value: str | None, *, field: str) -> int:
+    try:
+        return int(value or "")
+    except ValueError:
+        raise StudioError(f"{field}: expected a whole number, got {value!r}") from None
+
+
+def file_sort_key(path: str) -> tuple:
+    return (FILE_ORDER.index(path) if path in FILE_ORDER else len(FILE_ORDER), path)
+
+
+def file_kind(path: str) -> str:
+    if path.endswith("SKILL.md"):
+        return "skill"
+    return {"tools.yaml": "tools", "hooks.yaml": "hooks", "prompt.yaml": "prompt", "manifest.yaml": "manifest"}.get(
+        path, "other"
+    )
+
+
+def harness_or_404(name: str) -> Harness:
+    return get_object_or_404(Harness, name=name)
+
+
+def version_or_404(harness: Harness, number: int) -> HarnessVersion:
+    try:
+        return selectors.version_get(harness=harness, number=number)
+    except HarnessVersion.DoesNotExist:
+        raise Http404(f"{harness.name} has no version {number}") from None
