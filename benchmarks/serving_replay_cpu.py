@@ -39,6 +39,9 @@ def main() -> int:
     parser.add_argument("--world", default=str(ROOT / "var" / "world"), help="where the world's sets are written")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--out", default=str(ROOT / "runs" / "serving"))
+    parser.add_argument("--trajectory-budget", type=float,
+                        help="replay a copy of the demo Harness with this trajectory budget (s); the "
+                             "report's 10 s assumes a GPU, and on a busy CPU no call finishes within it")
     args = parser.parse_args()
 
     world = Path(args.world)
@@ -48,9 +51,12 @@ def main() -> int:
 
         print(f"generating the evaluation world (seed {args.seed}) into {world}", file=sys.stderr)
         generate(out=world, seed=args.seed)
+    harness_dir = demo_harness_dir()
+    if args.trajectory_budget is not None:
+        harness_dir = _harness_with_budget(args.trajectory_budget, ROOT / "var" / "serving-harness")
     run_dir = replay_run(
         profile=resolve_route(args.route),
-        harness_dir=demo_harness_dir(),
+        harness_dir=harness_dir,
         cases_path=cases,
         plan=ReplayPlan(concurrency=tuple(int(c) for c in args.concurrency.split(",")),
                         warmup=args.warmup, measured=args.measured, request_timeout_s=args.request_timeout),
@@ -61,6 +67,25 @@ def main() -> int:
     print((run_dir / "table.md").read_text(encoding="utf-8"))
     print(f"run folder: {run_dir}")
     return 0
+
+
+def _harness_with_budget(budget_s: float, root: Path) -> Path:
+    """The demo Harness with only prompt.yaml's trajectory_budget_s changed (a new digest)."""
+    import yaml
+
+    from harness import load_dir
+
+    bundle = load_dir(demo_harness_dir())
+    prompt = yaml.safe_load(bundle.files["prompt.yaml"])
+    prompt["constraints"]["trajectory_budget_s"] = budget_s
+    variant = bundle.with_files({"prompt.yaml": yaml.safe_dump(prompt, sort_keys=False, allow_unicode=True)})
+    path = root / f"budget-{budget_s:g}s"
+    if path.exists():
+        import shutil
+
+        shutil.rmtree(path)
+    variant.dump_dir(path)
+    return path
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ Definitions (per concurrency level, over its measured records only):
 - calls per request: model calls per measured request that returned a
   trajectory (has_trajectory; a timed-out request has none, so no call count);
 - input / output tokens per call: summed tokens over the number of model calls
-  that reported them.
+  that completed and reported them (a failed call has no usage).
 """
 
 from __future__ import annotations
@@ -101,8 +101,9 @@ def summarise(records: Iterable[dict[str, Any]], *, sla_s: float = DEFAULT_SLA_S
         if rcalls and rcalls[0].get("ttft_s") is not None and not rcalls[0].get("error"):
             first_ttfts.append(float(rcalls[0]["ttft_s"]))
     rates = [rate for c in calls if (rate := call_decode_rate(c)) is not None]
-    in_calls = [c["input_tokens"] for c in calls if c.get("input_tokens") is not None]
-    out_calls = [c["output_tokens"] for c in calls if c.get("output_tokens") is not None]
+    answered = [c for c in calls if not c.get("error")]  # a failed call reports no real usage
+    in_calls = [c["input_tokens"] for c in answered if c.get("input_tokens") is not None]
+    out_calls = [c["output_tokens"] for c in answered if c.get("output_tokens") is not None]
     within = sum(1 for r in ok if float(r["wall_s"]) <= sla_s)
     failures: dict[str, int] = {}
     for r in measured:

@@ -83,6 +83,13 @@ def test_all_failed_level_reports_zero_success_not_a_crash():
     assert s["wall_p50_s"] is None and s["ttft_p95_s"] is None and s["calls_per_request"] is None
 
 
+def test_failed_calls_count_as_calls_but_not_in_token_means():
+    record = _ok(3.0, [_call(0.5, 1.5, 100, 11), _call(None, 10.0, 0, 0, error="APITimeoutError")])
+    s = summarise([record])
+    assert s["calls_per_request"] == 2
+    assert s["input_tokens_per_call"] == 100 and s["output_tokens_per_call"] == 11
+
+
 def test_decode_rate_ignores_unmeasurable_calls():
     assert call_decode_rate(_call(0.5, 1.5, 10, 11)) == pytest.approx(10.0)
     assert call_decode_rate(_call(0.5, 1.5, 10, 1)) is None
