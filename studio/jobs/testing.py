@@ -89,12 +89,12 @@ def celery_worker(
     previous = (app.conf.broker_url, app.conf.task_default_queue, app.conf.task_always_eager)
     app.conf.broker_url, app.conf.task_default_queue, app.conf.task_always_eager = env["REDIS_URL"], queue, False
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 120
         while " ready." not in worker.log():
             if process.poll() is not None:
                 raise RuntimeError(f"the Celery worker exited with {process.returncode}:\n{worker.log()[-3000:]}")
             if time.monotonic() > deadline:
-                raise RuntimeError(f"the Celery worker did not become ready in 60 s:\n{worker.log()[-3000:]}")
+                raise RuntimeError(f"the Celery worker did not become ready in 120 s:\n{worker.log()[-3000:]}")
             time.sleep(0.2)
         yield worker
     finally:

@@ -92,7 +92,7 @@ def test_killing_the_worker_mid_job_ends_the_job_failed(personas, settings):
     settings.JOB_LEASE_S = 2
     with celery_worker(lease_s=2) as worker:
         job = job_create(kind="worker_check", title="long", params={"seconds": 60}, created_by=personas.admin)
-        _wait_for(lambda: Job.objects.get(pk=job.pk).progress > 0, timeout=30, what="the job to make progress")
+        _wait_for(lambda: Job.objects.get(pk=job.pk).progress > 0, timeout=60, what="the job to make progress")
         os.kill(worker.pid, signal.SIGKILL)
         worker.process.wait(timeout=10)
         job.refresh_from_db()
@@ -101,7 +101,7 @@ def test_killing_the_worker_mid_job_ends_the_job_failed(personas, settings):
         time.sleep(2.5)  # let the lease run out
     with celery_worker(lease_s=2):  # the new worker reaps jobs of dead workers when it starts
         job = _wait_for(
-            lambda: Job.objects.filter(pk=job.pk, status=Job.FAILED).first(), timeout=20, what="the job to be failed"
+            lambda: Job.objects.filter(pk=job.pk, status=Job.FAILED).first(), timeout=60, what="the job to be failed"
         )
     assert "worker lost" in job.error and f"pid {worker.pid}" in job.error
     assert job.progress == progress_at_kill < 100 and job.finished_at is not None
