@@ -1,0 +1,246 @@
+"""The CPU-scale ablation of Table 4: Base, Fixed-Harness SFT, HSA-SFT, + General OPD, + HSA-RL.
+
+``python -m training ablation --preset cpu-small`` trains the four checkpoints
+on the default model and scores all five on held-out Live-Stream QA (T1) and
+Harness-Variant QA (T2) subsets, Prompt Robustness and an IFEval subset, then
+writes ``table.md`` / ``table.json`` with paired-bootstrap intervals against the
+Base model and for the two target comparisons (HSA-SFT vs Fixed-Harness SFT on
+T2; the full pipeline vs Base on IFEval).
+
+It is a list of steps run in an order that answers the main question first
+(both SFT variants, then their T2 scores). Every step is resumable: training
+resumes from its last checkpoint, evaluation from its per-item JSONL, and a
+finished step is skipped. ``steps.json`` records each step's wall time; the
+table is rewritten after every step, with "pending" where nothing is scored yet.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from training.opd_config import OPDStageConfig
+from training.rl_config import RLStageConfig
+from training.runs import final_model_dir, is_finished
+from training.sft_config import SFTStageConfig
+
+MODELS = ("base", "fixed_sft", "hsa_sft", "opd", "rl")
+LABELS = {"base": "Base", "fixed_sft": "Fixed-Harness SFT", "hsa_sft": "HSA-SFT", "opd": "+ General OPD",
+          "rl": "+ HSA-RL"}
+SET_LABELS = {"live_qa": "T1 Live-Stream QA AVG", "variant_qa": "T2 Harness-Variant QA AVG",
+              "prompt_robustness": "Prompt Robustness AVG", "ifeval": "IFE-P (strict)"}
+
+
+@dataclass
+class AblationConfig:
+    """Sizes of one ablation run (a preset fills them; flags override)."""
+
+    model: str = field(default="local", metadata={"help": "Base model ('local' = SmolLM2-135M-Instruct)."})
+    output_dir: str = field(default="runs/ablation-cpu-small", metadata={"help": "Ablation folder."})
+    harness: str = field(default="demo", metadata={"help": "Harness folder."})
+    train_cases: int = field(default=200, metadata={"help": "Training cases for SFT data and RL tasks."})
+    hsa_variants: int = field(default=3, metadata={"help": "HSA variants per case for HSA-SFT."})
+    sft_steps: int = field(default=40, metadata={"help": "Optimizer steps of each SFT run."})
+    sft_batch: int = field(default=2, metadata={"help": "Examples per SFT step."})
+    sft_lr: float = field(default=5e-5, metadata={"help": "SFT learning rate."})
+    opd_steps: int = field(default=16, metadata={"help": "Optimizer steps of General OPD."})
+    rl_steps: int = field(default=6, metadata={"help": "Optimizer steps of HSA-RL (4 rollouts each)."})
+    eval_cases: int = field(default=100, metadata={"help": "Held-out cases in each of T1 and T2."})
+    eval_prompt_robustness: int = field(default=50, metadata={"help": "Prompt Robustness cases."})
+    eval_ifeval: int = field(default=50, metadata={"help": "IFEval prompts (the first N)."})
+    max_new_tokens: int = field(default=96, metadata={"help": "Tokens per model call at evaluation."})
+    resamples: int = field(default=10_000, metadata={"help": "Bootstrap resamples."})
+
+    @classmethod
+    def help_texts(cls) -> dict[str, str]:
+        return {f.name: f.metadata.get("help", "") for f in dataclasses.fields(cls)}
+
+
+PRESETS: dict[str, AblationConfig] = {
+    "cpu-small": AblationConfig(),
+    # a smoke run of the whole machinery on the tiny model (minutes, numbers meaningless)
+    "tiny-smoke": AblationConfig(model="tiny", output_dir="runs/ablation-tiny-smoke", train_cases=8,
+                                 hsa_variants=1, sft_steps=2, opd_steps=2, rl_steps=1, eval_cases=3,
+                                 eval_prompt_robustness=2, eval_ifeval=2, max_new_tokens=8, resamples=200),
+}
+
+
+class Ablation:
+    def __init__(self, config: AblationConfig) -> None:
+        self.config = config
+        self.root = Path(config.output_dir)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.steps_path = self.root / "steps.json"
+        self.steps: dict[str, Any] = json.loads(self.steps_path.read_text()) if self.steps_path.is_file() else {}
+
+    # -- models ------------------------------------------------------------------------------
+    def model_dir(self, name: str) -> Path:
+        if name == "base":
+            from harness.policies.models import resolve_model_dir
+
+            return resolve_model_dir(self.config.model)
+        return final_model_dir(self.root / name)
+
+    def _common(self) -> dict[str, Any]:
+        return {"harness": self.config.harness, "save_steps": 5, "save_total_limit": 1, "logging_steps": 1}
+
+    def _sft(self, name: str, variants: int) -> None:
+        from training.sft_trainer import run_sft
+
+        c = self.config
+        run_sft(SFTStageConfig(model=c.model, output_dir=str(self.root / name), max_cases=c.train_cases,
+                               hsa_variants=variants, max_steps=c.sft_steps, per_device_train_batch_size=c.sft_batch,
+                               learning_rate=c.sft_lr, max_length=4096, **self._common()))
+
+    def _opd(self) -> None:
+        from training.opd_trainer import run_opd
+
+        c = self.config
+        run_opd(OPDStageConfig(model=str(self.model_dir("hsa_sft")), output_dir=str(self.root / "opd"),
+                               max_steps=c.opd_steps, per_device_train_batch_size=2, max_completion_length=64,
+                               **self._common()))
+
+    def _rl(self) -> None:
+        from training.rl_trainer import run_rl
+
+        c = self.config
+        run_rl(RLStageConfig(model=str(self.model_dir("opd")), output_dir=str(self.root / "rl"),
+                             max_cases=c.train_cases, max_steps=c.rl_steps, num_generations=4,
+                             per_device_train_batch_size=4, max_new_tokens=min(64, c.max_new_tokens), top_p=1.0,
+                             **{**self._common(), "save_steps": 1}))
+
+    # -- steps -------------------------------------------------------------------------------
+    def plan(self) -> list[tuple[str, Any]]:
+        plan: list[tuple[str, Any]] = [
+            ("train:fixed_sft", lambda: self._sft("fixed_sft", 0)),
+            ("train:hsa_sft", lambda: self._sft("hsa_sft", self.config.hsa_variants)),
+        ]
+        evals = [("variant_qa", m) for m in ("fixed_sft", "hsa_sft", "base")]
+        evals += [("live_qa", m) for m in ("fixed_sft", "hsa_sft", "base")]
+        plan += [(f"eval:{m}:{s}", self._eval_step(m, s)) for s, m in evals]
+        plan += [("train:opd", self._opd), ("train:rl", self._rl)]
+        plan += [(f"eval:{m}:{s}", self._eval_step(m, s)) for m in ("opd", "rl") for s in ("variant_qa", "live_qa")]
+        plan += [(f"eval:{m}:ifeval", self._eval_step(m, "ifeval")) for m in ("base", "rl", "hsa_sft", "fixed_sft",
+                                                                               "opd")]
+        plan += [(f"eval:{m}:prompt_robustness", self._eval_step(m, "prompt_robustness")) for m in MODELS]
+        return plan
+
+    def _eval_step(self, model: str, set_name: str):
+        def run() -> None:
+            from training.self_eval import evaluate_model
+            from training.stage_common import resolve_harness_dir
+
+            c = self.config
+            evaluate_model(model_dir=self.model_dir(model), out_dir=self.root / "eval" / model,
+                           harness_dir=resolve_harness_dir(c.harness), sets=(set_name,), n_cases=c.eval_cases,
+                           n_prompt_robustness=c.eval_prompt_robustness, n_ifeval=c.eval_ifeval,
+                           max_new_tokens=c.max_new_tokens)
+        return run
+
+    def _step_done(self, name: str) -> bool:
+        if name.startswith("train:"):
+            return is_finished(self.root / name.split(":", 1)[1])
+        return bool(self.steps.get(name, {}).get("done"))
+
+    def run(self, *, only_table: bool = False) -> dict[str, Any]:
+        (self.root / "ablation_config.json").write_text(
+            json.dumps(dataclasses.asdict(self.config), indent=2) + "\n", encoding="utf-8")
+        if not only_table:
+            for name, step in self.plan():
+                if self._step_done(name):
+                    continue
+                started = time.perf_counter()
+                print(f"[ablation] {name} ...", flush=True)
+                step()
+                elapsed = time.perf_counter() - started
+                previous = self.steps.get(name, {}).get("wall_s", 0.0)
+                self.steps[name] = {"done": True, "wall_s": previous + elapsed}
+                self.steps_path.write_text(json.dumps(self.steps, indent=2) + "\n", encoding="utf-8")
+                print(f"[ablation] {name} done in {elapsed:.0f} s", flush=True)
+                self.write_table()
+        return self.write_table()
+
+    # -- the table -----------------------------------------------------------------------------
+    def _scores(self, model: str, set_name: str) -> dict[str, float] | None:
+        """Per-item scores (id -> value) of a finished evaluation, else None."""
+        if not self._step_done(f"eval:{model}:{set_name}"):
+            return None
+        path = self.root / "eval" / model / f"{set_name}.jsonl"
+        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        if set_name == "ifeval":
+            summary = json.loads((self.root / "eval" / model / "summary.json").read_text())
+            return {str(i): float(ok) for i, ok in enumerate(summary["ifeval"]["per_prompt"])}
+        key = "rubric_avg" if set_name == "prompt_robustness" else "avg"
+        return {r["id"]: float(r[key] or 0.0) for r in rows}
+
+    def _bootstrap(self, base: dict[str, float], cand: dict[str, float]) -> dict[str, float]:
+        from evaluation.stats import paired_bootstrap
+
+        ids = sorted(set(base) & set(cand))
+        result = paired_bootstrap(baseline=[100 * base[i] for i in ids], candidate=[100 * cand[i] for i in ids],
+                                  resamples=self.config.resamples)
+        return {"delta": result.delta, "low": result.low, "high": result.high,
+                "p_delta_le_zero": result.p_delta_le_zero, "n": result.n}
+
+    def write_table(self) -> dict[str, Any]:
+        table: dict[str, Any] = {"models": {}, "targets": {}, "wall_s": {}}
+        for model in MODELS:
+            row: dict[str, Any] = {}
+            for set_name in SET_LABELS:
+                scores = self._scores(model, set_name)
+                if scores is None:
+                    continue
+                cell: dict[str, Any] = {"score": 100 * sum(scores.values()) / len(scores), "n": len(scores)}
+                base = self._scores("base", set_name)
+                if model != "base" and base is not None:
+                    cell["vs_base"] = self._bootstrap(base, scores)
+                row[set_name] = cell
+            table["models"][model] = row
+        fixed, hsa = self._scores("fixed_sft", "variant_qa"), self._scores("hsa_sft", "variant_qa")
+        if fixed and hsa:
+            table["targets"]["hsa_sft_vs_fixed_sft_on_T2"] = {**self._bootstrap(fixed, hsa), "target": ">= +5"}
+        base_if, full_if = self._scores("base", "ifeval"), self._scores("rl", "ifeval")
+        if base_if and full_if:
+            table["targets"]["full_pipeline_vs_base_on_IFE-P"] = {
+                **self._bootstrap(base_if, full_if), "target": "within 2 points or interval includes 0"}
+        table["wall_s"] = {name: round(info.get("wall_s", 0.0), 1) for name, info in self.steps.items()}
+        (self.root / "table.json").write_text(json.dumps(table, indent=2) + "\n", encoding="utf-8")
+        (self.root / "table.md").write_text(self.markdown(table), encoding="utf-8")
+        return table
+
+    def markdown(self, table: dict[str, Any]) -> str:
+        header = "| Model | " + " | ".join(SET_LABELS.values()) + " |"
+        lines = [f"# HAT ablation ({self.config.model}, {self.root.name})", "",
+                 "Scores x100; in brackets: paired-bootstrap 95% interval of the difference to Base "
+                 f"({self.config.resamples} resamples).", "", header,
+                 "|" + "---|" * (len(SET_LABELS) + 1)]
+        for model in MODELS:
+            cells = []
+            for set_name in SET_LABELS:
+                cell = table["models"].get(model, {}).get(set_name)
+                if cell is None:
+                    cells.append("pending")
+                    continue
+                text = f"{cell['score']:.1f}"
+                if "vs_base" in cell:
+                    b = cell["vs_base"]
+                    text += f" ({b['delta']:+.1f} [{b['low']:+.1f}, {b['high']:+.1f}])"
+                cells.append(text)
+            lines.append(f"| {LABELS[model]} | " + " | ".join(cells) + " |")
+        lines += ["", "## Targets", ""]
+        for name, t in table["targets"].items():
+            lines.append(f"- {name}: delta {t['delta']:+.1f} [{t['low']:+.1f}, {t['high']:+.1f}], "
+                         f"P(delta<=0)={t['p_delta_le_zero']:.3f}, n={t['n']} (target {t['target']})")
+        if not table["targets"]:
+            lines.append("- pending")
+        lines += ["", "## Wall time per step", ""]
+        lines += [f"- {name}: {secs:.0f} s" for name, secs in table["wall_s"].items()]
+        return "\n".join(lines) + "\n"
+
+
+def run_ablation(config: AblationConfig, *, only_table: bool = False) -> dict[str, Any]:
+    return Ablation(config).run(only_table=only_table)

@@ -1,0 +1,141 @@
+"""``python -m training``: the stages, the pipeline, data building, evaluation and the ablation.
+
+Every stage command takes ``--config FILE`` (YAML or JSON) and, for each field
+of its config dataclass, a ``--field-name VALUE`` flag that overrides the file;
+``--help`` lists the fields with their help texts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import typing
+from typing import Any
+
+from training.base_config import ConfigError, coerce, config_from_dict, load_config
+
+
+def _add_fields(parser: argparse.ArgumentParser, cls: type) -> None:
+    hints = typing.get_type_hints(cls)
+    for f in dataclasses.fields(cls):
+        if dataclasses.is_dataclass(hints[f.name]):
+            continue
+        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
+        parser.add_argument(f"--{f.name.replace('_', '-')}", dest=f.name, default=None, metavar="VALUE",
+                            help=f"{f.metadata.get('help', '')} (default: {default})")
+
+
+def _build(cls: type, args: argparse.Namespace, base: Any = None):
+    if getattr(args, "config", None):
+        base = load_config(cls, args.config)
+    base = base if base is not None else cls()
+    hints = typing.get_type_hints(cls)
+    overrides = {}
+    for f in dataclasses.fields(cls):
+        value = getattr(args, f.name, None)
+        if value is not None:
+            overrides[f.name] = coerce(value, hints[f.name], where=f"--{f.name.replace('_', '-')}")
+    config = dataclasses.replace(base, **overrides)
+    check = getattr(config, "check", None)
+    if callable(check) and check():
+        raise ConfigError(check())
+    return config
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from training.ablation import PRESETS, AblationConfig
+    from training.opd_config import OPDStageConfig
+    from training.pipeline_config import PipelineConfig
+    from training.rl_config import RLStageConfig
+    from training.sft_config import SFTStageConfig
+
+    parser = argparse.ArgumentParser(prog="python -m training", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, cls, text in (("sft", SFTStageConfig, "Stage 1: HSA-SFT (hsa_variants 0 = Fixed-Harness SFT)"),
+                            ("opd", OPDStageConfig, "Stage 2: General on-policy distillation to the base model"),
+                            ("rl", RLStageConfig, "Stage 3: HSA-RL with GRPO in the live-room simulator"),
+                            ("data", SFTStageConfig, "Build stage-1 examples only (writes --out JSONL)")):
+        p = sub.add_parser(name, help=text, description=text)
+        p.add_argument("--config", help="YAML or JSON file with the config fields")
+        if name == "data":
+            p.add_argument("--out", required=True, help="examples JSONL to write")
+        _add_fields(p, cls)
+    p = sub.add_parser("pipeline", help="SFT -> OPD -> RL, resumable stage by stage")
+    p.add_argument("--config", help="YAML or JSON: top-level fields plus sft:, opd:, rl: sections")
+    _add_fields(p, PipelineConfig)
+    p = sub.add_parser("ablation", help="Table-4-like ablation: Base, Fixed SFT, HSA-SFT, +OPD, +RL")
+    p.add_argument("--preset", default="cpu-small", choices=sorted(PRESETS))
+    p.add_argument("--table-only", action="store_true", help="rewrite the table from what is done; run nothing")
+    _add_fields(p, AblationConfig)
+    p = sub.add_parser("eval", help="Score a checkpoint on held-out subsets (resumable)")
+    p.add_argument("--model", required=True, help="checkpoint folder, 'local' or 'tiny'")
+    p.add_argument("--out", required=True, help="folder for per-item JSONL and summary.json")
+    p.add_argument("--harness", default="demo")
+    p.add_argument("--sets", default="live_qa,variant_qa,prompt_robustness,ifeval")
+    p.add_argument("--cases", type=int, default=100)
+    p.add_argument("--ifeval", type=int, default=50)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return _dispatch(args)
+    except (ConfigError, FileNotFoundError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    if args.command == "sft":
+        from training.sft_config import SFTStageConfig
+        from training.sft_trainer import run_sft
+
+        print(run_sft(_build(SFTStageConfig, args)))
+    elif args.command == "opd":
+        from training.opd_config import OPDStageConfig
+        from training.opd_trainer import run_opd
+
+        print(run_opd(_build(OPDStageConfig, args)))
+    elif args.command == "rl":
+        from training.rl_config import RLStageConfig
+        from training.rl_trainer import run_rl
+
+        print(run_rl(_build(RLStageConfig, args)))
+    elif args.command == "data":
+        from training.sft_config import SFTStageConfig
+        from training.stage_common import resolve_harness_dir
+        from training.trajectory_data import build_sft_examples, write_examples
+
+        config = _build(SFTStageConfig, args)
+        examples, report = build_sft_examples(config=config, harness_dir=resolve_harness_dir(config.harness))
+        write_examples(examples, args.out)
+        print(json.dumps(report, indent=2))
+    elif args.command == "pipeline":
+        from training.pipeline import run_pipeline
+        from training.pipeline_config import PipelineConfig
+
+        print(run_pipeline(_build(PipelineConfig, args)))
+    elif args.command == "ablation":
+        from training.ablation import PRESETS, AblationConfig, run_ablation
+
+        config = _build(AblationConfig, args, base=PRESETS[args.preset])
+        table = run_ablation(config, only_table=args.table_only)
+        print((__import__("pathlib").Path(config.output_dir) / "table.md").read_text())
+        del table
+    elif args.command == "eval":
+        from harness.policies.models import resolve_model_dir
+        from training.self_eval import evaluate_model
+        from training.stage_common import resolve_harness_dir
+
+        summary = evaluate_model(model_dir=resolve_model_dir(args.model), out_dir=args.out,
+                                 harness_dir=resolve_harness_dir(args.harness),
+                                 sets=tuple(s.strip() for s in args.sets.split(",") if s.strip()),
+                                 n_cases=args.cases, n_prompt_robustness=max(1, args.cases // 2), n_ifeval=args.ifeval)
+        print(json.dumps({k: v for k, v in summary.items()}, indent=2, default=str))
+    return 0
+
+
+__all__ = ["build_parser", "config_from_dict", "main"]
