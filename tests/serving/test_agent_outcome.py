@@ -39,3 +39,14 @@ def test_project_mcp_server_commands_are_recognised():
     assert _is_project_mcp_server(("python", "-m", "harness", "serve-mcp"))
     assert _is_project_mcp_server(("python", "-m", "harness.mcp_server"))
     assert not _is_project_mcp_server(("npx", "some-other-mcp"))
+
+
+def test_extra_body_survives_the_per_call_client_copies():
+    from openai import OpenAI
+
+    from serving.agent_runner import _add_extra_body
+
+    client = _add_extra_body(OpenAI(base_url="http://127.0.0.1:9/v1", api_key="x"), {"generation_config": "{}"})
+    for c in (client, client.with_options(timeout=3.0), client.with_options(timeout=3.0).with_options(timeout=1.0)):
+        create = c.chat.completions.create
+        assert create.keywords == {"extra_body": {"generation_config": "{}"}}
