@@ -58,12 +58,14 @@ def side_by_side(old: str, new: str, *, context: int = CONTEXT_LINES) -> list[Si
     """Aligned rows of the two texts, unchanged runs longer than 2*context folded into one 'skip' row."""
     a, b = old.splitlines(), new.splitlines()
     rows: list[SideBySideRow] = []
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+    opcodes = difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
+    for index, (tag, i1, i2, j1, j2) in enumerate(opcodes):
         if tag == "equal":
             span = i2 - i1
             if span > 2 * context + 1:
-                head = range(0, context) if rows else range(0)
-                tail = range(span - context, span) if i2 < len(a) else range(0)
+                # context after the previous change and before the next one, none at the file's ends
+                head = range(0, context) if index > 0 else range(0)
+                tail = range(span - context, span) if index < len(opcodes) - 1 else range(0)
                 for k in head:
                     rows.append(SideBySideRow("equal", i1 + k + 1, a[i1 + k], j1 + k + 1, b[j1 + k]))
                 rows.append(SideBySideRow("skip", left=f"{span - len(head) - len(tail)} unchanged lines"))
