@@ -52,4 +52,9 @@ def present_playground_result(result: dict[str, Any]) -> dict[str, Any]:
         "steps": trajectory_steps(trajectory),
         "system_prompt": system_prompt(trajectory),
         "prompt_blocks": result.get("prompt_blocks", []),
+        "timings": [
+            (key.removesuffix("_s").replace("_", " "), value)
+            for key, value in trajectory.get("timings", {}).items()
+            if isinstance(value, int | float) and key.endswith("_s")
+        ],
     }

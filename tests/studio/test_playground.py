@@ -38,6 +38,7 @@ def test_a_playground_run_shows_the_trajectory_step_by_step(personas, demo_versi
     assert "tool get_product_info_by_link_id" in page and "load skill item_qa" in page
     assert "model call (round 1)" in page and "hook " in page
     assert "Prompt blocks" in page and "Assembled system prompt" in page
+    assert 'id="trajectory-timings"' in page and "total " in page
     # the steps appear in the order they happened
     assert page.index("tool get_product_info_by_link_id") < page.index("load skill item_qa")
 
