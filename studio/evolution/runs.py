@@ -122,6 +122,9 @@ def eval_run_execute(*, run_id: int, progress, log) -> dict[str, Any]:
     from studio.harnesses.selectors import version_files
 
     run = EvalRun.objects.select_related("version", "dataset", "endpoint").get(pk=run_id)
+    if run.status == EvalRun.SUCCEEDED:  # a resume queued while the lost job was in fact finishing
+        log(f"run #{run.pk} has already finished; nothing to score")
+        return {"run_id": run.pk, "scored_now": 0, "kept": run.results.count(), **run.summary.get("overall", {})}
     attempt = run.attempts + 1
     EvalRun.objects.filter(pk=run.pk).update(status=EvalRun.RUNNING, attempts=attempt)
     done = set(run.results.values_list("case_id", flat=True))
@@ -137,19 +140,21 @@ def eval_run_execute(*, run_id: int, progress, log) -> dict[str, Any]:
         scored = 0
         try:
             for case_id in todo:
+                if CaseResult.objects.filter(run=run, case_id=case_id).exists():
+                    continue  # another job (a resume started while this one was presumed lost) scored it
                 row = cases[case_id]
                 trajectory = agent.run(case_request(row.data)).to_dict()
                 verdict = judge.judge(case=row.data, reply=trajectory.get("reply", ""),
                                       route=trajectory.get("route", "public"), trajectory=trajectory)
-                CaseResult.objects.create(
-                    run=run, case_id=case_id, category=row.category, split=row.split,
+                _, created = CaseResult.objects.get_or_create(run=run, case_id=case_id, defaults=dict(
+                    category=row.category, split=row.split,
                     accuracy=float(verdict.accuracy), effectiveness=float(verdict.effectiveness), avg=verdict.avg,
                     reason_codes=_reason_field(verdict.reason_codes), verdict=verdict.to_dict(),
                     reply=trajectory.get("reply", ""), route=trajectory.get("route", ""), trajectory=trajectory,
                     latency_s=float((trajectory.get("timings") or {}).get("total_s") or 0.0), attempt=attempt,
-                )
-                scored += 1
-                finished = len(done) + scored
+                ))
+                scored += int(created)
+                finished = run.results.count()
                 progress(round(100 * finished / run.total), None)
                 if scored % 10 == 0 or finished == run.total:
                     log(f"{finished}/{run.total} scored")
