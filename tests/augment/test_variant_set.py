@@ -22,8 +22,9 @@ def _tree(root: Path) -> dict[str, bytes]:
 
 def _assert_gold_served(out: Path) -> int:
     pairs = load_variant_set(out)
+    bundles: dict = {}
     for case, harness in pairs:
-        bundle = load_dir(harness)
+        bundle = bundles.get(harness) or bundles.setdefault(harness, load_dir(harness))
         gold = case["gold"]
         for skill in gold.get("reply_skills", []) + gold.get("strategy_skills", []):
             assert skill in bundle.skills, (case["id"], skill)
@@ -46,6 +47,13 @@ def world_cases(tmp_path_factory) -> Path:
     return subset
 
 
+@pytest.fixture(scope="module")
+def few_world_cases(world_cases) -> Path:
+    subset = world_cases.with_name("live_qa_40.jsonl")
+    subset.write_text("".join(world_cases.read_text().splitlines(True)[:40]))
+    return subset
+
+
 def test_every_case_is_bound_to_a_valid_variant_with_remapped_gold(tmp_path):
     out = tmp_path / "t2"
     manifest = make_variant_set(set_path=DATA / "gold_cases.jsonl", harness_dir=demo_harness_dir(),
@@ -64,16 +72,18 @@ def test_generated_live_qa_cases_keep_their_gold_under_shared_variants(world_cas
     assert _assert_gold_served(out) == 120
 
 
-def test_same_inputs_give_byte_identical_sets_with_any_worker_count(world_cases, tmp_path):
+def test_same_inputs_give_byte_identical_sets_with_any_worker_count(few_world_cases, tmp_path):
+    world_cases = few_world_cases
     a, b = tmp_path / "a", tmp_path / "b"
     make_variant_set(set_path=world_cases, harness_dir=demo_harness_dir(), variants=1, out=a,
-                     workers=1, seed=5)
-    make_variant_set(set_path=world_cases, harness_dir=demo_harness_dir(), variants=1, out=b,
-                     workers=2, seed=5)
+                     workers=1, seed=5, share=1)
+    manifest = make_variant_set(set_path=world_cases, harness_dir=demo_harness_dir(), variants=1,
+                                out=b, workers=2, seed=5, share=1)
+    assert manifest["timings"]["workers"] == 2
     assert _tree(a) == _tree(b)
     c = tmp_path / "c"
     make_variant_set(set_path=world_cases, harness_dir=demo_harness_dir(), variants=1, out=c,
-                     workers=1, seed=6)
+                     workers=1, seed=6, share=1)
     assert _tree(a)["cases.jsonl"] != _tree(c)["cases.jsonl"]
 
 
