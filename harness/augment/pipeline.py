@@ -99,22 +99,13 @@ def augment_bundle(*, bundle: Bundle, seed: int, dims: Iterable[str] | str | Non
     return Variant(variant_bundle, ctx.mapping, bundle, ctx.rejected_rewrites)
 
 
-def _family(dim: str):
-    def transform(*, bundle: Bundle, seed: int, envelope: Envelope | None = None,
-                  requirements: Requirements | None = None,
-                  rewriter: Rewriter | None = None) -> Variant:
-        return augment_bundle(bundle=bundle, seed=seed, dims=[dim], envelope=envelope,
-                              requirements=requirements, rewriter=rewriter)
-    return transform
-
-
 def transform_skill_identifiers(*, bundle: Bundle, seed: int, envelope: Envelope | None = None,
                                 requirements: Requirements | None = None,
                                 rewriter: Rewriter | None = None) -> Variant:
     """Family 1: rename skills, rewrite their descriptions, add synthetic and noise skills,
     mask skills no gold label needs (``envelope.skills``)."""
-    return _family("skills")(bundle=bundle, seed=seed, envelope=envelope,
-                             requirements=requirements, rewriter=rewriter)
+    return augment_bundle(bundle=bundle, seed=seed, dims=["skills"], envelope=envelope,
+                          requirements=requirements, rewriter=rewriter)
 
 
 def transform_skill_content(*, bundle: Bundle, seed: int, envelope: Envelope | None = None,
@@ -122,8 +113,8 @@ def transform_skill_content(*, bundle: Bundle, seed: int, envelope: Envelope | N
                             rewriter: Rewriter | None = None) -> Variant:
     """Family 2: paraphrase rules, mask non-essential rules, reorder rules
     (``envelope.skill_content``)."""
-    return _family("skill-content")(bundle=bundle, seed=seed, envelope=envelope,
-                                    requirements=requirements, rewriter=rewriter)
+    return augment_bundle(bundle=bundle, seed=seed, dims=["skill-content"], envelope=envelope,
+                          requirements=requirements, rewriter=rewriter)
 
 
 def transform_tools(*, bundle: Bundle, seed: int, envelope: Envelope | None = None,
@@ -131,8 +122,8 @@ def transform_tools(*, bundle: Bundle, seed: int, envelope: Envelope | None = No
                     rewriter: Rewriter | None = None) -> Variant:
     """Family 3: rename tools, rewrite tool and parameter descriptions, reorder the
     registry; bindings and argument schemas unchanged (``envelope.tools``)."""
-    return _family("tools")(bundle=bundle, seed=seed, envelope=envelope,
-                            requirements=requirements, rewriter=rewriter)
+    return augment_bundle(bundle=bundle, seed=seed, dims=["tools"], envelope=envelope,
+                          requirements=requirements, rewriter=rewriter)
 
 
 def transform_prompt(*, bundle: Bundle, seed: int, envelope: Envelope | None = None,
@@ -140,8 +131,8 @@ def transform_prompt(*, bundle: Bundle, seed: int, envelope: Envelope | None = N
                      rewriter: Rewriter | None = None) -> Variant:
     """Family 4: reorder prompt blocks and their list items, paraphrase items, perturb
     numeric constraints (``envelope.prompt``)."""
-    return _family("prompt")(bundle=bundle, seed=seed, envelope=envelope,
-                             requirements=requirements, rewriter=rewriter)
+    return augment_bundle(bundle=bundle, seed=seed, dims=["prompt"], envelope=envelope,
+                          requirements=requirements, rewriter=rewriter)
 
 
 def transform_hooks(*, bundle: Bundle, seed: int, envelope: Envelope | None = None,
@@ -149,5 +140,5 @@ def transform_hooks(*, bundle: Bundle, seed: int, envelope: Envelope | None = No
                     rewriter: Rewriter | None = None) -> Variant:
     """Family 5: retry budget and exhaustion, message wording and structure, hook
     parameters and banned phrases (``envelope.hooks``)."""
-    return _family("hooks")(bundle=bundle, seed=seed, envelope=envelope,
-                            requirements=requirements, rewriter=rewriter)
+    return augment_bundle(bundle=bundle, seed=seed, dims=["hooks"], envelope=envelope,
+                          requirements=requirements, rewriter=rewriter)

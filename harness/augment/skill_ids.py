@@ -55,9 +55,6 @@ def apply_skill_identifiers(ctx: AugmentContext) -> None:
                 rewritten.append(inverse.get(name, name))
     if rewritten:
         ctx.mapping.rewritten_descriptions["skills"] = sorted(rewritten)
-    order = list(d.skills.items())
-    rng.shuffle(order)  # the skill list the model reads is in file order; vary it too
-    d.skills = dict(order)
 
 
 def _mask(ctx: AugmentContext, rng: random.Random) -> None:
