@@ -17,6 +17,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from harness.hook_catalogue import EVENTS as HOOK_EVENTS
 from harness.hook_catalogue import HOOK_TYPES
 from harness.tool_catalogue import BUILTIN_TOOLS
 from studio.accounts.decorators import requires
@@ -42,6 +43,7 @@ from studio.harnesses.services import (
     draft_discard,
     draft_file_delete,
     draft_file_save,
+    draft_hook_add,
     draft_skill_add,
 )
 
@@ -112,6 +114,7 @@ def _editor_context(draft: Draft, path: str, *, text: str | None = None) -> dict
         "problem_lines": json.dumps(sorted({max(1, p["line"]) for p in file_problems})),
         "preview": render_skill_preview(text) if kind == "skill" else None,
         "hook_types": HOOK_TYPES.values() if kind == "hooks" else None,
+        "hook_events": HOOK_EVENTS if kind == "hooks" else None,
         "builtin_tools": BUILTIN_TOOLS.values() if kind == "tools" else None,
         "conflicts": selectors.draft_open_conflicts(draft=draft),
     }
@@ -187,6 +190,37 @@ def draft_skill_add_view(request, draft_id: int):
     path = f"skills/{request.POST.get('name', '').strip()}/SKILL.md"
     messages.success(request, f"Added {path}.")
     return redirect(f"{reverse('harnesses:draft_edit', args=[draft.pk])}?path={path}")
+
+
+@require_POST
+@requires("harness.edit")
+def draft_hook_add_view(request, draft_id: int):
+    draft = _draft(request, draft_id, for_write=True)
+    url = f"{reverse('harnesses:draft_edit', args=[draft.pk])}?path=hooks.yaml"
+    try:
+        result = draft_hook_add(
+            draft=draft,
+            hook_id=request.POST.get("id", "").strip(),
+            event=request.POST.get("event", ""),
+            hook_type=request.POST.get("type", ""),
+            matcher=request.POST.get("matcher", ""),
+            params_text=request.POST.get("params", ""),
+            action=request.POST.get("action", ""),
+            message=request.POST.get("message", ""),
+            base_revision=parse_int(request.POST.get("revision"), field="revision"),
+            actor=request.user,
+        )
+    except StudioError as error:
+        messages.error(request, str(error))
+        return redirect(url)
+    if result.conflict is not None:
+        return redirect("harnesses:conflict_detail", conflict_id=result.conflict.pk)
+    problems = [p for p in result.problems if p["file"] == "hooks.yaml"]
+    if problems:
+        messages.warning(request, f"Added hook {request.POST.get('id')}; hooks.yaml now has {len(problems)} problem(s), shown below.")
+    else:
+        messages.success(request, f"Added hook {request.POST.get('id')} to hooks.yaml.")
+    return redirect(url)
 
 
 @require_POST

@@ -8,8 +8,10 @@ whose message names the file, field or object and what would be valid.
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass, field
 
+import yaml
 from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, transaction
@@ -353,6 +355,60 @@ def draft_skill_add(*, draft: Draft, name: str, kind: str, description: str, bas
     description = " ".join(description.split()) or f"When to use {name}."
     text = SKILL_TEMPLATE.format(name=name, description=description, kind=kind)
     return draft_file_save(draft=draft, path=path, text=text, base_revision=base_revision, actor=actor)
+
+
+def _hooks_last_top_level_key(text: str) -> str | None:
+    last = None
+    for line in text.split("\n"):
+        if line and not line[0].isspace() and not line.startswith("#") and ":" in line:
+            last = line.split(":", 1)[0].strip()
+    return last
+
+
+def draft_hook_add(
+    *,
+    draft: Draft,
+    hook_id: str,
+    event: str,
+    hook_type: str,
+    matcher: str,
+    params_text: str,
+    action: str,
+    message: str,
+    base_revision: int,
+    actor: User,
+) -> SaveResult:
+    """Append one hook to the draft's hooks.yaml from the structured form, then save as usual.
+
+    The hook is written as YAML text at the end of the `hooks:` list so the
+    operator's comments and layout stay; the normal save validates it, so a
+    wrong parameter shows up inline at its line like any other edit.
+    """
+    if not hook_id or not all(c.islower() or c.isdigit() or c in "_.-" for c in hook_id):
+        raise StudioError("id: lower-case letters, digits, '.', '_' or '-' (e.g. price-needs-tool)")
+    if action not in ("retry", "fallback", "suppress"):
+        raise StudioError("on_fail: choose retry, fallback or suppress")
+    try:
+        params = yaml.safe_load(params_text) if params_text.strip() else {}
+    except yaml.YAMLError as error:
+        raise StudioError(f"params: not YAML ({str(error).splitlines()[0]}); e.g. {{max_chars: 200}}") from None
+    if not isinstance(params, dict):
+        raise StudioError("params: a mapping of parameter names to values, e.g. {max_chars: 200}")
+    on_fail = {"action": action, **({"message": message.strip()} if message.strip() else {})}
+    lines = [f"  - id: {hook_id}", f"    event: {json.dumps(event)}", f"    type: {json.dumps(hook_type)}"]
+    if matcher.strip():
+        lines.append(f"    matcher: {json.dumps(matcher.strip())}")
+    if params:
+        lines.append(f"    params: {json.dumps(params, ensure_ascii=False)}")
+    lines.append(f"    on_fail: {json.dumps(on_fail, ensure_ascii=False)}")
+    text = draft.files.get("hooks.yaml", "")
+    if _hooks_last_top_level_key(text) != "hooks":
+        raise StudioError(
+            "hooks.yaml: the form appends to the `hooks:` list, which must be the file's last top-level key; "
+            "add this hook in the YAML editor instead"
+        )
+    new_text = text.rstrip("\n") + "\n" + "\n".join(lines) + "\n"
+    return draft_file_save(draft=draft, path="hooks.yaml", text=new_text, base_revision=base_revision, actor=actor)
 
 
 def draft_file_delete(*, draft: Draft, path: str, base_revision: int, actor: User) -> Draft:

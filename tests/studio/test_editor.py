@@ -160,3 +160,35 @@ def test_a_summary_between_any_two_versions_loads_on_demand(personas, demo_versi
     assert "item_qa" in summary and "chillchat" in summary
     again = client.get("/h/livestream-avatar/diff/?a=1&b=3").content.decode()
     assert 'hx-trigger="load"' not in again and "chillchat" in again
+
+
+def test_the_hook_form_appends_a_validated_hook_and_keeps_comments(personas, draft):
+    client = client_for(personas.operator)
+    before = draft.files["hooks.yaml"]
+    form = {"id": "short-replies", "type": "max_length", "event": "stop", "matcher": "", "params": "{max_chars: 120}",
+            "action": "retry", "message": "Say it in under 120 characters.", "revision": 1}
+    page = client.post(f"/drafts/{draft.pk}/hooks/add/", form, follow=True).content.decode()
+    draft.refresh_from_db()
+    after = draft.files["hooks.yaml"]
+    assert after.startswith(before.rstrip("\n")) and "  - id: short-replies" in after
+    assert draft.problems == [] and "Added hook short-replies" in page
+    # a parameter outside the type's schema is saved and shown inline, like any edit
+    bad = {**form, "id": "too-short", "params": "{max_chars: 3}", "revision": draft.revision}
+    page = client.post(f"/drafts/{draft.pk}/hooks/add/", bad, follow=True).content.decode()
+    draft.refresh_from_db()
+    problems = [p for p in draft.problems if p["file"] == "hooks.yaml"]
+    assert problems and "max_chars" in problems[0]["field"] + problems[0]["message"]
+    last_line = len(draft.files["hooks.yaml"].rstrip("\n").split("\n"))
+    assert any(abs(p["line"] - last_line) <= 3 for p in problems), (problems, last_line)
+    assert 'class="inline-problem"' in page
+
+
+def test_the_hook_form_refuses_bad_input_naming_the_field(personas, draft):
+    client = client_for(personas.operator)
+    form = {"id": "Bad Id", "type": "max_length", "event": "stop", "params": "", "action": "retry", "revision": 1}
+    page = client.post(f"/drafts/{draft.pk}/hooks/add/", form, follow=True).content.decode()
+    assert "id: lower-case letters" in page
+    page = client.post(f"/drafts/{draft.pk}/hooks/add/", {**form, "id": "ok", "params": "[1, 2"}, follow=True).content.decode()
+    assert "params: not YAML" in page
+    draft.refresh_from_db()
+    assert draft.revision == 1

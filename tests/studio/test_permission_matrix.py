@@ -46,6 +46,7 @@ MATRIX = [
     ("harnesses:draft_preview", "post", "/drafts/{draft}/preview/", "studio.view", {"text": "# hi"}),
     ("harnesses:draft_save", "post", "/drafts/{draft}/save/", "harness.edit", {"path": SKILL, "text": "{skill}", "revision": "{revision}"}),
     ("harnesses:draft_skill_add", "post", "/drafts/{draft}/skills/add/", "harness.edit", {"name": "x_{role}", "kind": "reply", "description": "d", "revision": "{revision}"}),
+    ("harnesses:draft_hook_add", "post", "/drafts/{draft}/hooks/add/", "harness.edit", {"id": "h-{role}", "type": "max_length", "event": "stop", "params": "{max_chars: 100}", "action": "retry", "revision": "{revision}"}),
     ("harnesses:draft_file_delete", "post", "/drafts/{draft}/files/delete/", "harness.edit", {"path": "skills/nope/SKILL.md", "revision": "{revision}"}),
     ("harnesses:draft_commit", "post", "/drafts/{draft}/commit/", "harness.edit", {"message": "m"}),
     ("harnesses:draft_discard", "post", "/drafts/{draft}/discard/", "harness.edit", {}),
@@ -119,7 +120,9 @@ def world(personas, demo_version, demo_files):
 
 def _fill(template, values: dict):
     if isinstance(template, str):
-        return template.format(**values) if "{" in template else template
+        for key, value in values.items():
+            if isinstance(value, str | int):
+                template = template.replace("{" + key + "}", str(value))
     return template
 
 
