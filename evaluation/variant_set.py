@@ -11,6 +11,7 @@ that case's gold skills and limits), and writes::
     OUT/harnesses/<digest16>.mapping.json
     OUT/trajectories.jsonl          (with --trajectories) gold trajectories remapped
     OUT/manifest.json               source set and Harness digests, seeds, counts, timings
+    OUT/<catalogue>                 the catalogue file the cases name, copied
 
 Cases with the same gold skills are grouped, at most ``share`` per group, and
 a group shares one variant built to protect all of its cases (``share=1``: a
@@ -128,6 +129,19 @@ def _gold_problems(cases: list[dict], bundle) -> list[str]:
     return problems
 
 
+def _catalogues(cases: list[dict], set_path: Path) -> list[str]:
+    """Catalogue files the cases name (relative to the set), copied beside the new set."""
+    names = sorted({c["catalogue"] for c in cases if isinstance(c.get("catalogue"), str)})
+    for name in names:
+        if Path(name).is_absolute() or ".." in Path(name).parts:
+            raise VariantSetError(f"{set_path}: catalogue {name!r} must be a path inside the "
+                                  "set's folder to travel with the variant set")
+        if not (set_path.parent / name).is_file():
+            raise VariantSetError(f"{set_path}: catalogue file {set_path.parent / name} named "
+                                  "by the cases does not exist")
+    return names
+
+
 def _read_trajectories(path: str | Path | None) -> dict[str, dict]:
     if not path:
         return {}
@@ -172,6 +186,7 @@ def make_variant_set(*, set_path: str | Path, harness_dir: str | Path, variants:
                               + "\n  ".join(problems[:50]))
     if share < 1:
         raise VariantSetError(f"--share must be at least 1, got {share}")
+    catalogues = _catalogues(cases, Path(set_path))
     trajectories = _read_trajectories(trajectories_path)
     jobs = []
     for k in range(variants):
@@ -213,6 +228,9 @@ def make_variant_set(*, set_path: str | Path, harness_dir: str | Path, variants:
             target.write_text(text, encoding="utf-8")
         (out / "harnesses" / f"{v['digest']}.mapping.json").write_text(v["mapping"],
                                                                       encoding="utf-8")
+    for name in catalogues:
+        (out / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(Path(set_path).parent / name, out / name)
     _write_lines(out / "cases.jsonl", (dumps_case(r["case"]) for r in results))
     _write_lines(out / "bindings.jsonl",
                  (json.dumps(r["binding"], sort_keys=True) for r in results))

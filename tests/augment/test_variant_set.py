@@ -70,6 +70,9 @@ def test_generated_live_qa_cases_keep_their_gold_under_shared_variants(world_cas
                                 variants=1, out=out, share=8, workers=1)
     assert manifest["cases"] == 120 and 15 <= manifest["distinct_harnesses"] < 120
     assert _assert_gold_served(out) == 120
+    from evaluation.runner import resolve_catalogue
+    catalogue = resolve_catalogue(out / "cases.jsonl", load_cases(out / "cases.jsonl"))
+    assert catalogue is not None  # the world's catalogue travelled with the set
 
 
 def test_same_inputs_give_byte_identical_sets_with_any_worker_count(few_world_cases, tmp_path):
