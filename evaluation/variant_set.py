@@ -9,7 +9,8 @@ that case's gold skills and limits), and writes::
     OUT/bindings.jsonl              case id -> harness folder, mapping, seed
     OUT/harnesses/<digest16>/       each distinct variant bundle (content-addressed)
     OUT/harnesses/<digest16>.mapping.json
-    OUT/trajectories.jsonl          (with --trajectories) gold trajectories remapped
+    OUT/trajectories.jsonl          (with --trajectories) gold trajectories remapped;
+                                    --verify-replay also replays each under its variant
     OUT/manifest.json               source set and Harness digests, seeds, counts, timings
     OUT/<catalogue>                 the catalogue file the cases name, copied
 
@@ -50,13 +51,19 @@ def case_seed(seed: int, case_id: str, k: int) -> int:
 _STATE: dict[str, Any] = {}
 
 
-def _init_worker(files: dict[str, str], dims: list[str] | None, envelope_path: str | None) -> None:
+def _init_worker(files: dict[str, str], dims: list[str] | None, envelope_path: str | None,
+                 verify_replay: bool = False, catalogue_path: str | None = None) -> None:
     from harness import load_mapping
     from harness.augment import load_envelope
 
     _STATE["bundle"] = load_mapping(files)
     _STATE["dims"] = dims
     _STATE["envelope"] = load_envelope(envelope_path) if envelope_path else None
+    _STATE["verify"] = verify_replay
+    _STATE["catalogue"] = None
+    if verify_replay and catalogue_path:
+        from harness.livestream.catalogue import Catalogue
+        _STATE["catalogue"] = Catalogue.load(catalogue_path)
 
 
 def _one(job: tuple[list[tuple[dict, dict | None]], int, int]) -> dict[str, Any]:
@@ -85,9 +92,19 @@ def _one(job: tuple[list[tuple[dict, dict | None]], int, int]) -> dict[str, Any]
                         "seed": seed, "harness": f"harnesses/{digest}",
                         "mapping": f"harnesses/{digest}.mapping.json"},
             "trajectory": variant.mapping.remap_trajectory(trajectory) if trajectory else None,
+            "replay_problems": _verify(trajectory, variant) if trajectory else [],
         })
     return {"rows": rows, "digest": digest, "files": variant.bundle.files,
             "mapping": variant.mapping.to_json()}
+
+
+def _verify(trajectory: dict, variant) -> list[str]:
+    if not _STATE.get("verify"):
+        return []
+    from harness.augment.replay import replay_under_variant
+
+    return replay_under_variant(trajectory=trajectory, variant=variant,
+                                catalogue=_STATE["catalogue"]).problems
 
 
 def group_cases(cases: list[dict], *, share: int, seed: int) -> list[list[dict]]:
@@ -164,7 +181,8 @@ def make_variant_set(*, set_path: str | Path, harness_dir: str | Path, variants:
                      out: str | Path, seed: int = 0, dims: list[str] | None = None,
                      envelope_path: str | Path | None = None,
                      trajectories_path: str | Path | None = None, share: int = 8,
-                     workers: int | None = None, force: bool = False) -> dict[str, Any]:
+                     verify_replay: bool = False, workers: int | None = None,
+                     force: bool = False) -> dict[str, Any]:
     """Build the Harness-Variant set; returns the manifest (also written to OUT)."""
     from harness import load_dir
     from harness.augment import load_envelope, parse_dims
@@ -195,7 +213,11 @@ def make_variant_set(*, set_path: str | Path, harness_dir: str | Path, variants:
             jobs.append(([(c, trajectories.get(c["id"])) for c in group], k,
                          case_seed(seed, group_id, k)))
     workers = max(1, min(workers or os.cpu_count() or 1, len(jobs) // 20 or 1))
-    init = (bundle.files, dims, str(envelope_path) if envelope_path else None)
+    if verify_replay and not trajectories:
+        raise VariantSetError("--verify-replay needs --trajectories (recorded gold trajectories)")
+    catalogue_path = str(Path(set_path).parent / catalogues[0]) if catalogues else None
+    init = (bundle.files, dims, str(envelope_path) if envelope_path else None, verify_replay,
+            catalogue_path)
     if workers == 1:
         _init_worker(*init)
         variants_built = [_one(job) for job in jobs]
@@ -209,6 +231,11 @@ def make_variant_set(*, set_path: str | Path, harness_dir: str | Path, variants:
     results = sorted((row for v in variants_built for row in v["rows"]),
                      key=lambda r: (r["binding"]["variant"],
                                     order[(r["binding"]["source_case_id"], r["binding"]["variant"])]))
+    broken = [f"{r['binding']['source_case_id']} under {r['binding']['harness']}: {p}"
+              for r in results for p in r["replay_problems"]]
+    if broken:
+        raise VariantSetError(f"{len(broken)} problem(s) replaying gold trajectories under their "
+                              "variants; nothing was written:\n  " + "\n  ".join(broken[:50]))
     bad = [(r["case"]["id"], validate_case(r["case"])) for r in results]
     bad = [f"{cid}: {field}: {msg}" for cid, found in bad for field, msg in found]
     if bad:
@@ -248,6 +275,7 @@ def make_variant_set(*, set_path: str | Path, harness_dir: str | Path, variants:
         "envelope": str(envelope_path) if envelope_path else "harness/augment/envelope.yaml",
         "cases": len(results), "distinct_harnesses": len(written),
         "trajectories": sum(1 for r in results if r["trajectory"]),
+        "replays_verified": sum(1 for r in results if r["trajectory"]) if verify_replay else 0,
     }
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n",
                                        encoding="utf-8")
@@ -288,6 +316,9 @@ def register(sub) -> None:
     p.add_argument("--envelope", type=Path, default=None, help="change envelope YAML")
     p.add_argument("--trajectories", type=Path, default=None,
                    help="JSONL of recorded gold trajectories (request_id = case id) to remap")
+    p.add_argument("--verify-replay", action="store_true",
+                   help="replay each remapped trajectory under its variant through the runtime "
+                        "(ScriptedPolicy); any blocked hook or changed outcome aborts the build")
     p.add_argument("--share", type=int, default=8,
                    help="at most this many cases with the same gold skills share one variant "
                         "(default 8; 1 = a distinct variant for every case)")
@@ -309,6 +340,7 @@ def _cmd(args) -> int:
                                     dims=args.dims.split(",") if args.dims else None,
                                     envelope_path=args.envelope,
                                     trajectories_path=args.trajectories, share=args.share,
+                                    verify_replay=args.verify_replay,
                                     workers=args.workers,
                                     force=args.force)
     except (VariantSetError, CaseFileError, EnvelopeError, HarnessValidationError,

@@ -7,6 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from harness.augment import augment_bundle, requirements_from_case
+from harness.augment.replay import replay_under_variant
 from harness.livestream import demo_catalogue
 from harness.policies import ScriptedPolicy
 from harness.runtime import Agent
@@ -39,6 +40,8 @@ def test_gold_trajectory_replays_under_the_variant(recorded, demo_bundle, seed, 
     variant = augment_bundle(bundle=demo_bundle, seed=seed,
                              requirements=requirements_from_case(case, trajectory=traj))
     m = variant.mapping
+    checked = replay_under_variant(trajectory=traj, variant=variant, catalogue=demo_catalogue())
+    assert checked.ok, checked.problems
     replay = m.remap_trajectory(traj)
     result = _run(variant.bundle, ScriptedPolicy.from_trajectory(replay), m.remap_case(case))
     blocked = [(h.hook_id, h.decision, h.message) for h in result.hook_decisions
@@ -59,3 +62,19 @@ def test_unremapped_replay_fails_under_a_renamed_variant(recorded, demo_bundle):
                              requirements=requirements_from_case(case, trajectory=traj))
     result = _run(variant.bundle, ScriptedPolicy.from_trajectory(traj), case)
     assert not all(c.ok for c in result.tool_calls) or result.outcome != "replied"
+
+
+def test_replay_reports_what_a_variant_broke(recorded, demo_bundle):
+    """A variant whose limit is below the gold reply is caught by the replay check."""
+    from harness.augment import load_envelope, parse_envelope
+    from harness.augment.envelope import DEFAULT_ENVELOPE
+
+    case, traj = recorded["price-3"]
+    text = DEFAULT_ENVELOPE.read_text().replace("max_length.max_chars: [160, 400]",
+                                                "max_length.max_chars: [20, 30]")
+    tight = parse_envelope(text)
+    assert load_envelope() != tight
+    variant = augment_bundle(bundle=demo_bundle, seed=1, dims=["hooks"], envelope=tight)
+    checked = replay_under_variant(trajectory=traj, variant=variant, catalogue=demo_catalogue())
+    assert not checked.ok
+    assert any(p.startswith("hook reply-length (stop) block") for p in checked.problems)

@@ -106,8 +106,20 @@ def test_recorded_trajectories_are_remapped_beside_the_cases(tmp_path, gold_case
     recorded.write_text("\n".join(lines) + "\n")
     out = tmp_path / "t2"
     manifest = make_variant_set(set_path=DATA / "gold_cases.jsonl", harness_dir=demo_harness_dir(),
-                                variants=1, out=out, trajectories_path=recorded, workers=1, share=1)
-    assert manifest["trajectories"] == 5
+                                variants=2, out=out, trajectories_path=recorded, workers=1, share=1,
+                                verify_replay=True)
+    assert manifest["trajectories"] == 10 and manifest["replays_verified"] == 10
+    tight = tmp_path / "tight.yaml"
+    from harness.augment.envelope import DEFAULT_ENVELOPE
+    # limits the gold labels cannot foresee (prompt size) are caught by the replay
+    tight.write_text(DEFAULT_ENVELOPE.read_text().replace(
+        "context_budget.max_prompt_chars: [30000, 60000]", "context_budget.max_prompt_chars: [500, 600]"))
+    with pytest.raises(VariantSetError, match="context-budget .before_model. fallback"):
+        make_variant_set(set_path=DATA / "gold_cases.jsonl", harness_dir=demo_harness_dir(),
+                         variants=1, out=tmp_path / "never", trajectories_path=recorded,
+                         workers=1, share=1, verify_replay=True, envelope_path=tight,
+                         dims=["hooks"])
+    assert not (tmp_path / "never").exists()
     bound = {c["id"]: h for c, h in load_variant_set(out)}
     for line in (out / "trajectories.jsonl").read_text().splitlines():
         traj = json.loads(line)
