@@ -290,7 +290,9 @@ class ProgrammaticJudge:
             elif rubric == "TCO":
                 rubrics["TCO"] = bool(traj_info.get("tco", False)) and bool(traj_info.get("tc", False))
             elif rubric == "FI":
-                failed = [c for c in case.get("constraints", []) if not check_constraint(c, reply)]
+                silent_ok = (case.get("gold") or {}).get("route") == "silent" and not reply.strip()
+                failed = [] if silent_ok else [c for c in case.get("constraints", [])
+                                               if not check_constraint(c, reply)]
                 rubrics["FI"] = not failed
                 reasons += [Reason("instruction_not_followed", "instructions", c["text"]) for c in failed]
         return Verdict(accuracy=accuracy, effectiveness=eff, dimensions=dimensions, rubrics=rubrics,

@@ -93,7 +93,7 @@ def _unseen(rng: random.Random, link_id: int) -> tuple[dict, str, dict, str]:
         cores = ("is there extended warranty for #{n}", "can I extend the warranty of link {n}", "warranty plan for #{n}")
         fact = {"id": f"warranty#{link_id}", "kind": "text", "text": f"extends to {months} months",
                 "any_of": [f"{months} month"]}
-        ref = f"Yes, link #{link_id} has an extended warranty of {months} months for 29 yuan."
+        ref = f"Yes, link #{link_id} can get an extended warranty of {months} months."
     tool["distractor"] = False
     core = rng.choice(cores).format(n=link_id)
     return tool, core, fact, ref
@@ -134,29 +134,36 @@ def add_constraints(*, rng: random.Random, case: dict, draft: Draft) -> None:
     if case["gold"]["route"] == "silent":
         chosen = [c for c in chosen if c[0] != "tool_order"] or [CONSTRAINTS[1]]
     items = []
-    ref = case["gold"]["reference_reply"]
     for kind, text, values in chosen:
         value = rng.choice(values)
-        if kind == "max_chars":  # keep the reference reply itself within the limit
-            value = max(value, -(-(len(ref) + 25) // 10) * 10)
         item: dict[str, Any] = {"id": kind, "kind": kind, "text": text.format(v=value)}
         if value is not None:
             item["value"] = value
         items.append(item)
-        if kind == "end_with":
-            ref = f"{ref.rstrip()} {value}"
-        elif kind == "start_with":
-            ref = f"{value} {ref}"
-        elif kind == "must_mention":
-            ref = f"{ref} - {value}"
-        elif kind == "mention_link_id":
-            ref = re.sub(r"\b(?:[Ll]ink|[Nn]umber) #?(\d+)", r"#\1", ref)
-        elif kind == "no_exclamation":
-            ref = ref.replace("!", ".")
-        elif kind == "tool_order":
-            first = [c for c in case["gold"]["tool_calls"] if not c.get("optional")]
-            case["gold"]["tool_calls"] = [{"name": N.ROOM_STATUS, "arguments": {}}, *case["gold"]["tool_calls"]]
-            case["gold"]["tool_order"] = [N.ROOM_STATUS] + ([first[0]["name"]] if first else [])
+    phrases = [i["value"] for i in items if i["kind"] in ("start_with", "end_with")]
+    if any("!" in p for p in phrases):  # a phrase with "!" cannot meet "no exclamation marks"
+        items = [i for i in items if i["kind"] != "no_exclamation"]
+    by_kind = {i["kind"]: i for i in items}
+    # the reference reply follows every instruction: body edits first, then the mention,
+    # then the opening and closing phrases
+    ref = case["gold"]["reference_reply"]
+    if "mention_link_id" in by_kind:
+        ref = re.sub(r"\b(?:[Ll]ink|[Nn]umber) #?(\d+)", r"#\1", ref)
+    if "no_exclamation" in by_kind:
+        ref = ref.replace("!", ".")
+    if "must_mention" in by_kind:
+        ref = f"{ref.rstrip()} {by_kind['must_mention']['value']} has it."
+    if "start_with" in by_kind:
+        ref = f"{by_kind['start_with']['value']} {ref}"
+    if "end_with" in by_kind:
+        ref = f"{ref.rstrip()} {by_kind['end_with']['value']}"
+    if "max_chars" in by_kind:  # keep the reference itself within the limit
+        by_kind["max_chars"]["value"] = max(by_kind["max_chars"]["value"], -(-(len(ref) + 5) // 10) * 10)
+        by_kind["max_chars"]["text"] = f"Keep every reply under {by_kind['max_chars']['value']} characters."
+    if "tool_order" in by_kind:
+        first = [c for c in case["gold"]["tool_calls"] if not c.get("optional")]
+        case["gold"]["tool_calls"] = [{"name": N.ROOM_STATUS, "arguments": {}}, *case["gold"]["tool_calls"]]
+        case["gold"]["tool_order"] = [N.ROOM_STATUS] + ([first[0]["name"]] if first else [])
     case["constraints"] = items
     if case["gold"]["route"] != "silent":
         case["gold"]["reference_reply"] = ref

@@ -108,3 +108,25 @@ def test_tool_and_prompt_robustness_cases_carry_their_rubrics(generated):
     assert ordered and all(c["gold"]["tool_order"][0] == N.ROOM_STATUS for c in ordered)
     manifest = json.loads((out / "a" / "manifest.json").read_text())
     assert manifest["seed"] == 11
+
+
+def test_every_reference_reply_passes_the_programmatic_judge(generated):
+    """The gold reply of every case is correct and complete by the judge's own rules."""
+    from evaluation.judges import ProgrammaticJudge
+    from harness.livestream.catalogue import Catalogue
+
+    out, _ = generated
+    judge = ProgrammaticJudge(catalogue=Catalogue.load(out / "a" / "catalogue.json"))
+    for name in SET_SIZES:
+        for case in load_cases(out / "a" / f"{name}.jsonl"):
+            gold = case["gold"]
+            # the tools an ideal agent would call, answering with the case's canned results
+            canned = {t["name"]: t.get("result") for t in case.get("extra_tools", [])}
+            trajectory = {"outcome": "replied", "skill_loads": [], "tool_calls": [
+                {"name": c["name"], "arguments": c["arguments"], "result": canned.get(c["name"])}
+                for c in gold["tool_calls"]]}
+            route = "silent" if gold["route"] == "silent" else "public"
+            verdict = judge.judge(case=case, reply=gold["reference_reply"], route=route, trajectory=trajectory)
+            assert (verdict.accuracy, verdict.effectiveness) == (1, 1.0), (case["id"], verdict.reasons)
+            for rubric in ("ACQ", "RC", "FI", "TC"):
+                assert verdict.rubrics.get(rubric, True), (case["id"], rubric, verdict.reasons)
