@@ -39,8 +39,11 @@ def restructure(message: str, style: str) -> str:
 
 def _floors(ctx: AugmentContext) -> dict[str, int]:
     r = ctx.requirements
+    # a variant's prompt may be longer than the recorded one (added skills, longer
+    # paraphrases): the context budget keeps half as much again as headroom
     return {"max_length.max_chars": r.reply_chars, "max_tool_calls.max_calls": r.tool_calls,
-            "input_validity.max_chars": r.input_chars}
+            "input_validity.max_chars": r.input_chars,
+            "context_budget.max_prompt_chars": int(r.prompt_chars * 1.5)}
 
 
 def apply_hooks(ctx: AugmentContext) -> None:

@@ -22,6 +22,7 @@ class Requirements:
     tool_calls: int = 0  # tool-call budgets stay at or above this
     retries: int = 0  # retry budget stays at or above this
     input_chars: int = 0  # per-comment input limits stay at or above this
+    prompt_chars: int = 0  # context budgets stay at or above this (with headroom)
     texts: tuple[str, ...] = ()  # added banned phrases must not occur in these
     reserved_names: frozenset[str] = field(default_factory=frozenset)  # names not to introduce
 
@@ -30,7 +31,8 @@ class Requirements:
             skills=self.skills | other.skills, reply_chars=max(self.reply_chars, other.reply_chars),
             rounds=max(self.rounds, other.rounds), tool_calls=max(self.tool_calls, other.tool_calls),
             retries=max(self.retries, other.retries),
-            input_chars=max(self.input_chars, other.input_chars), texts=self.texts + other.texts,
+            input_chars=max(self.input_chars, other.input_chars),
+            prompt_chars=max(self.prompt_chars, other.prompt_chars), texts=self.texts + other.texts,
             reserved_names=self.reserved_names | other.reserved_names)
 
 
@@ -44,7 +46,7 @@ def requirements_from_case(case: dict, *, trajectory: dict | None = None,
         if call.get("name") in load_tools:
             skills |= {v for v in (call.get("arguments") or {}).values() if isinstance(v, str)}
     texts = [gold.get("reference_reply") or ""]
-    rounds = retries = 0
+    rounds = retries = prompt_chars = 0
     if trajectory:
         texts.append(str(trajectory.get("reply") or ""))
         for load in trajectory.get("skill_loads") or []:
@@ -54,6 +56,8 @@ def requirements_from_case(case: dict, *, trajectory: dict | None = None,
         calls = calls if len(calls) >= len(trajectory.get("tool_calls") or []) else \
             list(trajectory.get("tool_calls") or [])
         rounds = int(trajectory.get("rounds") or len(trajectory.get("model_calls") or []))
+        prompt_chars = max((sum(len(str(m.get("content") or "")) for m in mc.get("messages") or [])
+                            for mc in trajectory.get("model_calls") or []), default=0)
         retries = sum(1 for d in trajectory.get("hook_decisions") or []
                       if isinstance(d, dict) and d.get("event") == "stop"
                       and d.get("decision") in ("block", "retry"))
@@ -63,6 +67,7 @@ def requirements_from_case(case: dict, *, trajectory: dict | None = None,
     return Requirements(
         skills=frozenset(skills), reply_chars=max((len(t) for t in texts), default=0),
         rounds=rounds, tool_calls=len(calls), retries=retries, input_chars=input_chars,
+        prompt_chars=prompt_chars,
         texts=tuple(t for t in texts if t),
         reserved_names=frozenset(t.get("name") for t in case.get("extra_tools") or []
                                  if isinstance(t, dict) and isinstance(t.get("name"), str)))

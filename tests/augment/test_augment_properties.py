@@ -59,7 +59,8 @@ def test_gold_skills_and_tools_exist_under_their_mapped_names(demo_bundle, seed,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=SEEDS)
 def test_limits_never_drop_below_what_the_gold_needs(demo_bundle, seed):
-    need = Requirements(reply_chars=390, rounds=6, tool_calls=11, retries=3, input_chars=1900)
+    need = Requirements(reply_chars=390, rounds=6, tool_calls=11, retries=3, input_chars=1900,
+                        prompt_chars=39000)
     variant = augment_bundle(bundle=demo_bundle, seed=seed, requirements=need)
     b = variant.bundle
     assert b.prompt.max_rounds >= 6
@@ -67,6 +68,7 @@ def test_limits_never_drop_below_what_the_gold_needs(demo_bundle, seed):
     hooks = {h.type: h for h in b.hooks}
     assert hooks["max_tool_calls"].params["max_calls"] >= 11
     assert hooks["input_validity"].params["max_chars"] >= 1900
+    assert hooks["context_budget"].params["max_prompt_chars"] >= 58500
     length = hooks["max_length"].params.get("max_chars", b.prompt.max_reply_chars)
     assert length >= 390
 

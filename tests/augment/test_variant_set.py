@@ -111,10 +111,11 @@ def test_recorded_trajectories_are_remapped_beside_the_cases(tmp_path, gold_case
     assert manifest["trajectories"] == 10 and manifest["replays_verified"] == 10
     tight = tmp_path / "tight.yaml"
     from harness.augment.envelope import DEFAULT_ENVELOPE
-    # limits the gold labels cannot foresee (prompt size) are caught by the replay
+    # a limit the gold labels say nothing about (a minimum comment length) is caught by the replay
     tight.write_text(DEFAULT_ENVELOPE.read_text().replace(
-        "context_budget.max_prompt_chars: [30000, 60000]", "context_budget.max_prompt_chars: [500, 600]"))
-    with pytest.raises(VariantSetError, match="context-budget .before_model. fallback"):
+        "  params:                           # <hook type>.<numeric param>: range\n",
+        "  params:\n    input_validity.min_chars: [90, 100]\n"))
+    with pytest.raises(VariantSetError, match="input-validity .input. suppress"):
         make_variant_set(set_path=DATA / "gold_cases.jsonl", harness_dir=demo_harness_dir(),
                          variants=1, out=tmp_path / "never", trajectories_path=recorded,
                          workers=1, share=1, verify_replay=True, envelope_path=tight,
