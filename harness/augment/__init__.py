@@ -25,6 +25,7 @@ from harness.augment.pipeline import (
     transform_tools,
 )
 from harness.augment.preserve import violations
+from harness.augment.replay import ReplayResult, replay_under_variant
 from harness.augment.requirements import Requirements, requirements_from_case
 
 __all__ = [
@@ -34,6 +35,7 @@ __all__ = [
     "HarnessMapping",
     "MappingError",
     "OfflineParaphraser",
+    "ReplayResult",
     "Requirements",
     "Variant",
     "augment_bundle",
@@ -41,6 +43,7 @@ __all__ = [
     "load_envelope",
     "parse_dims",
     "parse_envelope",
+    "replay_under_variant",
     "requirements_from_case",
     "transform_hooks",
     "transform_prompt",
