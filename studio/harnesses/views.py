@@ -10,6 +10,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
 from django.http import Http404, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -36,6 +37,9 @@ from studio.harnesses.services import (
     label_rollback,
 )
 
+VERSIONS_PER_PAGE = 50
+
+
 # --- Harnesses and versions -----------------------------------------------------
 
 
@@ -49,12 +53,13 @@ def home(request):
 @requires("studio.view")
 def harness_detail(request, name: str):
     harness = harness_or_404(name)
+    versions = Paginator(selectors.version_list(harness=harness), VERSIONS_PER_PAGE).get_page(request.GET.get("page"))
     return render(
         request,
         "harnesses/harness_detail.html",
         {
             "harness": harness,
-            "versions": selectors.version_list(harness=harness)[:200],
+            "versions": versions,
             "labels": harness.labels.select_related("version", "updated_by"),
             "drafts": selectors.draft_list(harness=harness),
             "moves": selectors.label_history(harness=harness, limit=20),

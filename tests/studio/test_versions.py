@@ -143,3 +143,16 @@ def test_custom_labels_and_label_name_rules(personas, demo_version):
     ).content.decode()
     assert "label: use 1-40 letters, digits" in page
     assert not Label.objects.filter(name__icontains="not").exists()
+
+
+def test_the_harness_page_lists_versions_newest_first_fifty_per_page(personas, demo_version, demo_files):
+    files, parent = demo_files, demo_version
+    for n in range(2, 53):
+        files = edit_skill_rule(files, marker=f"Rule {n}:")
+        parent = harness_version_create(harness=demo_version.harness, files=files, author=personas.operator, message=f"m{n}", parent=parent)
+    client = client_for(personas.reviewer)
+    first = client.get("/h/livestream-avatar/").content.decode()
+    assert "52 in all" in first and "page 1 of 2" in first
+    assert first.index(">v52<") < first.index(">v51<") and ">v2<" not in first
+    second = client.get("/h/livestream-avatar/?page=2").content.decode()
+    assert ">v2<" in second and ">v1<" in second and ">v52<" not in second
