@@ -37,6 +37,8 @@ class FailureCase:
     notes: tuple[str, ...] = ()  # the judges' free-text comments
     expected_tools: tuple[str, ...] = ()
     expected_skills: tuple[str, ...] = ()
+    hooks_blocked: tuple[str, ...] = ()  # ids of the hooks that blocked a step (one entry per block)
+    hook_messages: tuple[str, ...] = ()  # what those hooks said, in the same order
 
     @property
     def avg(self) -> float:
@@ -84,6 +86,7 @@ def failure_from_result(*, result: Mapping[str, Any], case: Mapping[str, Any]) -
     trajectory = result.get("trajectory") or {}
     codes, notes = _reason_codes(result.get("reasons"))
     gold = case.get("gold") or {}
+    blocks = [d for d in trajectory.get("hook_decisions") or [] if d.get("decision") not in (None, "allow")]
     return FailureCase(
         case_id=str(result.get("case_id") or case.get("id")),
         category=str(result.get("category") or case.get("category") or "unknown"),
@@ -98,6 +101,8 @@ def failure_from_result(*, result: Mapping[str, Any], case: Mapping[str, Any]) -
         notes=tuple(notes),
         expected_tools=tuple(c.get("name", "") for c in gold.get("tool_calls") or []),
         expected_skills=tuple(gold.get("reply_skills") or []),
+        hooks_blocked=tuple(d.get("hook_id", "") for d in blocks),
+        hook_messages=tuple(d.get("message", "") for d in blocks),
     )
 
 

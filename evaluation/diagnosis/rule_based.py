@@ -42,6 +42,7 @@ _PRICE = re.compile(r"\d+(\.\d+)?\s*(yuan|rmb)|[¥￥]\s*\d+", re.I)
 
 # (family, pattern over the reason code): first match wins, so specific before generic.
 FAMILIES: list[tuple[str, re.Pattern]] = [
+    ("over_blocking", re.compile(r"fallback", re.I)),
     ("over_refusal", re.compile(r"refus\w*.*(legit|over|wrong|unneeded|unnecessary)|"
                                 r"(legit|over|wrong|unneeded|unnecessary).*refus|should_answer", re.I)),
     ("missed_refusal", re.compile(r"(should|must|expected).*(silent|refus)|spoke_when_silent|not_silent|"
@@ -200,7 +201,31 @@ def _forbidden_claim(cluster: Cluster, bundle: Bundle) -> list[Edit]:
         "Never promise results, delivery dates, refunds or gifts that no tool returned in this request."))]
 
 
+def _over_blocking(cluster: Cluster, bundle: Bundle) -> list[Edit]:
+    """Replies ended in the fallback because a hook kept blocking them: loosen that hook."""
+    blocked = Counter(h for c in cluster.cases for h in c.hooks_blocked)
+    hooks = {h.id: h for h in bundle.hooks}
+    for hook_id, _ in blocked.most_common():
+        hook = hooks.get(hook_id)
+        if hook is None:
+            continue
+        if hook.type == "numbers_grounded":
+            messages = [m for c in cluster.cases for h, m in zip(c.hooks_blocked, c.hook_messages, strict=False)
+                        if h == hook_id]
+            known = [float(v) for v in hook.params.get("ignore", [])]
+            found = sorted({float(n) for m in messages for n in re.findall(r"\d+(?:\.\d+)?", m)} - set(known))
+            if found:
+                values = [int(v) if v.is_integer() else v for v in known + found]
+                return [TightenHook(hook_id=hook_id, params={"ignore": values})]
+        if hook.type == "max_length":
+            current = bundle.constraints.get("max_reply_chars")
+            if isinstance(current, int | float):
+                return [SetConstraint(name="max_reply_chars", value=int(current * 1.25))]
+    return []
+
+
 TEMPLATES: dict[str, tuple[str, Callable[[Cluster, Bundle], list[Edit]]]] = {
+    "over_blocking": ("A hook blocks good replies until the fallback", _over_blocking),
     "ungrounded_price": ("Prices stated without a tool result", _ungrounded("price")),
     "ungrounded_stock": ("Stock stated without a tool result", _ungrounded("stock")),
     "ungrounded_promotion": ("Promotions stated without checking them", _ungrounded("promotion")),

@@ -27,19 +27,13 @@ from studio.harnesses.models import HarnessVersion
 from studio.jobs.models import Job
 from studio.jobs.services import job_create, job_reap_stale
 
-SCRIPTED = "scripted"
-
 
 class EvaluationError(ValueError):
     """A run cannot start or resume; the message names the field and what is valid."""
 
 
 def policy_for(endpoint: ModelEndpoint):
-    """The runtime policy of an endpoint; route ``scripted`` replays the script file named in ``model``."""
-    if endpoint.route == SCRIPTED:
-        from harness.policies import ScriptedPolicy
-
-        return ScriptedPolicy.load(endpoint.model)
+    """The runtime policy of an endpoint (the playground's resolver: local, tiny, OpenAI-compatible, scripted)."""
     from studio.playground.services import policy_for_endpoint
 
     return policy_for_endpoint(endpoint)

@@ -18,7 +18,6 @@ from django.contrib.auth.models import User
 
 from studio.endpoints.models import ModelEndpoint
 from studio.evolution.models import Dataset
-from studio.evolution.runs import SCRIPTED
 from studio.evolution.scripted import write_script
 from studio.evolution.services import dataset_import
 
@@ -65,7 +64,7 @@ def evolution_demo_seed(*, actor: User | None, seed: int = DEMO_SEED, sets: tupl
         script = write_script(cases=load_cases(folder / SET_FILES["dev"]), path=folder / "shortcut-dev.json")
         report.endpoint, _ = ModelEndpoint.objects.update_or_create(
             name=SHORTCUT_ENDPOINT,
-            defaults={"route": SCRIPTED, "model": str(script), "created_by": actor, "description": (
+            defaults={"route": ModelEndpoint.SCRIPTED, "script_path": str(script), "created_by": actor, "description": (
                 "Scripted test double for the dev-set: states a wrong price from memory unless a hook "
                 "demands a tool first (studio/evolution/scripted.py)")})
     return report

@@ -21,7 +21,6 @@ def evolution_world(people, tmp_path):
     from evaluation.world.sets import build_sets
     from harness import demo_harness_dir, read_dir
     from studio.endpoints.models import ModelEndpoint
-    from studio.evolution.runs import SCRIPTED
     from studio.evolution.scripted import write_script
     from studio.evolution.services import dataset_import
     from studio.harnesses.services import harness_import
@@ -41,8 +40,8 @@ def evolution_world(people, tmp_path):
         lines = lines[:start] + lines[end:]
     files["hooks.yaml"] = "\n".join(lines)
     version = harness_import(files=files, author=people["operator"], message="prices unguarded").version
-    endpoint = ModelEndpoint.objects.create(name="shortcut", route=SCRIPTED,
-                                            model=str(write_script(cases=cases, path=tmp_path / "script.json")))
+    endpoint = ModelEndpoint.objects.create(name="shortcut", route=ModelEndpoint.SCRIPTED,
+                                            script_path=str(write_script(cases=cases, path=tmp_path / "script.json")))
     return version, dataset, endpoint
 
 

@@ -7,7 +7,6 @@ import json
 from django.test import Client
 
 from studio.endpoints.models import ModelEndpoint
-from studio.evolution.runs import SCRIPTED
 from studio.evolution.scripted import write_script
 from studio.evolution.services import dataset_import
 from studio.harnesses.services import harness_import
@@ -32,6 +31,6 @@ def small_world(*, sets_dir, files, actor, size: int = 24, tmp_path, delay_s: fl
         data = json.loads(script.read_text())
         data = {k: [{"text": out, "delay_s": delay_s} for out in v] for k, v in data.items()}
         script.write_text(json.dumps(data))
-    endpoint = ModelEndpoint.objects.create(name="shortcut", route=SCRIPTED, model=str(script))
+    endpoint = ModelEndpoint.objects.create(name="shortcut", route=ModelEndpoint.SCRIPTED, script_path=str(script))
     version = harness_import(files=files, author=actor, message="planted defect").version
     return version, dataset, endpoint

@@ -129,3 +129,15 @@ def test_llm_diagnoser_over_http_validates_what_the_model_proposes(defect_files)
     assert sorted(good.target_case_ids) == ["p0", "p1", "p2", "p3"]
     assert not bad_op.valid and "delete_all" in bad_op.problems[0]
     assert not ghost.valid and "has no rule {#ghost}" in ghost.problems[0]
+
+
+def test_fallback_replies_loosen_the_hook_that_kept_blocking(demo_files):
+    message = "Your reply contains numbers that no tool returned (48, 3). Use only numbers from tool results."
+    cases = [failure(f"f{i}", "fallback_reply", "when does it ship?", "Thanks for asking! Let me double-check that",
+                     category="aftersale", acc=1.0, eff=0.0, hooks_blocked=("numbers-grounded",) * 3,
+                     hook_messages=(message,) * 3) for i in range(3)]
+    diagnosis = diagnose(failures=cases, total=10, files=demo_files, diagnoser=RuleBasedDiagnoser())
+    (proposal,) = diagnosis.proposals
+    assert proposal.valid and proposal.edits[0].op == "tighten_hook"
+    assert proposal.edits[0].params == {"ignore": [1, 2, 3, 24, 7, 48]}  # kept in order, 48 added
+    assert cause_family("fallback_reply") == "over_blocking"

@@ -26,4 +26,4 @@ class Command(BaseCommand):
         for name in report.present:
             self.stdout.write(f"  dataset {name} already present")
         if report.endpoint:
-            self.stdout.write(f"Endpoint {report.endpoint.name}: scripted policy {report.endpoint.model}")
+            self.stdout.write(f"Endpoint {report.endpoint.name}: scripted policy {report.endpoint.script_path}")
