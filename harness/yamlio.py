@@ -92,6 +92,8 @@ class _Loader(yaml.SafeLoader):
 
 
 _LOADER = _Loader("")
+# libyaml's parser is ~10x faster; a 200-skill Harness is parsed on every editor save.
+_COMPOSER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def _dotted(path) -> str:
@@ -114,7 +116,7 @@ def load_yaml(text: str, *, file: str, line_offset: int = 0) -> tuple[object, Li
     linemap = LineMap(offset=line_offset)
     problems: list[Problem] = []
     try:
-        nodes = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
+        nodes = list(yaml.compose_all(text, Loader=_COMPOSER))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         line = (mark.line + 1 if mark else 1) + line_offset
