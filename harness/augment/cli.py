@@ -32,6 +32,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="change envelope YAML (default: harness/augment/envelope.yaml)")
     p.add_argument("--keep-skills", default="", metavar="A,B",
                    help="skills that must not be masked (e.g. the gold skills of your cases)")
+    p.add_argument("--cases", metavar="FILE.jsonl",
+                   help="evaluation cases (hs-case/1) whose gold labels the variant must keep "
+                        "valid: their skills are not masked, limits cover their replies")
     p.add_argument("--mapping", metavar="FILE",
                    help="where to write the mapping JSON (default: DIR2.mapping.json)")
     p.add_argument("--llm", metavar="BASE_URL:MODEL",
@@ -62,10 +65,18 @@ def cmd_augment(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     keep = frozenset(s.strip() for s in args.keep_skills.split(",") if s.strip())
+    requirements = Requirements(skills=keep)
+    if args.cases:
+        try:
+            requirements = requirements.merge(cases_requirements(args.cases))
+        except ValueError as exc:
+            print(f"error: --cases: {exc}", file=sys.stderr)
+            return 2
+        keep = requirements.skills
     unknown = sorted(keep - set(bundle.skills))
     if unknown:
-        print(f"error: --keep-skills names {', '.join(unknown)}, which {args.harness} does not "
-              f"have (skills: {', '.join(sorted(bundle.skills))})", file=sys.stderr)
+        print(f"error: --keep-skills/--cases name {', '.join(unknown)}, which {args.harness} "
+              f"does not have (skills: {', '.join(sorted(bundle.skills))})", file=sys.stderr)
         return 2
     if out.exists() and any(out.iterdir()) and not args.force:
         print(f"error: {out} exists and is not empty; choose another --out or pass --force",
@@ -80,7 +91,7 @@ def cmd_augment(args: argparse.Namespace) -> int:
             print(f"error: --llm: {exc}", file=sys.stderr)
             return 2
     variant = augment_bundle(bundle=bundle, seed=args.seed, dims=dims, envelope=envelope,
-                             requirements=Requirements(skills=keep), rewriter=rewriter)
+                             requirements=requirements, rewriter=rewriter)
     if out.exists():
         shutil.rmtree(out)
     variant.bundle.dump_dir(out)
@@ -99,6 +110,30 @@ def cmd_augment(args: argparse.Namespace) -> int:
         print(f"  {line}")
     print(f"wrote {out} and {mapping_path}")
     return 0
+
+
+def cases_requirements(path: str):
+    """The merged needs of every case in a JSONL case file (ValueError names the line)."""
+    import json
+
+    from harness.augment import Requirements, requirements_from_case
+
+    merged = Requirements()
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read ({exc.strerror})") from exc
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            case = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path}:{n}: not valid JSON ({exc.msg})") from exc
+        if not isinstance(case, dict) or not isinstance(case.get("gold"), dict):
+            raise ValueError(f"{path}:{n}: gold: a case needs a gold object (hs-case/1)")
+        merged = merged.merge(requirements_from_case(case))
+    return merged
 
 
 def describe_mapping(mapping) -> list[str]:

@@ -39,7 +39,7 @@ def test_user_errors_are_explained(tmp_path, capsys):
     assert "unknown dimension(s) colours; choose from: skills" in capsys.readouterr().err
     assert main(["augment", "--harness", harness, "--seed", "1", "--out", str(tmp_path / "a"),
                  "--keep-skills", "nope"]) == 2
-    assert "--keep-skills names nope" in capsys.readouterr().err
+    assert "--keep-skills/--cases name nope" in capsys.readouterr().err
     (tmp_path / "full").mkdir()
     (tmp_path / "full" / "x.txt").write_text("mine")
     assert main(["augment", "--harness", harness, "--seed", "1",
@@ -51,3 +51,22 @@ def test_user_errors_are_explained(tmp_path, capsys):
     assert main(["augment", "--harness", harness, "--seed", "1", "--out", str(tmp_path / "b"),
                  "--envelope", str(bad)]) == 2
     assert "env.yaml:1: skills: expected object" in capsys.readouterr().err
+
+
+def test_cases_file_protects_every_gold_skill_and_reply_length(tmp_path, capsys):
+    from .conftest import DATA
+
+    gold = {"item_qa", "faq_reply", "greet", "chillchat", "tool_strategy_switch", "change_order",
+            "tool_strategy_benefit"}
+    for seed in range(4):
+        out = tmp_path / f"v{seed}"
+        assert main(["augment", "--harness", str(demo_harness_dir()), "--seed", str(seed),
+                     "--out", str(out), "--cases", str(DATA / "gold_cases.jsonl"), "--quiet"]) == 0
+        mapping = json.loads((tmp_path / f"v{seed}.mapping.json").read_text())
+        assert not gold & set(mapping["masked_skills"])
+        assert load_dir(out).prompt.max_reply_chars >= len("Orders ship within 48 hours of payment.")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "x", "gold": {}}\nnot json\n')
+    assert main(["augment", "--harness", str(demo_harness_dir()), "--seed", "1",
+                 "--out", str(tmp_path / "b"), "--cases", str(bad)]) == 2
+    assert "bad.jsonl:2: not valid JSON" in capsys.readouterr().err
