@@ -249,6 +249,10 @@ class RuleBasedDiagnoser:
         proposals = []
         for index, cluster in enumerate(clusters):
             family = cause_family(cluster.reason)
+            fallback = bundle.hook_set.retry.fallback_reply
+            if sum(bool(c.hooks_blocked) and c.reply.strip() == fallback.strip() for c in cluster.cases) \
+                    > len(cluster.cases) / 2:
+                family = "over_blocking"  # judged vague or unhelpful, but a hook forced the fallback
             if family not in TEMPLATES:
                 continue
             title, template = TEMPLATES[family]

@@ -19,6 +19,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+SEARCH_TOOLS = ("search_products", "search_faq")
 _MONEY = re.compile(r"(\d+(?:\.\d+)?)(\s*yuan)", re.IGNORECASE)
 
 
@@ -41,8 +42,16 @@ def case_script(case: dict[str, Any]) -> list[str]:
         return [_call("stay_silent", {"reason": "spam or off-topic"})]
     skills = list(gold.get("reply_skills") or [])[:1] + list(gold.get("strategy_skills") or [])
     loads = "".join(_call("load_skill", {"name": s}) for s in skills)
-    tools = "".join(_call(c["name"], c.get("arguments") or {}) for c in gold.get("tool_calls") or []
-                    if not c.get("optional"))
+    comment = next((c.get("text", "") if isinstance(c, dict) else str(c) for c in case.get("comments") or []), "")
+    calls = []
+    for call in gold.get("tool_calls") or []:
+        if call.get("optional"):
+            continue
+        arguments = dict(call.get("arguments") or {})
+        if call["name"] in SEARCH_TOOLS and "query" not in arguments:
+            arguments["query"] = comment  # gold arguments are constraints; a search needs its query
+        calls.append(_call(call["name"], arguments))
+    tools = "".join(calls)
     reply = gold.get("reference_reply") or "Thanks for the comment!"
     shortcut = _wrong_price(reply) if tools else None
     if shortcut:

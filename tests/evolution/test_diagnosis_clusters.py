@@ -141,3 +141,13 @@ def test_fallback_replies_loosen_the_hook_that_kept_blocking(demo_files):
     assert proposal.valid and proposal.edits[0].op == "tighten_hook"
     assert proposal.edits[0].params == {"ignore": [1, 2, 3, 24, 7, 48]}  # kept in order, 48 added
     assert cause_family("fallback_reply") == "over_blocking"
+
+
+def test_vague_fallbacks_forced_by_a_hook_are_read_as_over_blocking(demo_files):
+    fallback = load_mapping(demo_files).hook_set.retry.fallback_reply
+    message = "Your reply contains numbers that no tool returned (48). Use only numbers from tool results."
+    cases = [failure(f"v{i}", "vague", "my parcel arrived broken", fallback, category="aftersale", acc=1.0, eff=0.0,
+                     hooks_blocked=("numbers-grounded",), hook_messages=(message,)) for i in range(2)]
+    (proposal,) = diagnose(failures=cases, total=5, files=demo_files, diagnoser=RuleBasedDiagnoser()).proposals
+    assert proposal.title == "A hook blocks good replies until the fallback"
+    assert 48 in proposal.edits[0].params["ignore"]
