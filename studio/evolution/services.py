@@ -32,7 +32,7 @@ from studio.evolution.models import (
     Proposal,
     Stage,
 )
-from studio.evolution.runs import EvaluationError, eval_run_start
+from studio.evolution.runs import eval_run_start
 from studio.harnesses.models import Draft, HarnessVersion, Label
 from studio.harnesses.selectors import version_files
 from studio.harnesses.services import (
@@ -394,13 +394,6 @@ def stage_decide(*, stage: Stage, decision: str, actor: User, reason: str = "") 
     return stage
 
 
-def stage_next(*, stage: Stage, actor: User) -> Stage:
-    """After a promotion, open the next stage from the promoted candidate."""
-    if stage.decision not in (Stage.PROMOTE_STAGING, Stage.PROMOTE_PRODUCTION):
-        raise EvolutionError(f"stage {stage.number}: promote, roll back or choose 'another stage' first")
-    return stage_decide(stage=stage, decision=Stage.ANOTHER, actor=actor, reason=stage.decision_reason)
-
-
 def dataset_catalogue_from_text(text: str, *, source: str) -> dict:
     try:
         data = json.loads(text)
@@ -410,5 +403,3 @@ def dataset_catalogue_from_text(text: str, *, source: str) -> dict:
         raise EvolutionError(f"{source}: catalogue must be a JSON object with products, promotions, faq")
     return data
 
-
-__all__ = ["EvaluationError", "EvolutionError"]
