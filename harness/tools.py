@@ -11,10 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import jsonschema
-
 from harness.errors import Problem
-from harness.schema import schema_problems
+from harness.schema import parameter_schema_error, schema_problems
 from harness.tool_catalogue import BUILTIN_TOOLS
 from harness.yamlio import LineMap, load_yaml
 
@@ -155,14 +153,11 @@ def parse_tools(text: str) -> tuple[ToolRegistry | None, list[Problem]]:
                                     f"{seen[name]})"))
         seen.setdefault(name, linemap.line((*where, "name")))
         params = item.get("parameters", {"type": "object", "properties": {}})
-        try:
-            jsonschema.Draft202012Validator.check_schema(params)
-            if params.get("type") != "object":
-                raise jsonschema.SchemaError("the top level must be {type: object, properties: ...}")
-        except jsonschema.SchemaError as exc:
+        reason = parameter_schema_error(params)
+        if reason:
             problems.append(Problem(FILE, linemap.line((*where, "parameters")),
                                     f"tools[{i}].parameters",
-                                    f"not a valid JSON Schema for arguments: {exc.message}"))
+                                    f"not a valid JSON Schema for arguments: {reason}"))
         binding = item["binding"]
         builtin, server, mtool = binding.get("builtin"), None, None
         if builtin is not None and builtin not in BUILTIN_TOOLS:
