@@ -34,12 +34,28 @@ def case_file(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def run_dir(case_file, tmp_path_factory):
+def harness_dir(tmp_path_factory):
+    """The demo Harness with a 60 s trajectory budget: on a busy 2-core box even the tiny
+    model's first call can take longer than 10 s, and this test is about the metrics."""
+    import yaml
+
+    from harness import load_dir
+
+    bundle = load_dir(demo_harness_dir())
+    prompt = yaml.safe_load(bundle.files["prompt.yaml"])
+    prompt["constraints"]["trajectory_budget_s"] = 60
+    path = tmp_path_factory.mktemp("harness") / "livestream-avatar"
+    bundle.with_files({"prompt.yaml": yaml.safe_dump(prompt, sort_keys=False)}).dump_dir(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def run_dir(case_file, harness_dir, tmp_path_factory):
     from harness.policies.models import tiny_model_dir
 
     tiny_model_dir()
     return replay_run(
-        profile=resolve_route("cpu-tiny"), harness_dir=demo_harness_dir(), cases_path=case_file,
+        profile=resolve_route("cpu-tiny"), harness_dir=harness_dir, cases_path=case_file,
         plan=ReplayPlan(concurrency=(1, 2), warmup=1, measured=3, request_timeout_s=90),
         settings=GenerationSettings(temperature=1.0, top_p=0.95, max_tokens=MAX_TOKENS),
         out_root=tmp_path_factory.mktemp("runs"), run_id="e2e",
@@ -59,6 +75,7 @@ def test_the_run_records_what_ran(run_dir, case_file):
     assert meta["route"]["engine"] == "transformers" and meta["route"]["checkpoint"]["name"] == "tiny"
     assert meta["generation"]["temperature"] == 1.0 and meta["generation"]["top_p"] == 0.95
     assert meta["timeouts"]["max_rounds"] == 4 and meta["timeouts"]["tool_timeout_s"] == 5
+    assert meta["timeouts"]["trajectory_budget_s"] == 60
     assert meta["cases"]["path"] == str(case_file) and meta["cases"]["catalogue"].endswith("catalogue.json")
     mcp = meta["services"]["mcp_servers"]["marketing"]
     assert mcp["transport"] == "http" and mcp["url"].startswith("http://127.0.0.1:")
