@@ -53,6 +53,8 @@ class PolicyOutput:
     ttft_s: float | None = None  # time to first token
     decode_tokens_per_s: float | None = None  # output tokens after the first / decode time
     finish_reason: str = ""
+    # False when the server sent no usage and output_tokens counts streamed chunks.
+    usage_reported: bool = True
 
 
 class PolicyError(RuntimeError):

@@ -68,6 +68,7 @@ class OpenAIChatPolicy:
         started = time.perf_counter()
         first_at: float | None = None
         parts: list[str] = []
+        reasoning: list[str] = []
         calls: dict[int, dict[str, Any]] = {}
         usage = None
         finish = ""
@@ -85,6 +86,14 @@ class OpenAIChatPolicy:
                     if delta is None:
                         continue
                     got = False
+                    # Reasoning parsers (SGLang, vLLM) stream the thinking separately;
+                    # it is the first output the client sees, so it starts TTFT.
+                    thought = getattr(delta, "reasoning_content", None) or (
+                        (delta.model_extra or {}).get("reasoning_content"))
+                    if thought:
+                        reasoning.append(thought)
+                        chunks_with_content += 1
+                        got = True
                     if delta.content:
                         parts.append(delta.content)
                         chunks_with_content += 1
@@ -104,6 +113,8 @@ class OpenAIChatPolicy:
             raise PolicyError(f"{self.base_url}: {type(exc).__name__}: {exc}") from exc
         latency = time.perf_counter() - started
         text = "".join(parts)
+        if reasoning:  # kept in the trajectory; the runtime strips it from the reply
+            text = f"<think>{''.join(reasoning)}</think>{text}"
         native = []
         for _, slot in sorted(calls.items()):
             try:
@@ -119,4 +130,4 @@ class OpenAIChatPolicy:
         return PolicyOutput(text=text, tool_calls=native, input_tokens=int(in_tokens),
                             output_tokens=int(out_tokens), latency_s=latency, ttft_s=ttft,
                             decode_tokens_per_s=decode_rate(int(out_tokens), ttft, latency),
-                            finish_reason=finish)
+                            finish_reason=finish, usage_reported=usage is not None)

@@ -324,6 +324,7 @@ class Agent:
         record.latency_s = output.latency_s or (time.perf_counter() - started)
         record.ttft_s, record.decode_tokens_per_s = output.ttft_s, output.decode_tokens_per_s
         record.finish_reason = output.finish_reason
+        record.usage_reported = output.usage_reported
         run.model_s += time.perf_counter() - started
         return output
 

@@ -44,6 +44,20 @@ def _stdio_params(spec: McpServerSpec, env: dict[str, str]):
                                  env={**os.environ, **env, **spec.env})
 
 
+def _errlog():
+    """Where a stdio server's stderr goes: a stream with a real file descriptor.
+
+    pytest's capture and Celery's logging proxy replace sys.stderr with objects
+    that have none, and the subprocess needs one."""
+    for stream in (sys.stderr, sys.__stderr__):
+        try:
+            stream.fileno()
+            return stream
+        except (AttributeError, OSError, ValueError):
+            continue
+    return open(os.devnull, "w")  # noqa: SIM115 - lives as long as the server process
+
+
 class McpHub:
     """Connections to every MCP server of a bundle, with their discovered tools."""
 
@@ -90,7 +104,12 @@ class McpHub:
         from mcp import Client
 
         try:
-            target = spec.url if spec.transport == "http" else _stdio_params(spec, self.env)
+            if spec.transport == "http":
+                target = spec.url
+            else:
+                from mcp.client.stdio import stdio_client
+
+                target = stdio_client(_stdio_params(spec, self.env), errlog=_errlog())
             kwargs: dict[str, Any] = {}
             if spec.transport == "stdio":
                 kwargs["raise_exceptions"] = False

@@ -30,6 +30,7 @@ class ModelCallRecord:
     decode_tokens_per_s: float | None = None
     finish_reason: str = ""
     error: str | None = None
+    usage_reported: bool = True  # False: output_tokens counts streamed chunks
 
 
 @dataclass

@@ -14,6 +14,7 @@ from harness.policies.openai_chat import OpenAIChatPolicy
 
 class _Recorder(BaseHTTPRequestHandler):
     bodies: list[dict] = []
+    stream: list[dict] | None = None  # chunks to send instead of the default answer
 
     def do_POST(self):  # noqa: N802 (http.server naming)
         length = int(self.headers["Content-Length"])
@@ -21,7 +22,7 @@ class _Recorder(BaseHTTPRequestHandler):
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.end_headers()
-        for chunk in (
+        for chunk in _Recorder.stream or (
             {"choices": [{"index": 0, "delta": {"role": "assistant", "content": "Hi"}}]},
             {"choices": [{"index": 0, "delta": {"content": " there"}, "finish_reason": "stop"}]},
             {"choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": 2,
@@ -61,3 +62,18 @@ def test_generation_settings_and_extra_body_reach_the_server(recorder):
 def test_without_extra_body_nothing_engine_specific_is_sent(recorder):
     OpenAIChatPolicy(base_url=recorder, model="m").generate([{"role": "user", "content": "x"}])
     assert "generation_config" not in _Recorder.bodies[-1]
+
+
+def test_streamed_reasoning_is_kept_as_think_text_and_missing_usage_is_flagged(recorder):
+    _Recorder.stream = [
+        {"choices": [{"index": 0, "delta": {"role": "assistant", "reasoning_content": "Link 3?"}}]},
+        {"choices": [{"index": 0, "delta": {"content": "It is 89 yuan."}, "finish_reason": "stop"}]},
+    ]
+    try:
+        out = OpenAIChatPolicy(base_url=recorder, model="m").generate(
+            [{"role": "user", "content": "price?"}])
+    finally:
+        _Recorder.stream = None
+    assert out.text == "<think>Link 3?</think>It is 89 yuan."
+    assert out.usage_reported is False and out.output_tokens == 2
+    assert out.ttft_s is not None and out.ttft_s <= out.latency_s
