@@ -21,6 +21,7 @@ error) raises ``DocumentValidationError``.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import datetime as dt
 import json
 import tempfile
@@ -215,7 +216,13 @@ class Agent:
             if target and not hook.matches(target):
                 continue
             result = HOOK_IMPLS[hook.type](hook, check)
-            if result.ok:
+            if result.ok and result.drop_comments and event == "input":
+                drop = set(result.drop_comments)
+                run.request = dataclasses.replace(run.request, comments=[
+                    c for i, c in enumerate(run.request.comments) if i not in drop])
+                check = self._check(run, event, traj)
+                decision, message = "allow", result.details.get("details", "")
+            elif result.ok:
                 decision, message = "allow", ""
             else:
                 decision = DECISION_OF_ACTION[hook.action]

@@ -48,6 +48,9 @@ class HookCheck:
 class HookResult:
     ok: bool
     details: dict[str, str] = field(default_factory=dict)
+    # An input hook may pass a request after dropping some of its comments
+    # (indices), e.g. one injected comment among real questions in multi mode.
+    drop_comments: tuple[int, ...] = ()
 
 
 PASS = HookResult(True)
@@ -100,11 +103,16 @@ def prompt_injection_guard(hook: HookSpec, check: HookCheck) -> HookResult:
     patterns = list(hook.params.get("patterns") or [])
     if hook.params.get("use_default_patterns", True):
         patterns += DEFAULT_INJECTION_PATTERNS
-    for comment in check.request.comments:
-        for pattern in patterns:
-            if re.search(pattern, comment.text):
-                return fail(f"comment from {comment.user} matches an injection pattern")
-    return PASS
+    comments = check.request.comments
+    bad = [i for i, c in enumerate(comments) if any(re.search(p, c.text) for p in patterns)]
+    if not bad:
+        return PASS
+    users = ", ".join(comments[i].user for i in bad)
+    if len(bad) == len(comments):
+        return fail(f"comment from {users} matches an injection pattern")
+    # Other viewers asked real questions: answer them, leave the injection out.
+    return HookResult(True, {"details": f"dropped the comment from {users} (injection pattern)"},
+                      drop_comments=tuple(bad))
 
 
 # --- before_model / after_model ------------------------------------------------
