@@ -76,7 +76,12 @@ def resolve_catalogue(set_path: Path, cases: list[dict]):
 
 
 class _Worker:
-    """One thread's policy and Agents (one Agent per distinct per-case Harness, the last kept)."""
+    """One thread's policy and Agents.
+
+    The first Agent connects the Harness's MCP servers; Agents for per-case
+    Harness variants (extra tools, instruction blocks) share its MCP hub and tool
+    runner instead of starting the servers again for every case.
+    """
 
     def __init__(self, policy_factory: Callable[[], Any], catalogue, connect_mcp: bool,
                  budget_s: float | None = None) -> None:
@@ -84,23 +89,28 @@ class _Worker:
         self.catalogue = catalogue
         self.connect_mcp = connect_mcp
         self.budget_s = budget_s
-        self.agents: dict[str, Any] = {}
+        self.base = None
+        self.variant = None
 
     def agent(self, bundle):
         from harness.runtime import Agent
 
-        if bundle.digest not in self.agents:
-            if len(self.agents) >= 2:  # keep the base Harness's agent, drop per-case ones
-                for digest in list(self.agents)[1:]:
-                    self.agents.pop(digest).close()
-            self.agents[bundle.digest] = Agent(bundle=bundle, policy=self.policy, catalogue=self.catalogue,
-                                               connect_mcp=self.connect_mcp,
-                                               trajectory_budget_s=self.budget_s)
-        return self.agents[bundle.digest]
+        if self.base is None:
+            self.base = Agent(bundle=bundle, policy=self.policy, catalogue=self.catalogue,
+                              connect_mcp=self.connect_mcp, trajectory_budget_s=self.budget_s)
+        if bundle.digest == self.base.bundle.digest:
+            return self.base
+        if self.variant is None or self.variant.bundle.digest != bundle.digest:
+            variant = Agent(bundle=bundle, policy=self.policy, catalogue=self.catalogue,
+                            connect_mcp=False, trajectory_budget_s=self.budget_s)
+            variant.runner.close()
+            variant.hub, variant.runner = self.base.hub, self.base.runner
+            self.variant = variant
+        return self.variant
 
     def close(self) -> None:
-        for agent in self.agents.values():
-            agent.close()
+        if self.base is not None:
+            self.base.close()
 
 
 def run_set(
