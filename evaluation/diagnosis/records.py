@@ -39,6 +39,9 @@ class FailureCase:
     expected_skills: tuple[str, ...] = ()
     hooks_blocked: tuple[str, ...] = ()  # ids of the hooks that blocked a step (one entry per block)
     hook_messages: tuple[str, ...] = ()  # what those hooks said, in the same order
+    outcome: str = ""  # the trajectory's outcome: replied | silent | fallback | suppressed
+    outcome_reason: str = ""  # why the runtime ended it that way (budget, round limit, hook)
+    total_s: float = 0.0  # wall time of the request
 
     @property
     def avg(self) -> float:
@@ -103,6 +106,9 @@ def failure_from_result(*, result: Mapping[str, Any], case: Mapping[str, Any]) -
         expected_skills=tuple(gold.get("reply_skills") or []),
         hooks_blocked=tuple(d.get("hook_id", "") for d in blocks),
         hook_messages=tuple(d.get("message", "") for d in blocks),
+        outcome=str(trajectory.get("outcome") or ""),
+        outcome_reason=str(trajectory.get("outcome_reason") or ""),
+        total_s=float((trajectory.get("timings") or {}).get("total_s") or 0.0),
     )
 
 

@@ -201,6 +201,19 @@ def _forbidden_claim(cluster: Cluster, bundle: Bundle) -> list[Edit]:
         "Never promise results, delivery dates, refunds or gifts that no tool returned in this request."))]
 
 
+def _out_of_budget(cluster: Cluster, bundle: Bundle) -> list[Edit]:
+    """Requests ran out of the trajectory time budget: raise it to what the policy actually needs."""
+    current = float(bundle.constraints.get("trajectory_budget_s", 10))
+    slowest = max(c.total_s for c in cluster.cases)
+    value = min(600, max(round(current * 2), int(slowest * 1.5) + 1))
+    return [SetConstraint(name="trajectory_budget_s", value=value)] if value > current else []
+
+
+def _out_of_rounds(cluster: Cluster, bundle: Bundle) -> list[Edit]:
+    current = int(bundle.constraints.get("max_rounds", 4))
+    return [SetConstraint(name="max_rounds", value=current + 1)] if current < 10 else []
+
+
 def _over_blocking(cluster: Cluster, bundle: Bundle) -> list[Edit]:
     """Replies ended in the fallback because a hook kept blocking them: loosen that hook."""
     blocked = Counter(h for c in cluster.cases for h in c.hooks_blocked)
@@ -226,6 +239,8 @@ def _over_blocking(cluster: Cluster, bundle: Bundle) -> list[Edit]:
 
 TEMPLATES: dict[str, tuple[str, Callable[[Cluster, Bundle], list[Edit]]]] = {
     "over_blocking": ("A hook blocks good replies until the fallback", _over_blocking),
+    "out_of_budget": ("Requests run out of the trajectory time budget", _out_of_budget),
+    "out_of_rounds": ("Requests run out of model rounds", _out_of_rounds),
     "ungrounded_price": ("Prices stated without a tool result", _ungrounded("price")),
     "ungrounded_stock": ("Stock stated without a tool result", _ungrounded("stock")),
     "ungrounded_promotion": ("Promotions stated without checking them", _ungrounded("promotion")),
@@ -240,6 +255,20 @@ TEMPLATES: dict[str, tuple[str, Callable[[Cluster, Bundle], list[Edit]]]] = {
 }
 
 
+def _runtime_cause(cluster: Cluster, bundle: Bundle) -> str | None:
+    """Judged vague or unhelpful, but the runtime forced the fallback: the budget, the rounds or a hook."""
+    half = len(cluster.cases) / 2
+    reasons = [c.outcome_reason.lower() for c in cluster.cases if c.outcome == "fallback"]
+    if sum("budget" in r for r in reasons) > half:
+        return "out_of_budget"
+    if sum("round" in r and "budget" not in r for r in reasons) > half:
+        return "out_of_rounds"
+    fallback = bundle.hook_set.retry.fallback_reply.strip()
+    if sum(bool(c.hooks_blocked) and c.reply.strip() == fallback for c in cluster.cases) > half:
+        return "over_blocking"
+    return None
+
+
 class RuleBasedDiagnoser:
     """Maps each cluster's reason code to an edit template; no model needed."""
 
@@ -249,10 +278,7 @@ class RuleBasedDiagnoser:
         proposals = []
         for index, cluster in enumerate(clusters):
             family = cause_family(cluster.reason)
-            fallback = bundle.hook_set.retry.fallback_reply
-            if sum(bool(c.hooks_blocked) and c.reply.strip() == fallback.strip() for c in cluster.cases) \
-                    > len(cluster.cases) / 2:
-                family = "over_blocking"  # judged vague or unhelpful, but a hook forced the fallback
+            family = _runtime_cause(cluster, bundle) or family
             if family not in TEMPLATES:
                 continue
             title, template = TEMPLATES[family]

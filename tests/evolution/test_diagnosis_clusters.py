@@ -151,3 +151,13 @@ def test_vague_fallbacks_forced_by_a_hook_are_read_as_over_blocking(demo_files):
     (proposal,) = diagnose(failures=cases, total=5, files=demo_files, diagnoser=RuleBasedDiagnoser()).proposals
     assert proposal.title == "A hook blocks good replies until the fallback"
     assert 48 in proposal.edits[0].params["ignore"]
+
+
+def test_fallbacks_after_the_time_budget_raise_the_budget(demo_files):
+    cases = [failure(f"b{i}", "vague", "is it in stock?", "Thanks for asking!", acc=1.0, eff=0.0, outcome="fallback",
+                     outcome_reason="trajectory budget of 10 s used up during round 1", total_s=31.0)
+             for i in range(3)]
+    (proposal,) = diagnose(failures=cases, total=5, files=demo_files, diagnoser=RuleBasedDiagnoser()).proposals
+    assert proposal.title == "Requests run out of the trajectory time budget" and proposal.valid
+    assert proposal.edits[0].to_dict() == {"op": "set_constraint", "name": "trajectory_budget_s", "value": 47}
+    assert proposal.summary == ["constraint trajectory_budget_s: 10 -> 47"]
