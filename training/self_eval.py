@@ -77,7 +77,7 @@ def _score_cases(*, items: list[tuple[dict, Any]], policy, out: Path, judge, age
 
 def evaluate_model(*, model_dir: str | Path, out_dir: str | Path, harness_dir: str | Path, sets: tuple[str, ...] = SETS,
                    n_cases: int = 100, n_prompt_robustness: int = 50, n_ifeval: int = 50,
-                   max_new_tokens: int = 96) -> dict[str, Any]:
+                   max_new_tokens: int = 96, variant_pool: int = EVAL_POOL_SIZE) -> dict[str, Any]:
     """Score ``model_dir`` on the requested sets; per-item rows in ``out_dir``; returns the summary."""
     from evaluation.case_harness import bundle_for_case
     from evaluation.judges import make_judge
@@ -104,7 +104,7 @@ def evaluate_model(*, model_dir: str | Path, out_dir: str | Path, harness_dir: s
 
     try:
         if "live_qa" in sets or "variant_qa" in sets:
-            pool = build_pool(bundle=bundle, size=EVAL_POOL_SIZE if "variant_qa" in sets else 0,
+            pool = build_pool(bundle=bundle, size=variant_pool if "variant_qa" in sets else 0,
                               seed=EVAL_VARIANT_SEED // 1000, dims=["skills", "skill-content", "tools", "prompt",
                                                                     "hooks"],
                               cases=cases, catalogue=catalogue, agent_kwargs=agent_kwargs())
@@ -183,10 +183,12 @@ def _ifeval(policy, path: Path, limit: int) -> dict[str, Any]:
             "per_prompt": [bool(r["prompt_level_strict_acc"]) for r in result.rows]}
 
 
-def evaluate_run(*, run_dir: str | Path, harness_dir: str | Path, cases: int, seed: int = 0) -> dict[str, Any]:
+def evaluate_run(*, run_dir: str | Path, harness_dir: str | Path, cases: int, seed: int = 0,
+                 max_new_tokens: int = 96) -> dict[str, Any]:
     """A stage's self-evaluation after training: small subsets, scores written to ``run_dir/eval.json``."""
     run_dir = Path(run_dir)
     summary = evaluate_model(model_dir=run_dir / "final", out_dir=run_dir / "eval", harness_dir=harness_dir,
-                             n_cases=cases, n_prompt_robustness=max(1, cases // 2), n_ifeval=max(1, cases // 2))
+                             n_cases=cases, n_prompt_robustness=max(1, cases // 2), n_ifeval=max(1, cases // 2),
+                             variant_pool=min(EVAL_POOL_SIZE, max(1, cases)), max_new_tokens=max_new_tokens)
     (run_dir / "eval.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     return summary

@@ -1,0 +1,30 @@
+"""A stage's self-evaluation: held-out subsets scored by the project's judge, resumable, written into the run."""
+
+from __future__ import annotations
+
+import json
+
+
+def test_evaluate_run_writes_scores_and_resumes(sft_run, tmp_path):
+    import shutil
+
+    from harness import demo_harness_dir
+    from training.cases import held_out_cases, training_cases
+    from training.self_eval import evaluate_run
+
+    run = tmp_path / "run"
+    shutil.copytree(sft_run, run)
+    summary = evaluate_run(run_dir=run, harness_dir=demo_harness_dir(), cases=2, max_new_tokens=6)
+    saved = json.loads((run / "eval.json").read_text())
+    assert saved == summary
+    for name in ("live_qa", "variant_qa", "prompt_robustness"):
+        assert saved[name]["n"] >= 1 and 0 <= saved[name]["avg"] <= 100
+    assert saved["ifeval"]["n"] == 1 and len(saved["ifeval"]["per_prompt"]) == 1
+    rows = [json.loads(line) for line in (run / "eval" / "variant_qa.jsonl").read_text().splitlines()]
+    assert [r["id"] for r in rows] == [c["id"] for c in held_out_cases()[:2]]
+    assert all(r["harness"].startswith("hsa") for r in rows)  # T2 runs under variants
+    assert not {c["id"] for c in held_out_cases()} & {c["id"] for c in training_cases("", limit=10_000).cases}
+    # a second call finds every item scored and runs no model call
+    before = (run / "eval" / "live_qa.jsonl").read_text()
+    evaluate_run(run_dir=run, harness_dir=demo_harness_dir(), cases=2, max_new_tokens=6)
+    assert (run / "eval" / "live_qa.jsonl").read_text() == before
