@@ -33,7 +33,10 @@ class SFTStageConfig(StageConfig):
     keep_retry_fraction: float = field(default=0.1, metadata={"help": (
         "Fraction of trajectories with hook-triggered retries kept whole (failed attempt + hook message), "
         "so the model learns to recover; the rest have the failed attempt and hook messages removed.")})
-    max_length: int = field(default=1024, metadata={"help": "Truncate prompt+completion to this many tokens."})
+    max_length: int = field(default=4096, metadata={"help": (
+        "Longest prompt+completion in tokens. Examples are cut at the end (TRL keeps the start), so a limit "
+        "below the longest example cuts its completion, and TRL then drops it as fully masked; the demo "
+        "Harness's per-turn examples are about 1,600-3,100 tokens with SmolLM2's tokenizer.")})
     learning_rate: float = field(default=5e-5, metadata={"help": "Peak learning rate (AdamW)."})
 
     def check(self) -> str:
