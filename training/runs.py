@@ -62,6 +62,11 @@ class MetricsLogger(TrainerCallback):
         self._last_tokens: float = 0.0
 
     def on_train_begin(self, args, state, control, **kwargs):
+        # On resume, steps logged after the checkpoint were lost with it and will be logged again.
+        if self.path.is_file():
+            kept = [line for line in self.path.read_text(encoding="utf-8").splitlines()
+                    if line.strip() and json.loads(line).get("step", 0) <= state.global_step]
+            self.path.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
         self._last_time = time.perf_counter()
         self._last_tokens = float(state.num_input_tokens_seen or 0)
 
