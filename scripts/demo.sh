@@ -19,6 +19,8 @@ say "migrations"
 $PY manage.py migrate --noinput -v0
 say "demo data"
 $PY manage.py seed_demo
+say "demo evaluation sets (dev-set 482, Live-Stream QA 978, robustness, replay 110)"
+$PY manage.py seed_evolution_demo
 
 pids=()
 stop() {
