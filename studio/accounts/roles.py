@@ -34,6 +34,14 @@ PERMISSIONS: dict[str, frozenset[str]] = {
     "job.diagnose": frozenset({ML_ENGINEER, ADMIN}),
     # reading the audit log
     "audit.view": _ALL,
+    # evolution loop: datasets, evolutions, runs, diagnoses, reports
+    "evolution.view": _ALL,
+    # importing datasets, starting evolutions, runs, resumes and diagnoses
+    "evolution.run": _ALL,
+    # accepting / rejecting proposals, committing the candidate, decisions
+    "evolution.review": frozenset({REVIEWER, ADMIN}),
+    # opening a proposal in the editor (a draft the operator refines)
+    "evolution.edit": frozenset({OPERATOR, ADMIN}),
 }
 
 
