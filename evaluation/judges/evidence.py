@@ -144,6 +144,38 @@ def tool_result_numbers(trajectory: dict | None) -> set[float]:
     return found
 
 
+_MONEY_KEY = re.compile(r"(price|total|discount|saving|save|amount|threshold|spend|cost|fee|pay)",
+                        re.I)
+
+
+def _money_values(value: Any, key: str = "") -> Iterable[float]:
+    """Money figures inside a tool result: numbers under money-like keys, and
+    amounts written as money inside text ("spend 300 yuan")."""
+    if isinstance(value, dict):
+        for k, item in value.items():
+            yield from _money_values(item, str(k))
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _money_values(item, key)
+    elif isinstance(value, bool):
+        return
+    elif isinstance(value, int | float):
+        if _MONEY_KEY.search(key):
+            yield float(value)
+    elif isinstance(value, str):
+        yield from money_mentions(value)
+        if _MONEY_KEY.search(key):
+            yield from numbers(value)
+
+
+def tool_result_money(trajectory: dict | None) -> set[float]:
+    """Money figures the tools returned; a stock count or a quantity is not one."""
+    found: set[float] = set()
+    for call in (trajectory or {}).get("tool_calls", []):
+        found |= set(_money_values(call.get("result")))
+    return found
+
+
 def tool_result_text(trajectory: dict | None) -> str:
     parts = []
     for call in (trajectory or {}).get("tool_calls", []):
@@ -181,7 +213,7 @@ def supported_money(case: dict, reply: str, catalogue: Catalogue, trajectory: di
     for comment in case.get("comments", []):
         text = comment if isinstance(comment, str) else comment.get("text", "")
         values |= set(numbers(text))
-    values |= tool_result_numbers(trajectory)
+    values |= tool_result_money(trajectory)
     return values
 
 

@@ -97,7 +97,7 @@ class ProgrammaticJudge:
                                       "the comment should be refused silently, but the avatar replied"))
             return reasons
         supported = E.supported_money(case, reply, self.catalogue, trajectory)
-        exact = E.tool_result_numbers(trajectory) | {
+        exact = E.tool_result_money(trajectory) | {
             float(f["value"]) for f in gold.get("required_facts", [])
             if isinstance(f.get("value"), int | float) and not isinstance(f.get("value"), bool)}
         for sentence in E.sentences(reply):
