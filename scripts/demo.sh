@@ -7,7 +7,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
-eval "$(bash scripts/services.sh)"
+service_env=$(bash scripts/services.sh)
+eval "$service_env"
 export REDIS_URL
 if [ -n "${DATABASE_URL:-}" ]; then export DATABASE_URL; fi
 PY=.venv/bin/python

@@ -6,9 +6,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
 if [ "${HS_TEST_DB:-postgres}" = postgres ]; then
-  eval "$(bash scripts/services.sh postgres)"
+  service_env=$(bash scripts/services.sh postgres)
+  eval "$service_env"
 else
-  eval "$(bash scripts/services.sh)"
+  service_env=$(bash scripts/services.sh)
+  eval "$service_env"
 fi
 export REDIS_URL DATABASE_URL
 . .venv/bin/activate
