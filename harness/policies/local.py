@@ -4,16 +4,36 @@ Loads the checkpoint once per process (shared between policies that name the
 same folder), renders messages with the model's chat template and generates.
 Time to first token is measured with a streamer, so local numbers are
 comparable with the client-observed numbers of ``OpenAIChatPolicy``.
+
+Prefix caching: the policy keeps the KV cache of its last call. A new prompt
+that starts with the same tokens (the Harness's system prompt, shared by every
+request; the earlier rounds of the same request) is prefilled only from where
+it differs, as SGLang's radix cache does on a GPU. On a 2-core CPU this turns a
+~2,000-token prefill per model call into one of a few hundred tokens. Greedy
+outputs are the same as without the cache (``tests/runtime/test_prefix_cache.py``).
 """
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
 from harness.policies.base import GenerationSettings, PolicyOutput, decode_rate
+
+
+@functools.cache
+def _cache_kwarg() -> str:
+    """generate()'s name for a KV cache: ``cache`` from transformers 5.24, ``past_key_values`` before."""
+    from transformers.generation import utils
+
+    return "cache" if "cache" in getattr(utils, "ALL_CACHE_NAMES", ()) else "past_key_values"
+
+
+# Reusing fewer tokens than this is not worth holding a cache for.
+MIN_REUSED_PREFIX = 32
 
 _LOADED: dict[str, tuple[Any, Any]] = {}
 _LOAD_LOCK = threading.Lock()
@@ -53,11 +73,30 @@ class TransformersPolicy:
     """A local model. Tools are rendered into the prompt by the runtime (text protocol)."""
 
     def __init__(self, model_dir: str | Path, *, name: str | None = None,
-                 settings: GenerationSettings | None = None) -> None:
+                 settings: GenerationSettings | None = None, prefix_cache: bool = True) -> None:
         self.model_dir = Path(model_dir)
         self.name = name or f"local:{self.model_dir.name}"
         self.settings = settings or GenerationSettings()
-        self._lock = threading.Lock()  # one generate at a time per model object
+        self.prefix_cache = prefix_cache
+        self._lock = threading.Lock()  # one generate at a time per policy (it owns the cache)
+        self._cached_ids: list[int] = []  # the tokens whose keys/values self._cache holds
+        self._cache: Any = None
+        self.last_cached_tokens = 0  # prompt tokens the last call did not prefill
+
+    def _reusable_cache(self, ids: list[int]) -> tuple[Any, int]:
+        """The held cache cropped to its common prefix with ``ids`` (at least one token left to prefill)."""
+        if not self.prefix_cache or self._cache is None:
+            return None, 0
+        limit = min(len(self._cached_ids), len(ids) - 1)
+        common = 0
+        while common < limit and self._cached_ids[common] == ids[common]:
+            common += 1
+        if common < MIN_REUSED_PREFIX:
+            return None, 0
+        surplus = self._cache.get_seq_length() - common
+        if surplus:
+            self._cache.crop(-surplus)  # a negative count removes that many tokens (every transformers 5.x)
+        return self._cache, common
 
     def generate(self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None = None,
                  settings: GenerationSettings | None = None) -> PolicyOutput:
@@ -83,7 +122,20 @@ class TransformersPolicy:
         with self._lock, torch.inference_mode():
             if settings.seed is not None:
                 torch.manual_seed(settings.seed)
-            output = model.generate(**inputs, **gen)
+            if self.prefix_cache:
+                from transformers import DynamicCache
+
+                cache, reused = self._reusable_cache(inputs["input_ids"][0].tolist())
+                gen[_cache_kwarg()] = cache if cache is not None else DynamicCache(config=model.config)
+                gen["return_dict_in_generate"] = True
+                result = model.generate(**inputs, **gen)
+                output = result.sequences
+                self._cache = getattr(result, _cache_kwarg())
+                # the cache holds every position but the last generated token's
+                self._cached_ids = output[0][: self._cache.get_seq_length()].tolist()
+                self.last_cached_tokens = reused
+            else:
+                output = model.generate(**inputs, **gen)
         latency = time.perf_counter() - started
         new_ids = output[0][prompt_len:]
         text = tokenizer.decode(new_ids, skip_special_tokens=True)

@@ -1,0 +1,49 @@
+"""The local policy's prefix cache: later calls prefill only where the prompt differs, same greedy text."""
+
+from __future__ import annotations
+
+from harness.policies import GenerationSettings
+from harness.policies.local import MIN_REUSED_PREFIX, TransformersPolicy
+from harness.policies.models import tiny_model_dir
+
+SYSTEM = "You are the host of a live stream. " * 40
+
+
+def _chat(system: str, *turns: str) -> list[dict[str, str]]:
+    messages = [{"role": "system", "content": system}]
+    for i, text in enumerate(turns):
+        messages.append({"role": "user" if i % 2 == 0 else "assistant", "content": text})
+    return messages
+
+
+def _policies() -> tuple[TransformersPolicy, TransformersPolicy]:
+    settings = GenerationSettings(temperature=0.0, max_new_tokens=12)
+    return (TransformersPolicy(tiny_model_dir(), settings=settings),
+            TransformersPolicy(tiny_model_dir(), settings=settings, prefix_cache=False))
+
+
+def test_shared_system_prompt_is_not_prefilled_again_and_text_is_unchanged():
+    cached, plain = _policies()
+    prompts = [_chat(SYSTEM, "how much is link 3?"),
+               _chat(SYSTEM, "is link 5 in stock?"),  # a new request under the same Harness
+               _chat(SYSTEM, "is link 5 in stock?", "Let me check.", "thanks!"),  # its next round
+               _chat("A different Harness entirely. " * 30, "hello")]
+    reused = []
+    for messages in prompts:
+        out = cached.generate(messages)
+        assert out.text == plain.generate(messages).text
+        assert out.input_tokens == plain.generate(messages).input_tokens
+        reused.append(cached.last_cached_tokens)
+    assert reused[0] == 0
+    assert reused[1] > MIN_REUSED_PREFIX and reused[1] < prompts[1][0]["content"].count(" ") * 2
+    assert reused[2] > reused[1]  # the whole earlier round is reused
+    assert reused[3] == 0  # nothing in common: a fresh cache
+
+
+def test_the_same_prompt_twice_still_prefills_its_last_token():
+    cached, plain = _policies()
+    messages = _chat(SYSTEM, "how much is link 3?")
+    first = cached.generate(messages)
+    second = cached.generate(messages)
+    assert second.text == first.text == plain.generate(messages).text
+    assert cached.last_cached_tokens == second.input_tokens - 1
