@@ -57,7 +57,9 @@ def _score_cases(*, items: list[tuple[dict, Any]], policy, out: Path, judge, age
     from evaluation.cases import case_request
 
     rows = _read_rows(out)
-    for case, key in items:
+    # Cases under the same Harness run back to back so that the policy's prefix cache holds its
+    # system prompt; scores are keyed by case id, so the order changes nothing else.
+    for case, key in sorted(items, key=lambda item: str(item[1])):
         if case["id"] in rows:
             continue
         agent = agent_for(key)
