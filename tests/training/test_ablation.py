@@ -1,0 +1,36 @@
+"""The ablation end to end on the tiny model: every step runs, the table fills in, a rerun resumes."""
+
+from __future__ import annotations
+
+import json
+
+from training.ablation import MODELS, PRESETS
+from training.cli import main
+
+
+def test_tiny_ablation_fills_the_table_and_a_rerun_skips_finished_steps(tmp_path, tiny_dir, capsys):
+    out = tmp_path / "ablation"
+    args = ["ablation", "--preset", "tiny-smoke", "--output-dir", str(out), "--eval-cases", "2",
+            "--eval-prompt-robustness", "1", "--eval-ifeval", "2", "--train-cases", "4"]
+    assert main(args) == 0
+    table = json.loads((out / "table.json").read_text())
+    for model in MODELS:
+        assert set(table["models"][model]) == {"live_qa", "variant_qa", "prompt_robustness", "ifeval"}, model
+    assert table["models"]["hsa_sft"]["variant_qa"]["n"] == 2
+    assert set(table["targets"]) == {"hsa_sft_vs_fixed_sft_on_T2", "full_pipeline_vs_base_on_IFE-P"}
+    steps = json.loads((out / "steps.json").read_text())
+    assert list(steps)[:3] == ["train:fixed_sft", "train:hsa_sft", "eval:fixed_sft:variant_qa"]
+    assert all(info["done"] and info["wall_s"] > 0 for info in steps.values())
+    markdown = (out / "table.md").read_text()
+    assert "pending" not in markdown and "| HSA-SFT |" in markdown and "train:rl:" in markdown
+    capsys.readouterr()
+
+    before = (out / "steps.json").read_text()
+    assert main(args) == 0  # everything is done: nothing runs again
+    assert "[ablation]" not in capsys.readouterr().out
+    assert (out / "steps.json").read_text() == before
+
+
+def test_the_cpu_preset_scores_at_least_100_cases_per_qa_set():
+    preset = PRESETS["cpu-small"]
+    assert preset.model == "local" and preset.eval_cases >= 100
