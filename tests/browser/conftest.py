@@ -11,9 +11,10 @@ import shutil
 
 import pytest
 
+from tests.personas import PASSWORD, fast_passwords  # noqa: F401  (fast_passwords: an autouse fixture)
+
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
-PASSWORD = "correct horse battery staple"
 CHROMIUM_ARGS = [
     "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
     "--disable-sync", "--no-first-run",
@@ -31,11 +32,6 @@ def browser():
         browser = playwright.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_ARGS)
         yield browser
         browser.close()
-
-
-@pytest.fixture(autouse=True)
-def _fast_passwords(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 @pytest.fixture

@@ -1,69 +1,17 @@
-"""Studio test fixtures: named personas, the demo Harness, eager jobs.
-
-Personas (as in healthchecks' hc/test.py): Olivia the operator, Rafael the
-reviewer, Mei the ML engineer, Ada the admin and Oscar the outsider, who is
-signed in but holds no role.
-"""
+"""Studio test fixtures: the personas and eager jobs of tests/personas.py, the demo Harness."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import pytest
-from django.contrib.auth.models import User
 
 from harness import demo_harness_dir, load_dir
-from studio.accounts.roles import ADMIN, ML_ENGINEER, OPERATOR, REVIEWER
-from studio.accounts.services import user_create
-from studio.celery import app as celery_app
 from studio.harnesses.services import harness_import
+from tests import personas as shared
 
-PASSWORD = "correct horse battery staple"
+# the shared fixtures, registered in this package
+PASSWORD, Personas = shared.PASSWORD, shared.Personas
+personas, fast_passwords, eager_jobs = shared.personas, shared.fast_passwords, shared.eager_jobs
 
-
-@dataclass
-class Personas:
-    operator: User
-    reviewer: User
-    ml_engineer: User
-    admin: User
-    outsider: User
-
-    def by_role(self) -> dict[str, User | None]:
-        return {
-            "operator": self.operator,
-            "reviewer": self.reviewer,
-            "ml_engineer": self.ml_engineer,
-            "admin": self.admin,
-            "outsider": self.outsider,
-            "anonymous": None,
-        }
-
-
-@pytest.fixture(autouse=True)
-def _fast_passwords(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
-@pytest.fixture(autouse=True)
-def _eager_jobs(request):
-    """Jobs run inline in unit tests; tests marked `services` talk to a real worker."""
-    eager = "services" not in request.keywords and "browser" not in request.keywords
-    previous = celery_app.conf.task_always_eager
-    celery_app.conf.task_always_eager = eager
-    yield
-    celery_app.conf.task_always_eager = previous
-
-
-@pytest.fixture
-def personas(db, _fast_passwords) -> Personas:
-    return Personas(
-        operator=user_create(username="olivia", password=PASSWORD, roles=[OPERATOR]),
-        reviewer=user_create(username="rafael", password=PASSWORD, roles=[REVIEWER]),
-        ml_engineer=user_create(username="mei", password=PASSWORD, roles=[ML_ENGINEER]),
-        admin=user_create(username="ada", password=PASSWORD, roles=[ADMIN]),
-        outsider=user_create(username="oscar", password=PASSWORD, roles=[]),
-    )
 
 
 @pytest.fixture(scope="session")

@@ -15,7 +15,7 @@ from studio.harnesses.models import Harness, HarnessVersion, Label
 pytestmark = pytest.mark.django_db
 
 
-def test_seed_demo_twice_gives_one_harness_version_label_and_endpoint(_fast_passwords):
+def test_seed_demo_twice_gives_one_harness_version_label_and_endpoint(fast_passwords):
     first, second = StringIO(), StringIO()
     call_command("seed_demo", stdout=first)
     call_command("seed_demo", stdout=second)
