@@ -12,7 +12,7 @@ class ModelEndpoint(models.Model):
     OPENAI = "openai"
     SCRIPTED = "scripted"
     ROUTES = [
-        (LOCAL, "local default model (SmolLM2-135M-Instruct on CPU)"),
+        (LOCAL, "local model on the worker's CPU (SmolLM2-135M-Instruct, or a checkpoint folder)"),
         (TINY, "tiny random model (tests only)"),
         (OPENAI, "OpenAI-compatible server (SGLang, vLLM, transformers serve, vendor API)"),
         (SCRIPTED, "scripted policy replaying a JSON script file (tests, demos)"),
@@ -21,7 +21,9 @@ class ModelEndpoint(models.Model):
     name = models.SlugField(max_length=64, unique=True)
     route = models.CharField(max_length=12, choices=ROUTES)
     base_url = models.URLField(blank=True, help_text="e.g. http://127.0.0.1:8001/v1 (OpenAI-compatible only)")
-    model = models.CharField(max_length=200, blank=True, help_text="The model name the server expects.")
+    model = models.CharField(max_length=200, blank=True, help_text=(
+        "OpenAI-compatible: the model name the server expects. Local: empty for the default model, or the "
+        "absolute path of a checkpoint folder (a training run's final/) on the worker machine."))
     script_path = models.CharField(
         max_length=500, blank=True, help_text="Scripted route only: path of the JSON script on the worker machine."
     )
@@ -50,4 +52,6 @@ class ModelEndpoint(models.Model):
             return f"openai:{self.base_url}:{self.model}"
         if self.route == self.SCRIPTED:
             return f"scripted:{self.script_path}"
+        if self.route == self.LOCAL and self.model:
+            return f"local:{self.model}"
         return self.route

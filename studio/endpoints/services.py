@@ -6,6 +6,7 @@ import os
 import re
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import httpx
 from django.contrib.auth.models import User
@@ -35,6 +36,9 @@ def _validate(*, name: str, route: str, base_url: str, model: str, api_key_env: 
             errors.append("base_url: an http(s) URL of an OpenAI-compatible server, e.g. http://127.0.0.1:8001/v1")
         if not model.strip():
             errors.append("model: the model name the server expects, e.g. Qwen/Qwen3-8B")
+    if route == ModelEndpoint.LOCAL and model and not model.startswith("/"):
+        errors.append("model: for the local route, leave empty for the default model or give the absolute path "
+                      "of a checkpoint folder on the worker machine, e.g. /srv/runs/hsa-sft/final")
     if route == ModelEndpoint.SCRIPTED and not script_path:
         errors.append("script_path: the path of a JSON script file (a list of model outputs)")
     if api_key_env and not ENV_NAME.match(api_key_env):
@@ -73,7 +77,7 @@ def endpoint_save(
     endpoint = endpoint or ModelEndpoint(created_by=actor)
     endpoint.name, endpoint.route, endpoint.description = name, route, description.strip()
     endpoint.base_url = base_url if route == ModelEndpoint.OPENAI else ""
-    endpoint.model = model if route == ModelEndpoint.OPENAI else ""
+    endpoint.model = model if route in (ModelEndpoint.OPENAI, ModelEndpoint.LOCAL) else ""
     endpoint.script_path = script_path if route == ModelEndpoint.SCRIPTED else ""
     endpoint.api_key_env = api_key_env
     endpoint.save()
@@ -157,11 +161,15 @@ def endpoint_check(*, endpoint: ModelEndpoint, timeout_s: float = 10.0) -> Conne
     from harness.policies.models import default_model_dir, tiny_model_dir
 
     try:
-        directory = tiny_model_dir() if endpoint.route == ModelEndpoint.TINY else default_model_dir()
+        if endpoint.route == ModelEndpoint.TINY:
+            directory = tiny_model_dir()
+        else:
+            directory = Path(endpoint.model) if endpoint.model else default_model_dir()
     except Exception as error:
         return ConnectionCheck(False, f"{type(error).__name__}: {error}")
     if not (directory / "config.json").exists():
-        return ConnectionCheck(False, f"{directory}: no config.json; the model was not converted")
+        missing = "not a checkpoint folder" if endpoint.model else "the model was not converted"
+        return ConnectionCheck(False, f"{directory}: no config.json; {missing}")
     return ConnectionCheck(True, f"model files ready in {directory} ({time.perf_counter() - started:.2f} s)")
 
 

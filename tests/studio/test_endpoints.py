@@ -104,3 +104,39 @@ def test_field_errors_name_the_field(personas):
     message = str(caught.value)
     for field in ("name:", "base_url:", "model:", "api_key_env:"):
         assert field in message
+
+
+def test_a_local_endpoint_can_serve_a_checkpoint_folder(personas, tmp_path, django_capture_on_commit_callbacks):
+    from harness.policies.models import tiny_model_dir
+
+    client = client_for(personas.ml_engineer)
+    relative = client.post("/endpoints/new/", {"name": "trained", "route": "local", "base_url": "",
+                                               "model": "runs/hsa-sft/final", "api_key_env": "", "description": ""})
+    assert relative.status_code == 400 and "absolute path of a checkpoint folder" in relative.content.decode()
+    assert not ModelEndpoint.objects.filter(name="trained").exists()
+
+    folder = str(tiny_model_dir())
+    data = {"name": "trained", "route": "local", "base_url": "", "model": folder, "api_key_env": "",
+            "description": "a training run's final checkpoint"}
+    assert client.post("/endpoints/new/", data).status_code == 302
+    endpoint = ModelEndpoint.objects.get(name="trained")
+    assert endpoint.policy_spec == f"local:{folder}"
+    assert folder in client.get("/endpoints/").content.decode()
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post(f"/endpoints/{endpoint.pk}/test/")
+    endpoint.refresh_from_db()
+    assert endpoint.last_check_ok is True and folder in endpoint.last_check_message
+
+    not_a_checkpoint = endpoint_save(endpoint=None, name="empty", route="local", base_url="", model=str(tmp_path),
+                                     api_key_env="", description="", actor=personas.ml_engineer)
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post(f"/endpoints/{not_a_checkpoint.pk}/test/")
+    not_a_checkpoint.refresh_from_db()
+    assert not_a_checkpoint.last_check_ok is False
+    assert "not a checkpoint folder" in not_a_checkpoint.last_check_message
+
+
+def test_the_default_local_endpoint_keeps_the_plain_route(personas):
+    endpoint = endpoint_save(endpoint=None, name="cpu", route="local", base_url="", model="", api_key_env="",
+                             description="", actor=personas.ml_engineer)
+    assert endpoint.policy_spec == "local"
