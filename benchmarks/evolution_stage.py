@@ -11,7 +11,8 @@ interval) with the wall time of each step.
     .venv/bin/python benchmarks/evolution_stage.py --policy local --cases 100
     .venv/bin/python benchmarks/evolution_stage.py --policy scripted --cases 100 --plant-defect
 
-``--policy local`` is the default local model (SmolLM2-135M-Instruct on CPU);
+``--policy local`` is the default local model (SmolLM2-135M-Instruct on CPU), or
+with ``--checkpoint DIR`` a trained checkpoint of it;
 ``scripted`` is the shortcut script of studio/evolution/scripted.py; ``tiny``
 the 2-layer random model. ``--plant-defect`` starts from the demo Harness
 without its price grounding (item_qa's fetch-before-facts rule, the
@@ -65,6 +66,9 @@ def main() -> None:
     parser.add_argument("--policy", choices=["local", "scripted", "tiny"], default="local")
     parser.add_argument("--cases", type=int, default=100, help="size of the even-spread dev-set subset")
     parser.add_argument("--seed", type=int, default=7, help="world seed of the dev-set")
+    parser.add_argument("--checkpoint", type=Path,
+                        help="with --policy local: a checkpoint folder (e.g. a training run's final/) instead of "
+                             "the default model")
     parser.add_argument("--plant-defect", action="store_true", help="start from the Harness without price grounding")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
@@ -99,7 +103,8 @@ def main() -> None:
     if args.policy == "scripted":
         endpoint = seed.endpoint
     else:
-        endpoint = ModelEndpoint.objects.create(name=f"bench-{args.policy}", route=args.policy)
+        model = str(args.checkpoint.resolve()) if args.checkpoint and args.policy == "local" else ""
+        endpoint = ModelEndpoint.objects.create(name=f"bench-{args.policy}", route=args.policy, model=model)
     timings["setup_s"] = time.perf_counter() - started
 
     from studio.evolution.models import Dataset
