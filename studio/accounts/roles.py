@@ -32,6 +32,8 @@ PERMISSIONS: dict[str, frozenset[str]] = {
     "playground.run": _ALL,
     # starting the worker check job
     "job.diagnose": frozenset({ML_ENGINEER, ADMIN}),
+    # cancelling anyone's job (everyone may cancel the jobs they started)
+    "job.cancel_any": frozenset({ADMIN}),
     # reading the audit log
     "audit.view": _ALL,
     # evolution loop: datasets, evolutions, runs, diagnoses, reports

@@ -25,7 +25,7 @@ from studio.endpoints.models import ModelEndpoint
 from studio.evolution.models import CaseResult, Dataset, DatasetCase, EvalRun
 from studio.harnesses.models import HarnessVersion
 from studio.jobs.models import Job
-from studio.jobs.services import job_create, job_reap_stale
+from studio.jobs.services import JobCancelled, job_create, job_reap_stale
 
 
 class EvaluationError(ValueError):
@@ -87,8 +87,22 @@ def eval_run_resume(*, run: EvalRun, actor: User | None) -> EvalRun:
 
 
 def eval_run_is_stalled(run: EvalRun) -> bool:
-    """The run is unfinished but its job ended: the worker was lost mid-run."""
-    return run.status in (EvalRun.QUEUED, EvalRun.RUNNING) and run.job is not None and not run.job.is_active
+    """The run is unfinished but its job ended: the worker was lost mid-run (a cancelled job is not lost)."""
+    return (run.status in (EvalRun.QUEUED, EvalRun.RUNNING) and run.job is not None and not run.job.is_active
+            and not eval_run_note_cancelled(run))
+
+
+def eval_run_note_cancelled(run: EvalRun) -> bool:
+    """If the run's job was cancelled, end the run saying so (what it scored is kept; resume continues)."""
+    if run.job is None or run.job.status != Job.CANCELLED:
+        return False
+    if run.status in (EvalRun.QUEUED, EvalRun.RUNNING):
+        done = run.results.count()
+        EvalRun.objects.filter(pk=run.pk, status__in=(EvalRun.QUEUED, EvalRun.RUNNING)).update(
+            status=EvalRun.FAILED, finished_at=timezone.now(),
+            error=f"{run.job.error}; {done} of {run.total} case(s) scored and kept: resume to finish")
+        run.refresh_from_db()
+    return True
 
 
 def eval_runs_resume_stalled() -> list[int]:
@@ -164,6 +178,13 @@ def eval_run_execute(*, run_id: int, progress, log) -> dict[str, Any]:
         from studio.evolution.services import stage_run_finished
 
         stage_run_finished(run_id=run.pk)  # the regression report exists before the run shows as finished
+    except JobCancelled:
+        job = Job.objects.select_related("cancelled_by").filter(pk=run.job_id).first()
+        who = job.cancelled_by if job is not None and job.cancelled_by else "someone"
+        EvalRun.objects.filter(pk=run.pk).update(
+            status=EvalRun.FAILED, finished_at=timezone.now(),
+            error=f"cancelled by {who}; {run.results.count()} of {run.total} case(s) scored and kept: resume to finish")
+        raise
     except Exception as error:
         EvalRun.objects.filter(pk=run.pk).update(status=EvalRun.FAILED, error=f"{type(error).__name__}: {error}",
                                                  finished_at=timezone.now())

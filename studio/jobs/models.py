@@ -11,7 +11,9 @@ class Job(models.Model):
     RUNNING = "running"
     SUCCEEDED = "succeeded"
     FAILED = "failed"
-    STATUSES = [(QUEUED, "queued"), (RUNNING, "running"), (SUCCEEDED, "succeeded"), (FAILED, "failed")]
+    CANCELLED = "cancelled"
+    STATUSES = [(QUEUED, "queued"), (RUNNING, "running"), (SUCCEEDED, "succeeded"), (FAILED, "failed"),
+                (CANCELLED, "cancelled")]
     ACTIVE = (QUEUED, RUNNING)
 
     kind = models.CharField(max_length=40, db_index=True, help_text="A key of studio.jobs.registry.JOB_KINDS.")
@@ -28,6 +30,10 @@ class Job(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True, help_text="Last sign of life from the worker.")
     worker = models.CharField(max_length=200, blank=True, help_text="hostname and pid of the worker process.")
+    cancel_requested_at = models.DateTimeField(
+        null=True, blank=True, help_text="Set when someone asks a running job to stop; it stops at its next report.")
+    cancelled_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                     related_name="+")
 
     class Meta:
         ordering = ["-created_at", "-id"]

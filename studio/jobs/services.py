@@ -34,6 +34,14 @@ class UnknownJobKind(ValueError):
     pass
 
 
+class JobCancelled(Exception):
+    """Raised inside a running job at its next progress or log report after a cancel request."""
+
+
+class JobNotCancellable(ValueError):
+    pass
+
+
 def worker_identity(*, node: str | None = None) -> str:
     """'<celery node name> pid <pid>' of this process (the node defaults to the hostname)."""
     return f"{node or socket.gethostname()} pid {os.getpid()}"
@@ -85,9 +93,15 @@ class _Context:
         Job.objects.filter(pk=self.job_id).update(progress=max(0, min(100, int(percent))))
         if message:
             _append_log(self.job_id, message)
+        self._stop_if_cancelled()
 
     def log(self, line: str) -> None:
         _append_log(self.job_id, line)
+        self._stop_if_cancelled()
+
+    def _stop_if_cancelled(self) -> None:
+        if Job.objects.filter(pk=self.job_id, cancel_requested_at__isnull=False).exists():
+            raise JobCancelled("cancel requested")
 
 
 class _Heartbeat(threading.Thread):
@@ -133,6 +147,11 @@ def job_run(*, job_id: int, worker: str | None = None, heartbeat: bool = True) -
     try:
         context.log(f"started on {job.worker}")
         result = JOB_KINDS[job.kind].run(context)
+    except JobCancelled:
+        job = Job.objects.select_related("cancelled_by").get(pk=job_id)
+        reason = f"cancelled by {job.cancelled_by or 'someone'} at {job.cancel_requested_at:%H:%M:%S} UTC"
+        _append_log(job_id, f"stopped: {reason}")
+        _finish(job_id=job_id, status=Job.CANCELLED, error=reason)
     except Exception as error:
         context.log(traceback.format_exc())
         _finish(job_id=job_id, status=Job.FAILED, error=f"{type(error).__name__}: {error}")
@@ -144,6 +163,36 @@ def job_run(*, job_id: int, worker: str | None = None, heartbeat: bool = True) -
         if heartbeat:
             beat.join(timeout=5)
     return Job.objects.get(pk=job_id)
+
+
+def job_can_cancel(*, job: Job, user) -> bool:
+    """Whether ``user`` may cancel ``job``: the one who started it, or whoever may cancel any job."""
+    from studio.accounts.roles import user_can
+
+    if not job.is_active or not getattr(user, "is_authenticated", False):
+        return False
+    return job.created_by_id == user.pk or user_can(user, "job.cancel_any")
+
+
+def job_cancel(*, job: Job, actor: User) -> Job:
+    """Stop a job: a queued one ends now; a running one stops at its next progress or log report.
+
+    Whatever it finished before then stays (an evaluation run keeps its scored cases and can be resumed).
+    """
+    if not job_can_cancel(job=job, user=actor):
+        if not job.is_active:
+            raise JobNotCancellable(f"job #{job.pk} has already ended ({job.status})")
+        raise JobNotCancellable(f"job #{job.pk} was started by {job.created_by or 'the system'}; "
+                                "only they or an admin may cancel it")
+    now = timezone.now()
+    Job.objects.filter(pk=job.pk, status__in=Job.ACTIVE).update(cancel_requested_at=now, cancelled_by=actor)
+    if _finish(job_id=job.pk, status=Job.CANCELLED, error=f"cancelled by {actor} before it started",
+               only_from=(Job.QUEUED,)):
+        _append_log(job.pk, f"cancelled by {actor} before a worker took it")
+    else:
+        _append_log(job.pk, f"cancel requested by {actor}; the job stops at its next report")
+    audit_record(actor=actor, action="job.cancel", target=f"job #{job.pk} {job.kind}", data={"status": job.status})
+    return Job.objects.get(pk=job.pk)
 
 
 def job_reap_stale(*, job: Job | None = None, now=None) -> int:

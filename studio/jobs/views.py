@@ -10,13 +10,19 @@ from studio.accounts.decorators import requires
 from studio.jobs import selectors
 from studio.jobs.models import Job
 from studio.jobs.registry import JOB_KINDS
-from studio.jobs.services import job_create, job_reap_stale
+from studio.jobs.services import (
+    JobNotCancellable,
+    job_can_cancel,
+    job_cancel,
+    job_create,
+    job_reap_stale,
+)
 
 
-def _job_context(job: Job) -> dict:
+def _job_context(job: Job, user=None) -> dict:
     """The job plus how its kind presents a result (e.g. a trajectory for playground runs)."""
     kind = JOB_KINDS.get(job.kind)
-    context = {"job": job, "result_template": None}
+    context = {"job": job, "result_template": None, "can_cancel": job_can_cancel(job=job, user=user)}
     if kind is not None and kind.result_template and job.result is not None:
         context["result_template"] = kind.result_template
         context.update(kind.present(job.result) if kind.present else {"result": job.result})
@@ -43,7 +49,7 @@ def job_detail(request, job_id: int):
     job = _job(job_id)
     if job.status == Job.RUNNING and job_reap_stale(job=job):
         job = _job(job_id)
-    return render(request, "jobs/job_detail.html", _job_context(job))
+    return render(request, "jobs/job_detail.html", _job_context(job, request.user))
 
 
 @require_GET
@@ -53,10 +59,24 @@ def job_status(request, job_id: int):
     job = _job(job_id)
     if job.status == Job.RUNNING and job_reap_stale(job=job):
         job = _job(job_id)
-    response = render(request, "jobs/_job_status.html", _job_context(job))
+    response = render(request, "jobs/_job_status.html", _job_context(job, request.user))
     if not job.is_active:
         response["HX-Trigger"] = "job-finished"
     return response
+
+
+@require_POST
+@requires("studio.view")
+def job_cancel_view(request, job_id: int):
+    """Cancel a job (its starter or an admin); 403 with the reason for anyone else or an ended job."""
+    job = _job(job_id)
+    try:
+        job_cancel(job=job, actor=request.user)
+    except JobNotCancellable as error:
+        response = render(request, "jobs/job_detail.html", {**_job_context(job, request.user),
+                                                            "cancel_error": str(error)}, status=403)
+        return response
+    return redirect("jobs:job_detail", job_id=job.pk)
 
 
 @require_POST

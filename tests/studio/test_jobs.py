@@ -11,8 +11,9 @@ import pytest
 from django.utils import timezone
 from studio_testing import client_for
 
+from studio.audit.models import AuditEvent
 from studio.jobs.models import Job
-from studio.jobs.services import job_create, job_reap_stale
+from studio.jobs.services import job_create, job_reap_stale, job_run
 from studio.jobs.testing import celery_worker
 
 pytestmark = pytest.mark.django_db
@@ -107,3 +108,52 @@ def test_killing_the_worker_mid_job_ends_the_job_failed(personas, settings):
     assert job.progress == progress_at_kill < 100 and job.finished_at is not None
     page = client_for(personas.operator).get(f"/jobs/{job.pk}/").content.decode()
     assert "worker lost" in page and 'data-status="failed"' in page
+
+
+def test_a_queued_job_cancelled_by_its_starter_never_runs(personas, django_capture_on_commit_callbacks):
+    job = job_create(kind="worker_check", title="queued", params={"seconds": 1}, created_by=personas.ml_engineer)
+    client = client_for(personas.ml_engineer)
+    assert 'id="job-cancel"' in client.get(f"/jobs/{job.pk}/").content.decode()
+    response = client.post(f"/jobs/{job.pk}/cancel/", follow=True)
+    job.refresh_from_db()
+    assert job.status == Job.CANCELLED and job.cancelled_by == personas.ml_engineer
+    assert "cancelled by mei before it started" in job.error
+    assert 'data-status="cancelled"' in response.content.decode()
+    assert job_run(job_id=job.pk, heartbeat=False) is None  # a worker that picks it up later leaves it alone
+    assert Job.objects.get(pk=job.pk).status == Job.CANCELLED
+    assert AuditEvent.objects.filter(action="job.cancel", target__startswith=f"job #{job.pk}").exists()
+
+
+def test_only_the_starter_or_an_admin_may_cancel_and_an_ended_job_cannot_be(personas):
+    job = job_create(kind="worker_check", title="t", params={"seconds": 1}, created_by=personas.ml_engineer)
+    operator = client_for(personas.operator)
+    assert 'id="job-cancel"' not in operator.get(f"/jobs/{job.pk}/").content.decode()
+    refused = operator.post(f"/jobs/{job.pk}/cancel/")
+    assert refused.status_code == 403 and "only they or an admin may cancel it" in refused.content.decode()
+    assert Job.objects.get(pk=job.pk).status == Job.QUEUED
+    assert client_for(personas.admin).post(f"/jobs/{job.pk}/cancel/").status_code == 302
+    again = client_for(personas.admin).post(f"/jobs/{job.pk}/cancel/")
+    assert again.status_code == 403 and "has already ended (cancelled)" in again.content.decode()
+    assert client_for(None).post(f"/jobs/{job.pk}/cancel/").status_code in (302, 403)
+
+
+def test_a_running_job_stops_at_its_next_report(personas):
+    job = job_create(kind="worker_check", title="t", params={"seconds": 1}, created_by=personas.admin)
+    # the cancel request lands after a worker claimed the job: it stops at its first report
+    Job.objects.filter(pk=job.pk).update(cancel_requested_at=timezone.now(), cancelled_by=personas.admin)
+    job = job_run(job_id=job.pk, heartbeat=False)
+    assert job.status == Job.CANCELLED and job.progress < 100 and job.result is None
+    assert "stopped: cancelled by ada" in job.log_tail and job.error.startswith("cancelled by ada at ")
+
+
+@pytest.mark.services
+@pytest.mark.django_db(transaction=True)
+def test_cancelling_a_job_on_a_real_worker_stops_it(personas, settings):
+    with celery_worker():
+        job = job_create(kind="worker_check", title="long", params={"seconds": 60}, created_by=personas.ml_engineer)
+        _wait_for(lambda: Job.objects.get(pk=job.pk).progress > 0, timeout=60, what="the job to make progress")
+        assert client_for(personas.ml_engineer).post(f"/jobs/{job.pk}/cancel/").status_code == 302
+        job = _wait_for(lambda: Job.objects.filter(pk=job.pk, status=Job.CANCELLED).first(), timeout=10,
+                        what="the worker to stop the job")
+    assert job.progress < 100 and "stopped: cancelled by mei" in job.log_tail
+    assert job.finished_at - job.cancel_requested_at < timedelta(seconds=5)

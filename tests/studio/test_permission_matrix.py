@@ -58,6 +58,8 @@ MATRIX = [
     ("jobs:job_list", "get", "/jobs/", "studio.view", None),
     ("jobs:job_detail", "get", "/jobs/{job}/", "studio.view", None),
     ("jobs:job_status", "get", "/jobs/{job}/status/", "studio.view", None),
+    # a job nobody in the matrix started: only whoever may cancel any job can (its starter could too)
+    ("jobs:job_cancel", "post", "/jobs/{queued_job}/cancel/", "job.cancel_any", {}),
     ("jobs:worker_check_start", "post", "/jobs/worker-check/", "job.diagnose", {"seconds": "0.5"}),
     ("endpoints:endpoint_list", "get", "/endpoints/", "studio.view", None),
     ("endpoints:endpoint_create", "get", "/endpoints/new/", "endpoint.manage", None),
@@ -115,7 +117,9 @@ def world(personas, demo_version, demo_files):
     )
     endpoint = ModelEndpoint.objects.create(name="remote", route="openai", base_url="http://127.0.0.1:9/v1", model="m")
     job = Job.objects.create(kind="worker_check", title="done", status=Job.SUCCEEDED, params={"seconds": 1})
-    return {"draft": draft, "conflict": conflict, "endpoint": endpoint, "job": job, "files": demo_files}
+    queued = Job.objects.create(kind="worker_check", title="waiting", params={"seconds": 1})
+    return {"draft": draft, "conflict": conflict, "endpoint": endpoint, "job": job, "queued_job": queued,
+            "files": demo_files}
 
 
 def _fill(template, values: dict):
@@ -149,6 +153,7 @@ def test_permission_matrix(role, personas, world):
         draft = world["draft"]
         values = {
             "draft": draft.pk, "conflict": world["conflict"].pk, "endpoint": world["endpoint"].pk, "job": world["job"].pk,
+            "queued_job": world["queued_job"].pk,
             "token": 0, "role": role, "revision": draft.revision, "skill": draft.files.get(SKILL, ""), "flip": 1,
         }
         if "{token}" in path_template and user is not None:
