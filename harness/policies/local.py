@@ -10,7 +10,7 @@ that starts with the same tokens (the Harness's system prompt, shared by every
 request; the earlier rounds of the same request) is prefilled only from where
 it differs, as SGLang's radix cache does on a GPU. On a 2-core CPU this turns a
 ~2,000-token prefill per model call into one of a few hundred tokens. Greedy
-outputs are the same as without the cache (``tests/runtime/test_prefix_cache.py``).
+outputs are the same as without the cache (``tests/runtime/test_local_policy.py``).
 """
 
 from __future__ import annotations
@@ -72,6 +72,10 @@ class _FirstTokenClock:
 class TransformersPolicy:
     """A local model. Tools are rendered into the prompt by the runtime (text protocol)."""
 
+    # The agent passes the time left in the trajectory budget as ``timeout_s``: generation stops there,
+    # as a streamed remote call does, instead of running to max_new_tokens past the budget.
+    accepts_timeout = True
+
     def __init__(self, model_dir: str | Path, *, name: str | None = None,
                  settings: GenerationSettings | None = None, prefix_cache: bool = True) -> None:
         self.model_dir = Path(model_dir)
@@ -99,7 +103,7 @@ class TransformersPolicy:
         return self._cache, common
 
     def generate(self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None = None,
-                 settings: GenerationSettings | None = None) -> PolicyOutput:
+                 settings: GenerationSettings | None = None, timeout_s: float | None = None) -> PolicyOutput:
         import torch
 
         settings = settings or self.settings
@@ -115,6 +119,8 @@ class TransformersPolicy:
         clock = _FirstTokenClock()
         gen: dict[str, Any] = {"max_new_tokens": settings.max_new_tokens, "streamer": clock,
                                "pad_token_id": tokenizer.pad_token_id or tokenizer.eos_token_id}
+        if timeout_s is not None:
+            gen["max_time"] = max(0.01, timeout_s - (time.perf_counter() - started))
         if settings.temperature > 0:
             gen.update(do_sample=True, temperature=settings.temperature, top_p=settings.top_p)
         else:
@@ -142,6 +148,8 @@ class TransformersPolicy:
         n_out = int(new_ids.shape[0])
         eos = tokenizer.eos_token_id
         finish = "stop" if n_out and int(new_ids[-1]) == eos else "length"
+        if finish == "length" and n_out < settings.max_new_tokens:
+            finish = "timeout"  # max_time ended it
         ttft = (clock.first_token_at - started) if clock.first_token_at else None
         return PolicyOutput(text=text, input_tokens=prompt_len, output_tokens=n_out,
                             latency_s=latency, ttft_s=ttft,

@@ -1,4 +1,4 @@
-"""The local policy's prefix cache: later calls prefill only where the prompt differs, same greedy text."""
+"""The local policy: its prefix cache (same greedy text, less prefill) and its stop at the budget."""
 
 from __future__ import annotations
 
@@ -47,3 +47,13 @@ def test_the_same_prompt_twice_still_prefills_its_last_token():
     second = cached.generate(messages)
     assert second.text == first.text == plain.generate(messages).text
     assert cached.last_cached_tokens == second.input_tokens - 1
+
+
+def test_generation_stops_at_the_time_left_in_the_budget():
+    policy = TransformersPolicy(tiny_model_dir(), settings=GenerationSettings(temperature=0.0, max_new_tokens=400),
+                                prefix_cache=False)
+    full = policy.generate(_chat(SYSTEM, "how much is link 3?"))
+    assert full.output_tokens == 400 and full.finish_reason == "length"  # the random tiny model never stops
+    cut = policy.generate(_chat(SYSTEM, "how much is link 3?"), timeout_s=full.latency_s / 4)
+    assert cut.finish_reason == "timeout" and 0 < cut.output_tokens < 400
+    assert cut.latency_s < full.latency_s / 2
