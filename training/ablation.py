@@ -33,6 +33,9 @@ LABELS = {"base": "Base", "fixed_sft": "Fixed-Harness SFT", "hsa_sft": "HSA-SFT"
           "rl": "+ HSA-RL"}
 SET_LABELS = {"live_qa": "T1 Live-Stream QA AVG", "variant_qa": "T2 Harness-Variant QA AVG",
               "prompt_robustness": "Prompt Robustness AVG", "ifeval": "IFE-P (strict)"}
+# The judge's step-level dimensions on T2: finer than AVG, they show whether a model picks the
+# variant's skills and tools before it has learned to finish a request.
+STEP_DIMENSIONS = {"skill_selection": "Skill Selection", "tool_rationality": "Tool Rationality"}
 
 
 @dataclass
@@ -183,6 +186,15 @@ class Ablation:
         key = "rubric_avg" if set_name == "prompt_robustness" else "avg"
         return {r["id"]: float(r[key] or 0.0) for r in rows}
 
+    def _dimension(self, model: str, name: str) -> dict[str, float] | None:
+        """Per-case values of one judge dimension on T2 (cases where the judge scored it)."""
+        if not self._step_done(f"eval:{model}:variant_qa"):
+            return None
+        path = self.root / "eval" / model / "variant_qa.jsonl"
+        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        return {r["id"]: float(r["dimensions"][name]) for r in rows
+                if (r.get("dimensions") or {}).get(name) is not None}
+
     def _bootstrap(self, base: dict[str, float], cand: dict[str, float]) -> dict[str, float]:
         from evaluation.stats import paired_bootstrap
 
@@ -206,6 +218,19 @@ class Ablation:
                     cell["vs_base"] = self._bootstrap(base, scores)
                 row[set_name] = cell
             table["models"][model] = row
+        table["t2_steps"] = {}
+        for model in MODELS:
+            cells = {}
+            for name in STEP_DIMENSIONS:
+                values = self._dimension(model, name)
+                if values is not None and not values:
+                    cells[name] = {"score": None, "n": 0}  # scored, but the judge had nothing to grade
+                if values:
+                    cells[name] = {"score": 100 * sum(values.values()) / len(values), "n": len(values)}
+                    fixed_values = self._dimension("fixed_sft", name)
+                    if model != "fixed_sft" and fixed_values:
+                        cells[name]["vs_fixed_sft"] = self._bootstrap(fixed_values, values)
+            table["t2_steps"][model] = cells
         fixed, hsa = self._scores("fixed_sft", "variant_qa"), self._scores("hsa_sft", "variant_qa")
         if fixed and hsa:
             table["targets"]["hsa_sft_vs_fixed_sft_on_T2"] = {**self._bootstrap(fixed, hsa), "target": ">= +5"}
@@ -234,6 +259,23 @@ class Ablation:
                 text = f"{cell['score']:.1f}"
                 if "vs_base" in cell:
                     b = cell["vs_base"]
+                    text += f" ({b['delta']:+.1f} [{b['low']:+.1f}, {b['high']:+.1f}])"
+                cells.append(text)
+            lines.append(f"| {LABELS[model]} | " + " | ".join(cells) + " |")
+        lines += ["", "## T2 step-level dimensions", "",
+                  "Judge dimensions on Harness-Variant QA (x100); in brackets: the difference to Fixed-Harness SFT "
+                  "with its paired-bootstrap 95% interval.", "",
+                  "| Model | " + " | ".join(STEP_DIMENSIONS.values()) + " |", "|" + "---|" * (len(STEP_DIMENSIONS) + 1)]
+        for model in MODELS:
+            cells = []
+            for name in STEP_DIMENSIONS:
+                cell = table.get("t2_steps", {}).get(model, {}).get(name)
+                if cell is None:
+                    cells.append("pending")
+                    continue
+                text = "n/a" if cell["score"] is None else f"{cell['score']:.1f} (n={cell['n']})"
+                if "vs_fixed_sft" in cell:
+                    b = cell["vs_fixed_sft"]
                     text += f" ({b['delta']:+.1f} [{b['low']:+.1f}, {b['high']:+.1f}])"
                 cells.append(text)
             lines.append(f"| {LABELS[model]} | " + " | ".join(cells) + " |")
