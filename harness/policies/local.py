@@ -132,6 +132,9 @@ class TransformersPolicy:
                 from transformers import DynamicCache
 
                 cache, reused = self._reusable_cache(inputs["input_ids"][0].tolist())
+                # held by this call only: a call that fails half-way must not leave a cache whose
+                # contents no longer match self._cached_ids
+                self._cache, self._cached_ids = None, []
                 gen[_cache_kwarg()] = cache if cache is not None else DynamicCache(config=model.config)
                 gen["return_dict_in_generate"] = True
                 result = model.generate(**inputs, **gen)

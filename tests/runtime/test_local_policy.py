@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from harness.policies import GenerationSettings
 from harness.policies.local import MIN_REUSED_PREFIX, TransformersPolicy
 from harness.policies.models import tiny_model_dir
@@ -57,3 +59,22 @@ def test_generation_stops_at_the_time_left_in_the_budget():
     cut = policy.generate(_chat(SYSTEM, "how much is link 3?"), timeout_s=full.latency_s / 4)
     assert cut.finish_reason == "timeout" and 0 < cut.output_tokens < 400
     assert cut.latency_s < full.latency_s / 2
+
+
+def test_a_failed_call_leaves_no_stale_cache(monkeypatch):
+    cached, plain = _policies()
+    cached.generate(_chat(SYSTEM, "how much is link 3?"))
+    from harness.policies.local import load_model
+
+    model, _ = load_model(tiny_model_dir())
+
+    def fail(*args, **kwargs):
+        raise RuntimeError("out of memory")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(model, "generate", fail)
+        with pytest.raises(RuntimeError, match="out of memory"):
+            cached.generate(_chat(SYSTEM, "is link 5 in stock?"))
+    messages = _chat(SYSTEM, "is link 5 in stock?", "Let me check.", "thanks!")
+    assert cached.generate(messages).text == plain.generate(messages).text
+    assert cached.last_cached_tokens == 0  # started afresh
