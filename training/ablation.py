@@ -174,25 +174,36 @@ class Ablation:
         return self.write_table()
 
     # -- the table -----------------------------------------------------------------------------
-    def _scores(self, model: str, set_name: str) -> dict[str, float] | None:
-        """Per-item scores (id -> value) of a finished evaluation, else None."""
+    def _rows(self, model: str, set_name: str) -> dict[str, dict[str, Any]] | None:
+        """The per-item rows (id -> row) of a finished evaluation, read once per table, else None."""
         if not self._step_done(f"eval:{model}:{set_name}"):
             return None
-        path = self.root / "eval" / model / f"{set_name}.jsonl"
-        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        key = (model, set_name)
+        if key not in self._read:
+            from training.self_eval import read_rows
+
+            self._read[key] = read_rows(self.root / "eval" / model / f"{set_name}.jsonl")
+        return self._read[key]
+
+    def _scores(self, model: str, set_name: str) -> dict[str, float] | None:
+        """Per-item scores (id -> value) of a finished evaluation, else None."""
         if set_name == "ifeval":
+            if not self._step_done(f"eval:{model}:ifeval"):
+                return None
             summary = json.loads((self.root / "eval" / model / "summary.json").read_text())
             return {str(i): float(ok) for i, ok in enumerate(summary["ifeval"]["per_prompt"])}
+        rows = self._rows(model, set_name)
+        if rows is None:
+            return None
         key = "rubric_avg" if set_name == "prompt_robustness" else "avg"
-        return {r["id"]: float(r[key] or 0.0) for r in rows}
+        return {i: float(r[key] or 0.0) for i, r in rows.items()}
 
     def _dimension(self, model: str, name: str) -> dict[str, float] | None:
         """Per-case values of one judge dimension on T2 (cases where the judge scored it)."""
-        if not self._step_done(f"eval:{model}:variant_qa"):
+        rows = self._rows(model, "variant_qa")
+        if rows is None:
             return None
-        path = self.root / "eval" / model / "variant_qa.jsonl"
-        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-        return {r["id"]: float(r["dimensions"][name]) for r in rows
+        return {i: float(r["dimensions"][name]) for i, r in rows.items()
                 if (r.get("dimensions") or {}).get(name) is not None}
 
     def _bootstrap(self, base: dict[str, float], cand: dict[str, float]) -> dict[str, float]:
@@ -205,6 +216,7 @@ class Ablation:
                 "p_delta_le_zero": result.p_delta_le_zero, "n": result.n}
 
     def write_table(self) -> dict[str, Any]:
+        self._read: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}  # evaluation rows read for this table
         table: dict[str, Any] = {"models": {}, "targets": {}, "wall_s": {}}
         for model in MODELS:
             row: dict[str, Any] = {}
@@ -219,17 +231,17 @@ class Ablation:
                 row[set_name] = cell
             table["models"][model] = row
         table["t2_steps"] = {}
+        fixed_dims = {name: self._dimension("fixed_sft", name) for name in STEP_DIMENSIONS}
         for model in MODELS:
             cells = {}
             for name in STEP_DIMENSIONS:
                 values = self._dimension(model, name)
-                if values is not None and not values:
+                if values == {}:
                     cells[name] = {"score": None, "n": 0}  # scored, but the judge had nothing to grade
-                if values:
+                elif values:
                     cells[name] = {"score": 100 * sum(values.values()) / len(values), "n": len(values)}
-                    fixed_values = self._dimension("fixed_sft", name)
-                    if model != "fixed_sft" and fixed_values:
-                        cells[name]["vs_fixed_sft"] = self._bootstrap(fixed_values, values)
+                    if model != "fixed_sft" and fixed_dims[name]:
+                        cells[name]["vs_fixed_sft"] = self._bootstrap(fixed_dims[name], values)
             table["t2_steps"][model] = cells
         fixed, hsa = self._scores("fixed_sft", "variant_qa"), self._scores("hsa_sft", "variant_qa")
         if fixed and hsa:

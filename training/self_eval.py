@@ -27,7 +27,7 @@ CPU_BUDGET_S = 600.0
 SETS = ("live_qa", "variant_qa", "prompt_robustness", "ifeval")
 
 
-def _read_rows(path: Path) -> dict[str, dict[str, Any]]:
+def read_rows(path: Path) -> dict[str, dict[str, Any]]:
     rows: dict[str, dict[str, Any]] = {}
     if path.is_file():
         for line in path.read_text(encoding="utf-8").splitlines():
@@ -56,7 +56,7 @@ def _score_cases(*, items: list[tuple[dict, Any]], policy, out: Path, judge, age
     """``items``: (case with gold for its Harness, key of the agent to run it under)."""
     from evaluation.cases import case_request
 
-    rows = _read_rows(out)
+    rows = read_rows(out)
     # Cases under the same Harness run back to back so that the policy's prefix cache holds its
     # system prompt; scores are keyed by case id, so the order changes nothing else.
     for case, key in sorted(items, key=lambda item: str(item[1])):
@@ -170,7 +170,7 @@ def _ifeval(policy, path: Path, limit: int) -> dict[str, Any]:
     from evaluation.ifeval import load_ifeval_prompts, score_responses
 
     prompts = load_ifeval_prompts(limit=limit)
-    done = _read_rows(path)
+    done = read_rows(path)
     for prompt in prompts:
         key = str(prompt["key"])
         if key in done:
