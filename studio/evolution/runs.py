@@ -97,12 +97,15 @@ def eval_run_note_cancelled(run: EvalRun) -> bool:
     if run.job is None or run.job.status != Job.CANCELLED:
         return False
     if run.status in (EvalRun.QUEUED, EvalRun.RUNNING):
-        done = run.results.count()
-        EvalRun.objects.filter(pk=run.pk, status__in=(EvalRun.QUEUED, EvalRun.RUNNING)).update(
-            status=EvalRun.FAILED, finished_at=timezone.now(),
-            error=f"{run.job.error}; {done} of {run.total} case(s) scored and kept: resume to finish")
+        _end_cancelled(run, reason=run.job.error)
         run.refresh_from_db()
     return True
+
+
+def _end_cancelled(run: EvalRun, *, reason: str) -> None:
+    EvalRun.objects.filter(pk=run.pk, status__in=(EvalRun.QUEUED, EvalRun.RUNNING)).update(
+        status=EvalRun.FAILED, finished_at=timezone.now(),
+        error=f"{reason}; {run.results.count()} of {run.total} case(s) scored and kept: resume to finish")
 
 
 def eval_runs_resume_stalled() -> list[int]:
@@ -181,9 +184,7 @@ def eval_run_execute(*, run_id: int, progress, log) -> dict[str, Any]:
     except JobCancelled:
         job = Job.objects.select_related("cancelled_by").filter(pk=run.job_id).first()
         who = job.cancelled_by if job is not None and job.cancelled_by else "someone"
-        EvalRun.objects.filter(pk=run.pk).update(
-            status=EvalRun.FAILED, finished_at=timezone.now(),
-            error=f"cancelled by {who}; {run.results.count()} of {run.total} case(s) scored and kept: resume to finish")
+        _end_cancelled(run, reason=f"cancelled by {who}")
         raise
     except Exception as error:
         EvalRun.objects.filter(pk=run.pk).update(status=EvalRun.FAILED, error=f"{type(error).__name__}: {error}",
