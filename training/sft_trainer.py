@@ -2,11 +2,12 @@
 
 Examples are per-turn prompt/completion pairs (see ``training.trajectory_data``):
 the prompt is the exact message list the runtime sent to the model for that turn,
-the completion is what the model wrote. ``SFTTrainer`` renders both with the
-model's own chat template (the one the runtime serves with) and, because the
-data is prompt/completion, computes the loss on the completion tokens only
-(``completion_only_loss``), end-of-turn token included. Fixed-Harness SFT is
-the same stage with ``hsa_variants: 0``.
+the completion is what the model wrote. The loss is on the completion tokens only
+(``completion_only_loss``), end-of-turn token included, rendered with the
+model's own chat template (the one the runtime serves with). With ``pack_turns``
+(the default) the turns of one trajectory are trained as one sequence
+(``training.conversations``); otherwise ``SFTTrainer`` renders each pair itself.
+Fixed-Harness SFT is the same stage with ``hsa_variants: 0``.
 """
 
 from __future__ import annotations
@@ -40,11 +41,19 @@ def read_examples(path: str | Path) -> list[dict[str, Any]]:
     return examples
 
 
-def sft_dataset(examples: list[dict[str, Any]]):
-    """A datasets.Dataset of just the columns SFTTrainer reads (metadata stays in the JSONL)."""
+def sft_dataset(examples: list[dict[str, Any]], *, tokenizer=None) -> tuple[Any, dict[str, int]]:
+    """A datasets.Dataset of just the columns SFTTrainer reads (metadata stays in the JSONL), and
+    packing facts. With ``tokenizer`` the turns of each trajectory are packed into one tokenized sequence."""
     from datasets import Dataset
 
-    return Dataset.from_list([{"prompt": ex["prompt"], "completion": ex["completion"]} for ex in examples])
+    if tokenizer is None:
+        rows = [{"prompt": ex["prompt"], "completion": ex["completion"]} for ex in examples]
+        return Dataset.from_list(rows), {}
+    from training.conversations import pack
+
+    packed, facts = pack(tokenizer, examples)
+    return Dataset.from_list([{"input_ids": r["input_ids"], "completion_mask": r["completion_mask"]}
+                              for r in packed]), facts
 
 
 def build_sft_args(config: SFTStageConfig, run, **overrides):
@@ -80,8 +89,10 @@ def run_sft(config: SFTStageConfig, *, examples: list[dict[str, Any]] | None = N
     data_facts.setdefault("n_examples", len(examples))
     data_facts["hsa_variants"] = config.hsa_variants
     tokenizer = AutoTokenizer.from_pretrained(run.model_dir)
+    dataset, packing = sft_dataset(examples, tokenizer=tokenizer if config.pack_turns else None)
+    data_facts["packed"] = packing
     trainer = SFTTrainer(model=str(run.model_dir), args=build_sft_args(config, run),
-                         train_dataset=sft_dataset(examples), processing_class=tokenizer,
+                         train_dataset=dataset, processing_class=tokenizer,
                          callbacks=run.callbacks())
     trainer.train(resume_from_checkpoint=run.resume_from)
     final = run.finish(trainer, tokenizer, config=config, harness_dir=harness_dir, data=data_facts,

@@ -49,3 +49,20 @@ def test_sft_resumes_from_last_checkpoint(sft_run, tmp_path):
     steps = [r["step"] for r in read_metrics(run) if "loss" in r]
     assert steps == [1, 2, 3]  # step 1 from the first run; 2 (lost with its checkpoint) and 3 trained now
     assert read_model_card(run)["steps"] == 3
+
+
+def test_sft_trains_a_trajectory_as_one_packed_sequence(tmp_path):
+    from pathlib import Path
+
+    from training.turns import turn_examples
+
+    recorded = json.loads((Path(__file__).parent / "testdata" / "retry_trajectory.json").read_text())
+    examples = turn_examples(recorded["trajectory"], strip_retries=True, meta={"case_id": "c1"})
+    config = SFTStageConfig(model="tiny", output_dir=str(tmp_path), max_steps=1, save_steps=1, learning_rate=1e-3)
+    run_sft(config, examples=examples)
+    packed = read_model_card(tmp_path)["data"]["packed"]
+    assert packed["sequences"] == 1 and packed["turns"] == 3
+    assert packed["tokens"] < packed["per_turn_tokens"] / 2
+    rows = [r for r in read_metrics(tmp_path) if "loss" in r]
+    assert rows and rows[0]["loss"] > 0
+    assert rows[0]["num_input_tokens_seen"] == packed["tokens"]  # one sequence, not three
