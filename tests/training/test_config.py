@@ -54,3 +54,15 @@ def test_every_field_has_help_text():
     for cls in (SFTStageConfig, OPDStageConfig, RLStageConfig):
         empty = [name for name, text in cls.help_texts().items() if not text.strip()]
         assert not empty, f"{cls.__name__} fields without help: {empty}"
+
+
+def test_the_shipped_example_configs_load():
+    from pathlib import Path
+
+    shipped = sorted((Path(__file__).resolve().parents[2] / "examples" / "training").glob("*.yaml"))
+    assert shipped
+    for path in shipped:
+        config = load_config(SFTStageConfig, path)
+        assert config.check() == "", path
+    demo = load_config(SFTStageConfig, shipped[0].with_name("demo-sft.yaml"))
+    assert (demo.model, demo.hsa_variants, demo.pack_turns) == ("local", 0, True)
