@@ -46,21 +46,6 @@ def _setup(var: Path) -> None:
     call_command("migrate", verbosity=0)
 
 
-def _defect(files: dict[str, str]) -> dict[str, str]:
-    from evaluation.diagnosis.edits import ChangeSkillRule, apply_edits
-
-    files, _ = apply_edits(files, [ChangeSkillRule(skill="item_qa", rule_id="fetch-before-facts", text="")])
-    lines = files["hooks.yaml"].split("\n")
-    for hook_id in ("price-needs-tool", "numbers-grounded"):
-        start = lines.index(f"  - id: {hook_id}")
-        end = start + 1
-        while end < len(lines) and not lines[end].startswith("  - id:"):
-            end += 1
-        lines = lines[:start] + lines[end:]
-    files["hooks.yaml"] = "\n".join(lines)
-    return files
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--policy", choices=["local", "scripted", "tiny"], default="local")
@@ -77,6 +62,7 @@ def main() -> None:
     _setup(var)
     from django.db import transaction
 
+    from evaluation.diagnosis.planted import without_price_grounding
     from harness import demo_harness_dir, read_dir
     from studio.accounts.roles import ADMIN, REVIEWER
     from studio.accounts.services import roles_ensure, user_create
@@ -98,7 +84,7 @@ def main() -> None:
     started = time.perf_counter()
     seed = evolution_demo_seed(actor=admin, seed=args.seed, sets=("dev",), folder=var / "sets")
     files, _ = read_dir(demo_harness_dir())
-    version = harness_import(files=_defect(files) if args.plant_defect else files, author=admin,
+    version = harness_import(files=without_price_grounding(files) if args.plant_defect else files, author=admin,
                              message="benchmark base").version
     if args.policy == "scripted":
         endpoint = seed.endpoint

@@ -17,7 +17,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.services]
 
 @pytest.fixture
 def evolution_world(people, tmp_path):
-    from evaluation.diagnosis.edits import ChangeSkillRule, apply_edits
+    from evaluation.diagnosis.planted import without_price_grounding
     from evaluation.world.sets import build_sets
     from harness import demo_harness_dir, read_dir
     from studio.endpoints.models import ModelEndpoint
@@ -30,15 +30,7 @@ def evolution_world(people, tmp_path):
     dataset = dataset_import(name="dev-20", text="\n".join(json.dumps(c) for c in cases), source="dev.jsonl",
                              actor=people["operator"], catalogue=built["catalogue"].to_dict())
     files, _ = read_dir(demo_harness_dir())
-    files, _ = apply_edits(files, [ChangeSkillRule(skill="item_qa", rule_id="fetch-before-facts", text="")])
-    lines = files["hooks.yaml"].split("\n")
-    for hook_id in ("price-needs-tool", "numbers-grounded"):
-        start = lines.index(f"  - id: {hook_id}")
-        end = start + 1
-        while end < len(lines) and not lines[end].startswith("  - id:"):
-            end += 1
-        lines = lines[:start] + lines[end:]
-    files["hooks.yaml"] = "\n".join(lines)
+    files = without_price_grounding(files)
     version = harness_import(files=files, author=people["operator"], message="prices unguarded").version
     endpoint = ModelEndpoint.objects.create(name="shortcut", route=ModelEndpoint.SCRIPTED,
                                             script_path=str(write_script(cases=cases, path=tmp_path / "script.json")))

@@ -30,16 +30,7 @@ def demo_sets_dir(tmp_path_factory):
 def defect_files():
     """The demo Harness without the price grounding: item_qa's fetch-before-facts rule and the
     price-needs-tool and numbers-grounded hooks."""
-    from evaluation.diagnosis.edits import ChangeSkillRule, apply_edits
+    from evaluation.diagnosis.planted import without_price_grounding
 
     files, _ = read_dir(demo_harness_dir())
-    files, _ = apply_edits(files, [ChangeSkillRule(skill="item_qa", rule_id="fetch-before-facts", text="")])
-    lines = files["hooks.yaml"].split("\n")
-    for hook_id in ("price-needs-tool", "numbers-grounded"):
-        start = lines.index(f"  - id: {hook_id}")
-        end = start + 1
-        while end < len(lines) and not lines[end].startswith("  - id:"):
-            end += 1
-        lines = lines[:start] + lines[end:]
-    files["hooks.yaml"] = "\n".join(lines)
-    return files
+    return without_price_grounding(files)

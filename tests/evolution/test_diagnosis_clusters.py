@@ -15,6 +15,7 @@ from evaluation.diagnosis import (
     diagnose,
 )
 from evaluation.diagnosis.edits import ChangeSkillRule, apply_edits
+from evaluation.diagnosis.planted import drop_hooks, without_price_grounding
 from harness import demo_harness_dir, load_mapping, read_dir
 
 
@@ -39,10 +40,7 @@ def demo_files():
 def defect_files(demo_files):
     """The demo Harness with the price grounding removed: the rule and the hook."""
     files, _ = apply_edits(demo_files, [ChangeSkillRule(skill="item_qa", rule_id="fetch-before-facts", text="")])
-    hooks = files["hooks.yaml"].split("\n")
-    start = hooks.index("  - id: price-needs-tool")
-    end = hooks.index("  - id: stock-needs-tool")
-    files["hooks.yaml"] = "\n".join(hooks[:start] + hooks[end:])
+    files["hooks.yaml"] = drop_hooks(files["hooks.yaml"], ("price-needs-tool",))
     load_mapping(files)
     return files
 
@@ -161,3 +159,14 @@ def test_fallbacks_after_the_time_budget_raise_the_budget(demo_files):
     assert proposal.title == "Requests run out of the trajectory time budget" and proposal.valid
     assert proposal.edits[0].to_dict() == {"op": "set_constraint", "name": "trajectory_budget_s", "value": 47}
     assert proposal.summary == ["constraint trajectory_budget_s: 10 -> 47"]
+
+
+def test_the_planted_defect_removes_exactly_the_price_grounding(demo_files):
+    planted = load_mapping(without_price_grounding(dict(demo_files)))  # still a valid Harness
+    original = load_mapping(demo_files)
+    assert {h.id for h in original.hooks} - {h.id for h in planted.hooks} == {"price-needs-tool", "numbers-grounded"}
+    assert len(planted.hooks) == len(original.hooks) - 2
+    rules = {r.id for r in planted.skills["item_qa"].rules}
+    assert "fetch-before-facts" in {r.id for r in original.skills["item_qa"].rules} - rules
+    with pytest.raises(ValueError):
+        drop_hooks(demo_files["hooks.yaml"], ("no-such-hook",))
