@@ -38,6 +38,9 @@ class StageConfig:
     harness: str = field(default="demo", metadata={"help": (
         "Harness folder the stage trains under ('demo' = the shipped livestream-avatar Harness).")})
     max_steps: int = field(default=60, metadata={"help": "Optimizer steps of this stage."})
+    stop_after_steps: int = field(default=0, metadata={"help": (
+        "Stop after this many steps while the learning-rate schedule still runs over max_steps "
+        "(0: train all max_steps). For reproducing a run that was cut short at a checkpoint.")})
     learning_rate: float = field(default=2e-5, metadata={"help": "Peak learning rate (AdamW)."})
     per_device_train_batch_size: int = field(default=2, metadata={"help": "Examples per forward pass."})
     gradient_accumulation_steps: int = field(default=1, metadata={"help": "Forward passes per optimizer step."})
@@ -150,6 +153,12 @@ def config_from_dict(cls: type[C], data: dict[str, Any], *, source: str = "confi
         else:
             kwargs[key] = coerce(value, tp, where=where)
     config = cls(**kwargs)
+    stop = getattr(config, "stop_after_steps", 0)
+    if not 0 <= stop <= getattr(config, "max_steps", stop):
+        line = (lines or {}).get("stop_after_steps")
+        where = f"{source}:{line}" if line else source
+        raise ConfigError(f"{where}: stop_after_steps: must be between 0 (off) and max_steps "
+                          f"({config.max_steps}), got {stop}")
     check = getattr(config, "check", None)
     if callable(check):
         problem = check()

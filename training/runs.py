@@ -48,6 +48,19 @@ def is_finished(run_dir: str | Path) -> bool:
     return (final_model_dir(run_dir) / "config.json").is_file() and (Path(run_dir) / "model_card.json").is_file()
 
 
+class StopAfterSteps(TrainerCallback):
+    """Ends training after ``steps`` optimizer steps; the learning-rate schedule keeps its length."""
+
+    def __init__(self, steps: int) -> None:
+        self.steps = steps
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if state.global_step >= self.steps:
+            control.should_training_stop = True
+            control.should_save = True  # a resumable checkpoint at the step it stopped
+        return control
+
+
 class MetricsLogger(TrainerCallback):
     """Appends every trainer log (loss, rewards per dimension, KL, lengths) to metrics.jsonl.
 

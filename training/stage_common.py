@@ -12,7 +12,14 @@ from pathlib import Path
 from typing import Any
 
 from training.base_config import StageConfig, dump_config
-from training.runs import MetricsLogger, ModelCard, base_model_of, final_model_dir, last_checkpoint
+from training.runs import (
+    MetricsLogger,
+    ModelCard,
+    StopAfterSteps,
+    base_model_of,
+    final_model_dir,
+    last_checkpoint,
+)
 
 
 def resolve_harness_dir(name: str) -> Path:
@@ -42,6 +49,7 @@ class StageRun:
     model_dir: Path
     started: float
     resume_from: str | None
+    stop_after_steps: int = 0
 
     @property
     def final_dir(self) -> Path:
@@ -60,7 +68,10 @@ class StageRun:
             use_cpu=not _has_accelerator())
 
     def callbacks(self) -> list:
-        return [MetricsLogger(self.run_dir / "metrics.jsonl", stage=self.stage)]
+        callbacks = [MetricsLogger(self.run_dir / "metrics.jsonl", stage=self.stage)]
+        if self.stop_after_steps:
+            callbacks.append(StopAfterSteps(self.stop_after_steps))
+        return callbacks
 
     def finish(self, trainer, tokenizer, *, config: StageConfig, harness_dir: Path, data: dict[str, Any],
                trainer_name: str, extra: dict[str, Any] | None = None) -> Path:
@@ -91,4 +102,5 @@ def start_stage(config: StageConfig, *, stage: str) -> StageRun:
     dump_config(config, run_dir / "config.json")
     resume = last_checkpoint(run_dir) if config.resume else None
     return StageRun(run_dir=run_dir, stage=stage, model_dir=resolve_model(config.model),
-                    started=time.perf_counter(), resume_from=str(resume) if resume else None)
+                    started=time.perf_counter(), resume_from=str(resume) if resume else None,
+                    stop_after_steps=config.stop_after_steps)

@@ -64,5 +64,15 @@ def test_the_shipped_example_configs_load():
     for path in shipped:
         config = load_config(SFTStageConfig, path)
         assert config.check() == "", path
-    demo = load_config(SFTStageConfig, shipped[0].with_name("demo-sft.yaml"))
-    assert (demo.model, demo.hsa_variants, demo.pack_turns) == ("local", 0, True)
+    first = load_config(SFTStageConfig, shipped[0].with_name("demo-sft-1.yaml"))
+    second = load_config(SFTStageConfig, shipped[0].with_name("demo-sft-2.yaml"))
+    assert (first.model, first.hsa_variants) == ("local", 0)
+    assert second.model == f"{first.output_dir}/final"  # stage 2 goes on from stage 1's model
+    assert second.examples == f"{first.output_dir}/examples.jsonl" and second.pack_turns
+
+
+def test_stop_after_steps_beyond_max_steps_names_its_line(tmp_path):
+    path = tmp_path / "sft.yaml"
+    path.write_text("model: tiny\nmax_steps: 10\nstop_after_steps: 20\n")
+    with pytest.raises(ConfigError, match=r"sft.yaml:3: stop_after_steps: must be between 0 \(off\) and max_steps"):
+        load_config(SFTStageConfig, path)

@@ -66,3 +66,15 @@ def test_sft_trains_a_trajectory_as_one_packed_sequence(tmp_path):
     rows = [r for r in read_metrics(tmp_path) if "loss" in r]
     assert rows and rows[0]["loss"] > 0
     assert rows[0]["num_input_tokens_seen"] == packed["tokens"]  # one sequence, not three
+
+
+def test_stop_after_steps_keeps_the_schedule_of_max_steps(tmp_path):
+    config = SFTStageConfig(model="tiny", output_dir=str(tmp_path), max_steps=4, stop_after_steps=2,
+                            save_steps=10, learning_rate=1e-3)
+    run_sft(config, examples=price_examples())
+    rows = [r for r in read_metrics(tmp_path) if "loss" in r]
+    assert [r["step"] for r in rows] == [1, 2]
+    # linear decay over 4 steps: step 2 trains at 1e-3 * 3/4 (over 2 steps it would be 1e-3 * 1/2)
+    assert abs(rows[1]["learning_rate"] - 7.5e-4) < 1e-9
+    assert read_model_card(tmp_path)["steps"] == 2
+    assert (tmp_path / "checkpoint-2").is_dir() and (tmp_path / "final" / "model.safetensors").is_file()
