@@ -3,14 +3,14 @@
 A trajectory of N model calls gives N per-turn examples (``training.turns``),
 and each repeats the whole context before it: on the demo Harness a 3-call
 trajectory costs three ~1,900-token sequences for about 60 trained tokens.
-Packed, the demo Harness's 418 Fixed-SFT gold examples are 206 sequences and
-481k tokens instead of 872k. The
-runtime only appends messages between calls, so turn k's prompt plus its
+The runtime only appends messages between calls, so turn k's prompt plus its
 completion is usually the start of turn k+1's prompt. Such a chain is trained as
 one sequence: the last turn's context with its completion, the loss on every
 chained completion (its end-of-turn marker included, as in the per-turn form)
 and on nothing else. Each trained token sees exactly the context it saw as a
 per-turn example, so the loss is the same; only the repeated prefixes go.
+Packed, the demo Harness's 418 Fixed-SFT gold examples are 206 sequences and
+481k tokens instead of 872k.
 
 A turn whose context does not extend the previous one (the system prompt was
 re-rendered) starts a new chain. Messages in a context that were never
