@@ -38,9 +38,7 @@ def examples(n_cases: int):
 
 def project_run(model: str, data, steps: int, out: Path, *, pack: bool = False) -> tuple[float, float]:
     """(tokens/s, trained turns/s) of the project's SFT stage."""
-    import json
-
-    from training.runs import read_metrics
+    from training.runs import read_metrics, read_model_card
     from training.sft_config import SFTStageConfig
     from training.sft_trainer import run_sft
 
@@ -48,7 +46,7 @@ def project_run(model: str, data, steps: int, out: Path, *, pack: bool = False) 
                            per_device_train_batch_size=2, max_length=4096, logging_steps=1, pack_turns=pack),
             examples=data)
     final = [r for r in read_metrics(out) if "train_runtime" in r and "train_loss" in r][-1]
-    packed = json.loads((out / "model_card.json").read_text())["data"].get("packed") or {}
+    packed = read_model_card(out)["data"].get("packed") or {}
     turns_per_sequence = packed["turns"] / packed["sequences"] if packed else 1.0
     turns = steps * 2 * turns_per_sequence
     return final["num_input_tokens_seen"] / final["train_runtime"], turns / final["train_runtime"]

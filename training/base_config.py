@@ -67,6 +67,13 @@ class StageConfig:
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
+    def check(self) -> str:
+        """The first problem with the values, as ``field: what is wrong``, or ''."""
+        if not 0 <= self.stop_after_steps <= self.max_steps:
+            return (f"stop_after_steps: must be between 0 (off) and max_steps ({self.max_steps}), "
+                    f"got {self.stop_after_steps}")
+        return ""
+
 
 def _type_name(tp: Any) -> str:
     return getattr(tp, "__name__", str(tp)).replace("typing.", "")
@@ -153,17 +160,12 @@ def config_from_dict(cls: type[C], data: dict[str, Any], *, source: str = "confi
         else:
             kwargs[key] = coerce(value, tp, where=where)
     config = cls(**kwargs)
-    stop = getattr(config, "stop_after_steps", 0)
-    if not 0 <= stop <= getattr(config, "max_steps", stop):
-        line = (lines or {}).get("stop_after_steps")
-        where = f"{source}:{line}" if line else source
-        raise ConfigError(f"{where}: stop_after_steps: must be between 0 (off) and max_steps "
-                          f"({config.max_steps}), got {stop}")
     check = getattr(config, "check", None)
     if callable(check):
         problem = check()
-        if problem:
-            raise ConfigError(f"{source}: {problem}")
+        if problem:  # "field: what is wrong": point at the field's line when the file has it
+            line = (lines or {}).get(problem.split(":", 1)[0])
+            raise ConfigError(f"{source}:{line}: {problem}" if line else f"{source}: {problem}")
     return config
 
 

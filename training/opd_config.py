@@ -28,6 +28,8 @@ class OPDStageConfig(StageConfig):
     learning_rate: float = field(default=1e-5, metadata={"help": "Peak learning rate (AdamW)."})
 
     def check(self) -> str:
+        if problem := super().check():
+            return problem
         if not 0.0 <= self.beta <= 1.0:
             return "beta: must be between 0 (forward KL) and 1 (reverse KL)"
         if self.max_completion_length < 1:

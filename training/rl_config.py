@@ -50,6 +50,8 @@ class RLStageConfig(StageConfig):
         "Rollouts per optimizer step (a multiple of num_generations).")})
 
     def check(self) -> str:
+        if problem := super().check():
+            return problem
         if not 0.0 <= self.augmented_fraction <= 1.0:
             return "augmented_fraction: must be between 0 and 1"
         if not 0.0 <= self.failure_rate <= 1.0:

@@ -44,6 +44,8 @@ class SFTStageConfig(StageConfig):
     learning_rate: float = field(default=5e-5, metadata={"help": "Peak learning rate (AdamW)."})
 
     def check(self) -> str:
+        if problem := super().check():
+            return problem
         if self.hsa_variants < 0:
             return "hsa_variants: must be 0 (Fixed-Harness SFT) or more"
         if not 0.0 <= self.keep_retry_fraction <= 1.0:
