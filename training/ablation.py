@@ -50,6 +50,13 @@ class AblationConfig:
     sft_steps: int = field(default=24, metadata={"help": "Optimizer steps of each SFT run."})
     sft_batch: int = field(default=2, metadata={"help": "Examples per SFT step."})
     sft_lr: float = field(default=1e-4, metadata={"help": "SFT learning rate."})
+    sft_pack: bool = field(default=False, metadata={"help": "Pack each trajectory's turns in the first SFT phase."})
+    sft2_steps: int = field(default=20, metadata={"help": (
+        "Steps of a second SFT phase on the same examples, turns packed, from the first phase's model "
+        "(the demo checkpoint's recipe, examples/training/demo-sft-2.yaml). 0 = one phase.")})
+    sft2_schedule_steps: int = field(default=60, metadata={"help": (
+        "Length of the second phase's linear learning-rate schedule; it stops after sft2_steps.")})
+    sft2_lr: float = field(default=2e-4, metadata={"help": "Peak learning rate of the second SFT phase."})
     opd_steps: int = field(default=16, metadata={"help": "Optimizer steps of General OPD."})
     rl_steps: int = field(default=6, metadata={"help": "Optimizer steps of HSA-RL (4 rollouts each)."})
     eval_cases: int = field(default=100, metadata={"help": "Held-out cases in each of T1 and T2."})
@@ -68,7 +75,7 @@ PRESETS: dict[str, AblationConfig] = {
     "cpu-small": AblationConfig(),
     # a smoke run of the whole machinery on the tiny model (minutes, numbers meaningless)
     "tiny-smoke": AblationConfig(model="tiny", output_dir="runs/ablation-tiny-smoke", train_cases=8,
-                                 hsa_variants=1, sft_steps=2, opd_steps=2, rl_steps=1, eval_cases=3,
+                                 hsa_variants=1, sft_steps=2, sft2_steps=1, sft2_schedule_steps=2, opd_steps=2, rl_steps=1, eval_cases=3,
                                  eval_prompt_robustness=2, eval_ifeval=2, max_new_tokens=8, resamples=200),
 }
 
@@ -87,6 +94,8 @@ class Ablation:
             from harness.policies.models import resolve_model_dir
 
             return resolve_model_dir(self.config.model)
+        if name in ("fixed_sft", "hsa_sft") and self.config.sft2_steps:
+            return final_model_dir(self.root / f"{name}_2")
         return final_model_dir(self.root / name)
 
     def _common(self) -> dict[str, Any]:
@@ -98,7 +107,22 @@ class Ablation:
         c = self.config
         run_sft(SFTStageConfig(model=c.model, output_dir=str(self.root / name), max_cases=c.train_cases,
                                hsa_variants=variants, max_steps=c.sft_steps, per_device_train_batch_size=c.sft_batch,
-                               learning_rate=c.sft_lr, max_length=4096, **self._common()))
+                               learning_rate=c.sft_lr, max_length=4096, pack_turns=c.sft_pack, **self._common()))
+
+    def _sft2(self, name: str) -> None:
+        """The second SFT phase: the first phase's model and examples, turns packed, a higher learning
+        rate on a longer schedule stopped early (at 135M parameters one phase either under-trains or
+        collapses onto a memorised reply; docs/training.md)."""
+        from training.sft_trainer import run_sft
+
+        c = self.config
+        first = self.root / name
+        run_sft(SFTStageConfig(model=str(final_model_dir(first)), examples=str(first / "examples.jsonl"),
+                               output_dir=str(self.root / f"{name}_2"), hsa_variants=0 if name == "fixed_sft"
+                               else c.hsa_variants, pack_turns=True, max_steps=c.sft2_schedule_steps,
+                               stop_after_steps=c.sft2_steps, per_device_train_batch_size=c.sft_batch,
+                               learning_rate=c.sft2_lr, max_length=4096, seed=1,
+                               **{**self._common(), "save_steps": c.sft2_steps}))
 
     def _opd(self) -> None:
         from training.opd_trainer import run_opd
@@ -115,6 +139,7 @@ class Ablation:
         run_rl(RLStageConfig(model=str(self.model_dir("opd")), output_dir=str(self.root / "rl"),
                              max_cases=c.train_cases, max_steps=c.rl_steps, num_generations=4,
                              per_device_train_batch_size=4, max_new_tokens=min(64, c.max_new_tokens), top_p=1.0,
+                             trajectory_budget_s=120.0,
                              **{**self._common(), "save_steps": 1}))
 
     # -- steps -------------------------------------------------------------------------------
@@ -128,6 +153,8 @@ class Ablation:
         return [
             ("train:fixed_sft", lambda: self._sft("fixed_sft", 0)),
             ("train:hsa_sft", lambda: self._sft("hsa_sft", self.config.hsa_variants)),
+            *([("train:fixed_sft_2", lambda: self._sft2("fixed_sft")), ("train:hsa_sft_2", lambda: self._sft2("hsa_sft"))]
+              if self.config.sft2_steps else []),
             ev("fixed_sft", "variant_qa"), ev("hsa_sft", "variant_qa"),
             ev("base", "ifeval"),
             ("train:opd", self._opd), ("train:rl", self._rl),

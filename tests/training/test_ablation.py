@@ -19,7 +19,16 @@ def test_tiny_ablation_fills_the_table_and_a_rerun_skips_finished_steps(tmp_path
     assert table["models"]["hsa_sft"]["variant_qa"]["n"] == 2
     assert set(table["targets"]) == {"hsa_sft_vs_fixed_sft_on_T2", "full_pipeline_vs_base_on_IFE-P"}
     steps = json.loads((out / "steps.json").read_text())
-    assert list(steps)[:3] == ["train:fixed_sft", "train:hsa_sft", "eval:fixed_sft:variant_qa"]
+    assert list(steps)[:5] == ["train:fixed_sft", "train:hsa_sft", "train:fixed_sft_2", "train:hsa_sft_2",
+                               "eval:fixed_sft:variant_qa"]
+    # each SFT cell is two phases: the second continues from the first, and the cell is scored on it
+    for cell in ("fixed_sft", "hsa_sft"):
+        card = json.loads((out / f"{cell}_2" / "model_card.json").read_text())
+        assert card["parent_checkpoint"] == str(out / cell / "final") and card["steps"] == 1
+        summary = json.loads((out / "eval" / cell / "summary.json").read_text())
+        assert summary["model"] == str(out / f"{cell}_2" / "final")
+    assert json.loads((out / "opd" / "model_card.json").read_text())["parent_checkpoint"] == str(
+        out / "hsa_sft_2" / "final")
     assert all(info["done"] and info["wall_s"] > 0 for info in steps.values())
     markdown = (out / "table.md").read_text()
     assert "pending" not in markdown and "| HSA-SFT |" in markdown and "train:rl:" in markdown
