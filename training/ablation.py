@@ -121,7 +121,7 @@ class Ablation:
                                output_dir=str(self.root / f"{name}_2"), hsa_variants=0 if name == "fixed_sft"
                                else c.hsa_variants, pack_turns=True, max_steps=c.sft2_schedule_steps,
                                stop_after_steps=c.sft2_steps, per_device_train_batch_size=c.sft_batch,
-                               learning_rate=c.sft2_lr, max_length=4096, seed=1,
+                               learning_rate=c.sft2_lr, max_length=4096, seed=1, gradient_checkpointing=True,
                                **{**self._common(), "save_steps": c.sft2_steps}))
 
     def _opd(self) -> None:
@@ -182,23 +182,41 @@ class Ablation:
             return is_finished(self.root / name.split(":", 1)[1])
         return bool(self.steps.get(name, {}).get("done"))
 
-    def run(self, *, only_table: bool = False) -> dict[str, Any]:
+    def run(self, *, only_table: bool = False, only_steps: tuple[str, ...] = ()) -> dict[str, Any]:
+        """Run every step not yet done, in plan order; ``only_steps`` limits it to the steps named (two
+        processes can then run independent steps side by side, e.g. two evaluations on two cores)."""
+        plan = self.plan()
+        unknown = sorted(set(only_steps) - {name for name, _ in plan})
+        if unknown:
+            raise ValueError(f"unknown ablation step(s) {', '.join(unknown)}; valid: "
+                             + ", ".join(name for name, _ in plan))
         (self.root / "ablation_config.json").write_text(
             json.dumps(dataclasses.asdict(self.config), indent=2) + "\n", encoding="utf-8")
         if not only_table:
-            for name, step in self.plan():
-                if self._step_done(name):
+            for name, step in plan:
+                if (only_steps and name not in only_steps) or self._step_done(name):
                     continue
                 started = time.perf_counter()
                 print(f"[ablation] {name} ...", flush=True)
                 step()
                 elapsed = time.perf_counter() - started
-                previous = self.steps.get(name, {}).get("wall_s", 0.0)
-                self.steps[name] = {"done": True, "wall_s": previous + elapsed}
-                self.steps_path.write_text(json.dumps(self.steps, indent=2) + "\n", encoding="utf-8")
+                self._record(name, elapsed)
                 print(f"[ablation] {name} done in {elapsed:.0f} s", flush=True)
                 self.write_table()
         return self.write_table()
+
+    def _record(self, name: str, elapsed: float) -> None:
+        """Add a finished step to steps.json under a lock, re-reading it first, so that steps finished
+        by another process running side by side are kept."""
+        import fcntl
+
+        with open(self.root / "steps.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if self.steps_path.is_file():
+                self.steps = json.loads(self.steps_path.read_text())
+            previous = self.steps.get(name, {}).get("wall_s", 0.0)
+            self.steps[name] = {"done": True, "wall_s": previous + elapsed}
+            self.steps_path.write_text(json.dumps(self.steps, indent=2) + "\n", encoding="utf-8")
 
     # -- the table -----------------------------------------------------------------------------
     def _rows(self, model: str, set_name: str) -> dict[str, dict[str, Any]] | None:
@@ -329,5 +347,6 @@ class Ablation:
         return "\n".join(lines) + "\n"
 
 
-def run_ablation(config: AblationConfig, *, only_table: bool = False) -> dict[str, Any]:
-    return Ablation(config).run(only_table=only_table)
+def run_ablation(config: AblationConfig, *, only_table: bool = False,
+                 only_steps: tuple[str, ...] = ()) -> dict[str, Any]:
+    return Ablation(config).run(only_table=only_table, only_steps=only_steps)

@@ -68,6 +68,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("ablation", help="Table-4-like ablation: Base, Fixed SFT, HSA-SFT, +OPD, +RL")
     p.add_argument("--preset", default="cpu-small", choices=sorted(PRESETS))
     p.add_argument("--table-only", action="store_true", help="rewrite the table from what is done; run nothing")
+    p.add_argument("--step", action="append", default=[], metavar="NAME",
+                   help="run only this step if not done (repeatable), e.g. eval:hsa_sft:variant_qa; two "
+                        "processes with OMP_NUM_THREADS=1 can run two independent steps on two cores")
     _add_fields(p, AblationConfig)
     p = sub.add_parser("eval", help="Score a checkpoint on held-out subsets (resumable)")
     p.add_argument("--model", required=True, help="checkpoint folder, 'local' or 'tiny'")
@@ -122,7 +125,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         from training.ablation import PRESETS, AblationConfig, run_ablation
 
         config = _build(AblationConfig, args, base=PRESETS[args.preset])
-        table = run_ablation(config, only_table=args.table_only)
+        table = run_ablation(config, only_table=args.table_only, only_steps=tuple(args.step))
         print((__import__("pathlib").Path(config.output_dir) / "table.md").read_text())
         del table
     elif args.command == "eval":

@@ -63,7 +63,8 @@ class StageRun:
             gradient_accumulation_steps=config.gradient_accumulation_steps, warmup_steps=config.warmup_steps,
             logging_steps=config.logging_steps, save_strategy="steps", save_steps=config.save_steps,
             save_total_limit=config.save_total_limit, seed=config.seed, data_seed=config.seed,
-            report_to=config.report_to, gradient_checkpointing=False, bf16=False,
+            report_to=config.report_to, gradient_checkpointing=config.gradient_checkpointing,
+            gradient_checkpointing_kwargs={"use_reentrant": False}, bf16=False,
             dataloader_num_workers=0, disable_tqdm=True, include_num_input_tokens_seen="all",
             use_cpu=not _has_accelerator())
 

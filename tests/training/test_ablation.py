@@ -43,3 +43,19 @@ def test_tiny_ablation_fills_the_table_and_a_rerun_skips_finished_steps(tmp_path
 def test_the_cpu_preset_scores_at_least_100_cases_per_qa_set():
     preset = PRESETS["cpu-small"]
     assert preset.model == "local" and preset.eval_cases >= 100
+
+
+def test_a_named_step_runs_alone_and_an_unknown_one_is_refused_with_the_valid_names(tmp_path, capsys):
+    out = tmp_path / "ablation"
+    args = ["ablation", "--preset", "tiny-smoke", "--output-dir", str(out), "--eval-ifeval", "1"]
+    assert main([*args, "--step", "eval:base:nonsense"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown ablation step(s) eval:base:nonsense" in err and "eval:base:ifeval" in err
+    assert not (out / "steps.json").exists()
+
+    (out / "steps.json").write_text(json.dumps({"train:fixed_sft": {"done": True, "wall_s": 7.0}}))
+    assert main([*args, "--step", "eval:base:ifeval"]) == 0
+    steps = json.loads((out / "steps.json").read_text())
+    assert list(steps) == ["train:fixed_sft", "eval:base:ifeval"]  # another process's record is kept
+    assert steps["train:fixed_sft"]["wall_s"] == 7.0 and steps["eval:base:ifeval"]["done"]
+    assert not (out / "fixed_sft").exists()  # no other step ran
