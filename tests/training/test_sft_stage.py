@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.training.conftest import price_examples
 from tests.training.helpers import answer_with_runtime, changed_tensors
 from training.runs import last_checkpoint, read_metrics, read_model_card
@@ -78,3 +80,26 @@ def test_stop_after_steps_keeps_the_schedule_of_max_steps(tmp_path):
     assert abs(rows[1]["learning_rate"] - 7.5e-4) < 1e-9
     assert read_model_card(tmp_path)["steps"] == 2
     assert (tmp_path / "checkpoint-2").is_dir() and (tmp_path / "final" / "model.safetensors").is_file()
+
+
+def test_gradient_checkpointing_trains_the_same_step(tmp_path):
+    """Recomputing activations trades time for memory; the step it takes is the same."""
+    losses = []
+    for checkpointing in (False, True):
+        out = tmp_path / str(checkpointing)
+        run_sft(SFTStageConfig(model="tiny", output_dir=str(out), max_steps=1, save_steps=10, learning_rate=1e-3,
+                               gradient_checkpointing=checkpointing), examples=price_examples())
+        losses.append([r["loss"] for r in read_metrics(out) if "loss" in r])
+        assert json.loads((out / "config.json").read_text())["gradient_checkpointing"] is checkpointing
+    assert losses[0] == pytest.approx(losses[1], rel=1e-5)
+    from safetensors.torch import load_file
+
+    plain, recomputed = (load_file(tmp_path / name / "final" / "model.safetensors") for name in ("False", "True"))
+    assert plain.keys() == recomputed.keys()
+    assert all(torch_allclose(plain[k], recomputed[k]) for k in plain)
+
+
+def torch_allclose(a, b) -> bool:
+    import torch
+
+    return torch.allclose(a, b, rtol=1e-4, atol=1e-6)
