@@ -35,7 +35,12 @@ SET_LABELS = {"live_qa": "T1 Live-Stream QA AVG", "variant_qa": "T2 Harness-Vari
               "prompt_robustness": "Prompt Robustness AVG", "ifeval": "IFE-P (strict)"}
 # The judge's step-level dimensions on T2: finer than AVG, they show whether a model picks the
 # variant's skills and tools before it has learned to finish a request.
-STEP_DIMENSIONS = {"skill_selection": "Skill Selection", "tool_rationality": "Tool Rationality"}
+STEP_DIMENSIONS = {"skill_selection": "Skill Selection", "tool_rationality": "Tool Rationality",
+                   "tool_named": "Gold Tool Named"}
+# "Gold Tool Named": of the T2 cases whose gold needs a tool call, the share in which the model called
+# that tool by the name the variant gives it, whatever the arguments (the judge's missing_tool_call
+# code is absent). It is the measure of the issue's planning experiment (a renamed tool called, or the
+# memorised name), read from the judge's reason codes.
 
 
 @dataclass
@@ -248,8 +253,21 @@ class Ablation:
         rows = self._rows(model, "variant_qa")
         if rows is None:
             return None
+        if name == "tool_named":
+            needing = self._tool_needing_cases()
+            return {i: 0.0 if "missing_tool_call" in r["reasons"] else 1.0 for i, r in rows.items() if i in needing}
         return {i: float(r["dimensions"][name]) for i, r in rows.items()
                 if (r.get("dimensions") or {}).get(name) is not None}
+
+    def _tool_needing_cases(self) -> set[str]:
+        """Ids of the held-out cases whose gold needs at least one tool call (a variant renames the tool
+        but keeps the calls)."""
+        if not hasattr(self, "_needing"):
+            from training.cases import held_out_cases
+
+            self._needing = {c["id"] for c in held_out_cases()[:self.config.eval_cases]
+                             if any(not t.get("optional") for t in (c.get("gold") or {}).get("tool_calls", []))}
+        return self._needing
 
     def _bootstrap(self, base: dict[str, float], cand: dict[str, float]) -> dict[str, float]:
         from evaluation.stats import paired_bootstrap

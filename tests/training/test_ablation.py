@@ -59,3 +59,23 @@ def test_a_named_step_runs_alone_and_an_unknown_one_is_refused_with_the_valid_na
     assert list(steps) == ["train:fixed_sft", "eval:base:ifeval"]  # another process's record is kept
     assert steps["train:fixed_sft"]["wall_s"] == 7.0 and steps["eval:base:ifeval"]["done"]
     assert not (out / "fixed_sft").exists()  # no other step ran
+
+
+def test_gold_tool_named_counts_tool_needing_cases_by_the_judges_missing_tool_call_code(tmp_path):
+    from training.ablation import Ablation, AblationConfig
+    from training.cases import held_out_cases
+
+    cases = held_out_cases()[:20]
+    needing = [c["id"] for c in cases if any(not t.get("optional") for t in c["gold"].get("tool_calls", []))]
+    chat = next(c["id"] for c in cases if not c["gold"].get("tool_calls"))
+    ablation = Ablation(AblationConfig(output_dir=str(tmp_path), eval_cases=20))
+    (tmp_path / "steps.json").write_text(json.dumps({"eval:hsa_sft:variant_qa": {"done": True, "wall_s": 1.0}}))
+    ablation.steps = json.loads((tmp_path / "steps.json").read_text())
+    rows = [{"id": needing[0], "reasons": ["wrong_tool_arguments"]},   # the variant's tool, wrong link: named
+            {"id": needing[1], "reasons": ["missing_tool_call"]},      # a memorised or made-up name
+            {"id": chat, "reasons": ["missing_tool_call"]}]            # no tool needed: not counted
+    (tmp_path / "eval" / "hsa_sft").mkdir(parents=True)
+    (tmp_path / "eval" / "hsa_sft" / "variant_qa.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    ablation._read = {}
+    assert ablation._dimension("hsa_sft", "tool_named") == {needing[0]: 1.0, needing[1]: 0.0}
+    assert ablation._dimension("fixed_sft", "tool_named") is None  # not evaluated yet
