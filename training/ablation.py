@@ -36,11 +36,11 @@ SET_LABELS = {"live_qa": "T1 Live-Stream QA AVG", "variant_qa": "T2 Harness-Vari
 # The judge's step-level dimensions on T2: finer than AVG, they show whether a model picks the
 # variant's skills and tools before it has learned to finish a request.
 STEP_DIMENSIONS = {"skill_selection": "Skill Selection", "tool_rationality": "Tool Rationality",
-                   "tool_named": "Gold Tool Named"}
-# "Gold Tool Named": of the T2 cases whose gold needs a tool call, the share in which the model called
-# that tool by the name the variant gives it, whatever the arguments (the judge's missing_tool_call
-# code is absent). It is the measure of the issue's planning experiment (a renamed tool called, or the
-# memorised name), read from the judge's reason codes.
+                   "renamed_tool_called": "Renamed Tool Called"}
+# "Renamed Tool Called": of the T2 cases whose gold needs a tool that the case's variant renamed, the
+# share in which the model called that tool by its new name, whatever the arguments (the judge's
+# missing_tool_call code is absent). It is the measure of the issue's planning experiment: a Fixed-
+# Harness model keeps writing the memorised name.
 
 
 @dataclass
@@ -253,21 +253,42 @@ class Ablation:
         rows = self._rows(model, "variant_qa")
         if rows is None:
             return None
-        if name == "tool_named":
-            needing = self._tool_needing_cases()
-            return {i: 0.0 if "missing_tool_call" in r["reasons"] else 1.0 for i, r in rows.items() if i in needing}
+        if name == "renamed_tool_called":
+            renamed = self._renamed_tool_cases()
+            return {i: 0.0 if "missing_tool_call" in r["reasons"] else 1.0 for i, r in rows.items()
+                    if r.get("harness") in renamed.get(i, ())}
         return {i: float(r["dimensions"][name]) for i, r in rows.items()
                 if (r.get("dimensions") or {}).get(name) is not None}
 
-    def _tool_needing_cases(self) -> set[str]:
-        """Ids of the held-out cases whose gold needs at least one tool call (a variant renames the tool
-        but keeps the calls)."""
-        if not hasattr(self, "_needing"):
+    def _renamed_tool_cases(self) -> dict[str, set[str]]:
+        """Held-out case id -> the evaluation variants under which a tool its gold needs has a new name.
+        The variants are rebuilt from their seeds as ``training.self_eval`` builds them (no agents)."""
+        if not hasattr(self, "_renamed"):
+            from harness import load_dir
+            from harness.augment import augment_bundle
             from training.cases import held_out_cases
+            from training.hsa import merged_requirements
+            from training.self_eval import EVAL_POOL_SIZE, EVAL_VARIANT_SEED, VARIANT_DIMS
+            from training.stage_common import resolve_harness_dir
 
-            self._needing = {c["id"] for c in held_out_cases()[:self.config.eval_cases]
-                             if any(not t.get("optional") for t in (c.get("gold") or {}).get("tool_calls", []))}
-        return self._needing
+            cases = held_out_cases()[:self.config.eval_cases]
+            bundle, requirements = load_dir(resolve_harness_dir(self.config.harness)), merged_requirements(cases)
+
+            def needed(case: dict[str, Any]) -> list[str]:
+                return [t["name"] for t in (case.get("gold") or {}).get("tool_calls", []) if not t.get("optional")]
+
+            self._renamed: dict[str, set[str]] = {}
+            for i in range(EVAL_POOL_SIZE):
+                seed = (EVAL_VARIANT_SEED // 1000) * 1000 + i
+                mapping = augment_bundle(bundle=bundle, seed=seed, dims=list(VARIANT_DIMS),
+                                         requirements=requirements).mapping
+                for case in cases:
+                    try:
+                        if needed(mapping.remap_case(case)) != needed(case):
+                            self._renamed.setdefault(case["id"], set()).add(f"hsa{seed}")
+                    except ValueError:  # a gold skill masked in this variant: the case ran on the original
+                        continue
+        return self._renamed
 
     def _bootstrap(self, base: dict[str, float], cand: dict[str, float]) -> dict[str, float]:
         from evaluation.stats import paired_bootstrap

@@ -24,6 +24,7 @@ from typing import Any
 EVAL_VARIANT_SEED = 900_000
 EVAL_POOL_SIZE = 8
 CPU_BUDGET_S = 600.0
+VARIANT_DIMS = ("skills", "skill-content", "tools", "prompt", "hooks")
 SETS = ("live_qa", "variant_qa", "prompt_robustness", "ifeval")
 
 
@@ -107,8 +108,7 @@ def evaluate_model(*, model_dir: str | Path, out_dir: str | Path, harness_dir: s
     try:
         if "live_qa" in sets or "variant_qa" in sets:
             pool = build_pool(bundle=bundle, size=variant_pool if "variant_qa" in sets else 0,
-                              seed=EVAL_VARIANT_SEED // 1000, dims=["skills", "skill-content", "tools", "prompt",
-                                                                    "hooks"],
+                              seed=EVAL_VARIANT_SEED // 1000, dims=list(VARIANT_DIMS),
                               cases=cases, catalogue=catalogue, agent_kwargs=agent_kwargs())
             agents.update({e.name: e.agent for e in [pool.original, *pool.variants]})
             entries = {e.name: e for e in pool.variants}

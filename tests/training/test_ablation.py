@@ -61,21 +61,35 @@ def test_a_named_step_runs_alone_and_an_unknown_one_is_refused_with_the_valid_na
     assert not (out / "fixed_sft").exists()  # no other step ran
 
 
-def test_gold_tool_named_counts_tool_needing_cases_by_the_judges_missing_tool_call_code(tmp_path):
+def test_renamed_tool_called_counts_cases_whose_variant_renamed_the_needed_tool(tmp_path):
+    from harness import load_dir
+    from harness.augment import augment_bundle
     from training.ablation import Ablation, AblationConfig
     from training.cases import held_out_cases
+    from training.hsa import merged_requirements
+    from training.stage_common import resolve_harness_dir
 
-    cases = held_out_cases()[:20]
-    needing = [c["id"] for c in cases if any(not t.get("optional") for t in c["gold"].get("tool_calls", []))]
-    chat = next(c["id"] for c in cases if not c["gold"].get("tool_calls"))
     ablation = Ablation(AblationConfig(output_dir=str(tmp_path), eval_cases=20))
+    renamed = ablation._renamed_tool_cases()
+    pairs = sorted((case_id, variant) for case_id, variants in renamed.items() for variant in variants)
+    assert len(pairs) >= 2
+    # the claim checked from the variant itself: the needed tool's original name is gone from its registry
+    cases = {c["id"]: c for c in held_out_cases()[:20]}
+    case_id, variant = pairs[0]
+    bundle = augment_bundle(bundle=load_dir(resolve_harness_dir("demo")), seed=int(variant[3:]),
+                            dims=["skills", "skill-content", "tools", "prompt", "hooks"],
+                            requirements=merged_requirements(list(cases.values()))).bundle
+    original_names = {t["name"] for t in cases[case_id]["gold"]["tool_calls"] if not t.get("optional")}
+    assert original_names - set(bundle.tool_registry.names)
+
     (tmp_path / "steps.json").write_text(json.dumps({"eval:hsa_sft:variant_qa": {"done": True, "wall_s": 1.0}}))
     ablation.steps = json.loads((tmp_path / "steps.json").read_text())
-    rows = [{"id": needing[0], "reasons": ["wrong_tool_arguments"]},   # the variant's tool, wrong link: named
-            {"id": needing[1], "reasons": ["missing_tool_call"]},      # a memorised or made-up name
-            {"id": chat, "reasons": ["missing_tool_call"]}]            # no tool needed: not counted
+    other = next(i for i in cases if i not in renamed)
+    rows = [{"id": pairs[0][0], "harness": pairs[0][1], "reasons": ["wrong_tool_arguments"]},  # new name, wrong link
+            {"id": pairs[1][0], "harness": pairs[1][1], "reasons": ["missing_tool_call"]},  # memorised name
+            {"id": other, "harness": "original", "reasons": []}]  # no renamed tool: not counted
     (tmp_path / "eval" / "hsa_sft").mkdir(parents=True)
     (tmp_path / "eval" / "hsa_sft" / "variant_qa.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     ablation._read = {}
-    assert ablation._dimension("hsa_sft", "tool_named") == {needing[0]: 1.0, needing[1]: 0.0}
-    assert ablation._dimension("fixed_sft", "tool_named") is None  # not evaluated yet
+    assert ablation._dimension("hsa_sft", "renamed_tool_called") == {pairs[0][0]: 1.0, pairs[1][0]: 0.0}
+    assert ablation._dimension("fixed_sft", "renamed_tool_called") is None  # not evaluated yet
