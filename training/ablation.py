@@ -144,7 +144,7 @@ class Ablation:
         run_rl(RLStageConfig(model=str(self.model_dir("opd")), output_dir=str(self.root / "rl"),
                              max_cases=c.train_cases, max_steps=c.rl_steps, num_generations=4,
                              per_device_train_batch_size=4, max_new_tokens=min(64, c.max_new_tokens), top_p=1.0,
-                             trajectory_budget_s=120.0,
+                             trajectory_budget_s=120.0, gradient_checkpointing=True,
                              **{**self._common(), "save_steps": 1}))
 
     # -- steps -------------------------------------------------------------------------------
