@@ -1,7 +1,7 @@
 """The CPU-scale ablation of Table 4: Base, Fixed-Harness SFT, HSA-SFT, + General OPD, + HSA-RL.
 
 ``python -m training ablation --preset cpu-small`` trains the four checkpoints
-on the default model and scores all five on held-out Live-Stream QA (T1) and
+(each SFT cell in two phases, the demo checkpoint's recipe) on the default model and scores all five on held-out Live-Stream QA (T1) and
 Harness-Variant QA (T2) subsets, Prompt Robustness and an IFEval subset, then
 writes ``table.md`` / ``table.json`` with paired-bootstrap intervals against the
 Base model and for the two target comparisons (HSA-SFT vs Fixed-Harness SFT on
@@ -80,8 +80,8 @@ PRESETS: dict[str, AblationConfig] = {
     "cpu-small": AblationConfig(),
     # a smoke run of the whole machinery on the tiny model (minutes, numbers meaningless)
     "tiny-smoke": AblationConfig(model="tiny", output_dir="runs/ablation-tiny-smoke", train_cases=8,
-                                 hsa_variants=1, sft_steps=2, sft2_steps=1, sft2_schedule_steps=2, opd_steps=2, rl_steps=1, eval_cases=3,
-                                 eval_prompt_robustness=2, eval_ifeval=2, max_new_tokens=8, resamples=200),
+                                 hsa_variants=1, sft_steps=2, sft2_steps=1, sft2_schedule_steps=2, opd_steps=2,
+                                 rl_steps=1, eval_cases=3, eval_prompt_robustness=2, eval_ifeval=2, max_new_tokens=8, resamples=200),
 }
 
 
@@ -158,8 +158,8 @@ class Ablation:
         return [
             ("train:fixed_sft", lambda: self._sft("fixed_sft", 0)),
             ("train:hsa_sft", lambda: self._sft("hsa_sft", self.config.hsa_variants)),
-            *([("train:fixed_sft_2", lambda: self._sft2("fixed_sft")), ("train:hsa_sft_2", lambda: self._sft2("hsa_sft"))]
-              if self.config.sft2_steps else []),
+            *([("train:fixed_sft_2", lambda: self._sft2("fixed_sft")),
+               ("train:hsa_sft_2", lambda: self._sft2("hsa_sft"))] if self.config.sft2_steps else []),
             ev("fixed_sft", "variant_qa"), ev("hsa_sft", "variant_qa"),
             ev("base", "ifeval"),
             ("train:opd", self._opd), ("train:rl", self._rl),
