@@ -1,7 +1,8 @@
 """The CPU-scale ablation of Table 4: Base, Fixed-Harness SFT, HSA-SFT, + General OPD, + HSA-RL.
 
 ``python -m training ablation --preset cpu-small`` trains the four checkpoints
-(each SFT cell in two phases, the demo checkpoint's recipe) on the default model and scores all five on held-out Live-Stream QA (T1) and
+on the default model (each SFT cell in two phases, the demo checkpoint's
+recipe) and scores all five on held-out Live-Stream QA (T1) and
 Harness-Variant QA (T2) subsets, Prompt Robustness and an IFEval subset, then
 writes ``table.md`` / ``table.json`` with paired-bootstrap intervals against the
 Base model and for the two target comparisons (HSA-SFT vs Fixed-Harness SFT on
