@@ -63,7 +63,7 @@ class StageRun:
             gradient_accumulation_steps=config.gradient_accumulation_steps, warmup_steps=config.warmup_steps,
             logging_steps=config.logging_steps, save_strategy="steps", save_steps=config.save_steps,
             save_total_limit=config.save_total_limit, seed=config.seed, data_seed=config.seed,
-            report_to=config.report_to, **_checkpointing_args(config.gradient_checkpointing), bf16=False,
+            report_to=config.report_to, **checkpointing_args(config.gradient_checkpointing), bf16=False,
             dataloader_num_workers=0, disable_tqdm=True, include_num_input_tokens_seen="all",
             use_cpu=not _has_accelerator())
 
@@ -106,7 +106,7 @@ def start_stage(config: StageConfig, *, stage: str) -> StageRun:
                     stop_after_steps=config.stop_after_steps)
 
 
-def _checkpointing_args(enabled: bool) -> dict[str, Any]:
+def checkpointing_args(enabled: bool) -> dict[str, Any]:
     """Activation (gradient) checkpointing under the name this transformers takes: newer releases
     renamed ``gradient_checkpointing`` to ``activation_checkpointing`` and warn on the old name."""
     from transformers import TrainingArguments

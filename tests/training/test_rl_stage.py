@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from tests.training.helpers import answer_with_runtime, changed_tensors
+from training.stage_common import checkpointing_args
 
 
 class ForcedSamplingPolicy:
@@ -102,7 +103,7 @@ def test_gdpo_aggregation_and_zero_advantage_dropping_on_a_toy_batch(tiny_dir, t
     args = GRPOConfig(output_dir=str(tmp_path), per_device_train_batch_size=4, num_generations=2,
                       max_completion_length=8, multi_objective_aggregation="normalize_then_sum",
                       importance_sampling_level="sequence", loss_type="grpo", beta=0.0, report_to=[],
-                      use_cpu=True, bf16=False, gradient_checkpointing=False)
+                      use_cpu=True, bf16=False, **checkpointing_args(False))
     trainer = HarnessGRPOTrainer(model=str(tiny_dir), reward_funcs=[pick(0), pick(1)], args=args,
                                  train_dataset=Dataset.from_list([{"prompt": "a"}, {"prompt": "b"}]),
                                  processing_class=tokenizer, rollout_func=rollout)
