@@ -93,6 +93,7 @@ class Ablation:
         self.root.mkdir(parents=True, exist_ok=True)
         self.steps_path = self.root / "steps.json"
         self.steps: dict[str, Any] = json.loads(self.steps_path.read_text()) if self.steps_path.is_file() else {}
+        self._renamed: dict[str, set[str]] | None = None  # built on first use by _renamed_tool_cases
 
     # -- models ------------------------------------------------------------------------------
     def model_dir(self, name: str) -> Path:
@@ -264,31 +265,31 @@ class Ablation:
     def _renamed_tool_cases(self) -> dict[str, set[str]]:
         """Held-out case id -> the evaluation variants under which a tool its gold needs has a new name.
         The variants are rebuilt from their seeds as ``training.self_eval`` builds them (no agents)."""
-        if not hasattr(self, "_renamed"):
-            from harness import load_dir
-            from harness.augment import augment_bundle
-            from training.cases import held_out_cases
-            from training.hsa import merged_requirements
-            from training.self_eval import EVAL_POOL_SIZE, EVAL_VARIANT_SEED, VARIANT_DIMS
-            from training.stage_common import resolve_harness_dir
+        if self._renamed is not None:
+            return self._renamed
+        from harness import load_dir
+        from harness.augment import augment_bundle
+        from training.cases import held_out_cases
+        from training.hsa import merged_requirements, variant_seeds
+        from training.self_eval import EVAL_POOL_SIZE, EVAL_VARIANT_SEED, VARIANT_DIMS
+        from training.stage_common import resolve_harness_dir
 
-            cases = held_out_cases()[:self.config.eval_cases]
-            bundle, requirements = load_dir(resolve_harness_dir(self.config.harness)), merged_requirements(cases)
+        cases = held_out_cases()[:self.config.eval_cases]
+        bundle, requirements = load_dir(resolve_harness_dir(self.config.harness)), merged_requirements(cases)
 
-            def needed(case: dict[str, Any]) -> list[str]:
-                return [t["name"] for t in (case.get("gold") or {}).get("tool_calls", []) if not t.get("optional")]
+        def needed(case: dict[str, Any]) -> list[str]:
+            return [t["name"] for t in (case.get("gold") or {}).get("tool_calls", []) if not t.get("optional")]
 
-            self._renamed: dict[str, set[str]] = {}
-            for i in range(EVAL_POOL_SIZE):
-                seed = (EVAL_VARIANT_SEED // 1000) * 1000 + i
-                mapping = augment_bundle(bundle=bundle, seed=seed, dims=list(VARIANT_DIMS),
-                                         requirements=requirements).mapping
-                for case in cases:
-                    try:
-                        if needed(mapping.remap_case(case)) != needed(case):
-                            self._renamed.setdefault(case["id"], set()).add(f"hsa{seed}")
-                    except ValueError:  # a gold skill masked in this variant: the case ran on the original
-                        continue
+        self._renamed = {}
+        for seed in variant_seeds(EVAL_VARIANT_SEED // 1000, EVAL_POOL_SIZE):
+            mapping = augment_bundle(bundle=bundle, seed=seed, dims=list(VARIANT_DIMS),
+                                     requirements=requirements).mapping
+            for case in cases:
+                try:
+                    if needed(mapping.remap_case(case)) != needed(case):
+                        self._renamed.setdefault(case["id"], set()).add(f"hsa{seed}")
+                except ValueError:  # a gold skill masked in this variant: the case ran on the original
+                    continue
         return self._renamed
 
     def _bootstrap(self, base: dict[str, float], cand: dict[str, float]) -> dict[str, float]:

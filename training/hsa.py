@@ -68,6 +68,11 @@ def merged_requirements(cases: list[dict[str, Any]], *, rounds: int = 4, retries
     return functools.reduce(lambda acc, case: acc.merge(requirements_from_case(case)), cases, base)
 
 
+def variant_seeds(pool_seed: int, size: int) -> list[int]:
+    """Seeds of a pool's variants; a variant is named ``hsa<seed>`` (``PoolEntry.name``)."""
+    return [pool_seed * 1000 + i for i in range(size)]
+
+
 def build_pool(*, bundle: Bundle, size: int, seed: int, dims: list[str], cases: list[dict[str, Any]],
                catalogue: Any, policy: Any = None, agent_kwargs: dict[str, Any] | None = None) -> HarnessPool:
     """The original plus ``size`` seeded variants, each with an ``Agent`` (policy set per run)."""
@@ -84,8 +89,7 @@ def build_pool(*, bundle: Bundle, size: int, seed: int, dims: list[str], cases: 
     if size > 0:
         from harness.augment import augment_bundle
 
-        for i in range(size):
-            variant_seed = seed * 1000 + i
+        for variant_seed in variant_seeds(seed, size):
             variant = augment_bundle(bundle=bundle, seed=variant_seed, dims=dims, requirements=requirements)
             pool.variants.append(PoolEntry(name=f"hsa{variant_seed}", bundle=variant.bundle,
                                            mapping=variant.mapping, agent=agent_for(variant.bundle)))
