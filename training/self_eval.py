@@ -97,9 +97,7 @@ def evaluate_model(*, model_dir: str | Path, out_dir: str | Path, harness_dir: s
                        max_reply_chars=int(bundle.prompt.constraints.get("max_reply_chars", 220)))
     policy = _policy(model_dir, max_new_tokens)
     cases = held_out_cases()[:n_cases]
-    summary_path = out_dir / "summary.json"
-    summary: dict[str, Any] = json.loads(summary_path.read_text()) if summary_path.is_file() else {}
-    summary["model"] = str(model_dir)
+    summary: dict[str, Any] = {"model": str(model_dir)}  # this call's scores; merged into summary.json
     agents: dict[Any, Any] = {}
 
     def agent_kwargs() -> dict[str, Any]:
@@ -151,7 +149,19 @@ def evaluate_model(*, model_dir: str | Path, out_dir: str | Path, harness_dir: s
     finally:
         for agent in agents.values():
             agent.close()
-    summary_path.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    return _merge_summary(out_dir / "summary.json", summary)
+
+
+def _merge_summary(path: Path, scores: dict[str, Any]) -> dict[str, Any]:
+    """Add this call's scores to ``summary.json`` under a file lock, re-reading it first: two
+    evaluations of one model on different sets, side by side, keep each other's scores."""
+    import fcntl
+
+    with open(path.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        summary = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+        summary.update(scores)
+        path.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     return summary
 
 

@@ -28,3 +28,26 @@ def test_evaluate_run_writes_scores_and_resumes(sft_run, tmp_path):
     before = (run / "eval" / "live_qa.jsonl").read_text()
     evaluate_run(run_dir=run, harness_dir=demo_harness_dir(), cases=2, max_new_tokens=6)
     assert (run / "eval" / "live_qa.jsonl").read_text() == before
+
+
+def test_side_by_side_evaluations_of_one_model_keep_each_others_scores(sft_run, tmp_path, monkeypatch):
+    """Two processes scoring one model on different sets (``ablation --step``) share summary.json:
+    the one that finishes last must not write back the copy it read when it started."""
+    from harness import demo_harness_dir
+    from training import self_eval
+
+    out = tmp_path / "eval"
+    out.mkdir()
+
+    def ifeval_while_another_process_finishes(policy, path, limit):
+        # the other process finishes its T1 evaluation while this one is running
+        (out / "summary.json").write_text(json.dumps({"live_qa": {"n": 3, "avg": 40.0}}))
+        return {"n": 1, "prompt_strict": 100.0, "inst_strict": 100.0, "per_prompt": [True]}
+
+    monkeypatch.setattr(self_eval, "_ifeval", ifeval_while_another_process_finishes)
+    summary = self_eval.evaluate_model(model_dir=sft_run / "final", out_dir=out, harness_dir=demo_harness_dir(),
+                                       sets=("ifeval",), n_ifeval=1)
+    saved = json.loads((out / "summary.json").read_text())
+    assert saved == summary
+    assert saved["live_qa"] == {"n": 3, "avg": 40.0} and saved["ifeval"]["per_prompt"] == [True]
+    assert saved["model"] == str(sft_run / "final")
