@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from evaluation.nltk_data import ensure_nltk_data
+from harness.jsonl import finished_records, jsonl_records
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_IFEVAL_PATH = REPO_ROOT.parent / "shared" / "data" / "ifeval" / "input_data.jsonl"
@@ -46,18 +47,11 @@ def load_ifeval_prompts(*, source: str | Path | None = None, limit: int | None =
                 f"{', '.join(_REQUIRED)} or '{HUB_DATASET}' where a hub is reachable"
             )
         rows = []
-        with path.open(encoding="utf-8") as handle:
-            for lineno, line in enumerate(handle, 1):
-                if not line.strip():
-                    continue
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise ValueError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from None
-                missing = [k for k in _REQUIRED if k not in row]
-                if missing:
-                    raise ValueError(f"{path}:{lineno}: missing field(s) {', '.join(missing)}")
-                rows.append(row)
+        for lineno, row in jsonl_records(path):
+            missing = [k for k in _REQUIRED if not isinstance(row, dict) or k not in row]
+            if missing:
+                raise ValueError(f"{path}:{lineno}: missing field(s) {', '.join(missing)}")
+            rows.append(row)
     return rows[:limit] if limit is not None else rows
 
 
@@ -145,12 +139,7 @@ def run_ifeval(
     done: dict = {}
     path = Path(responses_path) if responses_path else None
     if path is not None and path.exists():
-        for line in path.read_text(encoding="utf-8").splitlines():
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError:
-                continue  # a torn last line from a killed run
-            done[row["key"]] = row["response"]
+        done = {row["key"]: row["response"] for row in finished_records(path)}  # drops a torn last line
         path.write_text("".join(json.dumps({"key": k, "response": v}, ensure_ascii=False) + "\n"
                                 for k, v in done.items()), encoding="utf-8")  # drop a torn tail
     started = time.perf_counter()

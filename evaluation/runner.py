@@ -28,6 +28,7 @@ from evaluation import report as R
 from evaluation.case_harness import CannedToolRunner, bundle_for_case, canned_results
 from evaluation.cases import case_request, load_cases
 from evaluation.judges import make_judge
+from harness.jsonl import finished_records
 
 RESULTS = "results.jsonl"
 
@@ -46,15 +47,7 @@ class RunOutcome:
 
 def load_results(path: Path) -> list[dict]:
     """Finished rows of a results file; a torn last line (killed mid-write) is ignored."""
-    rows = []
-    if not path.exists():
-        return rows
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
-    return rows
+    return finished_records(path)
 
 
 def _sha256(path: Path) -> str:

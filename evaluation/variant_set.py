@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from evaluation.cases import dumps_case, load_cases, validate_case
+from harness.jsonl import jsonl_records
 
 FORMAT = "hsa-variant-set/1"
 
@@ -163,13 +164,7 @@ def _read_trajectories(path: str | Path | None) -> dict[str, dict]:
     if not path:
         return {}
     out = {}
-    for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            data = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise VariantSetError(f"{path}:{n}: not valid JSON ({exc.msg})") from exc
+    for n, data in jsonl_records(path, error=VariantSetError):
         rid = data.get("request_id") if isinstance(data, dict) else None
         if not isinstance(rid, str):
             raise VariantSetError(f"{path}:{n}: a trajectory needs its request_id (the case id)")

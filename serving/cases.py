@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.jsonl import jsonl_records
+
 
 class CaseFileError(ValueError):
     """A replay case file that cannot be used; the message names file and line."""
@@ -74,13 +76,7 @@ def load_cases(path: str | Path) -> list[dict[str, Any]]:
             raise CaseFileError(f"{path}:{exc.lineno}: not valid JSON: {exc.msg}") from None
         raw = [(0, item) for item in items]
     else:
-        for lineno, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                raw.append((lineno, json.loads(line)))
-            except json.JSONDecodeError as exc:
-                raise CaseFileError(f"{path}:{lineno}: not valid JSON: {exc.msg}") from None
+        raw = list(jsonl_records(path, error=CaseFileError, text=text))
     cases = []
     seen: dict[str, int] = {}
     for position, (lineno, item) in enumerate(raw):

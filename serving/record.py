@@ -27,6 +27,7 @@ from importlib import metadata as importlib_metadata
 from pathlib import Path
 from typing import Any
 
+from harness.jsonl import jsonl_records
 from serving.metrics import DEFAULT_SLA_S, summarise_by_concurrency
 
 DEFAULT_RUNS_DIR = Path("runs/serving")
@@ -112,14 +113,7 @@ def read_requests(run_dir: str | Path) -> list[dict[str, Any]]:
     path = Path(run_dir) / "requests.jsonl"
     if not path.is_file():
         raise RunRecordError(f"{run_dir}: no requests.jsonl; is this a replay run folder?")
-    records = []
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if line.strip():
-            try:
-                records.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise RunRecordError(f"{path}:{lineno}: not valid JSON: {exc.msg}") from None
-    return records
+    return [record for _, record in jsonl_records(path, error=RunRecordError)]
 
 
 def build_summary(*, run_meta: dict[str, Any], records: list[dict[str, Any]]) -> dict[str, Any]:

@@ -29,15 +29,9 @@ SETS = ("live_qa", "variant_qa", "prompt_robustness", "ifeval")
 
 
 def read_rows(path: Path) -> dict[str, dict[str, Any]]:
-    rows: dict[str, dict[str, Any]] = {}
-    if path.is_file():
-        for line in path.read_text(encoding="utf-8").splitlines():
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError:
-                continue  # a line torn by a kill; the case runs again
-            rows[row["id"]] = row
-    return rows
+    from harness.jsonl import finished_records
+
+    return {row["id"]: row for row in finished_records(path)}  # a torn line's case runs again
 
 
 def _append(path: Path, row: dict[str, Any]) -> None:

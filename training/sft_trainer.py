@@ -16,6 +16,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from harness.jsonl import jsonl_records
 from training.sft_config import SFTStageConfig
 from training.stage_common import resolve_harness_dir, start_stage
 
@@ -24,13 +25,7 @@ def read_examples(path: str | Path) -> list[dict[str, Any]]:
     """Read an examples JSONL; every line needs chat-message ``prompt`` and ``completion`` lists."""
     path = Path(path)
     examples = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{path}:{number}: not JSON ({exc.msg})") from None
+    for number, row in jsonl_records(path):
         if not (isinstance(row, dict) and isinstance(row.get("prompt"), list)
                 and isinstance(row.get("completion"), list)):
             raise ValueError(f"{path}:{number}: an example needs 'prompt' and 'completion' lists of "

@@ -14,6 +14,8 @@ import shutil
 import sys
 from pathlib import Path
 
+from harness.jsonl import jsonl_records
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -114,22 +116,15 @@ def cmd_augment(args: argparse.Namespace) -> int:
 
 def cases_requirements(path: str):
     """The merged needs of every case in a JSONL case file (ValueError names the line)."""
-    import json
 
     from harness.augment import Requirements, requirements_from_case
 
     merged = Requirements()
     try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
+        text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise ValueError(f"{path}: cannot read ({exc.strerror})") from exc
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            case = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{path}:{n}: not valid JSON ({exc.msg})") from exc
+    for n, case in jsonl_records(path, text=text):
         if not isinstance(case, dict) or not isinstance(case.get("gold"), dict):
             raise ValueError(f"{path}:{n}: gold: a case needs a gold object (hs-case/1)")
         merged = merged.merge(requirements_from_case(case))
