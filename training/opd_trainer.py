@@ -53,7 +53,7 @@ def run_opd(config: OPDStageConfig) -> Path:
                                   args=build_opd_args(config, run),
                                   train_dataset=Dataset.from_list([{"prompt": p} for p in prompts]),
                                   processing_class=tokenizer, callbacks=run.callbacks())
-    trainer.train(resume_from_checkpoint=run.resume_from)
+    run.train(trainer)
     final = run.finish(trainer, tokenizer, config=config, harness_dir=harness_dir,
                        data={"prompts": config.prompts, "n_prompts": len(prompts)},
                        trainer_name="trl.DistillationTrainer",

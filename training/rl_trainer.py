@@ -101,7 +101,7 @@ def run_rl(config: RLStageConfig, *, extra_rewards: dict[str, tuple[Callable, fl
             train_dataset=Dataset.from_list([{"prompt": c["id"]} for c in source.cases]),
             processing_class=tokenizer, callbacks=run.callbacks(), rollout_func=rollout,
             drop_zero_advantage=config.drop_zero_advantage)
-        trainer.train(resume_from_checkpoint=run.resume_from)
+        run.train(trainer)
         final = run.finish(trainer, tokenizer, config=config, harness_dir=harness_dir,
                            data={"tasks": source.name, "n_tasks": len(source.cases),
                                  "augmented_fraction": config.augmented_fraction,

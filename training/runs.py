@@ -39,6 +39,14 @@ def last_checkpoint(run_dir: str | Path) -> Path | None:
     return best[1] if best else None
 
 
+def checkpoint_step(checkpoint: str | Path) -> int:
+    """N of a ``checkpoint-N`` folder."""
+    match = re.fullmatch(r"checkpoint-(\d+)", Path(checkpoint).name)
+    if not match:
+        raise ValueError(f"{checkpoint}: not a checkpoint-N folder")
+    return int(match.group(1))
+
+
 def final_model_dir(run_dir: str | Path) -> Path:
     return Path(run_dir) / "final"
 

@@ -89,7 +89,7 @@ def run_sft(config: SFTStageConfig, *, examples: list[dict[str, Any]] | None = N
     trainer = SFTTrainer(model=str(run.model_dir), args=build_sft_args(config, run),
                          train_dataset=dataset, processing_class=tokenizer,
                          callbacks=run.callbacks())
-    trainer.train(resume_from_checkpoint=run.resume_from)
+    run.train(trainer)
     final = run.finish(trainer, tokenizer, config=config, harness_dir=harness_dir, data=data_facts,
                        trainer_name="trl.SFTTrainer",
                        extra={"fixed_harness": config.hsa_variants == 0})

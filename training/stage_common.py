@@ -17,6 +17,7 @@ from training.runs import (
     ModelCard,
     StopAfterSteps,
     base_model_of,
+    checkpoint_step,
     final_model_dir,
     last_checkpoint,
 )
@@ -67,6 +68,19 @@ class StageRun:
             dataloader_num_workers=0, disable_tqdm=True, include_num_input_tokens_seen="all",
             use_cpu=not _has_accelerator())
 
+    def train(self, trainer) -> None:
+        """``trainer.train``, resumed from the last checkpoint if there is one.
+
+        A checkpoint saved where ``stop_after_steps`` ended the run (killed before ``final/`` was
+        written) is the run's result: its weights and trainer state are loaded and no step is
+        trained, since transformers' loop runs one step before any callback can stop it.
+        """
+        if (self.resume_from and self.stop_after_steps
+                and checkpoint_step(self.resume_from) >= self.stop_after_steps):
+            load_checkpoint(trainer, Path(self.resume_from))
+            return
+        trainer.train(resume_from_checkpoint=self.resume_from)
+
     def callbacks(self) -> list:
         callbacks = [MetricsLogger(self.run_dir / "metrics.jsonl", stage=self.stage)]
         if self.stop_after_steps:
@@ -93,6 +107,29 @@ def _has_accelerator() -> bool:
     import torch
 
     return bool(torch.cuda.is_available())
+
+
+def load_checkpoint(trainer, checkpoint: Path) -> None:
+    """Load a ``checkpoint-N`` folder's weights (safetensors, one file or shards) and trainer state into
+    ``trainer`` without training. Only weights tied to a loaded one may be absent from the files."""
+    from safetensors.torch import load_file
+    from transformers import TrainerState
+
+    files = sorted(checkpoint.glob("model*.safetensors"))
+    if not files:
+        raise FileNotFoundError(f"{checkpoint}: no model*.safetensors to load")
+    state: dict[str, Any] = {}
+    for file in files:
+        state.update(load_file(str(file)))
+    model = trainer.model
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    current = model.state_dict()
+    loaded = {current[name].data_ptr() for name in state if name in current}
+    untied = [name for name in missing if current[name].data_ptr() not in loaded]
+    if unexpected or untied:
+        raise ValueError(f"{checkpoint}: weights do not match the model (missing {untied}, "
+                         f"unexpected {list(unexpected)})")
+    trainer.state = TrainerState.load_from_json(str(checkpoint / "trainer_state.json"))
 
 
 def start_stage(config: StageConfig, *, stage: str) -> StageRun:

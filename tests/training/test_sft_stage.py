@@ -82,6 +82,23 @@ def test_stop_after_steps_keeps_the_schedule_of_max_steps(tmp_path):
     assert (tmp_path / "checkpoint-2").is_dir() and (tmp_path / "final" / "model.safetensors").is_file()
 
 
+def test_a_run_killed_after_its_stop_checkpoint_resumes_without_training_further(tmp_path):
+    """Killed after checkpoint-2 was saved but before final/: the resumed run writes checkpoint-2's
+    weights as final, and trains no third step."""
+    import shutil
+
+    config = SFTStageConfig(model="tiny", output_dir=str(tmp_path), max_steps=4, stop_after_steps=2,
+                            save_steps=10, learning_rate=1e-3)
+    run_sft(config, examples=price_examples())
+    shutil.rmtree(tmp_path / "final")
+    (tmp_path / "model_card.json").unlink()
+    run_sft(config, examples=price_examples())
+    assert [r["step"] for r in read_metrics(tmp_path) if "loss" in r] == [1, 2]
+    assert read_model_card(tmp_path)["steps"] == 2
+    assert not changed_tensors(tmp_path / "checkpoint-2", tmp_path / "final")
+    assert not (tmp_path / "checkpoint-3").exists()
+
+
 def test_gradient_checkpointing_trains_the_same_step(tmp_path):
     """Recomputing activations trades time for memory; the step it takes is the same."""
     losses = []
