@@ -38,6 +38,10 @@ SET_LABELS = {"live_qa": "T1 Live-Stream QA AVG", "variant_qa": "T2 Harness-Vari
 # variant's skills and tools before it has learned to finish a request.
 STEP_DIMENSIONS = {"skill_selection": "Skill Selection", "tool_rationality": "Tool Rationality",
                    "renamed_tool_called": "Renamed Tool Called"}
+# How a request ended (the runtime's trajectory outcome): a reply, the Harness's fallback reply, a
+# hook's or exhausted retries' suppression (a variant may set on_exhausted: suppress), or a silent route.
+OUTCOMES = ("replied", "fallback", "suppressed", "silent")
+OUTCOME_SETS = ("live_qa", "variant_qa")
 # "Renamed Tool Called": of the T2 cases whose gold needs a tool that the case's variant renamed, the
 # share in which the model called that tool by its new name, whatever the arguments (the judge's
 # missing_tool_call code is absent). It is the measure of the issue's planning experiment: a Fixed-
@@ -262,6 +266,19 @@ class Ablation:
         return {i: float(r["dimensions"][name]) for i, r in rows.items()
                 if (r.get("dimensions") or {}).get(name) is not None}
 
+    def _outcomes(self, model: str, set_name: str) -> dict[str, int] | None:
+        """How the requests of a finished T1/T2 evaluation ended (the runtime's outcome), else None."""
+        rows = self._rows(model, set_name)
+        if rows is None:
+            return None
+        counts = {name: 0 for name in OUTCOMES}
+        counts["replied_effective"] = 0
+        for row in rows.values():
+            counts[row["outcome"]] = counts.get(row["outcome"], 0) + 1
+            counts["replied_effective"] += row["outcome"] == "replied" and row["effectiveness"] > 0
+        counts["n"] = len(rows)
+        return counts
+
     def _renamed_tool_cases(self) -> dict[str, set[str]]:
         """Held-out case id -> the evaluation variants under which a tool its gold needs has a new name.
         The variants are rebuilt from their seeds as ``training.self_eval`` builds them (no agents)."""
@@ -329,6 +346,9 @@ class Ablation:
                     if model != "fixed_sft" and fixed_dims[name]:
                         cells[name]["vs_fixed_sft"] = self._bootstrap(fixed_dims[name], values)
             table["t2_steps"][model] = cells
+        table["outcomes"] = {model: {set_name: counts for set_name in OUTCOME_SETS
+                                     if (counts := self._outcomes(model, set_name)) is not None}
+                             for model in MODELS}
         fixed, hsa = self._scores("fixed_sft", "variant_qa"), self._scores("hsa_sft", "variant_qa")
         if fixed and hsa:
             table["targets"]["hsa_sft_vs_fixed_sft_on_T2"] = {**self._bootstrap(fixed, hsa), "target": ">= +5"}
@@ -376,6 +396,21 @@ class Ablation:
                     b = cell["vs_fixed_sft"]
                     text += f" ({b['delta']:+.1f} [{b['low']:+.1f}, {b['high']:+.1f}])"
                 cells.append(text)
+            lines.append(f"| {LABELS[model]} | " + " | ".join(cells) + " |")
+        lines += ["", "## How requests ended", "",
+                  "Replied (of which effective) / fallback reply / suppressed / silent, of n requests. A fallback "
+                  "is accurate but not effective, so a model that never finishes scores AVG ~50.", "",
+                  "| Model | " + " | ".join(SET_LABELS[s].removesuffix(" AVG") for s in OUTCOME_SETS) + " |",
+                  "|" + "---|" * (len(OUTCOME_SETS) + 1)]
+        for model in MODELS:
+            cells = []
+            for set_name in OUTCOME_SETS:
+                c = table.get("outcomes", {}).get(model, {}).get(set_name)
+                other = c and c["n"] - sum(c[name] for name in OUTCOMES)
+                cells.append("pending" if c is None else
+                             f"{c['replied']} ({c['replied_effective']} effective) / {c['fallback']} / "
+                             f"{c['suppressed']} / {c['silent']}" + (f" / {other} other" if other else "")
+                             + f" of {c['n']}")
             lines.append(f"| {LABELS[model]} | " + " | ".join(cells) + " |")
         lines += ["", "## Targets", ""]
         for name, t in table["targets"].items():

@@ -93,3 +93,26 @@ def test_renamed_tool_called_counts_cases_whose_variant_renamed_the_needed_tool(
     ablation._read = {}
     assert ablation._dimension("hsa_sft", "renamed_tool_called") == {pairs[0][0]: 1.0, pairs[1][0]: 0.0}
     assert ablation._dimension("fixed_sft", "renamed_tool_called") is None  # not evaluated yet
+
+
+def test_the_table_says_how_requests_ended(tmp_path):
+    """AVG near 50 can mean 'every request ended in the fallback'; the outcome counts say which."""
+    from training.ablation import Ablation, AblationConfig
+
+    ablation = Ablation(AblationConfig(output_dir=str(tmp_path)))
+    ablation._renamed = {}  # no variant renames a tool these made-up cases need
+    (tmp_path / "steps.json").write_text(json.dumps({"eval:hsa_sft:variant_qa": {"done": True, "wall_s": 1.0}}))
+    ablation.steps = json.loads((tmp_path / "steps.json").read_text())
+    ended = [("a", "replied", 1.0), ("b", "replied", 0.0), ("c", "fallback", 0.0), ("d", "suppressed", 0.0),
+             ("e", "silent", 1.0)]
+    rows = [{"id": i, "outcome": outcome, "effectiveness": eff, "avg": (1 + eff) / 2, "reasons": [],
+             "dimensions": {}, "harness": "hsa900001"} for i, outcome, eff in ended]
+    (tmp_path / "eval" / "hsa_sft").mkdir(parents=True)
+    (tmp_path / "eval" / "hsa_sft" / "variant_qa.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    ablation._read = {}
+    assert ablation._outcomes("hsa_sft", "variant_qa") == {
+        "replied": 2, "replied_effective": 1, "fallback": 1, "suppressed": 1, "silent": 1, "n": 5}
+    assert ablation._outcomes("fixed_sft", "variant_qa") is None
+    markdown = (tmp_path / "table.md").read_text() if ablation.write_table() else ""
+    assert "## How requests ended" in markdown
+    assert "| HSA-SFT | pending | 2 (1 effective) / 1 / 1 / 1 of 5 |" in markdown
