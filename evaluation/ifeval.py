@@ -139,7 +139,7 @@ def run_ifeval(
     done: dict = {}
     path = Path(responses_path) if responses_path else None
     if path is not None and path.exists():
-        done = {row["key"]: row["response"] for row in finished_records(path)}  # drops a torn last line
+        done = {row["key"]: row["response"] for row in finished_records(path)}
         path.write_text("".join(json.dumps({"key": k, "response": v}, ensure_ascii=False) + "\n"
                                 for k, v in done.items()), encoding="utf-8")  # drop a torn tail
     started = time.perf_counter()
