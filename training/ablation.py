@@ -26,7 +26,7 @@ from typing import Any
 
 from training.opd_config import OPDStageConfig
 from training.rl_config import RLStageConfig
-from training.runs import final_model_dir, is_finished
+from training.runs import final_model_dir, is_finished, update_json
 from training.sft_config import SFTStageConfig
 
 MODELS = ("base", "fixed_sft", "hsa_sft", "opd", "rl")
@@ -219,15 +219,10 @@ class Ablation:
     def _record(self, name: str, elapsed: float) -> None:
         """Add a finished step to steps.json under a lock, re-reading it first, so that steps finished
         by another process running side by side are kept."""
-        import fcntl
+        def add(steps: dict[str, Any]) -> None:
+            steps[name] = {"done": True, "wall_s": steps.get(name, {}).get("wall_s", 0.0) + elapsed}
 
-        with open(self.root / "steps.lock", "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            if self.steps_path.is_file():
-                self.steps = json.loads(self.steps_path.read_text())
-            previous = self.steps.get(name, {}).get("wall_s", 0.0)
-            self.steps[name] = {"done": True, "wall_s": previous + elapsed}
-            self.steps_path.write_text(json.dumps(self.steps, indent=2) + "\n", encoding="utf-8")
+        self.steps = update_json(self.steps_path, add)
 
     # -- the table -----------------------------------------------------------------------------
     def _rows(self, model: str, set_name: str) -> dict[str, dict[str, Any]] | None:

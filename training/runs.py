@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -26,25 +27,36 @@ from transformers import TrainerCallback
 HARNESS_STUDIO_STAGES = ("sft", "opd", "rl")
 
 
+_CHECKPOINT = re.compile(r"checkpoint-(\d+)")
+
+
 def last_checkpoint(run_dir: str | Path) -> Path | None:
     """The highest-numbered complete ``checkpoint-N`` folder, or None."""
-    run_dir = Path(run_dir)
-    best: tuple[int, Path] | None = None
-    for child in run_dir.glob("checkpoint-*"):
-        match = re.fullmatch(r"checkpoint-(\d+)", child.name)
-        if match and (child / "trainer_state.json").is_file():
-            step = int(match.group(1))
-            if best is None or step > best[0]:
-                best = (step, child)
-    return best[1] if best else None
+    complete = [child for child in Path(run_dir).glob("checkpoint-*")
+                if _CHECKPOINT.fullmatch(child.name) and (child / "trainer_state.json").is_file()]
+    return max(complete, key=checkpoint_step, default=None)
 
 
 def checkpoint_step(checkpoint: str | Path) -> int:
     """N of a ``checkpoint-N`` folder."""
-    match = re.fullmatch(r"checkpoint-(\d+)", Path(checkpoint).name)
+    match = _CHECKPOINT.fullmatch(Path(checkpoint).name)
     if not match:
         raise ValueError(f"{checkpoint}: not a checkpoint-N folder")
     return int(match.group(1))
+
+
+def update_json(path: str | Path, update: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+    """Read-modify-write the JSON object in ``path`` under an exclusive lock on ``path``.lock, re-reading
+    it first, so processes running side by side (``ablation --step``) keep each other's changes."""
+    import fcntl
+
+    path = Path(path)
+    with open(path.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        data = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+        update(data)
+        path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    return data
 
 
 def final_model_dir(run_dir: str | Path) -> Path:

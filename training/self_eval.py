@@ -21,6 +21,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from harness.jsonl import finished_records
+
 EVAL_VARIANT_SEED = 900_000
 EVAL_POOL_SIZE = 8
 CPU_BUDGET_S = 600.0
@@ -29,8 +31,6 @@ SETS = ("live_qa", "variant_qa", "prompt_robustness", "ifeval")
 
 
 def read_rows(path: Path) -> dict[str, dict[str, Any]]:
-    from harness.jsonl import finished_records
-
     return {row["id"]: row for row in finished_records(path)}  # a torn line's case runs again
 
 
@@ -143,20 +143,10 @@ def evaluate_model(*, model_dir: str | Path, out_dir: str | Path, harness_dir: s
     finally:
         for agent in agents.values():
             agent.close()
-    return _merge_summary(out_dir / "summary.json", summary)
+    from training.runs import update_json
 
-
-def _merge_summary(path: Path, scores: dict[str, Any]) -> dict[str, Any]:
-    """Add this call's scores to ``summary.json`` under a file lock, re-reading it first: two
-    evaluations of one model on different sets, side by side, keep each other's scores."""
-    import fcntl
-
-    with open(path.with_suffix(".lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        summary = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
-        summary.update(scores)
-        path.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
-    return summary
+    # two evaluations of one model on different sets, side by side, keep each other's scores
+    return update_json(out_dir / "summary.json", lambda current: current.update(summary))
 
 
 def _avg_summary(rows: list[dict[str, Any]], *, rubric: bool = False) -> dict[str, Any]:
