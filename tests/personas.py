@@ -3,7 +3,8 @@
 Personas (as in healthchecks' hc/test.py): Olivia the operator, Rafael the
 reviewer, Mei the ML engineer, Ada the admin and Oscar the outsider, who is
 signed in but holds no role. A package's conftest re-exports the fixtures it
-uses: ``from tests.personas import personas, fast_passwords, eager_jobs``.
+uses: ``from tests.personas import personas, fast_passwords, eager_jobs``; the demo Harness
+imported as v1 (``demo_files``, ``demo_version``) is shared the same way.
 """
 
 from __future__ import annotations
@@ -66,3 +67,18 @@ def eager_jobs(request, settings):
 @pytest.fixture
 def personas(db) -> Personas:
     return make_personas()
+
+
+@pytest.fixture(scope="session")
+def demo_files() -> dict[str, str]:
+    from harness import demo_harness_dir, load_dir
+
+    return dict(load_dir(demo_harness_dir()).files)
+
+
+@pytest.fixture
+def demo_version(personas, demo_files):
+    """The demo Harness imported as v1 by the admin."""
+    from studio.harnesses.services import harness_import
+
+    return harness_import(files=demo_files, author=personas.admin, message="demo").version
