@@ -36,6 +36,7 @@ from studio.harnesses.services import (
     label_move,
     label_rollback,
 )
+from studio.redirects import redirect_to_next
 
 VERSIONS_PER_PAGE = 50
 
@@ -208,7 +209,7 @@ def label_move_view(request, name: str):
         return redirect("harnesses:harness_detail", name=harness.name)
     else:
         messages.success(request, f"{request.POST.get('label')} now points at v{version.number}.")
-    return redirect(request.POST.get("next") or reverse("harnesses:harness_detail", args=[harness.name]))
+    return redirect_to_next(request, fallback=reverse("harnesses:harness_detail", args=[harness.name]))
 
 
 @require_POST
