@@ -18,6 +18,8 @@ import json
 import sys
 from pathlib import Path
 
+from harness.mcp_registry import add_trust_flag
+
 
 def _cmd_generate(args: argparse.Namespace) -> int:
     from evaluation.world.sets import generate
@@ -39,7 +41,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 
     try:
         cases = load_cases(args.file)
-    except CaseFileError as exc:
+    except CaseFileError as exc:  # readable, with bad lines: exit 1 (an unreadable file exits 2)
         print(exc, file=sys.stderr)
         return 1
     print(f"{args.file}: {len(cases)} valid cases")
@@ -65,7 +67,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         outcome = run_set(harness_dir=args.harness, set_path=args.set, policy=args.policy, out=args.out,
                           judge=args.judge, concurrency=args.concurrency, limit=args.limit,
                           progress=not args.no_progress, max_new_tokens=args.max_new_tokens,
-                          trajectory_budget_s=args.trajectory_budget_s)
+                          trajectory_budget_s=args.trajectory_budget_s,
+                          trust_harness_commands=args.trust_harness_commands)
     except (RunConfigError, FileNotFoundError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -79,13 +82,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 def _cmd_report(args: argparse.Namespace) -> int:
     from evaluation.runner import RESULTS, load_results, rejudge_run, write_report
+    from harness.userfiles import read_json
 
     run = Path(args.run)
     rows = rejudge_run(run=run) if args.rejudge else load_results(run / RESULTS)
     if not rows:
         print(f"error: {run / RESULTS} holds no finished cases", file=sys.stderr)
         return 2
-    config = json.loads((run / "run.json").read_text(encoding="utf-8")) if (run / "run.json").exists() else {}
+    config = read_json(run / "run.json", what="run record") if (run / "run.json").exists() else {}
     config["partial"] = len(rows) < int(config.get("cases") or len(rows))
     summary = write_report(out=run, rows=rows, config=config)
     print(f"{run}: report of {summary['n']} finished case(s) written to report.md, report.json, category_bars.png")
@@ -178,6 +182,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--trajectory-budget-s", type=float, default=None,
                    help="override the Harness's trajectory budget (e.g. for a slow CPU); recorded in run.json")
     p.add_argument("--no-progress", action="store_true")
+    add_trust_flag(p)
     p.set_defaults(fn=_cmd_run)
     p = sub.add_parser("report", help="(re)write a run's report from its results, e.g. of an unfinished run")
     p.add_argument("run", type=Path)
@@ -211,8 +216,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from evaluation.cases import CaseFileError
+    from harness.livestream import DocumentValidationError
+    from harness.userfiles import InputFileError
+
     args = build_parser().parse_args(argv)
-    return args.fn(args)
+    try:
+        return args.fn(args)
+    except (InputFileError, CaseFileError, DocumentValidationError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ from evaluation.case_harness import CannedToolRunner, bundle_for_case, canned_re
 from evaluation.cases import case_request, load_cases
 from evaluation.judges import make_judge
 from harness.jsonl import finished_records
+from harness.mcp_registry import McpRegistry
 
 RESULTS = "results.jsonl"
 
@@ -77,10 +78,11 @@ class _Worker:
     """
 
     def __init__(self, policy_factory: Callable[[], Any], catalogue, connect_mcp: bool,
-                 budget_s: float | None = None) -> None:
+                 budget_s: float | None = None, mcp: dict[str, Any] | None = None) -> None:
         self.policy = policy_factory()
         self.catalogue = catalogue
         self.connect_mcp = connect_mcp
+        self.mcp = mcp or {}  # mcp_registry / trust_harness_commands for the Agent
         self.budget_s = budget_s
         self.base = None
         self.variant = None
@@ -90,7 +92,8 @@ class _Worker:
 
         if self.base is None:
             self.base = Agent(bundle=bundle, policy=self.policy, catalogue=self.catalogue,
-                              connect_mcp=self.connect_mcp, trajectory_budget_s=self.budget_s)
+                              connect_mcp=self.connect_mcp, trajectory_budget_s=self.budget_s,
+                              **self.mcp)
         if bundle.digest == self.base.bundle.digest:
             return self.base
         if self.variant is None or self.variant.bundle.digest != bundle.digest:
@@ -120,13 +123,22 @@ def run_set(
     connect_mcp: bool = True,
     max_new_tokens: int | None = None,
     trajectory_budget_s: float | None = None,
+    mcp_registry: McpRegistry | None = None,
+    trust_harness_commands: bool = False,
 ) -> RunOutcome:
-    """Evaluate ``set_path`` under the Harness at ``harness_dir`` with ``policy``; resumable."""
+    """Evaluate ``set_path`` under the Harness at ``harness_dir`` with ``policy``; resumable.
+
+    The Harness's MCP servers are resolved against ``mcp_registry`` (default: the CLIs')
+    before any case runs; an unregistered or untrusted inline one raises ``McpServerRefused``."""
     from harness import load_dir
     from harness.policies import make_policy
 
     set_path, out = Path(set_path), Path(out)
     bundle = load_dir(harness_dir)
+    mcp_registry = mcp_registry if mcp_registry is not None else McpRegistry.default()
+    if connect_mcp:
+        mcp_registry.resolve(bundle.tool_registry, trust_harness_commands=trust_harness_commands)
+    mcp = {"mcp_registry": mcp_registry, "trust_harness_commands": trust_harness_commands}
     cases = load_cases(set_path)[:limit] if limit else load_cases(set_path)
     catalogue = resolve_catalogue(set_path, cases)
     config = {
@@ -172,7 +184,7 @@ def run_set(
 
     def run_one(case: dict) -> dict:
         if not hasattr(local, "worker"):
-            local.worker = _Worker(factory, catalogue, connect_mcp, trajectory_budget_s)
+            local.worker = _Worker(factory, catalogue, connect_mcp, trajectory_budget_s, mcp)
             workers.append(local.worker)
         worker = local.worker
         started = time.perf_counter()

@@ -3,8 +3,11 @@
 Each tool has a name, a description, JSON-Schema parameters, an optional
 timeout (default: the prompt constraint ``tool_timeout_s``) and a binding:
 ``{builtin: <name from harness.tool_catalogue>}`` or
-``{mcp: <server>/<tool>}``. MCP servers are declared with a stdio command or an
-HTTP URL; the runtime discovers their tools at start-up and maps them in.
+``{mcp: <server>/<tool>}``. An MCP server entry names a server the deployment
+registered (``registered: <name>``, see :mod:`harness.mcp_registry`), or, for
+local use only, declares a stdio command or an HTTP URL inline, which the
+runtime starts only for a caller that trusts the bundle. The runtime discovers
+the servers' tools at start-up and maps them in.
 """
 
 from __future__ import annotations
@@ -14,10 +17,11 @@ from dataclasses import dataclass, field
 from harness.errors import Problem
 from harness.schema import parameter_schema_error, schema_problems
 from harness.tool_catalogue import BUILTIN_TOOLS
-from harness.yamlio import LineMap, load_yaml
+from harness.yamlio import LineMap, dotted, load_yaml
 
 FILE = "tools.yaml"
 TOOL_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,63}$"
+SERVER_NAME_PATTERN = r"^[A-Za-z0-9_.-]{1,64}$"
 
 SCHEMA = {
     "type": "object",
@@ -26,11 +30,13 @@ SCHEMA = {
     "properties": {
         "mcp_servers": {
             "type": "object",
+            "propertyNames": {"pattern": SERVER_NAME_PATTERN},
             "additionalProperties": {
                 "type": "object",
                 "additionalProperties": False,
-                "required": ["transport"],
                 "properties": {
+                    "registered": {"type": "string", "pattern": SERVER_NAME_PATTERN,
+                                   "x-hint": "the name of a server in the deployment's MCP registry"},
                     "transport": {"enum": ["stdio", "http"]},
                     "command": {"type": "array", "items": {"type": "string"}, "minItems": 1},
                     "url": {"type": "string", "pattern": "^https?://",
@@ -72,11 +78,20 @@ SCHEMA = {
 
 @dataclass(frozen=True)
 class McpServerSpec:
+    """How one MCP server is reached: a registered name, or an inline stdio command / URL.
+
+    ``registered`` is set for a Harness entry that names a registry server (and
+    kept on the resolved spec); ``pass_env`` lists host variables the server may
+    receive (registry entries only)."""
+
     name: str
-    transport: str
+    transport: str = ""
     command: tuple[str, ...] = ()
     url: str = ""
     env: dict = field(default_factory=dict)
+    registered: str = ""
+    pass_env: tuple[str, ...] = ()
+    description: str = ""
 
 
 @dataclass(frozen=True)
@@ -133,16 +148,28 @@ def parse_tools(text: str) -> tuple[ToolRegistry | None, list[Problem]]:
     if problems:
         return None, problems
     servers = {}
-    for name, spec in (data.get("mcp_servers") or {}).items():
-        at = linemap.line(("mcp_servers", name))
-        if spec["transport"] == "stdio" and not spec.get("command"):
-            problems.append(Problem(FILE, at, f"mcp_servers.{name}.command",
-                                    "a stdio server needs a command (a list of strings)"))
-        if spec["transport"] == "http" and not spec.get("url"):
-            problems.append(Problem(FILE, at, f"mcp_servers.{name}.url",
-                                    "an http server needs a url"))
-        servers[name] = McpServerSpec(name, spec["transport"], tuple(spec.get("command") or ()),
-                                      spec.get("url", ""), dict(spec.get("env") or {}))
+    for name, entry in (data.get("mcp_servers") or {}).items():
+        path = ("mcp_servers", name)
+        if entry.get("registered"):
+            extra = sorted(set(entry) - {"registered", "description"})
+            if extra:
+                problems.append(Problem(FILE, linemap.line((*path, extra[0])), f"mcp_servers.{name}",
+                                        f"a registered server takes only 'registered' and "
+                                        f"'description'; remove {', '.join(map(repr, extra))} (how it "
+                                        "starts is the deployment's MCP registry's business)"))
+            servers[name] = McpServerSpec(name, registered=entry["registered"],
+                                          description=entry.get("description", ""))
+            continue
+        if "transport" not in entry:
+            problems.append(Problem(FILE, linemap.line(path), f"mcp_servers.{name}",
+                                    "name a server of the deployment's MCP registry with "
+                                    "'registered: <name>' (or, for local use with a trusted "
+                                    "bundle, declare 'transport' with a 'command' or 'url')"))
+            continue
+        spec, entry_problems = server_from_mapping(name, entry, file=FILE, linemap=linemap, path=path)
+        problems += entry_problems
+        if spec is not None:
+            servers[name] = spec
     tools, seen = [], {}
     for i, item in enumerate(data["tools"]):
         where = ("tools", i)
@@ -177,3 +204,23 @@ def parse_tools(text: str) -> tuple[ToolRegistry | None, list[Problem]]:
     if problems:
         return None, problems
     return ToolRegistry(tools, servers, linemap), []
+
+
+def server_from_mapping(name: str, entry: dict, *, file: str, linemap: LineMap | None = None,
+                        path: tuple = ()) -> tuple[McpServerSpec | None, list[Problem]]:
+    """One schema-checked inline or registry entry -> its spec (stdio needs a command, http a url)."""
+    linemap = linemap or LineMap()
+    at = linemap.line(path)
+    where = dotted(path) or name
+    problems = []
+    if entry["transport"] == "stdio" and not entry.get("command"):
+        problems.append(Problem(file, at, f"{where}.command",
+                                "a stdio server needs a command (a list of strings)"))
+    if entry["transport"] == "http" and not entry.get("url"):
+        problems.append(Problem(file, at, f"{where}.url", "an http server needs a url"))
+    if problems:
+        return None, problems
+    return McpServerSpec(name, entry["transport"], tuple(entry.get("command") or ()),
+                         entry.get("url", ""), dict(entry.get("env") or {}),
+                         pass_env=tuple(entry.get("pass_env") or ()),
+                         description=entry.get("description", "")), []

@@ -21,6 +21,7 @@ import threading
 import time
 from urllib.parse import urlsplit
 
+from harness.mcp_registry import add_trust_flag
 from serving.record import DEFAULT_RUNS_DIR, RunRecordError
 
 DEFAULT_SGLANG_PORT = 30000
@@ -85,6 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--profiles", help="profiles YAML file")
     p.add_argument("--out", default=str(DEFAULT_RUNS_DIR), help=f"runs folder (default {DEFAULT_RUNS_DIR})")
     p.add_argument("--run-id", help="name of the run folder (default: time-route-random)")
+    add_trust_flag(p)
 
     p = sub.add_parser("compare", help="compare two replay runs")
     p.add_argument("run_a")
@@ -183,6 +185,7 @@ def cmd_replay(args) -> int:
         profile=profile, harness_dir=args.harness or demo_harness_dir(), cases_path=args.cases,
         plan=plan, settings=settings, out_root=args.out, run_id=args.run_id,
         progress=lambda msg: print(msg, file=sys.stderr, flush=True),
+        trust_harness_commands=args.trust_harness_commands,
     )
     print((run_dir / "table.md").read_text(encoding="utf-8"))
     print(f"run folder: {run_dir}")

@@ -1,11 +1,10 @@
 """The complete agent as the replay's request function, and what all its requests share.
 
-`shared_services(...)` starts, for the whole run, the Harness's marketing MCP
-server as its own process over streamable HTTP (a real network hop, as in
-production) on the run's catalogue, and gives every agent a copy of the Harness
-whose MCP entry points at that URL; every other part of the Harness (skills,
-prompt, hooks, round limit, tool timeout) is unchanged, and the run record keeps
-the original Harness digest.
+`shared_services(...)` resolves the Harness's MCP servers against the MCP
+registry (harness.mcp_registry) and starts, for the whole run, this project's
+marketing MCP server as its own process over streamable HTTP (a real network
+hop, as in production) on the run's catalogue. Every agent gets a registry in
+which that server's name points at the URL; the Harness itself is unchanged.
 
 `agent_worker_factory(...)` gives each replay worker its own `Agent` (runtime,
 hooks, round limit, tool timeout) driving an `OpenAIChatPolicy` against the
@@ -26,8 +25,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from harness.mcp_registry import McpRegistry
+from harness.tools import McpServerSpec
 from serving.endpoint import Endpoint, GenerationSettings
 from serving.replay import RequestOutcome, WorkerFactory
 from serving.transformers_server import die_with_parent, free_port
@@ -46,12 +45,15 @@ def _is_project_mcp_server(command: tuple[str, ...]) -> bool:
 class ReplayServices:
     """The MCP server process(es) and the agents of one run; closed when the run ends."""
 
-    def __init__(self, *, bundle, run_dir: Path, catalogue_path: str | None):
-        self.original_bundle = bundle
+    def __init__(self, *, bundle, run_dir: Path, catalogue_path: str | None,
+                 registry: McpRegistry | None = None, trust_harness_commands: bool = False):
         self.bundle = bundle
         self.run_dir = Path(run_dir)
         self.catalogue_path = catalogue_path
         self.catalogue = None
+        self.base_registry = registry if registry is not None else McpRegistry.default()
+        self.registry = self.base_registry
+        self.trust_harness_commands = trust_harness_commands
         self.processes: dict[str, subprocess.Popen] = {}
         self.servers: dict[str, dict[str, Any]] = {}
         self._agents: list[Any] = []
@@ -60,25 +62,28 @@ class ReplayServices:
     def start(self) -> ReplayServices:
         from harness.livestream import Catalogue, demo_catalogue
 
+        # Refuses (McpServerRefused) before any process starts.
+        resolved = self.base_registry.resolve(self.bundle.tool_registry,
+                                              trust_harness_commands=self.trust_harness_commands)
         if self.catalogue_path:
             self.catalogue = Catalogue.load(self.catalogue_path)
         else:
             self.catalogue = demo_catalogue()
             self.catalogue_path = str(self.run_dir / "catalogue.json")
             self.catalogue.dump(self.catalogue_path)
-        servers = {}
-        for name, spec in self.original_bundle.mcp_servers.items():
-            if spec.transport == "stdio" and _is_project_mcp_server(spec.command):
+        over_http = {}
+        for name, spec in resolved.items():
+            if spec.registered and spec.transport == "stdio" and _is_project_mcp_server(spec.command):
                 url, proc, log = self._start_http_server(name)
                 self.processes[name] = proc
-                servers[name] = {"transport": "http", "url": url}
+                over_http[spec.registered] = McpServerSpec(spec.registered, "http", url=url)
                 self.servers[name] = {"transport": "http", "url": url, "pid": proc.pid, "log": str(log),
                                       "catalogue": self.catalogue_path}
             else:
                 self.servers[name] = {"transport": spec.transport, "url": spec.url or None,
                                       "command": list(spec.command)}
-        if servers:
-            self.bundle = _with_mcp_servers(self.original_bundle, servers)
+        if over_http:
+            self.registry = self.base_registry.merged(McpRegistry(over_http))
         return self
 
     def _start_http_server(self, name: str) -> tuple[str, subprocess.Popen, Path]:
@@ -106,8 +111,7 @@ class ReplayServices:
             self._agents.append(agent)
 
     def describe(self) -> dict[str, Any]:
-        return {"mcp_servers": self.servers, "catalogue": self.catalogue_path,
-                "agent_harness_digest": self.bundle.digest}
+        return {"mcp_servers": self.servers, "catalogue": self.catalogue_path}
 
     def close(self) -> None:
         with self._lock:
@@ -126,19 +130,11 @@ class ReplayServices:
         self.processes.clear()
 
 
-def _with_mcp_servers(bundle, servers: dict[str, dict[str, Any]]):
-    """The bundle with some MCP servers reached over HTTP instead of stdio."""
-    data = yaml.safe_load(bundle.files["tools.yaml"])
-    for name, override in servers.items():
-        entry = {k: v for k, v in data["mcp_servers"][name].items() if k not in ("command", "env", "transport")}
-        data["mcp_servers"][name] = {**entry, **override}
-    return bundle.with_files({"tools.yaml": yaml.safe_dump(data, sort_keys=False, allow_unicode=True)})
-
-
 @contextlib.contextmanager
-def shared_services(*, endpoint: Endpoint, bundle, run_dir: Path, catalogue_path: str | None = None
-                    ) -> Iterator[ReplayServices]:
-    services = ReplayServices(bundle=bundle, run_dir=run_dir, catalogue_path=catalogue_path)
+def shared_services(*, endpoint: Endpoint, bundle, run_dir: Path, catalogue_path: str | None = None,
+                    trust_harness_commands: bool = False) -> Iterator[ReplayServices]:
+    services = ReplayServices(bundle=bundle, run_dir=run_dir, catalogue_path=catalogue_path,
+                              trust_harness_commands=trust_harness_commands)
     try:
         yield services.start()
     finally:
@@ -210,7 +206,8 @@ def agent_worker_factory(*, endpoint: Endpoint, bundle, settings: GenerationSett
     def factory():
         policy, policy_settings = make_policy(endpoint=endpoint, settings=settings)
         agent = Agent(bundle=context.bundle, policy=policy, catalogue=context.catalogue,
-                      generation=policy_settings)
+                      generation=policy_settings, mcp_registry=context.registry,
+                      trust_harness_commands=context.trust_harness_commands)
         context.register(agent)
 
         def run(case: dict[str, Any]) -> RequestOutcome:

@@ -9,6 +9,7 @@ and returns the run folder.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -50,18 +51,25 @@ def replay_run(
     factory_builder: FactoryBuilder | None = None,
     services: Callable[..., Any] | None = None,
     progress: Callable[[str], None] | None = None,
+    trust_harness_commands: bool = False,
 ) -> Path:
-    """Replay `cases_path` against `profile` under the Harness in `harness_dir`; returns the run folder."""
+    """Replay `cases_path` against `profile` under the Harness in `harness_dir`; returns the run folder.
+
+    The Harness's MCP servers are checked against the MCP registry before the route starts
+    (``McpServerRefused``); its inline server commands run only with ``trust_harness_commands``."""
     from harness import load_dir
+    from harness.mcp_registry import McpRegistry
 
     say = progress or (lambda _msg: None)
     bundle = load_dir(harness_dir)  # raises HarnessValidationError listing every problem
+    McpRegistry.default().resolve(bundle.tool_registry, trust_harness_commands=trust_harness_commands)
     manifest = load_manifest(cases_path, warmup=plan.warmup, measured=plan.measured)
     if factory_builder is None:
         from serving import agent_runner
 
         factory_builder = agent_runner.agent_worker_factory
-        services = services or agent_runner.shared_services
+        services = services or functools.partial(agent_runner.shared_services,
+                                                 trust_harness_commands=trust_harness_commands)
     services = services or (lambda **_kw: contextlib.nullcontext(None))
     run_id = run_id or new_run_id(profile.name)
     writer = RunWriter(root=out_root, run_id=run_id)

@@ -32,6 +32,7 @@ from typing import Any
 from harness.bundle import Bundle
 from harness.hooks import HookSpec
 from harness.livestream import Catalogue, Request, demo_catalogue
+from harness.mcp_registry import McpRegistry
 from harness.mcp_server.constants import CATALOGUE_ENV
 from harness.policies.base import GenerationSettings, Policy, PolicyOutput, ToolCall
 from harness.policies.text_protocol import parse_reply
@@ -99,6 +100,7 @@ class Agent:
                  failure_injection: FailureInjection | None = None,
                  generation: GenerationSettings | None = None,
                  connect_mcp: bool = True, mcp_env: dict[str, str] | None = None,
+                 mcp_registry: McpRegistry | None = None, trust_harness_commands: bool = False,
                  max_rounds: int | None = None, trajectory_budget_s: float | None = None,
                  tool_timeout_s: float | None = None,
                  demonstrations: list[dict[str, Any]] | None = None) -> None:
@@ -120,13 +122,18 @@ class Agent:
         self._tmpdir: tempfile.TemporaryDirectory | None = None
         self.hub: McpHub | None = None
         if bundle.mcp_servers and connect_mcp:
+            # Resolved before anything starts: an unregistered or untrusted inline server
+            # refuses the whole Agent (McpServerRefused), and no process is started.
+            registry = mcp_registry if mcp_registry is not None else McpRegistry.default()
+            servers = registry.resolve(bundle.tool_registry,
+                                       trust_harness_commands=trust_harness_commands)
             env = dict(mcp_env or {})
             if CATALOGUE_ENV not in env:
                 self._tmpdir = tempfile.TemporaryDirectory(prefix="harness-catalogue-")
                 path = Path(self._tmpdir.name) / "catalogue.json"
                 self.catalogue.dump(path)
                 env[CATALOGUE_ENV] = str(path)
-            self.hub = McpHub(bundle.mcp_servers, env=env)
+            self.hub = McpHub(servers, env=env)
         self.runner = ToolRunner(hub=self.hub, default_timeout_s=self.tool_timeout_s)
 
     # --- lifecycle -------------------------------------------------------------

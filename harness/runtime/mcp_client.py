@@ -1,5 +1,8 @@
 """MCP tools for the runtime: connect to a Harness's MCP servers and call their tools.
 
+The servers arrive resolved by :mod:`harness.mcp_registry` (what to start, and
+which environment variables it may receive); nothing here reads a Harness.
+
 ``McpHub`` owns one background thread with an asyncio loop; each server gets a
 long-lived ``mcp.Client`` session (a stdio subprocess or a streamable-HTTP URL)
 opened at start-up, when its tools are discovered. Calls from the agent's
@@ -19,6 +22,7 @@ import threading
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
+from harness.mcp_registry import server_environment
 from harness.tools import McpServerSpec
 
 CONNECT_TIMEOUT_S = 20.0
@@ -33,15 +37,13 @@ class McpCallError(RuntimeError):
 
 
 def _stdio_params(spec: McpServerSpec, env: dict[str, str]):
+    """The server's command as given (found on PATH when not a path) and its minimal environment:
+    the SDK's defaults (PATH, HOME, ...), then the spec's declared variables, then ``env``."""
     from mcp import StdioServerParameters
 
     command, *args = spec.command
-    if command in ("python", "python3"):
-        command = sys.executable  # the project's interpreter, whatever PATH says
-    else:
-        command = shutil.which(command) or command
-    return StdioServerParameters(command=command, args=list(args),
-                                 env={**os.environ, **env, **spec.env})
+    return StdioServerParameters(command=shutil.which(command) or command, args=list(args),
+                                 env=server_environment(spec, env))
 
 
 def _errlog():

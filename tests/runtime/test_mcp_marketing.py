@@ -11,8 +11,10 @@ import httpx
 import pytest
 
 from harness.livestream import demo_catalogue
+from harness.mcp_registry import McpRegistry
 from harness.policies import ScriptedPolicy
 from harness.runtime import Agent
+from harness.tools import McpServerSpec
 
 from .helpers import call, price_request
 
@@ -29,16 +31,15 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def http_bundle(bundle, url: str):
-    text = bundle.files["tools.yaml"]
-    stdio = '    transport: stdio\n    command: ["python", "-m", "harness", "serve-mcp"]\n'
-    assert stdio in text
-    return bundle.with_files({"tools.yaml": text.replace(stdio, f"    transport: http\n    url: {url}\n")})
+def http_registry(url: str) -> McpRegistry:
+    """A deployment registry whose 'marketing' server is reached over HTTP at `url`."""
+    return McpRegistry({"marketing": McpServerSpec("marketing", "http", url=url)})
 
 
-def run_promo(bundle, script=PROMO_SCRIPT):
+def run_promo(bundle, script=PROMO_SCRIPT, registry=None):
     request = price_request(comments=["how much for three of #3?"])
-    with Agent(bundle=bundle, policy=ScriptedPolicy(script), catalogue=demo_catalogue()) as agent:
+    with Agent(bundle=bundle, policy=ScriptedPolicy(script), catalogue=demo_catalogue(),
+               mcp_registry=registry) as agent:
         status = agent.mcp_status()
         return agent.run(request), status
 
@@ -80,7 +81,7 @@ def test_http_server_optimal_promotion_through_the_loop(demo_bundle, http_server
                                                           {"link_id": 2, "quantity": 1}]),
               call("load_skill", name="general_discount"),
               "Together they come to 189.50 yuan after the offers."]
-    traj, status = run_promo(http_bundle(demo_bundle, http_server), script)
+    traj, status = run_promo(demo_bundle, script, http_registry(http_server))
     assert "calculate_optimal_promotion" in status["marketing"]["tools"]
     best = traj.tool_calls[0].result
     # cream 2 x 129 = 258 - 20% = 206.40; serum 159 - 10% = 143.10; 349.50 >= 300 -> -40
@@ -110,7 +111,7 @@ def test_server_down_gives_a_clear_tool_error_and_the_request_completes(demo_bun
               call("load_skill", name="item_qa"),
               "Let me confirm the offer for link 3 with the team."]
     started = time.monotonic()
-    traj, status = run_promo(http_bundle(demo_bundle, url), script)
+    traj, status = run_promo(demo_bundle, script, http_registry(url))
     assert "unavailable" in status["marketing"]["error"]
     failed = traj.tool_calls[0]
     assert failed.error_kind == "unavailable"
