@@ -38,7 +38,11 @@ $PY -m celery -A studio worker --beat --schedule var/celerybeat-schedule \
   --concurrency "${CELERY_CONCURRENCY:-2}" --loglevel INFO >>var/log/celery.log 2>&1 &
 pids+=($!)
 say "web server on http://127.0.0.1:$PORT/ (Ctrl-C stops everything)"
-$PY manage.py runserver "0.0.0.0:$PORT" --noreload &
+# DEBUG stays off, as in production: errors show the studio's own pages. With DEBUG
+# off, Django's development server serves /static/ (CSS, htmx, Chart.js) only when
+# asked with --insecure; a production deployment serves collectstatic's folder from
+# its HTTPS proxy instead (examples/production.env).
+$PY manage.py runserver "0.0.0.0:$PORT" --noreload --insecure &
 pids+=($!)
 # Return as soon as either process ends; the trap then stops the other.
 wait -n "${pids[@]}"

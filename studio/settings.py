@@ -1,12 +1,24 @@
 """Django settings for Harness Studio, read from the environment.
 
 SQLite under var/ by default; DATABASE_URL (PostgreSQL) when set; REDIS_URL is
-the Celery broker. SECRET_KEY has a development default only when DEBUG is on.
+the Celery broker. DEBUG is off unless the environment turns it on (DEBUG=1):
+errors show the project's own pages, never Django's debug page.
+
+Two ways to run:
+- locally (the default): plain HTTP on the loopback host names; without a
+  SECRET_KEY a random one is made once in var/secret_key (mode 0600) and
+  shared by the web server and the workers of this checkout;
+- HARNESS_STUDIO_PRODUCTION=1: served over HTTPS. SECRET_KEY and
+  ALLOWED_HOSTS must come from the environment, DEBUG must be off, cookies
+  are secure, HTTP redirects to HTTPS and HSTS is sent. examples/production.env
+  lists every variable; `manage.py check --deploy` is clean with it.
 """
 
 from __future__ import annotations
 
 import os
+import secrets
+import tempfile
 from pathlib import Path
 
 import dj_database_url
@@ -17,13 +29,57 @@ from studio.envreaders import env_bool, env_float, env_int, env_list, env_str
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("HARNESS_STUDIO_VAR", str(BASE_DIR / "var")))
 
-DEBUG = env_bool("DEBUG", True)
-_DEV_SECRET = "dev-only-insecure-secret-key-for-harness-studio"
-SECRET_KEY = env_str("SECRET_KEY", _DEV_SECRET if DEBUG else None)
-if not DEBUG and SECRET_KEY == _DEV_SECRET:
-    raise ImproperlyConfigured("SECRET_KEY must be set to a private value when DEBUG is off")
+PRODUCTION = env_bool("HARNESS_STUDIO_PRODUCTION", False)
+DEBUG = env_bool("DEBUG", False)
+if PRODUCTION and DEBUG:
+    raise ImproperlyConfigured(
+        "DEBUG must be off when HARNESS_STUDIO_PRODUCTION is on: the debug page shows every URL and setting"
+    )
 
-ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "0.0.0.0", "[::1]", "testserver"])
+_MAKE_A_KEY = 'make one with: python -c "import secrets; print(secrets.token_urlsafe(50))"'
+
+
+def _local_secret_key(path: Path) -> str:
+    """The key made once for this checkout: random, readable by its owner only, shared by every process."""
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, draft = tempfile.mkstemp(dir=path.parent, prefix=".secret_key-")  # mode 0600
+        with os.fdopen(handle, "w") as out:
+            out.write(secrets.token_urlsafe(50) + "\n")
+        try:
+            os.link(draft, path)  # atomic: when two processes start at once, the first key wins
+        except FileExistsError:
+            pass
+        finally:
+            os.unlink(draft)
+    key = path.read_text().strip()
+    if len(key) < 50:
+        raise ImproperlyConfigured(f"{path}: the secret key there is shorter than 50 characters; delete the file "
+                                   "to make a new one, or set SECRET_KEY")
+    return key
+
+
+if PRODUCTION:
+    SECRET_KEY = env_str("SECRET_KEY", "")
+    if not SECRET_KEY:
+        raise ImproperlyConfigured(f"SECRET_KEY is required when HARNESS_STUDIO_PRODUCTION is on; {_MAKE_A_KEY}")
+    if len(SECRET_KEY) < 50 or len(set(SECRET_KEY)) < 5:
+        raise ImproperlyConfigured(
+            f"SECRET_KEY is too weak: {len(SECRET_KEY)} characters, {len(set(SECRET_KEY))} different; at least 50 "
+            f"and 5 are needed; {_MAKE_A_KEY}"
+        )
+else:
+    SECRET_KEY = env_str("SECRET_KEY", "") or _local_secret_key(VAR_DIR / "secret_key")
+
+if PRODUCTION:
+    ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", [])
+    if not ALLOWED_HOSTS:
+        raise ImproperlyConfigured(
+            "ALLOWED_HOSTS must name the studio's host names when HARNESS_STUDIO_PRODUCTION is on, "
+            "comma-separated, e.g. studio.example.com"
+        )
+else:
+    ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "0.0.0.0", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
 INSTALLED_APPS = [
@@ -117,6 +173,16 @@ SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = False  # htmx reads the token from the page, not the cookie
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
+if PRODUCTION:
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", True)
+    SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 365 * 24 * 3600, minimum=0)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", True)
+    SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", True)
+    # Behind a proxy that terminates TLS, Django sees plain HTTP; the proxy says so in this header.
+    if env_bool("TRUST_X_FORWARDED_PROTO", False):
+        SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
 # --- Celery (broker: Redis) ---------------------------------------------------
 REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
