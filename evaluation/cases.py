@@ -14,6 +14,7 @@ so an import either takes the whole file or nothing.
 
 from __future__ import annotations
 
+import io
 import json
 import re
 from collections.abc import Iterable
@@ -23,6 +24,7 @@ from typing import Any
 
 from harness.livestream.request import Request
 from harness.livestream.validation import DocumentValidationError, FieldReader
+from harness.userfiles import MAX_LINES_BYTES, InputFileError, parse_json, read_text
 
 CASE_FORMAT = "hs-case/1"
 CATEGORIES = (
@@ -228,9 +230,9 @@ def parse_cases(lines: Iterable[str], *, source: str = "<cases>") -> list[dict]:
         if not line.strip():
             continue
         try:
-            data = json.loads(line)
-        except json.JSONDecodeError as exc:
-            problems.append(CaseProblem(lineno, "", f"not valid JSON ({exc.msg} at column {exc.colno})", source))
+            data = parse_json(line.removesuffix("\n"), source=source, line=lineno, what="case")
+        except InputFileError as exc:
+            problems.append(CaseProblem(lineno, "", exc.reason, source))
             continue
         found = validate_case(data)
         problems += [CaseProblem(lineno, f, m, source) for f, m in found]
@@ -250,10 +252,13 @@ def parse_cases(lines: Iterable[str], *, source: str = "<cases>") -> list[dict]:
 
 
 def load_cases(path: str | Path) -> list[dict]:
-    """Read and validate a JSONL case file (all or nothing)."""
-    path = Path(path)
-    with path.open(encoding="utf-8") as handle:
-        return parse_cases(handle, source=str(path))
+    """Read and validate a JSONL case file (all or nothing).
+
+    ``InputFileError`` when the file is missing, too large or not UTF-8; ``CaseFileError``
+    listing every bad line otherwise.
+    """
+    text = read_text(path, what="case file", max_bytes=MAX_LINES_BYTES)
+    return parse_cases(io.StringIO(text, newline=None), source=str(path))
 
 
 def dumps_case(case: dict) -> str:

@@ -159,8 +159,20 @@ def read_dir(path: str | Path) -> tuple[dict[str, str], list[Problem]]:
         if p.is_dir() or any(part.startswith(".") or part == "__pycache__"
                              for part in rel.split("/")):
             continue
+        if not p.is_file():  # a dangling link, a FIFO or a device would fail or block
+            problems.append(Problem(rel, 0, "(file)", "not a regular file"))
+            continue
         try:
-            files[rel] = p.read_bytes().decode("utf-8")
+            with p.open("rb") as handle:
+                data = handle.read(MAX_FILE_BYTES + 1)  # bounded: the limit is checked here
+        except OSError as exc:
+            problems.append(Problem(rel, 0, "(file)", f"cannot read ({exc.strerror or exc})"))
+            continue
+        if len(data) > MAX_FILE_BYTES:
+            problems.append(Problem(rel, 0, "(file)", f"file is larger than {MAX_FILE_BYTES // 1024} KiB"))
+            continue
+        try:
+            files[rel] = data.decode("utf-8")
         except UnicodeDecodeError as exc:
             problems.append(Problem(rel, 0, "(file)", f"not UTF-8 text: {exc.reason}"))
     return files, problems

@@ -4,7 +4,8 @@ Two readers, for the two kinds of file the project keeps:
 
 - :func:`jsonl_records` for files a person wrote or handed over (a case set, an
   examples file): every non-blank line must be JSON, and the first bad one
-  raises the caller's error class naming ``file:line`` and the parser's reason;
+  raises the caller's error class naming ``file:line`` and the parser's reason
+  (read through :mod:`harness.userfiles`: size cap, UTF-8, bounded nesting);
 - :func:`finished_records` for append-only results files the project writes
   itself as each item finishes: a line torn by a killed run is skipped, so the
   run resumes and does that item again.
@@ -12,27 +13,31 @@ Two readers, for the two kinds of file the project keeps:
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from harness.userfiles import MAX_LINES_BYTES, parse_json, read_text
 
 
 def jsonl_records(path: str | Path, *, error: type[Exception] = ValueError,
                   text: str | None = None) -> Iterator[tuple[int, Any]]:
     """``(line number, value)`` for each non-blank line of ``path`` (or of ``text``, named as ``path``).
 
-    A line that is not JSON raises ``error("PATH:LINE: not valid JSON (REASON)")``.
+    A line that is not JSON raises ``error("PATH:LINE: not valid JSON (REASON)")``; a file
+    that is missing, too large or not UTF-8 raises ``error`` naming the file too.
     """
     if text is None:
-        text = Path(path).read_text(encoding="utf-8")
-    for number, line in enumerate(text.splitlines(), start=1):
+        text = read_text(path, what="JSON Lines file", max_bytes=MAX_LINES_BYTES, error=error)
+    # Lines end at \n, \r\n or \r only: str.splitlines() would also cut at U+2028 and
+    # friends, which json.dumps(ensure_ascii=False) leaves raw inside strings.
+    for number, line in enumerate(io.StringIO(text, newline=None), start=1):
         if not line.strip():
             continue
-        try:
-            yield number, json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise error(f"{path}:{number}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+        yield number, parse_json(line.removesuffix("\n"), source=str(path), line=number,
+                                 what="JSON Lines record", error=error)
 
 
 def finished_records(path: str | Path) -> list[Any]:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.jsonl import jsonl_records
+from harness.userfiles import MAX_LINES_BYTES, parse_json, read_text
 
 
 class CaseFileError(ValueError):
@@ -63,17 +64,11 @@ def manifest_digest(cases: list[dict[str, Any]]) -> str:
 def load_cases(path: str | Path) -> list[dict[str, Any]]:
     """All cases of a file, normalised to {'id': str, 'request': {...}, ...}."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise CaseFileError(f"{path}: no such case file") from None
+    text = read_text(path, what="case file", max_bytes=MAX_LINES_BYTES, error=CaseFileError)
     raw: list[tuple[int, Any]] = []
     stripped = text.lstrip()
     if stripped.startswith("["):
-        try:
-            items = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise CaseFileError(f"{path}:{exc.lineno}: not valid JSON: {exc.msg}") from None
+        items = parse_json(text, source=str(path), what="case file", error=CaseFileError)
         raw = [(0, item) for item in items]
     else:
         raw = list(jsonl_records(path, error=CaseFileError, text=text))

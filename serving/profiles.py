@@ -24,7 +24,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-import yaml
+from harness.userfiles import read_text
+from harness.yamlio import load_yaml
 
 ENGINES = ("transformers", "sglang", "openai")
 BUILTIN_PROFILES = Path(__file__).with_name("profiles.yaml")
@@ -149,12 +150,10 @@ def _check_profile(p: ServingProfile, where: str) -> None:
 def load_profiles(path: str | Path | None = None) -> dict[str, ServingProfile]:
     """Profiles from a YAML file (default: the built-in serving/profiles.yaml)."""
     path = Path(path) if path is not None else BUILTIN_PROFILES
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ProfileError(f"{path}: no such profiles file") from None
-    except yaml.YAMLError as exc:
-        raise ProfileError(f"{path}: not valid YAML: {exc}") from None
+    text = read_text(path, what="profiles file", error=ProfileError)
+    data, _, problems = load_yaml(text, file=str(path))  # no aliases, bounded (harness/yamlio.py)
+    if problems:
+        raise ProfileError("; ".join(str(p) for p in problems))
     if not isinstance(data, dict) or not isinstance(data.get("profiles"), dict):
         raise ProfileError(f"{path}: expected a top-level 'profiles:' mapping of name -> fields")
     return {

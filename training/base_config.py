@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from harness.userfiles import read_text
 from harness.yamlio import load_yaml
 
 C = TypeVar("C", bound="StageConfig")
@@ -176,10 +177,7 @@ def config_from_dict(cls: type[C], data: dict[str, Any], *, source: str = "confi
 def load_config(cls: type[C], path: str | Path) -> C:
     """Read a YAML or JSON config file into ``cls``."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read config ({exc.strerror})") from None
+    text = read_text(path, what="config file", error=ConfigError)
     data, linemap, problems = load_yaml(text, file=str(path))
     if problems:
         raise ConfigError("; ".join(str(p) for p in problems))

@@ -120,11 +120,7 @@ def cases_requirements(path: str):
     from harness.augment import Requirements, requirements_from_case
 
     merged = Requirements()
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ValueError(f"{path}: cannot read ({exc.strerror})") from exc
-    for n, case in jsonl_records(path, text=text):
+    for n, case in jsonl_records(path):
         if not isinstance(case, dict) or not isinstance(case.get("gold"), dict):
             raise ValueError(f"{path}:{n}: gold: a case needs a gold object (hs-case/1)")
         merged = merged.merge(requirements_from_case(case))

@@ -16,6 +16,7 @@ from harness.errors import Problem
 from harness.hook_catalogue import HOOK_TYPES
 from harness.prompt import CONSTRAINTS
 from harness.schema import schema_problems
+from harness.userfiles import InputFileError, read_text
 from harness.yamlio import dotted as _dotted
 from harness.yamlio import load_yaml
 
@@ -183,9 +184,9 @@ def load_envelope(path: str | Path | None = None) -> Envelope:
     """The envelope at ``path`` (default: the shipped ``envelope.yaml``)."""
     path = Path(path) if path else DEFAULT_ENVELOPE
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise EnvelopeError([Problem(str(path), 0, "(file)", f"cannot read: {exc.strerror}")]) from exc
+        text = read_text(path, what="change envelope")
+    except InputFileError as exc:
+        raise EnvelopeError([Problem(str(path), 0, "(file)", exc.reason)]) from None
     return parse_envelope(text, file=str(path))
 
 

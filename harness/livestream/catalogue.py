@@ -15,6 +15,7 @@ from typing import Any
 
 from harness.livestream.promotions import CartItem, Promotion, PromotionError
 from harness.livestream.validation import DocumentValidationError, FieldReader
+from harness.userfiles import read_json
 
 
 @dataclass(frozen=True)
@@ -271,13 +272,9 @@ class Catalogue:
 
     @classmethod
     def load(cls, path: str | Path) -> Catalogue:
-        path = Path(path)
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise DocumentValidationError(
-                [], source=f"{path}:{exc.lineno}: invalid JSON ({exc.msg})") from exc
-        return cls.from_dict(data, source=str(path))
+        """Read and validate a catalogue file: ``InputFileError`` when it is not readable JSON,
+        ``DocumentValidationError`` listing every bad field."""
+        return cls.from_dict(read_json(path, what="catalogue file"), source=str(path))
 
     @classmethod
     def from_dict(cls, data: Any, *, source: str = "catalogue") -> Catalogue:

@@ -11,13 +11,13 @@ The JSON format is documented with an example in docs/runtime.md.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from harness.livestream.catalogue import Catalogue, FaqEntry
 from harness.livestream.validation import DocumentValidationError, FieldReader
+from harness.userfiles import read_json
 
 MODES = ("single", "multi")
 HISTORY_ROLES = ("viewer", "assistant", "anchor")
@@ -198,13 +198,9 @@ class Request:
 
     @classmethod
     def load(cls, path: str | Path) -> Request:
-        path = Path(path)
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise DocumentValidationError(
-                [], source=f"{path}:{exc.lineno}:{exc.colno}: invalid JSON ({exc.msg})") from exc
-        return cls.from_dict(data, source=str(path))
+        """Read and validate a request file: ``InputFileError`` when it is not readable JSON
+        (size, UTF-8, syntax, nesting), ``DocumentValidationError`` listing every bad field."""
+        return cls.from_dict(read_json(path, what="request file"), source=str(path))
 
     @classmethod
     def from_dict(cls, data: Any, *, source: str = "request",

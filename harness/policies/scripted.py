@@ -12,17 +12,93 @@ The cursor is kept per thread, so one ScriptedPolicy serves concurrent requests
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
 from harness.policies.base import GenerationSettings, PolicyError, PolicyOutput, ToolCall
+from harness.userfiles import InputFileError, read_json
 
 
 def _approx_tokens(text: str) -> int:
     return max(1, len(text) // 4) if text else 0
+
+
+_OUTPUT_KEYS = ("text", "tool_calls", "delay_s", "raise")
+MAX_DELAY_S = 600.0
+
+
+def _tool_call_problems(calls: Any, where: str) -> list[str]:
+    if not isinstance(calls, list):
+        return [f"{where}: must be a list of {{name, arguments}} objects"]
+    problems = []
+    for i, call in enumerate(calls):
+        at = f"{where}[{i}]"
+        if not isinstance(call, dict) or not isinstance(call.get("name"), str):
+            problems.append(f"{at}: must be an object with a string name (and arguments, an object)")
+        elif not isinstance(call.get("arguments", {}), dict):
+            problems.append(f"{at}.arguments: must be an object of argument name -> value")
+        elif not isinstance(call.get("id", ""), str):
+            problems.append(f"{at}.id: must be a string")
+    return problems
+
+
+def _output_problems(item: Any, where: str) -> list[str]:
+    if isinstance(item, str):
+        return []
+    if not isinstance(item, dict):
+        return [f"{where}: an output is the model's text or an object with {', '.join(_OUTPUT_KEYS)}"]
+    problems = [f"{where}.{key}: unknown field; valid fields are {', '.join(_OUTPUT_KEYS)}"
+                for key in item if key not in _OUTPUT_KEYS]
+    for key in ("text", "raise"):
+        if key in item and not isinstance(item[key], str):
+            problems.append(f"{where}.{key}: must be a string")
+    delay = item.get("delay_s", 0)
+    if isinstance(delay, bool) or not isinstance(delay, int | float) or not 0 <= delay <= MAX_DELAY_S:
+        problems.append(f"{where}.delay_s: must be a number of seconds from 0 to {MAX_DELAY_S:g}")
+    if "tool_calls" in item:
+        problems += _tool_call_problems(item["tool_calls"], f"{where}.tool_calls")
+    return problems
+
+
+def script_problems(data: Any) -> list[str]:
+    """What is wrong with a script (the JSON of a script file), one ``field: message`` each.
+
+    Valid: a list of outputs; ``{"outputs": [...]}``; an object of request id -> list of
+    outputs; or a trajectory record (its ``model_calls`` are replayed).
+    """
+    if isinstance(data, dict) and "model_calls" in data:
+        calls = data["model_calls"]
+        if not isinstance(calls, list):
+            return ["model_calls: must be a list of model call records"]
+        problems = []
+        for i, call in enumerate(calls):
+            if not isinstance(call, dict):
+                problems.append(f"model_calls[{i}]: must be an object (a model call record)")
+                continue
+            if not isinstance(call.get("text", ""), str):
+                problems.append(f"model_calls[{i}].text: must be a string")
+            problems += _tool_call_problems(call.get("native_tool_calls") or [],
+                                            f"model_calls[{i}].native_tool_calls")
+        return problems
+    if isinstance(data, dict) and "outputs" in data:
+        data = data["outputs"]
+        if not isinstance(data, list):
+            return ["outputs: must be a list of outputs"]
+    if isinstance(data, list):
+        return [p for i, item in enumerate(data) for p in _output_problems(item, f"[{i}]")]
+    if isinstance(data, dict):
+        problems = []
+        for request_id, outputs in data.items():
+            if not isinstance(outputs, list):
+                problems.append(f"{request_id}: must be the list of outputs for request {request_id!r}")
+                continue
+            problems += [p for i, item in enumerate(outputs)
+                         for p in _output_problems(item, f"{request_id}[{i}]")]
+        return problems
+    return ["a script is a JSON list of outputs, an object of request id -> list of outputs, "
+            "or a trajectory record"]
 
 
 class ScriptedPolicy:
@@ -40,17 +116,15 @@ class ScriptedPolicy:
     def load(cls, path: str | Path) -> ScriptedPolicy:
         """Read a script file: a JSON list / object, or a trajectory JSON (its model texts)."""
         path = Path(path)
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as exc:
-            raise ValueError(f"{path}: cannot read script ({exc})") from exc
+        data = read_json(path, what="policy script")  # InputFileError (a ValueError) names the file
+        problems = script_problems(data)
+        if problems:
+            raise InputFileError(f"{path}: not a policy script: {'; '.join(problems[:5])}"
+                                 + (f"; ... and {len(problems) - 5} more" if len(problems) > 5 else ""))
         if isinstance(data, dict) and "model_calls" in data:
             return cls.from_trajectory(data, name=f"scripted:{path.name}")
         if isinstance(data, dict) and "outputs" in data:
             data = data["outputs"]
-        if not isinstance(data, list | dict):
-            raise ValueError(f"{path}: a script must be a JSON list of outputs or an object "
-                             "of request id -> list of outputs")
         return cls(data, name=f"scripted:{path.name}")
 
     @classmethod

@@ -11,6 +11,8 @@ import json
 import sys
 from pathlib import Path
 
+from harness.mcp_registry import McpRegistry, add_trust_flag
+
 
 def add_run_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     from harness.policies import SPEC_HELP
@@ -39,13 +41,20 @@ def add_run_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--top-p", type=float, default=1.0)
     p.add_argument("--max-new-tokens", type=int, default=256)
     p.add_argument("--seed", type=int, default=None)
+    add_trust_flag(p)
     p.set_defaults(func=cmd_run)
     return p
 
 
+def _port(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a port number from 1 to 65535")
+    return int(text)
+
+
 def add_serve_mcp_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = sub.add_parser("serve-mcp", help="run the marketing MCP server (stdio, or HTTP with --http)")
-    p.add_argument("--http", type=int, metavar="PORT",
+    p.add_argument("--http", type=_port, metavar="PORT",
                    help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--catalogue", metavar="FILE.json",
@@ -62,36 +71,39 @@ def register(sub: argparse._SubParsersAction) -> None:
 def cmd_run(args: argparse.Namespace) -> int:
     from harness import demo_harness_dir, load_dir
     from harness.errors import HarnessValidationError
-    from harness.livestream import Catalogue, DocumentValidationError, Request
+    from harness.livestream import Catalogue, DocumentValidationError, Request, demo_catalogue
     from harness.policies import GenerationSettings, make_policy
     from harness.runtime import Agent, FailureInjection
     from harness.runtime.render import render_trajectory
 
+    # Every input is read and validated here, before a model is loaded or an MCP server
+    # started; each failure is one message naming the file (and line or field), exit 2.
     try:
-        bundle = load_dir(args.harness or demo_harness_dir())
-        catalogue = Catalogue.load(args.catalogue) if args.catalogue else None
-        request_path = Path(args.request)
-        if not request_path.is_file():
-            print(f"{request_path}: no such request file", file=sys.stderr)
-            return 2
+        request = Request.load(args.request)
+        catalogue = Catalogue.load(args.catalogue) if args.catalogue else demo_catalogue()
+        request = Request.from_dict(request.to_dict(), source=args.request,
+                                    catalogue=request.catalogue or catalogue)
+        demonstrations = [_read_demonstration(f) for f in args.demo_trajectory]
+        if args.out:
+            _check_writable(args.out)
         injection = FailureInjection.parse(args.inject_failures)
         settings = GenerationSettings(temperature=args.temperature, top_p=args.top_p,
                                       max_new_tokens=args.max_new_tokens, seed=args.seed)
+        bundle = load_dir(args.harness or demo_harness_dir())
         policy = make_policy(args.policy, settings=settings)
-        demonstrations = [json.loads(Path(f).read_text(encoding="utf-8")) for f in args.demo_trajectory]
     except (HarnessValidationError, DocumentValidationError, ValueError, OSError) as exc:
         print(str(exc), file=sys.stderr)
         return 2
-    with Agent(bundle=bundle, policy=policy, catalogue=catalogue, failure_injection=injection,
-               generation=settings, demonstrations=demonstrations, max_rounds=args.max_rounds,
-               trajectory_budget_s=args.budget_s) as agent:
-        try:
-            request = Request.load(request_path)
-            request = Request.from_dict(request.to_dict(), source=str(request_path),
-                                        catalogue=request.catalogue or agent.catalogue)
-        except DocumentValidationError as exc:
-            print(str(exc), file=sys.stderr)
-            return 2
+    try:
+        registry = McpRegistry.default()
+        agent = Agent(bundle=bundle, policy=policy, catalogue=catalogue, failure_injection=injection,
+                      generation=settings, demonstrations=demonstrations, max_rounds=args.max_rounds,
+                      trajectory_budget_s=args.budget_s, mcp_registry=registry,
+                      trust_harness_commands=args.trust_harness_commands)
+    except HarnessValidationError as exc:  # also McpServerRefused, McpRegistryError
+        print(str(exc), file=sys.stderr)
+        return 2
+    with agent:
         if not args.json:
             for server, status in agent.mcp_status().items():
                 state = (f"unavailable: {status['error']}" if "error" in status
@@ -111,8 +123,43 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_serve_mcp(args: argparse.Namespace) -> int:
-    from harness.mcp_server import serve
+def _read_demonstration(path: str) -> dict:
+    """A ``--demo-trajectory`` file, checked for what the agent shows of it."""
+    from harness.userfiles import InputFileError, read_json
 
+    data = read_json(path, what="demonstration trajectory")
+    calls = data.get("model_calls") if isinstance(data, dict) else None
+    if not isinstance(calls, list) or not all(isinstance(c, dict) for c in calls):
+        raise InputFileError(f"{path}: model_calls: a demonstration trajectory is a trajectory "
+                             "record (as --out writes) with a list of model_calls")
+    for i, call in enumerate(calls):
+        messages = call.get("messages")
+        if call.get("error") is None and not (
+                isinstance(call.get("text"), str) and isinstance(messages, list)
+                and all(isinstance(m, dict) and isinstance(m.get("role"), str) for m in messages)):
+            raise InputFileError(f"{path}: model_calls[{i}]: needs text (a string) and messages "
+                                 "(a list of {role, content} chat messages)")
+    return data
+
+
+def _check_writable(out: str) -> None:
+    """``--out`` must be a file path in an existing folder (checked before the run, not after)."""
+    path = Path(out)
+    if path.is_dir():
+        raise ValueError(f"--out {out}: is a directory; give a file path such as {path / 'trajectory.json'}")
+    if not path.parent.is_dir():
+        raise ValueError(f"--out {out}: the folder {path.parent} does not exist")
+
+
+def cmd_serve_mcp(args: argparse.Namespace) -> int:
+    from harness.livestream import DocumentValidationError
+    from harness.mcp_server import serve
+    from harness.mcp_server.server import load_server_catalogue
+
+    try:  # the catalogue (--catalogue or $HARNESS_CATALOGUE) is checked before serving
+        load_server_catalogue(args.catalogue)
+    except (DocumentValidationError, ValueError) as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
     serve(catalogue_path=args.catalogue, http_port=args.http, host=args.host)
     return 0

@@ -45,5 +45,5 @@ def test_bad_envelope_names_file_line_and_field(old, new, field, words):
 
 
 def test_missing_file_is_reported(tmp_path):
-    with pytest.raises(EnvelopeError, match="cannot read"):
+    with pytest.raises(EnvelopeError, match="no such change envelope"):
         load_envelope(tmp_path / "nope.yaml")
