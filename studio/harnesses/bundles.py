@@ -7,11 +7,14 @@ itself. Zip import/export lives here too because it is about files, not rows.
 from __future__ import annotations
 
 import io
+import re
+import stat
 import zipfile
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from harness import Bundle, HarnessValidationError, Problem, load_mapping, validate_mapping
+from harness.bundle import MAX_FILE_BYTES
 
 
 @dataclass(frozen=True)
@@ -53,30 +56,98 @@ class BundleArchiveError(ValueError):
     """A .zip that cannot be a Harness bundle; the message says which entry and why."""
 
 
-def files_from_zip(data: bytes, *, max_bytes: int) -> dict[str, str]:
-    """Read a bundle .zip (its files at the root or under one top folder) into {path: text}."""
+MAX_ZIP_ENTRIES = 2000
+"""Entries (files and folders) in one uploaded .zip; a 200-skill Harness has about 410."""
+_CENTRAL_RECORD = b"PK\x01\x02"
+# zipfile bounds what one read unpacks only for deflate; a bzip2 or lzma chunk is unpacked
+# whole, and 256 KiB of bzip2 can unpack to gigabytes
+_COMPRESSIONS = {zipfile.ZIP_STORED: "stored", zipfile.ZIP_DEFLATED: "deflate"}
+_DRIVE = re.compile(r"^[A-Za-z]:")
+
+
+def _kib(n: int) -> str:
+    return f"{n // (1024 * 1024)} MiB" if n % (1024 * 1024) == 0 else f"{n // 1024} KiB"
+
+
+def _entry_name(info: zipfile.ZipInfo) -> PurePosixPath:
+    """The entry's path, or a BundleArchiveError for a name or kind no bundle file can have."""
+    raw = info.orig_filename  # zipfile cuts .filename at a NUL; the original keeps it
+    if any(ord(c) < 32 or ord(c) == 127 for c in raw):
+        raise BundleArchiveError(f"{info.filename}: the entry's name holds a control character (NUL, newline, ...)")
+    if "\\" in raw:
+        raise BundleArchiveError(f"{raw}: paths inside the .zip use '/', not '\\'")
+    name = PurePosixPath(raw)
+    if name.is_absolute() or _DRIVE.match(raw) or ".." in name.parts:
+        raise BundleArchiveError(f"{raw}: paths inside the .zip must be relative and stay inside it")
+    kind = stat.S_IFMT(info.external_attr >> 16)
+    if kind == stat.S_IFLNK:
+        raise BundleArchiveError(f"{name}: a symbolic link; a Harness bundle holds only text files")
+    if kind not in (0, stat.S_IFREG, stat.S_IFDIR):
+        raise BundleArchiveError(f"{name}: not a regular file; a Harness bundle holds only text files")
+    return name
+
+
+def files_from_zip(data: bytes, *, max_bytes: int, max_entries: int = MAX_ZIP_ENTRIES,
+                   max_file_bytes: int = MAX_FILE_BYTES) -> dict[str, str]:
+    """Read a bundle .zip (its files at the root or under one top folder) into {path: text}.
+
+    Every way the archive can be hostile or broken is a BundleArchiveError naming the
+    entry and, for a limit, the limit: at most ``max_entries`` entries, ``max_file_bytes``
+    per file and ``max_bytes`` in all (the studio passes its MAX_IMPORT_BYTES). The sizes
+    are those of the bytes actually unpacked, not the sizes the headers claim.
+    """
+    # zipfile builds one object per central-directory record before anything can be checked
+    # (200k empty entries fit in a 17 MB upload: 100 MB and seconds), so count the records'
+    # signature first; every record starts with it, so this count is never below theirs.
+    if data.count(_CENTRAL_RECORD) > max_entries:
+        raise BundleArchiveError(f"the .zip has more than {max_entries} entries (the limit per .zip)")
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
-    except zipfile.BadZipFile:
-        raise BundleArchiveError("the upload is not a .zip file") from None
-    entries = [info for info in archive.infolist() if not info.is_dir()]
+        infos = archive.infolist()
+    except Exception as error:  # zipfile raises a dozen types on hostile bytes
+        raise BundleArchiveError(f"the upload is not a .zip file, or a damaged one ({error})") from None
+    entries: list[tuple[zipfile.ZipInfo, PurePosixPath]] = []
+    seen: set[PurePosixPath] = set()
+    for info in infos:
+        name = _entry_name(info)
+        if info.is_dir():
+            continue
+        if name in seen:
+            raise BundleArchiveError(f"{name}: appears twice in the .zip; each path may appear once")
+        seen.add(name)
+        if info.flag_bits & 0x1:
+            raise BundleArchiveError(f"{name}: encrypted; export the bundle without a password")
+        if info.compress_type not in _COMPRESSIONS:
+            raise BundleArchiveError(f"{name}: compression method {info.compress_type} is not supported "
+                                     f"(use {', '.join(_COMPRESSIONS.values())})")
+        if info.file_size > max_file_bytes:
+            raise BundleArchiveError(f"{name}: unpacks to more than {max_file_bytes} bytes "
+                                     f"({_kib(max_file_bytes)}, the limit per file)")
+        entries.append((info, name))
     if not entries:
         raise BundleArchiveError("the .zip is empty; it should hold manifest.yaml, skills/, tools.yaml, ...")
-    if sum(info.file_size for info in entries) > max_bytes:
-        raise BundleArchiveError(f"the .zip unpacks to more than {max_bytes} bytes")
-    names = [PurePosixPath(info.filename) for info in entries]
-    for name in names:
-        if name.is_absolute() or ".." in name.parts:
-            raise BundleArchiveError(f"{name}: paths inside the .zip must be relative and stay inside it")
-    tops = {name.parts[0] for name in names}
-    strip = len(tops) == 1 and all(len(name.parts) > 1 for name in names) and "manifest.yaml" not in tops
+    tops = {name.parts[0] for _, name in entries}
+    strip = len(tops) == 1 and all(len(name.parts) > 1 for _, name in entries) and "manifest.yaml" not in tops
     files: dict[str, str] = {}
-    for info, name in zip(entries, names, strict=True):
+    total = 0
+    for info, name in entries:
         rel = PurePosixPath(*name.parts[1:]) if strip else name
         if any(part.startswith(".") or part == "__MACOSX" for part in rel.parts):
             continue  # editor and OS litter (.DS_Store, __MACOSX/), never part of a bundle
         try:
-            files[str(rel)] = archive.read(info).decode("utf-8")
+            with archive.open(info) as member:
+                content = member.read(max_file_bytes + 1)
+        except Exception as error:  # bad CRC, a broken stream, a lying header, ...
+            raise BundleArchiveError(f"{name}: the .zip is damaged ({error})") from None
+        if len(content) > max_file_bytes:
+            raise BundleArchiveError(f"{name}: unpacks to more than {max_file_bytes} bytes "
+                                     f"({_kib(max_file_bytes)}, the limit per file)")
+        total += len(content)
+        if total > max_bytes:
+            raise BundleArchiveError(f"the .zip unpacks to more than {max_bytes} bytes in all "
+                                     f"(the import limit, MAX_IMPORT_BYTES)")
+        try:
+            files[str(rel)] = content.decode("utf-8")
         except UnicodeDecodeError:
             raise BundleArchiveError(f"{rel}: not UTF-8 text; a Harness bundle holds only text files") from None
     return files
@@ -98,6 +169,8 @@ __all__ = [
     "Bundle",
     "BundleArchiveError",
     "BundleSummary",
+    "MAX_FILE_BYTES",
+    "MAX_ZIP_ENTRIES",
     "HarnessValidationError",
     "Problem",
     "bundle_load",
