@@ -130,6 +130,28 @@ def tiny_model_dir() -> Path:
     return _build_once(TINY_MODEL_NAME, _build_tiny)
 
 
+# What save_pretrained writes: one weights file, or an index naming the shards.
+WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
+                "pytorch_model.bin.index.json")
+
+
+def checkpoint_problem(path: Path) -> str | None:
+    """Why ``path`` is not a checkpoint folder transformers can load (one sentence), or None if it is one."""
+    try:
+        if not path.exists():
+            return f"{path} does not exist"
+        if not path.is_dir():
+            return f"{path} is a file, not a checkpoint folder"
+        if not (path / "config.json").is_file():
+            return f"{path} has no config.json"
+        if not any((path / name).is_file() for name in WEIGHT_FILES):
+            hint = "; a training run keeps its model in final/" if (path / "final" / "config.json").is_file() else ""
+            return f"{path} has config.json but no weights ({', '.join(WEIGHT_FILES)}){hint}"
+    except OSError as error:
+        return f"{path} cannot be read: {error.strerror or error}"
+    return None
+
+
 def resolve_model_dir(name: str) -> Path:
     """``local`` / ``default`` -> default model, ``tiny`` -> tiny model, else a path."""
     if name in ("local", "default", DEFAULT_MODEL_NAME):
@@ -137,9 +159,11 @@ def resolve_model_dir(name: str) -> Path:
     if name in ("tiny", TINY_MODEL_NAME):
         return tiny_model_dir()
     path = Path(name).expanduser()
-    if not (path / "config.json").is_file():
+    problem = checkpoint_problem(path)
+    if problem:
         raise ModelUnavailableError(
-            f"{name!r} is not a model: expected 'local', 'tiny' or a checkpoint folder with config.json")
+            f"{name!r} is not a model ({problem}): expected 'local', 'tiny' or a checkpoint folder "
+            "with config.json and weights")
     return path
 
 

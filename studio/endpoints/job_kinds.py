@@ -4,16 +4,18 @@ from __future__ import annotations
 
 from studio.endpoints.models import ModelEndpoint
 from studio.endpoints.services import endpoint_check, endpoint_record_check
-from studio.jobs.registry import JobContext, job_kind
+from studio.jobs.registry import JobContext, JobFailed, job_kind
 
 
 @job_kind("endpoint_test", label="Endpoint connection test")
 def endpoint_test(context: JobContext) -> dict:
-    endpoint = ModelEndpoint.objects.get(pk=context.params["endpoint_id"])
+    endpoint = ModelEndpoint.objects.filter(pk=context.params["endpoint_id"]).first()
+    if endpoint is None:
+        raise JobFailed(f"endpoint #{context.params['endpoint_id']} no longer exists")
     context.progress(10, f"checking {endpoint.name} ({endpoint.get_route_display()})")
     check = endpoint_check(endpoint=endpoint)
     endpoint_record_check(endpoint=endpoint, check=check)
-    context.log(check.message)
     if not check.ok:
-        raise ConnectionError(check.message)
+        raise JobFailed(check.message)
+    context.log(check.message)
     return {"ok": True, "message": check.message}

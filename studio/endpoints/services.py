@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import time
@@ -12,6 +13,7 @@ import httpx
 from django.contrib.auth.models import User
 from django.utils import timezone
 
+from harness.policies.models import checkpoint_problem, default_model_dir, tiny_model_dir
 from studio.audit.services import audit_record
 from studio.endpoints.models import ModelEndpoint
 from studio.jobs.models import Job
@@ -19,6 +21,10 @@ from studio.jobs.services import job_create
 
 ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]{0,99}$")
 LOCAL_ENDPOINT_NAME = "local-default"
+_BUILT_IN_MODELS = ("leave empty for the built-in SmolLM2-135M-Instruct (the tiny route is the built-in "
+                    "2-layer test model)")
+# A /models answer lists model names; anything larger is not one.
+MAX_MODELS_ANSWER_BYTES = 1024 * 1024
 
 
 class EndpointError(ValueError):
@@ -36,18 +42,36 @@ def _validate(*, name: str, route: str, base_url: str, model: str, api_key_env: 
             errors.append("base_url: an http(s) URL of an OpenAI-compatible server, e.g. http://127.0.0.1:8001/v1")
         if not model.strip():
             errors.append("model: the model name the server expects, e.g. Qwen/Qwen3-8B")
-    if route == ModelEndpoint.LOCAL and model and not model.startswith("/"):
-        errors.append("model: for the local route, leave empty for the default model or give the absolute path "
-                      "of a checkpoint folder on the worker machine, e.g. /srv/runs/hsa-sft/final")
-    if route == ModelEndpoint.SCRIPTED and not script_path:
-        errors.append("script_path: the path of a JSON script file (a list of model outputs)")
     if api_key_env and not ENV_NAME.match(api_key_env):
         errors.append(
             "api_key_env: the NAME of an environment variable (A-Z, 0-9, _), e.g. OPENAI_API_KEY; never the key itself"
         )
     if api_key_env.startswith(("sk-", "hst_")):
         errors.append("api_key_env: this looks like a key; give the environment variable's name instead")
+    if route == ModelEndpoint.LOCAL and model:
+        if not model.startswith("/"):
+            errors.append("model: for the local route, leave empty for the default model or give the absolute path "
+                          "of a checkpoint folder on the worker machine, e.g. /srv/runs/hsa-sft/final")
+        elif problem := checkpoint_problem(Path(model)):
+            errors.append(f"model: {problem}; give the absolute path of an existing checkpoint folder with "
+                          f"config.json and weights (a training run's final/), or {_BUILT_IN_MODELS}")
+    if route == ModelEndpoint.SCRIPTED:
+        if not script_path:
+            errors.append("script_path: the path of a JSON script file (a list of model outputs)")
+        elif problem := _script_problem(script_path):
+            errors.append(f"script_path: {problem}")
     return errors
+
+
+def _script_problem(path: str) -> str | None:
+    """Why the file is not a policy script the scripted route can replay, or None."""
+    from harness.policies.scripted import ScriptedPolicy
+
+    try:
+        ScriptedPolicy.load(path)
+    except (ValueError, TypeError) as error:  # TypeError: JSON of the wrong shape
+        return str(error)
+    return None
 
 
 def endpoint_save(
@@ -128,49 +152,60 @@ def api_key_from_env(endpoint: ModelEndpoint) -> str | None:
 
 
 def endpoint_check(*, endpoint: ModelEndpoint, timeout_s: float = 10.0) -> ConnectionCheck:
-    """Check that the endpoint answers: GET /models for OpenAI-compatible, the model files for local."""
+    """Check that the endpoint answers: GET /models for OpenAI-compatible, the model files for local.
+
+    Every failure is one sentence for the endpoint list and the job page; nothing here raises.
+    """
     started = time.perf_counter()
     if endpoint.route == ModelEndpoint.OPENAI:
-        key = api_key_from_env(endpoint)
-        if endpoint.api_key_env and key is None:
-            return ConnectionCheck(False, f"environment variable {endpoint.api_key_env} is not set for the worker")
-        headers = {"Authorization": f"Bearer {key}"} if key else {}
-        url = endpoint.base_url.rstrip("/") + "/models"
-        try:
-            response = httpx.get(url, headers=headers, timeout=timeout_s)
-        except httpx.HTTPError as error:
-            return ConnectionCheck(False, f"GET {url}: {type(error).__name__}: {error}")
-        elapsed = time.perf_counter() - started
-        if response.status_code != 200:
-            return ConnectionCheck(False, f"GET {url}: HTTP {response.status_code} after {elapsed:.2f} s")
-        try:
-            names = [m.get("id") for m in response.json().get("data", [])]
-        except ValueError:
-            return ConnectionCheck(False, f"GET {url}: the answer is not JSON")
-        if endpoint.model and endpoint.model not in names:
-            return ConnectionCheck(False, f"the server answers but does not list model {endpoint.model!r}; it lists {names[:10]}")
-        return ConnectionCheck(True, f"GET {url}: {len(names)} model(s) in {elapsed:.2f} s")
+        return _check_openai(endpoint, timeout_s=timeout_s, started=started)
     if endpoint.route == ModelEndpoint.SCRIPTED:
-        from harness.policies.scripted import ScriptedPolicy
-
-        try:
-            ScriptedPolicy.load(endpoint.script_path)
-        except ValueError as error:
-            return ConnectionCheck(False, str(error))
+        problem = _script_problem(endpoint.script_path)
+        if problem:
+            return ConnectionCheck(False, problem)
         return ConnectionCheck(True, f"script {endpoint.script_path} reads as a policy script")
-    from harness.policies.models import default_model_dir, tiny_model_dir
-
-    try:
-        if endpoint.route == ModelEndpoint.TINY:
-            directory = tiny_model_dir()
-        else:
-            directory = Path(endpoint.model) if endpoint.model else default_model_dir()
-    except Exception as error:
-        return ConnectionCheck(False, f"{type(error).__name__}: {error}")
-    if not (directory / "config.json").exists():
-        missing = "not a checkpoint folder" if endpoint.model else "the model was not converted"
-        return ConnectionCheck(False, f"{directory}: no config.json; {missing}")
+    if endpoint.model:
+        directory = Path(endpoint.model)
+    else:
+        try:
+            directory = tiny_model_dir() if endpoint.route == ModelEndpoint.TINY else default_model_dir()
+        except Exception as error:  # making the built-in model: a missing package, a full disk, ...
+            return ConnectionCheck(False, f"the built-in model is not available on the worker: {error}")
+    problem = checkpoint_problem(directory)
+    if problem:
+        return ConnectionCheck(False, problem)
     return ConnectionCheck(True, f"model files ready in {directory} ({time.perf_counter() - started:.2f} s)")
+
+
+def _check_openai(endpoint: ModelEndpoint, *, timeout_s: float, started: float) -> ConnectionCheck:
+    key = api_key_from_env(endpoint)
+    if endpoint.api_key_env and key is None:
+        return ConnectionCheck(False, f"environment variable {endpoint.api_key_env} is not set for the worker")
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    url = endpoint.base_url.rstrip("/") + "/models"
+    try:
+        with httpx.stream("GET", url, headers=headers, timeout=timeout_s) as response:
+            elapsed = time.perf_counter() - started
+            if response.status_code != 200:
+                return ConnectionCheck(False, f"GET {url}: HTTP {response.status_code} after {elapsed:.2f} s")
+            body = bytearray()
+            for chunk in response.iter_bytes():
+                body += chunk
+                if len(body) > MAX_MODELS_ANSWER_BYTES:
+                    return ConnectionCheck(False, f"GET {url}: the answer is larger than 1 MB; not a list of models")
+    except (httpx.HTTPError, httpx.InvalidURL) as error:
+        return ConnectionCheck(False, f"GET {url}: {type(error).__name__}: {error}")
+    try:
+        answer = json.loads(body)
+    except (ValueError, RecursionError):  # RecursionError: nested deeper than the parser goes
+        return ConnectionCheck(False, f"GET {url}: the answer is not JSON")
+    listed = answer.get("data") if isinstance(answer, dict) else None
+    if not isinstance(listed, list):
+        return ConnectionCheck(False, f'GET {url}: the answer has no "data" list of models')
+    names = [item.get("id") for item in listed if isinstance(item, dict)]
+    if endpoint.model and endpoint.model not in names:
+        return ConnectionCheck(False, f"the server answers but does not list model {endpoint.model!r}; it lists {names[:10]}")
+    return ConnectionCheck(True, f"GET {url}: {len(names)} model(s) in {elapsed:.2f} s")
 
 
 def endpoint_record_check(*, endpoint: ModelEndpoint, check: ConnectionCheck) -> None:

@@ -2,6 +2,8 @@
 
 An app registers its kinds in <app>/job_kinds.py with @job_kind. The function
 receives a JobContext (progress, log, params) and returns a JSON-able result.
+It raises JobFailed for a failure it can explain in one line; anything else it
+raises is a bug, logged with its traceback.
 """
 
 from __future__ import annotations
@@ -9,6 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
+
+
+class JobFailed(Exception):
+    """A failure the job kind has explained: the job fails with this one line, logged without a traceback."""
 
 
 class JobContext(Protocol):

@@ -25,7 +25,7 @@ from django.utils import timezone
 
 from studio.audit.services import audit_record
 from studio.jobs.models import Job
-from studio.jobs.registry import JOB_KINDS
+from studio.jobs.registry import JOB_KINDS, JobFailed
 
 logger = logging.getLogger(__name__)
 
@@ -152,6 +152,9 @@ def job_run(*, job_id: int, worker: str | None = None, heartbeat: bool = True) -
         reason = f"cancelled by {job.cancelled_by or 'someone'} at {job.cancel_requested_at:%H:%M:%S} UTC"
         _append_log(job_id, f"stopped: {reason}")
         _finish(job_id=job_id, status=Job.CANCELLED, error=reason)
+    except JobFailed as failure:
+        _append_log(job_id, f"failed: {failure}")
+        _finish(job_id=job_id, status=Job.FAILED, error=str(failure))
     except Exception as error:
         context.log(traceback.format_exc())
         _finish(job_id=job_id, status=Job.FAILED, error=f"{type(error).__name__}: {error}")

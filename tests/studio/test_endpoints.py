@@ -127,13 +127,9 @@ def test_a_local_endpoint_can_serve_a_checkpoint_folder(personas, tmp_path, djan
     endpoint.refresh_from_db()
     assert endpoint.last_check_ok is True and folder in endpoint.last_check_message
 
-    not_a_checkpoint = endpoint_save(endpoint=None, name="empty", route="local", base_url="", model=str(tmp_path),
-                                     api_key_env="", description="", actor=personas.ml_engineer)
-    with django_capture_on_commit_callbacks(execute=True):
-        client.post(f"/endpoints/{not_a_checkpoint.pk}/test/")
-    not_a_checkpoint.refresh_from_db()
-    assert not_a_checkpoint.last_check_ok is False
-    assert "not a checkpoint folder" in not_a_checkpoint.last_check_message
+    with pytest.raises(EndpointError, match=f"model: {tmp_path} has no config.json"):
+        endpoint_save(endpoint=None, name="empty", route="local", base_url="", model=str(tmp_path),
+                      api_key_env="", description="", actor=personas.ml_engineer)
 
 
 def test_the_default_local_endpoint_keeps_the_plain_route(personas):
