@@ -1,7 +1,8 @@
 """A Harness bundle: the files of one Harness version, parsed and cross-checked.
 
 A bundle is a set of text files (``manifest.yaml``, ``skills/<name>/SKILL.md``,
-``tools.yaml``, ``prompt.yaml``, ``hooks.yaml``, optionally ``README.md``). The
+``tools.yaml``, ``prompt.yaml``, ``hooks.yaml``, optionally ``README.md`` and a
+skill's inert files, ``skills/<name>/references/...``, ``assets/...``). The
 same bundle is a directory on disk and a ``{path: text}`` mapping (how the
 studio stores it); both load through :func:`load_mapping`, which collects every
 problem in every file before raising. The digest is a SHA-256 over the
@@ -20,7 +21,14 @@ from harness.errors import HarnessValidationError, Problem
 from harness.hooks import HookSet, parse_hooks, referenced_names
 from harness.prompt import PromptPipeline, parse_prompt
 from harness.schema import schema_problems
-from harness.skills import NAME_PATTERN, Skill, parse_skill
+from harness.skills import (
+    MAX_SKILL_FILES,
+    MAX_SKILL_FILES_BYTES,
+    NAME_PATTERN,
+    Skill,
+    parse_skill,
+    skill_file_problem,
+)
 from harness.tools import ToolRegistry, parse_tools
 from harness.yamlio import load_yaml
 
@@ -28,6 +36,7 @@ FORMAT = "harness-studio/v1"
 REQUIRED_FILES = ("manifest.yaml", "tools.yaml", "prompt.yaml", "hooks.yaml")
 MAX_FILE_BYTES = 256 * 1024
 _SKILL_PATH = re.compile(r"^skills/([^/]+)/SKILL\.md$")
+_SKILL_FILE_PATH = re.compile(r"^skills/([^/]+)/(.+)$")
 
 MANIFEST_SCHEMA = {
     "type": "object",
@@ -195,8 +204,43 @@ def dump_dir(files: dict[str, str], path: str | Path) -> Path:
     return root
 
 
-def _allowed_path(path: str) -> bool:
-    return path in REQUIRED_FILES or path == "README.md" or bool(_SKILL_PATH.match(path))
+def _path_problem(path: str, text: str) -> str | None:
+    """Why ``path`` cannot be a file of a bundle, or None."""
+    if path in REQUIRED_FILES or path == "README.md" or _SKILL_PATH.match(path):
+        return None
+    skill_file = _SKILL_FILE_PATH.match(path)
+    if skill_file:
+        return skill_file_problem(skill_file.group(2), text)
+    return ("unexpected file; a bundle holds manifest.yaml, tools.yaml, prompt.yaml, hooks.yaml, "
+            "README.md and skills/<name>/ folders (SKILL.md, a LICENSE, text files under "
+            "references/ and assets/; no scripts or other files)")
+
+
+def _skill_files(canonical: dict[str, str], skills: dict[str, Skill],
+                 problems: list[Problem]) -> None:
+    """Attach each skill folder's inert files to its skill; a folder without SKILL.md is a problem."""
+    by_folder: dict[str, dict[str, str]] = {}
+    for path, text in canonical.items():
+        match = _SKILL_FILE_PATH.match(path)
+        if match and not _SKILL_PATH.match(path):
+            by_folder.setdefault(match.group(1), {})[match.group(2)] = text
+    for folder, files in sorted(by_folder.items()):
+        first = f"skills/{folder}/{min(files)}"
+        if f"skills/{folder}/SKILL.md" not in canonical:
+            problems.append(Problem(first, 0, "(file)",
+                                    f"belongs to no skill: skills/{folder}/SKILL.md is missing"))
+            continue
+        size = sum(len(text.encode("utf-8", "surrogatepass")) for text in files.values())
+        if len(files) > MAX_SKILL_FILES:
+            problems.append(Problem(f"skills/{folder}/", 0, "(files)",
+                                    f"{len(files)} files besides SKILL.md; a skill keeps at most "
+                                    f"{MAX_SKILL_FILES} files"))
+        elif size > MAX_SKILL_FILES_BYTES:
+            problems.append(Problem(f"skills/{folder}/", 0, "(files)",
+                                    f"its files hold {size // 1024} KiB; a skill keeps at most "
+                                    f"{MAX_SKILL_FILES_BYTES // 1024} KiB besides SKILL.md"))
+        elif folder in skills:
+            skills[folder].files = dict(sorted(files.items()))
 
 
 def _build(files: dict[str, str], *, source: str = "") -> tuple[Bundle | None, list[Problem]]:
@@ -206,11 +250,9 @@ def _build(files: dict[str, str], *, source: str = "") -> tuple[Bundle | None, l
         if not isinstance(path, str) or not isinstance(text, str):
             problems.append(Problem(str(path), 0, "(file)", "paths and contents must be text"))
             continue
-        if not _allowed_path(path):
-            problems.append(Problem(path, 0, "(file)",
-                                    "unexpected file; a bundle holds manifest.yaml, tools.yaml, "
-                                    "prompt.yaml, hooks.yaml, README.md and "
-                                    "skills/<name>/SKILL.md (no scripts or other files)"))
+        refused = _path_problem(path, text)
+        if refused:
+            problems.append(Problem(path, 0, "(file)", refused))
             continue
         if len(text.encode("utf-8", "surrogatepass")) > MAX_FILE_BYTES:
             problems.append(Problem(path, 0, "(file)",
@@ -242,6 +284,7 @@ def _build(files: dict[str, str], *, source: str = "") -> tuple[Bundle | None, l
             problems += p
             if skill is not None:
                 skills[skill.name] = skill
+    _skill_files(canonical, skills, problems)
     skill_paths = [p for p in canonical if _SKILL_PATH.match(p)]
     if not skill_paths:
         problems.append(Problem("skills/", 0, "(skills)",

@@ -1,8 +1,9 @@
 """``python -m harness``: validate and diff bundles (and, from the runtime and
-augmentation packages, run requests, serve the MCP server and augment).
+augmentation packages and the skill importer, run requests, serve the MCP
+server, augment and import Agent Skills folders).
 
 Subcommands of other packages register themselves through a ``register(sub)``
-function in their ``cli`` module, listed in ``_PLUGINS``.
+function in a module listed in ``_PLUGINS``.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from harness.bundle import load_mapping, read_dir, validate_mapping
 from harness.diff import diff_bundles, diff_files
 from harness.errors import HarnessValidationError
 
-_PLUGINS = ("harness.runtime.cli", "harness.augment.cli")
+_PLUGINS = ("harness.runtime.cli", "harness.augment.cli", "harness.skill_import")
 
 
 def cmd_validate(args) -> int:

@@ -62,7 +62,8 @@ def summarise(old: Bundle, new: Bundle) -> list[str]:
     out: list[str] = []
     a, b = old.skills, new.skills
     for name in sorted(set(b) - set(a)):
-        out.append(f"skill added: {name} ({b[name].kind}, {len(b[name].rules)} rules)")
+        files = f", {len(b[name].files)} files" if b[name].files else ""
+        out.append(f"skill added: {name} ({b[name].kind}, {len(b[name].rules)} rules{files})")
     for name in sorted(set(a) - set(b)):
         out.append(f"skill removed: {name}")
     for name in sorted(set(a) & set(b)):
@@ -86,6 +87,11 @@ def summarise(old: Bundle, new: Bundle) -> list[str]:
         common = [r for r in ra if r in rb]
         if common != [r for r in rb if r in ra]:
             out.append(f"skill {name}: rules reordered")
+        for path in sorted(set(sa.files) | set(sb.files)):
+            change = ("added" if path not in sa.files else "removed" if path not in sb.files
+                      else "changed" if sa.files[path] != sb.files[path] else None)
+            if change:
+                out.append(f"skill {name}: file {change} {path}")
     ta = {t.name: t for t in old.tools}
     tb = {t.name: t for t in new.tools}
     for name in sorted(set(tb) - set(ta)):

@@ -16,7 +16,9 @@ from harness.yamlio import LineMap, dotted
 def _message(error: jsonschema.ValidationError) -> str:
     v = error.validator
     if v == "enum":
-        return f"{error.instance!r} is not valid; use one of: {', '.join(map(str, error.validator_value))}"
+        hint = error.schema.get("x-hint")
+        return (f"{error.instance!r} is not valid; use one of: {', '.join(map(str, error.validator_value))}"
+                + (f" ({hint})" if hint else ""))
     if v == "type":
         want = error.validator_value
         want = " or ".join(want) if isinstance(want, list) else want
@@ -70,7 +72,8 @@ def schema_problems(data, schema: dict, *, linemap: LineMap, file: str, prefix=(
         if error.validator == "required":
             missing = error.message.split("'")[1] if "'" in error.message else "?"
             field = dotted((*path, missing))
-            message = "is required"
+            hint = error.schema.get("properties", {}).get(missing, {}).get("x-hint")
+            message = f"is required: {hint}" if hint else "is required"
         elif error.validator == "additionalProperties" and isinstance(error.instance, dict):
             extra = sorted(set(error.instance) - set(error.schema.get("properties", {})))
             if extra:

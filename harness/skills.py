@@ -8,6 +8,13 @@ items are the skill's *rules*. A rule may carry a stable id at its end,
 gets an id derived from its text (``r-1a2b3c``), which survives reordering and
 edits of other rules. Ids let diffs, diagnosis proposals and augmentation
 target a single rule.
+
+Besides SKILL.md a skill folder may keep *inert files*: text documents under
+``references/`` and ``assets/`` (and a ``LICENSE`` file), as public Agent Skills
+folders carry them. The agent reads one on demand with
+``load_skill("<skill>/references/<file>")``; nothing reads them as code, and
+anything that looks like a program (``scripts/``, a program's file extension, a
+``#!`` line) is refused, because nothing in a Harness runs.
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass, field
+from pathlib import PurePosixPath
 
 from harness.errors import Problem
 from harness.schema import schema_problems
@@ -22,6 +30,25 @@ from harness.yamlio import LineMap, dump_yaml, load_yaml
 
 NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,63}$"
 SKILL_KINDS = ("reply", "strategy")
+SKILL_KIND_MEANINGS = {
+    "reply": "how to answer one kind of viewer comment; the agent must load a reply skill "
+             "before its final reply (the stop gate)",
+    "strategy": "which tools to call, in which order, for a kind of request; loaded when it "
+                "helps, it does not pass the stop gate",
+}
+KIND_MEANINGS = "; ".join(f"{kind} = {meaning}" for kind, meaning in SKILL_KIND_MEANINGS.items())
+KIND_HINT = (KIND_MEANINGS + ". A public Agent Skills folder has no kind: give it when importing "
+             "(python -m harness import-skill DIR --into BUNDLE --kind reply|strategy)")
+
+# Inert files of a skill folder (paths relative to it): limits per skill.
+SKILL_FILE_FOLDERS = ("references", "assets")
+SKILL_FILE_ROOT_NAMES = ("LICENSE", "LICENSE.md", "LICENSE.txt")
+SKILL_FILE_SUFFIXES = (".md", ".markdown", ".txt", ".rst", ".json", ".jsonl", ".yaml", ".yml",
+                       ".toml", ".csv", ".tsv", ".xml", ".html", ".htm")
+MAX_SKILL_FILES = 32
+MAX_SKILL_FILE_BYTES = 64 * 1024
+MAX_SKILL_FILES_BYTES = 512 * 1024
+_NOT_CODE = "nothing in a Harness runs as code"
 
 FRONT_MATTER_SCHEMA = {
     "type": "object",
@@ -31,7 +58,7 @@ FRONT_MATTER_SCHEMA = {
         "name": {"type": "string", "pattern": NAME_PATTERN,
                  "x-hint": "1-64 characters of a-z, 0-9, '_' or '-', starting with a letter or digit"},
         "description": {"type": "string", "minLength": 1, "maxLength": 1024},
-        "kind": {"enum": list(SKILL_KINDS)},
+        "kind": {"enum": list(SKILL_KINDS), "x-hint": KIND_HINT},
         "license": {"type": "string"},
         "compatibility": {"type": "string", "maxLength": 500},
         "allowed-tools": {"anyOf": [{"type": "string"},
@@ -69,6 +96,7 @@ class Skill:
     front_matter: dict = field(default_factory=dict)
     path: str = ""
     line_of: LineMap = field(default_factory=LineMap, repr=False)
+    files: dict[str, str] = field(default_factory=dict)  # inert files: path in the folder -> text
 
     @property
     def version(self) -> str:
@@ -80,6 +108,29 @@ class Skill:
     def render_body(self) -> str:
         """The body as the model sees it: rule-id markers removed."""
         return "\n".join(_RULE_ID.sub("", line) for line in self.body.splitlines()).strip() + "\n"
+
+
+def skill_file_problem(rel: str, text: str) -> str | None:
+    """Why ``rel`` (a path inside a skill folder, not SKILL.md) cannot be kept, or None."""
+    parts = rel.split("/")
+    if parts[0] == "scripts":
+        return (f"scripts/ is not kept: {_NOT_CODE}, so a skill's scripts have no place in "
+                "it; keep SKILL.md and the text files under references/ and assets/")
+    unexpected = (rel not in SKILL_FILE_ROOT_NAMES if len(parts) == 1
+                  else parts[0] not in SKILL_FILE_FOLDERS)
+    if unexpected:
+        return ("unexpected file in a skill folder; it holds SKILL.md, a LICENSE file and "
+                "text files under references/ or assets/")
+    suffix = PurePosixPath(rel).suffix.lower()
+    if len(parts) > 1 and suffix not in SKILL_FILE_SUFFIXES:
+        return (f"{'the ' + suffix + ' extension' if suffix else 'a file without an extension'} "
+                f"is not kept: {_NOT_CODE}, so files under references/ and assets/ are text "
+                f"documents ({' '.join(SKILL_FILE_SUFFIXES)}); quote code in a Markdown file")
+    if text.startswith("#!"):
+        return f"starts with '#!', the first line of a script; {_NOT_CODE}: remove that line"
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_SKILL_FILE_BYTES:
+        return f"file is larger than {MAX_SKILL_FILE_BYTES // 1024} KiB, the limit for a skill's file"
+    return None
 
 
 def rule_auto_id(text: str) -> str:

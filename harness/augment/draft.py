@@ -239,4 +239,9 @@ class Draft:
             else:
                 files[f"skills/{name}/SKILL.md"] = ("---\n" + dump_text(skill.front_matter) + "---\n"
                                                     + skill.body.lstrip("\n"))
+            if skill.path:  # a skill's inert files (references/, assets/) move with it when renamed
+                folder = skill.path.rpartition("/")[0] + "/"
+                for path, text in self.origin.files.items():
+                    if path.startswith(folder) and path != skill.path:
+                        files[f"skills/{name}/{path[len(folder):]}"] = text
         return files

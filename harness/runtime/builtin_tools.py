@@ -164,13 +164,30 @@ def skill_name_argument(args: dict[str, Any]) -> str | None:
 
 @builtin("flow.load_skill")
 def load_skill(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
+    """A skill's body, or one of its inert files when the name is ``<skill>/<path>``.
+
+    The file form keeps every bundle's ``load_skill`` schema (a single ``name``)
+    valid, and it is the relative path the skill's own text uses
+    (``references/tone.md``). A file comes back as text, as it was validated: it
+    is never run or parsed.
+    """
     name = skill_name_argument(args)
     if not name:
         raise ToolInputError("give the skill's name, e.g. {\"name\": \"item_qa\"}")
-    skill = ctx.skills.get(name.strip())
+    skill_name, _, file = name.strip().partition("/")
+    skill = ctx.skills.get(skill_name)
     if skill is None:
-        raise ToolInputError(f"unknown skill {name!r}; skills: {', '.join(sorted(ctx.skills))}")
-    return {"skill": skill.name, "kind": skill.kind, "instructions": skill.render_body()}
+        raise ToolInputError(f"unknown skill {skill_name!r}; skills: {', '.join(sorted(ctx.skills))}")
+    if file:
+        if file not in skill.files:
+            listed = ", ".join(f"{skill.name}/{p}" for p in skill.files) or "none"
+            raise ToolInputError(f"skill {skill.name!r} has no file {file!r}; its files: {listed}")
+        return {"skill": skill.name, "file": file, "text": skill.files[file]}
+    result = {"skill": skill.name, "kind": skill.kind, "instructions": skill.render_body()}
+    if skill.files:
+        result["files"] = list(skill.files)
+        result["load_a_file"] = f'load_skill {{"name": "{skill.name}/<file>"}}'
+    return result
 
 
 @builtin("flow.stay_silent")
