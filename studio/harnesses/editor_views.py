@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 
+from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
@@ -19,6 +20,12 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from harness.hook_catalogue import EVENTS as HOOK_EVENTS
 from harness.hook_catalogue import HOOK_TYPES
+from harness.skills import (
+    MAX_SKILL_FILE_BYTES,
+    MAX_SKILL_FILES,
+    SKILL_FILE_SUFFIXES,
+    SKILL_KIND_MEANINGS,
+)
 from harness.tool_catalogue import BUILTIN_TOOLS
 from studio.accounts.decorators import requires
 from studio.accounts.roles import user_can
@@ -46,6 +53,7 @@ from studio.harnesses.services import (
     draft_hook_add,
     draft_skill_add,
 )
+from studio.harnesses.skill_import import draft_skill_import
 
 
 def _draft(request, draft_id: int, *, for_write: bool = False) -> Draft:
@@ -190,6 +198,51 @@ def draft_skill_add_view(request, draft_id: int):
     path = f"skills/{request.POST.get('name', '').strip()}/SKILL.md"
     messages.success(request, f"Added {path}.")
     return redirect(f"{reverse('harnesses:draft_edit', args=[draft.pk])}?path={path}")
+
+
+@require_http_methods(["GET", "POST"])
+@requires("harness.edit")
+def draft_skill_import_view(request, draft_id: int):
+    draft = _draft(request, draft_id, for_write=True)
+    context = {
+        "draft": draft,
+        "harness": draft.harness,
+        "kinds": SKILL_KIND_MEANINGS.items(),
+        "suffixes": " ".join(SKILL_FILE_SUFFIXES),
+        "max_files": MAX_SKILL_FILES,
+        "max_file_kib": MAX_SKILL_FILE_BYTES // 1024,
+    }
+    if request.method == "GET":
+        return render(request, "harnesses/draft_skill_import.html", context)
+    upload = request.FILES.get("skill")
+    kind = request.POST.get("kind") or None
+    context["chosen_kind"] = kind or ""
+    if upload is None:
+        context["error"] = "skill: choose a .zip of an Agent Skills folder (the folder that holds SKILL.md)"
+    elif upload.size > settings.MAX_IMPORT_BYTES:
+        context["error"] = f"skill: the file is larger than {settings.MAX_IMPORT_BYTES} bytes"
+    else:
+        try:
+            result = draft_skill_import(
+                draft=draft,
+                data=upload.read(),
+                kind=kind,
+                base_revision=parse_int(request.POST.get("revision"), field="revision"),
+                actor=request.user,
+                max_bytes=settings.MAX_IMPORT_BYTES,
+            )
+        except InvalidBundle as error:
+            context["problems"] = error.problems
+            context["ask_kind"] = any(p.field == "kind" for p in error.problems)
+        except StudioError as error:
+            context["error"] = str(error)
+        else:
+            skill = result.skill
+            path = f"skills/{skill.name}/SKILL.md"
+            note = f" The agent reads its files with {skill.file_hint()}." if skill.file_hint() else ""
+            messages.success(request, f"Imported {skill.name} ({skill.kind}), {len(skill.files)} files.{note}")
+            return redirect(f"{reverse('harnesses:draft_edit', args=[draft.pk])}?path={path}")
+    return render(request, "harnesses/draft_skill_import.html", context, status=400)
 
 
 @require_POST

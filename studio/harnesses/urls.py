@@ -22,6 +22,7 @@ urlpatterns = [
     path("drafts/<int:draft_id>/save/", editor_views.draft_save, name="draft_save"),
     path("drafts/<int:draft_id>/preview/", editor_views.draft_preview, name="draft_preview"),
     path("drafts/<int:draft_id>/skills/add/", editor_views.draft_skill_add_view, name="draft_skill_add"),
+    path("drafts/<int:draft_id>/skills/import/", editor_views.draft_skill_import_view, name="draft_skill_import"),
     path("drafts/<int:draft_id>/hooks/add/", editor_views.draft_hook_add_view, name="draft_hook_add"),
     path("drafts/<int:draft_id>/files/delete/", editor_views.draft_file_delete_view, name="draft_file_delete"),
     path("drafts/<int:draft_id>/changes/", editor_views.draft_changes, name="draft_changes"),

@@ -46,6 +46,7 @@ MATRIX = [
     ("harnesses:draft_preview", "post", "/drafts/{draft}/preview/", "studio.view", {"text": "# hi"}),
     ("harnesses:draft_save", "post", "/drafts/{draft}/save/", "harness.edit", {"path": SKILL, "text": "{skill}", "revision": "{revision}"}),
     ("harnesses:draft_skill_add", "post", "/drafts/{draft}/skills/add/", "harness.edit", {"name": "x_{role}", "kind": "reply", "description": "d", "revision": "{revision}"}),
+    ("harnesses:draft_skill_import", "get", "/drafts/{draft}/skills/import/", "harness.edit", None),
     ("harnesses:draft_hook_add", "post", "/drafts/{draft}/hooks/add/", "harness.edit", {"id": "h-{role}", "type": "max_length", "event": "stop", "params": "{max_chars: 100}", "action": "retry", "revision": "{revision}"}),
     ("harnesses:draft_file_delete", "post", "/drafts/{draft}/files/delete/", "harness.edit", {"path": "skills/nope/SKILL.md", "revision": "{revision}"}),
     ("harnesses:draft_commit", "post", "/drafts/{draft}/commit/", "harness.edit", {"message": "m"}),
