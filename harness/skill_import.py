@@ -29,6 +29,7 @@ from pathlib import Path
 from harness.bundle import MAX_FILE_BYTES, dump_dir, load_mapping, read_dir, validate_mapping
 from harness.errors import Problem
 from harness.skills import KIND_MEANINGS, NAME_PATTERN, SKILL_KINDS, split_front_matter
+from harness.userfiles import InputFileError, read_text
 from harness.yamlio import load_yaml
 
 # Files and folders looked at in a source folder before giving up (scripts and
@@ -193,19 +194,11 @@ def _read_file(entry: os.DirEntry, rel: str) -> tuple[Problem | None, str]:
     if mode & 0o111:
         return executable_problem(rel, mode), ""
     try:
-        fd = os.open(entry.path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-    except OSError as exc:
-        return Problem(rel, 0, "(file)", f"cannot be read: {exc.strerror}"), ""
-    with os.fdopen(fd, "rb") as handle:
-        data = handle.read(MAX_FILE_BYTES + 1)
-    if len(data) > MAX_FILE_BYTES:
-        return Problem(rel, 0, "(file)", f"file is larger than {MAX_FILE_BYTES // 1024} KiB"), ""
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        text = "\x00"
+        text = read_text(entry.path, what="skill file", max_bytes=MAX_FILE_BYTES)
+    except InputFileError as error:
+        return Problem(rel, 0, "(file)", error.reason), ""
     if "\x00" in text:
-        return Problem(rel, 0, "(file)", "not UTF-8 text (a binary file?); a Harness keeps only "
+        return Problem(rel, 0, "(file)", "holds NUL bytes (a binary file?); a Harness keeps only "
                                          "text files, and nothing in it runs"), ""
     return None, text
 
