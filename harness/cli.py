@@ -15,9 +15,15 @@ from pathlib import Path
 
 from harness.bundle import load_mapping, read_dir, validate_mapping
 from harness.diff import diff_bundles, diff_files
-from harness.errors import HarnessValidationError
+from harness.errors import HarnessValidationError, Problem
 
 _PLUGINS = ("harness.runtime.cli", "harness.augment.cli", "harness.skill_import")
+
+
+def _located(bundle_dir: str, p: Problem) -> str:
+    """A problem with the bundle directory in front of its file."""
+    where = bundle_dir if p.file in ("(bundle)", str(bundle_dir)) else Path(bundle_dir) / p.file
+    return f"{where}:{p.line}: {p.field}: {p.message}"
 
 
 def cmd_validate(args) -> int:
@@ -28,8 +34,7 @@ def cmd_validate(args) -> int:
         if problems:
             status = 1
             for p in problems:
-                print(f"{Path(path) / p.file if p.file != '(bundle)' else path}:{p.line}: "
-                      f"{p.field}: {p.message}" if args.full_paths else str(p))
+                print(_located(path, p) if args.full_paths else str(p))
             print(f"{path}: {len(problems)} problem(s)", file=sys.stderr)
         else:
             print(load_mapping(files, source=str(path)).summary())
@@ -39,8 +44,8 @@ def cmd_validate(args) -> int:
 def cmd_diff(args) -> int:
     a_files, pa = read_dir(args.dir_a)
     b_files, pb = read_dir(args.dir_b)
-    if pa or pb:
-        for p in pa + pb:
+    if pa or pb:  # named with their directory: either bundle may be the unreadable one
+        for p in [_located(args.dir_a, p) for p in pa] + [_located(args.dir_b, p) for p in pb]:
             print(p, file=sys.stderr)
         return 2
     try:

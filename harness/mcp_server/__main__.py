@@ -1,12 +1,7 @@
 """``python -m harness.mcp_server [--http PORT] [--catalogue FILE]`` (same as ``python -m harness serve-mcp``)."""
 
-import argparse
+import sys
 
-from harness.mcp_server.server import serve
+from harness.cli import main
 
-parser = argparse.ArgumentParser(prog="python -m harness.mcp_server")
-parser.add_argument("--http", type=int, metavar="PORT", help="serve streamable HTTP at /mcp on PORT")
-parser.add_argument("--host", default="127.0.0.1")
-parser.add_argument("--catalogue", help="catalogue JSON (default: $HARNESS_CATALOGUE or the demo)")
-args = parser.parse_args()
-serve(catalogue_path=args.catalogue, http_port=args.http, host=args.host)
+sys.exit(main(["serve-mcp", *sys.argv[1:]]))

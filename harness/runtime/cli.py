@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -34,16 +35,38 @@ def add_run_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--demo-trajectory", action="append", default=[], metavar="FILE.json",
                    help="a recorded trajectory shown to the model as an in-context example "
                         "(repeatable; helps small local models follow the tool protocol)")
-    p.add_argument("--max-rounds", type=int, help="override the Harness constraint max_rounds")
-    p.add_argument("--budget-s", type=float,
+    p.add_argument("--max-rounds", type=_number(int, low=1),
+                   help="override the Harness constraint max_rounds")
+    p.add_argument("--budget-s", type=_number(float, low=0, open_low=True),
                    help="override the Harness constraint trajectory_budget_s (slow CPUs)")
-    p.add_argument("--temperature", type=float, default=0.0, help="sampling temperature (0: greedy)")
-    p.add_argument("--top-p", type=float, default=1.0)
-    p.add_argument("--max-new-tokens", type=int, default=256)
+    p.add_argument("--temperature", type=_number(float, low=0), default=0.0,
+                   help="sampling temperature (0: greedy)")
+    p.add_argument("--top-p", type=_number(float, low=0, high=1, open_low=True), default=1.0)
+    p.add_argument("--max-new-tokens", type=_number(int, low=1), default=256)
     p.add_argument("--seed", type=int, default=None)
     add_trust_flag(p)
     p.set_defaults(func=cmd_run)
     return p
+
+
+def _number(kind: type, *, low: float, high: float | None = None, open_low: bool = False):
+    """An argparse type: a finite ``kind`` (int or float) in the range, or a message saying which."""
+    wanted = ((f"> {low}" if open_low else f">= {low}") if high is None
+              else f"in {'(' if open_low else '['}{low}, {high}]")
+    noun = "an integer" if kind is int else "a number"
+
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            value = None
+        if (value is None or not math.isfinite(value) or value < low or (open_low and value == low)
+                or (high is not None and value > high)):
+            raise argparse.ArgumentTypeError(f"{text!r}: expected {noun} {wanted}")
+        return value
+
+    parse.__name__ = kind.__name__  # argparse names the type in its own messages
+    return parse
 
 
 def _port(text: str) -> int:
@@ -81,8 +104,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         request = Request.load(args.request)
         catalogue = Catalogue.load(args.catalogue) if args.catalogue else demo_catalogue()
-        request = Request.from_dict(request.to_dict(), source=args.request,
-                                    catalogue=request.catalogue or catalogue)
+        against = ("its own catalogue" if request.catalogue
+                   else args.catalogue or "the demo catalogue (give --catalogue FILE)")
+        request = Request.from_dict(request.to_dict(), catalogue=request.catalogue or catalogue,
+                                    source=f"{args.request} (link ids checked against {against})")
         demonstrations = [_read_demonstration(f) for f in args.demo_trajectory]
         if args.out:
             _check_writable(args.out)
