@@ -96,6 +96,7 @@ INSTALLED_APPS = [
     "studio.jobs",
     "studio.playground",
     "studio.evolution",
+    "studio.mcpservers",
 ]
 
 MIDDLEWARE = [
@@ -205,6 +206,9 @@ JOB_LOG_TAIL_CHARS = env_int("JOB_LOG_TAIL_CHARS", 20000, minimum=1000)
 
 # --- Studio ----------------------------------------------------------------------
 MAX_IMPORT_BYTES = env_int("MAX_IMPORT_BYTES", 20 * 1024 * 1024, minimum=1024)
+# A YAML registry of MCP servers (harness.mcp_registry's format) beside those registered
+# on the MCP servers page; relative to the checkout. Empty: the page's servers only.
+HS_MCP_REGISTRY = env_str("HS_MCP_REGISTRY", "")
 DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_IMPORT_BYTES
 
 LOGGING = {

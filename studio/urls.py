@@ -10,6 +10,7 @@ urlpatterns = [
     path("", include("studio.harnesses.urls")),
     path("jobs/", include("studio.jobs.urls")),
     path("endpoints/", include("studio.endpoints.urls")),
+    path("mcp-servers/", include("studio.mcpservers.urls")),
     path("playground/", include("studio.playground.urls")),
     path("audit/", include("studio.audit.urls")),
     path("api/v1/", include("studio.api.urls")),

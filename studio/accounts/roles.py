@@ -34,6 +34,8 @@ PERMISSIONS: dict[str, frozenset[str]] = {
     "job.diagnose": frozenset({ML_ENGINEER, ADMIN}),
     # cancelling anyone's job (everyone may cancel the jobs they started)
     "job.cancel_any": frozenset({ADMIN}),
+    # registering, editing and removing the MCP servers a Harness may name (they run on the workers)
+    "mcp.manage": frozenset({ADMIN}),
     # reading the audit log
     "audit.view": _ALL,
     # evolution loop: datasets, evolutions, runs, diagnoses, reports

@@ -1,4 +1,4 @@
-"""manage.py seed_demo: roles, demo users, the demo Harness at production, the local endpoint.
+"""manage.py seed_demo: roles, demo users, the marketing MCP server, the demo Harness at production, the local endpoint.
 
 Idempotent: a second run changes nothing but the demo users' passwords back
 to the printed ones. For the local demo only; never run it on a shared server.
@@ -15,6 +15,7 @@ from studio.accounts.services import roles_ensure, user_create
 from studio.endpoints.services import endpoint_ensure_local
 from studio.harnesses.models import Label
 from studio.harnesses.services import harness_import, label_move
+from studio.mcpservers.services import mcp_server_ensure_demo
 
 DEMO_USERS = [
     ("olivia", "olivia-operator", [OPERATOR], "operator: edits Harnesses"),
@@ -25,7 +26,8 @@ DEMO_USERS = [
 
 
 class Command(BaseCommand):
-    help = "Create roles, demo users, the demo Harness (v1 at production) and the local model endpoint."
+    help = ("Create roles, demo users, the demo's marketing MCP server, the demo Harness (v1 at production) "
+            "and the local model endpoint.")
 
     @transaction.atomic
     def handle(self, *args, **options) -> None:
@@ -38,6 +40,8 @@ class Command(BaseCommand):
             admin.is_superuser = admin.is_staff = True
             admin.save(update_fields=["is_superuser", "is_staff"])
 
+        # the demo Harness names this server (registered: marketing); it must be registered first
+        server = mcp_server_ensure_demo(actor=admin)
         result = harness_import(files=load_dir(demo_harness_dir()).files, author=admin, message="Demo Harness as shipped")
         harness, version = result.harness, result.version
         if not harness.description:
@@ -52,6 +56,10 @@ class Command(BaseCommand):
         state = "imported" if result.created else "already present"
         self.stdout.write(f"Harness {harness.name} v{version.number} {state} (digest {version.digest[:12]}), label production.")
         self.stdout.write(f"Model endpoint {endpoint.name} ({endpoint.get_route_display()}).")
+        if server is not None:
+            self.stdout.write(f"MCP server {server.name}: {' '.join(server.command)}.")
+        else:
+            self.stdout.write("MCP server marketing: from the HS_MCP_REGISTRY file.")
         self.stdout.write("Demo users (local demo only):")
         for username, password, _roles, what in DEMO_USERS:
             self.stdout.write(f"  {username:<8} password {password:<18} {what}")
