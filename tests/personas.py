@@ -4,7 +4,8 @@ Personas (as in healthchecks' hc/test.py): Olivia the operator, Rafael the
 reviewer, Mei the ML engineer, Ada the admin and Oscar the outsider, who is
 signed in but holds no role. A package's conftest re-exports the fixtures it
 uses: ``from tests.personas import personas, fast_passwords, eager_jobs``; the demo Harness
-imported as v1 (``demo_files``, ``demo_version``) is shared the same way.
+imported as v1 (``demo_files``, ``demo_version``) is shared the same way; ``personas``
+also registers the demo's MCP server, as the demo set-up does.
 """
 
 from __future__ import annotations
@@ -66,6 +67,11 @@ def eager_jobs(request, settings):
 
 @pytest.fixture
 def personas(db) -> Personas:
+    """The personas, in a studio where the demo set-up registered the marketing MCP server (as
+    seed_demo does): the demo Harness names it, and an unregistered server is refused."""
+    from studio.mcpservers.services import mcp_server_ensure_demo
+
+    mcp_server_ensure_demo()
     return make_personas()
 
 

@@ -131,6 +131,7 @@ def eval_run_execute(*, run_id: int, progress, log) -> dict[str, Any]:
     from harness.runtime import Agent
     from studio.harnesses.bundles import bundle_load
     from studio.harnesses.selectors import version_files
+    from studio.mcpservers.selectors import mcp_registry
 
     run = EvalRun.objects.select_related("version", "dataset", "endpoint").get(pk=run_id)
     if run.status == EvalRun.SUCCEEDED:  # a resume queued while the lost job was in fact finishing
@@ -145,7 +146,7 @@ def eval_run_execute(*, run_id: int, progress, log) -> dict[str, Any]:
         cases = {c.case_id: c for c in DatasetCase.objects.filter(dataset=run.dataset, case_id__in=todo)}
         catalogue = catalogue_for(run.dataset)
         agent = Agent(bundle=bundle_load(version_files(version=run.version)), policy=policy_for(run.endpoint),
-                      catalogue=catalogue)
+                      catalogue=catalogue, mcp_registry=mcp_registry())
         judge = ProgrammaticJudge(catalogue=catalogue)
         started = time.perf_counter()
         scored = 0

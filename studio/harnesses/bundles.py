@@ -15,6 +15,9 @@ from pathlib import PurePosixPath
 
 from harness import Bundle, HarnessValidationError, Problem, load_mapping, validate_mapping
 from harness.bundle import MAX_FILE_BYTES
+from harness.tools import FILE as TOOLS_FILE
+from harness.tools import parse_tools
+from studio.mcpservers.selectors import mcp_server_problems
 
 
 @dataclass(frozen=True)
@@ -36,8 +39,28 @@ def bundle_load(files: dict[str, str]) -> Bundle:
 
 
 def bundle_problems(files: dict[str, str]) -> list[Problem]:
-    """Every problem in the mapping (empty when valid); never raises for bad input."""
-    return list(validate_mapping(files))
+    """Every problem in the mapping (empty when valid), the MCP servers the studio refuses included.
+
+    Never raises for bad input. A server is refused when the studio's registry
+    (studio.mcpservers) does not hold the name it gives, or when it declares its
+    own command or URL: the studio never runs those."""
+    problems = list(validate_mapping(files))
+    text = files.get(TOOLS_FILE, "")
+    # a tools.yaml with problems of its own has them listed already
+    if "mcp_servers" in text and not any(p.file == TOOLS_FILE for p in problems):
+        tools, _problems = parse_tools(text)
+        if tools is not None:
+            problems += mcp_server_problems(tools=tools)
+    return problems
+
+
+def bundle_load_for_version(files: dict[str, str]) -> Bundle:
+    """bundle_load for files about to become a version: the studio's MCP registry must accept its servers."""
+    bundle = load_mapping(files)
+    problems = mcp_server_problems(tools=bundle.tool_registry)
+    if problems:
+        raise HarnessValidationError(problems)
+    return bundle
 
 
 def bundle_summary(bundle: Bundle) -> BundleSummary:
@@ -174,6 +197,7 @@ __all__ = [
     "HarnessValidationError",
     "Problem",
     "bundle_load",
+    "bundle_load_for_version",
     "bundle_problems",
     "bundle_summary",
     "files_from_zip",

@@ -23,7 +23,7 @@ from studio.audit.services import audit_record
 from studio.harnesses.bundles import (
     HarnessValidationError,
     Problem,
-    bundle_load,
+    bundle_load_for_version,
     bundle_problems,
     bundle_summary,
     files_from_zip,
@@ -87,7 +87,7 @@ def harness_version_create(
     if not message:
         raise StudioError("message: say what changed in this version")
     try:
-        bundle = bundle_load(files)
+        bundle = bundle_load_for_version(files)
     except HarnessValidationError as error:
         raise InvalidBundle(error.problems) from None
     if bundle.name != harness.name:
@@ -135,7 +135,7 @@ class ImportResult:
 def harness_import(*, files: dict[str, str], author: User | None, message: str) -> ImportResult:
     """Import a bundle: creates the Harness if new; identical content returns the existing version."""
     try:
-        bundle = bundle_load(files)
+        bundle = bundle_load_for_version(files)
     except HarnessValidationError as error:
         raise InvalidBundle(error.problems) from None
     harness, harness_created = Harness.objects.get_or_create(

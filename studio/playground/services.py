@@ -62,8 +62,11 @@ def policy_for_endpoint(endpoint: ModelEndpoint):
 def playground_run(*, version_id: int, endpoint_id: int, request: dict[str, Any], progress) -> dict[str, Any]:
     """Run one request under a version with an endpoint's policy; returns the trajectory as JSON."""
     from harness.livestream import demo_catalogue
+    from harness.mcp_registry import McpRegistryError, McpServerRefused
     from harness.runtime import Agent
     from studio.harnesses.bundles import bundle_load
+    from studio.jobs.registry import JobFailed
+    from studio.mcpservers.selectors import mcp_registry
 
     version = HarnessVersion.objects.select_related("harness").get(pk=version_id)
     endpoint = ModelEndpoint.objects.get(pk=endpoint_id)
@@ -71,7 +74,12 @@ def playground_run(*, version_id: int, endpoint_id: int, request: dict[str, Any]
     bundle = bundle_load(version_files(version=version))
     policy = policy_for_endpoint(endpoint)
     progress(30, "running the agent")
-    with Agent(bundle=bundle, policy=policy, catalogue=demo_catalogue()) as agent:
+    try:
+        # the studio's registry only: a server the Harness declares itself is refused before anything starts
+        agent = Agent(bundle=bundle, policy=policy, catalogue=demo_catalogue(), mcp_registry=mcp_registry())
+    except (McpServerRefused, McpRegistryError) as refused:
+        raise JobFailed(str(refused)) from None
+    with agent:
         trajectory = agent.run(request)
     progress(95, f"{trajectory.outcome}, routed {trajectory.route}: {trajectory.reply[:120]}")
     return {

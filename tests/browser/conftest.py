@@ -38,7 +38,9 @@ def browser():
 def people(transactional_db):
     from studio.accounts.roles import ML_ENGINEER, OPERATOR, REVIEWER
     from studio.accounts.services import user_create
+    from studio.mcpservers.services import mcp_server_ensure_demo
 
+    mcp_server_ensure_demo()  # as the demo set-up does: the demo Harness names this server
     return {
         "operator": user_create(username="olivia", password=PASSWORD, roles=[OPERATOR]),
         "reviewer": user_create(username="rafael", password=PASSWORD, roles=[REVIEWER]),
