@@ -20,11 +20,13 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
+from harness.mcp_registry import McpServerRefused
 from studio.audit.services import audit_record
 from studio.endpoints.models import ModelEndpoint
 from studio.evolution.models import CaseResult, Dataset, DatasetCase, EvalRun
 from studio.harnesses.models import HarnessVersion
 from studio.jobs.models import Job
+from studio.jobs.registry import JobFailed
 from studio.jobs.services import JobCancelled, job_create, job_reap_stale
 
 
@@ -187,6 +189,10 @@ def eval_run_execute(*, run_id: int, progress, log) -> dict[str, Any]:
         who = job.cancelled_by if job is not None and job.cancelled_by else "someone"
         _end_cancelled(run, reason=f"cancelled by {who}")
         raise
+    except McpServerRefused as refused:  # the version names servers the studio will not start
+        EvalRun.objects.filter(pk=run.pk).update(status=EvalRun.FAILED, error=str(refused),
+                                                 finished_at=timezone.now())
+        raise JobFailed(str(refused)) from None
     except Exception as error:
         EvalRun.objects.filter(pk=run.pk).update(status=EvalRun.FAILED, error=f"{type(error).__name__}: {error}",
                                                  finished_at=timezone.now())
