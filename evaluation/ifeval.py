@@ -23,6 +23,7 @@ from pathlib import Path
 
 from evaluation.nltk_data import ensure_nltk_data
 from harness.jsonl import finished_records, jsonl_records
+from harness.userfiles import InputFileError
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_IFEVAL_PATH = REPO_ROOT.parent / "shared" / "data" / "ifeval" / "input_data.jsonl"
@@ -47,10 +48,10 @@ def load_ifeval_prompts(*, source: str | Path | None = None, limit: int | None =
                 f"{', '.join(_REQUIRED)} or '{HUB_DATASET}' where a hub is reachable"
             )
         rows = []
-        for lineno, row in jsonl_records(path):
+        for lineno, row in jsonl_records(path, error=InputFileError):
             missing = [k for k in _REQUIRED if not isinstance(row, dict) or k not in row]
             if missing:
-                raise ValueError(f"{path}:{lineno}: missing field(s) {', '.join(missing)}")
+                raise InputFileError(f"{path}:{lineno}: missing field(s) {', '.join(missing)}")
             rows.append(row)
     return rows[:limit] if limit is not None else rows
 

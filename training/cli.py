@@ -83,10 +83,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from harness.policies.models import ModelUnavailableError
+
     args = build_parser().parse_args(argv)
     try:
         return _dispatch(args)
-    except (ConfigError, FileNotFoundError, ValueError) as exc:
+    except (ConfigError, FileNotFoundError, ValueError, ModelUnavailableError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 

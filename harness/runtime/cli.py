@@ -96,6 +96,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from harness.errors import HarnessValidationError
     from harness.livestream import Catalogue, DocumentValidationError, Request, demo_catalogue
     from harness.policies import GenerationSettings, make_policy
+    from harness.policies.models import ModelUnavailableError
     from harness.runtime import Agent, FailureInjection
     from harness.runtime.render import render_trajectory
 
@@ -116,7 +117,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                                       max_new_tokens=args.max_new_tokens, seed=args.seed)
         bundle = load_dir(args.harness or demo_harness_dir())
         policy = make_policy(args.policy, settings=settings)
-    except (HarnessValidationError, DocumentValidationError, ValueError, OSError) as exc:
+    except (HarnessValidationError, DocumentValidationError, ValueError, OSError,
+            ModelUnavailableError) as exc:
         print(str(exc), file=sys.stderr)
         return 2
     try:

@@ -188,8 +188,8 @@ def test_serving_names_bad_case_and_profile_files(tmp_path):
               f"error: {binary}:1: not UTF-8 text")
     assert not (tmp_path / "runs").exists()
     bomb = write(tmp_path, "profiles.yaml", b"a: &a [x, x]\nb: &b [*a, *a]\nprofiles: [*b, *b]\n")
-    one_error(cli("serving", "profiles", "--profiles", str(bomb)),
-              f"{bomb}:", "anchors and aliases (&name / *name) are not supported")
+    err = one_error(cli("serving", "profiles", "--profiles", str(bomb)), f"{bomb}:")
+    assert "alias" in err  # refused by harness/yamlio.py, not expanded
 
 
 def test_training_names_a_binary_config(tmp_path):
@@ -197,3 +197,16 @@ def test_training_names_a_binary_config(tmp_path):
     one_error(cli("training", "sft", "--config", str(path)),
               f"error: {path}:1: not UTF-8 text (invalid start byte at byte 0); "
               "a config file must be UTF-8 text")
+
+
+def test_a_missing_model_or_run_folder_is_one_message(tmp_path):
+    missing = tmp_path / "no-such-checkpoint"
+    one_error(cli("harness", "run", "--request", str(REQUEST), "--policy", f"local:{missing}"),
+              f"'{missing}' is not a model ({missing} does not exist)")
+    one_error(cli("training", "eval", "--model", str(missing), "--out", str(tmp_path / "eval")),
+              f"error: '{missing}' is not a model")
+    one_error(cli("evaluation", "compare", str(missing), str(missing)),
+              f"error: {missing}: no results file")
+    source = write(tmp_path, "ifeval.jsonl", BINARY)
+    one_error(cli("evaluation", "ifeval", "--policy", "tiny", "--source", str(source), "--limit", "1"),
+              f"error: {source}:1: not UTF-8 text")
