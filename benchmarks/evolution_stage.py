@@ -67,14 +67,11 @@ def main() -> None:
     from studio.accounts.roles import ADMIN, REVIEWER
     from studio.accounts.services import roles_ensure, user_create
     from studio.endpoints.models import ModelEndpoint
+    from studio.evolution.decisions import proposal_review
+    from studio.evolution.diagnosis import diagnosis_start
     from studio.evolution.models import EvalRun, Proposal, Stage
     from studio.evolution.seeding import evolution_demo_seed
-    from studio.evolution.services import (
-        candidate_build,
-        diagnosis_start,
-        evolution_start,
-        proposal_review,
-    )
+    from studio.evolution.stages import candidate_build, evolution_start
     from studio.harnesses.services import harness_import
 
     roles_ensure()

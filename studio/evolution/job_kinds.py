@@ -14,6 +14,6 @@ def eval_run_job(context: JobContext) -> dict:
 
 @job_kind("evolution_diagnose", label="Diagnosis")
 def diagnose_job(context: JobContext) -> dict:
-    from studio.evolution.services import diagnosis_execute
+    from studio.evolution.diagnosis import diagnosis_execute
 
     return diagnosis_execute(diagnosis_id=context.params["diagnosis_id"], log=context.log)

@@ -1,12 +1,21 @@
-"""Reads of the evolution loop: filtered results, the evolution record, chart data."""
+"""Reads of the evolution loop: lookups for the pages, filtered results, a stage's state, the record, chart data."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from django.db.models import QuerySet
+from django.http import Http404
 
-from studio.evolution.models import CaseResult, DatasetCase, EvalRun, Evolution, Proposal, Stage
+from studio.evolution.models import (
+    CaseResult,
+    Dataset,
+    DatasetCase,
+    EvalRun,
+    Evolution,
+    Proposal,
+    Stage,
+)
 
 SCORE_FILTERS = {
     "failed": "Accuracy 0 or Effectiveness below 1",
@@ -89,3 +98,119 @@ def evolution_chart(*, evolution: Evolution) -> dict[str, Any]:
 
 def stage_current(*, evolution: Evolution) -> Stage | None:
     return evolution.stages.order_by("-number").first()
+
+
+# --- lookups (Http404 naming what is missing) ---------------------------------------------
+
+
+def evolution_list(*, limit: int = 100) -> QuerySet[Evolution]:
+    return Evolution.objects.select_related("harness", "base_version", "dataset", "endpoint")[:limit]
+
+
+def evolution_get(*, evolution_id: int) -> Evolution:
+    evolution = Evolution.objects.select_related("harness", "dataset", "endpoint").filter(pk=evolution_id).first()
+    if evolution is None:
+        raise Http404(f"no evolution #{evolution_id}")
+    return evolution
+
+
+def dataset_list() -> QuerySet[Dataset]:
+    return Dataset.objects.all()
+
+
+def dataset_get(*, name: str) -> Dataset:
+    dataset = Dataset.objects.filter(name=name).first()
+    if dataset is None:
+        raise Http404(f"no dataset {name!r}")
+    return dataset
+
+
+def dataset_cases(*, dataset: Dataset, category: str = "") -> QuerySet[DatasetCase]:
+    cases = DatasetCase.objects.filter(dataset=dataset).defer("data")
+    return cases.filter(category=category) if category else cases
+
+
+def dataset_case_get(*, dataset_name: str, case_id: str) -> DatasetCase:
+    case = DatasetCase.objects.select_related("dataset").filter(dataset__name=dataset_name, case_id=case_id).first()
+    if case is None:
+        raise Http404(f"no case {case_id!r} in dataset {dataset_name!r}")
+    return case
+
+
+def run_get(*, run_id: int) -> EvalRun:
+    run = EvalRun.objects.select_related("job", "version__harness", "dataset", "endpoint").filter(pk=run_id).first()
+    if run is None:
+        raise Http404(f"no evaluation run #{run_id}")
+    return run
+
+
+def run_result_get(*, run: EvalRun, case_id: str) -> tuple[CaseResult, DatasetCase | None]:
+    """A run's result for one case and the dataset case it scored."""
+    result = CaseResult.objects.filter(run=run, case_id=case_id).first()
+    if result is None:
+        raise Http404(f"run #{run.pk} has no result for case {case_id!r}")
+    return result, DatasetCase.objects.filter(dataset=run.dataset, case_id=case_id).first()
+
+
+def run_done(*, run: EvalRun | None) -> int:
+    """Cases of the run scored so far."""
+    return run.results.count() if run is not None else 0
+
+
+def stage_get(*, stage_id: int) -> Stage:
+    stage = Stage.objects.select_related(
+        "evolution__harness", "evolution__dataset", "evolution__endpoint", "parent_version", "candidate_version",
+        "parent_run__job", "candidate_run__job", "draft").filter(pk=stage_id).first()
+    if stage is None:
+        raise Http404(f"no stage #{stage_id}")
+    return stage
+
+
+def stage_next(*, stage: Stage) -> Stage | None:
+    return stage.evolution.stages.filter(number=stage.number + 1).first()
+
+
+def proposal_get(*, proposal_id: int) -> Proposal:
+    proposal = Proposal.objects.select_related("diagnosis__stage").filter(pk=proposal_id).first()
+    if proposal is None:
+        raise Http404(f"no proposal #{proposal_id}")
+    return proposal
+
+
+# --- a stage's state ---------------------------------------------------------------------
+
+
+def _busy(status: str | None) -> bool:
+    return status in (EvalRun.QUEUED, EvalRun.RUNNING)
+
+
+def stage_state(*, stage: Stage, parent_run: EvalRun | None = None, candidate_run: EvalRun | None = None
+                ) -> dict[str, Any]:
+    """What the stage page shows: its runs, diagnosis, proposals, report and gates, and whether it is still moving.
+
+    ``parent_run`` / ``candidate_run`` are the stage's runs as the caller refreshed them (default: as stored).
+    ``active`` is true while a run or the diagnosis is going, or the candidate's report is being written;
+    ``closed`` once a decision ended the stage or the evolution is no longer active.
+    """
+    from studio.evolution.gates import release_gates
+    from studio.evolution.stages import CLOSING_DECISIONS
+
+    parent_run = parent_run or stage.parent_run
+    candidate_run = candidate_run or stage.candidate_run
+    diagnosis = stage.diagnoses.select_related("job").first()
+    proposals = list(diagnosis.proposals.all()) if diagnosis else []
+    active = _busy(parent_run and parent_run.status) or _busy(candidate_run and candidate_run.status) \
+        or _busy(diagnosis and diagnosis.status) \
+        or (candidate_run is not None and not stage.comparison and candidate_run.status == EvalRun.SUCCEEDED)
+    gates = release_gates(comparison=stage.comparison, tolerance=stage.evolution.tolerance) \
+        if stage.comparison else []
+    return {
+        "stage": stage, "evolution": stage.evolution, "parent_run": parent_run, "candidate_run": candidate_run,
+        "diagnosis": diagnosis, "proposals": proposals, "active": active, "gates": gates,
+        "accepted": sum(p.status in (Proposal.ACCEPTED, Proposal.EDITED) for p in proposals),
+        "report": stage.comparison,
+        "parent_done": run_done(run=parent_run), "candidate_done": run_done(run=candidate_run),
+        "decisions": Stage.DECISIONS,
+        "closed": stage.decision in CLOSING_DECISIONS or stage.evolution.status != Evolution.ACTIVE,
+        "next_stage": stage_next(stage=stage),
+    }

@@ -8,35 +8,21 @@ from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.db import transaction
-from django.http import Http404
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from studio.accounts.decorators import requires
+from studio.accounts.roles import user_can
 from studio.evolution import selectors
+from studio.evolution.datasets import dataset_catalogue_from_text, dataset_import
+from studio.evolution.decisions import proposal_edit_in_editor, proposal_review, stage_decide
+from studio.evolution.diagnosis import diagnosis_start
+from studio.evolution.errors import EvolutionError
 from studio.evolution.forms import DatasetImportForm, EvolutionForm
 from studio.evolution.gates import release_gates, stopping_advice
-from studio.evolution.models import (
-    CaseResult,
-    Dataset,
-    DatasetCase,
-    EvalRun,
-    Evolution,
-    Proposal,
-    Stage,
-)
-from studio.evolution.permissions import evolution_can, evolution_requires
+from studio.evolution.models import EvalRun
 from studio.evolution.runs import EvaluationError, eval_run_is_stalled, eval_run_resume
-from studio.evolution.services import (
-    EvolutionError,
-    candidate_build,
-    dataset_catalogue_from_text,
-    dataset_import,
-    diagnosis_start,
-    evolution_start,
-    proposal_edit_in_editor,
-    proposal_review,
-    stage_decide,
-)
+from studio.evolution.stages import candidate_build, evolution_start
 from studio.jobs.services import job_reap_stale
 from studio.playground.presenters import system_prompt, trajectory_steps
 
@@ -44,7 +30,7 @@ USER_ERRORS = (EvolutionError, EvaluationError, PermissionDenied)
 
 
 def _can(request) -> dict[str, bool]:
-    return {name.split(".")[1]: evolution_can(request.user, name)
+    return {name.split(".")[1]: user_can(request.user, name)
             for name in ("evolution.run", "evolution.review", "evolution.edit")}
 
 
@@ -58,22 +44,21 @@ def _refresh(run: EvalRun | None) -> EvalRun | None:
     if eval_run_is_stalled(run):
         with transaction.atomic():
             eval_run_resume(run=run, actor=None)
-    return EvalRun.objects.select_related("job", "version__harness", "dataset", "endpoint").get(pk=run.pk)
+    return selectors.run_get(run_id=run.pk)
 
 
 # --- evolutions ------------------------------------------------------------------------
 
 
 @require_GET
-@evolution_requires("evolution.view")
+@requires("evolution.view")
 def evolution_list(request):
-    evolutions = Evolution.objects.select_related("harness", "base_version", "dataset", "endpoint")[:100]
-    return render(request, "evolution/evolution_list.html",
-                  {"evolutions": evolutions, "datasets": Dataset.objects.all(), "can": _can(request)})
+    return render(request, "evolution/evolution_list.html", {
+        "evolutions": selectors.evolution_list(), "datasets": selectors.dataset_list(), "can": _can(request)})
 
 
 @require_http_methods(["GET", "POST"])
-@evolution_requires("evolution.run")
+@requires("evolution.run")
 def evolution_new(request):
     form = EvolutionForm(request.POST or None, initial={"dataset": request.GET.get("dataset"),
                                                         "version": request.GET.get("version")})
@@ -93,9 +78,9 @@ def evolution_new(request):
 
 
 @require_GET
-@evolution_requires("evolution.view")
+@requires("evolution.view")
 def evolution_detail(request, evolution_id: int):
-    evolution = get_object_or_404(Evolution.objects.select_related("harness", "dataset", "endpoint"), pk=evolution_id)
+    evolution = selectors.evolution_get(evolution_id=evolution_id)
     stages = list(evolution.stages.all())
     latest = stages[-1] if stages else None
     gates = release_gates(comparison=latest.comparison, tolerance=evolution.tolerance) if latest else []
@@ -109,13 +94,13 @@ def evolution_detail(request, evolution_id: int):
 
 
 @require_GET
-@evolution_requires("evolution.view")
+@requires("evolution.view")
 def dataset_list(request):
-    return render(request, "evolution/dataset_list.html", {"datasets": Dataset.objects.all(), "can": _can(request)})
+    return render(request, "evolution/dataset_list.html", {"datasets": selectors.dataset_list(), "can": _can(request)})
 
 
 @require_http_methods(["GET", "POST"])
-@evolution_requires("evolution.run")
+@requires("evolution.run")
 def dataset_import_view(request):
     from evaluation.cases import CaseFileError
 
@@ -146,23 +131,20 @@ def dataset_import_view(request):
 
 
 @require_GET
-@evolution_requires("evolution.view")
+@requires("evolution.view")
 def dataset_detail(request, name: str):
-    dataset = get_object_or_404(Dataset, name=name)
+    dataset = selectors.dataset_get(name=name)
     category = request.GET.get("category", "")
-    cases = DatasetCase.objects.filter(dataset=dataset).defer("data")
-    if category:
-        cases = cases.filter(category=category)
-    page = Paginator(cases, 50).get_page(request.GET.get("page"))
+    page = Paginator(selectors.dataset_cases(dataset=dataset, category=category), 50).get_page(request.GET.get("page"))
     return render(request, "evolution/dataset_detail.html", {
         "dataset": dataset, "page": page, "category": category,
         "categories": selectors.dataset_categories(dataset=dataset), "can": _can(request)})
 
 
 @require_GET
-@evolution_requires("evolution.view")
+@requires("evolution.view")
 def dataset_case(request, name: str, case_id: str):
-    case = get_object_or_404(DatasetCase.objects.select_related("dataset"), dataset__name=name, case_id=case_id)
+    case = selectors.dataset_case_get(dataset_name=name, case_id=case_id)
     return render(request, "evolution/dataset_case.html",
                   {"case": case, "case_json": json.dumps(case.data, indent=2, ensure_ascii=False)})
 
@@ -171,35 +153,32 @@ def dataset_case(request, name: str, case_id: str):
 
 
 def _run(run_id: int) -> EvalRun:
-    run = EvalRun.objects.select_related("job", "version__harness", "dataset", "endpoint").filter(pk=run_id).first()
-    if run is None:
-        raise Http404(f"no evaluation run #{run_id}")
-    return _refresh(run)
+    return _refresh(selectors.run_get(run_id=run_id))
 
 
 @require_GET
-@evolution_requires("evolution.view")
+@requires("evolution.view")
 def run_detail(request, run_id: int):
     run = _run(run_id)
     filters = {k: request.GET.get(k, "") for k in ("category", "score", "reason", "split")}
     page = Paginator(selectors.result_list(run=run, **filters), 100).get_page(request.GET.get("page"))
     return render(request, "evolution/run_detail.html", {
         "run": run, "page": page, "filters": filters, "facets": selectors.result_facets(run=run),
-        "score_filters": selectors.SCORE_FILTERS, "done": run.results.count(), "can": _can(request)})
+        "score_filters": selectors.SCORE_FILTERS, "done": selectors.run_done(run=run), "can": _can(request)})
 
 
 @require_GET
-@evolution_requires("evolution.view")
+@requires("evolution.view")
 def run_status(request, run_id: int):
     run = _run(run_id)
-    response = render(request, "evolution/_run_status.html", {"run": run, "done": run.results.count()})
+    response = render(request, "evolution/_run_status.html", {"run": run, "done": selectors.run_done(run=run)})
     if run.status in (EvalRun.SUCCEEDED, EvalRun.FAILED):
         response["HX-Trigger"] = "run-finished"
     return response
 
 
 @require_POST
-@evolution_requires("evolution.run")
+@requires("evolution.run")
 def run_resume(request, run_id: int):
     run = _run(run_id)
     try:
@@ -207,16 +186,15 @@ def run_resume(request, run_id: int):
     except USER_ERRORS as error:
         messages.error(request, str(error))
     else:
-        messages.success(request, f"Run #{run.pk} resumed: {run.results.count()} finished case(s) are kept.")
+        messages.success(request, f"Run #{run.pk} resumed: {selectors.run_done(run=run)} finished case(s) are kept.")
     return redirect("evolution:run_detail", run_id=run.pk)
 
 
 @require_GET
-@evolution_requires("evolution.view")
+@requires("evolution.view")
 def run_case(request, run_id: int, case_id: str):
     run = _run(run_id)
-    result = get_object_or_404(CaseResult, run=run, case_id=case_id)
-    case = DatasetCase.objects.filter(dataset=run.dataset, case_id=case_id).first()
+    result, case = selectors.run_result_get(run=run, case_id=case_id)
     traj = result.trajectory
     return render(request, "evolution/run_case.html", {
         "run": run, "result": result, "case": case, "traj": traj, "steps": trajectory_steps(traj),
@@ -227,55 +205,29 @@ def run_case(request, run_id: int, case_id: str):
 # --- stages -------------------------------------------------------------------------------
 
 
-def _stage(stage_id: int) -> Stage:
-    stage = Stage.objects.select_related(
-        "evolution__harness", "evolution__dataset", "evolution__endpoint", "parent_version", "candidate_version",
-        "parent_run__job", "candidate_run__job", "draft").filter(pk=stage_id).first()
-    if stage is None:
-        raise Http404(f"no stage #{stage_id}")
-    return stage
-
-
-def _stage_context(request, stage: Stage) -> dict:
-    parent_run, candidate_run = _refresh(stage.parent_run), _refresh(stage.candidate_run)
-    diagnosis = stage.diagnoses.select_related("job").first()
-    proposals = list(diagnosis.proposals.all()) if diagnosis else []
-    active = any(r is not None and r.status in (EvalRun.QUEUED, EvalRun.RUNNING) for r in (parent_run, candidate_run)) \
-        or (diagnosis is not None and diagnosis.status in (EvalRun.QUEUED, EvalRun.RUNNING)) \
-        or (candidate_run is not None and not stage.comparison and candidate_run.status == EvalRun.SUCCEEDED)
-    gates = release_gates(comparison=stage.comparison, tolerance=stage.evolution.tolerance) \
-        if stage.comparison else []
-    return {
-        "stage": stage, "evolution": stage.evolution, "parent_run": parent_run, "candidate_run": candidate_run,
-        "diagnosis": diagnosis, "proposals": proposals, "active": active, "gates": gates,
-        "accepted": sum(p.status in (Proposal.ACCEPTED, Proposal.EDITED) for p in proposals),
-        "report": stage.comparison, "can": _can(request),
-        "parent_done": parent_run.results.count() if parent_run else 0,
-        "candidate_done": candidate_run.results.count() if candidate_run else 0,
-        "decisions": Stage.DECISIONS, "closed": stage.decision in (Stage.ANOTHER, Stage.STOP, Stage.ROLLBACK)
-        or stage.evolution.status == Evolution.STOPPED,
-        "next_stage": stage.evolution.stages.filter(number=stage.number + 1).first(),
-    }
+def _stage_context(request, stage_id: int) -> dict:
+    stage = selectors.stage_get(stage_id=stage_id)
+    state = selectors.stage_state(stage=stage, parent_run=_refresh(stage.parent_run),
+                                  candidate_run=_refresh(stage.candidate_run))
+    return {**state, "can": _can(request)}
 
 
 @require_GET
-@evolution_requires("evolution.view")
+@requires("evolution.view")
 def stage_detail(request, stage_id: int):
-    stage = _stage(stage_id)
-    return render(request, "evolution/stage_detail.html", _stage_context(request, stage))
+    return render(request, "evolution/stage_detail.html", _stage_context(request, stage_id))
 
 
 @require_GET
-@evolution_requires("evolution.view")
+@requires("evolution.view")
 def stage_status(request, stage_id: int):
-    stage = _stage(stage_id)
-    return render(request, "evolution/_stage_body.html", _stage_context(request, stage))
+    return render(request, "evolution/_stage_body.html", _stage_context(request, stage_id))
 
 
 @require_POST
-@evolution_requires("evolution.run")
+@requires("evolution.run")
 def stage_diagnose(request, stage_id: int):
-    stage = _stage(stage_id)
+    stage = selectors.stage_get(stage_id=stage_id)
     try:
         diagnosis_start(stage=stage, actor=request.user)
     except USER_ERRORS as error:
@@ -284,9 +236,9 @@ def stage_diagnose(request, stage_id: int):
 
 
 @require_POST
-@evolution_requires("evolution.review")
+@requires("evolution.review")
 def stage_candidate(request, stage_id: int):
-    stage = _stage(stage_id)
+    stage = selectors.stage_get(stage_id=stage_id)
     try:
         candidate_build(stage=stage, actor=request.user, message=request.POST.get("message", ""))
     except USER_ERRORS as error:
@@ -297,9 +249,9 @@ def stage_candidate(request, stage_id: int):
 
 
 @require_POST
-@evolution_requires("evolution.review")
+@requires("evolution.review")
 def stage_decide_view(request, stage_id: int):
-    stage = _stage(stage_id)
+    stage = selectors.stage_get(stage_id=stage_id)
     try:
         stage_decide(stage=stage, decision=request.POST.get("decision", ""), actor=request.user,
                      reason=request.POST.get("reason", ""))
@@ -308,16 +260,16 @@ def stage_decide_view(request, stage_id: int):
         return redirect("evolution:stage_detail", stage_id=stage.pk)
     stage.refresh_from_db()
     messages.success(request, f"Stage {stage.number}: {stage.get_decision_display()}.")
-    following = stage.evolution.stages.filter(number=stage.number + 1).first()
+    following = selectors.stage_next(stage=stage)
     if following is not None:
         return redirect("evolution:stage_detail", stage_id=following.pk)
     return redirect("evolution:evolution_detail", evolution_id=stage.evolution_id)
 
 
 @require_POST
-@evolution_requires("evolution.review")
+@requires("evolution.review")
 def proposal_review_view(request, proposal_id: int):
-    proposal = get_object_or_404(Proposal.objects.select_related("diagnosis__stage"), pk=proposal_id)
+    proposal = selectors.proposal_get(proposal_id=proposal_id)
     action = request.POST.get("action")
     if action not in ("accept", "reject"):
         messages.error(request, "action: must be accept or reject")
@@ -331,9 +283,9 @@ def proposal_review_view(request, proposal_id: int):
 
 
 @require_POST
-@evolution_requires("evolution.edit")
+@requires("evolution.edit")
 def proposal_edit(request, proposal_id: int):
-    proposal = get_object_or_404(Proposal.objects.select_related("diagnosis__stage"), pk=proposal_id)
+    proposal = selectors.proposal_get(proposal_id=proposal_id)
     try:
         draft = proposal_edit_in_editor(proposal=proposal, actor=request.user)
     except USER_ERRORS as error:

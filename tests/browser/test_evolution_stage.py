@@ -21,8 +21,8 @@ def evolution_world(people, tmp_path):
     from evaluation.world.sets import build_sets
     from harness import demo_harness_dir, read_dir
     from studio.endpoints.models import ModelEndpoint
+    from studio.evolution.datasets import dataset_import
     from studio.evolution.scripted import write_script
-    from studio.evolution.services import dataset_import
     from studio.harnesses.services import harness_import
 
     built = build_sets(seed=7)

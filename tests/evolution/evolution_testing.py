@@ -7,8 +7,8 @@ import json
 from django.test import Client
 
 from studio.endpoints.models import ModelEndpoint
+from studio.evolution.datasets import dataset_import
 from studio.evolution.scripted import write_script
-from studio.evolution.services import dataset_import
 from studio.harnesses.services import harness_import
 
 

@@ -3,17 +3,12 @@
 import pytest
 from evolution_testing import small_world
 
+from studio.evolution.decisions import proposal_edit_in_editor, proposal_review, stage_decide
+from studio.evolution.diagnosis import diagnosis_start
+from studio.evolution.errors import EvolutionError
 from studio.evolution.gates import business_gate, latency_gate, release_gates, stopping_advice
 from studio.evolution.models import Evolution, Proposal, Stage
-from studio.evolution.services import (
-    EvolutionError,
-    candidate_build,
-    diagnosis_start,
-    evolution_start,
-    proposal_edit_in_editor,
-    proposal_review,
-    stage_decide,
-)
+from studio.evolution.stages import candidate_build, evolution_start
 from studio.harnesses.models import Label
 from studio.harnesses.services import draft_commit, draft_file_save, label_move
 from studio.jobs.models import Job

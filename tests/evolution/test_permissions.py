@@ -11,8 +11,9 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import URLResolver, get_resolver
 from evolution_testing import client_for, small_world
 
-from studio.evolution.permissions import EVOLUTION_PERMISSIONS, evolution_can
-from studio.evolution.services import diagnosis_start, evolution_start
+from studio.accounts.roles import PERMISSIONS, user_can
+from studio.evolution.diagnosis import diagnosis_start
+from studio.evolution.stages import evolution_start
 
 pytestmark = pytest.mark.django_db
 
@@ -52,7 +53,7 @@ def evolution_url_names() -> set[str]:
 
 def test_every_evolution_url_is_in_the_matrix():
     assert evolution_url_names() == {row[0] for row in MATRIX}
-    assert {row[3] for row in MATRIX} <= set(EVOLUTION_PERMISSIONS)
+    assert {row[3] for row in MATRIX} <= {k for k in PERMISSIONS if k.startswith("evolution.")}
 
 
 @pytest.fixture
@@ -80,7 +81,7 @@ def test_permission_matrix(role, personas, world):
         response = getattr(client, method)(path, data) if method == "post" else client.get(path)
         if user is None:
             assert response.status_code == 302 and "/accounts/login/" in response.url, (name, role)
-        elif evolution_can(user, permission):
+        elif user_can(user, permission):
             assert response.status_code in (200, 302), (name, role, response.status_code)
             if response.status_code == 302:
                 assert "/accounts/login/" not in response.url, (name, role)

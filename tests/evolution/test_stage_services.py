@@ -3,15 +3,11 @@
 import pytest
 from evolution_testing import small_world
 
+from studio.evolution.decisions import proposal_review, stage_decide
+from studio.evolution.diagnosis import diagnosis_start
+from studio.evolution.errors import EvolutionError
 from studio.evolution.models import CaseResult, DatasetCase, EvalRun, Proposal, Stage
-from studio.evolution.services import (
-    EvolutionError,
-    candidate_build,
-    diagnosis_start,
-    evolution_start,
-    proposal_review,
-    stage_decide,
-)
+from studio.evolution.stages import candidate_build, evolution_start
 from studio.harnesses.models import Label
 
 pytestmark = pytest.mark.django_db

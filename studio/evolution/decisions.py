@@ -1,0 +1,113 @@
+"""The reviewer's writes: accept or reject proposals, open one in the editor, decide a stage.
+
+A decision is carried out here (label moves, the next stage, stop); promotion
+to production must pass the release gates of :mod:`studio.evolution.gates`.
+"""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import User
+from django.db import transaction
+from django.utils import timezone
+
+from studio.audit.services import audit_record
+from studio.evolution.errors import EvolutionError
+from studio.evolution.models import Evolution, Proposal, Stage
+from studio.evolution.stages import (
+    stage_accepted_edits,
+    stage_check_open,
+    stage_draft_with_edits,
+    stage_open,
+    stage_require,
+)
+from studio.harnesses.models import Draft, Label
+from studio.harnesses.services import StudioError, label_move, label_rollback
+
+
+def _check_open_proposal(proposal: Proposal) -> Stage:
+    stage = proposal.diagnosis.stage
+    stage_check_open(stage)
+    if stage.candidate_version_id:
+        raise EvolutionError(f"stage {stage.number} already has its candidate v{stage.candidate_version.number}")
+    return stage
+
+
+def proposal_review(*, proposal: Proposal, actor: User, accept: bool, reason: str = "") -> Proposal:
+    """Accept a valid proposal, or reject one with the reviewer's reason."""
+    stage_require(actor, "evolution.review", "accepting or rejecting proposals")
+    _check_open_proposal(proposal)
+    reason = reason.strip()
+    if accept and not proposal.valid:
+        raise EvolutionError(f"proposal {proposal.index + 1}: its edits do not validate "
+                             f"({'; '.join(proposal.problems)}); reject it or edit it in the editor")
+    if not accept and not reason:
+        raise EvolutionError("reason: say why the proposal is rejected")
+    proposal.status = Proposal.ACCEPTED if accept else Proposal.REJECTED
+    proposal.review_reason, proposal.reviewed_by, proposal.reviewed_at = reason, actor, timezone.now()
+    proposal.save(update_fields=["status", "review_reason", "reviewed_by", "reviewed_at"])
+    audit_record(actor=actor, action=f"evolution.proposal.{proposal.status}",
+                 harness=proposal.diagnosis.stage.evolution.harness,
+                 target=f"proposal #{proposal.pk} {proposal.title}", data={"reason": reason})
+    return proposal
+
+
+@transaction.atomic
+def proposal_edit_in_editor(*, proposal: Proposal, actor: User) -> Draft:
+    """Open a draft holding the accepted edits plus this proposal's, for the operator to refine."""
+    stage_require(actor, "evolution.edit", "editing a proposal in the editor")
+    stage = _check_open_proposal(proposal)
+    if stage.draft_id and stage.draft.status == Draft.OPEN:
+        raise EvolutionError(f"stage {stage.number} already has draft #{stage.draft_id} open; edit it there")
+    edits = stage_accepted_edits(stage) + (proposal.edits if proposal.status == Proposal.PENDING else [])
+    draft = stage_draft_with_edits(stage=stage, edits=edits, actor=actor)
+    proposal.status, proposal.reviewed_by, proposal.reviewed_at = Proposal.EDITED, actor, timezone.now()
+    proposal.save(update_fields=["status", "reviewed_by", "reviewed_at"])
+    Stage.objects.filter(pk=stage.pk).update(draft=draft)
+    audit_record(actor=actor, action="evolution.proposal.edited", harness=stage.evolution.harness,
+                 target=f"proposal #{proposal.pk}", data={"draft": draft.pk})
+    return draft
+
+
+@transaction.atomic
+def stage_decide(*, stage: Stage, decision: str, actor: User, reason: str = "") -> Stage:
+    """Record the reviewer's decision and carry it out (label moves, next stage, stop)."""
+    from studio.evolution.gates import release_gates
+
+    stage_require(actor, "evolution.review", "deciding a stage")
+    stage_check_open(stage)
+    evolution = stage.evolution
+    candidate = stage.candidate_version
+    needs_candidate = decision in (Stage.PROMOTE_STAGING, Stage.PROMOTE_PRODUCTION, Stage.ANOTHER)
+    if decision not in dict(Stage.DECISIONS):
+        raise EvolutionError(f"decision: {decision!r} is not one of {', '.join(dict(Stage.DECISIONS))}")
+    if needs_candidate and (candidate is None or not stage.comparison):
+        raise EvolutionError(f"decision: stage {stage.number} has no evaluated candidate to {decision.replace('_', ' ')}")
+    try:
+        if decision == Stage.PROMOTE_STAGING:
+            label_move(harness=evolution.harness, name=Label.STAGING, version=candidate, actor=actor,
+                       reason=reason or f"evolution #{evolution.pk} stage {stage.number}")
+        elif decision == Stage.PROMOTE_PRODUCTION:
+            failing = [g for g in release_gates(comparison=stage.comparison, tolerance=evolution.tolerance)
+                       if g.status == "fail"]
+            if failing:
+                raise EvolutionError("release gates failed: " + "; ".join(f"{g.name}: {g.detail}" for g in failing))
+            label_move(harness=evolution.harness, name=Label.PRODUCTION, version=candidate, actor=actor,
+                       reason=reason)
+        elif decision == Stage.ROLLBACK:
+            for label in Label.objects.filter(harness=evolution.harness, version=candidate) if candidate else []:
+                label_rollback(label=label, actor=actor, reason=reason or f"stage {stage.number} rolled back")
+    except StudioError as error:
+        raise EvolutionError(str(error)) from None
+    stage.decision, stage.decision_reason = decision, reason.strip()
+    stage.decided_by, stage.decided_at = actor, timezone.now()
+    stage.save(update_fields=["decision", "decision_reason", "decided_by", "decided_at"])
+    audit_record(actor=actor, action=f"evolution.decision.{decision}", harness=evolution.harness,
+                 target=f"evolution #{evolution.pk} stage {stage.number}",
+                 data={"candidate": candidate.number if candidate else None, "reason": reason})
+    if decision == Stage.STOP:
+        Evolution.objects.filter(pk=evolution.pk).update(status=Evolution.STOPPED)
+    elif decision == Stage.ANOTHER:
+        stage_open(evolution=evolution, parent=candidate, parent_run=stage.candidate_run, actor=actor)
+    elif decision == Stage.ROLLBACK:
+        stage_open(evolution=evolution, parent=stage.parent_version, parent_run=stage.parent_run, actor=actor)
+    return stage
