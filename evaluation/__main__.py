@@ -72,11 +72,15 @@ def _cmd_run(args: argparse.Namespace) -> int:
     except (RunConfigError, FileNotFoundError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    all_ = outcome.summary["metrics"]
+    from evaluation.summary import fallback_warning, outcome_line
+
+    summary = outcome.summary
+    overall = summary["overall"]
     print(f"{outcome.out}: ran {outcome.done}, resumed past {outcome.skipped}; "
-          f"Accuracy {100 * all_['accuracy']['ALL']['mean']:.2f}, "
-          f"Effectiveness {100 * all_['effectiveness']['ALL']['mean']:.2f}, "
-          f"AVG {100 * all_['avg']['ALL']['mean']:.2f}; report: {outcome.out / 'report.md'}")
+          f"Accuracy {overall.get('accuracy', 0):.2f}, Effectiveness {overall.get('effectiveness', 0):.2f}, "
+          f"AVG {overall.get('avg', 0):.2f}; {outcome_line(summary)}; report: {outcome.out / 'report.md'}")
+    if summary["mostly_fallback"]:
+        print(f"warning: {fallback_warning(summary)}", file=sys.stderr)
     return 0
 
 

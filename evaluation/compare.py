@@ -1,10 +1,19 @@
-"""Paired comparison of two evaluation runs on the same cases (the regression check of SPEC §5).
+"""The paired comparison of two evaluation runs on the same cases (the regression check of SPEC §5).
 
-Cases are paired by id. For every category and overall: mean Accuracy,
-Effectiveness and AVG of both runs, the delta (B - A), and a paired bootstrap
-of the AVG delta (10,000 resamples, 95% percentile interval, P(delta <= 0)).
-Newly failing cases: Accuracy 1 -> 0 or AVG down by at least 0.5; newly passing
-the reverse. A category *regressed* when its interval lies entirely below 0.
+One comparison for the whole project: ``python -m evaluation compare``, the
+studio's regression report (and the release gates that read it) and training
+call ``paired_comparison`` on flattened rows (``evaluation.summary.score_row``).
+
+Cases are paired by id; run A is the parent (baseline), run B the candidate.
+Overall, per category and per split: mean Accuracy, Effectiveness and AVG of
+both (percent), the delta (B - A) with a paired bootstrap interval (10,000
+resamples, 95% percentile interval, P(delta <= 0)), and the cases that fail in
+each. A block *regressed* when its AVG interval lies entirely below 0.
+
+**Newly failing**: a case that passed in A and does not pass in B; **newly
+passing** the reverse. A case passes when it is fully right: Accuracy 1 and
+Effectiveness 1 (``evaluation.scoring.passed``). So a drop from a full answer
+to a half-effective one counts; a change between two failing scores does not.
 """
 
 from __future__ import annotations
@@ -13,78 +22,111 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from evaluation.report import score_rows
-from evaluation.runner import RESULTS, load_results
+from evaluation.scoring import passed
 from evaluation.stats import DEFAULT_RESAMPLES, paired_bootstrap
+from evaluation.summary import score_row
+
+METRICS = ("accuracy", "effectiveness", "avg")
 
 
-def _rows(run: str | Path) -> dict[str, dict]:
+def _block(pairs: list[tuple[dict, dict]], *, resamples: int, seed: int) -> dict[str, Any]:
+    out: dict[str, Any] = {"n": len(pairs)}
+    for metric in METRICS:
+        base = [float(a[metric] or 0.0) for a, _ in pairs]
+        cand = [float(b[metric] or 0.0) for _, b in pairs]
+        boot = paired_bootstrap(baseline=base, candidate=cand, resamples=resamples, seed=seed)
+        out[metric] = {
+            "parent": round(100 * sum(base) / len(base), 2), "candidate": round(100 * sum(cand) / len(cand), 2),
+            "delta": round(100 * boot.delta, 2), "low": round(100 * boot.low, 2), "high": round(100 * boot.high, 2),
+            "p_delta_le_zero": round(boot.p_delta_le_zero, 4),
+        }
+    out["regressed"] = out["avg"]["high"] < 0
+    out["improved"] = out["avg"]["low"] > 0
+    out["errors_parent"] = sum(1 for a, _ in pairs if not passed(a))
+    out["errors_candidate"] = sum(1 for _, b in pairs if not passed(b))
+    if out["errors_parent"]:
+        out["error_reduction_pct"] = round(100 * (out["errors_parent"] - out["errors_candidate"])
+                                           / out["errors_parent"], 1)
+    return out
+
+
+def _change(case_id: str, a: dict, b: dict, *, reasons: list[str]) -> dict[str, Any]:
+    return {"case_id": case_id, "category": a["category"], "parent_avg": a["avg"], "candidate_avg": b["avg"],
+            "reasons": ",".join(reasons)}
+
+
+def paired_comparison(*, parent: list[dict], candidate: list[dict], resamples: int = DEFAULT_RESAMPLES,
+                      seed: int = 0, order: list[str] | None = None) -> dict[str, Any]:
+    """Compare flattened rows (``score_row``) of two runs; ``order``: case ids in display order.
+
+    A newly failing case lists the candidate's reason codes, a newly passing one the parent's."""
+    a = {r["id"]: r for r in parent}
+    b = {r["id"]: r for r in candidate}
+    ids = [i for i in (order or sorted(a)) if i in a and i in b]
+    if not ids:
+        raise ValueError("the two runs share no scored case; compare runs of the same cases")
+    pairs = [(a[i], b[i]) for i in ids]
+    by_category: dict[str, list] = defaultdict(list)
+    by_split: dict[str, list] = defaultdict(list)
+    for pa, pb in pairs:
+        by_category[pa["category"]].append((pa, pb))
+        if pa.get("split"):
+            by_split[pa["split"]].append((pa, pb))
+    per_category = {k: _block(v, resamples=resamples, seed=seed) for k, v in sorted(by_category.items())}
+    return {
+        "n": len(ids), "resamples": resamples,
+        "only_in_parent": len(set(a) - set(b)), "only_in_candidate": len(set(b) - set(a)),
+        "overall": _block(pairs, resamples=resamples, seed=seed),
+        "per_category": per_category,
+        "per_split": {k: _block(v, resamples=resamples, seed=seed) for k, v in sorted(by_split.items())},
+        "regressed_categories": [c for c, block in per_category.items() if block["regressed"]],
+        "newly_failing": [_change(i, a[i], b[i], reasons=b[i]["reasons"]) for i in ids if passed(a[i]) and not passed(b[i])],
+        "newly_passing": [_change(i, a[i], b[i], reasons=a[i]["reasons"]) for i in ids if not passed(a[i]) and passed(b[i])],
+    }
+
+
+def _rows(run: str | Path) -> list[dict]:
+    from evaluation.runner import RESULTS, load_results
+
     path = Path(run)
     path = path / RESULTS if path.is_dir() else path
     if not path.exists():
         raise FileNotFoundError(f"{path}: no results file; pass a run folder written by 'evaluation run'")
-    return {r["id"]: r for r in score_rows(load_results(path))}
+    return [score_row(r) for r in load_results(path)]
 
 
 def compare_runs(*, run_a: str | Path, run_b: str | Path, resamples: int = DEFAULT_RESAMPLES,
                  seed: int = 0) -> dict[str, Any]:
-    a, b = _rows(run_a), _rows(run_b)
-    ids = sorted(set(a) & set(b))
-    if not ids:
-        raise ValueError(f"{run_a} and {run_b} share no case ids; compare runs of the same set")
-    groups: dict[str, list[str]] = defaultdict(list)
-    for i in ids:
-        groups[a[i]["category"]].append(i)
-        groups["ALL"].append(i)
-    categories = {}
-    for cat, members in sorted(groups.items(), key=lambda kv: (kv[0] == "ALL", kv[0])):
-        entry: dict[str, Any] = {"n": len(members)}
-        for metric in ("accuracy", "effectiveness", "avg"):
-            va = [float(a[i][metric] or 0.0) for i in members]
-            vb = [float(b[i][metric] or 0.0) for i in members]
-            entry[metric] = {"a": sum(va) / len(va), "b": sum(vb) / len(vb), "delta": (sum(vb) - sum(va)) / len(va)}
-        boot = paired_bootstrap(baseline=[float(a[i]["avg"] or 0.0) for i in members],
-                                candidate=[float(b[i]["avg"] or 0.0) for i in members],
-                                resamples=resamples, seed=seed)
-        entry["avg_bootstrap"] = boot.to_dict()
-        entry["regressed"] = boot.high < 0.0
-        entry["improved"] = boot.low > 0.0
-        categories[cat] = entry
-
-    def failing(x: dict, y: dict) -> bool:
-        return (x["accuracy"] == 1 and y["accuracy"] == 0) or (float(x["avg"] or 0) - float(y["avg"] or 0) >= 0.5)
-
-    newly_failing = [{"id": i, "category": a[i]["category"], "a": a[i]["avg"], "b": b[i]["avg"]}
-                     for i in ids if failing(a[i], b[i])]
-    newly_passing = [{"id": i, "category": a[i]["category"], "a": a[i]["avg"], "b": b[i]["avg"]}
-                     for i in ids if failing(b[i], a[i])]
-    return {
-        "run_a": str(run_a), "run_b": str(run_b), "paired_cases": len(ids),
-        "only_in_a": len(set(a) - set(b)), "only_in_b": len(set(b) - set(a)),
-        "categories": categories,
-        "regressed_categories": [c for c, e in categories.items() if e["regressed"] and c != "ALL"],
-        "newly_failing": newly_failing, "newly_passing": newly_passing,
-    }
+    """``paired_comparison`` of two run folders (or results files) of ``evaluation run``."""
+    try:
+        result = paired_comparison(parent=_rows(run_a), candidate=_rows(run_b), resamples=resamples, seed=seed)
+    except ValueError:
+        raise ValueError(f"{run_a} and {run_b} share no case ids; compare runs of the same set") from None
+    return {"run_a": str(run_a), "run_b": str(run_b), **result}
 
 
 def comparison_markdown(result: dict[str, Any]) -> str:
     lines = [
         f"# Comparison: B = {result['run_b']} vs A = {result['run_a']}", "",
-        f"{result['paired_cases']} paired cases. AVG delta interval: paired bootstrap, "
-        f"{result['categories']['ALL']['avg_bootstrap']['resamples']} resamples, 95% percentile.", "",
-        "| category | n | Acc A | Acc B | Eff A | Eff B | AVG A | AVG B | AVG delta | 95% interval | P(delta<=0) | |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        f"{result['n']} paired cases. Delta intervals: paired bootstrap, {result['resamples']} resamples, "
+        "95% percentile. A case fails unless Accuracy and Effectiveness are both 1.", "",
+        "| scope | n | Acc A | Acc B | Eff A | Eff B | AVG A | AVG B | AVG delta | 95% interval | P(delta<=0) "
+        "| failing A -> B | |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for cat, e in result["categories"].items():
-        boot = e["avg_bootstrap"]
+    scopes = [("ALL", result["overall"]), *result["per_category"].items(),
+              *((f"split {k}", v) for k, v in result["per_split"].items())]
+    for name, e in scopes:
+        avg = e["avg"]
         flag = "REGRESSED" if e["regressed"] else ("improved" if e["improved"] else "")
         lines.append(
-            f"| {cat} | {e['n']} | {100 * e['accuracy']['a']:.1f} | {100 * e['accuracy']['b']:.1f} | "
-            f"{100 * e['effectiveness']['a']:.1f} | {100 * e['effectiveness']['b']:.1f} | "
-            f"{100 * e['avg']['a']:.1f} | {100 * e['avg']['b']:.1f} | {100 * e['avg']['delta']:+.1f} | "
-            f"[{100 * boot['low']:+.1f}, {100 * boot['high']:+.1f}] | {boot['p_delta_le_zero']:.3f} | {flag} |")
-    lines += ["", f"## Newly failing cases ({len(result['newly_failing'])})", ""]
-    lines += [f"- {x['id']} ({x['category']}): AVG {x['a']} -> {x['b']}" for x in result["newly_failing"][:200]]
-    lines += ["", f"## Newly passing cases ({len(result['newly_passing'])})", ""]
-    lines += [f"- {x['id']} ({x['category']}): AVG {x['a']} -> {x['b']}" for x in result["newly_passing"][:200]]
+            f"| {name} | {e['n']} | {e['accuracy']['parent']:.1f} | {e['accuracy']['candidate']:.1f} | "
+            f"{e['effectiveness']['parent']:.1f} | {e['effectiveness']['candidate']:.1f} | "
+            f"{avg['parent']:.1f} | {avg['candidate']:.1f} | {avg['delta']:+.1f} | "
+            f"[{avg['low']:+.1f}, {avg['high']:+.1f}] | {avg['p_delta_le_zero']:.3f} | "
+            f"{e['errors_parent']} -> {e['errors_candidate']} | {flag} |")
+    for title, key in (("Newly failing", "newly_failing"), ("Newly passing", "newly_passing")):
+        lines += ["", f"## {title} cases ({len(result[key])})", ""]
+        lines += [f"- {x['case_id']} ({x['category']}): AVG {x['parent_avg']} -> {x['candidate_avg']}"
+                  + (f"; {x['reasons']}" if x["reasons"] else "") for x in result[key][:200]]
     return "\n".join(lines) + "\n"

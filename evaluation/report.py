@@ -1,74 +1,60 @@
-"""Reports of an evaluation run: summary JSON, Markdown and per-category bar charts (PNG).
+"""Reports of an evaluation run: Markdown and per-category bar charts (PNG) of its summary.
 
-Input is the list of per-case result rows the runner appends to
-``results.jsonl`` (each with ``category`` and a judge ``verdict``).
+The summary itself (``evaluation.summary.summarize``) is the one every loop
+and page shows; this module only renders it for ``report.md`` and
+``category_bars.png``.
 """
 
 from __future__ import annotations
 
-import statistics
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from evaluation.stats import category_breakdown
+from evaluation.summary import fallback_warning, outcome_line
 
 METRICS = ("accuracy", "effectiveness", "avg", "rubric_avg")
 
 
-def score_rows(rows: list[dict]) -> list[dict]:
-    """Flatten result rows to {id, category, accuracy, effectiveness, avg, rubric_avg}."""
-    flat = []
-    for row in rows:
-        verdict = row.get("verdict") or {}
-        flat.append({
-            "id": row["id"], "category": row.get("category", "unknown"),
-            "accuracy": verdict.get("accuracy"), "effectiveness": verdict.get("effectiveness"),
-            "avg": verdict.get("avg"), "rubric_avg": verdict.get("rubric_avg"),
-        })
-    return flat
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
 
 
-def summarize(rows: list[dict], *, config: dict | None = None) -> dict[str, Any]:
-    flat = score_rows(rows)
-    per_metric = {m: {k: {"n": v.n, "mean": v.mean} for k, v in
-                      category_breakdown(rows=flat, metric=m).items()} for m in METRICS}
-    reasons = Counter(r["code"] for row in rows for r in (row.get("verdict") or {}).get("reasons", []))
-    walls = sorted(row["wall_s"] for row in rows if row.get("wall_s") is not None)
-
-    def pct(q: float) -> float | None:
-        return walls[min(len(walls) - 1, int(q * len(walls)))] if walls else None
-
-    return {
-        "config": config or {},
-        "n": len(rows),
-        "errors": sum(1 for row in rows if row.get("error")),
-        "metrics": per_metric,
-        "reason_counts": dict(reasons.most_common()),
-        "wall_s": {"mean": statistics.fmean(walls) if walls else None, "p50": pct(0.5), "p95": pct(0.95),
-                   "total_case_s": sum(walls)},
-    }
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f} s"
 
 
-def _fmt(value: float | None, scale: float = 100.0) -> str:
-    return "-" if value is None else f"{scale * value:.2f}"
+def _scopes(summary: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    return [*sorted(summary["per_category"].items()), ("ALL", summary["overall"])]
 
 
 def markdown(summary: dict[str, Any]) -> str:
     cfg = summary.get("config", {})
-    acc = summary["metrics"]["accuracy"]
-    lines = [
-        f"# Evaluation run: {cfg.get('set_name', '?')}", "",
+    overall, latency = summary["overall"], summary["latency_s"]
+    warning = fallback_warning(summary)
+    lines = [f"# Evaluation run: {cfg.get('set_name', '?')}", ""]
+    if warning:
+        lines += [f"> **Warning: {warning}.**", ""]
+    lines += [
+        f"Accuracy {_fmt(overall.get('accuracy'))} · Effectiveness {_fmt(overall.get('effectiveness'))} · "
+        f"AVG {_fmt(overall.get('avg'))} · {summary['failed']} of {summary['n']} failed", "",
+        f"- Outcomes: {outcome_line(summary)}",
         f"- Harness: {cfg.get('harness_name', '?')} ({str(cfg.get('harness_digest', ''))[:12]})",
         f"- Policy: {cfg.get('policy', '?')}; judge: {cfg.get('judge', '?')}",
-        f"- Cases: {summary['n']} (errors: {summary['errors']})",
-        f"- Wall per case: p50 {summary['wall_s']['p50'] or 0:.2f} s, p95 {summary['wall_s']['p95'] or 0:.2f} s", "",
+        f"- Cases: {summary['n']} (errors: {summary['errors']})"
+        + (" - unfinished run" if cfg.get("partial") else ""),
+        f"- Latency per case: p50 {_seconds(latency['p50'])}, p95 {_seconds(latency['p95'])}", "",
         "| category | n | Accuracy | Effectiveness | AVG | rubric AVG |", "|---|---|---|---|---|---|",
     ]
-    cats = sorted(acc, key=lambda k: (k == "ALL", k))
-    for cat in cats:
-        row = [summary["metrics"][m].get(cat, {}).get("mean") for m in METRICS]
-        lines.append(f"| {cat} | {acc[cat]['n']} | " + " | ".join(_fmt(v) for v in row) + " |")
+    for cat, block in _scopes(summary):
+        lines.append(f"| {cat} | {block['n']} | " + " | ".join(_fmt(block.get(m)) for m in METRICS) + " |")
+    if summary["per_split"]:
+        lines += ["", "| split | n | Accuracy | Effectiveness | AVG | rubric AVG |", "|---|---|---|---|---|---|"]
+        for name, block in sorted(summary["per_split"].items()):
+            lines.append(f"| {name} | {block['n']} | " + " | ".join(_fmt(block.get(m)) for m in METRICS) + " |")
+    o = summary["outcomes"]
+    lines += ["", "## How the requests ended", "", "| outcome | cases |", "|---|---|"]
+    lines += [f"| {name} | {o[name]} |" for name in ("replied", "effective", "fallback", "suppressed", "silent",
+                                                      "error")]
     if summary["reason_counts"]:
         lines += ["", "## Reason codes", "", "| code | cases |", "|---|---|"]
         lines += [f"| {k} | {v} |" for k, v in summary["reason_counts"].items()]
@@ -82,18 +68,18 @@ def category_chart(summary: dict[str, Any], path: str | Path) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    acc = summary["metrics"]["accuracy"]
-    cats = sorted(acc, key=lambda k: (k == "ALL", k))
-    fig, ax = plt.subplots(figsize=(max(6, 1.1 * len(cats)), 4))
+    scopes = _scopes(summary)
+    fig, ax = plt.subplots(figsize=(max(6, 1.1 * len(scopes)), 4))
     width = 0.27
     for i, metric in enumerate(("accuracy", "effectiveness", "avg")):
-        values = [100 * (summary["metrics"][metric].get(c, {}).get("mean") or 0) for c in cats]
-        ax.bar([x + (i - 1) * width for x in range(len(cats))], values, width, label=metric.capitalize())
-    ax.set_xticks(range(len(cats)))
-    ax.set_xticklabels([f"{c}\n(n={acc[c]['n']})" for c in cats], fontsize=7)
+        values = [block.get(metric) or 0 for _, block in scopes]
+        ax.bar([x + (i - 1) * width for x in range(len(scopes))], values, width, label=metric.capitalize())
+    ax.set_xticks(range(len(scopes)))
+    ax.set_xticklabels([f"{c}\n(n={block['n']})" for c, block in scopes], fontsize=7)
     ax.set_ylim(0, 100)
     ax.set_ylabel("score (%)")
-    ax.set_title(summary.get("config", {}).get("set_name", "evaluation"))
+    title = summary.get("config", {}).get("set_name", "evaluation")
+    ax.set_title(f"{title} - MOSTLY FALLBACK" if summary.get("mostly_fallback") else title)
     ax.legend(fontsize=8)
     fig.tight_layout()
     path = Path(path)

@@ -7,8 +7,11 @@ pins the Harness digest and the case file's sha256; resuming with a different
 Harness or set is refused. At the end the report is written: ``report.json``,
 ``report.md`` and ``category_bars.png``.
 
-Concurrency: each worker thread has its own policy and Agent (policies keep
-per-request state), so ``concurrency`` workers run cases in parallel.
+Each case is scored by ``evaluation.scoring.CaseScorer`` (the case's Harness
+variant, canned tools, the version's judge settings); this module only stores
+rows and resumes. Concurrency: each worker thread has its own policy and
+scorer (policies keep per-request state), so ``concurrency`` workers run cases
+in parallel.
 """
 
 from __future__ import annotations
@@ -17,7 +20,6 @@ import datetime as dt
 import hashlib
 import json
 import threading
-import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
@@ -25,9 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from evaluation import report as R
-from evaluation.case_harness import CannedToolRunner, bundle_for_case, canned_results
-from evaluation.cases import case_request, load_cases
-from evaluation.judges import make_judge
+from evaluation.cases import load_cases
+from evaluation.scoring import CaseScorer, judge_for
+from evaluation.summary import summarize
 from harness.jsonl import finished_records
 from harness.mcp_registry import McpRegistry
 
@@ -67,46 +69,6 @@ def resolve_catalogue(set_path: Path, cases: list[dict]):
             raise FileNotFoundError(f"{set_path}: catalogue file {path} named by the cases does not exist")
         return Catalogue.load(path)
     return None  # the Agent's default: the demo catalogue
-
-
-class _Worker:
-    """One thread's policy and Agents.
-
-    The first Agent connects the Harness's MCP servers; Agents for per-case
-    Harness variants (extra tools, instruction blocks) share its MCP hub and tool
-    runner instead of starting the servers again for every case.
-    """
-
-    def __init__(self, policy_factory: Callable[[], Any], catalogue, connect_mcp: bool,
-                 budget_s: float | None = None, mcp: dict[str, Any] | None = None) -> None:
-        self.policy = policy_factory()
-        self.catalogue = catalogue
-        self.connect_mcp = connect_mcp
-        self.mcp = mcp or {}  # mcp_registry / trust_harness_commands for the Agent
-        self.budget_s = budget_s
-        self.base = None
-        self.variant = None
-
-    def agent(self, bundle):
-        from harness.runtime import Agent
-
-        if self.base is None:
-            self.base = Agent(bundle=bundle, policy=self.policy, catalogue=self.catalogue,
-                              connect_mcp=self.connect_mcp, trajectory_budget_s=self.budget_s,
-                              **self.mcp)
-        if bundle.digest == self.base.bundle.digest:
-            return self.base
-        if self.variant is None or self.variant.bundle.digest != bundle.digest:
-            variant = Agent(bundle=bundle, policy=self.policy, catalogue=self.catalogue,
-                            connect_mcp=False, trajectory_budget_s=self.budget_s)
-            variant.runner.close()
-            variant.hub, variant.runner = self.base.hub, self.base.runner
-            self.variant = variant
-        return self.variant
-
-    def close(self) -> None:
-        if self.base is not None:
-            self.base.close()
 
 
 def run_set(
@@ -166,8 +128,7 @@ def run_set(
     done_ids = {row["id"] for row in done_rows}
     todo = [c for c in cases if c["id"] not in done_ids]
 
-    judge_obj = make_judge(judge, catalogue=catalogue or _demo_catalogue(),
-                           max_reply_chars=int(bundle.prompt.constraints.get("max_reply_chars", 220)))
+    judge_obj = judge_for(bundle, catalogue=catalogue or _demo_catalogue(), spec=judge)
     if policy_factory is None:
         from harness.policies import GenerationSettings
 
@@ -175,7 +136,7 @@ def run_set(
         policy_factory = lambda: make_policy(policy, settings=settings)  # noqa: E731
     factory = policy_factory
     local = threading.local()
-    workers: list[_Worker] = []
+    scorers: list[CaseScorer] = []
     write_lock = threading.Lock()
     # rewrite the file without a torn tail before appending
     if results_path.exists():
@@ -183,31 +144,12 @@ def run_set(
                                 encoding="utf-8")
 
     def run_one(case: dict) -> dict:
-        if not hasattr(local, "worker"):
-            local.worker = _Worker(factory, catalogue, connect_mcp, trajectory_budget_s, mcp)
-            workers.append(local.worker)
-        worker = local.worker
-        started = time.perf_counter()
-        row: dict[str, Any] = {"id": case["id"], "category": case["category"]}
-        try:
-            case_bundle = bundle_for_case(bundle, case)
-            agent = worker.agent(case_bundle)
-            canned = canned_results(case)
-            inner = agent.runner
-            if canned:
-                agent.runner = CannedToolRunner(inner, canned)
-            try:
-                traj = agent.run(case_request(case)).to_dict()
-            finally:
-                agent.runner = inner
-            verdict = judge_obj.judge(case=case, reply=traj["reply"], route=traj["route"], trajectory=traj)
-            row.update(reply=traj["reply"], route=traj["route"], outcome=traj["outcome"],
-                       verdict=verdict.to_dict(), trajectory=traj)
-        except Exception as exc:  # noqa: BLE001 - one broken case must not stop a 1,000-case run
-            row.update(reply="", route="error", error=f"{type(exc).__name__}: {exc}",
-                       verdict={"accuracy": 0, "effectiveness": 0.0, "avg": 0.0, "rubric_avg": None,
-                                "reasons": [{"code": "run_error", "dimension": "run", "detail": str(exc)}]})
-        row["wall_s"] = time.perf_counter() - started
+        if not hasattr(local, "scorer"):
+            local.scorer = CaseScorer.for_bundle(
+                bundle=bundle, policy=factory(), catalogue=catalogue, judge=judge_obj, connect_mcp=connect_mcp,
+                trajectory_budget_s=trajectory_budget_s, **mcp)
+            scorers.append(local.scorer)
+        row = local.scorer.score(case)
         with write_lock, results_path.open("a", encoding="utf-8") as handle:
             handle.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
             handle.flush()
@@ -224,8 +166,8 @@ def run_set(
                 bar.update(1)
     finally:
         bar.close()
-        for worker in workers:
-            worker.close()
+        for scorer in scorers:
+            scorer.close()
     rows = load_results(results_path)
     order = {c["id"]: i for i, c in enumerate(cases)}
     rows = sorted((r for r in rows if r["id"] in order), key=lambda r: order[r["id"]])
@@ -247,8 +189,7 @@ def rejudge_run(*, run: str | Path, judge: str | None = None) -> list[dict]:
     cases = {c["id"]: c for c in load_cases(set_path)}
     catalogue = resolve_catalogue(set_path, list(cases.values())) or _demo_catalogue()
     bundle = load_dir(config["harness_dir"])
-    judge_obj = make_judge(judge or config["judge"], catalogue=catalogue,
-                           max_reply_chars=int(bundle.prompt.constraints.get("max_reply_chars", 220)))
+    judge_obj = judge_for(bundle, catalogue=catalogue, spec=judge or config["judge"])
     rows = load_results(run / RESULTS)
     for row in rows:
         if row.get("error") or row["id"] not in cases:
@@ -269,7 +210,7 @@ def _demo_catalogue():
 
 
 def write_report(*, out: Path, rows: list[dict], config: dict) -> dict[str, Any]:
-    summary = R.summarize(rows, config=config)
+    summary = summarize(rows, config=config)
     (out / "report.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     (out / "report.md").write_text(R.markdown(summary), encoding="utf-8")
     R.category_chart(summary, out / "category_bars.png")

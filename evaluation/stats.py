@@ -1,4 +1,4 @@
-"""Statistics over per-case scores: category breakdowns, the paired bootstrap, judge calibration.
+"""Statistics over per-case scores: category breakdowns, percentiles, the paired bootstrap, judge calibration.
 
 Everything here takes plain Python lists/dicts of numbers so the runner, the
 studio and training can share it. The bootstrap is vectorised with numpy
@@ -113,13 +113,19 @@ def paired_bootstrap(
     )
 
 
-def _percentile_linear(sorted_values: list[float], q: float) -> float:
-    """Linear-interpolation percentile (numpy's default method), by hand."""
-    pos = (len(sorted_values) - 1) * q / 100.0
-    lower = math.floor(pos)
-    upper = min(lower + 1, len(sorted_values) - 1)
-    frac = pos - lower
-    return sorted_values[lower] + (sorted_values[upper] - sorted_values[lower]) * frac
+def percentile(values: Sequence[float], q: float) -> float | None:
+    """The q-th percentile (0..100), linear interpolation between order statistics (numpy's
+    default method); None for no values. The one percentile of the project: run summaries
+    (latency p50/p95), the bootstrap interval and the serving replay metrics use it."""
+    if not 0 <= q <= 100:
+        raise ValueError(f"percentile q={q} must be within 0..100")
+    data = sorted(values)
+    if not data:
+        return None
+    rank = (len(data) - 1) * q / 100.0
+    lower = math.floor(rank)
+    upper = min(lower + 1, len(data) - 1)
+    return data[lower] + (data[upper] - data[lower]) * (rank - lower)
 
 
 def paired_bootstrap_reference(
@@ -150,8 +156,8 @@ def paired_bootstrap_reference(
     return BootstrapResult(
         n=n,
         delta=sum(float(y) - float(x) for x, y in zip(a, b, strict=True)) / n,
-        low=_percentile_linear(deltas, tail),
-        high=_percentile_linear(deltas, 100.0 - tail),
+        low=percentile(deltas, tail),
+        high=percentile(deltas, 100.0 - tail),
         p_delta_le_zero=sum(1 for d in deltas if d <= 0.0) / resamples,
         resamples=resamples,
         confidence=confidence,

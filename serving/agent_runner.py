@@ -173,14 +173,17 @@ def _add_extra_body(client, extra_body: dict[str, Any]):
 
 
 def outcome_from_trajectory(traj: dict[str, Any]) -> RequestOutcome:
-    """The replay's view of a trajectory: status, per-call timings, counts."""
-    outcome, reason = traj.get("outcome"), traj.get("outcome_reason") or ""
+    """The replay's view of a trajectory: status, per-call timings, counts.
+
+    How the request ended is ``evaluation.scoring.outcome_and_reason``, the evaluation's own
+    classification: replied and silent are "ok", the Harness's fallback and suppression are
+    "fallback", a runtime error or an endpoint that never answered is "error"."""
+    from evaluation.scoring import outcome_and_reason
+
+    outcome, reason = outcome_and_reason(traj)
     model_calls = traj.get("model_calls", [])
-    if reason.startswith("runtime error"):
+    if outcome == "error":
         status, error = "error", reason
-    elif model_calls and all(c.get("error") for c in model_calls):
-        # the endpoint never answered: a fallback reply here would hide a dead server
-        status, error = "error", f"every model call failed: {model_calls[-1]['error']}"
     elif outcome in ("replied", "silent"):
         status, error = "ok", None
     else:

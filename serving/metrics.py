@@ -33,9 +33,10 @@ Definitions (per concurrency level, over its measured records only):
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Sequence
 from typing import Any
+
+from evaluation.stats import percentile  # the one percentile function, re-exported
 
 DEFAULT_SLA_S = 15.0
 
@@ -54,19 +55,6 @@ METRIC_LABELS = {
 """The reported metrics, in table order, with their column labels."""
 
 LOWER_IS_BETTER = {"wall_p50_s", "wall_p95_s", "ttft_p95_s"}
-
-
-def percentile(values: Sequence[float], q: float) -> float | None:
-    """The q-th percentile (0..100) with linear interpolation; None for no values."""
-    if not 0 <= q <= 100:
-        raise ValueError(f"percentile q={q} must be within 0..100")
-    data = sorted(values)
-    if not data:
-        return None
-    rank = (len(data) - 1) * q / 100.0
-    lo = math.floor(rank)
-    hi = min(lo + 1, len(data) - 1)
-    return data[lo] + (data[hi] - data[lo]) * (rank - lo)
 
 
 def _mean(values: Sequence[float]) -> float | None:
