@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.policies.base import GenerationSettings, PolicyOutput
+from harness.policies.base import GenerationSettings, Policy, PolicyOutput
 
 
 @dataclass
@@ -29,7 +29,7 @@ class SampledCall:
 
 
 @dataclass
-class SamplingPolicy:
+class SamplingPolicy(Policy):
     """Samples from ``model``; ``calls`` holds every call of the current request."""
 
     model: Any

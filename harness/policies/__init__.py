@@ -1,4 +1,4 @@
-"""Policies behind one protocol: local transformers, OpenAI-compatible, scripted.
+"""Policies behind one base class (``Policy``): local transformers, OpenAI-compatible, scripted.
 
 ``make_policy(spec)`` builds one from a string; ``harness.policies.models``
 holds the cached local checkpoints (default SmolLM2-135M-Instruct, tiny model).

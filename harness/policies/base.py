@@ -1,7 +1,10 @@
-"""The policy protocol: messages (+ tool specs) in, text and tool calls out.
+"""The policy base class: messages (+ tool specs) in, text and tool calls out.
 
 Every model the runtime can drive (a local transformers model, an
-OpenAI-compatible endpoint, a scripted test double) implements ``Policy``.
+OpenAI-compatible endpoint, a scripted test double, training's sampling policy)
+subclasses ``Policy``: it implements ``generate`` and may override the optional
+members, which are declared here with no-op defaults so the runtime calls them
+directly instead of probing for them.
 A policy never parses the text tool-call protocol itself: it returns the raw
 text plus any *native* tool calls the server returned, and the runtime does the
 rest (see ``harness.policies.text_protocol``).
@@ -10,7 +13,7 @@ rest (see ``harness.policies.text_protocol``).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, ClassVar
 
 
 @dataclass(frozen=True)
@@ -61,16 +64,26 @@ class PolicyError(RuntimeError):
     """A model call failed (server down, bad response, script exhausted)."""
 
 
-@runtime_checkable
-class Policy(Protocol):
-    """Turns chat messages (+ optional tool specs) into text and tool calls."""
+class Policy:
+    """Turns chat messages (+ optional tool specs) into text and tool calls.
 
-    name: str
+    Subclasses implement ``generate``; ``name``, ``accepts_timeout`` and
+    ``begin_request`` are optional, with the defaults below.
+    """
+
+    #: What trajectories record as the policy (e.g. ``local:final``); empty: the class name.
+    name: str = ""
+    #: True when ``generate`` takes ``timeout_s``: the agent then passes the time left in the
+    #: trajectory budget, and the call must stop there (a remote or local model must not outlive it).
+    accepts_timeout: ClassVar[bool] = False
+
+    def begin_request(self, request_id: str) -> None:
+        """Called by the agent before each request (a scripted policy rewinds its script). No-op."""
 
     def generate(self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None = None,
                  settings: GenerationSettings | None = None) -> PolicyOutput:
         """One model call. ``tools`` are OpenAI-style function specs (for native calling)."""
-        ...
+        raise NotImplementedError(f"{type(self).__name__} must implement generate()")
 
 
 def decode_rate(output_tokens: int, ttft_s: float | None, latency_s: float) -> float | None:

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness.policies.base import GenerationSettings, PolicyOutput, decode_rate
+from harness.policies.base import GenerationSettings, Policy, PolicyOutput, decode_rate
 
 
 @functools.cache
@@ -69,11 +69,11 @@ class _FirstTokenClock:
         pass
 
 
-class TransformersPolicy:
+class TransformersPolicy(Policy):
     """A local model. Tools are rendered into the prompt by the runtime (text protocol)."""
 
-    # The agent passes the time left in the trajectory budget as ``timeout_s``: generation stops there,
-    # as a streamed remote call does, instead of running to max_new_tokens past the budget.
+    # generation stops at ``timeout_s`` (max_time), as a streamed remote call does, instead of
+    # running to max_new_tokens past the trajectory budget
     accepts_timeout = True
 
     def __init__(self, model_dir: str | Path, *, name: str | None = None,

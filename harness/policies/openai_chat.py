@@ -17,6 +17,7 @@ from typing import Any
 
 from harness.policies.base import (
     GenerationSettings,
+    Policy,
     PolicyError,
     PolicyOutput,
     ToolCall,
@@ -24,8 +25,8 @@ from harness.policies.base import (
 )
 
 
-class OpenAIChatPolicy:
-    # The agent passes the time left in the trajectory budget as ``timeout_s``.
+class OpenAIChatPolicy(Policy):
+    # ``timeout_s`` bounds each streamed call (connect and read)
     accepts_timeout = True
 
     def __init__(self, *, base_url: str, model: str, api_key: str | None = None,

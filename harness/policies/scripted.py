@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness.policies.base import GenerationSettings, PolicyError, PolicyOutput, ToolCall
+from harness.policies.base import GenerationSettings, Policy, PolicyError, PolicyOutput, ToolCall
 from harness.userfiles import InputFileError, read_json
 
 
@@ -27,6 +27,8 @@ def _approx_tokens(text: str) -> int:
 
 _OUTPUT_KEYS = ("text", "tool_calls", "delay_s", "raise")
 MAX_DELAY_S = 600.0
+# request ids named when a keyed script has no outputs for a request (a dev-set script has 482)
+ANSWERS_SHOWN = 3
 
 
 def _tool_call_problems(calls: Any, where: str) -> list[str]:
@@ -101,7 +103,7 @@ def script_problems(data: Any) -> list[str]:
             "or a trajectory record"]
 
 
-class ScriptedPolicy:
+class ScriptedPolicy(Policy):
     """Replays outputs in order; raises ``PolicyError`` when the script runs out."""
 
     def __init__(self, script: list[Any] | dict[str, list[Any]], *, name: str = "scripted") -> None:
@@ -150,11 +152,21 @@ class ScriptedPolicy:
     def _cursor(self, value: int) -> None:
         self._local.cursor = value
 
+    def answers(self) -> str:
+        """Which requests the script answers, in one line: any request, or how many ids and the first few."""
+        if isinstance(self.script, list):
+            return "any request (one list of outputs)"
+        ids = sorted(self.script)
+        if not ids:
+            return "no request (the script is empty)"
+        shown = ", ".join(ids[:ANSWERS_SHOWN]) + (", ..." if len(ids) > ANSWERS_SHOWN else "")
+        return f"{len(ids)} request id{'s' if len(ids) != 1 else ''} ({shown})"
+
     def begin_request(self, request_id: str) -> None:
         if isinstance(self.script, dict):
             if request_id not in self.script:
                 raise PolicyError(f"the script has no outputs for request {request_id!r}; "
-                                  f"it has {', '.join(sorted(self.script)) or 'none'}")
+                                  f"it answers {self.answers()}")
             self._local.outputs = self.script[request_id]
         self._cursor = 0
 

@@ -16,6 +16,12 @@
 Nothing a model, tool or server does raises out of ``run``: every failure is
 recorded in the trajectory and contained. Only an invalid request (a user
 error) raises ``DocumentValidationError``.
+
+``on_step`` (optional) is called with the trajectory each time a step is
+recorded (a model call returned, a tool call or skill load ran, hooks decided),
+so a caller can show the steps while the request runs (the studio's
+playground). What it raises is not contained: it ends the run and propagates
+out of ``run`` (a cancelled job stops there).
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ import datetime as dt
 import json
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +81,14 @@ def demonstration_messages(trajectory: dict[str, Any]) -> list[dict[str, Any]]:
     return [*turns, {"role": "assistant", "content": last["text"]}]
 
 
+class _ObserverRaised(Exception):
+    """Carries what ``on_step`` raised past the loop's containment of runtime errors."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
 class _Run:
     """The state of one request while it runs."""
 
@@ -103,9 +118,14 @@ class Agent:
                  mcp_registry: McpRegistry | None = None, trust_harness_commands: bool = False,
                  max_rounds: int | None = None, trajectory_budget_s: float | None = None,
                  tool_timeout_s: float | None = None,
-                 demonstrations: list[dict[str, Any]] | None = None) -> None:
+                 demonstrations: list[dict[str, Any]] | None = None,
+                 on_step: Callable[[Trajectory], None] | None = None) -> None:
+        if not isinstance(policy, Policy):
+            raise TypeError(f"policy: {type(policy).__name__} is not a harness.policies.Policy; "
+                            "subclass it and implement generate()")
         self.bundle = bundle
         self.policy = policy
+        self.on_step = on_step
         self.catalogue = catalogue or demo_catalogue()
         self.failure_injection = failure_injection or FailureInjection()
         self.generation = generation
@@ -175,7 +195,7 @@ class Agent:
         run = _Run(self, request)
         traj = Trajectory(
             request_id=request.id, harness_name=self.bundle.name, harness_digest=self.bundle.digest,
-            policy=getattr(self.policy, "name", type(self.policy).__name__),
+            policy=self.policy.name or type(self.policy).__name__,
             request=request.to_dict(),
             settings={"max_rounds": self.max_rounds, "trajectory_budget_s": self.budget_s,
                       "tool_timeout_s": self.tool_timeout_s,
@@ -185,11 +205,11 @@ class Agent:
                       if self.failure_injection.active else None},
         )
         traj.timings["started_at"] = dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
-        begin = getattr(self.policy, "begin_request", None)
         try:
-            if begin is not None:
-                begin(request.id)
+            self.policy.begin_request(request.id)
             self._loop(run, traj)
+        except _ObserverRaised as raised:
+            raise raised.error from None
         except Exception as exc:  # noqa: BLE001 - trajectory-level recovery: never crash a request
             self._end(run, traj, "fallback", f"runtime error: {type(exc).__name__}: {exc}")
         total = time.perf_counter() - run.started
@@ -200,6 +220,13 @@ class Agent:
             "ttft_first_call_s": traj.model_calls[0].ttft_s if traj.model_calls else None,
         })
         return traj
+
+    def _step_recorded(self, traj: Trajectory) -> None:
+        if self.on_step is not None:
+            try:
+                self.on_step(traj)
+            except Exception as exc:  # noqa: BLE001 - the caller's own error, passed back to it
+                raise _ObserverRaised(exc) from exc
 
     def _elapsed(self, run: _Run) -> float:
         return time.perf_counter() - run.started
@@ -243,6 +270,8 @@ class Agent:
                 blocks.append(message)
             elif decision != "allow" and terminal is None:
                 terminal = (decision, hook, message)
+        if self.bundle.hook_set.at(event):
+            self._step_recorded(traj)
         return terminal, blocks
 
     def _runtime_decision(self, traj: Trajectory, event: str, hook_id: str, htype: str,
@@ -250,6 +279,7 @@ class Agent:
         traj.hook_decisions.append(HookDecisionRecord(
             seq=traj.next_seq(), round=traj.rounds, event=event, hook_id=hook_id, type=htype,
             decision="block", message=message))
+        self._step_recorded(traj)
 
     def _end(self, run: _Run, traj: Trajectory, outcome: str, reason: str,
              hook: HookSpec | None = None, reply: str = "") -> None:
@@ -323,7 +353,7 @@ class Agent:
         started = time.perf_counter()
         try:
             extra = {}
-            if getattr(self.policy, "accepts_timeout", False):  # a remote call must not outlive the budget
+            if self.policy.accepts_timeout:  # a model call must not outlive the budget
                 extra["timeout_s"] = max(0.1, self.budget_s - self._elapsed(run))
             output = self.policy.generate(messages, tools=self.openai_tools, settings=self.generation,
                                           **extra)
@@ -331,6 +361,7 @@ class Agent:
             record.error = f"{type(exc).__name__}: {exc}"
             record.latency_s = time.perf_counter() - started
             run.model_s += record.latency_s
+            self._step_recorded(traj)
             return None
         record.text = output.text
         record.native_tool_calls = [c.to_dict() for c in output.tool_calls]
@@ -340,6 +371,7 @@ class Agent:
         record.finish_reason = output.finish_reason
         record.usage_reported = output.usage_reported
         run.model_s += time.perf_counter() - started
+        self._step_recorded(traj)
         return output
 
     def _round(self, run: _Run, traj: Trajectory, output: PolicyOutput, round_no: int) -> bool:
@@ -377,6 +409,7 @@ class Agent:
             run.messages.append(assistant)
             for i, call in enumerate(known):
                 payload = self._tool_step(run, traj, call, round_no)
+                self._step_recorded(traj)
                 if native:
                     run.messages.append({"role": "tool", "tool_call_id": ids[i], "content": payload})
                 else:
