@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from harness.errors import Problem
 from harness.hook_catalogue import ACTIONS, EVENTS, HOOK_TYPES
 from harness.schema import schema_problems
+from harness.text_edit import ID_HINT, ID_PATTERN
 from harness.yamlio import LineMap, load_yaml
 
 FILE = "hooks.yaml"
@@ -43,8 +44,7 @@ SCHEMA = {
                 "additionalProperties": False,
                 "required": ["id", "event", "type"],
                 "properties": {
-                    "id": {"type": "string", "pattern": r"^[a-z0-9][a-z0-9_.-]{0,63}$",
-                           "x-hint": "lower-case letters, digits, '.', '_' or '-'"},
+                    "id": {"type": "string", "pattern": ID_PATTERN, "x-hint": ID_HINT},
                     "event": {"enum": list(EVENTS)},
                     "type": {"type": "string"},
                     "description": {"type": "string"},

@@ -19,17 +19,21 @@ anything that looks like a program (``scripts/``, a program's file extension, a
 
 from __future__ import annotations
 
-import hashlib
-import re
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from harness.errors import Problem
 from harness.schema import schema_problems
-from harness.yamlio import LineMap, dump_yaml, load_yaml
+from harness.text_edit import (  # the one reader of SKILL.md text
+    NAME_HINT,
+    NAME_PATTERN,
+    SKILL_KINDS,
+    scan_rules,
+    split_front_matter,
+    strip_rule_ids,
+)
+from harness.yamlio import LineMap, load_yaml
 
-NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,63}$"
-SKILL_KINDS = ("reply", "strategy")
 SKILL_KIND_MEANINGS = {
     "reply": "how to answer one kind of viewer comment; the agent must load a reply skill "
              "before its final reply (the stop gate)",
@@ -55,8 +59,7 @@ FRONT_MATTER_SCHEMA = {
     "required": ["name", "description", "kind"],
     "additionalProperties": False,
     "properties": {
-        "name": {"type": "string", "pattern": NAME_PATTERN,
-                 "x-hint": "1-64 characters of a-z, 0-9, '_' or '-', starting with a letter or digit"},
+        "name": {"type": "string", "pattern": NAME_PATTERN, "x-hint": NAME_HINT},
         "description": {"type": "string", "minLength": 1, "maxLength": 1024},
         "kind": {"enum": list(SKILL_KINDS), "x-hint": KIND_HINT},
         "license": {"type": "string"},
@@ -66,12 +69,6 @@ FRONT_MATTER_SCHEMA = {
         "metadata": {"type": "object", "properties": {"version": {"type": ["string", "number"]}}},
     },
 }
-
-_RULE_START = re.compile(r"^(?:[-*+]|\d+[.)])\s+(.*)$")
-_RULE_ID = re.compile(r"\s*\{#([a-z0-9][a-z0-9._-]{0,63})\}\s*$")
-_BAD_RULE_ID = re.compile(r"\{#([^}]*)\}\s*$")
-_HEADING = re.compile(r"^#{1,6}\s+(.*?)\s*#*\s*$")
-
 
 @dataclass(frozen=True)
 class Rule:
@@ -107,7 +104,7 @@ class Skill:
 
     def render_body(self) -> str:
         """The body as the model sees it: rule-id markers removed."""
-        return "\n".join(_RULE_ID.sub("", line) for line in self.body.splitlines()).strip() + "\n"
+        return strip_rule_ids(self.body)
 
 
 def skill_file_problem(rel: str, text: str) -> str | None:
@@ -133,75 +130,19 @@ def skill_file_problem(rel: str, text: str) -> str | None:
     return None
 
 
-def rule_auto_id(text: str) -> str:
-    norm = " ".join(text.lower().split())
-    return "r-" + hashlib.sha1(norm.encode()).hexdigest()[:6]
-
-
-def split_front_matter(text: str, *, file: str) -> tuple[str | None, str, int, list[Problem]]:
-    """Returns (front matter text, body, line where the body starts, problems)."""
-    lines = text.split("\n")
-    if not lines or lines[0].strip() != "---":
-        return None, text, 1, [Problem(file, 1, "(front matter)",
-                                       "SKILL.md must start with a '---' line, then YAML front "
-                                       "matter (name, description, kind), then a closing '---'")]
-    for i in range(1, len(lines)):
-        if lines[i].strip() == "---":
-            return "\n".join(lines[1:i]), "\n".join(lines[i + 1:]), i + 2, []
-    return None, text, 1, [Problem(file, 1, "(front matter)",
-                                   "front matter is not closed: add a '---' line after it")]
-
-
 def parse_rules(body: str, *, body_line: int, file: str) -> tuple[list[Rule], list[Problem]]:
+    """The body's rules (read by :func:`harness.text_edit.scan_rules`) and what is wrong with them."""
     rules: list[Rule] = []
     problems: list[Problem] = []
-    section = ""
-    current: list[str] | None = None
-    start = 0
-    in_code = False
-
-    def close():
-        nonlocal current
-        if current is None:
-            return
-        text = " ".join(s.strip() for s in current).strip()
-        m = _RULE_ID.search(text)
-        if m:
-            rid, text, explicit = m.group(1), _RULE_ID.sub("", text).strip(), True
+    for span in scan_rules(body, first_line=body_line):
+        if span.bad_id:
+            problems.append(Problem(file, span.start, f"rule '{span.bad_id}'",
+                                    "invalid rule id: use {#id} with 1-64 of a-z, 0-9, "
+                                    "'.', '_' or '-'"))
+        if span.text:
+            rules.append(Rule(span.id, span.text, span.section, span.start, span.explicit_id))
         else:
-            bad = _BAD_RULE_ID.search(text)
-            if bad:
-                problems.append(Problem(file, start, f"rule '{bad.group(0).strip()}'",
-                                        "invalid rule id: use {#id} with 1-64 of a-z, 0-9, "
-                                        "'.', '_' or '-'"))
-            rid, explicit = rule_auto_id(text), False
-        if text:
-            rules.append(Rule(rid, text, section, start, explicit))
-        else:
-            problems.append(Problem(file, start, "rule", "empty rule (a list item with no text)"))
-        current = None
-
-    for offset, line in enumerate(body.split("\n")):
-        lineno = body_line + offset
-        if line.lstrip().startswith("```"):
-            close()
-            in_code = not in_code
-            continue
-        if in_code:
-            continue
-        heading = _HEADING.match(line)
-        m = _RULE_START.match(line)
-        if heading:
-            close()
-            section = heading.group(1)
-        elif m:
-            close()
-            current, start = [m.group(1)], lineno
-        elif current is not None and line.strip() and line[:1] in (" ", "\t"):
-            current.append(line)
-        elif not line.strip() and current is not None or line.strip():
-            close()
-    close()
+            problems.append(Problem(file, span.start, "rule", "empty rule (a list item with no text)"))
     seen: dict[str, Rule] = {}
     for rule in rules:
         if rule.id in seen:
@@ -245,8 +186,3 @@ def parse_skill(text: str, *, path: str) -> tuple[Skill | None, list[Problem]]:
     return Skill(name=name, description=data["description"], kind=data["kind"], body=body,
                  rules=rules, allowed_tools=tools, metadata=dict(data.get("metadata") or {}),
                  front_matter=data, path=path, line_of=linemap), []
-
-
-def render_skill(front_matter: dict, body: str) -> str:
-    """SKILL.md text from front matter and body (used by augmentation and the editor)."""
-    return "---\n" + dump_yaml(front_matter) + "---\n" + body.lstrip("\n")

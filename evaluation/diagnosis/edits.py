@@ -5,10 +5,10 @@ rule id), add a refusal exclusion, add a hook or tighten one, change a numeric
 constraint, require a tool call before a kind of claim. Each edit is a small
 dataclass that serialises to JSON (``to_dict`` / ``edit_from_dict``) so the
 studio can store it and an LLM can write it, and that patches the file texts
-in place (other lines stay byte-identical, so the diff a reviewer sees is the
-change and nothing else). ``apply_edits`` runs every edit and then loads the
-result through :func:`harness.load_mapping`, so an edit that would break the
-Harness is refused with the validator's problems.
+in place through :mod:`harness.text_edit` (other lines stay byte-identical,
+so the diff a reviewer sees is the change and nothing else). ``apply_edits``
+runs every edit and then loads the result through :func:`harness.load_mapping`,
+so an edit that would break the Harness is refused with the validator's problems.
 """
 
 from __future__ import annotations
@@ -17,16 +17,17 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar
 
-import yaml
-
 from harness import HarnessValidationError, load_mapping
 from harness.bundle import Bundle
 from harness.skills import parse_skill
-from harness.yamlio import dump_yaml
-
-RULE_ID_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
-_HOOK_ITEM = re.compile(r"^(\s*)-\s+id:\s*(\S+)\s*$")
-_TOP_KEY = re.compile(r"^[A-Za-z_][\w-]*:")
+from harness.text_edit import (
+    TextEditError,
+    insert_hook,
+    insert_rule,
+    read_hooks,
+    replace_hook,
+    replace_rule,
+)
 
 
 class EditError(ValueError):
@@ -43,25 +44,21 @@ def _need(files: dict[str, str], path: str, what: str) -> str:
     return files[path]
 
 
-def _check_rule_id(rule_id: str, what: str) -> None:
-    if not RULE_ID_PATTERN.match(rule_id or ""):
-        raise EditError(f"{what}: rule_id {rule_id!r} must be 1-64 of a-z, 0-9, '.', '_' or '-'")
+def _text_edit(what: str, edit, *args, **kwargs) -> str:
+    """Run one :mod:`harness.text_edit` edit; its refusal becomes this edit's EditError."""
+    try:
+        return edit(*args, **kwargs)
+    except TextEditError as exc:
+        raise EditError(f"{what}: {exc}") from None
 
 
-def _rule_span(lines: list[str], start: int) -> tuple[int, int]:
-    """0-based [start, end) of the list item starting at line index ``start``."""
-    end = start + 1
-    while end < len(lines) and lines[end].strip() and lines[end][:1] in (" ", "\t"):
-        end += 1
-    return start, end
-
-
-def _parsed_skill(files: dict[str, str], skill: str, what: str):
+def _valid_skill(files: dict[str, str], skill: str, what: str) -> str:
+    """The path of ``skill``'s SKILL.md, which must parse before it is edited."""
     path = _skill_path(skill)
     parsed, problems = parse_skill(_need(files, path, what), path=path)
     if parsed is None:
         raise EditError(f"{what}: {path} does not parse: {'; '.join(map(str, problems))}")
-    return path, parsed
+    return path
 
 
 @dataclass(frozen=True)
@@ -95,33 +92,9 @@ class AddSkillRule(Edit):
 
     def apply(self, files: dict[str, str]) -> dict[str, str]:
         what = f"add_skill_rule {self.skill}#{self.rule_id}"
-        _check_rule_id(self.rule_id, what)
-        if not self.text.strip():
-            raise EditError(f"{what}: text must say what the rule requires")
-        path, parsed = _parsed_skill(files, self.skill, what)
-        if parsed.rule(self.rule_id) is not None:
-            raise EditError(f"{what}: skill {self.skill} already has rule {{#{self.rule_id}}}; "
-                            "use change_skill_rule to change it")
-        lines = files[path].split("\n")
-        in_section = [r for r in parsed.rules if not self.section or r.section == self.section]
-        if self.section and not in_section:
-            heading = f"## {self.section}"
-            body = lines[:]
-            while body and not body[-1].strip():
-                body.pop()
-            insert_at, new = len(body), ["", heading, ""]
-        else:
-            anchor = (in_section or parsed.rules)
-            if anchor:
-                _, insert_at = _rule_span(lines, anchor[-1].line - 1)
-            else:
-                insert_at = len(lines)
-                while insert_at and not lines[insert_at - 1].strip():
-                    insert_at -= 1
-            new = []
-        new.append(f"- {' '.join(self.text.split())} {{#{self.rule_id}}}")
-        lines[insert_at:insert_at] = new
-        return {**files, path: "\n".join(lines)}
+        path = _valid_skill(files, self.skill, what)
+        return {**files, path: _text_edit(what, insert_rule, files[path], rule_id=self.rule_id,
+                                          text=self.text, section=self.section, file=path)}
 
 
 @dataclass(frozen=True)
@@ -140,17 +113,9 @@ class ChangeSkillRule(Edit):
 
     def apply(self, files: dict[str, str]) -> dict[str, str]:
         what = f"change_skill_rule {self.skill}#{self.rule_id}"
-        path, parsed = _parsed_skill(files, self.skill, what)
-        rule = parsed.rule(self.rule_id)
-        if rule is None:
-            known = ", ".join(r.id for r in parsed.rules) or "none"
-            raise EditError(f"{what}: skill {self.skill} has no rule {{#{self.rule_id}}} (rules: {known})")
-        lines = files[path].split("\n")
-        start, end = _rule_span(lines, rule.line - 1)
-        marker = f" {{#{self.rule_id}}}" if rule.explicit_id else ""
-        bullet = re.match(r"^(\s*(?:[-*+]|\d+[.)])\s+)", lines[start]).group(1)
-        lines[start:end] = [f"{bullet}{' '.join(self.text.split())}{marker}"] if self.text.strip() else []
-        return {**files, path: "\n".join(lines)}
+        path = _valid_skill(files, self.skill, what)
+        return {**files, path: _text_edit(what, replace_rule, files[path], rule_id=self.rule_id,
+                                          text=self.text, file=path)}
 
 
 @dataclass(frozen=True)
@@ -169,34 +134,6 @@ class AddRefusalExclusion(Edit):
         return AddSkillRule(skill=self.skill, rule_id=self.rule_id, text=self.text).apply(files)
 
 
-def _hooks_items(text: str) -> tuple[list[str], int, int, str]:
-    """Lines, [start, end) of the ``hooks:`` list, and the item indentation."""
-    lines = text.split("\n")
-    start = next((i for i, line in enumerate(lines) if line.rstrip() == "hooks:"), None)
-    if start is None:
-        raise EditError("hooks.yaml has no top-level 'hooks:' list to add to")
-    end = start + 1
-    while end < len(lines) and not _TOP_KEY.match(lines[end]):
-        end += 1
-    while end > start + 1 and not lines[end - 1].strip():
-        end -= 1
-    indent = next((m.group(1) for line in lines[start + 1:end] if (m := _HOOK_ITEM.match(line))), "  ")
-    return lines, start + 1, end, indent
-
-
-def _render_hook(hook: dict, indent: str) -> list[str]:
-    rendered = dump_yaml([hook]).rstrip("\n").split("\n")
-    return [indent + line if line else line for line in rendered]
-
-
-def _hook_spans(lines: list[str], start: int, end: int) -> dict[str, tuple[int, int]]:
-    heads = [(i, m.group(2)) for i in range(start, end) if (m := _HOOK_ITEM.match(lines[i]))]
-    spans = {}
-    for n, (i, hook_id) in enumerate(heads):
-        spans[hook_id.strip("'\"")] = (i, heads[n + 1][0] if n + 1 < len(heads) else end)
-    return spans
-
-
 @dataclass(frozen=True)
 class AddHook(Edit):
     """Append a hook (a ``hooks.yaml`` item: id, event, type, matcher, params, on_fail)."""
@@ -212,12 +149,8 @@ class AddHook(Edit):
         what = f"add_hook {self.hook.get('id')!r}"
         if not isinstance(self.hook, dict) or not self.hook.get("id"):
             raise EditError(f"{what}: hook must be a mapping with at least id, event and type")
-        lines, start, end, indent = _hooks_items(_need(files, "hooks.yaml", what))
-        if self.hook["id"] in _hook_spans(lines, start, end):
-            raise EditError(f"{what}: hooks.yaml already has a hook with id {self.hook['id']!r}; "
-                            "use tighten_hook to change it")
-        lines[end:end] = _render_hook(self.hook, indent)
-        return {**files, "hooks.yaml": "\n".join(lines)}
+        text = _need(files, "hooks.yaml", what)
+        return {**files, "hooks.yaml": _text_edit(what, insert_hook, text, self.hook)}
 
 
 @dataclass(frozen=True)
@@ -240,22 +173,18 @@ class TightenHook(Edit):
 
     def apply(self, files: dict[str, str]) -> dict[str, str]:
         what = f"tighten_hook {self.hook_id!r}"
-        lines, start, end, indent = _hooks_items(_need(files, "hooks.yaml", what))
-        spans = _hook_spans(lines, start, end)
-        if self.hook_id not in spans:
-            raise EditError(f"{what}: hooks.yaml has no hook {self.hook_id!r} (hooks: {', '.join(spans)})")
-        i, j = spans[self.hook_id]
-        while j > i + 1 and not lines[j - 1].strip():
-            j -= 1
-        item = yaml.safe_load("\n".join(line[len(indent):] for line in lines[i:j]))[0]
+        text = _need(files, "hooks.yaml", what)
+        hooks = {h.get("id"): h for h in _text_edit(what, read_hooks, text) if isinstance(h, dict)}
+        if self.hook_id not in hooks:
+            raise EditError(f"{what}: hooks.yaml has no hook {self.hook_id!r} (hooks: {', '.join(map(str, hooks))})")
+        item = dict(hooks[self.hook_id])
         if self.params:
             item["params"] = {**(item.get("params") or {}), **self.params}
         if self.on_fail:
             item["on_fail"] = {**(item.get("on_fail") or {}), **self.on_fail}
         if self.matcher is not None:
             item["matcher"] = self.matcher
-        lines[i:j] = _render_hook(item, indent)
-        return {**files, "hooks.yaml": "\n".join(lines)}
+        return {**files, "hooks.yaml": _text_edit(what, replace_hook, text, self.hook_id, item)}
 
 
 @dataclass(frozen=True)

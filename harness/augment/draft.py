@@ -3,23 +3,23 @@
 Augmentation edits plain data (the YAML of ``tools.yaml``, ``prompt.yaml``,
 ``hooks.yaml``, each skill's front matter and body) and renders text the way
 the Harness format writes it (``harness.yamlio.dump_yaml``'s settings and
-``harness.skills.render_skill``'s layout; multi-line strings as ``|`` blocks so
+``harness.text_edit.render_skill``'s layout; multi-line strings as ``|`` blocks so
 templates stay readable in diffs). A file whose data did not change keeps its
 original text byte for byte, so a variant that only touched hooks differs from
-its parent in ``hooks.yaml`` alone. ``body`` splits a SKILL.md body into text
-lines and rule items so rules can be rewritten, masked and reordered by id.
+its parent in ``hooks.yaml`` alone. ``Body`` splits a SKILL.md body into text
+lines and rule items (read by ``harness.text_edit.scan_rules``, the one rule
+reader) so rules can be rewritten, masked and reordered by id.
 """
 
 from __future__ import annotations
 
 import copy
-import re
 from dataclasses import dataclass, field
 
 import yaml
 
 from harness.bundle import Bundle
-from harness.skills import _RULE_ID, rule_auto_id, split_front_matter
+from harness.text_edit import render_skill, scan_rules, split_front_matter
 
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -43,7 +43,6 @@ if hasattr(yaml, "CSafeDumper"):
     _DUMPER = _CBlockDumper
 else:  # pragma: no cover - PyYAML without libyaml
     _DUMPER = BlockDumper
-_RULE_START = re.compile(r"^((?:[-*+]|\d+[.)]))\s+(.*)$")
 
 
 def _load(text: str):
@@ -78,47 +77,24 @@ class Body:
 
     @classmethod
     def parse(cls, body: str) -> Body:
+        lines = body.split("\n")
+        rules = {span.start: span for span in scan_rules(body)}
         parts: list = []
         run: list[RuleItem] | None = None
-        current: list[str] | None = None
-        marker = "-"
-        in_code = False
-
-        def close_rule():
-            nonlocal current
-            if current is None:
-                return
-            text = " ".join(s.strip() for s in current).strip()
-            m = _RULE_ID.search(text)
-            if m:
-                rid, text = m.group(1), _RULE_ID.sub("", text).strip()
-            else:
-                rid = rule_auto_id(text)
-            run.append(RuleItem(marker, text, rid))
-            current = None
-
-        for line in body.split("\n"):
-            fence = line.lstrip().startswith("```")
-            m = None if in_code or fence else _RULE_START.match(line)
-            if m:
-                close_rule()
+        i = 0
+        while i < len(lines):
+            span = rules.get(i)
+            if span is not None:
                 if run is None:
                     run = []
                     parts.append(run)
-                marker, current = m.group(1), [m.group(2)]
+                run.append(RuleItem(span.marker, span.text, span.id))
+                i = span.end
                 continue
-            if (current is not None and not in_code and line.strip()
-                    and line[:1] in (" ", "\t")):
-                current.append(line)
-                continue
-            close_rule()
-            if not line.strip() and run is not None and not in_code:
-                continue  # blank lines inside a list keep the run open
-            run = None
-            if fence:
-                in_code = not in_code
-            parts.append(line)
-        close_rule()
+            if lines[i].strip() or run is None:  # blank lines inside a list keep the run open
+                run = None
+                parts.append(lines[i])
+            i += 1
         return cls(parts)
 
     def runs(self) -> list[list[RuleItem]]:
@@ -237,8 +213,8 @@ class Draft:
                     and skill.front_matter == original.front_matter and skill.body == original.body):
                 files[skill.path] = self.origin.files[skill.path]
             else:
-                files[f"skills/{name}/SKILL.md"] = ("---\n" + dump_text(skill.front_matter) + "---\n"
-                                                    + skill.body.lstrip("\n"))
+                files[f"skills/{name}/SKILL.md"] = render_skill(skill.front_matter, skill.body,
+                                                                dump=dump_text)
             if skill.path:  # a skill's inert files (references/, assets/) move with it when renamed
                 folder = skill.path.rpartition("/")[0] + "/"
                 for path, text in self.origin.files.items():

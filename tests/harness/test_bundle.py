@@ -12,7 +12,7 @@ from harness import (
 )
 from harness.diff import diff_bundles
 from harness.prompt import render_template
-from harness.skills import rule_auto_id
+from harness.text_edit import rule_auto_id
 
 
 @pytest.fixture(scope="module")
