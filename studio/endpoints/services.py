@@ -1,4 +1,4 @@
-"""Writes for model endpoints: create/update, and the connection test a job runs."""
+"""Writes for model endpoints: create/update, the connection test a job runs, and the policy an endpoint names."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import httpx
 from django.contrib.auth.models import User
 from django.utils import timezone
 
+from harness.policies.base import Policy
 from harness.policies.models import checkpoint_problem, default_model_dir, tiny_model_dir
 from studio.audit.services import audit_record
 from studio.endpoints.models import ModelEndpoint
@@ -149,6 +150,18 @@ class ConnectionCheck:
 def api_key_from_env(endpoint: ModelEndpoint) -> str | None:
     """The key, read from the environment of the process that needs it (never stored)."""
     return os.environ.get(endpoint.api_key_env) if endpoint.api_key_env else None
+
+
+def policy_for_endpoint(endpoint: ModelEndpoint) -> Policy:
+    """The runtime policy an endpoint names (local, tiny, OpenAI-compatible, scripted); its key comes
+    from the environment of the process that runs it (the worker)."""
+    from harness.policies import make_policy
+
+    if endpoint.route == ModelEndpoint.OPENAI:
+        from harness.policies.openai_chat import OpenAIChatPolicy
+
+        return OpenAIChatPolicy(base_url=endpoint.base_url, model=endpoint.model, api_key=api_key_from_env(endpoint))
+    return make_policy(endpoint.policy_spec)
 
 
 def endpoint_check(*, endpoint: ModelEndpoint, timeout_s: float = 10.0) -> ConnectionCheck:

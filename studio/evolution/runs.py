@@ -23,6 +23,7 @@ from django.utils import timezone
 from harness.mcp_registry import McpServerRefused
 from studio.audit.services import audit_record
 from studio.endpoints.models import ModelEndpoint
+from studio.endpoints.services import policy_for_endpoint
 from studio.evolution.models import CaseResult, Dataset, DatasetCase, EvalRun
 from studio.harnesses.models import HarnessVersion
 from studio.jobs.models import Job
@@ -32,13 +33,6 @@ from studio.jobs.services import JobCancelled, job_create, job_reap_stale
 
 class EvaluationError(ValueError):
     """A run cannot start or resume; the message names the field and what is valid."""
-
-
-def policy_for(endpoint: ModelEndpoint):
-    """The runtime policy of an endpoint (the playground's resolver: local, tiny, OpenAI-compatible, scripted)."""
-    from studio.playground.services import policy_for_endpoint
-
-    return policy_for_endpoint(endpoint)
 
 
 def catalogue_for(dataset: Dataset):
@@ -147,7 +141,7 @@ def eval_run_execute(*, run_id: int, progress, log) -> dict[str, Any]:
     try:
         cases = {c.case_id: c for c in DatasetCase.objects.filter(dataset=run.dataset, case_id__in=todo)}
         catalogue = catalogue_for(run.dataset)
-        agent = Agent(bundle=bundle_load(version_files(version=run.version)), policy=policy_for(run.endpoint),
+        agent = Agent(bundle=bundle_load(version_files(version=run.version)), policy=policy_for_endpoint(run.endpoint),
                       catalogue=catalogue, mcp_registry=mcp_registry())
         judge = ProgrammaticJudge(catalogue=catalogue)
         started = time.perf_counter()

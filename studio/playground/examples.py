@@ -1,41 +1,51 @@
-"""Example viewer requests offered in the playground (built on the demo catalogue)."""
+"""The example viewer requests the playground offers: the project's ``examples/requests``.
+
+One request per intent of SPEC §2 (on the demo catalogue), each with its gold
+script in ``examples/requests/scripts/`` (the runtime tests run every one under
+the demo Harness). A scripted endpoint answers these examples with those
+scripts, so any endpoint can run them in the playground.
+"""
 
 from __future__ import annotations
 
+import functools
+import json
+from pathlib import Path
 from typing import Any
 
-EXAMPLES: dict[str, dict[str, Any]] = {
-    "price": {
-        "id": "playground-price",
-        "comments": [{"user": "viewer_1", "text": "How much is product #3?"}],
-        "room": {"current_link_id": 1, "shelf": [1, 2, 3, 4, 5]},
-    },
-    "chat": {
-        "id": "playground-chat",
-        "comments": [{"user": "viewer_2", "text": "Hi! Where are you streaming from today?"}],
-        "room": {"current_link_id": 1, "shelf": [1, 2, 3, 4, 5]},
-    },
-    "aftersale": {
-        "id": "playground-aftersale",
-        "comments": [{"user": "viewer_3", "text": "My order arrived broken, can I return it?"}],
-        "room": {"current_link_id": 2, "shelf": [1, 2, 3, 4, 5]},
-    },
-    "multi": {
-        "id": "playground-multi",
-        "mode": "multi",
-        "comments": [
-            {"user": "viewer_4", "text": "Is link 2 in stock?"},
-            {"user": "viewer_5", "text": "Any discount today?"},
-        ],
-        "room": {"current_link_id": 2, "shelf": [1, 2, 3, 4, 5]},
-    },
-}
+from django.conf import settings
+
+DEFAULT_EXAMPLE = "product_price"
 
 
-def example_request(*, name: str, comment: str | None = None) -> dict[str, Any]:
-    """A copy of an example; `comment` replaces the first comment's text."""
-    request = {**EXAMPLES[name], "comments": [dict(c) for c in EXAMPLES[name]["comments"]]}
-    if comment:
-        request["mode"] = "single"
-        request["comments"] = [{"user": "viewer", "text": comment}]
-    return request
+def examples_dir() -> Path:
+    return Path(settings.BASE_DIR) / "examples" / "requests"
+
+
+@functools.cache
+def _load() -> tuple[dict[str, dict[str, Any]], dict[str, list[Any]]]:
+    folder = examples_dir()
+    examples, scripts = {}, {}
+    for path in sorted(folder.glob("*.json")):
+        request = json.loads(path.read_text(encoding="utf-8"))
+        examples[path.stem] = request
+        script = folder / "scripts" / path.name
+        if script.is_file():
+            scripts[request["id"]] = json.loads(script.read_text(encoding="utf-8"))
+    return examples, scripts
+
+
+def examples() -> dict[str, dict[str, Any]]:
+    """Example name (the file's stem, e.g. product_price) -> its request."""
+    return _load()[0]
+
+
+def example_scripts() -> dict[str, list[Any]]:
+    """Example request id -> the gold script's outputs (the ScriptedPolicy format)."""
+    return _load()[1]
+
+
+def example_request(*, name: str) -> dict[str, Any]:
+    """A copy of the example called ``name`` (the default example for an unknown name)."""
+    known = examples()
+    return json.loads(json.dumps(known.get(name) or known[DEFAULT_EXAMPLE]))

@@ -1,4 +1,4 @@
-"""Job kinds of the playground: one agent run, shown as a step-by-step trajectory."""
+"""Job kinds of the playground: one agent run, shown as a step-by-step trajectory while it runs."""
 
 from __future__ import annotations
 
@@ -13,11 +13,13 @@ from studio.playground.presenters import present_playground_result
     present=present_playground_result,
 )
 def playground_run_job(context: JobContext) -> dict:
-    from studio.playground.services import playground_run
+    from studio.playground.services import playground_run, playground_steps_store
 
     return playground_run(
         version_id=context.params["version_id"],
         endpoint_id=context.params["endpoint_id"],
         request=context.params["request"],
+        dataset_id=context.params.get("dataset_id"),
         progress=context.progress,
+        steps=lambda result: playground_steps_store(job_id=context.job_id, result=result),
     )

@@ -49,6 +49,8 @@ def present_playground_result(result: dict[str, Any]) -> dict[str, Any]:
     return {
         "run": result,
         "traj": trajectory,
+        # the steps recorded so far, stored while the agent runs; the finished run replaces them
+        "partial": bool(result.get("partial")),
         "steps": trajectory_steps(trajectory),
         "system_prompt": system_prompt(trajectory),
         "prompt_blocks": result.get("prompt_blocks", []),

@@ -1,67 +1,159 @@
-"""Playground: validate a request, start the run job, and run it in the worker."""
+"""Playground: validate a request, start the run job, and run it in the worker.
+
+A request is checked against the catalogue it runs with: the demo catalogue, or
+the catalogue of the dataset the operator picks (a dataset case pasted in, or
+picked by id, refers to that dataset's products). While the agent runs, each
+recorded step is stored on the job as a partial result, so the job page (polled
+by htmx) shows the trajectory growing; the finished trajectory replaces it.
+"""
 
 from __future__ import annotations
 
-import json
+from collections.abc import Callable
 from typing import Any
 
 from django.contrib.auth.models import User
 
 from studio.endpoints.models import ModelEndpoint
-from studio.endpoints.services import api_key_from_env
+from studio.endpoints.services import policy_for_endpoint
+from studio.evolution.models import Dataset, DatasetCase
 from studio.harnesses.models import HarnessVersion
 from studio.harnesses.selectors import version_files
 from studio.jobs.models import Job
 from studio.jobs.services import job_create
+
+MAX_REQUEST_CHARS = 256 * 1024
+# the request id of a typed comment: no example's or case's, so a scripted endpoint says it cannot answer it
+COMMENT_REQUEST_ID = "playground-comment"
+# progress while the agent runs: from RUN_START % at round 1 up to RUN_END % at the round limit
+RUN_START, RUN_END = 30, 90
 
 
 class PlaygroundError(ValueError):
     """The request cannot be run; the message names the field and what is valid."""
 
 
-def playground_request_parse(*, text: str) -> dict[str, Any]:
-    """Parse and validate a request's JSON with the runtime's own validation."""
-    from harness.livestream import DocumentValidationError, Request, demo_catalogue
+def playground_catalogue(*, dataset: Dataset | None):
+    """The catalogue a request runs with: the dataset's, or the demo catalogue."""
+    from harness.livestream import demo_catalogue
+    from studio.evolution.runs import catalogue_for
 
+    return catalogue_for(dataset) if dataset is not None else demo_catalogue()
+
+
+def _request_of_case(case: dict[str, Any]) -> dict[str, Any]:
+    """The request part of a case in the evaluation case format (its category as the intent)."""
+    from evaluation.cases import REQUEST_FIELDS
+
+    request = {key: case[key] for key in REQUEST_FIELDS if key in case}
+    if isinstance(case.get("category"), str):
+        request["intent"] = case["category"]
+    return request
+
+
+def playground_case_request(*, dataset: Dataset, case_id: str) -> dict[str, Any]:
+    """The request of one case of ``dataset``; PlaygroundError names the dataset when it has no such case."""
+    case = DatasetCase.objects.filter(dataset=dataset, case_id=case_id.strip()).only("data").first()
+    if case is None:
+        raise PlaygroundError(f"case: dataset {dataset.name} has no case {case_id.strip()!r}; "
+                              f"its cases are listed on the dataset's page")
+    return _request_of_case(case.data)
+
+
+def playground_request_parse(*, text: str, dataset: Dataset | None = None, comment: str = "") -> dict[str, Any]:
+    """Parse and validate a request's JSON (or a whole case's) against the catalogue it runs with.
+
+    ``comment`` replaces the request's comments with one viewer comment (and its id with COMMENT_REQUEST_ID).
+    """
+    from harness.livestream import DocumentValidationError, Request
+    from harness.userfiles import parse_json
+
+    if len(text) > MAX_REQUEST_CHARS:
+        raise PlaygroundError(f"request: {len(text) // 1024} KiB of JSON; a request may hold at most "
+                              f"{MAX_REQUEST_CHARS // 1024} KiB")
+    data = parse_json(text, source="request", what="request", error=PlaygroundError) if text.strip() else {}
+    if isinstance(data, dict) and "gold" in data:  # a whole case pasted in: run its request
+        data = _request_of_case(data)
+    if comment.strip() and isinstance(data, dict):
+        data = {**data, "id": COMMENT_REQUEST_ID, "mode": "single",
+                "comments": [{"user": "viewer", "text": comment.strip()}]}
+    catalogue = playground_catalogue(dataset=dataset)
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise PlaygroundError(f"request: line {error.lineno} column {error.colno}: invalid JSON ({error.msg})") from None
-    try:
-        Request.from_dict(data, source="request", catalogue=demo_catalogue())
+        Request.from_dict(data, source="request", catalogue=catalogue)
     except DocumentValidationError as error:
-        raise PlaygroundError(str(error)) from None
+        message = str(error)
+        if dataset is None and isinstance(data, dict) and isinstance(data.get("id"), str):
+            owners = list(DatasetCase.objects.filter(case_id=data["id"])
+                          .values_list("dataset__name", flat=True)[:3])
+            if owners:
+                message += (f" (checked against the demo catalogue; case {data['id']} is in dataset "
+                            f"{', '.join(owners)}: choose it as the catalogue)")
+        raise PlaygroundError(message) from None
     return data
 
 
+def playground_endpoint_check(*, endpoint: ModelEndpoint, request: dict[str, Any]) -> None:
+    """A scripted endpoint must have outputs for the request: say in one line which requests it answers."""
+    from harness.policies import ScriptedPolicy
+
+    if endpoint.route != ModelEndpoint.SCRIPTED:
+        return
+    from studio.playground.examples import example_scripts
+
+    try:
+        policy = policy_for_endpoint(endpoint)
+    except (ValueError, TypeError):
+        return  # the script is read where it runs (the worker); its job says what is wrong with it
+    request_id = str(request.get("id") or "request")
+    if (isinstance(policy, ScriptedPolicy) and isinstance(policy.script, dict)
+            and request_id not in policy.script and request_id not in example_scripts()):
+        raise PlaygroundError(
+            f"endpoint: {endpoint.name} replays a script with no outputs for request {request_id!r}; it answers "
+            f"the {len(example_scripts())} example requests and {policy.answers()}. Pick an example request or "
+            "a case of the script's dataset, or a model endpoint")
+
+
+def _with_example_scripts(policy):
+    """A scripted endpoint keyed by request id also answers the example requests, with their gold scripts."""
+    from harness.policies import ScriptedPolicy
+    from studio.playground.examples import example_scripts
+
+    if isinstance(policy, ScriptedPolicy) and isinstance(policy.script, dict):
+        return ScriptedPolicy({**example_scripts(), **policy.script}, name=policy.name)
+    return policy
+
+
 def playground_run_start(
-    *, version: HarnessVersion, endpoint: ModelEndpoint, request: dict[str, Any], actor: User
+    *, version: HarnessVersion, endpoint: ModelEndpoint, request: dict[str, Any], actor: User,
+    dataset: Dataset | None = None,
 ) -> Job:
+    playground_endpoint_check(endpoint=endpoint, request=request)
     first = request.get("comments", [{}])[0]
     comment = first.get("text", "") if isinstance(first, dict) else str(first)
+    on = f" on {dataset.name}" if dataset is not None else ""
     return job_create(
         kind="playground_run",
-        title=f"Playground: {version} with {endpoint.name}: {comment[:60]}",
-        params={"version_id": version.pk, "endpoint_id": endpoint.pk, "request": request},
+        title=f"Playground: {version} with {endpoint.name}{on}: {comment[:60]}",
+        params={"version_id": version.pk, "endpoint_id": endpoint.pk, "request": request,
+                "dataset_id": dataset.pk if dataset is not None else None},
         created_by=actor,
     )
 
 
-def policy_for_endpoint(endpoint: ModelEndpoint):
-    """Build the runtime policy an endpoint names; its key comes from the worker's environment."""
-    from harness.policies import make_policy
-
-    if endpoint.route == ModelEndpoint.OPENAI:
-        from harness.policies.openai_chat import OpenAIChatPolicy
+def playground_steps_store(*, job_id: int, result: dict[str, Any]) -> None:
+    """Keep the steps so far as the running job's result (the job page shows them while it polls)."""
+    Job.objects.filter(pk=job_id, status=Job.RUNNING).update(result=result)
 
 
-        return OpenAIChatPolicy(base_url=endpoint.base_url, model=endpoint.model, api_key=api_key_from_env(endpoint))
-    return make_policy(endpoint.policy_spec)
+def playground_run(
+    *, version_id: int, endpoint_id: int, request: dict[str, Any], progress,
+    dataset_id: int | None = None, steps: Callable[[dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
+    """Run one request under a version with an endpoint's policy; returns the trajectory as JSON.
 
-
-def playground_run(*, version_id: int, endpoint_id: int, request: dict[str, Any], progress) -> dict[str, Any]:
-    """Run one request under a version with an endpoint's policy; returns the trajectory as JSON."""
-    from harness.livestream import demo_catalogue
+    ``steps`` receives the partial result (``"partial": True``) each time a step is recorded;
+    ``progress`` is reported with it, so a cancel request stops the run at its next step.
+    """
     from harness.mcp_registry import McpRegistryError, McpServerRefused
     from harness.runtime import Agent
     from studio.harnesses.bundles import bundle_load
@@ -70,22 +162,34 @@ def playground_run(*, version_id: int, endpoint_id: int, request: dict[str, Any]
 
     version = HarnessVersion.objects.select_related("harness").get(pk=version_id)
     endpoint = ModelEndpoint.objects.get(pk=endpoint_id)
-    progress(10, f"loading {version} and policy {endpoint.name} ({endpoint.policy_spec})")
+    dataset = Dataset.objects.filter(pk=dataset_id).first() if dataset_id else None
+    if dataset_id and dataset is None:
+        raise JobFailed(f"dataset #{dataset_id} was deleted; its catalogue is gone")
+    progress(10, f"loading {version} and policy {endpoint.name} ({endpoint.policy_spec})"
+                 + (f" with the catalogue of {dataset.name}" if dataset else ""))
     bundle = bundle_load(version_files(version=version))
-    policy = policy_for_endpoint(endpoint)
-    progress(30, "running the agent")
+    policy = _with_example_scripts(policy_for_endpoint(endpoint))
+    head = {
+        "version": str(version),
+        "endpoint": endpoint.name,
+        "dataset": dataset.name if dataset else None,
+        "request": request,
+        "prompt_blocks": [{"id": block.id, "title": block.title} for block in bundle.prompt.blocks],
+    }
+    def on_step(trajectory) -> None:
+        if steps is not None:
+            steps({**head, "partial": True, "trajectory": trajectory.to_dict()})
+        share = min(1.0, trajectory.rounds / max(1, agent.max_rounds))
+        progress(round(RUN_START + (RUN_END - RUN_START) * share))
+
+    progress(RUN_START, "running the agent")
     try:
         # the studio's registry only: a server the Harness declares itself is refused before anything starts
-        agent = Agent(bundle=bundle, policy=policy, catalogue=demo_catalogue(), mcp_registry=mcp_registry())
+        agent = Agent(bundle=bundle, policy=policy, catalogue=playground_catalogue(dataset=dataset),
+                      mcp_registry=mcp_registry(), on_step=on_step)
     except (McpServerRefused, McpRegistryError) as refused:
         raise JobFailed(str(refused)) from None
     with agent:
         trajectory = agent.run(request)
     progress(95, f"{trajectory.outcome}, routed {trajectory.route}: {trajectory.reply[:120]}")
-    return {
-        "version": str(version),
-        "endpoint": endpoint.name,
-        "request": request,
-        "prompt_blocks": [{"id": block.id, "title": block.title} for block in bundle.prompt.blocks],
-        "trajectory": trajectory.to_dict(),
-    }
+    return {**head, "trajectory": trajectory.to_dict()}

@@ -1,4 +1,9 @@
-"""The playground page: pick a version, an endpoint and a request; run it as a job."""
+"""The playground page: pick a version, an endpoint and a request; run it as a job.
+
+The request is an example (one per intent), JSON pasted in (a request or a whole
+dataset case), or a case picked by id from a dataset; with a dataset chosen it
+runs with that dataset's catalogue.
+"""
 
 from __future__ import annotations
 
@@ -10,13 +15,24 @@ from django.views.decorators.http import require_http_methods
 
 from studio.accounts.decorators import requires
 from studio.endpoints.models import ModelEndpoint
+from studio.evolution.models import Dataset
 from studio.harnesses.models import HarnessVersion
-from studio.playground.examples import EXAMPLES, example_request
+from studio.playground.examples import DEFAULT_EXAMPLE, example_request, examples
 from studio.playground.services import (
     PlaygroundError,
+    playground_case_request,
     playground_request_parse,
     playground_run_start,
 )
+
+
+def _pk(value: str, field: str) -> int | None:
+    if not value:
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise PlaygroundError(f"{field}: {value!r} is not one of the listed choices") from None
 
 
 @require_http_methods(["GET", "POST"])
@@ -24,34 +40,49 @@ from studio.playground.services import (
 def playground(request):
     versions = HarnessVersion.objects.select_related("harness").defer("tree").order_by("harness__name", "-number")[:200]
     endpoints = ModelEndpoint.objects.all()
-    example = request.GET.get("example") if request.GET.get("example") in EXAMPLES else "price"
+    datasets = Dataset.objects.only("pk", "name", "case_count").order_by("name")
+    data = request.POST if request.method == "POST" else request.GET
+    example = request.GET.get("example") if request.GET.get("example") in examples() else DEFAULT_EXAMPLE
     values = {
-        "version": request.POST.get("version", request.GET.get("version", "")),
-        "endpoint": request.POST.get("endpoint", ""),
+        "version": data.get("version", ""),
+        "endpoint": data.get("endpoint", ""),
+        "dataset": data.get("dataset", ""),
+        "case": data.get("case", "").strip(),
         "request_json": request.POST.get("request_json") or json.dumps(example_request(name=example), indent=2),
     }
-    if request.method == "POST":
-        comment = request.POST.get("comment", "").strip()
-        try:
-            version = HarnessVersion.objects.filter(pk=int(values["version"] or 0)).first()
-            endpoint = ModelEndpoint.objects.filter(pk=int(values["endpoint"] or 0)).first()
-            if version is None:
-                raise PlaygroundError("version: choose a Harness version")
-            if endpoint is None:
-                raise PlaygroundError("endpoint: choose a model endpoint")
-            text = values["request_json"]
-            if comment:
-                data = json.loads(text) if text.strip() else {}
-                data = {**data, "mode": "single", "comments": [{"user": "viewer", "text": comment}]}
-                text = json.dumps(data)
-            parsed = playground_request_parse(text=text)
-            job = playground_run_start(version=version, endpoint=endpoint, request=parsed, actor=request.user)
-        except (PlaygroundError, ValueError) as error:
-            messages.error(request, str(error))
-        else:
+    try:
+        dataset = Dataset.objects.filter(pk=_pk(values["dataset"], "dataset")).first() if values["dataset"] else None
+        if values["dataset"] and dataset is None:
+            raise PlaygroundError("dataset: choose one of the listed datasets, or the demo catalogue")
+        if values["case"] and dataset is None:
+            raise PlaygroundError("case: choose the dataset the case is in (a case id names a case of one dataset)")
+        if dataset is not None and values["case"] and request.method == "GET":
+            values["request_json"] = json.dumps(playground_case_request(dataset=dataset, case_id=values["case"]),
+                                                indent=2, ensure_ascii=False)
+        if request.method == "POST":
+            job = _start(request, values=values, dataset=dataset)
             return redirect("jobs:job_detail", job_id=job.pk)
+    except PlaygroundError as error:
+        messages.error(request, str(error))
     return render(
         request,
         "playground/playground.html",
-        {"versions": versions, "endpoints": endpoints, "examples": EXAMPLES, "example": example, "values": values},
+        {"versions": versions, "endpoints": endpoints, "datasets": datasets, "examples": examples(),
+         "example": example, "values": values},
     )
+
+
+def _start(request, *, values: dict[str, str], dataset: Dataset | None):
+    version = HarnessVersion.objects.filter(pk=_pk(values["version"], "version") or 0).first()
+    endpoint = ModelEndpoint.objects.filter(pk=_pk(values["endpoint"], "endpoint") or 0).first()
+    if version is None:
+        raise PlaygroundError("version: choose a Harness version")
+    if endpoint is None:
+        raise PlaygroundError("endpoint: choose a model endpoint")
+    if dataset is not None and values["case"]:
+        text = json.dumps(playground_case_request(dataset=dataset, case_id=values["case"]))
+    else:
+        text = values["request_json"]
+    parsed = playground_request_parse(text=text, dataset=dataset, comment=request.POST.get("comment", ""))
+    return playground_run_start(version=version, endpoint=endpoint, request=parsed, actor=request.user,
+                                dataset=dataset)
