@@ -1,7 +1,11 @@
 """The reviewer's writes: accept or reject proposals, open one in the editor, decide a stage.
 
-A decision is carried out here (label moves, the next stage, stop); promotion
-to production must pass the release gates of :mod:`studio.evolution.gates`.
+A decision is carried out here (label moves, the next stage, stop). Promotion
+to production must pass the release gates of :mod:`studio.evolution.gates`; a
+gate that failed or has no data blocks it unless the reviewer writes an
+override reason, which goes to the audit log (``evolution.gates.override``), to
+the production label's move and onto the stage. Promotion to production or
+stop ends the evolution; another stage and roll back open the next stage.
 """
 
 from __future__ import annotations
@@ -69,9 +73,14 @@ def proposal_edit_in_editor(*, proposal: Proposal, actor: User) -> Draft:
 
 
 @transaction.atomic
-def stage_decide(*, stage: Stage, decision: str, actor: User, reason: str = "") -> Stage:
-    """Record the reviewer's decision and carry it out (label moves, next stage, stop)."""
-    from studio.evolution.gates import release_gates
+def stage_decide(*, stage: Stage, decision: str, actor: User, reason: str = "",
+                 override_reason: str = "") -> Stage:
+    """Record the reviewer's decision and carry it out (label moves, next stage, stop).
+
+    ``override_reason`` is the reviewer's written reason to promote to production although a release gate
+    failed or has no data; without it such a promotion is refused, naming the gates.
+    """
+    from studio.evolution.gates import gates_check_promotion, release_gates
 
     stage_require(actor, "evolution.review", "deciding a stage")
     stage_check_open(stage)
@@ -82,30 +91,50 @@ def stage_decide(*, stage: Stage, decision: str, actor: User, reason: str = "") 
         raise EvolutionError(f"decision: {decision!r} is not one of {', '.join(dict(Stage.DECISIONS))}")
     if needs_candidate and (candidate is None or not stage.comparison):
         raise EvolutionError(f"decision: stage {stage.number} has no evaluated candidate to {decision.replace('_', ' ')}")
+    reason, override_reason = reason.strip(), override_reason.strip()
+    gates, overridden = [], []
     try:
         if decision == Stage.PROMOTE_STAGING:
             label_move(harness=evolution.harness, name=Label.STAGING, version=candidate, actor=actor,
                        reason=reason or f"evolution #{evolution.pk} stage {stage.number}")
         elif decision == Stage.PROMOTE_PRODUCTION:
-            failing = [g for g in release_gates(comparison=stage.comparison, tolerance=evolution.tolerance)
-                       if g.status == "fail"]
-            if failing:
-                raise EvolutionError("release gates failed: " + "; ".join(f"{g.name}: {g.detail}" for g in failing))
+            if not reason:
+                raise EvolutionError("reason: say why this version goes to production")
+            gates = release_gates(comparison=stage.comparison, tolerance=evolution.tolerance)
+            try:
+                overridden = gates_check_promotion(gates=gates, override_reason=override_reason)
+            except ValueError as refused:
+                raise EvolutionError(str(refused)) from None
+            move_reason = reason
+            if overridden:
+                move_reason += (" (release gates overridden: " + ", ".join(f"{g.name} {g.status}" for g in overridden)
+                                + f"; {override_reason})")
             label_move(harness=evolution.harness, name=Label.PRODUCTION, version=candidate, actor=actor,
-                       reason=reason)
+                       reason=move_reason)
         elif decision == Stage.ROLLBACK:
             for label in Label.objects.filter(harness=evolution.harness, version=candidate) if candidate else []:
                 label_rollback(label=label, actor=actor, reason=reason or f"stage {stage.number} rolled back")
     except StudioError as error:
         raise EvolutionError(str(error)) from None
-    stage.decision, stage.decision_reason = decision, reason.strip()
+    stage.decision, stage.decision_reason = decision, reason
     stage.decided_by, stage.decided_at = actor, timezone.now()
-    stage.save(update_fields=["decision", "decision_reason", "decided_by", "decided_at"])
-    audit_record(actor=actor, action=f"evolution.decision.{decision}", harness=evolution.harness,
-                 target=f"evolution #{evolution.pk} stage {stage.number}",
+    stage.gates = [g.to_dict() for g in gates]
+    stage.gate_override_reason = override_reason if overridden else ""
+    stage.save(update_fields=["decision", "decision_reason", "decided_by", "decided_at", "gates",
+                              "gate_override_reason"])
+    target = f"evolution #{evolution.pk} stage {stage.number}"
+    audit_record(actor=actor, action=f"evolution.decision.{decision}", harness=evolution.harness, target=target,
                  data={"candidate": candidate.number if candidate else None, "reason": reason})
-    if decision == Stage.STOP:
+    if overridden:
+        audit_record(actor=actor, action="evolution.gates.override", harness=evolution.harness, target=target,
+                     data={"version": candidate.number, "reason": override_reason,
+                           "gates": [g.to_dict() for g in overridden]})
+    if decision == Stage.PROMOTE_PRODUCTION:
+        Evolution.objects.filter(pk=evolution.pk).update(status=Evolution.PROMOTED)
+        evolution.status = Evolution.PROMOTED
+    elif decision == Stage.STOP:
         Evolution.objects.filter(pk=evolution.pk).update(status=Evolution.STOPPED)
+        evolution.status = Evolution.STOPPED
     elif decision == Stage.ANOTHER:
         stage_open(evolution=evolution, parent=candidate, parent_run=stage.candidate_run, actor=actor)
     elif decision == Stage.ROLLBACK:

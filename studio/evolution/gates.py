@@ -4,7 +4,9 @@ Gates: *business regression* (no category's AVG drops more than the
 evolution's tolerance against the parent), *latency* (P95 of the latest
 deployment-replay job that finished, against the 15 s bound), *general
 capability* (IFEval prompt-level strict accuracy of the latest IFEval job, when
-one exists). A gate without data says so and neither passes nor blocks.
+one exists). Promotion to production needs every gate to pass: a gate that
+failed or has no data blocks it unless a reviewer overrides it with a written
+reason (:func:`gates_check_promotion`).
 """
 
 from __future__ import annotations
@@ -70,6 +72,21 @@ def ifeval_gate() -> Gate:
 
 def release_gates(*, comparison: dict[str, Any], tolerance: float) -> list[Gate]:
     return [business_gate(comparison=comparison, tolerance=tolerance), latency_gate(), ifeval_gate()]
+
+
+def gates_blocking(gates: list[Gate]) -> list[Gate]:
+    """The gates that stop a promotion to production: failed, or without data."""
+    return [g for g in gates if g.status != "pass"]
+
+
+def gates_check_promotion(*, gates: list[Gate], override_reason: str) -> list[Gate]:
+    """The blocking gates a promotion goes through with; ValueError naming them when there is no override reason."""
+    blocking = gates_blocking(gates)
+    if blocking and not override_reason.strip():
+        shown = "; ".join(f"{g.name}: {g.status} ({g.detail})" for g in blocking)
+        raise ValueError(f"release gates did not pass: {shown}. Promotion to production needs every gate to pass; "
+                         "to promote anyway, a reviewer must write why in the override reason")
+    return blocking
 
 
 def stopping_advice(*, stages: list, sparse_share: float = 0.1, sparse_cluster: int = 2) -> str:

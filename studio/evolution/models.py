@@ -128,7 +128,8 @@ class CaseResult(models.Model):
 
 
 class Evolution(models.Model):
-    ACTIVE, STOPPED = "active", "stopped"
+    ACTIVE, PROMOTED, STOPPED = "active", "promoted", "stopped"
+    STATUSES = [(ACTIVE, "active"), (PROMOTED, "promoted to production"), (STOPPED, "stopped")]
     RULE_BASED, LLM = "rule-based", "llm"
 
     name = models.CharField(max_length=120)
@@ -143,7 +144,8 @@ class Evolution(models.Model):
     diagnoser_endpoint = models.ForeignKey(ModelEndpoint, null=True, blank=True, on_delete=models.PROTECT,
                                            related_name="+", help_text="OpenAI-compatible endpoint (LLM diagnoser).")
     tolerance = models.FloatField(default=0.02, help_text="Largest per-category AVG drop the business gate allows.")
-    status = models.CharField(max_length=10, default=ACTIVE, choices=[(ACTIVE, "active"), (STOPPED, "stopped")])
+    status = models.CharField(max_length=10, default=ACTIVE, choices=STATUSES,
+                              help_text="active until a decision ends it: promoted to production, or stopped")
     created_by = models.ForeignKey(User, null=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -175,6 +177,10 @@ class Stage(models.Model):
     comparison = models.JSONField(default=dict, blank=True)
     decision = models.CharField(max_length=20, blank=True, choices=DECISIONS)
     decision_reason = models.TextField(blank=True)
+    gates = models.JSONField(default=list, blank=True,
+                             help_text="The release gates as they stood when production was decided (Gate.to_dict()).")
+    gate_override_reason = models.TextField(
+        blank=True, help_text="Why the reviewer promoted to production although a gate failed or had no data.")
     decided_by = models.ForeignKey(User, null=True, on_delete=models.SET_NULL, related_name="+")
     decided_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)

@@ -192,7 +192,7 @@ def stage_state(*, stage: Stage, parent_run: EvalRun | None = None, candidate_ru
     ``active`` is true while a run or the diagnosis is going, or the candidate's report is being written;
     ``closed`` once a decision ended the stage or the evolution is no longer active.
     """
-    from studio.evolution.gates import release_gates
+    from studio.evolution.gates import gates_blocking, release_gates
     from studio.evolution.stages import CLOSING_DECISIONS
 
     parent_run = parent_run or stage.parent_run
@@ -207,6 +207,7 @@ def stage_state(*, stage: Stage, parent_run: EvalRun | None = None, candidate_ru
     return {
         "stage": stage, "evolution": stage.evolution, "parent_run": parent_run, "candidate_run": candidate_run,
         "diagnosis": diagnosis, "proposals": proposals, "active": active, "gates": gates,
+        "blocking": gates_blocking(gates),
         "accepted": sum(p.status in (Proposal.ACCEPTED, Proposal.EDITED) for p in proposals),
         "report": stage.comparison,
         "parent_done": run_done(run=parent_run), "candidate_done": run_done(run=candidate_run),

@@ -24,7 +24,7 @@ from studio.harnesses.models import Draft, HarnessVersion
 from studio.harnesses.selectors import version_files
 from studio.harnesses.services import StudioError, draft_commit, draft_create, draft_file_save
 
-CLOSING_DECISIONS = (Stage.ANOTHER, Stage.STOP, Stage.ROLLBACK)
+CLOSING_DECISIONS = (Stage.ANOTHER, Stage.STOP, Stage.ROLLBACK, Stage.PROMOTE_PRODUCTION)
 
 
 def stage_require(actor: User, permission: str, what: str) -> None:

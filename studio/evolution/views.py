@@ -254,7 +254,7 @@ def stage_decide_view(request, stage_id: int):
     stage = selectors.stage_get(stage_id=stage_id)
     try:
         stage_decide(stage=stage, decision=request.POST.get("decision", ""), actor=request.user,
-                     reason=request.POST.get("reason", ""))
+                     reason=request.POST.get("reason", ""), override_reason=request.POST.get("override_reason", ""))
     except USER_ERRORS as error:
         messages.error(request, str(error))
         return redirect("evolution:stage_detail", stage_id=stage.pk)

@@ -88,10 +88,13 @@ def test_production_needs_a_reviewer_a_reason_and_passing_gates(diagnosed, perso
         stage_decide(stage=stage, decision=Stage.PROMOTE_PRODUCTION, actor=personas.reviewer, reason="")
     Job.objects.create(kind="serving_replay", title="replay", status=Job.SUCCEEDED,
                        result={"metrics": {"wall_p95_s": 21.5}}, finished_at=stage.created_at)
-    with pytest.raises(EvolutionError, match="latency: wall P95 21.50 s"):
+    with pytest.raises(EvolutionError, match=r"latency: fail \(wall P95 21.50 s"):
         stage_decide(stage=stage, decision=Stage.PROMOTE_PRODUCTION, actor=personas.reviewer, reason="ship")
     Job.objects.filter(kind="serving_replay").update(result={"wall_p95_s": 8.1})
-    stage_decide(stage=stage, decision=Stage.PROMOTE_PRODUCTION, actor=personas.reviewer, reason="ship")
+    with pytest.raises(EvolutionError, match="general capability: no data"):  # no data blocks too
+        stage_decide(stage=stage, decision=Stage.PROMOTE_PRODUCTION, actor=personas.reviewer, reason="ship")
+    stage_decide(stage=stage, decision=Stage.PROMOTE_PRODUCTION, actor=personas.reviewer, reason="ship",
+                 override_reason="IFEval checked on the trained checkpoint last week")
     assert Label.objects.get(name="production").version == stage.candidate_version
     gates = {g.name: g for g in release_gates(comparison=stage.comparison, tolerance=0.02)}
     assert gates["latency"].status == "pass" and gates["general capability"].status == "no data"
