@@ -31,16 +31,17 @@ METRICS = ("accuracy", "effectiveness", "avg", "rubric_avg")
 def score_row(row: dict[str, Any]) -> dict[str, Any]:
     """A result row flattened to {id, category, split, accuracy, effectiveness, avg, rubric_avg,
     reasons, outcome, latency_s, error}."""
-    verdict = row.get("verdict") or {}
+    verdict = (row.get("verdict") or {}) if "verdict" in row else row  # training rows keep the scores flat
     outcome = row.get("outcome")
-    if outcome not in OUTCOMES:  # a row stored before outcomes were classified here
+    if outcome not in OUTCOMES and ("trajectory" in row or row.get("error")):
+        # a row stored before outcomes were classified here; a row of scores only has none
         outcome = request_outcome(row.get("trajectory"), error=row.get("error"))
     latency = row.get("latency_s", row.get("wall_s"))
     return {
         "id": row["id"], "category": row.get("category", "unknown"), "split": row.get("split"),
         "accuracy": verdict.get("accuracy"), "effectiveness": verdict.get("effectiveness"),
         "avg": verdict.get("avg"), "rubric_avg": verdict.get("rubric_avg"),
-        "reasons": [r["code"] for r in verdict.get("reasons") or []],
+        "reasons": [r["code"] if isinstance(r, dict) else r for r in verdict.get("reasons") or []],
         "outcome": outcome, "latency_s": None if latency is None else float(latency), "error": row.get("error"),
     }
 
@@ -50,6 +51,8 @@ def outcome_counts(flat: list[dict[str, Any]]) -> dict[str, int]:
     counts = {"n": len(flat), "replied": 0, "effective": 0, "fallback": 0, "suppressed": 0, "silent": 0,
               "error": 0}
     for row in flat:
+        if row["outcome"] is None:  # scores only: counted in n, not classified
+            continue
         counts[row["outcome"]] += 1
         counts["effective"] += row["outcome"] == "replied" and float(row["effectiveness"] or 0) >= 1
     return counts

@@ -32,19 +32,25 @@ def cot_length_q(tokens: int) -> float:
 
 
 class _VerdictCache:
-    """One judge call per rollout, shared by the four judge-based rewards of a batch."""
+    """One judge call per rollout, shared by the four judge-based rewards of a batch.
+
+    The batch is recognised by the identity of its trajectory objects, which the cache keeps
+    alive: an ``id()`` alone would be reused by the next batch's objects once these are freed."""
 
     def __init__(self, judge) -> None:
         self.judge = judge
-        self._key: tuple[int, ...] = ()
+        self._trajectories: list[dict[str, Any]] = []
         self._verdicts: list[Any] = []
 
+    def _same_batch(self, trajectories: list[dict[str, Any]]) -> bool:
+        return len(trajectories) == len(self._trajectories) and all(
+            a is b for a, b in zip(trajectories, self._trajectories, strict=True))
+
     def verdicts(self, trajectories: list[dict[str, Any]], cases: list[dict[str, Any]]) -> list[Any]:
-        key = tuple(id(t) for t in trajectories)
-        if key != self._key:
+        if not self._same_batch(trajectories):
             self._verdicts = [self.judge.judge(case=c, reply=t.get("reply", ""), route=t.get("route", "public"),
                                                trajectory=t) for t, c in zip(trajectories, cases, strict=True)]
-            self._key = key
+            self._trajectories = list(trajectories)
         return self._verdicts
 
 

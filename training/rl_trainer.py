@@ -62,7 +62,7 @@ def run_rl(config: RLStageConfig, *, extra_rewards: dict[str, tuple[Callable, fl
     from datasets import Dataset
     from transformers import AutoTokenizer
 
-    from evaluation.judges import make_judge
+    from evaluation.scoring import judge_for
     from harness import load_dir
     from harness.policies import GenerationSettings
     from training.cases import training_cases
@@ -87,8 +87,7 @@ def run_rl(config: RLStageConfig, *, extra_rewards: dict[str, tuple[Callable, fl
     rollout = HarnessRollout(pool=pool, cases={c["id"]: c for c in source.cases}, tokenizer=tokenizer,
                              settings=settings, augmented_fraction=config.augmented_fraction,
                              failure_rate=config.failure_rate, seed=config.seed)
-    judge = make_judge("programmatic", catalogue=source.catalogue,
-                       max_reply_chars=int(bundle.prompt.constraints.get("max_reply_chars", 220)))
+    judge = judge_for(bundle, catalogue=source.catalogue)
     funcs = make_reward_funcs(judge=judge, tokenizer=tokenizer)
     rewards = [(funcs[name], weight) for name, weight in config.reward_weights.items()]
     for name, (func, weight) in (extra_rewards or {}).items():

@@ -47,26 +47,29 @@ def _policy(model_dir: str | Path, max_new_tokens: int):
                               settings=GenerationSettings(temperature=0.0, max_new_tokens=max_new_tokens))
 
 
-def _score_cases(*, items: list[tuple[dict, Any]], policy, out: Path, judge, agent_for) -> list[dict[str, Any]]:
-    """``items``: (case with gold for its Harness, key of the agent to run it under)."""
-    from evaluation.cases import case_request
+def _stored(row: dict[str, Any], *, harness: str) -> dict[str, Any]:
+    """A scorer row as this module stores it: the scores flat (the ablation table reads them), no trajectory."""
+    verdict, trajectory = row["verdict"], row["trajectory"] or {}
+    stored = {"id": row["id"], "category": row["category"], "harness": harness, "reply": row["reply"],
+              "route": row["route"], "outcome": row["outcome"], "accuracy": verdict["accuracy"],
+              "effectiveness": verdict["effectiveness"], "avg": verdict["avg"], "rubric_avg": verdict["rubric_avg"],
+              "reasons": [r["code"] for r in verdict["reasons"]], "rounds": trajectory.get("rounds", 0),
+              "latency_s": row["latency_s"], "dimensions": verdict["dimensions"]}
+    return {**stored, "error": row["error"]} if row.get("error") else stored
 
+
+def score_cases(*, items: list[tuple[dict, Any]], out: Path, scorer_for) -> list[dict[str, Any]]:
+    """Score ``items`` (case with gold for its Harness, key of its scorer) into ``out``, resumably.
+
+    ``scorer_for(key)`` is an ``evaluation.scoring.CaseScorer``; it applies the case's Harness variant
+    and canned tools and judges with the Harness's settings. Returns the rows in ``items`` order."""
     rows = read_rows(out)
     # Cases under the same Harness run back to back so that the policy's prefix cache holds its
     # system prompt; scores are keyed by case id, so the order changes nothing else.
     for case, key in sorted(items, key=lambda item: str(item[1])):
         if case["id"] in rows:
             continue
-        agent = agent_for(key)
-        agent.policy = policy
-        traj = agent.run(case_request(case)).to_dict()
-        verdict = judge.judge(case=case, reply=traj["reply"], route=traj["route"], trajectory=traj)
-        row = {"id": case["id"], "category": case.get("category", ""), "harness": str(key),
-               "reply": traj["reply"], "route": traj["route"], "outcome": traj["outcome"],
-               "accuracy": verdict.accuracy, "effectiveness": verdict.effectiveness, "avg": verdict.avg,
-               "rubric_avg": verdict.rubric_avg, "reasons": verdict.reason_codes,
-               "rounds": traj["rounds"], "wall_s": traj["timings"].get("total_s"),
-               "dimensions": verdict.dimensions}
+        row = _stored(scorer_for(key).score(case), harness=str(key))
         _append(out, row)
         rows[case["id"]] = row
     return [rows[c["id"]] for c, _ in items]
@@ -76,10 +79,8 @@ def evaluate_model(*, model_dir: str | Path, out_dir: str | Path, harness_dir: s
                    n_cases: int = 100, n_prompt_robustness: int = 50, n_ifeval: int = 50,
                    max_new_tokens: int = 96, variant_pool: int = EVAL_POOL_SIZE) -> dict[str, Any]:
     """Score ``model_dir`` on the requested sets; per-item rows in ``out_dir``; returns the summary."""
-    from evaluation.case_harness import bundle_for_case
-    from evaluation.judges import make_judge
+    from evaluation.scoring import CaseScorer, judge_for
     from harness import load_dir
-    from harness.runtime import Agent
     from training.cases import held_out_cases, world_catalogue, world_set
     from training.hsa import build_pool
 
@@ -87,77 +88,61 @@ def evaluate_model(*, model_dir: str | Path, out_dir: str | Path, harness_dir: s
     out_dir.mkdir(parents=True, exist_ok=True)
     bundle = load_dir(harness_dir)
     catalogue = world_catalogue()
-    judge = make_judge("programmatic", catalogue=catalogue,
-                       max_reply_chars=int(bundle.prompt.constraints.get("max_reply_chars", 220)))
+    judge = judge_for(bundle, catalogue=catalogue)
     policy = _policy(model_dir, max_new_tokens)
     cases = held_out_cases()[:n_cases]
     summary: dict[str, Any] = {"model": str(model_dir)}  # this call's scores; merged into summary.json
-    agents: dict[Any, Any] = {}
-
-    def agent_kwargs() -> dict[str, Any]:
-        return {"trajectory_budget_s": CPU_BUDGET_S}
+    scorers: dict[str, CaseScorer] = {}
+    need_pool = "live_qa" in sets or "variant_qa" in sets or "prompt_robustness" in sets
 
     try:
-        if "live_qa" in sets or "variant_qa" in sets:
+        if need_pool:
             pool = build_pool(bundle=bundle, size=variant_pool if "variant_qa" in sets else 0,
                               seed=EVAL_VARIANT_SEED // 1000, dims=list(VARIANT_DIMS),
-                              cases=cases, catalogue=catalogue, agent_kwargs=agent_kwargs())
-            agents.update({e.name: e.agent for e in [pool.original, *pool.variants]})
+                              cases=cases, catalogue=catalogue, agent_kwargs={"trajectory_budget_s": CPU_BUDGET_S})
+            for entry in [pool.original, *pool.variants]:
+                entry.agent.policy = policy
+                scorers[entry.name] = CaseScorer(agent=entry.agent, judge=judge)
             entries = {e.name: e for e in pool.variants}
-            if "live_qa" in sets:
-                rows = _score_cases(items=[(c, "original") for c in cases], policy=policy,
-                                    out=out_dir / "live_qa.jsonl", judge=judge, agent_for=agents.__getitem__)
-                summary["live_qa"] = _avg_summary(rows)
-            if "variant_qa" in sets:
-                names = sorted(entries)
-                items = []
-                for i, case in enumerate(cases):
-                    entry = entries[names[i % len(names)]]
-                    try:
-                        items.append((entry.remap_case(case), entry.name))
-                    except ValueError:  # a gold skill masked in this variant
-                        items.append((case, "original"))
-                rows = _score_cases(items=items, policy=policy, out=out_dir / "variant_qa.jsonl", judge=judge,
-                                    agent_for=agents.__getitem__)
-                summary["variant_qa"] = _avg_summary(rows)
-        if "prompt_robustness" in sets:
-            pr_cases = world_set("prompt_robustness")[:n_prompt_robustness]
-            by_digest = {}
+        if "live_qa" in sets:
+            rows = score_cases(items=[(c, "original") for c in cases], out=out_dir / "live_qa.jsonl",
+                               scorer_for=scorers.__getitem__)
+            summary["live_qa"] = set_summary(rows)
+        if "variant_qa" in sets:
+            names = sorted(entries)
             items = []
-            for case in pr_cases:
-                case_bundle = bundle_for_case(bundle, case)
-                by_digest.setdefault(case_bundle.digest, case_bundle)
-                items.append((case, case_bundle.digest))
-
-            def pr_agent(digest):
-                if digest not in agents:
-                    agents[digest] = Agent(bundle=by_digest[digest], policy=policy, catalogue=catalogue,
-                                           **agent_kwargs())
-                return agents[digest]
-
-            rows = _score_cases(items=items, policy=policy, out=out_dir / "prompt_robustness.jsonl", judge=judge,
-                                agent_for=pr_agent)
-            summary["prompt_robustness"] = _avg_summary(rows, rubric=True)
+            for i, case in enumerate(cases):
+                entry = entries[names[i % len(names)]]
+                try:
+                    items.append((entry.remap_case(case), entry.name))
+                except ValueError:  # a gold skill masked in this variant
+                    items.append((case, "original"))
+            rows = score_cases(items=items, out=out_dir / "variant_qa.jsonl", scorer_for=scorers.__getitem__)
+            summary["variant_qa"] = set_summary(rows)
+        if "prompt_robustness" in sets:
+            # each case's active instructions are added to the original Harness by the scorer
+            pr_cases = world_set("prompt_robustness")[:n_prompt_robustness]
+            rows = score_cases(items=[(c, "original") for c in pr_cases], out=out_dir / "prompt_robustness.jsonl",
+                               scorer_for=scorers.__getitem__)
+            summary["prompt_robustness"] = set_summary(rows)
         if "ifeval" in sets:
             summary["ifeval"] = _ifeval(policy, out_dir / "ifeval.jsonl", n_ifeval)
     finally:
-        for agent in agents.values():
-            agent.close()
+        for scorer in scorers.values():
+            scorer.close()
     from training.runs import update_json
 
     # two evaluations of one model on different sets, side by side, keep each other's scores
     return update_json(out_dir / "summary.json", lambda current: current.update(summary))
 
 
-def _avg_summary(rows: list[dict[str, Any]], *, rubric: bool = False) -> dict[str, Any]:
-    n = len(rows)
-    out = {"n": n, "accuracy": 100 * sum(r["accuracy"] for r in rows) / n,
-           "effectiveness": 100 * sum(r["effectiveness"] for r in rows) / n,
-           "avg": 100 * sum(r["avg"] for r in rows) / n}
-    if rubric:
-        scored = [r["rubric_avg"] for r in rows if r.get("rubric_avg") is not None]
-        out["rubric_avg"] = 100 * sum(scored) / len(scored) if scored else None
-    return out
+def set_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """n, Accuracy, Effectiveness, AVG (and rubric AVG where cases carry rubrics), percent, and how the
+    requests ended: the evaluation core's summary (``evaluation.summary.summarize``) of one set."""
+    from evaluation.summary import summarize
+
+    summary = summarize(rows)
+    return {**summary["overall"], "outcomes": summary["outcomes"], "mostly_fallback": summary["mostly_fallback"]}
 
 
 def _ifeval(policy, path: Path, limit: int) -> dict[str, Any]:

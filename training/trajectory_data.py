@@ -47,7 +47,7 @@ def examples_from_trajectory(trajectory: dict[str, Any], *, rng: random.Random, 
 
 def build_sft_examples(*, config, harness_dir: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Examples and a report of what was generated, rejected, stripped (``config``: SFTStageConfig)."""
-    from evaluation.judges import make_judge
+    from evaluation.scoring import judge_for
     from harness import load_dir
     from harness.policies import make_policy
     from training.cases import training_cases
@@ -56,8 +56,7 @@ def build_sft_examples(*, config, harness_dir: Path) -> tuple[list[dict[str, Any
 
     source = training_cases(config.cases, limit=config.max_cases)
     bundle = load_dir(harness_dir)
-    judge = make_judge("programmatic", catalogue=source.catalogue,
-                       max_reply_chars=int(bundle.prompt.constraints.get("max_reply_chars", 220)))
+    judge = judge_for(bundle, catalogue=source.catalogue)
     rng = random.Random(config.seed)
     pool_size = max(2 * config.hsa_variants, 4) if config.hsa_variants else 0
     pool = build_pool(bundle=bundle, size=pool_size, seed=config.seed, dims=config.hsa_dims,

@@ -1,10 +1,10 @@
 """Evaluation runs: one Harness version on a list of dataset cases, as a resumable job.
 
 ``eval_run_start`` stores the run and queues a job; the job calls
-``eval_run_execute``, which runs each case through the agent runtime
-(``harness.runtime.Agent``) and the programmatic judge
-(``evaluation.judges.programmatic.ProgrammaticJudge``) and writes one
-``CaseResult`` per case the moment it is scored. A run whose worker dies keeps
+``eval_run_execute``, which scores each case with the evaluation core
+(``evaluation.scoring.CaseScorer``: the case's Harness variant, canned tools,
+the judge with the version's own settings) and writes one ``CaseResult`` per
+case the moment it is scored; the summary is ``evaluation.summary.summarize``. A run whose worker dies keeps
 those rows: ``eval_run_resume`` queues a fresh job that skips every case that
 already has a result, and ``eval_runs_resume_stalled`` (called when a worker
 starts and when a run page notices its job was lost) does that for every run
@@ -122,9 +122,7 @@ def _reason_field(codes: list[str]) -> str:
 
 def eval_run_execute(*, run_id: int, progress, log) -> dict[str, Any]:
     """Score every case of the run that has no result yet (the job's body)."""
-    from evaluation.cases import case_request
-    from evaluation.judges.programmatic import ProgrammaticJudge
-    from harness.runtime import Agent
+    from evaluation.scoring import CaseScorer
     from studio.harnesses.bundles import bundle_load
     from studio.harnesses.selectors import version_files
     from studio.mcpservers.selectors import mcp_registry
@@ -141,33 +139,26 @@ def eval_run_execute(*, run_id: int, progress, log) -> dict[str, Any]:
     try:
         cases = {c.case_id: c for c in DatasetCase.objects.filter(dataset=run.dataset, case_id__in=todo)}
         catalogue = catalogue_for(run.dataset)
-        agent = Agent(bundle=bundle_load(version_files(version=run.version)), policy=policy_for_endpoint(run.endpoint),
-                      catalogue=catalogue, mcp_registry=mcp_registry())
-        judge = ProgrammaticJudge(catalogue=catalogue)
+        scorer = CaseScorer.for_bundle(bundle=bundle_load(version_files(version=run.version)),
+                                       policy=policy_for_endpoint(run.endpoint), catalogue=catalogue,
+                                       mcp_registry=mcp_registry())
         started = time.perf_counter()
         scored = 0
         try:
             for case_id in todo:
                 if CaseResult.objects.filter(run=run, case_id=case_id).exists():
                     continue  # another job (a resume started while this one was presumed lost) scored it
-                row = cases[case_id]
-                trajectory = agent.run(case_request(row.data)).to_dict()
-                verdict = judge.judge(case=row.data, reply=trajectory.get("reply", ""),
-                                      route=trajectory.get("route", "public"), trajectory=trajectory)
+                case = cases[case_id]
+                row = scorer.score(case.data)
                 _, created = CaseResult.objects.get_or_create(run=run, case_id=case_id, defaults=dict(
-                    category=row.category, split=row.split,
-                    accuracy=float(verdict.accuracy), effectiveness=float(verdict.effectiveness), avg=verdict.avg,
-                    reason_codes=_reason_field(verdict.reason_codes), verdict=verdict.to_dict(),
-                    reply=trajectory.get("reply", ""), route=trajectory.get("route", ""), trajectory=trajectory,
-                    latency_s=float((trajectory.get("timings") or {}).get("total_s") or 0.0), attempt=attempt,
-                ))
+                    category=case.category, split=case.split, **_result_fields(row), attempt=attempt))
                 scored += int(created)
                 finished = run.results.count()
                 progress(round(100 * finished / run.total), None)
                 if scored % 10 == 0 or finished == run.total:
                     log(f"{finished}/{run.total} scored")
         finally:
-            agent.close()
+            scorer.close()
             elapsed = time.perf_counter() - started
             run.refresh_from_db()
             counts = dict(run.scored_by_attempt)
@@ -192,25 +183,36 @@ def eval_run_execute(*, run_id: int, progress, log) -> dict[str, Any]:
                                                  finished_at=timezone.now())
         raise
     EvalRun.objects.filter(pk=run.pk).update(status=EvalRun.SUCCEEDED, finished_at=timezone.now())
-    return {"run_id": run.pk, "scored_now": scored, "kept": len(done), **summary["overall"]}
+    return {"run_id": run.pk, "scored_now": scored, "kept": len(done), **summary["overall"],
+            "outcomes": summary["outcomes"], "mostly_fallback": summary["mostly_fallback"]}
+
+
+def _result_fields(row: dict[str, Any]) -> dict[str, Any]:
+    """The ``CaseResult`` columns of a scorer row."""
+    verdict = row["verdict"]
+    return dict(accuracy=float(verdict["accuracy"]), effectiveness=float(verdict["effectiveness"]),
+                avg=float(verdict["avg"]), reason_codes=_reason_field([r["code"] for r in verdict["reasons"]]),
+                verdict=verdict, reply=row["reply"], route=row["route"], trajectory=row["trajectory"] or {},
+                latency_s=row["latency_s"])
+
+
+def result_row(result: CaseResult) -> dict[str, Any]:
+    """A stored ``CaseResult`` as the evaluation core's row (``evaluation.scoring``)."""
+    from evaluation.scoring import request_outcome
+
+    error = next((r.get("detail", "") for r in result.verdict.get("reasons", []) if r.get("code") == "run_error"),
+                 None) if result.route == "error" else None
+    return {"id": result.case_id, "category": result.category, "split": result.split, "reply": result.reply,
+            "route": result.route, "outcome": request_outcome(result.trajectory, error=error),
+            "verdict": result.verdict, "trajectory": result.trajectory or None, "latency_s": result.latency_s,
+            **({"error": error} if error else {})}
 
 
 def run_summary(*, run: EvalRun) -> dict[str, Any]:
-    """Accuracy, Effectiveness and AVG overall, per category and per split (percent)."""
-    from evaluation.stats import category_breakdown
+    """The evaluation core's summary of the run's results (``evaluation.summary.summarize``): Accuracy,
+    Effectiveness and AVG overall, per category and per split (percent), latency, how requests ended."""
+    from evaluation.summary import summarize
 
-    rows = list(run.results.values("category", "split", "accuracy", "effectiveness", "avg", "latency_s"))
-    out: dict[str, Any] = {"n": len(rows), "per_category": {}, "per_split": {}}
-    for metric in ("accuracy", "effectiveness", "avg"):
-        for name, stat in category_breakdown(rows=rows, metric=metric).items():
-            target = out["per_category"].setdefault(name, {"n": stat.n})
-            target[metric] = round(100 * stat.mean, 2)
-        for name, stat in category_breakdown(rows=rows, metric=metric, category_key="split").items():
-            out["per_split"].setdefault(name, {"n": stat.n})[metric] = round(100 * stat.mean, 2)
-    out["overall"] = out["per_category"].pop("ALL", {"n": 0})
-    out["per_split"].pop("ALL", None)
-    out["failed"] = sum(1 for r in rows if r["accuracy"] < 1 or r["effectiveness"] < 1)
-    latencies = sorted(r["latency_s"] for r in rows)
-    if latencies:
-        out["latency_p95_s"] = round(latencies[min(len(latencies) - 1, int(0.95 * len(latencies)))], 3)
-    return out
+    summary = summarize([result_row(r) for r in run.results.all()])
+    summary.pop("config")
+    return summary
