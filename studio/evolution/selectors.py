@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import Count, QuerySet, Sum
 from django.http import Http404
 
 from studio.evolution.models import (
@@ -215,3 +215,36 @@ def stage_state(*, stage: Stage, parent_run: EvalRun | None = None, candidate_ru
         "closed": stage.decision in CLOSING_DECISIONS or stage.evolution.status != Evolution.ACTIVE,
         "next_stage": stage_next(stage=stage),
     }
+
+def _about(seconds: float) -> str:
+    """A run time as people say it: about 40 s, about 12 min, about 2.5 h."""
+    if seconds < 90:
+        return f"about {max(1, round(seconds))} s"
+    if seconds < 90 * 60:
+        return f"about {round(seconds / 60)} min"
+    return f"about {seconds / 3600:.1f} h"
+
+
+def run_time_estimates(*, dataset_name: str | None = None) -> dict[str, Any]:
+    """How long an evaluation would take on each endpoint, from measured per-case times.
+
+    Per endpoint: the wall time of its finished runs over the cases they scored (seconds per
+    case), or None ("no measurement yet") when none of its runs has finished; with a dataset,
+    the estimate for all its cases.
+    """
+    from studio.endpoints.models import ModelEndpoint
+
+    finished = EvalRun.objects.filter(status=EvalRun.SUCCEEDED, wall_s__gt=0)
+    measured = {row["endpoint"]: row for row in finished.values("endpoint").annotate(
+        seconds=Sum("wall_s"), runs=Count("id"))}
+    scored = dict(CaseResult.objects.filter(run__in=finished).values("run__endpoint")
+                  .annotate(n=Count("id")).values_list("run__endpoint", "n"))
+    dataset = Dataset.objects.filter(name=dataset_name).only("name", "case_count").first() if dataset_name else None
+    rows = []
+    for endpoint in ModelEndpoint.objects.all():
+        cases = scored.get(endpoint.pk, 0)
+        per_case = measured[endpoint.pk]["seconds"] / cases if cases and endpoint.pk in measured else None
+        rows.append({"endpoint": endpoint, "per_case_s": per_case, "cases_measured": cases,
+                     "runs": measured[endpoint.pk]["runs"] if per_case is not None else 0,
+                     "estimate": _about(per_case * dataset.case_count) if per_case is not None and dataset else None})
+    return {"rows": rows, "dataset": dataset}

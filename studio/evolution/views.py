@@ -74,7 +74,8 @@ def evolution_new(request):
             messages.error(request, str(error))
         else:
             return redirect("evolution:stage_detail", stage_id=evolution.stages.get(number=1).pk)
-    return render(request, "evolution/evolution_new.html", {"form": form})
+    return render(request, "evolution/evolution_new.html", {
+        "form": form, "estimates": selectors.run_time_estimates(dataset_name=form["dataset"].value())})
 
 
 @require_GET
