@@ -19,7 +19,6 @@ an uploaded .zip); :func:`read_skill_dir` reads a folder from disk, bounded;
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import sys
 import uuid
@@ -28,7 +27,8 @@ from pathlib import Path
 
 from harness.bundle import MAX_FILE_BYTES, dump_dir, load_mapping, read_dir, validate_mapping
 from harness.errors import Problem
-from harness.skills import KIND_MEANINGS, NAME_PATTERN, SKILL_KINDS, split_front_matter
+from harness.skills import KIND_MEANINGS, SKILL_KINDS, split_front_matter
+from harness.text_edit import skill_name_problem
 from harness.userfiles import InputFileError, read_text
 from harness.yamlio import load_yaml
 
@@ -99,10 +99,8 @@ def skill_import(source: dict[str, str], *, bundle_files: dict[str, str], kind: 
         raise SkillImportError([Problem("SKILL.md", 2, "(front matter)",
                                         "front matter must be a YAML mapping with name and description")])
     name = data.get("name")
-    if not isinstance(name, str) or not re.fullmatch(NAME_PATTERN, name):
-        raise SkillImportError([Problem("SKILL.md", linemap.line(("name",)), "name",
-                                        f"{name!r} is not a skill name: 1-64 characters of a-z, "
-                                        "0-9, '_' or '-', starting with a letter or digit")])
+    if name_problem := skill_name_problem(name):
+        raise SkillImportError([Problem("SKILL.md", linemap.line(("name",)), "name", name_problem)])
     problems = []
     if kind is not None and kind not in SKILL_KINDS:
         problems.append(Problem("SKILL.md", 0, "kind", f"{kind!r} is not a kind; use "

@@ -91,6 +91,13 @@ class EvalRun(models.Model):
     def total(self) -> int:
         return len(self.case_ids)
 
+    @property
+    def badge(self) -> str:
+        """The status to show: a run ended by cancelling its job says cancelled, not failed."""
+        if self.status == self.FAILED and self.job is not None and self.job.status == Job.CANCELLED:
+            return Job.CANCELLED
+        return self.status
+
 
 class CaseResult(models.Model):
     run = models.ForeignKey(EvalRun, on_delete=models.CASCADE, related_name="results")
