@@ -96,6 +96,54 @@ def evolution_chart(*, evolution: Evolution) -> dict[str, Any]:
     return {"labels": labels, "accuracy": accuracy, "effectiveness": effectiveness}
 
 
+# --- how requests ended (the run summary's ``outcomes``, evaluation.summary) ----------------
+
+OUTCOME_LABELS = (
+    ("effective", "replied and effective"), ("not_effective", "replied, not effective"), ("fallback", "fallback"),
+    ("suppressed", "suppressed"), ("silent", "silent"), ("error", "error"),
+)
+
+
+def outcome_rows(*, summary: dict | None) -> list[dict[str, Any]]:
+    """How the run's requests ended, one row per outcome (replied split into effective and not), for the
+    pages and the outcome bars; empty when the summary has no outcomes (a run still going, or stored before
+    outcomes were counted)."""
+    outcomes = (summary or {}).get("outcomes")
+    if not outcomes:
+        return []
+    counts = {**outcomes, "not_effective": outcomes["replied"] - outcomes["effective"]}
+    return [{"key": key, "label": label, "count": counts[key]} for key, label in OUTCOME_LABELS]
+
+
+def outcome_warning(*, summary: dict | None) -> str:
+    """The headline warning of a run where most cases ended in the fallback reply, else ''."""
+    from evaluation.summary import fallback_warning
+
+    return fallback_warning(summary) if summary and summary.get("outcomes") else ""
+
+
+def run_chart(*, run: EvalRun) -> dict[str, Any]:
+    """The run page's bars: Accuracy / Effectiveness / AVG per category, and how many cases ended how."""
+    per_category = (run.summary or {}).get("per_category", {})
+    rows = outcome_rows(summary=run.summary)
+    return {
+        "categories": {"labels": list(per_category),
+                       **{m: [per_category[c].get(m) for c in per_category]
+                          for m in ("accuracy", "effectiveness", "avg")}},
+        "outcomes": {"labels": [r["label"] for r in rows], "keys": [r["key"] for r in rows],
+                     "counts": [r["count"] for r in rows]},
+    }
+
+
+def report_chart(*, report: dict[str, Any]) -> dict[str, Any]:
+    """The regression report's deltas with their 95% intervals, per scope (overall, splits, categories)."""
+    scopes = [("overall", report["overall"])] + [(f"split {k}", v) for k, v in report.get("per_split", {}).items()] \
+        + list(report.get("per_category", {}).items())
+    return {"labels": [name for name, _ in scopes],
+            **{m: [{"delta": b[m]["delta"], "low": b[m]["low"], "high": b[m]["high"]} for _, b in scopes]
+               for m in ("accuracy", "effectiveness", "avg")}}
+
+
 def stage_current(*, evolution: Evolution) -> Stage | None:
     return evolution.stages.order_by("-number").first()
 
@@ -209,12 +257,13 @@ def stage_state(*, stage: Stage, parent_run: EvalRun | None = None, candidate_ru
         "diagnosis": diagnosis, "proposals": proposals, "active": active, "gates": gates,
         "blocking": gates_blocking(gates),
         "accepted": sum(p.status in (Proposal.ACCEPTED, Proposal.EDITED) for p in proposals),
-        "report": stage.comparison,
+        "report": stage.comparison, "report_chart": report_chart(report=stage.comparison) if stage.comparison else None,
         "parent_done": run_done(run=parent_run), "candidate_done": run_done(run=candidate_run),
         "decisions": Stage.DECISIONS,
         "closed": stage.decision in CLOSING_DECISIONS or stage.evolution.status != Evolution.ACTIVE,
         "next_stage": stage_next(stage=stage),
     }
+
 
 def _about(seconds: float) -> str:
     """A run time as people say it: about 40 s, about 12 min, about 2.5 h."""

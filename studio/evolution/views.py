@@ -165,7 +165,8 @@ def run_detail(request, run_id: int):
     page = Paginator(selectors.result_list(run=run, **filters), 100).get_page(request.GET.get("page"))
     return render(request, "evolution/run_detail.html", {
         "run": run, "page": page, "filters": filters, "facets": selectors.result_facets(run=run),
-        "score_filters": selectors.SCORE_FILTERS, "done": selectors.run_done(run=run), "can": _can(request)})
+        "score_filters": selectors.SCORE_FILTERS, "done": selectors.run_done(run=run), "can": _can(request),
+        "chart": selectors.run_chart(run=run)})
 
 
 @require_GET

@@ -12,7 +12,9 @@ class Job(models.Model):
     SUCCEEDED = "succeeded"
     FAILED = "failed"
     CANCELLED = "cancelled"
-    STATUSES = [(QUEUED, "queued"), (RUNNING, "running"), (SUCCEEDED, "succeeded"), (FAILED, "failed"),
+    # the job's own status: "ran" says the job ran to its end, not that the work went well
+    # (what it did is its kind's outcome, studio.jobs.registry)
+    STATUSES = [(QUEUED, "queued"), (RUNNING, "running"), (SUCCEEDED, "ran"), (FAILED, "failed"),
                 (CANCELLED, "cancelled")]
     ACTIVE = (QUEUED, RUNNING)
 
@@ -24,6 +26,8 @@ class Job(models.Model):
     params = models.JSONField(default=dict, blank=True)
     result = models.JSONField(null=True, blank=True)
     error = models.TextField(blank=True)
+    outcome = models.CharField(max_length=300, blank=True,
+                               help_text="What the work did, in its kind's words, written when the job ran to its end.")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)

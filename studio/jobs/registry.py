@@ -4,6 +4,12 @@ An app registers its kinds in <app>/job_kinds.py with @job_kind. The function
 receives a JobContext (progress, log, params) and returns a JSON-able result.
 It raises JobFailed for a failure it can explain in one line; anything else it
 raises is a bug, logged with its traceback.
+
+A job's own status says whether the job ran (queued, running, ran, failed,
+cancelled); what the work did is a separate line, the kind's ``outcome`` of
+its result (a playground run that ran and whose agent fell back: "ran - the
+agent fell back"). A kind whose title counts progress gives ``title``: the
+title is rewritten from the job at each progress report and when it ends.
 """
 
 from __future__ import annotations
@@ -34,18 +40,38 @@ class JobKind:
     # How the job page shows a result: a template included with the context `present(result)` returns.
     result_template: str | None = None
     present: Callable[[Any], dict] | None = None
+    # What the work did, in a few words, from the job's result ("" when there is nothing to say).
+    outcome: Callable[[Any], str] | None = None
+    # The job's title as it stands now (given the Job row), for titles that count progress.
+    title: Callable[[Any], str] | None = None
+
+    def outcome_of(self, result: Any) -> str:
+        return (self.outcome or agent_outcome)(result) if result else ""
+
+
+AGENT_OUTCOMES = {"replied": "the agent replied", "fallback": "the agent fell back",
+                  "suppressed": "the agent's reply was suppressed", "silent": "the agent stayed silent"}
+
+
+def agent_outcome(result: Any) -> str:
+    """What the agent did, for a result that carries its trajectory (``{"trajectory": {"outcome": ...}}``)."""
+    trajectory = result.get("trajectory") if isinstance(result, dict) else None
+    outcome = trajectory.get("outcome") if isinstance(trajectory, dict) else None
+    return AGENT_OUTCOMES.get(outcome, "")
 
 
 JOB_KINDS: dict[str, JobKind] = {}
 
 
 def job_kind(
-    name: str, *, label: str, result_template: str | None = None, present: Callable[[Any], dict] | None = None
+    name: str, *, label: str, result_template: str | None = None, present: Callable[[Any], dict] | None = None,
+    outcome: Callable[[Any], str] | None = None, title: Callable[[Any], str] | None = None,
 ) -> Callable:
     def register(run: Callable[[JobContext], Any]) -> Callable[[JobContext], Any]:
         if name in JOB_KINDS and JOB_KINDS[name].run is not run:
             raise ValueError(f"job kind {name!r} is registered twice")
-        JOB_KINDS[name] = JobKind(name=name, label=label, run=run, result_template=result_template, present=present)
+        JOB_KINDS[name] = JobKind(name=name, label=label, run=run, result_template=result_template, present=present,
+                                  outcome=outcome, title=title)
         return run
 
     return register

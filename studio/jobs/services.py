@@ -91,6 +91,7 @@ class _Context:
 
     def progress(self, percent: int, message: str | None = None) -> None:
         Job.objects.filter(pk=self.job_id).update(progress=max(0, min(100, int(percent))))
+        _retitle(self.job_id)
         if message:
             _append_log(self.job_id, message)
         self._stop_if_cancelled()
@@ -118,11 +119,27 @@ class _Heartbeat(threading.Thread):
             connection.close()  # this thread's own connection
 
 
+def _retitle(job_id: int) -> None:
+    """Rewrite the title of a kind whose title counts progress (JobKind.title), so it never says stale counts."""
+    job = Job.objects.filter(pk=job_id).only("pk", "kind", "title", "params", "status").first()
+    kind = JOB_KINDS.get(job.kind) if job is not None else None
+    if kind is None or kind.title is None:
+        return
+    title = kind.title(job)[:200]
+    if title and title != job.title:
+        Job.objects.filter(pk=job_id).update(title=title)
+
+
 def _finish(*, job_id: int, status: str, error: str = "", result: Any = None, only_from=(Job.RUNNING,)) -> bool:
     values: dict[str, Any] = {"status": status, "finished_at": timezone.now(), "error": error}
     if status == Job.SUCCEEDED:
         values.update(progress=100, result=result)
-    return bool(Job.objects.filter(pk=job_id, status__in=only_from).update(**values))
+        kind = JOB_KINDS.get(Job.objects.filter(pk=job_id).values_list("kind", flat=True).first() or "")
+        values["outcome"] = kind.outcome_of(result)[:300] if kind is not None else ""
+    finished = bool(Job.objects.filter(pk=job_id, status__in=only_from).update(**values))
+    if finished:
+        _retitle(job_id)
+    return finished
 
 
 def job_run(*, job_id: int, worker: str | None = None, heartbeat: bool = True) -> Job | None:

@@ -59,7 +59,8 @@ def job_status(request, job_id: int):
     job = _job(job_id)
     if job.status == Job.RUNNING and job_reap_stale(job=job):
         job = _job(job_id)
-    response = render(request, "jobs/_job_status.html", _job_context(job, request.user))
+    # the title too (out of band): a title that counts progress changes while the job runs and when it ends
+    response = render(request, "jobs/_job_status.html", {**_job_context(job, request.user), "oob_title": True})
     if not job.is_active:
         response["HX-Trigger"] = "job-finished"
     return response

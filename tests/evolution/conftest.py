@@ -13,6 +13,7 @@ from tests import personas as shared
 # the shared fixtures, registered in this package
 PASSWORD, Personas = shared.PASSWORD, shared.Personas
 personas, fast_passwords, eager_jobs = shared.personas, shared.fast_passwords, shared.eager_jobs
+demo_files = shared.demo_files
 
 
 
