@@ -208,7 +208,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("ifeval", help="IFEval with lm-eval's official checkers")
     p.add_argument("--policy", required=True)
     p.add_argument("--limit", type=int, default=None)
-    p.add_argument("--source", default=None, help="JSONL path or google/IFEval (default: ../shared/data/ifeval)")
+    p.add_argument("--source", default=None,
+                   help="JSONL path in the official format, or google/IFEval (default: $HARNESS_IFEVAL_PATH, "
+                        "else ../shared/data/ifeval/input_data.jsonl beside the checkout)")
     p.add_argument("--max-new-tokens", type=int, default=512)
     p.add_argument("--out", type=Path, default=None)
     p.add_argument("--no-progress", action="store_true")

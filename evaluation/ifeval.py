@@ -1,9 +1,13 @@
 """IFEval (SPEC §6, T4): general instruction following scored with lm-eval's official checkers.
 
 The checkers are used from the ``lm-eval`` package, not copied. Prompts come
-from, in order of preference: an explicit local JSONL path; the default
+from, in order of preference: an explicit local JSONL path (``--source``); the
+file named by the environment variable ``HARNESS_IFEVAL_PATH``; the default
 ``../shared/data/ifeval/input_data.jsonl`` beside the repository; or the hub
-dataset ``google/IFEval`` (only where a hub is reachable). NLTK's sentence
+dataset ``google/IFEval`` (only where a hub is reachable, and only when asked
+for by name). A missing file is an ``IFEvalSourceMissing`` (an
+``InputFileError``: one line at the CLIs) naming the path and how to set it,
+never a bare ``FileNotFoundError``. NLTK's sentence
 tokenizer data is written offline by :mod:`evaluation.nltk_data` before the
 checkers are imported, because lm-eval would otherwise try to download it.
 
@@ -15,6 +19,7 @@ instruction family (``keywords``, ``length_constraints`` ...).
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -27,25 +32,39 @@ from harness.userfiles import InputFileError
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_IFEVAL_PATH = REPO_ROOT.parent / "shared" / "data" / "ifeval" / "input_data.jsonl"
+IFEVAL_PATH_ENV = "HARNESS_IFEVAL_PATH"
 HUB_DATASET = "google/IFEval"
 _REQUIRED = ("key", "prompt", "instruction_id_list", "kwargs")
+
+
+class IFEvalSourceMissing(InputFileError):
+    """The IFEval prompt file is not where it was looked for; the message says how to point at one."""
+
+
+def ifeval_path() -> Path:
+    """Where the IFEval prompts are read from when no source is given: $HARNESS_IFEVAL_PATH, else the default."""
+    configured = os.environ.get(IFEVAL_PATH_ENV, "").strip()
+    return Path(configured).expanduser() if configured else DEFAULT_IFEVAL_PATH
 
 
 def load_ifeval_prompts(*, source: str | Path | None = None, limit: int | None = None) -> list[dict]:
     """Load IFEval prompts as dicts with key, prompt, instruction_id_list and kwargs.
 
-    ``source`` is a JSONL path, ``"google/IFEval"`` (hub), or None for the default path.
+    ``source`` is a JSONL path, ``"google/IFEval"`` (hub), or None for :func:`ifeval_path`.
     """
     if source is not None and str(source) == HUB_DATASET:
         import datasets
 
         rows = [dict(r) for r in datasets.load_dataset(HUB_DATASET, split="train")]
     else:
-        path = Path(source) if source is not None else DEFAULT_IFEVAL_PATH
+        path = Path(source) if source is not None else ifeval_path()
         if not path.is_file():
-            raise FileNotFoundError(
-                f"IFEval prompts not found at {path}; pass a JSONL file with fields "
-                f"{', '.join(_REQUIRED)} or '{HUB_DATASET}' where a hub is reachable"
+            where = ("given as the source" if source is not None else
+                     f"from {IFEVAL_PATH_ENV}" if os.environ.get(IFEVAL_PATH_ENV, "").strip() else
+                     f"the default; set {IFEVAL_PATH_ENV} to the official input_data.jsonl elsewhere")
+            raise IFEvalSourceMissing(
+                f"IFEval prompts not found at {path} ({where}); give a JSONL file in the official "
+                f"format (fields {', '.join(_REQUIRED)}) or '{HUB_DATASET}' where a hub is reachable"
             )
         rows = []
         for lineno, row in jsonl_records(path, error=InputFileError):

@@ -1,11 +1,22 @@
 """IFEval: the official lm-eval checkers, run offline, give the expected verdicts."""
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from evaluation.ifeval import check_response, load_ifeval_prompts, run_ifeval, score_responses
+from evaluation.ifeval import (
+    DEFAULT_IFEVAL_PATH,
+    IFEVAL_PATH_ENV,
+    IFEvalSourceMissing,
+    check_response,
+    load_ifeval_prompts,
+    run_ifeval,
+    score_responses,
+)
 
 TESTDATA = Path(__file__).parent / "testdata"
 HANDWRITTEN = [
@@ -39,10 +50,55 @@ def test_every_instruction_of_the_official_registry_is_covered():
     assert covered == set(INSTRUCTION_DICT)
 
 
-def test_default_prompts_are_the_541_official_ones():
-    prompts = load_ifeval_prompts()
+official = pytest.mark.skipif(not DEFAULT_IFEVAL_PATH.is_file(),
+                              reason=f"the official IFEval file is not at {DEFAULT_IFEVAL_PATH}")
+
+
+@official
+def test_the_official_file_holds_the_541_prompts():
+    prompts = load_ifeval_prompts(source=DEFAULT_IFEVAL_PATH)
     assert len(prompts) == 541
-    assert load_ifeval_prompts(limit=5) == prompts[:5]
+    assert load_ifeval_prompts(source=DEFAULT_IFEVAL_PATH, limit=5) == prompts[:5]
+
+
+def test_without_a_source_the_prompts_come_from_the_configured_path(tmp_path, monkeypatch):
+    assert [p["key"] for p in load_ifeval_prompts()] == [1, 2, 3, 4, 5, 6]  # the suite's fixture
+    mine = tmp_path / "mine.jsonl"
+    mine.write_text(json.dumps({"key": 9, "prompt": "Say hi.", "instruction_id_list": ["punctuation:no_comma"],
+                                "kwargs": [{}]}) + "\n")
+    monkeypatch.setenv(IFEVAL_PATH_ENV, str(mine))
+    assert [p["key"] for p in load_ifeval_prompts(limit=3)] == [9]
+
+
+def test_the_fixture_is_in_the_official_format_and_scored_by_the_official_checkers():
+    prompts = load_ifeval_prompts()
+    assert all(len(p["instruction_id_list"]) == len(p["kwargs"]) for p in prompts)
+    result = score_responses(prompts=prompts, responses=["One, two, three."] * len(prompts))
+    assert result.n_prompts == 6 and 0 < result.inst_strict < 1
+
+
+def test_a_missing_configured_file_says_where_it_looked_and_how_to_set_it(tmp_path, monkeypatch):
+    monkeypatch.setenv(IFEVAL_PATH_ENV, str(tmp_path / "nowhere" / "input_data.jsonl"))
+    with pytest.raises(IFEvalSourceMissing) as raised:
+        load_ifeval_prompts()
+    assert str(raised.value) == (
+        f"IFEval prompts not found at {tmp_path / 'nowhere' / 'input_data.jsonl'} (from HARNESS_IFEVAL_PATH); "
+        "give a JSONL file in the official format (fields key, prompt, instruction_id_list, kwargs) "
+        "or 'google/IFEval' where a hub is reachable")
+    monkeypatch.delenv(IFEVAL_PATH_ENV)
+    if not DEFAULT_IFEVAL_PATH.is_file():  # a clone without ../shared: the default names the variable to set
+        with pytest.raises(IFEvalSourceMissing, match="the default; set HARNESS_IFEVAL_PATH"):
+            load_ifeval_prompts()
+
+
+def test_cli_with_no_ifeval_file_is_one_line_and_exit_2(tmp_path):
+    missing = tmp_path / "absent.jsonl"
+    done = subprocess.run([sys.executable, "-m", "evaluation", "ifeval", "--policy", "tiny", "--limit", "1",
+                           "--no-progress"], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, IFEVAL_PATH_ENV: str(missing)})
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    assert f"IFEval prompts not found at {missing} (from HARNESS_IFEVAL_PATH)" in done.stderr
 
 
 def test_loose_accepts_what_strict_rejects_and_levels_are_counted_separately():

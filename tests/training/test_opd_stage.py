@@ -5,11 +5,19 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
+
+from evaluation.ifeval import DEFAULT_IFEVAL_PATH, load_ifeval_prompts
 from tests.training.helpers import answer_with_runtime, changed_tensors
 from training.general_prompts import CATEGORIES, builtin_prompts, load_general_prompts
 
+IFEVAL_FILES = [pytest.param(None, id="configured"),  # the suite's fixture (tests/conftest.py)
+                 pytest.param(DEFAULT_IFEVAL_PATH, id="official", marks=pytest.mark.skipif(
+                     not DEFAULT_IFEVAL_PATH.is_file(), reason=f"no official IFEval file at {DEFAULT_IFEVAL_PATH}"))]
 
-def test_builtin_prompt_set_size_categories_and_no_ifeval_overlap():
+
+@pytest.mark.parametrize("ifeval_source", IFEVAL_FILES)
+def test_builtin_prompt_set_size_categories_and_no_ifeval_overlap(ifeval_source):
     rows = builtin_prompts()
     assert len(rows) >= 300
     assert {r["category"] for r in rows} == set(CATEGORIES)
@@ -20,9 +28,7 @@ def test_builtin_prompt_set_size_categories_and_no_ifeval_overlap():
         words = re.findall(r"[a-z']+", text.lower())
         return {tuple(words[i:i + n]) for i in range(len(words) - n + 1)}
 
-    from evaluation.ifeval import load_ifeval_prompts
-
-    ifeval_grams = set().union(*(grams(p["prompt"]) for p in load_ifeval_prompts()))
+    ifeval_grams = set().union(*(grams(p["prompt"]) for p in load_ifeval_prompts(source=ifeval_source)))
     assert ifeval_grams  # the checker really read IFEval
     assert not [r["id"] for r in rows if grams(r["prompt"]) & ifeval_grams]
 
