@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,7 @@ from studio_testing import client_for
 
 from studio.endpoints.services import endpoint_save
 from studio.jobs.models import Job
+from studio.playground.examples import example_request, examples
 
 pytestmark = pytest.mark.django_db
 SCRIPT = Path(__file__).parent / "testdata" / "price.script.json"
@@ -60,17 +62,15 @@ SCARF = {"link_id": 42, "product_id": "SKU-4242", "name": "Silk Scarf", "categor
          "stock": 12, "description": "A light silk scarf."}
 CASE = {"id": "dev-scarf-1", "category": "product_qa", "comments": [{"user": "amy", "text": "How much is link 42?"}],
         "room": {"current_link_id": 42, "shelf": [1, 42]}, "gold": {"route": "public"}}
-CASE_SCRIPT = [call for call in [
+CASE_SCRIPT = [
     '<tool_call>{"name": "get_product_info_by_link_id", "arguments": {"link_id": 42}}</tool_call>',
     '<tool_call>{"name": "load_skill", "arguments": {"name": "item_qa"}}</tool_call>',
-    "Link 42 is the Silk Scarf, 59 yuan."]]
+    "Link 42 is the Silk Scarf, 59 yuan."]
 
 
 @pytest.fixture
 def keyed_endpoint(personas, tmp_path):
     """A scripted endpoint keyed by request id, as the demo's dev-set script is (482 ids there)."""
-    import json
-
     script = {f"dev-{i:04d}": ["Thanks!"] for i in range(482)} | {CASE["id"]: CASE_SCRIPT}
     path = tmp_path / "keyed.json"
     path.write_text(json.dumps(script))
@@ -81,8 +81,6 @@ def keyed_endpoint(personas, tmp_path):
 @pytest.fixture
 def scarf_dataset(personas):
     """A dataset whose catalogue has a product (link 42) the demo catalogue does not."""
-    import json
-
     from harness.livestream import demo_catalogue
     from studio.evolution.models import Dataset, DatasetCase
 
@@ -121,9 +119,6 @@ def test_a_keyed_scripted_endpoint_runs_the_example_requests(personas, demo_vers
     client = client_for(personas.by_role()[role])
     form = client.get("/playground/?example=product_price").content.decode()
     assert "product-price-001" in form
-    from studio.playground.examples import example_request
-
-    import json
     run_in_playground(client, django_capture_on_commit_callbacks, version=demo_version.pk,
                       endpoint=keyed_endpoint.pk, request_json=json.dumps(example_request(name="product_price")))
     job = Job.objects.get(kind="playground_run")
@@ -134,10 +129,6 @@ def test_a_keyed_scripted_endpoint_runs_the_example_requests(personas, demo_vers
 
 def test_every_example_request_runs_on_the_keyed_scripted_endpoint(personas, demo_version, keyed_endpoint,
                                                                   django_capture_on_commit_callbacks):
-    import json
-
-    from studio.playground.examples import example_request, examples
-
     client = client_for(personas.operator)
     for name in examples():
         run_in_playground(client, django_capture_on_commit_callbacks, version=demo_version.pk,
@@ -164,8 +155,6 @@ def test_a_pasted_dataset_case_runs_with_its_datasets_catalogue(personas, demo_v
                                                                scarf_dataset, role,
                                                                django_capture_on_commit_callbacks):
     """Before: link 42 was refused, checked against the demo catalogue."""
-    import json
-
     client = client_for(personas.by_role()[role])
     refused = client.post("/playground/", {"version": demo_version.pk, "endpoint": keyed_endpoint.pk,
                                            "request_json": json.dumps(CASE)}).content.decode()
