@@ -109,9 +109,12 @@ def main() -> None:
     proposals = list(diagnosis.proposals.all())
     for proposal in proposals:
         print(f"proposal {proposal.index + 1} [{proposal.diagnoser}] valid={proposal.valid}: {proposal.title} "
-              f"-> {len(proposal.target_case_ids)} case(s); {'; '.join(proposal.summary)}", flush=True)
+              f"-> {len(proposal.target_case_ids)} case(s), {proposal.prediction or 'not replayed'}; "
+              f"{'; '.join(proposal.summary)}", flush=True)
         if proposal.valid:
             proposal_review(proposal=proposal, actor=reviewer, accept=True)
+    if diagnosis.finding:
+        print(f"finding: {diagnosis.finding}", flush=True)
     if not any(p.status == Proposal.ACCEPTED for p in proposals):
         print("no valid proposal: the stage ends here")
         return

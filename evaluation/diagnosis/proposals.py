@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 from evaluation.diagnosis.clustering import Cluster, cluster_failures
 from evaluation.diagnosis.edits import Edit, EditError, apply_edits
+from evaluation.diagnosis.evidence import model_not_harness
 from evaluation.diagnosis.records import FailureCase
 from harness import load_mapping
 from harness.bundle import Bundle
@@ -38,6 +39,8 @@ class Proposal:
     problems: list[str] = field(default_factory=list)
     diff: dict[str, str] = field(default_factory=dict)  # path -> unified diff
     summary: list[str] = field(default_factory=list)
+    evidence: list[str] = field(default_factory=list)  # what in the targeted trajectories backs each edit
+    replay: dict[str, Any] = field(default_factory=dict)  # the targeted cases re-scored with the edits applied
 
     @property
     def key(self) -> str:
@@ -51,6 +54,7 @@ class Proposal:
             "target_case_ids": self.target_case_ids, "edits": [e.to_dict() for e in self.edits],
             "diagnoser": self.diagnoser, "cluster_index": self.cluster_index, "valid": self.valid,
             "problems": self.problems, "diff": self.diff, "summary": self.summary,
+            "evidence": self.evidence, "replay": self.replay,
         }
 
 
@@ -64,17 +68,18 @@ class Diagnoser(Protocol):
 
 @dataclass
 class Diagnosis:
-    """What a diagnosis run found: counts, ranked clusters and validated proposals."""
+    """What a diagnosis run found: counts, ranked clusters, validated proposals and the overall finding."""
 
     diagnoser: str
     total: int
     failed: int
     clusters: list[Cluster]
     proposals: list[Proposal]
+    finding: str = ""  # e.g. "the model, not the Harness: ..." (evidence.model_not_harness)
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "diagnoser": self.diagnoser, "total": self.total, "failed": self.failed,
+            "diagnoser": self.diagnoser, "total": self.total, "failed": self.failed, "finding": self.finding,
             "clusters": [c.to_dict() for c in self.clusters],
             "proposals": [p.to_dict() for p in self.proposals],
         }
@@ -113,4 +118,4 @@ def diagnose(
         seen.add(proposal.key)
         kept.append(validate_proposal(proposal, files=files))
     return Diagnosis(diagnoser=diagnoser.name, total=total, failed=len(failures),
-                     clusters=clusters, proposals=kept)
+                     clusters=clusters, proposals=kept, finding=model_not_harness(failures))

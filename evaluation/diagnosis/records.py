@@ -3,15 +3,18 @@
 Diagnosis only needs a little of each scored case: its id and category, the
 scores, the judges' reason codes and comments, the viewer's comment, the
 reply, and which tools and skills the trajectory used. ``failure_from_result``
-reads that from a result row of the evaluation runner (or of the studio's
-stored results) and the case it was scored on.
+reads that from a result row (the case scorer's, ``evaluation.scoring``, or a
+stored one with flat scores) and the case it was scored on.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from evaluation.scoring import passed
 
 CATEGORY_REPLY_SKILL = {
     "product_qa": "item_qa", "chitchat": "chillchat", "clarification": "clarification",
@@ -42,6 +45,19 @@ class FailureCase:
     outcome: str = ""  # the trajectory's outcome: replied | silent | fallback | suppressed
     outcome_reason: str = ""  # why the runtime ended it that way (budget, round limit, hook)
     total_s: float = 0.0  # wall time of the request
+    rounds: int = 0  # model rounds the request used
+    steps: tuple[tuple[int, str], ...] = ()  # (round, "name {arguments}") of every tool call, skill loads included
+
+    @property
+    def used_harness(self) -> bool:
+        """Some round called a tool or loaded a skill (blocked calls count: the model made them)."""
+        return bool(self.steps)
+
+    @property
+    def progressing_when_stopped(self) -> bool:
+        """The last round made a call no earlier round had made: the model was still doing new work."""
+        earlier = {step for rnd, step in self.steps if rnd < self.rounds}
+        return any(rnd == self.rounds and step not in earlier for rnd, step in self.steps)
 
     @property
     def avg(self) -> float:
@@ -87,14 +103,15 @@ def comment_text(case: Mapping[str, Any]) -> str:
 def failure_from_result(*, result: Mapping[str, Any], case: Mapping[str, Any]) -> FailureCase:
     """Build a FailureCase from one scored result and its case (a case-format dict)."""
     trajectory = result.get("trajectory") or {}
-    codes, notes = _reason_codes(result.get("reasons"))
+    verdict = result.get("verdict") or {}
+    codes, notes = _reason_codes(result.get("reasons") or verdict.get("reasons"))
     gold = case.get("gold") or {}
     blocks = [d for d in trajectory.get("hook_decisions") or [] if d.get("decision") not in (None, "allow")]
     return FailureCase(
-        case_id=str(result.get("case_id") or case.get("id")),
+        case_id=str(result.get("case_id") or result.get("id") or case.get("id")),
         category=str(result.get("category") or case.get("category") or "unknown"),
-        accuracy=float(result.get("accuracy") or 0.0),
-        effectiveness=float(result.get("effectiveness") or 0.0),
+        accuracy=float(_scores(result)["accuracy"] or 0.0),
+        effectiveness=float(_scores(result)["effectiveness"] or 0.0),
         reasons=tuple(dict.fromkeys(codes)),
         comment=comment_text(case),
         reply=str(result.get("reply") if result.get("reply") is not None else trajectory.get("reply", "")),
@@ -109,15 +126,23 @@ def failure_from_result(*, result: Mapping[str, Any], case: Mapping[str, Any]) -
         outcome=str(trajectory.get("outcome") or ""),
         outcome_reason=str(trajectory.get("outcome_reason") or ""),
         total_s=float((trajectory.get("timings") or {}).get("total_s") or 0.0),
+        rounds=int(trajectory.get("rounds") or 0),
+        steps=tuple((int(c.get("round") or 0), f"{c.get('name', '')} {json.dumps(c.get('arguments'), sort_keys=True)}")
+                    for c in trajectory.get("tool_calls") or []),
     )
 
 
+def _scores(result: Mapping[str, Any]) -> Mapping[str, Any]:
+    """Accuracy and Effectiveness of a stored row (flat) or of a scorer row (inside its verdict)."""
+    return result if result.get("accuracy") is not None else (result.get("verdict") or {})
+
+
 def is_failure(result: Mapping[str, Any]) -> bool:
-    """A case fails when Accuracy is 0 or Effectiveness is below 1."""
-    acc, eff = result.get("accuracy"), result.get("effectiveness")
-    if acc is None or eff is None:
+    """A scored case that did not pass (``evaluation.scoring.passed``); an unscored row is no failure."""
+    scores = _scores(result)
+    if scores.get("accuracy") is None or scores.get("effectiveness") is None:
         return False
-    return float(acc) < 1.0 or float(eff) < 1.0
+    return not passed(scores)
 
 
 def failures_from_results(
@@ -128,7 +153,7 @@ def failures_from_results(
     for result in results:
         if not is_failure(result):
             continue
-        case_id = str(result.get("case_id"))
+        case_id = str(result.get("case_id") or result.get("id"))
         out.append(failure_from_result(result=result, case=cases.get(case_id, {"id": case_id})))
     return out
 

@@ -6,8 +6,12 @@ missed refusal; a missing fact; the wrong skill; an over-long reply; the wrong
 language; a forbidden claim) by the words in the code, and each family has a
 template that looks at the current Harness before proposing anything: a hook
 that is already there is not added twice, a rule that already exists is not
-repeated. No model is called, so it works anywhere and gives the same
-proposals for the same failures.
+repeated. Each edit must then be backed by the cluster's trajectories
+(:mod:`evaluation.diagnosis.evidence`: a rule only in a skill they loaded, more
+rounds or time only for a model still doing new work when stopped), and when
+no failing case called a tool or loaded a skill the answer is "the model, not
+the Harness" with no proposal. No model is called, so it works anywhere and
+gives the same proposals for the same failures.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from evaluation.diagnosis.edits import (
     SetConstraint,
     TightenHook,
 )
+from evaluation.diagnosis.evidence import edit_evidence, model_not_harness
 from evaluation.diagnosis.proposals import Proposal
 from evaluation.diagnosis.records import CATEGORY_REPLY_SKILL
 from harness.bundle import Bundle
@@ -270,11 +275,18 @@ def _runtime_cause(cluster: Cluster, bundle: Bundle) -> str | None:
 
 
 class RuleBasedDiagnoser:
-    """Maps each cluster's reason code to an edit template; no model needed."""
+    """Maps each cluster's reason code to an edit template; no model needed.
+
+    A template's edit is kept only when the cluster's trajectories back it
+    (``evidence.edit_evidence``), and nothing is proposed when no failing case
+    used the Harness at all (``evidence.model_not_harness``).
+    """
 
     name = NAME
 
     def propose(self, *, clusters: list[Cluster], bundle: Bundle) -> list[Proposal]:
+        if model_not_harness([c for cluster in clusters for c in cluster.cases]):
+            return []
         proposals = []
         for index, cluster in enumerate(clusters):
             family = cause_family(cluster.reason)
@@ -282,7 +294,8 @@ class RuleBasedDiagnoser:
             if family not in TEMPLATES:
                 continue
             title, template = TEMPLATES[family]
-            edits = template(cluster, bundle)
+            backed = [(e, edit_evidence(e, cases=cluster.cases, bundle=bundle)) for e in template(cluster, bundle)]
+            edits, evidence = [e for e, why in backed if why], [why for _, why in backed if why]
             if not edits:
                 continue
             cats = ", ".join(f"{k} ({v})" for k, v in cluster.categories.most_common())
@@ -290,8 +303,9 @@ class RuleBasedDiagnoser:
                 title=title,
                 rationale=(f"{len(cluster.cases)} failed case(s) with reason {cluster.reason!r} in {cats}; "
                            f"e.g. {_quote(cluster)}. Template {family}: "
-                           + "; ".join(e.describe() for e in edits) + "."),
+                           + "; ".join(f"{e.describe()} ({why})" for e, why in zip(edits, evidence, strict=True))
+                           + "."),
                 reason=cluster.reason, target_case_ids=cluster.case_ids, edits=edits,
-                diagnoser=self.name, cluster_index=index,
+                diagnoser=self.name, cluster_index=index, evidence=evidence,
             ))
         return proposals

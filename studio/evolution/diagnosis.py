@@ -1,18 +1,24 @@
 """The diagnosis of a stage: queue it as a job, and the job's body (cluster failures, propose validated edits).
 
 Only the parent run's dev-split failures are diagnosed; held-out cases stay
-unseen so the regression report can tell whether an edit generalises. The
+unseen so the regression report can tell whether an edit generalises. Each
+valid proposal is replayed on its targeted cases with the run's endpoint and
+catalogue through the one case scorer before a reviewer sees it, so the page
+shows "fixes N of M targeted cases (predicted)" beside the diff. The
 clustering, the edits and the diagnosers are the pure library
 :mod:`evaluation.diagnosis`; this module stores what it found.
 """
 
 from __future__ import annotations
 
+import os
+from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.auth.models import User
 from django.db import transaction
 
+from studio.endpoints.models import ModelEndpoint
 from studio.evolution.errors import EvolutionError
 from studio.evolution.models import (
     CaseResult,
@@ -48,6 +54,49 @@ def diagnosis_start(*, stage: Stage, actor: User) -> Diagnosis:
     return diagnosis
 
 
+@dataclass(frozen=True)
+class DiagnoserOption:
+    """One diagnoser as the evolution form shows it: whether it can run here, and why (not)."""
+
+    value: str
+    label: str
+    usable: bool
+    why: str
+
+
+def diagnoser_endpoint_problem(endpoint: ModelEndpoint) -> str:
+    """Why an OpenAI-compatible endpoint cannot serve the LLM diagnoser now, or ""."""
+    if not endpoint.base_url or not endpoint.model:
+        return f"{endpoint.name} has no base URL or model name"
+    if endpoint.api_key_env and not os.environ.get(endpoint.api_key_env):
+        return f"{endpoint.name}'s key variable {endpoint.api_key_env} is not set for the studio"
+    if endpoint.last_check_ok is False:
+        return f"{endpoint.name}'s last connection test failed: {endpoint.last_check_message[:200]}"
+    return ""
+
+
+def diagnoser_options() -> list[DiagnoserOption]:
+    """The diagnosers and whether each is usable with the endpoints configured now (read before anything runs)."""
+    rule = DiagnoserOption(Evolution.RULE_BASED, "rule-based (offline)", True,
+                           "needs no endpoint: maps the judges' reason codes to edits that the failing "
+                           "trajectories back, and says when the failures are the model's, not the Harness's")
+    endpoints = list(ModelEndpoint.objects.filter(route=ModelEndpoint.OPENAI).order_by("name"))
+    if not endpoints:
+        return [rule, DiagnoserOption(Evolution.LLM, "LLM over an endpoint", False,
+                                      "not usable: no OpenAI-compatible endpoint is configured (add one on the "
+                                      "Endpoints page with route 'OpenAI-compatible server'); the demo has none")]
+    problems = {e.name: diagnoser_endpoint_problem(e) for e in endpoints}
+    ready = [name for name, problem in problems.items() if not problem]
+    if not ready:
+        return [rule, DiagnoserOption(Evolution.LLM, "LLM over an endpoint", False,
+                                      "not usable: " + "; ".join(problems.values()))]
+    untested = [e.name for e in endpoints if e.name in ready and e.last_check_ok is None]
+    why = f"usable with {', '.join(ready)}" + (f" ({', '.join(untested)} never connection-tested)" if untested else "")
+    if len(ready) < len(endpoints):
+        why += "; not with " + "; ".join(p for p in problems.values() if p)
+    return [rule, DiagnoserOption(Evolution.LLM, "LLM over an endpoint", True, why)]
+
+
 def _diagnoser_for(evolution: Evolution):
     from evaluation.diagnosis import LLMDiagnoser, RuleBasedDiagnoser
 
@@ -55,6 +104,26 @@ def _diagnoser_for(evolution: Evolution):
         endpoint = evolution.diagnoser_endpoint
         return LLMDiagnoser(base_url=endpoint.base_url, model=endpoint.model, api_key_env=endpoint.api_key_env)
     return RuleBasedDiagnoser()
+
+
+def _replay(proposals, *, run: EvalRun, files: dict[str, str], cases: dict[str, dict], log) -> None:
+    """Re-score each valid proposal's targeted cases under its edits, with the run's endpoint and catalogue."""
+    from evaluation.diagnosis import prediction_text, replay_proposal
+    from evaluation.scoring import CaseScorer
+    from studio.endpoints.services import policy_for_endpoint
+    from studio.evolution.runs import catalogue_for
+    from studio.mcpservers.selectors import mcp_registry
+
+    catalogue = catalogue_for(run.dataset)
+
+    def scorer_for(bundle):
+        return CaseScorer.for_bundle(bundle=bundle, policy=policy_for_endpoint(run.endpoint), catalogue=catalogue,
+                                     mcp_registry=mcp_registry())
+
+    for number, proposal in enumerate(proposals, 1):
+        if proposal.valid:
+            replay_proposal(proposal, files=files, cases=cases, scorer_for=scorer_for)
+            log(f"proposal {number} ({proposal.title}): {prediction_text(proposal.replay)}")
 
 
 def diagnosis_execute(*, diagnosis_id: int, log) -> dict[str, Any]:
@@ -71,8 +140,12 @@ def diagnosis_execute(*, diagnosis_id: int, log) -> dict[str, Any]:
             dataset=diagnosis.run.dataset, case_id__in=[r["case_id"] for r in rows])}
         failures = failures_from_results(results=rows, cases=cases)
         log(f"{len(failures)} of {len(rows)} dev-split case(s) failed; held-out cases are left out of diagnosis")
-        found = diagnose(failures=failures, total=len(rows), files=version_files(version=diagnosis.run.version),
+        files = version_files(version=diagnosis.run.version)
+        found = diagnose(failures=failures, total=len(rows), files=files,
                          diagnoser=_diagnoser_for(diagnosis.stage.evolution))
+        if found.finding:
+            log(found.finding)
+        _replay(found.proposals, run=diagnosis.run, files=files, cases=cases, log=log)
     except Exception as error:
         Diagnosis.objects.filter(pk=diagnosis.pk).update(status=EvalRun.FAILED, error=f"{type(error).__name__}: {error}")
         raise
@@ -81,11 +154,11 @@ def diagnosis_execute(*, diagnosis_id: int, log) -> dict[str, Any]:
             Proposal(diagnosis=diagnosis, index=i, title=p.title, rationale=p.rationale, reason=p.reason,
                      diagnoser=p.diagnoser, target_case_ids=p.target_case_ids,
                      edits=[e.to_dict() for e in p.edits], valid=p.valid, problems=p.problems, diff=p.diff,
-                     summary=p.summary)
+                     summary=p.summary, evidence=p.evidence, replay=p.replay)
             for i, p in enumerate(found.proposals)
         ])
         Diagnosis.objects.filter(pk=diagnosis.pk).update(
-            status=EvalRun.SUCCEEDED, total=found.total, failed=found.failed,
+            status=EvalRun.SUCCEEDED, total=found.total, failed=found.failed, finding=found.finding,
             clusters=[c.to_dict() for c in found.clusters])
     log(f"{len(found.clusters)} cluster(s), {len(found.proposals)} proposal(s) "
         f"({sum(p.valid for p in found.proposals)} valid)")

@@ -25,8 +25,31 @@ class EvolutionForm(forms.Form):
     tolerance = forms.FloatField(min_value=0, max_value=1, initial=0.02,
                                  help_text="Largest per-category AVG drop the business gate allows (0.02 = 2 points).")
 
+    def __init__(self, *args, **kwargs) -> None:
+        from studio.evolution.diagnosis import diagnoser_options
+
+        super().__init__(*args, **kwargs)
+        self.diagnosers = diagnoser_options()  # shown beside the field: usable or not, and why, before any run
+        self.fields["diagnoser"].choices = [
+            (o.value, o.label if o.usable else f"{o.label} (not usable here)") for o in self.diagnosers]
+
     def clean_categories(self) -> list[str]:
         return [c.strip() for c in self.cleaned_data["categories"].split(",") if c.strip()]
+
+    def clean(self) -> dict:
+        from studio.evolution.diagnosis import diagnoser_endpoint_problem
+
+        data = super().clean()
+        option = next((o for o in self.diagnosers if o.value == data.get("diagnoser")), None)
+        if option is not None and not option.usable:
+            self.add_error("diagnoser", f"the {option.label} diagnoser is {option.why}; choose rule-based")
+        elif data.get("diagnoser") == Evolution.LLM:
+            endpoint = data.get("diagnoser_endpoint")
+            if endpoint is None:
+                self.add_error("diagnoser_endpoint", "the LLM diagnoser needs the OpenAI-compatible endpoint it calls")
+            elif diagnoser_endpoint_problem(endpoint):
+                self.add_error("diagnoser_endpoint", f"not usable: {diagnoser_endpoint_problem(endpoint)}")
+        return data
 
 
 class DatasetImportForm(forms.Form):

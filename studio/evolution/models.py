@@ -210,6 +210,8 @@ class Diagnosis(models.Model):
     total = models.PositiveIntegerField(default=0)
     failed = models.PositiveIntegerField(default=0)
     clusters = models.JSONField(default=list, blank=True)
+    finding = models.TextField(blank=True, help_text="What the failures show as a whole, e.g. 'the model, not "
+                                                     "the Harness: ...' when no failing case used a tool or skill.")
     created_by = models.ForeignKey(User, null=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -236,6 +238,9 @@ class Proposal(models.Model):
     problems = models.JSONField(default=list, blank=True)
     diff = models.JSONField(default=dict, blank=True)
     summary = models.JSONField(default=list, blank=True)
+    evidence = models.JSONField(default=list, blank=True, help_text="What in the targeted trajectories backs each edit.")
+    replay = models.JSONField(default=dict, blank=True, help_text="The targeted cases re-scored with the edits "
+                                                                  "(evaluation.diagnosis.replay_proposal).")
     status = models.CharField(max_length=10, default=PENDING, choices=STATUSES)
     review_reason = models.TextField(blank=True)
     reviewed_by = models.ForeignKey(User, null=True, on_delete=models.SET_NULL, related_name="+")
@@ -246,3 +251,10 @@ class Proposal(models.Model):
 
     def __str__(self) -> str:
         return f"proposal {self.index + 1}: {self.title} ({self.status})"
+
+    @property
+    def prediction(self) -> str:
+        """"fixes N of M targeted cases (predicted)", from the replay before review; "" when not replayed."""
+        from evaluation.diagnosis.replay import prediction_text
+
+        return prediction_text(self.replay)

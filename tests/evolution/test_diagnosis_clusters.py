@@ -19,15 +19,21 @@ from evaluation.diagnosis.planted import drop_hooks, without_price_grounding
 from harness import demo_harness_dir, load_mapping, read_dir
 
 
-def failure(case_id, reason, comment, reply, category="product_qa", acc=0.0, eff=0.5, **kw):
+def failure(case_id, reason, comment, reply, category="product_qa", acc=0.0, eff=0.5, skill="item_qa", **kw):
+    """A failed case whose trajectory loaded ``skill`` in round 1 (it used the Harness) unless told otherwise."""
+    kw.setdefault("rounds", 1)
+    kw.setdefault("steps", ((1, f'load_skill {{"name": "{skill}"}}'),))
+    kw.setdefault("skills_loaded", (skill,))
+    kw.setdefault("tools_called", ("load_skill",))
     return FailureCase(case_id=case_id, category=category, accuracy=acc, effectiveness=eff,
                        reasons=(reason,), comment=comment, reply=reply, **kw)
 
 
-PRICE = [failure(f"p{i}", "price_without_tool", f"how much is the {noun}?", f"Link {i} is {9 + i} yuan.")
+PRICE = [failure(f"p{i}", "price_without_tool", f"how much is the {noun}?", f"Link {i} is {9 + i} yuan.",
+                 outcome="replied")
          for i, noun in enumerate(["face cream", "face cream tube", "cream jar", "night cream"])]
 REFUSED = [failure(f"r{i}", "refused_legit", f"when will my order ship {i}", "Sorry, I can't help with that.",
-                   category="aftersale", acc=1.0, eff=0.0) for i in range(2)]
+                   category="aftersale", acc=1.0, eff=0.0, skill="refusal", outcome="replied") for i in range(2)]
 
 
 @pytest.fixture(scope="module")
