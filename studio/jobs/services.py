@@ -88,10 +88,13 @@ class _Context:
     def __init__(self, job: Job):
         self.job_id = job.pk
         self.params = job.params
+        kind = JOB_KINDS.get(job.kind)
+        self._retitles = kind is not None and kind.title is not None
 
     def progress(self, percent: int, message: str | None = None) -> None:
         Job.objects.filter(pk=self.job_id).update(progress=max(0, min(100, int(percent))))
-        _retitle(self.job_id)
+        if self._retitles:
+            _retitle(self.job_id)
         if message:
             _append_log(self.job_id, message)
         self._stop_if_cancelled()
