@@ -105,10 +105,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         request = Request.load(args.request)
         catalogue = Catalogue.load(args.catalogue) if args.catalogue else demo_catalogue()
-        against = ("its own catalogue" if request.catalogue
-                   else args.catalogue or "the demo catalogue (give --catalogue FILE)")
-        request = Request.from_dict(request.to_dict(), catalogue=request.catalogue or catalogue,
-                                    source=f"{args.request} (link ids checked against {against})")
+        try:
+            request = Request.from_dict(request.to_dict(), catalogue=request.catalogue or catalogue,
+                                        source=str(args.request))
+        except DocumentValidationError as exc:
+            against = ("its own catalogue" if request.catalogue
+                       else args.catalogue or "the demo catalogue (give --catalogue FILE for another)")
+            raise ValueError(f"{exc}\n  (link ids were checked against {against})") from None
         demonstrations = [_read_demonstration(f) for f in args.demo_trajectory]
         if args.out:
             _check_writable(args.out)
