@@ -77,6 +77,9 @@ def main() -> None:
     roles_ensure()
     admin = user_create(username="bench-admin", password="x" * 12, roles=[ADMIN])
     reviewer = user_create(username="bench-reviewer", password="x" * 12, roles=[REVIEWER])
+    from studio.mcpservers.services import mcp_server_ensure_demo
+
+    mcp_server_ensure_demo(actor=admin)  # the demo Harness names the marketing server; the studio must know it
     timings: dict[str, float] = {}
     started = time.perf_counter()
     seed = evolution_demo_seed(actor=admin, seed=args.seed, sets=("dev",), folder=var / "sets")
