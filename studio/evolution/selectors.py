@@ -64,16 +64,19 @@ def dataset_categories(*, dataset) -> list[tuple[str, int]]:
 
 
 def evolution_record(*, evolution: Evolution) -> list[dict[str, Any]]:
-    """One row per stage: versions, accepted changes, scores before/after, decision."""
+    """One row per stage: versions, accepted changes, scores and fallbacks before/after, decision."""
     rows = []
     for stage in evolution.stages.select_related("parent_version", "candidate_version", "parent_run",
                                                   "candidate_run", "decided_by"):
         changes = list(Proposal.objects.filter(diagnosis__stage=stage, status__in=(Proposal.ACCEPTED,
                                                                                      Proposal.EDITED))
                        .values_list("title", flat=True))
-        parent = (stage.parent_run.summary or {}).get("overall", {}) if stage.parent_run else {}
-        candidate = (stage.candidate_run.summary or {}).get("overall", {}) if stage.candidate_run else {}
-        rows.append({"stage": stage, "changes": changes, "parent": parent, "candidate": candidate})
+        parent = (stage.parent_run.summary or {}) if stage.parent_run else {}
+        candidate = (stage.candidate_run.summary or {}) if stage.candidate_run else {}
+        rows.append({"stage": stage, "changes": changes, "parent": parent.get("overall", {}),
+                     "candidate": candidate.get("overall", {}),
+                     "fallback": [{"outcomes": s["outcomes"], "mostly": s.get("mostly_fallback", False)}
+                                  for s in (parent, candidate) if s.get("outcomes")]})
     return rows
 
 

@@ -113,3 +113,5 @@ def test_reviewer_and_admin_override_with_a_written_reason(role, evaluated, pers
     assert "Release gates overridden by" in page and "last week&#x27;s run passed" in page
     page = client.get(f"/evolution/{evaluated.evolution_id}/").content.decode()
     assert "promoted" in page and "overridden" in page
+    fallbacks = [s.summary["outcomes"]["fallback"] for s in (evaluated.parent_run, evaluated.candidate_run)]
+    assert f'<td class="fallbacks"><span>{fallbacks[0]}/16</span> → <span>{fallbacks[1]}/16</span></td>' in page
