@@ -27,9 +27,10 @@ from evaluation.case_harness import CannedToolRunner, bundle_for_case, canned_re
 from evaluation.cases import case_request
 from evaluation.judges import make_judge
 from evaluation.judges.base import Judge, Reason, Verdict
+from harness.runtime.trajectory import OUTCOMES as RUNTIME_OUTCOMES
 
 OUTCOMES = ("replied", "fallback", "suppressed", "silent", "error")
-"""How a request ended. The first four are the runtime's; ``error`` is a request whose result
+"""How a request ended: the runtime's four endings (``RUNTIME_OUTCOMES``) and ``error``, a request whose result
 says nothing about the Harness: the runtime crashed, the endpoint never answered, the case failed."""
 
 
@@ -37,7 +38,7 @@ def outcome_and_reason(trajectory: dict[str, Any] | None, *, error: str | None =
     """How a request ended (one of ``OUTCOMES``) and why, from its trajectory (``Trajectory.to_dict()``)."""
     if error:
         return "error", error
-    if not trajectory or trajectory.get("outcome") not in OUTCOMES:
+    if not trajectory or trajectory.get("outcome") not in RUNTIME_OUTCOMES:
         return "error", "no trajectory was recorded"
     reason = trajectory.get("outcome_reason") or ""
     if reason.startswith("runtime error"):

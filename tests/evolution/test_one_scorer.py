@@ -146,3 +146,42 @@ def test_an_evolution_edit_of_max_reply_chars_changes_the_studio_verdicts(person
     failing = {x["case_id"]: x["reasons"] for x in stage.comparison["newly_failing"]}
     assert {r.case_id for r in long_replies if parent.get(case_id=r.case_id).passed} <= set(failing)
     assert all("over_long" in failing[r.case_id] for r in long_replies if r.case_id in failing)
+
+
+def test_the_regression_report_and_the_command_line_agree_on_newly_failing(personas, demo_sets_dir, tmp_path):
+    from evolution_testing import small_world
+
+    from evaluation.compare import compare_runs as cli_compare
+    from studio.evolution.comparison import compare_runs as studio_compare
+
+    version, dataset, endpoint = small_world(sets_dir=demo_sets_dir, files=read_dir(demo_harness_dir())[0],
+                                             actor=personas.admin, size=4, tmp_path=tmp_path)
+    ids = list(dataset.cases.order_by("case_id").values_list("case_id", flat=True))
+    # full -> half effective (newly failing); wrong -> worse (failing before and after: not newly failing);
+    # half -> full (newly passing); full -> full
+    scores = [((1, 1.0), (1, 0.5)), ((0, 1.0), (0, 0.0)), ((1, 0.5), (1, 1.0)), ((1, 1.0), (1, 1.0))]
+    runs, folders = [], []
+    for side in (0, 1):
+        run = EvalRun.objects.create(version=version, dataset=dataset, endpoint=endpoint, case_ids=ids,
+                                     status=EvalRun.SUCCEEDED)
+        folder = tmp_path / f"run{side}"
+        folder.mkdir()
+        lines = []
+        for case_id, pair in zip(ids, scores, strict=True):
+            acc, eff = pair[side]
+            verdict = {"accuracy": acc, "effectiveness": eff, "avg": (acc + eff) / 2, "rubric_avg": None,
+                       "reasons": [] if acc and eff == 1 else [{"code": "over_long", "dimension": "effectiveness"}]}
+            CaseResult.objects.create(run=run, case_id=case_id, category="product_qa", accuracy=acc,
+                                      effectiveness=eff, avg=(acc + eff) / 2, verdict=verdict, trajectory={},
+                                      reason_codes=",over_long," if verdict["reasons"] else "")
+            lines.append(json.dumps({"id": case_id, "category": "product_qa", "verdict": verdict}))
+        (folder / "results.jsonl").write_text("\n".join(lines) + "\n")
+        runs.append(run)
+        folders.append(folder)
+    studio = studio_compare(parent=runs[0], candidate=runs[1], resamples=200)
+    cli = cli_compare(run_a=folders[0], run_b=folders[1], resamples=200)
+    assert [x["case_id"] for x in studio["newly_failing"]] == [ids[0]]
+    assert [x["case_id"] for x in studio["newly_passing"]] == [ids[2]]
+    assert studio["newly_failing"][0]["reasons"] == "over_long"
+    for key in ("newly_failing", "newly_passing", "overall", "per_category"):
+        assert studio[key] == cli[key]
