@@ -187,7 +187,7 @@ def test_the_hook_form_refuses_bad_input_naming_the_field(personas, draft):
     client = client_for(personas.operator)
     form = {"id": "Bad Id", "type": "max_length", "event": "stop", "params": "", "action": "retry", "revision": 1}
     page = client.post(f"/drafts/{draft.pk}/hooks/add/", form, follow=True).content.decode()
-    assert "id: lower-case letters" in page
+    assert "id: &#x27;Bad Id&#x27; is not an id" in page
     page = client.post(f"/drafts/{draft.pk}/hooks/add/", {**form, "id": "ok", "params": "[1, 2"}, follow=True).content.decode()
     assert "params: not YAML" in page
     draft.refresh_from_db()

@@ -141,7 +141,7 @@ def test_custom_labels_and_label_name_rules(personas, demo_version):
     page = client.post(
         "/h/livestream-avatar/labels/move/", {"label": "Not A Label!", "version": 1, "reason": ""}, follow=True
     ).content.decode()
-    assert "label: use 1-40 letters, digits" in page
+    assert "label: use 1-40 of a-z, 0-9" in page
     assert not Label.objects.filter(name__icontains="not").exists()
 
 
