@@ -1,9 +1,18 @@
-"""YAML reading that remembers where every value came from.
+"""YAML reading that remembers where every value came from; the one reader for YAML a user sends.
 
 ``load_yaml`` returns plain Python data plus a :class:`LineMap` from a path of
 keys/indices (``("tools", 2, "timeout_s")``) to the 1-based source line, so a
 schema error deep inside a file can still be reported at its line. Syntax
 errors, duplicate keys and non-string keys become problems, never exceptions.
+
+Everything a user can send (bundle files, a skill's front matter, a form's
+YAML field) is read here, so the bounds hold everywhere: at most
+``MAX_YAML_BYTES`` of text, ``MAX_YAML_DEPTH`` levels of nesting, and no
+aliases (``*name``), which would let a few hundred bytes expand into
+gigabytes wherever the value is copied or rendered. Text that breaks one is
+not read at all: its one problem has the field ``REFUSED``, which the studio
+uses to refuse storing it. Aliases and depth are found while the composed node
+tree (which shares, never copies, an aliased node) is turned into data.
 """
 
 from __future__ import annotations
@@ -15,6 +24,13 @@ import yaml
 from harness.errors import Problem
 
 Path_ = tuple
+
+MAX_YAML_BYTES = 256 * 1024
+"""One YAML document (a bundle file, a front matter, a form field); the demo's largest is 6 KiB."""
+MAX_YAML_DEPTH = 64
+"""Nested mappings/sequences; the deepest real ones (JSON Schemas in tools.yaml) use about 10."""
+REFUSED = "(refused)"
+"""The field of the problem for text the reader will not read: too large, too deep, or aliases."""
 
 
 @dataclass
@@ -42,19 +58,25 @@ class LineMap:
         return self.lines.get((), 1) + self.offset
 
 
-class _AliasError(ValueError):
-    pass
+class _Refused(ValueError):
+    def __init__(self, line: int, message: str):
+        super().__init__(message)
+        self.line = line
 
 
-def _construct(node, path, linemap: LineMap, problems: list[Problem], file: str, seen=None):
-    # Anchors/aliases would let a few lines expand into gigabytes; bundles are
-    # small hand-edited files, so they are simply refused.
-    seen = set() if seen is None else seen
-    if isinstance(node, (yaml.MappingNode, yaml.SequenceNode)):
-        if id(node) in seen:
-            raise _AliasError(f"line {node.start_mark.line + 1 + linemap.offset}: "
-                              "YAML anchors and aliases (&name / *name) are not supported")
-        seen.add(id(node))
+_ALIAS = ("YAML anchors and aliases (&name / *name) are not read: the value anchored here is used "
+          "again, and aliases can expand a few lines into gigabytes; write it out where it is needed")
+_DEEP = f"nested deeper than {MAX_YAML_DEPTH} levels (the limit); flatten the structure"
+
+
+def _construct(node, path, linemap: LineMap, problems: list[Problem], file: str, loader, seen: set):
+    # The composed tree shares one node wherever an alias points at it, so meeting a
+    # node twice is meeting an alias; ``path`` has one part per enclosing collection.
+    if id(node) in seen:
+        raise _Refused(node.start_mark.line + 1 + linemap.offset, _ALIAS)
+    seen.add(id(node))
+    if len(path) >= MAX_YAML_DEPTH and isinstance(node, (yaml.MappingNode, yaml.SequenceNode)):
+        raise _Refused(node.start_mark.line + 1 + linemap.offset, _DEEP)
     linemap.lines.setdefault(path, node.start_mark.line + 1)
     linemap.value_lines[path] = node.start_mark.line + 1
     if isinstance(node, yaml.ScalarNode) and node.style in ("|", ">"):
@@ -62,6 +84,9 @@ def _construct(node, path, linemap: LineMap, problems: list[Problem], file: str,
     if isinstance(node, yaml.MappingNode):
         out = {}
         for key_node, value_node in node.value:
+            if id(key_node) in seen:
+                raise _Refused(key_node.start_mark.line + 1 + linemap.offset, _ALIAS)
+            seen.add(id(key_node))
             if not isinstance(key_node, yaml.ScalarNode):
                 problems.append(Problem(file, key_node.start_mark.line + 1 + linemap.offset,
                                         _dotted(path) or "(top level)",
@@ -72,26 +97,25 @@ def _construct(node, path, linemap: LineMap, problems: list[Problem], file: str,
                                         _dotted(path) or "(top level)",
                                         "YAML merge keys (<<) are not supported"))
                 continue
-            key = str(yaml.SafeLoader.construct_scalar(_LOADER, key_node))
+            key = str(yaml.SafeLoader.construct_scalar(loader, key_node))
             if key in out:
                 problems.append(Problem(file, key_node.start_mark.line + 1 + linemap.offset,
                                         _dotted((*path, key)),
                                         f"duplicate key '{key}' (already set above)"))
                 continue
             linemap.lines[(*path, key)] = key_node.start_mark.line + 1
-            out[key] = _construct(value_node, (*path, key), linemap, problems, file, seen)
+            out[key] = _construct(value_node, (*path, key), linemap, problems, file, loader, seen)
         return out
     if isinstance(node, yaml.SequenceNode):
-        return [_construct(item, (*path, i), linemap, problems, file, seen)
+        return [_construct(item, (*path, i), linemap, problems, file, loader, seen)
                 for i, item in enumerate(node.value)]
-    return _LOADER.construct_object(node, deep=True)
+    return loader.construct_object(node, deep=True)
 
 
 class _Loader(yaml.SafeLoader):
     pass
 
 
-_LOADER = _Loader("")
 # libyaml's parser is ~10x faster; a 200-skill Harness is parsed on every editor save.
 _COMPOSER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -111,16 +135,24 @@ def dotted(path) -> str:
 def load_yaml(text: str, *, file: str, line_offset: int = 0) -> tuple[object, LineMap, list[Problem]]:
     """Parse one YAML document; returns (data, line map, problems).
 
-    ``data`` is None when the text could not be parsed at all.
+    ``data`` is None when the text could not be parsed at all, or was refused
+    (one problem, field ``REFUSED``) for breaking a bound.
     """
     linemap = LineMap(offset=line_offset)
     problems: list[Problem] = []
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > MAX_YAML_BYTES:
+        return None, linemap, [Problem(file, 1 + line_offset, REFUSED,
+                                       f"the YAML is {size} bytes; the limit is {MAX_YAML_BYTES} "
+                                       f"bytes ({MAX_YAML_BYTES // 1024} KiB)")]
     try:
         nodes = list(yaml.compose_all(text, Loader=_COMPOSER))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         line = (mark.line + 1 if mark else 1) + line_offset
         reason = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        if "maximum nesting depth" in reason:  # libyaml's own cap (1000), far above ours
+            return None, linemap, [Problem(file, line, REFUSED, _DEEP)]
         context = getattr(exc, "context_mark", None)
         if getattr(exc, "context", None) and context is not None and context is not mark:
             reason += f" ({exc.context} at line {context.line + 1 + line_offset})"
@@ -133,9 +165,11 @@ def load_yaml(text: str, *, file: str, line_offset: int = 0) -> tuple[object, Li
     if not nodes or nodes[0] is None:
         return None, linemap, problems
     try:
-        data = _construct(nodes[0], (), linemap, problems, file)
-    except _AliasError as exc:
-        return None, linemap, [*problems, Problem(file, 1 + line_offset, "(syntax)", str(exc))]
+        # a fresh constructor each time: it caches every object it builds, and a shared
+        # one would keep each document parsed by a long-running studio process alive
+        data = _construct(nodes[0], (), linemap, problems, file, _Loader(""), set())
+    except _Refused as exc:
+        return None, linemap, [Problem(file, exc.line, REFUSED, str(exc))]
     except (yaml.YAMLError, ValueError, TypeError, RecursionError) as exc:
         return None, linemap, [*problems, Problem(file, 1 + line_offset, "(syntax)",
                                                   f"invalid YAML value: {exc}")]

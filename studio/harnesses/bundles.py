@@ -17,6 +17,7 @@ from harness import Bundle, HarnessValidationError, Problem, load_mapping, valid
 from harness.bundle import MAX_FILE_BYTES
 from harness.tools import FILE as TOOLS_FILE
 from harness.tools import parse_tools
+from harness.yamlio import REFUSED, load_yaml
 from studio.mcpservers.selectors import mcp_server_problems
 
 
@@ -194,6 +195,7 @@ __all__ = [
     "BundleSummary",
     "MAX_FILE_BYTES",
     "MAX_ZIP_ENTRIES",
+    "REFUSED",
     "HarnessValidationError",
     "Problem",
     "bundle_load",
@@ -202,4 +204,5 @@ __all__ = [
     "bundle_summary",
     "files_from_zip",
     "files_to_zip",
+    "load_yaml",
 ]

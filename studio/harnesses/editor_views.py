@@ -30,6 +30,7 @@ from harness.tool_catalogue import BUILTIN_TOOLS
 from studio.accounts.decorators import requires
 from studio.accounts.roles import user_can
 from studio.harnesses import selectors
+from studio.harnesses.bundles import MAX_FILE_BYTES
 from studio.harnesses.diffs import files_diff
 from studio.harnesses.lookups import (
     file_kind,
@@ -128,6 +129,10 @@ def _editor_context(draft: Draft, path: str, *, text: str | None = None) -> dict
     }
 
 
+def _can_write(request, draft: Draft) -> bool:
+    return draft.status == Draft.OPEN and (draft.owner_id == request.user.pk or user_can(request.user, "harness.edit"))
+
+
 @require_GET
 @requires("studio.view")
 def draft_edit(request, draft_id: int):
@@ -136,10 +141,21 @@ def draft_edit(request, draft_id: int):
     if path not in draft.files:
         raise Http404(f"draft #{draft.pk} has no file {path}")
     context = _editor_context(draft, path)
-    context["can_write"] = draft.status == Draft.OPEN and (
-        draft.owner_id == request.user.pk or user_can(request.user, "harness.edit")
-    )
+    context["can_write"] = _can_write(request, draft)
     return render(request, "harnesses/draft_edit.html", context)
+
+
+def _refused(request, draft: Draft, error: StudioError, *, path: str, text: str | None = None):
+    """The editor again with the error, answered 400: nothing was saved, and the text the
+    user sent stays in the editor (unless it is over the size limit, or for a new file)."""
+    messages.error(request, str(error))
+    draft.refresh_from_db()
+    if path not in draft.files:
+        path, text = sorted(draft.files, key=file_sort_key)[0], None
+    keep = text is not None and len(text) <= MAX_FILE_BYTES
+    context = _editor_context(draft, path, text=text if keep else None)
+    context["can_write"] = _can_write(request, draft)
+    return render(request, "harnesses/draft_edit.html", context, status=400)
 
 
 @require_POST
@@ -147,14 +163,12 @@ def draft_edit(request, draft_id: int):
 def draft_save(request, draft_id: int):
     draft = _draft(request, draft_id, for_write=True)
     path = request.POST.get("path", "")
+    text = request.POST.get("text", "")
     try:
         revision = parse_int(request.POST.get("revision"), field="revision")
-        result = draft_file_save(
-            draft=draft, path=path, text=request.POST.get("text", ""), base_revision=revision, actor=request.user
-        )
+        result = draft_file_save(draft=draft, path=path, text=text, base_revision=revision, actor=request.user)
     except StudioError as error:
-        messages.error(request, str(error))
-        return redirect(f"{reverse('harnesses:draft_edit', args=[draft.pk])}?path={path}")
+        return _refused(request, draft, error, path=path, text=text)
     if result.conflict is not None:
         return redirect("harnesses:conflict_detail", conflict_id=result.conflict.pk)
     file_problems = [p for p in result.problems if p["file"] == path]
@@ -174,7 +188,9 @@ def draft_save(request, draft_id: int):
 def draft_preview(request, draft_id: int):
     _draft(request, draft_id)
     preview = render_skill_preview(request.POST.get("text", ""))
-    return render(request, "harnesses/_skill_preview.html", {"preview": preview})
+    # a refusal is a 400 (the editor's htmx swaps it in all the same, so the reason shows)
+    return render(request, "harnesses/_skill_preview.html", {"preview": preview},
+                  status=400 if preview["refused"] else 200)
 
 
 @require_POST
@@ -191,8 +207,7 @@ def draft_skill_add_view(request, draft_id: int):
             actor=request.user,
         )
     except StudioError as error:
-        messages.error(request, str(error))
-        return redirect("harnesses:draft_edit", draft_id=draft.pk)
+        return _refused(request, draft, error, path="")
     if result.conflict is not None:
         return redirect("harnesses:conflict_detail", conflict_id=result.conflict.pk)
     path = f"skills/{request.POST.get('name', '').strip()}/SKILL.md"
@@ -264,8 +279,7 @@ def draft_hook_add_view(request, draft_id: int):
             actor=request.user,
         )
     except StudioError as error:
-        messages.error(request, str(error))
-        return redirect(url)
+        return _refused(request, draft, error, path="hooks.yaml")
     if result.conflict is not None:
         return redirect("harnesses:conflict_detail", conflict_id=result.conflict.pk)
     problems = [p for p in result.problems if p["file"] == "hooks.yaml"]
@@ -342,6 +356,7 @@ def conflict_detail(request, conflict_id: int):
     draft = conflict.draft
     if conflict.author_id != request.user.pk and not user_can(request.user, "harness.edit"):
         raise PermissionDenied("this conflict belongs to someone else")
+    status = 200
     if request.method == "POST" and conflict.resolved_at is None:
         choice = request.POST.get("choice", "merged")
         text = {"mine": conflict.my_text, "theirs": None}.get(choice, request.POST.get("text", ""))
@@ -354,6 +369,7 @@ def conflict_detail(request, conflict_id: int):
             result = draft_conflict_resolve(conflict=conflict, text=text, actor=request.user)
         except StudioError as error:
             messages.error(request, str(error))
+            status = 400
         else:
             if result.conflict is not None:
                 messages.warning(request, "The draft changed again while you were resolving; here is the new conflict.")
@@ -373,5 +389,6 @@ def conflict_detail(request, conflict_id: int):
             "changes": changes,
             "identical": current_text == conflict.my_text,
         },
+        status=status,
     )
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import markdown as md
 import nh3
-import yaml
 
+from harness.bundle import MAX_FILE_BYTES
 from harness.skills import split_front_matter
+from harness.yamlio import REFUSED, load_yaml
 
 ALLOWED_TAGS = {
     "p", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "ul", "ol", "li", "strong", "em", "b", "i",
@@ -35,19 +36,29 @@ def render_markdown(text: str) -> str:
     return sanitise_html(md.markdown(text, extensions=["fenced_code", "tables", "sane_lists"]))
 
 
-def split_skill(text: str) -> tuple[dict | None, str]:
-    """(front matter as a dict or None when absent/unreadable, Markdown body)."""
+def split_skill(text: str) -> tuple[dict | None, str, str | None]:
+    """(front matter as a dict or None when absent/unreadable, Markdown body, refusal).
+
+    The front matter is read by the Harness reader, so it is bounded like every
+    bundle file; ``refusal`` says why it was not read at all (too large, too
+    deep, aliases), None otherwise. A front matter still being typed may simply
+    be unreadable: then it is None with no refusal.
+    """
     front_text, body, _, _ = split_front_matter(text, file="SKILL.md")
     if front_text is None:
-        return None, text
-    try:
-        front = yaml.safe_load(front_text)
-    except yaml.YAMLError:
-        front = None
-    return (front if isinstance(front, dict) else None), body
+        return None, text, None
+    front, _lines, problems = load_yaml(front_text, file="SKILL.md", line_offset=1)
+    refused = next((p for p in problems if p.field == REFUSED), None)
+    if refused is not None:
+        return None, body, f"front matter, line {refused.line}: {refused.message}"
+    return (front if isinstance(front, dict) else None), body, None
 
 
 def render_skill_preview(text: str) -> dict:
-    """{'front': dict|None, 'html': sanitised body HTML} for the skill preview panel."""
-    front, body = split_skill(text)
-    return {"front": front, "html": render_markdown(body)}
+    """{'front': dict|None, 'html': sanitised body HTML, 'refused': why nothing was shown, or None}."""
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > MAX_FILE_BYTES:
+        return {"front": None, "html": "", "refused": f"SKILL.md is {size} bytes, larger than "
+                f"{MAX_FILE_BYTES // 1024} KiB (the limit per file); nothing is previewed"}
+    front, body, refused = split_skill(text)
+    return {"front": front, "html": render_markdown(body), "refused": refused}

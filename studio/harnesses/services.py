@@ -8,33 +8,27 @@ whose message names the file, field or object and what would be valid.
 from __future__ import annotations
 
 import hashlib
-import re
+import json
 from dataclasses import dataclass, field
 
-import yaml
 from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, transaction
 from django.db.models import F, Max
 from django.utils import timezone
 
-from harness.text_edit import (
-    TextEditError,
-    hook_action_problem,
-    hook_event_problem,
-    id_problem,
-    insert_hook,
-    new_skill_text,
-)
 from studio.accounts.roles import user_can
 from studio.audit.services import audit_record
 from studio.harnesses.bundles import (
+    MAX_FILE_BYTES,
+    REFUSED,
     HarnessValidationError,
     Problem,
     bundle_load_for_version,
     bundle_problems,
     bundle_summary,
     files_from_zip,
+    load_yaml,
 )
 from studio.harnesses.diffs import summary_against_parent
 from studio.harnesses.models import (
@@ -168,9 +162,6 @@ def harness_import_zip(*, data: bytes, author: User | None, message: str, max_by
 
 # --- labels -----------------------------------------------------------------------
 
-LABEL_PATTERN = r"[a-z0-9_-]{1,40}"
-"""A label name: an ASCII slug, as the URLs that name a label (``<slug:label>``) accept."""
-
 
 def _check_label_permission(*, actor: User, name: str) -> None:
     if name == Label.PRODUCTION:
@@ -186,8 +177,8 @@ def label_move(
 ) -> Label:
     """Point label `name` at `version` and record the move; production needs a reviewer and a reason."""
     name = name.strip().lower()
-    if not re.fullmatch(LABEL_PATTERN, name):
-        raise StudioError(f"label: use 1-40 of a-z, 0-9, '-' or '_' (e.g. staging, canary-eu), not {name!r}")
+    if not name or not all(c.isalnum() or c in "-_" for c in name) or len(name) > 40:
+        raise StudioError("label: use 1-40 letters, digits, '-' or '_' (e.g. staging, canary-eu)")
     if version.harness_id != harness.pk:
         raise StudioError(f"version: {version} does not belong to {harness.name}")
     _check_label_permission(actor=actor, name=name)
@@ -294,6 +285,10 @@ def draft_file_save(
     _check_draft_writable(draft=draft, actor=actor)
     path = _clean_path(path)
     text = text.replace("\r\n", "\n")
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > MAX_FILE_BYTES:
+        raise StudioError(f"{path}: the text is {size} bytes, larger than {MAX_FILE_BYTES // 1024} KiB "
+                          "(the limit per bundle file); nothing was saved")
     with transaction.atomic():
         current = Draft.objects.select_for_update().get(pk=draft.pk)
         if current.revision != base_revision:
@@ -316,7 +311,13 @@ def draft_file_save(
             return SaveResult(draft=current, conflict=conflict, problems=current.problems)
         files = dict(current.files)
         files[path] = text
-        problems = _problems_to_json(bundle_problems(files))
+        found = bundle_problems(files)
+        refused = next((p for p in found if p.file == path and p.field == REFUSED), None)
+        if refused is not None:
+            # text the reader refuses (aliases, too deep) can never become valid, and once
+            # stored, every page and job that reads the draft would have to refuse it again
+            raise StudioError(f"{refused}; nothing was saved")
+        problems = _problems_to_json(found)
         updated = Draft.objects.filter(pk=current.pk, revision=base_revision).update(
             files=files, problems=problems, revision=F("revision") + 1, updated_by=actor, updated_at=timezone.now()
         )
@@ -340,17 +341,56 @@ def _clean_path(path: str) -> str:
     return path
 
 
+SKILL_TEMPLATE = """---
+name: {name}
+description: {description}
+kind: {kind}
+metadata:
+  version: 1
+---
+# {name}
+
+- Describe one behaviour rule per list item.
+"""
+
+
 def draft_skill_add(*, draft: Draft, name: str, kind: str, description: str, base_revision: int, actor: User) -> SaveResult:
-    """Add skills/<name>/SKILL.md to a draft from the Harness's skill template."""
+    """Add skills/<name>/SKILL.md to a draft from a small template."""
     name = name.strip()
-    try:
-        text = new_skill_text(name=name, kind=kind, description=description)
-    except TextEditError as error:
-        raise StudioError(str(error)) from None
+    if not name or len(name) > 64 or not all(c.islower() or c.isdigit() or c in "-_" for c in name):
+        raise StudioError("name: 1-64 characters of a-z, 0-9, '-' or '_' (e.g. size_advice)")
+    if kind not in ("reply", "strategy"):
+        raise StudioError("kind: choose reply or strategy")
     path = f"skills/{name}/SKILL.md"
     if path in draft.files:
         raise StudioError(f"name: the skill {name} already exists in this draft")
+    description = " ".join(description.split()) or f"When to use {name}."
+    text = SKILL_TEMPLATE.format(name=name, description=description, kind=kind)
     return draft_file_save(draft=draft, path=path, text=text, base_revision=base_revision, actor=actor)
+
+
+def _hooks_last_top_level_key(text: str) -> str | None:
+    last = None
+    for line in text.split("\n"):
+        if line and not line[0].isspace() and not line.startswith("#") and ":" in line:
+            last = line.split(":", 1)[0].strip()
+    return last
+
+
+def _form_yaml(text: str, *, field: str, example: str):
+    """A form field's YAML, read by the Harness reader with a bundle file's bounds; JSON-like values."""
+    data, _lines, problems = load_yaml(text, file=field)
+    if problems:
+        first = problems[0]
+        reason = first.message.removeprefix("invalid YAML: ")
+        what = first.message if first.field == REFUSED else f"not YAML ({reason}, line {first.line})"
+        raise StudioError(f"{field}: {what}; e.g. {example}")
+    try:
+        json.dumps(data)
+    except (TypeError, ValueError):
+        raise StudioError(f"{field}: only text, numbers, true/false, lists and mappings "
+                          f"(quote a date or a !!tag); e.g. {example}") from None
+    return data
 
 
 def draft_hook_add(
@@ -366,34 +406,34 @@ def draft_hook_add(
     base_revision: int,
     actor: User,
 ) -> SaveResult:
-    """Add one hook to the draft's hooks.yaml from the structured form, then save as usual.
+    """Append one hook to the draft's hooks.yaml from the structured form, then save as usual.
 
-    The hook is inserted as YAML text at the end of the `hooks:` list, wherever
-    that list stands in the file, so the operator's comments and layout stay;
-    the normal save validates it, so a wrong parameter shows up inline at its
-    line like any other edit.
+    The hook is written as YAML text at the end of the `hooks:` list so the
+    operator's comments and layout stay; the normal save validates it, so a
+    wrong parameter shows up inline at its line like any other edit.
     """
-    for form_field, problem in (("id", id_problem(hook_id)), ("event", hook_event_problem(event)),
-                           ("on_fail", hook_action_problem(action))):
-        if problem:
-            raise StudioError(f"{form_field}: {problem}")
-    try:
-        params = yaml.safe_load(params_text) if params_text.strip() else {}
-    except yaml.YAMLError as error:
-        raise StudioError(f"params: not YAML ({str(error).splitlines()[0]}); e.g. {{max_chars: 200}}") from None
+    if not hook_id or not all(c.islower() or c.isdigit() or c in "_.-" for c in hook_id):
+        raise StudioError("id: lower-case letters, digits, '.', '_' or '-' (e.g. price-needs-tool)")
+    if action not in ("retry", "fallback", "suppress"):
+        raise StudioError("on_fail: choose retry, fallback or suppress")
+    params = _form_yaml(params_text, field="params", example="{max_chars: 200}") if params_text.strip() else {}
     if not isinstance(params, dict):
         raise StudioError("params: a mapping of parameter names to values, e.g. {max_chars: 200}")
-    hook = {"id": hook_id, "event": event, "type": hook_type}
+    on_fail = {"action": action, **({"message": message.strip()} if message.strip() else {})}
+    lines = [f"  - id: {hook_id}", f"    event: {json.dumps(event)}", f"    type: {json.dumps(hook_type)}"]
     if matcher.strip():
-        hook["matcher"] = matcher.strip()
+        lines.append(f"    matcher: {json.dumps(matcher.strip())}")
     if params:
-        hook["params"] = params
-    hook["on_fail"] = {"action": action, **({"message": message.strip()} if message.strip() else {})}
-    try:
-        text = insert_hook(draft.files.get("hooks.yaml", ""), hook)
-    except TextEditError as error:
-        raise StudioError(str(error)) from None
-    return draft_file_save(draft=draft, path="hooks.yaml", text=text, base_revision=base_revision, actor=actor)
+        lines.append(f"    params: {json.dumps(params, ensure_ascii=False)}")
+    lines.append(f"    on_fail: {json.dumps(on_fail, ensure_ascii=False)}")
+    text = draft.files.get("hooks.yaml", "")
+    if _hooks_last_top_level_key(text) != "hooks":
+        raise StudioError(
+            "hooks.yaml: the form appends to the `hooks:` list, which must be the file's last top-level key; "
+            "add this hook in the YAML editor instead"
+        )
+    new_text = text.rstrip("\n") + "\n" + "\n".join(lines) + "\n"
+    return draft_file_save(draft=draft, path="hooks.yaml", text=new_text, base_revision=base_revision, actor=actor)
 
 
 def draft_file_delete(*, draft: Draft, path: str, base_revision: int, actor: User) -> Draft:

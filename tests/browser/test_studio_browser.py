@@ -120,3 +120,19 @@ def test_playground_run_on_a_real_worker_updates_the_job_page_until_the_trajecto
         expect(page.locator("#trajectory-reply")).to_contain_text("Link 3 is the Sunscreen SPF50, currently 89 yuan.")
         expect(page.locator(".step-tool_call").first).to_contain_text("get_product_info_by_link_id")
         expect(page.locator(".step-hook_decision").first).to_be_visible()
+
+
+def test_a_refused_front_matter_shows_in_the_preview_with_its_reason(demo, sign_in):
+    """The preview answers a YAML bomb with a 400; the editor still swaps it in, so the reason shows."""
+    page = sign_in("olivia")
+    draft_id = open_new_draft(page)
+    page.goto(f"/drafts/{draft_id}/?path={SKILL}")
+    original = page.input_value("#editor")
+    bomb = "laughs: {a: &a [lol, lol], b: &b [*a, *a], c: [*b, *b]}\n"
+    with page.expect_response(lambda r: r.url.endswith("/preview/") and r.status == 400):
+        page.fill("#editor", original.replace("kind: reply\n", "kind: reply\n" + bomb, 1))
+    expect(page.locator("#preview-refused")).to_contain_text("anchors and aliases")
+    with page.expect_response(lambda r: r.url.endswith("/preview/") and r.status == 200):
+        page.fill("#editor", original)
+    expect(page.locator("#preview-refused")).to_have_count(0)
+    expect(page.locator("#skill-preview dt", has_text="kind")).to_be_visible()
