@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass, field
 
 from django.contrib.auth.models import User
@@ -17,6 +18,14 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Max
 from django.utils import timezone
 
+from harness.text_edit import (
+    TextEditError,
+    hook_action_problem,
+    hook_event_problem,
+    id_problem,
+    insert_hook,
+    new_skill_text,
+)
 from studio.accounts.roles import user_can
 from studio.audit.services import audit_record
 from studio.harnesses.bundles import (
@@ -162,6 +171,9 @@ def harness_import_zip(*, data: bytes, author: User | None, message: str, max_by
 
 # --- labels -----------------------------------------------------------------------
 
+LABEL_PATTERN = r"[a-z0-9_-]{1,40}"
+"""A label name: an ASCII slug, as the URLs that name a label (``<slug:label>``) accept."""
+
 
 def _check_label_permission(*, actor: User, name: str) -> None:
     if name == Label.PRODUCTION:
@@ -177,8 +189,8 @@ def label_move(
 ) -> Label:
     """Point label `name` at `version` and record the move; production needs a reviewer and a reason."""
     name = name.strip().lower()
-    if not name or not all(c.isalnum() or c in "-_" for c in name) or len(name) > 40:
-        raise StudioError("label: use 1-40 letters, digits, '-' or '_' (e.g. staging, canary-eu)")
+    if not re.fullmatch(LABEL_PATTERN, name):
+        raise StudioError(f"label: use 1-40 of a-z, 0-9, '-' or '_' (e.g. staging, canary-eu), not {name!r}")
     if version.harness_id != harness.pk:
         raise StudioError(f"version: {version} does not belong to {harness.name}")
     _check_label_permission(actor=actor, name=name)
@@ -341,40 +353,17 @@ def _clean_path(path: str) -> str:
     return path
 
 
-SKILL_TEMPLATE = """---
-name: {name}
-description: {description}
-kind: {kind}
-metadata:
-  version: 1
----
-# {name}
-
-- Describe one behaviour rule per list item.
-"""
-
-
 def draft_skill_add(*, draft: Draft, name: str, kind: str, description: str, base_revision: int, actor: User) -> SaveResult:
-    """Add skills/<name>/SKILL.md to a draft from a small template."""
+    """Add skills/<name>/SKILL.md to a draft from the Harness's skill template."""
     name = name.strip()
-    if not name or len(name) > 64 or not all(c.islower() or c.isdigit() or c in "-_" for c in name):
-        raise StudioError("name: 1-64 characters of a-z, 0-9, '-' or '_' (e.g. size_advice)")
-    if kind not in ("reply", "strategy"):
-        raise StudioError("kind: choose reply or strategy")
+    try:
+        text = new_skill_text(name=name, kind=kind, description=description)
+    except TextEditError as error:
+        raise StudioError(str(error)) from None
     path = f"skills/{name}/SKILL.md"
     if path in draft.files:
         raise StudioError(f"name: the skill {name} already exists in this draft")
-    description = " ".join(description.split()) or f"When to use {name}."
-    text = SKILL_TEMPLATE.format(name=name, description=description, kind=kind)
     return draft_file_save(draft=draft, path=path, text=text, base_revision=base_revision, actor=actor)
-
-
-def _hooks_last_top_level_key(text: str) -> str | None:
-    last = None
-    for line in text.split("\n"):
-        if line and not line[0].isspace() and not line.startswith("#") and ":" in line:
-            last = line.split(":", 1)[0].strip()
-    return last
 
 
 def _form_yaml(text: str, *, field: str, example: str):
@@ -406,34 +395,31 @@ def draft_hook_add(
     base_revision: int,
     actor: User,
 ) -> SaveResult:
-    """Append one hook to the draft's hooks.yaml from the structured form, then save as usual.
+    """Add one hook to the draft's hooks.yaml from the structured form, then save as usual.
 
-    The hook is written as YAML text at the end of the `hooks:` list so the
-    operator's comments and layout stay; the normal save validates it, so a
-    wrong parameter shows up inline at its line like any other edit.
+    The hook is inserted as YAML text at the end of the `hooks:` list, wherever
+    that list stands in the file, so the operator's comments and layout stay;
+    the normal save validates it, so a wrong parameter shows up inline at its
+    line like any other edit.
     """
-    if not hook_id or not all(c.islower() or c.isdigit() or c in "_.-" for c in hook_id):
-        raise StudioError("id: lower-case letters, digits, '.', '_' or '-' (e.g. price-needs-tool)")
-    if action not in ("retry", "fallback", "suppress"):
-        raise StudioError("on_fail: choose retry, fallback or suppress")
+    for form_field, problem in (("id", id_problem(hook_id)), ("event", hook_event_problem(event)),
+                           ("on_fail", hook_action_problem(action))):
+        if problem:
+            raise StudioError(f"{form_field}: {problem}")
     params = _form_yaml(params_text, field="params", example="{max_chars: 200}") if params_text.strip() else {}
     if not isinstance(params, dict):
         raise StudioError("params: a mapping of parameter names to values, e.g. {max_chars: 200}")
-    on_fail = {"action": action, **({"message": message.strip()} if message.strip() else {})}
-    lines = [f"  - id: {hook_id}", f"    event: {json.dumps(event)}", f"    type: {json.dumps(hook_type)}"]
+    hook = {"id": hook_id, "event": event, "type": hook_type}
     if matcher.strip():
-        lines.append(f"    matcher: {json.dumps(matcher.strip())}")
+        hook["matcher"] = matcher.strip()
     if params:
-        lines.append(f"    params: {json.dumps(params, ensure_ascii=False)}")
-    lines.append(f"    on_fail: {json.dumps(on_fail, ensure_ascii=False)}")
-    text = draft.files.get("hooks.yaml", "")
-    if _hooks_last_top_level_key(text) != "hooks":
-        raise StudioError(
-            "hooks.yaml: the form appends to the `hooks:` list, which must be the file's last top-level key; "
-            "add this hook in the YAML editor instead"
-        )
-    new_text = text.rstrip("\n") + "\n" + "\n".join(lines) + "\n"
-    return draft_file_save(draft=draft, path="hooks.yaml", text=new_text, base_revision=base_revision, actor=actor)
+        hook["params"] = params
+    hook["on_fail"] = {"action": action, **({"message": message.strip()} if message.strip() else {})}
+    try:
+        text = insert_hook(draft.files.get("hooks.yaml", ""), hook)
+    except TextEditError as error:
+        raise StudioError(str(error)) from None
+    return draft_file_save(draft=draft, path="hooks.yaml", text=text, base_revision=base_revision, actor=actor)
 
 
 def draft_file_delete(*, draft: Draft, path: str, base_revision: int, actor: User) -> Draft:
