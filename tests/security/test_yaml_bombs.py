@@ -6,14 +6,16 @@ uploads, the playground, endpoints and the evolution pages read JSON, not YAML):
 - ``POST /drafts/<id>/preview/`` (view rights: a reviewer), a SKILL.md's front matter
 - ``POST /drafts/<id>/save/`` for a SKILL.md and for hooks.yaml
 - ``POST /drafts/<id>/hooks/add/``, the hook form's ``params``
-- ``POST /drafts/<id>/skills/add/``, whose description lands in a front matter
 - ``POST /drafts/<id>/skills/import/``, an Agent Skills folder's SKILL.md (a .zip)
 - ``POST /conflicts/<id>/``, the merged text of a conflict
 - ``POST /import/`` and ``POST /api/v1/import/`` (a .zip, and JSON ``files``)
 - ``GET /drafts/<id>/`` of a draft that already holds a bomb (stored before the fix)
 
+``POST /drafts/<id>/skills/add/`` is not among them: harness.text_edit writes its
+description into the front matter as a quoted string, never as YAML.
+
 Each bomb is one line of flow YAML, so the same text serves as a document, a
-form field, a front-matter value and a skill description.
+form field and a front-matter value.
 """
 
 from __future__ import annotations
@@ -125,11 +127,6 @@ def _add_hook(w, bomb):
     return w["operator"].post(f"/drafts/{w['draft'].pk}/hooks/add/", form)
 
 
-def _add_skill(w, bomb):
-    form = {"name": "bomb", "kind": "reply", "description": bomb, "revision": 1}
-    return w["operator"].post(f"/drafts/{w['draft'].pk}/skills/add/", form)
-
-
 def _resolve_conflict(w, bomb):
     return w["operator"].post(f"/conflicts/{w['conflict'].pk}/", {"choice": "merged", "text": _skill(bomb)})
 
@@ -159,8 +156,8 @@ def _import_api_json(w, bomb):
     return Client().post("/api/v1/import/", body, content_type="application/json", **w["api"])
 
 
-ENTRY_POINTS = [_preview, _save_skill, _save_hooks, _add_hook, _add_skill, _import_skill, _resolve_conflict,
-                _import_page, _import_api_zip, _import_api_json]
+ENTRY_POINTS = [_preview, _save_skill, _save_hooks, _add_hook, _import_skill, _resolve_conflict, _import_page,
+                _import_api_zip, _import_api_json]
 
 
 @pytest.mark.timeout(60)  # a regression fails here in a minute, not at the suite's 10
