@@ -40,7 +40,7 @@ STEP_DIMENSIONS = {"skill_selection": "Skill Selection", "tool_rationality": "To
                    "renamed_tool_called": "Renamed Tool Called"}
 # How a request ended (the runtime's trajectory outcome): a reply, the Harness's fallback reply, a
 # hook's or exhausted retries' suppression (a variant may set on_exhausted: suppress), or a silent route.
-OUTCOMES = ("replied", "fallback", "suppressed", "silent")
+OUTCOMES = ("replied", "fallback", "suppressed", "silent", "error")
 OUTCOME_SETS = ("live_qa", "variant_qa")
 # "Renamed Tool Called": of the T2 cases whose gold needs a tool that the case's variant renamed, the
 # share in which the model called that tool by its new name, whatever the arguments (the judge's
@@ -263,16 +263,14 @@ class Ablation:
 
     def _outcomes(self, model: str, set_name: str) -> dict[str, int] | None:
         """How the requests of a finished T1/T2 evaluation ended (the runtime's outcome), else None."""
+        from evaluation.summary import outcome_counts
+
         rows = self._rows(model, set_name)
         if rows is None:
             return None
-        counts = {name: 0 for name in OUTCOMES}
-        counts["replied_effective"] = 0
-        for row in rows.values():
-            counts[row["outcome"]] = counts.get(row["outcome"], 0) + 1
-            counts["replied_effective"] += row["outcome"] == "replied" and row["effectiveness"] > 0
-        counts["n"] = len(rows)
-        return counts
+        # the one definition (evaluation.summary): effective = replied with Effectiveness 1
+        return outcome_counts([{"outcome": row.get("outcome"), "effectiveness": row.get("effectiveness")}
+                               for row in rows.values()])
 
     def _renamed_tool_cases(self) -> dict[str, set[str]]:
         """Held-out case id -> the evaluation variants under which a tool its gold needs has a new name.
@@ -403,8 +401,9 @@ class Ablation:
                 c = table.get("outcomes", {}).get(model, {}).get(set_name)
                 other = c and c["n"] - sum(c[name] for name in OUTCOMES)
                 cells.append("pending" if c is None else
-                             f"{c['replied']} ({c['replied_effective']} effective) / {c['fallback']} / "
-                             f"{c['suppressed']} / {c['silent']}" + (f" / {other} other" if other else "")
+                             f"{c['replied']} ({c['effective']} effective) / {c['fallback']} / "
+                             f"{c['suppressed']} / {c['silent']}" + (f" / {c['error']} error" if c['error'] else "")
+                             + (f" / {other} other" if other else "")
                              + f" of {c['n']}")
             lines.append(f"| {LABELS[model]} | " + " | ".join(cells) + " |")
         lines += ["", "## Targets", ""]

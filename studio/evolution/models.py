@@ -131,7 +131,9 @@ class CaseResult(models.Model):
 
     @property
     def passed(self) -> bool:
-        return self.accuracy >= 1.0 and self.effectiveness >= 1.0
+        from evaluation.scoring import passed
+
+        return passed({"accuracy": self.accuracy, "effectiveness": self.effectiveness})
 
 
 class Evolution(models.Model):

@@ -103,7 +103,8 @@ def test_the_table_says_how_requests_ended(tmp_path):
     ablation._renamed = {}  # no variant renames a tool these made-up cases need
     (tmp_path / "steps.json").write_text(json.dumps({"eval:hsa_sft:variant_qa": {"done": True, "wall_s": 1.0}}))
     ablation.steps = json.loads((tmp_path / "steps.json").read_text())
-    ended = [("a", "replied", 1.0), ("b", "replied", 0.0), ("c", "fallback", 0.0), ("d", "suppressed", 0.0),
+    # 'b' replied half effectively: effective is Effectiveness 1 (evaluation.summary), so it does not count
+    ended = [("a", "replied", 1.0), ("b", "replied", 0.5), ("c", "fallback", 0.0), ("d", "suppressed", 0.0),
              ("e", "silent", 1.0)]
     rows = [{"id": i, "outcome": outcome, "effectiveness": eff, "avg": (1 + eff) / 2, "reasons": [],
              "dimensions": {}, "harness": "hsa900001"} for i, outcome, eff in ended]
@@ -111,7 +112,7 @@ def test_the_table_says_how_requests_ended(tmp_path):
     (tmp_path / "eval" / "hsa_sft" / "variant_qa.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     ablation._read = {}
     assert ablation._outcomes("hsa_sft", "variant_qa") == {
-        "replied": 2, "replied_effective": 1, "fallback": 1, "suppressed": 1, "silent": 1, "n": 5}
+        "replied": 2, "effective": 1, "fallback": 1, "suppressed": 1, "silent": 1, "error": 0, "n": 5}
     assert ablation._outcomes("fixed_sft", "variant_qa") is None
     markdown = (tmp_path / "table.md").read_text() if ablation.write_table() else ""
     assert "## How requests ended" in markdown
