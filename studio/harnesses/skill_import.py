@@ -32,8 +32,8 @@ from studio.harnesses.models import Draft
 from studio.harnesses.services import (
     InvalidBundle,
     StudioError,
-    _check_draft_writable,
-    _problems_to_json,
+    draft_check_writable,
+    problems_to_json,
 )
 
 ASK_KIND = "choose reply or strategy on this form and upload the .zip again"
@@ -71,7 +71,7 @@ def draft_skill_import(
     Raises InvalidBundle listing every problem of the skill's files (nothing is
     saved then), or StudioError for an unreadable .zip or a stale revision.
     """
-    _check_draft_writable(draft=draft, actor=actor)
+    draft_check_writable(draft=draft, actor=actor)
     try:
         source = files_from_zip(data, max_bytes=max_bytes)
     except BundleArchiveError as error:
@@ -90,7 +90,7 @@ def draft_skill_import(
         files = {**current.files, **imported.files}
         Draft.objects.filter(pk=current.pk).update(
             files=files,
-            problems=_problems_to_json(bundle_problems(files)),
+            problems=problems_to_json(bundle_problems(files)),
             revision=F("revision") + 1,
             updated_by=actor,
             updated_at=timezone.now(),

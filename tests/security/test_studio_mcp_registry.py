@@ -21,9 +21,9 @@ from django.core import checks
 from harness import load_mapping
 from studio.audit.models import AuditEvent
 from studio.endpoints.services import endpoint_save
-from studio.harnesses.bundles import files_to_zip
+from studio.harnesses.bundles import bundle_summary, files_to_zip
 from studio.harnesses.models import Draft, Harness, HarnessVersion
-from studio.harnesses.services import blobs_store, bundle_summary, draft_create, draft_file_save
+from studio.harnesses.services import blobs_store, draft_create, draft_file_save
 from studio.jobs.models import Job
 from studio.mcpservers.models import McpServer
 from tests.studio.studio_testing import client_for, token_for
