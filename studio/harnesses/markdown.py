@@ -1,14 +1,19 @@
 """Rendering user-authored skill Markdown to HTML that is safe to show.
 
-Markdown is converted with python-markdown and then cleaned with nh3 (an
-allow-list HTML sanitiser): scripts, event handlers and javascript: URLs are
-removed, so a skill body can never run code in a reviewer's browser.
+Markdown is converted with cmark-gfm (GitHub's CommonMark, tables and
+strikethrough; C, built to take linear time on any input, so a body of
+pathological brackets cannot stall a preview: python-markdown took 5.5 s on 4,000
+'[' and grew with the square of the length) and then cleaned with nh3 (an
+allow-list HTML sanitiser): raw HTML is dropped by cmark-gfm's safe mode, and
+scripts, event handlers and javascript: URLs by nh3, so a skill body can never
+run code in a reviewer's browser.
 """
 
 from __future__ import annotations
 
-import markdown as md
+import cmarkgfm
 import nh3
+from cmarkgfm.cmark import Options
 
 from harness.bundle import MAX_FILE_BYTES
 from harness.skills import split_front_matter
@@ -32,8 +37,8 @@ def sanitise_html(html: str) -> str:
 
 
 def render_markdown(text: str) -> str:
-    """Markdown -> sanitised HTML."""
-    return sanitise_html(md.markdown(text, extensions=["fenced_code", "tables", "sane_lists"]))
+    """Markdown -> sanitised HTML (linear in the text's length)."""
+    return sanitise_html(cmarkgfm.github_flavored_markdown_to_html(text, options=Options.CMARK_OPT_DEFAULT))
 
 
 def split_skill(text: str) -> tuple[dict | None, str, str | None]:

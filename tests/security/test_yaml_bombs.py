@@ -232,3 +232,35 @@ def test_the_reader_keeps_nothing_between_calls():
     current, _peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     assert current < 200_000, current
+
+
+# --- the Markdown body ------------------------------------------------------------------------------
+# python-markdown took 5.5 s on 4,000 '[' (quadratic): any viewer could stall a worker thread with
+# one preview. The renderer is now cmark-gfm (linear by design); these bodies are near the size cap.
+MARKDOWN_BOMBS = {
+    "open brackets": "[" * 200_000,
+    "unclosed links": "[a](" * 50_000,
+    "emphasis runs": "*a" * 100_000,
+    "underscores": "_a" * 100_000,
+    "angle brackets": "<" * 200_000,
+}
+
+
+@pytest.mark.parametrize("body", MARKDOWN_BOMBS.values(), ids=MARKDOWN_BOMBS.keys())
+def test_a_pathological_markdown_body_previews_quickly(world, body):
+    text = f"---\nname: item_qa\ndescription: Questions about an item.\nkind: reply\n---\n{body}\n"
+    with _bounded() as measured:
+        response = world["reviewer"].post(f"/drafts/{world['draft'].pk}/preview/", {"text": text})
+    assert response.status_code == 200
+    assert measured["seconds"] < MAX_SECONDS, f"{measured['seconds']:.1f} s"
+    assert measured["peak"] < MAX_PEAK_BYTES
+
+
+def test_the_rendered_body_stays_sanitised(world):
+    text = ("---\nname: item_qa\ndescription: Questions about an item.\nkind: reply\n---\n"
+            "# Title\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n<script>alert(1)</script>\n\n"
+            "[x](javascript:alert(1)) <img src=x onerror=alert(1)> [ok](https://example.com)\n")
+    html = world["reviewer"].post(f"/drafts/{world['draft'].pk}/preview/", {"text": text}).content.decode()
+    assert "<h1>Title</h1>" in html and "<td>1</td>" in html
+    assert "<script>alert" not in html and "javascript:" not in html and "onerror" not in html
+    assert 'href="https://example.com"' in html
