@@ -10,9 +10,10 @@ from django.db.models import F
 from django.http import JsonResponse
 
 from studio.api.auth import api_error, api_view
+from studio.evolution.decisions import production_promote
 from studio.harnesses import selectors
 from studio.harnesses.bundles import BundleArchiveError
-from studio.harnesses.models import Harness, HarnessVersion
+from studio.harnesses.models import Harness, HarnessVersion, Label
 from studio.harnesses.services import (
     InvalidBundle,
     StudioError,
@@ -103,7 +104,9 @@ def bundle_import(request):
 
 @api_view("label.move", ("POST",))
 def label_set(request, name: str, label: str):
-    """POST JSON {"version": N, "reason": "..."} to point `label` at version N."""
+    """POST JSON {"version": N, "reason": "...", "override_reason": "..."} to point `label` at version N.
+
+    production goes through the release gates: a failed or no-data gate needs ``override_reason``."""
     harness = _harness_or_404(name)
     if harness is None:
         return api_error(404, f"no Harness named {name}")
@@ -115,8 +118,14 @@ def label_set(request, name: str, label: str):
     version = harness.versions.filter(number=number).first()
     if version is None:
         return api_error(404, f"no version {number} of {name}")
+    reason = str(payload.get("reason", ""))
     try:
-        moved = label_move(harness=harness, name=label, version=version, actor=request.user, reason=str(payload.get("reason", "")))
+        if label.strip().lower() == Label.PRODUCTION:  # through the release gates, as on the Harness page
+            production_promote(harness=harness, version=version, actor=request.user, reason=reason,
+                               override_reason=str(payload.get("override_reason", "")))
+            moved = Label.objects.get(harness=harness, name=Label.PRODUCTION)
+        else:
+            moved = label_move(harness=harness, name=label, version=version, actor=request.user, reason=reason)
     except PermissionDenied as error:
         return api_error(403, str(error))
     except StudioError as error:

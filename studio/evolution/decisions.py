@@ -25,7 +25,12 @@ from studio.evolution.stages import (
     stage_require,
 )
 from studio.harnesses.models import Draft, Label
-from studio.harnesses.services import StudioError, label_move, label_rollback
+from studio.harnesses.services import (
+    StudioError,
+    label_check_permission,
+    label_move,
+    label_rollback,
+)
 
 
 def _check_open_proposal(proposal: Proposal) -> Stage:
@@ -80,7 +85,7 @@ def stage_decide(*, stage: Stage, decision: str, actor: User, reason: str = "",
     ``override_reason`` is the reviewer's written reason to promote to production although a release gate
     failed or has no data; without it such a promotion is refused, naming the gates.
     """
-    from studio.evolution.gates import gates_check_promotion, release_gates
+    from studio.evolution.gates import release_gates
 
     stage_require(actor, "evolution.review", "deciding a stage")
     stage_check_open(stage)
@@ -98,19 +103,10 @@ def stage_decide(*, stage: Stage, decision: str, actor: User, reason: str = "",
             label_move(harness=evolution.harness, name=Label.STAGING, version=candidate, actor=actor,
                        reason=reason or f"evolution #{evolution.pk} stage {stage.number}")
         elif decision == Stage.PROMOTE_PRODUCTION:
-            if not reason:
-                raise EvolutionError("reason: say why this version goes to production")
             gates = release_gates(comparison=stage.comparison, tolerance=evolution.tolerance)
-            try:
-                overridden = gates_check_promotion(gates=gates, override_reason=override_reason)
-            except ValueError as refused:
-                raise EvolutionError(str(refused)) from None
-            move_reason = reason
-            if overridden:
-                move_reason += (" (release gates overridden: " + ", ".join(f"{g.name} {g.status}" for g in overridden)
-                                + f"; {override_reason})")
-            label_move(harness=evolution.harness, name=Label.PRODUCTION, version=candidate, actor=actor,
-                       reason=move_reason)
+            overridden = production_promote(harness=evolution.harness, version=candidate, actor=actor,
+                                            reason=reason, override_reason=override_reason, gates=gates,
+                                            target=f"evolution #{evolution.pk} stage {stage.number}")
         elif decision == Stage.ROLLBACK:
             for label in Label.objects.filter(harness=evolution.harness, version=candidate) if candidate else []:
                 label_rollback(label=label, actor=actor, reason=reason or f"stage {stage.number} rolled back")
@@ -125,10 +121,6 @@ def stage_decide(*, stage: Stage, decision: str, actor: User, reason: str = "",
     target = f"evolution #{evolution.pk} stage {stage.number}"
     audit_record(actor=actor, action=f"evolution.decision.{decision}", harness=evolution.harness, target=target,
                  data={"candidate": candidate.number if candidate else None, "reason": reason})
-    if overridden:
-        audit_record(actor=actor, action="evolution.gates.override", harness=evolution.harness, target=target,
-                     data={"version": candidate.number, "reason": override_reason,
-                           "gates": [g.to_dict() for g in overridden]})
     if decision == Stage.PROMOTE_PRODUCTION:
         Evolution.objects.filter(pk=evolution.pk).update(status=Evolution.PROMOTED)
         evolution.status = Evolution.PROMOTED
@@ -140,3 +132,37 @@ def stage_decide(*, stage: Stage, decision: str, actor: User, reason: str = "",
     elif decision == Stage.ROLLBACK:
         stage_open(evolution=evolution, parent=stage.parent_version, parent_run=stage.parent_run, actor=actor)
     return stage
+
+
+@transaction.atomic
+def production_promote(*, harness, version, actor: User, reason: str, override_reason: str = "",
+                       gates: list | None = None, target: str = "") -> list:
+    """Point production at ``version`` through the release gates: the one way a person promotes.
+
+    ``gates`` are the stage's when a stage decides, else the version's own
+    (:func:`studio.evolution.gates.version_release_gates`). A gate that failed or has no data
+    refuses the move (``StudioError`` naming the gates) unless ``override_reason`` says why; the
+    override goes into the label move's reason and the audit log (``evolution.gates.override``).
+    Returns the gates overridden. Rolling production back (``label_rollback``) is not gated.
+    """
+    from studio.evolution.gates import gates_check_promotion, version_release_gates
+
+    label_check_permission(actor=actor, name=Label.PRODUCTION)
+    reason, override_reason = reason.strip(), override_reason.strip()
+    if not reason:
+        raise StudioError("reason: say why this version goes to production")
+    gates = version_release_gates(version=version) if gates is None else gates
+    try:
+        overridden = gates_check_promotion(gates=gates, override_reason=override_reason)
+    except ValueError as refused:
+        raise StudioError(str(refused)) from None
+    if overridden:
+        reason += (" (release gates overridden: " + ", ".join(f"{g.name} {g.status}" for g in overridden)
+                   + f"; {override_reason})")
+    label_move(harness=harness, name=Label.PRODUCTION, version=version, actor=actor, reason=reason)
+    if overridden:
+        audit_record(actor=actor, action="evolution.gates.override", harness=harness,
+                     target=target or f"{harness.name}@production",
+                     data={"version": version.number, "reason": override_reason,
+                           "gates": [g.to_dict() for g in overridden]})
+    return overridden

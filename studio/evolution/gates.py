@@ -74,6 +74,24 @@ def release_gates(*, comparison: dict[str, Any], tolerance: float) -> list[Gate]
     return [business_gate(comparison=comparison, tolerance=tolerance), latency_gate(), ifeval_gate()]
 
 
+def version_release_gates(*, version) -> list[Gate]:
+    """The gates of a version promoted outside a stage decision (the Harness page, the API).
+
+    Its business gate is the newest evolution stage that evaluated it as a candidate against its
+    parent; a version no stage evaluated has no data there."""
+    from studio.evolution.models import Stage
+
+    stage = (Stage.objects.select_related("evolution").filter(candidate_version=version)
+             .exclude(comparison={}).order_by("-pk").first())
+    if stage is None:
+        business = Gate("business regression", "no data",
+                        f"v{version.number} has not been evaluated against its parent in an evolution stage")
+    else:
+        business = business_gate(comparison=stage.comparison, tolerance=stage.evolution.tolerance)
+        business.detail += f" (evolution #{stage.evolution_id} stage {stage.number})"
+    return [business, latency_gate(), ifeval_gate()]
+
+
 def gates_blocking(gates: list[Gate]) -> list[Gate]:
     """The gates that stop a promotion to production: failed, or without data."""
     return [g for g in gates if g.status != "pass"]
@@ -111,3 +129,12 @@ def stopping_advice(*, stages: list, sparse_share: float = 0.1, sparse_cluster: 
                 f"{errors} remaining failure(s) of {n} are sparse long-tail cases; more local rules risk "
                 "cross-category regressions. Keep the best version so far.")
     return ""
+
+
+def version_gate_overrides(*, version) -> list:
+    """The audit events of promotions of ``version`` that went through with a gate overridden."""
+    from studio.audit.models import AuditEvent
+
+    return list(AuditEvent.objects.select_related("actor")
+                .filter(action="evolution.gates.override", harness_id=version.harness_id,
+                        data__version=version.number).order_by("-created_at"))

@@ -17,6 +17,8 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from studio.accounts.decorators import requires
+from studio.evolution.decisions import production_promote
+from studio.evolution.gates import version_gate_overrides, version_release_gates
 from studio.harnesses import selectors
 from studio.harnesses.bundles import BundleArchiveError, files_to_zip
 from studio.harnesses.diffs import ChangeSet, version_diff, version_summary
@@ -137,6 +139,8 @@ def version_detail(request, name: str, number: int):
             "preview": render_skill_preview(text) if path.endswith(".md") else None,
             "labels": version.labels.all(),
             "other_labels": harness.labels.exclude(version=version),
+            "gates": version_release_gates(version=version),
+            "gate_overrides": version_gate_overrides(version=version),
         },
     )
 
@@ -193,15 +197,16 @@ def version_diff_summary(request, name: str):
 @requires("label.move")
 def label_move_view(request, name: str):
     harness = harness_or_404(name)
+    name = request.POST.get("label", "").strip().lower()
     try:
         version = version_or_404(harness, parse_int(request.POST.get("version"), field="version"))
-        label_move(
-            harness=harness,
-            name=request.POST.get("label", ""),
-            version=version,
-            actor=request.user,
-            reason=request.POST.get("reason", ""),
-        )
+        if name == Label.PRODUCTION:  # through the release gates (studio.evolution.decisions)
+            production_promote(harness=harness, version=version, actor=request.user,
+                               reason=request.POST.get("reason", ""),
+                               override_reason=request.POST.get("override_reason", ""))
+        else:
+            label_move(harness=harness, name=name, version=version, actor=request.user,
+                       reason=request.POST.get("reason", ""))
     except StudioError as error:
         messages.error(request, str(error))
     except PermissionDenied as error:

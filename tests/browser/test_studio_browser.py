@@ -78,7 +78,14 @@ def test_a_reviewer_promotes_a_version_to_production_with_a_reason(demo, sign_in
     page.fill("#label-form input[name=label]", "production")
     page.fill("#label-form input[name=reason]", "Regression suite green")
     page.click("#label-form button")
+    # v1 was never evaluated in a stage and nothing was replayed: the gates have no data
+    expect(page.locator(".msg-error")).to_contain_text("release gates did not pass")
+    page.fill("#label-form input[name=label]", "production")
+    page.fill("#label-form input[name=reason]", "Regression suite green")
+    page.fill("#label-form input[name=override_reason]", "first release; gates measured next")
+    page.click("#label-form button")
     expect(page.locator(".msg-success")).to_contain_text("production now points at v1")
+    expect(page.locator("#release-gates")).to_contain_text("first release; gates measured next")
     page.goto("/h/livestream-avatar/history/")
     row = page.locator("#label-history tbody tr").first
     expect(row).to_contain_text("promote")

@@ -76,11 +76,19 @@ def test_import_a_zip_then_move_labels(personas, demo_version, demo_files):
         "/api/v1/harnesses/livestream-avatar/labels/production/", json.dumps({"version": 2}), content_type="application/json", **rheaders
     )
     assert no_reason.status_code == 400 and "reason" in no_reason.json()["error"]
-    ok = reviewer.post(
+    gated = reviewer.post(
         "/api/v1/harnesses/livestream-avatar/labels/production/",
         json.dumps({"version": 2, "reason": "regression suite green"}), content_type="application/json", **rheaders,
     )
-    assert ok.status_code == 200
+    # no evolution stage evaluated v2, no replay or IFEval finished: the release gates have no data
+    assert gated.status_code == 400 and "release gates did not pass" in gated.json()["error"]
+    assert not Label.objects.filter(name="production").exists()
+    ok = reviewer.post(
+        "/api/v1/harnesses/livestream-avatar/labels/production/",
+        json.dumps({"version": 2, "reason": "regression suite green", "override_reason": "hotfix, gates next week"}),
+        content_type="application/json", **rheaders,
+    )
+    assert ok.status_code == 200, ok.content
     assert Label.objects.get(name="production").version.number == 2
 
 

@@ -24,7 +24,7 @@ from studio.harnesses.services.drafts import (
     problems_to_json,
 )
 from studio.harnesses.services.errors import DuplicateVersion, InvalidBundle, StudioError
-from studio.harnesses.services.labels import label_move, label_rollback
+from studio.harnesses.services.labels import label_check_permission, label_move, label_rollback
 from studio.harnesses.services.versions import (
     ImportResult,
     blobs_store,
@@ -52,6 +52,7 @@ __all__ = [
     "harness_import",
     "harness_import_zip",
     "harness_version_create",
+    "label_check_permission",
     "label_move",
     "label_rollback",
     "problems_to_json",

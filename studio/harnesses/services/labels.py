@@ -17,7 +17,7 @@ LABEL_PATTERN = r"[a-z0-9_-]{1,40}"
 """A label name: an ASCII slug, as the URLs that name a label (``<slug:label>``) accept."""
 
 
-def _check_label_permission(*, actor: User, name: str) -> None:
+def label_check_permission(*, actor: User, name: str) -> None:
     if name == Label.PRODUCTION:
         if not user_can(actor, "label.production"):
             raise PermissionDenied("moving the production label needs the reviewer role")
@@ -35,7 +35,7 @@ def label_move(
         raise StudioError(f"label: use 1-40 of a-z, 0-9, '-' or '_' (e.g. staging, canary-eu), not {name!r}")
     if version.harness_id != harness.pk:
         raise StudioError(f"version: {version} does not belong to {harness.name}")
-    _check_label_permission(actor=actor, name=name)
+    label_check_permission(actor=actor, name=name)
     reason = reason.strip()
     if name == Label.PRODUCTION and not reason:
         raise StudioError("reason: say why this version goes to production")
