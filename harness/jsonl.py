@@ -22,6 +22,14 @@ from typing import Any
 from harness.userfiles import MAX_LINES_BYTES, parse_json, read_text
 
 
+def split_lines(text: str) -> list[str]:
+    """The lines of JSON Lines text, ending at \n, \r\n or \r only (without the line end).
+
+    str.splitlines() also cuts at U+2028 and friends, which json.dumps(ensure_ascii=False)
+    leaves raw inside strings, so a record would be split in two."""
+    return [line.removesuffix("\n") for line in io.StringIO(text, newline=None)]
+
+
 def jsonl_records(path: str | Path, *, error: type[Exception] = ValueError,
                   text: str | None = None) -> Iterator[tuple[int, Any]]:
     """``(line number, value)`` for each non-blank line of ``path`` (or of ``text``, named as ``path``).
@@ -31,13 +39,10 @@ def jsonl_records(path: str | Path, *, error: type[Exception] = ValueError,
     """
     if text is None:
         text = read_text(path, what="JSON Lines file", max_bytes=MAX_LINES_BYTES, error=error)
-    # Lines end at \n, \r\n or \r only: str.splitlines() would also cut at U+2028 and
-    # friends, which json.dumps(ensure_ascii=False) leaves raw inside strings.
-    for number, line in enumerate(io.StringIO(text, newline=None), start=1):
+    for number, line in enumerate(split_lines(text), start=1):
         if not line.strip():
             continue
-        yield number, parse_json(line.removesuffix("\n"), source=str(path), line=number,
-                                 what="JSON Lines record", error=error)
+        yield number, parse_json(line, source=str(path), line=number, what="JSON Lines record", error=error)
 
 
 def finished_records(path: str | Path) -> list[Any]:
@@ -46,7 +51,7 @@ def finished_records(path: str | Path) -> list[Any]:
     if not path.is_file():
         return []
     records = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for line in split_lines(path.read_text(encoding="utf-8")):
         try:
             records.append(json.loads(line))
         except json.JSONDecodeError:

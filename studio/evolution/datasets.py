@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 
 from django.contrib.auth.models import User
 from django.db import transaction
 
+from harness.jsonl import split_lines
 from studio.audit.services import audit_record
 from studio.evolution.errors import EvolutionError
 from studio.evolution.models import Dataset, DatasetCase
@@ -39,8 +41,8 @@ def dataset_import(
     from harness.livestream import Catalogue, DocumentValidationError
 
     name = name.strip().lower()
-    if not name or len(name) > 80 or not all(c.isalnum() or c in "-_" for c in name):
-        raise EvolutionError("name: use 1-80 letters, digits, '-' or '_' (e.g. dev-482)")
+    if not re.fullmatch(r"[a-z0-9_-]{1,80}", name):  # isalnum() would take 'café'
+        raise EvolutionError(f"name: use 1-80 of a-z, 0-9, '-' or '_' (e.g. dev-482), not {name!r}")
     if Dataset.objects.filter(name=name).exists():
         raise EvolutionError(f"name: a dataset called {name!r} exists already; pick another name")
     if not 0 <= heldout_share <= 0.5:
@@ -50,7 +52,7 @@ def dataset_import(
             Catalogue.from_dict(catalogue, source=f"{source} catalogue")
         except DocumentValidationError as error:
             raise EvolutionError(f"catalogue: {error}") from None
-    lines = text.splitlines()
+    lines = split_lines(text)
     cases = parse_cases(lines, source=source)
     numbers = [i for i, line in enumerate(lines, 1) if line.strip()]
     dataset = Dataset.objects.create(name=name, description=description, source=source, catalogue=catalogue,
