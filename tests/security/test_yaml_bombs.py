@@ -64,9 +64,15 @@ def _skill(bomb: str) -> str:
     return f"---\nname: item_qa\ndescription: Questions about an item.\nkind: reply\nbomb: {bomb}\n---\n# item_qa\n\n- Answer.\n"
 
 
+def _status_kib(field: str) -> int:
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith(f"{field}:"))
+
+
 @contextmanager
 def _bounded():
-    """Measures one request: wall time and the peak of its Python allocations.
+    """Measures one request: wall time, the peak of its Python allocations and how far its
+    resident memory rose.
 
     tracemalloc sees every Python object the request builds, which is where a bomb
     goes off (the expanded aliases are Python lists and strings, the rendered
@@ -75,8 +81,12 @@ def _bounded():
     a safety net: should a regression let a bomb through, the request fails
     with MemoryError in seconds instead of swapping the machine that runs the tests.
     """
-    with open("/proc/self/status") as status:
-        vm_kib = next(int(line.split()[1]) for line in status if line.startswith("VmSize:"))
+    vm_kib = _status_kib("VmSize")
+    # Resident memory too (C buffers included): reset the peak (VmHWM) to the current RSS, and read
+    # how far it rose during the request.
+    with open("/proc/self/clear_refs", "w") as refs:
+        refs.write("5")
+    rss_before = _status_kib("VmRSS")
     soft, hard = resource.getrlimit(resource.RLIMIT_AS)
     cap = vm_kib * 1024 + 1024**3
     resource.setrlimit(resource.RLIMIT_AS, (cap if hard == resource.RLIM_INFINITY else min(cap, hard), hard))
@@ -88,6 +98,7 @@ def _bounded():
     finally:
         measured["seconds"] = time.monotonic() - started
         measured["peak"] = tracemalloc.get_traced_memory()[1]
+        measured["resident_growth"] = 1024 * (_status_kib("VmHWM") - rss_before)
         tracemalloc.stop()
         resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
 
@@ -172,6 +183,7 @@ def test_a_yaml_bomb_gets_a_400_quickly_in_little_memory_and_nothing_is_saved(se
     assert says in body, body[:3000]
     assert measured["seconds"] < MAX_SECONDS, measured
     assert measured["peak"] < MAX_PEAK_BYTES, measured
+    assert measured["resident_growth"] < MAX_PEAK_BYTES, measured
     assert len(response.content) < 2 * MAX_YAML_BYTES + 200_000  # the page did not expand the bomb
     draft = Draft.objects.get(pk=world["draft"].pk)
     assert draft.revision == 1 and draft.files == world["draft"].files
@@ -253,7 +265,7 @@ def test_a_pathological_markdown_body_previews_quickly(world, body):
         response = world["reviewer"].post(f"/drafts/{world['draft'].pk}/preview/", {"text": text})
     assert response.status_code == 200
     assert measured["seconds"] < MAX_SECONDS, f"{measured['seconds']:.1f} s"
-    assert measured["peak"] < MAX_PEAK_BYTES
+    assert measured["peak"] < MAX_PEAK_BYTES and measured["resident_growth"] < MAX_PEAK_BYTES, measured
 
 
 def test_the_rendered_body_stays_sanitised(world):
