@@ -29,6 +29,7 @@ from harness.bundle import MAX_FILE_BYTES, dump_dir, load_mapping, read_dir, val
 from harness.errors import Problem
 from harness.skills import KIND_MEANINGS, SKILL_KINDS, split_front_matter
 from harness.text_edit import skill_name_problem
+from harness.tools import parse_tools
 from harness.userfiles import InputFileError, read_text
 from harness.yamlio import load_yaml
 
@@ -44,6 +45,14 @@ class ImportedSkill:
     kind: str
     files: dict[str, str]  # bundle path (skills/<name>/...) -> text
     bundle_problems: list[Problem] = field(default_factory=list)  # in other files of the bundle
+    set_aside_tools: tuple[str, ...] = ()  # allowed-tools this Harness does not declare (the host agent's)
+
+    def tools_note(self) -> str:
+        """What the import did with ``allowed-tools`` names this Harness has no tool for, or ""."""
+        if not self.set_aside_tools:
+            return ""
+        return (f"allowed-tools: set aside {' '.join(self.set_aside_tools)} (the public skill's host-agent "
+                "tools; this Harness declares no tool by that name), kept as a comment in SKILL.md")
 
     def file_hint(self) -> str:
         """How the agent reads one of the skill's inert files, or "" when it has none."""
@@ -122,6 +131,7 @@ def skill_import(source: dict[str, str], *, bundle_files: dict[str, str], kind: 
         inserted_at = body_line - 1
         given = kind if kind in SKILL_KINDS else SKILL_KINDS[0]
         text = "\n".join([*lines[:inserted_at - 1], f"kind: {given}", *lines[inserted_at - 1:]])
+    text, set_aside = _set_aside_host_tools(text, data, linemap, bundle_files)
     prefix = f"skills/{name}/"
     if any(p.startswith(prefix) for p in bundle_files):
         raise SkillImportError([*problems, Problem(
@@ -139,7 +149,32 @@ def skill_import(source: dict[str, str], *, bundle_files: dict[str, str], kind: 
         problems.append(Problem(rel, line, problem.field, problem.message))
     if problems:
         raise SkillImportError(problems)
-    return ImportedSkill(name=name, kind=kind or data["kind"], files=files, bundle_problems=others)
+    return ImportedSkill(name=name, kind=kind or data["kind"], files=files, bundle_problems=others,
+                         set_aside_tools=set_aside)
+
+
+def _set_aside_host_tools(text: str, data: dict, linemap, bundle_files: dict[str, str]
+                          ) -> tuple[str, tuple[str, ...]]:
+    """SKILL.md with ``allowed-tools`` names the bundle's tools.yaml lacks moved into a comment.
+
+    In the public format ``allowed-tools`` names the host agent's tools (``Bash(git:*) Read``);
+    here it names tools of tools.yaml, and validation refuses others. A one-line value keeps the
+    names this Harness declares and ends with ``# set aside on import: ...``, so the line numbers
+    and what the author wrote stay; a list over several lines is left for validation to report."""
+    value = data.get("allowed-tools")
+    tools, _ = parse_tools(bundle_files.get("tools.yaml", ""))
+    if not isinstance(value, str) or tools is None:
+        return text, ()
+    names = value.split()
+    kept = [n for n in names if n in tools.names]
+    set_aside = tuple(n for n in names if n not in tools.names)
+    lines = text.split("\n")
+    at = linemap.line(("allowed-tools",)) - 1
+    if not set_aside or not (0 <= at < len(lines)) or not lines[at].startswith("allowed-tools:"):
+        return text, ()
+    lines[at] = (f"allowed-tools: {' '.join(kept)!r}" if kept else "allowed-tools: ''") \
+        + f"  # set aside on import (host-agent tools, not in tools.yaml): {' '.join(set_aside)}"
+    return "\n".join(lines), set_aside
 
 
 def read_skill_dir(path: str | Path) -> tuple[dict[str, str], list[Problem]]:
@@ -241,6 +276,8 @@ def cmd_import_skill(args) -> int:
         print(f"  {path}")
     if imported.file_hint():
         print(f"the agent reads a file with {imported.file_hint()}")
+    if imported.tools_note():
+        print(imported.tools_note())
     print(load_mapping({**bundle_files, **imported.files}).summary())
     return 0
 

@@ -255,6 +255,7 @@ def draft_skill_import_view(request, draft_id: int):
             skill = result.skill
             path = f"skills/{skill.name}/SKILL.md"
             note = f" The agent reads its files with {skill.file_hint()}." if skill.file_hint() else ""
+            note += f" {skill.tools_note()}." if skill.tools_note() else ""
             messages.success(request, f"Imported {skill.name} ({skill.kind}), {len(skill.files)} files.{note}")
             return redirect(f"{reverse('harnesses:draft_edit', args=[draft.pk])}?path={path}")
     return render(request, "harnesses/draft_skill_import.html", context, status=400)

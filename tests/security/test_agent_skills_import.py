@@ -11,6 +11,7 @@ file, a binary) is refused with the reason, and nothing is written.
 
 from __future__ import annotations
 
+import html
 import io
 import os
 import subprocess
@@ -115,6 +116,22 @@ def test_import_with_kind_writes_the_skill_its_references_and_assets(tmp_path):
     validated = subprocess.run([sys.executable, "-m", "harness", "validate", bundle],
                                capture_output=True, text=True, timeout=120)
     assert validated.returncode == 0 and "15 skills (8 reply, 7 strategy)" in validated.stdout
+
+
+HOST_TOOLS_MD = SKILL_MD.replace('  version: "1.0"\n', '  version: "1.0"\nallowed-tools: Bash(git:*) Read search_faq\n')
+
+
+def test_host_agent_tools_in_allowed_tools_are_set_aside_not_refused(tmp_path):
+    """Public skills name their host agent's tools (Bash, Read); this Harness has none by those names."""
+    bundle = demo_copy(tmp_path)
+    result = import_skill(public_skill(tmp_path, skill_md=HOST_TOOLS_MD), "--into", bundle, "--kind", "strategy")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "allowed-tools: set aside Bash(git:*) Read" in result.stdout
+    text = (bundle / "skills/brand-voice/SKILL.md").read_text()
+    line = next(t for t in text.splitlines() if t.startswith("allowed-tools:"))
+    assert line == ("allowed-tools: 'search_faq'  # set aside on import (host-agent tools, not in tools.yaml): "
+                    "Bash(git:*) Read")
+    assert load_dir(bundle).skills["brand-voice"].allowed_tools == ("search_faq",)
 
 
 def test_a_kind_in_the_front_matter_needs_no_flag_and_a_contradicting_flag_is_refused(tmp_path):
@@ -350,6 +367,17 @@ def test_studio_asks_for_the_kind_then_imports_into_the_draft(personas, draft):
     names = zipfile.ZipFile(io.BytesIO(export.content)).namelist()
     assert f"{draft.harness.name}/skills/brand-voice/references/tone.md" in names
     assert f"{draft.harness.name}/skills/brand-voice/assets/reply-template.txt" in names
+
+
+@pytest.mark.django_db
+def test_studio_import_says_which_host_agent_tools_it_set_aside(personas, draft):
+    client = client_for(personas.operator)
+    response = upload(client, draft, skill_zip({**PUBLIC_FILES, "SKILL.md": HOST_TOOLS_MD}), kind="strategy")
+    assert response.status_code == 302
+    page = client.get(response["Location"]).content.decode()
+    assert "allowed-tools: set aside Bash(git:*) Read" in html.unescape(page)
+    draft.refresh_from_db()
+    assert draft.problems == []
 
 
 @pytest.mark.django_db
