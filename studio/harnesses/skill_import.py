@@ -16,8 +16,6 @@ from dataclasses import dataclass
 
 from django.contrib.auth.models import User
 from django.db import transaction
-from django.db.models import F
-from django.utils import timezone
 
 from harness.skill_import import (
     ImportedSkill,
@@ -33,6 +31,7 @@ from studio.harnesses.services import (
     InvalidBundle,
     StudioError,
     draft_check_writable,
+    draft_files_store,
     problems_to_json,
 )
 
@@ -88,14 +87,8 @@ def draft_skill_import(
         if problems:
             raise InvalidBundle(sorted(set(problems)))
         files = {**current.files, **imported.files}
-        Draft.objects.filter(pk=current.pk).update(
-            files=files,
-            problems=problems_to_json(bundle_problems(files)),
-            revision=F("revision") + 1,
-            updated_by=actor,
-            updated_at=timezone.now(),
-        )
-        current.refresh_from_db()
+        draft_files_store(draft=current, files=files, problems=problems_to_json(bundle_problems(files)),
+                          actor=actor)
     audit_record(
         actor=actor,
         action="draft.import_skill",

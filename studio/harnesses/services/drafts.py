@@ -121,11 +121,7 @@ def draft_file_save(
             # stored, every page and job that reads the draft would have to refuse it again
             raise StudioError(f"{refused}; nothing was saved")
         problems = problems_to_json(found)
-        updated = Draft.objects.filter(pk=current.pk, revision=base_revision).update(
-            files=files, problems=problems, revision=F("revision") + 1, updated_by=actor, updated_at=timezone.now()
-        )
-        assert updated == 1  # the row is locked; a miss here would be a bug, not a race
-        current.refresh_from_db()
+        draft_files_store(draft=current, files=files, problems=problems, actor=actor)
     audit_record(
         actor=actor,
         action="draft.save",
@@ -134,6 +130,19 @@ def draft_file_save(
         data={"revision": current.revision, "problems": len(problems)},
     )
     return SaveResult(draft=current, conflict=None, problems=problems)
+
+
+def draft_files_store(*, draft: Draft, files: dict[str, str], problems: list[dict], actor: User) -> Draft:
+    """Store new files and their problems as the draft's next revision.
+
+    ``draft`` is the row its caller locked (select_for_update) and checked, inside the
+    caller's transaction; it is refreshed in place."""
+    updated = Draft.objects.filter(pk=draft.pk, revision=draft.revision).update(
+        files=files, problems=problems, revision=F("revision") + 1, updated_by=actor, updated_at=timezone.now()
+    )
+    assert updated == 1  # the row is locked; a miss here would be a bug, not a race
+    draft.refresh_from_db()
+    return draft
 
 
 def _clean_path(path: str) -> str:
