@@ -214,11 +214,17 @@ def validate_case(data: Any) -> list[tuple[str, str]]:
     return problems
 
 
+def case_request_data(case: dict) -> dict:
+    """The request part of a case as JSON data, not yet validated (its category as the intent label)."""
+    data = {k: case[k] for k in REQUEST_FIELDS if k in case}
+    if isinstance(case.get("category"), str):
+        data["intent"] = case["category"]
+    return data
+
+
 def case_request(case: dict) -> Request:
     """The runtime request of a case (its category travels as the request's intent label)."""
-    data = {k: case[k] for k in REQUEST_FIELDS if k in case}
-    data["intent"] = case["category"]
-    return Request.from_dict(data, source=f"case {case.get('id')}")
+    return Request.from_dict(case_request_data(case), source=f"case {case.get('id')}")
 
 
 def parse_cases(lines: Iterable[str], *, source: str = "<cases>") -> list[dict]:

@@ -25,6 +25,7 @@ from studio.audit.services import audit_record
 from studio.endpoints.models import ModelEndpoint
 from studio.endpoints.services import policy_for_endpoint
 from studio.evolution.models import CaseResult, Dataset, DatasetCase, EvalRun
+from studio.evolution.selectors import catalogue_for
 from studio.harnesses.models import HarnessVersion
 from studio.jobs.models import Job
 from studio.jobs.registry import JobFailed
@@ -33,13 +34,6 @@ from studio.jobs.services import JobCancelled, job_create, job_reap_stale
 
 class EvaluationError(ValueError):
     """A run cannot start or resume; the message names the field and what is valid."""
-
-
-def catalogue_for(dataset: Dataset):
-    from harness.livestream import Catalogue, demo_catalogue
-
-    return Catalogue.from_dict(dataset.catalogue, source=f"dataset {dataset.name}") if dataset.catalogue \
-        else demo_catalogue()
 
 
 def eval_run_start(

@@ -14,6 +14,7 @@ from typing import Any
 
 from django.contrib.auth.models import User
 
+from evaluation.cases import case_request_data
 from studio.endpoints.models import ModelEndpoint
 from studio.endpoints.services import policy_for_endpoint
 from studio.evolution.models import Dataset, DatasetCase
@@ -36,19 +37,9 @@ class PlaygroundError(ValueError):
 def playground_catalogue(*, dataset: Dataset | None):
     """The catalogue a request runs with: the dataset's, or the demo catalogue."""
     from harness.livestream import demo_catalogue
-    from studio.evolution.runs import catalogue_for
+    from studio.evolution.selectors import catalogue_for
 
     return catalogue_for(dataset) if dataset is not None else demo_catalogue()
-
-
-def _request_of_case(case: dict[str, Any]) -> dict[str, Any]:
-    """The request part of a case in the evaluation case format (its category as the intent)."""
-    from evaluation.cases import REQUEST_FIELDS
-
-    request = {key: case[key] for key in REQUEST_FIELDS if key in case}
-    if isinstance(case.get("category"), str):
-        request["intent"] = case["category"]
-    return request
 
 
 def playground_case_request(*, dataset: Dataset, case_id: str) -> dict[str, Any]:
@@ -57,7 +48,7 @@ def playground_case_request(*, dataset: Dataset, case_id: str) -> dict[str, Any]
     if case is None:
         raise PlaygroundError(f"case: dataset {dataset.name} has no case {case_id.strip()!r}; "
                               f"its cases are listed on the dataset's page")
-    return _request_of_case(case.data)
+    return case_request_data(case.data)
 
 
 def playground_request_parse(*, text: str, dataset: Dataset | None = None, comment: str = "") -> dict[str, Any]:
@@ -73,7 +64,7 @@ def playground_request_parse(*, text: str, dataset: Dataset | None = None, comme
                               f"{MAX_REQUEST_CHARS // 1024} KiB")
     data = parse_json(text, source="request", what="request", error=PlaygroundError) if text.strip() else {}
     if isinstance(data, dict) and "gold" in data:  # a whole case pasted in: run its request
-        data = _request_of_case(data)
+        data = case_request_data(data)
     if comment.strip() and isinstance(data, dict):
         data = {**data, "id": COMMENT_REQUEST_ID, "mode": "single",
                 "comments": [{"user": "viewer", "text": comment.strip()}]}
