@@ -195,6 +195,7 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "studio")
 CELERY_BEAT_SCHEDULE = {
     "reap-stale-jobs": {"task": "studio.jobs.tasks.reap_stale_jobs", "schedule": 10.0},
+    "resume-stalled-eval-runs": {"task": "studio.evolution.tasks.resume_stalled_eval_runs", "schedule": 10.0},
 }
 
 # --- Jobs ------------------------------------------------------------------------
@@ -203,6 +204,9 @@ CELERY_BEAT_SCHEDULE = {
 JOB_HEARTBEAT_S = env_float("JOB_HEARTBEAT_S", 2.0, minimum=0.1)
 JOB_LEASE_S = env_float("JOB_LEASE_S", 20.0, minimum=0.5)
 JOB_LOG_TAIL_CHARS = env_int("JOB_LOG_TAIL_CHARS", 20000, minimum=1000)
+# An evaluation run's cases are split into chunks of at most EVAL_CHUNK_CASES cases that any
+# worker claims (docs/workers.md): small enough that N workers end within one chunk of each other.
+EVAL_CHUNK_CASES = env_int("EVAL_CHUNK_CASES", 8, minimum=1)
 
 # --- Studio ----------------------------------------------------------------------
 MAX_IMPORT_BYTES = env_int("MAX_IMPORT_BYTES", 20 * 1024 * 1024, minimum=1024)

@@ -36,8 +36,11 @@ def present_eval_run_result(result: dict[str, Any]) -> dict[str, Any]:
           result_template="evolution/_run_job_result.html", present=present_eval_run_result)
 def eval_run_job(context: JobContext) -> dict:
     from studio.evolution.runs import eval_run_execute
+    from studio.jobs.models import Job
 
-    return eval_run_execute(run_id=context.params["run_id"], progress=context.progress, log=context.log)
+    worker = Job.objects.filter(pk=context.job_id).values_list("worker", flat=True).first() or ""
+    return eval_run_execute(run_id=context.params["run_id"], progress=context.progress, log=context.log,
+                            in_worker=getattr(context, "in_worker", False), worker=worker)
 
 
 @job_kind("evolution_diagnose", label="Diagnosis")

@@ -115,6 +115,7 @@ class CaseResult(models.Model):
     trajectory = models.JSONField()
     latency_s = models.FloatField(default=0.0)
     attempt = models.PositiveIntegerField(default=1, help_text="Which job attempt of the run scored it.")
+    worker = models.CharField(max_length=200, blank=True, help_text="hostname and pid of the worker that scored it.")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -134,6 +135,38 @@ class CaseResult(models.Model):
         from evaluation.scoring import passed
 
         return passed({"accuracy": self.accuracy, "effectiveness": self.effectiveness})
+
+
+class EvalChunk(models.Model):
+    """A slice of a run's cases that one worker claims and scores (``studio.evolution.chunks``).
+
+    A claim is a lease: the claimant writes ``heartbeat_at`` while it scores; a
+    chunk whose claimant stopped beating for JOB_LEASE_S may be claimed again,
+    and ``token`` (new at each claim) tells a claimant whether the chunk is still
+    its own. The cases a chunk's claimant finished are ``CaseResult`` rows.
+    """
+
+    PENDING, CLAIMED, DONE = "pending", "claimed", "done"
+    STATUSES = [(s, s) for s in (PENDING, CLAIMED, DONE)]
+
+    run = models.ForeignKey(EvalRun, on_delete=models.CASCADE, related_name="chunks")
+    index = models.PositiveIntegerField(help_text="0-based; chunk i holds the run's cases i, i+n, i+2n, ...")
+    case_ids = models.JSONField()
+    status = models.CharField(max_length=8, choices=STATUSES, default=PENDING)
+    token = models.CharField(max_length=32, blank=True, help_text="The current claim's id; empty when unclaimed.")
+    worker = models.CharField(max_length=200, blank=True, help_text="hostname and pid of the (last) claimant.")
+    claims = models.PositiveIntegerField(default=0, help_text="Times claimed (more than 1: a claimant was lost).")
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["run", "index"]
+        constraints = [models.UniqueConstraint(fields=["run", "index"], name="eval_chunk_unique")]
+        indexes = [models.Index(fields=["run", "status"])]
+
+    def __str__(self) -> str:
+        return f"run #{self.run_id} chunk {self.index} ({self.status})"
 
 
 class Evolution(models.Model):

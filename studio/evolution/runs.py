@@ -1,35 +1,57 @@
-"""Evaluation runs: one Harness version on a list of dataset cases, as a resumable job.
+"""Evaluation runs: one Harness version on a list of dataset cases, as a resumable job over any number of workers.
 
-``eval_run_start`` stores the run and queues a job; the job calls
-``eval_run_execute``, which scores each case with the evaluation core
-(``evaluation.scoring.CaseScorer``: the case's Harness variant, canned tools,
-the judge with the version's own settings) and writes one ``CaseResult`` per
-case the moment it is scored; the summary is ``evaluation.summary.summarize``. A run whose worker dies keeps
-those rows: ``eval_run_resume`` queues a fresh job that skips every case that
+``eval_run_start`` stores the run, cuts its cases into chunks
+(``studio.evolution.chunks``) and queues a job; the job calls
+``eval_run_execute``, which sends one chunk task per further chunk to the
+queue (any worker on any host sharing the database and Redis takes one:
+``eval_run_score_chunk``), scores chunks itself until none is left to claim,
+waits for the chunks other workers hold (claiming again any whose worker's
+lease ran out) and then writes the summary. Every worker scores a case with
+the evaluation core (``evaluation.scoring.CaseScorer``: the case's Harness
+variant, canned tools, the judge with the version's own settings) and writes
+one ``CaseResult`` per case the moment it is scored; the summary is
+``evaluation.summary.summarize``. A worker that dies loses only the case it was
+scoring: its chunk is claimed again once its lease runs out. If the job's own
+worker dies, ``eval_run_resume`` queues a fresh job that skips every case that
 already has a result, and ``eval_runs_resume_stalled`` (called when a worker
-starts and when a run page notices its job was lost) does that for every run
-whose job ended without the run finishing.
+starts, from beat, after each chunk task and when a run page notices its job
+was lost) does that for every run whose job ended without the run finishing.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import transaction
+from django.db.models import Count
 from django.utils import timezone
 
 from harness.mcp_registry import McpServerRefused
 from studio.audit.services import audit_record
 from studio.endpoints.models import ModelEndpoint
 from studio.endpoints.services import policy_for_endpoint
-from studio.evolution.models import CaseResult, Dataset, DatasetCase, EvalRun
+from studio.evolution.chunks import (
+    ChunkLost,
+    ChunkStopped,
+    chunk_claim,
+    chunk_release,
+    chunk_score,
+    chunks_claimable,
+    chunks_ensure,
+    chunks_unfinished,
+)
+from studio.evolution.models import CaseResult, Dataset, DatasetCase, EvalChunk, EvalRun
 from studio.evolution.selectors import catalogue_for
 from studio.harnesses.models import HarnessVersion
 from studio.jobs.models import Job
 from studio.jobs.registry import JobFailed
-from studio.jobs.services import JobCancelled, job_create, job_reap_stale
+from studio.jobs.services import JobCancelled, job_create, job_reap_stale, worker_identity
+
+logger = logging.getLogger(__name__)
 
 
 class EvaluationError(ValueError):
@@ -48,6 +70,7 @@ def eval_run_start(
         raise EvaluationError(f"cases: {', '.join(missing[:5])} not in dataset {dataset.name}")
     run = EvalRun.objects.create(version=version, dataset=dataset, endpoint=endpoint, case_ids=list(case_ids),
                                  created_by=actor)
+    chunks_ensure(run=run)
     audit_record(actor=actor, action="evolution.run.start", harness=version.harness, target=f"eval run #{run.pk}",
                  data={"version": version.number, "dataset": dataset.name, "cases": len(case_ids)})
     _queue(run=run, actor=actor)
@@ -103,61 +126,118 @@ def eval_runs_resume_stalled() -> list[int]:
     job_reap_stale()
     resumed = []
     for run in EvalRun.objects.filter(status__in=(EvalRun.QUEUED, EvalRun.RUNNING)).select_related("job"):
-        if eval_run_is_stalled(run):
-            with transaction.atomic():
-                eval_run_resume(run=run, actor=None)
+        if eval_run_is_stalled(run) and _resume_locked(run_id=run.pk):
             resumed.append(run.pk)
     return resumed
+
+
+def eval_run_resume_if_stalled(run: EvalRun) -> bool:
+    """Reap the run's job if its worker is lost and resume the run if that left it unfinished.
+
+    Returns whether the run may have changed (its job ended: re-read it)."""
+    if run.status not in (EvalRun.QUEUED, EvalRun.RUNNING) or run.job is None:
+        return False
+    if run.job.is_active and not job_reap_stale(job=run.job):
+        return False
+    _resume_locked(run_id=run.pk)
+    return True
+
+
+def _resume_locked(*, run_id: int) -> bool:
+    """Resume the run if it is stalled, deciding under its row lock so two noticing workers queue one job."""
+    with transaction.atomic():
+        run = EvalRun.objects.select_for_update(of=("self",)).select_related("job").get(pk=run_id)
+        if not eval_run_is_stalled(run):
+            return False
+        eval_run_resume(run=run, actor=None)
+    return True
 
 
 def _reason_field(codes: list[str]) -> str:
     return ("," + ",".join(dict.fromkeys(codes)) + ",")[:500] if codes else ""
 
 
-def eval_run_execute(*, run_id: int, progress, log) -> dict[str, Any]:
-    """Score every case of the run that has no result yet (the job's body)."""
+def _scorer(run: EvalRun):
+    """The evaluation core's case scorer for the run's version, endpoint and catalogue."""
     from evaluation.scoring import CaseScorer
     from studio.harnesses.bundles import bundle_load
     from studio.harnesses.selectors import version_files
     from studio.mcpservers.selectors import mcp_registry
 
+    return CaseScorer.for_bundle(bundle=bundle_load(version_files(version=run.version)),
+                                 policy=policy_for_endpoint(run.endpoint), catalogue=catalogue_for(run.dataset),
+                                 mcp_registry=mcp_registry())
+
+
+def _fan_out(*, run_id: int, tasks: int) -> None:
+    from studio.evolution.tasks import score_eval_chunk
+
+    for _ in range(tasks):
+        score_eval_chunk.delay(run_id)
+
+
+def eval_run_execute(*, run_id: int, progress, log, in_worker: bool = False, worker: str = "") -> dict[str, Any]:
+    """Score every case of the run that has no result yet (the job's body).
+
+    ``in_worker``: the job runs in a worker process of its own, so it hands the other chunks to the queue
+    and renews its chunk leases from a side thread; inline (eager, tests) it scores every chunk itself.
+    """
     run = EvalRun.objects.select_related("version", "dataset", "endpoint").get(pk=run_id)
     if run.status == EvalRun.SUCCEEDED:  # a resume queued while the lost job was in fact finishing
         log(f"run #{run.pk} has already finished; nothing to score")
         return {"run_id": run.pk, "scored_now": 0, "kept": run.results.count(), **run.summary.get("overall", {})}
+    worker = worker or worker_identity()
     attempt = run.attempts + 1
     EvalRun.objects.filter(pk=run.pk).update(status=EvalRun.RUNNING, attempts=attempt)
-    done = set(run.results.values_list("case_id", flat=True))
-    todo = [c for c in run.case_ids if c not in done]
-    log(f"attempt {attempt}: {len(done)} case(s) already scored and kept, {len(todo)} to score")
+    chunks = chunks_ensure(run=run)
+    kept = run.results.count()
+    claimable = chunks_claimable(run_id=run.pk)
+    log(f"attempt {attempt}: {kept} case(s) already scored and kept, {run.total - kept} to score; "
+        f"{claimable} of {chunks} chunk(s) of up to {settings.EVAL_CHUNK_CASES} case(s) to claim")
+    reported = {"done": kept}
+
+    def report() -> None:  # the job's progress: cases done over all chunks, whoever scored them
+        finished = run.results.count()
+        progress(round(100 * finished / run.total), None)
+        if finished // 10 > reported["done"] // 10 or (finished == run.total > reported["done"]):
+            log(f"{finished}/{run.total} scored")
+        reported["done"] = finished
+
     try:
-        cases = {c.case_id: c for c in DatasetCase.objects.filter(dataset=run.dataset, case_id__in=todo)}
-        catalogue = catalogue_for(run.dataset)
-        scorer = CaseScorer.for_bundle(bundle=bundle_load(version_files(version=run.version)),
-                                       policy=policy_for_endpoint(run.endpoint), catalogue=catalogue,
-                                       mcp_registry=mcp_registry())
+        scorer = _scorer(run)
         started = time.perf_counter()
-        scored = 0
         try:
-            for case_id in todo:
-                if CaseResult.objects.filter(run=run, case_id=case_id).exists():
-                    continue  # another job (a resume started while this one was presumed lost) scored it
-                case = cases[case_id]
-                row = scorer.score(case.data)
-                _, created = CaseResult.objects.get_or_create(run=run, case_id=case_id, defaults=dict(
-                    category=case.category, split=case.split, **_result_fields(row), attempt=attempt))
-                scored += int(created)
-                finished = run.results.count()
-                progress(round(100 * finished / run.total), None)
-                if scored % 10 == 0 or finished == run.total:
-                    log(f"{finished}/{run.total} scored")
+            if in_worker and claimable > 1:
+                _fan_out(run_id=run.pk, tasks=claimable - 1)
+                log(f"queued {claimable - 1} chunk task(s): any free worker takes one")
+            logged: set[int] = set()
+            while True:
+                claim = chunk_claim(run_id=run.pk, worker=worker)
+                if claim is not None:
+                    if claim.taken_from:
+                        log(f"chunk {claim.chunk.index} claimed again: no heartbeat from {claim.taken_from} for "
+                            f"{settings.JOB_LEASE_S:g} s (its scored cases are kept)")
+                    try:
+                        chunk_score(claim=claim, scorer=scorer, attempt=attempt, worker=worker, on_case=report,
+                                    heartbeat=in_worker)
+                    except ChunkLost as lost:
+                        log(str(lost))
+                    _log_done_chunks(run_id=run.pk, logged=logged, log=log)
+                    continue
+                _log_done_chunks(run_id=run.pk, logged=logged, log=log)
+                if not chunks_unfinished(run_id=run.pk):
+                    break
+                report()  # other workers hold the remaining chunks: wait, and stop here on a cancel
+                time.sleep(min(settings.JOB_HEARTBEAT_S, 1.0))
         finally:
             scorer.close()
             elapsed = time.perf_counter() - started
             run.refresh_from_db()
             counts = dict(run.scored_by_attempt)
-            counts[str(attempt)] = scored
+            counts[str(attempt)] = 0
+            counts.update({str(a): n for a, n in run.results.values_list("attempt").annotate(n=Count("id"))})
             EvalRun.objects.filter(pk=run.pk).update(scored_by_attempt=counts, wall_s=run.wall_s + elapsed)
+        report()
         summary = run_summary(run=run)
         EvalRun.objects.filter(pk=run.pk).update(summary=summary)
         from studio.evolution.stages import stage_run_finished
@@ -177,11 +257,69 @@ def eval_run_execute(*, run_id: int, progress, log) -> dict[str, Any]:
                                                  finished_at=timezone.now())
         raise
     EvalRun.objects.filter(pk=run.pk).update(status=EvalRun.SUCCEEDED, finished_at=timezone.now())
-    return {"run_id": run.pk, "scored_now": scored, "kept": len(done), **summary["overall"],
-            "outcomes": summary["outcomes"], "mostly_fallback": summary["mostly_fallback"]}
+    workers = dict(run.results.values_list("worker").annotate(n=Count("id")))
+    return {"run_id": run.pk, "scored_now": counts[str(attempt)], "kept": kept, **summary["overall"],
+            "outcomes": summary["outcomes"], "mostly_fallback": summary["mostly_fallback"],
+            "chunks": chunks, "workers": workers}
 
 
-def _result_fields(row: dict[str, Any]) -> dict[str, Any]:
+def _log_done_chunks(*, run_id: int, logged: set[int], log) -> None:
+    """One job log line per chunk as it finishes, naming the worker that finished it."""
+    for index, worker, case_ids, claims in (EvalChunk.objects.filter(run_id=run_id, status=EvalChunk.DONE)
+                                            .exclude(index__in=logged)
+                                            .values_list("index", "worker", "case_ids", "claims")):
+        logged.add(index)
+        again = f", claimed {claims} times" if claims > 1 else ""
+        log(f"chunk {index} ({len(case_ids)} case(s)) done on {worker}{again}")
+
+
+def _run_takes_work(run_id: int) -> bool:
+    """The run is unfinished and its job has not been asked to stop."""
+    return EvalRun.objects.filter(pk=run_id, status__in=(EvalRun.QUEUED, EvalRun.RUNNING),
+                                  job__cancel_requested_at__isnull=True).exists()
+
+
+def eval_run_score_chunk(*, run_id: int, worker: str, heartbeat: bool = True) -> int:
+    """One chunk task's body: claim one chunk of the run and score it. Returns the cases this call scored.
+
+    A task that finds nothing to claim (the job's worker or another task got there first) ends at once.
+    A cancel, or the run ending, stops it before its next case, handing the chunk back. Afterwards it
+    resumes the run if the job's own worker was lost meanwhile (its job's lease ran out).
+    """
+    run = EvalRun.objects.select_related("version", "dataset", "endpoint", "job").filter(pk=run_id).first()
+    if run is None or not _run_takes_work(run_id):
+        return 0
+    claim = chunk_claim(run_id=run_id, worker=worker)
+    scored = 0
+    if claim is not None:
+        try:
+            scorer = _scorer(run)
+        except McpServerRefused:  # the job's own scorer reports it and fails the run
+            chunk_release(claim)
+            return 0
+        except BaseException:
+            chunk_release(claim)
+            raise
+
+        def stop_unless_running() -> None:
+            if not _run_takes_work(run_id):
+                raise ChunkStopped(f"run #{run_id} ended or was cancelled")
+
+        if claim.taken_from:
+            logger.warning("run #%s chunk %s claimed again from %s (no heartbeat)", run_id, claim.chunk.index,
+                           claim.taken_from)
+        try:
+            scored = chunk_score(claim=claim, scorer=scorer, attempt=run.attempts, worker=worker,
+                                 on_case=stop_unless_running, heartbeat=heartbeat)
+        except (ChunkStopped, ChunkLost) as stopped:
+            logger.info("%s", stopped)
+        finally:
+            scorer.close()
+    eval_run_resume_if_stalled(EvalRun.objects.select_related("job").get(pk=run_id))
+    return scored
+
+
+def result_fields(row: dict[str, Any]) -> dict[str, Any]:
     """The ``CaseResult`` columns of a scorer row."""
     verdict = row["verdict"]
     return dict(accuracy=float(verdict["accuracy"]), effectiveness=float(verdict["effectiveness"]),

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import Count, QuerySet, Sum
+from django.db.models import Count, OuterRef, Q, QuerySet, Subquery, Sum
 from django.http import Http404
 
 from studio.evolution.models import (
     CaseResult,
     Dataset,
     DatasetCase,
+    EvalChunk,
     EvalRun,
     Evolution,
     Proposal,
@@ -42,7 +43,9 @@ def result_list(*, run: EvalRun, category: str = "", score: str = "", reason: st
         rows = rows.filter(accuracy__lt=1)
     elif score == "eff_low":
         rows = rows.filter(effectiveness__lt=1)
-    return rows.order_by("id")
+    # in the dataset's order, not the order workers finished them in (chunks are scored side by side)
+    position = DatasetCase.objects.filter(dataset_id=run.dataset_id, case_id=OuterRef("case_id")).values("position")
+    return rows.annotate(position=Subquery(position[:1])).order_by("position", "id")
 
 
 def result_facets(*, run: EvalRun) -> dict[str, list[tuple[str, int]]]:
@@ -206,6 +209,17 @@ def run_result_get(*, run: EvalRun, case_id: str) -> tuple[CaseResult, DatasetCa
 def run_done(*, run: EvalRun | None) -> int:
     """Cases of the run scored so far."""
     return run.results.count() if run is not None else 0
+
+
+def run_workers(*, run: EvalRun | None) -> dict[str, Any]:
+    """Which workers scored the run's cases and how its chunks stand: {"workers": [(worker, cases), ...]
+    (most cases first), "chunks", "done", "reclaimed" (chunks claimed again after their worker was lost)}."""
+    if run is None:
+        return {"workers": [], "chunks": 0, "done": 0, "reclaimed": 0}
+    workers = (run.results.exclude(worker="").values_list("worker").annotate(n=Count("id")).order_by("-n", "worker"))
+    chunks = run.chunks.aggregate(n=Count("id"), done=Count("id", filter=Q(status=EvalChunk.DONE)),
+                                  reclaimed=Count("id", filter=Q(claims__gt=1)))
+    return {"workers": list(workers), "chunks": chunks["n"], "done": chunks["done"], "reclaimed": chunks["reclaimed"]}
 
 
 def stage_get(*, stage_id: int) -> Stage:

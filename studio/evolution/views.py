@@ -7,7 +7,6 @@ import json
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.db import transaction
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -21,9 +20,8 @@ from studio.evolution.errors import EvolutionError
 from studio.evolution.forms import DatasetImportForm, EvolutionForm
 from studio.evolution.gates import release_gates, stopping_advice
 from studio.evolution.models import EvalRun
-from studio.evolution.runs import EvaluationError, eval_run_is_stalled, eval_run_resume
+from studio.evolution.runs import EvaluationError, eval_run_resume, eval_run_resume_if_stalled
 from studio.evolution.stages import candidate_build, evolution_start
-from studio.jobs.services import job_reap_stale
 from studio.playground.presenters import system_prompt, trajectory_steps
 
 USER_ERRORS = (EvolutionError, EvaluationError, PermissionDenied)
@@ -36,14 +34,8 @@ def _can(request) -> dict[str, bool]:
 
 def _refresh(run: EvalRun | None) -> EvalRun | None:
     """Notice a lost worker while someone watches: reap its job and resume the run."""
-    if run is None or run.status not in (EvalRun.QUEUED, EvalRun.RUNNING) or run.job is None:
+    if run is None or not eval_run_resume_if_stalled(run):
         return run
-    if run.job.is_active and not job_reap_stale(job=run.job):
-        return run
-    run.job.refresh_from_db()
-    if eval_run_is_stalled(run):
-        with transaction.atomic():
-            eval_run_resume(run=run, actor=None)
     return selectors.run_get(run_id=run.pk)
 
 

@@ -26,6 +26,9 @@ class JobFailed(Exception):
 class JobContext(Protocol):
     job_id: int
     params: dict[str, Any]
+    # True in a worker process of its own (not inline in the caller's thread, as eager runs and tests are):
+    # the job may start side threads and hand parts of its work to other workers.
+    in_worker: bool
 
     def progress(self, percent: int, message: str | None = None) -> None: ...
 

@@ -85,9 +85,10 @@ def _append_log(job_id: int, line: str) -> None:
 class _Context:
     """What a job kind's function sees: its params and ways to report."""
 
-    def __init__(self, job: Job):
+    def __init__(self, job: Job, *, in_worker: bool = True):
         self.job_id = job.pk
         self.params = job.params
+        self.in_worker = in_worker
         kind = JOB_KINDS.get(job.kind)
         self._retitles = kind is not None and kind.title is not None
 
@@ -108,18 +109,26 @@ class _Context:
             raise JobCancelled("cancel requested")
 
 
-class _Heartbeat(threading.Thread):
-    def __init__(self, job_id: int, interval_s: float):
-        super().__init__(name=f"job-{job_id}-heartbeat", daemon=True)
-        self.job_id, self.interval_s = job_id, interval_s
+class Heartbeat(threading.Thread):
+    """A side thread that calls ``beat()`` every ``interval_s`` seconds until ``stopped`` is set (a lease's
+    sign of life: a job's, an evaluation chunk's); it closes its own database connection when it ends."""
+
+    def __init__(self, beat, *, interval_s: float, name: str):
+        super().__init__(name=name, daemon=True)
+        self.beat, self.interval_s = beat, interval_s
         self.stopped = threading.Event()
 
     def run(self) -> None:
         try:
             while not self.stopped.wait(self.interval_s):
-                Job.objects.filter(pk=self.job_id, status=Job.RUNNING).update(heartbeat_at=timezone.now())
+                self.beat()
         finally:
             connection.close()  # this thread's own connection
+
+
+def _job_heartbeat(job_id: int, interval_s: float) -> Heartbeat:
+    return Heartbeat(lambda: Job.objects.filter(pk=job_id, status=Job.RUNNING).update(heartbeat_at=timezone.now()),
+                     interval_s=interval_s, name=f"job-{job_id}-heartbeat")
 
 
 def _retitle(job_id: int) -> None:
@@ -160,10 +169,10 @@ def job_run(*, job_id: int, worker: str | None = None, heartbeat: bool = True) -
         logger.warning("job %s is not queued any more; not running it", job_id)
         return None
     job = Job.objects.get(pk=job_id)
-    beat = _Heartbeat(job_id, settings.JOB_HEARTBEAT_S)
+    beat = _job_heartbeat(job_id, settings.JOB_HEARTBEAT_S)
     if heartbeat:
         beat.start()
-    context = _Context(job)
+    context = _Context(job, in_worker=heartbeat)
     try:
         context.log(f"started on {job.worker}")
         result = JOB_KINDS[job.kind].run(context)

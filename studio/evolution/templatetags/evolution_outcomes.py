@@ -1,4 +1,5 @@
-"""Template filter for the headline warning of a run whose requests mostly fell back (from the selectors)."""
+"""Template filters of a run's status: the headline warning of a run whose requests mostly fell back, and which
+workers scored it (from the selectors)."""
 
 from __future__ import annotations
 
@@ -13,3 +14,9 @@ register = template.Library()
 def fallback_warning(summary: dict | None) -> str:
     """The headline warning of a run whose cases mostly fell back, else ''."""
     return selectors.outcome_warning(summary=summary)
+
+
+@register.filter
+def run_workers(run) -> dict:
+    """{"workers": [(worker, cases)], "chunks": n, "done": n, "reclaimed": n} of a run (selectors.run_workers)."""
+    return selectors.run_workers(run=run)
