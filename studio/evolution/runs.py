@@ -38,7 +38,6 @@ from studio.evolution.chunks import (
     ChunkLost,
     ChunkStopped,
     chunk_claim,
-    chunk_release,
     chunk_score,
     chunks_claimable,
     chunks_ensure,
@@ -192,8 +191,9 @@ def eval_run_execute(*, run_id: int, progress, log, in_worker: bool = False, wor
     chunks = chunks_ensure(run=run)
     kept = run.results.count()
     claimable = chunks_claimable(run_id=run.pk)
+    largest = max(len(ids) for ids in run.chunks.values_list("case_ids", flat=True))
     log(f"attempt {attempt}: {kept} case(s) already scored and kept, {run.total - kept} to score; "
-        f"{claimable} of {chunks} chunk(s) of up to {settings.EVAL_CHUNK_CASES} case(s) to claim")
+        f"{claimable} of {chunks} chunk(s) of up to {largest} case(s) to claim")
     reported = {"done": kept}
 
     def report() -> None:  # the job's progress: cases done over all chunks, whoever scored them
@@ -204,12 +204,12 @@ def eval_run_execute(*, run_id: int, progress, log, in_worker: bool = False, wor
         reported["done"] = finished
 
     try:
+        if in_worker and claimable > 1:  # first, so the other workers set up while this one does
+            _fan_out(run_id=run.pk, tasks=claimable - 1)
+            log(f"queued {claimable - 1} chunk task(s): any free worker takes one")
         scorer = _scorer(run)
         started = time.perf_counter()
         try:
-            if in_worker and claimable > 1:
-                _fan_out(run_id=run.pk, tasks=claimable - 1)
-                log(f"queued {claimable - 1} chunk task(s): any free worker takes one")
             logged: set[int] = set()
             while True:
                 claim = chunk_claim(run_id=run.pk, worker=worker)
@@ -258,7 +258,7 @@ def eval_run_execute(*, run_id: int, progress, log, in_worker: bool = False, wor
         raise
     EvalRun.objects.filter(pk=run.pk).update(status=EvalRun.SUCCEEDED, finished_at=timezone.now())
     workers = dict(run.results.values_list("worker").annotate(n=Count("id")))
-    return {"run_id": run.pk, "scored_now": counts[str(attempt)], "kept": kept, **summary["overall"],
+    return {"run_id": run.pk, "scored_now": run.total - kept, "kept": kept, **summary["overall"],
             "outcomes": summary["outcomes"], "mostly_fallback": summary["mostly_fallback"],
             "chunks": chunks, "workers": workers}
 
@@ -279,41 +279,78 @@ def _run_takes_work(run_id: int) -> bool:
                                   job__cancel_requested_at__isnull=True).exists()
 
 
+# This worker process's scorer for the run its chunk tasks serve: setting one up (the Agent, the MCP
+# servers it connects to) takes seconds, so consecutive chunk tasks of one run share it.
+_CHUNK_SCORER: dict[str, Any] = {}
+
+
+def _chunk_scorer(run: EvalRun, *, keep: bool):
+    if _CHUNK_SCORER.get("run_id") == run.pk:
+        return _CHUNK_SCORER["scorer"]
+    _drop_chunk_scorer()
+    scorer = _scorer(run)
+    if keep:
+        _CHUNK_SCORER.update(run_id=run.pk, scorer=scorer)
+    return scorer
+
+
+def _drop_chunk_scorer(*, run_id: int | None = None) -> None:
+    """Close the kept scorer (only if it is ``run_id``'s, when given)."""
+    if run_id is not None and _CHUNK_SCORER.get("run_id") != run_id:
+        return
+    scorer = _CHUNK_SCORER.pop("scorer", None)
+    _CHUNK_SCORER.clear()
+    if scorer is not None:
+        scorer.close()
+
+
 def eval_run_score_chunk(*, run_id: int, worker: str, heartbeat: bool = True) -> int:
     """One chunk task's body: claim one chunk of the run and score it. Returns the cases this call scored.
 
+    The scorer is set up before the claim (no lease is held while it starts) and kept for the run's next
+    chunk task in this process (``heartbeat``: a worker process of its own; inline it is closed at once).
     A task that finds nothing to claim (the job's worker or another task got there first) ends at once.
     A cancel, or the run ending, stops it before its next case, handing the chunk back. Afterwards it
     resumes the run if the job's own worker was lost meanwhile (its job's lease ran out).
     """
     run = EvalRun.objects.select_related("version", "dataset", "endpoint", "job").filter(pk=run_id).first()
-    if run is None or not _run_takes_work(run_id):
+    if run is None:
         return 0
-    claim = chunk_claim(run_id=run_id, worker=worker)
-    scored = 0
-    if claim is not None:
-        try:
-            scorer = _scorer(run)
-        except McpServerRefused:  # the job's own scorer reports it and fails the run
-            chunk_release(claim)
-            return 0
-        except BaseException:
-            chunk_release(claim)
-            raise
+    if not _run_takes_work(run_id) or not chunks_claimable(run_id=run_id):
+        if not _run_takes_work(run_id) or not chunks_unfinished(run_id=run_id):
+            _drop_chunk_scorer(run_id=run_id)  # the run needs nothing more from this worker
+        eval_run_resume_if_stalled(run)
+        return 0
+    try:
+        scorer = _chunk_scorer(run, keep=heartbeat)
+    except McpServerRefused:  # the job's own scorer reports it and fails the run
+        return 0
+    scored, keep = 0, heartbeat
+    try:
+        claim = chunk_claim(run_id=run_id, worker=worker)
+        if claim is not None:
 
-        def stop_unless_running() -> None:
-            if not _run_takes_work(run_id):
-                raise ChunkStopped(f"run #{run_id} ended or was cancelled")
+            def stop_unless_running() -> None:
+                if not _run_takes_work(run_id):
+                    raise ChunkStopped(f"run #{run_id} ended or was cancelled")
 
-        if claim.taken_from:
-            logger.warning("run #%s chunk %s claimed again from %s (no heartbeat)", run_id, claim.chunk.index,
-                           claim.taken_from)
-        try:
-            scored = chunk_score(claim=claim, scorer=scorer, attempt=run.attempts, worker=worker,
-                                 on_case=stop_unless_running, heartbeat=heartbeat)
-        except (ChunkStopped, ChunkLost) as stopped:
-            logger.info("%s", stopped)
-        finally:
+            if claim.taken_from:
+                logger.warning("run #%s chunk %s claimed again from %s (no heartbeat)", run_id, claim.chunk.index,
+                               claim.taken_from)
+            try:
+                scored = chunk_score(claim=claim, scorer=scorer, attempt=max(1, run.attempts), worker=worker,
+                                     on_case=stop_unless_running, heartbeat=heartbeat)
+            except (ChunkStopped, ChunkLost) as stopped:
+                logger.info("%s", stopped)
+    except BaseException:
+        keep = False
+        raise
+    finally:
+        if keep:
+            pass
+        elif _CHUNK_SCORER.get("scorer") is scorer:
+            _drop_chunk_scorer()
+        else:
             scorer.close()
     eval_run_resume_if_stalled(EvalRun.objects.select_related("job").get(pk=run_id))
     return scored
