@@ -47,8 +47,8 @@ def current_database_url() -> str:
 
 
 class WorkerProcess:
-    def __init__(self, process: subprocess.Popen, queue: str, log_path: Path):
-        self.process, self.queue, self.log_path = process, queue, log_path
+    def __init__(self, process: subprocess.Popen, queue: str, log_path: Path, node: str = ""):
+        self.process, self.queue, self.log_path, self.node = process, queue, log_path, node or queue
 
     @property
     def pid(self) -> int:
@@ -60,15 +60,21 @@ class WorkerProcess:
 
 @contextmanager
 def celery_worker(
-    *, queue: str | None = None, heartbeat_s: float = 0.3, lease_s: float = 2.0, extra_env: dict | None = None
+    *, queue: str | None = None, heartbeat_s: float = 0.3, lease_s: float = 2.0, extra_env: dict | None = None,
+    node: str | None = None,
 ) -> Iterator[WorkerProcess]:
-    """Start `celery worker --pool solo` on a private queue; route this process's tasks there too."""
+    """Start `celery worker --pool solo` on a private queue; route this process's tasks there too.
+
+    Several workers share a queue when given the same ``queue`` and each its own ``node`` name
+    (the worker's node is ``<node>@<host>``; ``node`` defaults to the queue).
+    """
     from studio.celery import app
 
     queue = queue or f"test-{uuid.uuid4().hex[:8]}"
+    node = node or queue
     log_dir = Path(settings.VAR_DIR) / "log"
     log_dir.mkdir(parents=True, exist_ok=True)
-    log_path = log_dir / f"worker-{queue}.log"
+    log_path = log_dir / f"worker-{node}.log"
     env = {
         **os.environ,
         "DATABASE_URL": current_database_url(),
@@ -81,11 +87,11 @@ def celery_worker(
     }
     command = [
         sys.executable, "-m", "celery", "-A", "studio", "worker", "--pool", "solo", "--queues", queue,
-        "--hostname", f"{queue}@%h", "--without-gossip", "--without-mingle", "--loglevel", "INFO",
+        "--hostname", f"{node}@%h", "--without-gossip", "--without-mingle", "--loglevel", "INFO",
     ]
     with open(log_path, "w") as log_file:
         process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log_file, stderr=subprocess.STDOUT)
-    worker = WorkerProcess(process, queue, log_path)
+    worker = WorkerProcess(process, queue, log_path, node)
     previous = (app.conf.broker_url, app.conf.task_default_queue, app.conf.task_always_eager)
     app.conf.broker_url, app.conf.task_default_queue, app.conf.task_always_eager = env["REDIS_URL"], queue, False
     try:
