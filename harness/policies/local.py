@@ -1,39 +1,36 @@
-"""TransformersPolicy: a local transformers causal LM on CPU (or whatever torch has).
+"""TransformersPolicy: a local transformers checkpoint on CPU (or whatever torch has).
 
 Loads the checkpoint once per process (shared between policies that name the
-same folder), renders messages with the model's chat template and generates.
-Time to first token is measured with a streamer, so local numbers are
-comparable with the client-observed numbers of ``OpenAIChatPolicy``.
+same folder) and renders messages with the model's chat template. Generation
+runs on the process's local engine for that checkpoint (``harness.engine``):
+the Harness prefix is computed once and shared by every request and thread,
+concurrent calls are decoded together in one batch, and the time budget stops
+decoding at the deadline. Checkpoints the engine does not implement (not a
+Llama-family layout) fall back to transformers' own ``generate``, as does
+``engine="transformers"`` (the plain path benchmarks compare against).
 
-Prefix caching: the policy keeps the KV cache of its last call. A new prompt
-that starts with the same tokens (the Harness's system prompt, shared by every
-request; the earlier rounds of the same request) is prefilled only from where
-it differs, as SGLang's radix cache does on a GPU. On a 2-core CPU this turns a
-~2,000-token prefill per model call into one of a few hundred tokens. Greedy
-outputs are the same as without the cache (``tests/runtime/test_local_policy.py``).
+Time to first token is measured from the call, so local numbers are comparable
+with the client-observed numbers of ``OpenAIChatPolicy``.
 """
 
 from __future__ import annotations
 
-import functools
+import os
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
-from harness.policies.base import GenerationSettings, Policy, PolicyOutput, decode_rate
+from harness.policies.base import GenerationSettings, Policy, PolicyError, PolicyOutput, decode_rate
+
+ENGINE_CHOICES = ("auto", "engine", "transformers")
+#: The engine's weights for local policies: ``none`` (fp32, the checkpoint's own numbers) or ``int8``.
+QUANTIZATION_ENV = "HARNESS_ENGINE_QUANTIZATION"
 
 
-@functools.cache
-def _cache_kwarg() -> str:
-    """generate()'s name for a KV cache: ``cache`` from transformers 5.24, ``past_key_values`` before."""
-    from transformers.generation import utils
+def default_quantization() -> str:
+    return os.environ.get(QUANTIZATION_ENV, "").strip() or "none"
 
-    return "cache" if "cache" in getattr(utils, "ALL_CACHE_NAMES", ()) else "past_key_values"
-
-
-# Reusing fewer tokens than this is not worth holding a cache for.
-MIN_REUSED_PREFIX = 32
 
 _LOADED: dict[str, tuple[Any, Any]] = {}
 _LOAD_LOCK = threading.Lock()
@@ -72,50 +69,84 @@ class _FirstTokenClock:
 class TransformersPolicy(Policy):
     """A local model. Tools are rendered into the prompt by the runtime (text protocol)."""
 
-    # generation stops at ``timeout_s`` (max_time), as a streamed remote call does, instead of
-    # running to max_new_tokens past the trajectory budget
+    # generation stops at ``timeout_s``, as a streamed remote call does, instead of running to
+    # max_new_tokens past the trajectory budget
     accepts_timeout = True
 
     def __init__(self, model_dir: str | Path, *, name: str | None = None,
-                 settings: GenerationSettings | None = None, prefix_cache: bool = True) -> None:
+                 settings: GenerationSettings | None = None, engine: Any = "auto",
+                 quantization: str | None = None) -> None:
+        """``engine``: ``auto`` (the local engine where it supports the checkpoint), ``engine``
+        (required), ``transformers`` (plain ``generate``) or an ``harness.engine.Engine`` to use."""
+        if isinstance(engine, str) and engine not in ENGINE_CHOICES:
+            raise ValueError(f"engine: {engine!r} is not one of {', '.join(ENGINE_CHOICES)}")
         self.model_dir = Path(model_dir)
         self.name = name or f"local:{self.model_dir.name}"
         self.settings = settings or GenerationSettings()
-        self.prefix_cache = prefix_cache
-        self._lock = threading.Lock()  # one generate at a time per policy (it owns the cache)
-        self._cached_ids: list[int] = []  # the tokens whose keys/values self._cache holds
-        self._cache: Any = None
-        self.last_cached_tokens = 0  # prompt tokens the last call did not prefill
+        self.quantization = quantization or default_quantization()
+        self._engine_choice = engine
+        self._engine: Any = None if isinstance(engine, str) else engine
+        self.last_cached_tokens = 0  # prompt tokens the last call took from the prefix store
 
-    def _reusable_cache(self, ids: list[int]) -> tuple[Any, int]:
-        """The held cache cropped to its common prefix with ``ids`` (at least one token left to prefill)."""
-        if not self.prefix_cache or self._cache is None:
-            return None, 0
-        limit = min(len(self._cached_ids), len(ids) - 1)
-        common = 0
-        while common < limit and self._cached_ids[common] == ids[common]:
-            common += 1
-        if common < MIN_REUSED_PREFIX:
-            return None, 0
-        surplus = self._cache.get_seq_length() - common
-        if surplus:
-            self._cache.crop(-surplus)  # a negative count removes that many tokens (every transformers 5.x)
-        return self._cache, common
+    def engine(self) -> Any:
+        """The engine this policy generates with, or None for transformers' generate."""
+        if self._engine is None and self._engine_choice in ("auto", "engine"):
+            from harness.engine import UnsupportedModel, engine_for
 
-    def generate(self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None = None,
-                 settings: GenerationSettings | None = None, timeout_s: float | None = None) -> PolicyOutput:
-        import torch
+            try:
+                self._engine = engine_for(self.model_dir, quantization=self.quantization)
+            except UnsupportedModel:
+                if self._engine_choice == "engine":
+                    raise
+                self._engine_choice = "transformers"
+        return self._engine
 
-        settings = settings or self.settings
-        model, tokenizer = load_model(self.model_dir)
+    def render(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> list[int]:
+        """The prompt's token ids: the chat template with the generation prompt."""
+        _model, tokenizer = load_model(self.model_dir)
         chat = [{"role": m["role"], "content": str(m.get("content") or "")} for m in messages]
         kwargs: dict[str, Any] = {}
         if tools and "tools" in (tokenizer.chat_template or ""):
             kwargs["tools"] = tools
+        encoded = tokenizer.apply_chat_template(chat, add_generation_prompt=True, return_dict=True, **kwargs)
+        return list(encoded["input_ids"])
+
+    def generate(self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None = None,
+                 settings: GenerationSettings | None = None, timeout_s: float | None = None) -> PolicyOutput:
+        settings = settings or self.settings
         started = time.perf_counter()
-        inputs = tokenizer.apply_chat_template(chat, add_generation_prompt=True, return_tensors="pt",
-                                               return_dict=True, **kwargs)
-        prompt_len = int(inputs["input_ids"].shape[1])
+        _model, tokenizer = load_model(self.model_dir)
+        prompt = self.render(messages, tools)
+        engine = self.engine()
+        if engine is None:
+            ids, finish, first_token_at = self._generate_plain(prompt, settings, started, timeout_s)
+            self.last_cached_tokens = 0
+        else:
+            from harness.engine import EngineError, SamplingParams
+
+            params = SamplingParams(max_new_tokens=settings.max_new_tokens, temperature=settings.temperature,
+                                    top_p=settings.top_p, seed=settings.seed, stop_ids=_stop_ids(_model, tokenizer),
+                                    deadline=None if timeout_s is None else started + max(0.01, timeout_s))
+            try:
+                done = engine.generate(prompt, params)
+            except EngineError as exc:
+                raise PolicyError(f"local engine: {exc}") from exc
+            ids, finish, first_token_at = done.ids, done.finish_reason, done.first_token_at
+            self.last_cached_tokens = done.cached_tokens
+        latency = time.perf_counter() - started
+        text = tokenizer.decode(ids, skip_special_tokens=True)
+        ttft = (first_token_at - started) if first_token_at else None
+        return PolicyOutput(text=text, input_tokens=len(prompt), output_tokens=len(ids),
+                            latency_s=latency, ttft_s=ttft,
+                            decode_tokens_per_s=decode_rate(len(ids), ttft, latency),
+                            finish_reason=finish)
+
+    def _generate_plain(self, prompt: list[int], settings: GenerationSettings, started: float,
+                        timeout_s: float | None) -> tuple[list[int], str, float | None]:
+        """transformers' ``generate`` (no shared prefix, no batching): the comparison path."""
+        import torch
+
+        model, tokenizer = load_model(self.model_dir)
         clock = _FirstTokenClock()
         gen: dict[str, Any] = {"max_new_tokens": settings.max_new_tokens, "streamer": clock,
                                "pad_token_id": tokenizer.pad_token_id or tokenizer.eos_token_id}
@@ -125,36 +156,26 @@ class TransformersPolicy(Policy):
             gen.update(do_sample=True, temperature=settings.temperature, top_p=settings.top_p)
         else:
             gen.update(do_sample=False, temperature=None, top_p=None, top_k=None)
-        with self._lock, torch.inference_mode():
+        inputs = torch.tensor([prompt])
+        with _PLAIN_LOCK, torch.inference_mode():
             if settings.seed is not None:
                 torch.manual_seed(settings.seed)
-            if self.prefix_cache:
-                from transformers import DynamicCache
-
-                cache, reused = self._reusable_cache(inputs["input_ids"][0].tolist())
-                # held by this call only: a call that fails half-way must not leave a cache whose
-                # contents no longer match self._cached_ids
-                self._cache, self._cached_ids = None, []
-                gen[_cache_kwarg()] = cache if cache is not None else DynamicCache(config=model.config)
-                gen["return_dict_in_generate"] = True
-                result = model.generate(**inputs, **gen)
-                output = result.sequences
-                self._cache = getattr(result, _cache_kwarg())
-                # the cache holds every position but the last generated token's
-                self._cached_ids = output[0][: self._cache.get_seq_length()].tolist()
-                self.last_cached_tokens = reused
-            else:
-                output = model.generate(**inputs, **gen)
-        latency = time.perf_counter() - started
-        new_ids = output[0][prompt_len:]
-        text = tokenizer.decode(new_ids, skip_special_tokens=True)
-        n_out = int(new_ids.shape[0])
-        eos = tokenizer.eos_token_id
-        finish = "stop" if n_out and int(new_ids[-1]) == eos else "length"
-        if finish == "length" and n_out < settings.max_new_tokens:
+            output = model.generate(inputs, attention_mask=torch.ones_like(inputs), **gen)
+        ids = output[0][len(prompt):].tolist()
+        finish = "stop" if ids and ids[-1] == tokenizer.eos_token_id else "length"
+        if finish == "length" and len(ids) < settings.max_new_tokens:
             finish = "timeout"  # max_time ended it
-        ttft = (clock.first_token_at - started) if clock.first_token_at else None
-        return PolicyOutput(text=text, input_tokens=prompt_len, output_tokens=n_out,
-                            latency_s=latency, ttft_s=ttft,
-                            decode_tokens_per_s=decode_rate(n_out, ttft, latency),
-                            finish_reason=finish)
+        return ids, finish, clock.first_token_at
+
+
+_PLAIN_LOCK = threading.Lock()  # one plain generate at a time (they would fight over the cores)
+
+
+def _stop_ids(model: Any, tokenizer: Any) -> tuple[int, ...]:
+    """The end tokens generate stops at (kept in the output ids, as generate does)."""
+    eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    if eos is None:
+        eos = tokenizer.eos_token_id
+    if eos is None:
+        return ()
+    return tuple(eos) if isinstance(eos, list | tuple) else (int(eos),)

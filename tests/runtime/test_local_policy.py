@@ -1,11 +1,12 @@
-"""The local policy: its prefix cache (same greedy text, less prefill) and its stop at the budget."""
+"""The local policy on the engine: the shared prefix (same greedy text, less prefill) and its stop at the budget."""
 
 from __future__ import annotations
 
 import pytest
 
-from harness.policies import GenerationSettings
-from harness.policies.local import MIN_REUSED_PREFIX, TransformersPolicy
+from harness.engine import MIN_REUSED_PREFIX, Engine, EngineModel, UnsupportedModel
+from harness.policies import GenerationSettings, PolicyError
+from harness.policies.local import TransformersPolicy, load_model
 from harness.policies.models import tiny_model_dir
 
 SYSTEM = "You are the host of a live stream. " * 40
@@ -19,9 +20,11 @@ def _chat(system: str, *turns: str) -> list[dict[str, str]]:
 
 
 def _policies() -> tuple[TransformersPolicy, TransformersPolicy]:
+    """One policy on a fresh engine (empty prefix store), one on transformers' plain generate."""
     settings = GenerationSettings(temperature=0.0, max_new_tokens=12)
-    return (TransformersPolicy(tiny_model_dir(), settings=settings),
-            TransformersPolicy(tiny_model_dir(), settings=settings, prefix_cache=False))
+    engine = Engine(EngineModel(load_model(tiny_model_dir())[0]))
+    return (TransformersPolicy(tiny_model_dir(), settings=settings, engine=engine),
+            TransformersPolicy(tiny_model_dir(), settings=settings, engine="transformers"))
 
 
 def test_shared_system_prompt_is_not_prefilled_again_and_text_is_unchanged():
@@ -39,7 +42,7 @@ def test_shared_system_prompt_is_not_prefilled_again_and_text_is_unchanged():
     assert reused[0] == 0
     assert reused[1] > MIN_REUSED_PREFIX and reused[1] < prompts[1][0]["content"].count(" ") * 2
     assert reused[2] > reused[1]  # the whole earlier round is reused
-    assert reused[3] == 0  # nothing in common: a fresh cache
+    assert reused[3] == 0  # nothing in common: prefilled in full
 
 
 def test_the_same_prompt_twice_still_prefills_its_last_token():
@@ -51,9 +54,10 @@ def test_the_same_prompt_twice_still_prefills_its_last_token():
     assert cached.last_cached_tokens == second.input_tokens - 1
 
 
-def test_generation_stops_at_the_time_left_in_the_budget():
+@pytest.mark.parametrize("engine", ["engine", "transformers"])
+def test_generation_stops_at_the_time_left_in_the_budget(engine):
     policy = TransformersPolicy(tiny_model_dir(), settings=GenerationSettings(temperature=0.0, max_new_tokens=400),
-                                prefix_cache=False)
+                                engine=engine)
     full = policy.generate(_chat(SYSTEM, "how much is link 3?"))
     assert full.output_tokens == 400 and full.finish_reason == "length"  # the random tiny model never stops
     cut = policy.generate(_chat(SYSTEM, "how much is link 3?"), timeout_s=full.latency_s / 4)
@@ -61,20 +65,29 @@ def test_generation_stops_at_the_time_left_in_the_budget():
     assert cut.latency_s < full.latency_s / 2
 
 
-def test_a_failed_call_leaves_no_stale_cache(monkeypatch):
+def test_a_failed_call_raises_a_policy_error_and_the_next_call_is_unchanged(monkeypatch):
     cached, plain = _policies()
     cached.generate(_chat(SYSTEM, "how much is link 3?"))
-    from harness.policies.local import load_model
-
-    model, _ = load_model(tiny_model_dir())
+    engine = cached.engine()
 
     def fail(*args, **kwargs):
         raise RuntimeError("out of memory")
 
     with monkeypatch.context() as patch:
-        patch.setattr(model, "generate", fail)
-        with pytest.raises(RuntimeError, match="out of memory"):
+        patch.setattr(engine.model, "decode", fail)
+        with pytest.raises(PolicyError, match="local engine: RuntimeError: out of memory"):
             cached.generate(_chat(SYSTEM, "is link 5 in stock?"))
     messages = _chat(SYSTEM, "is link 5 in stock?", "Let me check.", "thanks!")
     assert cached.generate(messages).text == plain.generate(messages).text
-    assert cached.last_cached_tokens == 0  # started afresh
+    assert cached.last_cached_tokens > MIN_REUSED_PREFIX  # the first call's prefix is still good
+
+
+def test_a_checkpoint_the_engine_does_not_implement_falls_back_to_generate(monkeypatch):
+    model, _tokenizer = load_model(tiny_model_dir())
+    monkeypatch.setattr(model.config, "architectures", ["GPT2LMHeadModel"])
+    settings = GenerationSettings(temperature=0.0, max_new_tokens=8)
+    policy = TransformersPolicy(tiny_model_dir(), settings=settings, quantization="int8")  # a key no test built
+    out = policy.generate(_chat(SYSTEM, "hello"))
+    assert policy.engine() is None and out.output_tokens == 8
+    with pytest.raises(UnsupportedModel, match="GPT2LMHeadModel"):
+        TransformersPolicy(tiny_model_dir(), settings=settings, engine="engine", quantization="int8").engine()

@@ -1,0 +1,33 @@
+"""The local engine: the CPU inference path of every local model in the project.
+
+``engine_for(checkpoint)`` gives the process's engine for a checkpoint; the
+runtime's local policy (``harness.policies.local``), the evaluation CLI, training
+self-evaluation and the CPU serving route (``python -m serving engine-server``)
+all generate through it. See ``docs/runtime.md`` ("The local engine") and
+``benchmarks/local_engine.py``.
+"""
+
+from harness.engine.engine import (
+    Completion,
+    Engine,
+    EngineError,
+    Request,
+    SamplingParams,
+    describe,
+    engine_for,
+    sample,
+)
+from harness.engine.model import (
+    QUANTIZATIONS,
+    EngineModel,
+    SequenceKV,
+    UnsupportedModel,
+    unsupported_reason,
+)
+from harness.engine.prefix import MIN_REUSED_PREFIX, PrefixStore
+
+__all__ = [
+    "MIN_REUSED_PREFIX", "QUANTIZATIONS", "Completion", "Engine", "EngineError", "EngineModel", "PrefixStore",
+    "Request", "SamplingParams", "SequenceKV", "UnsupportedModel", "describe", "engine_for", "sample",
+    "unsupported_reason",
+]

@@ -1,0 +1,342 @@
+"""The local engine: one scheduler thread per loaded checkpoint, shared by every caller.
+
+Callers (the runtime's local policy on any thread, evaluation workers, the CPU
+serving route's HTTP handlers) ``submit`` token prompts and read tokens back.
+The scheduler thread owns the model, every sequence's KV cache and the prefix
+store, so nothing is locked on the hot path. Each turn of its loop:
+
+1. admits waiting requests: the longest cached prefix is copied in
+   (``harness.engine.prefix``), and the rest of the prompt is prefilled in
+   chunks, one chunk per turn, so a long new prompt does not stall the
+   requests already decoding;
+2. runs one batched decode step for every request that is decoding (one matmul
+   per projection for the whole batch; attention per sequence over its own
+   cache), samples each request's next token with its own settings and
+   generator, and finishes requests at an end token, ``max_new_tokens``, their
+   deadline or cancellation.
+
+Greedy outputs do not depend on the batch: each row's numbers are computed from
+its own tokens (``tests/engine/test_engine.py`` checks batched against
+one-at-a-time). Sampling uses a per-request ``torch.Generator`` seeded from the
+request, so a seeded request samples the same tokens whatever else is running.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from harness.engine.model import EngineModel, SequenceKV
+from harness.engine.prefix import PrefixStore
+
+PREFILL_CHUNK = 256
+DEFAULT_MAX_BATCH = 8
+
+
+@dataclass
+class SamplingParams:
+    max_new_tokens: int = 256
+    temperature: float = 0.0  # 0: greedy
+    top_p: float = 1.0
+    seed: int | None = None
+    stop_ids: tuple[int, ...] = ()
+    deadline: float | None = None  # time.perf_counter() value; the request stops there ("timeout")
+    logprobs: bool = False  # keep each sampled token's log-probability under the sampling distribution
+
+
+@dataclass
+class Completion:
+    prompt_tokens: int
+    ids: list[int]
+    finish_reason: str  # stop | length | timeout | cancelled | error
+    cached_tokens: int  # prompt tokens taken from the prefix store (not prefilled)
+    submitted_at: float
+    first_token_at: float | None
+    finished_at: float
+    logprobs: list[float] = field(default_factory=list)
+    error: str = ""
+
+    @property
+    def ttft_s(self) -> float | None:
+        return None if self.first_token_at is None else self.first_token_at - self.submitted_at
+
+    @property
+    def latency_s(self) -> float:
+        return self.finished_at - self.submitted_at
+
+
+class EngineError(RuntimeError):
+    """The engine failed on a request (the message says why); other requests go on."""
+
+
+_DONE = object()
+
+
+class Request:
+    """A submitted prompt: iterate ``tokens()`` for a stream, or ``result()`` to wait."""
+
+    _ids = itertools.count()
+
+    def __init__(self, prompt: list[int], params: SamplingParams) -> None:
+        if not prompt:
+            raise ValueError("prompt: at least one token is needed")
+        self.id = next(self._ids)
+        self.prompt = torch.tensor(prompt, dtype=torch.long)
+        self.params = params
+        self.submitted_at = time.perf_counter()
+        self.first_token_at: float | None = None
+        self.output: list[int] = []
+        self.logprobs: list[float] = []
+        self.cached_tokens = 0
+        self.cancelled = False
+        self._stream: queue.SimpleQueue = queue.SimpleQueue()
+        self._done = threading.Event()
+        self._completion: Completion | None = None
+        # scheduler state
+        self.seq: SequenceKV | None = None
+        self.pending: torch.Tensor | None = None  # prompt tokens still to prefill
+        self.next_token: int | None = None
+        self.generator: torch.Generator | None = None
+
+    def cancel(self) -> None:
+        """Stop at the next step (finish_reason ``cancelled``)."""
+        self.cancelled = True
+
+    def tokens(self) -> Iterator[int]:
+        """The new tokens as they are sampled; ends when the request finishes."""
+        while True:
+            item = self._stream.get()
+            if item is _DONE:
+                return
+            yield item
+
+    def result(self, timeout: float | None = None) -> Completion:
+        if not self._done.wait(timeout):
+            raise TimeoutError(f"request {self.id} did not finish within {timeout} s")
+        assert self._completion is not None
+        if self._completion.finish_reason == "error":
+            raise EngineError(self._completion.error)
+        return self._completion
+
+    # called by the scheduler thread
+    def _emit(self, token: int, logprob: float | None) -> None:
+        if self.first_token_at is None:
+            self.first_token_at = time.perf_counter()
+        self.output.append(token)
+        if logprob is not None:
+            self.logprobs.append(logprob)
+        self._stream.put(token)
+
+    def _finish(self, reason: str, error: str = "") -> None:
+        self._completion = Completion(
+            prompt_tokens=int(self.prompt.shape[0]), ids=list(self.output), finish_reason=reason,
+            cached_tokens=self.cached_tokens, submitted_at=self.submitted_at, first_token_at=self.first_token_at,
+            finished_at=time.perf_counter(), logprobs=list(self.logprobs), error=error)
+        self._stream.put(_DONE)
+        self._done.set()
+
+
+@dataclass
+class EngineStats:
+    requests: int = 0
+    prefill_tokens: int = 0
+    cached_tokens: int = 0
+    decode_steps: int = 0
+    decode_tokens: int = 0
+    max_batch_seen: int = 0
+
+    def to_dict(self) -> dict[str, int]:
+        return dict(self.__dict__)
+
+
+class Engine:
+    """One checkpoint's scheduler. Build with ``engine_for``; every caller of a process shares it."""
+
+    def __init__(self, model: EngineModel, *, max_batch: int = DEFAULT_MAX_BATCH,
+                 prefix_cache_bytes: int = 1 << 30, prefix_cache: bool = True,
+                 threads: int | None = None, name: str = "engine") -> None:
+        self.model = model
+        self.max_batch = max(1, max_batch)
+        self.prefix_cache = prefix_cache
+        self.prefix = PrefixStore(max_bytes=prefix_cache_bytes)
+        self.threads = threads
+        self.stats = EngineStats()
+        self._inbox: queue.SimpleQueue[Request] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
+        self._thread.start()
+
+    # -- callers ----------------------------------------------------------------------------
+    def submit(self, prompt: list[int], params: SamplingParams | None = None) -> Request:
+        request = Request(prompt, params or SamplingParams())
+        self._inbox.put(request)
+        return request
+
+    def generate(self, prompt: list[int], params: SamplingParams | None = None,
+                 on_token: Callable[[int], None] | None = None) -> Completion:
+        request = self.submit(prompt, params)
+        if on_token is not None:
+            for token in request.tokens():
+                on_token(token)
+        return request.result()
+
+    # -- the scheduler thread -----------------------------------------------------------------
+    def _loop(self) -> None:
+        if self.threads:
+            torch.set_num_threads(self.threads)
+        waiting: list[Request] = []  # admitted, prefilling
+        decoding: list[Request] = []
+        with torch.inference_mode():
+            while True:
+                block = not waiting and not decoding
+                try:
+                    while True:
+                        request = self._inbox.get(block=block)
+                        block = False
+                        waiting.append(request)
+                except queue.Empty:
+                    pass
+                now = time.perf_counter()
+                for request in [r for r in waiting + decoding if self._expired(r, now)]:
+                    self._end(request, "cancelled" if request.cancelled else "timeout", waiting, decoding)
+                if waiting and len(decoding) < self.max_batch:
+                    self._prefill_step(waiting[0], waiting, decoding)
+                if decoding:
+                    self._decode_step(decoding, waiting)
+
+    @staticmethod
+    def _expired(request: Request, now: float) -> bool:
+        deadline = request.params.deadline
+        return request.cancelled or (deadline is not None and now >= deadline)
+
+    def _start(self, request: Request) -> None:
+        model = self.model
+        seq, reused = (self.prefix.lookup(request.prompt) if self.prefix_cache else (None, 0))
+        request.seq = model.new_sequence(capacity=int(request.prompt.shape[0]) + request.params.max_new_tokens + 1)
+        if seq is not None:
+            request.seq.load_prefix(seq.k, seq.v, reused)
+        request.cached_tokens = reused
+        request.pending = request.prompt[reused:]
+        if request.params.temperature > 0:
+            request.generator = torch.Generator()
+            request.generator.manual_seed(request.params.seed if request.params.seed is not None
+                                          else int.from_bytes(os.urandom(4), "little"))
+        self.stats.requests += 1
+        self.stats.cached_tokens += reused
+
+    def _prefill_step(self, request: Request, waiting: list[Request], decoding: list[Request]) -> None:
+        try:
+            if request.seq is None:
+                self._start(request)
+            chunk, request.pending = request.pending[:PREFILL_CHUNK], request.pending[PREFILL_CHUNK:]
+            logits = self.model.prefill(request.seq, chunk, chunk=PREFILL_CHUNK)
+            self.stats.prefill_tokens += int(chunk.shape[0])
+            if request.pending.shape[0]:
+                return
+            waiting.remove(request)
+            if self.prefix_cache:
+                self.prefix.insert(request.prompt, request.seq)
+            decoding.append(request)
+            self._take(request, logits, waiting, decoding)
+        except Exception as exc:  # noqa: BLE001 - one request's failure must not stop the engine
+            self._end(request, "error", waiting, decoding, error=f"{type(exc).__name__}: {exc}")
+
+    def _decode_step(self, decoding: list[Request], waiting: list[Request]) -> None:
+        batch = list(decoding)
+        try:
+            logits = self.model.decode([r.seq for r in batch], [r.next_token for r in batch])
+        except Exception as exc:  # noqa: BLE001
+            for request in batch:
+                self._end(request, "error", waiting, decoding, error=f"{type(exc).__name__}: {exc}")
+            return
+        self.stats.decode_steps += 1
+        self.stats.decode_tokens += len(batch)
+        self.stats.max_batch_seen = max(self.stats.max_batch_seen, len(batch))
+        for row, request in enumerate(batch):
+            self._take(request, logits[row], waiting, decoding)
+
+    def _take(self, request: Request, logits: torch.Tensor, waiting: list[Request], decoding: list[Request]) -> None:
+        """Sample the request's next token from ``logits`` and emit it; finish when it should."""
+        token, logprob = sample(logits, request.params, request.generator)
+        request._emit(token, logprob)
+        params = request.params
+        if token in params.stop_ids:
+            self._end(request, "stop", waiting, decoding)
+        elif len(request.output) >= params.max_new_tokens:
+            self._end(request, "length", waiting, decoding)
+        else:
+            request.next_token = token
+
+    def _end(self, request: Request, reason: str, waiting: list[Request], decoding: list[Request],
+             error: str = "") -> None:
+        for pool in (waiting, decoding):
+            if request in pool:
+                pool.remove(request)
+        prefilled = request.pending is not None and request.pending.shape[0] == 0
+        if self.prefix_cache and request.seq is not None and reason != "error" and prefilled:
+            # the finished conversation: the agent's next round starts with it
+            ids = torch.cat([request.prompt, torch.tensor(request.output, dtype=torch.long)])
+            self.prefix.insert(ids, request.seq)
+        request.seq = None
+        request._finish(reason, error)
+
+
+def sample(logits: torch.Tensor, params: SamplingParams,
+           generator: torch.Generator | None) -> tuple[int, float | None]:
+    """One token from a row of logits: argmax when greedy, else temperature and top-p (nucleus).
+
+    The log-probability (when asked) is under the distribution actually sampled
+    from, which is what the RL rollouts need.
+    """
+    logits = logits.float()
+    if params.temperature <= 0:
+        token = int(torch.argmax(logits))
+        logprob = float(torch.log_softmax(logits, dim=-1)[token]) if params.logprobs else None
+        return token, logprob
+    scaled = logits / params.temperature
+    if params.top_p < 1.0:
+        ordered, order = torch.sort(scaled, descending=True)
+        cumulative = torch.softmax(ordered, dim=-1).cumsum(dim=-1)
+        remove = cumulative - torch.softmax(ordered, dim=-1) >= params.top_p  # keep the first token always
+        ordered = ordered.masked_fill(remove, float("-inf"))
+        scaled = torch.full_like(scaled, float("-inf")).scatter(0, order, ordered)
+    logp = torch.log_softmax(scaled, dim=-1)
+    token = int(torch.multinomial(logp.exp(), 1, generator=generator))
+    return token, (float(logp[token]) if params.logprobs else None)
+
+
+# -- one engine per checkpoint per process -------------------------------------------------------
+
+_ENGINES: dict[tuple[str, str], Engine] = {}
+_ENGINES_LOCK = threading.Lock()
+
+
+def engine_for(model_dir: str | Path, *, quantization: str = "none", max_batch: int = DEFAULT_MAX_BATCH,
+               threads: int | None = None) -> Engine:
+    """The process's engine for a checkpoint (built on first use; ``UnsupportedModel`` if it cannot run it)."""
+    from harness.policies.local import load_model
+
+    key = (str(Path(model_dir).resolve()), quantization)
+    with _ENGINES_LOCK:
+        engine = _ENGINES.get(key)
+        if engine is None:
+            hf_model, _tokenizer = load_model(model_dir)
+            engine = Engine(EngineModel(hf_model, quantization=quantization), max_batch=max_batch,
+                            threads=threads, name=f"engine:{Path(model_dir).name}:{quantization}")
+            _ENGINES[key] = engine
+        return engine
+
+
+def describe(engine: Engine) -> dict[str, Any]:
+    """What an engine is, for run records and benchmark output."""
+    return {"quantization": engine.model.quantization, "max_batch": engine.max_batch,
+            "prefix_cache": engine.prefix_cache, "weight_mb": round(engine.model.weight_bytes / 1e6, 1),
+            "threads": engine.threads or torch.get_num_threads(), **engine.stats.to_dict()}
