@@ -1,7 +1,9 @@
 """Command line of serving/: `python -m serving <command>`.
 
     profiles                         list the serving profiles (built-in or --profiles FILE)
-    serve --route R                  start a transformers-serve profile and keep it up (Ctrl-C stops it)
+    serve --route R                  start a local or transformers-serve profile and keep it up (Ctrl-C stops it)
+    engine-server CHECKPOINT [--port N] [--quantization int8]
+                                     serve a checkpoint on the local engine (OpenAI-compatible), in the foreground
     sglang-command --model PATH [--draft-head PATH]
                                      print the validated SGLang launch command (GPU host)
     replay --route R --harness DIR --cases FILE [--concurrency 1,2,4,8] [--warmup 10] [--measured 100]
@@ -45,10 +47,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("profiles", help="list serving profiles")
     p.add_argument("--profiles", help="profiles YAML file (default: the built-in serving/profiles.yaml)")
 
-    p = sub.add_parser("serve", help="run a transformers-serve profile in the foreground")
+    p = sub.add_parser("serve", help="run a local-engine or transformers-serve profile in the foreground")
     p.add_argument("--route", default="cpu-local", help="profile name or transformers:CHECKPOINT")
     p.add_argument("--profiles", help="profiles YAML file")
     p.add_argument("--log-dir", default="var/serving", help="where the server log goes")
+
+    p = sub.add_parser("engine-server", help="serve a checkpoint on the local engine (OpenAI-compatible)")
+    from serving.engine_server import add_arguments
+
+    add_arguments(p)
 
     p = sub.add_parser("sglang-command", help="print the SGLang launch command")
     p.add_argument("--model", help="checkpoint folder (or hub id) to serve")
@@ -118,7 +125,9 @@ def cmd_serve(args) -> int:
     from serving.profiles import resolve_route
 
     profile = resolve_route(args.route, profiles_path=args.profiles)
-    if profile.engine != "transformers":
+    from serving.profiles import MANAGED_ENGINES
+
+    if profile.engine not in MANAGED_ENGINES:
         print(f"route {profile.name} is engine {profile.engine}: it is not started here "
               "(for SGLang see `python -m serving sglang-command`)", file=sys.stderr)
         return 2
@@ -218,8 +227,15 @@ def cmd_report(args) -> int:
     return 0
 
 
+def cmd_engine_server(args) -> int:
+    from serving.engine_server import run
+
+    return run(args)
+
+
 COMMANDS = {
     "profiles": cmd_profiles,
+    "engine-server": cmd_engine_server,
     "serve": cmd_serve,
     "sglang-command": cmd_sglang_command,
     "replay": cmd_replay,

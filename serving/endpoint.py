@@ -21,8 +21,8 @@ from typing import Any
 
 import httpx
 
-from serving.profiles import ProfileError, ServingProfile
-from serving.transformers_server import TransformersServer
+from serving.profiles import MANAGED_ENGINES, ProfileError, ServingProfile
+from serving.transformers_server import EngineServer, TransformersServer
 
 
 @dataclass(frozen=True)
@@ -123,20 +123,18 @@ def checkpoint_info(path: Path, *, label: str | None = None) -> dict[str, Any]:
 def open_endpoint(*, profile: ServingProfile, log_dir: str | Path) -> Iterator[Endpoint]:
     """Yield a live Endpoint for `profile`; a managed server lives only inside the block."""
     log_dir = Path(log_dir)
-    if profile.engine == "transformers":
+    if profile.engine in MANAGED_ENGINES:
         path = resolve_checkpoint(profile.checkpoint or "")
-        log_path = log_dir / "transformers-serve.log"
-        server = TransformersServer(
-            checkpoint=path,
-            log_path=log_path,
-            host=profile.host,
-            port=profile.port,
-            continuous_batching=profile.continuous_batching,
-            dtype=profile.dtype,
-            startup_timeout_s=profile.startup_timeout_s,
-            extra_args=profile.extra_args,
-            threads=profile.threads,
-        )
+        common = dict(checkpoint=path, host=profile.host, port=profile.port,
+                      startup_timeout_s=profile.startup_timeout_s, extra_args=profile.extra_args,
+                      threads=profile.threads)
+        if profile.engine == "local":
+            log_path = log_dir / "engine-server.log"
+            server = EngineServer(log_path=log_path, quantization=profile.quantization, **common)
+        else:
+            log_path = log_dir / "transformers-serve.log"
+            server = TransformersServer(log_path=log_path, continuous_batching=profile.continuous_batching,
+                                        dtype=profile.dtype, **common)
         with server:
             yield Endpoint(
                 profile=profile,

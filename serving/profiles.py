@@ -1,18 +1,22 @@
 """Serving profiles: one configuration naming a checkpoint and the engine that serves it.
 
-A profile is one of three routes:
+A profile is one of four routes:
 
+- `local`: this project's engine (harness/engine) on this machine's CPU behind
+  its OpenAI-compatible server (`python -m serving engine-server`), started and
+  stopped by serving/; the route the runtime's local policy measures in process;
 - `transformers`: `transformers serve` on this machine's CPU, started and
-  stopped by serving/ (see transformers_server.py);
+  stopped by serving/ (see transformers_server.py), kept for comparison;
 - `sglang`: an SGLang server on a GPU host, launched with the command from
   sglang.py and reached at `base_url`;
 - `openai`: any vendor API speaking OpenAI chat completions: base URL, model,
   and the API key read from an environment variable (never stored).
 
 Profiles live in a YAML file (`profiles:` mapping name -> fields); the
-built-in file serving/profiles.yaml ships `cpu-local`, `cpu-tiny` and
-`gpu-sglang`. A route given on the command line is a profile name, or one of the
-inline forms `transformers:CHECKPOINT`, `sglang:BASE_URL:MODEL`,
+built-in file serving/profiles.yaml ships `cpu-engine`, `cpu-engine-int8`,
+`cpu-engine-tiny`, `cpu-local`, `cpu-tiny` and `gpu-sglang`. A route given on the
+command line is a profile name, or one of the inline forms `local:CHECKPOINT`,
+`transformers:CHECKPOINT`, `sglang:BASE_URL:MODEL`,
 `openai:BASE_URL:MODEL[:KEY_ENV]`.
 """
 
@@ -27,7 +31,8 @@ from typing import Any
 from harness.userfiles import read_text
 from harness.yamlio import load_yaml
 
-ENGINES = ("transformers", "sglang", "openai")
+ENGINES = ("local", "transformers", "sglang", "openai")
+MANAGED_ENGINES = ("local", "transformers")  # started and stopped here, on this CPU
 BUILTIN_PROFILES = Path(__file__).with_name("profiles.yaml")
 _INLINE_URL = re.compile(r"^(https?://[^/\s]+/[^:\s]*):([^:\s]+)(?::([A-Za-z_][A-Za-z0-9_]*))?$")
 
@@ -42,7 +47,8 @@ class ServingProfile:
 
     name: str
     engine: str
-    """'transformers' (CPU, managed here), 'sglang' (GPU host) or 'openai' (vendor API)."""
+    """'local' (this project's engine, CPU, managed here), 'transformers' (CPU, managed here),
+    'sglang' (GPU host) or 'openai' (vendor API)."""
     checkpoint: str | None = None
     """'default' (SmolLM2-135M from the model cache), 'tiny', or a checkpoint folder."""
     draft_head: str | None = None
@@ -59,8 +65,10 @@ class ServingProfile:
     continuous_batching: bool = False
     """transformers: serve with --continuous-batching (paged attention)."""
     dtype: str = "auto"
+    quantization: str = "none"
+    """local: the engine's weights, 'none' (fp32) or 'int8'."""
     threads: int | None = None
-    """transformers: CPU threads of the server (OMP/MKL/torch); None lets torch decide.
+    """local/transformers: CPU threads of the server (OMP/MKL/torch); None lets torch decide.
     On a small shared box 1 avoids OpenMP oversubscription, which can slow decoding ~10x."""
     startup_timeout_s: float = 300.0
     extra_args: tuple[str, ...] = field(default_factory=tuple)
@@ -90,7 +98,7 @@ def _plain(value: Any) -> Any:
 
 _FIELD_TYPES = {
     "engine": str, "checkpoint": str, "draft_head": str, "base_url": str, "model": str,
-    "api_key_env": str, "host": str, "port": int, "continuous_batching": bool, "dtype": str, "threads": int,
+    "api_key_env": str, "host": str, "port": int, "continuous_batching": bool, "dtype": str, "quantization": str, "threads": int,
     "startup_timeout_s": (int, float), "extra_args": list,
 }
 
@@ -120,11 +128,11 @@ def profile_from_mapping(name: str, data: Any, *, source: str) -> ServingProfile
 
 
 def _check_profile(p: ServingProfile, where: str) -> None:
-    if p.engine == "transformers":
+    if p.engine in MANAGED_ENGINES:
         if not p.checkpoint:
-            raise ProfileError(f"{where}.checkpoint: required for engine transformers ('default', 'tiny' or a folder)")
+            raise ProfileError(f"{where}.checkpoint: required for engine {p.engine} ('default', 'tiny' or a folder)")
         if p.base_url:
-            raise ProfileError(f"{where}.base_url: not used by engine transformers (it picks its own port)")
+            raise ProfileError(f"{where}.base_url: not used by engine {p.engine} (it picks its own port)")
     else:
         if not p.base_url:
             raise ProfileError(f"{where}.base_url: required for engine {p.engine}, e.g. http://127.0.0.1:30000/v1")
@@ -141,8 +149,17 @@ def _check_profile(p: ServingProfile, where: str) -> None:
         raise ProfileError(f"{where}.draft_head: only engine sglang serves a draft head")
     if p.threads is not None and p.threads < 1:
         raise ProfileError(f"{where}.threads: {p.threads} must be >= 1")
-    if p.threads is not None and p.engine != "transformers":
-        raise ProfileError(f"{where}.threads: only engine transformers runs here with a thread count")
+    if p.threads is not None and p.engine not in MANAGED_ENGINES:
+        raise ProfileError(f"{where}.threads: only engines local and transformers run here with a thread count")
+    from harness.engine.model import QUANTIZATIONS
+
+    if p.quantization not in QUANTIZATIONS:
+        raise ProfileError(f"{where}.quantization: {p.quantization!r} is not one of {', '.join(QUANTIZATIONS)}")
+    if p.quantization != "none" and p.engine != "local":
+        raise ProfileError(f"{where}.quantization: only engine local quantizes its weights")
+    if p.continuous_batching and p.engine != "transformers":
+        raise ProfileError(f"{where}.continuous_batching: only engine transformers has this switch "
+                           "(engine local always batches concurrent requests)")
     if p.port is not None and not 1 <= p.port <= 65535:
         raise ProfileError(f"{where}.port: {p.port} is outside 1..65535")
 
@@ -172,14 +189,14 @@ def resolve_route(route: str, *, profiles_path: str | Path | None = None) -> Ser
         source = profiles_path or BUILTIN_PROFILES
         raise ProfileError(
             f"route {route!r}: not a profile in {source} (known: {', '.join(sorted(profiles))}) "
-            "and not an inline route (transformers:CHECKPOINT, sglang:BASE_URL:MODEL, "
+            "and not an inline route (local:CHECKPOINT, transformers:CHECKPOINT, sglang:BASE_URL:MODEL, "
             "openai:BASE_URL:MODEL[:KEY_ENV])"
         )
     return profiles[route]
 
 
 def _inline_profile(route: str, engine: str, rest: str) -> ServingProfile:
-    if engine == "transformers":
+    if engine in MANAGED_ENGINES:
         return profile_from_mapping(route, {"engine": engine, "checkpoint": rest}, source="<inline>")
     # BASE_URL has ':' in it (scheme, port), so it must carry a path (/v1) to end unambiguously.
     match = _INLINE_URL.match(rest)

@@ -161,7 +161,7 @@ class TransformersServer:
                 if self._proc is None or self._proc.poll() is not None:
                     code = None if self._proc is None else self._proc.returncode
                     raise ServerStartError(
-                        f"transformers serve exited with code {code} before it was healthy; "
+                        f"{self.label} exited with code {code} before it was healthy; "
                         f"log {self.log_path}:\n{_log_tail(self.log_path)}"
                     )
                 try:
@@ -172,9 +172,11 @@ class TransformersServer:
                     last_error = f"{type(exc).__name__}: {exc}"
                 time.sleep(0.25)
         raise ServerStartError(
-            f"transformers serve on {self.root_url} was not healthy after {self.startup_timeout_s:.0f} s "
+            f"{self.label} on {self.root_url} was not healthy after {self.startup_timeout_s:.0f} s "
             f"({last_error}); log {self.log_path}:\n{_log_tail(self.log_path)}"
         )
+
+    label = "transformers serve"
 
     def _model_loaded(self, client: httpx.Client) -> bool:
         models = client.get(f"{self.base_url}/models").json().get("data", [])
@@ -217,3 +219,21 @@ class TransformersServer:
 def _signal_group(proc: subprocess.Popen, sig: int) -> None:
     with contextlib.suppress(ProcessLookupError):  # already gone
         os.killpg(proc.pid, sig)
+
+
+class EngineServer(TransformersServer):
+    """The local engine's OpenAI-compatible server (``python -m serving engine-server``) as a managed process."""
+
+    label = "engine-server"
+
+    def __init__(self, *, quantization: str = "none", **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.quantization = quantization
+
+    def command(self) -> list[str]:
+        argv = [sys.executable, "-m", "serving", "engine-server", self.checkpoint,
+                "--host", self.host, "--port", str(self.port if self.port is not None else 0),
+                "--quantization", self.quantization]
+        if self.threads is not None:
+            argv += ["--threads", str(self.threads)]
+        return argv + list(self.extra_args)

@@ -35,7 +35,7 @@ def test_inline_transformers_route_names_a_checkpoint():
 
 
 def test_bad_routes_say_what_is_valid():
-    with pytest.raises(ProfileError, match=r"not a profile .*\(known: cpu-local, cpu-tiny, gpu-sglang\)"):
+    with pytest.raises(ProfileError, match=r"not a profile .*\(known: cpu-engine, cpu-engine-int8, cpu-engine-tiny, cpu-local, cpu-tiny, gpu-sglang\)"):
         resolve_route("gpu-fast")
     with pytest.raises(ProfileError, match="expected sglang:BASE_URL:MODEL"):
         resolve_route("sglang:http://127.0.0.1:30000")
@@ -57,7 +57,7 @@ def test_profiles_file_errors_name_file_profile_and_field(tmp_path):
     with pytest.raises(ProfileError, match=r"profiles.yaml: profiles.vendor.api_key_env: required"):
         load_profiles(path)
     path.write_text("profiles:\n  local:\n    engine: vllm\n")
-    with pytest.raises(ProfileError, match=r"profiles.local.engine: 'vllm' is not one of transformers, sglang, openai"):
+    with pytest.raises(ProfileError, match=r"profiles.local.engine: 'vllm' is not one of local, transformers, sglang, openai"):
         load_profiles(path)
     path.write_text("profiles:\n  local:\n    engine: transformers\n    checkpoint: tiny\n    gpu: 1\n")
     with pytest.raises(ProfileError, match=r"unknown field\(s\) \['gpu'\]"):
@@ -67,11 +67,11 @@ def test_profiles_file_errors_name_file_profile_and_field(tmp_path):
         load_profiles(path)
 
 
-def test_thread_count_is_a_transformers_setting(tmp_path):
+def test_thread_count_is_a_setting_of_the_engines_run_here(tmp_path):
     assert load_profiles()["cpu-local"].threads == 1
     path = tmp_path / "profiles.yaml"
     path.write_text("profiles:\n  gpu:\n    engine: sglang\n    base_url: http://h:30000/v1\n    model: m\n    threads: 4\n")
-    with pytest.raises(ProfileError, match=r"profiles.gpu.threads: only engine transformers"):
+    with pytest.raises(ProfileError, match=r"profiles.gpu.threads: only engines local and transformers run here"):
         load_profiles(path)
     path.write_text("profiles:\n  cpu:\n    engine: transformers\n    checkpoint: tiny\n    threads: 0\n")
     with pytest.raises(ProfileError, match=r"profiles.cpu.threads: 0 must be >= 1"):
