@@ -82,20 +82,28 @@ def parse_body(raw: bytes, *, model_id: str, max_tokens_cap: int) -> dict[str, A
 
 
 class _TextStream:
-    """Token ids in, text deltas out (a token that ends inside a UTF-8 character waits for the next)."""
+    """Token ids in, text deltas out, decoding only a short window of the latest tokens.
+
+    A delta is sent once the window's text grows and does not end inside a UTF-8
+    character (byte-level BPE splits characters across tokens), as vLLM's
+    incremental detokenizer does.
+    """
 
     def __init__(self, tokenizer: Any) -> None:
         self.tokenizer = tokenizer
         self.ids: list[int] = []
-        self.sent = ""
+        self.prefix = 0  # start of the window
+        self.read = 0  # tokens whose text has been sent
 
-    def push(self, token: int) -> str:
-        self.ids.append(token)
-        text = self.tokenizer.decode(self.ids, skip_special_tokens=True)
-        if text.endswith("\ufffd"):
+    def push(self, tokens: list[int]) -> str:
+        self.ids.extend(tokens)
+        decode = self.tokenizer.decode
+        before = decode(self.ids[self.prefix: self.read], skip_special_tokens=True)
+        after = decode(self.ids[self.prefix:], skip_special_tokens=True)
+        if len(after) <= len(before) or after.endswith("\ufffd"):
             return ""
-        delta, self.sent = text[len(self.sent):], text
-        return delta
+        self.prefix, self.read = self.read, len(self.ids)
+        return after[len(before):]
 
 
 def build_app(checkpoint: str | Path, *, quantization: str = "none", max_tokens_cap: int = 2048,
@@ -164,7 +172,6 @@ def build_app(checkpoint: str | Path, *, quantization: str = "none", max_tokens_
 
         async def events():
             text = _TextStream(tokenizer)
-            tokens = handle.tokens()
 
             def chunk(delta: dict[str, Any], finish: str | None = None) -> str:
                 return "data: " + json.dumps({
@@ -174,10 +181,10 @@ def build_app(checkpoint: str | Path, *, quantization: str = "none", max_tokens_
             try:
                 yield chunk({"role": "assistant", "content": ""})
                 while True:
-                    token = await loop.run_in_executor(None, next, tokens, None)
-                    if token is None:
+                    tokens = await loop.run_in_executor(None, handle.next_tokens)
+                    if tokens is None:
                         break
-                    delta = text.push(token)
+                    delta = text.push(tokens)
                     if delta:
                         yield chunk({"content": delta})
                 done = handle.result()

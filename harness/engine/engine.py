@@ -119,6 +119,22 @@ class Request:
                 return
             yield item
 
+    def next_tokens(self) -> list[int] | None:
+        """Every token sampled since the last call (waits for at least one); None once finished."""
+        item = self._stream.get()
+        if item is _DONE:
+            return None
+        tokens = [item]
+        while True:
+            try:
+                item = self._stream.get_nowait()
+            except queue.Empty:
+                return tokens
+            if item is _DONE:
+                self._stream.put(_DONE)  # seen by the next call
+                return tokens
+            tokens.append(item)
+
     def result(self, timeout: float | None = None) -> Completion:
         if not self._done.wait(timeout):
             raise TimeoutError(f"request {self.id} did not finish within {timeout} s")
