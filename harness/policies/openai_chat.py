@@ -50,7 +50,7 @@ class OpenAIChatPolicy(Policy):
     def generate(self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None = None,
                  settings: GenerationSettings | None = None,
                  timeout_s: float | None = None) -> PolicyOutput:
-        """One streamed call; ``timeout_s`` bounds this call (connect and read)."""
+        """One streamed call; ``timeout_s`` bounds this call: connect, each read, and the whole stream."""
         from openai import OpenAIError
 
         settings = settings or self.settings
@@ -78,6 +78,12 @@ class OpenAIChatPolicy(Policy):
             client = self.client if timeout_s is None else self.client.with_options(timeout=timeout_s)
             stream = client.chat.completions.create(**body)
             for chunk in stream:
+                if timeout_s is not None and time.perf_counter() - started > timeout_s:
+                    # the client's timeout bounds each read, not the call: a stream that keeps
+                    # sending would run past the budget. Closing it stops the server's request.
+                    stream.close()
+                    finish = "timeout"
+                    break
                 if getattr(chunk, "usage", None):
                     usage = chunk.usage
                 for choice in chunk.choices or []:
