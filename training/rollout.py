@@ -18,7 +18,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from training.sampling_policy import SampledCall, SamplingPolicy
+from training.sampling_policy import SampledCall, SamplingPolicy, rollout_engine
 
 
 @dataclass
@@ -94,7 +94,7 @@ class HarnessRollout:
         return FailureInjection(timeout=share, malformed=share, permission_denied=share,
                                 seed=self.seed * 100003 + draw)
 
-    def run_one(self, model, case_id: str, *, rng: random.Random, draw: int) -> dict[str, Any]:
+    def run_one(self, model, case_id: str, *, rng: random.Random, draw: int, engine: Any = None) -> dict[str, Any]:
         from evaluation.cases import case_request
 
         case = self.cases[case_id]
@@ -103,7 +103,7 @@ class HarnessRollout:
             case_v = entry.remap_case(case)
         except ValueError:  # a gold skill masked in this variant: fall back to the original
             entry, case_v = self.pool.original, case
-        policy = SamplingPolicy(model=model, tokenizer=self.tokenizer, settings=self.settings)
+        policy = SamplingPolicy(model=model, tokenizer=self.tokenizer, settings=self.settings, engine=engine)
         entry.agent.policy = policy
         entry.agent.generation = self.settings
         entry.agent.failure_injection = self._failures(draw)
@@ -120,9 +120,16 @@ class HarnessRollout:
                                                       "trajectory", "case", "harness", "augmented")}
         # The GRPO sampler repeats each task num_generations times: one group shares failure seeds
         # only through the request id, so every rollout gets its own draw.
-        for prompt in prompts:
-            self.calls_made += 1
-            result = self.run_one(model, str(prompt), rng=rng, draw=self.calls_made)
+        engine = rollout_engine(model)  # the weights are fixed until this batch returns
+        try:
+            results = []
+            for prompt in prompts:
+                self.calls_made += 1
+                results.append(self.run_one(model, str(prompt), rng=rng, draw=self.calls_made, engine=engine))
+        finally:
+            if engine is not None:
+                engine.close()
+        for result in results:
             assembled = result["assembled"]
             out["prompt_ids"].append(assembled.prompt_ids)
             out["completion_ids"].append(assembled.completion_ids)

@@ -7,6 +7,13 @@ samples with the rollout settings, and records per call the prompt token ids,
 the sampled token ids (end-of-turn included) and their log-probabilities under
 the sampling distribution, so ``training.rollout`` can rebuild the token
 sequence GRPO trains on.
+
+When the model runs on CPU and the local engine implements it, the rollouts of one
+generation batch sample on an engine built over the model's current weights
+(``rollout_engine``; closed before the optimizer changes them): the Harness
+prefix is shared across the batch's rollouts and each call is decoded without
+``generate``'s per-token overhead. Elsewhere (a GPU, another architecture) they
+use ``generate``.
 """
 
 from __future__ import annotations
@@ -37,6 +44,7 @@ class SamplingPolicy(Policy):
     settings: GenerationSettings = field(default_factory=lambda: GenerationSettings(temperature=1.0))
     name: str = "rl-policy"
     calls: list[SampledCall] = field(default_factory=list)
+    engine: Any = None  # a harness.engine.Engine over ``model``'s current weights, or None
 
     def begin_request(self, request_id: str) -> None:
         self.calls = []
@@ -47,6 +55,13 @@ class SamplingPolicy(Policy):
         return list(encoded["input_ids"])
 
     def _sample(self, prompt_ids: list[int], settings: GenerationSettings) -> tuple[list[int], list[float]]:
+        if self.engine is not None:
+            from harness.engine import SamplingParams
+
+            done = self.engine.generate(prompt_ids, SamplingParams(
+                max_new_tokens=settings.max_new_tokens, temperature=settings.temperature, top_p=settings.top_p,
+                seed=settings.seed, stop_ids=(self.tokenizer.eos_token_id,), logprobs=True))
+            return done.ids, done.logprobs
         import torch
 
         was_training = self.model.training
@@ -87,3 +102,15 @@ class SamplingPolicy(Policy):
         return PolicyOutput(text=text, input_tokens=len(prompt_ids), output_tokens=len(ids),
                             latency_s=time.perf_counter() - started,
                             finish_reason="stop" if finished else "length")
+
+
+def rollout_engine(model: Any) -> Any:
+    """An engine over ``model``'s current weights for one generation batch, or None where it cannot run."""
+    from harness.engine import Engine, EngineModel, UnsupportedModel
+
+    try:
+        if next(model.parameters()).device.type != "cpu":
+            return None
+        return Engine(EngineModel(model), name="rollout-engine")
+    except (UnsupportedModel, StopIteration):
+        return None

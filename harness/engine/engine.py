@@ -186,7 +186,7 @@ class Engine:
         self.prefix = PrefixStore(max_bytes=prefix_cache_bytes)
         self.threads = threads
         self.stats = EngineStats()
-        self._inbox: queue.SimpleQueue[Request] = queue.SimpleQueue()
+        self._inbox: queue.SimpleQueue[Request | None] = queue.SimpleQueue()  # None: close
         self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
         self._thread.start()
 
@@ -204,19 +204,31 @@ class Engine:
                 on_token(token)
         return request.result()
 
+    def close(self) -> None:
+        """Stop the scheduler thread once the requests it holds have finished (an engine over weights
+        that are about to change, such as the model an RL step trains, must not be used again)."""
+        self._inbox.put(None)
+        self._thread.join()
+
     # -- the scheduler thread -----------------------------------------------------------------
     def _loop(self) -> None:
         if self.threads:
             torch.set_num_threads(self.threads)
         waiting: list[Request] = []  # admitted, prefilling
         decoding: list[Request] = []
+        closing = False
         with torch.inference_mode():
             while True:
                 block = not waiting and not decoding
+                if block and closing:
+                    return
                 try:
                     while True:
                         request = self._inbox.get(block=block)
                         block = False
+                        if request is None:
+                            closing = True
+                            continue
                         waiting.append(request)
                 except queue.Empty:
                     pass

@@ -173,3 +173,38 @@ def test_rl_two_steps_log_rewards_and_change_weights(rl_run, sft_run):
 def test_rl_checkpoint_answers_through_runtime(rl_run):
     traj = answer_with_runtime(rl_run / "final")
     assert traj.model_calls and traj.model_calls[0].error is None and traj.reply
+
+
+def test_rollouts_on_the_engine_sample_what_generate_samples(tiny_dir):
+    """Greedy: the same tokens and log-probabilities on the engine as with generate; sampled: the
+    log-probability is the sampled token's under the tempered distribution."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from harness.policies import GenerationSettings
+    from training.sampling_policy import SamplingPolicy, rollout_engine
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_dir)
+    tokenizer = AutoTokenizer.from_pretrained(tiny_dir)
+    messages = [{"role": "system", "content": "You are the host. " * 30}, {"role": "user", "content": "price?"}]
+    greedy = GenerationSettings(temperature=0.0, max_new_tokens=16)
+    engine = rollout_engine(model)
+    assert engine is not None
+    try:
+        on_engine = SamplingPolicy(model=model, tokenizer=tokenizer, settings=greedy, engine=engine)
+        plain = SamplingPolicy(model=model, tokenizer=tokenizer, settings=greedy)
+        on_engine.generate(messages)
+        plain.generate(messages)
+        a, b = on_engine.calls[0], plain.calls[0]
+        assert a.ids == b.ids and a.prompt_ids == b.prompt_ids
+        assert a.logprobs == pytest.approx(b.logprobs, abs=1e-4)
+        sampled = SamplingPolicy(model=model, tokenizer=tokenizer, engine=engine,
+                                 settings=GenerationSettings(temperature=0.7, top_p=1.0, max_new_tokens=8, seed=3))
+        sampled.generate(messages)
+        call = sampled.calls[0]
+        with torch.no_grad():
+            logits = model(torch.tensor([call.prompt_ids + call.ids])).logits[0]
+        first = torch.log_softmax(logits[len(call.prompt_ids) - 1] / 0.7, dim=-1)[call.ids[0]]
+        assert call.logprobs[0] == pytest.approx(float(first), abs=1e-4)
+    finally:
+        engine.close()
+    assert not engine._thread.is_alive()
