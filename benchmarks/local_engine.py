@@ -31,6 +31,7 @@ import torch  # noqa: E402
 
 from harness import demo_harness_dir, load_dir  # noqa: E402
 from harness.engine import Engine, EngineModel, SamplingParams  # noqa: E402
+from harness.engine.prefix import common_prefix  # noqa: E402
 from harness.policies.base import Policy, PolicyOutput  # noqa: E402
 from harness.policies.local import TransformersPolicy, _stop_ids, load_model  # noqa: E402
 from harness.policies.models import resolve_model_dir  # noqa: E402
@@ -89,15 +90,30 @@ def plain_generate(model, prompt: list[int], n: int, stop: bool = False) -> tupl
     return out[0, len(prompt):].tolist(), (clock.first_token_at or time.perf_counter()) - started, total
 
 
-def measure_plain(model, prompt: list[int]) -> dict[str, float]:
+NEXT_ROUND = ('<|im_end|>\n<|im_start|>user\n<tool_result name="get_product">{"id": 3, "name": "Tenko Lite '
+              'Wireless Earbuds", "price": 629, "stock": 0, "promotion": null}</tool_result><|im_end|>\n'
+              '<|im_start|>assistant\n')
+
+
+def next_round(tokenizer, prompt: list[int], reply: list[int]) -> list[int]:
+    """The agent's second model call of a request: the first prompt, its reply and a tool result."""
+    return prompt + reply + tokenizer.encode(NEXT_ROUND, add_special_tokens=False)
+
+
+def measure_plain(model, tokenizer, prompts: list[list[int]]) -> dict[str, float]:
+    prompt = prompts[0]
     plain_generate(model, prompt[:64], 4)  # warm-up
     _ids, ttft, _total = plain_generate(model, prompt, 1)
-    _ids, ttft2, total = plain_generate(model, prompt, DECODE_TOKENS)
+    ids, ttft2, total = plain_generate(model, prompt, DECODE_TOKENS)
+    _ids, short_ttft, short_total = plain_generate(model, prompt[:64], DECODE_TOKENS)
+    _ids, ttft_new, _total = plain_generate(model, prompts[1], 1)
+    _ids, ttft_next, _total = plain_generate(model, next_round(tokenizer, prompt, ids[:32]), 1)
     return {"prefill_tok_s": len(prompt) / ttft, "decode_tok_s": (DECODE_TOKENS - 1) / (total - ttft2),
-            "ttft_cached_s": float("nan"), "batch8_tok_s": float("nan")}
+            "decode_short_tok_s": (DECODE_TOKENS - 1) / (short_total - short_ttft),
+            "ttft_new_s": ttft_new, "ttft_next_s": ttft_next, "batch8_tok_s": float("nan")}
 
 
-def measure_engine(model, quantization: str, prompts: list[list[int]]) -> dict[str, float]:
+def measure_engine(model, tokenizer, quantization: str, prompts: list[list[int]]) -> dict[str, float]:
     engine = Engine(EngineModel(model, quantization=quantization), prefix_cache=False)
     prompt = prompts[0]
     engine.generate(prompt[:64], SamplingParams(max_new_tokens=4))  # warm-up
@@ -105,18 +121,27 @@ def measure_engine(model, quantization: str, prompts: list[list[int]]) -> dict[s
     prefill = len(prompt) / done.ttft_s
     done = engine.generate(prompt, SamplingParams(max_new_tokens=DECODE_TOKENS))
     decode = (DECODE_TOKENS - 1) / (done.latency_s - done.ttft_s)
-    # a Harness prefix shared by 8 concurrent requests: first request fills the store
+    short = engine.generate(prompt[:64], SamplingParams(max_new_tokens=DECODE_TOKENS))
+    decode_short = (DECODE_TOKENS - 1) / (short.latency_s - short.ttft_s)
+    engine.close()
+    # the prefix store: a new request under the same Harness, then a request's next round
     shared = Engine(engine.model)
-    shared.generate(prompts[0], SamplingParams(max_new_tokens=1))
-    first = shared.generate(prompts[1 % len(prompts)], SamplingParams(max_new_tokens=1))
+    first = shared.generate(prompt, SamplingParams(max_new_tokens=32))
+    new = shared.generate(prompts[1], SamplingParams(max_new_tokens=1))
+    following = shared.generate(next_round(tokenizer, prompt, first.ids), SamplingParams(max_new_tokens=1))
+    # 8 concurrent requests (the store already holds the Harness prefix)
     batch = [shared.submit(p, SamplingParams(max_new_tokens=DECODE_TOKENS)) for p in _eight(prompts)]
     results = [r.result() for r in batch]
     firsts = max(r.first_token_at for r in results)
     ends = max(r.finished_at for r in results)
     tokens_after_first = sum(len(r.ids) - 1 for r in results)
-    return {"prefill_tok_s": prefill, "decode_tok_s": decode, "ttft_cached_s": first.ttft_s,
-            "cached_tokens": first.cached_tokens, "batch8_tok_s": tokens_after_first / (ends - firsts),
-            "max_batch": shared.stats.max_batch_seen}
+    figures = {"prefill_tok_s": prefill, "decode_tok_s": decode, "decode_short_tok_s": decode_short,
+               "ttft_new_s": new.ttft_s, "new_cached": new.cached_tokens, "new_prompt": new.prompt_tokens,
+               "ttft_next_s": following.ttft_s, "next_cached": following.cached_tokens,
+               "next_prompt": following.prompt_tokens,
+               "batch8_tok_s": tokens_after_first / (ends - firsts), "max_batch": shared.stats.max_batch_seen}
+    shared.close()
+    return figures
 
 
 def _eight(prompts: list[list[int]]) -> list[list[int]]:
@@ -168,12 +193,16 @@ def llama_cpp_figures(gguf: str, prompt: list[int], threads: int) -> dict[str, f
     started = time.perf_counter()
     llm.eval(prompt)
     prefill = len(prompt) / (time.perf_counter() - started)
+    llm.reset()
+    llm.eval(prompt[:64])
     started = time.perf_counter()
     for _ in range(DECODE_TOKENS):
         token = llm.sample(temp=0.0)
         llm.eval([token])
-    return {"prefill_tok_s": prefill, "decode_tok_s": DECODE_TOKENS / (time.perf_counter() - started),
-            "ttft_cached_s": float("nan"), "batch8_tok_s": float("nan")}
+    decode_short = DECODE_TOKENS / (time.perf_counter() - started)
+    nan = float("nan")
+    return {"prefill_tok_s": prefill, "decode_tok_s": nan, "decode_short_tok_s": decode_short,
+            "ttft_new_s": nan, "ttft_next_s": nan, "batch8_tok_s": nan}
 
 
 def _fmt(value: float, spec: str, unit: str = "") -> str:
@@ -204,9 +233,12 @@ def main() -> int:
     print(f"checkpoint {checkpoint} · {args.threads} threads · agent prompts of {min(map(len, prompts))}-"
           f"{max(map(len, prompts))} tokens (demo Harness, replay set)", flush=True)
 
-    rows = {"transformers fp32 generate": measure_plain(model, prompts[0])}
+    rows = {"transformers fp32 generate": measure_plain(model, tokenizer, prompts)}
+    print("measured: plain generate", flush=True)
     for quantization in ("none", "int8"):
-        rows[f"engine {'fp32' if quantization == 'none' else quantization}"] = measure_engine(model, quantization, prompts)
+        name = f"engine {'fp32' if quantization == 'none' else quantization}"
+        rows[name] = measure_engine(model, tokenizer, quantization, prompts)
+        print(f"measured: {name}", flush=True)
     if args.gguf:
         figures = llama_cpp_figures(args.gguf, prompts[0], args.threads)
         if figures is None:
@@ -223,19 +255,26 @@ def main() -> int:
     agree = {q: agreement(model, tokenizer, q, prompts[: args.agree_prompts], reference, args.agree_tokens)
              for q in ("none", "int8")}
 
-    print("\n| path | prefill tok/s | decode tok/s, batch 1 | decode tok/s, 8 sharing the prefix | "
-          "TTFT with the prefix cached | greedy vs fp32 generate |")
-    print("|---|---|---|---|---|---|")
+    print(f"\n| path | prefill tok/s | decode tok/s after the {len(prompts[0])}-token agent prompt | "
+          "decode tok/s after 64 tokens | aggregate decode tok/s, 8 concurrent requests | "
+          "TTFT, a new request | TTFT, the request's next round | greedy vs fp32 generate |")
+    print("|---|---|---|---|---|---|---|---|")
     for name, r in rows.items():
         key = {"engine fp32": "none", "engine int8": "int8"}.get(name)
         if key:
             agree_text = f"{agree[key]['identical']:.0%} identical, {agree[key]['common_prefix']:.0%} common prefix"
+            new = f"{r['ttft_new_s']:.2f} s ({r['new_cached']} of {r['new_prompt']} cached)"
+            following = f"{r['ttft_next_s']:.2f} s ({r['next_cached']} of {r['next_prompt']} cached)"
         else:
             agree_text = "(reference)" if name.startswith("transformers") else "-"
-        print(f"| {name} | {r['prefill_tok_s']:.0f} | {r['decode_tok_s']:.1f} | {_fmt(r['batch8_tok_s'], '.1f')} | "
-              f"{_fmt(r['ttft_cached_s'], '.2f', ' s')} | {agree_text} |")
-    print(f"\nprompt for prefill/decode: {len(prompts[0])} tokens; greedy agreement over "
-          f"{args.agree_prompts} agent prompts, up to {args.agree_tokens} new tokens", flush=True)
+            new, following = f"{r['ttft_new_s']:.2f} s", f"{r['ttft_next_s']:.2f} s"
+        print(f"| {name} | {r['prefill_tok_s']:.0f} | {r['decode_tok_s']:.1f} | {r['decode_short_tok_s']:.1f} | "
+              f"{_fmt(r['batch8_tok_s'], '.1f')} | {new} | {following} | {agree_text} |")
+    shared = min(common_prefix(torch.tensor(prompts[0]), torch.tensor(p)) for p in prompts[1:])
+    print(f"\nthe agent prompts of different requests share their first {shared} tokens: the demo Harness "
+          "renders the per-request blocks (products, room) before the static ones (skills, tools)")
+    print(f"greedy agreement over {args.agree_prompts} agent prompts, up to {args.agree_tokens} new tokens",
+          flush=True)
 
     if args.agent_cases:
         result = complete_agent(checkpoint, args.agent_quantization, cases, args.agent_cases, args.threads)
