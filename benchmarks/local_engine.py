@@ -58,7 +58,19 @@ class _Capture(Policy):
         return PolicyOutput(text="Thanks for asking!", finish_reason="stop")
 
 
-def agent_prompts(checkpoint: Path, cases_path: Path, n: int) -> list[list[int]]:
+def static_blocks_first():
+    """The demo Harness with its prompt blocks that do not depend on the request moved first."""
+    import yaml
+
+    bundle = load_dir(demo_harness_dir())
+    prompt = yaml.safe_load(bundle.files["prompt.yaml"])
+    per_request = {"products", "room", "faq"}
+    prompt["blocks"] = ([b for b in prompt["blocks"] if b["id"] not in per_request]
+                        + [b for b in prompt["blocks"] if b["id"] in per_request])
+    return bundle.with_files({"prompt.yaml": yaml.safe_dump(prompt, sort_keys=False, allow_unicode=True)})
+
+
+def agent_prompts(checkpoint: Path, cases_path: Path, n: int, bundle=None) -> list[list[int]]:
     """The rendered first model call of the agent on the first ``n`` replay cases (the demo Harness)."""
     from harness.livestream import Catalogue, demo_catalogue
     from harness.runtime import Agent
@@ -67,7 +79,8 @@ def agent_prompts(checkpoint: Path, cases_path: Path, n: int) -> list[list[int]]
     manifest = load_manifest(cases_path, warmup=0, measured=n)
     catalogue = Catalogue.load(manifest.catalogue_path) if manifest.catalogue_path else demo_catalogue()
     capture = _Capture()
-    agent = Agent(bundle=load_dir(demo_harness_dir()), policy=capture, catalogue=catalogue, connect_mcp=False)
+    agent = Agent(bundle=bundle or load_dir(demo_harness_dir()), policy=capture, catalogue=catalogue,
+                  connect_mcp=False)
     for case in manifest.measured:
         agent.run(case["request"])
     renderer = TransformersPolicy(checkpoint, engine="transformers")
@@ -273,6 +286,13 @@ def main() -> int:
     shared = min(common_prefix(torch.tensor(prompts[0]), torch.tensor(p)) for p in prompts[1:])
     print(f"\nthe agent prompts of different requests share their first {shared} tokens: the demo Harness "
           "renders the per-request blocks (products, room) before the static ones (skills, tools)")
+    reordered = agent_prompts(checkpoint, cases, 3, bundle=static_blocks_first())
+    probe = Engine(EngineModel(model))
+    probe.generate(reordered[0], SamplingParams(max_new_tokens=1))
+    moved = probe.generate(reordered[1], SamplingParams(max_new_tokens=1))
+    probe.close()
+    print(f"the same Harness with skills and tools moved before products, room and FAQ: a new request's TTFT "
+          f"{moved.ttft_s:.2f} s on engine fp32 ({moved.cached_tokens} of {moved.prompt_tokens} tokens cached)")
     print(f"greedy agreement over {args.agree_prompts} agent prompts, up to {args.agree_tokens} new tokens",
           flush=True)
 
