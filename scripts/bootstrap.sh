@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets up everything Harness Studio needs on a fresh Debian machine with
-# Python 3.11: Debian packages (redis-server, postgresql, chromium), a
+# Python 3.11: Debian packages (redis-server, postgresql, chromium; g++, ninja
+# and the Python headers for the engine's int8 kernel), a
 # virtualenv in .venv with the CPU torch wheel and the project, and the
 # default model converted once into the model cache. Idempotent: a second run
 # only checks what is already there.
@@ -18,6 +19,11 @@ need_apt=()
 command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || need_apt+=(postgresql)
+# the local engine compiles its int8 kernel once (harness/engine/kernels.py)
+command -v g++ >/dev/null 2>&1 || need_apt+=(g++)
+command -v ninja >/dev/null 2>&1 || need_apt+=(ninja-build)
+"$PYTHON" -c 'import os, sysconfig, sys; sys.exit(not os.path.isfile(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' \
+  || need_apt+=("$(basename "$(command -v "$PYTHON")")-dev")
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then
     echo "Missing Debian packages: ${need_apt[*]} (run as root, or apt-get install them)" >&2

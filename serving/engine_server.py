@@ -224,7 +224,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8100)
     parser.add_argument("--quantization", choices=QUANTIZATIONS, default="none",
-                        help="engine weights: none (fp32) or int8 (fbgemm dynamic int8 linears)")
+                        help="engine weights: none (fp32) or int8 (weight-only int8 linears, harness/engine/kernels.py)")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
     parser.add_argument("--max-tokens-cap", type=int, default=2048, help="largest max_tokens a request may ask for")
 

@@ -11,11 +11,13 @@ last position only.
 Numerics: ``quantization="none"`` keeps the checkpoint's fp32 weights and the
 same operations as transformers' Llama (RMSNorm in fp32 with ``rsqrt``, RoPE
 ``cat(freqs, freqs)``, SDPA), so greedy outputs equal ``model.generate``'s
-(``tests/engine/test_engine.py``). ``quantization="int8"`` replaces every linear
-layer (and the tied LM head) by fbgemm's dynamically quantized int8 kernel:
-weights per output channel, activations per call; a quarter of the weight bytes
-and measured faster here (``benchmarks/local_engine.py``), with its agreement with
-the fp32 path printed there, not assumed.
+(``tests/engine/test_engine.py``). ``quantization="int8"`` stores every linear
+layer (and the tied LM head) as weight-only int8, one scale per output channel,
+with fp32 activations (``harness.engine.kernels``): a quarter of the bytes a
+decode step reads; its agreement with the fp32 path is printed by
+``benchmarks/local_engine.py``, not assumed. (fbgemm's dynamic int8, which also
+quantizes activations, was tried first and dropped: on the demo Harness's agent
+prompts its greedy outputs left the fp32 ones within the first tokens.)
 
 Supported: ``LlamaForCausalLM`` and architectures with the same layout and no
 biases (Mistral without a sliding window). Anything else raises
@@ -24,7 +26,6 @@ biases (Mistral without a sliding window). Anything else raises
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,19 +58,28 @@ def unsupported_reason(config: Any) -> str | None:
 
 
 class _Int8Linear:
-    """fbgemm's dynamically quantized linear: int8 weights per output channel."""
+    """Weight-only int8 (one fp32 scale per output channel; ``harness.engine.kernels``).
+
+    Decode steps (at most 8 rows per pass) run the int8 kernel, reading a quarter of
+    the fp32 bytes; prefill chunks are compute-bound matmuls, so they use the same
+    weights dequantized to fp32 (the model is the quantized one either way).
+    """
+
+    DECODE_ROWS = 8
 
     def __init__(self, weight: torch.Tensor) -> None:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # the quantized-tensor API's deprecation notice
-            scales = weight.abs().amax(dim=1).clamp(min=1e-8) / 127.0
-            zero = torch.zeros(weight.shape[0], dtype=torch.long)
-            qweight = torch.quantize_per_channel(weight.float(), scales.double(), zero, 0, torch.qint8)
-            self.packed = torch.ops.quantized.linear_prepack(qweight, None)
+        from harness.engine.kernels import quantize_per_channel
+
+        self.q, self.scale = quantize_per_channel(weight.float())
+        self.dequantized = (self.q.float() * self.scale[:, None]).contiguous()
         self.out_features = weight.shape[0]
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.ops.quantized.linear_dynamic(x, self.packed, True)
+        if x.shape[0] <= self.DECODE_ROWS:
+            from harness.engine.kernels import int8_linear
+
+            return int8_linear(x.contiguous(), self.q, self.scale)
+        return F.linear(x, self.dequantized)
 
 
 class _Linear:
@@ -143,6 +153,12 @@ class EngineModel:
         reason = unsupported_reason(config)
         if reason:
             raise UnsupportedModel(reason)
+        if quantization == "int8":
+            from harness.engine.kernels import kernel_problem
+
+            problem = kernel_problem()
+            if problem:
+                raise UnsupportedModel(f"quantization int8: {problem}")
         self.config = config
         self.quantization = quantization
         self.n_layers = config.num_hidden_layers
@@ -282,7 +298,7 @@ class EngineModel:
 
 
 def _nbytes(linear: Any) -> int:
+    """The bytes a decode step reads for this layer's weights."""
     if isinstance(linear, _Linear):
         return linear.weight.numel() * linear.weight.element_size()
-    weight, _bias = torch.ops.quantized.linear_unpack(linear.packed)
-    return weight.numel()  # one byte per int8 weight (scales are noise)
+    return linear.q.numel()  # one byte per int8 weight (scales are noise)

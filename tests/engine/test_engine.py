@@ -171,3 +171,29 @@ def test_int8_weights_are_a_quarter_of_the_fp32_bytes(tiny):
     assert int8.weight_bytes * 4 == fp32.weight_bytes
     with pytest.raises(ValueError, match="quantization: 'int4' is not one of none, int8"):
         EngineModel(model, quantization="int4")
+
+
+def test_the_int8_kernel_is_the_dequantized_matmul_for_any_batch_and_width():
+    from harness.engine.kernels import int8_linear, kernel_problem, quantize_per_channel
+
+    assert kernel_problem() is None  # scripts/bootstrap.sh installs g++ and ninja
+    torch.manual_seed(0)
+    for n, k in ((96, 64), (130, 100), (576, 1536)):  # 100: a width that is not a multiple of 32
+        weight = torch.randn(n, k)
+        q, scale = quantize_per_channel(weight)
+        assert q.dtype == torch.int8 and (q.float() * scale[:, None] - weight).abs().max() <= scale.max() / 2 + 1e-6
+        for m in (1, 3, 8, 11):
+            x = torch.randn(m, k)
+            want = torch.nn.functional.linear(x, q.float() * scale[:, None])
+            assert torch.allclose(int8_linear(x, q, scale), want, atol=1e-4, rtol=1e-4)
+
+
+def test_int8_greedy_decoding_does_not_depend_on_the_batch(tiny):
+    model, tokenizer = tiny
+    engine = Engine(EngineModel(model, quantization="int8"), prefix_cache=False)
+    prompts = _prompts(tokenizer, 6, seed=5)
+    alone = [engine.generate(p, SamplingParams(max_new_tokens=16)).ids for p in prompts]
+    together = [r.result(timeout=60).ids for r in [engine.submit(p, SamplingParams(max_new_tokens=16))
+                                                   for p in prompts]]
+    assert together == alone and engine.stats.max_batch_seen > 1
+    engine.close()
