@@ -29,7 +29,12 @@ QUANTIZATION_ENV = "HARNESS_ENGINE_QUANTIZATION"
 
 
 def default_quantization() -> str:
-    return os.environ.get(QUANTIZATION_ENV, "").strip() or "none"
+    from harness.engine.model import QUANTIZATIONS
+
+    value = os.environ.get(QUANTIZATION_ENV, "").strip() or "none"
+    if value not in QUANTIZATIONS:
+        raise ValueError(f"${QUANTIZATION_ENV}: {value!r} is not one of {', '.join(QUANTIZATIONS)}")
+    return value
 
 
 _LOADED: dict[str, tuple[Any, Any]] = {}
@@ -96,8 +101,8 @@ class TransformersPolicy(Policy):
             try:
                 self._engine = engine_for(self.model_dir, quantization=self.quantization)
             except UnsupportedModel:
-                if self._engine_choice == "engine":
-                    raise
+                if self._engine_choice == "engine" or self.quantization != "none":
+                    raise  # asked for the engine (or its int8 weights): say why not, do not fall back
                 self._engine_choice = "transformers"
         return self._engine
 

@@ -82,12 +82,23 @@ def test_a_failed_call_raises_a_policy_error_and_the_next_call_is_unchanged(monk
     assert cached.last_cached_tokens > MIN_REUSED_PREFIX  # the first call's prefix is still good
 
 
-def test_a_checkpoint_the_engine_does_not_implement_falls_back_to_generate(monkeypatch):
-    model, _tokenizer = load_model(tiny_model_dir())
+def test_a_checkpoint_the_engine_does_not_implement_falls_back_to_generate(tmp_path, monkeypatch):
+    import shutil
+
+    checkpoint = tmp_path / "other-architecture"  # its own path: no engine of this process holds it
+    shutil.copytree(tiny_model_dir(), checkpoint)
+    model, _tokenizer = load_model(checkpoint)
     monkeypatch.setattr(model.config, "architectures", ["GPT2LMHeadModel"])
     settings = GenerationSettings(temperature=0.0, max_new_tokens=8)
-    policy = TransformersPolicy(tiny_model_dir(), settings=settings, quantization="int8")  # a key no test built
+    policy = TransformersPolicy(checkpoint, settings=settings)
     out = policy.generate(_chat(SYSTEM, "hello"))
     assert policy.engine() is None and out.output_tokens == 8
-    with pytest.raises(UnsupportedModel, match="GPT2LMHeadModel"):
-        TransformersPolicy(tiny_model_dir(), settings=settings, engine="engine", quantization="int8").engine()
+    for explicit in ({"engine": "engine"}, {"quantization": "int8"}):  # asked for: refused with the reason
+        with pytest.raises(UnsupportedModel, match="GPT2LMHeadModel"):
+            TransformersPolicy(checkpoint, settings=settings, **explicit).engine()
+
+
+def test_a_bad_quantization_setting_names_the_variable(monkeypatch):
+    monkeypatch.setenv("HARNESS_ENGINE_QUANTIZATION", "int4")
+    with pytest.raises(ValueError, match=r"\$HARNESS_ENGINE_QUANTIZATION: 'int4' is not one of none, int8"):
+        TransformersPolicy(tiny_model_dir())
