@@ -33,7 +33,7 @@ from harness import demo_harness_dir, load_dir  # noqa: E402
 from harness.engine import Engine, EngineModel, SamplingParams  # noqa: E402
 from harness.engine.prefix import common_prefix  # noqa: E402
 from harness.policies.base import Policy, PolicyOutput  # noqa: E402
-from harness.policies.local import TransformersPolicy, _stop_ids, load_model  # noqa: E402
+from harness.policies.local import TransformersPolicy, load_model, stop_ids_of  # noqa: E402
 from harness.policies.models import resolve_model_dir  # noqa: E402
 
 DECODE_TOKENS = 64
@@ -62,8 +62,10 @@ def static_blocks_first():
     """The demo Harness with its prompt blocks that do not depend on the request moved first."""
     import yaml
 
+    from harness.yamlio import load_yaml
+
     bundle = load_dir(demo_harness_dir())
-    prompt = yaml.safe_load(bundle.files["prompt.yaml"])
+    prompt, _lines, _problems = load_yaml(bundle.files["prompt.yaml"], file="prompt.yaml")
     per_request = {"products", "room", "faq"}
     prompt["blocks"] = ([b for b in prompt["blocks"] if b["id"] not in per_request]
                         + [b for b in prompt["blocks"] if b["id"] in per_request])
@@ -165,7 +167,7 @@ def agreement(model, tokenizer, quantization: str, prompts: list[list[int]], ref
               n: int) -> dict[str, float]:
     """Greedy outputs on the agent prompts vs the plain fp32 path: whole-output matches and shared prefix."""
     engine = Engine(EngineModel(model, quantization=quantization))
-    stop = _stop_ids(model, tokenizer)
+    stop = stop_ids_of(model, tokenizer)
     same = 0
     prefix_share = []
     for prompt, want in zip(prompts, reference, strict=True):
@@ -258,7 +260,7 @@ def main() -> int:
             print("llama_cpp is not importable: no llama.cpp row", flush=True)
         else:
             rows["llama.cpp (GGUF)"] = figures
-    stop = _stop_ids(model, tokenizer)
+    stop = stop_ids_of(model, tokenizer)
     reference = [plain_generate(model, p, args.agree_tokens, stop=True)[0] for p in prompts[: args.agree_prompts]]
     for cut, ids in enumerate(reference):
         for k, token in enumerate(ids):

@@ -115,14 +115,14 @@ def build_app(checkpoint: str | Path, *, quantization: str = "none", max_tokens_
     from starlette.routing import Route
 
     from harness.engine import EngineError, SamplingParams
-    from harness.policies.local import TransformersPolicy, _stop_ids, load_model
+    from harness.policies.local import TransformersPolicy, load_model, stop_ids_of
 
     checkpoint = Path(checkpoint).resolve()
     model_id = model_id or str(checkpoint)
     policy = TransformersPolicy(checkpoint, engine="engine", quantization=quantization)
     hf_model, tokenizer = load_model(checkpoint)
     engine = policy.engine()
-    stop_ids = _stop_ids(hf_model, tokenizer)
+    stop_ids = stop_ids_of(hf_model, tokenizer)
     created = int(time.time())
 
     def error(status: int, message: str) -> JSONResponse:

@@ -13,7 +13,6 @@ from harness.engine.engine import (
     EngineError,
     Request,
     SamplingParams,
-    describe,
     engine_for,
     sample,
 )
@@ -28,6 +27,6 @@ from harness.engine.prefix import MIN_REUSED_PREFIX, PrefixStore
 
 __all__ = [
     "MIN_REUSED_PREFIX", "QUANTIZATIONS", "Completion", "Engine", "EngineError", "EngineModel", "PrefixStore",
-    "Request", "SamplingParams", "SequenceKV", "UnsupportedModel", "describe", "engine_for", "sample",
+    "Request", "SamplingParams", "SequenceKV", "UnsupportedModel", "engine_for", "sample",
     "unsupported_reason",
 ]

@@ -28,10 +28,9 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import torch
 
@@ -170,9 +169,6 @@ class EngineStats:
     decode_tokens: int = 0
     max_batch_seen: int = 0
 
-    def to_dict(self) -> dict[str, int]:
-        return dict(self.__dict__)
-
 
 class Engine:
     """One checkpoint's scheduler. Build with ``engine_for``; every caller of a process shares it."""
@@ -196,13 +192,8 @@ class Engine:
         self._inbox.put(request)
         return request
 
-    def generate(self, prompt: list[int], params: SamplingParams | None = None,
-                 on_token: Callable[[int], None] | None = None) -> Completion:
-        request = self.submit(prompt, params)
-        if on_token is not None:
-            for token in request.tokens():
-                on_token(token)
-        return request.result()
+    def generate(self, prompt: list[int], params: SamplingParams | None = None) -> Completion:
+        return self.submit(prompt, params).result()
 
     def close(self) -> None:
         """Stop the scheduler thread once the requests it holds have finished (an engine over weights
@@ -361,10 +352,3 @@ def engine_for(model_dir: str | Path, *, quantization: str = "none", max_batch: 
                             threads=threads, name=f"engine:{Path(model_dir).name}:{quantization}")
             _ENGINES[key] = engine
         return engine
-
-
-def describe(engine: Engine) -> dict[str, Any]:
-    """What an engine is, for run records and benchmark output."""
-    return {"quantization": engine.model.quantization, "max_batch": engine.max_batch,
-            "prefix_cache": engine.prefix_cache, "weight_mb": round(engine.model.weight_bytes / 1e6, 1),
-            "threads": engine.threads or torch.get_num_threads(), **engine.stats.to_dict()}

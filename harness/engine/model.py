@@ -109,7 +109,6 @@ class SequenceKV:
     """
 
     def __init__(self, model: EngineModel, capacity: int) -> None:
-        self.model = model
         shape = (model.n_layers, model.n_kv_heads, capacity, model.head_dim)
         self.k = torch.empty(shape, dtype=model.kv_dtype)
         self.v = torch.empty(shape, dtype=model.kv_dtype)

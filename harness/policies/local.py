@@ -130,7 +130,7 @@ class TransformersPolicy(Policy):
             from harness.engine import EngineError, SamplingParams
 
             params = SamplingParams(max_new_tokens=settings.max_new_tokens, temperature=settings.temperature,
-                                    top_p=settings.top_p, seed=settings.seed, stop_ids=_stop_ids(_model, tokenizer),
+                                    top_p=settings.top_p, seed=settings.seed, stop_ids=stop_ids_of(_model, tokenizer),
                                     deadline=None if timeout_s is None else started + max(0.01, timeout_s))
             try:
                 done = engine.generate(prompt, params)
@@ -176,7 +176,7 @@ class TransformersPolicy(Policy):
 _PLAIN_LOCK = threading.Lock()  # one plain generate at a time (they would fight over the cores)
 
 
-def _stop_ids(model: Any, tokenizer: Any) -> tuple[int, ...]:
+def stop_ids_of(model: Any, tokenizer: Any) -> tuple[int, ...]:
     """The end tokens generate stops at (kept in the output ids, as generate does)."""
     eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
     if eos is None:

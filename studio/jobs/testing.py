@@ -112,3 +112,14 @@ def celery_worker(
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+
+
+def wait_for(predicate, *, timeout: float, what: str, interval: float = 0.05):
+    """The first truthy value of ``predicate()``, polled until ``timeout`` seconds; AssertionError naming ``what``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")

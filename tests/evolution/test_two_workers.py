@@ -16,19 +16,11 @@ from evolution_testing import client_for, small_world
 from studio.evolution.models import CaseResult, EvalChunk, EvalRun
 from studio.evolution.runs import eval_run_start
 from studio.jobs.models import Job
-from studio.jobs.testing import celery_worker
+from studio.jobs.testing import celery_worker, wait_for
 
 CASES, CHUNK = 30, 3
 
 
-def wait_for(predicate, *, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
 
 
 def comparable(summary: dict) -> dict:

@@ -10,17 +10,7 @@ from evolution_testing import client_for, small_world
 from studio.evolution.models import CaseResult, EvalRun
 from studio.evolution.runs import eval_run_start
 from studio.jobs.models import Job
-from studio.jobs.testing import celery_worker
-
-
-def wait_for(predicate, *, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+from studio.jobs.testing import celery_worker, wait_for
 
 
 @pytest.mark.services
@@ -33,7 +23,8 @@ def test_restarted_worker_finishes_the_run_without_rescoring(personas, demo_sets
     with celery_worker(lease_s=2) as worker:
         run = eval_run_start(version=version, dataset=dataset, endpoint=endpoint, case_ids=list(
             dataset.cases.values_list("case_id", flat=True)), actor=personas.operator)
-        wait_for(lambda: CaseResult.objects.filter(run=run).count() >= 4, timeout=60, what="4 scored cases")
+        wait_for(lambda: CaseResult.objects.filter(run=run).count() >= 4, timeout=60,
+                 what="4 scored cases", interval=0.2)
         os.kill(worker.pid, signal.SIGKILL)
         worker.process.wait(timeout=10)
         first_job = Job.objects.get(pk=EvalRun.objects.get(pk=run.pk).job_id)
@@ -43,7 +34,7 @@ def test_restarted_worker_finishes_the_run_without_rescoring(personas, demo_sets
         time.sleep(2.5)  # the lost worker's lease runs out
     with celery_worker(lease_s=2):  # on start it reaps the lost job and resumes the run
         run = wait_for(lambda: EvalRun.objects.filter(pk=run.pk, status=EvalRun.SUCCEEDED).first(),
-                       timeout=90, what="the resumed run to finish")
+                       timeout=90, what="the resumed run to finish", interval=0.2)
     first_job.refresh_from_db()
     assert first_job.status == Job.FAILED and "worker lost" in first_job.error
     assert run.job_id != first_job.pk and run.attempts == 2
