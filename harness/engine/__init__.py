@@ -3,7 +3,8 @@
 ``engine_for(checkpoint)`` gives the process's engine for a checkpoint; the
 runtime's local policy (``harness.policies.local``), the evaluation CLI, training
 self-evaluation and the CPU serving route (``python -m serving engine-server``)
-all generate through it. See ``docs/runtime.md`` ("The local engine") and
+all generate through it; with a draft head (``harness.engine.draft``) it decodes
+speculatively (``harness.engine.speculative``). See ``docs/runtime.md`` ("The local engine") and
 ``benchmarks/local_engine.py``.
 """
 
@@ -24,9 +25,10 @@ from harness.engine.model import (
     unsupported_reason,
 )
 from harness.engine.prefix import MIN_REUSED_PREFIX, PrefixStore
+from harness.engine.speculative import SpecStats, Speculator
 
 __all__ = [
     "MIN_REUSED_PREFIX", "QUANTIZATIONS", "Completion", "Engine", "EngineError", "EngineModel", "PrefixStore",
-    "Request", "SamplingParams", "SequenceKV", "UnsupportedModel", "engine_for", "sample",
+    "Request", "SamplingParams", "SequenceKV", "SpecStats", "Speculator", "UnsupportedModel", "engine_for", "sample",
     "unsupported_reason",
 ]

@@ -36,6 +36,7 @@ import torch
 
 from harness.engine.model import EngineModel, SequenceKV
 from harness.engine.prefix import PrefixStore
+from harness.engine.speculative import SpecStats, Speculator
 
 PREFILL_CHUNK = 256
 DEFAULT_MAX_BATCH = 8
@@ -63,6 +64,7 @@ class Completion:
     finished_at: float
     logprobs: list[float] = field(default_factory=list)
     error: str = ""
+    spec: SpecStats | None = None  # speculative decoding's counts (None: the engine has no draft head)
 
     @property
     def ttft_s(self) -> float | None:
@@ -105,6 +107,8 @@ class Request:
         self.pending: torch.Tensor | None = None  # prompt tokens still to prefill
         self.next_token: int | None = None
         self.generator: torch.Generator | None = None
+        self.draft_pending: torch.Tensor | None = None  # policy hidden states the draft head has not consumed
+        self.spec: SpecStats | None = None
 
     def cancel(self) -> None:
         """Stop at the next step (finish_reason ``cancelled``)."""
@@ -155,7 +159,7 @@ class Request:
         self._completion = Completion(
             prompt_tokens=int(self.prompt.shape[0]), ids=list(self.output), finish_reason=reason,
             cached_tokens=self.cached_tokens, submitted_at=self.submitted_at, first_token_at=self.first_token_at,
-            finished_at=time.perf_counter(), logprobs=list(self.logprobs), error=error)
+            finished_at=time.perf_counter(), logprobs=list(self.logprobs), error=error, spec=self.spec)
         self._stream.put(_DONE)
         self._done.set()
 
@@ -168,6 +172,7 @@ class EngineStats:
     decode_steps: int = 0
     decode_tokens: int = 0
     max_batch_seen: int = 0
+    spec: SpecStats = field(default_factory=SpecStats)
 
 
 class Engine:
@@ -175,8 +180,11 @@ class Engine:
 
     def __init__(self, model: EngineModel, *, max_batch: int = DEFAULT_MAX_BATCH,
                  prefix_cache_bytes: int = 1 << 30, prefix_cache: bool = True,
-                 threads: int | None = None, name: str = "engine") -> None:
+                 threads: int | None = None, name: str = "engine", draft: Speculator | None = None) -> None:
+        """``draft``: speculative decoding with a draft head (``harness.engine.speculative``); each
+        decoding request then runs its own draft-and-verify cycle instead of the batched step."""
         self.model = model
+        self.draft = draft
         self.max_batch = max(1, max_batch)
         self.prefix_cache = prefix_cache
         self.prefix = PrefixStore(max_bytes=prefix_cache_bytes)
@@ -239,9 +247,17 @@ class Engine:
     def _start(self, request: Request) -> None:
         model = self.model
         seq, reused = (self.prefix.lookup(request.prompt) if self.prefix_cache else (None, 0))
-        request.seq = model.new_sequence(capacity=int(request.prompt.shape[0]) + request.params.max_new_tokens + 1)
-        if seq is not None:
+        capacity = int(request.prompt.shape[0]) + request.params.max_new_tokens + 1
+        if self.draft is not None:
+            request.seq = self.draft.new_sequence(model, capacity)
+            request.spec = SpecStats()
+            if seq is not None:
+                reused = min(reused, seq.draft_length)  # the head's slots must cover the reused prefix
+        else:
+            request.seq = model.new_sequence(capacity=capacity)
+        if seq is not None and reused:
             request.seq.load_prefix(seq.k, seq.v, reused)
+            request.seq.draft_length = reused if self.draft is not None else 0
         request.cached_tokens = reused
         request.pending = request.prompt[reused:]
         if request.params.temperature > 0:
@@ -256,7 +272,12 @@ class Engine:
             if request.seq is None:
                 self._start(request)
             chunk, request.pending = request.pending[:PREFILL_CHUNK], request.pending[PREFILL_CHUNK:]
-            logits = self.model.prefill(request.seq, chunk, chunk=PREFILL_CHUNK)
+            if self.draft is not None:
+                logits, hidden = self.model.prefill(request.seq, chunk, chunk=PREFILL_CHUNK, states=True)
+                request.draft_pending = self.draft.absorb(request.seq, request.draft_pending, hidden,
+                                                          request.prompt)
+            else:
+                logits = self.model.prefill(request.seq, chunk, chunk=PREFILL_CHUNK)
             self.stats.prefill_tokens += int(chunk.shape[0])
             if request.pending.shape[0]:
                 return
@@ -269,6 +290,10 @@ class Engine:
             self._end(request, "error", waiting, decoding, error=f"{type(exc).__name__}: {exc}")
 
     def _decode_step(self, decoding: list[Request], waiting: list[Request]) -> None:
+        if self.draft is not None:
+            for request in list(decoding):
+                self._speculate(request, waiting, decoding)
+            return
         batch = list(decoding)
         try:
             logits = self.model.decode([r.seq for r in batch], [r.next_token for r in batch])
@@ -282,9 +307,32 @@ class Engine:
         for row, request in enumerate(batch):
             self._take(request, logits[row], waiting, decoding)
 
+    def _speculate(self, request: Request, waiting: list[Request], decoding: list[Request]) -> None:
+        """One draft-and-verify cycle of one request (``harness.engine.speculative``)."""
+        tokens = torch.cat([request.prompt, torch.tensor(request.output, dtype=torch.long)])
+        try:
+            new, logprobs, request.draft_pending, counts = self.draft.cycle(
+                self.model, request.seq, request.draft_pending, tokens, request.params, request.generator)
+        except Exception as exc:  # noqa: BLE001 - one request's failure must not stop the engine
+            self._end(request, "error", waiting, decoding, error=f"{type(exc).__name__}: {exc}")
+            return
+        request.spec.add(counts)
+        self.stats.spec.add(counts)
+        self.stats.decode_steps += 1
+        self.stats.decode_tokens += len(new)
+        self.stats.max_batch_seen = max(self.stats.max_batch_seen, 1)
+        for i, token in enumerate(new):
+            if not self._emit(request, token, logprobs[i] if logprobs else None, waiting, decoding):
+                return
+
     def _take(self, request: Request, logits: torch.Tensor, waiting: list[Request], decoding: list[Request]) -> None:
         """Sample the request's next token from ``logits`` and emit it; finish when it should."""
         token, logprob = sample(logits, request.params, request.generator)
+        self._emit(request, token, logprob, waiting, decoding)
+
+    def _emit(self, request: Request, token: int, logprob: float | None, waiting: list[Request],
+              decoding: list[Request]) -> bool:
+        """Emit one token; finish the request at a stop token or its length. True while it goes on."""
         request._emit(token, logprob)
         params = request.params
         if token in params.stop_ids:
@@ -293,6 +341,8 @@ class Engine:
             self._end(request, "length", waiting, decoding)
         else:
             request.next_token = token
+            return True
+        return False
 
     def _end(self, request: Request, reason: str, waiting: list[Request], decoding: list[Request],
              error: str = "") -> None:
@@ -320,35 +370,49 @@ def sample(logits: torch.Tensor, params: SamplingParams,
         token = int(torch.argmax(logits))
         logprob = float(torch.log_softmax(logits, dim=-1)[token]) if params.logprobs else None
         return token, logprob
-    scaled = logits / params.temperature
+    logp = sampling_logprobs(logits, params)
+    token = int(torch.multinomial(logp.exp(), 1, generator=generator))
+    return token, (float(logp[token]) if params.logprobs else None)
+
+
+def sampling_logprobs(logits: torch.Tensor, params: SamplingParams) -> torch.Tensor:
+    """Log-probabilities of the distribution a sampled request draws from: temperature, then
+    top-p (nucleus; the most likely token is always kept). Speculative decoding's acceptance test
+    uses the same distribution for the policy and the draft (``harness.engine.speculative``)."""
+    scaled = logits.float() / params.temperature
     if params.top_p < 1.0:
         ordered, order = torch.sort(scaled, descending=True)
         cumulative = torch.softmax(ordered, dim=-1).cumsum(dim=-1)
         remove = cumulative - torch.softmax(ordered, dim=-1) >= params.top_p  # keep the first token always
         ordered = ordered.masked_fill(remove, float("-inf"))
-        scaled = torch.full_like(scaled, float("-inf")).scatter(0, order, ordered)
-    logp = torch.log_softmax(scaled, dim=-1)
-    token = int(torch.multinomial(logp.exp(), 1, generator=generator))
-    return token, (float(logp[token]) if params.logprobs else None)
+        scaled = torch.full_like(scaled, float("-inf")).scatter(-1, order, ordered)
+    return torch.log_softmax(scaled, dim=-1)
 
 
 # -- one engine per checkpoint per process -------------------------------------------------------
 
-_ENGINES: dict[tuple[str, str], Engine] = {}
+_ENGINES: dict[tuple[str, str, str], Engine] = {}
 _ENGINES_LOCK = threading.Lock()
 
 
 def engine_for(model_dir: str | Path, *, quantization: str = "none", max_batch: int = DEFAULT_MAX_BATCH,
-               threads: int | None = None) -> Engine:
-    """The process's engine for a checkpoint (built on first use; ``UnsupportedModel`` if it cannot run it)."""
+               threads: int | None = None, draft_head: str | Path | None = None,
+               draft_steps: int | None = None) -> Engine:
+    """The process's engine for a checkpoint (built on first use; ``UnsupportedModel`` if it cannot run it).
+
+    ``draft_head``: a folder written by ``python -m training mtp``; the engine then decodes
+    speculatively with it (``DraftHeadError`` if it does not fit this checkpoint)."""
+    from harness.engine.draft import load_head
     from harness.policies.local import load_model
 
-    key = (str(Path(model_dir).resolve()), quantization)
+    head_key = f"{Path(draft_head).resolve()}:{draft_steps or ''}" if draft_head else ""
+    key = (str(Path(model_dir).resolve()), quantization, head_key)
     with _ENGINES_LOCK:
         engine = _ENGINES.get(key)
         if engine is None:
             hf_model, _tokenizer = load_model(model_dir)
+            draft = Speculator(load_head(draft_head, hf_model), steps=draft_steps) if draft_head else None
             engine = Engine(EngineModel(hf_model, quantization=quantization), max_batch=max_batch,
-                            threads=threads, name=f"engine:{Path(model_dir).name}:{quantization}")
+                            threads=threads, name=f"engine:{Path(model_dir).name}:{quantization}", draft=draft)
             _ENGINES[key] = engine
         return engine

@@ -57,6 +57,62 @@ def unsupported_reason(config: Any) -> str | None:
     return None
 
 
+def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+    """transformers' LlamaRMSNorm, operation for operation."""
+    variance = x.pow(2).mean(-1, keepdim=True)
+    return weight * (x * torch.rsqrt(variance + eps))
+
+
+class RopeTable:
+    """cos/sin of Llama's RoPE per position, grown on demand (``cat(freqs, freqs)`` as transformers)."""
+
+    def __init__(self, head_dim: int, theta: float) -> None:
+        self.head_dim = head_dim
+        self.inv_freq = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.int64).float() / head_dim))
+        self._cos = torch.empty(0, head_dim)
+        self._sin = torch.empty(0, head_dim)
+
+    def __call__(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        needed = int(positions.max()) + 1
+        if needed > self._cos.shape[0]:
+            size = max(needed, 2 * self._cos.shape[0], 1024)
+            freqs = torch.outer(torch.arange(size, dtype=torch.float32), self.inv_freq)
+            emb = torch.cat([freqs, freqs], dim=-1)
+            self._cos, self._sin = emb.cos(), emb.sin()
+        return self._cos[positions], self._sin[positions]
+
+
+def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    half = x.shape[-1] // 2
+    rotated = torch.cat([-x[..., half:], x[..., :half]], dim=-1)
+    return x * cos + rotated * sin
+
+
+def causal_bias(n: int, start: int) -> torch.Tensor:
+    """Additive mask ``[n, start + n]``: new query i (at position start + i) sees keys 0 .. start + i."""
+    visible = torch.ones(n, start + n, dtype=torch.bool).tril(diagonal=start)
+    return torch.zeros(n, start + n).masked_fill_(~visible, float("-inf"))
+
+
+def cached_attention(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, bias: torch.Tensor,
+                     scale: float) -> torch.Tensor:
+    """A few new queries ``[n, heads, d]`` over a cache ``[kv_heads, length, d]`` (grouped-query):
+    ``[n, heads * d]``. Plain matmuls; SDPA's CPU kernel has a fixed cost per call that dominates
+    at this size."""
+    n, heads, d = q.shape
+    kv = keys.shape[0]
+    g, end = heads // kv, keys.shape[1]
+    q = q.view(n, kv, g, d).permute(1, 2, 0, 3).reshape(kv, g * n, d)
+    scores = (torch.matmul(q, keys.transpose(1, 2)) * scale).view(kv, g, n, end) + bias
+    attn = torch.matmul(torch.softmax(scores, dim=-1).view(kv, g * n, end), values)
+    return attn.view(kv, g, n, d).permute(2, 0, 1, 3).reshape(n, heads * d)
+
+
+def rope_theta_of(config: Any) -> float:
+    rope = getattr(config, "rope_parameters", None) or {}
+    return float(rope.get("rope_theta", getattr(config, "rope_theta", 10000.0)))
+
+
 class _Int8Linear:
     """Weight-only int8 (one fp32 scale per output channel; ``harness.engine.kernels``).
 
@@ -108,11 +164,14 @@ class SequenceKV:
     sequences (``harness.engine.prefix``).
     """
 
-    def __init__(self, model: EngineModel, capacity: int) -> None:
-        shape = (model.n_layers, model.n_kv_heads, capacity, model.head_dim)
+    def __init__(self, model: EngineModel, capacity: int, *, extra_layers: int = 0) -> None:
+        shape = (model.n_layers + extra_layers, model.n_kv_heads, capacity, model.head_dim)
         self.k = torch.empty(shape, dtype=model.kv_dtype)
         self.v = torch.empty(shape, dtype=model.kv_dtype)
         self.length = 0
+        # With a draft head (``harness.engine.speculative``) the last layer holds the head's own keys
+        # and values; slot p is the pair (hidden of position p, token p + 1), valid below draft_length.
+        self.draft_length = 0
 
     @property
     def capacity(self) -> int:
@@ -187,37 +246,19 @@ class EngineModel:
         self.final_norm = state["model.norm.weight"]
         head = state.get("lm_head.weight", self.embed) if not config.tie_word_embeddings else self.embed
         self.lm_head = linear(head)
-        rope = getattr(config, "rope_parameters", None) or {}
-        self.rope_theta = float(rope.get("rope_theta", getattr(config, "rope_theta", 10000.0)))
-        self.inv_freq = 1.0 / (self.rope_theta ** (
-            torch.arange(0, self.head_dim, 2, dtype=torch.int64).float() / self.head_dim))
-        self._rope_cos = torch.empty(0, self.head_dim)
-        self._rope_sin = torch.empty(0, self.head_dim)
+        self.rope_theta = rope_theta_of(config)
+        self._rope = RopeTable(self.head_dim, self.rope_theta)
         self.weight_bytes = sum(_nbytes(x) for layer in self.layers
                                 for x in (layer.qkv, layer.o, layer.gate_up, layer.down)) + _nbytes(self.lm_head)
 
     # -- pieces -----------------------------------------------------------------------------
-    def new_sequence(self, capacity: int = 512) -> SequenceKV:
-        return SequenceKV(self, capacity)
+    def new_sequence(self, capacity: int = 512, *, extra_layers: int = 0) -> SequenceKV:
+        return SequenceKV(self, capacity, extra_layers=extra_layers)
 
     def _norm(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-        # transformers' LlamaRMSNorm, operation for operation
-        variance = x.pow(2).mean(-1, keepdim=True)
-        return weight * (x * torch.rsqrt(variance + self.eps))
+        return rms_norm(x, weight, self.eps)
 
-    def _rope(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        needed = int(positions.max()) + 1
-        if needed > self._rope_cos.shape[0]:
-            size = max(needed, 2 * self._rope_cos.shape[0], 1024)
-            freqs = torch.outer(torch.arange(size, dtype=torch.float32), self.inv_freq)
-            emb = torch.cat([freqs, freqs], dim=-1)
-            self._rope_cos, self._rope_sin = emb.cos(), emb.sin()
-        return self._rope_cos[positions], self._rope_sin[positions]
-
-    def _rotate(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-        half = self.head_dim // 2
-        rotated = torch.cat([-x[..., half:], x[..., :half]], dim=-1)
-        return x * cos + rotated * sin
+    _rotate = staticmethod(rotate)
 
     def _split(self, y: torch.Tensor, n: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         h, kv, d = self.n_heads, self.n_kv_heads, self.head_dim
@@ -235,13 +276,45 @@ class EngineModel:
         return self.lm_head(self._norm(hidden, self.final_norm))
 
     # -- forward passes ---------------------------------------------------------------------
-    def prefill(self, seq: SequenceKV, ids: list[int] | torch.Tensor, *, chunk: int = 512) -> torch.Tensor:
+    # ``states=True`` also returns the final-normalised hidden state of every new position: what
+    # a draft head is fed, and what the MTP adaptation trains on (``training.mtp_trainer``).
+    def prefill(self, seq: SequenceKV, ids: list[int] | torch.Tensor, *, chunk: int = 512,
+                states: bool = False) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
         """Append ``ids`` to ``seq`` (after its cached prefix); the logits of the last position."""
         ids = torch.as_tensor(ids, dtype=torch.long)
-        hidden = None
+        hidden, normed = None, []
         for start in range(0, ids.shape[0], chunk):
             hidden = self._prefill_chunk(seq, ids[start: start + chunk])
-        return self.logits(hidden[-1:])[0]
+            if states:
+                normed.append(self._norm(hidden, self.final_norm))
+        if not states:
+            return self.logits(hidden[-1:])[0]
+        normed = torch.cat(normed)
+        return self.lm_head(normed[-1:])[0], normed
+
+    def verify(self, seq: SequenceKV, ids: list[int] | torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Append a few tokens (a draft) to ``seq``: the logits ``[n, vocab]`` and normalised hidden
+        states ``[n, hidden]`` of every one. ``seq.length`` advances by n; the caller sets it back to
+        what it accepts (positions past ``length`` are rewritten by the next step)."""
+        ids = torch.as_tensor(ids, dtype=torch.long)
+        n, start = ids.shape[0], seq.length
+        seq.reserve(start + n + 1)
+        cos, sin = self._rope(torch.arange(start, start + n))
+        cos, sin = cos[:, None], sin[:, None]
+        end = start + n
+        bias = causal_bias(n, start)
+        x = self.embed[ids]
+        for i, layer in enumerate(self.layers):
+            q, k, v = self._split(layer.qkv(self._norm(x, layer.input_norm)), n)
+            q, k = self._rotate(q, cos, sin), self._rotate(k, cos, sin)
+            seq.k[i, :, start:end] = k.transpose(0, 1)
+            seq.v[i, :, start:end] = v.transpose(0, 1)
+            attn = cached_attention(q, seq.k[i, :, :end], seq.v[i, :, :end], bias, self.scale)
+            x = x + layer.o(attn)
+            x = self._mlp(layer, x)
+        seq.length = end
+        normed = self._norm(x, self.final_norm)
+        return self.lm_head(normed), normed
 
     def _prefill_chunk(self, seq: SequenceKV, ids: torch.Tensor) -> torch.Tensor:
         n, start = ids.shape[0], seq.length
@@ -265,7 +338,8 @@ class EngineModel:
         seq.length = start + n
         return x
 
-    def decode(self, seqs: list[SequenceKV], tokens: list[int] | torch.Tensor) -> torch.Tensor:
+    def decode(self, seqs: list[SequenceKV], tokens: list[int] | torch.Tensor, *,
+               states: bool = False) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
         """One new token for each sequence (batched projections); logits ``[len(seqs), vocab]``."""
         b = len(seqs)
         tokens = torch.as_tensor(tokens, dtype=torch.long)
@@ -293,7 +367,10 @@ class EngineModel:
             x = self._mlp(layer, x)
         for seq in seqs:
             seq.length += 1
-        return self.logits(x)
+        if not states:
+            return self.logits(x)
+        normed = self._norm(x, self.final_norm)
+        return self.lm_head(normed), normed
 
 
 def _nbytes(linear: Any) -> int:
