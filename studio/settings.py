@@ -96,6 +96,7 @@ INSTALLED_APPS = [
     "studio.jobs",
     "studio.playground",
     "studio.evolution",
+    "studio.training",
     "studio.mcpservers",
 ]
 
@@ -193,6 +194,11 @@ CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "studio")
+# Training and deployment-replay jobs go here; only workers started with `-Q train` read it (docs/workers.md).
+CELERY_TRAIN_QUEUE = env_str("CELERY_TRAIN_QUEUE", "train")
+# Run folders of the training, evaluation and replay runs started from the studio (one folder per run;
+# the workers that run them and the web process must see the same path: a shared disk across hosts).
+TRAINING_RUNS_DIR = Path(env_str("TRAINING_RUNS_DIR", str(BASE_DIR / "runs" / "studio")))
 CELERY_BEAT_SCHEDULE = {
     "reap-stale-jobs": {"task": "studio.jobs.tasks.reap_stale_jobs", "schedule": 10.0},
     "resume-stalled-eval-runs": {"task": "studio.evolution.tasks.resume_stalled_eval_runs", "schedule": 10.0},

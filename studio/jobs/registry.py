@@ -10,6 +10,11 @@ cancelled); what the work did is a separate line, the kind's ``outcome`` of
 its result (a playground run that ran and whose agent fell back: "ran - the
 agent fell back"). A kind whose title counts progress gives ``title``: the
 title is rewritten from the job at each progress report and when it ends.
+
+A kind that would hold a worker for long (training, a deployment replay) names
+its ``queue``: "train" sends its jobs to the queue ``settings.CELERY_TRAIN_QUEUE``,
+which only the workers started with ``-Q train`` read, so they never take the
+slots the default queue's evaluation jobs need (docs/workers.md).
 """
 
 from __future__ import annotations
@@ -47,6 +52,8 @@ class JobKind:
     outcome: Callable[[Any], str] | None = None
     # The job's title as it stands now (given the Job row), for titles that count progress.
     title: Callable[[Any], str] | None = None
+    # "" for the default queue, or a key of QUEUES (the queue's name comes from the settings).
+    queue: str = ""
 
     def outcome_of(self, result: Any) -> str:
         return (self.outcome or agent_outcome)(result) if result else ""
@@ -64,17 +71,31 @@ def agent_outcome(result: Any) -> str:
 
 
 JOB_KINDS: dict[str, JobKind] = {}
+# A kind's queue -> the setting that names it (so a deployment, or a test, can rename it).
+QUEUES = {"train": "CELERY_TRAIN_QUEUE"}
+
+
+def queue_of(kind: JobKind) -> str | None:
+    """The Celery queue a kind's jobs go to; None for the default queue."""
+    if not kind.queue:
+        return None
+    from django.conf import settings
+
+    return getattr(settings, QUEUES[kind.queue])
 
 
 def job_kind(
     name: str, *, label: str, result_template: str | None = None, present: Callable[[Any], dict] | None = None,
-    outcome: Callable[[Any], str] | None = None, title: Callable[[Any], str] | None = None,
+    outcome: Callable[[Any], str] | None = None, title: Callable[[Any], str] | None = None, queue: str = "",
 ) -> Callable:
+    if queue and queue not in QUEUES:
+        raise ValueError(f"job kind {name!r}: queue {queue!r} is not one of {', '.join(QUEUES)}")
+
     def register(run: Callable[[JobContext], Any]) -> Callable[[JobContext], Any]:
         if name in JOB_KINDS and JOB_KINDS[name].run is not run:
             raise ValueError(f"job kind {name!r} is registered twice")
         JOB_KINDS[name] = JobKind(name=name, label=label, run=run, result_template=result_template, present=present,
-                                  outcome=outcome, title=title)
+                                  outcome=outcome, title=title, queue=queue)
         return run
 
     return register

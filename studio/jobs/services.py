@@ -25,7 +25,7 @@ from django.utils import timezone
 
 from studio.audit.services import audit_record
 from studio.jobs.models import Job
-from studio.jobs.registry import JOB_KINDS, JobFailed
+from studio.jobs.registry import JOB_KINDS, JobFailed, queue_of
 
 logger = logging.getLogger(__name__)
 
@@ -58,11 +58,16 @@ def job_create(*, kind: str, title: str, params: dict[str, Any], created_by: Use
 
 
 def job_enqueue(*, job_id: int) -> None:
-    """Hand the job to Celery; if the broker cannot be reached the job fails saying so."""
+    """Hand the job to Celery (on its kind's queue); if the broker cannot be reached the job fails saying so."""
     from studio.jobs.tasks import run_job
 
+    kind = JOB_KINDS.get(Job.objects.filter(pk=job_id).values_list("kind", flat=True).first() or "")
+    queue = queue_of(kind) if kind is not None else None
     try:
-        run_job.delay(job_id)
+        if queue:
+            run_job.apply_async((job_id,), queue=queue)
+        else:
+            run_job.delay(job_id)
     except Exception as error:  # kombu raises several types for an unreachable broker
         logger.exception("could not enqueue job %s", job_id)
         _finish(

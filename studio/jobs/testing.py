@@ -61,12 +61,13 @@ class WorkerProcess:
 @contextmanager
 def celery_worker(
     *, queue: str | None = None, heartbeat_s: float = 0.3, lease_s: float = 2.0, extra_env: dict | None = None,
-    node: str | None = None,
+    node: str | None = None, also_queues: tuple[str, ...] = (),
 ) -> Iterator[WorkerProcess]:
     """Start `celery worker --pool solo` on a private queue; route this process's tasks there too.
 
     Several workers share a queue when given the same ``queue`` and each its own ``node`` name
-    (the worker's node is ``<node>@<host>``; ``node`` defaults to the queue).
+    (the worker's node is ``<node>@<host>``; ``node`` defaults to the queue). ``also_queues``: more
+    queues the worker reads (a test's private train queue, ``CELERY_TRAIN_QUEUE``).
     """
     from studio.celery import app
 
@@ -86,7 +87,7 @@ def celery_worker(
         **(extra_env or {}),
     }
     command = [
-        sys.executable, "-m", "celery", "-A", "studio", "worker", "--pool", "solo", "--queues", queue,
+        sys.executable, "-m", "celery", "-A", "studio", "worker", "--pool", "solo", "--queues", ",".join((queue, *also_queues)),
         "--hostname", f"{node}@%h", "--without-gossip", "--without-mingle", "--loglevel", "INFO",
     ]
     with open(log_path, "w") as log_file:
