@@ -74,6 +74,16 @@ class StageConfig:
 
     def check(self) -> str:
         """The first problem with the values, as ``field: what is wrong``, or ''."""
+        for name in ("max_steps", "per_device_train_batch_size", "gradient_accumulation_steps", "logging_steps",
+                     "save_steps", "save_total_limit", "eval_cases"):
+            if getattr(self, name) < 1:
+                return f"{name}: must be at least 1, got {getattr(self, name)}"
+        if self.warmup_steps < 0:
+            return f"warmup_steps: must be 0 or more, got {self.warmup_steps}"
+        if not self.learning_rate > 0:
+            return f"learning_rate: must be above 0, got {self.learning_rate}"
+        if not self.report_to:
+            return "report_to: give ['none'] or one or more trackers, e.g. ['tensorboard']"
         if not 0 <= self.stop_after_steps <= self.max_steps:
             return (f"stop_after_steps: must be between 0 (off) and max_steps ({self.max_steps}), "
                     f"got {self.stop_after_steps}")
@@ -109,7 +119,9 @@ def coerce(value: Any, tp: Any, *, where: str) -> Any:
     if origin is dict:
         if not isinstance(value, dict):
             raise ConfigError(f"{where}: expected a mapping, got {value!r}")
-        return dict(value)
+        key_type, value_type = typing.get_args(tp) or (Any, Any)
+        return {coerce(k, key_type, where=where): coerce(v, value_type, where=f"{where}.{k}")
+                for k, v in value.items()}
     if tp is Any:
         return value
     if tp is bool:

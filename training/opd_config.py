@@ -30,6 +30,8 @@ class OPDStageConfig(StageConfig):
     def check(self) -> str:
         if problem := super().check():
             return problem
+        if self.max_prompts < 1:
+            return f"max_prompts: must be at least 1, got {self.max_prompts}"
         if not 0.0 <= self.beta <= 1.0:
             return "beta: must be between 0 (forward KL) and 1 (reverse KL)"
         if self.max_completion_length < 1:

@@ -33,6 +33,8 @@ class PipelineConfig:
         return {f.name: f.metadata.get("help", "") for f in dataclasses.fields(cls)}
 
     def check(self) -> str:
+        if not self.stages:
+            return "stages: choose at least one of sft, opd, rl"
         unknown = [s for s in self.stages if s not in ("sft", "opd", "rl")]
         if unknown:
             return f"stages: unknown stage(s) {', '.join(unknown)}; valid: sft, opd, rl"

@@ -52,6 +52,14 @@ class RLStageConfig(StageConfig):
     def check(self) -> str:
         if problem := super().check():
             return problem
+        for name in ("max_cases", "max_new_tokens"):
+            if getattr(self, name) < 1:
+                return f"{name}: must be at least 1, got {getattr(self, name)}"
+        if self.variant_pool_size < 0 or self.max_rounds < 0:
+            name = "variant_pool_size" if self.variant_pool_size < 0 else "max_rounds"
+            return f"{name}: must be 0 or more, got {getattr(self, name)}"
+        if not self.trajectory_budget_s > 0:
+            return f"trajectory_budget_s: must be above 0, got {self.trajectory_budget_s}"
         if not 0.0 <= self.augmented_fraction <= 1.0:
             return "augmented_fraction: must be between 0 and 1"
         if not 0.0 <= self.failure_rate <= 1.0:

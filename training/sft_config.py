@@ -46,6 +46,10 @@ class SFTStageConfig(StageConfig):
     def check(self) -> str:
         if problem := super().check():
             return problem
+        if self.max_cases < 1:
+            return f"max_cases: must be at least 1, got {self.max_cases}"
+        if self.max_length < 16:
+            return f"max_length: must be at least 16 tokens, got {self.max_length}"
         if self.hsa_variants < 0:
             return "hsa_variants: must be 0 (Fixed-Harness SFT) or more"
         if not 0.0 <= self.keep_retry_fraction <= 1.0:
