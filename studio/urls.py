@@ -15,4 +15,5 @@ urlpatterns = [
     path("audit/", include("studio.audit.urls")),
     path("api/v1/", include("studio.api.urls")),
     path("evolution/", include("studio.evolution.urls")),
+    path("training/", include("studio.training.urls")),
 ]

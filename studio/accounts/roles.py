@@ -46,6 +46,10 @@ PERMISSIONS: dict[str, frozenset[str]] = {
     "evolution.review": frozenset({REVIEWER, ADMIN}),
     # opening a proposal in the editor (a draft the operator refines)
     "evolution.edit": frozenset({OPERATOR, ADMIN}),
+    # training, evaluation and replay runs: their list, pages, dashboards and the checkpoint registry
+    "training.view": _ALL,
+    # starting and resuming training, checkpoint evaluation and replay runs (cancel: the jobs' rule)
+    "training.run": frozenset({ML_ENGINEER, ADMIN}),
 }
 
 

@@ -68,6 +68,15 @@ MATRIX = [
     ("endpoints:endpoint_test", "post", "/endpoints/{endpoint}/test/", "endpoint.manage", {}),
     ("playground:playground", "get", "/playground/", "playground.run", None),
     ("audit:audit_log", "get", "/audit/", "audit.view", None),
+    ("training:run_list", "get", "/training/", "training.view", None),
+    ("training:run_new", "get", "/training/new/sft/", "training.run", None),
+    ("training:run_new", "post", "/training/new/sft/?preset=tiny-smoke", "training.run", {"preset": "tiny-smoke"}),
+    ("training:run_preview", "post", "/training/new/sft/preview/", "training.run", {"max_steps": "3"}),
+    ("training:run_detail", "get", "/training/runs/{run}/", "training.view", None),
+    ("training:run_metrics", "get", "/training/runs/{run}/metrics.json", "training.view", None),
+    ("training:run_resume", "post", "/training/runs/{stopped_run}/resume/", "training.run", {}),
+    ("training:checkpoint_list", "get", "/training/checkpoints/", "training.view", None),
+    ("training:checkpoint_endpoint", "post", "/training/runs/{run}/endpoint/", "endpoint.manage", {}),
 ]
 API_MATRIX = [
     ("api:harness_list", "get", "/api/v1/harnesses/", "studio.view", None),
@@ -79,7 +88,7 @@ API_MATRIX = [
 PUBLIC = {"accounts:login", "accounts:logout"}
 # The namespaces this matrix covers: the studio core. Apps added later (e.g.
 # evolution) keep their own matrix beside their views.
-CORE_NAMESPACES = {"", "harnesses", "accounts", "jobs", "endpoints", "playground", "audit", "api"}
+CORE_NAMESPACES = {"", "harnesses", "accounts", "jobs", "endpoints", "playground", "audit", "api", "training"}
 
 
 def _named_urls() -> set[str]:
@@ -103,8 +112,23 @@ def test_every_named_url_is_in_the_matrix():
     assert {row[3] for row in MATRIX + API_MATRIX} <= set(PERMISSIONS)
 
 
+def _trained_run(folder, *, status: str):
+    """A finished SFT run row whose folder holds a final model (files only: nothing is trained here)."""
+    from studio.training.models import TrainingRun
+
+    final = folder / "sft" / "final"
+    final.mkdir(parents=True)
+    (final / "config.json").write_text("{}")
+    (final / "model.safetensors").write_bytes(b"")
+    (folder / "sft" / "metrics.jsonl").write_text('{"step": 1, "loss": 2.0}\n')
+    job = Job.objects.create(kind="train_sft", title="trained", status=status, params={})
+    return TrainingRun.objects.create(kind="sft", title="trained", folder=str(folder), config_digest="0" * 64,
+                                      steps=[{"name": "sft", "argv": [], "config_file": "sft.yaml", "output": "sft"}],
+                                      config={"sft": {"max_steps": 1}}, job=job)
+
+
 @pytest.fixture
-def world(personas, demo_version, demo_files):
+def world(personas, demo_version, demo_files, settings, tmp_path):
     harness = demo_version.harness
     v2 = harness_version_create(
         harness=harness, files=edit_skill_rule(demo_files), author=personas.operator, message="v2", parent=demo_version
@@ -119,8 +143,11 @@ def world(personas, demo_version, demo_files):
     endpoint = ModelEndpoint.objects.create(name="remote", route="openai", base_url="http://127.0.0.1:9/v1", model="m")
     job = Job.objects.create(kind="worker_check", title="done", status=Job.SUCCEEDED, params={"seconds": 1})
     queued = Job.objects.create(kind="worker_check", title="waiting", params={"seconds": 1})
+    settings.TRAINING_RUNS_DIR = tmp_path / "runs"
+    run = _trained_run(tmp_path / "trained", status=Job.SUCCEEDED)
+    stopped = _trained_run(tmp_path / "stopped", status=Job.CANCELLED)
     return {"draft": draft, "conflict": conflict, "endpoint": endpoint, "job": job, "queued_job": queued,
-            "files": demo_files}
+            "files": demo_files, "run": run, "stopped_run": stopped}
 
 
 def _fill(template, values: dict):
@@ -154,7 +181,7 @@ def test_permission_matrix(role, personas, world):
         draft = world["draft"]
         values = {
             "draft": draft.pk, "conflict": world["conflict"].pk, "endpoint": world["endpoint"].pk, "job": world["job"].pk,
-            "queued_job": world["queued_job"].pk,
+            "queued_job": world["queued_job"].pk, "run": world["run"].pk, "stopped_run": world["stopped_run"].pk,
             "token": 0, "role": role, "revision": draft.revision, "skill": draft.files.get(SKILL, ""), "flip": 1,
         }
         if "{token}" in path_template and user is not None:

@@ -1,0 +1,48 @@
+"""Job kinds of the training app: the training stages, the pipeline, checkpoint evaluation, the replay.
+
+Training and replay jobs go to the train queue (only workers started with ``-Q train`` take them,
+so they never hold the slots evaluation jobs need); a checkpoint evaluation stays on the default
+queue with the other evaluations. Every kind runs the same service: the run's commands in order.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from studio.jobs.registry import JobContext, job_kind
+
+
+def run_outcome(result: dict[str, Any]) -> str:
+    """What the run left, in a few words: steps trained, the scores, the replay's p95."""
+    summary = (result or {}).get("summary") or {}
+    if "model_card" in summary:
+        card = summary["model_card"]
+        return f"trained {card.get('steps')} steps ({card.get('stage')}): model in final/"
+    if "evaluation" in summary:
+        scores = summary["evaluation"]
+        parts = [f"{name} AVG {s['avg']:.1f}" if "avg" in s else f"{name} strict {s.get('prompt_strict', 0):.1f}"
+                 for name, s in scores.items() if isinstance(s, dict)]
+        return ", ".join(parts)
+    if "replay" in summary:
+        levels = summary["replay"].get("levels", {})
+        parts = []
+        for level, metrics in levels.items():
+            p95 = metrics.get("wall_p95_s")
+            parts.append(f"C={level}" + (f" p95 {p95:.2f} s" if isinstance(p95, int | float) else ""))
+        return "replayed " + ", ".join(parts)
+    return "the run folder holds no result"
+
+
+def _run(context: JobContext) -> dict:
+    from studio.training.services import run_execute
+
+    return run_execute(run_id=int(context.params["run_id"]), context=context)
+
+
+for _name, _label, _queue in (("train_sft", "Training: HSA-SFT", "train"),
+                              ("train_opd", "Training: General OPD", "train"),
+                              ("train_rl", "Training: HSA-RL", "train"),
+                              ("train_pipeline", "Training: pipeline", "train"),
+                              ("checkpoint_eval", "Checkpoint evaluation", ""),
+                              ("replay_run", "Deployment replay", "train")):
+    job_kind(_name, label=_label, outcome=run_outcome, queue=_queue)(_run)

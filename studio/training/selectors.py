@@ -1,0 +1,245 @@
+"""Reads for training runs: lists, a run's metrics and progress, the dashboard data, the checkpoint registry.
+
+A run's facts are read from its folder through the libraries' own readers (``training.runs``'s
+metrics and model card, ``evaluation``'s summaries in the eval folder, ``serving.record``'s replay
+record); a metrics file is parsed once per change (size and mtime), so a dashboard polled every
+few seconds does not re-read 10,000 rows each time.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from django.db.models import QuerySet
+
+from studio.training.models import TrainingRun
+from studio.training.series import DEFAULT_POINTS, curves
+
+
+def run_list(*, kind: str | None = None, limit: int = 200) -> QuerySet[TrainingRun]:
+    runs = TrainingRun.objects.select_related("job", "created_by", "parent", "harness_version__harness")
+    if kind:
+        runs = runs.filter(kind=kind)
+    return runs[:limit]
+
+
+def run_get(*, run_id: int) -> TrainingRun:
+    return TrainingRun.objects.select_related("job", "created_by", "parent", "harness_version__harness").get(pk=run_id)
+
+
+# -- metrics ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StageFolder:
+    """One folder that a trainer writes metrics.jsonl into, and how many steps it will train."""
+
+    name: str
+    path: Path
+    total_steps: int
+
+
+def stage_folders(run: TrainingRun) -> list[StageFolder]:
+    """The trainer folders of a run, in the order they train (a pipeline's stages one by one)."""
+    folders = []
+    for step in run.steps if run.is_training else []:
+        config = run.config.get(step["name"], {})
+        output = run.path / step["output"]
+        if step["name"].startswith(TrainingRun.PIPELINE):
+            for stage in config.get("stages", []):
+                section = config.get(stage, {})
+                folders.append(StageFolder(f"{step['name']}/{stage}", output / stage, _steps_of(section)))
+        else:
+            folders.append(StageFolder(step["name"], output, _steps_of(config)))
+    return folders
+
+
+def _steps_of(config: dict[str, Any]) -> int:
+    return int(config.get("stop_after_steps") or config.get("max_steps") or 1)
+
+
+_CACHE: OrderedDict[tuple, list[dict]] = OrderedDict()
+_CACHE_LOCK = threading.Lock()
+_CACHE_SIZE = 256
+
+
+def _metric_rows(path: Path) -> list[dict]:
+    """metrics.jsonl's rows (a torn last line is skipped: the trainer is writing it), parsed once per change."""
+    try:
+        stat = path.stat()
+    except OSError:
+        return []
+    key = (str(path), stat.st_size, stat.st_mtime_ns)
+    with _CACHE_LOCK:
+        if key in _CACHE:
+            _CACHE.move_to_end(key)
+            return _CACHE[key]
+    rows = []
+    with path.open(encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            try:
+                row = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(row, dict) and isinstance(row.get("step"), int):
+                rows.append(row)
+    with _CACHE_LOCK:
+        _CACHE[key] = rows
+        while len(_CACHE) > _CACHE_SIZE:
+            _CACHE.popitem(last=False)
+    return rows
+
+
+def run_metric_rows(run: TrainingRun) -> tuple[list[dict], list[dict]]:
+    """(rows with ``x`` = the step counted across the run's stages, stage boundaries [{x, name}])."""
+    rows, boundaries, offset = [], [], 0
+    folders = stage_folders(run)
+    for folder in folders:
+        if len(folders) > 1:
+            boundaries.append({"x": offset, "name": folder.name})
+        rows.extend({**row, "x": offset + row["step"]} for row in _metric_rows(folder.path / "metrics.jsonl"))
+        offset += folder.total_steps
+    return rows, boundaries
+
+
+@dataclass(frozen=True)
+class Progress:
+    steps_done: int
+    steps_total: int
+    eta_s: float | None
+    last: dict[str, Any]
+
+    @property
+    def percent(self) -> int:
+        return min(100, int(100 * self.steps_done / self.steps_total)) if self.steps_total else 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"steps_done": self.steps_done, "steps_total": self.steps_total, "percent": self.percent,
+                "eta_s": self.eta_s, "eta": eta_text(self.eta_s), "loss": self.last.get("loss")}
+
+
+def eta_text(seconds: float | None) -> str:
+    if seconds is None:
+        return ""
+    if seconds < 90:
+        return f"about {max(1, round(seconds))} s left"
+    if seconds < 5400:
+        return f"about {round(seconds / 60)} min left"
+    return f"about {seconds / 3600:.1f} h left"
+
+
+def _when(row: dict) -> datetime | None:
+    try:
+        return datetime.fromisoformat(row["time"])
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def run_progress(run: TrainingRun) -> Progress:
+    """Steps trained of all the run's stages, and the time left at the pace of this stage's logged steps."""
+    done = total = 0
+    eta = None
+    last: dict[str, Any] = {}
+    for folder in stage_folders(run):
+        rows = _metric_rows(folder.path / "metrics.jsonl")
+        step = max((r["step"] for r in rows), default=0)
+        total += folder.total_steps
+        done += min(step, folder.total_steps)
+        if rows and step < folder.total_steps:
+            first, latest = rows[0], rows[-1]
+            t0, t1 = _when(first), _when(latest)
+            if t0 and t1 and latest["step"] > first["step"]:
+                per_step = (t1 - t0).total_seconds() / (latest["step"] - first["step"])
+                eta = per_step * (folder.total_steps - step)
+        if rows:
+            last = next((r for r in reversed(rows) if "loss" in r), rows[-1])
+    return Progress(done, total, eta, last)
+
+
+def run_dashboard(run: TrainingRun, *, max_points: int = DEFAULT_POINTS) -> dict[str, Any]:
+    """What the dashboard draws: downsampled curves, stage boundaries, progress."""
+    rows, boundaries = run_metric_rows(run)
+    return {"run": run.pk, "charts": curves(rows, max_points=max_points), "boundaries": boundaries,
+            "progress": run_progress(run).as_dict(), "rows": len(rows),
+            "active": bool(run.job and run.job.is_active)}
+
+
+# -- what a finished run left ----------------------------------------------------------------------------
+
+
+def read_folder_summary(run: TrainingRun) -> dict[str, Any] | None:
+    """The run's result as its folder holds it: model card (+ eval.json), evaluation or replay summary."""
+    if run.is_training:
+        final = run.final_dir
+        card_path = final.parent / "model_card.json" if final else None
+        if card_path is None or not card_path.is_file():
+            return None
+        from training.runs import read_model_card
+
+        summary = {"model_card": read_model_card(final.parent)}
+        eval_path = final.parent / "eval.json"
+        if eval_path.is_file():
+            summary["self_eval"] = json.loads(eval_path.read_text(encoding="utf-8"))
+        return summary
+    if run.kind == TrainingRun.EVAL:
+        path = run.path / "eval" / "summary.json"
+        return {"evaluation": json.loads(path.read_text(encoding="utf-8"))} if path.is_file() else None
+    from serving.record import RunRecordError, load_run
+
+    try:
+        meta, summary = load_run(run.path / "replay")
+    except RunRecordError:
+        return None
+    return {"replay": summary, "route": meta.get("route")}
+
+
+@dataclass
+class CheckpointEntry:
+    """One registry row: a training run's final model with its facts and its evaluations."""
+
+    run: TrainingRun
+    path: Path
+    card: dict[str, Any]
+    evaluations: list[TrainingRun]
+    harness_version: Any
+
+    @property
+    def stage(self) -> str:
+        return self.card.get("stage", self.run.kind)
+
+
+def checkpoint_registry() -> list[CheckpointEntry]:
+    """Every studio training run whose final model exists, newest first, with the evaluations of it."""
+    from studio.harnesses.models import HarnessVersion
+
+    runs = [r for r in run_list(limit=500) if r.is_training]
+    evaluations: dict[int, list[TrainingRun]] = {}
+    for evaluation in TrainingRun.objects.filter(kind=TrainingRun.EVAL, parent__isnull=False).select_related("job"):
+        evaluations.setdefault(evaluation.parent_id, []).append(evaluation)
+    entries = []
+    for run in runs:
+        final = run.final_dir
+        if final is None or not (final / "config.json").is_file():
+            continue
+        card = (run.summary or {}).get("model_card")
+        if card is None:
+            card_path = final.parent / "model_card.json"
+            card = json.loads(card_path.read_text(encoding="utf-8")) if card_path.is_file() else {}
+        version = run.harness_version
+        if version is None and card.get("harness_digest"):
+            version = HarnessVersion.objects.filter(digest=card["harness_digest"]).select_related("harness").first()
+        entries.append(CheckpointEntry(run=run, path=final, card=card, evaluations=evaluations.get(run.pk, []),
+                                       harness_version=version))
+    return entries
+
+
+def checkpoint_choices() -> list[tuple[str, str]]:
+    """(absolute final/ path, label) of the registry's checkpoints, for the forms' model fields."""
+    return [(str(entry.path), f"run #{entry.run.pk} {entry.stage}: {entry.run.title}")
+            for entry in checkpoint_registry()]

@@ -1,0 +1,309 @@
+"""Writes for training runs: start one (folder, config files, commands, job), resume, run it, make an endpoint.
+
+``run_start`` writes the run folder the commands read (each step's YAML config, a studio Harness
+version's files) and the row, then queues its job, all or nothing. The job (``run_execute``) runs
+each step's command as written (``studio.training.runner``), reports progress and time left from
+the metrics the trainers write, and records what the folder holds when it ends. A cancelled or
+failed training run resumes from its last checkpoint: the same commands again, as the command
+line would (``resume: true``; ``training.stage_common.start_stage`` finds the checkpoint).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import User
+from django.db import transaction
+
+from studio.audit.services import audit_record
+from studio.jobs.models import Job
+from studio.jobs.registry import JobContext, JobFailed
+from studio.jobs.services import job_create
+from studio.training import configs
+from studio.training.configs import CONFIG_CLASSES, OPENAI_TEACHER, is_absolute_file, model_problem
+from studio.training.models import TrainingRun
+from studio.training.presets import Preset, recipe_steps
+
+JOB_KIND = {"sft": "train_sft", "opd": "train_opd", "rl": "train_rl", "pipeline": "train_pipeline",
+            "eval": "checkpoint_eval", "replay": "replay_run"}
+HARNESS_REF = re.compile(r"^(?P<name>[a-z0-9][a-z0-9_-]{0,63})@v(?P<number>\d{1,9})$")
+
+
+class RunRefused(ValueError):
+    """The run cannot start or resume; the message says why."""
+
+
+# -- checks of the fields that name things on the workers --------------------------------------------------
+
+
+def _harness_version(value: str):
+    from studio.harnesses.models import HarnessVersion
+
+    match = HARNESS_REF.match(value)
+    if not match:
+        return None
+    return HarnessVersion.objects.filter(harness__name=match["name"], number=int(match["number"])).first()
+
+
+def field_problem(kind: str, name: str, value: Any) -> str:
+    """Why a field's value cannot be used by a run started from the studio ('' when it can)."""
+    field = name.rpartition(".")[2]
+    where = f"{name}: "
+    if not isinstance(value, str):  # numbers and lists were checked by their type already
+        return ""
+    if field == "model":
+        problem = model_problem(value)
+    elif field == "teacher" and (kind == "opd" or name == "opd.teacher"):
+        problem = model_problem(value, also=("base",))
+    elif field == "teacher":
+        problem = "" if value == "gold" or OPENAI_TEACHER.match(value) else (
+            f"{value!r}: use 'gold' (the cases' gold trajectories) or openai:BASE_URL:MODEL, "
+            "e.g. openai:http://127.0.0.1:30000/v1:policy")
+    elif field == "harness":
+        problem = "" if value == "demo" or _harness_version(value) else (
+            f"{value!r} is not a Harness here: use 'demo' or a studio version as NAME@vN, e.g. livestream-avatar@v1")
+    elif field in ("examples", "cases"):
+        problem = is_absolute_file(value) if value or (kind == "replay" and field == "cases") else ""
+        if kind == "replay" and not value:
+            problem = "give the absolute path of a replay case file on the workers"
+    elif field == "prompts":
+        problem = "" if value == "builtin" or configs.HUB_NAME.match(value) or (
+            value.startswith("/") and Path(value).exists()) else (
+            f"{value!r}: use 'builtin', an existing absolute file or folder, or a hub dataset name (org/name)")
+    elif field == "route":
+        problem = _route_problem(value)
+    else:
+        problem = ""
+    return where + problem if problem else ""
+
+
+def _route_problem(route: str) -> str:
+    from serving.profiles import ProfileError, load_profiles
+
+    engine, _, rest = route.partition(":")
+    if rest and engine in ("local", "transformers"):
+        return model_problem(rest)
+    try:
+        names = sorted(load_profiles())
+    except ProfileError as error:
+        return f"the serving profiles cannot be read: {error}"
+    if route in names:
+        return ""
+    return f"{route!r} is not a route: use one of {', '.join(names)}, or local:CHECKPOINT / transformers:CHECKPOINT"
+
+
+def parse_run_form(kind: str, data, *, base: Any = None) -> Any:
+    """The config a posted form describes, with the studio's checks; ``configs.FormErrors`` otherwise."""
+    return configs.parse_form(kind, data, field_check=field_problem, base=base)
+
+
+# -- starting ------------------------------------------------------------------------------------------
+
+
+def config_digest(config: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(config, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def _write_harness(folder: Path, value: str):
+    """A studio version's files as a Harness folder of the run (the commands take folders)."""
+    from studio.harnesses.selectors import version_files
+
+    version = _harness_version(value)
+    target = folder / "harness" / version.harness.name
+    for path, text in version_files(version=version).items():
+        file = target / path
+        file.parent.mkdir(parents=True, exist_ok=True)
+        file.write_text(text, encoding="utf-8")
+    return version, str(target)
+
+
+def _plan_steps(*, kind: str, config: Any, folder: Path, preset: Preset | None) -> list[tuple[str, Any]]:
+    if preset is not None and preset.is_recipe:
+        return recipe_steps(preset, CONFIG_CLASSES[kind], folder=folder)
+    if kind == TrainingRun.PIPELINE:  # its stages resume (their own resume: true) and it skips finished ones
+        return [(kind, dataclasses.replace(config, output_dir=str(folder / kind)))]
+    if kind in TrainingRun.TRAINING_KINDS:
+        return [(kind, dataclasses.replace(config, output_dir=str(folder / kind), resume=True))]
+    return [(kind, config)]
+
+
+def command_text(argv: list[str]) -> str:
+    """The command a step runs, as a terminal would take it (each argument quoted where it needs it)."""
+    import shlex
+
+    return "python -m " + " ".join(shlex.quote(a) for a in argv)
+
+
+def run_start(*, kind: str, config: Any = None, actor: User, preset: Preset | None = None,
+              title: str = "") -> TrainingRun:
+    """Write the run folder and its row and queue the job; nothing is kept if any of it fails."""
+    if kind not in CONFIG_CLASSES:
+        raise RunRefused(f"kind: {kind!r} is not a run kind; use one of {', '.join(CONFIG_CLASSES)}")
+    if preset is not None and preset.kind != kind:
+        raise RunRefused(f"preset: {preset.name} is a {preset.kind} preset, not {kind}")
+    root = Path(settings.TRAINING_RUNS_DIR)
+    with transaction.atomic():
+        run = TrainingRun.objects.create(kind=kind, title="", folder="", config_digest="", created_by=actor,
+                                         preset=preset.name if preset else "")
+        folder = (root / f"run-{run.pk}").resolve()
+        try:
+            folder.mkdir(parents=True, exist_ok=False)
+            run.folder = str(folder)
+            version = None
+            steps, resolved = [], {}
+            for name, step_config in _plan_steps(kind=kind, config=config, folder=folder, preset=preset):
+                harness = getattr(step_config, "harness", "demo")
+                if HARNESS_REF.match(harness):
+                    version, path = _write_harness(folder, harness)
+                    step_config = dataclasses.replace(step_config, harness=path)
+                config_file = folder / f"{name}.yaml"
+                config_file.write_text(configs.config_yaml(step_config), encoding="utf-8")
+                if kind in TrainingRun.TRAINING_KINDS:
+                    argv = ["training", "pipeline" if kind == "pipeline" else kind, "--config", str(config_file)]
+                    output = Path(step_config.output_dir).name
+                elif kind == TrainingRun.EVAL:
+                    argv, output = step_config.argv(out=str(folder / "eval")), "eval"
+                else:
+                    argv, output = step_config.argv(out=str(folder)), "replay"
+                steps.append({"name": name, "argv": argv, "config_file": config_file.name, "output": output})
+                resolved[name] = dataclasses.asdict(step_config)
+            first = next(iter(resolved.values()))
+            run.steps, run.config, run.config_digest = steps, resolved, config_digest(resolved)
+            run.model = str(first.get("model") or (first.get("route") if kind == TrainingRun.REPLAY else ""))
+            run.harness_version = version
+            run.parent = _run_of_checkpoint(run.model)
+            run.title = (title or _default_title(kind=kind, config=first, preset=preset))[:200]
+            run.save()
+            run.job = job_create(kind=JOB_KIND[kind], title=run.title, params={"run_id": run.pk}, created_by=actor)
+            run.save(update_fields=["job"])
+            audit_record(actor=actor, action="training.start", target=f"run #{run.pk} {kind}",
+                         data={"title": run.title, "preset": run.preset, "config_digest": run.config_digest})
+        except BaseException:
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
+    return run
+
+
+def _run_of_checkpoint(model: str) -> TrainingRun | None:
+    """The studio run whose final/ (or checkpoint-N/) ``model`` is, if any."""
+    path = model.partition(":")[2] if model.startswith(("local:", "transformers:")) else model
+    if not path.startswith("/"):
+        return None
+    root = Path(settings.TRAINING_RUNS_DIR).resolve()
+    try:
+        relative = Path(path).resolve().relative_to(root)
+    except ValueError:
+        return None
+    match = re.fullmatch(r"run-(\d+)", relative.parts[0]) if relative.parts else None
+    return TrainingRun.objects.filter(pk=int(match[1])).first() if match else None
+
+
+def _default_title(*, kind: str, config: dict[str, Any], preset: Preset | None) -> str:
+    label = dict(TrainingRun.KINDS)[kind]
+    if preset is not None:
+        return f"{preset.label} ({label})"
+    if kind == TrainingRun.REPLAY:
+        return f"{label}: {config.get('route')}"
+    return f"{label}: {Path(str(config.get('model', ''))).name or config.get('model')}"
+
+
+def run_resume(*, run: TrainingRun, actor: User) -> TrainingRun:
+    """Run a stopped run's commands again: training resumes from its last checkpoint, an evaluation
+    from its last scored item. A replay is measured in one go and is started afresh instead."""
+    if run.kind == TrainingRun.REPLAY:
+        raise RunRefused("a replay is measured in one go and cannot be resumed; start a new replay")
+    if run.job is not None and run.job.is_active:
+        raise RunRefused(f"run #{run.pk} is still {run.job.get_status_display()} (job #{run.job.pk})")
+    if run.job is not None and run.job.status == Job.SUCCEEDED:
+        raise RunRefused(f"run #{run.pk} ran to its end; start a new run to train more")
+    with transaction.atomic():
+        run.job = job_create(kind=JOB_KIND[run.kind], title=f"{run.title} (attempt {run.attempts + 1})",
+                             params={"run_id": run.pk, "resume": True}, created_by=actor)
+        run.attempts += 1
+        run.save(update_fields=["job", "attempts"])
+        audit_record(actor=actor, action="training.resume", target=f"run #{run.pk} {run.kind}",
+                     data={"attempt": run.attempts})
+    return run
+
+
+# -- running (in the worker) -------------------------------------------------------------------------------
+
+
+def _step_finished(run: TrainingRun, step: dict[str, Any]) -> bool:
+    from training.runs import is_finished
+
+    if not run.is_training:
+        return False
+    if step["name"].startswith(TrainingRun.PIPELINE):
+        return run.final_dir is not None and (run.final_dir / "config.json").is_file() and step is run.steps[-1]
+    return is_finished(run.path / step["output"])
+
+
+def run_execute(*, run_id: int, context: JobContext) -> dict[str, Any]:
+    """The job: each step's command in order (finished steps skipped), then the folder's result."""
+    from studio.training.runner import run_command
+    from studio.training.selectors import read_folder_summary, run_progress
+
+    run = TrainingRun.objects.filter(pk=run_id).first()
+    if run is None:
+        raise JobFailed(f"training run #{run_id} no longer exists")
+    reported = {"steps": -1}
+
+    def tick() -> None:
+        if not run.is_training:
+            context.progress(0)  # the cancel check; evaluation and replay report in their log
+            return
+        progress = run_progress(run)
+        if progress.steps_done != reported["steps"]:
+            reported["steps"] = progress.steps_done
+            loss = progress.last.get("loss")
+            loss_text = f", loss {loss:.4g}" if isinstance(loss, int | float) else ""
+            eta = f", {progress.as_dict()['eta']}" if progress.eta_s is not None else ""
+            context.progress(progress.percent, f"step {progress.steps_done}/{progress.steps_total}{loss_text}{eta}")
+        else:
+            context.progress(progress.percent)
+
+    for number, step in enumerate(run.steps, start=1):
+        if _step_finished(run, step):
+            context.log(f"step {number}/{len(run.steps)} {step['name']}: already finished, skipped")
+            continue
+        context.log(f"step {number}/{len(run.steps)} {step['name']}: {command_text(step['argv'])}")
+        code, tail = run_command(step["argv"], log=context.log, on_tick=tick)
+        if code != 0:
+            reason = next((line for line in reversed(tail) if line.startswith("error:")), tail[-1] if tail else "")
+            raise JobFailed(f"{step['name']}: `{command_text(step['argv'])}` exited with {code}"
+                            + (f": {reason}" if reason else ""))
+    summary = read_folder_summary(run)
+    TrainingRun.objects.filter(pk=run.pk).update(summary=summary)
+    return {"run_id": run.pk, "kind": run.kind, "summary": summary}
+
+
+# -- the registry's one click ------------------------------------------------------------------------------
+
+
+def checkpoint_endpoint_create(*, run: TrainingRun, actor: User):
+    """A local-route model endpoint serving the run's final model (named after the run)."""
+    from studio.endpoints.models import ModelEndpoint
+    from studio.endpoints.services import endpoint_save
+
+    final = run.final_dir
+    if final is None or not (final / "config.json").is_file():
+        raise RunRefused(f"run #{run.pk} has no trained model yet (no {final})")
+    existing = ModelEndpoint.objects.filter(route=ModelEndpoint.LOCAL, model=str(final)).first()
+    if existing is not None:
+        return existing
+    base = f"run-{run.pk}-{run.kind}"
+    name, n = base, 1
+    while ModelEndpoint.objects.filter(name=name).exists():
+        n += 1
+        name = f"{base}-{n}"
+    return endpoint_save(endpoint=None, name=name, route=ModelEndpoint.LOCAL, base_url="", model=str(final),
+                         api_key_env="", description=f"{run.title} (training run #{run.pk}, {final})",
+                         actor=actor)

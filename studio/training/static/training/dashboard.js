@@ -1,0 +1,60 @@
+// A training run's curves (Chart.js, pinned in evolution/vendor/): one chart per metric group, drawn from
+// the run's metrics endpoint, already downsampled on the server; polled every 2 s while the run goes.
+(function () {
+  var root = document.getElementById("dashboard");
+  if (!root || typeof Chart === "undefined") return;
+  var COLORS = ["#3056d3", "#c0392b", "#16794c", "#8a5a00", "#8e44ad", "#2c3e50", "#d35400", "#7f8c8d"];
+  var charts = {};
+
+  function datasets(chart) {
+    return chart.series.map(function (s, i) {
+      var smoothed = / \(smoothed\)$/.test(s.name);
+      return { label: s.name, data: s.points.map(function (p) { return { x: p[0], y: p[1] }; }),
+               borderColor: COLORS[i % COLORS.length], backgroundColor: COLORS[i % COLORS.length],
+               borderWidth: smoothed ? 2 : 1, pointRadius: 0, borderDash: [], showLine: true,
+               order: smoothed ? 0 : 1, parsing: false };
+    });
+  }
+
+  function draw(data) {
+    var holder = document.getElementById("dashboard-charts");
+    data.charts.forEach(function (chart) {
+      var existing = charts[chart.key];
+      if (existing) {
+        existing.data.datasets = datasets(chart);
+        existing.update("none");
+      } else {
+        var box = document.createElement("div");
+        box.innerHTML = "<h3></h3><canvas height='170'></canvas>";
+        box.querySelector("h3").textContent = chart.title;
+        var canvas = box.querySelector("canvas");
+        canvas.id = "chart-" + chart.key;
+        holder.appendChild(box);
+        charts[chart.key] = new Chart(canvas, {
+          type: "line", data: { datasets: datasets(chart) },
+          options: { animation: false, normalized: true, interaction: { mode: "nearest", intersect: false },
+                     scales: { x: { type: "linear", title: { display: true, text: "step" } } } },
+        });
+      }
+      var canvasEl = document.getElementById("chart-" + chart.key);
+      canvasEl.dataset.points = String(chart.series[0].points.length);
+      canvasEl.dataset.n = String(chart.series[0].n);
+    });
+    var p = data.progress, bar = document.getElementById("run-bar"), text = document.getElementById("run-progress");
+    if (bar) bar.style.width = p.percent + "%";
+    if (text) text.textContent = "step " + p.steps_done + "/" + p.steps_total + (p.eta ? " · " + p.eta : "");
+    root.dataset.rows = String(data.rows);
+    return data.active;
+  }
+
+  function poll() {
+    fetch(root.dataset.url, { credentials: "same-origin" })
+      .then(function (r) { return r.json(); })
+      .then(function (data) {
+        if (draw(data)) setTimeout(poll, 2000);
+        else if (root.dataset.active === "yes") { root.dataset.active = "no"; setTimeout(function () { location.reload(); }, 500); }
+      })
+      .catch(function () { setTimeout(poll, 5000); });
+  }
+  poll();
+})();

@@ -1,0 +1,224 @@
+"""Pages of the ML engineer: runs, the generated run forms, a run's page and dashboard, the checkpoint registry.
+
+Views parse, authorise, call a service or selector, render. A form that does not validate comes
+back with status 400, every wrong field named beside its input, and nothing saved.
+"""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.http import Http404, JsonResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from studio.accounts.decorators import requires
+from studio.endpoints.services import EndpointError
+from studio.training import configs, selectors
+from studio.training.models import TrainingRun
+from studio.training.presets import PRESETS, preset_config, presets_for, recipe_steps
+from studio.training.series import DEFAULT_POINTS
+from studio.training.services import (
+    RunRefused,
+    checkpoint_endpoint_create,
+    command_text,
+    parse_run_form,
+    run_resume,
+    run_start,
+)
+
+KIND_LABELS = dict(TrainingRun.KINDS)
+# Fields a link may fill in (the registry's "Evaluate" and "Train from here"): checked on submit like any other.
+PREFILL = ("model", "route", "cases", "harness")
+
+
+def _run_or_404(run_id: int) -> TrainingRun:
+    try:
+        return selectors.run_get(run_id=run_id)
+    except TrainingRun.DoesNotExist:
+        raise Http404(f"no training run #{run_id}") from None
+
+
+def _kind_or_404(kind: str) -> str:
+    if kind not in configs.CONFIG_CLASSES:
+        raise Http404(f"no run kind {kind!r}; kinds: {', '.join(configs.CONFIG_CLASSES)}")
+    return kind
+
+
+@require_GET
+@requires("training.view")
+def run_list(request):
+    kind = request.GET.get("kind") or None
+    if kind is not None and kind not in KIND_LABELS:
+        kind = None
+    return render(request, "training/run_list.html", {
+        "runs": selectors.run_list(kind=kind), "kind": kind, "kinds": TrainingRun.KINDS,
+        "presets": list(PRESETS.values())})
+
+
+def _preset(request, kind: str):
+    name = request.GET.get("preset") or request.POST.get("preset") or ""
+    if not name:
+        return None
+    preset = PRESETS.get(name)
+    if preset is None or preset.kind != kind:
+        raise Http404(f"no {kind} preset {name!r}; presets: {', '.join(p.name for p in presets_for(kind))}")
+    return preset
+
+
+def _base_config(kind: str, preset, request):
+    cls = configs.CONFIG_CLASSES[kind]
+    config = preset_config(preset, cls) if preset is not None and not preset.is_recipe else cls()
+    prefill = {name: request.GET[name] for name in PREFILL if name in request.GET and hasattr(config, name)}
+    if prefill:  # shown in the form only; checked when the form is sent
+        import dataclasses
+
+        config = dataclasses.replace(config, **{k: v[: configs.MAX_VALUE_CHARS] for k, v in prefill.items()})
+    return config
+
+
+def _preview(kind: str, config, preset) -> dict:
+    """The YAML file(s) and the exact command(s) the run will be started with."""
+    from pathlib import Path
+
+    folder = Path("TRAINING_RUNS_DIR") / "run-N"
+    if preset is not None and preset.is_recipe:
+        steps = recipe_steps(preset, configs.CONFIG_CLASSES[kind], folder=folder)
+    elif kind in TrainingRun.TRAINING_KINDS:
+        import dataclasses
+
+        steps = [(kind, dataclasses.replace(config, output_dir=str(folder / kind)))]
+    else:
+        steps = [(kind, config)]
+    out = []
+    for name, step in steps:
+        file = folder / f"{name}.yaml"
+        if kind in TrainingRun.TRAINING_KINDS:
+            argv = ["training", kind, "--config", str(file)]
+        elif kind == TrainingRun.EVAL:
+            argv = step.argv(out=str(folder / "eval"))
+        else:
+            argv = step.argv(out=str(folder))
+        out.append({"name": name, "file": str(file), "yaml": configs.config_yaml(step), "command": command_text(argv)})
+    return {"preview_steps": out}
+
+
+def _form_context(kind: str, *, preset, config, fields, errors=None) -> dict:
+    from studio.harnesses.models import HarnessVersion
+
+    sections: dict[str, list] = {}
+    for f in fields:
+        sections.setdefault(f.section, []).append(f)
+    return {"kind": kind, "kind_label": KIND_LABELS[kind], "preset": preset, "presets": presets_for(kind),
+            "sections": sections, "errors": errors or {}, **_preview(kind, config, preset),
+            "checkpoints": selectors.checkpoint_choices(),
+            "harness_versions": [f"{v.harness.name}@v{v.number}" for v in
+                                 HarnessVersion.objects.select_related("harness").order_by("harness__name", "-number")[:50]]}
+
+
+@require_http_methods(["GET", "POST"])
+@requires("training.run")
+def run_new(request, kind: str):
+    kind = _kind_or_404(kind)
+    preset = _preset(request, kind)
+    base = _base_config(kind, preset, request)
+    if request.method == "GET":
+        fields = [] if preset is not None and preset.is_recipe else configs.form_fields(kind, base)
+        return render(request, "training/run_new.html", _form_context(kind, preset=preset, config=base, fields=fields))
+    if preset is not None and preset.is_recipe:
+        config = None
+    else:
+        try:
+            config = parse_run_form(kind, request.POST, base=base)
+        except configs.FormErrors as problems:
+            fields = configs.with_posted(configs.form_fields(kind, base), request.POST)
+            return render(request, "training/run_new.html",
+                          _form_context(kind, preset=preset, config=base, fields=fields, errors=problems.errors),
+                          status=400)
+    title = request.POST.get("title", "").strip()
+    if len(title) > 200 or any(ord(c) < 32 for c in title):
+        fields = configs.with_posted(configs.form_fields(kind, base), request.POST) if config is not None else []
+        errors = {"title": "title: at most 200 characters, on one line"}
+        return render(request, "training/run_new.html",
+                      _form_context(kind, preset=preset, config=base, fields=fields, errors=errors), status=400)
+    run = run_start(kind=kind, config=config, actor=request.user, preset=preset, title=title)
+    return redirect("training:run_detail", run_id=run.pk)
+
+
+@require_POST
+@requires("training.run")
+def run_preview(request, kind: str):
+    """The form's YAML and command for what is typed now (htmx), or the errors naming the fields."""
+    kind = _kind_or_404(kind)
+    preset = _preset(request, kind)
+    base = _base_config(kind, preset, request)
+    try:
+        config = parse_run_form(kind, request.POST, base=base) if not (preset and preset.is_recipe) else base
+    except configs.FormErrors as problems:
+        return render(request, "training/_preview.html", {"errors": problems.errors}, status=400)
+    return render(request, "training/_preview.html", _preview(kind, config, preset))
+
+
+@require_GET
+@requires("training.view")
+def run_detail(request, run_id: int):
+    from studio.jobs.services import job_can_cancel
+
+    run = _run_or_404(run_id)
+    steps = []
+    for step in run.steps:
+        file = run.path / step["config_file"]
+        steps.append({**step, "command": command_text(step["argv"]), "file": str(file),
+                      "yaml": file.read_text(encoding="utf-8") if file.is_file() else ""})
+    job = run.job
+    can_resume = (run.kind != TrainingRun.REPLAY and job is not None and job.status in ("failed", "cancelled"))
+    return render(request, "training/run_detail.html", {
+        "run": run, "steps": steps, "job": job, "progress": selectors.run_progress(run).as_dict(),
+        "can_cancel": job is not None and job_can_cancel(job=job, user=request.user), "can_resume": can_resume,
+        "summary": run.summary or selectors.read_folder_summary(run),
+        "has_model": run.final_dir is not None and (run.final_dir / "config.json").is_file(),
+        "eval_labels": configs.EVAL_SET_LABELS})
+
+
+@require_GET
+@requires("training.view")
+def run_metrics(request, run_id: int):
+    """The dashboard's data: curves downsampled on the server to ``points`` per curve (50-2000)."""
+    run = _run_or_404(run_id)
+    raw = request.GET.get("points", str(DEFAULT_POINTS))
+    if not raw.isdigit() or not 50 <= int(raw) <= 2000:
+        return JsonResponse({"error": f"points: a whole number between 50 and 2000, got {raw[:40]!r}"}, status=400)
+    return JsonResponse(selectors.run_dashboard(run, max_points=int(raw)))
+
+
+@require_POST
+@requires("training.run")
+def run_resume_view(request, run_id: int):
+    run = _run_or_404(run_id)
+    try:
+        run_resume(run=run, actor=request.user)
+    except RunRefused as refusal:
+        messages.error(request, str(refusal))
+        return redirect("training:run_detail", run_id=run.pk)
+    messages.success(request, f"run #{run.pk} resumes from its last checkpoint (attempt {run.attempts})")
+    return redirect("training:run_detail", run_id=run.pk)
+
+
+@require_GET
+@requires("training.view")
+def checkpoint_list(request):
+    return render(request, "training/checkpoint_list.html", {
+        "entries": selectors.checkpoint_registry(), "eval_labels": configs.EVAL_SET_LABELS})
+
+
+@require_POST
+@requires("endpoint.manage")
+def checkpoint_endpoint(request, run_id: int):
+    """Make a model endpoint of the run's final model, then open the endpoint list."""
+    run = _run_or_404(run_id)
+    try:
+        endpoint = checkpoint_endpoint_create(run=run, actor=request.user)
+    except (RunRefused, EndpointError) as refusal:
+        messages.error(request, str(refusal))
+        return redirect("training:checkpoint_list")
+    messages.success(request, f"endpoint {endpoint.name} serves {endpoint.model}; use it in the playground")
+    return redirect("endpoints:endpoint_list")
