@@ -15,8 +15,8 @@ K draft steps (the second step is fed its own ``out`` and the token it drafted).
 Layout ``eagle`` (the default, what SGLang loads for Llama) has a bias on ``fc``
 and no norm before attention or the head; layout ``nextn`` is the same block with
 the NextN norms (``enorm``/``hnorm`` before ``fc``, the block's input norm and a
-final norm before the shared head). Both train and run here; how each is written
-for SGLang is ``harness.engine.draft_export``.
+final norm before the shared head). Both train and run here, and each is saved
+in the format SGLang loads for it (``tensor_names``, ``sglang_config``).
 
 The same module is trained (``training.mtp_trainer``, autograd through its
 parameters) and run by the engine (``harness.engine.speculative``, under
@@ -39,8 +39,8 @@ from harness.engine.model import RopeTable, rms_norm, rope_theta_of, rotate
 
 LAYOUTS = ("eagle", "nextn")
 DEFAULT_STEPS = 3
-CONFIG_FILE = "draft_config.json"
-WEIGHTS_FILE = "draft.safetensors"
+CONFIG_FILE = "config.json"
+WEIGHTS_FILE = "model.safetensors"
 CARD_FILE = "card.json"
 
 
@@ -170,17 +170,71 @@ class DraftHead(nn.Module):
         return F.linear(out, self.lm_head)
 
     # -- files ------------------------------------------------------------------------------
-    def save(self, out_dir: str | Path, *, card: dict[str, Any] | None = None) -> Path:
-        """The head's own format (what this project loads back); SGLang's is ``draft_export``."""
+    def save(self, out_dir: str | Path, *, policy_config: Any, card: dict[str, Any] | None = None) -> Path:
+        """Write the head as SGLang loads it for its layout (``config.json`` + ``model.safetensors``,
+        tensor names from ``tensor_names``), plus ``card.json``. The policy's embeddings and LM
+        head are not written: SGLang's EAGLE worker and this engine take them from the policy."""
         from safetensors.torch import save_file
 
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
-        save_file({k: v.detach().contiguous() for k, v in self.state_dict().items()}, str(out / WEIGHTS_FILE))
-        (out / CONFIG_FILE).write_text(json.dumps(self.config.to_dict(), indent=2) + "\n", encoding="utf-8")
+        names = tensor_names(self.config.layout)
+        state = {names[k]: v.detach().float().contiguous() for k, v in self.state_dict().items()}
+        save_file(state, str(out / WEIGHTS_FILE), metadata={"format": "pt"})
+        (out / CONFIG_FILE).write_text(json.dumps(sglang_config(policy_config, self.config), indent=2) + "\n",
+                                       encoding="utf-8")
         if card is not None:
             (out / CARD_FILE).write_text(json.dumps(card, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         return out
+
+
+_BLOCK = {"q_proj.weight": "self_attn.q_proj.weight", "k_proj.weight": "self_attn.k_proj.weight",
+          "v_proj.weight": "self_attn.v_proj.weight", "o_proj.weight": "self_attn.o_proj.weight",
+          "gate_proj.weight": "mlp.gate_proj.weight", "up_proj.weight": "mlp.up_proj.weight",
+          "down_proj.weight": "mlp.down_proj.weight",
+          "post_attention_layernorm": "post_attention_layernorm.weight"}
+
+
+def tensor_names(layout: str) -> dict[str, str]:
+    """The head's parameter name -> the tensor name in the saved file, per layout.
+
+    ``eagle``: EAGLE-1's names, which SGLang's ``LlamaForCausalLMEagle`` reads (it prefixes
+    ``model.`` and fuses q/k/v and gate/up itself). ``nextn``: the ``mtp.*`` names of Qwen3.5/3.6
+    checkpoints' MTP layer. ``tests/serving/testdata/sglang_draft_params.json`` holds what SGLang
+    0.5.x loads for each."""
+    if layout == "eagle":
+        names = {"fc.weight": "fc.weight", "fc.bias": "fc.bias"}
+        names.update({k: f"layers.0.{v}" for k, v in _BLOCK.items()})
+        return names
+    if layout == "nextn":
+        names = {"fc.weight": "mtp.fc.weight", "enorm": "mtp.pre_fc_norm_embedding.weight",
+                 "hnorm": "mtp.pre_fc_norm_hidden.weight", "input_layernorm": "mtp.layers.0.input_layernorm.weight",
+                 "norm": "mtp.norm.weight"}
+        names.update({k: f"mtp.layers.0.{v}" for k, v in _BLOCK.items()})
+        return names
+    raise DraftHeadError(f"layout: {layout!r} is not one of {', '.join(LAYOUTS)}")
+
+
+def layout_of_names(names: set[str]) -> str | None:
+    """Which layout a file's tensor names are (None: neither)."""
+    for layout in LAYOUTS:
+        if names == set(tensor_names(layout).values()):
+            return layout
+    return None
+
+
+def sglang_config(policy_config: Any, config: DraftConfig) -> dict[str, Any]:
+    """The head's config.json: the policy's, with the draft architecture and one layer (what SGLang's
+    draft model runner reads), and this project's ``harness_draft`` section."""
+    data = policy_config.to_dict() if hasattr(policy_config, "to_dict") else dict(policy_config)
+    data = {k: v for k, v in data.items() if not k.startswith("_")}
+    if config.layout == "eagle":
+        data["architectures"] = ["LlamaForCausalLMEagle"]
+        data["num_hidden_layers"] = 1
+    else:
+        data["num_nextn_predict_layers"] = 1
+    data["harness_draft"] = config.to_dict()
+    return data
 
 
 def read_card(head_dir: str | Path) -> dict[str, Any]:
@@ -193,43 +247,73 @@ def read_card(head_dir: str | Path) -> dict[str, Any]:
         raise DraftHeadError(f"{path}: not readable JSON ({exc})") from exc
 
 
+def read_config(head_dir: str | Path) -> DraftConfig:
+    folder = Path(head_dir)
+    path = folder / CONFIG_FILE
+    if not path.is_file():
+        raise DraftHeadError(f"{folder}: no {CONFIG_FILE}; a draft-head folder has config.json, "
+                             f"{WEIGHTS_FILE} and {CARD_FILE} (python -m training mtp writes one)")
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise DraftHeadError(f"{path}: not readable JSON ({exc})") from exc
+    section = raw.get("harness_draft") if isinstance(raw, dict) else None
+    if not isinstance(section, dict):
+        raise DraftHeadError(f"{path}: harness_draft: missing; this config was not written by "
+                             "python -m training mtp")
+    try:
+        config = DraftConfig(**section)
+    except TypeError as exc:
+        raise DraftHeadError(f"{path}: harness_draft: {exc}") from exc
+    if config.layout not in LAYOUTS:
+        raise DraftHeadError(f"{path}: harness_draft.layout: {config.layout!r} is not one of {', '.join(LAYOUTS)}")
+    if not isinstance(config.steps, int) or config.steps < 1:
+        raise DraftHeadError(f"{path}: harness_draft.steps: {config.steps!r} must be an integer >= 1")
+    return config
+
+
+def head_tensors(head_dir: str | Path) -> dict[str, tuple[int, ...]]:
+    """Tensor names and shapes in the head's weights file (read from the header; no weights loaded)."""
+    from safetensors import SafetensorError, safe_open
+
+    path = Path(head_dir) / WEIGHTS_FILE
+    if not path.is_file():
+        raise DraftHeadError(f"{Path(head_dir)}: no {WEIGHTS_FILE}")
+    try:
+        with safe_open(str(path), framework="pt") as handle:
+            return {name: tuple(handle.get_slice(name).get_shape()) for name in handle.keys()}  # noqa: SIM118 - safe_open is not iterable
+    except (OSError, SafetensorError) as exc:
+        raise DraftHeadError(f"{path}: not a safetensors file ({exc})") from exc
+
+
 def load_head(head_dir: str | Path, hf_model: Any) -> DraftHead:
     """A saved head, attached to ``hf_model``'s embeddings and LM head; every mismatch is a
     ``DraftHeadError`` naming the file and the field."""
-    from safetensors import SafetensorError
     from safetensors.torch import load_file
 
     folder = Path(head_dir)
-    config_path = folder / CONFIG_FILE
-    if not config_path.is_file():
-        raise DraftHeadError(f"{folder}: no {CONFIG_FILE}; not a draft head saved by this project "
-                             "(python -m training mtp writes one)")
-    try:
-        raw = json.loads(config_path.read_text(encoding="utf-8"))
-        config = DraftConfig(**raw)
-    except (ValueError, TypeError) as exc:
-        raise DraftHeadError(f"{config_path}: {exc}") from exc
-    if config.layout not in LAYOUTS:
-        raise DraftHeadError(f"{config_path}: layout: {config.layout!r} is not one of {', '.join(LAYOUTS)}")
+    config = read_config(folder)
     expected = DraftConfig.for_policy(hf_model.config, layout=config.layout, steps=config.steps)
     for name in ("hidden_size", "intermediate_size", "num_attention_heads", "num_key_value_heads",
                  "head_dim", "vocab_size"):
         if getattr(config, name) != getattr(expected, name):
-            raise DraftHeadError(f"{config_path}: {name}: the head has {getattr(config, name)}, the policy "
-                                 f"{getattr(expected, name)}; this head was made for another model")
+            raise DraftHeadError(f"{folder / CONFIG_FILE}: harness_draft.{name}: the head has "
+                                 f"{getattr(config, name)}, the policy {getattr(expected, name)}; this head "
+                                 "was made for another model")
     base = DraftHead.for_policy(hf_model, layout=config.layout, steps=config.steps, init_from_last_layer=False)
-    try:
-        state = load_file(str(folder / WEIGHTS_FILE))
-    except (OSError, SafetensorError) as exc:
-        raise DraftHeadError(f"{folder / WEIGHTS_FILE}: {exc}") from exc
+    names = tensor_names(config.layout)
     own = base.state_dict()
-    missing, extra = sorted(set(own) - set(state)), sorted(set(state) - set(own))
+    shapes = head_tensors(folder)
+    wanted = {names[k]: tuple(v.shape) for k, v in own.items()}
+    missing, extra = sorted(set(wanted) - set(shapes)), sorted(set(shapes) - set(wanted))
     if missing or extra:
-        raise DraftHeadError(f"{folder / WEIGHTS_FILE}: tensors missing {missing}, unexpected {extra}")
-    for name, tensor in state.items():
-        if tuple(tensor.shape) != tuple(own[name].shape):
-            raise DraftHeadError(f"{folder / WEIGHTS_FILE}: {name}: shape {tuple(tensor.shape)}, expected "
-                                 f"{tuple(own[name].shape)}")
-    base.load_state_dict({k: v.float() for k, v in state.items()})
+        raise DraftHeadError(f"{folder / WEIGHTS_FILE}: layout {config.layout}: tensors missing {missing}, "
+                             f"unexpected {extra}")
+    for name, shape in shapes.items():
+        if shape != wanted[name]:
+            raise DraftHeadError(f"{folder / WEIGHTS_FILE}: {name}: shape {shape}, expected {wanted[name]}")
+    state = load_file(str(folder / WEIGHTS_FILE))
+    base.load_state_dict({k: state[names[k]].float() for k in own})
     base.config.rope_theta = config.rope_theta
+    base.rope = RopeTable(config.head_dim, config.rope_theta)
     return base.eval()

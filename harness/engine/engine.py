@@ -51,6 +51,7 @@ class SamplingParams:
     stop_ids: tuple[int, ...] = ()
     deadline: float | None = None  # time.perf_counter() value; the request stops there ("timeout")
     logprobs: bool = False  # keep each sampled token's log-probability under the sampling distribution
+    keep_states: bool = False  # keep the policy's final-normalised hidden state of every position it ran
 
 
 @dataclass
@@ -65,6 +66,9 @@ class Completion:
     logprobs: list[float] = field(default_factory=list)
     error: str = ""
     spec: SpecStats | None = None  # speculative decoding's counts (None: the engine has no draft head)
+    # keep_states: hidden states [n, hidden] of positions cached_tokens .. cached_tokens + n - 1 (the
+    # prompt after its cached prefix, then every output token but the last, which was never fed back)
+    states: torch.Tensor | None = None
 
     @property
     def ttft_s(self) -> float | None:
@@ -109,6 +113,7 @@ class Request:
         self.generator: torch.Generator | None = None
         self.draft_pending: torch.Tensor | None = None  # policy hidden states the draft head has not consumed
         self.spec: SpecStats | None = None
+        self.states: list[torch.Tensor] = []
 
     def cancel(self) -> None:
         """Stop at the next step (finish_reason ``cancelled``)."""
@@ -159,7 +164,8 @@ class Request:
         self._completion = Completion(
             prompt_tokens=int(self.prompt.shape[0]), ids=list(self.output), finish_reason=reason,
             cached_tokens=self.cached_tokens, submitted_at=self.submitted_at, first_token_at=self.first_token_at,
-            finished_at=time.perf_counter(), logprobs=list(self.logprobs), error=error, spec=self.spec)
+            finished_at=time.perf_counter(), logprobs=list(self.logprobs), error=error, spec=self.spec,
+            states=torch.cat(self.states) if self.states else None)
         self._stream.put(_DONE)
         self._done.set()
 
@@ -276,8 +282,12 @@ class Engine:
                 logits, hidden = self.model.prefill(request.seq, chunk, chunk=PREFILL_CHUNK, states=True)
                 request.draft_pending = self.draft.absorb(request.seq, request.draft_pending, hidden,
                                                           request.prompt)
+            elif request.params.keep_states:
+                logits, hidden = self.model.prefill(request.seq, chunk, chunk=PREFILL_CHUNK, states=True)
             else:
                 logits = self.model.prefill(request.seq, chunk, chunk=PREFILL_CHUNK)
+            if request.params.keep_states:
+                request.states.append(hidden)
             self.stats.prefill_tokens += int(chunk.shape[0])
             if request.pending.shape[0]:
                 return
@@ -295,8 +305,14 @@ class Engine:
                 self._speculate(request, waiting, decoding)
             return
         batch = list(decoding)
+        keep = any(r.params.keep_states for r in batch)
         try:
-            logits = self.model.decode([r.seq for r in batch], [r.next_token for r in batch])
+            out = self.model.decode([r.seq for r in batch], [r.next_token for r in batch], states=keep)
+            logits, hidden = out if keep else (out, None)
+            if keep:
+                for row, request in enumerate(batch):
+                    if request.params.keep_states:
+                        request.states.append(hidden[row: row + 1])
         except Exception as exc:  # noqa: BLE001
             for request in batch:
                 self._end(request, "error", waiting, decoding, error=f"{type(exc).__name__}: {exc}")
@@ -317,6 +333,8 @@ class Engine:
             self._end(request, "error", waiting, decoding, error=f"{type(exc).__name__}: {exc}")
             return
         request.spec.add(counts)
+        if request.params.keep_states:
+            request.states.append(request.draft_pending)  # the positions this cycle kept
         self.stats.spec.add(counts)
         self.stats.decode_steps += 1
         self.stats.decode_tokens += len(new)

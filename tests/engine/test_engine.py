@@ -197,3 +197,24 @@ def test_int8_greedy_decoding_does_not_depend_on_the_batch(tiny):
                                                    for p in prompts]]
     assert together == alone and engine.stats.max_batch_seen > 1
     engine.close()
+
+
+def test_keep_states_returns_the_hidden_state_of_every_position_run(tiny):
+    """What the MTP adaptation trains on: the final-normalised hidden states, equal to transformers'."""
+    model, tokenizer = tiny
+    engine = Engine(EngineModel(model))
+    try:
+        first, second = _prompts(tokenizer, 2)[1], None
+        done = engine.generate(first, SamplingParams(max_new_tokens=6, keep_states=True))
+        sequence = first + done.ids
+        assert done.states.shape == (len(sequence) - 1 - done.cached_tokens, model.config.hidden_size)
+        with torch.inference_mode():
+            want = model(torch.tensor([sequence[:-1]]), output_hidden_states=True).hidden_states[-1][0]
+        torch.testing.assert_close(done.states, want[done.cached_tokens:], atol=2e-4, rtol=1e-4)
+        # a second request on the same prefix: the cached part has no states, the rest does
+        second = sequence + tokenizer("more?", add_special_tokens=False)["input_ids"]
+        again = engine.generate(second, SamplingParams(max_new_tokens=3, keep_states=True))
+        assert again.cached_tokens > 0
+        assert again.states.shape[0] == len(second) + len(again.ids) - 1 - again.cached_tokens
+    finally:
+        engine.close()

@@ -43,7 +43,7 @@ def test_speculative_greedy_equals_plain_greedy_with_a_real_head(tiny, tmp_path)
     expected = _reference(model, prompts, 24)
     torch.manual_seed(0)
     head = DraftHead.for_policy(model)
-    head.save(tmp_path / "head")
+    head.save(tmp_path / "head", policy_config=model.config)
     engine = Engine(EngineModel(model), draft=Speculator(load_head(tmp_path / "head", model), steps=3))
     try:
         for prompt, want in zip(prompts, expected, strict=True):
