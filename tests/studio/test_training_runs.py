@@ -1,0 +1,126 @@
+"""Training runs on a real Celery worker reading the train queue, as the ML engineer uses them: a tiny
+SFT run's loss curve grows while it runs, its checkpoint lands in the registry, gets evaluated and
+becomes an endpoint in one click; a cancelled run stops its trainer and resumes from its last
+checkpoint. The tiny random model keeps each run to seconds per step on a CPU."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+
+import pytest
+from studio_testing import client_for
+
+from studio.endpoints.models import ModelEndpoint
+from studio.jobs.models import Job
+from studio.jobs.testing import celery_worker, wait_for
+from studio.training.models import TrainingRun
+from training.runs import read_metrics, read_model_card
+
+pytestmark = [pytest.mark.services, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+TINY = {"preset": "tiny-smoke", "model": "tiny", "max_cases": "2", "hsa_variants": "0", "save_steps": "1"}
+
+
+@pytest.fixture
+def train_worker(settings, tmp_path):
+    """A worker reading a private default queue and a private train queue (as `-Q studio,train` would)."""
+    settings.TRAINING_RUNS_DIR = tmp_path / "runs"
+    queue = f"test-train-{tmp_path.name[-8:]}"
+    settings.CELERY_TRAIN_QUEUE = f"{queue}-train"
+    with celery_worker(queue=queue, also_queues=(settings.CELERY_TRAIN_QUEUE,), lease_s=20, heartbeat_s=1) as worker:
+        yield worker
+
+
+def _job(run: TrainingRun) -> Job:
+    return Job.objects.get(pk=TrainingRun.objects.get(pk=run.pk).job_id)
+
+
+def _ended(run: TrainingRun, timeout: float) -> Job:
+    def ended():
+        job = _job(run)
+        return None if job.is_active else job
+
+    return wait_for(ended, timeout=timeout, what=f"run #{run.pk}'s job to end")
+
+
+def test_a_tiny_sft_run_grows_its_curve_lands_in_the_registry_is_evaluated_and_served(personas, train_worker):
+    mei = client_for(personas.ml_engineer)
+    response = mei.post("/training/new/sft/?preset=tiny-smoke", {**TINY, "max_steps": "3"})
+    assert response.status_code == 302, response.content[:500]
+    run = TrainingRun.objects.get()
+    seen = []  # rows the dashboard had while the job was running
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        data = mei.get(f"/training/runs/{run.pk}/metrics.json").json()
+        if data["active"]:
+            seen.append(data["rows"])
+        else:
+            break
+        time.sleep(0.5)
+    job = _ended(run, timeout=60)
+    assert job.status == Job.SUCCEEDED, job.error + job.log_tail[-3000:]
+    assert any(0 < rows < 3 for rows in seen), seen  # the curve was drawn before the run ended
+    final = mei.get(f"/training/runs/{run.pk}/metrics.json").json()
+    loss = next(c for c in final["charts"] if c["key"] == "loss")["series"][0]
+    assert [p[0] for p in loss["points"]] == [1.0, 2.0, 3.0] and final["active"] is False
+    assert final["progress"]["percent"] == 100
+    assert "python -m training sft --config" in job.log_tail and "step 3/3" in job.log_tail
+    assert job.outcome == "trained 3 steps (sft): model in final/"
+
+    # the registry: the checkpoint with its model card's facts; operators read it too
+    page = client_for(personas.operator).get("/training/checkpoints/").content.decode()
+    card = read_model_card(run.path / "sft")
+    assert f'data-run="{run.pk}"' in page and card["harness_digest"][:12] in page
+    assert str(run.path / "sft" / "final") in page and run.config_digest[:12] in page
+
+    # evaluate it (the default queue) from the registry's link
+    form = mei.get(f"/training/new/eval/?model={run.path / 'sft' / 'final'}").content.decode()
+    assert str(run.path / "sft" / "final") in form
+    mei.post("/training/new/eval/", {"model": str(run.path / "sft" / "final"), "sets": ["", "live_qa"],
+                                     "cases": "1"})
+    evaluation = TrainingRun.objects.get(kind="eval")
+    assert evaluation.parent == run
+    job = _ended(evaluation, timeout=300)
+    assert job.status == Job.SUCCEEDED, job.error + job.log_tail[-3000:]
+    assert evaluation.__class__.objects.get(pk=evaluation.pk).summary["evaluation"]["live_qa"]["n"] == 1
+    assert job.outcome.startswith("live_qa AVG ")
+    assert f'href="/training/runs/{evaluation.pk}/"' in mei.get("/training/checkpoints/").content.decode()
+
+    # one click: an endpoint on the local route serving this checkpoint, usable by the playground
+    assert client_for(personas.operator).post(f"/training/runs/{run.pk}/endpoint/").status_code == 403
+    assert mei.post(f"/training/runs/{run.pk}/endpoint/").status_code == 302
+    endpoint = ModelEndpoint.objects.get(name=f"run-{run.pk}-sft")
+    assert endpoint.route == ModelEndpoint.LOCAL and endpoint.model == str(run.path / "sft" / "final")
+    assert endpoint.policy_spec == f"local:{run.path / 'sft' / 'final'}"
+
+
+def test_a_cancelled_run_stops_its_trainer_and_resumes_from_its_last_checkpoint(personas, train_worker):
+    mei = client_for(personas.ml_engineer)
+    mei.post("/training/new/sft/?preset=tiny-smoke", {**TINY, "max_steps": "5"})
+    run = TrainingRun.objects.get()
+    metrics = run.path / "sft" / "metrics.jsonl"
+    wait_for(lambda: len(read_metrics(run.path / "sft")) >= 2, timeout=300, what="two logged steps")
+    first_job = _job(run)
+    assert mei.post(f"/jobs/{first_job.pk}/cancel/").status_code == 302
+    job = _ended(run, timeout=60)
+    assert job.status == Job.CANCELLED and "stopped: cancelled by mei" in job.log_tail
+    size = metrics.stat().st_size
+    time.sleep(3)
+    assert metrics.stat().st_size == size  # the trainer process is gone, not training on
+    page = mei.get(f"/training/runs/{run.pk}/").content.decode()
+    assert 'id="run-resume"' in page
+    assert client_for(personas.reviewer).post(f"/training/runs/{run.pk}/resume/").status_code == 403
+
+    resumed_at = datetime.now(UTC)
+    assert mei.post(f"/training/runs/{run.pk}/resume/").status_code == 302
+    job = _ended(run, timeout=300)
+    assert job.pk != first_job.pk and job.status == Job.SUCCEEDED, job.error + job.log_tail[-3000:]
+    rows = [r for r in read_metrics(run.path / "sft") if "loss" in r]
+    assert [r["step"] for r in rows] == [1, 2, 3, 4, 5]
+    # the steps before the last checkpoint were trained by the first job, not again
+    assert datetime.fromisoformat(rows[0]["time"]) < resumed_at
+    assert read_model_card(run.path / "sft")["steps"] == 5
+    assert TrainingRun.objects.get(pk=run.pk).attempts == 2
+    again = mei.post(f"/training/runs/{run.pk}/resume/", follow=True).content.decode()
+    assert "ran to its end; start a new run to train more" in again

@@ -1,0 +1,71 @@
+"""Training curves: the dashboard's charts come from the metrics the trainers write, downsampled on the
+server so a 10,000-step run draws as fast as a short one, its shape (spikes included) kept."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from studio_testing import client_for
+
+from studio.jobs.models import Job
+from studio.training.models import TrainingRun
+from studio.training.series import curves, ema, lttb
+
+
+def test_lttb_keeps_the_ends_the_spike_and_at_most_the_points_asked_for():
+    points = [(float(x), math.sin(x / 50)) for x in range(10_000)]
+    points[6_543] = (6_543.0, 25.0)  # a loss spike a user must see
+    kept = lttb(points, 300)
+    assert len(kept) == 300
+    assert kept[0] == points[0] and kept[-1] == points[-1]
+    assert (6_543.0, 25.0) in kept
+    assert [p[0] for p in kept] == sorted(p[0] for p in kept)
+    assert lttb(points[:10], 300) == points[:10]
+
+
+def test_ema_smooths_and_starts_at_the_first_value():
+    smooth = ema([4.0, 0.0, 4.0, 0.0])
+    assert smooth[0] == pytest.approx(4.0)
+    assert max(smooth[1:]) < 4.0 and min(smooth[1:]) > 0.0
+
+
+def test_curves_group_the_metrics_into_charts_with_raw_and_smoothed_loss():
+    rows = [{"x": s, "step": s, "loss": 3.0 - s / 100, "learning_rate": 1e-4, "grad_norm": 1.5,
+             "kl": 0.01 * s, "rewards/accuracy/mean": 0.5, "rewards/effectiveness/mean": 0.25,
+             "completions/mean_length": 40 + s, "frac_reward_zero_std": 0.5} for s in range(1, 51)]
+    rows.append({"x": 51, "step": 51, "train_loss": 2.5})  # the trainer's closing row has no loss
+    charts = {c["key"]: c for c in curves(rows)}
+    assert set(charts) == {"loss", "learning_rate", "grad_norm", "rewards", "kl", "completion_length",
+                           "zero_advantage"}
+    assert [s["name"] for s in charts["loss"]["series"]] == ["loss", "loss (smoothed)"]
+    assert [s["name"] for s in charts["rewards"]["series"]] == ["rewards/accuracy/mean",
+                                                                "rewards/effectiveness/mean"]
+    assert charts["loss"]["series"][0]["n"] == 50
+
+
+@pytest.mark.django_db
+def test_the_metrics_endpoint_downsamples_10000_steps_and_counts_the_stages(personas, tmp_path):
+    folder = tmp_path / "run"
+    (folder / "sft").mkdir(parents=True)
+    with (folder / "sft" / "metrics.jsonl").open("w") as handle:
+        for step in range(1, 10_001):
+            handle.write(json.dumps({"stage": "sft", "step": step, "loss": 1 / step, "learning_rate": 1e-4,
+                                     "time": f"2026-12-01T10:{step // 6000:02d}:{(step // 100) % 60:02d}+00:00"})
+                         + "\n")
+        handle.write('{"stage": "sft", "step": 10001, "lo')  # the trainer is writing this line
+    job = Job.objects.create(kind="train_sft", title="t", status=Job.RUNNING, params={})
+    run = TrainingRun.objects.create(kind="sft", title="t", folder=str(folder), config_digest="0" * 64, job=job,
+                                     steps=[{"name": "sft", "argv": [], "config_file": "sft.yaml", "output": "sft"}],
+                                     config={"sft": {"max_steps": 20_000}})
+    client = client_for(personas.operator)  # operators read the dashboards
+    data = client.get(f"/training/runs/{run.pk}/metrics.json?points=200").json()
+    loss = next(c for c in data["charts"] if c["key"] == "loss")
+    assert [(s["name"], s["n"], len(s["points"])) for s in loss["series"]] == [
+        ("loss", 10_000, 200), ("loss (smoothed)", 10_000, 200)]
+    assert data["rows"] == 10_000 and data["active"] is True
+    assert data["progress"]["steps_done"] == 10_000 and data["progress"]["percent"] == 50
+    assert data["progress"]["eta"].startswith("about ")
+    bad = client.get(f"/training/runs/{run.pk}/metrics.json?points=1e9")
+    assert bad.status_code == 400 and bad.json()["error"].startswith("points: a whole number between 50 and 2000")
