@@ -37,6 +37,11 @@ say "Celery worker (log: var/log/celery.log)"
 $PY -m celery -A studio worker --beat --schedule var/celerybeat-schedule \
   --concurrency "${CELERY_CONCURRENCY:-2}" --loglevel INFO >>var/log/celery.log 2>&1 &
 pids+=($!)
+say "Celery training worker, one job at a time, queue ${CELERY_TRAIN_QUEUE:-train} (log: var/log/celery-train.log)"
+# Training and replay jobs wait on their own queue, so they never take the evaluation worker's slots.
+$PY -m celery -A studio worker --queues "${CELERY_TRAIN_QUEUE:-train}" --hostname "train@%h" \
+  --concurrency 1 --loglevel INFO >>var/log/celery-train.log 2>&1 &
+pids+=($!)
 say "web server on http://127.0.0.1:$PORT/ (Ctrl-C stops everything)"
 # DEBUG stays off, as in production: errors show the studio's own pages. With DEBUG
 # off, Django's development server serves /static/ (CSS, htmx, Chart.js) only when

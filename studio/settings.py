@@ -199,6 +199,10 @@ CELERY_TRAIN_QUEUE = env_str("CELERY_TRAIN_QUEUE", "train")
 # Run folders of the training, evaluation and replay runs started from the studio (one folder per run;
 # the workers that run them and the web process must see the same path: a shared disk across hosts).
 TRAINING_RUNS_DIR = Path(env_str("TRAINING_RUNS_DIR", str(BASE_DIR / "runs" / "studio")))
+# How this worker host starts a training command: empty runs `python -m training ...`; on a multi-GPU
+# host e.g. "accelerate launch --num_processes 4" runs `accelerate launch --num_processes 4 -m training ...`
+# with the same config files (docs/workers.md). A host setting, never a form field.
+TRAINING_LAUNCHER = env_str("TRAINING_LAUNCHER", "")
 CELERY_BEAT_SCHEDULE = {
     "reap-stale-jobs": {"task": "studio.jobs.tasks.reap_stale_jobs", "schedule": 10.0},
     "resume-stalled-eval-runs": {"task": "studio.evolution.tasks.resume_stalled_eval_runs", "schedule": 10.0},

@@ -24,7 +24,7 @@ from typing import Any
 
 from transformers import TrainerCallback
 
-HARNESS_STUDIO_STAGES = ("sft", "opd", "rl")
+HARNESS_STUDIO_STAGES = ("sft", "opd", "rl", "mtp")
 
 
 _CHECKPOINT = re.compile(r"checkpoint-(\d+)")
@@ -95,6 +95,8 @@ class MetricsLogger(TrainerCallback):
         self._last_tokens: float = 0.0
 
     def on_train_begin(self, args, state, control, **kwargs):
+        if not state.is_world_process_zero:  # one row per step under `accelerate launch`, not one per process
+            return
         # On resume, steps logged after the checkpoint were lost with it and will be logged again.
         if self.path.is_file():
             kept = [line for line in self.path.read_text(encoding="utf-8").splitlines()
@@ -104,7 +106,7 @@ class MetricsLogger(TrainerCallback):
         self._last_tokens = float(state.num_input_tokens_seen or 0)
 
     def on_log(self, args, state, control, logs=None, **kwargs):
-        if not logs:
+        if not logs or not state.is_world_process_zero:
             return
         row: dict[str, Any] = {"stage": self.stage, "step": state.global_step,
                                "time": datetime.now(UTC).isoformat(timespec="seconds")}
@@ -156,8 +158,10 @@ class ModelCard:
                 f"- Harness: {self.harness_name} (version digest {self.harness_digest})\n"
                 f"- steps: {self.steps}, wall time: {self.wall_time_s:.1f} s\n\n"
                 f"## Data\n\n{data_lines}\n\n"
-                "Load with `make_policy('local:<this folder>/final')` or "
-                "`python -m harness run --policy local:<this folder>/final`.\n")
+                + ("Serve with `--draft-head <this folder>/final` (`python -m serving engine-server`, "
+                   "`python -m serving sglang-command`).\n" if self.stage == "mtp" else
+                   "Load with `make_policy('local:<this folder>/final')` or "
+                   "`python -m harness run --policy local:<this folder>/final`.\n"))
         (run_dir / "MODEL_CARD.md").write_text(text, encoding="utf-8")
         final = final_model_dir(run_dir)
         if final.is_dir():

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -46,14 +47,22 @@ def _stop(process: subprocess.Popen, *, grace_s: float = 10.0) -> None:
         process.wait()
 
 
+def command_argv(argv: list[str], *, launcher: str = "") -> list[str]:
+    """What the worker executes for ``python -m <argv>``: this interpreter, or the host's launcher
+    (``accelerate launch --num_processes 4`` -> ``accelerate launch --num_processes 4 -m <argv>``)."""
+    if launcher:
+        return [*shlex.split(launcher), "-m", *argv]
+    return [sys.executable, "-m", *argv]
+
+
 def run_command(argv: list[str], *, log: Callable[[str], None], on_tick: Callable[[], None],
-                tick_s: float = 1.0) -> tuple[int, list[str]]:
-    """Run ``python -m <argv>`` to its end; (exit code, last lines of its output).
+                tick_s: float = 1.0, launcher: str = "") -> tuple[int, list[str]]:
+    """Run ``python -m <argv>`` (through ``launcher`` if given) to its end; (exit code, last lines of its output).
 
     ``log`` and ``on_tick`` may raise (the job was cancelled): the child is stopped and the error goes on.
     """
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1", "TQDM_DISABLE": "1"}
-    process = subprocess.Popen([sys.executable, "-m", *argv], cwd=ROOT, env=env, stdin=subprocess.DEVNULL,
+    process = subprocess.Popen(command_argv(argv, launcher=launcher), cwd=ROOT, env=env, stdin=subprocess.DEVNULL,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
                                start_new_session=True, preexec_fn=_die_with_parent)
     lines: list[str] = []

@@ -14,6 +14,7 @@ import dataclasses
 import hashlib
 import json
 import re
+import shlex
 import shutil
 from pathlib import Path
 from typing import Any
@@ -136,8 +137,6 @@ def _plan_steps(*, kind: str, config: Any, folder: Path, preset: Preset | None) 
 
 def command_text(argv: list[str]) -> str:
     """The command a step runs, as a terminal would take it (each argument quoted where it needs it)."""
-    import shlex
-
     return "python -m " + " ".join(shlex.quote(a) for a in argv)
 
 
@@ -248,7 +247,7 @@ def _step_finished(run: TrainingRun, step: dict[str, Any]) -> bool:
 
 def run_execute(*, run_id: int, context: JobContext) -> dict[str, Any]:
     """The job: each step's command in order (finished steps skipped), then the folder's result."""
-    from studio.training.runner import run_command
+    from studio.training.runner import command_argv, run_command
     from studio.training.selectors import read_folder_summary, run_progress
 
     run = TrainingRun.objects.filter(pk=run_id).first()
@@ -274,8 +273,10 @@ def run_execute(*, run_id: int, context: JobContext) -> dict[str, Any]:
         if _step_finished(run, step):
             context.log(f"step {number}/{len(run.steps)} {step['name']}: already finished, skipped")
             continue
-        context.log(f"step {number}/{len(run.steps)} {step['name']}: {command_text(step['argv'])}")
-        code, tail = run_command(step["argv"], log=context.log, on_tick=tick)
+        launcher = settings.TRAINING_LAUNCHER if step["argv"][0] == "training" and run.is_training else ""
+        shown = shlex.join(command_argv(step["argv"], launcher=launcher)) if launcher else command_text(step["argv"])
+        context.log(f"step {number}/{len(run.steps)} {step['name']}: {shown}")
+        code, tail = run_command(step["argv"], log=context.log, on_tick=tick, launcher=launcher)
         if code != 0:
             reason = next((line for line in reversed(tail) if line.startswith("error:")), tail[-1] if tail else "")
             raise JobFailed(f"{step['name']}: `{command_text(step['argv'])}` exited with {code}"

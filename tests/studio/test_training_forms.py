@@ -257,3 +257,14 @@ def test_the_pipeline_config_file_round_trips_through_the_library_loader(persona
     assert run.final_dir == run.path / "pipeline" / "opd" / "final"
     assert re.search(r"python -m training pipeline --config \S+/pipeline\.yaml", _text(
         client_for(personas.ml_engineer).get(f"/training/runs/{run.pk}/")))
+
+
+def test_a_multi_gpu_host_runs_the_same_command_through_its_launcher():
+    import sys
+
+    from studio.training.runner import command_argv
+
+    argv = ["training", "sft", "--config", "/runs/run-1/sft.yaml"]
+    assert command_argv(argv) == [sys.executable, "-m", *argv]
+    assert command_argv(argv, launcher="accelerate launch --num_processes 4") == [
+        "accelerate", "launch", "--num_processes", "4", "-m", "training", "sft", "--config", "/runs/run-1/sft.yaml"]
