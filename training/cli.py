@@ -62,6 +62,12 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "data":
             p.add_argument("--out", required=True, help="examples JSONL to write")
         _add_fields(p, cls)
+    from training.mtp_config import MTPStageConfig
+
+    text = "MTP draft-head adaptation: the policy frozen, the head trained on its own rollouts"
+    p = sub.add_parser("mtp", help=text, description=text)
+    p.add_argument("--config", help="YAML or JSON file with the config fields")
+    _add_fields(p, MTPStageConfig)
     p = sub.add_parser("pipeline", help="SFT -> OPD -> RL, resumable stage by stage")
     p.add_argument("--config", help="YAML or JSON: top-level fields plus sft:, opd:, rl: sections")
     _add_fields(p, PipelineConfig)
@@ -109,6 +115,11 @@ def _dispatch(args: argparse.Namespace) -> int:
         from training.rl_trainer import run_rl
 
         print(run_rl(_build(RLStageConfig, args)))
+    elif args.command == "mtp":
+        from training.mtp_config import MTPStageConfig
+        from training.mtp_trainer import run_mtp
+
+        print(run_mtp(_build(MTPStageConfig, args)))
     elif args.command == "data":
         from training.sft_config import SFTStageConfig
         from training.stage_common import resolve_harness_dir
