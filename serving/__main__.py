@@ -21,6 +21,7 @@ import signal
 import sys
 import threading
 import time
+from pathlib import Path
 from urllib.parse import urlsplit
 
 from harness.mcp_registry import add_trust_flag
@@ -159,11 +160,18 @@ def cmd_sglang_command(args) -> int:
             port = profile_port
     if not model:
         raise ValueError("sglang-command: give --model PATH (or --profile with a checkpoint)")
+    algorithm = None if args.no_speculative else "NEXTN"
+    if draft and Path(draft).is_dir() and not args.no_speculative:
+        from serving.sglang import SGLangCommandError, check_draft_head
+
+        algorithm, problems = check_draft_head(draft, model)
+        if problems:
+            raise SGLangCommandError(problems)
     launch = SGLangLaunch(
         model_path=model, draft_head=draft, served_model_name=name, host=args.host, port=port,
         dtype=args.dtype, tool_call_parser=args.tool_call_parser or None,
         reasoning_parser=args.reasoning_parser or None,
-        speculative_algorithm=None if args.no_speculative else "NEXTN",
+        speculative_algorithm=algorithm,
         tp_size=args.tp_size, mem_fraction_static=args.mem_fraction_static,
         context_length=args.context_length, trust_remote_code=args.trust_remote_code,
         api_key_env=args.api_key_env,

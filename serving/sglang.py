@@ -5,8 +5,10 @@ own torch and transformers and needs CUDA), so serving/ does not start it: it
 generates the exact `python -m sglang.launch_server ...` command, validates
 every value it puts in it, and the replay then talks to the running server over
 its OpenAI-compatible API. The speculative settings are the report's: NEXTN
-(the model's MTP head) with 3 steps, top-k 1 and 4 draft tokens, plus the
-adapted draft head when one is given.
+(the model's MTP head) with 3 steps, top-k 1 and 4 draft tokens. An adapted
+draft head (``python -m training mtp``) is validated when its folder is on this
+host (``check_draft_head``), and its layout picks the algorithm: EAGLE for a
+Llama-family policy's head, NEXTN for a model that ships MTP layers.
 """
 
 from __future__ import annotations
@@ -118,7 +120,7 @@ def validate_launch(launch: SGLangLaunch, *, check_paths: bool = False) -> list[
                 f"not {launch.speculative_num_draft_tokens}"
             )
     elif launch.draft_head is not None:
-        problems.append("draft_head: given, but speculative_algorithm is None; a draft head needs NEXTN")
+        problems.append("draft_head: given, but speculative_algorithm is None; a draft head needs EAGLE or NEXTN")
     if check_paths:
         if not Path(launch.model_path).is_dir():
             problems.append(f"model_path: {launch.model_path} is not a folder on this host")
@@ -128,6 +130,69 @@ def validate_launch(launch: SGLangLaunch, *, check_paths: bool = False) -> list[
     if bad_extra:
         problems.append(f"extra_args: expected '--flag value' pairs, got {bad_extra}")
     return problems
+
+
+# The speculative algorithm SGLang serves a draft head of each layout with (harness.engine.draft).
+ALGORITHM_FOR_LAYOUT = {"eagle": "EAGLE", "nextn": "NEXTN"}
+# Model families SGLang 0.5.x serves with NEXTN: those that ship MTP layers (deepseek_nextn.py,
+# qwen3_next_mtp.py, glm4_moe_nextn.py, ...). A Llama-family policy's head is served as EAGLE.
+NEXTN_FAMILIES = ("Deepseek", "Qwen3Next", "Qwen3_5", "Glm4Moe", "MiMo", "BailingMoe", "ExaoneMoe")
+
+
+def check_draft_head(head_dir: str | Path, model_path: str | Path | None = None) -> tuple[str | None, list[str]]:
+    """Validate an adapted draft-head folder for serving: the speculative algorithm its layout needs
+    and every problem (tensor names and shapes, dimensions against the policy, the policy
+    fingerprint in its card), each naming the file and field."""
+    import json
+
+    from harness.engine.draft import (
+        CARD_FILE,
+        CONFIG_FILE,
+        WEIGHTS_FILE,
+        DraftHeadError,
+        head_tensors,
+        policy_mismatch,
+        read_card,
+        read_config,
+        tensor_problems,
+    )
+
+    head = Path(head_dir)
+    try:
+        config = read_config(head)
+        shapes = head_tensors(head)
+        card = read_card(head)
+    except DraftHeadError as exc:
+        return None, [f"draft_head: {exc}"]
+    problems = [f"draft_head: {head / WEIGHTS_FILE}: {p}" for p in tensor_problems(config, shapes)]
+    algorithm = ALGORITHM_FOR_LAYOUT[config.layout]
+    model = Path(model_path) if model_path else None
+    if model is not None and (model / "config.json").is_file():
+        from types import SimpleNamespace
+
+        from serving.endpoint import checkpoint_info
+
+        try:
+            policy = json.loads((model / "config.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            return algorithm, problems + [f"model_path: {model / 'config.json'}: not readable JSON ({exc})"]
+        problems += [f"draft_head: {head / CONFIG_FILE}: {p}" for p in policy_mismatch(config, SimpleNamespace(**policy))]
+        archs = [str(a) for a in policy.get("architectures") or []]
+        if algorithm == "NEXTN" and not any(a.startswith(NEXTN_FAMILIES) for a in archs):
+            problems.append(f"draft_head: {head / CONFIG_FILE}: harness_draft.layout: nextn, but SGLang serves "
+                            f"NEXTN only for models that ship MTP layers, not {archs or 'this model'}; adapt an "
+                            "eagle-layout head (python -m training mtp --layout eagle)")
+        fingerprint = checkpoint_info(model)["fingerprint"]
+        made_for = card.get("policy_fingerprint")
+        if not made_for:
+            problems.append(f"draft_head: {head / CARD_FILE}: policy_fingerprint: missing; the card must say which "
+                            "policy the head was adapted to")
+        elif made_for != fingerprint:
+            problems.append(
+                f"draft_head: {head / CARD_FILE}: policy_fingerprint: the head was adapted to {card.get('policy')} "
+                f"({made_for[:12]}), not to {model} ({fingerprint[:12]}): it is stale for this policy; re-adapt "
+                f"it with python -m training mtp --model {model} --init-head {head}")
+    return algorithm, problems
 
 
 def sglang_launch_argv(launch: SGLangLaunch, *, check_paths: bool = False) -> list[str]:

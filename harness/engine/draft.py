@@ -215,6 +215,31 @@ def tensor_names(layout: str) -> dict[str, str]:
     raise DraftHeadError(f"layout: {layout!r} is not one of {', '.join(LAYOUTS)}")
 
 
+def expected_shapes(config: DraftConfig) -> dict[str, tuple[int, ...]]:
+    """Every tensor the head's weights file must hold, by its file name, with its shape."""
+    h, d, inter = config.hidden_size, config.head_dim, config.intermediate_size
+    q, kv = config.num_attention_heads * d, config.num_key_value_heads * d
+    shapes = {"fc.weight": (h, 2 * h), "q_proj.weight": (q, h), "k_proj.weight": (kv, h), "v_proj.weight": (kv, h),
+              "o_proj.weight": (h, q), "gate_proj.weight": (inter, h), "up_proj.weight": (inter, h),
+              "down_proj.weight": (h, inter), "post_attention_layernorm": (h,)}
+    if config.layout == "eagle":
+        shapes["fc.bias"] = (h,)
+    else:
+        shapes.update({"enorm": (h,), "hnorm": (h,), "input_layernorm": (h,), "norm": (h,)})
+    names = tensor_names(config.layout)
+    return {names[k]: v for k, v in shapes.items()}
+
+
+def tensor_problems(config: DraftConfig, shapes: dict[str, tuple[int, ...]]) -> list[str]:
+    """What is wrong with a weights file's tensors for this layout (missing, unexpected, misshapen)."""
+    wanted = expected_shapes(config)
+    problems = [f"{name}: missing (layout {config.layout} needs it)" for name in sorted(set(wanted) - set(shapes))]
+    problems += [f"{name}: unexpected for layout {config.layout}" for name in sorted(set(shapes) - set(wanted))]
+    problems += [f"{name}: shape {list(shapes[name])}, expected {list(wanted[name])}"
+                 for name in sorted(set(wanted) & set(shapes)) if tuple(shapes[name]) != wanted[name]]
+    return problems
+
+
 def layout_of_names(names: set[str]) -> str | None:
     """Which layout a file's tensor names are (None: neither)."""
     for layout in LAYOUTS:
@@ -286,6 +311,15 @@ def head_tensors(head_dir: str | Path) -> dict[str, tuple[int, ...]]:
         raise DraftHeadError(f"{path}: not a safetensors file ({exc})") from exc
 
 
+def policy_mismatch(config: DraftConfig, policy_config: Any) -> list[str]:
+    """Where the head's dimensions differ from the policy's (a head made for another model)."""
+    expected = DraftConfig.for_policy(policy_config, layout=config.layout, steps=config.steps)
+    return [f"harness_draft.{name}: the head has {getattr(config, name)}, the policy {getattr(expected, name)}; "
+            "this head was made for another model"
+            for name in ("hidden_size", "intermediate_size", "num_attention_heads", "num_key_value_heads",
+                         "head_dim", "vocab_size") if getattr(config, name) != getattr(expected, name)]
+
+
 def load_head(head_dir: str | Path, hf_model: Any) -> DraftHead:
     """A saved head, attached to ``hf_model``'s embeddings and LM head; every mismatch is a
     ``DraftHeadError`` naming the file and the field."""
@@ -293,25 +327,15 @@ def load_head(head_dir: str | Path, hf_model: Any) -> DraftHead:
 
     folder = Path(head_dir)
     config = read_config(folder)
-    expected = DraftConfig.for_policy(hf_model.config, layout=config.layout, steps=config.steps)
-    for name in ("hidden_size", "intermediate_size", "num_attention_heads", "num_key_value_heads",
-                 "head_dim", "vocab_size"):
-        if getattr(config, name) != getattr(expected, name):
-            raise DraftHeadError(f"{folder / CONFIG_FILE}: harness_draft.{name}: the head has "
-                                 f"{getattr(config, name)}, the policy {getattr(expected, name)}; this head "
-                                 "was made for another model")
+    mismatch = policy_mismatch(config, hf_model.config)
+    if mismatch:
+        raise DraftHeadError(f"{folder / CONFIG_FILE}: " + "; ".join(mismatch))
+    problems = tensor_problems(config, head_tensors(folder))
+    if problems:
+        raise DraftHeadError(f"{folder / WEIGHTS_FILE}: " + "; ".join(problems))
     base = DraftHead.for_policy(hf_model, layout=config.layout, steps=config.steps, init_from_last_layer=False)
     names = tensor_names(config.layout)
     own = base.state_dict()
-    shapes = head_tensors(folder)
-    wanted = {names[k]: tuple(v.shape) for k, v in own.items()}
-    missing, extra = sorted(set(wanted) - set(shapes)), sorted(set(shapes) - set(wanted))
-    if missing or extra:
-        raise DraftHeadError(f"{folder / WEIGHTS_FILE}: layout {config.layout}: tensors missing {missing}, "
-                             f"unexpected {extra}")
-    for name, shape in shapes.items():
-        if shape != wanted[name]:
-            raise DraftHeadError(f"{folder / WEIGHTS_FILE}: {name}: shape {shape}, expected {wanted[name]}")
     state = load_file(str(folder / WEIGHTS_FILE))
     base.load_state_dict({k: state[names[k]].float() for k in own})
     base.config.rope_theta = config.rope_theta
