@@ -7,8 +7,15 @@ Django's test client, which includes URL routing, permission checks, queries
 and template rendering but no network. Prints median and p95 per page.
 
     .venv/bin/python benchmarks/studio_pages.py [--skills 200] [--versions 500] [--samples 60]
+    .venv/bin/python benchmarks/studio_pages.py --only training [--training-runs 50] [--metric-points 10000]
 
 Target (issue 6): p95 under 200 ms for the diff and editor pages.
+
+The training part (issue 18) writes 50 run folders of 10,000 metrics.jsonl rows each (SFT-like
+and RL-like metrics) and times the dashboard's JSON (first view of each run: the file parsed and
+downsampled; repeat views: parsed once per change), the run page, the run list and the checkpoint
+registry, beside the job list measured in the same process as the baseline.
+Target (issue 18): dashboard p95 under 300 ms.
 """
 
 from __future__ import annotations
@@ -124,12 +131,100 @@ def _report(name: str, samples: list[float]) -> str:
     return f"{name:<44} n={len(samples):<4} median {statistics.median(samples):7.1f} ms   p95 {p95:7.1f} ms"
 
 
+def build_training_runs(*, runs: int, points: int, folder: Path, owner, seed: int = 7) -> list:
+    """``runs`` finished SFT runs, each folder with ``points`` metrics rows, a final model's files and its card."""
+    import json
+    import math
+    import shutil
+
+    from studio.jobs.models import Job
+    from studio.training.models import TrainingRun
+
+    shutil.rmtree(folder, ignore_errors=True)
+    rng = random.Random(seed)
+    made = []
+    for index in range(runs):
+        run_dir = folder / f"run-{index}"
+        stage = run_dir / "sft"
+        (stage / "final").mkdir(parents=True)
+        (stage / "final" / "config.json").write_text("{}")
+        rl_like = index % 2 == 1
+        with (stage / "metrics.jsonl").open("w") as handle:
+            for step in range(1, points + 1):
+                row = {"stage": "rl" if rl_like else "sft", "step": step,
+                       "time": f"2026-12-01T{step // 3600 % 24:02d}:{step // 60 % 60:02d}:{step % 60:02d}+00:00",
+                       "loss": 2.5 * math.exp(-step / 3000) + rng.random() * 0.2,
+                       "learning_rate": 2e-4 * (1 - step / points), "grad_norm": 1 + rng.random(),
+                       "tokens_per_s": 400 + rng.random() * 20, "epoch": step / 100}
+                if rl_like:
+                    row.update({f"rewards/{d}/mean": rng.random() for d in
+                                ("accuracy", "effectiveness", "tool_rationality", "skill_selection")})
+                    row.update({"kl": rng.random() * 0.01, "completions/mean_length": 40 + rng.random() * 20,
+                                "frac_reward_zero_std": rng.random() * 0.5})
+                handle.write(json.dumps(row) + "\n")
+        card = {"stage": "sft", "base_model": "/models/SmolLM2-135M-Instruct", "parent_checkpoint": "local",
+                "data": {"n_examples": 418, "hsa_variants": 0}, "harness_name": "livestream-avatar",
+                "harness_digest": "0" * 64, "steps": points, "wall_time_s": 3600.0, "trainer": "trl.SFTTrainer"}
+        (stage / "model_card.json").write_text(json.dumps(card))
+        job = Job.objects.create(kind="train_sft", title=f"bench {index}", status=Job.SUCCEEDED, progress=100,
+                                 params={}, created_by=owner)
+        made.append(TrainingRun.objects.create(
+            kind="sft", title=f"bench run {index}", folder=str(run_dir), config_digest=f"{index:064x}",
+            steps=[{"name": "sft", "argv": ["training", "sft", "--config", str(run_dir / "sft.yaml")],
+                    "config_file": "sft.yaml", "output": "sft"}],
+            config={"sft": {"max_steps": points, "model": "local"}}, model="local", job=job, created_by=owner,
+            summary={"model_card": card}))
+        job.params = {"run_id": made[-1].pk}
+        job.save(update_fields=["params"])
+    return made
+
+
+def time_training_pages(*, runs: int, points: int, samples: int, seed: int) -> None:
+    from django.test import Client
+
+    from studio.accounts.roles import ML_ENGINEER
+    from studio.accounts.services import user_create
+
+    engineer = user_create(username="bench-ml", password="bench", roles=[ML_ENGINEER])
+    started = time.perf_counter()
+    made = build_training_runs(runs=runs, points=points, folder=ROOT / "var" / "bench-training-runs", owner=engineer,
+                               seed=seed)
+    print(f"built {runs} training runs x {points} metric points in {time.perf_counter() - started:.1f} s")
+    client = Client()
+    client.force_login(engineer)
+    rng = random.Random(seed + 2)
+    for _ in range(3):  # warm imports, template cache, connection
+        _time(client, "/jobs/")
+        _time(client, "/training/")
+    first = [_time(client, f"/training/runs/{run.pk}/metrics.json") for run in made]
+    repeat = [_time(client, f"/training/runs/{rng.choice(made).pk}/metrics.json") for _ in range(samples)]
+    page = [_time(client, f"/training/runs/{rng.choice(made).pk}/") for _ in range(samples)]
+    listing = [_time(client, "/training/") for _ in range(samples // 3)]
+    registry = [_time(client, "/training/checkpoints/") for _ in range(samples // 3)]
+    baseline = [_time(client, "/jobs/") for _ in range(samples)]
+    response = client.get(f"/training/runs/{made[1].pk}/metrics.json")
+    data = response.json()
+    drawn = sum(len(s["points"]) for c in data["charts"] for s in c["series"])
+    read = sum(s["n"] for c in data["charts"] for s in c["series"])
+    print(f"dashboard of an RL-like run: {len(data['charts'])} charts, {read} points read, {drawn} sent "
+          f"({len(response.content) / 1024:.0f} KiB)")
+    print(_report("baseline: job list (same process)", baseline))
+    print(_report("dashboard JSON, first view of each run", first))
+    print(_report("dashboard JSON, repeat views", repeat))
+    print(_report("run page (dashboard shell, commands, YAML)", page))
+    print(_report(f"run list ({runs} runs)", listing))
+    print(_report(f"checkpoint registry ({runs} checkpoints)", registry))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--skills", type=int, default=200, help="skills in the Harness")
     parser.add_argument("--versions", type=int, default=500, help="versions in its history")
     parser.add_argument("--samples", type=int, default=60, help="requests timed per page")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--only", choices=("harness", "training"), help="time one part only")
+    parser.add_argument("--training-runs", type=int, default=50, help="training runs with dashboards")
+    parser.add_argument("--metric-points", type=int, default=10_000, help="metrics.jsonl rows per run")
     args = parser.parse_args()
 
     _setup_django(ROOT / "var" / "bench-studio.sqlite3")
@@ -137,6 +232,11 @@ def main() -> None:
     from django.test import Client
 
     settings.ALLOWED_HOSTS = ["*"]
+    settings.TRAINING_RUNS_DIR = ROOT / "var" / "bench-training-runs"
+    if args.only != "harness":
+        time_training_pages(runs=args.training_runs, points=args.metric_points, samples=args.samples, seed=args.seed)
+    if args.only == "training":
+        return
     started = time.perf_counter()
     operator, harness, draft, skill_paths = build_history(skills=args.skills, versions=args.versions, seed=args.seed)
     print(f"built {harness.name}: {args.skills} skills, {args.versions} versions in {time.perf_counter() - started:.1f} s")

@@ -64,36 +64,67 @@ def _steps_of(config: dict[str, Any]) -> int:
     return int(config.get("stop_after_steps") or config.get("max_steps") or 1)
 
 
-_CACHE: OrderedDict[tuple, list[dict]] = OrderedDict()
+@dataclass
+class _Parsed:
+    inode: int
+    offset: int          # bytes parsed: up to the end of the last complete line
+    mtime_ns: int
+    rows: list[dict]
+
+
+_PARSED: OrderedDict[str, _Parsed] = OrderedDict()
+_CURVES: OrderedDict[tuple, list[dict]] = OrderedDict()
 _CACHE_LOCK = threading.Lock()
-_CACHE_SIZE = 256
+_CACHE_SIZE = 128
+
+
+def _remember(cache: OrderedDict, key, value) -> None:
+    cache[key] = value
+    cache.move_to_end(key)
+    while len(cache) > _CACHE_SIZE:
+        cache.popitem(last=False)
 
 
 def _metric_rows(path: Path) -> list[dict]:
-    """metrics.jsonl's rows (a torn last line is skipped: the trainer is writing it), parsed once per change."""
+    """metrics.jsonl's rows, parsed once: a file that grew is read from where the last read ended (a
+    running trainer appends a row per step), one that shrank (a resume drops the rows after its
+    checkpoint) is read again. A torn last line is left for the next read. Callers must not change it."""
     try:
         stat = path.stat()
     except OSError:
         return []
-    key = (str(path), stat.st_size, stat.st_mtime_ns)
     with _CACHE_LOCK:
-        if key in _CACHE:
-            _CACHE.move_to_end(key)
-            return _CACHE[key]
-    rows = []
-    with path.open(encoding="utf-8", errors="replace") as handle:
-        for line in handle:
+        parsed = _PARSED.get(str(path))
+    if parsed is not None and parsed.inode == stat.st_ino and stat.st_size >= parsed.offset:
+        if stat.st_size == parsed.offset and stat.st_mtime_ns == parsed.mtime_ns:
+            return parsed.rows
+        rows, start = list(parsed.rows), parsed.offset
+    else:
+        rows, start = [], 0
+    with path.open("rb") as handle:
+        handle.seek(start)
+        data = handle.read()
+    end = data.rfind(b"\n") + 1
+    lines = [line for line in data[:end].splitlines() if line.strip()]
+    try:  # one parse for the whole block (far faster than a call per line); line by line if one is broken
+        parsed_rows = json.loads(b"[" + b",".join(lines) + b"]") if lines else []
+    except ValueError:
+        parsed_rows = []
+        for line in lines:
             try:
-                row = json.loads(line)
+                parsed_rows.append(json.loads(line))
             except ValueError:
                 continue
-            if isinstance(row, dict) and isinstance(row.get("step"), int):
-                rows.append(row)
+    rows.extend(row for row in parsed_rows if isinstance(row, dict) and isinstance(row.get("step"), int))
     with _CACHE_LOCK:
-        _CACHE[key] = rows
-        while len(_CACHE) > _CACHE_SIZE:
-            _CACHE.popitem(last=False)
+        _remember(_PARSED, str(path), _Parsed(stat.st_ino, start + end, stat.st_mtime_ns, rows))
     return rows
+
+
+def _file_state(path: Path) -> tuple:
+    with _CACHE_LOCK:
+        parsed = _PARSED.get(str(path))
+    return (str(path), parsed.inode, parsed.offset, parsed.mtime_ns) if parsed else (str(path),)
 
 
 def run_metric_rows(run: TrainingRun) -> tuple[list[dict], list[dict]]:
@@ -163,9 +194,17 @@ def run_progress(run: TrainingRun) -> Progress:
 
 
 def run_dashboard(run: TrainingRun, *, max_points: int = DEFAULT_POINTS) -> dict[str, Any]:
-    """What the dashboard draws: downsampled curves, stage boundaries, progress."""
+    """What the dashboard draws: downsampled curves, stage boundaries, progress (curves computed once
+    per change of the run's metrics files)."""
     rows, boundaries = run_metric_rows(run)
-    return {"run": run.pk, "charts": curves(rows, max_points=max_points), "boundaries": boundaries,
+    key = (run.pk, max_points, len(rows), tuple(_file_state(f.path / "metrics.jsonl") for f in stage_folders(run)))
+    with _CACHE_LOCK:
+        charts = _CURVES.get(key)
+    if charts is None:
+        charts = curves(rows, max_points=max_points)
+        with _CACHE_LOCK:
+            _remember(_CURVES, key, charts)
+    return {"run": run.pk, "charts": charts, "boundaries": boundaries,
             "progress": run_progress(run).as_dict(), "rows": len(rows),
             "active": bool(run.job and run.job.is_active)}
 
@@ -231,11 +270,13 @@ def checkpoint_registry() -> list[CheckpointEntry]:
         if card is None:
             card_path = final.parent / "model_card.json"
             card = json.loads(card_path.read_text(encoding="utf-8")) if card_path.is_file() else {}
-        version = run.harness_version
-        if version is None and card.get("harness_digest"):
-            version = HarnessVersion.objects.filter(digest=card["harness_digest"]).select_related("harness").first()
         entries.append(CheckpointEntry(run=run, path=final, card=card, evaluations=evaluations.get(run.pk, []),
-                                       harness_version=version))
+                                       harness_version=run.harness_version))
+    # a checkpoint trained outside a studio version still names its Harness by digest: link the version
+    digests = {e.card.get("harness_digest") for e in entries if e.harness_version is None} - {None, ""}
+    versions = {v.digest: v for v in HarnessVersion.objects.filter(digest__in=digests).select_related("harness")}
+    for entry in entries:
+        entry.harness_version = entry.harness_version or versions.get(entry.card.get("harness_digest"))
     return entries
 
 

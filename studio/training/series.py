@@ -9,7 +9,6 @@ point first, then downsampled like the rest.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -53,59 +52,74 @@ def ema(values: Sequence[float], *, weight: float = 0.9) -> list[float]:
 
 def lttb(points: Sequence[Point], max_points: int) -> list[Point]:
     """At most ``max_points`` of ``points`` (sorted by x) keeping the curve's shape; first and last kept."""
-    n = len(points)
-    if max_points >= n or max_points < 3:
-        return list(points) if max_points >= n else [points[0], points[-1]][: max(1, max_points)]
-    out = [points[0]]
-    bucket = (n - 2) / (max_points - 2)
+    import numpy as np
+
+    xy = np.asarray(points, dtype=float).reshape(-1, 2)
+    return [points[i] for i in lttb_indices(xy[:, 0], xy[:, 1], max_points)]
+
+
+def lttb_indices(x, y, max_points: int) -> list[int]:
+    """Which of the points (numpy arrays ``x`` sorted, ``y``) Largest-Triangle-Three-Buckets keeps."""
+    import numpy as np
+
+    n = len(x)
+    if max_points >= n:
+        return list(range(n))
+    if max_points < 3:
+        return [0, n - 1][: max(1, max_points)]
+    # bucket i (of max_points - 2) spans [edges[i], edges[i + 1]) of the points between the first and last
+    edges = (np.floor(np.arange(max_points - 1) * ((n - 2) / (max_points - 2))) + 1).astype(int)
+    edges[-1] = n - 1
+    # each bucket's point is chosen against the average of the next bucket (the last point for the last one)
+    counts = np.diff(edges)
+    avg_x = np.append((np.add.reduceat(x[: n - 1], edges[:-1]) / counts)[1:], x[-1])
+    avg_y = np.append((np.add.reduceat(y[: n - 1], edges[:-1]) / counts)[1:], y[-1])
+    chosen = [0]
     a = 0
     for i in range(max_points - 2):
-        start, end = int(math.floor(i * bucket)) + 1, int(math.floor((i + 1) * bucket)) + 1
-        nxt_start, nxt_end = end, min(int(math.floor((i + 2) * bucket)) + 1, n)
-        nxt = points[nxt_start:nxt_end] or [points[-1]]
-        avg_x = sum(p[0] for p in nxt) / len(nxt)
-        avg_y = sum(p[1] for p in nxt) / len(nxt)
-        ax, ay = points[a]
-        best, best_area = start, -1.0
-        for j in range(start, min(end, n - 1)):
-            x, y = points[j]
-            area = abs((ax - avg_x) * (y - ay) - (ax - x) * (avg_y - ay))
-            if area > best_area:
-                best, best_area = j, area
-        out.append(points[best])
-        a = best
-    out.append(points[-1])
-    return out
+        lo, hi = edges[i], edges[i + 1]
+        ax, ay = x[a], y[a]
+        area = np.abs((ax - avg_x[i]) * (y[lo:hi] - ay) - (ax - x[lo:hi]) * (avg_y[i] - ay))
+        a = lo + int(area.argmax())
+        chosen.append(a)
+    chosen.append(n - 1)
+    return chosen
 
 
-def _number(value) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value) if math.isfinite(value) else None
+_NUMBERS = (int, float)
 
 
 def curves(rows: Sequence[dict], *, max_points: int = DEFAULT_POINTS) -> list[dict]:
     """The charts that have data: ``[{key, title, series: [{name, points: [[x, y], ...], n}]}]``.
 
     ``rows`` carry ``x`` (the step across the run's stages) and the metrics."""
+    import numpy as np
+
     names: set[str] = set()
     for row in rows:
         names.update(row)
+    xs = np.array([row["x"] for row in rows], dtype=float)
     charts = []
     for chart in CHARTS:
-        wanted = [m for m in chart.metrics if m in names]
+        metrics = [m for m in chart.metrics if m in names]
         if chart.pattern:
-            wanted += sorted(n for n in names if re.match(chart.pattern, n))
+            metrics += sorted(n for n in names if re.match(chart.pattern, n))
         series = []
-        for metric in wanted:
-            points = [(float(row["x"]), y) for row in rows if (y := _number(row.get(metric))) is not None]
-            if not points:
+        for metric in metrics:
+            # finite numbers only (json reads NaN and Infinity; a boolean is not a value)
+            values = np.array([v if type(v) in _NUMBERS else np.nan for v in (row.get(metric) for row in rows)],
+                              dtype=float)
+            keep = np.isfinite(values)
+            x, y = xs[keep], values[keep]
+            if not len(x):
                 continue
-            series.append({"name": metric, "n": len(points), "points": lttb(points, max_points)})
-            if chart.smoothed and len(points) > 2:
-                smooth = list(zip([p[0] for p in points], ema([p[1] for p in points]), strict=True))
-                series.append({"name": f"{metric} (smoothed)", "n": len(points),
-                               "points": lttb(smooth, max_points)})
+            chosen = lttb_indices(x, y, max_points)
+            series.append({"name": metric, "n": len(x), "points": np.column_stack((x[chosen], y[chosen])).tolist()})
+            if chart.smoothed and len(x) > 2:
+                smooth = np.asarray(ema(y.tolist()))
+                chosen = lttb_indices(x, smooth, max_points)
+                series.append({"name": f"{metric} (smoothed)", "n": len(x),
+                               "points": np.column_stack((x[chosen], smooth[chosen])).tolist()})
         if series:
             charts.append({"key": chart.key, "title": chart.title, "series": series})
     return charts

@@ -69,3 +69,28 @@ def test_the_metrics_endpoint_downsamples_10000_steps_and_counts_the_stages(pers
     assert data["progress"]["eta"].startswith("about ")
     bad = client.get(f"/training/runs/{run.pk}/metrics.json?points=1e9")
     assert bad.status_code == 400 and bad.json()["error"].startswith("points: a whole number between 50 and 2000")
+
+
+@pytest.mark.django_db
+def test_a_growing_metrics_file_is_read_from_where_it_ended_and_a_resumed_one_again(tmp_path):
+    from studio.training.selectors import run_dashboard
+
+    folder = tmp_path / "run"
+    (folder / "sft").mkdir(parents=True)
+    metrics = folder / "sft" / "metrics.jsonl"
+    run = TrainingRun.objects.create(kind="sft", title="t", folder=str(folder), config_digest="0" * 64,
+                                     steps=[{"name": "sft", "argv": [], "config_file": "sft.yaml", "output": "sft"}],
+                                     config={"sft": {"max_steps": 4}})
+
+    def losses():
+        chart = next(c for c in run_dashboard(run)["charts"] if c["key"] == "loss")
+        return [p[1] for p in chart["series"][0]["points"]]
+
+    metrics.write_text('{"step": 1, "loss": 4.0}\n{"step": 2, "loss": 3.0}\n{"step": 3, "lo')
+    assert losses() == [4.0, 3.0]
+    with metrics.open("a") as handle:  # the trainer finishes the torn line and writes one more
+        handle.write('ss": 2.0}\n{"step": 4, "loss": 1.0}\n')
+    assert losses() == [4.0, 3.0, 2.0, 1.0]
+    # a resume from checkpoint-1 drops the later rows, then logs its own
+    metrics.write_text('{"step": 1, "loss": 4.0}\n{"step": 2, "loss": 9.0}\n')
+    assert losses() == [4.0, 9.0]
