@@ -112,7 +112,8 @@ class ReplayRunConfig:
         return ""
 
     def argv(self, *, out: str) -> list[str]:
-        return ["serving", "replay", "--route", self.route, "--harness", self.harness, "--cases", self.cases,
+        harness = [] if self.harness == "demo" else ["--harness", self.harness]  # its default is the demo's
+        return ["serving", "replay", "--route", self.route, *harness, "--cases", self.cases,
                 "--concurrency", ",".join(str(c) for c in self.concurrency), "--warmup", str(self.warmup),
                 "--measured", str(self.measured), "--max-tokens", str(self.max_tokens),
                 "--request-timeout", f"{self.request_timeout:g}", "--sla", f"{self.sla:g}",

@@ -235,7 +235,9 @@ def read_folder_summary(run: TrainingRun) -> dict[str, Any] | None:
         meta, summary = load_run(run.path / "replay")
     except RunRecordError:
         return None
-    return {"replay": summary, "route": meta.get("route")}
+    table = run.path / "replay" / "table.md"
+    return {"replay": summary, "route": meta.get("route"),
+            "table": table.read_text(encoding="utf-8") if table.is_file() else ""}
 
 
 @dataclass

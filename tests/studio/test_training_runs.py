@@ -124,3 +124,27 @@ def test_a_cancelled_run_stops_its_trainer_and_resumes_from_its_last_checkpoint(
     assert TrainingRun.objects.get(pk=run.pk).attempts == 2
     again = mei.post(f"/training/runs/{run.pk}/resume/", follow=True).content.decode()
     assert "ran to its end; start a new run to train more" in again
+
+
+def test_a_replay_on_the_tiny_route_runs_on_the_train_queue_and_its_page_shows_the_table(personas, train_worker,
+                                                                                        tmp_path):
+    from evaluation.world.sets import generate
+
+    world = tmp_path / "world"
+    generate(out=world, seed=3, check=False)
+    cases = world / "replay-small.jsonl"
+    cases.write_text("".join((world / "replay.jsonl").read_text().splitlines(keepends=True)[:3]))
+    mei = client_for(personas.ml_engineer)
+    response = mei.post("/training/new/replay/?preset=replay-tiny", {"preset": "replay-tiny", "cases": str(cases),
+                                                                     "concurrency": "1"})
+    assert response.status_code == 302, response.content[:500]
+    run = TrainingRun.objects.get()
+    job = _ended(run, timeout=300)
+    assert job.status == Job.SUCCEEDED, job.error + job.log_tail[-3000:]
+    assert job.outcome.startswith("replayed C=1 p95 ") and "route cpu-engine-tiny" in job.log_tail
+    summary = TrainingRun.objects.get(pk=run.pk).summary
+    assert summary["replay"]["route"] == "cpu-engine-tiny" and summary["replay"]["levels"]["1"]["n_measured"] == 2
+    page = client_for(personas.operator).get(f"/training/runs/{run.pk}/").content.decode()
+    assert "| cpu-engine-tiny | tiny | 1 | 2 |" in page
+    refused = mei.post(f"/training/runs/{run.pk}/resume/", follow=True).content.decode()
+    assert "a replay is measured in one go and cannot be resumed" in refused
