@@ -37,6 +37,13 @@ def table_markdown(summary: dict[str, Any]) -> str:
         row = [summary["route"], str(summary.get("checkpoint") or ""), str(level), str(metrics["n_measured"])]
         row += [_fmt(key, metrics.get(key)) for key in labels]
         lines.append("| " + " | ".join(row) + " |")
+    spec = [(level, m["speculative"]) for level, m in summary["levels"].items() if m.get("speculative")]
+    if spec:
+        lines += ["", "Speculative decoding (MTP draft head), per level, warm-up included: "
+                  + "; ".join(f"C={level}: acceptance length {_fmt('x', s.get('acceptance_length'))}"
+                              + (f" of {len(s['acceptance_rate_per_position']) + 1}, rate "
+                                 f"{100 * s['acceptance_rate']:.1f}%" if s.get("acceptance_rate") is not None else "")
+                              for level, s in spec) + "."]
     lines += [
         "",
         "Success = final answer returned (a Harness fallback reply counts, and is also shown as Fallback); "

@@ -71,6 +71,26 @@ class Endpoint:
             config["max_new_tokens"] = settings.max_tokens
         return {"generation_config": json.dumps(config, sort_keys=True)}
 
+    def speculative_counters(self) -> dict[str, Any] | None:
+        """The server's speculative-decoding figures from ``GET /get_server_info`` (SGLang's
+        ``avg_spec_accept_length``; the engine server adds its cumulative counts), or None when the
+        route has none (no draft head, or not an engine that reports them)."""
+        if self.engine not in ("local", "sglang"):
+            return None
+        root = self.base_url[: -len("/v1")] if self.base_url.endswith("/v1") else self.base_url
+        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key and self.api_key != "EMPTY" else {}
+        try:
+            response = httpx.get(f"{root}/get_server_info", headers=headers, timeout=5.0)
+            info = response.json() if response.status_code == 200 else None
+        except (httpx.HTTPError, ValueError):
+            return None
+        states = (info or {}).get("internal_states") or [{}]
+        state = states[0] if isinstance(states, list) and states and isinstance(states[0], dict) else {}
+        if state.get("avg_spec_accept_length") is None and not state.get("speculative"):
+            return None
+        return {"avg_spec_accept_length": state.get("avg_spec_accept_length"),
+                "counts": state.get("speculative")}
+
     def describe(self) -> dict[str, Any]:
         return {
             "route": self.profile.name,
@@ -130,7 +150,8 @@ def open_endpoint(*, profile: ServingProfile, log_dir: str | Path) -> Iterator[E
                       threads=profile.threads)
         if profile.engine == "local":
             log_path = log_dir / "engine-server.log"
-            server = EngineServer(log_path=log_path, quantization=profile.quantization, **common)
+            server = EngineServer(log_path=log_path, quantization=profile.quantization,
+                                  draft_head=profile.draft_head, **common)
         else:
             log_path = log_dir / "transformers-serve.log"
             server = TransformersServer(log_path=log_path, continuous_batching=profile.continuous_batching,
@@ -141,7 +162,8 @@ def open_endpoint(*, profile: ServingProfile, log_dir: str | Path) -> Iterator[E
                 base_url=server.base_url,
                 model=server.model,
                 api_key="EMPTY",
-                checkpoint=checkpoint_info(path, label=profile.checkpoint),
+                checkpoint=dict(checkpoint_info(path, label=profile.checkpoint),
+                                **({"draft_head": profile.draft_head} if profile.draft_head else {})),
                 server_log=str(log_path),
                 server_pid=server.pid,
             )

@@ -1,8 +1,10 @@
 """The CPU serving route: the local engine behind an OpenAI-compatible HTTP endpoint.
 
-``python -m serving engine-server CHECKPOINT [--port N] [--quantization int8]``
-serves ``POST /v1/chat/completions`` (streamed or not), ``GET /v1/models`` and
-``GET /health`` from one process whose engine (``harness.engine``) shares the
+``python -m serving engine-server CHECKPOINT [--port N] [--quantization int8] [--draft-head DIR]``
+serves ``POST /v1/chat/completions`` (streamed or not), ``GET /v1/models``,
+``GET /health`` and ``GET /get_server_info`` (the engine's counters, with the
+speculative decoding figures under SGLang's name ``avg_spec_accept_length``, so
+the replay reads both routes the same way) from one process whose engine (``harness.engine``) shares the
 Harness prefix between requests and decodes concurrent requests in one batch.
 The replay's ``cpu-engine`` profile starts it as a managed process
 (``serving.transformers_server.EngineServer``), so the deployment replay on CPU
@@ -107,7 +109,7 @@ class _TextStream:
 
 
 def build_app(checkpoint: str | Path, *, quantization: str = "none", max_tokens_cap: int = 2048,
-              model_id: str | None = None) -> Any:
+              model_id: str | None = None, draft_head: str | Path | None = None) -> Any:
     """The Starlette application serving ``checkpoint`` on the local engine."""
     from starlette.applications import Starlette
     from starlette.requests import Request
@@ -119,7 +121,7 @@ def build_app(checkpoint: str | Path, *, quantization: str = "none", max_tokens_
 
     checkpoint = Path(checkpoint).resolve()
     model_id = model_id or str(checkpoint)
-    policy = TransformersPolicy(checkpoint, engine="engine", quantization=quantization)
+    policy = TransformersPolicy(checkpoint, engine="engine", quantization=quantization, draft_head=draft_head)
     hf_model, tokenizer = load_model(checkpoint)
     engine = policy.engine()
     stop_ids = stop_ids_of(hf_model, tokenizer)
@@ -134,7 +136,18 @@ def build_app(checkpoint: str | Path, *, quantization: str = "none", max_tokens_
     async def models(_request: Request) -> JSONResponse:
         return JSONResponse({"object": "list", "data": [
             {"id": model_id, "object": "model", "created": created, "owned_by": "harness-studio",
-             "engine": {"quantization": quantization}}]})
+             "engine": {"quantization": quantization, "draft_head": str(draft_head) if draft_head else None}}]})
+
+    async def server_info(_request: Request) -> JSONResponse:
+        stats = engine.stats
+        spec = stats.spec.to_dict() if engine.draft is not None else None
+        return JSONResponse({"model_path": str(checkpoint), "quantization": quantization,
+                             "speculative_algorithm": "EAGLE" if engine.draft is not None else None,
+                             "internal_states": [{
+                                 "avg_spec_accept_length": spec["acceptance_length"] if spec else None,
+                                 "speculative": spec, "requests": stats.requests,
+                                 "prefill_tokens": stats.prefill_tokens, "cached_tokens": stats.cached_tokens,
+                                 "decode_steps": stats.decode_steps, "decode_tokens": stats.decode_tokens}]})
 
     async def chat(request: Request):
         raw = await request.body()
@@ -202,6 +215,7 @@ def build_app(checkpoint: str | Path, *, quantization: str = "none", max_tokens_
         return StreamingResponse(events(), media_type="text/event-stream")
 
     return Starlette(routes=[Route("/health", health), Route("/v1/models", models),
+                             Route("/get_server_info", server_info),
                              Route("/v1/chat/completions", chat, methods=["POST"])])
 
 
@@ -225,6 +239,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, default=8100)
     parser.add_argument("--quantization", choices=QUANTIZATIONS, default="none",
                         help="engine weights: none (fp32) or int8 (weight-only int8 linears, harness/engine/kernels.py)")
+    parser.add_argument("--draft-head", help="decode speculatively with this draft head (python -m training mtp)")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
     parser.add_argument("--max-tokens-cap", type=int, default=2048, help="largest max_tokens a request may ask for")
 
@@ -238,6 +253,6 @@ def run(args: argparse.Namespace) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     app = build_app(resolve_checkpoint(args.checkpoint), quantization=args.quantization,
-                    max_tokens_cap=args.max_tokens_cap)
+                    max_tokens_cap=args.max_tokens_cap, draft_head=args.draft_head)
     uvicorn.run(app, host=args.host, port=args.port, log_level="info")
     return 0

@@ -125,3 +125,29 @@ def summarise_by_concurrency(
     for r in records:
         levels.setdefault(int(r["concurrency"]), []).append(r)
     return {c: summarise(rs, sla_s=sla_s) for c, rs in sorted(levels.items())}
+
+
+def speculative_level(before: dict[str, Any] | None, after: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A level's speculative-decoding figures from the server's counters read before and after it
+    (warm-up requests included). The engine server's counts give the level's own acceptance;
+    SGLang reports only its running ``avg_spec_accept_length``, taken as read at the level's end."""
+    if not after:
+        return None
+    counts, prior = after.get("counts"), (before or {}).get("counts") or {}
+    if not counts:
+        return {"acceptance_length": after.get("avg_spec_accept_length"), "source": "avg_spec_accept_length"}
+    cycles = counts["cycles"] - prior.get("cycles", 0)
+    drafted = counts["drafted"] - prior.get("drafted", 0)
+    accepted = counts["accepted"] - prior.get("accepted", 0)
+    if cycles <= 0:
+        return None
+    per_before = prior.get("acceptance_rate_per_position") or []
+    per_after = counts.get("acceptance_rate_per_position") or []
+    per_position = []
+    for i, rate in enumerate(per_after):  # rates are per cycle: back to counts, then the level's share
+        kept = rate * counts["cycles"] - (per_before[i] * prior.get("cycles", 0) if i < len(per_before) else 0.0)
+        per_position.append(round(kept / cycles, 4))
+    return {"cycles": cycles, "drafted": drafted, "accepted": accepted,
+            "acceptance_length": round((accepted + cycles) / cycles, 4),
+            "acceptance_rate": round(accepted / drafted, 4) if drafted else None,
+            "acceptance_rate_per_position": per_position, "source": "engine counters"}

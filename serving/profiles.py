@@ -52,7 +52,8 @@ class ServingProfile:
     checkpoint: str | None = None
     """'default' (SmolLM2-135M from the model cache), 'tiny', or a checkpoint folder."""
     draft_head: str | None = None
-    """SGLang only: the adapted MTP draft-head folder."""
+    """sglang: the adapted MTP draft-head folder on the GPU host; local: the engine decodes
+    speculatively with this head (a folder here)."""
     base_url: str | None = None
     """sglang/openai: the OpenAI-compatible base URL, e.g. http://127.0.0.1:30000/v1."""
     model: str | None = None
@@ -145,8 +146,8 @@ def _check_profile(p: ServingProfile, where: str) -> None:
             raise ProfileError(f"{where}.api_key_env: required for engine openai (name of the env var with the key)")
     if p.engine == "sglang" and not (p.model or p.checkpoint):
         raise ProfileError(f"{where}: engine sglang needs model or checkpoint (the served model name)")
-    if p.draft_head and p.engine != "sglang":
-        raise ProfileError(f"{where}.draft_head: only engine sglang serves a draft head")
+    if p.draft_head and p.engine not in ("sglang", "local"):
+        raise ProfileError(f"{where}.draft_head: only engines sglang and local serve a draft head")
     if p.threads is not None and p.threads < 1:
         raise ProfileError(f"{where}.threads: {p.threads} must be >= 1")
     if p.threads is not None and p.engine not in MANAGED_ENGINES:

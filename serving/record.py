@@ -120,6 +120,9 @@ def build_summary(*, run_meta: dict[str, Any], records: list[dict[str, Any]]) ->
     """summary.json content: identity of the run plus metrics per concurrency level."""
     sla_s = run_meta.get("sla_s", DEFAULT_SLA_S)
     levels = summarise_by_concurrency(records, sla_s=sla_s)
+    for level in run_meta.get("levels") or []:  # the server's speculative-decoding figures per level
+        if level.get("speculative") and level.get("concurrency") in levels:
+            levels[level["concurrency"]]["speculative"] = level["speculative"]
     return {
         "run_id": run_meta["run_id"],
         "route": run_meta["route"]["route"],

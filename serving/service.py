@@ -19,6 +19,7 @@ from serving.cases import load_manifest
 from serving.charts import latency_cdf_png, table_markdown
 from serving.compare import compare_summaries, comparison_markdown
 from serving.endpoint import GenerationSettings, open_endpoint
+from serving.metrics import speculative_level
 from serving.profiles import ServingProfile
 from serving.record import (
     DEFAULT_RUNS_DIR,
@@ -106,6 +107,7 @@ def replay_run(
                 for level in plan.concurrency:
                     factory = factory_builder(endpoint=endpoint, bundle=bundle, settings=settings, context=context)
                     level_meta = {"concurrency": level, "started_at": utc_now()}
+                    spec_before = endpoint.speculative_counters()
                     say(f"C={level}: {len(manifest.warmup)} warm-up + {len(manifest.measured)} measured requests")
                     records = run_level(
                         concurrency=level,
@@ -118,6 +120,9 @@ def replay_run(
                     level_meta["ended_at"] = utc_now()
                     level_meta["load_average"] = load_average()
                     level_meta["failed"] = sum(1 for r in records if not r["ok"])
+                    speculative = speculative_level(spec_before, endpoint.speculative_counters())
+                    if speculative:
+                        level_meta["speculative"] = speculative
                     meta["levels"].append(level_meta)
                     writer.write_json("run.json", meta)
         meta["status"] = "finished"

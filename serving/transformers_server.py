@@ -226,9 +226,10 @@ class EngineServer(TransformersServer):
 
     label = "engine-server"
 
-    def __init__(self, *, quantization: str = "none", **kwargs) -> None:
+    def __init__(self, *, quantization: str = "none", draft_head: str | None = None, **kwargs) -> None:
         super().__init__(**kwargs)
         self.quantization = quantization
+        self.draft_head = draft_head
 
     def command(self) -> list[str]:
         argv = [sys.executable, "-m", "serving", "engine-server", self.checkpoint,
@@ -236,4 +237,6 @@ class EngineServer(TransformersServer):
                 "--quantization", self.quantization]
         if self.threads is not None:
             argv += ["--threads", str(self.threads)]
+        if self.draft_head:
+            argv += ["--draft-head", self.draft_head]
         return argv + list(self.extra_args)

@@ -80,9 +80,10 @@ class TransformersPolicy(Policy):
 
     def __init__(self, model_dir: str | Path, *, name: str | None = None,
                  settings: GenerationSettings | None = None, engine: Any = "auto",
-                 quantization: str | None = None) -> None:
+                 quantization: str | None = None, draft_head: str | Path | None = None) -> None:
         """``engine``: ``auto`` (the local engine where it supports the checkpoint), ``engine``
-        (required), ``transformers`` (plain ``generate``) or an ``harness.engine.Engine`` to use."""
+        (required), ``transformers`` (plain ``generate``) or an ``harness.engine.Engine`` to use.
+        ``draft_head``: decode speculatively with this head (``python -m training mtp``)."""
         if isinstance(engine, str) and engine not in ENGINE_CHOICES:
             raise ValueError(f"engine: {engine!r} is not one of {', '.join(ENGINE_CHOICES)}")
         self.model_dir = Path(model_dir)
@@ -91,6 +92,9 @@ class TransformersPolicy(Policy):
         self.quantization = quantization or default_quantization()
         self._engine_choice = engine
         self._engine: Any = None if isinstance(engine, str) else engine
+        self.draft_head = Path(draft_head) if draft_head else None
+        if self.draft_head is not None and engine == "transformers":
+            raise ValueError("draft_head: speculative decoding runs on the local engine, not engine='transformers'")
         self.last_cached_tokens = 0  # prompt tokens the last call took from the prefix store
 
     def engine(self) -> Any:
@@ -99,9 +103,10 @@ class TransformersPolicy(Policy):
             from harness.engine import UnsupportedModel, engine_for
 
             try:
-                self._engine = engine_for(self.model_dir, quantization=self.quantization)
+                self._engine = engine_for(self.model_dir, quantization=self.quantization,
+                                          draft_head=self.draft_head)
             except UnsupportedModel:
-                if self._engine_choice == "engine" or self.quantization != "none":
+                if self._engine_choice == "engine" or self.quantization != "none" or self.draft_head:
                     raise  # asked for the engine (or its int8 weights): say why not, do not fall back
                 self._engine_choice = "transformers"
         return self._engine
