@@ -14,6 +14,7 @@ import dataclasses
 import hashlib
 import json
 import re
+import secrets
 import shlex
 import shutil
 from pathlib import Path
@@ -117,9 +118,11 @@ def _write_harness(folder: Path, value: str):
     from studio.harnesses.selectors import version_files
 
     version = _harness_version(value)
-    target = folder / "harness" / version.harness.name
+    target = (folder / "harness" / version.harness.name).resolve()
     for path, text in version_files(version=version).items():
-        file = target / path
+        file = (target / path).resolve()
+        if not file.is_relative_to(target):  # a stored bundle's paths are checked at import; stay sure
+            raise RunRefused(f"harness: {value} has a file outside its folder ({path!r})")
         file.parent.mkdir(parents=True, exist_ok=True)
         file.write_text(text, encoding="utf-8")
     return version, str(target)
@@ -152,8 +155,10 @@ def run_start(*, kind: str, config: Any = None, actor: User, preset: Preset | No
         run = TrainingRun.objects.create(kind=kind, title="", folder="", config_digest="", created_by=actor,
                                          preset=preset.name if preset else "")
         folder = (root / f"run-{run.pk}").resolve()
+        if folder.exists():  # left by another database (a reset demo): never reuse or remove it
+            folder = folder.with_name(f"run-{run.pk}-{secrets.token_hex(3)}")
+        folder.mkdir(parents=True)
         try:
-            folder.mkdir(parents=True, exist_ok=False)
             run.folder = str(folder)
             version = None
             steps, resolved = [], {}
@@ -200,7 +205,7 @@ def _run_of_checkpoint(model: str) -> TrainingRun | None:
         relative = Path(path).resolve().relative_to(root)
     except ValueError:
         return None
-    match = re.fullmatch(r"run-(\d+)", relative.parts[0]) if relative.parts else None
+    match = re.fullmatch(r"run-(\d+)(-[0-9a-f]{6})?", relative.parts[0]) if relative.parts else None
     return TrainingRun.objects.filter(pk=int(match[1])).first() if match else None
 
 
@@ -240,8 +245,8 @@ def _step_finished(run: TrainingRun, step: dict[str, Any]) -> bool:
 
     if not run.is_training:
         return False
-    if step["name"].startswith(TrainingRun.PIPELINE):
-        return run.final_dir is not None and (run.final_dir / "config.json").is_file() and step is run.steps[-1]
+    if step["name"].startswith(TrainingRun.PIPELINE):  # the pipeline skips its own finished stages
+        return (run.final_dir / "config.json").is_file()
     return is_finished(run.path / step["output"])
 
 

@@ -268,3 +268,17 @@ def test_a_multi_gpu_host_runs_the_same_command_through_its_launcher():
     assert command_argv(argv) == [sys.executable, "-m", *argv]
     assert command_argv(argv, launcher="accelerate launch --num_processes 4") == [
         "accelerate", "launch", "--num_processes", "4", "-m", "training", "sft", "--config", "/runs/run-1/sft.yaml"]
+
+
+def test_a_run_folder_left_by_another_database_is_neither_reused_nor_removed(personas, runs_dir):
+    probe = TrainingRun.objects.create(kind="sft", title="probe", folder="", config_digest="")
+    probe_id = probe.pk
+    probe.delete()  # the next run's id is this one's (SQLite) or the next (PostgreSQL): both folders exist
+    olds = [runs_dir / f"run-{probe_id}", runs_dir / f"run-{probe_id + 1}"]
+    for old in olds:
+        old.mkdir(parents=True)
+        (old / "keep.txt").write_text("an earlier studio's run")
+    client_for(personas.ml_engineer).post("/training/new/sft/", {"model": "tiny"})
+    run = TrainingRun.objects.get()
+    assert run.path not in olds and run.path.name.startswith(f"run-{run.pk}-") and (run.path / "sft.yaml").is_file()
+    assert all((old / "keep.txt").read_text() == "an earlier studio's run" for old in olds)
