@@ -1,0 +1,168 @@
+"""MTP draft heads on the local engine: the stale-head experiment and the speed-up, side by side.
+
+One command, three parts, all greedy K-step speculative decoding on the engine
+(batch 1, the same process, the same prompts: the first model call of the agent on
+the live-room replay cases, demo Harness):
+
+1. **Stale head.** A head adapted to the base model, measured on the base model and
+   on the HAT-trained checkpoint, then the head re-adapted to that checkpoint:
+   acceptance length (of K + 1), acceptance rate, per draft position.
+2. **Speed.** The trained checkpoint with its re-adapted head on vs off: decode tok/s
+   per request and overall, and whether the outputs are identical (they must be:
+   greedy speculative decoding is exact).
+3. **Complete agent.** The deployment replay through the CPU serving route, C=1, the
+   Harness's own budget and the report's sampling settings, head off vs on: P50 /
+   P95 / share within 15 s, and the route's acceptance under sampling.
+
+    .venv/bin/python benchmarks/mtp.py \\
+        --base-head runs/mtp/base-head/final \\
+        --policy runs/demo-sft-2/final --head runs/mtp/demo-readapted/final      # ~25 min on 2 cores
+    .venv/bin/python benchmarks/mtp.py --policy tiny --head HEAD --base-policy tiny --base-head HEAD \\
+        --prompts 2 --agent-cases 1                                              # plumbing
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import torch  # noqa: E402
+from local_engine import agent_prompts, complete_agent  # noqa: E402
+
+from harness.engine import Engine, EngineModel, SamplingParams, SpecStats, Speculator  # noqa: E402
+from harness.engine.draft import load_head, read_card  # noqa: E402
+from harness.policies.local import load_model, stop_ids_of  # noqa: E402
+from harness.policies.models import resolve_model_dir  # noqa: E402
+
+
+def run_prompts(engine: Engine, prompts: list[list[int]], *, max_new_tokens: int, stop: tuple[int, ...]
+                ) -> dict[str, Any]:
+    """Greedy completions of every prompt, one at a time: ids, decode seconds and speculation counts."""
+    outputs, decode_s, tokens = [], 0.0, 0
+    spec = SpecStats()
+    for prompt in prompts:
+        done = engine.generate(prompt, SamplingParams(max_new_tokens=max_new_tokens, stop_ids=stop))
+        outputs.append(done.ids)
+        if len(done.ids) > 1 and done.ttft_s is not None:
+            decode_s += done.latency_s - done.ttft_s
+            tokens += len(done.ids) - 1
+        if done.spec is not None:
+            spec.add(done.spec)
+    return {"ids": outputs, "decode_tok_s": tokens / decode_s if decode_s else None, "tokens": tokens,
+            "spec": spec.to_dict() if spec.cycles else None}
+
+
+def acceptance_row(label: str, result: dict[str, Any]) -> str:
+    s = result["spec"]
+    per = " / ".join(f"{r:.2f}" for r in s["acceptance_rate_per_position"])
+    return (f"| {label} | {s['acceptance_length']:.2f} | {s['acceptance_rate']:.3f} | {per} | {s['cycles']} | "
+            f"{result['decode_tok_s']:.1f} |")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--policy", default="runs/demo-sft-2/final", help="the trained checkpoint")
+    parser.add_argument("--head", default="runs/mtp/demo-readapted/final", help="its re-adapted head")
+    parser.add_argument("--base-policy", default="local", help="the base model ('local' = SmolLM2-135M)")
+    parser.add_argument("--base-head", default="runs/mtp/base-head/final", help="the head adapted to the base model")
+    parser.add_argument("--prompts", type=int, default=12, help="replay cases whose first agent call is decoded")
+    parser.add_argument("--max-new-tokens", type=int, default=96)
+    parser.add_argument("--steps", type=int, default=0, help="draft steps K (0: the head's own)")
+    parser.add_argument("--agent-cases", type=int, default=10, help="measured cases of the complete agent (0: skip)")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--world", default=str(ROOT / "var" / "world"))
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+
+    cases = Path(args.world) / "replay.jsonl"
+    if not cases.is_file():
+        from evaluation.world.sets import generate
+
+        generate(out=Path(args.world), seed=7)
+    policy, base = resolve_model_dir(args.policy), resolve_model_dir(args.base_policy)
+    steps = args.steps or None
+    results: dict[str, dict[str, Any]] = {}
+    rows = []
+    for label, checkpoint, head in (("base head on the base model", base, args.base_head),
+                                    ("base head on the trained checkpoint (stale)", policy, args.base_head),
+                                    ("re-adapted head on the trained checkpoint", policy, args.head)):
+        model, tokenizer = load_model(checkpoint)
+        prompts = agent_prompts(checkpoint, cases, args.prompts)
+        stop = stop_ids_of(model, tokenizer)
+        engine_model = EngineModel(model)
+        key = str(checkpoint)
+        if key not in results:  # head off: the reference outputs and decode speed of this checkpoint
+            plain = Engine(engine_model, threads=args.threads, name="plain")
+            plain.generate(prompts[0][:64], SamplingParams(max_new_tokens=4))  # warm-up
+            results[key] = run_prompts(plain, prompts, max_new_tokens=args.max_new_tokens, stop=stop)
+            plain.close()
+        engine = Engine(engine_model, threads=args.threads, name="mtp",
+                        draft=Speculator(load_head(head, model), steps=steps))
+        engine.generate(prompts[0][:64], SamplingParams(max_new_tokens=4))
+        result = run_prompts(engine, prompts, max_new_tokens=args.max_new_tokens, stop=stop)
+        engine.close()
+        result["identical"] = sum(a == b for a, b in zip(result["ids"], results[key]["ids"], strict=True))
+        result["head_off_tok_s"] = results[key]["decode_tok_s"]
+        result["card"] = read_card(head).get("acceptance_held_out")
+        rows.append((label, checkpoint, head, result))
+        print(f"measured: {label}", file=sys.stderr, flush=True)
+
+    n = args.prompts
+    print(f"\n### Stale head (greedy, K = {len(rows[0][3]['spec']['acceptance_rate_per_position'])}, "
+          f"first agent call of {n} replay cases, up to {args.max_new_tokens} new tokens)\n")
+    print("| head -> policy | acceptance length | acceptance rate | rate per draft position | cycles | "
+          "decode tok/s, head on |")
+    print("|---|---:|---:|---|---:|---:|")
+    for label, _checkpoint, _head, result in rows:
+        print(acceptance_row(label, result))
+    print("\nheld-out acceptance in each head's card (its own rollouts, offline): "
+          + "; ".join(f"{Path(h).parent.name}: {r['card']['acceptance_length'] if r['card'] else 'n/a'}"
+                      for _label, _c, h, r in rows[::2]))
+
+    label, checkpoint, head, on = rows[2]
+    off = results[str(checkpoint)]
+    print(f"\n### Speed: {checkpoint} with {head}, batch 1, {args.threads} threads\n")
+    print("| | decode tok/s | tokens decoded | outputs identical to head off |")
+    print("|---|---:|---:|---:|")
+    print(f"| head off | {off['decode_tok_s']:.1f} | {off['tokens']} | (reference) |")
+    print(f"| head on | {on['decode_tok_s']:.1f} | {on['tokens']} | {on['identical']} of {n} |")
+    print(f"\ndecode speed-up with the head: x{on['decode_tok_s'] / off['decode_tok_s']:.2f}")
+
+    if args.agent_cases:
+        agents = {}
+        for name, draft in (("head off", None), ("head on", head)):
+            agents[name] = complete_agent(checkpoint, "none", cases, args.agent_cases, args.threads, draft_head=draft)
+            print(f"measured: complete agent, {name}", file=sys.stderr, flush=True)
+        print(f"\n### Complete agent: replay C=1, {args.agent_cases} cases, the Harness's budget, "
+              "temperature 1.0 / top-p 0.95\n")
+        print("| | P50 s | P95 s | within 15 s | success | fallback | acceptance length |")
+        print("|---|---:|---:|---:|---:|---:|---:|")
+        for name, result in agents.items():
+            level = result["summary"]["levels"]["1"]
+            spec = level.get("speculative") or {}
+
+            def fmt(value, pattern="{:.2f}"):
+                return "n/a" if value is None else pattern.format(value)
+
+            print(f"| {name} | {fmt(level.get('wall_p50_s'))} | {fmt(level.get('wall_p95_s'))} | "
+                  f"{fmt(level.get('share_within_sla'), '{:.0%}')} | {fmt(level.get('success_rate'), '{:.0%}')} | "
+                  f"{fmt(level.get('fallback_rate'), '{:.0%}')} | {fmt(spec.get('acceptance_length'))} |")
+        p50 = [agents[k]["summary"]["levels"]["1"].get("wall_p50_s") for k in ("head off", "head on")]
+        if all(p50):
+            print(f"\nP50 head on / head off: {p50[1] / p50[0]:.2f}")
+        print("run folders: " + ", ".join(a["run"] for a in agents.values()))
+    json.dump({label: {k: v for k, v in r.items() if k != "ids"} for label, _c, _h, r in rows},
+              sys.stderr, indent=1, default=str)
+    print(file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
