@@ -67,6 +67,7 @@ def test_a_tiny_sft_run_grows_its_curve_lands_in_the_registry_is_evaluated_and_s
     assert final["progress"]["percent"] == 100
     assert "python -m training sft --config" in job.log_tail and "step 3/3" in job.log_tail
     assert job.outcome == "trained 3 steps (sft): model in final/"
+    assert f'href="/training/runs/{run.pk}/"' in mei.get(f"/jobs/{job.pk}/").content.decode()
 
     # the registry: the checkpoint with its model card's facts; operators read it too
     page = client_for(personas.operator).get("/training/checkpoints/").content.decode()
