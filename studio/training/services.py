@@ -253,7 +253,7 @@ def _step_finished(run: TrainingRun, step: dict[str, Any]) -> bool:
 def run_execute(*, run_id: int, context: JobContext) -> dict[str, Any]:
     """The job: each step's command in order (finished steps skipped), then the folder's result."""
     from studio.training.runner import command_argv, run_command
-    from studio.training.selectors import read_folder_summary, run_progress
+    from studio.training.selectors import read_folder_summary, run_dashboard, run_progress
 
     run = TrainingRun.objects.filter(pk=run_id).first()
     if run is None:
@@ -288,6 +288,8 @@ def run_execute(*, run_id: int, context: JobContext) -> dict[str, Any]:
                             + (f": {reason}" if reason else ""))
     summary = read_folder_summary(run)
     TrainingRun.objects.filter(pk=run.pk).update(summary=summary)
+    if run.is_training:
+        run_dashboard(run, ended=True)  # the finished run's curves, kept beside its metrics for every web process
     return {"run_id": run.pk, "kind": run.kind, "summary": summary}
 
 

@@ -172,7 +172,8 @@ def run_detail(request, run_id: int):
     job = run.job
     can_resume = (run.kind != TrainingRun.REPLAY and job is not None and job.status in ("failed", "cancelled"))
     return render(request, "training/run_detail.html", {
-        "run": run, "steps": steps, "job": job, "progress": selectors.run_progress(run).as_dict(),
+        "run": run, "steps": steps, "job": job,
+        "progress": selectors.run_dashboard(run)["progress"] if run.is_training else {},
         "can_cancel": job is not None and job_can_cancel(job=job, user=request.user), "can_resume": can_resume,
         "summary": run.summary or selectors.read_folder_summary(run),
         "has_model": run.final_dir is not None and (run.final_dir / "config.json").is_file(),

@@ -94,3 +94,26 @@ def test_a_growing_metrics_file_is_read_from_where_it_ended_and_a_resumed_one_ag
     # a resume from checkpoint-1 drops the later rows, then logs its own
     metrics.write_text('{"step": 1, "loss": 4.0}\n{"step": 2, "loss": 9.0}\n')
     assert losses() == [4.0, 9.0]
+
+
+@pytest.mark.django_db
+def test_a_finished_runs_curves_are_kept_beside_its_metrics_and_redone_when_they_change(tmp_path):
+    from studio.training import selectors
+
+    folder = tmp_path / "run"
+    (folder / "sft").mkdir(parents=True)
+    metrics = folder / "sft" / "metrics.jsonl"
+    metrics.write_text('{"step": 1, "loss": 4.0}\n{"step": 2, "loss": 3.0}\n')
+    job = Job.objects.create(kind="train_sft", title="t", status=Job.SUCCEEDED, params={})
+    run = TrainingRun.objects.create(kind="sft", title="t", folder=str(folder), config_digest="0" * 64, job=job,
+                                     steps=[{"name": "sft", "argv": [], "config_file": "sft.yaml", "output": "sft"}],
+                                     config={"sft": {"max_steps": 2}})
+    first = selectors.run_dashboard(run)
+    cache = folder / selectors.DASHBOARD_CACHE
+    assert cache.is_file()
+    selectors._CURVES.clear()  # another web process: it reads the kept curves, not the metrics
+    selectors._PARSED.clear()
+    assert selectors.run_dashboard(run)["charts"] == first["charts"] and not selectors._PARSED
+    metrics.write_text('{"step": 1, "loss": 4.0}\n{"step": 2, "loss": 1.5}\n{"step": 3, "loss": 1.0}\n')
+    loss = next(c for c in selectors.run_dashboard(run)["charts"] if c["key"] == "loss")
+    assert [p[1] for p in loss["series"][0]["points"]] == [4.0, 1.5, 1.0]
