@@ -19,7 +19,7 @@ class MTPStageConfig(StageConfig):
         "SGLang loads) and model_card.json.")})
     init_head: str = field(default="", metadata={"help": (
         "A head folder to start from (transplant, e.g. the base model's head onto a trained policy). "
-        "Empty: a new head whose block is a copy of the policy's last decoder layer.")})
+        "Empty: a new head that starts as the policy's own next-token guess (harness.engine.draft).")})
     layout: str = field(default="eagle", metadata={"help": (
         "Head layout: 'eagle' (what SGLang serves for Llama-family models; the default model's) or "
         "'nextn' (the NextN/MTP block with its norms, as DeepSeek-V3 and Qwen3.5 ship it).")})
@@ -44,10 +44,10 @@ class MTPStageConfig(StageConfig):
         "Request time budget of a rollout (replaces the Harness's, so a CPU policy finishes its answer).")})
     held_out: float = field(default=0.125, metadata={"help": (
         "Share of rollouts kept out of training to measure the head's acceptance (greedy, K steps).")})
-    max_context: int = field(default=2048, metadata={"help": (
+    max_context: int = field(default=512, metadata={"help": (
         "Positions of each rollout sequence the head attends over (the last ones are kept).")})
     max_steps: int = field(default=300, metadata={"help": "Optimizer steps."})
-    learning_rate: float = field(default=3e-4, metadata={"help": "Peak learning rate (AdamW, cosine decay)."})
+    learning_rate: float = field(default=5e-4, metadata={"help": "Peak learning rate (AdamW, cosine decay)."})
     warmup_steps: int = field(default=10, metadata={"help": "Linear warm-up steps of the learning rate."})
     weight_decay: float = field(default=0.0, metadata={"help": "AdamW weight decay."})
     max_grad_norm: float = field(default=1.0, metadata={"help": "Gradient clipping norm."})

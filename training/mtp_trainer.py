@@ -196,17 +196,17 @@ def chain_forward(head: Any, seq: RolloutSequence, *, steps: int, teacher_forced
     group = c.num_attention_heads // c.num_key_value_heads
     anchors = seq.anchors()
     n = anchors.shape[0]
-    # step 1 over every slot (its keys are the real ones every later step attends to)
-    x1 = head.fuse(h, tokens[1:])
-    q1, k1, v1 = head.project(x1, seq.offset + torch.arange(slots))
-    attn1 = F.scaled_dot_product_attention(q1.transpose(0, 1)[None], k1.transpose(0, 1)[None],
-                                           v1.transpose(0, 1)[None], is_causal=True, enable_gqa=True)
-    out = head.finish(x1, attn1[0].transpose(0, 1).reshape(slots, -1))[anchors]
+    # keys and values of every slot from step 1 (the real ones every step attends to); queries, the
+    # attention output and the MLP only where a chain starts (the anchors)
+    x = head.fuse(h, tokens[1:])
+    q1, k1, v1 = head.project(x, seq.offset + torch.arange(slots))
     k1e, v1e = _expand(k1, group), _expand(v1, group)  # [slots, heads, d]
     visible = torch.arange(slots)[None, :] <= anchors[:, None]  # [n, slots]
+    x, q = x[anchors], q1[anchors]
     logits_per_step, targets_per_step = [], []
     chain_k: list[torch.Tensor] = []
     chain_v: list[torch.Tensor] = []
+    out = None
     for k in range(1, steps + 1):
         if k > 1:
             if teacher_forced:
@@ -217,13 +217,16 @@ def chain_forward(head: Any, seq: RolloutSequence, *, steps: int, teacher_forced
             q, kk, vv = head.project(x, seq.offset + anchors + k - 1)
             chain_k.append(_expand(kk, group))
             chain_v.append(_expand(vv, group))
-            main = torch.einsum("nhd,shd->nhs", q, k1e) * head.scale
-            main = main.masked_fill(~visible[:, None, :], float("-inf"))
+        main = torch.einsum("nhd,shd->nhs", q, k1e) * head.scale
+        main = main.masked_fill(~visible[:, None, :], float("-inf"))
+        if chain_k:
             diag = torch.stack([(q * ck).sum(-1) for ck in chain_k], dim=-1) * head.scale  # [n, heads, k-1]
-            probs = torch.softmax(torch.cat([main, diag], dim=-1), dim=-1)
-            attn = torch.einsum("nhs,shd->nhd", probs[..., :slots], v1e)
-            attn = attn + sum(probs[..., slots + i, None] * cv for i, cv in enumerate(chain_v))
-            out = head.finish(x, attn.reshape(n, -1))
+            main = torch.cat([main, diag], dim=-1)
+        probs = torch.softmax(main, dim=-1)
+        attn = torch.einsum("nhs,shd->nhd", probs[..., :slots], v1e)
+        for i, cv in enumerate(chain_v):
+            attn = attn + probs[..., slots + i, None] * cv
+        out = head.finish(x, attn.reshape(n, -1))
         logits_per_step.append(head.logits(out))
         at = anchors + 1 + k
         targets_per_step.append(torch.where(at <= length - 1, tokens[torch.clamp(at, max=length - 1)], -1))

@@ -106,11 +106,13 @@ class DraftHead(nn.Module):
         self.scale = d ** -0.5
 
     @classmethod
-    def for_policy(cls, hf_model: Any, *, layout: str = "eagle", steps: int = DEFAULT_STEPS,
-                   init_from_last_layer: bool = True) -> DraftHead:
-        """A new head for a policy: its block starts as a copy of the policy's last decoder layer
-        (a better start than random: it already maps this policy's hidden states), ``fc`` passes
-        the hidden state through and adds a little of the token embedding."""
+    def for_policy(cls, hf_model: Any, *, layout: str = "eagle", steps: int = DEFAULT_STEPS) -> DraftHead:
+        """A new head for a policy. The block starts as the identity (small random q/k/v and
+        gate/up, zero attention and MLP outputs) and ``fc`` passes the hidden state through with a
+        little of the token embedding, so the first guess is the policy's own next-token
+        distribution. (A copy of the policy's last decoder layer was tried first: without the
+        layer's input norm, which the eagle layout does not have, its activations are far off scale
+        and training diverged on the demo's rollouts.)"""
         config = DraftConfig.for_policy(hf_model.config, layout=layout, steps=steps)
         embed = hf_model.get_input_embeddings().weight.detach().float()
         head = hf_model.get_output_embeddings()
@@ -123,16 +125,10 @@ class DraftHead(nn.Module):
             draft.fc.weight[:, :h] = torch.eye(h) * 0.1
             if draft.fc.bias is not None:
                 draft.fc.bias.zero_()
-            if init_from_last_layer:
-                last = hf_model.model.layers[-1]
-                for name in ("q_proj", "k_proj", "v_proj", "o_proj"):
-                    getattr(draft, name).weight.copy_(getattr(last.self_attn, name).weight.float())
-                for name in ("gate_proj", "up_proj", "down_proj"):
-                    getattr(draft, name).weight.copy_(getattr(last.mlp, name).weight.float())
-                draft.post_attention_layernorm.copy_(last.post_attention_layernorm.weight.float())
-                if draft.nextn:
-                    draft.input_layernorm.copy_(last.input_layernorm.weight.float())
-                    draft.norm.copy_(hf_model.model.norm.weight.float())
+            for linear in (draft.q_proj, draft.k_proj, draft.v_proj, draft.gate_proj, draft.up_proj):
+                linear.weight.normal_(0.0, 0.02)
+            draft.o_proj.weight.zero_()
+            draft.down_proj.weight.zero_()
         return draft
 
     # -- the block, piece by piece ------------------------------------------------------------
@@ -333,7 +329,7 @@ def load_head(head_dir: str | Path, hf_model: Any) -> DraftHead:
     problems = tensor_problems(config, head_tensors(folder))
     if problems:
         raise DraftHeadError(f"{folder / WEIGHTS_FILE}: " + "; ".join(problems))
-    base = DraftHead.for_policy(hf_model, layout=config.layout, steps=config.steps, init_from_last_layer=False)
+    base = DraftHead.for_policy(hf_model, layout=config.layout, steps=config.steps)
     names = tensor_names(config.layout)
     own = base.state_dict()
     state = load_file(str(folder / WEIGHTS_FILE))

@@ -140,7 +140,7 @@ def test_speculative_sampling_keeps_the_policy_distribution():
     model = _toy_policy(vocab)
     engine_model = EngineModel(model)
     torch.manual_seed(1)
-    head = DraftHead.for_policy(model, init_from_last_layer=False)
+    head = DraftHead.for_policy(model)
     with torch.no_grad():
         for p in head.parameters():
             p.add_(torch.randn_like(p) * 0.5)
