@@ -312,6 +312,7 @@ def parse_form(kind: str, data: Mapping[str, Any], *, field_check: Callable[[str
             stage_values = _parse_dataclass(type(stage_base), data, prefix=f"{section}.", hidden=PIPELINE_OWNED,
                                             base=stage_base, errors=errors)
             sections[section] = stage_values
+    typed = not errors  # every value has its field's type: the config's own checks can run too
     if field_check is not None:
         for name, value in list(values.items()) + [(f"{s}.{k}", v) for s, vs in sections.items()
                                                    for k, v in vs.items()]:
@@ -320,7 +321,7 @@ def parse_form(kind: str, data: Mapping[str, Any], *, field_check: Callable[[str
             problem = field_check(kind, name, value)
             if problem:
                 errors[name] = problem
-    if errors:
+    if not typed:
         raise FormErrors(errors)
     if kind == "pipeline":
         hints = typing.get_type_hints(cls)

@@ -282,3 +282,11 @@ def test_a_run_folder_left_by_another_database_is_neither_reused_nor_removed(per
     run = TrainingRun.objects.get()
     assert run.path not in olds and run.path.name.startswith(f"run-{run.pk}-") and (run.path / "sft.yaml").is_file()
     assert all((old / "keep.txt").read_text() == "an earlier studio's run" for old in olds)
+
+
+def test_a_wrong_path_and_a_wrong_number_are_named_together(personas, runs_dir):
+    response = client_for(personas.ml_engineer).post("/training/new/sft/", {"model": "/etc", "max_steps": "0"})
+    page = _text(response)
+    assert response.status_code == 400
+    assert "model: /etc has no config.json" in page and "max_steps: must be at least 1, got 0" in page
+    _nothing_saved(runs_dir)
