@@ -161,17 +161,21 @@ def cmd_sglang_command(args) -> int:
     if not model:
         raise ValueError("sglang-command: give --model PATH (or --profile with a checkpoint)")
     algorithm = None if args.no_speculative else "NEXTN"
+    token_map = None
     if draft and Path(draft).is_dir() and not args.no_speculative:
+        from harness.engine.draft import TOKEN_MAP_FILE
         from serving.sglang import SGLangCommandError, check_draft_head
 
         algorithm, problems = check_draft_head(draft, model)
         if problems:
             raise SGLangCommandError(problems)
+        if (Path(draft) / TOKEN_MAP_FILE).is_file():
+            token_map = str(Path(draft) / TOKEN_MAP_FILE)
     launch = SGLangLaunch(
         model_path=model, draft_head=draft, served_model_name=name, host=args.host, port=port,
         dtype=args.dtype, tool_call_parser=args.tool_call_parser or None,
         reasoning_parser=args.reasoning_parser or None,
-        speculative_algorithm=algorithm,
+        speculative_algorithm=algorithm, speculative_token_map=token_map,
         tp_size=args.tp_size, mem_fraction_static=args.mem_fraction_static,
         context_length=args.context_length, trust_remote_code=args.trust_remote_code,
         api_key_env=args.api_key_env,

@@ -62,6 +62,8 @@ class SGLangLaunch:
     speculative_num_steps: int = 3
     speculative_eagle_topk: int = 1
     speculative_num_draft_tokens: int = 4
+    speculative_token_map: str | None = None
+    """The draft head's reduced vocabulary (its hot_token_map.pt), when it has one."""
     tp_size: int = 1
     mem_fraction_static: float | None = None
     context_length: int | None = None
@@ -154,6 +156,7 @@ def check_draft_head(head_dir: str | Path, model_path: str | Path | None = None)
         policy_mismatch,
         read_card,
         read_config,
+        read_token_map,
         tensor_problems,
     )
 
@@ -165,6 +168,11 @@ def check_draft_head(head_dir: str | Path, model_path: str | Path | None = None)
     except DraftHeadError as exc:
         return None, [f"draft_head: {exc}"]
     problems = [f"draft_head: {head / WEIGHTS_FILE}: {p}" for p in tensor_problems(config, shapes)]
+    if config.hot_vocab_size:
+        try:
+            read_token_map(head, config)
+        except DraftHeadError as exc:
+            problems.append(f"draft_head: {exc}")
     algorithm = ALGORITHM_FOR_LAYOUT[config.layout]
     model = Path(model_path) if model_path else None
     if model is not None and (model / "config.json").is_file():
@@ -222,6 +230,8 @@ def sglang_launch_argv(launch: SGLangLaunch, *, check_paths: bool = False) -> li
         ]
         if launch.draft_head:
             argv += ["--speculative-draft-model-path", launch.draft_head]
+        if launch.speculative_token_map:
+            argv += ["--speculative-token-map", launch.speculative_token_map]
     if launch.mem_fraction_static is not None:
         argv += ["--mem-fraction-static", str(launch.mem_fraction_static)]
     if launch.context_length is not None:

@@ -42,6 +42,10 @@ class MTPStageConfig(StageConfig):
         "Tokens the policy may write per model call during rollouts.")})
     rollout_budget_s: float = field(default=600.0, metadata={"help": (
         "Request time budget of a rollout (replaces the Harness's, so a CPU policy finishes its answer).")})
+    hot_vocab: int = field(default=4096, metadata={"help": (
+        "Draft only among the N tokens the policy wrote most often in the rollouts (then the most "
+        "frequent prompt tokens): the head's LM head shrinks from the whole vocabulary to N rows, "
+        "most of a draft step's cost (SGLang: --speculative-token-map). 0: the whole vocabulary.")})
     held_out: float = field(default=0.125, metadata={"help": (
         "Share of rollouts kept out of training to measure the head's acceptance (greedy, K steps).")})
     max_context: int = field(default=512, metadata={"help": (
@@ -73,6 +77,8 @@ class MTPStageConfig(StageConfig):
             return f"held_out: {self.held_out} must be between 0 and 1 (exclusive)"
         if self.max_cases < 2:
             return f"max_cases: {self.max_cases} must be at least 2 (one to train on, one held out)"
+        if self.hot_vocab < 0:
+            return f"hot_vocab: {self.hot_vocab} must be 0 (the whole vocabulary) or a number of tokens"
         if self.max_context < 64:
             return f"max_context: {self.max_context} must be at least 64"
         if self.gradient_accumulation_steps != 1:

@@ -174,6 +174,22 @@ def split_rollouts(records: list[dict[str, Any]], *, held_out: float, seed: int,
     return train, test
 
 
+def hot_tokens(sequences: list[RolloutSequence], size: int, vocab_size: int) -> torch.Tensor | None:
+    """The draft vocabulary: the tokens the policy wrote, most frequent first, then prompt tokens."""
+    from collections import Counter
+
+    if not size or size >= vocab_size:
+        return None
+    written, prompt = Counter(), Counter()
+    for seq in sequences:
+        written.update(seq.tokens[seq.written].tolist())
+        prompt.update(seq.tokens[~seq.written].tolist())
+    order = [t for t, _ in written.most_common()]
+    seen = set(order)
+    order += [t for t, _ in prompt.most_common() if t not in seen]
+    return torch.tensor(sorted(order[:size]), dtype=torch.long)
+
+
 # -- 2. the loss --------------------------------------------------------------------------------
 
 
@@ -212,7 +228,7 @@ def chain_forward(head: Any, seq: RolloutSequence, *, steps: int, teacher_forced
             if teacher_forced:
                 feed = tokens[torch.clamp(anchors + k, max=length - 1)]
             else:
-                feed = logits_per_step[-1].argmax(-1)
+                feed = head.restrict(logits_per_step[-1]).argmax(-1)
             x = head.fuse(out, feed)
             q, kk, vv = head.project(x, seq.offset + anchors + k - 1)
             chain_k.append(_expand(kk, group))
@@ -265,7 +281,7 @@ def offline_acceptance(head: Any, sequences: list[RolloutSequence], *, steps: in
         _, logits, targets = chain_forward(head, seq, steps=steps, teacher_forced=False)
         alive = torch.ones(targets[0].shape[0], dtype=torch.bool)
         for k in range(steps):
-            alive = alive & (logits[k].argmax(-1) == targets[k]) & (targets[k] >= 0)
+            alive = alive & (head.restrict(logits[k]).argmax(-1) == targets[k]) & (targets[k] >= 0)
             at_position[k] += int(alive.sum())
         cycles += int(targets[0].shape[0])
     accepted = sum(at_position)
@@ -337,6 +353,7 @@ def run_mtp(config: MTPStageConfig, *, log=None) -> Path:
     if head.config.layout != config.layout:
         raise ValueError(f"init_head: its layout is {head.config.layout}, the config asks for {config.layout}")
     head.config.steps = config.draft_steps
+    head.set_hot_tokens(hot_tokens(train, config.hot_vocab, head.config.vocab_size))
     head.train()
     optimizer = torch.optim.AdamW(head.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay)
     step = 0
@@ -411,6 +428,7 @@ def run_mtp(config: MTPStageConfig, *, log=None) -> Path:
             "written_tokens": sum(int(s.written.sum()) for s in train)}
     card = {"stage": "mtp", "policy": str(run.model_dir), "policy_fingerprint": checkpoint_info(run.model_dir)["fingerprint"],
             "layout": config.layout, "draft_steps": config.draft_steps, "init_head": config.init_head or None,
+            "hot_vocab_size": head.config.hot_vocab_size,
             "step_weight_decay": config.step_weight_decay, "steps": step, "data": data,
             "acceptance_held_out": after, "acceptance_held_out_before": acceptance_before,
             "rollout_wall_time_s": round(rollout_s, 1), "wall_time_s": round(time.perf_counter() - started, 1)}

@@ -42,6 +42,7 @@ DEFAULT_STEPS = 3
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
 CARD_FILE = "card.json"
+TOKEN_MAP_FILE = "hot_token_map.pt"  # SGLang's --speculative-token-map: the draft vocabulary's token ids
 
 
 class DraftHeadError(ValueError):
@@ -60,6 +61,7 @@ class DraftConfig:
     vocab_size: int
     layout: str = "eagle"
     steps: int = DEFAULT_STEPS
+    hot_vocab_size: int = 0  # drafts only among these most frequent tokens (TOKEN_MAP_FILE); 0: all
 
     @classmethod
     def for_policy(cls, config: Any, *, layout: str = "eagle", steps: int = DEFAULT_STEPS) -> DraftConfig:
@@ -104,6 +106,24 @@ class DraftHead(nn.Module):
         self.lm_head = lm_head.detach()
         self.rope = RopeTable(d, config.rope_theta)
         self.scale = d ** -0.5
+        self.hot: torch.Tensor | None = None  # the draft vocabulary (token ids), None: the whole vocabulary
+        self._hot_head: torch.Tensor | None = None
+
+    def set_hot_tokens(self, ids: torch.Tensor | None) -> None:
+        """Draft only among ``ids`` (EAGLE's reduced draft vocabulary, SGLang's token map): the LM
+        head shrinks to those rows, which is most of a draft step's cost on a 49k vocabulary. The
+        policy still verifies every token, so only the acceptance can change, never the output."""
+        if ids is None:
+            self.hot, self._hot_head, self.config.hot_vocab_size = None, None, 0
+            return
+        ids = torch.as_tensor(ids, dtype=torch.long).flatten()
+        if ids.numel() == 0 or int(ids.min()) < 0 or int(ids.max()) >= self.config.vocab_size:
+            raise DraftHeadError(f"{TOKEN_MAP_FILE}: token ids must be in 0..{self.config.vocab_size - 1}")
+        if ids.unique().numel() != ids.numel():
+            raise DraftHeadError(f"{TOKEN_MAP_FILE}: token ids repeat")
+        self.hot = ids
+        self._hot_head = self.lm_head[ids].contiguous()
+        self.config.hot_vocab_size = int(ids.numel())
 
     @classmethod
     def for_policy(cls, hf_model: Any, *, layout: str = "eagle", steps: int = DEFAULT_STEPS) -> DraftHead:
@@ -161,9 +181,26 @@ class DraftHead(nn.Module):
         return x + self.down_proj(F.silu(self.gate_proj(m)) * self.up_proj(m))
 
     def logits(self, out: torch.Tensor) -> torch.Tensor:
+        """Logits over the whole vocabulary (training)."""
         if self.nextn:
             out = self._norm(out, self.norm)
         return F.linear(out, self.lm_head)
+
+    def draft_logits(self, out: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Logits over the draft vocabulary and its token ids (None: the whole vocabulary)."""
+        if self._hot_head is None:
+            return self.logits(out), None
+        if self.nextn:
+            out = self._norm(out, self.norm)
+        return F.linear(out, self._hot_head), self.hot
+
+    def restrict(self, logits: torch.Tensor) -> torch.Tensor:
+        """Full-vocabulary logits with the tokens outside the draft vocabulary at -inf."""
+        if self.hot is None:
+            return logits
+        keep = torch.zeros(logits.shape[-1], dtype=torch.bool)
+        keep[self.hot] = True
+        return logits.masked_fill(~keep, float("-inf"))
 
     # -- files ------------------------------------------------------------------------------
     def save(self, out_dir: str | Path, *, policy_config: Any, card: dict[str, Any] | None = None) -> Path:
@@ -177,6 +214,11 @@ class DraftHead(nn.Module):
         names = tensor_names(self.config.layout)
         state = {names[k]: v.detach().float().contiguous() for k, v in self.state_dict().items()}
         save_file(state, str(out / WEIGHTS_FILE), metadata={"format": "pt"})
+        token_map = out / TOKEN_MAP_FILE
+        if self.hot is not None:
+            torch.save(self.hot.clone(), token_map)
+        elif token_map.exists():
+            token_map.unlink()
         (out / CONFIG_FILE).write_text(json.dumps(sglang_config(policy_config, self.config), indent=2) + "\n",
                                        encoding="utf-8")
         if card is not None:
@@ -336,4 +378,24 @@ def load_head(head_dir: str | Path, hf_model: Any) -> DraftHead:
     base.load_state_dict({k: state[names[k]].float() for k in own})
     base.config.rope_theta = config.rope_theta
     base.rope = RopeTable(config.head_dim, config.rope_theta)
+    if config.hot_vocab_size:
+        base.set_hot_tokens(read_token_map(folder, config))
     return base.eval()
+
+
+def read_token_map(head_dir: str | Path, config: DraftConfig) -> torch.Tensor:
+    """The draft vocabulary of a head folder (``DraftHeadError`` naming the file if it is wrong)."""
+    path = Path(head_dir) / TOKEN_MAP_FILE
+    if not path.is_file():
+        raise DraftHeadError(f"{Path(head_dir) / CONFIG_FILE}: harness_draft.hot_vocab_size is "
+                             f"{config.hot_vocab_size} but there is no {TOKEN_MAP_FILE}")
+    try:
+        ids = torch.load(path, weights_only=True)
+    except Exception as exc:  # noqa: BLE001 - any unreadable file is the same user error
+        raise DraftHeadError(f"{path}: not a saved tensor ({type(exc).__name__})") from exc
+    if not isinstance(ids, torch.Tensor) or ids.dim() != 1 or ids.dtype != torch.long:
+        raise DraftHeadError(f"{path}: expected a 1-D tensor of token ids (int64)")
+    if ids.numel() != config.hot_vocab_size:
+        raise DraftHeadError(f"{path}: {ids.numel()} token ids, harness_draft.hot_vocab_size says "
+                             f"{config.hot_vocab_size}")
+    return ids

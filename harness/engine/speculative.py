@@ -132,12 +132,17 @@ class Speculator:
         drafts: list[int] = []
         draft_logp: list[torch.Tensor] = []
         for step in range(k_steps):
-            logits = head.logits(out)[0]
+            logits, ids = head.draft_logits(out)
+            logits = logits[0]
             if greedy:
-                token = int(torch.argmax(logits))
+                index = int(torch.argmax(logits))
+                token = index if ids is None else int(ids[index])
             else:
                 logq = sampling_logprobs(logits, params)
-                token = int(torch.multinomial(logq.exp(), 1, generator=generator))
+                index = int(torch.multinomial(logq.exp(), 1, generator=generator))
+                token = index if ids is None else int(ids[index])
+                if ids is not None:  # q over the whole vocabulary: zero outside the draft vocabulary
+                    logq = torch.full((model.vocab_size,), float("-inf")).index_copy_(0, ids, logq)
                 draft_logp.append(logq)
             drafts.append(token)
             if step + 1 < k_steps:

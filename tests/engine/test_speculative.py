@@ -37,12 +37,16 @@ def _reference(model, prompts, n):
         engine.close()
 
 
-def test_speculative_greedy_equals_plain_greedy_with_a_real_head(tiny, tmp_path):
+@pytest.mark.parametrize("hot", [False, True], ids=["whole-vocabulary", "hot-vocabulary"])
+def test_speculative_greedy_equals_plain_greedy_with_a_real_head(tiny, tmp_path, hot):
     model, tokenizer = tiny
     prompts = _prompts(tokenizer, 12, seed=3)
     expected = _reference(model, prompts, 24)
     torch.manual_seed(0)
     head = DraftHead.for_policy(model)
+    if hot:  # a draft vocabulary holding the reference outputs' tokens and some others
+        ids = sorted({t for out in expected for t in out} | set(range(100)))
+        head.set_hot_tokens(torch.tensor(ids))
     head.save(tmp_path / "head", policy_config=model.config)
     engine = Engine(EngineModel(model), draft=Speculator(load_head(tmp_path / "head", model), steps=3))
     try:
@@ -97,6 +101,9 @@ class _ScriptedHead:
             rows.append(row)
         return torch.stack(rows)
 
+    def draft_logits(self, out):
+        return self.logits(out), None
+
 
 @pytest.mark.parametrize("pattern", ["all-right", "every-third-wrong", "random"])
 def test_speculative_greedy_is_exact_whatever_the_draft_gets_right(tiny, pattern):
@@ -135,7 +142,8 @@ def _toy_policy(vocab: int = 5):
     return model
 
 
-def test_speculative_sampling_keeps_the_policy_distribution():
+@pytest.mark.parametrize("hot", [None, [0, 1, 3]], ids=["whole-vocabulary", "draft-vocabulary-of-3"])
+def test_speculative_sampling_keeps_the_policy_distribution(hot):
     vocab, trials = 5, 4000
     model = _toy_policy(vocab)
     engine_model = EngineModel(model)
@@ -144,6 +152,7 @@ def test_speculative_sampling_keeps_the_policy_distribution():
     with torch.no_grad():
         for p in head.parameters():
             p.add_(torch.randn_like(p) * 0.5)
+    head.set_hot_tokens(torch.tensor(hot) if hot else None)
     spec = Speculator(head, steps=3)
     params = SamplingParams(temperature=1.0, max_new_tokens=8)
     prompt = torch.tensor([1, 2, 3, 4, 0, 2])
@@ -160,7 +169,8 @@ def test_speculative_sampling_keeps_the_policy_distribution():
             for a in range(vocab):
                 p2 = torch.softmax(model(torch.cat([tokens, torch.tensor([a])])[None]).logits[0, -1].float(), -1)
                 probs[a] = p1[a] * p2
-            q1 = torch.softmax(head.logits(spec.extend(_copy(base), pending0, tokens[-1:], base.draft_length))[0], -1)
+            q1 = torch.softmax(head.restrict(head.logits(
+                spec.extend(_copy(base), pending0, tokens[-1:], base.draft_length)))[0], -1)
         assert 0.5 * float((q1 - p1).abs().sum()) > 0.1, "the draft must differ from the policy for the test to bite"
         counts = torch.zeros(vocab, vocab)
         generator = torch.Generator().manual_seed(2)

@@ -150,6 +150,23 @@ def test_a_broken_head_is_refused_naming_the_file_and_tensor(tiny, tmp_path, cap
     assert expect in err and "Traceback" not in err
 
 
+def test_a_head_with_a_draft_vocabulary_passes_its_token_map(tiny, tmp_path, capsys):
+    from harness.engine.draft import load_head
+
+    model, _ = tiny
+    head = _head(tiny, tmp_path, "eagle")
+    loaded = load_head(head, model)
+    loaded.set_hot_tokens(torch.arange(0, 4000, 2))
+    loaded.save(head, policy_config=model.config, card=json.loads((head / "card.json").read_text()))
+    assert load_head(head, model).hot.tolist() == list(range(0, 4000, 2))
+    assert main(["sglang-command", "--model", str(tiny_model_dir()), "--draft-head", str(head), "--json"]) == 0
+    argv = json.loads(capsys.readouterr().out)
+    assert _flags(argv)["--speculative-token-map"] == str(head / "hot_token_map.pt")
+    torch.save(torch.tensor([1.5, 2.0]), head / "hot_token_map.pt")
+    assert main(["sglang-command", "--model", str(tiny_model_dir()), "--draft-head", str(head)]) == 2
+    assert "hot_token_map.pt: expected a 1-D tensor of token ids" in capsys.readouterr().err
+
+
 def test_a_head_on_another_host_is_passed_through_as_before(capsys):
     assert main(["sglang-command", "--model", "/models/hat-qwen3.6", "--draft-head", "/models/hat-qwen3.6-mtp"]) == 0
     out = capsys.readouterr().out
