@@ -181,7 +181,7 @@ def agreement(model, tokenizer, quantization: str, prompts: list[list[int]], ref
 
 
 def complete_agent(checkpoint: Path, quantization: str, cases_path: Path, n: int, threads: int,
-                   draft_head: str | None = None) -> dict[str, Any]:
+                   draft_head: str | None = None, harness_dir: Path | None = None) -> dict[str, Any]:
     """The deployment replay on the engine's CPU serving route: C=1, the Harness's own budget."""
     from serving.endpoint import GenerationSettings
     from serving.profiles import profile_from_mapping
@@ -193,7 +193,7 @@ def complete_agent(checkpoint: Path, quantization: str, cases_path: Path, n: int
         mapping["draft_head"] = str(draft_head)
     profile = profile_from_mapping(f"engine-{quantization}{'-mtp' if draft_head else ''}", mapping,
                                    source="benchmarks/local_engine.py")
-    run_dir = replay_run(profile=profile, harness_dir=demo_harness_dir(), cases_path=cases_path,
+    run_dir = replay_run(profile=profile, harness_dir=harness_dir or demo_harness_dir(), cases_path=cases_path,
                          plan=ReplayPlan(concurrency=(1,), warmup=1, measured=n, request_timeout_s=60.0),
                          settings=GenerationSettings(temperature=1.0, top_p=0.95, max_tokens=256),
                          out_root=ROOT / "runs" / "serving",

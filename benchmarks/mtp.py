@@ -76,6 +76,10 @@ def main() -> int:
     parser.add_argument("--max-new-tokens", type=int, default=96)
     parser.add_argument("--steps", type=int, default=0, help="draft steps K (0: the head's own)")
     parser.add_argument("--agent-cases", type=int, default=10, help="measured cases of the complete agent (0: skip)")
+    parser.add_argument("--agent-budget-s", type=float, default=0, help=(
+        "also replay under the demo Harness with this trajectory budget (0: only its own 10 s), to see the "
+        "head's effect on requests that are not all cut at the budget"))
+    parser.add_argument("--agent-only", action="store_true", help="only the complete agent part")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--world", default=str(ROOT / "var" / "world"))
     args = parser.parse_args()
@@ -88,6 +92,9 @@ def main() -> int:
         generate(out=Path(args.world), seed=7)
     policy, base = resolve_model_dir(args.policy), resolve_model_dir(args.base_policy)
     steps = args.steps or None
+    if args.agent_only:
+        agent_tables(policy, args.head, cases, args)
+        return 0
     results: dict[str, dict[str, Any]] = {}
     rows = []
     for label, checkpoint, head in (("base head on the base model", base, args.base_head),
@@ -136,11 +143,41 @@ def main() -> int:
     print(f"\ndecode speed-up with the head: x{on['decode_tok_s'] / off['decode_tok_s']:.2f}")
 
     if args.agent_cases:
+        agent_tables(checkpoint, head, cases, args)
+    json.dump({label: {k: v for k, v in r.items() if k != "ids"} for label, _c, _h, r in rows},
+              sys.stderr, indent=1, default=str)
+    print(file=sys.stderr)
+    return 0
+
+
+def _budget_harness(budget_s: float) -> Path:
+    """The demo Harness with another trajectory budget (a temporary folder)."""
+    import tempfile
+
+    import yaml
+
+    from harness import demo_harness_dir, load_dir
+    from harness.yamlio import load_yaml
+
+    bundle = load_dir(demo_harness_dir())
+    prompt, _lines, _problems = load_yaml(bundle.files["prompt.yaml"], file="prompt.yaml")
+    prompt["constraints"]["trajectory_budget_s"] = budget_s
+    out = Path(tempfile.mkdtemp(prefix="mtp-budget-")) / "livestream-avatar"
+    bundle.with_files({"prompt.yaml": yaml.safe_dump(prompt, sort_keys=False, allow_unicode=True)}).dump_dir(out)
+    return out
+
+
+def agent_tables(checkpoint: Path, head: str, cases: Path, args) -> None:
+    budgets = [None] + ([args.agent_budget_s] if args.agent_budget_s else [])
+    for budget in budgets:
+        harness_dir = _budget_harness(budget) if budget else None
         agents = {}
         for name, draft in (("head off", None), ("head on", head)):
-            agents[name] = complete_agent(checkpoint, "none", cases, args.agent_cases, args.threads, draft_head=draft)
+            agents[name] = complete_agent(checkpoint, "none", cases, args.agent_cases, args.threads, draft_head=draft,
+                                          harness_dir=harness_dir)
             print(f"measured: complete agent, {name}", file=sys.stderr, flush=True)
-        print(f"\n### Complete agent: replay C=1, {args.agent_cases} cases, the Harness's budget, "
+        budget_text = f"a {budget:g} s trajectory budget (not the Harness's)" if budget else "the Harness's 10 s budget"
+        print(f"\n### Complete agent: replay C=1, {args.agent_cases} cases, {budget_text}, "
               "temperature 1.0 / top-p 0.95\n")
         print("| | P50 s | P95 s | within 15 s | success | fallback | acceptance length |")
         print("|---|---:|---:|---:|---:|---:|---:|")
@@ -157,11 +194,7 @@ def main() -> int:
         p50 = [agents[k]["summary"]["levels"]["1"].get("wall_p50_s") for k in ("head off", "head on")]
         if all(p50):
             print(f"\nP50 head on / head off: {p50[1] / p50[0]:.2f}")
-        print("run folders: " + ", ".join(a["run"] for a in agents.values()))
-    json.dump({label: {k: v for k, v in r.items() if k != "ids"} for label, _c, _h, r in rows},
-              sys.stderr, indent=1, default=str)
-    print(file=sys.stderr)
-    return 0
+        print("run folders: " + ", ".join(a["run"] for a in agents.values()), flush=True)
 
 
 if __name__ == "__main__":
