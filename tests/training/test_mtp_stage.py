@@ -118,7 +118,11 @@ def test_the_training_forward_is_what_the_engine_drafts(tiny_dir):
 
 def test_offline_acceptance_counts_leading_agreeing_drafts():
     class Head:
-        """Drafts by looking the answer up: right at steps 1-2, wrong at step 3."""
+        """Drafts by looking the answer up: right at steps 1-2, wrong at step 3 (no draft vocabulary)."""
+
+        @staticmethod
+        def restrict(logits):
+            return logits
 
     from unittest import mock
 
