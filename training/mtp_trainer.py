@@ -332,7 +332,7 @@ def run_mtp(config: MTPStageConfig, *, log=None) -> Path:
     from harness.engine.draft import DraftHead, load_head
     from harness.policies.local import load_model
     from serving.endpoint import checkpoint_info
-    from training.runs import ModelCard, base_model_of, checkpoint_step
+    from training.runs import ModelCard, base_model_of, checkpoint_step, drop_metrics_after
     from training.stage_common import resolve_harness_dir, start_stage
 
     log = log or (lambda text: print(text, file=sys.stderr, flush=True))
@@ -364,10 +364,7 @@ def run_mtp(config: MTPStageConfig, *, log=None) -> Path:
         head.load_state_dict(resumed.state_dict())
         optimizer.load_state_dict(torch.load(Path(run.resume_from) / "optimizer.pt", weights_only=True))
         log(f"resumed from {run.resume_from} (step {step})")
-    if metrics_path.is_file():  # rows after the checkpoint were lost with it and are logged again
-        kept = [line for line in metrics_path.read_text(encoding="utf-8").splitlines()
-                if line.strip() and json.loads(line).get("step", 0) <= step]
-        metrics_path.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
+    drop_metrics_after(metrics_path, step)
     acceptance_before = None
     if step == 0:
         acceptance_before = offline_acceptance(head, held, steps=config.draft_steps)

@@ -97,11 +97,7 @@ class MetricsLogger(TrainerCallback):
     def on_train_begin(self, args, state, control, **kwargs):
         if not state.is_world_process_zero:  # one row per step under `accelerate launch`, not one per process
             return
-        # On resume, steps logged after the checkpoint were lost with it and will be logged again.
-        if self.path.is_file():
-            kept = [line for line in self.path.read_text(encoding="utf-8").splitlines()
-                    if line.strip() and json.loads(line).get("step", 0) <= state.global_step]
-            self.path.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
+        drop_metrics_after(self.path, state.global_step)
         self._last_time = time.perf_counter()
         self._last_tokens = float(state.num_input_tokens_seen or 0)
 
@@ -120,6 +116,15 @@ class MetricsLogger(TrainerCallback):
         self._last_time, self._last_tokens = now, tokens
         with self.path.open("a", encoding="utf-8") as handle:
             handle.write(json.dumps(row, sort_keys=True) + "\n")
+
+
+def drop_metrics_after(path: str | Path, step: int) -> None:
+    """On resume: the rows logged after the checkpoint were lost with it and will be logged again."""
+    path = Path(path)
+    if path.is_file():
+        kept = [line for line in path.read_text(encoding="utf-8").splitlines()
+                if line.strip() and json.loads(line).get("step", 0) <= step]
+        path.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
 
 
 def read_metrics(run_dir: str | Path) -> list[dict[str, Any]]:
