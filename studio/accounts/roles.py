@@ -14,6 +14,8 @@ REVIEWER = "reviewer"
 ML_ENGINEER = "ml_engineer"
 ADMIN = "admin"
 ROLES = (OPERATOR, REVIEWER, ML_ENGINEER, ADMIN)
+# How a sentence names someone holding each role.
+ROLE_NAMES = {OPERATOR: "an operator", REVIEWER: "a reviewer", ML_ENGINEER: "an ML engineer", ADMIN: "an admin"}
 
 _ALL = frozenset(ROLES)
 
@@ -48,8 +50,14 @@ PERMISSIONS: dict[str, frozenset[str]] = {
     "evolution.edit": frozenset({OPERATOR, ADMIN}),
     # training, evaluation and replay runs: their list, pages, dashboards and the checkpoint registry
     "training.view": _ALL,
-    # starting and resuming training, checkpoint evaluation and replay runs (cancel: the jobs' rule)
+    # starting, resuming and cancelling (anyone's) training, checkpoint evaluation, MTP, ablation and replay runs
     "training.run": frozenset({ML_ENGINEER, ADMIN}),
+    # releases: reading them and their gates, downloading a manifest
+    "release.view": _ALL,
+    # drafting a release (checkpoint + draft head + Harness version) and refreshing its gates
+    "release.create": frozenset({ML_ENGINEER, ADMIN}),
+    # approving or rejecting a release
+    "release.approve": frozenset({REVIEWER, ADMIN}),
 }
 
 

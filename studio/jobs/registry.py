@@ -54,6 +54,9 @@ class JobKind:
     title: Callable[[Any], str] | None = None
     # "" for the default queue, or a key of QUEUES (the queue's name comes from the settings).
     queue: str = ""
+    # A permission (a key of studio.accounts.roles.PERMISSIONS) whose holders may cancel anyone's job
+    # of this kind, beside its starter and job.cancel_any ("" when only those two may).
+    cancel_permission: str = ""
 
     def outcome_of(self, result: Any) -> str:
         return (self.outcome or agent_outcome)(result) if result else ""
@@ -87,6 +90,7 @@ def queue_of(kind: JobKind) -> str | None:
 def job_kind(
     name: str, *, label: str, result_template: str | None = None, present: Callable[[Any], dict] | None = None,
     outcome: Callable[[Any], str] | None = None, title: Callable[[Any], str] | None = None, queue: str = "",
+    cancel_permission: str = "",
 ) -> Callable:
     if queue and queue not in QUEUES:
         raise ValueError(f"job kind {name!r}: queue {queue!r} is not one of {', '.join(QUEUES)}")
@@ -95,7 +99,8 @@ def job_kind(
         if name in JOB_KINDS and JOB_KINDS[name].run is not run:
             raise ValueError(f"job kind {name!r} is registered twice")
         JOB_KINDS[name] = JobKind(name=name, label=label, run=run, result_template=result_template, present=present,
-                                  outcome=outcome, title=title, queue=queue)
+                                  outcome=outcome, title=title, queue=queue,
+                                  cancel_permission=cancel_permission)
         return run
 
     return register

@@ -203,12 +203,17 @@ def job_run(*, job_id: int, worker: str | None = None, heartbeat: bool = True) -
 
 
 def job_can_cancel(*, job: Job, user) -> bool:
-    """Whether ``user`` may cancel ``job``: the one who started it, or whoever may cancel any job."""
+    """Whether ``user`` may cancel ``job``: the one who started it, whoever may cancel any job, or
+    whoever holds its kind's ``cancel_permission`` (ML engineers stop each other's training runs)."""
     from studio.accounts.roles import user_can
+    from studio.jobs.registry import JOB_KINDS
 
     if not job.is_active or not getattr(user, "is_authenticated", False):
         return False
-    return job.created_by_id == user.pk or user_can(user, "job.cancel_any")
+    if job.created_by_id == user.pk or user_can(user, "job.cancel_any"):
+        return True
+    kind = JOB_KINDS.get(job.kind)
+    return bool(kind and kind.cancel_permission and user_can(user, kind.cancel_permission))
 
 
 def job_cancel(*, job: Job, actor: User) -> Job:
@@ -219,8 +224,14 @@ def job_cancel(*, job: Job, actor: User) -> Job:
     if not job_can_cancel(job=job, user=actor):
         if not job.is_active:
             raise JobNotCancellable(f"job #{job.pk} has already ended ({job.status})")
+        from studio.accounts.roles import PERMISSIONS, ROLE_NAMES
+        from studio.jobs.registry import JOB_KINDS
+
+        kind = JOB_KINDS.get(job.kind)
+        others = sorted(PERMISSIONS.get(kind.cancel_permission if kind else "", frozenset()) - {"admin"})
+        who = "they or an admin" if not others else "they, an admin or " + " or ".join(ROLE_NAMES[r] for r in others)
         raise JobNotCancellable(f"job #{job.pk} was started by {job.created_by or 'the system'}; "
-                                "only they or an admin may cancel it")
+                                f"only {who} may cancel it")
     now = timezone.now()
     Job.objects.filter(pk=job.pk, status__in=Job.ACTIVE).update(cancel_requested_at=now, cancelled_by=actor)
     if _finish(job_id=job.pk, status=Job.CANCELLED, error=f"cancelled by {actor} before it started",

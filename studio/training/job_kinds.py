@@ -45,5 +45,6 @@ for _name, _label, _queue in (("train_sft", "Training: HSA-SFT", "train"),
                               ("train_pipeline", "Training: pipeline", "train"),
                               ("checkpoint_eval", "Checkpoint evaluation", ""),
                               ("replay_run", "Deployment replay", "train")):
-    job_kind(_name, label=_label, outcome=run_outcome, queue=_queue, result_template="training/_job_result.html",
+    job_kind(_name, label=_label, outcome=run_outcome, queue=_queue, cancel_permission="training.run",
+             result_template="training/_job_result.html",
              present=lambda result: {"run_id": result.get("run_id"), "result": result})(_run)

@@ -157,3 +157,23 @@ def test_cancelling_a_job_on_a_real_worker_stops_it(personas, settings):
                         what="the worker to stop the job")
     assert job.progress < 100 and "stopped: cancelled by mei" in job.log_tail
     assert job.finished_at - job.cancel_requested_at < timedelta(seconds=5)
+
+
+def test_ml_engineers_cancel_each_others_training_runs_and_an_operator_cannot(personas):
+    from studio.accounts.services import user_create
+
+    other = user_create(username="omar", password="pw-omar-123456", roles=["ml_engineer"])
+    job = job_create(kind="train_sft", title="someone's SFT", params={"run_id": 0}, created_by=other)
+    operator = client_for(personas.operator)
+    assert 'id="job-cancel"' not in operator.get(f"/jobs/{job.pk}/").content.decode()
+    refused = operator.post(f"/jobs/{job.pk}/cancel/")
+    assert refused.status_code == 403
+    assert "only they, an admin or an ML engineer may cancel it" in refused.content.decode()
+    mei = client_for(personas.ml_engineer)
+    assert 'id="job-cancel"' in mei.get(f"/jobs/{job.pk}/").content.decode()
+    assert mei.post(f"/jobs/{job.pk}/cancel/").status_code == 302
+    job.refresh_from_db()
+    assert job.status == Job.CANCELLED and job.cancelled_by == personas.ml_engineer
+    # a kind without a cancel permission stays with its starter and the admins
+    check = job_create(kind="worker_check", title="t", params={"seconds": 1}, created_by=other)
+    assert mei.post(f"/jobs/{check.pk}/cancel/").status_code == 403
