@@ -97,6 +97,8 @@ INSTALLED_APPS = [
     "studio.playground",
     "studio.evolution",
     "studio.training",
+    "studio.replays",
+    "studio.releases",
     "studio.mcpservers",
 ]
 

@@ -16,4 +16,6 @@ urlpatterns = [
     path("api/v1/", include("studio.api.urls")),
     path("evolution/", include("studio.evolution.urls")),
     path("training/", include("studio.training.urls")),
+    path("replay/", include("studio.replays.urls")),
+    path("releases/", include("studio.releases.urls")),
 ]

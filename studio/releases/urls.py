@@ -1,0 +1,5 @@
+"""URLs of the releases app (/release/...)."""
+
+app_name = "releases"
+
+urlpatterns: list = []

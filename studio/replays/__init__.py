@@ -1,0 +1,1 @@
+"""Deployment-replay dashboards: the replays the studio ran, per concurrency, side by side, and each run's record."""

@@ -1,0 +1,5 @@
+"""URLs of the replays app (/replay/...)."""
+
+app_name = "replays"
+
+urlpatterns: list = []
