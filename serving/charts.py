@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from serving.metrics import METRIC_LABELS
+from serving.metrics import METRIC_LABELS, latency_cdf
 
 
 def _fmt(key: str, value: Any) -> str:
@@ -65,20 +65,15 @@ def latency_cdf_png(*, records: list[dict[str, Any]], path: str | Path, title: s
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    levels: dict[int, list[dict[str, Any]]] = {}
-    for r in records:
-        if r.get("phase") == "measured":
-            levels.setdefault(int(r["concurrency"]), []).append(r)
     fig, ax = plt.subplots(figsize=(6.4, 4.0), dpi=110)
     longest = sla_s
-    for level, rs in sorted(levels.items()):
-        walls = sorted(float(r["wall_s"]) for r in rs if r.get("ok"))
-        n = len(rs)
-        if not walls:
+    for level, curve in latency_cdf(records).items():
+        if not curve["points"]:
             continue  # nothing succeeded at this level: no curve (the table says 0%)
-        ys = [(i + 1) / n for i in range(len(walls))]
+        walls = [p[0] for p in curve["points"]]
         longest = max(longest, walls[-1])
-        ax.step([0.0, *walls], [0.0, *ys], where="post", label=f"C={level} (n={n})")
+        ax.step([0.0, *walls], [0.0, *(p[1] for p in curve["points"])], where="post",
+                label=f"C={level} (n={curve['n']})")
     ax.axvline(sla_s, color="grey", linestyle="--", linewidth=1)
     ax.text(sla_s, 0.97, f"{sla_s:g} s ", color="grey", ha="right", va="top")
     ax.set_xlabel("wall-clock latency per request (s)")

@@ -20,7 +20,7 @@ Definitions (per concurrency level, over its measured records only):
 - share within SLA (15 s): successful requests with wall_s <= SLA divided by
   ALL measured requests: a failed or timed-out request counts against it;
 - execution success: successful / all measured requests;
-- TTFT P95: 95th percentile of the first model call's ttft_s, over measured
+- TTFT P50 / P95: percentiles of the first model call's ttft_s, over measured
   requests whose first call streamed a token;
 - decode tokens/s: per model call (output_tokens - 1) / (latency_s - ttft_s):
   the tokens after the first over the time after the first, as the client saw
@@ -28,7 +28,10 @@ Definitions (per concurrency level, over its measured records only):
 - calls per request: model calls per measured request that returned a
   trajectory (has_trajectory; a timed-out request has none, so no call count);
 - input / output tokens per call: summed tokens over the number of model calls
-  that completed and reported them (a failed call has no usage).
+  that completed and reported them (a failed call has no usage);
+- latency CDF: per level, the share of ALL measured requests that came back
+  within x seconds (successful ones only, so the curve tops out at the success
+  rate and failures show instead of hiding).
 """
 
 from __future__ import annotations
@@ -54,7 +57,10 @@ METRIC_LABELS = {
 }
 """The reported metrics, in table order, with their column labels."""
 
-LOWER_IS_BETTER = {"wall_p50_s", "wall_p95_s", "ttft_p95_s"}
+FIGURE_LABELS = {**METRIC_LABELS, "ttft_p50_s": "TTFT P50 (s)"}
+"""Every per-level figure summarise() reports with a label: Table 5's columns, then those beyond it."""
+
+LOWER_IS_BETTER = {"wall_p50_s", "wall_p95_s", "ttft_p50_s", "ttft_p95_s"}
 
 
 def _mean(values: Sequence[float]) -> float | None:
@@ -106,6 +112,7 @@ def summarise(records: Iterable[dict[str, Any]], *, sla_s: float = DEFAULT_SLA_S
         "sla_s": sla_s,
         "wall_p50_s": percentile(walls, 50),
         "wall_p95_s": percentile(walls, 95),
+        "ttft_p50_s": percentile(first_ttfts, 50),
         "ttft_p95_s": percentile(first_ttfts, 95),
         "decode_tokens_per_s": _mean(rates),
         "share_within_sla": within / n if n else None,
@@ -125,6 +132,31 @@ def summarise_by_concurrency(
     for r in records:
         levels.setdefault(int(r["concurrency"]), []).append(r)
     return {c: summarise(rs, sla_s=sla_s) for c, rs in sorted(levels.items())}
+
+
+def latency_cdf(records: Iterable[dict[str, Any]], *, max_points: int | None = None) -> dict[int, dict[str, Any]]:
+    """Per concurrency level, the wall-clock latency CDF over its measured requests.
+
+    ``{level: {"n": measured, "n_success": successful, "points": [[wall_s, share], ...]}}``: one
+    point per successful request in order of wall_s, ``share`` = (its rank) / measured, so the
+    last point's share is the success rate. With ``max_points`` a level with more successful
+    requests keeps that many points, evenly spaced in rank, the first and the last included: the
+    curve drawn through them is within 1/max_points of the full one at every kept latency."""
+    if max_points is not None and max_points < 2:
+        raise ValueError(f"max_points {max_points}: must be at least 2")
+    levels: dict[int, list[dict[str, Any]]] = {}
+    for r in records:
+        if r.get("phase", "measured") == "measured":
+            levels.setdefault(int(r["concurrency"]), []).append(r)
+    cdf = {}
+    for level, rs in sorted(levels.items()):
+        walls = sorted(float(r["wall_s"]) for r in rs if r.get("ok"))
+        n, k = len(rs), len(walls)
+        ranks = range(k)
+        if max_points is not None and k > max_points:
+            ranks = sorted({round(i * (k - 1) / (max_points - 1)) for i in range(max_points)})
+        cdf[level] = {"n": n, "n_success": k, "points": [[walls[i], (i + 1) / n] for i in ranks]}
+    return cdf
 
 
 def speculative_level(before: dict[str, Any] | None, after: dict[str, Any] | None) -> dict[str, Any] | None:

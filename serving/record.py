@@ -22,12 +22,14 @@ import os
 import platform
 import secrets
 import threading
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import metadata as importlib_metadata
 from pathlib import Path
 from typing import Any
 
 from harness.jsonl import jsonl_records
+from harness.userfiles import read_text
 from serving.metrics import DEFAULT_SLA_S, summarise_by_concurrency
 
 DEFAULT_RUNS_DIR = Path("runs/serving")
@@ -109,11 +111,51 @@ class RunWriter:
                 self._requests.close()
 
 
-def read_requests(run_dir: str | Path) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class RequestsRead:
+    """The records read from a run's requests.jsonl, and how much of the file they are."""
+
+    records: list[dict[str, Any]]
+    bytes_read: int
+    """Up to the end of the last complete line read: a line being written (a running replay)
+    or past ``max_bytes`` is not part of it."""
+    bytes_total: int
+    max_bytes: int | None = None
+
+    @property
+    def capped(self) -> bool:
+        """The file is larger than the reader was allowed to read: the records are its first ones."""
+        return self.max_bytes is not None and self.bytes_total > self.max_bytes
+
+
+def read_requests_upto(run_dir: str | Path, *, max_bytes: int | None) -> RequestsRead:
+    """The request records of a run; with ``max_bytes`` only those in the file's first ``max_bytes``
+    bytes (memory and time stay bounded however large the file), an incomplete last line left out.
+    A line that is not JSON raises RunRecordError naming requests.jsonl and the line."""
     path = Path(run_dir) / "requests.jsonl"
     if not path.is_file():
         raise RunRecordError(f"{run_dir}: no requests.jsonl; is this a replay run folder?")
-    return [record for _, record in jsonl_records(path, error=RunRecordError)]
+    total = path.stat().st_size
+    if max_bytes is None:
+        records = [record for _, record in jsonl_records(path, error=RunRecordError)]
+        return RequestsRead(records, total, total)
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(max_bytes)
+    except OSError as exc:
+        raise RunRecordError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    data = data[: data.rfind(b"\n") + 1]
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise RunRecordError(f"{path}:{line}: not UTF-8 text ({exc.reason})") from None
+    records = [record for _, record in jsonl_records(path, error=RunRecordError, text=text)]
+    return RequestsRead(records, len(data), total, max_bytes)
+
+
+def read_requests(run_dir: str | Path) -> list[dict[str, Any]]:
+    return read_requests_upto(run_dir, max_bytes=None).records
 
 
 def build_summary(*, run_meta: dict[str, Any], records: list[dict[str, Any]]) -> dict[str, Any]:
@@ -147,13 +189,48 @@ def resolve_run_dir(run: str | Path, *, root: str | Path = DEFAULT_RUNS_DIR) -> 
     raise RunRecordError(f"run {run}: neither a folder nor a run id under {root}")
 
 
-def load_run(run: str | Path, *, root: str | Path = DEFAULT_RUNS_DIR) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(run.json, summary) of a run; the summary is recomputed from requests.jsonl."""
+@dataclass(frozen=True)
+class RunRead:
+    """A run folder as read: run.json, the request records read and the summary recomputed from them."""
+
+    dir: Path
+    meta: dict[str, Any]
+    requests: RequestsRead
+    summary: dict[str, Any]
+
+
+MAX_RUN_JSON_BYTES = 4 * 1024 * 1024
+
+
+def read_run(run: str | Path, *, root: str | Path = DEFAULT_RUNS_DIR,
+             max_request_bytes: int | None = None) -> RunRead:
+    """run.json, the request records (the first ``max_request_bytes`` of them when given) and the
+    summary of those records. RunRecordError says why a folder cannot be read."""
     run_dir = resolve_run_dir(run, root=root)
     meta_path = run_dir / "run.json"
     if not meta_path.is_file():
         raise RunRecordError(f"{run_dir}: no run.json; the run did not finish writing its record")
-    meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    text = read_text(meta_path, what="run record", max_bytes=MAX_RUN_JSON_BYTES, error=RunRecordError)
+    try:
+        meta = json.loads(text)
+    except ValueError as exc:
+        raise RunRecordError(f"{meta_path}: not valid JSON ({exc}); the run record is damaged") from None
+    if not isinstance(meta, dict):
+        raise RunRecordError(f"{meta_path}: not a run record (a JSON object); the run record is damaged")
     if "route" not in meta:
+        if meta.get("status") == "running":
+            raise RunRecordError(f"{run_dir}: the replay is still opening its route; nothing is measured yet")
         raise RunRecordError(f"{run_dir}: the run stopped before its route opened ({meta.get('error')}); nothing was measured")
-    return meta, build_summary(run_meta=meta, records=read_requests(run_dir))
+    requests = read_requests_upto(run_dir, max_bytes=max_request_bytes)
+    try:
+        summary = build_summary(run_meta=meta, records=requests.records)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise RunRecordError(f"{run_dir}: run.json or requests.jsonl lacks a field the metrics need "
+                             f"({type(exc).__name__}: {exc})") from None
+    return RunRead(run_dir, meta, requests, summary)
+
+
+def load_run(run: str | Path, *, root: str | Path = DEFAULT_RUNS_DIR) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(run.json, summary) of a run; the summary is recomputed from requests.jsonl."""
+    read = read_run(run, root=root)
+    return read.meta, read.summary
