@@ -1,7 +1,7 @@
 """Forms generated from the config dataclasses: one field per dataclass field, its help text and default.
 
 A training form is ``training/*_config.py``'s dataclass (``SFTStageConfig``, ``OPDStageConfig``,
-``RLStageConfig``, ``PipelineConfig`` with its stage sections); the evaluation and replay forms are
+``RLStageConfig``, ``PipelineConfig`` with its stage sections, ``MTPStageConfig``); the evaluation and replay forms are
 the two small dataclasses below, one field per flag of ``python -m training eval`` and
 ``python -m serving replay``. Values are checked field by field with the training library's own
 ``coerce`` and then the dataclass's own ``check()``, so the studio says exactly what the command line
@@ -28,6 +28,7 @@ from harness.augment.pipeline import DIMS as HSA_DIMS
 from harness.policies.models import checkpoint_problem
 from harness.yamlio import dump_yaml, load_yaml
 from training.base_config import ConfigError, coerce
+from training.mtp_config import MTPStageConfig
 from training.opd_config import OPDStageConfig
 from training.pipeline_config import PipelineConfig
 from training.rl_config import RLStageConfig
@@ -121,7 +122,8 @@ class ReplayRunConfig:
 
 
 CONFIG_CLASSES: dict[str, type] = {"sft": SFTStageConfig, "opd": OPDStageConfig, "rl": RLStageConfig,
-                                   "pipeline": PipelineConfig, "eval": EvalRunConfig, "replay": ReplayRunConfig}
+                                   "pipeline": PipelineConfig, "mtp": MTPStageConfig, "eval": EvalRunConfig,
+                                   "replay": ReplayRunConfig}
 SECTIONS = ("sft", "opd", "rl")
 
 
@@ -366,3 +368,22 @@ def model_problem(value: str, *, also: tuple[str, ...] = ()) -> str:
 
 OPENAI_TEACHER = re.compile(r"^openai:https?://[^\s:/]+(:\d+)?/\S*:[^\s:]+$")
 HUB_NAME = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+
+
+def head_problem(value: str) -> str:
+    """'' when ``value`` is empty (a new head) or an existing draft-head folder, else why not.
+
+    Read with the engine's own readers (``harness.engine.draft``): the folder's config.json with its
+    ``harness_draft`` section, and a weights file holding the tensors of its layout."""
+    from harness.engine.draft import DraftHeadError, head_tensors, read_config, tensor_problems
+
+    if not value:
+        return ""
+    if not value.startswith("/"):
+        return (f"give the absolute path of a draft-head folder (an MTP run's final/, listed on its run page), "
+                f"not {value!r}; empty starts a new head")
+    try:
+        problems = tensor_problems(read_config(value), head_tensors(value))
+    except DraftHeadError as error:
+        return str(error)
+    return f"{value}: " + "; ".join(problems) if problems else ""

@@ -1,4 +1,4 @@
-"""Job kinds of the training app: the training stages, the pipeline, checkpoint evaluation, the replay.
+"""Job kinds of the training app: the training stages, the pipeline, MTP adaptation, checkpoint evaluation, the replay.
 
 Training and replay jobs go to the train queue (only workers started with ``-Q train`` take them,
 so they never hold the slots evaluation jobs need); a checkpoint evaluation stays on the default
@@ -15,6 +15,11 @@ from studio.jobs.registry import JobContext, job_kind
 def run_outcome(result: dict[str, Any]) -> str:
     """What the run left, in a few words: steps trained, the scores, the replay's p95."""
     summary = (result or {}).get("summary") or {}
+    if "head_card" in summary:
+        card = summary["head_card"]
+        rate = (card.get("acceptance_held_out") or {}).get("acceptance_rate")
+        accepted = f", held-out acceptance {rate:.2f}" if isinstance(rate, int | float) else ""
+        return f"adapted a draft head in {card.get('steps')} steps{accepted}: head in final/"
     if "model_card" in summary:
         card = summary["model_card"]
         return f"trained {card.get('steps')} steps ({card.get('stage')}): model in final/"
@@ -43,6 +48,7 @@ for _name, _label, _queue in (("train_sft", "Training: HSA-SFT", "train"),
                               ("train_opd", "Training: General OPD", "train"),
                               ("train_rl", "Training: HSA-RL", "train"),
                               ("train_pipeline", "Training: pipeline", "train"),
+                              ("train_mtp", "Training: MTP draft head", "train"),
                               ("checkpoint_eval", "Checkpoint evaluation", ""),
                               ("replay_run", "Deployment replay", "train")):
     job_kind(_name, label=_label, outcome=run_outcome, queue=_queue, cancel_permission="training.run",

@@ -15,9 +15,13 @@ from django.db import models
 
 class TrainingRun(models.Model):
     SFT, OPD, RL, PIPELINE, EVAL, REPLAY = "sft", "opd", "rl", "pipeline", "eval", "replay"
+    MTP = "mtp"
     KINDS = [(SFT, "HSA-SFT"), (OPD, "General OPD"), (RL, "HSA-RL"), (PIPELINE, "Pipeline (SFT -> OPD -> RL)"),
-             (EVAL, "Checkpoint evaluation"), (REPLAY, "Deployment replay")]
-    TRAINING_KINDS = (SFT, OPD, RL, PIPELINE)
+             (MTP, "MTP draft-head adaptation"), (EVAL, "Checkpoint evaluation"), (REPLAY, "Deployment replay")]
+    # kinds that train (a trainer's metrics.jsonl, checkpoint-N/, final/, resumable from a checkpoint) ...
+    TRAINING_KINDS = (SFT, OPD, RL, PIPELINE, MTP)
+    # ... of which these leave a policy in final/ (an MTP run leaves a draft head: not a model to serve)
+    POLICY_KINDS = (SFT, OPD, RL, PIPELINE)
 
     kind = models.CharField(max_length=12, choices=KINDS, db_index=True)
     title = models.CharField(max_length=200)
@@ -50,6 +54,11 @@ class TrainingRun(models.Model):
     @property
     def is_training(self) -> bool:
         return self.kind in self.TRAINING_KINDS
+
+    @property
+    def is_policy(self) -> bool:
+        """Its final/ is a policy checkpoint (a model to evaluate, serve or train from)."""
+        return self.kind in self.POLICY_KINDS
 
     @property
     def path(self) -> Path:

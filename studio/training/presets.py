@@ -57,6 +57,15 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
                    "opd": {"max_steps": 1, "max_prompts": 4, "max_completion_length": 8, "save_steps": 1},
                    "rl": {"max_steps": 1, "max_cases": 2, "num_generations": 2, "per_device_train_batch_size": 2,
                           "max_new_tokens": 8, "variant_pool_size": 1, "save_steps": 1}}),
+    Preset("mtp-tiny", "mtp", "MTP smoke test on the tiny model",
+           "A draft head for the tiny policy from the rollouts of 3 cases, 4 steps: under a minute on a CPU; "
+           "proves the rollouts, the per-step curves and the head's card end to end.",
+           values={"model": "tiny", "max_cases": 3, "max_steps": 4, "logging_steps": 2, "save_steps": 2,
+                   "rollout_max_new_tokens": 12, "variant_pool_size": 1, "learning_rate": 1e-3}),
+    Preset("mtp-readapt", "mtp", "Re-adapt the draft head for a checkpoint",
+           "A head for a newly trained policy (the registry's link fills in the checkpoint, and as init_head "
+           "the newest head of the same shape, adapted to another policy: a transplant to start from). "
+           "A head made for another checkpoint is stale for this one (SGLang's launcher refuses it)."),
     Preset("eval-quick", "eval", "Quick evaluation (10 cases per set)",
            "T1, T2 and Prompt Robustness on 10 held-out cases and IFEval on 5 prompts.",
            values={"cases": 10, "ifeval": 5}),

@@ -254,6 +254,13 @@ def read_folder_summary(run: TrainingRun) -> dict[str, Any] | None:
         from training.runs import read_model_card
 
         summary = {"model_card": read_model_card(final.parent)}
+        if run.kind == TrainingRun.MTP:
+            from harness.engine.draft import DraftHeadError, read_card
+
+            try:  # the head's own card: the policy it drafts for (path, fingerprint) and its held-out acceptance
+                summary["head_card"] = read_card(final)
+            except DraftHeadError as error:
+                summary["head_card_error"] = str(error)
         eval_path = final.parent / "eval.json"
         if eval_path.is_file():
             summary["self_eval"] = json.loads(eval_path.read_text(encoding="utf-8"))
@@ -281,17 +288,81 @@ class CheckpointEntry:
     card: dict[str, Any]
     evaluations: list[TrainingRun]
     harness_version: Any
+    draft_head: DraftHeadEntry | None = None
+    stale_head: DraftHeadEntry | None = None  # the newest head of its shape made for another policy
 
     @property
     def stage(self) -> str:
         return self.card.get("stage", self.run.kind)
 
 
+@dataclass
+class DraftHeadEntry:
+    """A finished MTP run's head: the policy it was adapted to (its card) and its held-out acceptance."""
+
+    run: TrainingRun
+    path: Path
+    card: dict[str, Any]
+    config: Any  # harness.engine.draft.DraftConfig
+
+    @property
+    def acceptance(self) -> dict[str, Any]:
+        return self.card.get("acceptance_held_out") or {}
+
+
+def draft_heads() -> list[DraftHeadEntry]:
+    """Every finished studio MTP run's head, newest first, read with the engine's own readers."""
+    from harness.engine.draft import DraftHeadError, read_card, read_config
+
+    heads = []
+    for run in TrainingRun.objects.filter(kind=TrainingRun.MTP).select_related("job"):
+        final = run.final_dir
+        if final is None or not (final.parent / "model_card.json").is_file():
+            continue  # not finished: a head is only listed once its card is written
+        try:
+            heads.append(DraftHeadEntry(run=run, path=final, card=read_card(final), config=read_config(final)))
+        except DraftHeadError:
+            continue
+    return heads
+
+
+def head_for_checkpoint(path: Path, heads: list[DraftHeadEntry]) -> tuple[DraftHeadEntry | None, DraftHeadEntry | None]:
+    """(the newest head adapted to the checkpoint at ``path``, the newest head of its shape adapted to another).
+
+    A head is this checkpoint's when its card's ``policy_fingerprint`` is the checkpoint's
+    (``serving.endpoint.checkpoint_info``, what the SGLang launcher checks) and its dimensions fit the
+    checkpoint's config (``policy_mismatch``); one of the same shape made for another policy is stale
+    here, but a good start for re-adapting (``init_head``)."""
+    from types import SimpleNamespace
+
+    from harness.engine.draft import policy_mismatch
+    from serving.endpoint import checkpoint_info
+
+    try:
+        policy = SimpleNamespace(**json.loads((path / "config.json").read_text(encoding="utf-8")))
+    except (OSError, ValueError, TypeError):
+        return None, None
+    fits = []
+    for head in heads:
+        try:
+            if not policy_mismatch(head.config, policy):
+                fits.append(head)
+        except (AttributeError, TypeError):  # a config.json without a model's dimensions
+            continue
+    if not fits:
+        return None, None
+    fingerprint = checkpoint_info(path)["fingerprint"]
+    own = next((h for h in fits if h.card.get("policy_fingerprint") == fingerprint), None)
+    stale = next((h for h in fits if h.card.get("policy_fingerprint") != fingerprint), None)
+    return own, stale
+
+
 def checkpoint_registry() -> list[CheckpointEntry]:
-    """Every studio training run whose final model exists, newest first, with the evaluations of it."""
+    """Every studio training run whose final model exists, newest first, with the evaluations of it
+    and the draft head adapted to it (a head is not a checkpoint: MTP runs are not rows here)."""
     from studio.harnesses.models import HarnessVersion
 
-    runs = [r for r in run_list(limit=500) if r.is_training]
+    runs = [r for r in run_list(limit=500) if r.is_policy]
     evaluations: dict[int, list[TrainingRun]] = {}
     for evaluation in TrainingRun.objects.filter(kind=TrainingRun.EVAL, parent__isnull=False).select_related("job"):
         evaluations.setdefault(evaluation.parent_id, []).append(evaluation)
@@ -311,6 +382,10 @@ def checkpoint_registry() -> list[CheckpointEntry]:
     versions = {v.digest: v for v in HarnessVersion.objects.filter(digest__in=digests).select_related("harness")}
     for entry in entries:
         entry.harness_version = entry.harness_version or versions.get(entry.card.get("harness_digest"))
+    heads = draft_heads()
+    if heads:  # fingerprints read a checkpoint's first and last MiB: only when there are heads to match
+        for entry in entries:
+            entry.draft_head, entry.stale_head = head_for_checkpoint(entry.path, heads)
     return entries
 
 

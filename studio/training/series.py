@@ -37,6 +37,9 @@ CHARTS = (
     Chart("zero_advantage", "Zero-advantage groups",
           metrics=("frac_reward_zero_std", "dropped_zero_advantage")),
     Chart("tokens_per_s", "Tokens per second", metrics=("tokens_per_s",)),
+    # the MTP stage: cross-entropy and top-1 accuracy of each draft step k (training.mtp_trainer)
+    Chart("draft_loss", "Draft loss per step k", pattern=r"^loss_step_\d+$"),
+    Chart("draft_accuracy", "Draft top-1 accuracy per step k", pattern=r"^accuracy_step_\d+$"),
 )
 
 

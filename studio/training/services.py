@@ -29,12 +29,18 @@ from studio.jobs.models import Job
 from studio.jobs.registry import JobContext, JobFailed
 from studio.jobs.services import job_create
 from studio.training import configs
-from studio.training.configs import CONFIG_CLASSES, OPENAI_TEACHER, is_absolute_file, model_problem
+from studio.training.configs import (
+    CONFIG_CLASSES,
+    OPENAI_TEACHER,
+    head_problem,
+    is_absolute_file,
+    model_problem,
+)
 from studio.training.models import TrainingRun
 from studio.training.presets import Preset, recipe_steps
 
 JOB_KIND = {"sft": "train_sft", "opd": "train_opd", "rl": "train_rl", "pipeline": "train_pipeline",
-            "eval": "checkpoint_eval", "replay": "replay_run"}
+            "mtp": "train_mtp", "eval": "checkpoint_eval", "replay": "replay_run"}
 HARNESS_REF = re.compile(r"^(?P<name>[a-z0-9][a-z0-9_-]{0,63})@v(?P<number>\d{1,9})$")
 
 
@@ -81,6 +87,8 @@ def field_problem(kind: str, name: str, value: Any) -> str:
             f"{value!r}: use 'builtin', an existing absolute file or folder, or a hub dataset name (org/name)")
     elif field == "route":
         problem = _route_problem(value)
+    elif field == "init_head":
+        problem = head_problem(value)
     else:
         problem = ""
     return where + problem if problem else ""
@@ -302,6 +310,9 @@ def checkpoint_endpoint_create(*, run: TrainingRun, actor: User):
     from studio.endpoints.services import endpoint_save
 
     final = run.final_dir
+    if not run.is_policy:
+        raise RunRefused(f"run #{run.pk} is an {run.get_kind_display()} run: its final/ is a draft head, not a "
+                         "model to serve; serve the policy it drafts for with --draft-head (docs/serving.md)")
     if final is None or not (final / "config.json").is_file():
         raise RunRefused(f"run #{run.pk} has no trained model yet (no {final})")
     existing = ModelEndpoint.objects.filter(route=ModelEndpoint.LOCAL, model=str(final)).first()

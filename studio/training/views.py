@@ -28,7 +28,7 @@ from studio.training.services import (
 
 KIND_LABELS = dict(TrainingRun.KINDS)
 # Fields a link may fill in (the registry's "Evaluate" and "Train from here"): checked on submit like any other.
-PREFILL = ("model", "route", "cases", "harness")
+PREFILL = ("model", "route", "cases", "harness", "init_head")
 
 
 def _run_or_404(run_id: int) -> TrainingRun:
@@ -176,7 +176,7 @@ def run_detail(request, run_id: int):
         "progress": selectors.run_dashboard(run)["progress"] if run.is_training else {},
         "can_cancel": job is not None and job_can_cancel(job=job, user=request.user), "can_resume": can_resume,
         "summary": run.summary or selectors.read_folder_summary(run),
-        "has_model": run.final_dir is not None and (run.final_dir / "config.json").is_file(),
+        "has_model": run.is_policy and (run.final_dir / "config.json").is_file(),
         "eval_labels": configs.EVAL_SET_LABELS})
 
 
