@@ -8,12 +8,13 @@ from typing import Any
 from serving.metrics import METRIC_LABELS, latency_cdf
 
 
-def _fmt(key: str, value: Any) -> str:
+def format_figure(key: str, value: Any) -> str:
+    """A figure as the table shows it: shares in %, latencies in seconds to the millisecond."""
     if value is None:
         return "n/a"
     if key in ("share_within_sla", "success_rate", "fallback_rate"):
         return f"{100 * value:.1f}%"
-    if key in ("wall_p50_s", "wall_p95_s", "ttft_p95_s"):
+    if key in ("wall_p50_s", "wall_p95_s", "ttft_p50_s", "ttft_p95_s"):
         return f"{value:.3f}"
     if key in ("calls_per_request",):
         return f"{value:.2f}"
@@ -35,12 +36,12 @@ def table_markdown(summary: dict[str, Any]) -> str:
     ]
     for level, metrics in summary["levels"].items():
         row = [summary["route"], str(summary.get("checkpoint") or ""), str(level), str(metrics["n_measured"])]
-        row += [_fmt(key, metrics.get(key)) for key in labels]
+        row += [format_figure(key, metrics.get(key)) for key in labels]
         lines.append("| " + " | ".join(row) + " |")
     spec = [(level, m["speculative"]) for level, m in summary["levels"].items() if m.get("speculative")]
     if spec:
         lines += ["", "Speculative decoding (MTP draft head), per level, warm-up included: "
-                  + "; ".join(f"C={level}: acceptance length {_fmt('x', s.get('acceptance_length'))}"
+                  + "; ".join(f"C={level}: acceptance length {format_figure('x', s.get('acceptance_length'))}"
                               + (f" of {len(s['acceptance_rate_per_position']) + 1}, rate "
                                  f"{100 * s['acceptance_rate']:.1f}%" if s.get("acceptance_rate") is not None else "")
                               for level, s in spec) + "."]

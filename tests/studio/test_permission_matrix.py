@@ -77,6 +77,9 @@ MATRIX = [
     ("training:run_resume", "post", "/training/runs/{stopped_run}/resume/", "training.run", {}),
     ("training:checkpoint_list", "get", "/training/checkpoints/", "training.view", None),
     ("training:checkpoint_endpoint", "post", "/training/runs/{run}/endpoint/", "endpoint.manage", {}),
+    ("replays:replay_list", "get", "/replay/", "training.view", None),
+    ("replays:replay_detail", "get", "/replay/{replay}/", "training.view", None),
+    ("replays:replay_compare", "get", "/replay/compare/?a={replay}&b={replay}", "training.view", None),
 ]
 API_MATRIX = [
     ("api:harness_list", "get", "/api/v1/harnesses/", "studio.view", None),
@@ -88,7 +91,7 @@ API_MATRIX = [
 PUBLIC = {"accounts:login", "accounts:logout"}
 # The namespaces this matrix covers: the studio core. Apps added later (e.g.
 # evolution) keep their own matrix beside their views.
-CORE_NAMESPACES = {"", "harnesses", "accounts", "jobs", "endpoints", "playground", "audit", "api", "training"}
+CORE_NAMESPACES = {"", "harnesses", "accounts", "jobs", "endpoints", "playground", "audit", "api", "training", "replays"}
 
 
 def _named_urls() -> set[str]:
@@ -146,8 +149,13 @@ def world(personas, demo_version, demo_files, settings, tmp_path):
     settings.TRAINING_RUNS_DIR = tmp_path / "runs"
     run = _trained_run(tmp_path / "trained", status=Job.SUCCEEDED)
     stopped = _trained_run(tmp_path / "stopped", status=Job.CANCELLED)
+    from studio.training.models import TrainingRun
+
+    replay = TrainingRun.objects.create(kind="replay", title="replay", folder=str(tmp_path / "replay"),
+                                        config_digest="0" * 64, job=Job.objects.create(kind="replay_run", title="r",
+                                                                                       status=Job.FAILED, params={}))
     return {"draft": draft, "conflict": conflict, "endpoint": endpoint, "job": job, "queued_job": queued,
-            "files": demo_files, "run": run, "stopped_run": stopped}
+            "files": demo_files, "run": run, "stopped_run": stopped, "replay": replay}
 
 
 def _fill(template, values: dict):
@@ -182,6 +190,7 @@ def test_permission_matrix(role, personas, world):
         values = {
             "draft": draft.pk, "conflict": world["conflict"].pk, "endpoint": world["endpoint"].pk, "job": world["job"].pk,
             "queued_job": world["queued_job"].pk, "run": world["run"].pk, "stopped_run": world["stopped_run"].pk,
+            "replay": world["replay"].pk,
             "token": 0, "role": role, "revision": draft.revision, "skill": draft.files.get(SKILL, ""), "flip": 1,
         }
         if "{token}" in path_template and user is not None:
