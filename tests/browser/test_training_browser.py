@@ -12,7 +12,7 @@ from playwright.sync_api import expect
 pytestmark = [pytest.mark.browser, pytest.mark.services, pytest.mark.slow]
 
 
-def test_a_tiny_sft_run_from_the_browser_grows_its_curve_and_becomes_an_endpoint(people, sign_in, settings,
+def test_a_tiny_sft_run_from_the_browser_grows_its_curve_and_becomes_an_endpoint(people, demo, sign_in, settings,
                                                                                 tmp_path):
     from studio.jobs.testing import celery_worker
 
@@ -48,6 +48,34 @@ def test_a_tiny_sft_run_from_the_browser_grows_its_curve_and_becomes_an_endpoint
         row.locator("button", has_text="Make endpoint").click()
         expect(page).to_have_url(re.compile(r"/endpoints/$"))
         expect(page.locator("body")).to_contain_text(f"run-{run_id}-sft")
+
+        # the endpoint runs the agent in the playground (4 steps of a random 2-layer model: it falls back)
+        page.goto("/playground/?example=product_price")
+        page.select_option("select[name=endpoint]", label=f"run-{run_id}-sft")
+        page.click("#playground-form button")
+        expect(page).to_have_url(re.compile(r"/jobs/\d+/$"))
+        expect(page.locator("#job-status")).to_have_attribute("data-status", "succeeded", timeout=180_000)
+        expect(page.locator("body")).to_contain_text(f"run-{run_id}-sft")
+
+        # evaluated from the registry: T1 and IFEval on two items each, the model filled in
+        page.goto("/training/checkpoints/")
+        page.locator("#checkpoint-table tbody tr").first.locator("a", has_text="Evaluate").click()
+        expect(page.locator("#in-model")).to_have_value(re.compile(rf"/run-{run_id}[^/]*/sft/final$"))
+        for unwanted in ("variant_qa", "prompt_robustness"):
+            page.locator(f"#in-sets input[value={unwanted}]").uncheck()
+        page.fill("#in-cases", "2")
+        page.fill("#in-ifeval", "2")
+        page.click("#run-start")
+        expect(page).to_have_url(re.compile(r"/training/runs/\d+/$"))
+        eval_path = page.url
+        page.locator("#run-status").locator("xpath=..").locator("a").first.click()  # its job's page
+        expect(page.locator("#job-status")).to_have_attribute("data-status", "succeeded", timeout=300_000)
+        page.goto(eval_path)
+        expect(page.locator("#eval-table")).to_contain_text("ifeval")
+        expect(page.locator("#run-facts")).to_contain_text(f"from run #{run_id}")
+        page.goto("/training/checkpoints/")
+        eval_id = re.search(r"/training/runs/(\d+)/$", eval_path).group(1)
+        expect(page.locator("#checkpoint-table tbody tr").first).to_contain_text(f"#{eval_id}: ")
 
         operator = sign_in("olivia")
         operator.goto(run_path)
