@@ -103,7 +103,7 @@ def stage_decide(*, stage: Stage, decision: str, actor: User, reason: str = "",
             label_move(harness=evolution.harness, name=Label.STAGING, version=candidate, actor=actor,
                        reason=reason or f"evolution #{evolution.pk} stage {stage.number}")
         elif decision == Stage.PROMOTE_PRODUCTION:
-            gates = release_gates(comparison=stage.comparison, tolerance=evolution.tolerance)
+            gates = release_gates(comparison=stage.comparison, tolerance=evolution.tolerance, version=candidate)
             overridden = production_promote(harness=evolution.harness, version=candidate, actor=actor,
                                             reason=reason, override_reason=override_reason, gates=gates,
                                             target=f"evolution #{evolution.pk} stage {stage.number}")

@@ -1,23 +1,35 @@
 """Release gates before promotion to production, and the stopping advice of SPEC §5.
 
-Gates: *business regression* (no category's AVG drops more than the
-evolution's tolerance against the parent), *latency* (P95 of the latest
-deployment-replay job that finished, against the 15 s bound), *general
-capability* (IFEval prompt-level strict accuracy of the latest IFEval job, when
-one exists). Promotion to production needs every gate to pass: a gate that
-failed or has no data blocks it unless a reviewer overrides it with a written
+One definition of each gate, used by the evolution loop's promotions of a Harness version and by
+releases (``studio.releases``: a checkpoint, its draft head and a Harness version):
+
+- *business regression*: no category's AVG drops more than the evolution's tolerance against the
+  parent, from the newest evolution stage that evaluated the version as a candidate;
+- *latency*: the P95 wall time of a finished studio replay run (``TrainingRun`` kind ``replay``, its
+  record read from ``RUN/replay`` by ``serving.record``) that served the checkpoint under the Harness
+  version. The SLA of the SPEC is per request (every request answered within 15 s), so the level
+  that counts is the *worst* concurrency level's P95: a deployment that meets the bound at C=1 but
+  not at C=8 does not meet it at the load it was replayed for;
+- *general capability*: IFEval prompt-level strict accuracy of a finished studio checkpoint
+  evaluation run (kind ``eval`` with the ``ifeval`` set) of the checkpoint.
+
+A release names its checkpoint. A Harness promotion names none: its latency and capability gates
+read the checkpoint of the Harness's newest approved release (what production serves), and where
+no release was approved yet, the newest such run of any model; the gate's detail says which run,
+which model and why. Each gate names the run that fed it (``run_id``). Promotion needs every gate
+to pass: a gate that failed or has no data blocks it unless a reviewer overrides it with a written
 reason (:func:`gates_check_promotion`).
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
-
-from studio.jobs.models import Job
 
 LATENCY_BOUND_S = 15.0
 IFEVAL_FLOOR = 0.5  # prompt-level strict accuracy below this blocks: the model lost instruction following
+RECENT_RUNS = 200  # finished runs looked through, newest first, for the one that fed a gate
 
 
 @dataclass
@@ -25,9 +37,16 @@ class Gate:
     name: str
     status: str  # pass | fail | no data
     detail: str
+    run_id: int | None = None  # the studio run (TrainingRun) whose result fed the gate
+    stage_id: int | None = None  # the evolution stage whose comparison fed the business gate
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Gate:
+        return cls(name=data["name"], status=data["status"], detail=data["detail"], run_id=data.get("run_id"),
+                   stage_id=data.get("stage_id"))
 
 
 def business_gate(*, comparison: dict[str, Any], tolerance: float) -> Gate:
@@ -43,53 +62,164 @@ def business_gate(*, comparison: dict[str, Any], tolerance: float) -> Gate:
                 f"no category's AVG drops more than {100 * tolerance:.1f} points")
 
 
-def _latest_result(kind_word: str, key: str) -> tuple[Job | None, Any]:
-    for job in Job.objects.filter(kind__icontains=kind_word, status=Job.SUCCEEDED).order_by("-finished_at")[:20]:
-        result = job.result or {}
-        for scope in (result, result.get("metrics") or {}, result.get("summary") or {}):
-            if isinstance(scope, dict) and scope.get(key) is not None:
-                return job, scope[key]
-    return None, None
-
-
-def latency_gate() -> Gate:
-    job, p95 = _latest_result("replay", "wall_p95_s")
-    if job is None:
-        return Gate("latency", "no data", "no deployment replay has finished yet; run one to check the 15 s bound")
-    ok = float(p95) <= LATENCY_BOUND_S
-    return Gate("latency", "pass" if ok else "fail",
-                f"wall P95 {float(p95):.2f} s in replay job #{job.pk} (bound {LATENCY_BOUND_S:g} s)")
-
-
-def ifeval_gate() -> Gate:
-    job, score = _latest_result("ifeval", "prompt_strict")
-    if job is None:
-        return Gate("general capability", "no data", "no IFEval run has finished yet")
-    ok = float(score) >= IFEVAL_FLOOR
-    return Gate("general capability", "pass" if ok else "fail",
-                f"IFE-P strict {100 * float(score):.1f}% in job #{job.pk} (floor {100 * IFEVAL_FLOOR:.0f}%)")
-
-
-def release_gates(*, comparison: dict[str, Any], tolerance: float) -> list[Gate]:
-    return [business_gate(comparison=comparison, tolerance=tolerance), latency_gate(), ifeval_gate()]
-
-
-def version_release_gates(*, version) -> list[Gate]:
-    """The gates of a version promoted outside a stage decision (the Harness page, the API).
-
-    Its business gate is the newest evolution stage that evaluated it as a candidate against its
-    parent; a version no stage evaluated has no data there."""
+def version_business_gate(*, version) -> Gate:
+    """The business gate of a version: the newest evolution stage that evaluated it as a candidate
+    against its parent; a version no stage evaluated has no data."""
     from studio.evolution.models import Stage
 
     stage = (Stage.objects.select_related("evolution").filter(candidate_version=version)
              .exclude(comparison={}).order_by("-pk").first())
     if stage is None:
-        business = Gate("business regression", "no data",
-                        f"v{version.number} has not been evaluated against its parent in an evolution stage")
-    else:
-        business = business_gate(comparison=stage.comparison, tolerance=stage.evolution.tolerance)
-        business.detail += f" (evolution #{stage.evolution_id} stage {stage.number})"
-    return [business, latency_gate(), ifeval_gate()]
+        return Gate("business regression", "no data",
+                    f"v{version.number} has not been evaluated against its parent in an evolution stage")
+    gate = business_gate(comparison=stage.comparison, tolerance=stage.evolution.tolerance)
+    gate.detail += f" (evolution #{stage.evolution_id} stage {stage.number})"
+    gate.stage_id = stage.pk
+    return gate
+
+
+# -- the runs that feed the latency and capability gates ---------------------------------------------------
+
+
+def _resolved(path: str | Path | None) -> Path | None:
+    if not path or not str(path).startswith("/"):
+        return None
+    try:
+        return Path(path).resolve()
+    except (OSError, RuntimeError):
+        return None
+
+
+def replay_checkpoint(run) -> dict[str, Any]:
+    """What a replay run served, as its record says ({path, fingerprint}), else as its route names it."""
+    route = (run.summary or {}).get("route")
+    recorded = route.get("checkpoint") if isinstance(route, dict) else None
+    if isinstance(recorded, dict) and recorded.get("path"):
+        return {"path": recorded["path"], "fingerprint": recorded.get("fingerprint")}
+    engine, _, rest = run.model.partition(":")
+    if rest and engine in ("local", "transformers"):
+        return {"path": rest, "fingerprint": None}
+    from serving.profiles import ProfileError, resolve_route
+
+    try:
+        return {"path": resolve_route(run.model).checkpoint, "fingerprint": None}
+    except ProfileError:
+        return {"path": None, "fingerprint": None}
+
+
+def _finished(kind: str):
+    from studio.jobs.models import Job
+    from studio.training.models import TrainingRun
+
+    return (TrainingRun.objects.select_related("job", "harness_version__harness")
+            .filter(kind=kind, job__status=Job.SUCCEEDED, summary__isnull=False)
+            .order_by("-job__finished_at", "-pk")[:RECENT_RUNS])
+
+
+def _under_version(run, version) -> bool:
+    if run.harness_version_id is not None:
+        return run.harness_version_id == version.pk
+    replay = (run.summary or {}).get("replay") or {}
+    return bool(replay.get("harness_digest")) and replay["harness_digest"] == version.digest
+
+
+def _serves(recorded: dict[str, Any], checkpoint: Path, fingerprint: str | None) -> bool:
+    if _resolved(recorded.get("path")) != checkpoint:
+        return False
+    # the same folder measured before it was trained again is another model
+    return not (fingerprint and recorded.get("fingerprint") and recorded["fingerprint"] != fingerprint)
+
+
+def worst_level(replay: dict[str, Any]) -> tuple[str, float] | None:
+    """(concurrency, P95 s) of the replay's slowest level: the level the per-request SLA is judged on."""
+    levels = [(level, float(m["wall_p95_s"])) for level, m in (replay.get("levels") or {}).items()
+              if isinstance(m, dict) and isinstance(m.get("wall_p95_s"), int | float)]
+    return max(levels, key=lambda item: item[1]) if levels else None
+
+
+def latency_gate(*, version, checkpoint: Path | None = None, fingerprint: str | None = None,
+                 why: str = "") -> Gate:
+    """The latency gate from the newest finished replay run under ``version`` that served
+    ``checkpoint`` (any model when None; ``why`` says why that is what counts)."""
+    served = f"served {checkpoint}" if checkpoint else "of any model"
+    for run in _finished("replay"):
+        if not _under_version(run, version):
+            continue
+        recorded = replay_checkpoint(run)
+        if checkpoint is not None and not _serves(recorded, checkpoint, fingerprint):
+            continue
+        worst = worst_level(run.summary.get("replay") or {})
+        model = recorded.get("path") or run.model
+        if worst is None:
+            return Gate("latency", "no data", f"replay run #{run.pk} ({model}) has no successful request to time; "
+                        "its levels have no wall P95", run_id=run.pk)
+        level, p95 = worst
+        ok = p95 <= LATENCY_BOUND_S
+        return Gate("latency", "pass" if ok else "fail",
+                    f"worst level C={level}: wall P95 {p95:.2f} s (bound {LATENCY_BOUND_S:g} s per request) in "
+                    f"replay run #{run.pk} of {model} under {version.harness.name} v{version.number}{why}",
+                    run_id=run.pk)
+    return Gate("latency", "no data", f"no finished replay run {served} under {version.harness.name} "
+                f"v{version.number}{why}; start a deployment replay (/training/new/replay/) to check the "
+                f"{LATENCY_BOUND_S:g} s bound")
+
+
+def ifeval_gate(*, checkpoint: Path | None = None, why: str = "") -> Gate:
+    """The capability gate from the newest finished evaluation run with the IFEval set of
+    ``checkpoint`` (any model when None)."""
+    of = f"of {checkpoint}" if checkpoint else "of any model"
+    for run in _finished("eval"):
+        scores = (run.summary or {}).get("evaluation") or {}
+        ifeval = scores.get("ifeval")
+        if not isinstance(ifeval, dict) or not isinstance(ifeval.get("prompt_strict"), int | float):
+            continue
+        model = scores.get("model") or run.model
+        if checkpoint is not None and _resolved(model) != checkpoint and _resolved(run.model) != checkpoint:
+            continue
+        score = float(ifeval["prompt_strict"]) / 100  # the evaluation writes percent
+        ok = score >= IFEVAL_FLOOR
+        return Gate("general capability", "pass" if ok else "fail",
+                    f"IFE-P strict {100 * score:.1f}% on {ifeval.get('n')} prompts (floor {100 * IFEVAL_FLOOR:.0f}%) "
+                    f"in evaluation run #{run.pk} of {model}{why}", run_id=run.pk)
+    return Gate("general capability", "no data", f"no finished IFEval run {of}{why}; evaluate the checkpoint with "
+                "the ifeval set (/training/new/eval/)")
+
+
+def checkpoint_release_gates(*, version, checkpoint: str | Path, fingerprint: str | None = None) -> list[Gate]:
+    """The gates of a release: ``checkpoint`` (a final/ folder) served under ``version``."""
+    path = Path(checkpoint).resolve()
+    return [version_business_gate(version=version), latency_gate(version=version, checkpoint=path,
+                                                                 fingerprint=fingerprint),
+            ifeval_gate(checkpoint=path)]
+
+
+def production_checkpoint(*, harness) -> tuple[Path | None, str]:
+    """The checkpoint a Harness promotion is judged with, and a clause saying why."""
+    from studio.releases.models import Release
+
+    release = (Release.objects.filter(harness_version__harness=harness, status=Release.APPROVED)
+               .order_by("-decided_at", "-pk").first())
+    if release is None:
+        return None, f" (no release of {harness.name} is approved yet, so any model's newest run counts)"
+    return Path(release.checkpoint_path).resolve(), f" (the checkpoint of release #{release.pk}, the newest approved)"
+
+
+def _model_gates(*, version) -> list[Gate]:
+    if version is None:  # a stage whose candidate is not committed yet
+        return [Gate("latency", "no data", "the stage has no candidate version yet"),
+                Gate("general capability", "no data", "the stage has no candidate version yet")]
+    checkpoint, why = production_checkpoint(harness=version.harness)
+    return [latency_gate(version=version, checkpoint=checkpoint, why=why), ifeval_gate(checkpoint=checkpoint, why=why)]
+
+
+def release_gates(*, comparison: dict[str, Any], tolerance: float, version) -> list[Gate]:
+    """The gates of an evolution stage's candidate ``version`` (its business gate is the stage's comparison)."""
+    return [business_gate(comparison=comparison, tolerance=tolerance), *_model_gates(version=version)]
+
+
+def version_release_gates(*, version) -> list[Gate]:
+    """The gates of a version promoted outside a stage decision (the Harness page, the API)."""
+    return [version_business_gate(version=version), *_model_gates(version=version)]
 
 
 def gates_blocking(gates: list[Gate]) -> list[Gate]:

@@ -267,7 +267,8 @@ def stage_state(*, stage: Stage, parent_run: EvalRun | None = None, candidate_ru
     active = _busy(parent_run and parent_run.status) or _busy(candidate_run and candidate_run.status) \
         or _busy(diagnosis and diagnosis.status) \
         or (candidate_run is not None and not stage.comparison and candidate_run.status == EvalRun.SUCCEEDED)
-    gates = release_gates(comparison=stage.comparison, tolerance=stage.evolution.tolerance) \
+    gates = release_gates(comparison=stage.comparison, tolerance=stage.evolution.tolerance,
+                          version=stage.candidate_version) \
         if stage.comparison else []
     return {
         "stage": stage, "evolution": stage.evolution, "parent_run": parent_run, "candidate_run": candidate_run,

@@ -76,7 +76,8 @@ def evolution_detail(request, evolution_id: int):
     evolution = selectors.evolution_get(evolution_id=evolution_id)
     stages = list(evolution.stages.all())
     latest = stages[-1] if stages else None
-    gates = release_gates(comparison=latest.comparison, tolerance=evolution.tolerance) if latest else []
+    gates = release_gates(comparison=latest.comparison, tolerance=evolution.tolerance,
+                          version=latest.candidate_version) if latest else []
     return render(request, "evolution/evolution_detail.html", {
         "evolution": evolution, "record": selectors.evolution_record(evolution=evolution),
         "chart": selectors.evolution_chart(evolution=evolution), "latest": latest, "gates": gates,

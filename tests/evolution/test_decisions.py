@@ -6,12 +6,12 @@ from evolution_testing import small_world
 from studio.evolution.decisions import proposal_edit_in_editor, proposal_review, stage_decide
 from studio.evolution.diagnosis import diagnosis_start
 from studio.evolution.errors import EvolutionError
-from studio.evolution.gates import business_gate, latency_gate, release_gates, stopping_advice
+from studio.evolution.gates import business_gate, ifeval_gate, release_gates, stopping_advice
 from studio.evolution.models import Evolution, Proposal, Stage
 from studio.evolution.stages import candidate_build, evolution_start
 from studio.harnesses.models import Label
 from studio.harnesses.services import draft_commit, draft_file_save, label_move
-from studio.jobs.models import Job
+from studio.releases.testing import replay_run
 
 pytestmark = pytest.mark.django_db
 
@@ -81,24 +81,31 @@ def test_rollback_moves_staging_back_and_restarts_from_the_parent(diagnosed, per
     assert stage.evolution.stages.get(number=2).parent_version == stage.parent_version
 
 
-def test_production_needs_a_reviewer_a_reason_and_passing_gates(diagnosed, personas,
+def test_production_needs_a_reviewer_a_reason_and_passing_gates(diagnosed, personas, tmp_path,
                                                                 django_capture_on_commit_callbacks):
     stage = _candidate(diagnosed, personas.reviewer, django_capture_on_commit_callbacks)
     with pytest.raises(EvolutionError, match="reason"):
         stage_decide(stage=stage, decision=Stage.PROMOTE_PRODUCTION, actor=personas.reviewer, reason="")
-    Job.objects.create(kind="serving_replay", title="replay", status=Job.SUCCEEDED,
-                       result={"metrics": {"wall_p95_s": 21.5}}, finished_at=stage.created_at)
-    with pytest.raises(EvolutionError, match=r"latency: fail \(wall P95 21.50 s"):
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    slow = replay_run(tmp_path / "slow", checkpoint=model, harness_version=stage.candidate_version, walls={1: [21.5]})
+    with pytest.raises(EvolutionError, match=rf"latency: fail \(worst level C=1: wall P95 21.50 s .* replay run #{slow.pk}"):
         stage_decide(stage=stage, decision=Stage.PROMOTE_PRODUCTION, actor=personas.reviewer, reason="ship")
-    Job.objects.filter(kind="serving_replay").update(result={"wall_p95_s": 8.1})
+    fast = replay_run(tmp_path / "fast", checkpoint=model, harness_version=stage.candidate_version, walls={1: [8.1]})
     with pytest.raises(EvolutionError, match="general capability: no data"):  # no data blocks too
         stage_decide(stage=stage, decision=Stage.PROMOTE_PRODUCTION, actor=personas.reviewer, reason="ship")
     stage_decide(stage=stage, decision=Stage.PROMOTE_PRODUCTION, actor=personas.reviewer, reason="ship",
                  override_reason="IFEval checked on the trained checkpoint last week")
     assert Label.objects.get(name="production").version == stage.candidate_version
-    gates = {g.name: g for g in release_gates(comparison=stage.comparison, tolerance=0.02)}
-    assert gates["latency"].status == "pass" and gates["general capability"].status == "no data"
-    assert "no IFEval run" in gates["general capability"].detail
+    gates = {g.name: g for g in release_gates(comparison=stage.comparison, tolerance=0.02,
+                                              version=stage.candidate_version)}
+    assert gates["latency"].status == "pass" and gates["latency"].run_id == fast.pk
+    assert "no release of livestream-avatar is approved yet, so any model's newest run counts" in gates["latency"].detail
+    assert gates["general capability"].status == "no data"
+    assert "no finished IFEval run of any model" in gates["general capability"].detail
+    stored = {g["name"]: g for g in Stage.objects.get(pk=stage.pk).gates}
+    assert stored["latency"]["run_id"] == fast.pk  # the decision keeps the run that fed each gate
 
 
 def _block(delta_avg, n=10, errors=1):
@@ -114,7 +121,7 @@ def test_business_gate_names_the_category_that_dropped():
     assert gate.status == "fail" and "aftersale -4.00" in gate.detail and "product_qa" not in gate.detail
     assert business_gate(comparison=report, tolerance=0.05).status == "pass"
     assert business_gate(comparison={}, tolerance=0.02).status == "no data"
-    assert latency_gate().status == "no data"
+    assert ifeval_gate().status == "no data"
 
 
 def test_stopping_advice_after_a_regression_on_long_tail_failures(diagnosed):

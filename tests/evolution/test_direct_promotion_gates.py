@@ -8,14 +8,13 @@ latency and general-capability gates said "no data".
 import json
 
 import pytest
-from django.utils import timezone
 from evolution_testing import client_for
 
 from studio.accounts.services import api_token_create
 from studio.audit.models import AuditEvent
 from studio.harnesses.models import Label
 from studio.harnesses.services import harness_import
-from studio.jobs.models import Job
+from studio.releases.testing import ifeval_run, replay_run
 
 pytestmark = pytest.mark.django_db
 
@@ -65,17 +64,16 @@ def test_only_a_reviewer_or_admin_may_promote_even_with_an_override(personas, v1
     assert not Label.objects.filter(name="production").exists()
 
 
-def test_passing_gates_need_no_override(personas, v1, monkeypatch):
+def test_passing_gates_need_no_override(personas, v1, monkeypatch, tmp_path):
     from studio.evolution import gates
 
-    now = timezone.now()
-    Job.objects.create(kind="serving_replay", title="replay", status=Job.SUCCEEDED, finished_at=now,
-                       result={"wall_p95_s": 4.2})
-    Job.objects.create(kind="evaluation_ifeval", title="ifeval", status=Job.SUCCEEDED, finished_at=now,
-                       result={"prompt_strict": 0.7})
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    replay_run(tmp_path / "replay", checkpoint=model, harness_version=v1, walls={1: [4.2]})
+    ifeval_run(tmp_path / "eval", model=model, prompt_strict=70.0)
     passing = gates.Gate("business regression", "pass", "stage 1 of evolution #1")
-    monkeypatch.setattr(gates, "version_release_gates",
-                        lambda *, version: [passing, gates.latency_gate(), gates.ifeval_gate()])
+    monkeypatch.setattr(gates, "version_business_gate", lambda *, version: passing)
     move(client_for(personas.admin), reason="all green")
     assert Label.objects.get(name="production").version == v1
     assert not AuditEvent.objects.filter(action="evolution.gates.override").exists()

@@ -14,14 +14,14 @@ from studio.evolution.errors import EvolutionError
 from studio.evolution.models import Evolution, Proposal, Stage
 from studio.evolution.stages import candidate_build, evolution_start
 from studio.harnesses.models import Label, LabelMove
-from studio.jobs.models import Job
+from studio.releases.testing import ifeval_run, replay_run
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
 def evaluated(personas, demo_sets_dir, defect_files, tmp_path, django_capture_on_commit_callbacks):
-    """A stage whose candidate has its regression report; no replay or IFEval job has run (two gates: no data)."""
+    """A stage whose candidate has its regression report; no replay or IFEval run has finished (two gates: no data)."""
     version, dataset, endpoint = small_world(sets_dir=demo_sets_dir, files=defect_files, actor=personas.admin,
                                              size=16, tmp_path=tmp_path)
     with django_capture_on_commit_callbacks(execute=True):
@@ -50,15 +50,16 @@ def test_no_data_gates_refuse_production_without_an_override(evaluated, personas
     assert Stage.objects.get(pk=evaluated.pk).decision == ""
 
 
-def test_a_failing_gate_refuses_too_and_whitespace_is_no_reason(evaluated, personas):
-    Job.objects.create(kind="serving_replay", title="replay", status=Job.SUCCEEDED,
-                       result={"wall_p95_s": 21.5}, finished_at=evaluated.created_at)
-    Job.objects.create(kind="evaluation_ifeval", title="ifeval", status=Job.SUCCEEDED,
-                       result={"prompt_strict": 0.7}, finished_at=evaluated.created_at)
+def test_a_failing_gate_refuses_too_and_whitespace_is_no_reason(evaluated, personas, tmp_path):
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    replay_run(tmp_path / "slow", checkpoint=model, harness_version=evaluated.candidate_version, walls={1: [21.5]})
+    ifeval_run(tmp_path / "eval", model=model, prompt_strict=70.0)
     with pytest.raises(EvolutionError, match="latency: fail"):
         stage_decide(stage=evaluated, decision=Stage.PROMOTE_PRODUCTION, actor=personas.reviewer, reason="ship",
                      override_reason="   ")
-    Job.objects.filter(kind="serving_replay").update(result={"wall_p95_s": 8.0})
+    replay_run(tmp_path / "fast", checkpoint=model, harness_version=evaluated.candidate_version, walls={1: [8.0]})
     stage_decide(stage=evaluated, decision=Stage.PROMOTE_PRODUCTION, actor=personas.reviewer, reason="ship")
     stage = Stage.objects.get(pk=evaluated.pk)
     assert Label.objects.get(name=Label.PRODUCTION).version == stage.candidate_version

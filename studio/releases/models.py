@@ -1,0 +1,47 @@
+"""A release: one checkpoint, optionally its MTP draft head, and one Harness version, gated and decided.
+
+The row keeps what the manifest says (``serving.release``): the checkpoint's folder and fingerprint
+at drafting, the draft head's folder, fingerprint and card, the Harness version, the gate snapshot
+(each gate naming the run that fed it), who drafted it and who decided, when and why.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+
+class Release(models.Model):
+    DRAFT, APPROVED, REJECTED = "draft", "approved", "rejected"
+    STATUSES = [(DRAFT, "draft"), (APPROVED, "approved"), (REJECTED, "rejected")]
+
+    checkpoint_run = models.ForeignKey("training.TrainingRun", on_delete=models.PROTECT, related_name="releases",
+                                       help_text="The studio training run whose final model is released.")
+    checkpoint_path = models.CharField(max_length=500, help_text="Absolute path of the run's final/ folder.")
+    checkpoint_fingerprint = models.CharField(max_length=64, help_text=(
+        "serving.endpoint.checkpoint_info's fingerprint of the folder when the release was drafted."))
+    draft_head_path = models.CharField(max_length=500, blank=True, help_text="The MTP draft-head folder, if any.")
+    draft_head_fingerprint = models.CharField(max_length=64, blank=True)
+    draft_head_card = models.JSONField(null=True, blank=True, help_text="The head's card.json when drafted.")
+    harness_version = models.ForeignKey("harnesses.HarnessVersion", on_delete=models.PROTECT, related_name="+")
+    gates = models.JSONField(default=list, help_text="[{name, status, detail, run_id, stage_id}] as last computed.")
+    gates_at = models.DateTimeField()
+    status = models.CharField(max_length=10, choices=STATUSES, default=DRAFT, db_index=True)
+    notes = models.TextField(blank=True, help_text="What the ML engineer says about this release.")
+    drafted_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+    decided_at = models.DateTimeField(null=True, blank=True)
+    decision_reason = models.TextField(blank=True)
+    override_reason = models.TextField(blank=True, help_text="Why it was approved although a gate blocked it.")
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"release #{self.pk} ({self.status})"
+
+    @property
+    def blocking(self) -> list[dict]:
+        return [g for g in self.gates if g.get("status") != "pass"]

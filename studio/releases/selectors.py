@@ -1,0 +1,63 @@
+"""Reads for releases: lists, one release, the draft form's choices and the manifest's content."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import QuerySet
+
+from studio.releases.models import Release
+
+
+def release_list(*, limit: int = 200) -> QuerySet[Release]:
+    return Release.objects.select_related("harness_version__harness", "drafted_by", "decided_by",
+                                          "checkpoint_run")[:limit]
+
+
+def release_get(*, release_id: int) -> Release:
+    return Release.objects.select_related("harness_version__harness", "drafted_by", "decided_by",
+                                          "checkpoint_run").get(pk=release_id)
+
+
+def release_form_choices() -> dict[str, Any]:
+    """The registry's checkpoints and the studio's Harness versions (newest first) for the draft form."""
+    from studio.harnesses.models import HarnessVersion
+    from studio.training.selectors import checkpoint_choices
+
+    versions = HarnessVersion.objects.select_related("harness").order_by("harness__name", "-number")[:100]
+    return {"checkpoints": checkpoint_choices(),
+            "harness_versions": [f"{v.harness.name}@v{v.number}" for v in versions]}
+
+
+def _when(value) -> str | None:
+    return value.isoformat() if value else None
+
+
+def release_manifest(release: Release) -> dict[str, Any]:
+    """The manifest's content (format: ``serving.release``)."""
+    from harness.engine.draft import TOKEN_MAP_FILE
+    from serving.release import FORMAT
+
+    version = release.harness_version
+    head = None
+    if release.draft_head_path:
+        from pathlib import Path
+
+        head = {"path": release.draft_head_path, "fingerprint": release.draft_head_fingerprint,
+                "card": release.draft_head_card or {},
+                "token_map": TOKEN_MAP_FILE if (Path(release.draft_head_path) / TOKEN_MAP_FILE).is_file() else None}
+    return {
+        "format": FORMAT,
+        "release": {"id": release.pk, "status": release.status,
+                    "drafted_by": release.drafted_by.username if release.drafted_by else "(removed user)",
+                    "drafted_at": _when(release.created_at), "notes": release.notes,
+                    "decided_by": release.decided_by.username if release.decided_by else None,
+                    "decided_at": _when(release.decided_at), "reason": release.decision_reason,
+                    "override_reason": release.override_reason},
+        "checkpoint": {"path": release.checkpoint_path, "fingerprint": release.checkpoint_fingerprint,
+                       "run_id": release.checkpoint_run_id},
+        "draft_head": head,
+        "harness": {"name": version.harness.name, "number": version.number, "digest": version.digest},
+        "gates": release.gates,
+        "gates_at": _when(release.gates_at),
+    }

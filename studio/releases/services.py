@@ -1,0 +1,218 @@
+"""Writes for releases: check a proposed release, draft it, refresh its gates, approve or reject it.
+
+``release_check`` reads every field and collects every problem before anything is written (the
+checkpoint must be in the registry, the draft head must be adapted to that checkpoint, the Harness
+version must exist); ``release_draft`` then stores the release with its gates, all or nothing. The
+gates are ``studio.evolution.gates``'s, the same the evolution loop promotes with; approval with a
+blocking gate needs the reviewer's written override (``gates_check_promotion``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from django.contrib.auth.models import User
+from django.db import transaction
+from django.utils import timezone
+
+from studio.audit.services import audit_record
+from studio.evolution.gates import Gate, checkpoint_release_gates, gates_check_promotion
+from studio.releases.models import Release
+
+MAX_TEXT = 2000
+DECISIONS = ("approve", "reject")
+
+
+class ReleaseRefused(ValueError):
+    """What is wrong with a release's fields or a decision: {field: message}, every field named."""
+
+    def __init__(self, errors: dict[str, str]):
+        self.errors = errors
+        super().__init__("; ".join(errors.values()))
+
+
+@dataclass
+class ReleasePlan:
+    """A checked release, not yet saved: what it binds and the gates it has now."""
+
+    run: Any  # studio.training.models.TrainingRun
+    checkpoint: Path
+    fingerprint: str
+    version: Any  # studio.harnesses.models.HarnessVersion
+    draft_head: Path | None = None
+    head_fingerprint: str = ""
+    head_card: dict[str, Any] | None = None
+    gates: list[Gate] = field(default_factory=list)
+
+
+def _version(value: str):
+    from studio.harnesses.models import HarnessVersion
+    from studio.training.services import HARNESS_REF
+
+    match = HARNESS_REF.match(value)
+    if match is None:
+        return None
+    return (HarnessVersion.objects.select_related("harness")
+            .filter(harness__name=match["name"], number=int(match["number"])).first())
+
+
+def _checkpoint_entry(value: str):
+    from studio.training.selectors import checkpoint_registry
+
+    if not value.startswith("/"):
+        return None
+    try:
+        wanted = Path(value).resolve()
+    except (OSError, RuntimeError):
+        return None
+    return next((e for e in checkpoint_registry() if e.path.resolve() == wanted), None)
+
+
+def draft_head_problem(head: Path, checkpoint: Path) -> str:
+    """Why ``head`` cannot draft for ``checkpoint`` ('' when it can): the launcher's own check
+    (``serving.sglang.check_draft_head``: files, shapes, the policy its card names)."""
+    from serving.sglang import check_draft_head
+
+    if not head.is_dir():
+        return f"draft_head: {head} is not a folder on this host; give an MTP run's final/ folder or leave it empty"
+    _algorithm, problems = check_draft_head(head, checkpoint)
+    return "; ".join(problems)
+
+
+def release_check(*, checkpoint: str, draft_head: str, harness_version: str) -> ReleasePlan:
+    """The release these fields describe, with its gates now; ReleaseRefused naming every bad field."""
+    from serving.release import folder_fingerprint
+
+    errors: dict[str, str] = {}
+    checkpoint, draft_head, harness_version = checkpoint.strip(), draft_head.strip(), harness_version.strip()
+    entry = _checkpoint_entry(checkpoint) if checkpoint else None
+    if entry is None:
+        errors["checkpoint"] = ("checkpoint: choose a checkpoint of the registry (/training/checkpoints/): the final/ "
+                                "folder of a studio training run" + (f", not {checkpoint[:200]!r}" if checkpoint else ""))
+    version = _version(harness_version) if harness_version else None
+    if version is None:
+        errors["harness_version"] = ("harness_version: choose a studio Harness version as NAME@vN, e.g. "
+                                     "livestream-avatar@v1" + (f", not {harness_version[:100]!r}" if harness_version
+                                                               else ""))
+    head = None
+    if draft_head:
+        if not draft_head.startswith("/") or len(draft_head) > 500:
+            errors["draft_head"] = f"draft_head: give the absolute path of a draft-head folder, not {draft_head[:200]!r}"
+        elif entry is not None:
+            head = Path(draft_head).resolve()
+            problem = draft_head_problem(head, entry.path)
+            if problem:
+                errors["draft_head"] = problem
+    if errors:
+        raise ReleaseRefused(errors)
+    fingerprint = folder_fingerprint(entry.path)
+    plan = ReleasePlan(run=entry.run, checkpoint=entry.path.resolve(), fingerprint=fingerprint, version=version)
+    if head is not None:
+        from harness.engine.draft import read_card
+
+        plan.draft_head, plan.head_fingerprint, plan.head_card = head, folder_fingerprint(head), read_card(head)
+    plan.gates = checkpoint_release_gates(version=version, checkpoint=plan.checkpoint, fingerprint=fingerprint)
+    return plan
+
+
+def _clean_text(value: str, name: str, errors: dict[str, str], *, required: bool = False, what: str = "") -> str:
+    value = value.strip()
+    if len(value) > MAX_TEXT:
+        errors[name] = f"{name}: at most {MAX_TEXT} characters"
+    elif required and not value:
+        errors[name] = f"{name}: {what}"
+    return value
+
+
+def release_draft(*, checkpoint: str, draft_head: str, harness_version: str, notes: str, actor: User) -> Release:
+    """Check the fields, compute the gates and store the release (a draft); nothing is kept on any error."""
+    errors: dict[str, str] = {}
+    notes = _clean_text(notes, "notes", errors)
+    try:
+        plan = release_check(checkpoint=checkpoint, draft_head=draft_head, harness_version=harness_version)
+    except ReleaseRefused as refused:
+        raise ReleaseRefused({**refused.errors, **errors}) from None
+    if errors:
+        raise ReleaseRefused(errors)
+    with transaction.atomic():
+        release = Release.objects.create(
+            checkpoint_run=plan.run, checkpoint_path=str(plan.checkpoint), checkpoint_fingerprint=plan.fingerprint,
+            draft_head_path=str(plan.draft_head or ""), draft_head_fingerprint=plan.head_fingerprint,
+            draft_head_card=plan.head_card, harness_version=plan.version, gates=[g.to_dict() for g in plan.gates],
+            gates_at=timezone.now(), notes=notes, drafted_by=actor)
+        audit_record(actor=actor, action="release.draft", harness=plan.version.harness, target=f"release #{release.pk}",
+                     data={"checkpoint": str(plan.checkpoint), "fingerprint": plan.fingerprint,
+                           "draft_head": str(plan.draft_head or ""), "version": plan.version.number,
+                           "gates": {g.name: g.status for g in plan.gates}})
+    return release
+
+
+def _require_draft(release: Release) -> None:
+    if release.status != Release.DRAFT:
+        who = release.decided_by.username if release.decided_by else "someone"
+        raise ReleaseRefused({"status": f"status: release #{release.pk} was already {release.status} by {who} "
+                                        f"on {release.decided_at:%Y-%m-%d %H:%M}; draft a new release to change it"})
+
+
+@transaction.atomic
+def release_refresh_gates(*, release: Release, actor: User) -> Release:
+    """Compute a draft's gates again from the newest runs (a replay or an evaluation finished since)."""
+    release = Release.objects.select_for_update().get(pk=release.pk)
+    _require_draft(release)
+    gates = checkpoint_release_gates(version=release.harness_version, checkpoint=release.checkpoint_path,
+                                     fingerprint=release.checkpoint_fingerprint)
+    before = {g["name"]: g["status"] for g in release.gates}
+    release.gates, release.gates_at = [g.to_dict() for g in gates], timezone.now()
+    release.save(update_fields=["gates", "gates_at"])
+    audit_record(actor=actor, action="release.gates.refresh", harness=release.harness_version.harness,
+                 target=f"release #{release.pk}",
+                 data={"before": before, "after": {g.name: g.status for g in gates}})
+    return release
+
+
+@transaction.atomic
+def release_decide(*, release: Release, decision: str, reason: str, override_reason: str, actor: User) -> Release:
+    """A reviewer approves or rejects a draft. Approval goes through the gates as stored (the ones the
+    reviewer read): a blocking gate needs ``override_reason``; a checkpoint or head changed on disk
+    since drafting refuses it."""
+    from serving.release import folder_fingerprint
+    from studio.accounts.roles import user_can
+
+    if not user_can(actor, "release.approve"):
+        raise ReleaseRefused({"decision": "decision: approving or rejecting a release needs the reviewer role"})
+    release = Release.objects.select_for_update().select_related("harness_version__harness").get(pk=release.pk)
+    errors: dict[str, str] = {}
+    if decision not in DECISIONS:
+        errors["decision"] = f"decision: one of {', '.join(DECISIONS)}, not {decision[:40]!r}"
+    reason = _clean_text(reason, "reason", errors, required=True, what="say why the release is approved or rejected")
+    override_reason = _clean_text(override_reason, "override_reason", errors)
+    if errors:
+        raise ReleaseRefused(errors)
+    _require_draft(release)
+    overridden: list[Gate] = []
+    if decision == "approve":
+        try:
+            overridden = gates_check_promotion(gates=[Gate.from_dict(g) for g in release.gates],
+                                               override_reason=override_reason)
+        except ValueError as refused:
+            raise ReleaseRefused({"override_reason": f"override_reason: {refused}"}) from None
+        for name, path, recorded in (("checkpoint", release.checkpoint_path, release.checkpoint_fingerprint),
+                                     ("draft_head", release.draft_head_path, release.draft_head_fingerprint)):
+            if path and (not (Path(path) / "config.json").is_file() or folder_fingerprint(path) != recorded):
+                errors[name] = (f"{name}: {path} is no longer the folder that was drafted and gated (its fingerprint "
+                                "changed or it is gone); draft a new release for it")
+        if errors:
+            raise ReleaseRefused(errors)
+    release.status = Release.APPROVED if decision == "approve" else Release.REJECTED
+    release.decided_by, release.decided_at = actor, timezone.now()
+    release.decision_reason = reason
+    release.override_reason = override_reason if overridden else ""
+    release.save(update_fields=["status", "decided_by", "decided_at", "decision_reason", "override_reason"])
+    audit_record(actor=actor, action=f"release.{decision}", harness=release.harness_version.harness,
+                 target=f"release #{release.pk}",
+                 data={"reason": reason, "override_reason": release.override_reason,
+                       "overridden": [f"{g.name} {g.status}" for g in overridden],
+                       "version": release.harness_version.number, "checkpoint": release.checkpoint_path})
+    return release

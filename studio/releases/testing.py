@@ -1,0 +1,102 @@
+"""Run rows whose folders hold what the real commands write, for the release tests.
+
+A checkpoint is the tiny test model copied into ``RUN/sft/final``; a replay run's folder holds a
+replay record written with ``serving.record``'s ``RunWriter`` and read back by the studio's own
+reader (``read_folder_summary``: ``load_run`` recomputes the summary from the request timings);
+an evaluation run's folder holds ``eval/summary.json`` written by ``training.runs.update_json``
+in the shape ``training.self_eval`` writes. The gates read these rows exactly as they read runs
+the workers ran.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from django.utils import timezone
+
+from studio.jobs.models import Job
+from studio.training.models import TrainingRun
+
+
+def _run(*, kind: str, folder: Path, model: str = "", harness_version=None, steps=None, config=None) -> TrainingRun:
+    now = timezone.now()
+    job = Job.objects.create(kind=f"test_{kind}", title=f"{kind} for a release test", status=Job.SUCCEEDED,
+                             params={}, started_at=now, finished_at=now)
+    folder.mkdir(parents=True, exist_ok=True)
+    return TrainingRun.objects.create(kind=kind, title=f"{kind} run", folder=str(folder), config_digest="0" * 64,
+                                      model=model, harness_version=harness_version, job=job,
+                                      steps=steps or [], config=config or {})
+
+
+def _read_summary(run: TrainingRun) -> TrainingRun:
+    from studio.training.selectors import read_folder_summary
+
+    run.summary = read_folder_summary(run)
+    run.save(update_fields=["summary"])
+    return run
+
+
+def trained_checkpoint(folder: Path) -> TrainingRun:
+    """A finished SFT run whose final/ is the tiny test model (so fingerprints and head checks are real)."""
+    from harness.policies.models import tiny_model_dir
+
+    final = folder / "sft" / "final"
+    shutil.copytree(tiny_model_dir(), final)
+    return _run(kind=TrainingRun.SFT, folder=folder, model="tiny",
+                steps=[{"name": "sft", "argv": [], "config_file": "sft.yaml", "output": "sft"}],
+                config={"sft": {"max_steps": 1}})
+
+
+def replay_run(folder: Path, *, checkpoint: Path, walls: dict[int, list[float]], harness_version=None,
+               harness_digest: str = "", route: str = "") -> TrainingRun:
+    """A finished replay run that served ``checkpoint``: ``walls`` are the measured requests' wall times
+    per concurrency level. Its Harness is ``harness_version`` (the row), or only ``harness_digest`` (a
+    replay started with the demo Harness folder)."""
+    from serving.endpoint import checkpoint_info
+    from serving.record import RunWriter, utc_now
+
+    route = route or f"local:{checkpoint}"
+    run = _run(kind=TrainingRun.REPLAY, folder=folder, model=route, harness_version=harness_version)
+    writer = RunWriter(root=folder, run_id="replay")
+    for level, times in walls.items():
+        for i, wall in enumerate(times):
+            writer.record({"phase": "measured", "concurrency": level, "case_id": f"c{i}", "ok": True,
+                           "status": "answered", "wall_s": wall, "calls": [], "has_trajectory": True})
+    writer.close()
+    digest = harness_version.digest if harness_version is not None else harness_digest
+    writer.write_json("run.json", {
+        "run_id": "replay", "started_at": utc_now(), "ended_at": utc_now(), "status": "finished",
+        "route": {"route": route, "engine": "local", "checkpoint": checkpoint_info(Path(checkpoint))},
+        "harness": {"digest": digest}, "cases": {"digest": "0" * 64}, "generation": {},
+        "concurrency": sorted(walls), "levels": [{"concurrency": c} for c in sorted(walls)], "sla_s": 15.0})
+    return _read_summary(run)
+
+
+def ifeval_run(folder: Path, *, model: Path, prompt_strict: float, n: int = 5) -> TrainingRun:
+    """A finished checkpoint evaluation of ``model`` with the IFEval set (``prompt_strict`` in percent)."""
+    from training.runs import update_json
+
+    run = _run(kind=TrainingRun.EVAL, folder=folder, model=str(model))
+    (folder / "eval").mkdir(parents=True, exist_ok=True)
+    update_json(folder / "eval" / "summary.json", lambda current: current.update(
+        {"model": str(model), "ifeval": {"n": n, "prompt_strict": prompt_strict, "inst_strict": prompt_strict,
+                                         "per_prompt": []}}))
+    return _read_summary(run)
+
+
+def draft_head(checkpoint: Path, out: Path, *, card: dict | None = None) -> Path:
+    """An adapted-shape draft head for ``checkpoint`` (fresh weights), its card naming ``checkpoint``
+    unless ``card`` says otherwise (a stale head names another policy)."""
+    import torch
+
+    from harness.engine.draft import DraftHead
+    from harness.policies.local import load_model
+    from serving.endpoint import checkpoint_info
+
+    model, _ = load_model(checkpoint)
+    torch.manual_seed(0)
+    head = DraftHead.for_policy(model)
+    card = card if card is not None else {"stage": "mtp", "policy": str(checkpoint),
+                                          "policy_fingerprint": checkpoint_info(Path(checkpoint))["fingerprint"]}
+    return head.save(out, policy_config=model.config, card=card)

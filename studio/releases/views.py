@@ -1,0 +1,114 @@
+"""Pages of releases: the list, drafting one (gates shown before saving), a release's page with its
+gates, manifest and the reviewer's decision, and the manifest download.
+
+Views parse, authorise, call a service or selector, render. A form that does not validate comes
+back with status 400, every wrong field named, and nothing saved.
+"""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.http import Http404, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from serving.release import manifest_text
+from studio.accounts.decorators import requires
+from studio.releases import selectors
+from studio.releases.models import Release
+from studio.releases.services import (
+    ReleaseRefused,
+    release_check,
+    release_decide,
+    release_draft,
+    release_refresh_gates,
+)
+
+FIELDS = ("checkpoint", "draft_head", "harness_version", "notes")
+
+
+def _release_or_404(release_id: int) -> Release:
+    try:
+        return selectors.release_get(release_id=release_id)
+    except Release.DoesNotExist:
+        raise Http404(f"no release #{release_id}") from None
+
+
+@require_GET
+@requires("release.view")
+def release_list(request):
+    return render(request, "releases/release_list.html", {"releases": selectors.release_list()})
+
+
+@require_http_methods(["GET", "POST"])
+@requires("release.create")
+def release_new(request):
+    """GET: the form (fields may come prefilled from a link). POST ``action=check``: the gates the
+    release would have, nothing saved; POST ``action=draft``: save it and open its page."""
+    source = request.POST if request.method == "POST" else request.GET
+    values = {name: source.get(name, "") for name in FIELDS}  # lengths are the service's to check
+    context = {"values": values, **selectors.release_form_choices(), "errors": {}, "plan": None}
+    if request.method == "GET":
+        return render(request, "releases/release_new.html", context)
+    try:
+        if request.POST.get("action") == "check":
+            context["plan"] = release_check(checkpoint=values["checkpoint"], draft_head=values["draft_head"],
+                                            harness_version=values["harness_version"])
+            return render(request, "releases/release_new.html", context)
+        release = release_draft(checkpoint=values["checkpoint"], draft_head=values["draft_head"],
+                                harness_version=values["harness_version"], notes=values["notes"], actor=request.user)
+    except ReleaseRefused as refused:
+        context["errors"] = refused.errors
+        return render(request, "releases/release_new.html", context, status=400)
+    messages.success(request, f"release #{release.pk} drafted; a reviewer approves or rejects it here")
+    return redirect("releases:release_detail", release_id=release.pk)
+
+
+def _detail_page(request, release: Release, *, errors: dict | None = None, status: int = 200):
+    return render(request, "releases/release_detail.html", {
+        "release": release, "manifest": manifest_text(selectors.release_manifest(release)),
+        "errors": errors or {}, "posted": request.POST if errors else {}}, status=status)
+
+
+@require_GET
+@requires("release.view")
+def release_detail(request, release_id: int):
+    return _detail_page(request, _release_or_404(release_id))
+
+
+@require_POST
+@requires("release.approve")
+def release_decide_view(request, release_id: int):
+    release = _release_or_404(release_id)
+    decision = request.POST.get("decision", "")
+    try:
+        release_decide(release=release, decision=decision, reason=request.POST.get("reason", ""),
+                       override_reason=request.POST.get("override_reason", ""), actor=request.user)
+    except ReleaseRefused as refused:
+        return _detail_page(request, _release_or_404(release_id), errors=refused.errors, status=400)
+    messages.success(request, f"release #{release.pk} {'approved' if decision == 'approve' else 'rejected'}")
+    return redirect("releases:release_detail", release_id=release.pk)
+
+
+@require_POST
+@requires("release.create")
+def release_refresh(request, release_id: int):
+    release = _release_or_404(release_id)
+    try:
+        release = release_refresh_gates(release=release, actor=request.user)
+    except ReleaseRefused as refused:
+        messages.error(request, str(refused))
+        return redirect("releases:release_detail", release_id=release.pk)
+    shown = ", ".join(f"{g['name']} {g['status']}" for g in release.gates)
+    messages.success(request, f"gates computed again: {shown}")
+    return redirect("releases:release_detail", release_id=release.pk)
+
+
+@require_GET
+@requires("release.view")
+def release_manifest(request, release_id: int):
+    """The manifest as a file (``python -m serving sglang-command --release FILE``)."""
+    release = _release_or_404(release_id)
+    response = HttpResponse(manifest_text(selectors.release_manifest(release)), content_type="application/json")
+    response["Content-Disposition"] = f'attachment; filename="release-{release.pk}.json"'
+    return response
