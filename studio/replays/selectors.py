@@ -251,7 +251,7 @@ def _charts(summary: dict[str, Any], cdf: dict[int, dict[str, Any]]) -> list[dic
         return [[int(level), values[key]] for level, values in levels.items() if values.get(key) is not None]
 
     latency = {"key": "latency", "title": "Latency vs concurrency (s)", "x_label": "concurrency",
-               "y_label": "seconds", "series": []}
+               "y_label": "seconds", "x_step": 1, "series": []}
     for key, name in (("wall_p50_s", "wall P50"), ("wall_p95_s", "wall P95"), ("ttft_p50_s", "TTFT P50"),
                       ("ttft_p95_s", "TTFT P95")):
         points = by_level(key)

@@ -18,11 +18,12 @@
       data: { datasets: chart.series.map(function (s, i) {
         return { label: s.name, data: s.points.map(function (p) { return { x: p[0], y: p[1] }; }),
                  borderColor: COLORS[i % COLORS.length], backgroundColor: COLORS[i % COLORS.length],
-                 borderWidth: 2, pointRadius: chart.stepped ? 0 : 3, stepped: chart.stepped ? "after" : false,
+                 borderWidth: 2, pointRadius: chart.stepped ? 0 : 3, stepped: chart.stepped ? "before" : false,
                  parsing: false };
       }) },
       options: { animation: false, normalized: true, interaction: { mode: "nearest", intersect: false },
-                 scales: { x: { type: "linear", title: { display: true, text: chart.x_label } },
+                 scales: { x: { type: "linear", title: { display: true, text: chart.x_label },
+                               ticks: chart.x_step ? { stepSize: chart.x_step } : {} },
                            y: { beginAtZero: true, title: { display: true, text: chart.y_label } } } },
     });
     canvas.dataset.series = String(chart.series.length);
