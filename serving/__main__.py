@@ -6,6 +6,8 @@
                                      serve a checkpoint on the local engine (OpenAI-compatible), in the foreground
     sglang-command --model PATH [--draft-head PATH]
                                      print the validated SGLang launch command (GPU host)
+    sglang-command --release MANIFEST.json
+                                     the same for an approved studio release (checkpoint + draft head)
     replay --route R --harness DIR --cases FILE [--concurrency 1,2,4,8] [--warmup 10] [--measured 100]
                                      the deployment replay of SPEC §10; writes a run folder
     compare RUN_A RUN_B              per-metric ratios B / A of two runs
@@ -62,6 +64,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", help="checkpoint folder (or hub id) to serve")
     p.add_argument("--draft-head", help="adapted MTP draft-head folder (--speculative-draft-model-path)")
     p.add_argument("--profile", help="take model / draft head / name / port from this sglang profile")
+    p.add_argument("--release", help=("an approved release manifest from the studio (/releases/N/manifest.json): "
+                                      "its checkpoint and draft head, checked against their recorded fingerprints"))
     p.add_argument("--profiles", help="profiles YAML file")
     p.add_argument("--served-model-name")
     p.add_argument("--host", default="0.0.0.0")
@@ -148,6 +152,8 @@ def cmd_sglang_command(args) -> int:
     from serving.sglang import SGLangLaunch, sglang_launch_argv, sglang_launch_shell
 
     model, draft, name, port = args.model, args.draft_head, args.served_model_name, args.port
+    if args.release:
+        model, draft = _release_model(args)
     if args.profile:
         profile = resolve_route(args.profile, profiles_path=args.profiles)
         if profile.engine != "sglang":
@@ -185,6 +191,22 @@ def cmd_sglang_command(args) -> int:
     else:
         print(sglang_launch_shell(launch, check_paths=args.check_paths))
     return 0
+
+
+def _release_model(args) -> tuple[str, str | None]:
+    """(checkpoint, draft head) of an approved manifest whose folders are still the approved ones."""
+    from serving.release import ReleaseManifestError, launch_problems, read_manifest
+
+    given = [flag for flag, value in (("--model", args.model), ("--draft-head", args.draft_head),
+                                      ("--profile", args.profile)) if value]
+    if given:
+        raise ValueError(f"sglang-command: --release names the checkpoint and draft head; drop {', '.join(given)}")
+    manifest = read_manifest(args.release)
+    problems = launch_problems(manifest)
+    if problems:
+        raise ReleaseManifestError(args.release, problems)
+    head = manifest.get("draft_head")
+    return manifest["checkpoint"]["path"], head["path"] if head else None
 
 
 def cmd_replay(args) -> int:

@@ -1,0 +1,133 @@
+"""`python -m serving sglang-command --release FILE`: the launch command of an approved release, through
+the real command line. An unapproved manifest, a checkpoint or head changed on disk since approval, a
+broken or oversized file are refused with a message naming the field and a non-zero exit, never a
+traceback."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from harness.engine.draft import DraftHead
+from harness.policies.local import load_model
+from harness.policies.models import tiny_model_dir
+from serving.release import (
+    FORMAT,
+    MAX_MANIFEST_BYTES,
+    ReleaseManifestError,
+    folder_fingerprint,
+    manifest_text,
+    read_manifest,
+    write_manifest,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def release_dir(tmp_path_factory):
+    """A checkpoint (the tiny model) and an eagle draft head adapted to it."""
+    base = tmp_path_factory.mktemp("release")
+    checkpoint = base / "policy"
+    shutil.copytree(tiny_model_dir(), checkpoint)
+    model, _ = load_model(checkpoint)
+    torch.manual_seed(0)
+    card = {"stage": "mtp", "policy": str(checkpoint), "policy_fingerprint": folder_fingerprint(checkpoint)}
+    DraftHead.for_policy(model).save(base / "head", policy_config=model.config, card=card)
+    return base
+
+
+def _manifest(base: Path, *, status: str = "approved", head: bool = True) -> dict:
+    checkpoint, draft = base / "policy", base / "head"
+    return {
+        "format": FORMAT,
+        "release": {"id": 7, "status": status, "drafted_by": "mei", "drafted_at": "2026-12-02T06:00:00+00:00",
+                    "decided_by": "rafael" if status != "draft" else None, "decided_at": None, "reason": "ok",
+                    "override_reason": ""},
+        "checkpoint": {"path": str(checkpoint), "fingerprint": folder_fingerprint(checkpoint), "run_id": 4},
+        "draft_head": {"path": str(draft), "fingerprint": folder_fingerprint(draft),
+                       "card": json.loads((draft / "card.json").read_text()), "token_map": None} if head else None,
+        "harness": {"name": "livestream-avatar", "number": 2, "digest": "a" * 64},
+        "gates": [{"name": "latency", "status": "pass", "detail": "worst level C=2: wall P95 3.10 s", "run_id": 9}],
+    }
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "serving", "sglang-command", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_an_approved_manifest_gives_the_launch_command_with_its_model_and_draft_head(release_dir, tmp_path):
+    path = write_manifest(tmp_path / "release-7.json", _manifest(release_dir))
+    done = _cli("--release", str(path), "--json")
+    assert done.returncode == 0, done.stderr
+    argv = json.loads(done.stdout)
+    assert argv[argv.index("--model-path") + 1] == str(release_dir / "policy")
+    assert argv[argv.index("--speculative-draft-model-path") + 1] == str(release_dir / "head")
+    assert argv[argv.index("--speculative-algorithm") + 1] == "EAGLE"  # the head's layout picks it
+
+    without_head = write_manifest(tmp_path / "no-head.json", _manifest(release_dir, head=False))
+    done = _cli("--release", str(without_head), "--json")
+    assert done.returncode == 0, done.stderr
+    assert "--speculative-draft-model-path" not in json.loads(done.stdout)
+
+
+def test_an_unapproved_manifest_is_refused(release_dir, tmp_path):
+    path = write_manifest(tmp_path / "draft.json", _manifest(release_dir, status="draft"))
+    done = _cli("--release", str(path))
+    assert done.returncode == 2 and done.stdout == ""
+    assert "release.status: release #7 is draft, not approved" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_checkpoint_or_head_changed_since_approval_is_refused(release_dir, tmp_path):
+    base = tmp_path / "copy"
+    shutil.copytree(release_dir, base)
+    path = write_manifest(tmp_path / "release.json", _manifest(base))
+    (base / "policy" / "generation_config.json").write_text('{"temperature": 0.2}')  # retrained in place
+    (base / "head" / "config.json").write_text((base / "head" / "config.json").read_text() + " ")
+    done = _cli("--release", str(path))
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert f"checkpoint.fingerprint: {base / 'policy'} is not the folder that was approved" in done.stderr
+    assert f"draft_head.fingerprint: {base / 'head'} is not the folder that was approved" in done.stderr
+    shutil.rmtree(base / "head")
+    done = _cli("--release", str(path))
+    assert f"draft_head.path: {base / 'head'} has no config.json on this host" in done.stderr
+
+
+def test_broken_manifests_name_the_file_and_each_field(release_dir, tmp_path):
+    broken = _manifest(release_dir)
+    broken["checkpoint"]["fingerprint"] = "abc"
+    broken["release"]["status"] = "shipped"
+    del broken["harness"]["number"]
+    path = tmp_path / "broken.json"
+    path.write_text(json.dumps(broken))
+    done = _cli("--release", str(path))
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert f"{path}: not a usable release manifest" in done.stderr
+    for field in ("checkpoint.fingerprint: expected a sha256", "release.status: expected one of draft, approved",
+                  "harness.number: expected an integer"):
+        assert field in done.stderr
+    (tmp_path / "not.json").write_text("{")
+    assert "not JSON" in _cli("--release", str(tmp_path / "not.json")).stderr
+    assert "cannot be read" in _cli("--release", str(tmp_path / "missing.json")).stderr
+    done = _cli("--release", str(path), "--model", "/models/other")
+    assert done.returncode == 2 and "--release names the checkpoint and draft head; drop --model" in done.stderr
+
+
+def test_reading_is_bounded_and_writing_validates(release_dir, tmp_path):
+    big = tmp_path / "big.json"
+    big.write_text(" " * (MAX_MANIFEST_BYTES + 1))
+    with pytest.raises(ReleaseManifestError, match="larger than 1024 KiB"):
+        read_manifest(big)
+    with pytest.raises(ReleaseManifestError, match="format: expected 'harness-release/1'"):
+        manifest_text({**_manifest(release_dir), "format": "v0"})
+    good = write_manifest(tmp_path / "good.json", _manifest(release_dir))
+    assert read_manifest(good) == _manifest(release_dir)
