@@ -77,6 +77,13 @@ MATRIX = [
     ("training:run_resume", "post", "/training/runs/{stopped_run}/resume/", "training.run", {}),
     ("training:checkpoint_list", "get", "/training/checkpoints/", "training.view", None),
     ("training:checkpoint_endpoint", "post", "/training/runs/{run}/endpoint/", "endpoint.manage", {}),
+    ("releases:release_list", "get", "/releases/", "release.view", None),
+    ("releases:release_new", "get", "/releases/new/", "release.create", None),
+    ("releases:release_new", "post", "/releases/new/", "release.create", {"action": "check", "checkpoint": "{checkpoint}", "harness_version": f"{H}@v1"}),
+    ("releases:release_detail", "get", "/releases/{release}/", "release.view", None),
+    ("releases:release_manifest", "get", "/releases/{release}/manifest.json", "release.view", None),
+    ("releases:release_refresh", "post", "/releases/{release}/gates/", "release.create", {}),
+    ("releases:release_decide", "post", "/releases/{release}/decide/", "release.approve", {"decision": "reject", "reason": "r"}),
     ("replays:replay_list", "get", "/replay/", "training.view", None),
     ("replays:replay_detail", "get", "/replay/{replay}/", "training.view", None),
     ("replays:replay_compare", "get", "/replay/compare/?a={replay}&b={replay}", "training.view", None),
@@ -91,7 +98,8 @@ API_MATRIX = [
 PUBLIC = {"accounts:login", "accounts:logout"}
 # The namespaces this matrix covers: the studio core. Apps added later (e.g.
 # evolution) keep their own matrix beside their views.
-CORE_NAMESPACES = {"", "harnesses", "accounts", "jobs", "endpoints", "playground", "audit", "api", "training", "replays"}
+CORE_NAMESPACES = {"", "harnesses", "accounts", "jobs", "endpoints", "playground", "audit", "api", "training", "replays",
+                   "releases"}
 
 
 def _named_urls() -> set[str]:
@@ -149,13 +157,17 @@ def world(personas, demo_version, demo_files, settings, tmp_path):
     settings.TRAINING_RUNS_DIR = tmp_path / "runs"
     run = _trained_run(tmp_path / "trained", status=Job.SUCCEEDED)
     stopped = _trained_run(tmp_path / "stopped", status=Job.CANCELLED)
+    from studio.releases.services import release_draft
+
+    release = release_draft(checkpoint=str(run.final_dir), draft_head="", harness_version=f"{H}@v1", notes="",
+                            actor=personas.ml_engineer)
     from studio.training.models import TrainingRun
 
     replay = TrainingRun.objects.create(kind="replay", title="replay", folder=str(tmp_path / "replay"),
                                         config_digest="0" * 64, job=Job.objects.create(kind="replay_run", title="r",
                                                                                        status=Job.FAILED, params={}))
     return {"draft": draft, "conflict": conflict, "endpoint": endpoint, "job": job, "queued_job": queued,
-            "files": demo_files, "run": run, "stopped_run": stopped, "replay": replay}
+            "files": demo_files, "run": run, "stopped_run": stopped, "replay": replay, "release": release}
 
 
 def _fill(template, values: dict):
@@ -190,6 +202,7 @@ def test_permission_matrix(role, personas, world):
         values = {
             "draft": draft.pk, "conflict": world["conflict"].pk, "endpoint": world["endpoint"].pk, "job": world["job"].pk,
             "queued_job": world["queued_job"].pk, "run": world["run"].pk, "stopped_run": world["stopped_run"].pk,
+            "release": world["release"].pk, "checkpoint": str(world["run"].final_dir),
             "replay": world["replay"].pk,
             "token": 0, "role": role, "revision": draft.revision, "skill": draft.files.get(SKILL, ""), "flip": 1,
         }
