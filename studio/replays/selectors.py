@@ -216,7 +216,8 @@ def replay_dashboard(*, run: TrainingRun, max_bytes: int | None = None,
     try:
         figures = folder_figures(folder, max_bytes=max_bytes, cdf_points=cdf_points)
     except (RunRecordError, OSError) as error:
-        board.problem = f"the replay folder cannot be read: {error}"
+        board.problem = (f"nothing to show yet: {error}" if board.active
+                         else f"the replay folder cannot be read: {error}")
         return board
     board.figures = figures
     meta, summary = figures.meta, figures.summary

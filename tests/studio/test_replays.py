@@ -198,6 +198,11 @@ def test_a_running_a_failed_a_lost_and_a_damaged_replay_each_say_so(personas, tm
     assert 'data-active="yes"' in page and "running: the figures below are of the requests measured so far" in page
     assert "in progress" in _cells_row(page, "1")
 
+    opening = _replay_run(tmp_path, "opening", status=Job.RUNNING)
+    _writer_folder(opening, records=[], status="running", route=False)
+    page = client.get(f"/replay/{opening.pk}/").content.decode()
+    assert "nothing to show yet:" in page and "the replay is still opening its route; nothing is measured yet" in page
+
     failed = _replay_run(tmp_path, "failed", status=Job.FAILED,
                          error="replay: `python -m serving replay ...` exited with 2: error: route cpu-x: unknown")
     response = client.get(f"/replay/{failed.pk}/")
