@@ -20,12 +20,15 @@ def release_get(*, release_id: int) -> Release:
 
 
 def release_form_choices() -> dict[str, Any]:
-    """The registry's checkpoints and the studio's Harness versions (newest first) for the draft form."""
+    """The registry's checkpoints, the studio's MTP heads (with the policy each was adapted to) and
+    the Harness versions (newest first) for the draft form."""
     from studio.harnesses.models import HarnessVersion
-    from studio.training.selectors import checkpoint_choices
+    from studio.training.selectors import checkpoint_choices, draft_heads
 
     versions = HarnessVersion.objects.select_related("harness").order_by("harness__name", "-number")[:100]
     return {"checkpoints": checkpoint_choices(),
+            "draft_heads": [(str(h.path), f"MTP run #{h.run.pk}, adapted to {h.card.get('policy') or '(no policy named)'}")
+                            for h in draft_heads()],
             "harness_versions": [f"{v.harness.name}@v{v.number}" for v in versions]}
 
 

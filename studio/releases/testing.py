@@ -100,3 +100,12 @@ def draft_head(checkpoint: Path, out: Path, *, card: dict | None = None) -> Path
     card = card if card is not None else {"stage": "mtp", "policy": str(checkpoint),
                                           "policy_fingerprint": checkpoint_info(Path(checkpoint))["fingerprint"]}
     return head.save(out, policy_config=model.config, card=card)
+
+
+def mtp_run(folder: Path, *, checkpoint: Path, card: dict | None = None) -> TrainingRun:
+    """A finished studio MTP run whose final/ is a draft head for ``checkpoint`` (see ``draft_head``)."""
+    run = _run(kind=TrainingRun.MTP, folder=folder, model=str(checkpoint),
+               steps=[{"name": "mtp", "argv": [], "config_file": "mtp.yaml", "output": "mtp"}], config={"mtp": {}})
+    draft_head(checkpoint, run.final_dir, card=card)
+    (run.final_dir.parent / "model_card.json").write_text('{"stage": "mtp"}\n', encoding="utf-8")
+    return run

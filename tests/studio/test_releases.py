@@ -16,7 +16,7 @@ from studio_testing import client_for
 from studio.audit.models import AuditEvent
 from studio.evolution.gates import version_release_gates
 from studio.releases.models import Release
-from studio.releases.testing import draft_head, ifeval_run, replay_run, trained_checkpoint
+from studio.releases.testing import ifeval_run, mtp_run, replay_run, trained_checkpoint
 
 pytestmark = pytest.mark.django_db
 
@@ -155,15 +155,17 @@ def test_a_stale_draft_head_is_refused_with_how_to_readapt_it_and_a_fitting_one_
 
     final = checkpoint.final_dir
     mei = client_for(personas.ml_engineer)
-    stale = draft_head(final, tmp_path / "stale-head", card={"stage": "mtp", "policy": "/models/older-policy",
-                                                              "policy_fingerprint": "f" * 64})
+    stale = mtp_run(tmp_path / "runs" / "run-stale", checkpoint=final,
+                    card={"stage": "mtp", "policy": "/models/older-policy", "policy_fingerprint": "f" * 64}).final_dir
+    head = mtp_run(tmp_path / "runs" / "run-mtp", checkpoint=final).final_dir
+    form = mei.get("/releases/new/").content.decode()  # the studio's MTP heads are offered, with their policy
+    assert f'<option value="{head}">' in form and "adapted to /models/older-policy" in form
     refused = mei.post("/releases/new/", {**_form(checkpoint, demo_version, draft_head=str(stale)), "action": "check"})
     page = refused.content.decode()
     assert refused.status_code == 400 and 'data-field="draft_head"' in page
     assert "it is stale for this policy" in page and f"python -m training mtp --model {final} --init-head {stale}" in page
     assert not Release.objects.exists()
 
-    head = draft_head(final, tmp_path / "head")
     response = mei.post("/releases/new/", {**_form(checkpoint, demo_version, draft_head=str(head)), "action": "draft"})
     assert response.status_code == 302
     release = Release.objects.get()
