@@ -80,6 +80,25 @@ class AblationConfig:
     def help_texts(cls) -> dict[str, str]:
         return {f.name: f.metadata.get("help", "") for f in dataclasses.fields(cls)}
 
+    def check(self) -> str:
+        """The first problem with the sizes, as ``field: what is wrong``, or ''."""
+        for name in ("train_cases", "sft_steps", "sft_batch", "opd_steps", "rl_steps", "eval_cases",
+                     "eval_prompt_robustness", "eval_ifeval", "max_new_tokens"):
+            if getattr(self, name) < 1:
+                return f"{name}: must be at least 1, got {getattr(self, name)}"
+        for name in ("hsa_variants", "sft2_steps"):
+            if getattr(self, name) < 0:
+                return f"{name}: must be 0 or more, got {getattr(self, name)}"
+        if self.sft2_steps and self.sft2_schedule_steps < self.sft2_steps:
+            return (f"sft2_schedule_steps: the schedule ({self.sft2_schedule_steps}) must be at least "
+                    f"sft2_steps ({self.sft2_steps}) long")
+        for name in ("sft_lr", "sft2_lr"):
+            if not getattr(self, name) > 0:
+                return f"{name}: must be above 0, got {getattr(self, name)}"
+        if self.resamples < 100:
+            return f"resamples: at least 100 bootstrap resamples, got {self.resamples}"
+        return ""
+
 
 PRESETS: dict[str, AblationConfig] = {
     "cpu-small": AblationConfig(),
@@ -88,6 +107,44 @@ PRESETS: dict[str, AblationConfig] = {
                                  hsa_variants=1, sft_steps=2, sft2_steps=1, sft2_schedule_steps=2, opd_steps=2,
                                  rl_steps=1, eval_cases=3, eval_prompt_robustness=2, eval_ifeval=2, max_new_tokens=8, resamples=200),
 }
+
+
+def item_scores(eval_dir: str | Path, set_name: str, *,
+                rows: dict[str, dict[str, Any]] | None = None) -> dict[str, float] | None:
+    """Per-item scores (item id -> value in [0, 1]) of one set scored by ``python -m training eval``
+    into ``eval_dir`` (None if that set is not there): a case's AVG on T1/T2, its rubric AVG on Prompt
+    Robustness, and prompt-level strict pass/fail on IFEval (item id: the prompt's position).
+    ``rows``: the set's per-item rows, if already read."""
+    eval_dir = Path(eval_dir)
+    if set_name == "ifeval":
+        path = eval_dir / "summary.json"
+        if not path.is_file():
+            return None
+        summary = json.loads(path.read_text(encoding="utf-8"))
+        if "ifeval" not in summary:
+            return None
+        return {str(i): float(ok) for i, ok in enumerate(summary["ifeval"]["per_prompt"])}
+    if rows is None:
+        from training.self_eval import read_rows
+
+        path = eval_dir / f"{set_name}.jsonl"
+        if not path.is_file():
+            return None
+        rows = read_rows(path)
+    key = "rubric_avg" if set_name == "prompt_robustness" else "avg"
+    return {i: float(r[key] or 0.0) for i, r in rows.items()}
+
+
+def paired_difference(base: dict[str, float], cand: dict[str, float], *, resamples: int) -> dict[str, float]:
+    """Candidate minus base (x100) over the items both scored, paired item by item, with the
+    paired-bootstrap 95% interval (``evaluation.stats.paired_bootstrap``)."""
+    from evaluation.stats import paired_bootstrap
+
+    ids = sorted(set(base) & set(cand))
+    result = paired_bootstrap(baseline=[100 * base[i] for i in ids], candidate=[100 * cand[i] for i in ids],
+                              resamples=resamples)
+    return {"delta": result.delta, "low": result.low, "high": result.high,
+            "p_delta_le_zero": result.p_delta_le_zero, "n": result.n}
 
 
 class Ablation:
@@ -238,16 +295,11 @@ class Ablation:
 
     def _scores(self, model: str, set_name: str) -> dict[str, float] | None:
         """Per-item scores (id -> value) of a finished evaluation, else None."""
-        if set_name == "ifeval":
-            if not self._step_done(f"eval:{model}:ifeval"):
-                return None
-            summary = json.loads((self.root / "eval" / model / "summary.json").read_text())
-            return {str(i): float(ok) for i, ok in enumerate(summary["ifeval"]["per_prompt"])}
-        rows = self._rows(model, set_name)
-        if rows is None:
+        if not self._step_done(f"eval:{model}:{set_name}"):
             return None
-        key = "rubric_avg" if set_name == "prompt_robustness" else "avg"
-        return {i: float(r[key] or 0.0) for i, r in rows.items()}
+        if set_name == "ifeval":
+            return item_scores(self.root / "eval" / model, "ifeval")
+        return item_scores(self.root / "eval" / model, set_name, rows=self._rows(model, set_name))
 
     def _dimension(self, model: str, name: str) -> dict[str, float] | None:
         """Per-case values of one judge dimension on T2 (cases where the judge scored it)."""
@@ -303,15 +355,22 @@ class Ablation:
         return self._renamed
 
     def _bootstrap(self, base: dict[str, float], cand: dict[str, float]) -> dict[str, float]:
-        from evaluation.stats import paired_bootstrap
+        return paired_difference(base, cand, resamples=self.config.resamples)
 
-        ids = sorted(set(base) & set(cand))
-        result = paired_bootstrap(baseline=[100 * base[i] for i in ids], candidate=[100 * cand[i] for i in ids],
-                                  resamples=self.config.resamples)
-        return {"delta": result.delta, "low": result.low, "high": result.high,
-                "p_delta_le_zero": result.p_delta_le_zero, "n": result.n}
+    def step_states(self) -> list[dict[str, Any]]:
+        """Every step of the plan, in order: its name, whether it is done and its wall time (steps.json)."""
+        return [{"name": name, "done": self._step_done(name), "wall_s": self.steps.get(name, {}).get("wall_s")}
+                for name, _ in self.plan()]
 
     def write_table(self) -> dict[str, Any]:
+        """Build the table from what is done and write table.json and table.md."""
+        table = self.table()
+        (self.root / "table.json").write_text(json.dumps(table, indent=2) + "\n", encoding="utf-8")
+        (self.root / "table.md").write_text(self.markdown(table), encoding="utf-8")
+        return table
+
+    def table(self) -> dict[str, Any]:
+        """The table's data from the folder (per-item evaluation rows, steps.json); nothing is written."""
         self._read: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}  # evaluation rows read for this table
         table: dict[str, Any] = {"models": {}, "targets": {}, "wall_s": {}}
         for model in MODELS:
@@ -350,8 +409,6 @@ class Ablation:
             table["targets"]["full_pipeline_vs_base_on_IFE-P"] = {
                 **self._bootstrap(base_if, full_if), "target": "within 2 points or interval includes 0"}
         table["wall_s"] = {name: round(info.get("wall_s", 0.0), 1) for name, info in self.steps.items()}
-        (self.root / "table.json").write_text(json.dumps(table, indent=2) + "\n", encoding="utf-8")
-        (self.root / "table.md").write_text(self.markdown(table), encoding="utf-8")
         return table
 
     def markdown(self, table: dict[str, Any]) -> str:
@@ -415,6 +472,23 @@ class Ablation:
         lines += ["", "## Wall time per step", ""]
         lines += [f"- {name}: {secs:.0f} s" for name, secs in table["wall_s"].items()]
         return "\n".join(lines) + "\n"
+
+
+def read_ablation(folder: str | Path) -> dict[str, Any] | None:
+    """What an ablation folder holds, rebuilt from its files by the code that writes table.md: the
+    config it ran with (ablation_config.json), the table's data (``Ablation.table``), every step of
+    the plan with its state, and the Markdown. None when the folder holds no ablation yet."""
+    from training.base_config import config_from_dict
+
+    config_path = Path(folder) / "ablation_config.json"
+    if not config_path.is_file():
+        return None
+    config = config_from_dict(AblationConfig, json.loads(config_path.read_text(encoding="utf-8")),
+                              source=str(config_path))
+    ablation = Ablation(dataclasses.replace(config, output_dir=str(folder)))
+    table = ablation.table()
+    return {"config": dataclasses.asdict(ablation.config), "table": table, "steps": ablation.step_states(),
+            "markdown": ablation.markdown(table)}
 
 
 def run_ablation(config: AblationConfig, *, only_table: bool = False,

@@ -73,6 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_fields(p, PipelineConfig)
     p = sub.add_parser("ablation", help="Table-4-like ablation: Base, Fixed SFT, HSA-SFT, +OPD, +RL")
     p.add_argument("--preset", default="cpu-small", choices=sorted(PRESETS))
+    p.add_argument("--config", help="YAML or JSON file with the config fields (instead of a preset)")
     p.add_argument("--table-only", action="store_true", help="rewrite the table from what is done; run nothing")
     p.add_argument("--step", action="append", default=[], metavar="NAME",
                    help="run only this step if not done (repeatable), e.g. eval:hsa_sft:variant_qa; two "

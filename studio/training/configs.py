@@ -1,7 +1,8 @@
 """Forms generated from the config dataclasses: one field per dataclass field, its help text and default.
 
 A training form is ``training/*_config.py``'s dataclass (``SFTStageConfig``, ``OPDStageConfig``,
-``RLStageConfig``, ``PipelineConfig`` with its stage sections, ``MTPStageConfig``); the evaluation and replay forms are
+``RLStageConfig``, ``PipelineConfig`` with its stage sections, ``MTPStageConfig``; the ablation's
+``training.ablation.AblationConfig``); the evaluation and replay forms are
 the two small dataclasses below, one field per flag of ``python -m training eval`` and
 ``python -m serving replay``. Values are checked field by field with the training library's own
 ``coerce`` and then the dataclass's own ``check()``, so the studio says exactly what the command line
@@ -27,6 +28,7 @@ from typing import Any
 from harness.augment.pipeline import DIMS as HSA_DIMS
 from harness.policies.models import checkpoint_problem
 from harness.yamlio import dump_yaml, load_yaml
+from training.ablation import AblationConfig
 from training.base_config import ConfigError, coerce
 from training.mtp_config import MTPStageConfig
 from training.opd_config import OPDStageConfig
@@ -122,7 +124,8 @@ class ReplayRunConfig:
 
 
 CONFIG_CLASSES: dict[str, type] = {"sft": SFTStageConfig, "opd": OPDStageConfig, "rl": RLStageConfig,
-                                   "pipeline": PipelineConfig, "mtp": MTPStageConfig, "eval": EvalRunConfig,
+                                   "pipeline": PipelineConfig, "mtp": MTPStageConfig, "ablation": AblationConfig,
+                                   "eval": EvalRunConfig,
                                    "replay": ReplayRunConfig}
 SECTIONS = ("sft", "opd", "rl")
 

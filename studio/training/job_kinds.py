@@ -1,4 +1,5 @@
-"""Job kinds of the training app: the training stages, the pipeline, MTP adaptation, checkpoint evaluation, the replay.
+"""Job kinds of the training app: the training stages, the pipeline, MTP adaptation, the ablation,
+checkpoint evaluation, the replay.
 
 Training and replay jobs go to the train queue (only workers started with ``-Q train`` take them,
 so they never hold the slots evaluation jobs need); a checkpoint evaluation stays on the default
@@ -15,6 +16,10 @@ from studio.jobs.registry import JobContext, job_kind
 def run_outcome(result: dict[str, Any]) -> str:
     """What the run left, in a few words: steps trained, the scores, the replay's p95."""
     summary = (result or {}).get("summary") or {}
+    if "ablation" in summary:
+        steps = summary["ablation"]["steps"]
+        done = sum(1 for step in steps if step["done"])
+        return f"ablation: {done} of {len(steps)} steps done; the table is on the run page"
     if "head_card" in summary:
         card = summary["head_card"]
         rate = (card.get("acceptance_held_out") or {}).get("acceptance_rate")
@@ -49,6 +54,7 @@ for _name, _label, _queue in (("train_sft", "Training: HSA-SFT", "train"),
                               ("train_rl", "Training: HSA-RL", "train"),
                               ("train_pipeline", "Training: pipeline", "train"),
                               ("train_mtp", "Training: MTP draft head", "train"),
+                              ("ablation_run", "Ablation (Table 4)", "train"),
                               ("checkpoint_eval", "Checkpoint evaluation", ""),
                               ("replay_run", "Deployment replay", "train")):
     job_kind(_name, label=_label, outcome=run_outcome, queue=_queue, cancel_permission="training.run",

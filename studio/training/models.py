@@ -15,9 +15,10 @@ from django.db import models
 
 class TrainingRun(models.Model):
     SFT, OPD, RL, PIPELINE, EVAL, REPLAY = "sft", "opd", "rl", "pipeline", "eval", "replay"
-    MTP = "mtp"
+    MTP, ABLATION = "mtp", "ablation"
     KINDS = [(SFT, "HSA-SFT"), (OPD, "General OPD"), (RL, "HSA-RL"), (PIPELINE, "Pipeline (SFT -> OPD -> RL)"),
-             (MTP, "MTP draft-head adaptation"), (EVAL, "Checkpoint evaluation"), (REPLAY, "Deployment replay")]
+             (MTP, "MTP draft-head adaptation"), (ABLATION, "Ablation (Table 4)"), (EVAL, "Checkpoint evaluation"),
+             (REPLAY, "Deployment replay")]
     # kinds that train (a trainer's metrics.jsonl, checkpoint-N/, final/, resumable from a checkpoint) ...
     TRAINING_KINDS = (SFT, OPD, RL, PIPELINE, MTP)
     # ... of which these leave a policy in final/ (an MTP run leaves a draft head: not a model to serve)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from training.ablation import PRESETS as ABLATION_PRESETS
 from training.base_config import load_config
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,6 +32,12 @@ class Preset:
     @property
     def is_recipe(self) -> bool:
         return bool(self.recipe)
+
+
+def _ablation_values(name: str) -> dict[str, Any]:
+    values = dataclasses.asdict(ABLATION_PRESETS[name])
+    del values["output_dir"]  # the studio's: RUN/ablation
+    return values
 
 
 PRESETS: dict[str, Preset] = {p.name: p for p in (
@@ -66,6 +73,15 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
            "A head for a newly trained policy (the registry's link fills in the checkpoint, and as init_head "
            "the newest head of the same shape, adapted to another policy: a transplant to start from). "
            "A head made for another checkpoint is stale for this one (SGLang's launcher refuses it)."),
+    # the ablation's own presets (training.ablation.PRESETS), its output_dir replaced by the run folder
+    Preset("ablation-tiny-smoke", "ablation", "Ablation smoke test on the tiny model (tiny-smoke)",
+           "The whole Table-4 machinery on the tiny random model: six short trainings and 26 small scoring steps, "
+           "about 4-5 minutes on 2 CPU cores; the numbers mean nothing, the table and its intervals are real.",
+           values=_ablation_values("tiny-smoke")),
+    Preset("ablation-cpu-small", "ablation", "Ablation on the default model (cpu-small)",
+           "Table 4 on SmolLM2-135M-Instruct as docs/training.md reports it: hours on a CPU worker, resumable "
+           "step by step (Resume runs the steps not yet done).",
+           values=_ablation_values("cpu-small")),
     Preset("eval-quick", "eval", "Quick evaluation (10 cases per set)",
            "T1, T2 and Prompt Robustness on 10 held-out cases and IFEval on 5 prompts.",
            values={"cases": 10, "ifeval": 5}),

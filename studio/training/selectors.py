@@ -229,7 +229,62 @@ def run_dashboard(run: TrainingRun, *, max_points: int = DEFAULT_POINTS, ended: 
             _write_cache(cache_file, {"key": key, "data": data})
     with _CACHE_LOCK:
         _remember(_CURVES, memo, data)
-    return {"run": run.pk, **data, "active": active}
+    return {"run": run.pk, **data, "marks": run_marks(run), "active": active}
+
+
+def run_marks(run: TrainingRun) -> list[dict[str, Any]]:
+    """What the curves mark, at the step across the run's stages: the checkpoints the trainer keeps
+    (``checkpoint-N/``), the final model (its model card's steps) with the stage's self-evaluation
+    (``eval.json``, scored once after training), and an MTP head's held-out acceptance, measured
+    before training (step 0) and after it (its card.json). The trainers log no periodic evaluation
+    (no eval_loss rows), so no checkpoint is marked "best": that would need a score per checkpoint."""
+    from training.runs import checkpoint_step
+
+    marks: list[dict[str, Any]] = []
+    offset = 0
+    for folder in stage_folders(run):
+        for checkpoint in sorted(folder.path.glob("checkpoint-*"), key=checkpoint_step):
+            if (checkpoint / "trainer_state.json").is_file():
+                step = checkpoint_step(checkpoint)
+                marks.append({"x": offset + step, "kind": "checkpoint", "label": f"{checkpoint.name}",
+                              "stage": folder.name})
+        card_path = folder.path / "model_card.json"
+        if card_path.is_file():
+            try:
+                card = json.loads(card_path.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                card = {}
+            step = card.get("steps") if isinstance(card.get("steps"), int) else folder.total_steps
+            marks.append({"x": offset + step, "kind": "final", "label": "final", "stage": folder.name})
+            marks += _evaluation_marks(folder.path, x0=offset, x=offset + step, stage=folder.name)
+        offset += folder.total_steps
+    return marks
+
+
+def _evaluation_marks(path: Path, *, x0: int, x: int, stage: str) -> list[dict[str, Any]]:
+    marks = []
+    eval_path = path / "eval.json"
+    if eval_path.is_file():
+        try:
+            scores = json.loads(eval_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            scores = {}
+        parts = [f"{name} AVG {s['avg']:.1f}" if "avg" in s else f"{name} strict {s.get('prompt_strict', 0):.1f}"
+                 for name, s in scores.items() if isinstance(s, dict) and ("avg" in s or "prompt_strict" in s)]
+        marks.append({"x": x, "kind": "eval", "label": "self-evaluation: " + ", ".join(parts), "stage": stage})
+    head_card = path / "final" / "card.json"
+    if head_card.is_file():
+        try:
+            card = json.loads(head_card.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            card = {}
+        for key, at in (("acceptance_held_out_before", x0), ("acceptance_held_out", x)):
+            acceptance = card.get(key) or {}
+            if isinstance(acceptance.get("acceptance_rate"), int | float):
+                marks.append({"x": at, "kind": "eval", "stage": stage,
+                              "label": f"held-out acceptance {acceptance['acceptance_rate']:.3f}"
+                                       f" (length {acceptance.get('acceptance_length', 0):.2f})"})
+    return marks
 
 
 def _write_cache(path: Path, content: dict) -> None:
@@ -265,6 +320,9 @@ def read_folder_summary(run: TrainingRun) -> dict[str, Any] | None:
         if eval_path.is_file():
             summary["self_eval"] = json.loads(eval_path.read_text(encoding="utf-8"))
         return summary
+    if run.kind == TrainingRun.ABLATION:
+        data = ablation_data(run)
+        return {"ablation": {"table": data["table"], "steps": data["steps"]}} if data else None
     if run.kind == TrainingRun.EVAL:
         path = run.path / "eval" / "summary.json"
         return {"evaluation": json.loads(path.read_text(encoding="utf-8"))} if path.is_file() else None
@@ -393,3 +451,162 @@ def checkpoint_choices() -> list[tuple[str, str]]:
     """(absolute final/ path, label) of the registry's checkpoints, for the forms' model fields."""
     return [(str(entry.path), f"run #{entry.run.pk} {entry.stage}: {entry.run.title}")
             for entry in checkpoint_registry()]
+
+
+# -- the ablation ---------------------------------------------------------------------------------------
+
+_ABLATIONS: OrderedDict[tuple, dict | None] = OrderedDict()
+
+
+def _ablation_key(folder: Path) -> tuple:
+    """What the table depends on: steps.json, the config and every evaluation file (size and mtime)."""
+    key = []
+    for path in [folder / "steps.json", folder / "ablation_config.json", *sorted(folder.glob("eval/*/*"))]:
+        try:
+            stat = path.stat()
+            key.append((str(path), stat.st_size, stat.st_mtime_ns))
+        except OSError:
+            key.append((str(path),))
+    return tuple(key)
+
+
+def ablation_data(run: TrainingRun) -> dict[str, Any] | None:
+    """The ablation's table, steps and Markdown, rebuilt from the run folder by ``training.ablation``'s
+    own table code (``read_ablation``), once per change of the files it reads."""
+    from training.ablation import read_ablation
+
+    folder = run.path / TrainingRun.ABLATION
+    key = (str(folder), _ablation_key(folder))
+    with _CACHE_LOCK:
+        if key in _ABLATIONS:
+            return _ABLATIONS[key]
+    data = read_ablation(folder)
+    with _CACHE_LOCK:
+        _remember(_ABLATIONS, key, data)
+    return data
+
+
+def ablation_progress(run: TrainingRun) -> tuple[int, int]:
+    """(steps done, steps planned) of an ablation run, from its folder (no table built)."""
+    from training.ablation import Ablation, AblationConfig
+    from training.base_config import ConfigError, load_config
+
+    config_file = run.path / run.steps[0]["config_file"] if run.steps else None
+    try:
+        config = load_config(AblationConfig, config_file)
+    except (ConfigError, TypeError):
+        return 0, 0
+    states = Ablation(config).step_states()
+    return sum(1 for s in states if s["done"]), len(states)
+
+
+def ablation_dashboard(run: TrainingRun) -> dict[str, Any] | None:
+    """The ablation dashboard: the Table-4 table with intervals, the T2 step-level table, how requests
+    ended and the wall time per step, as rows in the order ``training.ablation`` writes them, and the
+    data of its charts (scores per set and model; seconds per step)."""
+    from training.ablation import (
+        LABELS,
+        MODELS,
+        OUTCOME_SETS,
+        OUTCOMES,
+        SET_LABELS,
+        STEP_DIMENSIONS,
+    )
+
+    data = ablation_data(run)
+    if data is None:
+        return None
+    table = data["table"]
+    scores = [{"model": m, "label": LABELS[m], "cells": [table["models"].get(m, {}).get(s) for s in SET_LABELS]}
+              for m in MODELS]
+    steps = [{"model": m, "label": LABELS[m],
+              "cells": [table.get("t2_steps", {}).get(m, {}).get(d) for d in STEP_DIMENSIONS]} for m in MODELS]
+    outcomes = []
+    for m in MODELS:
+        cells = []
+        for set_name in OUTCOME_SETS:
+            counts = table.get("outcomes", {}).get(m, {}).get(set_name)
+            if counts is not None:
+                counts = {**counts, "other": counts["n"] - sum(counts[name] for name in OUTCOMES)}
+            cells.append(counts)
+        outcomes.append({"model": m, "label": LABELS[m], "cells": cells})
+    chart = {"sets": list(SET_LABELS.values()),
+             "models": [{"label": row["label"], "scores": [c["score"] if c else None for c in row["cells"]]}
+                        for row in scores],
+             "steps": [{"name": s["name"], "wall_s": round(s["wall_s"], 1) if s["wall_s"] is not None else None}
+                       for s in data["steps"]]}
+    return {"config": data["config"], "set_labels": list(SET_LABELS.values()),
+            "dimension_labels": list(STEP_DIMENSIONS.values()),
+            "outcome_labels": [SET_LABELS[s].removesuffix(" AVG") for s in OUTCOME_SETS], "scores": scores,
+            "t2_steps": steps, "outcomes": outcomes, "targets": table["targets"], "steps": data["steps"],
+            "done": sum(1 for s in data["steps"] if s["done"]), "markdown": data["markdown"], "chart": chart}
+
+
+# -- comparing two checkpoints ----------------------------------------------------------------------------
+
+COMPARE_RESAMPLES = 10_000  # as the ablation (training.ablation.AblationConfig.resamples)
+
+
+@dataclass
+class SetComparison:
+    """One evaluation set scored on both checkpoints: both scores, and B - A with its interval."""
+
+    name: str
+    label: str
+    a_run: TrainingRun | None           # the evaluation run the scores come from
+    b_run: TrainingRun | None
+    a_score: float | None = None
+    b_score: float | None = None
+    a_n: int = 0
+    b_n: int = 0
+    difference: dict[str, float] | None = None
+    problem: str = ""                    # why there is no interval
+
+
+def _evaluations_of(run: TrainingRun) -> list[TrainingRun]:
+    from studio.jobs.models import Job
+
+    return list(TrainingRun.objects.filter(kind=TrainingRun.EVAL, parent=run, job__status=Job.SUCCEEDED)
+                .select_related("job").order_by("-created_at", "-id"))
+
+
+def _newest_scores(evaluations: list[TrainingRun], set_name: str):
+    from training.ablation import item_scores
+
+    for evaluation in evaluations:
+        scores = item_scores(evaluation.path / "eval", set_name)
+        if scores:
+            return evaluation, scores
+    return None, None
+
+
+def checkpoint_compare(*, a: TrainingRun, b: TrainingRun, resamples: int = COMPARE_RESAMPLES) -> list[SetComparison]:
+    """Per evaluation set, the two checkpoints' scores from their newest finished evaluation runs that
+    scored it (their per-item JSONL in RUN/eval/), and B - A paired item by item with the paired
+    bootstrap 95% interval, by the ablation's own code (``training.ablation.item_scores`` and
+    ``paired_difference``). Sets scored on different items get a message instead of an interval."""
+    from studio.training.configs import EVAL_SET_LABELS
+    from training.ablation import paired_difference
+
+    a_evals, b_evals = _evaluations_of(a), _evaluations_of(b)
+    out = []
+    for name, label in EVAL_SET_LABELS.items():
+        a_run, a_scores = _newest_scores(a_evals, name)
+        b_run, b_scores = _newest_scores(b_evals, name)
+        row = SetComparison(name=name, label=label, a_run=a_run, b_run=b_run)
+        for side, scores in (("a", a_scores), ("b", b_scores)):
+            if scores:
+                setattr(row, f"{side}_score", 100 * sum(scores.values()) / len(scores))
+                setattr(row, f"{side}_n", len(scores))
+        missing = [f"run #{run.pk}" for run, scores in ((a, a_scores), (b, b_scores)) if not scores]
+        if missing:
+            row.problem = f"not scored on {label} yet for {' and '.join(missing)}: evaluate it with this set"
+        elif set(a_scores) != set(b_scores):
+            shared = len(set(a_scores) & set(b_scores))
+            row.problem = (f"not scored on the same items: run #{a.pk}'s evaluation #{a_run.pk} has {len(a_scores)}, "
+                           f"run #{b.pk}'s evaluation #{b_run.pk} has {len(b_scores)}, {shared} in common; a paired "
+                           "interval needs the same items: evaluate both with the same number of cases")
+        else:
+            row.difference = paired_difference(a_scores, b_scores, resamples=resamples)
+        out.append(row)
+    return out

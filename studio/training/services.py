@@ -40,7 +40,7 @@ from studio.training.models import TrainingRun
 from studio.training.presets import Preset, recipe_steps
 
 JOB_KIND = {"sft": "train_sft", "opd": "train_opd", "rl": "train_rl", "pipeline": "train_pipeline",
-            "mtp": "train_mtp", "eval": "checkpoint_eval", "replay": "replay_run"}
+            "mtp": "train_mtp", "ablation": "ablation_run", "eval": "checkpoint_eval", "replay": "replay_run"}
 HARNESS_REF = re.compile(r"^(?P<name>[a-z0-9][a-z0-9_-]{0,63})@v(?P<number>\d{1,9})$")
 
 
@@ -143,7 +143,19 @@ def _plan_steps(*, kind: str, config: Any, folder: Path, preset: Preset | None) 
         return [(kind, dataclasses.replace(config, output_dir=str(folder / kind)))]
     if kind in TrainingRun.TRAINING_KINDS:
         return [(kind, dataclasses.replace(config, output_dir=str(folder / kind), resume=True))]
+    if kind == TrainingRun.ABLATION:  # resumable by running it again: it skips the steps it has done
+        return [(kind, dataclasses.replace(config, output_dir=str(folder / kind)))]
     return [(kind, config)]
+
+
+def step_argv(kind: str, config: Any, *, folder: Path, config_file: Path) -> tuple[list[str], str]:
+    """(argv after ``python -m``, the output folder's name in the run folder) of one step."""
+    if kind in TrainingRun.TRAINING_KINDS or kind == TrainingRun.ABLATION:
+        command = "pipeline" if kind == TrainingRun.PIPELINE else kind
+        return ["training", command, "--config", str(config_file)], Path(config.output_dir).name
+    if kind == TrainingRun.EVAL:
+        return config.argv(out=str(folder / "eval")), "eval"
+    return config.argv(out=str(folder)), "replay"
 
 
 def command_text(argv: list[str]) -> str:
@@ -177,13 +189,7 @@ def run_start(*, kind: str, config: Any = None, actor: User, preset: Preset | No
                     step_config = dataclasses.replace(step_config, harness=path)
                 config_file = folder / f"{name}.yaml"
                 config_file.write_text(configs.config_yaml(step_config), encoding="utf-8")
-                if kind in TrainingRun.TRAINING_KINDS:
-                    argv = ["training", "pipeline" if kind == "pipeline" else kind, "--config", str(config_file)]
-                    output = Path(step_config.output_dir).name
-                elif kind == TrainingRun.EVAL:
-                    argv, output = step_config.argv(out=str(folder / "eval")), "eval"
-                else:
-                    argv, output = step_config.argv(out=str(folder)), "replay"
+                argv, output = step_argv(kind, step_config, folder=folder, config_file=config_file)
                 steps.append({"name": name, "argv": argv, "config_file": config_file.name, "output": output})
                 resolved[name] = dataclasses.asdict(step_config)
             first = next(iter(resolved.values()))
@@ -269,6 +275,16 @@ def run_execute(*, run_id: int, context: JobContext) -> dict[str, Any]:
     reported = {"steps": -1}
 
     def tick() -> None:
+        if run.kind == TrainingRun.ABLATION:
+            from studio.training.selectors import ablation_progress
+
+            done, total = ablation_progress(run)
+            if done != reported["steps"]:
+                reported["steps"] = done
+                context.progress(int(100 * done / total) if total else 0, f"ablation step {done}/{total} done")
+            else:
+                context.progress(int(100 * done / total) if total else 0)
+            return
         if not run.is_training:
             context.progress(0)  # the cancel check; evaluation and replay report in their log
             return

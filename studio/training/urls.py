@@ -15,4 +15,5 @@ urlpatterns = [
     path("runs/<int:run_id>/resume/", views.run_resume_view, name="run_resume"),
     path("runs/<int:run_id>/endpoint/", views.checkpoint_endpoint, name="checkpoint_endpoint"),
     path("checkpoints/", views.checkpoint_list, name="checkpoint_list"),
+    path("checkpoints/compare/", views.checkpoint_compare, name="checkpoint_compare"),
 ]

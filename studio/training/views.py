@@ -24,6 +24,7 @@ from studio.training.services import (
     parse_run_form,
     run_resume,
     run_start,
+    step_argv,
 )
 
 KIND_LABELS = dict(TrainingRun.KINDS)
@@ -83,7 +84,7 @@ def _preview(kind: str, config, preset) -> dict:
     folder = Path("TRAINING_RUNS_DIR") / "run-N"
     if preset is not None and preset.is_recipe:
         steps = recipe_steps(preset, configs.CONFIG_CLASSES[kind], folder=folder)
-    elif kind in TrainingRun.TRAINING_KINDS:
+    elif kind in TrainingRun.TRAINING_KINDS or kind == TrainingRun.ABLATION:
         import dataclasses
 
         steps = [(kind, dataclasses.replace(config, output_dir=str(folder / kind)))]
@@ -92,12 +93,7 @@ def _preview(kind: str, config, preset) -> dict:
     out = []
     for name, step in steps:
         file = folder / f"{name}.yaml"
-        if kind in TrainingRun.TRAINING_KINDS:
-            argv = ["training", kind, "--config", str(file)]
-        elif kind == TrainingRun.EVAL:
-            argv = step.argv(out=str(folder / "eval"))
-        else:
-            argv = step.argv(out=str(folder))
+        argv, _ = step_argv(kind, step, folder=folder, config_file=file)
         out.append({"name": name, "file": str(file), "yaml": configs.config_yaml(step), "command": command_text(argv)})
     return {"preview_steps": out}
 
@@ -177,6 +173,7 @@ def run_detail(request, run_id: int):
         "can_cancel": job is not None and job_can_cancel(job=job, user=request.user), "can_resume": can_resume,
         "summary": run.summary or selectors.read_folder_summary(run),
         "has_model": run.is_policy and (run.final_dir / "config.json").is_file(),
+        "ablation": selectors.ablation_dashboard(run) if run.kind == TrainingRun.ABLATION else None,
         "eval_labels": configs.EVAL_SET_LABELS})
 
 
@@ -209,6 +206,37 @@ def run_resume_view(request, run_id: int):
 def checkpoint_list(request):
     return render(request, "training/checkpoint_list.html", {
         "entries": selectors.checkpoint_registry(), "eval_labels": configs.EVAL_SET_LABELS})
+
+
+def _checkpoint_param(request, name: str) -> TrainingRun | str:
+    """The run named by GET parameter ``name`` if it has a checkpoint, else the message saying why not."""
+    raw = request.GET.get(name, "")
+    valid = "give the id of a training run whose checkpoint is in the registry (run #N)"
+    if not raw.isdigit() or len(raw) > 12:
+        return f"{name}: {valid}, got {raw[:40]!r}"
+    run = TrainingRun.objects.select_related("job").filter(pk=int(raw)).first()
+    if run is None:
+        return f"{name}: there is no run #{raw}; {valid}"
+    if not run.is_policy or not (run.final_dir / "config.json").is_file():
+        return f"{name}: run #{raw} ({run.get_kind_display()}) has no trained checkpoint; {valid}"
+    return run
+
+
+@require_GET
+@requires("training.view")
+def checkpoint_compare(request):
+    """Two checkpoints side by side: per evaluation set both scores and B - A with its paired-bootstrap interval."""
+    a, b = _checkpoint_param(request, "a"), _checkpoint_param(request, "b")
+    problems = [p for p in (a, b) if isinstance(p, str)]
+    if not problems and a.pk == b.pk:
+        problems = ["b: the same run as a; choose two different checkpoints"]
+    if problems:
+        return render(request, "training/checkpoint_compare.html", {"problems": problems,
+                                                                    "entries": selectors.checkpoint_registry()},
+                      status=400)
+    return render(request, "training/checkpoint_compare.html", {
+        "a": a, "b": b, "rows": selectors.checkpoint_compare(a=a, b=b), "resamples": selectors.COMPARE_RESAMPLES,
+        "entries": selectors.checkpoint_registry()})
 
 
 @require_POST

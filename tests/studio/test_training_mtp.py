@@ -181,6 +181,10 @@ def test_a_tiny_mtp_run_on_a_worker_draws_its_per_step_curves_and_shows_its_acce
     assert {"loss", "learning_rate", "grad_norm", "draft_loss", "draft_accuracy"} <= set(charts)
     assert [s["name"] for s in charts["draft_accuracy"]["series"]] == [f"accuracy_step_{k}" for k in (1, 2, 3)]
     assert [p[0] for p in charts["draft_loss"]["series"][0]["points"]] == [2.0, 4.0]
+    before = card["acceptance_held_out_before"]["acceptance_rate"]
+    assert [(m["x"], m["label"]) for m in data["marks"] if m["kind"] == "eval"] == [
+        (0, f"held-out acceptance {before:.3f} (length {card['acceptance_held_out_before']['acceptance_length']:.2f})"),
+        (4, f"held-out acceptance {rate:.3f} (length {card['acceptance_held_out']['acceptance_length']:.2f})")]
     page = _text(client_for(personas.operator).get(f"/training/runs/{run.pk}/"))
     assert f"rate {rate:.3f}" in page and card["policy_fingerprint"][:12] in page
     assert 'id="make-endpoint"' not in page  # a head is not a model to serve

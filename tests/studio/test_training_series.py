@@ -117,3 +117,30 @@ def test_a_finished_runs_curves_are_kept_beside_its_metrics_and_redone_when_they
     metrics.write_text('{"step": 1, "loss": 4.0}\n{"step": 2, "loss": 1.5}\n{"step": 3, "loss": 1.0}\n')
     loss = next(c for c in selectors.run_dashboard(run)["charts"] if c["key"] == "loss")
     assert [p[1] for p in loss["series"][0]["points"]] == [4.0, 1.5, 1.0]
+
+
+@pytest.mark.django_db
+def test_the_curves_mark_kept_checkpoints_the_final_model_and_its_self_evaluation_across_stages(tmp_path):
+    from studio.training.selectors import run_dashboard
+
+    folder = tmp_path / "run"
+    for stage, steps in (("sft", 4), ("rl", 2)):
+        stage_dir = folder / "pipeline" / stage
+        stage_dir.mkdir(parents=True)
+        (stage_dir / "metrics.jsonl").write_text("".join(json.dumps({"step": s, "loss": 1.0}) + "\n"
+                                                         for s in range(1, steps + 1)))
+        for step in range(2, steps + 1, 2):
+            (stage_dir / f"checkpoint-{step}").mkdir()
+            (stage_dir / f"checkpoint-{step}" / "trainer_state.json").write_text("{}")
+        (stage_dir / "checkpoint-9").mkdir()  # torn: a save that did not finish is not a checkpoint
+        (stage_dir / "model_card.json").write_text(json.dumps({"stage": stage, "steps": steps}))
+    (folder / "pipeline" / "rl" / "eval.json").write_text(json.dumps(
+        {"live_qa": {"n": 2, "avg": 62.5}, "ifeval": {"n": 1, "prompt_strict": 100.0}}))
+    run = TrainingRun.objects.create(
+        kind="pipeline", title="t", folder=str(folder), config_digest="0" * 64,
+        steps=[{"name": "pipeline", "argv": [], "config_file": "pipeline.yaml", "output": "pipeline"}],
+        config={"pipeline": {"stages": ["sft", "rl"], "sft": {"max_steps": 4}, "rl": {"max_steps": 2}}})
+    marks = [(m["x"], m["kind"], m["label"]) for m in run_dashboard(run)["marks"]]
+    assert marks == [(2, "checkpoint", "checkpoint-2"), (4, "checkpoint", "checkpoint-4"), (4, "final", "final"),
+                     (6, "checkpoint", "checkpoint-2"), (6, "final", "final"),
+                     (6, "eval", "self-evaluation: live_qa AVG 62.5, ifeval strict 100.0")]

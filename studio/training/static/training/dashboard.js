@@ -5,6 +5,37 @@
   if (!root || typeof Chart === "undefined") return;
   var COLORS = ["#3056d3", "#c0392b", "#16794c", "#8a5a00", "#8e44ad", "#2c3e50", "#d35400", "#7f8c8d"];
   var charts = {};
+  var marks = [];  // checkpoints, the final model, evaluations and stage boundaries: vertical lines on every chart
+  var MARK_COLORS = { checkpoint: "#7f8c8d", final: "#16794c", eval: "#c0392b", stage: "#8a5a00" };
+  var markPlugin = {
+    id: "runMarks",
+    afterDatasetsDraw: function (chart) {
+      var x = chart.scales.x, area = chart.chartArea, ctx = chart.ctx;
+      ctx.save();
+      marks.forEach(function (m) {
+        var px = x.getPixelForValue(m.x);
+        if (px < area.left - 1 || px > area.right + 1) return;
+        ctx.strokeStyle = MARK_COLORS[m.kind] || "#333";
+        ctx.setLineDash(m.kind === "checkpoint" ? [2, 3] : [5, 3]);
+        ctx.lineWidth = m.kind === "eval" ? 2 : 1;
+        ctx.beginPath(); ctx.moveTo(px, area.top); ctx.lineTo(px, area.bottom); ctx.stroke();
+      });
+      ctx.restore();
+    },
+  };
+
+  function listMarks() {
+    var list = document.getElementById("dashboard-marks");
+    if (!list) return;
+    list.innerHTML = "";
+    marks.forEach(function (m) {
+      var li = document.createElement("li");
+      li.dataset.kind = m.kind;
+      li.textContent = "step " + m.x + ": " + m.label + (m.stage ? " (" + m.stage + ")" : "");
+      li.style.color = MARK_COLORS[m.kind] || "";
+      list.appendChild(li);
+    });
+  }
 
   function datasets(chart) {
     return chart.series.map(function (s, i) {
@@ -18,6 +49,9 @@
 
   function draw(data) {
     var holder = document.getElementById("dashboard-charts");
+    marks = (data.marks || []).concat((data.boundaries || []).filter(function (b) { return b.x > 0; })
+      .map(function (b) { return { x: b.x, kind: "stage", label: "start of " + b.name }; }));
+    listMarks();
     data.charts.forEach(function (chart) {
       var existing = charts[chart.key];
       if (existing) {
@@ -31,7 +65,7 @@
         canvas.id = "chart-" + chart.key;
         holder.appendChild(box);
         charts[chart.key] = new Chart(canvas, {
-          type: "line", data: { datasets: datasets(chart) },
+          type: "line", data: { datasets: datasets(chart) }, plugins: [markPlugin],
           options: { animation: false, normalized: true, interaction: { mode: "nearest", intersect: false },
                      scales: { x: { type: "linear", title: { display: true, text: "step" } } } },
         });

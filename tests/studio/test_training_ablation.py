@@ -1,0 +1,135 @@
+"""The ablation from the browser: a form generated from ``AblationConfig`` with the ablation's own
+presets, ``python -m training ablation --config FILE`` on the train queue, and the ablation dashboard
+on the run page, rebuilt from the run folder by ``training/ablation.py``'s table code (the same
+numbers as the table.md it writes), on the tiny-smoke preset's real output from a real worker."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from html import unescape
+
+import pytest
+from studio_testing import client_for
+
+from studio.jobs.models import Job
+from studio.jobs.registry import JOB_KINDS, queue_of
+from studio.jobs.testing import celery_worker, wait_for
+from studio.training.models import TrainingRun
+from training.ablation import PRESETS, AblationConfig
+from training.base_config import load_config
+
+
+def _text(response) -> str:
+    return unescape(response.content.decode())
+
+
+@pytest.fixture
+def runs_dir(settings, tmp_path):
+    settings.TRAINING_RUNS_DIR = tmp_path / "runs"
+    return settings.TRAINING_RUNS_DIR
+
+
+@pytest.mark.django_db
+def test_the_ablation_form_has_every_field_its_presets_values_and_the_command(personas, runs_dir):
+    client = client_for(personas.ml_engineer)
+    page = _text(client.get("/training/new/ablation/"))
+    for f in dataclasses.fields(AblationConfig):
+        if f.name == "output_dir":
+            assert 'name="output_dir"' not in page
+            continue
+        assert f'name="{f.name}"' in page and f.metadata["help"] in page, f.name
+    assert "python -m training ablation --config TRAINING_RUNS_DIR/run-N/ablation.yaml" in page
+    smoke = _text(client.get("/training/new/ablation/?preset=ablation-tiny-smoke"))
+    tiny = PRESETS["tiny-smoke"]
+    assert f'name="sft_steps" id="in-sft_steps" value="{tiny.sft_steps}"' in smoke
+    assert f'name="model" id="in-model" value="{tiny.model}"' in smoke
+    assert f'name="eval_cases" id="in-eval_cases" value="{PRESETS["cpu-small"].eval_cases}"' in _text(
+        client.get("/training/new/ablation/?preset=ablation-cpu-small"))
+    assert queue_of(JOB_KINDS["ablation_run"]) is not None
+
+    response = client.post("/training/new/ablation/?preset=ablation-tiny-smoke",
+                           {"preset": "ablation-tiny-smoke", "eval_cases": "2"})
+    assert response.status_code == 302, _text(response)[:2000]
+    run = TrainingRun.objects.get()
+    config_file = run.path / "ablation.yaml"
+    assert run.steps[0]["argv"] == ["training", "ablation", "--config", str(config_file)]
+    config = load_config(AblationConfig, config_file)
+    assert config == dataclasses.replace(tiny, eval_cases=2, output_dir=str(run.path / "ablation"))
+    assert run.job.kind == "ablation_run" and run.job.status == Job.QUEUED
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("data", "field", "message"), [
+    ({"sft_steps": "0"}, "sft_steps", "sft_steps: must be at least 1, got 0"),
+    ({"sft2_steps": "5", "sft2_schedule_steps": "2"}, "sft2_schedule_steps", "sft2_schedule_steps: the schedule"),
+    ({"resamples": "5"}, "resamples", "resamples: at least 100 bootstrap resamples, got 5"),
+    ({"model": "/etc"}, "model", "model: /etc has no config.json"),
+    ({"harness": "../x"}, "harness", "harness: '../x' is not a Harness here"),
+    ({"sft_lr": "fast"}, "sft_lr", "sft_lr: expected a number"),
+])
+def test_a_wrong_ablation_field_is_refused_naming_it_and_nothing_is_saved(personas, runs_dir, data, field, message):
+    response = client_for(personas.ml_engineer).post("/training/new/ablation/", data)
+    assert response.status_code == 400
+    page = _text(response)
+    assert message in page and f'data-field="{field}"' in page
+    assert not TrainingRun.objects.exists() and not Job.objects.exists()
+    assert not runs_dir.exists() or not any(runs_dir.iterdir())
+
+
+@pytest.mark.services
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_a_tiny_smoke_ablation_on_a_worker_shows_its_tables_rebuilt_from_the_folder(personas, settings, tmp_path):
+    settings.TRAINING_RUNS_DIR = tmp_path / "runs"
+    queue = f"test-abl-{tmp_path.name[-8:]}"
+    settings.CELERY_TRAIN_QUEUE = f"{queue}-train"
+    mei = client_for(personas.ml_engineer)
+    with celery_worker(queue=queue, also_queues=(settings.CELERY_TRAIN_QUEUE,), lease_s=30, heartbeat_s=1):
+        # tiny-smoke without its second SFT phases, to keep the run to a few minutes on 2 cores
+        response = mei.post("/training/new/ablation/?preset=ablation-tiny-smoke",
+                            {"preset": "ablation-tiny-smoke", "sft2_steps": "0", "train_cases": "4"})
+        assert response.status_code == 302, _text(response)[:2000]
+        run = TrainingRun.objects.get()
+
+        def ended():
+            job = Job.objects.get(pk=TrainingRun.objects.get(pk=run.pk).job_id)
+            return None if job.is_active else job
+
+        job = wait_for(ended, timeout=900, what="the ablation to end")
+    assert job.status == Job.SUCCEEDED, job.error + job.log_tail[-3000:]
+    folder = run.path / "ablation"
+    written = json.loads((folder / "table.json").read_text())  # what `python -m training ablation` wrote
+    steps = json.loads((folder / "steps.json").read_text())
+    assert job.outcome == f"ablation: {len(steps)} of {len(steps)} steps done; the table is on the run page"
+    assert job.progress == 100
+
+    page = _text(client_for(personas.operator).get(f"/training/runs/{run.pk}/"))
+    # Table 4: every model's scores with the interval to Base, as table.json has them
+    for model, cells in written["models"].items():
+        row = re.search(rf'<tr data-model="{model}">(.*?)</tr>', page.split('id="ablation-table"')[1]).group(1)
+        for cell in cells.values():
+            assert f"{cell['score']:.1f}" in row
+            if "vs_base" in cell:
+                b = cell["vs_base"]
+                assert f"({b['delta']:+.1f} [{b['low']:+.1f}, {b['high']:+.1f}])" in row
+    assert "pending" not in page.split('id="ablation-table"')[1].split("</table>")[0]
+    target = written["targets"]["hsa_sft_vs_fixed_sft_on_T2"]
+    assert f"hsa_sft_vs_fixed_sft_on_T2</code>: delta {target['delta']:+.1f}" in page
+    # the step-level T2 table, how requests ended, the wall time of every step
+    t2 = page.split('id="ablation-t2-steps"')[1].split("</table>")[0]
+    skill = written["t2_steps"]["base"]["skill_selection"]
+    assert f"{skill['score']:.1f} (n={skill['n']})" in t2
+    outcomes = page.split('id="ablation-outcomes"')[1].split("</table>")[0]
+    counts = written["outcomes"]["hsa_sft"]["variant_qa"]
+    assert f"{counts['replied']} ({counts['effective']} effective) / {counts['fallback']}" in outcomes
+    assert f"of {counts['n']}" in outcomes
+    for name, info in steps.items():
+        assert f"<code>{name}</code></td><td>done</td><td>{info['wall_s']:.0f} s" in page
+    assert (folder / "table.md").read_text().strip() in page  # the library's Markdown, from the same code
+    chart = json.loads(page.split('id="ablation-chart-data" type="application/json">')[1].split("</script>")[0])
+    assert chart["models"][0]["label"] == "Base" and len(chart["steps"]) == len(steps)
+    # run again: every step is done, so the ablation only rewrites its table
+    again = mei.post(f"/training/runs/{run.pk}/resume/", follow=True)
+    assert "ran to its end; start a new run to train more" in _text(again)
