@@ -10,7 +10,8 @@ and decided, and read by ``python -m serving sglang-command --release FILE`` on 
      "draft_head": null | {"path": "/runs/run-5/mtp/final", "fingerprint": "<sha256>", "card": {...},
                            "token_map": "hot_token_map.pt" | null},
      "harness": {"name": "livestream-avatar", "number": 2, "digest": "<sha256>"},
-     "gates": [{"name": "latency", "status": "pass", "detail": "...", "run_id": 7, "stage_id": null}, ...]}
+     "gates": [{"name": "latency", "status": "pass", "detail": "...", "run_id": 7, "stage_id": null}, ...],
+     "gates_at": "..."}
 
 Fingerprints are ``serving.endpoint.checkpoint_info``'s (the one the draft head's card and the
 replay record use), so the launcher can tell that the folder on disk is still the model that was
@@ -152,8 +153,7 @@ def launch_problems(data: dict[str, Any]) -> list[str]:
     release = data["release"]
     if release["status"] != "approved":
         problems.append(f"release.status: release #{release['id']} is {release['status']}, not approved; a reviewer "
-                        "approves it in the studio (/releases/{id}/) and the manifest is downloaded again".replace(
-                            "{id}", str(release["id"])))
+                        f"approves it in the studio (/releases/{release['id']}/) and the manifest is downloaded again")
     for key in ("checkpoint", "draft_head"):
         entry = data.get(key)
         if entry is None:

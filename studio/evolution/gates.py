@@ -108,12 +108,14 @@ def replay_checkpoint(run) -> dict[str, Any]:
 
 
 def _finished(kind: str):
+    from django.db.models import F
+
     from studio.jobs.models import Job
     from studio.training.models import TrainingRun
 
     return (TrainingRun.objects.select_related("job", "harness_version__harness")
             .filter(kind=kind, job__status=Job.SUCCEEDED, summary__isnull=False)
-            .order_by("-job__finished_at", "-pk")[:RECENT_RUNS])
+            .order_by(F("job__finished_at").desc(nulls_last=True), "-pk")[:RECENT_RUNS])
 
 
 def _under_version(run, version) -> bool:
