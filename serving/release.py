@@ -163,7 +163,11 @@ def launch_problems(data: dict[str, Any]) -> list[str]:
             problems.append(f"{key}.path: {folder} has no config.json on this host; copy the folder the manifest "
                             "names here (same path)")
             continue
-        now = folder_fingerprint(folder)
+        try:
+            now = folder_fingerprint(folder)
+        except OSError as exc:
+            problems.append(f"{key}.path: {folder} cannot be read on this host ({exc.strerror or exc})")
+            continue
         if now != entry["fingerprint"]:
             problems.append(f"{key}.fingerprint: {folder} is not the folder that was approved (fingerprint now "
                             f"{now[:12]}, recorded {entry['fingerprint'][:12]}): it was changed or retrained since; "
