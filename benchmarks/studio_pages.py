@@ -12,9 +12,9 @@ and template rendering but no network. Prints median and p95 per page.
 Target (issue 6): p95 under 200 ms for the diff and editor pages.
 
 The training part (issue 18) writes 50 run folders of 10,000 metrics.jsonl rows each (SFT-like
-and RL-like metrics) and times the dashboard's JSON (first view of each run: the file parsed and
-downsampled; first view in a fresh process: the curves kept beside the metrics, as a run's job
-leaves them; repeat views: from memory), the run page, the run list and the checkpoint
+and RL-like metrics) and times the dashboard's JSON (first view of each run: the file parsed into columns and
+downsampled; first view in a fresh process: the curves kept beside the metrics as JSON text, as a
+run's job leaves them; repeat views: from memory), the run page, the run list and the checkpoint
 registry, beside the job list measured in the same process as the baseline.
 Target (issue 18): dashboard p95 under 300 ms.
 """

@@ -19,7 +19,7 @@ from typing import Any
 from django.db.models import QuerySet
 
 from studio.training.models import TrainingRun
-from studio.training.series import DEFAULT_POINTS, curves
+from studio.training.series import DEFAULT_POINTS, curves_from_columns
 
 
 def run_list(*, kind: str | None = None, limit: int = 200) -> QuerySet[TrainingRun]:
@@ -65,11 +65,122 @@ def _steps_of(config: dict[str, Any]) -> int:
 
 
 @dataclass
+class Metrics:
+    """A metrics.jsonl as columns: the step of each row (the rows with an integer step, in file order),
+    one float array per numeric metric (NaN where a row has none) and what progress needs of the rows."""
+
+    steps: Any                       # numpy int64 array
+    columns: dict[str, Any]          # metric -> numpy float64 array, as long as steps
+    first_time: Any = None           # the first and last rows' "time" (an ISO string as the loggers write it)
+    last_time: Any = None
+    last_loss: float | None = None   # the loss of the last row that logged one
+
+    def __len__(self) -> int:
+        return len(self.steps)
+
+    @classmethod
+    def empty(cls) -> Metrics:
+        import numpy as np
+
+        return cls(np.zeros(0, dtype=np.int64), {})
+
+    @classmethod
+    def joined(cls, parts: list[Metrics], *, offsets: list[int] | None = None) -> Metrics:
+        """The parts one after another (``offsets`` added to each part's steps), missing metrics NaN."""
+        import numpy as np
+
+        parts_offsets = list(zip(parts, offsets or [0] * len(parts), strict=True))
+        parts_offsets = [(p, o) for p, o in parts_offsets if len(p)]
+        if not parts_offsets:
+            return cls.empty()
+        if len(parts_offsets) == 1 and not parts_offsets[0][1]:
+            return parts_offsets[0][0]
+        names = dict.fromkeys(name for p, _ in parts_offsets for name in p.columns)
+        columns = {name: np.concatenate([p.columns[name] if name in p.columns else np.full(len(p), np.nan)
+                                         for p, _ in parts_offsets]) for name in names}
+        losses = [p.last_loss for p, _ in parts_offsets if p.last_loss is not None]
+        return cls(np.concatenate([p.steps + o for p, o in parts_offsets]), columns,
+                   first_time=parts_offsets[0][0].first_time, last_time=parts_offsets[-1][0].last_time,
+                   last_loss=losses[-1] if losses else None)
+
+
+def _last_loss(columns: dict[str, Any]) -> float | None:
+    import numpy as np
+
+    loss = columns.get("loss")
+    if loss is None:
+        return None
+    finite = np.flatnonzero(np.isfinite(loss))
+    return float(loss[finite[-1]]) if len(finite) else None
+
+
+def _parse_arrow(data: bytes) -> Metrics:
+    """Parse a block of JSON lines into columns with pyarrow's reader (C++, straight to columns);
+    raises on anything it cannot read exactly as ``_parse_json`` would (then that one is used)."""
+    import io
+
+    import pyarrow as pa
+    import pyarrow.json as pj
+
+    table = pj.read_json(io.BytesIO(data), read_options=pj.ReadOptions(block_size=len(data) + 1),
+                         parse_options=pj.ParseOptions(explicit_schema=pa.schema([("time", pa.string())])))
+    if "step" not in table.column_names:
+        return Metrics.empty()
+    if not pa.types.is_integer(table.schema.field("step").type):
+        raise ValueError("step: not an integer on every row")  # json keeps the rows that have one
+    if table.column("step").null_count:
+        table = table.filter(table.column("step").is_valid())
+    columns = {}
+    for name in table.column_names:
+        kind = table.schema.field(name).type
+        if name != "step" and (pa.types.is_integer(kind) or pa.types.is_floating(kind)):
+            columns[name] = table.column(name).cast(pa.float64()).to_numpy()
+    times = table.column("time").to_pylist() if "time" in table.column_names and table.num_rows else [None]
+    return Metrics(table.column("step").to_numpy().astype("int64"), columns, first_time=times[0],
+                   last_time=times[-1], last_loss=_last_loss(columns))
+
+
+def _parse_json(data: bytes) -> Metrics:
+    """The same with the standard library, line by line where a line is broken."""
+    import numpy as np
+
+    from studio.training.series import columns_of
+
+    lines = [line for line in data.splitlines() if line.strip()]
+    try:  # one parse for the whole block (far faster than a call per line); line by line if one is broken
+        parsed = json.loads(b"[" + b",".join(lines) + b"]") if lines else []
+    except ValueError:
+        parsed = []
+        for line in lines:
+            try:
+                parsed.append(json.loads(line))
+            except ValueError:
+                continue
+    rows = [row for row in parsed if isinstance(row, dict) and type(row.get("step")) is int]
+    if not rows:
+        return Metrics.empty()
+    columns = columns_of(rows)
+    columns.pop("step", None)
+    return Metrics(np.array([row["step"] for row in rows], dtype=np.int64), columns,
+                   first_time=rows[0].get("time"), last_time=rows[-1].get("time"), last_loss=_last_loss(columns))
+
+
+def parse_metrics(data: bytes) -> Metrics:
+    """Complete JSON lines of a metrics.jsonl as ``Metrics`` (rows without an integer step left out)."""
+    if not data:
+        return Metrics.empty()
+    try:
+        return _parse_arrow(data)
+    except Exception:  # noqa: BLE001 - pyarrow missing, NaN, mixed types, a broken line: the exact, slower reader
+        return _parse_json(data)
+
+
+@dataclass
 class _Parsed:
     inode: int
     offset: int          # bytes parsed: up to the end of the last complete line
     mtime_ns: int
-    rows: list[dict]
+    metrics: Metrics
 
 
 _PARSED: OrderedDict[str, _Parsed] = OrderedDict()
@@ -85,52 +196,43 @@ def _remember(cache: OrderedDict, key, value) -> None:
         cache.popitem(last=False)
 
 
-def _metric_rows(path: Path) -> list[dict]:
-    """metrics.jsonl's rows, parsed once: a file that grew is read from where the last read ended (a
+def _metrics(path: Path) -> Metrics:
+    """metrics.jsonl as columns, parsed once: a file that grew is read from where the last read ended (a
     running trainer appends a row per step), one that shrank (a resume drops the rows after its
     checkpoint) is read again. A torn last line is left for the next read. Callers must not change it."""
     try:
         stat = path.stat()
     except OSError:
-        return []
+        return Metrics.empty()
     with _CACHE_LOCK:
         parsed = _PARSED.get(str(path))
     if parsed is not None and parsed.inode == stat.st_ino and stat.st_size >= parsed.offset:
         if stat.st_size == parsed.offset and stat.st_mtime_ns == parsed.mtime_ns:
-            return parsed.rows
-        rows, start = list(parsed.rows), parsed.offset
+            return parsed.metrics
+        before, start = parsed.metrics, parsed.offset
     else:
-        rows, start = [], 0
+        before, start = Metrics.empty(), 0
     with path.open("rb") as handle:
         handle.seek(start)
         data = handle.read()
     end = data.rfind(b"\n") + 1
-    lines = [line for line in data[:end].splitlines() if line.strip()]
-    try:  # one parse for the whole block (far faster than a call per line); line by line if one is broken
-        parsed_rows = json.loads(b"[" + b",".join(lines) + b"]") if lines else []
-    except ValueError:
-        parsed_rows = []
-        for line in lines:
-            try:
-                parsed_rows.append(json.loads(line))
-            except ValueError:
-                continue
-    rows.extend(row for row in parsed_rows if isinstance(row, dict) and isinstance(row.get("step"), int))
+    metrics = Metrics.joined([before, parse_metrics(data[:end])])
     with _CACHE_LOCK:
-        _remember(_PARSED, str(path), _Parsed(stat.st_ino, start + end, stat.st_mtime_ns, rows))
-    return rows
+        _remember(_PARSED, str(path), _Parsed(stat.st_ino, start + end, stat.st_mtime_ns, metrics))
+    return metrics
 
 
-def run_metric_rows(run: TrainingRun) -> tuple[list[dict], list[dict]]:
-    """(rows with ``x`` = the step counted across the run's stages, stage boundaries [{x, name}])."""
-    rows, boundaries, offset = [], [], 0
+def run_metrics(run: TrainingRun) -> tuple[Metrics, list[dict]]:
+    """(the run's metrics with steps counted across its stages, stage boundaries [{x, name}])."""
+    parts, offsets, boundaries, offset = [], [], [], 0
     folders = stage_folders(run)
     for folder in folders:
         if len(folders) > 1:
             boundaries.append({"x": offset, "name": folder.name})
-        rows.extend({**row, "x": offset + row["step"]} for row in _metric_rows(folder.path / "metrics.jsonl"))
+        parts.append(_metrics(folder.path / "metrics.jsonl"))
+        offsets.append(offset)
         offset += folder.total_steps
-    return rows, boundaries
+    return Metrics.joined(parts, offsets=offsets), boundaries
 
 
 @dataclass(frozen=True)
@@ -172,18 +274,18 @@ def run_progress(run: TrainingRun) -> Progress:
     eta = None
     last: dict[str, Any] = {}
     for folder in stage_folders(run):
-        rows = _metric_rows(folder.path / "metrics.jsonl")
-        step = max((r["step"] for r in rows), default=0)
+        metrics = _metrics(folder.path / "metrics.jsonl")
+        step = int(metrics.steps.max()) if len(metrics) else 0
         total += folder.total_steps
         done += min(step, folder.total_steps)
-        if rows and step < folder.total_steps:
-            first, latest = rows[0], rows[-1]
-            t0, t1 = _when(first), _when(latest)
-            if t0 and t1 and latest["step"] > first["step"]:
-                per_step = (t1 - t0).total_seconds() / (latest["step"] - first["step"])
+        if len(metrics) and step < folder.total_steps:
+            first_step, latest_step = int(metrics.steps[0]), int(metrics.steps[-1])
+            t0, t1 = _when({"time": metrics.first_time}), _when({"time": metrics.last_time})
+            if t0 and t1 and latest_step > first_step:
+                per_step = (t1 - t0).total_seconds() / (latest_step - first_step)
                 eta = per_step * (folder.total_steps - step)
-        if rows:
-            last = next((r for r in reversed(rows) if "loss" in r), rows[-1])
+        if metrics.last_loss is not None:
+            last = {"loss": metrics.last_loss}
     return Progress(done, total, eta, last)
 
 
@@ -202,34 +304,43 @@ def _stat_key(run: TrainingRun, max_points: int) -> list:
     return key
 
 
-def run_dashboard(run: TrainingRun, *, max_points: int = DEFAULT_POINTS, ended: bool = False) -> dict[str, Any]:
-    """What the dashboard draws: downsampled curves, stage boundaries, progress.
+def run_dashboard_json(run: TrainingRun, *, max_points: int = DEFAULT_POINTS, ended: bool = False) -> str:
+    """What the dashboard draws, as the JSON the browser gets: downsampled curves, stage boundaries,
+    progress, the marks on the curves and whether the run is still going.
 
-    Computed once per change of the run's metrics files: kept in memory, and for a run that has
-    ended also in ``RUN/dashboard-cache.json`` (written by the job when it ends, or by the first
-    view), so a finished run's first view in any web process reads 150 KB instead of parsing
-    10,000 rows. ``ended``: the caller knows the run has ended (its job, about to finish)."""
+    The curves are computed once per change of the run's metrics files and kept as JSON text: in
+    memory, and for a run that has ended also in ``RUN/dashboard-cache.json`` (written by the job when
+    it ends, or by the first view), so a finished run's first view in any web process reads 150 KB
+    instead of parsing 10,000 rows. Kept as text, not as lists of points: a web process holding many
+    runs' curves as Python objects pays for them in every full garbage collection (a 200-300 ms stall
+    of a random request). ``ended``: the caller knows the run has ended (its job, about to finish)."""
     key = _stat_key(run, max_points)
     active = bool(run.job and run.job.is_active) and not ended
     memo = (run.pk, json.dumps(key))
     with _CACHE_LOCK:
-        data = _CURVES.get(memo)
+        text = _CURVES.get(memo)
     cache_file = run.path / DASHBOARD_CACHE
-    if data is None and cache_file.is_file():
-        try:
-            stored = json.loads(cache_file.read_text(encoding="utf-8"))
-            data = stored["data"] if stored.get("key") == key else None
-        except (ValueError, KeyError, OSError):
-            data = None
-    if data is None:
-        rows, boundaries = run_metric_rows(run)
-        data = {"charts": curves(rows, max_points=max_points), "boundaries": boundaries,
-                "progress": run_progress(run).as_dict(), "rows": len(rows)}
-        if not active and rows and max_points == DEFAULT_POINTS:
-            _write_cache(cache_file, {"key": key, "data": data})
+    if text is None and cache_file.is_file():
+        try:  # line 1: what the curves were computed from; line 2: the curves
+            stored_key, _, stored = cache_file.read_text(encoding="utf-8").partition("\n")
+            text = stored if stored and json.loads(stored_key) == key else None
+        except (ValueError, OSError):
+            text = None
+    if text is None:
+        metrics, boundaries = run_metrics(run)
+        text = json.dumps({"charts": curves_from_columns(metrics.steps, metrics.columns, max_points=max_points),
+                           "boundaries": boundaries, "progress": run_progress(run).as_dict(), "rows": len(metrics)})
+        if not active and len(metrics) and max_points == DEFAULT_POINTS:
+            _write_cache(cache_file, json.dumps(key) + "\n" + text)
     with _CACHE_LOCK:
-        _remember(_CURVES, memo, data)
-    return {"run": run.pk, **data, "marks": run_marks(run), "active": active}
+        _remember(_CURVES, memo, text)
+    extra = json.dumps({"run": run.pk, "marks": run_marks(run), "active": active})
+    return text[:-1] + ", " + extra[1:]  # both are JSON objects: one object with the keys of both
+
+
+def run_dashboard(run: TrainingRun, *, max_points: int = DEFAULT_POINTS, ended: bool = False) -> dict[str, Any]:
+    """``run_dashboard_json`` as a dict."""
+    return json.loads(run_dashboard_json(run, max_points=max_points, ended=ended))
 
 
 def run_marks(run: TrainingRun) -> list[dict[str, Any]]:
@@ -287,12 +398,12 @@ def _evaluation_marks(path: Path, *, x0: int, x: int, stage: str) -> list[dict[s
     return marks
 
 
-def _write_cache(path: Path, content: dict) -> None:
+def _write_cache(path: Path, content: str) -> None:
     import contextlib
 
     with contextlib.suppress(OSError):  # a read-only or full disk only costs the next view a parse
         tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(content), encoding="utf-8")
+        tmp.write_text(content, encoding="utf-8")
         tmp.replace(path)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 Point = tuple[float, float]
 DEFAULT_POINTS = 400
@@ -92,26 +93,47 @@ def lttb_indices(x, y, max_points: int) -> list[int]:
 _NUMBERS = (int, float)
 
 
+def columns_of(rows: Sequence[dict]) -> dict[str, Any]:
+    """Rows as one float column per metric: the finite-or-not number of each row, NaN where a row has
+    none (json reads NaN and Infinity; a boolean or a string is not a value)."""
+    import numpy as np
+
+    n = len(rows)
+    columns: dict[str, list] = {}
+    for i, row in enumerate(rows):
+        for key, value in row.items():
+            if type(value) in _NUMBERS:
+                column = columns.get(key)
+                if column is None:
+                    column = columns[key] = [np.nan] * n
+                column[i] = value
+    return {key: np.asarray(values, dtype=float) for key, values in columns.items()}
+
+
 def curves(rows: Sequence[dict], *, max_points: int = DEFAULT_POINTS) -> list[dict]:
     """The charts that have data: ``[{key, title, series: [{name, points: [[x, y], ...], n}]}]``.
 
     ``rows`` carry ``x`` (the step across the run's stages) and the metrics."""
+    columns = columns_of(rows)
+    return curves_from_columns(columns.pop("x", None), columns, max_points=max_points)
+
+
+def curves_from_columns(xs, columns: dict, *, max_points: int = DEFAULT_POINTS) -> list[dict]:
+    """``curves`` of metrics held as columns: ``xs`` (the step across the run's stages, sorted) and one
+    float array per metric, NaN where a row has no value."""
     import numpy as np
 
-    names: set[str] = set()
-    for row in rows:
-        names.update(row)
-    xs = np.array([row["x"] for row in rows], dtype=float)
+    if xs is None or not len(xs):
+        return []
+    xs = np.asarray(xs, dtype=float)
     charts = []
     for chart in CHARTS:
-        metrics = [m for m in chart.metrics if m in names]
+        metrics = [m for m in chart.metrics if m in columns]
         if chart.pattern:
-            metrics += sorted(n for n in names if re.match(chart.pattern, n))
+            metrics += sorted(n for n in columns if re.match(chart.pattern, n))
         series = []
         for metric in metrics:
-            # finite numbers only (json reads NaN and Infinity; a boolean is not a value)
-            values = np.array([v if type(v) in _NUMBERS else np.nan for v in (row.get(metric) for row in rows)],
-                              dtype=float)
+            values = columns[metric]
             keep = np.isfinite(values)
             x, y = xs[keep], values[keep]
             if not len(x):

@@ -7,7 +7,7 @@ back with status 400, every wrong field named beside its input, and nothing save
 from __future__ import annotations
 
 from django.contrib import messages
-from django.http import Http404, JsonResponse
+from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -185,7 +185,7 @@ def run_metrics(request, run_id: int):
     raw = request.GET.get("points", str(DEFAULT_POINTS))
     if not raw.isdigit() or not 50 <= int(raw) <= 2000:
         return JsonResponse({"error": f"points: a whole number between 50 and 2000, got {raw[:40]!r}"}, status=400)
-    return JsonResponse(selectors.run_dashboard(run, max_points=int(raw)))
+    return HttpResponse(selectors.run_dashboard_json(run, max_points=int(raw)), content_type="application/json")
 
 
 @require_POST

@@ -76,6 +76,7 @@ MATRIX = [
     ("training:run_metrics", "get", "/training/runs/{run}/metrics.json", "training.view", None),
     ("training:run_resume", "post", "/training/runs/{stopped_run}/resume/", "training.run", {}),
     ("training:checkpoint_list", "get", "/training/checkpoints/", "training.view", None),
+    ("training:checkpoint_compare", "get", "/training/checkpoints/compare/?a={run}&b={stopped_run}", "training.view", None),
     ("training:checkpoint_endpoint", "post", "/training/runs/{run}/endpoint/", "endpoint.manage", {}),
     ("releases:release_list", "get", "/releases/", "release.view", None),
     ("releases:release_new", "get", "/releases/new/", "release.create", None),

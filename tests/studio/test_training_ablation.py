@@ -15,8 +15,9 @@ from studio_testing import client_for
 
 from studio.jobs.models import Job
 from studio.jobs.registry import JOB_KINDS, queue_of
-from studio.jobs.testing import celery_worker, wait_for
+from studio.jobs.testing import celery_worker
 from studio.training.models import TrainingRun
+from studio.training.testing import assert_form_refused, run_ended
 from training.ablation import PRESETS, AblationConfig
 from training.base_config import load_config
 
@@ -70,12 +71,8 @@ def test_the_ablation_form_has_every_field_its_presets_values_and_the_command(pe
     ({"sft_lr": "fast"}, "sft_lr", "sft_lr: expected a number"),
 ])
 def test_a_wrong_ablation_field_is_refused_naming_it_and_nothing_is_saved(personas, runs_dir, data, field, message):
-    response = client_for(personas.ml_engineer).post("/training/new/ablation/", data)
-    assert response.status_code == 400
-    page = _text(response)
-    assert message in page and f'data-field="{field}"' in page
-    assert not TrainingRun.objects.exists() and not Job.objects.exists()
-    assert not runs_dir.exists() or not any(runs_dir.iterdir())
+    assert_form_refused(client_for(personas.ml_engineer).post("/training/new/ablation/", data), field=field,
+                        message=message, runs_dir=runs_dir)
 
 
 @pytest.mark.services
@@ -93,11 +90,7 @@ def test_a_tiny_smoke_ablation_on_a_worker_shows_its_tables_rebuilt_from_the_fol
         assert response.status_code == 302, _text(response)[:2000]
         run = TrainingRun.objects.get()
 
-        def ended():
-            job = Job.objects.get(pk=TrainingRun.objects.get(pk=run.pk).job_id)
-            return None if job.is_active else job
-
-        job = wait_for(ended, timeout=900, what="the ablation to end")
+        job = run_ended(run, timeout=900)
     assert job.status == Job.SUCCEEDED, job.error + job.log_tail[-3000:]
     folder = run.path / "ablation"
     written = json.loads((folder / "table.json").read_text())  # what `python -m training ablation` wrote

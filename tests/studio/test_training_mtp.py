@@ -17,8 +17,9 @@ from studio_testing import client_for
 
 from studio.jobs.models import Job
 from studio.jobs.registry import JOB_KINDS, queue_of
-from studio.jobs.testing import celery_worker, wait_for
+from studio.jobs.testing import celery_worker
 from studio.training.models import TrainingRun
+from studio.training.testing import assert_form_refused, run_ended
 from training.base_config import load_config
 from training.mtp_config import MTPStageConfig
 
@@ -99,12 +100,8 @@ def test_the_mtp_form_has_every_config_field_and_runs_the_training_mtp_command(p
     ({"max_cases": "1"}, "max_cases", "max_cases: 1 must be at least 2"),
 ])
 def test_a_wrong_mtp_field_is_refused_naming_it_and_nothing_is_saved(personas, runs_dir, data, field, message):
-    response = client_for(personas.ml_engineer).post("/training/new/mtp/", data)
-    assert response.status_code == 400
-    page = _text(response)
-    assert message in page and f'data-field="{field}"' in page
-    assert not TrainingRun.objects.exists() and not Job.objects.exists()
-    assert not runs_dir.exists() or not any(runs_dir.iterdir())
+    assert_form_refused(client_for(personas.ml_engineer).post("/training/new/mtp/", data), field=field,
+                        message=message, runs_dir=runs_dir)
 
 
 @pytest.mark.django_db
@@ -166,11 +163,7 @@ def test_a_tiny_mtp_run_on_a_worker_draws_its_per_step_curves_and_shows_its_acce
         assert mei.post("/training/new/mtp/?preset=mtp-tiny", {"preset": "mtp-tiny"}).status_code == 302
         run = TrainingRun.objects.get()
 
-        def ended():
-            job = Job.objects.get(pk=TrainingRun.objects.get(pk=run.pk).job_id)
-            return None if job.is_active else job
-
-        job = wait_for(ended, timeout=300, what="the MTP run to end")
+        job = run_ended(run, timeout=300)
     assert job.status == Job.SUCCEEDED, job.error + job.log_tail[-3000:]
     assert "python -m training mtp --config" in job.log_tail
     card = json.loads((run.path / "mtp" / "final" / "card.json").read_text())

@@ -144,3 +144,24 @@ def test_the_curves_mark_kept_checkpoints_the_final_model_and_its_self_evaluatio
     assert marks == [(2, "checkpoint", "checkpoint-2"), (4, "checkpoint", "checkpoint-4"), (4, "final", "final"),
                      (6, "checkpoint", "checkpoint-2"), (6, "final", "final"),
                      (6, "eval", "self-evaluation: live_qa AVG 62.5, ifeval strict 100.0")]
+
+
+@pytest.mark.parametrize("text", [
+    "".join(json.dumps({"step": s, "time": f"2026-12-01T10:00:{s:02d}+00:00", "loss": 1 / s, "epoch": s // 2,
+                        "stage": "sft", "done": s == 3}) + "\n" for s in range(1, 6)),
+    '{"step": 1, "loss": 2}\n{"step": 2, "loss": 1.5, "kl": 0.1}\n{"loss": 9}\n{"step": 3, "loss": null}\n',
+    '{"step": 1, "loss": NaN}\n{"step": 2, "loss": Infinity, "reward": 1}\n',  # json reads these; not values
+    '{"step": 1, "loss": "high"}\n{"step": 2, "loss": 1.0}\n',                     # a string is not a value
+    '{"step": 1, "loss": 1.0}\n[1, 2]\n{"step": true, "loss": 3.0}\n{"step": 2.5}\n{"step": 4, "loss": 0.5}\n',
+])
+def test_the_fast_metrics_reader_reads_exactly_what_the_json_reader_does(text):
+    import numpy as np
+
+    from studio.training.selectors import _parse_json, parse_metrics
+
+    fast, exact = parse_metrics(text.encode()), _parse_json(text.encode())
+    assert fast.steps.tolist() == exact.steps.tolist()
+    assert sorted(fast.columns) == sorted(exact.columns)
+    for name, values in exact.columns.items():
+        np.testing.assert_array_equal(fast.columns[name], values)
+    assert (fast.first_time, fast.last_time, fast.last_loss) == (exact.first_time, exact.last_time, exact.last_loss)
