@@ -505,7 +505,6 @@ def head_for_checkpoint(path: Path, heads: list[DraftHeadEntry]) -> tuple[DraftH
     from types import SimpleNamespace
 
     from harness.engine.draft import policy_mismatch
-    from serving.endpoint import checkpoint_info
 
     try:
         policy = SimpleNamespace(**json.loads((path / "config.json").read_text(encoding="utf-8")))
@@ -520,10 +519,37 @@ def head_for_checkpoint(path: Path, heads: list[DraftHeadEntry]) -> tuple[DraftH
             continue
     if not fits:
         return None, None
-    fingerprint = checkpoint_info(path)["fingerprint"]
+    fingerprint = _fingerprint(path)
     own = next((h for h in fits if h.card.get("policy_fingerprint") == fingerprint), None)
     stale = next((h for h in fits if h.card.get("policy_fingerprint") != fingerprint), None)
     return own, stale
+
+
+_FINGERPRINTS: OrderedDict[tuple, str] = OrderedDict()
+
+
+def _fingerprint(path: Path) -> str:
+    """``serving.endpoint.checkpoint_info``'s fingerprint, read again only when a file it covers changes
+    (it reads each weight file's first and last MiB: 2 MiB a checkpoint for every registry view)."""
+    from serving.endpoint import checkpoint_info
+
+    files = [path / "config.json", path / "generation_config.json", *sorted(path.glob("*.safetensors")),
+             *sorted(path.glob("*.bin"))]
+    key = (str(path), *((f.name, st.st_size, st.st_mtime_ns) for f in files if (st := _stat(f)) is not None))
+    with _CACHE_LOCK:
+        known = _FINGERPRINTS.get(key)
+    if known is None:
+        known = checkpoint_info(path)["fingerprint"]
+        with _CACHE_LOCK:
+            _remember(_FINGERPRINTS, key, known)
+    return known
+
+
+def _stat(path: Path):
+    try:
+        return path.stat()
+    except OSError:
+        return None
 
 
 def checkpoint_registry() -> list[CheckpointEntry]:
