@@ -107,12 +107,22 @@ def release_check(*, checkpoint: str, draft_head: str, harness_version: str) -> 
                 errors["draft_head"] = problem
     if errors:
         raise ReleaseRefused(errors)
-    fingerprint = folder_fingerprint(entry.path)
+    fingerprints = {}
+    for name, folder in (("checkpoint", entry.path), ("draft_head", head)):
+        if folder is None:
+            continue
+        try:
+            fingerprints[name] = folder_fingerprint(folder)
+        except OSError as error:  # a folder the web process cannot read: named, never a 500
+            errors[name] = f"{name}: {folder} cannot be read on this host ({error.strerror or error}); check its files"
+    if errors:
+        raise ReleaseRefused(errors)
+    fingerprint = fingerprints["checkpoint"]
     plan = ReleasePlan(run=entry.run, checkpoint=entry.path.resolve(), fingerprint=fingerprint, version=version)
     if head is not None:
         from harness.engine.draft import read_card
 
-        plan.draft_head, plan.head_fingerprint, plan.head_card = head, folder_fingerprint(head), read_card(head)
+        plan.draft_head, plan.head_fingerprint, plan.head_card = head, fingerprints["draft_head"], read_card(head)
     plan.gates = checkpoint_release_gates(version=version, checkpoint=plan.checkpoint, fingerprint=fingerprint)
     return plan
 
@@ -173,11 +183,20 @@ def release_refresh_gates(*, release: Release, actor: User) -> Release:
 
 
 @transaction.atomic
+def _fingerprint_or_none(path: str) -> str | None:
+    """The folder's fingerprint now, or None when it cannot be read (then it is not what was gated)."""
+    from serving.release import folder_fingerprint
+
+    try:
+        return folder_fingerprint(path)
+    except OSError:
+        return None
+
+
 def release_decide(*, release: Release, decision: str, reason: str, override_reason: str, actor: User) -> Release:
     """A reviewer approves or rejects a draft. Approval goes through the gates as stored (the ones the
     reviewer read): a blocking gate needs ``override_reason``; a checkpoint or head changed on disk
     since drafting refuses it."""
-    from serving.release import folder_fingerprint
     from studio.accounts.roles import user_can
 
     if not user_can(actor, "release.approve"):
@@ -200,7 +219,7 @@ def release_decide(*, release: Release, decision: str, reason: str, override_rea
             raise ReleaseRefused({"override_reason": f"override_reason: {refused}"}) from None
         for name, path, recorded in (("checkpoint", release.checkpoint_path, release.checkpoint_fingerprint),
                                      ("draft_head", release.draft_head_path, release.draft_head_fingerprint)):
-            if path and (not (Path(path) / "config.json").is_file() or folder_fingerprint(path) != recorded):
+            if path and (not (Path(path) / "config.json").is_file() or _fingerprint_or_none(path) != recorded):
                 errors[name] = (f"{name}: {path} is no longer the folder that was drafted and gated (its fingerprint "
                                 "changed or it is gone); draft a new release for it")
         if errors:

@@ -149,6 +149,16 @@ def test_every_wrong_field_is_named_with_a_400_and_nothing_is_saved(personas, de
     assert not Release.objects.exists() and not AuditEvent.objects.filter(action__startswith="release.").exists()
 
 
+def test_a_checkpoint_the_web_process_cannot_read_is_named_with_a_400(personas, demo_version, checkpoint):
+    (checkpoint.final_dir / "broken.safetensors").mkdir()  # unreadable as a file, even for root
+    response = client_for(personas.ml_engineer).post("/releases/new/", {**_form(checkpoint, demo_version),
+                                                                        "action": "draft"})
+    page = response.content.decode()
+    assert response.status_code == 400
+    assert 'data-field="checkpoint"' in page and "cannot be read on this host" in page
+    assert not Release.objects.exists()
+
+
 def test_a_stale_draft_head_is_refused_with_how_to_readapt_it_and_a_fitting_one_is_recorded(
         personas, demo_version, checkpoint, tmp_path):
     from serving.endpoint import checkpoint_info
