@@ -552,9 +552,9 @@ def _stat(path: Path):
         return None
 
 
-def checkpoint_registry() -> list[CheckpointEntry]:
+def checkpoint_registry(*, with_heads: bool = True) -> list[CheckpointEntry]:
     """Every studio training run whose final model exists, newest first, with the evaluations of it
-    and the draft head adapted to it (a head is not a checkpoint: MTP runs are not rows here)."""
+    and (``with_heads``) the draft head adapted to it (a head is not a checkpoint: MTP runs are not rows here)."""
     from studio.harnesses.models import HarnessVersion
 
     runs = [r for r in run_list(limit=500) if r.is_policy]
@@ -577,7 +577,7 @@ def checkpoint_registry() -> list[CheckpointEntry]:
     versions = {v.digest: v for v in HarnessVersion.objects.filter(digest__in=digests).select_related("harness")}
     for entry in entries:
         entry.harness_version = entry.harness_version or versions.get(entry.card.get("harness_digest"))
-    heads = draft_heads()
+    heads = draft_heads() if with_heads else []
     if heads:  # fingerprints read a checkpoint's first and last MiB: only when there are heads to match
         for entry in entries:
             entry.draft_head, entry.stale_head = head_for_checkpoint(entry.path, heads)
@@ -587,7 +587,7 @@ def checkpoint_registry() -> list[CheckpointEntry]:
 def checkpoint_choices() -> list[tuple[str, str]]:
     """(absolute final/ path, label) of the registry's checkpoints, for the forms' model fields."""
     return [(str(entry.path), f"run #{entry.run.pk} {entry.stage}: {entry.run.title}")
-            for entry in checkpoint_registry()]
+            for entry in checkpoint_registry(with_heads=False)]
 
 
 # -- the ablation ---------------------------------------------------------------------------------------

@@ -232,11 +232,11 @@ def checkpoint_compare(request):
         problems = ["b: the same run as a; choose two different checkpoints"]
     if problems:
         return render(request, "training/checkpoint_compare.html", {"problems": problems,
-                                                                    "entries": selectors.checkpoint_registry()},
+                                                                    "entries": selectors.checkpoint_registry(with_heads=False)},
                       status=400)
     return render(request, "training/checkpoint_compare.html", {
         "a": a, "b": b, "rows": selectors.checkpoint_compare(a=a, b=b), "resamples": selectors.COMPARE_RESAMPLES,
-        "entries": selectors.checkpoint_registry()})
+        "entries": selectors.checkpoint_registry(with_heads=False)})
 
 
 @require_POST
