@@ -90,8 +90,9 @@ class ReplayRunConfig:
     harness: str = field(default="demo", metadata={"help": (
         "Harness the agent runs under: 'demo' or a studio version, NAME@vN.")})
     cases: str = field(default="", metadata={"help": (
-        "Replay case file on the workers (absolute path; `python -m evaluation generate` writes "
-        "data/world/replay.jsonl).")})
+        "Replay case file on the workers (absolute path). The form starts with the demo's 110 cases "
+        "(written by `manage.py seed_evolution_demo`) when they exist; `python -m evaluation generate` "
+        "writes others.")})
     concurrency: list[int] = field(default_factory=lambda: [1, 2], metadata={"help": (
         "Concurrency levels, e.g. 1,2,4,8: C requests in flight at once.")})
     warmup: int = field(default=1, metadata={"help": "Warm-up cases per level (not measured)."})

@@ -69,10 +69,16 @@ def _preset(request, kind: str):
 def _base_config(kind: str, preset, request):
     cls = configs.CONFIG_CLASSES[kind]
     config = preset_config(preset, cls) if preset is not None and not preset.is_recipe else cls()
+    import dataclasses
+
+    if kind == TrainingRun.REPLAY and not config.cases:
+        from studio.evolution.seeding import demo_set_file
+
+        demo_cases = demo_set_file("replay")  # the demo's 110 replay cases, once seed_evolution_demo wrote them
+        if demo_cases is not None:
+            config = dataclasses.replace(config, cases=str(demo_cases))
     prefill = {name: request.GET[name] for name in PREFILL if name in request.GET and hasattr(config, name)}
     if prefill:  # shown in the form only; checked when the form is sent
-        import dataclasses
-
         config = dataclasses.replace(config, **{k: v[: configs.MAX_VALUE_CHARS] for k, v in prefill.items()})
     return config
 

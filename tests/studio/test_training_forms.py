@@ -290,3 +290,36 @@ def test_a_wrong_path_and_a_wrong_number_are_named_together(personas, runs_dir):
     assert response.status_code == 400
     assert "model: /etc has no config.json" in page and "max_steps: must be at least 1, got 0" in page
     _nothing_saved(runs_dir)
+
+
+def test_the_replay_form_starts_with_the_demo_replay_cases_once_the_demo_is_seeded(personas, settings, tmp_path):
+    from evaluation.world.sets import SET_FILES
+    from studio.evolution.seeding import demo_folder
+
+    settings.VAR_DIR = tmp_path / "var"
+    mei = client_for(personas.ml_engineer)
+    assert 'name="cases" id="in-cases" value=""' in mei.get("/training/new/replay/").content.decode()
+    cases = demo_folder() / SET_FILES["replay"]
+    cases.parent.mkdir(parents=True)
+    cases.write_text("{}\n")
+    page = mei.get("/training/new/replay/").content.decode()
+    assert f'name="cases" id="in-cases" value="{cases}"' in page and f"--cases {cases}" in page
+    linked = mei.get("/training/new/replay/?cases=/elsewhere.jsonl").content.decode()  # a link's value wins
+    assert 'id="in-cases" value="/elsewhere.jsonl"' in linked
+
+
+def test_the_registry_offers_a_replay_and_a_release_of_each_checkpoint_to_whoever_may_start_them(personas, settings,
+                                                                                             tmp_path):
+    from urllib.parse import quote
+
+    from studio.releases.testing import trained_checkpoint
+
+    settings.TRAINING_RUNS_DIR = tmp_path / "runs"
+    run = trained_checkpoint(tmp_path / "runs" / "run-ckpt")
+    page = unescape(client_for(personas.ml_engineer).get("/training/checkpoints/").content.decode())
+    assert f'href="/training/new/replay/?route=local:{quote(str(run.final_dir))}"' in page
+    assert f'href="/releases/new/?checkpoint={quote(str(run.final_dir))}"' in page
+    replay_form = client_for(personas.ml_engineer).get(f"/training/new/replay/?route=local:{run.final_dir}")
+    assert f'value="local:{run.final_dir}"' in replay_form.content.decode()
+    operator = unescape(client_for(personas.operator).get("/training/checkpoints/").content.decode())
+    assert "/training/new/replay/" not in operator and "/releases/new/" not in operator
