@@ -182,7 +182,6 @@ def release_refresh_gates(*, release: Release, actor: User) -> Release:
     return release
 
 
-@transaction.atomic
 def _fingerprint_or_none(path: str) -> str | None:
     """The folder's fingerprint now, or None when it cannot be read (then it is not what was gated)."""
     from serving.release import folder_fingerprint
@@ -193,6 +192,7 @@ def _fingerprint_or_none(path: str) -> str | None:
         return None
 
 
+@transaction.atomic
 def release_decide(*, release: Release, decision: str, reason: str, override_reason: str, actor: User) -> Release:
     """A reviewer approves or rejects a draft. Approval goes through the gates as stored (the ones the
     reviewer read): a blocking gate needs ``override_reason``; a checkpoint or head changed on disk

@@ -242,3 +242,16 @@ def test_a_harness_promotion_reads_the_checkpoint_of_the_newest_approved_release
     assert gates["latency"].status == "pass" and gates["latency"].run_id == mine.pk
     assert f"the checkpoint of release #{release.pk}, the newest approved" in gates["latency"].detail
     assert gates["general capability"].status == "no data"  # the released checkpoint has no IFEval run
+
+
+@pytest.mark.django_db(transaction=True)
+def test_deciding_and_refreshing_lock_the_release_in_their_own_transaction(personas, demo_version, checkpoint):
+    """As a web request runs them (autocommit, no test transaction around them): the row lock
+    (select_for_update) must sit inside the service's own transaction, or PostgreSQL refuses it."""
+    mei = client_for(personas.ml_engineer)
+    mei.post("/releases/new/", {**_form(checkpoint, demo_version), "action": "draft"})
+    release = Release.objects.get()
+    assert mei.post(f"/releases/{release.pk}/gates/").status_code == 302
+    approved = client_for(personas.reviewer).post(f"/releases/{release.pk}/decide/", {
+        "decision": "approve", "reason": "r", "override_reason": "no evolution stage for v1 yet"})
+    assert approved.status_code == 302 and Release.objects.get().status == Release.APPROVED
