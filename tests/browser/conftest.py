@@ -58,6 +58,22 @@ def demo(people):
 
 
 @pytest.fixture
+def replay_cases(tmp_path):
+    """replay_cases(n) -> a replay case file holding the first n cases of a generated world's replay set."""
+    from evaluation.world.sets import generate
+
+    def make(n: int):
+        world = tmp_path / "world"
+        if not world.is_dir():
+            generate(out=world, seed=3, check=False)
+        cases = world / f"replay-{n}.jsonl"
+        cases.write_text("".join((world / "replay.jsonl").read_text().splitlines(keepends=True)[:n]))
+        return cases
+
+    return make
+
+
+@pytest.fixture
 def sign_in(browser, live_server):
     """sign_in(username) -> a Playwright page signed in as that user, in its own browser context."""
     contexts = []

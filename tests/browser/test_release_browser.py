@@ -31,9 +31,8 @@ def _finished(run, timeout: float):
     return TrainingRun.objects.get(pk=run.pk)
 
 
-def _gated_checkpoint(people, tmp_path):
+def _gated_checkpoint(people, cases):
     """(checkpoint run, replay run, IFEval run), each started with run_start and run by the worker."""
-    from evaluation.world.sets import generate
     from studio.training.configs import EvalRunConfig, ReplayRunConfig, SFTStageConfig
     from studio.training.presets import PRESETS, preset_config
     from studio.training.services import run_start
@@ -43,10 +42,6 @@ def _gated_checkpoint(people, tmp_path):
     sft = run_start(kind="sft", config=dataclasses.replace(preset_config(preset, SFTStageConfig), max_steps=1),
                     actor=mei, preset=preset)
     final = _finished(sft, timeout=400).final_dir
-    world = tmp_path / "world"
-    generate(out=world, seed=3, check=False)
-    cases = world / "replay-small.jsonl"
-    cases.write_text("".join((world / "replay.jsonl").read_text().splitlines(keepends=True)[:2]))
     replay = run_start(kind="replay", actor=mei, config=ReplayRunConfig(
         route=f"local:{final}", harness="livestream-avatar@v1", cases=str(cases), concurrency=[1], warmup=0,
         measured=2, max_tokens=16))
@@ -55,7 +50,7 @@ def _gated_checkpoint(people, tmp_path):
 
 
 def test_a_reviewer_approves_a_release_fed_by_a_tiny_replay_and_an_ifeval_run(people, demo, sign_in, settings,
-                                                                               tmp_path):
+                                                                               tmp_path, replay_cases):
     from studio.jobs.testing import celery_worker
     from studio.releases.models import Release
 
@@ -63,7 +58,7 @@ def test_a_reviewer_approves_a_release_fed_by_a_tiny_replay_and_an_ifeval_run(pe
     queue = f"test-release-{tmp_path.name[-8:]}"
     settings.CELERY_TRAIN_QUEUE = f"{queue}-train"
     with celery_worker(queue=queue, also_queues=(settings.CELERY_TRAIN_QUEUE,), lease_s=20, heartbeat_s=1):
-        sft, replay, ifeval = _gated_checkpoint(people, tmp_path)
+        sft, replay, ifeval = _gated_checkpoint(people, replay_cases(2))
     final = str(sft.final_dir)
 
     page = sign_in("mei")

@@ -12,14 +12,11 @@ from playwright.sync_api import expect
 pytestmark = [pytest.mark.browser, pytest.mark.services, pytest.mark.slow]
 
 
-def test_a_tiny_replay_started_in_the_browser_is_read_on_its_dashboard(people, sign_in, settings, tmp_path):
-    from evaluation.world.sets import generate
+def test_a_tiny_replay_started_in_the_browser_is_read_on_its_dashboard(people, sign_in, settings, tmp_path,
+                                                                       replay_cases):
     from studio.jobs.testing import celery_worker
 
-    world = tmp_path / "world"
-    generate(out=world, seed=3, check=False)
-    cases = world / "replay-small.jsonl"
-    cases.write_text("".join((world / "replay.jsonl").read_text().splitlines(keepends=True)[:3]))
+    cases = replay_cases(3)
     settings.TRAINING_RUNS_DIR = tmp_path / "runs"
     queue = f"test-replay-{tmp_path.name[-8:]}"
     settings.CELERY_TRAIN_QUEUE = f"{queue}-train"

@@ -1,6 +1,9 @@
-"""The ML engineer in a real browser on a real training worker: a tiny SFT run from its preset, the
-YAML beside the form following the edits, the loss curve growing while the run goes, the checkpoint
-in the registry and an endpoint made of it in one click. An operator reads but cannot start."""
+"""The ML engineer's path in a real browser on real workers: a tiny SFT run from its preset (the YAML
+beside the form following the edits), its loss curve growing while the run goes, the checkpoint in
+the registry, an endpoint made of it in one click and used in the playground, an evaluation (T1 and
+IFEval) and a deployment replay of it started from the registry, the replay's dashboard, and a
+release of it whose gates that replay and that IFEval run fed, approved by a reviewer. An operator
+reads but cannot start a run."""
 
 from __future__ import annotations
 
@@ -12,10 +15,11 @@ from playwright.sync_api import expect
 pytestmark = [pytest.mark.browser, pytest.mark.services, pytest.mark.slow]
 
 
-def test_a_tiny_sft_run_from_the_browser_grows_its_curve_and_becomes_an_endpoint(people, demo, sign_in, settings,
-                                                                                tmp_path):
+def test_the_ml_engineers_path_from_a_tiny_sft_run_to_a_release_a_reviewer_approves(people, demo, sign_in, settings,
+                                                                                tmp_path, replay_cases):
     from studio.jobs.testing import celery_worker
 
+    cases = replay_cases(2)
     settings.TRAINING_RUNS_DIR = tmp_path / "runs"
     queue = f"test-browser-{tmp_path.name[-8:]}"
     settings.CELERY_TRAIN_QUEUE = f"{queue}-train"
@@ -76,6 +80,41 @@ def test_a_tiny_sft_run_from_the_browser_grows_its_curve_and_becomes_an_endpoint
         page.goto("/training/checkpoints/")
         eval_id = re.search(r"/training/runs/(\d+)/$", eval_path).group(1)
         expect(page.locator("#checkpoint-table tbody tr").first).to_contain_text(f"#{eval_id}: ")
+
+        # a deployment replay of the checkpoint from the registry, read on its dashboard
+        page.locator("#checkpoint-table tbody tr").first.locator("a.replay-checkpoint").click()
+        expect(page.locator("#in-route")).to_have_value(re.compile(rf"^local:/.*/run-{run_id}[^/]*/sft/final$"))
+        for name, value in (("cases", str(cases)), ("concurrency", "1"), ("warmup", "0"), ("measured", "2"),
+                            ("max_tokens", "16")):
+            page.fill(f"#in-{name}", value)
+        page.click("#run-start")
+        expect(page).to_have_url(re.compile(r"/training/runs/\d+/$"))
+        replay_id = re.search(r"/training/runs/(\d+)/$", page.url).group(1)
+        page.click("#replay-dashboard-link")
+        expect(page.locator("#replay-dashboard")).to_have_attribute("data-state", "finished", timeout=300_000)
+        expect(page.locator('tr[data-level="1"] td[data-key="wall_p95_s"]')).to_have_text(re.compile(r"^\d+\.\d{3}$"))
+        expect(page.locator("#chart-cdf")).to_have_attribute("data-drawn", "yes")
+
+        # a release of it, its gates fed by that replay and that IFEval run; the reviewer approves it
+        page.goto("/training/checkpoints/")
+        page.locator("#checkpoint-table tbody tr").first.locator("a.release-checkpoint").click()
+        expect(page.locator("#in-checkpoint")).to_have_value(re.compile(rf"/run-{run_id}[^/]*/sft/final$"))
+        page.select_option("#in-harness_version", "livestream-avatar@v1")
+        page.click("#release-check")
+        preview = page.locator("#gate-preview")
+        expect(preview.locator('tr[data-gate="latency"] a.gate-run')).to_have_attribute(
+            "href", f"/training/runs/{replay_id}/")
+        expect(preview.locator('tr[data-gate="general capability"] a.gate-run')).to_have_attribute(
+            "href", f"/training/runs/{eval_id}/")
+        page.click("#release-draft")
+        expect(page).to_have_url(re.compile(r"/releases/\d+/$"))
+        release_url = page.url
+        reviewer = sign_in("rafael")
+        reviewer.goto(release_url)
+        reviewer.fill("#in-reason", "the tiny checkpoint, end to end")
+        reviewer.fill("#in-override_reason", "no evolution stage evaluated v1; the tiny model is not held to the floor")
+        reviewer.click("#release-approve")
+        expect(reviewer.locator("#release-status")).to_have_text("approved")
 
         operator = sign_in("olivia")
         operator.goto(run_path)

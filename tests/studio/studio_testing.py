@@ -25,3 +25,10 @@ def edit_skill_rule(files: dict[str, str], *, skill: str = "item_qa", marker: st
     changed = dict(files)
     changed[path] = files[path].rstrip("\n") + f"\n- {marker} quote a delivery date the tools did not return.\n"
     return changed
+
+
+def page_text(response) -> str:
+    """A response's HTML with its entities decoded, for assertions on what the page says."""
+    from html import unescape
+
+    return unescape(response.content.decode())

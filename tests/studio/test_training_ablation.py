@@ -8,10 +8,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from html import unescape
 
 import pytest
-from studio_testing import client_for
+from studio_testing import client_for, page_text
 
 from studio.jobs.models import Job
 from studio.jobs.registry import JOB_KINDS, queue_of
@@ -22,37 +21,27 @@ from training.ablation import PRESETS, AblationConfig
 from training.base_config import load_config
 
 
-def _text(response) -> str:
-    return unescape(response.content.decode())
-
-
-@pytest.fixture
-def runs_dir(settings, tmp_path):
-    settings.TRAINING_RUNS_DIR = tmp_path / "runs"
-    return settings.TRAINING_RUNS_DIR
-
-
 @pytest.mark.django_db
 def test_the_ablation_form_has_every_field_its_presets_values_and_the_command(personas, runs_dir):
     client = client_for(personas.ml_engineer)
-    page = _text(client.get("/training/new/ablation/"))
+    page = page_text(client.get("/training/new/ablation/"))
     for f in dataclasses.fields(AblationConfig):
         if f.name == "output_dir":
             assert 'name="output_dir"' not in page
             continue
         assert f'name="{f.name}"' in page and f.metadata["help"] in page, f.name
     assert "python -m training ablation --config TRAINING_RUNS_DIR/run-N/ablation.yaml" in page
-    smoke = _text(client.get("/training/new/ablation/?preset=ablation-tiny-smoke"))
+    smoke = page_text(client.get("/training/new/ablation/?preset=ablation-tiny-smoke"))
     tiny = PRESETS["tiny-smoke"]
     assert f'name="sft_steps" id="in-sft_steps" value="{tiny.sft_steps}"' in smoke
     assert f'name="model" id="in-model" value="{tiny.model}"' in smoke
-    assert f'name="eval_cases" id="in-eval_cases" value="{PRESETS["cpu-small"].eval_cases}"' in _text(
+    assert f'name="eval_cases" id="in-eval_cases" value="{PRESETS["cpu-small"].eval_cases}"' in page_text(
         client.get("/training/new/ablation/?preset=ablation-cpu-small"))
     assert queue_of(JOB_KINDS["ablation_run"]) is not None
 
     response = client.post("/training/new/ablation/?preset=ablation-tiny-smoke",
                            {"preset": "ablation-tiny-smoke", "eval_cases": "2"})
-    assert response.status_code == 302, _text(response)[:2000]
+    assert response.status_code == 302, page_text(response)[:2000]
     run = TrainingRun.objects.get()
     config_file = run.path / "ablation.yaml"
     assert run.steps[0]["argv"] == ["training", "ablation", "--config", str(config_file)]
@@ -87,7 +76,7 @@ def test_a_tiny_smoke_ablation_on_a_worker_shows_its_tables_rebuilt_from_the_fol
         # tiny-smoke without its second SFT phases, to keep the run to a few minutes on 2 cores
         response = mei.post("/training/new/ablation/?preset=ablation-tiny-smoke",
                             {"preset": "ablation-tiny-smoke", "sft2_steps": "0", "train_cases": "4"})
-        assert response.status_code == 302, _text(response)[:2000]
+        assert response.status_code == 302, page_text(response)[:2000]
         run = TrainingRun.objects.get()
 
         job = run_ended(run, timeout=900)
@@ -98,7 +87,7 @@ def test_a_tiny_smoke_ablation_on_a_worker_shows_its_tables_rebuilt_from_the_fol
     assert job.outcome == f"ablation: {len(steps)} of {len(steps)} steps done; the table is on the run page"
     assert job.progress == 100
 
-    page = _text(client_for(personas.operator).get(f"/training/runs/{run.pk}/"))
+    page = page_text(client_for(personas.operator).get(f"/training/runs/{run.pk}/"))
     # Table 4: every model's scores with the interval to Base, as table.json has them
     for model, cells in written["models"].items():
         row = re.search(rf'<tr data-model="{model}">(.*?)</tr>', page.split('id="ablation-table"')[1]).group(1)
@@ -125,4 +114,4 @@ def test_a_tiny_smoke_ablation_on_a_worker_shows_its_tables_rebuilt_from_the_fol
     assert chart["models"][0]["label"] == "Base" and len(chart["steps"]) == len(steps)
     # run again: every step is done, so the ablation only rewrites its table
     again = mei.post(f"/training/runs/{run.pk}/resume/", follow=True)
-    assert "ran to its end; start a new run to train more" in _text(again)
+    assert "ran to its end; start a new run to train more" in page_text(again)

@@ -9,11 +9,10 @@ import json
 import shutil
 import subprocess
 import sys
-from html import unescape
 from pathlib import Path
 
 import pytest
-from studio_testing import client_for
+from studio_testing import client_for, page_text
 
 from evaluation.stats import paired_bootstrap
 from studio.jobs.models import Job
@@ -21,10 +20,6 @@ from studio.training.models import TrainingRun
 from training.self_eval import read_rows
 
 pytestmark = pytest.mark.django_db
-
-
-def _text(response) -> str:
-    return unescape(response.content.decode())
 
 
 @pytest.fixture(scope="module")
@@ -75,7 +70,7 @@ def test_two_checkpoints_scored_on_the_same_items_get_the_paired_bootstrap_of_th
         row["avg"] = min(1.0, (row["avg"] or 0.0) + 0.5)
     path.write_text("".join(json.dumps(row) + "\n" for row in reversed(rows)))
 
-    page = _text(client_for(personas.operator).get(f"/training/checkpoints/compare/?a={a.pk}&b={b.pk}"))
+    page = page_text(client_for(personas.operator).get(f"/training/checkpoints/compare/?a={a.pk}&b={b.pk}"))
     base, cand = read_rows(scored[3] / "live_qa.jsonl"), read_rows(path)
     ids = sorted(base)
     expected = paired_bootstrap(baseline=[100 * float(base[i]["avg"] or 0) for i in ids],
@@ -96,7 +91,7 @@ def test_checkpoints_scored_on_different_items_get_a_message_not_an_interval(per
     a_eval = _evaluation(tmp_path, a, scored[3])
     b_eval = _evaluation(tmp_path, b, scored[2])
     _evaluation(tmp_path, b, scored[3], status=Job.FAILED)  # a failed evaluation is not used
-    page = _text(client_for(personas.ml_engineer).get(f"/training/checkpoints/compare/?a={a.pk}&b={b.pk}"))
+    page = page_text(client_for(personas.ml_engineer).get(f"/training/checkpoints/compare/?a={a.pk}&b={b.pk}"))
     row = _row(page, "live_qa")
     assert (f"not scored on the same items: run #{a.pk}'s evaluation #{a_eval.pk} has 3, run #{b.pk}'s "
             f"evaluation #{b_eval.pk} has 2, 2 in common") in row
@@ -116,4 +111,4 @@ def test_a_bad_id_answers_400_naming_the_parameter(personas, tmp_path, scored, q
     ids = {"a": a.pk, "b": b.pk, "eval": evaluation.pk}
     response = client_for(personas.operator).get("/training/checkpoints/compare/?" + query.format(**ids))
     assert response.status_code == 400
-    assert message.format(**ids) in _text(response)
+    assert message.format(**ids) in page_text(response)

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from html import unescape
 
 import pytest
-from studio_testing import client_for
+from studio_testing import client_for, page_text
 
 from studio.jobs.models import Job
 from studio.jobs.registry import JOB_KINDS, queue_of
@@ -22,13 +21,8 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture(autouse=True)
-def runs_dir(settings, tmp_path):
-    settings.TRAINING_RUNS_DIR = tmp_path / "runs"
-    return settings.TRAINING_RUNS_DIR
-
-
-def _text(response) -> str:
-    return unescape(response.content.decode())
+def _every_test_has_a_runs_dir(runs_dir):
+    return runs_dir
 
 
 def _nothing_saved(runs_dir):
@@ -38,7 +32,7 @@ def _nothing_saved(runs_dir):
 
 
 def test_the_sft_form_has_every_config_field_with_its_help_and_default(personas):
-    page = _text(client_for(personas.ml_engineer).get("/training/new/sft/"))
+    page = page_text(client_for(personas.ml_engineer).get("/training/new/sft/"))
     for f in dataclasses.fields(SFTStageConfig):
         if f.name in ("output_dir", "resume"):  # the studio owns the run folder and resuming
             assert f'name="{f.name}"' not in page
@@ -55,7 +49,7 @@ def test_the_sft_form_has_every_config_field_with_its_help_and_default(personas)
 
 
 def test_the_pipeline_form_has_a_section_per_stage_without_the_fields_the_pipeline_sets(personas):
-    page = _text(client_for(personas.ml_engineer).get("/training/new/pipeline/"))
+    page = page_text(client_for(personas.ml_engineer).get("/training/new/pipeline/"))
     assert 'name="sft.hsa_variants"' in page and 'name="opd.beta"' in page and 'name="rl.num_generations"' in page
     assert 'name="sft.model"' not in page and 'name="rl.report_to"' not in page
     assert "python -m training pipeline --config" in page
@@ -85,7 +79,7 @@ def test_a_wrong_field_is_refused_with_400_naming_it_and_nothing_is_saved(person
                                                                           message):
     response = client_for(personas.ml_engineer).post("/training/new/sft/", data)
     assert response.status_code == 400
-    page = _text(response)
+    page = page_text(response)
     assert message in page
     assert f'data-field="{field}"' in page
     _nothing_saved(runs_dir)
@@ -95,14 +89,14 @@ def test_a_pipeline_section_error_names_the_section_field(personas, runs_dir):
     response = client_for(personas.ml_engineer).post("/training/new/pipeline/", {"rl.num_generations": "1",
                                                                                  "stages": ["", "sft", "rl"]})
     assert response.status_code == 400
-    assert "rl.num_generations: GRPO needs at least 2 rollouts per task" in _text(response)
+    assert "rl.num_generations: GRPO needs at least 2 rollouts per task" in page_text(response)
     _nothing_saved(runs_dir)
 
 
 def test_several_wrong_fields_are_all_named_at_once_and_the_form_keeps_what_was_typed(personas, runs_dir):
     response = client_for(personas.ml_engineer).post("/training/new/sft/", {"max_steps": "x", "seed": "y",
                                                                            "max_cases": "7"})
-    page = _text(response)
+    page = page_text(response)
     assert response.status_code == 400
     assert "max_steps: expected an integer, got 'x'" in page and "seed: expected an integer, got 'y'" in page
     assert 'name="max_cases" id="in-max_cases" value="7"' in page
@@ -113,9 +107,9 @@ def test_the_preview_shows_the_yaml_and_command_of_what_is_typed_or_the_errors(p
     client = client_for(personas.ml_engineer)
     ok = client.post("/training/new/sft/preview/", {"max_steps": "7", "model": "tiny"})
     assert ok.status_code == 200
-    assert "max_steps: 7" in _text(ok) and "model: tiny" in _text(ok)
+    assert "max_steps: 7" in page_text(ok) and "model: tiny" in page_text(ok)
     bad = client.post("/training/new/sft/preview/", {"max_steps": "-3"})
-    assert bad.status_code == 400 and "max_steps: must be at least 1, got -3" in _text(bad)
+    assert bad.status_code == 400 and "max_steps: must be at least 1, got -3" in page_text(bad)
 
 
 def test_a_valid_form_writes_the_config_file_the_command_reads_and_queues_a_train_job(personas, runs_dir):
@@ -137,7 +131,7 @@ def test_a_valid_form_writes_the_config_file_the_command_reads_and_queues_a_trai
     assert config.resume is True
     assert len(run.config_digest) == 64 and run.config["sft"]["max_steps"] == 3
     assert run.job.kind == "train_sft" and run.job.status == Job.QUEUED
-    page = _text(client.get(f"/training/runs/{run.pk}/"))
+    page = page_text(client.get(f"/training/runs/{run.pk}/"))
     assert f"python -m training sft --config {config_file}" in page
     assert "max_steps: 3" in page
 
@@ -154,7 +148,7 @@ def test_a_studio_harness_version_is_written_into_the_run_folder(personas, demo_
 
 def test_the_demo_checkpoint_preset_runs_the_shipped_two_step_recipe_in_one_click(personas, runs_dir):
     client = client_for(personas.ml_engineer)
-    page = _text(client.get("/training/new/sft/?preset=demo-checkpoint"))
+    page = page_text(client.get("/training/new/sft/?preset=demo-checkpoint"))
     assert "Train the demo checkpoint" in page and "40-50 minutes" in page
     assert "demo-sft-1.yaml" in page and "demo-sft-2.yaml" in page
     response = client.post("/training/new/sft/?preset=demo-checkpoint", {"preset": "demo-checkpoint"})
@@ -193,13 +187,13 @@ def test_training_and_replay_jobs_go_to_the_train_queue_and_evaluation_stays_on_
 
 def test_the_evaluation_form_runs_the_training_eval_command_on_the_chosen_sets(personas, runs_dir):
     client = client_for(personas.ml_engineer)
-    page = _text(client.get("/training/new/eval/"))
+    page = page_text(client.get("/training/new/eval/"))
     for label in ("T1 Live-Stream QA", "T2 Harness-Variant QA", "Prompt Robustness", "IFEval"):
         assert label in page
     bad = client.post("/training/new/eval/", {"sets": ["", "mmlu"], "cases": "0"})
-    assert bad.status_code == 400 and "sets: mmlu is not one of live_qa" in _text(bad)
+    assert bad.status_code == 400 and "sets: mmlu is not one of live_qa" in page_text(bad)
     none = client.post("/training/new/eval/", {"sets": [""]})
-    assert none.status_code == 400 and "sets: choose one or more of live_qa" in _text(none)
+    assert none.status_code == 400 and "sets: choose one or more of live_qa" in page_text(none)
     assert not TrainingRun.objects.exists()
     client.post("/training/new/eval/", {"model": "tiny", "sets": ["", "live_qa", "ifeval"], "cases": "3",
                                         "ifeval": "2"})
@@ -214,14 +208,14 @@ def test_the_replay_form_checks_the_route_and_case_file(personas, runs_dir, tmp_
     client = client_for(personas.ml_engineer)
     bad = client.post("/training/new/replay/", {"route": "cpu-tiny && curl evil", "cases": "/nope.jsonl",
                                                 "concurrency": "1,0"})
-    page = _text(bad)
+    page = page_text(bad)
     assert bad.status_code == 400
     assert "route: 'cpu-tiny && curl evil' is not a route: use one of cpu-engine" in page
     assert "cases: /nope.jsonl is not an existing file" in page
     cases = tmp_path / "replay.jsonl"
     cases.write_text("{}\n")
     zero = client.post("/training/new/replay/", {"route": "cpu-tiny", "cases": str(cases), "concurrency": "1,0"})
-    assert zero.status_code == 400 and "concurrency: give levels between 1 and 256" in _text(zero)
+    assert zero.status_code == 400 and "concurrency: give levels between 1 and 256" in page_text(zero)
     assert not TrainingRun.objects.exists()
     client.post("/training/new/replay/", {"route": "cpu-engine-tiny", "cases": str(cases), "concurrency": "1, 2",
                                           "measured": "2"})
@@ -238,7 +232,7 @@ def test_an_operator_and_a_reviewer_may_read_but_not_start(personas, runs_dir):
         assert client.get("/training/").status_code == 200
         assert client.get("/training/new/sft/").status_code == 403
         assert client.post("/training/new/sft/", {"model": "tiny"}).status_code == 403
-        assert 'href="/training/new/' not in _text(client.get("/training/"))
+        assert 'href="/training/new/' not in page_text(client.get("/training/"))
     assert not TrainingRun.objects.exists()
 
 
@@ -255,7 +249,7 @@ def test_the_pipeline_config_file_round_trips_through_the_library_loader(persona
     config = load_config(PipelineConfig, run.path / "pipeline.yaml")
     assert config.stages == ["sft", "opd"] and config.sft.max_steps == 2 and config.model == "tiny"
     assert run.final_dir == run.path / "pipeline" / "opd" / "final"
-    assert re.search(r"python -m training pipeline --config \S+/pipeline\.yaml", _text(
+    assert re.search(r"python -m training pipeline --config \S+/pipeline\.yaml", page_text(
         client_for(personas.ml_engineer).get(f"/training/runs/{run.pk}/")))
 
 
@@ -286,7 +280,7 @@ def test_a_run_folder_left_by_another_database_is_neither_reused_nor_removed(per
 
 def test_a_wrong_path_and_a_wrong_number_are_named_together(personas, runs_dir):
     response = client_for(personas.ml_engineer).post("/training/new/sft/", {"model": "/etc", "max_steps": "0"})
-    page = _text(response)
+    page = page_text(response)
     assert response.status_code == 400
     assert "model: /etc has no config.json" in page and "max_steps: must be at least 1, got 0" in page
     _nothing_saved(runs_dir)
@@ -316,10 +310,10 @@ def test_the_registry_offers_a_replay_and_a_release_of_each_checkpoint_to_whoeve
 
     settings.TRAINING_RUNS_DIR = tmp_path / "runs"
     run = trained_checkpoint(tmp_path / "runs" / "run-ckpt")
-    page = unescape(client_for(personas.ml_engineer).get("/training/checkpoints/").content.decode())
+    page = page_text(client_for(personas.ml_engineer).get("/training/checkpoints/"))
     assert f'href="/training/new/replay/?route=local:{quote(str(run.final_dir))}"' in page
     assert f'href="/releases/new/?checkpoint={quote(str(run.final_dir))}"' in page
     replay_form = client_for(personas.ml_engineer).get(f"/training/new/replay/?route=local:{run.final_dir}")
     assert f'value="local:{run.final_dir}"' in replay_form.content.decode()
-    operator = unescape(client_for(personas.operator).get("/training/checkpoints/").content.decode())
+    operator = page_text(client_for(personas.operator).get("/training/checkpoints/"))
     assert "/training/new/replay/" not in operator and "/releases/new/" not in operator

@@ -9,11 +9,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import shutil
-from html import unescape
 from pathlib import Path
 
 import pytest
-from studio_testing import client_for
+from studio_testing import client_for, page_text
 
 from studio.jobs.models import Job
 from studio.jobs.registry import JOB_KINDS, queue_of
@@ -22,16 +21,6 @@ from studio.training.models import TrainingRun
 from studio.training.testing import assert_form_refused, run_ended
 from training.base_config import load_config
 from training.mtp_config import MTPStageConfig
-
-
-def _text(response) -> str:
-    return unescape(response.content.decode())
-
-
-@pytest.fixture
-def runs_dir(settings, tmp_path):
-    settings.TRAINING_RUNS_DIR = tmp_path / "runs"
-    return settings.TRAINING_RUNS_DIR
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +58,7 @@ def _finished(kind: str, folder: Path, *, output: str, model: str = "tiny") -> T
 @pytest.mark.django_db
 def test_the_mtp_form_has_every_config_field_and_runs_the_training_mtp_command(personas, runs_dir):
     client = client_for(personas.ml_engineer)
-    page = _text(client.get("/training/new/mtp/"))
+    page = page_text(client.get("/training/new/mtp/"))
     for f in dataclasses.fields(MTPStageConfig):
         if f.name in ("output_dir", "resume"):
             assert f'name="{f.name}"' not in page
@@ -80,7 +69,7 @@ def test_the_mtp_form_has_every_config_field_and_runs_the_training_mtp_command(p
     assert JOB_KINDS["train_mtp"].cancel_permission == "training.run"
 
     response = client.post("/training/new/mtp/?preset=mtp-tiny", {"preset": "mtp-tiny", "draft_steps": "2"})
-    assert response.status_code == 302, _text(response)[:2000]
+    assert response.status_code == 302, page_text(response)[:2000]
     run = TrainingRun.objects.get()
     config_file = run.path / "mtp.yaml"
     assert run.steps[0]["argv"] == ["training", "mtp", "--config", str(config_file)]
@@ -112,7 +101,7 @@ def test_an_init_head_whose_weights_do_not_fit_its_layout_is_refused(personas, r
     (head / "config.json").write_text(json.dumps(config))
     response = client_for(personas.ml_engineer).post("/training/new/mtp/", {"model": "tiny", "init_head": str(head)})
     assert response.status_code == 400
-    assert f"init_head: {head}: mtp.fc.weight: missing (layout nextn needs it)" in _text(response)
+    assert f"init_head: {head}: mtp.fc.weight: missing (layout nextn needs it)" in page_text(response)
 
 
 @pytest.mark.django_db
@@ -132,7 +121,7 @@ def test_the_registry_lists_a_checkpoints_own_head_not_a_stale_one_and_never_a_h
     stale = _finished("mtp", tmp_path / "run-mtp-base", output="mtp")
     stale_head = _head(tmp_path / "run-mtp-base" / "mtp", policy_dir=tiny_policy, fingerprint_of=tiny_policy)
 
-    page = _text(client_for(personas.ml_engineer).get("/training/checkpoints/"))
+    page = page_text(client_for(personas.ml_engineer).get("/training/checkpoints/"))
     rows = {int(chunk.split('"', 1)[0]): chunk for chunk in page.split('<tr data-run="')[1:]}
     assert set(rows) == {sft.pk, other.pk}  # the MTP runs' heads are not checkpoints
     assert f"run #{own.pk}</a>: acceptance 0.81, length 3.25 (K=3, eagle)" in rows[sft.pk]
@@ -142,12 +131,12 @@ def test_the_registry_lists_a_checkpoints_own_head_not_a_stale_one_and_never_a_h
     link = (f'/training/new/mtp/?preset=mtp-readapt&model={other_checkpoint}&init_head='
             f'{stale_head}')
     assert link in rows[other.pk].replace("&amp;", "&")
-    form = _text(client_for(personas.ml_engineer).get(link))
+    form = page_text(client_for(personas.ml_engineer).get(link))
     assert f'name="model" id="in-model" value="{other_checkpoint}"' in form
     assert f'name="init_head" id="in-init_head" value="{stale_head}"' in form
     # a head cannot become an endpoint
     refused = client_for(personas.ml_engineer).post(f"/training/runs/{own.pk}/endpoint/", follow=True)
-    assert "its final/ is a draft head, not a model to serve" in _text(refused)
+    assert "its final/ is a draft head, not a model to serve" in page_text(refused)
 
 
 @pytest.mark.services
@@ -178,7 +167,7 @@ def test_a_tiny_mtp_run_on_a_worker_draws_its_per_step_curves_and_shows_its_acce
     assert [(m["x"], m["label"]) for m in data["marks"] if m["kind"] == "eval"] == [
         (0, f"held-out acceptance {before:.3f} (length {card['acceptance_held_out_before']['acceptance_length']:.2f})"),
         (4, f"held-out acceptance {rate:.3f} (length {card['acceptance_held_out']['acceptance_length']:.2f})")]
-    page = _text(client_for(personas.operator).get(f"/training/runs/{run.pk}/"))
+    page = page_text(client_for(personas.operator).get(f"/training/runs/{run.pk}/"))
     assert f"rate {rate:.3f}" in page and card["policy_fingerprint"][:12] in page
     assert 'id="make-endpoint"' not in page  # a head is not a model to serve
-    assert f'data-run="{run.pk}"' not in _text(mei.get("/training/checkpoints/"))
+    assert f'data-run="{run.pk}"' not in page_text(mei.get("/training/checkpoints/"))
