@@ -42,6 +42,13 @@ class SFTStageConfig(StageConfig):
         "one: the same trained tokens with the same contexts, without repeating the shared prefix (on the "
         "demo Harness's gold data 1.8x fewer tokens per epoch). false: one sequence per turn.")})
     learning_rate: float = field(default=5e-5, metadata={"help": "Peak learning rate (AdamW)."})
+    eval_fraction: float = field(default=0.0, metadata={"help": (
+        "Share of the training cases held out for an evaluation loss (eval_loss in metrics.jsonl), split by "
+        "case so every turn of a trajectory, and every Harness variant of its case, sits on one side only. "
+        "0 = off (all examples train).")})
+    eval_steps: int = field(default=0, metadata={"help": (
+        "With eval_fraction above 0: compute the held-out loss every N steps. 0 = at each save (every "
+        "save_steps), so every kept checkpoint has an eval_loss and the best one can be told.")})
 
     def check(self) -> str:
         if problem := super().check():
@@ -58,4 +65,11 @@ class SFTStageConfig(StageConfig):
             return "min_accuracy: Accuracy is binary; use 0 or 1"
         if self.min_effectiveness not in (0.0, 0.5, 1.0):
             return "min_effectiveness: Effectiveness is 0, 0.5 or 1"
+        if not 0.0 <= self.eval_fraction < 1.0:
+            return (f"eval_fraction: must be at least 0 (off) and below 1 (some cases must train), "
+                    f"got {self.eval_fraction}")
+        if self.eval_steps < 0:
+            return f"eval_steps: must be 0 (at each save) or more, got {self.eval_steps}"
+        if self.eval_steps and not self.eval_fraction:
+            return "eval_steps: evaluates the held-out cases; set eval_fraction above 0 to hold some out"
         return ""

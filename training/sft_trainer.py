@@ -8,11 +8,18 @@ model's own chat template (the one the runtime serves with). With ``pack_turns``
 (the default) the turns of one trajectory are trained as one sequence
 (``training.conversations``); otherwise ``SFTTrainer`` renders each pair itself.
 Fixed-Harness SFT is the same stage with ``hsa_variants: 0``.
+
+With ``eval_fraction`` a share of the cases is held out (``split_eval``: whole cases, so
+no turn of a held-out trajectory is trained) and built into a dataset the way the
+training set is; the trainer logs its ``eval_loss`` every ``eval_steps`` (0: at each
+save) into metrics.jsonl, and the model card records the split and the best eval_loss.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import random
 from pathlib import Path
 from typing import Any
 
@@ -51,12 +58,58 @@ def sft_dataset(examples: list[dict[str, Any]], *, tokenizer=None) -> tuple[Any,
                               for r in packed]), facts
 
 
+def _case_key(index: int, example: dict[str, Any]) -> tuple:
+    meta = example.get("meta") or {}
+    if meta.get("case_id") not in (None, ""):
+        return ("case", str(meta["case_id"]))
+    return ("example", index)  # not from a recorded case: an example is its own unit
+
+
+def split_eval(examples: list[dict[str, Any]], fraction: float, *, seed: int
+               ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
+    """(train, held-out, facts): ``fraction`` of the cases (``meta.case_id``; an example without one is a
+    unit of its own) held out whole, chosen with ``seed``, at least one on each side; order kept.
+
+    A case's trajectories under the original Harness and its variants, and all their turns, land on the
+    same side, so the evaluation loss is on cases the model never trained on."""
+    groups: dict[tuple, list[int]] = {}
+    for index, example in enumerate(examples):
+        groups.setdefault(_case_key(index, example), []).append(index)
+    if len(groups) < 2:
+        raise ValueError(f"eval_fraction: holding out a share of the cases needs at least 2 cases, "
+                         f"the examples have {len(groups)}")
+    n_eval = min(len(groups) - 1, max(1, round(fraction * len(groups))))
+    keys = list(groups)
+    random.Random(seed).shuffle(keys)
+    held = {i for key in keys[:n_eval] for i in groups[key]}
+    train = [ex for i, ex in enumerate(examples) if i not in held]
+    held_out = [ex for i, ex in enumerate(examples) if i in held]
+    return train, held_out, {"eval_fraction": fraction, "eval_cases": n_eval, "eval_examples": len(held_out),
+                             "train_cases": len(groups) - n_eval, "train_examples": len(train)}
+
+
+def best_eval(log_history: list[dict[str, Any]]) -> dict[str, Any]:
+    """The lowest logged ``eval_loss`` and its step ({} when none was logged)."""
+    evals = [(row["eval_loss"], row["step"]) for row in log_history
+             if isinstance(row.get("eval_loss"), int | float) and math.isfinite(row["eval_loss"])
+             and isinstance(row.get("step"), int)]
+    if not evals:
+        return {}
+    loss, step = min(evals, key=lambda e: (e[0], e[1]))
+    return {"best_eval_loss": loss, "best_eval_step": step, "evaluations": len(evals)}
+
+
 def build_sft_args(config: SFTStageConfig, run, **overrides):
     from trl import SFTConfig
 
     args = run.common_trainer_args(config)
     args.update(max_length=config.max_length, completion_only_loss=True, assistant_only_loss=False,
                 packing=False, dataset_num_proc=None)
+    if config.eval_fraction:
+        # the held-out loss only: no predictions kept, no best-model reload, no early stopping
+        args.update(eval_strategy="steps", eval_steps=config.eval_steps or config.save_steps,
+                    per_device_eval_batch_size=config.per_device_train_batch_size, prediction_loss_only=True,
+                    load_best_model_at_end=False, eval_on_start=False)
     args.update(overrides)
     return SFTConfig(**args)
 
@@ -84,15 +137,23 @@ def run_sft(config: SFTStageConfig, *, examples: list[dict[str, Any]] | None = N
     data_facts.setdefault("n_examples", len(examples))
     data_facts["hsa_variants"] = config.hsa_variants
     tokenizer = AutoTokenizer.from_pretrained(run.model_dir)
-    dataset, packing = sft_dataset(examples, tokenizer=tokenizer if config.pack_turns else None)
+    packer = tokenizer if config.pack_turns else None
+    eval_dataset = None
+    if config.eval_fraction:
+        examples, held_out, split = split_eval(examples, config.eval_fraction, seed=config.seed)
+        eval_dataset, eval_packing = sft_dataset(held_out, tokenizer=packer)
+        data_facts["eval_split"] = {**split, "eval_steps": config.eval_steps or config.save_steps,
+                                    **({"eval_packed": eval_packing} if eval_packing else {})}
+    dataset, packing = sft_dataset(examples, tokenizer=packer)
     data_facts["packed"] = packing
     trainer = SFTTrainer(model=str(run.model_dir), args=build_sft_args(config, run),
-                         train_dataset=dataset, processing_class=tokenizer,
+                         train_dataset=dataset, eval_dataset=eval_dataset, processing_class=tokenizer,
                          callbacks=run.callbacks())
     run.train(trainer)
     final = run.finish(trainer, tokenizer, config=config, harness_dir=harness_dir, data=data_facts,
                        trainer_name="trl.SFTTrainer",
-                       extra={"fixed_harness": config.hsa_variants == 0})
+                       extra={"fixed_harness": config.hsa_variants == 0,
+                              **best_eval(trainer.state.log_history)})
     if config.evaluate_after:
         from training.self_eval import evaluate_run
 

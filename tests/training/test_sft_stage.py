@@ -120,3 +120,108 @@ def torch_allclose(a, b) -> bool:
     import torch
 
     return torch.allclose(a, b, rtol=1e-4, atol=1e-6)
+
+
+def case_examples(cases: int = 6, *, harnesses: tuple[str, ...] = ("original",)) -> list[dict]:
+    """Per-turn examples of 2-turn trajectories (tool call, then the reply), one per case and Harness, with
+    the meta the data builder writes (case_id, harness, turn): turn 1's context extends turn 0's."""
+    examples = []
+    for i in range(1, cases + 1):
+        for harness in harnesses:
+            meta = {"case_id": f"c{i}", "harness": harness, "harness_digest": harness, "teacher": "gold-replay"}
+            prompt = [{"role": "system", "content": f"You host a live stream ({harness})."},
+                      {"role": "user", "content": f"How much is link {i}?"}]
+            call = {"role": "assistant", "content": f'<tool_call>{{"name": "get_product_info_by_link_id", '
+                                                    f'"arguments": {{"link_id": {i}}}}}</tool_call>'}
+            result = {"role": "user", "content": f'<tool_response>{{"price": {10 * i}}}</tool_response>'}
+            examples.append({"prompt": prompt, "completion": [call], "meta": {**meta, "turn": 0}})
+            examples.append({"prompt": [*prompt, call, result],
+                             "completion": [{"role": "assistant", "content": f"Link {i} is {10 * i} yuan."}],
+                             "meta": {**meta, "turn": 1}})
+    return examples
+
+
+def test_the_eval_split_holds_out_whole_cases_with_every_turn_and_variant():
+    from training.sft_trainer import split_eval
+
+    examples = case_examples(10, harnesses=("original", "variant-1"))
+    train, held_out, facts = split_eval(examples, 0.3, seed=0)
+    train_cases = {ex["meta"]["case_id"] for ex in train}
+    held_cases = {ex["meta"]["case_id"] for ex in held_out}
+    assert len(held_cases) == 3 and len(train_cases) == 7 and not train_cases & held_cases
+    for case in held_cases:  # both turns under both Harnesses: 4 examples per held-out case
+        assert sorted((ex["meta"]["harness"], ex["meta"]["turn"]) for ex in held_out
+                      if ex["meta"]["case_id"] == case) == [("original", 0), ("original", 1),
+                                                            ("variant-1", 0), ("variant-1", 1)]
+    assert len(train) + len(held_out) == len(examples) and len(held_out) == 12
+    assert facts == {"eval_fraction": 0.3, "eval_cases": 3, "eval_examples": 12, "train_cases": 7,
+                     "train_examples": 28}
+    assert [ex for ex in examples if ex in train] == train  # order kept
+    assert split_eval(examples, 0.3, seed=0)[1] == held_out  # the seed decides
+    assert {ex["meta"]["case_id"] for ex in split_eval(examples, 0.3, seed=1)[1]} != held_cases
+    # a tiny share still holds one case out, a large one still trains one
+    assert len({ex["meta"]["case_id"] for ex in split_eval(examples, 0.01, seed=0)[1]}) == 1
+    assert len({ex["meta"]["case_id"] for ex in split_eval(examples, 0.99, seed=0)[0]}) == 1
+    with pytest.raises(ValueError, match="eval_fraction: .* at least 2 cases, the examples have 1"):
+        split_eval(case_examples(1, harnesses=("original", "variant-1")), 0.5, seed=0)
+
+
+def test_sft_with_eval_fraction_logs_eval_loss_at_each_save_on_held_out_cases(tmp_path):
+    config = SFTStageConfig(model="tiny", output_dir=str(tmp_path), max_steps=4, save_steps=2, save_total_limit=5,
+                            learning_rate=1e-3, eval_fraction=0.34)
+    run_sft(config, examples=case_examples(6))
+    rows = read_metrics(tmp_path)
+    evals = [r for r in rows if "eval_loss" in r]
+    assert [r["step"] for r in evals] == [2, 4]  # eval_steps 0: at each save
+    assert all(r["eval_loss"] > 0 and "loss" not in r for r in evals)
+    assert [r["step"] for r in rows if "loss" in r] == [1, 2, 3, 4]
+    card = read_model_card(tmp_path)
+    split = card["data"]["eval_split"]
+    assert (split["eval_cases"], split["train_cases"], split["eval_examples"], split["eval_steps"]) == (2, 4, 4, 2)
+    # packed like the training set: one sequence per trajectory on each side
+    assert card["data"]["packed"]["sequences"] == 4 and split["eval_packed"]["sequences"] == 2
+    best = min(evals, key=lambda r: r["eval_loss"])
+    assert card["extra"]["best_eval_loss"] == best["eval_loss"]
+    assert card["extra"]["best_eval_step"] == best["step"] and card["extra"]["evaluations"] == 2
+    assert (tmp_path / "checkpoint-2").is_dir() and (tmp_path / "checkpoint-4").is_dir()
+
+
+def test_eval_steps_sets_the_trainers_evaluation_and_nothing_else(tmp_path):
+    from training.sft_trainer import build_sft_args
+    from training.stage_common import start_stage
+
+    config = SFTStageConfig(model="tiny", output_dir=str(tmp_path), save_steps=20, eval_fraction=0.2, eval_steps=5)
+    args = build_sft_args(config, start_stage(config, stage="sft"))
+    assert (args.eval_strategy, args.eval_steps) == ("steps", 5)  # IntervalStrategy is a str enum
+    assert args.load_best_model_at_end is False and args.metric_for_best_model is None
+    assert args.prediction_loss_only is True and args.per_device_eval_batch_size == 2
+    off = SFTStageConfig(model="tiny", output_dir=str(tmp_path / "off"))
+    assert build_sft_args(off, start_stage(off, stage="sft")).eval_strategy == "no"
+
+
+def test_sft_without_eval_fraction_holds_nothing_out(sft_run):
+    assert not any("eval_loss" in r for r in read_metrics(sft_run))
+    card = read_model_card(sft_run)
+    assert "eval_split" not in card["data"] and "best_eval_loss" not in card["extra"]
+
+
+@pytest.mark.parametrize(("values", "message"), [
+    ({"eval_fraction": 1.0}, "eval_fraction: must be at least 0 (off) and below 1"),
+    ({"eval_fraction": -0.1}, "eval_fraction: must be at least 0 (off) and below 1"),
+    ({"eval_fraction": float("nan")}, "eval_fraction: must be at least 0"),
+    ({"eval_fraction": 0.1, "eval_steps": -1}, "eval_steps: must be 0 (at each save) or more, got -1"),
+    ({"eval_steps": 5}, "eval_steps: evaluates the held-out cases; set eval_fraction above 0"),
+])
+def test_bad_eval_settings_are_refused_naming_the_field(values, message):
+    assert SFTStageConfig(**values).check().startswith(message)
+
+
+def test_a_bad_eval_fraction_in_a_config_file_names_its_line(tmp_path):
+    from training.base_config import ConfigError, load_config
+
+    path = tmp_path / "sft.yaml"
+    path.write_text("model: tiny\neval_fraction: 1.5\n")
+    with pytest.raises(ConfigError, match=r"sft.yaml:2: eval_fraction: must be at least 0"):
+        load_config(SFTStageConfig, path)
+    path.write_text("eval_fraction: 0.1\neval_steps: 10\n")
+    assert load_config(SFTStageConfig, path).eval_steps == 10
