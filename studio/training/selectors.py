@@ -184,7 +184,7 @@ class _Parsed:
 
 
 _PARSED: OrderedDict[str, _Parsed] = OrderedDict()
-_CURVES: OrderedDict[tuple, dict] = OrderedDict()
+_CURVES: OrderedDict[tuple, tuple[str, str]] = OrderedDict()  # (the curves, the eval_loss rows) as JSON
 _CACHE_LOCK = threading.Lock()
 _CACHE_SIZE = 128
 
@@ -318,23 +318,26 @@ def run_dashboard_json(run: TrainingRun, *, max_points: int = DEFAULT_POINTS, en
     active = bool(run.job and run.job.is_active) and not ended
     memo = (run.pk, json.dumps(key))
     with _CACHE_LOCK:
-        text = _CURVES.get(memo)
+        text, evaluations = _CURVES.get(memo) or (None, "")
     cache_file = run.path / DASHBOARD_CACHE
     if text is None and cache_file.is_file():
-        try:  # line 1: what the curves were computed from; line 2: the curves
-            stored_key, _, stored = cache_file.read_text(encoding="utf-8").partition("\n")
-            text = stored if stored and json.loads(stored_key) == key else None
+        try:  # line 1: what the curves were computed from; line 2: the curves; line 3: the eval_loss rows
+            stored_key, _, rest = cache_file.read_text(encoding="utf-8").partition("\n")
+            stored, _, evaluations = rest.partition("\n")
+            text = stored if stored and evaluations and json.loads(stored_key) == key else None
         except (ValueError, OSError):
             text = None
     if text is None:
         metrics, boundaries = run_metrics(run)
         text = json.dumps({"charts": curves_from_columns(metrics.steps, metrics.columns, max_points=max_points),
                            "boundaries": boundaries, "progress": run_progress(run).as_dict(), "rows": len(metrics)})
+        evaluations = json.dumps(stage_eval_losses(run))
         if not active and len(metrics) and max_points == DEFAULT_POINTS:
-            _write_cache(cache_file, json.dumps(key) + "\n" + text)
+            _write_cache(cache_file, json.dumps(key) + "\n" + text + "\n" + evaluations)
     with _CACHE_LOCK:
-        _remember(_CURVES, memo, text)
-    extra = json.dumps({"run": run.pk, "marks": run_marks(run), "active": active})
+        _remember(_CURVES, memo, (text, evaluations))
+    marks = run_marks(run, eval_losses={name: dict(rows) for name, rows in json.loads(evaluations).items()})
+    extra = json.dumps({"run": run.pk, "marks": marks, "active": active})
     return text[:-1] + ", " + extra[1:]  # both are JSON objects: one object with the keys of both
 
 
@@ -343,22 +346,49 @@ def run_dashboard(run: TrainingRun, *, max_points: int = DEFAULT_POINTS, ended: 
     return json.loads(run_dashboard_json(run, max_points=max_points, ended=ended))
 
 
-def run_marks(run: TrainingRun) -> list[dict[str, Any]]:
-    """What the curves mark, at the step across the run's stages: the checkpoints the trainer keeps
-    (``checkpoint-N/``), the final model (its model card's steps) with the stage's self-evaluation
-    (``eval.json``, scored once after training), and an MTP head's held-out acceptance, measured
-    before training (step 0) and after it (its card.json). The trainers log no periodic evaluation
-    (no eval_loss rows), so no checkpoint is marked "best": that would need a score per checkpoint."""
+def stage_eval_losses(run: TrainingRun) -> dict[str, list[tuple[int, float]]]:
+    """Each stage folder's held-out evaluations: {stage: [(step, eval_loss), ...]} (stages with none left out)."""
+    out = {}
+    for folder in stage_folders(run):
+        if losses := _eval_losses(_metrics(folder.path / "metrics.jsonl")):
+            out[folder.name] = list(losses.items())
+    return out
+
+
+def run_marks(run: TrainingRun, *, eval_losses: dict[str, dict[int, float]] | None = None) -> list[dict[str, Any]]:
+    """What the curves mark, at the step across the run's stages: each held-out evaluation (an
+    ``eval_loss`` row in metrics.jsonl, SFT with ``eval_fraction``), the checkpoints the trainer keeps
+    (``checkpoint-N/``, with the eval_loss of their step when there is one), the best checkpoint of each
+    stage (the kept checkpoint-N whose step has the lowest eval_loss; only checkpoints still on disk and
+    evaluated at their step count, so a stage without evaluations has none), the final model (its model
+    card's steps) with the stage's self-evaluation (``eval.json``, scored once after training), and an
+    MTP head's held-out acceptance, measured before training (step 0) and after it (its card.json).
+    ``eval_losses``: ``stage_eval_losses`` as {stage: {step: eval_loss}}, kept with the curves (read
+    from the metrics files when not given)."""
     from training.runs import checkpoint_step
 
+    if eval_losses is None:
+        eval_losses = {name: dict(rows) for name, rows in stage_eval_losses(run).items()}
     marks: list[dict[str, Any]] = []
     offset = 0
     for folder in stage_folders(run):
+        losses = eval_losses.get(folder.name, {})
+        stage_marks = [{"x": offset + step, "kind": "evaluation", "label": f"eval_loss {loss:.4f}",
+                        "stage": folder.name} for step, loss in losses.items()]
+        kept: list[tuple[float, int, str]] = []
         for checkpoint in sorted(folder.path.glob("checkpoint-*"), key=checkpoint_step):
             if (checkpoint / "trainer_state.json").is_file():
                 step = checkpoint_step(checkpoint)
-                marks.append({"x": offset + step, "kind": "checkpoint", "label": f"{checkpoint.name}",
-                              "stage": folder.name})
+                label = checkpoint.name
+                if step in losses:
+                    label += f" (eval_loss {losses[step]:.4f})"
+                    kept.append((losses[step], step, checkpoint.name))
+                stage_marks.append({"x": offset + step, "kind": "checkpoint", "label": label, "stage": folder.name})
+        if kept:
+            loss, step, name = min(kept)  # the lowest eval_loss; of equal ones the earliest
+            stage_marks.append({"x": offset + step, "kind": "best", "stage": folder.name, "checkpoint": name,
+                                "label": f"best checkpoint: {name} (eval_loss {loss:.4f})"})
+        marks += sorted(stage_marks, key=lambda m: m["x"])
         card_path = folder.path / "model_card.json"
         if card_path.is_file():
             try:
@@ -370,6 +400,17 @@ def run_marks(run: TrainingRun) -> list[dict[str, Any]]:
             marks += _evaluation_marks(folder.path, x0=offset, x=offset + step, stage=folder.name)
         offset += folder.total_steps
     return marks
+
+
+def _eval_losses(metrics: Metrics) -> dict[int, float]:
+    """{step: eval_loss} of a stage's finite eval_loss rows, in step order (a step logged twice: its last)."""
+    import numpy as np
+
+    values = metrics.columns.get("eval_loss")
+    if values is None:
+        return {}
+    keep = np.flatnonzero(np.isfinite(values))
+    return dict(sorted({int(metrics.steps[i]): float(values[i]) for i in keep}.items()))
 
 
 def _evaluation_marks(path: Path, *, x0: int, x: int, stage: str) -> list[dict[str, Any]]:

@@ -4,7 +4,8 @@ The trainers write one ``metrics.jsonl`` row per logging step (``training.runs.M
 run of 10,000 steps is 10,000 rows. The browser gets at most ``max_points`` points per curve,
 chosen on the server by Largest-Triangle-Three-Buckets (Steinarsson 2013), which keeps a curve's
 shape (spikes included) with far fewer points than it has; the smoothed loss is computed on every
-point first, then downsampled like the rest.
+point first, then downsampled like the rest. The held-out ``eval_loss`` (SFT with ``eval_fraction``,
+a row every ``eval_steps``) is a curve of its own on the loss chart, not smoothed.
 """
 
 from __future__ import annotations
@@ -24,11 +25,11 @@ class Chart:
     title: str
     metrics: tuple[str, ...] = ()        # exact metric names
     pattern: str = ""                     # or every metric matching this (rewards per dimension)
-    smoothed: bool = False               # add an EMA-smoothed copy of each curve
+    smoothed: tuple[str, ...] = ()       # metrics that get an EMA-smoothed copy of their curve
 
 
 CHARTS = (
-    Chart("loss", "Loss", metrics=("loss",), smoothed=True),
+    Chart("loss", "Loss", metrics=("loss", "eval_loss"), smoothed=("loss",)),
     Chart("learning_rate", "Learning rate", metrics=("learning_rate",)),
     Chart("grad_norm", "Grad norm", metrics=("grad_norm",)),
     Chart("rewards", "Reward per dimension", metrics=("reward",), pattern=r"^rewards/[^/]+/mean$"),
@@ -140,7 +141,7 @@ def curves_from_columns(xs, columns: dict, *, max_points: int = DEFAULT_POINTS) 
                 continue
             chosen = lttb_indices(x, y, max_points)
             series.append({"name": metric, "n": len(x), "points": np.column_stack((x[chosen], y[chosen])).tolist()})
-            if chart.smoothed and len(x) > 2:
+            if metric in chart.smoothed and len(x) > 2:
                 smooth = np.asarray(ema(y.tolist()))
                 chosen = lttb_indices(x, smooth, max_points)
                 series.append({"name": f"{metric} (smoothed)", "n": len(x),

@@ -40,3 +40,40 @@ def test_a_finished_mtp_runs_dashboard_draws_the_draft_steps_and_marks_its_evalu
     expect(page.locator("#dashboard-marks li[data-kind=eval]")).to_have_count(2)
     expect(page.locator("#dashboard-marks li[data-kind=eval]").first).to_contain_text("step 0: held-out acceptance")
     expect(page.locator("#head-acceptance")).to_contain_text("rate ")
+
+
+def test_a_finished_sft_runs_dashboard_draws_eval_loss_and_marks_the_best_kept_checkpoint(people, sign_in, settings,
+                                                                                          tmp_path):
+    """A real tiny SFT run with half of its gold cases held out: eval_loss at each save (steps 1-3),
+    two checkpoints kept; the dashboard draws the eval_loss curve and names the best kept checkpoint."""
+    import json
+
+    from studio.jobs.models import Job
+    from studio.training.models import TrainingRun
+
+    settings.TRAINING_RUNS_DIR = tmp_path / "runs"
+    folder = tmp_path / "runs" / "run-sft"
+    done = subprocess.run([sys.executable, "-m", "training", "sft", "--model", "tiny", "--output-dir",
+                           str(folder / "sft"), "--max-cases", "2", "--hsa-variants", "0", "--max-steps", "3",
+                           "--save-steps", "1", "--save-total-limit", "2", "--eval-fraction", "0.5",
+                           "--learning-rate", "1e-3"], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = [json.loads(line) for line in (folder / "sft" / "metrics.jsonl").read_text().splitlines()]
+    evals = {r["step"]: r["eval_loss"] for r in rows if "eval_loss" in r}
+    assert sorted(evals) == [1, 2, 3]
+    kept = sorted(int(p.name.split("-")[1]) for p in (folder / "sft").glob("checkpoint-*"))
+    assert kept == [2, 3]  # checkpoint-1 rotated away: not a candidate even if its eval_loss is the lowest
+    best = min(kept, key=lambda step: (evals[step], step))
+    job = Job.objects.create(kind="train_sft", title="sft", status=Job.SUCCEEDED, params={})
+    run = TrainingRun.objects.create(kind="sft", title="a tiny sft", folder=str(folder), config_digest="0" * 64,
+                                     job=job, model="tiny", config={"sft": {"max_steps": 3}},
+                                     steps=[{"name": "sft", "argv": ["training", "sft"], "config_file": "sft.yaml",
+                                             "output": "sft"}])
+    page = sign_in("olivia")
+    page.goto(f"/training/runs/{run.pk}/")
+    expect(page.locator("#chart-loss")).to_have_attribute("data-n", "3")
+    assert page.evaluate("Chart.getChart('chart-loss').data.datasets.map(d => d.label)") == [
+        "loss", "loss (smoothed)", "eval_loss"]
+    expect(page.locator("#dashboard-marks li[data-kind=evaluation]")).to_have_count(3)
+    expect(page.locator("#dashboard-marks li[data-kind=best]")).to_have_text(
+        f"step {best}: best checkpoint: checkpoint-{best} (eval_loss {evals[best]:.4f}) (sft)")

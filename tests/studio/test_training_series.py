@@ -165,3 +165,58 @@ def test_the_fast_metrics_reader_reads_exactly_what_the_json_reader_does(text):
     for name, values in exact.columns.items():
         np.testing.assert_array_equal(fast.columns[name], values)
     assert (fast.first_time, fast.last_time, fast.last_loss) == (exact.first_time, exact.last_time, exact.last_loss)
+
+
+@pytest.mark.django_db
+def test_eval_loss_is_a_curve_each_evaluation_is_marked_and_the_best_kept_checkpoint_is_named(tmp_path):
+    """An SFT run with eval_fraction: eval_loss rows every 2 steps. The lowest eval_loss (step 2) is a
+    checkpoint rotated away and step 5's is no checkpoint at all, and checkpoint-7 is torn: the best one
+    is checkpoint-8, the lowest of those on disk."""
+    from studio.training.selectors import run_dashboard
+
+    folder = tmp_path / "run"
+    stage_dir = folder / "sft"
+    stage_dir.mkdir(parents=True)
+    eval_losses = {2: 0.5, 4: 2.5, 5: 0.9, 6: 2.7, 7: 0.1, 8: 2.25}
+    with (stage_dir / "metrics.jsonl").open("w") as handle:
+        for step in range(1, 9):
+            handle.write(json.dumps({"stage": "sft", "step": step, "loss": 4.0 - step / 4}) + "\n")
+            if step in eval_losses:
+                handle.write(json.dumps({"stage": "sft", "step": step, "eval_loss": eval_losses[step],
+                                         "eval_runtime": 0.2}) + "\n")
+    for step in (4, 6, 8):
+        (stage_dir / f"checkpoint-{step}").mkdir()
+        (stage_dir / f"checkpoint-{step}" / "trainer_state.json").write_text("{}")
+    (stage_dir / "checkpoint-7").mkdir()  # a save that did not finish
+    run = TrainingRun.objects.create(kind="sft", title="t", folder=str(folder), config_digest="0" * 64,
+                                     steps=[{"name": "sft", "argv": [], "config_file": "sft.yaml", "output": "sft"}],
+                                     config={"sft": {"max_steps": 8}})
+    data = run_dashboard(run)
+    loss = next(c for c in data["charts"] if c["key"] == "loss")
+    assert [s["name"] for s in loss["series"]] == ["loss", "loss (smoothed)", "eval_loss"]  # eval_loss raw only
+    assert loss["series"][2]["points"] == [[float(s), v] for s, v in eval_losses.items()]
+    marks = [(m["x"], m["kind"], m["label"]) for m in data["marks"]]
+    assert [m for m in marks if m[1] == "evaluation"] == [(s, "evaluation", f"eval_loss {v:.4f}")
+                                                           for s, v in eval_losses.items()]
+    assert [m for m in marks if m[1] == "checkpoint"] == [
+        (4, "checkpoint", "checkpoint-4 (eval_loss 2.5000)"), (6, "checkpoint", "checkpoint-6 (eval_loss 2.7000)"),
+        (8, "checkpoint", "checkpoint-8 (eval_loss 2.2500)")]
+    best = [m for m in data["marks"] if m["kind"] == "best"]
+    assert [(m["x"], m["checkpoint"], m["label"]) for m in best] == [
+        (8, "checkpoint-8", "best checkpoint: checkpoint-8 (eval_loss 2.2500)")]
+    assert [m[0] for m in marks] == sorted(m[0] for m in marks)  # in step order, as the list shows them
+    from studio.training import selectors
+
+    selectors._CURVES.clear()  # another web process: the evaluations are kept with the curves, not parsed again
+    selectors._PARSED.clear()
+    assert run_dashboard(run)["marks"] == data["marks"] and not selectors._PARSED
+
+    # checkpoint-8 goes (rotated, deleted by hand): the best is the lowest left, checkpoint-4
+    import shutil
+
+    shutil.rmtree(stage_dir / "checkpoint-8")
+    assert [m["label"] for m in run_dashboard(run)["marks"] if m["kind"] == "best"] == [
+        "best checkpoint: checkpoint-4 (eval_loss 2.5000)"]
+    # a stage without evaluations has no best checkpoint
+    (stage_dir / "metrics.jsonl").write_text("".join(json.dumps({"step": s, "loss": 1.0}) + "\n" for s in range(1, 9)))
+    assert {m["kind"] for m in run_dashboard(run)["marks"]} == {"checkpoint"}

@@ -5,8 +5,11 @@
   if (!root || typeof Chart === "undefined") return;
   var COLORS = ["#3056d3", "#c0392b", "#16794c", "#8a5a00", "#8e44ad", "#2c3e50", "#d35400", "#7f8c8d"];
   var charts = {};
-  var marks = [];  // checkpoints, the final model, evaluations and stage boundaries: vertical lines on every chart
-  var MARK_COLORS = { checkpoint: "#7f8c8d", final: "#16794c", eval: "#c0392b", stage: "#8a5a00" };
+  // checkpoints, the best one, the final model, evaluations and stage boundaries: vertical lines on every chart;
+  // each held-out evaluation (an eval_loss row) a tick at the foot of every chart and a dot on the eval_loss curve
+  var marks = [];
+  var MARK_COLORS = { checkpoint: "#7f8c8d", final: "#16794c", eval: "#c0392b", stage: "#8a5a00",
+                      evaluation: "#3056d3", best: "#d35400" };
   var markPlugin = {
     id: "runMarks",
     afterDatasetsDraw: function (chart) {
@@ -16,9 +19,10 @@
         var px = x.getPixelForValue(m.x);
         if (px < area.left - 1 || px > area.right + 1) return;
         ctx.strokeStyle = MARK_COLORS[m.kind] || "#333";
-        ctx.setLineDash(m.kind === "checkpoint" ? [2, 3] : [5, 3]);
-        ctx.lineWidth = m.kind === "eval" ? 2 : 1;
-        ctx.beginPath(); ctx.moveTo(px, area.top); ctx.lineTo(px, area.bottom); ctx.stroke();
+        ctx.setLineDash(m.kind === "checkpoint" ? [2, 3] : m.kind === "best" || m.kind === "evaluation" ? [] : [5, 3]);
+        ctx.lineWidth = m.kind === "eval" || m.kind === "best" ? 2 : 1;
+        var top = m.kind === "evaluation" ? area.bottom - 8 : area.top;
+        ctx.beginPath(); ctx.moveTo(px, top); ctx.lineTo(px, area.bottom); ctx.stroke();
       });
       ctx.restore();
     },
@@ -33,16 +37,17 @@
       li.dataset.kind = m.kind;
       li.textContent = "step " + m.x + ": " + m.label + (m.stage ? " (" + m.stage + ")" : "");
       li.style.color = MARK_COLORS[m.kind] || "";
+      if (m.kind === "best") li.style.fontWeight = "bold";
       list.appendChild(li);
     });
   }
 
   function datasets(chart) {
     return chart.series.map(function (s, i) {
-      var smoothed = / \(smoothed\)$/.test(s.name);
+      var smoothed = / \(smoothed\)$/.test(s.name), evaluated = /^eval_/.test(s.name);
       return { label: s.name, data: s.points.map(function (p) { return { x: p[0], y: p[1] }; }),
                borderColor: COLORS[i % COLORS.length], backgroundColor: COLORS[i % COLORS.length],
-               borderWidth: smoothed ? 2 : 1, pointRadius: 0, borderDash: [], showLine: true,
+               borderWidth: smoothed || evaluated ? 2 : 1, pointRadius: evaluated ? 3 : 0, borderDash: [], showLine: true,
                order: smoothed ? 0 : 1, parsing: false };
     });
   }
