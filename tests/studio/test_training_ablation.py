@@ -73,9 +73,10 @@ def test_a_tiny_smoke_ablation_on_a_worker_shows_its_tables_rebuilt_from_the_fol
     settings.CELERY_TRAIN_QUEUE = f"{queue}-train"
     mei = client_for(personas.ml_engineer)
     with celery_worker(queue=queue, also_queues=(settings.CELERY_TRAIN_QUEUE,), lease_s=30, heartbeat_s=1):
-        # tiny-smoke without its second SFT phases, to keep the run to a few minutes on 2 cores
+        # tiny-smoke without its second SFT phases and on fewer items, to keep the run short on 2 cores
         response = mei.post("/training/new/ablation/?preset=ablation-tiny-smoke",
-                            {"preset": "ablation-tiny-smoke", "sft2_steps": "0", "train_cases": "4"})
+                            {"preset": "ablation-tiny-smoke", "sft2_steps": "0", "train_cases": "4", "opd_steps": "1",
+                             "eval_cases": "2", "eval_prompt_robustness": "1", "eval_ifeval": "1"})
         assert response.status_code == 302, page_text(response)[:2000]
         run = TrainingRun.objects.get()
 
