@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from harness.numbers import decimal_int
 from harness.userfiles import read_text
 from harness.yamlio import load_yaml
 
@@ -135,9 +136,10 @@ def coerce(value: Any, tp: Any, *, where: str) -> Any:
             raise ConfigError(f"{where}: expected an integer, got {value!r}")
         if isinstance(value, int):
             return value
-        if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-            return int(value)
-        raise ConfigError(f"{where}: expected an integer, got {value!r}")
+        number = decimal_int(value, max_digits=18)
+        if number is not None:
+            return number
+        raise ConfigError(f"{where}: expected an integer, got {str(value)[:60]!r}")
     if tp is float:
         if isinstance(value, int | float) and not isinstance(value, bool):
             return float(value)

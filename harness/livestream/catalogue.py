@@ -15,6 +15,7 @@ from typing import Any
 
 from harness.livestream.promotions import CartItem, Promotion, PromotionError
 from harness.livestream.validation import DocumentValidationError, FieldReader
+from harness.numbers import decimal_int
 from harness.userfiles import read_json
 
 
@@ -244,8 +245,8 @@ class Catalogue:
                 raise PromotionError(f"items[{i}] must be an object with link_id and quantity")
             link_id = item["link_id"]
             quantity = item.get("quantity", 1)
-            if isinstance(link_id, str) and link_id.lstrip("#").isdigit():
-                link_id = int(link_id.lstrip("#"))
+            if isinstance(link_id, str):
+                link_id = decimal_int(link_id.strip().lstrip("#"), max_digits=12) or link_id
             product = self.product(link_id) if isinstance(link_id, int) else None
             if product is None:
                 raise PromotionError(f"items[{i}].link_id: no product with link id {link_id!r}; "

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.livestream import Catalogue, Product, Request, RoomState
+from harness.numbers import decimal_int
 from harness.tool_catalogue import BUILTIN_TOOLS
 
 
@@ -47,8 +48,8 @@ def builtin(name: str) -> Callable[[BuiltinFn], BuiltinFn]:
 
 def _link_id(args: dict[str, Any], key: str = "link_id") -> int:
     value = args.get(key)
-    if isinstance(value, str) and value.strip().lstrip("#").isdigit():
-        value = int(value.strip().lstrip("#"))
+    if isinstance(value, str):
+        value = decimal_int(value.strip().lstrip("#"), max_digits=12) or value
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ToolInputError(f"'{key}' must be a link number (integer >= 1), got {value!r}")
     return value

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from harness.mcp_registry import McpRegistry, add_trust_flag
+from harness.numbers import decimal_int
 
 
 def add_run_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -70,9 +71,10 @@ def _number(kind: type, *, low: float, high: float | None = None, open_low: bool
 
 
 def _port(text: str) -> int:
-    if not text.isdigit() or not 1 <= int(text) <= 65535:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected a port number from 1 to 65535")
-    return int(text)
+    port = decimal_int(text, max_digits=5)
+    if port is None or not 1 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{text[:40]!r}: expected a port number from 1 to 65535")
+    return port
 
 
 def add_serve_mcp_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:

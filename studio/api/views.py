@@ -9,6 +9,7 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import F
 from django.http import JsonResponse
 
+from harness.numbers import decimal_int
 from studio.api.auth import api_error, api_view
 from studio.evolution.decisions import production_promote
 from studio.harnesses import selectors
@@ -112,7 +113,10 @@ def label_set(request, name: str, label: str):
         return api_error(404, f"no Harness named {name}")
     try:
         payload = json.loads(request.body or b"{}")
-        number = int(payload.get("version"))
+        raw = payload.get("version")
+        number = raw if type(raw) is int and abs(raw) < 10**18 else decimal_int(raw, max_digits=18)
+        if number is None:
+            raise ValueError(raw)
     except (ValueError, TypeError, AttributeError):
         return api_error(400, 'body: JSON {"version": <number>, "reason": "..."}')
     version = harness.versions.filter(number=number).first()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 
+from harness.numbers import decimal_int
 from studio.harnesses import selectors
 from studio.harnesses.models import Harness, HarnessVersion
 from studio.harnesses.services import StudioError
@@ -13,10 +14,10 @@ FILE_ORDER = ("manifest.yaml", "prompt.yaml", "tools.yaml", "hooks.yaml")
 
 
 def parse_int(value: str | None, *, field: str) -> int:
-    try:
-        return int(value or "")
-    except ValueError:
-        raise StudioError(f"{field}: expected a whole number, got {value!r}") from None
+    number = decimal_int(value, max_digits=18)  # a database integer holds 18 digits
+    if number is None:
+        raise StudioError(f"{field}: expected a whole number, got {str(value)[:40]!r}")
+    return number
 
 
 def file_sort_key(path: str) -> tuple:

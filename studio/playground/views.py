@@ -13,6 +13,7 @@ from django.contrib import messages
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
+from harness.numbers import decimal_int
 from studio.accounts.decorators import requires
 from studio.endpoints.models import ModelEndpoint
 from studio.evolution.models import Dataset
@@ -29,10 +30,10 @@ from studio.playground.services import (
 def _pk(value: str, field: str) -> int | None:
     if not value:
         return None
-    try:
-        return int(value)
-    except ValueError:
-        raise PlaygroundError(f"{field}: {value!r} is not one of the listed choices") from None
+    number = decimal_int(value, max_digits=18)
+    if number is None:
+        raise PlaygroundError(f"{field}: {value[:40]!r} is not one of the listed choices")
+    return number
 
 
 @require_http_methods(["GET", "POST"])

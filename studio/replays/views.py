@@ -11,6 +11,7 @@ from django.http import Http404
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from harness.numbers import decimal_int
 from studio.accounts.decorators import requires
 from studio.replays import selectors
 from studio.replays.selectors import NotAReplay, ReplayNotFound
@@ -41,10 +42,11 @@ def _replay_param(request, name: str) -> TrainingRun:
     raw = request.GET.get(name, "")
     if not raw:
         raise BadParameter(f"{name}: missing; give the ids of two replay runs, e.g. /replay/compare/?a=3&b=4")
-    if not raw.isdigit() or len(raw) > 12:
+    run_id = decimal_int(raw, max_digits=12)
+    if run_id is None or run_id < 1:
         raise BadParameter(f"{name}: {raw[:40]!r} is not a run id; give a whole number, e.g. ?a=3&b=4")
     try:
-        return selectors.replay_get(run_id=int(raw))
+        return selectors.replay_get(run_id=run_id)
     except NotAReplay as error:
         raise BadParameter(f"{name}: {error}; pick two runs from /replay/") from None
     except ReplayNotFound as error:

@@ -11,6 +11,7 @@ from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from harness.numbers import decimal_int
 from studio.accounts.decorators import requires
 from studio.endpoints.services import EndpointError
 from studio.training import configs, selectors
@@ -189,9 +190,10 @@ def run_metrics(request, run_id: int):
     """The dashboard's data: curves downsampled on the server to ``points`` per curve (50-2000)."""
     run = _run_or_404(run_id)
     raw = request.GET.get("points", str(DEFAULT_POINTS))
-    if not raw.isdigit() or not 50 <= int(raw) <= 2000:
+    points = decimal_int(raw, max_digits=4)
+    if points is None or not 50 <= points <= 2000:
         return JsonResponse({"error": f"points: a whole number between 50 and 2000, got {raw[:40]!r}"}, status=400)
-    return HttpResponse(selectors.run_dashboard_json(run, max_points=int(raw)), content_type="application/json")
+    return HttpResponse(selectors.run_dashboard_json(run, max_points=points), content_type="application/json")
 
 
 @require_POST
@@ -218,9 +220,10 @@ def _checkpoint_param(request, name: str) -> TrainingRun | str:
     """The run named by GET parameter ``name`` if it has a checkpoint, else the message saying why not."""
     raw = request.GET.get(name, "")
     valid = "give the id of a training run whose checkpoint is in the registry (run #N)"
-    if not raw.isdigit() or len(raw) > 12:
+    run_id = decimal_int(raw, max_digits=12)
+    if run_id is None or run_id < 1:
         return f"{name}: {valid}, got {raw[:40]!r}"
-    run = TrainingRun.objects.select_related("job").filter(pk=int(raw)).first()
+    run = TrainingRun.objects.select_related("job").filter(pk=run_id).first()
     if run is None:
         return f"{name}: there is no run #{raw}; {valid}"
     if not run.is_policy or not (run.final_dir / "config.json").is_file():

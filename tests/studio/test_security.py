@@ -47,3 +47,21 @@ def test_a_script_in_a_skill_is_inert_on_the_version_page(personas, demo_version
     draft_file_save(draft=draft, path=path, text=draft.files[path] + payload, base_revision=1, actor=personas.operator)
     page = client_for(personas.operator).get(f"/drafts/{draft.pk}/?path={path}").content.decode()
     assert "<script>document.title" not in page and 'href="javascript:' not in page
+
+
+@pytest.mark.parametrize("path", [
+    "/training/runs/{run}/metrics.json?points=" + "1" * 5000,
+    "/training/runs/{run}/metrics.json?points=²",
+    "/training/checkpoints/compare/?a=²&b=1",
+    "/replay/compare/?a=²&b=1",
+    "/replay/compare/?a=1&b=" + "9" * 40,
+    "/h/livestream-avatar/diff/?a=99999999999999999999&b=1",
+    "/h/livestream-avatar/diff/?a=²&b=1",
+])
+def test_numbers_in_urls_that_no_integer_reader_takes_are_a_400(personas, demo_version, settings, tmp_path, path):
+    from studio.releases.testing import trained_checkpoint
+
+    settings.TRAINING_RUNS_DIR = tmp_path / "runs"
+    run = trained_checkpoint(tmp_path / "runs" / "run-1")
+    response = client_for(personas.operator).get(path.replace("{run}", str(run.pk)))
+    assert response.status_code == 400
