@@ -30,11 +30,11 @@ sys.path.insert(0, str(ROOT))
 import torch  # noqa: E402
 
 from harness import demo_harness_dir, load_dir  # noqa: E402
+from harness.checkpoints import resolve_checkpoint  # noqa: E402
 from harness.engine import Engine, EngineModel, SamplingParams  # noqa: E402
 from harness.engine.prefix import common_prefix  # noqa: E402
 from harness.policies.base import Policy, PolicyOutput  # noqa: E402
 from harness.policies.local import TransformersPolicy, load_model, stop_ids_of  # noqa: E402
-from harness.policies.models import resolve_model_dir  # noqa: E402
 
 DECODE_TOKENS = 64
 
@@ -240,7 +240,7 @@ def main() -> int:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
 
-    checkpoint = resolve_model_dir(args.checkpoint)
+    checkpoint = resolve_checkpoint(args.checkpoint)
     cases = Path(args.world) / "replay.jsonl"
     if not cases.is_file():
         from evaluation.world.sets import generate

@@ -36,10 +36,10 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import torch  # noqa: E402
 from local_engine import agent_prompts, complete_agent  # noqa: E402
 
+from harness.checkpoints import resolve_checkpoint  # noqa: E402
 from harness.engine import Engine, EngineModel, SamplingParams, SpecStats, Speculator  # noqa: E402
 from harness.engine.draft import load_head, read_card  # noqa: E402
 from harness.policies.local import load_model, stop_ids_of  # noqa: E402
-from harness.policies.models import resolve_model_dir  # noqa: E402
 
 
 def run_prompts(engine: Engine, prompts: list[list[int]], *, max_new_tokens: int, stop: tuple[int, ...]
@@ -90,7 +90,7 @@ def main() -> int:
         from evaluation.world.sets import generate
 
         generate(out=Path(args.world), seed=7)
-    policy, base = resolve_model_dir(args.policy), resolve_model_dir(args.base_policy)
+    policy, base = resolve_checkpoint(args.policy), resolve_checkpoint(args.base_policy)
     steps = args.steps or None
     if args.agent_only:
         agent_tables(policy, args.head, cases, args)

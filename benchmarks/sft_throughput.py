@@ -56,10 +56,10 @@ def plain_run(model: str, data, steps: int, out: Path) -> float:
     from transformers import AutoTokenizer
     from trl import SFTConfig, SFTTrainer
 
-    from harness.policies.models import resolve_model_dir
+    from harness.checkpoints import resolve_checkpoint
     from training.sft_trainer import sft_dataset
 
-    path = resolve_model_dir(model)
+    path = resolve_checkpoint(model)
     args = SFTConfig(output_dir=str(out), max_steps=steps, per_device_train_batch_size=2, max_length=4096,
                      learning_rate=5e-5, logging_steps=1, save_strategy="no", report_to=[],
                      gradient_checkpointing=False, bf16=False, use_cpu=True, seed=0, data_seed=0,

@@ -224,13 +224,13 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     from evaluation.cases import CaseFileError
     from harness.livestream import DocumentValidationError
-    from harness.policies.models import ModelUnavailableError
+    from harness.checkpoints import CheckpointError
     from harness.userfiles import InputFileError
 
     args = build_parser().parse_args(argv)
     try:
         return args.fn(args)
-    except (InputFileError, CaseFileError, DocumentValidationError, ModelUnavailableError,
+    except (InputFileError, CaseFileError, DocumentValidationError, CheckpointError,
             FileNotFoundError) as exc:  # a path or file the user gave: one line, exit 2
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -12,7 +12,6 @@ field (built on the checkpoint's own generation_config.json, so EOS ids stay).
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
@@ -21,6 +20,7 @@ from typing import Any
 
 import httpx
 
+from harness.checkpoints import checkpoint_info, resolve_checkpoint
 from serving.profiles import MANAGED_ENGINES, ProfileError, ServingProfile
 from serving.transformers_server import EngineServer, TransformersServer
 
@@ -48,7 +48,7 @@ class Endpoint:
     model: str
     api_key: str | None = field(default=None, repr=False)
     checkpoint: dict[str, Any] | None = None
-    """What is served: name, path and fingerprint (see checkpoint_info)."""
+    """What is served: name, path and fingerprint (``harness.checkpoints.checkpoint_info``)."""
     server_log: str | None = None
     server_pid: int | None = None
     """The managed server's process id (transformers route)."""
@@ -102,41 +102,6 @@ class Endpoint:
             "server_log": self.server_log,
             "server_pid": self.server_pid,
         }
-
-
-def resolve_checkpoint(name: str) -> Path:
-    """'default' / 'tiny' from the project's model cache, else a folder path."""
-    if name in ("default", "tiny"):
-        from harness.policies import models  # the runtime owns the model cache
-
-        return Path(models.default_model_dir() if name == "default" else models.tiny_model_dir())
-    path = Path(name).expanduser()
-    if not (path / "config.json").is_file():
-        raise ProfileError(f"checkpoint {name}: no config.json in that folder; give 'default', 'tiny' or a checkpoint folder")
-    return path.resolve()
-
-
-def checkpoint_info(path: Path, *, label: str | None = None) -> dict[str, Any]:
-    """Name, path and a fingerprint of a local checkpoint.
-
-    The fingerprint is sha256 over config.json, generation_config.json and each
-    weight file's name and byte size plus its first and last MiB: enough to tell
-    two checkpoints apart without reading gigabytes.
-    """
-    digest = hashlib.sha256()
-    for name in ("config.json", "generation_config.json"):
-        p = path / name
-        if p.is_file():
-            digest.update(name.encode() + b"\0" + p.read_bytes())
-    for p in sorted(path.glob("*.safetensors")) + sorted(path.glob("*.bin")):
-        size = p.stat().st_size
-        digest.update(f"{p.name}\0{size}\0".encode())
-        with p.open("rb") as fh:
-            digest.update(fh.read(1 << 20))
-            if size > 2 << 20:
-                fh.seek(-(1 << 20), 2)
-                digest.update(fh.read())
-    return {"name": label or path.name, "path": str(path), "fingerprint": digest.hexdigest()}
 
 
 @contextlib.contextmanager

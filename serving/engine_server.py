@@ -248,7 +248,7 @@ def run(args: argparse.Namespace) -> int:
     import torch
     import uvicorn
 
-    from serving.endpoint import resolve_checkpoint
+    from harness.checkpoints import resolve_checkpoint
 
     if args.threads:
         torch.set_num_threads(args.threads)

@@ -24,6 +24,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from harness.checkpoints import CheckpointError
+
 FORMAT = "harness-release/1"
 MAX_MANIFEST_BYTES = 1 << 20  # a manifest is a few KB; a larger file is not one
 STATUSES = ("draft", "approved", "rejected")
@@ -141,9 +143,9 @@ def read_manifest(path: str | Path) -> dict[str, Any]:
 
 def folder_fingerprint(path: str | Path) -> str:
     """The fingerprint the manifest records for a checkpoint or draft-head folder."""
-    from serving.endpoint import checkpoint_info
+    from harness.checkpoints import fingerprint
 
-    return checkpoint_info(Path(path))["fingerprint"]
+    return fingerprint(path)
 
 
 def launch_problems(data: dict[str, Any]) -> list[str]:
@@ -165,8 +167,8 @@ def launch_problems(data: dict[str, Any]) -> list[str]:
             continue
         try:
             now = folder_fingerprint(folder)
-        except OSError as exc:
-            problems.append(f"{key}.path: {folder} cannot be read on this host ({exc.strerror or exc})")
+        except CheckpointError as exc:
+            problems.append(f"{key}.path: cannot be read on this host ({exc})")
             continue
         if now != entry["fingerprint"]:
             problems.append(f"{key}.fingerprint: {folder} is not the folder that was approved (fingerprint now "

@@ -124,8 +124,10 @@ def validate_launch(launch: SGLangLaunch, *, check_paths: bool = False) -> list[
     elif launch.draft_head is not None:
         problems.append("draft_head: given, but speculative_algorithm is None; a draft head needs EAGLE or NEXTN")
     if check_paths:
-        if not Path(launch.model_path).is_dir():
-            problems.append(f"model_path: {launch.model_path} is not a folder on this host")
+        from harness.checkpoints import checkpoint_problem
+
+        if problem := checkpoint_problem(launch.model_path):
+            problems.append(f"model_path: {problem} on this host")
         if launch.draft_head is not None and not Path(launch.draft_head).is_dir():
             problems.append(f"draft_head: {launch.draft_head} is not a folder on this host")
     bad_extra = [t for t in launch.extra_args[::2] if not t.startswith("--")]
@@ -175,10 +177,11 @@ def check_draft_head(head_dir: str | Path, model_path: str | Path | None = None)
             problems.append(f"draft_head: {exc}")
     algorithm = ALGORITHM_FOR_LAYOUT[config.layout]
     model = Path(model_path) if model_path else None
-    if model is not None and (model / "config.json").is_file():
+    from harness.checkpoints import CheckpointError, checkpoint_problem, fingerprint
+
+    if model is not None and checkpoint_problem(model) is None:  # the policy is on this host: check against it
         from types import SimpleNamespace
 
-        from serving.endpoint import checkpoint_info
 
         try:
             policy = json.loads((model / "config.json").read_text(encoding="utf-8"))
@@ -190,15 +193,18 @@ def check_draft_head(head_dir: str | Path, model_path: str | Path | None = None)
             problems.append(f"draft_head: {head / CONFIG_FILE}: harness_draft.layout: nextn, but SGLang serves "
                             f"NEXTN only for models that ship MTP layers, not {archs or 'this model'}; adapt an "
                             "eagle-layout head (python -m training mtp --layout eagle)")
-        fingerprint = checkpoint_info(model)["fingerprint"]
+        try:
+            policy_fingerprint = fingerprint(model)
+        except CheckpointError as exc:
+            return algorithm, problems + [f"model_path: {exc}"]
         made_for = card.get("policy_fingerprint")
         if not made_for:
             problems.append(f"draft_head: {head / CARD_FILE}: policy_fingerprint: missing; the card must say which "
                             "policy the head was adapted to")
-        elif made_for != fingerprint:
+        elif made_for != policy_fingerprint:
             problems.append(
                 f"draft_head: {head / CARD_FILE}: policy_fingerprint: the head was adapted to {card.get('policy')} "
-                f"({made_for[:12]}), not to {model} ({fingerprint[:12]}): it is stale for this policy; re-adapt "
+                f"({made_for[:12]}), not to {model} ({policy_fingerprint[:12]}): it is stale for this policy; re-adapt "
                 f"it with python -m training mtp --model {model} --init-head {head}")
     return algorithm, problems
 

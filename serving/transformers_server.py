@@ -20,6 +20,8 @@ from pathlib import Path
 
 import httpx
 
+from harness.checkpoints import checkpoint_problem
+
 
 class ServerStartError(RuntimeError):
     """The managed server did not become healthy; the message carries its log tail."""
@@ -71,11 +73,10 @@ class TransformersServer:
         extra_args: tuple[str, ...] = (),
         threads: int | None = None,
     ):
+        problem = checkpoint_problem(checkpoint)
+        if problem:
+            raise ServerStartError(f"checkpoint: {problem}; give a saved transformers checkpoint folder")
         self.checkpoint = str(Path(checkpoint).resolve())
-        if not Path(self.checkpoint, "config.json").is_file():
-            raise ServerStartError(
-                f"checkpoint {self.checkpoint}: no config.json there; give a saved transformers checkpoint folder"
-            )
         self.log_path = Path(log_path)
         self.host = host
         self.port = port

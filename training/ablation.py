@@ -159,9 +159,9 @@ class Ablation:
     # -- models ------------------------------------------------------------------------------
     def model_dir(self, name: str) -> Path:
         if name == "base":
-            from harness.policies.models import resolve_model_dir
+            from harness.checkpoints import resolve_checkpoint
 
-            return resolve_model_dir(self.config.model)
+            return resolve_checkpoint(self.config.model)
         if name in ("fixed_sft", "hsa_sft") and self.config.sft2_steps:
             return final_model_dir(self.root / f"{name}_2")
         return final_model_dir(self.root / name)

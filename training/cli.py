@@ -90,12 +90,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from harness.policies.models import ModelUnavailableError
+    from harness.checkpoints import CheckpointError
+    from training.self_eval import SetsFailed
 
     args = build_parser().parse_args(argv)
     try:
         return _dispatch(args)
-    except (ConfigError, FileNotFoundError, ValueError, ModelUnavailableError) as exc:
+    except (ConfigError, FileNotFoundError, ValueError, CheckpointError, SetsFailed) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 
@@ -143,11 +144,11 @@ def _dispatch(args: argparse.Namespace) -> int:
         print((__import__("pathlib").Path(config.output_dir) / "table.md").read_text())
         del table
     elif args.command == "eval":
-        from harness.policies.models import resolve_model_dir
+        from harness.checkpoints import resolve_checkpoint
         from training.self_eval import evaluate_model
         from training.stage_common import resolve_harness_dir
 
-        summary = evaluate_model(model_dir=resolve_model_dir(args.model), out_dir=args.out,
+        summary = evaluate_model(model_dir=resolve_checkpoint(args.model), out_dir=args.out,
                                  harness_dir=resolve_harness_dir(args.harness),
                                  sets=tuple(s.strip() for s in args.sets.split(",") if s.strip()),
                                  n_cases=args.cases, n_prompt_robustness=max(1, args.cases // 2), n_ifeval=args.ifeval)

@@ -329,9 +329,9 @@ def _save_checkpoint(run_dir: Path, step: int, head: Any, optimizer: Any, policy
 def run_mtp(config: MTPStageConfig, *, log=None) -> Path:
     """Adapt a draft head to ``config.model`` and return the head folder (``RUN/final``)."""
     from harness import load_dir
+    from harness.checkpoints import checkpoint_info
     from harness.engine.draft import DraftHead, load_head
     from harness.policies.local import load_model
-    from serving.endpoint import checkpoint_info
     from training.runs import ModelCard, base_model_of, checkpoint_step, drop_metrics_after
     from training.stage_common import resolve_harness_dir, start_stage
 

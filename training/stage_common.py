@@ -36,9 +36,9 @@ def resolve_harness_dir(name: str) -> Path:
 
 
 def resolve_model(name: str) -> Path:
-    from harness.policies.models import resolve_model_dir
+    from harness.checkpoints import resolve_checkpoint
 
-    return resolve_model_dir(name)
+    return resolve_checkpoint(name)
 
 
 @dataclass

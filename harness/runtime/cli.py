@@ -95,10 +95,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from harness import demo_harness_dir, load_dir
+    from harness.checkpoints import CheckpointError
     from harness.errors import HarnessValidationError
     from harness.livestream import Catalogue, DocumentValidationError, Request, demo_catalogue
     from harness.policies import GenerationSettings, make_policy
-    from harness.policies.models import ModelUnavailableError
     from harness.runtime import Agent, FailureInjection
     from harness.runtime.render import render_trajectory
 
@@ -123,7 +123,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         bundle = load_dir(args.harness or demo_harness_dir())
         policy = make_policy(args.policy, settings=settings)
     except (HarnessValidationError, DocumentValidationError, ValueError, OSError,
-            ModelUnavailableError) as exc:
+            CheckpointError) as exc:
         print(str(exc), file=sys.stderr)
         return 2
     try:

@@ -13,8 +13,9 @@ import httpx
 from django.contrib.auth.models import User
 from django.utils import timezone
 
+from harness.checkpoints import checkpoint_problem
 from harness.policies.base import Policy
-from harness.policies.models import checkpoint_problem, default_model_dir, tiny_model_dir
+from harness.policies.models import default_model_dir, tiny_model_dir
 from studio.audit.services import audit_record
 from studio.endpoints.models import ModelEndpoint
 from studio.jobs.models import Job

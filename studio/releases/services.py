@@ -17,6 +17,7 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
+from harness.checkpoints import CheckpointError
 from studio.audit.services import audit_record
 from studio.evolution.gates import Gate, checkpoint_release_gates, gates_check_promotion
 from studio.releases.models import Release
@@ -113,8 +114,8 @@ def release_check(*, checkpoint: str, draft_head: str, harness_version: str) -> 
             continue
         try:
             fingerprints[name] = folder_fingerprint(folder)
-        except OSError as error:  # a folder the web process cannot read: named, never a 500
-            errors[name] = f"{name}: {folder} cannot be read on this host ({error.strerror or error}); check its files"
+        except CheckpointError as error:  # a folder the web process cannot read: named, never a 500
+            errors[name] = f"{name}: cannot be read on this host ({error}); check its files"
     if errors:
         raise ReleaseRefused(errors)
     fingerprint = fingerprints["checkpoint"]
@@ -188,7 +189,7 @@ def _fingerprint_or_none(path: str) -> str | None:
 
     try:
         return folder_fingerprint(path)
-    except OSError:
+    except CheckpointError:
         return None
 
 

@@ -53,7 +53,7 @@ def replay_run(folder: Path, *, checkpoint: Path, walls: dict[int, list[float]],
     """A finished replay run that served ``checkpoint``: ``walls`` are the measured requests' wall times
     per concurrency level. Its Harness is ``harness_version`` (the row), or only ``harness_digest`` (a
     replay started with the demo Harness folder)."""
-    from serving.endpoint import checkpoint_info
+    from harness.checkpoints import checkpoint_info
     from serving.record import RunWriter, utc_now
 
     route = route or f"local:{checkpoint}"
@@ -90,9 +90,9 @@ def draft_head(checkpoint: Path, out: Path, *, card: dict | None = None) -> Path
     unless ``card`` says otherwise (a stale head names another policy)."""
     import torch
 
+    from harness.checkpoints import checkpoint_info
     from harness.engine.draft import DraftHead
     from harness.policies.local import load_model
-    from serving.endpoint import checkpoint_info
 
     model, _ = load_model(checkpoint)
     torch.manual_seed(0)

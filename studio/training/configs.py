@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.augment.pipeline import DIMS as HSA_DIMS
-from harness.policies.models import checkpoint_problem
+from harness.checkpoints import checkpoint_problem
 from harness.yamlio import dump_yaml, load_yaml
 from training.ablation import AblationConfig
 from training.base_config import ConfigError, coerce

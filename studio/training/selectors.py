@@ -540,7 +540,7 @@ def head_for_checkpoint(path: Path, heads: list[DraftHeadEntry]) -> tuple[DraftH
     """(the newest head adapted to the checkpoint at ``path``, the newest head of its shape adapted to another).
 
     A head is this checkpoint's when its card's ``policy_fingerprint`` is the checkpoint's
-    (``serving.endpoint.checkpoint_info``, what the SGLang launcher checks) and its dimensions fit the
+    (``harness.checkpoints.fingerprint``, what the SGLang launcher checks) and its dimensions fit the
     checkpoint's config (``policy_mismatch``); one of the same shape made for another policy is stale
     here, but a good start for re-adapting (``init_head``)."""
     from types import SimpleNamespace
@@ -561,35 +561,21 @@ def head_for_checkpoint(path: Path, heads: list[DraftHeadEntry]) -> tuple[DraftH
     if not fits:
         return None, None
     fingerprint = _fingerprint(path)
+    if fingerprint is None:
+        return None, None
     own = next((h for h in fits if h.card.get("policy_fingerprint") == fingerprint), None)
     stale = next((h for h in fits if h.card.get("policy_fingerprint") != fingerprint), None)
     return own, stale
 
 
-_FINGERPRINTS: OrderedDict[tuple, str] = OrderedDict()
+def _fingerprint(path: Path) -> str | None:
+    """``harness.checkpoints.fingerprint`` (every file's digest, kept in memory by file stats, so a view
+    that lists the same checkpoints again reads nothing); None when the folder cannot be read."""
+    from harness.checkpoints import CheckpointError, fingerprint
 
-
-def _fingerprint(path: Path) -> str:
-    """``serving.endpoint.checkpoint_info``'s fingerprint, read again only when a file it covers changes
-    (it reads each weight file's first and last MiB: 2 MiB a checkpoint for every registry view)."""
-    from serving.endpoint import checkpoint_info
-
-    files = [path / "config.json", path / "generation_config.json", *sorted(path.glob("*.safetensors")),
-             *sorted(path.glob("*.bin"))]
-    key = (str(path), *((f.name, st.st_size, st.st_mtime_ns) for f in files if (st := _stat(f)) is not None))
-    with _CACHE_LOCK:
-        known = _FINGERPRINTS.get(key)
-    if known is None:
-        known = checkpoint_info(path)["fingerprint"]
-        with _CACHE_LOCK:
-            _remember(_FINGERPRINTS, key, known)
-    return known
-
-
-def _stat(path: Path):
     try:
-        return path.stat()
-    except OSError:
+        return fingerprint(path)
+    except CheckpointError:
         return None
 
 

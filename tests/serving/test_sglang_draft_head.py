@@ -44,7 +44,7 @@ def _shape(formula: list[str], dims: dict[str, int]) -> tuple[int, ...]:
 def _head(tiny, tmp_path, layout: str, card: dict | None = None) -> Path:
     model, _ = tiny
     torch.manual_seed(0)
-    from serving.endpoint import checkpoint_info
+    from harness.checkpoints import checkpoint_info
 
     card = card if card is not None else {"policy": str(tiny_model_dir()),
                                           "policy_fingerprint": checkpoint_info(tiny_model_dir())["fingerprint"]}

@@ -8,6 +8,7 @@ The gates are fed by run rows whose folders hold what the real commands write (a
 from __future__ import annotations
 
 import json
+import os
 import shutil
 
 import pytest
@@ -87,7 +88,7 @@ def test_a_release_fed_by_its_replay_and_ifeval_run_is_drafted_approved_and_down
     download = operator.get(f"/releases/{release.pk}/manifest.json")
     assert download["Content-Disposition"] == f'attachment; filename="release-{release.pk}.json"'
     manifest = json.loads(download.content)
-    from serving.endpoint import checkpoint_info
+    from harness.checkpoints import checkpoint_info
 
     assert manifest["checkpoint"] == {"path": str(final.resolve()), "fingerprint": checkpoint_info(final)["fingerprint"],
                                       "run_id": checkpoint.pk}
@@ -150,7 +151,7 @@ def test_every_wrong_field_is_named_with_a_400_and_nothing_is_saved(personas, de
 
 
 def test_a_checkpoint_the_web_process_cannot_read_is_named_with_a_400(personas, demo_version, checkpoint):
-    (checkpoint.final_dir / "broken.safetensors").mkdir()  # unreadable as a file, even for root
+    os.mkfifo(checkpoint.final_dir / "broken.safetensors")  # never opened: reading it would block
     response = client_for(personas.ml_engineer).post("/releases/new/", {**_form(checkpoint, demo_version),
                                                                         "action": "draft"})
     page = response.content.decode()
@@ -161,7 +162,7 @@ def test_a_checkpoint_the_web_process_cannot_read_is_named_with_a_400(personas, 
 
 def test_a_stale_draft_head_is_refused_with_how_to_readapt_it_and_a_fitting_one_is_recorded(
         personas, demo_version, checkpoint, tmp_path):
-    from serving.endpoint import checkpoint_info
+    from harness.checkpoints import checkpoint_info
 
     final = checkpoint.final_dir
     mei = client_for(personas.ml_engineer)

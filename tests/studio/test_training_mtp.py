@@ -34,7 +34,7 @@ def _head(folder: Path, *, policy_dir: Path, fingerprint_of: Path) -> Path:
     """A head saved by the engine's own writer, its card naming the policy at ``fingerprint_of``."""
     from harness.engine.draft import DraftHead
     from harness.policies.local import load_model
-    from serving.endpoint import checkpoint_info
+    from harness.checkpoints import checkpoint_info
 
     hf_model, _ = load_model(policy_dir)
     card = {"stage": "mtp", "policy": str(fingerprint_of),
