@@ -119,19 +119,41 @@ class MetricsLogger(TrainerCallback):
 
 
 def drop_metrics_after(path: str | Path, step: int) -> None:
-    """On resume: the rows logged after the checkpoint were lost with it and will be logged again."""
+    """On resume: the rows logged after the checkpoint were lost with it and will be logged again
+    (so was a line torn by the kill that stopped the run)."""
     path = Path(path)
     if path.is_file():
-        kept = [line for line in path.read_text(encoding="utf-8").splitlines()
-                if line.strip() and json.loads(line).get("step", 0) <= step]
-        path.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
+        kept = [row for row in parse_metrics(path.read_bytes()) if row.get("step", 0) <= step]
+        path.write_text("".join(json.dumps(row, sort_keys=True) + "\n" for row in kept), encoding="utf-8")
+
+
+def parse_metrics(data: bytes) -> list[dict[str, Any]]:
+    """The rows of metrics.jsonl bytes, in file order: each line that is a JSON object.
+
+    The one reader of the file (the trainers' resume, ``read_metrics``, the studio's dashboards). A
+    trainer appends a row per logging step while others read, so the last line may be half-written,
+    and a killed run may leave a torn line: a line that is not a JSON object is left out (it is
+    logged again, or read once it is complete)."""
+    lines = [line for line in data.splitlines() if line.strip()]
+    try:  # one parse of the whole block (far faster than a call per line); line by line if one is broken
+        rows = json.loads(b"[" + b",".join(lines) + b"]") if lines else []
+    except ValueError:
+        rows = []
+        for line in lines:
+            try:
+                rows.append(json.loads(line))
+            except ValueError:
+                continue
+    return [row for row in rows if isinstance(row, dict)]
 
 
 def read_metrics(run_dir: str | Path) -> list[dict[str, Any]]:
+    """The rows of ``run_dir/metrics.jsonl`` (``parse_metrics``); [] before the first is logged."""
     path = Path(run_dir) / "metrics.jsonl"
-    if not path.is_file():
+    try:
+        return parse_metrics(path.read_bytes())
+    except FileNotFoundError:
         return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
 @dataclass
