@@ -91,12 +91,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     from harness.checkpoints import CheckpointError
-    from training.self_eval import SetsFailed
 
     args = build_parser().parse_args(argv)
     try:
         return _dispatch(args)
-    except (ConfigError, FileNotFoundError, ValueError, CheckpointError, SetsFailed) as exc:
+    except (ConfigError, FileNotFoundError, ValueError, CheckpointError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 
