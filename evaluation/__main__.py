@@ -205,12 +205,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--judge", default="programmatic")
     p.add_argument("--out", type=Path, default=None)
     p.set_defaults(fn=_cmd_calibrate)
-    p = sub.add_parser("ifeval", help="IFEval with lm-eval's official checkers")
+    p = sub.add_parser("ifeval", help="instruction following with lm-eval's IFEval checkers")
     p.add_argument("--policy", required=True)
     p.add_argument("--limit", type=int, default=None)
     p.add_argument("--source", default=None,
-                   help="JSONL path in the official format, or google/IFEval (default: $HARNESS_IFEVAL_PATH, "
-                        "else ../shared/data/ifeval/input_data.jsonl beside the checkout)")
+                   help="JSONL path in the official format, google/IFEval (through `datasets`), or "
+                        "generated[:SEED] (default: $HARNESS_IFEVAL_PATH, else the project's generated "
+                        "instruction-following set, seed 0, built and scored by the same checkers)")
     p.add_argument("--max-new-tokens", type=int, default=512)
     p.add_argument("--out", type=Path, default=None)
     p.add_argument("--no-progress", action="store_true")

@@ -1,15 +1,19 @@
 """IFEval (SPEC §6, T4): general instruction following scored with lm-eval's official checkers.
 
-The checkers are used from the ``lm-eval`` package, not copied. Prompts come
-from, in order of preference: an explicit local JSONL path (``--source``); the
-file named by the environment variable ``HARNESS_IFEVAL_PATH``; the default
-``../shared/data/ifeval/input_data.jsonl`` beside the repository; or the hub
-dataset ``google/IFEval`` (only where a hub is reachable, and only when asked
-for by name). A missing file is an ``IFEvalSourceMissing`` (an
-``InputFileError``: one line at the CLIs) naming the path and how to set it,
-never a bare ``FileNotFoundError``. NLTK's sentence
-tokenizer data is written offline by :mod:`evaluation.nltk_data` before the
-checkers are imported, because lm-eval would otherwise try to download it.
+The checkers are used from the ``lm-eval`` package, not copied. Prompts come from, in order of
+preference: an explicit ``source`` (``--source``: a JSONL path in the official format,
+``google/IFEval`` through ``datasets``, or ``generated[:SEED]``); the file (or ``google/IFEval``)
+named by the setting ``HARNESS_IFEVAL_PATH``; else the project's own generated set
+(:mod:`evaluation.instruction_set`: seeded, offline, built and scored by the same checkers).
+Nothing is looked for beside the checkout: a clone evaluates instruction following with no file
+of its own, and the official 541 prompts are used only when a setting names them. Every result
+carries its source (:func:`describe_source`: kind, label, digest of the prompts), so pages say
+which set a score is on and two runs pair only on the same prompts.
+
+A missing file is an ``IFEvalSourceMissing`` (an ``InputFileError``: one line at the CLIs)
+naming the path and how to set it, never a bare ``FileNotFoundError``. NLTK's sentence tokenizer
+data is written offline by :mod:`evaluation.nltk_data` before the checkers are imported, because
+lm-eval would otherwise try to download it.
 
 Metrics: prompt-level and instruction-level accuracy, strict and loose
 (lm-eval's ``process_results``), plus instruction-level accuracy per
@@ -30,10 +34,10 @@ from evaluation.nltk_data import ensure_nltk_data
 from harness.jsonl import finished_records, jsonl_records
 from harness.userfiles import InputFileError
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_IFEVAL_PATH = REPO_ROOT.parent / "shared" / "data" / "ifeval" / "input_data.jsonl"
 IFEVAL_PATH_ENV = "HARNESS_IFEVAL_PATH"
 HUB_DATASET = "google/IFEval"
+GENERATED = "generated"
+OFFICIAL_LABEL = "IFEval (official prompts)"
 _REQUIRED = ("key", "prompt", "instruction_id_list", "kwargs")
 
 
@@ -41,30 +45,52 @@ class IFEvalSourceMissing(InputFileError):
     """The IFEval prompt file is not where it was looked for; the message says how to point at one."""
 
 
-def ifeval_path() -> Path:
-    """Where the IFEval prompts are read from when no source is given: $HARNESS_IFEVAL_PATH, else the default."""
-    configured = os.environ.get(IFEVAL_PATH_ENV, "").strip()
-    return Path(configured).expanduser() if configured else DEFAULT_IFEVAL_PATH
+def configured_source() -> str:
+    """The prompts a run reads when it is given no source: $HARNESS_IFEVAL_PATH, else the generated set."""
+    return os.environ.get(IFEVAL_PATH_ENV, "").strip() or GENERATED
+
+
+def _generated_seed(source: str) -> int | None:
+    """The seed of a ``generated`` / ``generated:SEED`` source, None for any other source."""
+    name, _, seed = source.partition(":")
+    if name != GENERATED:
+        return None
+    from evaluation.instruction_set import DEFAULT_SEED
+
+    if not seed:
+        return DEFAULT_SEED
+    from harness.numbers import decimal_int
+
+    value = decimal_int(seed)
+    if value is None:
+        raise InputFileError(f"IFEval source {source!r}: the seed after 'generated:' must be a whole number")
+    return value
 
 
 def load_ifeval_prompts(*, source: str | Path | None = None, limit: int | None = None) -> list[dict]:
     """Load IFEval prompts as dicts with key, prompt, instruction_id_list and kwargs.
 
-    ``source`` is a JSONL path, ``"google/IFEval"`` (hub), or None for :func:`ifeval_path`.
+    ``source`` is a JSONL path, ``"google/IFEval"`` (through ``datasets``), ``"generated"`` /
+    ``"generated:SEED"`` (:mod:`evaluation.instruction_set`), or None for :func:`configured_source`.
     """
-    if source is not None and str(source) == HUB_DATASET:
+    name = str(source) if source is not None else configured_source()
+    seed = _generated_seed(name)
+    if seed is not None:
+        from evaluation.instruction_set import generated_prompts
+
+        return generated_prompts(size=limit, seed=seed)
+    if name == HUB_DATASET:
         import datasets
 
         rows = [dict(r) for r in datasets.load_dataset(HUB_DATASET, split="train")]
     else:
-        path = Path(source) if source is not None else ifeval_path()
+        path = Path(name).expanduser()
         if not path.is_file():
-            where = ("given as the source" if source is not None else
-                     f"from {IFEVAL_PATH_ENV}" if os.environ.get(IFEVAL_PATH_ENV, "").strip() else
-                     f"the default; set {IFEVAL_PATH_ENV} to the official input_data.jsonl elsewhere")
+            where = "given as the source" if source is not None else f"from the setting {IFEVAL_PATH_ENV}"
             raise IFEvalSourceMissing(
                 f"IFEval prompts not found at {path} ({where}); give a JSONL file in the official "
-                f"format (fields {', '.join(_REQUIRED)}) or '{HUB_DATASET}' where a hub is reachable"
+                f"format (fields {', '.join(_REQUIRED)}), '{HUB_DATASET}' where `datasets` can load it, "
+                f"or leave {IFEVAL_PATH_ENV} unset for the project's generated set"
             )
         rows = []
         for lineno, row in jsonl_records(path, error=InputFileError):
@@ -73,6 +99,23 @@ def load_ifeval_prompts(*, source: str | Path | None = None, limit: int | None =
                 raise InputFileError(f"{path}:{lineno}: missing field(s) {', '.join(missing)}")
             rows.append(row)
     return rows[:limit] if limit is not None else rows
+
+
+def describe_source(*, prompts: Sequence[dict], source: str | Path | None = None) -> dict:
+    """What a score is on, for pages and pairing: ``kind`` (generated | file | hub), ``label``, where
+    it came from and the digest of the prompts as scored."""
+    from evaluation.instruction_set import LABEL, prompts_digest
+
+    name = str(source) if source is not None else configured_source()
+    seed = _generated_seed(name)
+    if seed is not None:
+        kind, label = "generated", f"{LABEL}, seed {seed}"
+    elif name == HUB_DATASET:
+        kind, label = "hub", f"{OFFICIAL_LABEL}, {HUB_DATASET}"
+    else:
+        kind, label = "file", f"IFEval prompts from {Path(name).name}"
+    return {"kind": kind, "label": label, "source": name, "seed": seed, "n": len(prompts),
+            "digest": prompts_digest(list(prompts))}
 
 
 def _process_results():
@@ -94,13 +137,15 @@ class IFEvalResult:
     per_family_strict: dict[str, float] = field(default_factory=dict)
     rows: list[dict] = field(default_factory=list)
     seconds: float = 0.0
+    source: dict = field(default_factory=dict)  # describe_source(): which prompts these scores are on
 
     def to_dict(self) -> dict:
         return asdict(self)
 
     def summary(self) -> str:
+        label = self.source.get("label", "IFEval")
         return (
-            f"IFEval n={self.n_prompts}: IFE-P strict {100 * self.prompt_strict:.1f} "
+            f"{label} n={self.n_prompts}: IFE-P strict {100 * self.prompt_strict:.1f} "
             f"loose {100 * self.prompt_loose:.1f} | IFE-I strict {100 * self.inst_strict:.1f} "
             f"loose {100 * self.inst_loose:.1f}"
         )
@@ -156,6 +201,7 @@ def run_ifeval(
     from tqdm import tqdm
 
     prompts = load_ifeval_prompts(source=source, limit=limit)
+    set_info = describe_source(prompts=prompts, source=source)
     done: dict = {}
     path = Path(responses_path) if responses_path else None
     if path is not None and path.exists():
@@ -174,4 +220,5 @@ def run_ifeval(
         responses.append(done[prompt["key"]])
     result = score_responses(prompts=prompts, responses=responses)
     result.seconds = time.perf_counter() - started
+    result.source = set_info
     return result

@@ -85,17 +85,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--harness", default="demo")
     p.add_argument("--sets", default="live_qa,variant_qa,prompt_robustness,ifeval")
     p.add_argument("--cases", type=int, default=100)
-    p.add_argument("--ifeval", type=int, default=50)
+    p.add_argument("--ifeval", type=int, default=50, help="instruction-following prompts (the first N)")
+    p.add_argument("--no-ifeval-base", action="store_true",
+                   help="do not score the checkpoint's base model on the same instruction-following prompts")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     from harness.checkpoints import CheckpointError
+    from training.self_eval import SetsFailed
 
     args = build_parser().parse_args(argv)
     try:
         return _dispatch(args)
-    except (ConfigError, FileNotFoundError, ValueError, CheckpointError) as exc:
+    except (ConfigError, FileNotFoundError, ValueError, CheckpointError, SetsFailed) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 
@@ -150,7 +153,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         summary = evaluate_model(model_dir=resolve_checkpoint(args.model), out_dir=args.out,
                                  harness_dir=resolve_harness_dir(args.harness),
                                  sets=tuple(s.strip() for s in args.sets.split(",") if s.strip()),
-                                 n_cases=args.cases, n_prompt_robustness=max(1, args.cases // 2), n_ifeval=args.ifeval)
+                                 n_cases=args.cases, n_prompt_robustness=max(1, args.cases // 2), n_ifeval=args.ifeval,
+                                 ifeval_base=not args.no_ifeval_base)
         print(json.dumps({k: v for k, v in summary.items()}, indent=2, default=str))
     return 0
 

@@ -7,7 +7,14 @@ Sets (all held out from training, see ``training.cases``):
   seeds are disjoint from every training pool, gold labels remapped (T2);
 - ``prompt_robustness``: the world's Prompt Robustness cases with their active
   instructions added to the Harness (``evaluation.case_harness``); rubric AVG;
-- ``ifeval``: the first N IFEval prompts, official checkers, prompt-level strict.
+- ``ifeval``: the first N instruction-following prompts (``evaluation.ifeval``'s configured source:
+  the project's generated set unless a setting names the official file), lm-eval's IFEval
+  checkers, prompt-level strict; the checkpoint's base model (its model card's ``base_model``)
+  answers the same prompts, so the capability gate pairs the two prompt by prompt.
+
+A set that fails (a missing prompt file, a model that cannot load) is recorded as
+``{"error": ...}`` in the summary and the other sets still run and are kept; the command then
+exits non-zero naming the sets that failed.
 
 Each scored item is appended to ``<out>/<set>.jsonl`` as it finishes, so a
 killed evaluation resumes where it stopped. Requests get a CPU-sized time
@@ -77,8 +84,12 @@ def score_cases(*, items: list[tuple[dict, Any]], out: Path, scorer_for) -> list
 
 def evaluate_model(*, model_dir: str | Path, out_dir: str | Path, harness_dir: str | Path, sets: tuple[str, ...] = SETS,
                    n_cases: int = 100, n_prompt_robustness: int = 50, n_ifeval: int = 50,
-                   max_new_tokens: int = 96, variant_pool: int = EVAL_POOL_SIZE) -> dict[str, Any]:
-    """Score ``model_dir`` on the requested sets; per-item rows in ``out_dir``; returns the summary."""
+                   max_new_tokens: int = 96, variant_pool: int = EVAL_POOL_SIZE,
+                   ifeval_base: bool = False) -> dict[str, Any]:
+    """Score ``model_dir`` on the requested sets; per-item rows in ``out_dir``; returns the summary.
+
+    ``ifeval_base``: the checkpoint's base model answers the same instruction-following prompts too
+    (``summary["ifeval"]["base"]``), for the capability gate's paired comparison."""
     from evaluation.scoring import CaseScorer, judge_for
     from harness import load_dir
     from training.cases import held_out_cases, world_catalogue, world_set
@@ -95,6 +106,16 @@ def evaluate_model(*, model_dir: str | Path, out_dir: str | Path, harness_dir: s
     scorers: dict[str, CaseScorer] = {}
     need_pool = "live_qa" in sets or "variant_qa" in sets or "prompt_robustness" in sets
 
+    failed: dict[str, str] = {}
+
+    def attempt(name: str, score) -> None:
+        if name not in sets:
+            return
+        try:
+            summary[name] = score()
+        except Exception as exc:  # one set's failure keeps the others' scores
+            failed[name] = summary[name] = {"error": f"{type(exc).__name__}: {exc}"}
+
     try:
         if need_pool:
             pool = build_pool(bundle=bundle, size=variant_pool if "variant_qa" in sets else 0,
@@ -104,11 +125,7 @@ def evaluate_model(*, model_dir: str | Path, out_dir: str | Path, harness_dir: s
                 entry.agent.policy = policy
                 scorers[entry.name] = CaseScorer(agent=entry.agent, judge=judge)
             entries = {e.name: e for e in pool.variants}
-        if "live_qa" in sets:
-            rows = score_cases(items=[(c, "original") for c in cases], out=out_dir / "live_qa.jsonl",
-                               scorer_for=scorers.__getitem__)
-            summary["live_qa"] = set_summary(rows)
-        if "variant_qa" in sets:
+        def variant_qa() -> dict[str, Any]:
             names = sorted(entries)
             items = []
             for i, case in enumerate(cases):
@@ -117,23 +134,41 @@ def evaluate_model(*, model_dir: str | Path, out_dir: str | Path, harness_dir: s
                     items.append((entry.remap_case(case), entry.name))
                 except ValueError:  # a gold skill masked in this variant
                     items.append((case, "original"))
-            rows = score_cases(items=items, out=out_dir / "variant_qa.jsonl", scorer_for=scorers.__getitem__)
-            summary["variant_qa"] = set_summary(rows)
-        if "prompt_robustness" in sets:
-            # each case's active instructions are added to the original Harness by the scorer
-            pr_cases = world_set("prompt_robustness")[:n_prompt_robustness]
-            rows = score_cases(items=[(c, "original") for c in pr_cases], out=out_dir / "prompt_robustness.jsonl",
-                               scorer_for=scorers.__getitem__)
-            summary["prompt_robustness"] = set_summary(rows)
-        if "ifeval" in sets:
-            summary["ifeval"] = _ifeval(policy, out_dir / "ifeval.jsonl", n_ifeval)
+            return set_summary(score_cases(items=items, out=out_dir / "variant_qa.jsonl",
+                                           scorer_for=scorers.__getitem__))
+
+        def ifeval() -> dict[str, Any]:
+            scores = _ifeval(policy, out_dir / "ifeval.jsonl", n_ifeval)
+            base = ifeval_base and _ifeval_base(model_dir, out_dir / "ifeval_base.jsonl", n_ifeval, max_new_tokens)
+            return {**scores, "base": base} if base else scores
+
+        attempt("live_qa", lambda: set_summary(score_cases(
+            items=[(c, "original") for c in cases], out=out_dir / "live_qa.jsonl", scorer_for=scorers.__getitem__)))
+        attempt("variant_qa", variant_qa)
+        # each Prompt Robustness case's active instructions are added to the original Harness by the scorer
+        attempt("prompt_robustness", lambda: set_summary(score_cases(
+            items=[(c, "original") for c in world_set("prompt_robustness")[:n_prompt_robustness]],
+            out=out_dir / "prompt_robustness.jsonl", scorer_for=scorers.__getitem__)))
+        attempt("ifeval", ifeval)
     finally:
         for scorer in scorers.values():
             scorer.close()
     from training.runs import update_json
 
     # two evaluations of one model on different sets, side by side, keep each other's scores
-    return update_json(out_dir / "summary.json", lambda current: current.update(summary))
+    merged = update_json(out_dir / "summary.json", lambda current: current.update(summary))
+    if failed:
+        raise SetsFailed(failed)
+    return merged
+
+
+class SetsFailed(RuntimeError):
+    """Some sets failed; the others' scores are in summary.json. The message names each failure."""
+
+    def __init__(self, failed: dict[str, dict[str, str]]) -> None:
+        self.failed = failed
+        super().__init__("; ".join(f"{name} failed ({error['error']})" for name, error in failed.items())
+                         + " (the other sets' scores are kept in summary.json)")
 
 
 def set_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -146,9 +181,28 @@ def set_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _ifeval(policy, path: Path, limit: int) -> dict[str, Any]:
-    from evaluation.ifeval import load_ifeval_prompts, score_responses
+    """The first ``limit`` prompts of the configured instruction-following set, answered by ``policy``."""
+    from evaluation.ifeval import describe_source, load_ifeval_prompts
 
     prompts = load_ifeval_prompts(limit=limit)
+    return {**_answer_and_score(policy, path, prompts), "set": describe_source(prompts=prompts)}
+
+
+def _ifeval_base(model_dir: str | Path, path: Path, limit: int, max_new_tokens: int) -> dict[str, Any] | None:
+    """The same prompts answered by the checkpoint's base model (None when the model is a base itself)."""
+    from evaluation.ifeval import load_ifeval_prompts
+    from training.runs import base_model_of
+
+    base = Path(base_model_of(model_dir))
+    if base.resolve() == Path(model_dir).resolve():
+        return None
+    scores = _answer_and_score(_policy(base, max_new_tokens), path, load_ifeval_prompts(limit=limit))
+    return {"model": str(base), **scores}
+
+
+def _answer_and_score(policy, path: Path, prompts: list[dict]) -> dict[str, Any]:
+    from evaluation.ifeval import score_responses
+
     done = read_rows(path)
     for prompt in prompts:
         key = str(prompt["key"])

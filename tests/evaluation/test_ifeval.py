@@ -9,16 +9,20 @@ from pathlib import Path
 import pytest
 
 from evaluation.ifeval import (
-    DEFAULT_IFEVAL_PATH,
     IFEVAL_PATH_ENV,
     IFEvalSourceMissing,
     check_response,
+    describe_source,
     load_ifeval_prompts,
     run_ifeval,
     score_responses,
 )
+from evaluation.instruction_set import LABEL, generated_prompts
 
 TESTDATA = Path(__file__).parent / "testdata"
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "ifeval" / "input_data.jsonl"
+# The official file is never looked for by the product; these tests read it only where a tester names it.
+OFFICIAL = Path(os.environ.get("HARNESS_TEST_IFEVAL_OFFICIAL", "/nonexistent/input_data.jsonl"))
 HANDWRITTEN = [
     json.loads(line) for line in (TESTDATA / "ifeval_handwritten.jsonl").read_text().splitlines()
 ]
@@ -50,31 +54,64 @@ def test_every_instruction_of_the_official_registry_is_covered():
     assert covered == set(INSTRUCTION_DICT)
 
 
-official = pytest.mark.skipif(not DEFAULT_IFEVAL_PATH.is_file(),
-                              reason=f"the official IFEval file is not at {DEFAULT_IFEVAL_PATH}")
+official = pytest.mark.skipif(not OFFICIAL.is_file(),
+                              reason="HARNESS_TEST_IFEVAL_OFFICIAL does not name the official input_data.jsonl")
 
 
 @official
-def test_the_official_file_holds_the_541_prompts():
-    prompts = load_ifeval_prompts(source=DEFAULT_IFEVAL_PATH)
+def test_the_official_file_holds_the_541_prompts(monkeypatch):
+    prompts = load_ifeval_prompts(source=OFFICIAL)
     assert len(prompts) == 541
-    assert load_ifeval_prompts(source=DEFAULT_IFEVAL_PATH, limit=5) == prompts[:5]
+    assert load_ifeval_prompts(source=OFFICIAL, limit=5) == prompts[:5]
+    monkeypatch.setenv(IFEVAL_PATH_ENV, str(OFFICIAL))  # a setting that names the file is what runs read
+    assert load_ifeval_prompts(limit=5) == prompts[:5]
 
 
-def test_without_a_source_the_prompts_come_from_the_configured_path(tmp_path, monkeypatch):
-    assert [p["key"] for p in load_ifeval_prompts()] == [1, 2, 3, 4, 5, 6]  # the suite's fixture
-    mine = tmp_path / "mine.jsonl"
-    mine.write_text(json.dumps({"key": 9, "prompt": "Say hi.", "instruction_id_list": ["punctuation:no_comma"],
-                                "kwargs": [{}]}) + "\n")
-    monkeypatch.setenv(IFEVAL_PATH_ENV, str(mine))
-    assert [p["key"] for p in load_ifeval_prompts(limit=3)] == [9]
+def test_with_no_setting_the_prompts_are_the_generated_set_labelled_as_such():
+    assert os.environ.get(IFEVAL_PATH_ENV) is None  # tests/conftest.py: the default a clone has
+    prompts = load_ifeval_prompts(limit=5)
+    assert prompts == generated_prompts(size=5)
+    source = describe_source(prompts=prompts)
+    assert source["kind"] == "generated" and source["label"] == f"{LABEL}, seed 0" and source["n"] == 5
+    assert load_ifeval_prompts(source="generated:3", limit=5) != prompts
+    assert describe_source(prompts=prompts, source=FIXTURE)["label"] == "IFEval prompts from input_data.jsonl"
 
 
-def test_the_fixture_is_in_the_official_format_and_scored_by_the_official_checkers():
-    prompts = load_ifeval_prompts()
-    assert all(len(p["instruction_id_list"]) == len(p["kwargs"]) for p in prompts)
-    result = score_responses(prompts=prompts, responses=["One, two, three."] * len(prompts))
-    assert result.n_prompts == 6 and 0 < result.inst_strict < 1
+def test_the_generated_set_is_seeded_prefix_stable_and_covers_every_checker():
+    from lm_eval.tasks.ifeval.instructions_registry import INSTRUCTION_DICT
+
+    prompts = generated_prompts(size=541)
+    assert generated_prompts(size=20) == prompts[:20]  # "the first N" are the same N everywhere
+    assert generated_prompts(size=20, seed=1) != prompts[:20]
+    assert [p["key"] for p in prompts[:3]] == [1, 2, 3]
+    assert {i for p in prompts for i in p["instruction_id_list"]} == set(INSTRUCTION_DICT)
+    assert len({p["prompt"] for p in prompts}) > 500
+    assert "less than 1 " not in " ".join(p["prompt"] for p in prompts)  # nothing no answer can meet
+
+
+def test_each_generated_instruction_is_the_text_its_checker_rebuilds_from_the_stored_arguments():
+    """The scorer rebuilds each checker from kwargs (lm-eval drops empty values); the prompt must say
+    exactly what that checker then checks, and no two instructions may be ones the registry calls
+    conflicting."""
+    from lm_eval.tasks.ifeval.instructions_registry import INSTRUCTION_CONFLICTS, INSTRUCTION_DICT
+
+    for prompt in generated_prompts(size=200):
+        ids = prompt["instruction_id_list"]
+        assert len(ids) == len(prompt["kwargs"]) and 1 <= len(ids) <= 3
+        for a in ids:
+            assert not [b for b in ids if b != a and (b in INSTRUCTION_CONFLICTS.get(a, ())
+                                                      or a in INSTRUCTION_CONFLICTS.get(b, ()))], prompt
+        for instruction_id, kwargs in zip(ids, prompt["kwargs"], strict=True):
+            checker = INSTRUCTION_DICT[instruction_id](instruction_id)
+            text = checker.build_description(**{k: v for k, v in kwargs.items() if v})
+            assert text in prompt["prompt"], (instruction_id, prompt)
+
+
+def test_a_generated_prompt_is_scored_by_the_official_checkers():
+    prompts = [p for p in generated_prompts(size=200) if p["instruction_id_list"] == ["punctuation:no_comma"]]
+    assert prompts
+    result = score_responses(prompts=prompts[:1] * 2, responses=["hello there friend", "hello, friend"])
+    assert [r["prompt_level_strict_acc"] for r in result.rows] == [True, False]
 
 
 def test_a_missing_configured_file_says_where_it_looked_and_how_to_set_it(tmp_path, monkeypatch):
@@ -82,13 +119,12 @@ def test_a_missing_configured_file_says_where_it_looked_and_how_to_set_it(tmp_pa
     with pytest.raises(IFEvalSourceMissing) as raised:
         load_ifeval_prompts()
     assert str(raised.value) == (
-        f"IFEval prompts not found at {tmp_path / 'nowhere' / 'input_data.jsonl'} (from HARNESS_IFEVAL_PATH); "
-        "give a JSONL file in the official format (fields key, prompt, instruction_id_list, kwargs) "
-        "or 'google/IFEval' where a hub is reachable")
-    monkeypatch.delenv(IFEVAL_PATH_ENV)
-    if not DEFAULT_IFEVAL_PATH.is_file():  # a clone without ../shared: the default names the variable to set
-        with pytest.raises(IFEvalSourceMissing, match="the default; set HARNESS_IFEVAL_PATH"):
-            load_ifeval_prompts()
+        f"IFEval prompts not found at {tmp_path / 'nowhere' / 'input_data.jsonl'} (from the setting "
+        "HARNESS_IFEVAL_PATH); give a JSONL file in the official format (fields key, prompt, "
+        "instruction_id_list, kwargs), 'google/IFEval' where `datasets` can load it, or leave "
+        "HARNESS_IFEVAL_PATH unset for the project's generated set")
+    monkeypatch.setenv(IFEVAL_PATH_ENV, str(FIXTURE))
+    assert [p["key"] for p in load_ifeval_prompts()] == [1, 2, 3, 4, 5, 6]
 
 
 def test_cli_with_no_ifeval_file_is_one_line_and_exit_2(tmp_path):
@@ -98,7 +134,18 @@ def test_cli_with_no_ifeval_file_is_one_line_and_exit_2(tmp_path):
                           env={**os.environ, IFEVAL_PATH_ENV: str(missing)})
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr
-    assert f"IFEval prompts not found at {missing} (from HARNESS_IFEVAL_PATH)" in done.stderr
+    assert f"IFEval prompts not found at {missing} (from the setting HARNESS_IFEVAL_PATH)" in done.stderr
+
+
+def test_cli_on_a_clone_with_no_setting_scores_the_generated_set(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != IFEVAL_PATH_ENV}
+    done = subprocess.run([sys.executable, "-m", "evaluation", "ifeval", "--policy", "tiny", "--limit", "2",
+                           "--max-new-tokens", "4", "--no-progress", "--out", str(tmp_path / "out")],
+                          capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"{LABEL}, seed 0 n=2: IFE-P strict")
+    saved = json.loads((tmp_path / "out" / "ifeval.json").read_text())
+    assert saved["source"]["kind"] == "generated" and saved["n_prompts"] == 2
 
 
 def test_loose_accepts_what_strict_rejects_and_levels_are_counted_separately():

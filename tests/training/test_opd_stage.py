@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+from pathlib import Path
 
 import pytest
 
-from evaluation.ifeval import DEFAULT_IFEVAL_PATH, load_ifeval_prompts
+from evaluation.ifeval import load_ifeval_prompts
 from tests.training.helpers import answer_with_runtime, changed_tensors
 from training.general_prompts import CATEGORIES, builtin_prompts, load_general_prompts
 
-IFEVAL_FILES = [pytest.param(None, id="configured"),  # the suite's fixture (tests/conftest.py)
-                 pytest.param(DEFAULT_IFEVAL_PATH, id="official", marks=pytest.mark.skipif(
-                     not DEFAULT_IFEVAL_PATH.is_file(), reason=f"no official IFEval file at {DEFAULT_IFEVAL_PATH}"))]
+OFFICIAL = Path(os.environ.get("HARNESS_TEST_IFEVAL_OFFICIAL", "/nonexistent/input_data.jsonl"))
+IFEVAL_FILES = [pytest.param(None, id="generated"),  # the default: the project's generated set
+                 pytest.param(Path(__file__).parents[1] / "fixtures" / "ifeval" / "input_data.jsonl", id="fixture"),
+                 pytest.param(OFFICIAL, id="official", marks=pytest.mark.skipif(
+                     not OFFICIAL.is_file(), reason="HARNESS_TEST_IFEVAL_OFFICIAL names no official IFEval file"))]
 
 
 @pytest.mark.parametrize("ifeval_source", IFEVAL_FILES)
