@@ -10,8 +10,13 @@ releases (``studio.releases``: a checkpoint, its draft head and a Harness versio
   version. The SLA of the SPEC is per request (every request answered within 15 s), so the level
   that counts is the *worst* concurrency level's P95: a deployment that meets the bound at C=1 but
   not at C=8 does not meet it at the load it was replayed for;
-- *general capability*: IFEval prompt-level strict accuracy of a finished studio checkpoint
-  evaluation run (kind ``eval`` with the ``ifeval`` set) of the checkpoint.
+- *general capability*: instruction following (IFEval checkers, prompt-level strict) of a finished
+  studio checkpoint evaluation run (kind ``eval`` with the ``ifeval`` set) of the checkpoint,
+  compared with its base model on the same prompts (the run scores both): the checkpoint minus the
+  base, paired prompt by prompt, with the paired-bootstrap 95% interval. It fails when the whole
+  interval lies below zero (the training cost instruction following, beyond chance), not against
+  an absolute floor that a small model never meets. A base model evaluated on its own passes with
+  its score shown: nothing was trained away.
 
 A release names its checkpoint. A Harness promotion names none: its latency and capability gates
 read the checkpoint of the Harness's newest approved release (what production serves), and where
@@ -28,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 LATENCY_BOUND_S = 15.0
-IFEVAL_FLOOR = 0.5  # prompt-level strict accuracy below this blocks: the model lost instruction following
+CAPABILITY_RESAMPLES = 2000  # paired bootstrap of the capability gate (a gate is read on every release page)
 RECENT_RUNS = 200  # finished runs looked through, newest first, for the one that fed a gate
 
 
@@ -166,9 +171,24 @@ def latency_gate(*, version, checkpoint: Path | None = None, fingerprint: str | 
                 f"{LATENCY_BOUND_S:g} s bound")
 
 
+def capability_comparison(ifeval: dict[str, Any]) -> dict[str, Any] | None:
+    """The checkpoint minus its base on the same prompts (percent points, paired bootstrap 95% interval),
+    from an evaluation summary's ``ifeval`` block; None where the base did not answer the same prompts."""
+    base = ifeval.get("base")
+    mine, theirs = ifeval.get("per_prompt"), (base or {}).get("per_prompt")
+    if not isinstance(mine, list) or not isinstance(theirs, list) or not mine or len(mine) != len(theirs):
+        return None
+    from evaluation.stats import paired_bootstrap
+
+    result = paired_bootstrap(baseline=[100 * float(v) for v in theirs], candidate=[100 * float(v) for v in mine],
+                              resamples=CAPABILITY_RESAMPLES)
+    return {"delta": result.delta, "low": result.low, "high": result.high, "n": result.n,
+            "base_model": base.get("model", ""), "base_strict": base.get("prompt_strict")}
+
+
 def ifeval_gate(*, checkpoint: Path | None = None, why: str = "") -> Gate:
-    """The capability gate from the newest finished evaluation run with the IFEval set of
-    ``checkpoint`` (any model when None)."""
+    """The capability gate from the newest finished evaluation run with the instruction-following set of
+    ``checkpoint`` (any model when None): the checkpoint against its base on the same prompts."""
     of = f"of {checkpoint}" if checkpoint else "of any model"
     for run in _finished("eval"):
         scores = (run.summary or {}).get("evaluation") or {}
@@ -178,13 +198,32 @@ def ifeval_gate(*, checkpoint: Path | None = None, why: str = "") -> Gate:
         model = scores.get("model") or run.model
         if checkpoint is not None and _resolved(model) != checkpoint and _resolved(run.model) != checkpoint:
             continue
-        score = float(ifeval["prompt_strict"]) / 100  # the evaluation writes percent
-        ok = score >= IFEVAL_FLOOR
+        label = (ifeval.get("set") or {}).get("label") or "instruction-following prompts"
+        measured = f"IFE-P strict {float(ifeval['prompt_strict']):.1f}% on {ifeval.get('n')} prompts ({label})"
+        where = f"in evaluation run #{run.pk} of {model}{why}"
+        if not ifeval.get("base"):
+            from training.runs import base_model_of
+
+            if _resolved(base_model_of(model)) not in (None, _resolved(model)):
+                return Gate("general capability", "no data",
+                            f"{measured} {where}, but its base model {base_model_of(model)} did not answer the same "
+                            "prompts; evaluate the checkpoint again (the evaluation scores its base too)",
+                            run_id=run.pk)
+            return Gate("general capability", "pass",
+                        f"{measured} {where}: a base model, with no training that could have cost it instruction "
+                        "following", run_id=run.pk)
+        paired = capability_comparison(ifeval)
+        if paired is None:
+            return Gate("general capability", "no data", f"{measured} {where}, but its base's answers are not on "
+                        "the same prompts; evaluate the checkpoint again", run_id=run.pk)
+        ok = paired["high"] >= 0
+        verdict = "no loss beyond chance" if ok else "fewer instructions followed than its base, beyond chance"
         return Gate("general capability", "pass" if ok else "fail",
-                    f"IFE-P strict {100 * score:.1f}% on {ifeval.get('n')} prompts (floor {100 * IFEVAL_FLOOR:.0f}%) "
-                    f"in evaluation run #{run.pk} of {model}{why}", run_id=run.pk)
-    return Gate("general capability", "no data", f"no finished IFEval run {of}{why}; evaluate the checkpoint with "
-                "the ifeval set (/training/new/eval/)")
+                    f"{measured} vs its base {paired['base_strict']:.1f}% on the same prompts: "
+                    f"{paired['delta']:+.1f} points, paired 95% interval [{paired['low']:+.1f}, {paired['high']:+.1f}] "
+                    f"({verdict}) {where}", run_id=run.pk)
+    return Gate("general capability", "no data", f"no finished instruction-following evaluation {of}{why}; "
+                "evaluate the checkpoint with the instruction-following set (/training/new/eval/)")
 
 
 def checkpoint_release_gates(*, version, checkpoint: str | Path, fingerprint: str | None = None) -> list[Gate]:

@@ -73,15 +73,28 @@ def replay_run(folder: Path, *, checkpoint: Path, walls: dict[int, list[float]],
     return _read_summary(run)
 
 
-def ifeval_run(folder: Path, *, model: Path, prompt_strict: float, n: int = 5) -> TrainingRun:
-    """A finished checkpoint evaluation of ``model`` with the IFEval set (``prompt_strict`` in percent)."""
+def _passes(share: float, n: int) -> list[bool]:
+    passed = round(share / 100 * n)
+    return [True] * passed + [False] * (n - passed)
+
+
+def ifeval_run(folder: Path, *, model: Path, prompt_strict: float, n: int = 5,
+               base_strict: float | None = None, base_model: str = "tiny") -> TrainingRun:
+    """A finished checkpoint evaluation of ``model`` on the generated instruction-following set
+    (``prompt_strict`` in percent, over ``n`` prompts) with its base's answers to the same prompts
+    (``base_strict``, the same as ``prompt_strict`` unless given), as ``training.self_eval`` writes it."""
+    from evaluation.ifeval import describe_source, load_ifeval_prompts
     from training.runs import update_json
 
     run = _run(kind=TrainingRun.EVAL, folder=folder, model=str(model))
     (folder / "eval").mkdir(parents=True, exist_ok=True)
+    base_strict = prompt_strict if base_strict is None else base_strict
+    mine, theirs = _passes(prompt_strict, n), _passes(base_strict, n)
     update_json(folder / "eval" / "summary.json", lambda current: current.update(
-        {"model": str(model), "ifeval": {"n": n, "prompt_strict": prompt_strict, "inst_strict": prompt_strict,
-                                         "per_prompt": []}}))
+        {"model": str(model), "ifeval": {
+            "n": n, "prompt_strict": 100 * sum(mine) / n, "inst_strict": prompt_strict, "per_prompt": mine,
+            "set": describe_source(prompts=load_ifeval_prompts(limit=n)),
+            "base": {"model": base_model, "n": n, "prompt_strict": 100 * sum(theirs) / n, "per_prompt": theirs}}}))
     return _read_summary(run)
 
 

@@ -103,7 +103,7 @@ def test_production_needs_a_reviewer_a_reason_and_passing_gates(diagnosed, perso
     assert gates["latency"].status == "pass" and gates["latency"].run_id == fast.pk
     assert "no release of livestream-avatar is approved yet, so any model's newest run counts" in gates["latency"].detail
     assert gates["general capability"].status == "no data"
-    assert "no finished IFEval run of any model" in gates["general capability"].detail
+    assert "no finished instruction-following evaluation of any model" in gates["general capability"].detail
     stored = {g["name"]: g for g in Stage.objects.get(pk=stage.pk).gates}
     assert stored["latency"]["run_id"] == fast.pk  # the decision keeps the run that fed each gate
 

@@ -116,13 +116,15 @@ def test_the_worst_level_counts_and_only_runs_of_this_checkpoint_and_version_fee
                walls={1: [0.5, 0.6]})
     replay_run(tmp_path / "fast-other-version", checkpoint=final, harness_version=v2, walls={1: [0.5, 0.6]})
     ifeval_run(tmp_path / "eval-other", model=other.final_dir, prompt_strict=90.0)
-    weak = ifeval_run(tmp_path / "eval-weak", model=final, prompt_strict=20.0)
+    weak = ifeval_run(tmp_path / "eval-weak", model=final, prompt_strict=20.0, base_strict=80.0, n=10)
     client_for(personas.ml_engineer).post("/releases/new/", {**_form(checkpoint, demo_version), "action": "draft"})
     gates = _gates(Release.objects.get())
     assert gates["latency"]["status"] == "fail" and gates["latency"]["run_id"] == slow.pk
     assert gates["latency"]["detail"].startswith("worst level C=8: wall P95 20.")
     assert gates["general capability"]["status"] == "fail" and gates["general capability"]["run_id"] == weak.pk
-    assert "IFE-P strict 20.0%" in gates["general capability"]["detail"]
+    assert "IFE-P strict 20.0% on 10 prompts (generated instruction-following set (IFEval checkers), seed 0) vs its " \
+        "base 80.0% on the same prompts: -60.0 points" in gates["general capability"]["detail"]
+    assert "fewer instructions followed than its base, beyond chance" in gates["general capability"]["detail"]
 
 
 def test_a_replay_started_with_the_demo_folder_counts_for_the_version_of_the_same_digest(
