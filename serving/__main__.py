@@ -6,8 +6,9 @@
                                      serve a checkpoint on the local engine (OpenAI-compatible), in the foreground
     sglang-command --model PATH [--draft-head PATH]
                                      print the validated SGLang launch command (GPU host)
-    sglang-command --release MANIFEST.json
-                                     the same for an approved studio release (checkpoint + draft head)
+    sglang-command --release MANIFEST.json --release-key STUDIO.pem
+                                     the same for an approved studio release (checkpoint + draft head), its
+                                     signature and every file of its folders checked
     replay --route R --harness DIR --cases FILE [--concurrency 1,2,4,8] [--warmup 10] [--measured 100]
                                      the deployment replay of SPEC §10; writes a run folder
     compare RUN_A RUN_B              per-metric ratios B / A of two runs
@@ -66,6 +67,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--profile", help="take model / draft head / name / port from this sglang profile")
     p.add_argument("--release", help=("an approved release manifest from the studio (/releases/N/manifest.json): "
                                       "its checkpoint and draft head, checked against their recorded fingerprints"))
+    p.add_argument("--release-key", help=("the studio's release public key (PEM, /releases/signing-key.pem) that "
+                                          "--release's signature is checked with; default $HARNESS_RELEASE_PUBLIC_KEY"))
     p.add_argument("--profiles", help="profiles YAML file")
     p.add_argument("--served-model-name")
     p.add_argument("--host", default="0.0.0.0")
@@ -194,15 +197,23 @@ def cmd_sglang_command(args) -> int:
 
 
 def _release_model(args) -> tuple[str, str | None]:
-    """(checkpoint, draft head) of an approved manifest whose folders are still the approved ones."""
-    from serving.release import ReleaseManifestError, launch_problems, read_manifest
+    """(checkpoint, draft head) of an approved manifest, signed by the studio, whose folders still hold
+    exactly the approved files."""
+    import os
+
+    from serving.release import PUBLIC_KEY_ENV, ReleaseManifestError, launch_problems, load_public_key, read_manifest
 
     given = [flag for flag, value in (("--model", args.model), ("--draft-head", args.draft_head),
                                       ("--profile", args.profile)) if value]
     if given:
         raise ValueError(f"sglang-command: --release names the checkpoint and draft head; drop {', '.join(given)}")
+    key_path = args.release_key or os.environ.get(PUBLIC_KEY_ENV, "").strip()
+    if not key_path:
+        raise ValueError(f"sglang-command: --release needs the studio's release public key: give --release-key FILE "
+                         f"or set {PUBLIC_KEY_ENV} (download it from the studio's /releases/signing-key.pem)")
+    public_key = load_public_key(key_path)
     manifest = read_manifest(args.release)
-    problems = launch_problems(manifest)
+    problems = launch_problems(manifest, public_key)
     if problems:
         raise ReleaseManifestError(args.release, problems)
     head = manifest.get("draft_head")

@@ -226,6 +226,9 @@ MAX_IMPORT_BYTES = env_int("MAX_IMPORT_BYTES", 20 * 1024 * 1024, minimum=1024)
 # on the MCP servers page; relative to the checkout. Empty: the page's servers only.
 HS_MCP_REGISTRY = env_str("HS_MCP_REGISTRY", "")
 DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_IMPORT_BYTES
+# The Ed25519 key the studio signs decided release manifests with (PEM, made once, owner-only); the GPU
+# host verifies with its public half, /releases/signing-key.pem (docs/security.md, "Release manifests").
+RELEASE_SIGNING_KEY = Path(env_str("RELEASE_SIGNING_KEY", str(VAR_DIR / "release-signing-key.pem")))
 
 LOGGING = {
     "version": 1,

@@ -1,7 +1,7 @@
 """A release: one checkpoint, optionally its MTP draft head, and one Harness version, gated and decided.
 
-The row keeps what the manifest says (``serving.release``): the checkpoint's folder and fingerprint
-at drafting, the draft head's folder, fingerprint and card, the Harness version, the gate snapshot
+The row keeps what the manifest says (``serving.release``): the checkpoint's folder, every file of it
+(name, size, sha256) and their fingerprint at drafting, the same of the draft head and its card, the Harness version, the gate snapshot
 (each gate naming the run that fed it), who drafted it and who decided, when and why.
 """
 
@@ -19,9 +19,13 @@ class Release(models.Model):
                                        help_text="The studio training run whose final model is released.")
     checkpoint_path = models.CharField(max_length=500, help_text="Absolute path of the run's final/ folder.")
     checkpoint_fingerprint = models.CharField(max_length=64, help_text=(
-        "serving.endpoint.checkpoint_info's fingerprint of the folder when the release was drafted."))
+        "harness.checkpoints' fingerprint of the folder when the release was drafted (the digest of its files)."))
+    checkpoint_files = models.JSONField(default=list, blank=True, help_text=(
+        "Every file of the checkpoint folder when drafted: [{name, size, sha256}], sorted by name."))
     draft_head_path = models.CharField(max_length=500, blank=True, help_text="The MTP draft-head folder, if any.")
     draft_head_fingerprint = models.CharField(max_length=64, blank=True)
+    draft_head_files = models.JSONField(default=list, blank=True, help_text=(
+        "Every file of the draft-head folder when drafted: [{name, size, sha256}]."))
     draft_head_card = models.JSONField(null=True, blank=True, help_text="The head's card.json when drafted.")
     harness_version = models.ForeignKey("harnesses.HarnessVersion", on_delete=models.PROTECT, related_name="+")
     gates = models.JSONField(default=list, help_text="[{name, status, detail, run_id, stage_id}] as last computed.")

@@ -37,7 +37,8 @@ def _when(value) -> str | None:
 
 
 def release_manifest(release: Release) -> dict[str, Any]:
-    """The manifest's content (format: ``serving.release``)."""
+    """The manifest's content (format: ``serving.release``); a decided release's is signed with the
+    studio's key (``studio.releases.signing``), a draft's never is (the launcher refuses it)."""
     from harness.engine.draft import TOKEN_MAP_FILE
     from serving.release import FORMAT
 
@@ -47,9 +48,9 @@ def release_manifest(release: Release) -> dict[str, Any]:
         from pathlib import Path
 
         head = {"path": release.draft_head_path, "fingerprint": release.draft_head_fingerprint,
-                "card": release.draft_head_card or {},
+                "files": release.draft_head_files, "card": release.draft_head_card or {},
                 "token_map": TOKEN_MAP_FILE if (Path(release.draft_head_path) / TOKEN_MAP_FILE).is_file() else None}
-    return {
+    manifest = {
         "format": FORMAT,
         "release": {"id": release.pk, "status": release.status,
                     "drafted_by": release.drafted_by.username if release.drafted_by else "(removed user)",
@@ -58,9 +59,15 @@ def release_manifest(release: Release) -> dict[str, Any]:
                     "decided_at": _when(release.decided_at), "reason": release.decision_reason,
                     "override_reason": release.override_reason},
         "checkpoint": {"path": release.checkpoint_path, "fingerprint": release.checkpoint_fingerprint,
-                       "run_id": release.checkpoint_run_id},
+                       "files": release.checkpoint_files, "run_id": release.checkpoint_run_id},
         "draft_head": head,
         "harness": {"name": version.harness.name, "number": version.number, "digest": version.digest},
         "gates": release.gates,
         "gates_at": _when(release.gates_at),
     }
+    if release.status == Release.DRAFT:
+        return manifest
+    from serving.release import sign_manifest
+    from studio.releases.signing import release_signing_key
+
+    return sign_manifest(manifest, release_signing_key())

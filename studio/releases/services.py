@@ -42,8 +42,10 @@ class ReleasePlan:
     checkpoint: Path
     fingerprint: str
     version: Any  # studio.harnesses.models.HarnessVersion
+    files: list[dict[str, Any]] = field(default_factory=list)
     draft_head: Path | None = None
     head_fingerprint: str = ""
+    head_files: list[dict[str, Any]] = field(default_factory=list)
     head_card: dict[str, Any] | None = None
     gates: list[Gate] = field(default_factory=list)
 
@@ -72,19 +74,22 @@ def _checkpoint_entry(value: str):
 
 
 def draft_head_problem(head: Path, checkpoint: Path) -> str:
-    """Why ``head`` cannot draft for ``checkpoint`` ('' when it can): the launcher's own check
-    (``serving.sglang.check_draft_head``: files, shapes, the policy its card names)."""
+    """Why ``head`` cannot draft for ``checkpoint`` ('' when it can): it must be the final/ folder of a
+    finished studio MTP run (like a checkpoint, never any folder of the host), and pass the launcher's
+    own check (``serving.sglang.check_draft_head``: files, shapes, the policy its card names)."""
     from serving.sglang import check_draft_head
+    from studio.training.selectors import draft_heads
 
-    if not head.is_dir():
-        return f"draft_head: {head} is not a folder on this host; give an MTP run's final/ folder or leave it empty"
+    if not any(entry.path.resolve() == head for entry in draft_heads()):
+        return (f"draft_head: {str(head)[:200]} is not the head of a finished studio MTP run; choose one of the "
+                "heads offered (an MTP run's final/ folder, /training/) or leave it empty")
     _algorithm, problems = check_draft_head(head, checkpoint)
     return "; ".join(problems)
 
 
 def release_check(*, checkpoint: str, draft_head: str, harness_version: str) -> ReleasePlan:
     """The release these fields describe, with its gates now; ReleaseRefused naming every bad field."""
-    from serving.release import folder_fingerprint
+    from serving.release import folder_entry
 
     errors: dict[str, str] = {}
     checkpoint, draft_head, harness_version = checkpoint.strip(), draft_head.strip(), harness_version.strip()
@@ -102,28 +107,33 @@ def release_check(*, checkpoint: str, draft_head: str, harness_version: str) -> 
         if not draft_head.startswith("/") or len(draft_head) > 500:
             errors["draft_head"] = f"draft_head: give the absolute path of a draft-head folder, not {draft_head[:200]!r}"
         elif entry is not None:
-            head = Path(draft_head).resolve()
+            try:
+                head = Path(draft_head).resolve()
+            except (OSError, RuntimeError):
+                head = Path(draft_head)
             problem = draft_head_problem(head, entry.path)
             if problem:
                 errors["draft_head"] = problem
     if errors:
         raise ReleaseRefused(errors)
-    fingerprints = {}
+    folders = {}
     for name, folder in (("checkpoint", entry.path), ("draft_head", head)):
         if folder is None:
             continue
         try:
-            fingerprints[name] = folder_fingerprint(folder)
+            folders[name] = folder_entry(folder)
         except CheckpointError as error:  # a folder the web process cannot read: named, never a 500
             errors[name] = f"{name}: cannot be read on this host ({error}); check its files"
     if errors:
         raise ReleaseRefused(errors)
-    fingerprint = fingerprints["checkpoint"]
-    plan = ReleasePlan(run=entry.run, checkpoint=entry.path.resolve(), fingerprint=fingerprint, version=version)
+    fingerprint = folders["checkpoint"]["fingerprint"]
+    plan = ReleasePlan(run=entry.run, checkpoint=entry.path.resolve(), fingerprint=fingerprint, version=version,
+                       files=folders["checkpoint"]["files"])
     if head is not None:
         from harness.engine.draft import read_card
 
-        plan.draft_head, plan.head_fingerprint, plan.head_card = head, fingerprints["draft_head"], read_card(head)
+        plan.draft_head, plan.head_card = head, read_card(head)
+        plan.head_fingerprint, plan.head_files = folders["draft_head"]["fingerprint"], folders["draft_head"]["files"]
     plan.gates = checkpoint_release_gates(version=version, checkpoint=plan.checkpoint, fingerprint=fingerprint)
     return plan
 
@@ -150,6 +160,7 @@ def release_draft(*, checkpoint: str, draft_head: str, harness_version: str, not
     with transaction.atomic():
         release = Release.objects.create(
             checkpoint_run=plan.run, checkpoint_path=str(plan.checkpoint), checkpoint_fingerprint=plan.fingerprint,
+            checkpoint_files=plan.files, draft_head_files=plan.head_files,
             draft_head_path=str(plan.draft_head or ""), draft_head_fingerprint=plan.head_fingerprint,
             draft_head_card=plan.head_card, harness_version=plan.version, gates=[g.to_dict() for g in plan.gates],
             gates_at=timezone.now(), notes=notes, drafted_by=actor)
@@ -183,14 +194,16 @@ def release_refresh_gates(*, release: Release, actor: User) -> Release:
     return release
 
 
-def _fingerprint_or_none(path: str) -> str | None:
-    """The folder's fingerprint now, or None when it cannot be read (then it is not what was gated)."""
-    from serving.release import folder_fingerprint
+def folder_changes(*, path: str, recorded: list[dict[str, Any]]) -> list[str]:
+    """Each file of ``path`` that differs from the list recorded at drafting, named (empty: the same bytes)."""
+    from harness.checkpoints import files_differences, folder_files
 
+    if not recorded:
+        return ["no file list was recorded (drafted before releases covered every file)"]
     try:
-        return folder_fingerprint(path)
-    except CheckpointError:
-        return None
+        return files_differences(recorded, folder_files(path))
+    except CheckpointError as error:
+        return [str(error)]
 
 
 @transaction.atomic
@@ -218,11 +231,13 @@ def release_decide(*, release: Release, decision: str, reason: str, override_rea
                                                override_reason=override_reason)
         except ValueError as refused:
             raise ReleaseRefused({"override_reason": f"override_reason: {refused}"}) from None
-        for name, path, recorded in (("checkpoint", release.checkpoint_path, release.checkpoint_fingerprint),
-                                     ("draft_head", release.draft_head_path, release.draft_head_fingerprint)):
-            if path and (not (Path(path) / "config.json").is_file() or _fingerprint_or_none(path) != recorded):
-                errors[name] = (f"{name}: {path} is no longer the folder that was drafted and gated (its fingerprint "
-                                "changed or it is gone); draft a new release for it")
+        for name, path, recorded in (("checkpoint", release.checkpoint_path, release.checkpoint_files),
+                                     ("draft_head", release.draft_head_path, release.draft_head_files)):
+            changes = folder_changes(path=path, recorded=recorded) if path else []
+            if changes:
+                shown = "; ".join(changes[:5]) + (f"; and {len(changes) - 5} more" if len(changes) > 5 else "")
+                errors[name] = (f"{name}: {path} is no longer the folder that was drafted and gated ({shown}); "
+                                "draft a new release for it")
         if errors:
             raise ReleaseRefused(errors)
     release.status = Release.APPROVED if decision == "approve" else Release.REJECTED

@@ -112,3 +112,15 @@ def release_manifest(request, release_id: int):
     response = HttpResponse(manifest_text(selectors.release_manifest(release)), content_type="application/json")
     response["Content-Disposition"] = f'attachment; filename="release-{release.pk}.json"'
     return response
+
+
+@require_GET
+@requires("release.view")
+def release_signing_key(request):
+    """The public half of the studio's release signing key, for the GPU host
+    (``sglang-command --release FILE --release-key release-signing-key.pem``)."""
+    from studio.releases.signing import release_public_key_pem
+
+    response = HttpResponse(release_public_key_pem(), content_type="application/x-pem-file")
+    response["Content-Disposition"] = 'attachment; filename="release-signing-key.pem"'
+    return response

@@ -88,10 +88,13 @@ def test_a_release_fed_by_its_replay_and_ifeval_run_is_drafted_approved_and_down
     download = operator.get(f"/releases/{release.pk}/manifest.json")
     assert download["Content-Disposition"] == f'attachment; filename="release-{release.pk}.json"'
     manifest = json.loads(download.content)
-    from harness.checkpoints import checkpoint_info
+    from harness.checkpoints import folder_files
 
-    assert manifest["checkpoint"] == {"path": str(final.resolve()), "fingerprint": checkpoint_info(final)["fingerprint"],
-                                      "run_id": checkpoint.pk}
+    files = [f.to_dict() for f in folder_files(final)]
+    assert manifest["checkpoint"] == {"path": str(final.resolve()), "fingerprint": release.checkpoint_fingerprint,
+                                      "files": files, "run_id": checkpoint.pk}
+    assert {f["name"] for f in files} >= {"config.json", "model.safetensors", "tokenizer_config.json"}
+    assert manifest["signature"]["algorithm"] == "ed25519"  # decided: signed
     assert manifest["harness"] == {"name": "livestream-avatar", "number": 1, "digest": demo_version.digest}
     assert manifest["release"]["status"] == "approved" and manifest["release"]["decided_by"] == "rafael"
     assert {g["name"]: g["run_id"] for g in manifest["gates"]} == {
