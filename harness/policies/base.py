@@ -58,6 +58,8 @@ class PolicyOutput:
     finish_reason: str = ""
     # False when the server sent no usage and output_tokens counts streamed chunks.
     usage_reported: bool = True
+    # Prompt tokens the model's server took from its prefix cache rather than prefilling (None: not reported).
+    cached_tokens: int | None = None
 
 
 class PolicyError(RuntimeError):

@@ -149,7 +149,8 @@ class TransformersPolicy(Policy):
         return PolicyOutput(text=text, input_tokens=len(prompt), output_tokens=len(ids),
                             latency_s=latency, ttft_s=ttft,
                             decode_tokens_per_s=decode_rate(len(ids), ttft, latency),
-                            finish_reason=finish)
+                            finish_reason=finish,
+                            cached_tokens=self.last_cached_tokens if engine is not None else None)
 
     def _generate_plain(self, prompt: list[int], settings: GenerationSettings, started: float,
                         timeout_s: float | None) -> tuple[list[int], str, float | None]:

@@ -133,8 +133,11 @@ class OpenAIChatPolicy(Policy):
             native.append(ToolCall(slot["name"], args if isinstance(args, dict) else {}, slot["id"]))
         out_tokens = getattr(usage, "completion_tokens", None) or chunks_with_content
         in_tokens = getattr(usage, "prompt_tokens", None) or 0
+        details = getattr(usage, "prompt_tokens_details", None)
+        cached = getattr(details, "cached_tokens", None) if details is not None else None
         ttft = (first_at - started) if first_at else None
         return PolicyOutput(text=text, tool_calls=native, input_tokens=int(in_tokens),
                             output_tokens=int(out_tokens), latency_s=latency, ttft_s=ttft,
                             decode_tokens_per_s=decode_rate(int(out_tokens), ttft, latency),
-                            finish_reason=finish, usage_reported=usage is not None)
+                            finish_reason=finish, usage_reported=usage is not None,
+                            cached_tokens=None if cached is None else int(cached))

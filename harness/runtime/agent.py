@@ -370,6 +370,7 @@ class Agent:
         record.ttft_s, record.decode_tokens_per_s = output.ttft_s, output.decode_tokens_per_s
         record.finish_reason = output.finish_reason
         record.usage_reported = output.usage_reported
+        record.cached_tokens = output.cached_tokens
         run.model_s += time.perf_counter() - started
         self._step_recorded(traj)
         return output

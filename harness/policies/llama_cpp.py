@@ -1,0 +1,395 @@
+"""The CPU route: a local model on llama.cpp, in process, through the prebuilt wheel ``xllamacpp``.
+
+``llama_server_for(gguf)`` gives the process's llama.cpp server for a GGUF file
+(``harness.policies.gguf`` finds or exports it): ``slots`` sequences decoded
+together in one batch, each slot keeping its last prompt's keys and values, and
+a new prompt sent to the idle slot whose cached tokens it shares most with
+(llama.cpp's slot choice by prompt similarity). llama.cpp's RAM prompt cache,
+which can restore another conversation under concurrency (an open llama.cpp
+report), stays off (``cache_ram_mib=0``); ``tests/engine/test_llama_cpp.py``
+checks that 8 concurrent greedy requests each return what they return alone.
+llama.cpp also opens its own HTTP listener; it is bound to a Unix socket in a
+private folder behind a random API key, so nothing reaches it but this process.
+
+``LlamaCppPolicy`` renders messages with the checkpoint's own tokenizer and
+chat template and sends token ids, never text, so llama.cpp's tokenizer never
+decides what the model sees. Its context only grows within a request: the
+tokens of a call's prompt and output are remembered under the text they render
+to, and a later call whose rendered text extends that text sends those very
+tokens plus the appended text's tokens, so llama.cpp's slot cache matches the
+whole earlier call (a re-tokenized reply could split differently and lose the
+cache from there). Each call reports how many prompt tokens came from the cache
+(``PolicyOutput.cached_tokens``). A call stops at its deadline or when
+``cancel`` is set, during prefill as well as decode: the request streams
+llama.cpp's prefill progress, and stopping the stream cancels the slot's task.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import tempfile
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.policies.base import GenerationSettings, Policy, PolicyError, PolicyOutput, decode_rate
+from harness.policies.gguf import GgufError, gguf_problem
+
+#: Tokens of context each slot holds: the demo Harness's prompt (~1,700 tokens) and four rounds.
+DEFAULT_SLOT_CONTEXT = 4096
+DEFAULT_SLOTS = 4
+#: llama.cpp's seed is an unsigned 32-bit number.
+MAX_SEED = 2**32 - 1
+SLOTS_ENV = "HARNESS_LLAMA_SLOTS"
+THREADS_ENV = "HARNESS_LLAMA_THREADS"
+FLASH_ATTN_ENV = "HARNESS_LLAMA_FLASH_ATTN"
+
+
+class LlamaCppError(PolicyError):
+    """llama.cpp refused a request or could not load a file; the message says which and why."""
+
+
+@dataclass
+class Completion:
+    """What one llama.cpp request produced, with its timings (``time.perf_counter`` values)."""
+
+    prompt_tokens: int
+    ids: list[int]
+    logprobs: list[float]
+    finish_reason: str  # stop | length | timeout | cancelled
+    cached_tokens: int
+    submitted_at: float
+    first_token_at: float | None
+    finished_at: float
+    text: str = ""
+
+    @property
+    def ttft_s(self) -> float | None:
+        return None if self.first_token_at is None else self.first_token_at - self.submitted_at
+
+
+@dataclass
+class ServerStats:
+    requests: int = 0
+    prompt_tokens: int = 0
+    cached_tokens: int = 0
+    decode_tokens: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def add(self, done: Completion) -> None:
+        with self.lock:
+            self.requests += 1
+            self.prompt_tokens += done.prompt_tokens
+            self.cached_tokens += done.cached_tokens
+            self.decode_tokens += len(done.ids)
+
+    def to_dict(self) -> dict[str, int]:
+        return {"requests": self.requests, "prefill_tokens": self.prompt_tokens - self.cached_tokens,
+                "cached_tokens": self.cached_tokens, "decode_tokens": self.decode_tokens}
+
+
+def trained_context(gguf: Path) -> int | None:
+    """The ``<arch>.context_length`` a GGUF file declares (None when it declares none)."""
+    import gguf as gguf_package
+
+    reader = gguf_package.GGUFReader(str(gguf))
+    arch = reader.fields.get("general.architecture")
+    field = reader.fields.get(f"{arch.contents()}.context_length") if arch is not None else None
+    return int(field.contents()) if field is not None else None
+
+
+def env_int(name: str, default: int, low: int, high: int) -> int:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    if not raw.isascii() or not raw.isdigit() or not low <= int(raw) <= high:
+        raise ValueError(f"${name}: {raw!r} is not a whole number from {low} to {high}")
+    return int(raw)
+
+
+def default_threads() -> int:
+    return env_int(THREADS_ENV, max(1, min(os.cpu_count() or 1, 8)), 1, 256)
+
+
+class LlamaServer:
+    """One GGUF file loaded in llama.cpp with ``slots`` parallel sequences. Thread-safe: each caller's
+    ``complete`` blocks its own thread (llama.cpp releases the GIL) while the slots run together."""
+
+    def __init__(self, gguf: str | Path, *, slots: int = DEFAULT_SLOTS, slot_context: int = DEFAULT_SLOT_CONTEXT,
+                 threads: int | None = None, flash_attn: bool | None = None) -> None:
+        import xllamacpp
+
+        self.gguf = Path(gguf)
+        problem = gguf_problem(self.gguf)
+        if problem:
+            raise GgufError(f"llama.cpp route: {problem}")
+        self.slots = slots
+        try:
+            trained = trained_context(self.gguf)
+        except Exception as exc:  # noqa: BLE001 - the gguf reader fails in many ways on a damaged file
+            raise GgufError(f"llama.cpp could not load {self.gguf}: its GGUF header cannot be read "
+                            f"({type(exc).__name__}: {exc}); export the checkpoint again") from None
+        # llama.cpp caps a slot at the context the model was trained for
+        self.slot_context = min(slot_context, trained or slot_context)
+        self.threads = threads or default_threads()
+        if flash_attn is None:
+            flash_attn = os.environ.get(FLASH_ATTN_ENV, "").strip().lower() in ("1", "on", "true", "yes")
+        self.flash_attn = flash_attn
+        self.stats = ServerStats()
+        self._socket_dir = tempfile.mkdtemp(prefix="llama-")  # 0700: only this user reaches the socket
+        params = xllamacpp.CommonParams()
+        params.model.path = str(self.gguf)
+        params.n_parallel = slots
+        params.n_ctx = self.slot_context * slots
+        params.cpuparams.n_threads = self.threads
+        params.cpuparams_batch.n_threads = self.threads
+        params.cache_ram_mib = 0  # the RAM prompt cache can restore another conversation (see above)
+        params.flash_attn_type = (xllamacpp.llama_flash_attn_type.LLAMA_FLASH_ATTN_TYPE_ENABLED if flash_attn
+                                  else xllamacpp.llama_flash_attn_type.LLAMA_FLASH_ATTN_TYPE_DISABLED)
+        params.hostnames = [os.path.join(self._socket_dir, "llama.sock")]
+        params.api_keys = [secrets.token_hex(16)]
+        params.verbosity = -1
+        params.warmup = False
+        try:
+            self._server = xllamacpp.Server(params)
+        except Exception as exc:  # noqa: BLE001 - llama.cpp says only "failed to init"
+            shutil.rmtree(self._socket_dir, ignore_errors=True)
+            raise GgufError(f"llama.cpp could not load {self.gguf} ({exc}); expected a GGUF file of a model "
+                            "llama.cpp runs (python -m harness.policies.gguf exports a checkpoint)") from None
+
+    def complete(self, prompt: list[int], *, max_new_tokens: int, temperature: float = 0.0, top_p: float = 1.0,
+                 seed: int | None = None, deadline: float | None = None,
+                 cancel: threading.Event | None = None,
+                 on_tokens: Callable[[list[int], str], None] | None = None) -> Completion:
+        """Generate after ``prompt`` (token ids). ``deadline`` (a ``time.perf_counter`` value) and ``cancel``
+        stop the request at llama.cpp's next prefill batch or token; ``on_tokens(ids, text)`` streams."""
+        if not prompt:
+            raise LlamaCppError("prompt: at least one token is needed")
+        if len(prompt) + 1 > self.slot_context:
+            raise LlamaCppError(f"prompt: {len(prompt)} tokens do not fit the {self.slot_context}-token context "
+                                "of a slot")
+        if seed is not None and not 0 <= seed <= MAX_SEED:
+            raise LlamaCppError(f"seed: expected an integer from 0 to {MAX_SEED}")
+        max_new_tokens = max(1, min(max_new_tokens, self.slot_context - len(prompt)))
+        body = {"prompt": prompt, "max_tokens": max_new_tokens, "temperature": float(temperature),
+                "top_p": float(top_p), "top_k": 0, "min_p": 0.0, "seed": -1 if seed is None else int(seed),
+                "stream": True, "n_probs": 1, "return_progress": True, "cache_prompt": True,
+                "stream_options": {"include_usage": True}}
+        submitted = time.perf_counter()
+        ids: list[int] = []
+        logprobs: list[float] = []
+        texts: list[str] = []
+        state: dict[str, Any] = {"first": None, "finish": None, "cached": 0, "error": None, "stopped": None}
+
+        def stop_now() -> bool:
+            if cancel is not None and cancel.is_set():
+                state["stopped"] = "cancelled"
+            elif deadline is not None and time.perf_counter() >= deadline:
+                state["stopped"] = "timeout"
+            return state["stopped"] is not None
+
+        def on_event(event: dict[str, Any]) -> bool:
+            if "error" in event or "code" in event and "message" in event:
+                error = event.get("error", event)
+                state["error"] = error.get("message", str(error)) if isinstance(error, dict) else str(error)
+                return True
+            usage = event.get("usage")
+            if usage:
+                state["cached"] = int((usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0)
+            for choice in event.get("choices") or []:
+                content = (choice.get("logprobs") or {}).get("content") or []
+                new = [int(item["id"]) for item in content]
+                if new:
+                    if state["first"] is None:
+                        state["first"] = time.perf_counter()
+                    ids.extend(new)
+                    logprobs.extend(float(item.get("logprob", 0.0)) for item in content)
+                    texts.append(choice.get("text") or "")
+                    if on_tokens is not None:
+                        on_tokens(new, choice.get("text") or "")
+                if choice.get("finish_reason"):
+                    state["finish"] = choice["finish_reason"]
+            return stop_now()
+
+        if stop_now():
+            finish = state["stopped"]
+        else:
+            self._server.handle_completions(body, on_event)
+            if state["error"] is not None:
+                raise LlamaCppError(f"llama.cpp: {state['error']}")
+            finish = state["stopped"] or ("stop" if state["finish"] == "stop" else "length")
+        done = Completion(prompt_tokens=len(prompt), ids=ids, logprobs=logprobs, finish_reason=finish,
+                          cached_tokens=state["cached"], submitted_at=submitted, first_token_at=state["first"],
+                          finished_at=time.perf_counter(), text="".join(texts))
+        self.stats.add(done)
+        return done
+
+    def close(self) -> None:
+        self._server = None
+        shutil.rmtree(self._socket_dir, ignore_errors=True)
+
+
+_SERVERS: dict[tuple[str, int, int, int, bool], LlamaServer] = {}
+_SERVERS_LOCK = threading.Lock()
+
+
+def llama_server_for(gguf: str | Path, *, slots: int | None = None, slot_context: int = DEFAULT_SLOT_CONTEXT,
+                     threads: int | None = None, flash_attn: bool | None = None) -> LlamaServer:
+    """The process's llama.cpp server for a GGUF file (loaded on first use)."""
+    slots = slots or env_int(SLOTS_ENV, DEFAULT_SLOTS, 1, 64)
+    threads = threads or default_threads()
+    key = (str(Path(gguf).resolve()), slots, slot_context, threads, bool(flash_attn))
+    with _SERVERS_LOCK:
+        server = _SERVERS.get(key)
+        if server is None:
+            server = _SERVERS[key] = LlamaServer(gguf, slots=slots, slot_context=slot_context, threads=threads,
+                                                 flash_attn=flash_attn)
+        return server
+
+
+_TOKENIZERS: dict[str, Any] = {}
+_TOKENIZERS_LOCK = threading.Lock()
+
+
+def load_tokenizer(model_dir: str | Path) -> Any:
+    key = str(Path(model_dir).resolve())
+    with _TOKENIZERS_LOCK:
+        if key not in _TOKENIZERS:
+            from transformers import AutoTokenizer
+
+            _TOKENIZERS[key] = AutoTokenizer.from_pretrained(key)
+        return _TOKENIZERS[key]
+
+
+class TokenContext:
+    """The tokens of recent calls, under the text they render to, so a call that extends an earlier one
+    reuses its exact tokens (prompt and output) and tokenizes only what was appended."""
+
+    def __init__(self, tokenizer: Any, *, keep: int = 256) -> None:
+        self.tokenizer = tokenizer
+        self.keep = keep
+        self._entries: OrderedDict[str, list[int]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def tokens(self, text: str) -> tuple[list[int], int]:
+        """``text``'s ids and how many of them came from an earlier call (0: tokenized whole)."""
+        with self._lock:
+            best = ""
+            for known in self._entries:
+                if len(known) > len(best) and text.startswith(known):
+                    best = known
+            base = list(self._entries[best]) if best else []
+            if best:
+                self._entries.move_to_end(best)
+        rest = text[len(best):]
+        reused = len(base)
+        if rest:
+            base += self.tokenizer(rest, add_special_tokens=False)["input_ids"]
+        return base, reused
+
+    def remember(self, text: str, ids: list[int]) -> None:
+        with self._lock:
+            self._entries[text] = list(ids)
+            self._entries.move_to_end(text)
+            while len(self._entries) > self.keep:
+                self._entries.popitem(last=False)
+
+
+class LlamaCppPolicy(Policy):
+    """A local checkpoint on llama.cpp. Tools are rendered into the prompt by the runtime (text protocol)."""
+
+    accepts_timeout = True
+
+    def __init__(self, model_dir: str | Path, *, gguf: str | Path | None = None, name: str | None = None,
+                 settings: GenerationSettings | None = None, server: LlamaServer | None = None,
+                 quantization: str | None = None) -> None:
+        """``model_dir``: the checkpoint whose tokenizer and chat template render prompts; ``gguf``: the
+        file llama.cpp runs (default: ``harness.policies.gguf.gguf_for_checkpoint(model_dir)``)."""
+        self.model_dir = Path(model_dir)
+        self.name = name or f"local:{self.model_dir.name}"
+        self.settings = settings or GenerationSettings()
+        self._gguf = Path(gguf) if gguf else None
+        self._quantization = quantization
+        self._server = server
+        self._context: TokenContext | None = None
+        self.last_cached_tokens = 0
+
+    def server(self) -> LlamaServer:
+        if self._server is None:
+            if self._gguf is None:
+                from harness.policies.gguf import DEFAULT_QUANTIZATION, gguf_for_checkpoint
+
+                self._gguf = gguf_for_checkpoint(self.model_dir,
+                                                 quantization=self._quantization or DEFAULT_QUANTIZATION)
+            self._server = llama_server_for(self._gguf)
+        return self._server
+
+    @property
+    def tokenizer(self) -> Any:
+        return load_tokenizer(self.model_dir)
+
+    def render_text(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> str:
+        """The prompt as text: the chat template with the generation prompt."""
+        tokenizer = self.tokenizer
+        chat = [{"role": m["role"], "content": str(m.get("content") or "")} for m in messages]
+        kwargs: dict[str, Any] = {}
+        if tools and "tools" in (tokenizer.chat_template or ""):
+            kwargs["tools"] = tools
+        return tokenizer.apply_chat_template(chat, add_generation_prompt=True, tokenize=False, **kwargs)
+
+    def prompt_ids(self, messages: list[dict[str, Any]],
+                   tools: list[dict[str, Any]] | None = None) -> tuple[str, list[int]]:
+        """The prompt's text and ids, reusing an earlier call's tokens where this prompt extends it."""
+        if self._context is None:
+            self._context = TokenContext(self.tokenizer)
+        text = self.render_text(messages, tools)
+        ids, _reused = self._context.tokens(text)
+        return text, ids
+
+    def complete(self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None = None,
+                 settings: GenerationSettings | None = None, deadline: float | None = None,
+                 cancel: threading.Event | None = None,
+                 on_tokens: Callable[[list[int], str], None] | None = None) -> Completion:
+        """One call on llama.cpp, streamed to ``on_tokens``; the engine server's entry point."""
+        settings = settings or self.settings
+        server = self.server()
+        text, prompt = self.prompt_ids(messages, tools)
+        done = server.complete(prompt, max_new_tokens=settings.max_new_tokens, temperature=settings.temperature,
+                               top_p=settings.top_p, seed=settings.seed, deadline=deadline, cancel=cancel,
+                               on_tokens=on_tokens)
+        output = list(done.ids)
+        end = self._end_token()
+        if done.finish_reason == "stop" and end is not None and (not output or output[-1] != end):
+            output.append(end)  # llama.cpp does not stream the end-of-turn token it stopped at
+        done.ids = output
+        raw = self.tokenizer.decode(output, skip_special_tokens=False, clean_up_tokenization_spaces=False)
+        self._context.remember(text + raw, prompt + output)
+        done.text = self.tokenizer.decode(output, skip_special_tokens=True, clean_up_tokenization_spaces=False)
+        self.last_cached_tokens = done.cached_tokens
+        return done
+
+    def _end_token(self) -> int | None:
+        tokenizer = self.tokenizer
+        for token in ("<|im_end|>",):
+            token_id = tokenizer.convert_tokens_to_ids(token)
+            if isinstance(token_id, int) and token_id != tokenizer.unk_token_id:
+                return token_id
+        return tokenizer.eos_token_id
+
+    def generate(self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None = None,
+                 settings: GenerationSettings | None = None, timeout_s: float | None = None) -> PolicyOutput:
+        started = time.perf_counter()
+        deadline = None if timeout_s is None else started + max(0.01, timeout_s)
+        done = self.complete(messages, tools=tools, settings=settings, deadline=deadline)
+        latency = time.perf_counter() - started
+        ttft = None if done.first_token_at is None else done.first_token_at - started
+        return PolicyOutput(text=done.text, input_tokens=done.prompt_tokens, output_tokens=len(done.ids),
+                            latency_s=latency, ttft_s=ttft, decode_tokens_per_s=decode_rate(len(done.ids), ttft,
+                                                                                            latency),
+                            finish_reason=done.finish_reason, cached_tokens=done.cached_tokens)

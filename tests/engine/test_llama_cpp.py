@@ -1,0 +1,135 @@
+"""The llama.cpp route on the tiny model exported to GGUF: the export is the torch model, a request's
+later calls prefill only what was appended, concurrency changes no greedy output, the budget and a
+cancel stop a call during prefill, and a missing or wrong GGUF is a clear error."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from harness import demo_harness_dir, load_dir
+from harness.engine import Engine, EngineModel, SamplingParams
+from harness.policies import GenerationSettings, make_policy
+from harness.policies.gguf import GgufError, gguf_for_checkpoint
+from harness.policies.llama_cpp import LlamaCppError, LlamaCppPolicy, LlamaServer, llama_server_for
+from harness.policies.local import TransformersPolicy, load_model
+from harness.policies.models import tiny_model_dir
+from harness.runtime import Agent
+
+SYSTEM = "You are Mia, the host of a live stream selling kitchen goods. " * 20
+
+
+def _tiny_f32() -> Path:
+    return gguf_for_checkpoint(tiny_model_dir(), quantization="F32")
+
+
+def _policy(max_new_tokens: int = 12) -> LlamaCppPolicy:
+    return LlamaCppPolicy(tiny_model_dir(), gguf=_tiny_f32(), settings=GenerationSettings(max_new_tokens=max_new_tokens),
+                          server=llama_server_for(_tiny_f32(), slots=2, threads=1))
+
+
+def test_the_exported_gguf_computes_what_the_torch_model_computes():
+    messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "how much is link 3?"}]
+    prompt = TransformersPolicy(tiny_model_dir(), engine="transformers").render(messages)
+    engine = Engine(EngineModel(load_model(tiny_model_dir())[0]))
+    try:
+        torch_done = engine.generate(prompt, SamplingParams(max_new_tokens=8, logprobs=True))
+    finally:
+        engine.close()
+    done = llama_server_for(_tiny_f32(), slots=2, threads=1).complete(prompt, max_new_tokens=8)
+    assert done.ids == torch_done.ids
+    assert done.logprobs == pytest.approx(torch_done.logprobs, abs=2e-3)
+
+
+def test_a_requests_later_calls_prefill_only_what_was_appended():
+    policy = _policy()
+    system = "A Harness no other test renders. " + SYSTEM  # the process's server is shared
+    messages = [{"role": "system", "content": system}, {"role": "user", "content": "how much is link 3?"}]
+    first = policy.generate(messages)
+    assert first.cached_tokens == 0 and first.input_tokens > 300
+    messages += [{"role": "assistant", "content": first.text},
+                 {"role": "user", "content": '<tool_response>{"name": "get_price", "result": 39}</tool_response>'}]
+    second = policy.generate(messages)
+    # everything the first call saw and wrote is cached (but its last token, never fed back)
+    assert second.cached_tokens == first.input_tokens + first.output_tokens - 1
+    messages += [{"role": "assistant", "content": second.text}, {"role": "user", "content": "thanks!"}]
+    third = policy.generate(messages)
+    assert third.cached_tokens == second.input_tokens + second.output_tokens - 1
+    assert third.input_tokens - third.cached_tokens < 40
+
+
+def test_the_agent_records_cached_prompt_tokens_per_model_call():
+    request = json.loads(Path("examples/requests/product_price.json").read_text())
+    policy = _policy(max_new_tokens=24)
+    with Agent(bundle=load_dir(demo_harness_dir()), policy=policy, connect_mcp=False) as agent:
+        traj = agent.run(request)
+    calls = traj.model_calls
+    assert calls and all(c.cached_tokens is not None for c in calls)
+    for earlier, later in zip(calls, calls[1:], strict=False):
+        if earlier.error is None and later.error is None:
+            assert later.cached_tokens >= earlier.input_tokens  # the earlier call's prompt is never prefilled again
+
+
+def test_eight_concurrent_greedy_requests_return_what_each_returns_alone():
+    server = LlamaServer(_tiny_f32(), slots=8, threads=1)
+    try:
+        policy = LlamaCppPolicy(tiny_model_dir(), server=server, settings=GenerationSettings(max_new_tokens=10))
+        prompts = [[{"role": "system", "content": SYSTEM},
+                    {"role": "user", "content": f"viewer {i} asks about link {i} and its colour {i * 7}"}]
+                   for i in range(8)]
+        alone = [policy.generate(p).text for p in prompts]
+        for _ in range(2):
+            with ThreadPoolExecutor(8) as pool:
+                together = list(pool.map(lambda p: policy.generate(p).text, prompts))
+            assert together == alone
+    finally:
+        server.close()
+
+
+def test_the_budget_and_a_cancel_stop_a_call_during_prefill():
+    server = llama_server_for(_tiny_f32(), slots=2, threads=1)
+    long_prompt = list(range(1000, 2900))
+    started = time.perf_counter()
+    done = server.complete(long_prompt, max_new_tokens=400, deadline=started + 0.05)
+    assert done.finish_reason == "timeout" and time.perf_counter() - started < 5
+    cancel = threading.Event()
+    cancel.set()
+    assert server.complete(long_prompt, max_new_tokens=400, cancel=cancel).finish_reason == "cancelled"
+    short = server.complete([1, 2, 3], max_new_tokens=3)
+    assert short.finish_reason == "length" and len(short.ids) == 3
+
+
+def test_bad_requests_and_files_are_named():
+    server = llama_server_for(_tiny_f32(), slots=2, threads=1)
+    with pytest.raises(LlamaCppError, match="prompt: 5000 tokens do not fit the 2048-token context"):
+        server.complete([5] * 5000, max_new_tokens=4)
+    with pytest.raises(LlamaCppError, match="seed: expected an integer from 0 to 4294967295"):
+        server.complete([5, 6], max_new_tokens=4, seed=10**40)
+
+
+def test_a_missing_or_wrong_gguf_is_a_clear_error(tmp_path):
+    with pytest.raises(GgufError, match="does not exist"):
+        LlamaServer(tmp_path / "missing.gguf")
+    text = tmp_path / "model.gguf"
+    text.write_text("not a model")
+    with pytest.raises(GgufError, match=r"is not a GGUF file \(it starts with b'not '"):
+        LlamaServer(text)
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(_tiny_f32().read_bytes()[:4096])
+    with pytest.raises(GgufError, match="llama.cpp could not load .*broken.gguf"):
+        LlamaServer(broken)
+
+
+def test_the_local_spec_runs_on_llama_cpp_unless_torch_is_asked(monkeypatch):
+    assert isinstance(make_policy("tiny"), LlamaCppPolicy)
+    assert isinstance(make_policy("torch:tiny"), TransformersPolicy)
+    monkeypatch.setenv("HARNESS_LOCAL_ENGINE", "torch")
+    assert isinstance(make_policy("local:tiny"), TransformersPolicy)
+    monkeypatch.setenv("HARNESS_LOCAL_ENGINE", "cuda")
+    with pytest.raises(ValueError, match=r"\$HARNESS_LOCAL_ENGINE: 'cuda' is not one of llama, torch"):
+        make_policy("tiny")
