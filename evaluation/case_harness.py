@@ -5,6 +5,11 @@ Robustness case brings instructions. ``bundle_for_case`` returns the base
 bundle with those added (tools appended to ``tools.yaml``, instructions as a
 prompt block right after the persona), validated like any user edit.
 
+A case with ``harness_variant`` ({seed, dims}: the compatibility set, ``evaluation/compatibility.py``)
+runs under an HSA variant of whatever Harness is being evaluated, made with that seed and those
+families while protecting the case's gold skills and limits, and is judged on its gold remapped to
+the variant's names (``harness_variant_of``), as the Harness-Variant set does with fixed bundles.
+
 Extra tools answer with the canned ``result`` the case gives. The tool format
 only binds tools to built-ins or MCP servers, so an extra tool is declared
 with a placeholder built-in binding and ``CannedToolRunner`` answers it before
@@ -54,6 +59,20 @@ def bundle_for_case(base: Bundle, case: dict) -> Bundle:
         prompt["blocks"] = blocks
         files["prompt.yaml"] = yaml.safe_dump(prompt, sort_keys=False, allow_unicode=True)
     return load_mapping(files, source=f"case {case.get('id')}")
+
+
+def harness_variant_of(base: Bundle, case: dict) -> tuple[Bundle, dict]:
+    """(the Harness the case runs under, the case as judged there): ``base`` and the case itself, or for a
+    case with ``harness_variant`` the HSA variant of ``base`` and the case with its gold remapped."""
+    spec = case.get("harness_variant")
+    if not spec:
+        return base, case
+    from harness.augment import augment_bundle, requirements_from_case
+
+    load_tools = tuple(t.name for t in base.tool_registry.by_role("load_skill"))
+    variant = augment_bundle(bundle=base, seed=int(spec["seed"]), dims=spec["dims"],
+                             requirements=requirements_from_case(case, load_tools=load_tools))
+    return variant.bundle, variant.mapping.remap_case(case)
 
 
 def canned_results(case: dict) -> dict[str, Any]:

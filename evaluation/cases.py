@@ -43,7 +43,7 @@ REQUEST_FIELDS = (
 )
 TOP_FIELDS = set(REQUEST_FIELDS) | {
     "format", "set", "category", "gold", "candidates", "extra_tools", "constraints", "replay",
-    "tags", "catalogue",
+    "tags", "catalogue", "harness_variant",
 }
 GOLD_FIELDS = {
     "route", "reply_skills", "strategy_skills", "tool_calls", "tool_order", "required_facts",
@@ -186,6 +186,25 @@ def _check_constraints(reader: FieldReader, constraints: list) -> None:
         reader.string(item, "text", path)
 
 
+def _check_harness_variant(reader: FieldReader, case: dict) -> None:
+    """``harness_variant``: the case runs under an HSA variant of the evaluated Harness (seed, families)."""
+    if "harness_variant" not in case:
+        return
+    from harness.augment import DIMS
+
+    spec = reader.mapping(case["harness_variant"], "harness_variant")
+    if spec is None:
+        return
+    reader.unknown_keys(spec, "harness_variant", {"seed", "dims"})
+    reader.integer(spec, "seed", "harness_variant", minimum=0)
+    dims = reader.listing(spec, "dims", "harness_variant", required=True)
+    for i, dim in enumerate(dims):
+        if dim not in DIMS:
+            reader.problem(f"harness_variant.dims[{i}]", f"must be one of {', '.join(DIMS)}, got {dim!r}")
+    if isinstance(spec.get("dims"), list) and not dims:
+        reader.problem("harness_variant.dims", f"must name at least one of {', '.join(DIMS)}")
+
+
 def validate_case(data: Any) -> list[tuple[str, str]]:
     """Every problem of one decoded case as (field path, message); empty when valid."""
     reader = FieldReader()
@@ -206,6 +225,7 @@ def validate_case(data: Any) -> list[tuple[str, str]]:
     _check_extra_tools(reader, reader.listing(case, "extra_tools", ""))
     _check_constraints(reader, reader.listing(case, "constraints", ""))
     _str_list(reader, case, "tags", "")
+    _check_harness_variant(reader, case)
     problems = [(p.path, p.message) for p in reader.problems]
     try:
         Request.from_dict({k: case[k] for k in REQUEST_FIELDS if k in case})

@@ -6,7 +6,9 @@ reply, route, outcome and verdict wherever it runs:
 
 - the case runs under its own Harness variant (``bundle_for_case``: the extra
   tools of a Tool Robustness case, the instruction block of a Prompt
-  Robustness case), and the extra tools answer with the case's canned results;
+  Robustness case; ``harness_variant_of``: an HSA variant of the evaluated
+  Harness for a compatibility-set case, judged on its remapped gold), and the
+  extra tools answer with the case's canned results;
 - the judge uses the Harness version's own settings (``max_reply_chars``), see
   ``judge_for``;
 - how the request ended is classified once (``request_outcome``): replied,
@@ -23,7 +25,12 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from evaluation.case_harness import CannedToolRunner, bundle_for_case, canned_results
+from evaluation.case_harness import (
+    CannedToolRunner,
+    bundle_for_case,
+    canned_results,
+    harness_variant_of,
+)
 from evaluation.cases import case_request
 from evaluation.judges import make_judge
 from evaluation.judges.base import Judge, Reason, Verdict
@@ -101,9 +108,10 @@ class CaseScorer:
     def bundle(self):
         return self.base.bundle
 
-    def agent_for(self, case: dict[str, Any]):
-        """The Agent that runs ``case``: the base one, or one for the case's Harness variant."""
-        bundle = bundle_for_case(self.base.bundle, case)
+    def agent_for(self, case: dict[str, Any], *, harness=None):
+        """The Agent that runs ``case``: the base one, or one for the case's Harness variant
+        (built on ``harness``, the case's HSA variant of the base Harness, when given)."""
+        bundle = bundle_for_case(harness or self.base.bundle, case)
         if bundle.digest == self.base.bundle.digest:
             return self.base
         if self._variant is None or self._variant.bundle.digest != bundle.digest:
@@ -126,7 +134,8 @@ class CaseScorer:
         row: dict[str, Any] = {"id": case["id"], "category": case.get("category", "unknown")}
         started = time.perf_counter()
         try:
-            agent = self.agent_for(case)
+            harness, case = harness_variant_of(self.base.bundle, case)
+            agent = self.agent_for(case, harness=harness)
             canned = canned_results(case)
             inner = agent.runner
             if canned:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from evaluation.compatibility import FAMILIES, holds_under_variants
 from evaluation.diagnosis.edits import apply_edits
 from evaluation.diagnosis.proposals import Proposal
 from evaluation.scoring import passed
@@ -34,17 +35,25 @@ def prediction_text(replay: Mapping[str, Any]) -> str:
                 f"at most {MAX_REPLAY_CASES} are replayed)")
     if replay.get("errors"):
         text += f"; {replay['errors']} could not be replayed ({replay['error']})"
+    variants = replay.get("variants")
+    if variants:
+        text += f"; holds under variants in {variants['held']} of {targeted}"
+        if variants["broken"]:
+            shown = [f"{case_id} fails with {FAMILIES[families[0]]}" for case_id, families in variants["broken"].items()]
+            text += (f"; {len(shown)} fixed only in the exact wording ({', '.join(shown[:3])}"
+                     + (", ..." if len(shown) > 3 else "") + ")")
     return text
 
 
 def replay_proposal(
     proposal: Proposal, *, files: dict[str, str], cases: Mapping[str, dict],
-    scorer_for: Callable[[Bundle], Any], max_cases: int = MAX_REPLAY_CASES,
+    scorer_for: Callable[[Bundle], Any], max_cases: int = MAX_REPLAY_CASES, variants_check: bool = True,
 ) -> dict[str, Any]:
     """Score ``proposal``'s targeted cases under the edited Harness; store and return the replay.
 
     ``scorer_for(bundle)`` makes the scorer (``CaseScorer.for_bundle`` with the run's policy and
-    catalogue); ``cases`` maps case id -> case dict. An invalid proposal is not replayed.
+    catalogue); ``cases`` maps case id -> case dict. An invalid proposal is not replayed. ``variants_check``:
+    each fixed case is also scored under the compatibility variants of the edited Harness.
     """
     if not proposal.valid:
         return {}
@@ -60,8 +69,11 @@ def replay_proposal(
                 errors.append(row["error"])
             elif passed(row["verdict"]):
                 fixed.append(case_id)
+        variants = holds_under_variants(fixed=fixed, cases=cases, score=scorer.score) if variants_check else None
     finally:
         scorer.close()
     proposal.replay = {"targeted": len(proposal.target_case_ids), "replayed": len(ids), "fixed": len(fixed),
                        "fixed_case_ids": fixed, "errors": len(errors), "error": errors[0] if errors else ""}
+    if variants is not None:
+        proposal.replay["variants"] = variants
     return proposal.replay

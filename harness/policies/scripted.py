@@ -6,8 +6,12 @@ either the raw text a model would write (text protocol) or a dict
 ``tool_calls`` are treated as native calls and ``delay_s`` simulates model time.
 The runtime calls ``begin_request(request_id)`` before each request, which
 rewinds the script, so the same policy answers many requests deterministically.
-The cursor is kept per thread, so one ScriptedPolicy serves concurrent requests
-(each on its own thread, as the agent runs them) when the script is keyed by request id.
+A keyed script answers a variant of a case (request id ``<id>~<variant>``: the
+Harness-Variant and compatibility sets) with its source case's outputs when it has
+none of its own: the script stands in for a model that learnt the original
+Harness's names and wording. The cursor is kept per thread, so one ScriptedPolicy
+serves concurrent requests (each on its own thread, as the agent runs them) when
+the script is keyed by request id.
 """
 
 from __future__ import annotations
@@ -164,6 +168,8 @@ class ScriptedPolicy(Policy):
 
     def begin_request(self, request_id: str) -> None:
         if isinstance(self.script, dict):
+            if request_id not in self.script and "~" in request_id:
+                request_id = request_id.split("~", 1)[0]  # a variant of a case the script knows
             if request_id not in self.script:
                 raise PolicyError(f"the script has no outputs for request {request_id!r}; "
                                   f"it answers {self.answers()}")
