@@ -100,6 +100,7 @@ INSTALLED_APPS = [
     "studio.replays",
     "studio.releases",
     "studio.mcpservers",
+    "studio.compatibility",
 ]
 
 MIDDLEWARE = [
@@ -225,10 +226,14 @@ MAX_IMPORT_BYTES = env_int("MAX_IMPORT_BYTES", 20 * 1024 * 1024, minimum=1024)
 # A YAML registry of MCP servers (harness.mcp_registry's format) beside those registered
 # on the MCP servers page; relative to the checkout. Empty: the page's servers only.
 HS_MCP_REGISTRY = env_str("HS_MCP_REGISTRY", "")
-DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_IMPORT_BYTES
 # The Ed25519 key the studio signs decided release manifests with (PEM, made once, owner-only); the GPU
 # host verifies with its public half, /releases/signing-key.pem (docs/security.md, "Release manifests").
 RELEASE_SIGNING_KEY = Path(env_str("RELEASE_SIGNING_KEY", str(VAR_DIR / "release-signing-key.pem")))
+DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_IMPORT_BYTES
+# The compatibility set (evaluation/compatibility.py) is drawn from this dataset (the demo's dev-set), about
+# COMPATIBILITY_CASES cases plus each of them under one HSA variant; another size is another set version.
+COMPATIBILITY_SOURCE_DATASET = env_str("COMPATIBILITY_SOURCE_DATASET", "dev-482")
+COMPATIBILITY_CASES = env_int("COMPATIBILITY_CASES", 60, minimum=1)
 
 LOGGING = {
     "version": 1,

@@ -18,4 +18,5 @@ urlpatterns = [
     path("training/", include("studio.training.urls")),
     path("replay/", include("studio.replays.urls")),
     path("releases/", include("studio.releases.urls")),
+    path("compatibility/", include("studio.compatibility.urls")),
 ]

@@ -58,6 +58,11 @@ PERMISSIONS: dict[str, frozenset[str]] = {
     "release.create": frozenset({ML_ENGINEER, ADMIN}),
     # approving or rejecting a release
     "release.approve": frozenset({REVIEWER, ADMIN}),
+    # the checkpoint x Harness-version compatibility matrix, its cells and the retrain alarm
+    "compatibility.view": _ALL,
+    # asking for a cell (an evaluation run of a model on a version): the operator before a promotion, the ML
+    # engineer for a checkpoint; a reviewer reads the cells a gate shows
+    "compatibility.request": frozenset({OPERATOR, ML_ENGINEER, ADMIN}),
 }
 
 

@@ -16,7 +16,10 @@ releases (``studio.releases``: a checkpoint, its draft head and a Harness versio
   base, paired prompt by prompt, with the paired-bootstrap 95% interval. It fails when the whole
   interval lies below zero (the training cost instruction following, beyond chance), not against
   an absolute floor that a small model never meets. A base model evaluated on its own passes with
-  its score shown: nothing was trained away.
+  its score shown: nothing was trained away;
+- *compatibility*: the pair being promoted (the production model, or a release's checkpoint, on the
+  Harness version) has a finished cell of the compatibility matrix (``studio.compatibility``) and is
+  not worse than the production pair's cell beyond the paired bootstrap interval.
 
 A release names its checkpoint. A Harness promotion names none: its latency and capability gates
 read the checkpoint of the Harness's newest approved release (what production serves), and where
@@ -231,7 +234,7 @@ def checkpoint_release_gates(*, version, checkpoint: str | Path, fingerprint: st
     path = Path(checkpoint).resolve()
     return [version_business_gate(version=version), latency_gate(version=version, checkpoint=path,
                                                                  fingerprint=fingerprint),
-            ifeval_gate(checkpoint=path)]
+            ifeval_gate(checkpoint=path), compatibility_gate(version=version, checkpoint=path)]
 
 
 def production_checkpoint(*, harness) -> tuple[Path | None, str]:
@@ -248,9 +251,11 @@ def production_checkpoint(*, harness) -> tuple[Path | None, str]:
 def _model_gates(*, version) -> list[Gate]:
     if version is None:  # a stage whose candidate is not committed yet
         return [Gate("latency", "no data", "the stage has no candidate version yet"),
-                Gate("general capability", "no data", "the stage has no candidate version yet")]
+                Gate("general capability", "no data", "the stage has no candidate version yet"),
+                Gate("compatibility", "no data", "the stage has no candidate version yet")]
     checkpoint, why = production_checkpoint(harness=version.harness)
-    return [latency_gate(version=version, checkpoint=checkpoint, why=why), ifeval_gate(checkpoint=checkpoint, why=why)]
+    return [latency_gate(version=version, checkpoint=checkpoint, why=why), ifeval_gate(checkpoint=checkpoint, why=why),
+            compatibility_gate(version=version)]
 
 
 def release_gates(*, comparison: dict[str, Any], tolerance: float, version) -> list[Gate]:
@@ -309,3 +314,36 @@ def version_gate_overrides(*, version) -> list:
     return list(AuditEvent.objects.select_related("actor")
                 .filter(action="evolution.gates.override", harness_id=version.harness_id,
                         data__version=version.number).order_by("-created_at"))
+
+
+def compatibility_gate(*, version, checkpoint: str | Path | None = None) -> Gate:
+    """The compatibility gate: the cell of the model serving production (or of ``checkpoint``, a release's
+    final/ folder, through its endpoint) on ``version`` against the production pair's cell
+    (``studio.compatibility``: every figure is ``evaluation.compatibility``'s)."""
+    from studio.compatibility.selectors import cell_avg, pair_against_production
+    from studio.endpoints.models import ModelEndpoint
+
+    endpoint = None
+    if checkpoint is not None:
+        endpoint = ModelEndpoint.objects.filter(route=ModelEndpoint.LOCAL, model=str(checkpoint)).first()
+        if endpoint is None:
+            return Gate("compatibility", "no data", f"no endpoint serves {checkpoint}, so it has no cell in the "
+                        "compatibility matrix; make one from the registry (Make endpoint) and ask for its cell")
+    found = pair_against_production(version=version, endpoint=endpoint)
+    if found["problem"]:
+        return Gate("compatibility", "no data", found["problem"])
+    cell, reference, change = found["cell"], found["reference"], found["change"]
+    if reference is None:
+        return Gate("compatibility", "pass", f"{cell.endpoint.name} on v{version.number}: AVG {cell_avg(cell):.1f} in "
+                    f"compatibility run #{cell.run_id}; there is no production version to compare with yet")
+    if change is None:
+        return Gate("compatibility", "pass", f"{cell.endpoint.name} on v{version.number} is the production pair "
+                    f"(compatibility run #{cell.run_id})")
+    avg = change["avg"]
+    shown = (f"{cell.endpoint.name} on v{version.number}: AVG {avg['candidate']:.1f} vs {avg['parent']:.1f} for the "
+             f"production pair (v{reference.version.number}), delta {avg['delta']:+.1f} "
+             f"[{avg['low']:+.1f}, {avg['high']:+.1f}] on {change['n']} paired cases of compatibility set "
+             f"{cell.set_version} (runs #{cell.run_id} and #{reference.run_id})")
+    if change["verdict"] == "worse":
+        return Gate("compatibility", "fail", f"worse than the production pair beyond the interval: {shown}")
+    return Gate("compatibility", "pass", f"{change['verdict']}: {shown}")

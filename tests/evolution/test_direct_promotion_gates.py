@@ -12,6 +12,7 @@ from evolution_testing import client_for
 
 from studio.accounts.services import api_token_create
 from studio.audit.models import AuditEvent
+from studio.compatibility.testing import passing_compatibility
 from studio.harnesses.models import Label
 from studio.harnesses.services import harness_import
 from studio.releases.testing import ifeval_run, replay_run
@@ -50,7 +51,8 @@ def test_a_written_override_promotes_and_is_recorded_on_the_version(personas, v1
     assert Label.objects.get(name="production").version == v1
     event = AuditEvent.objects.get(action="evolution.gates.override")
     assert event.actor == personas.reviewer and event.data["version"] == 1
-    assert {g["name"] for g in event.data["gates"]} == {"business regression", "latency", "general capability"}
+    assert {g["name"] for g in event.data["gates"]} == {"business regression", "latency", "general capability",
+                                                        "compatibility"}
     assert "release gates overridden" in Label.objects.get(name="production").moves.first().reason
     page = client_for(personas.ml_engineer).get("/h/livestream-avatar/v/1/").content.decode()
     assert 'id="release-gates"' in page and "launch today; replay booked for Monday" in page
@@ -72,6 +74,7 @@ def test_passing_gates_need_no_override(personas, v1, monkeypatch, tmp_path):
     (model / "config.json").write_text("{}")
     replay_run(tmp_path / "replay", checkpoint=model, harness_version=v1, walls={1: [4.2]})
     ifeval_run(tmp_path / "eval", model=model, prompt_strict=70.0)
+    passing_compatibility(version=v1, folder=tmp_path)
     passing = gates.Gate("business regression", "pass", "stage 1 of evolution #1")
     monkeypatch.setattr(gates, "version_business_gate", lambda *, version: passing)
     move(client_for(personas.admin), reason="all green")

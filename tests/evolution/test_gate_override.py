@@ -8,6 +8,7 @@ import pytest
 from evolution_testing import client_for, small_world
 
 from studio.audit.models import AuditEvent
+from studio.compatibility.testing import passing_compatibility
 from studio.evolution.decisions import proposal_review, stage_decide
 from studio.evolution.diagnosis import diagnosis_start
 from studio.evolution.errors import EvolutionError
@@ -60,6 +61,7 @@ def test_a_failing_gate_refuses_too_and_whitespace_is_no_reason(evaluated, perso
         stage_decide(stage=evaluated, decision=Stage.PROMOTE_PRODUCTION, actor=personas.reviewer, reason="ship",
                      override_reason="   ")
     replay_run(tmp_path / "fast", checkpoint=model, harness_version=evaluated.candidate_version, walls={1: [8.0]})
+    passing_compatibility(version=evaluated.candidate_version, folder=tmp_path)
     stage_decide(stage=evaluated, decision=Stage.PROMOTE_PRODUCTION, actor=personas.reviewer, reason="ship")
     stage = Stage.objects.get(pk=evaluated.pk)
     assert Label.objects.get(name=Label.PRODUCTION).version == stage.candidate_version
@@ -76,7 +78,7 @@ def test_an_override_is_recorded_in_the_audit_log_on_the_label_and_the_stage(eva
     assert {g["name"]: g["status"] for g in stage.gates}["latency"] == "no data"
     event = AuditEvent.objects.get(action="evolution.gates.override")
     assert event.actor == personas.reviewer and "p95 6 s" in event.data["reason"]
-    assert {g["name"] for g in event.data["gates"]} == {"latency", "general capability"}
+    assert {g["name"] for g in event.data["gates"]} == {"latency", "general capability", "compatibility"}
     move = LabelMove.objects.filter(label__name=Label.PRODUCTION).first()
     assert "release gates overridden" in move.reason and "p95 6 s" in move.reason
     evolution = Evolution.objects.get(pk=stage.evolution_id)
@@ -102,7 +104,7 @@ def test_only_a_reviewer_or_admin_may_override(role, evaluated, personas):
 def test_reviewer_and_admin_override_with_a_written_reason(role, evaluated, personas):
     client = client_for(personas.by_role()[role])
     page = client.get(f"/evolution/stages/{evaluated.pk}/").content.decode()
-    assert 'name="override_reason"' in page and "2 release gates did not pass" in page
+    assert 'name="override_reason"' in page and "3 release gates did not pass" in page
     page = client.post(f"/evolution/stages/{evaluated.pk}/decide/", PROMOTE, follow=True).content.decode()
     assert "latency: no data" in page and "write why in" in page
     assert not Label.objects.filter(name=Label.PRODUCTION).exists()

@@ -1,0 +1,189 @@
+"""Writes of the compatibility matrix: the set as a dataset, cells, which endpoint serves a label, the triggers.
+
+A cell is an evaluation run of the evolution app (``studio.evolution.runs.eval_run_start``: a Celery job
+whose chunks any worker claims) of one endpoint on one Harness version over the compatibility set. A
+request for a cell whose model fingerprint, version digest and set version already have one returns that
+cell (a run that stopped is resumed, keeping what it scored): a cell is never computed twice.
+
+Cells are asked for by a person (``cell_request``), and automatically:
+
+- when a Harness version gets a label (``cells_for_label``, after the move commits): the endpoints serving
+  the Harness's production and staging labels on that version, with the production pair itself (the
+  reference every cell is coloured against) and the production model on the version it was trained on
+  (what the retrain alarm compares with);
+- when a checkpoint enters the registry (``cells_for_checkpoint``, when its training run finishes): its
+  endpoint (made as the registry's "make an endpoint" does) on every production and staging version.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+
+from django.conf import settings
+from django.contrib.auth.models import User
+from django.core.exceptions import PermissionDenied
+from django.db import IntegrityError, transaction
+
+from studio.accounts.roles import user_can
+from studio.audit.services import audit_record
+from studio.compatibility import selectors
+from studio.compatibility.models import Cell, LabelServer
+from studio.endpoints.models import ModelEndpoint
+from studio.evolution.errors import EvolutionError
+from studio.evolution.models import Dataset, EvalRun
+from studio.harnesses.models import Harness, HarnessVersion, Label
+
+logger = logging.getLogger(__name__)
+
+
+class CompatibilityError(ValueError):
+    """A cell cannot be asked for; the message names the field and what is valid."""
+
+
+def compat_dataset_ensure() -> tuple[selectors.CompatSet, Dataset]:
+    """The current compatibility set, imported as a dataset named after its version (once)."""
+    from evaluation.cases import dumps_case
+    from studio.evolution.datasets import dataset_import
+
+    current = selectors.compat_set()
+    if current is None:
+        raise CompatibilityError(f"no compatibility set: the dataset {settings.COMPATIBILITY_SOURCE_DATASET} "
+                                 "it is drawn from is not imported (manage.py seed_evolution_demo imports it)")
+    dataset = current.dataset
+    if dataset is None:
+        try:
+            with transaction.atomic():
+                dataset = dataset_import(
+                    name=current.name, text="\n".join(dumps_case(c) for c in current.cases),
+                    source=f"evaluation.compatibility.build_set({current.source.name})", actor=None,
+                    catalogue=current.source.catalogue, heldout_share=0.0,
+                    description=f"Compatibility set {current.version}: drawn from {current.source.name}, each case "
+                                "also under one HSA variant of the evaluated version")
+        except (EvolutionError, IntegrityError):  # another process imported it at the same moment
+            dataset = current.dataset
+            if dataset is None:
+                raise
+    return current, dataset
+
+
+def cell_request(*, endpoint: ModelEndpoint, version: HarnessVersion, actor: User | None, reason: str) -> Cell:
+    """The cell of ``endpoint`` on ``version`` on the current set: the one that exists, or a new run."""
+    if actor is not None and not user_can(actor, "compatibility.request"):
+        raise PermissionDenied("asking for a compatibility cell needs the operator or ML engineer role")
+    current, dataset = compat_dataset_ensure()
+    try:
+        fingerprint = selectors.model_fingerprint(endpoint)
+    except ValueError as error:
+        raise CompatibilityError(f"endpoint: {error}") from None
+    existing = selectors.cell_find(endpoint=endpoint, version=version, set_version=current.version,
+                                   fingerprint=fingerprint)
+    if existing is not None:
+        return _resume_if_stopped(existing, actor=actor)
+    from studio.evolution.runs import eval_run_start
+
+    try:
+        with transaction.atomic():
+            run = eval_run_start(version=version, dataset=dataset, endpoint=endpoint,
+                                 case_ids=[c["id"] for c in current.cases], actor=actor)
+            cell = Cell.objects.create(model_fingerprint=fingerprint, endpoint=endpoint, version=version,
+                                       version_digest=version.digest, set_version=current.version, dataset=dataset,
+                                       run=run, reason=reason[:300], requested_by=actor)
+    except IntegrityError:  # the same cell was asked for at the same moment: that one counts
+        return selectors.cell_find(endpoint=endpoint, version=version, set_version=current.version,
+                                   fingerprint=fingerprint)
+    audit_record(actor=actor, action="compatibility.cell", harness=version.harness, target=f"cell #{cell.pk}",
+                 data={"endpoint": endpoint.name, "version": version.number, "set": current.version,
+                       "run": run.pk, "reason": reason[:300]})
+    return cell
+
+
+def _resume_if_stopped(cell: Cell, *, actor: User | None) -> Cell:
+    from studio.evolution.runs import EvaluationError, eval_run_is_stalled, eval_run_resume
+
+    run = cell.run
+    if run.status == EvalRun.FAILED or eval_run_is_stalled(run):
+        with contextlib.suppress(EvaluationError):  # already queued again by someone else
+            eval_run_resume(run=run, actor=actor)
+    return cell
+
+
+def label_server_set(*, harness: Harness, label: str, endpoint: ModelEndpoint | None, actor: User) -> None:
+    """Name the endpoint serving ``harness``'s ``label`` (None: no longer named); then fill its cells."""
+    if not user_can(actor, "endpoint.manage"):
+        raise PermissionDenied("naming the endpoint that serves a label needs the ML engineer role")
+    label = label.strip().lower()
+    if label not in selectors.SERVED_LABELS:
+        raise CompatibilityError(f"label: one of {', '.join(selectors.SERVED_LABELS)}, not {label!r}")
+    if endpoint is None:
+        LabelServer.objects.filter(harness=harness, label=label).delete()
+    else:
+        LabelServer.objects.update_or_create(harness=harness, label=label,
+                                             defaults={"endpoint": endpoint, "updated_by": actor})
+    audit_record(actor=actor, action="compatibility.server", harness=harness, target=f"{harness.name}@{label}",
+                 data={"endpoint": endpoint.name if endpoint else None})
+    version = selectors.labelled_versions(harness).get(label)
+    if version is not None and endpoint is not None:
+        transaction.on_commit(lambda: cells_for_label(harness_id=harness.pk, label=label))
+
+
+def _quietly(what: str, request) -> Cell | None:
+    """An automatic request: a problem is logged (the matrix shows the missing cell), never raised into the
+    label move or the training run that triggered it."""
+    try:
+        return request()
+    except (CompatibilityError, ValueError) as error:
+        logger.warning("compatibility: %s not asked for: %s", what, error)
+        return None
+
+
+def cells_for_label(*, harness_id: int, label: str) -> list[Cell]:
+    """The cells a label move needs (see the module docstring). Returns them."""
+    harness = Harness.objects.get(pk=harness_id)
+    versions = selectors.labelled_versions(harness)
+    moved = versions.get(label)
+    if moved is None:
+        return []
+    servers = selectors.label_servers(harness)
+    pair = selectors.production_pair(harness)
+    wanted: list[tuple[ModelEndpoint, HarnessVersion, str]] = []
+    for served, endpoint in sorted(servers.items()):
+        wanted.append((endpoint, moved, f"{harness.name}@{label} -> v{moved.number} ({endpoint.name} serves {served})"))
+    if pair.endpoint is not None and pair.version is not None:
+        wanted.append((pair.endpoint, pair.version, "the production pair (the matrix's reference)"))
+        _, trained_on = selectors.endpoint_training_run(pair.endpoint, harness=harness)
+        if trained_on is not None and trained_on.harness_id == harness.pk:
+            wanted.append((pair.endpoint, trained_on, "the production model on the version it was trained on"))
+    cells = []
+    for endpoint, version, reason in wanted:
+        cell = _quietly(f"{endpoint.name} on v{version.number}",
+                        lambda e=endpoint, v=version, r=reason: cell_request(endpoint=e, version=v, actor=None,
+                                                                             reason=r))
+        if cell is not None and cell not in cells:
+            cells.append(cell)
+    return cells
+
+
+def cells_for_checkpoint(*, run_id: int) -> list[Cell]:
+    """A policy checkpoint entered the registry: its endpoint on every production and staging version."""
+    from studio.training.models import TrainingRun
+    from studio.training.services import RunRefused, checkpoint_endpoint_create
+
+    run = TrainingRun.objects.select_related("created_by").get(pk=run_id)
+    labels = list(Label.objects.filter(name__in=selectors.SERVED_LABELS).select_related("version", "harness"))
+    if not labels or selectors.compat_set() is None:
+        return []  # nothing to evaluate it on (yet): the matrix offers its cells once there is
+    try:
+        endpoint = checkpoint_endpoint_create(run=run, actor=run.created_by)
+    except RunRefused as refused:
+        logger.info("compatibility: run #%s gives no checkpoint to evaluate: %s", run_id, refused)
+        return []
+    cells = []
+    for label in labels:
+        cell = _quietly(f"{endpoint.name} on {label.harness.name}@{label.name}",
+                        lambda v=label.version, n=label.name: cell_request(
+                            endpoint=endpoint, version=v, actor=None,
+                            reason=f"checkpoint of run #{run.pk} entered the registry ({v.harness.name}@{n})"))
+        if cell is not None and cell not in cells:
+            cells.append(cell)
+    return cells

@@ -1,0 +1,100 @@
+"""Pages of the compatibility matrix: the matrix (every role), asking for a cell, naming a label's endpoint.
+
+Views parse, authorise and call a selector or a service; every figure they show is
+``evaluation.compatibility``'s, read through ``studio.compatibility.selectors``.
+"""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpResponseBadRequest
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from studio.accounts.decorators import requires
+from studio.compatibility import selectors
+from studio.compatibility.services import CompatibilityError, cell_request, label_server_set
+from studio.endpoints.models import ModelEndpoint
+from studio.harnesses.lookups import parse_int
+from studio.harnesses.models import Harness, HarnessVersion
+from studio.harnesses.services.errors import StudioError
+
+
+def _harness(name: str | None) -> Harness | None:
+    if name:
+        harness = Harness.objects.filter(name=name).first()
+        if harness is None:
+            raise Http404(f"no Harness named {name!r}")
+        return harness
+    return (Harness.objects.filter(labels__name="production").order_by("name").first()
+            or Harness.objects.order_by("name").first())
+
+
+def _matrix_url(harness: Harness | None) -> str:
+    url = reverse("compatibility:matrix")
+    return f"{url}?harness={harness.name}" if harness is not None else url
+
+
+@require_GET
+@requires("compatibility.view")
+def matrix_view(request):
+    harness = _harness(request.GET.get("harness"))
+    context = {"harness": harness, "harnesses": Harness.objects.order_by("name"),
+               "alarms": selectors.retrain_alarms(), "endpoints": ModelEndpoint.objects.order_by("name"),
+               "served_labels": selectors.SERVED_LABELS}
+    if harness is not None:
+        context.update(selectors.matrix(harness=harness))
+    template = "compatibility/_matrix.html" if request.GET.get("partial") else "compatibility/matrix.html"
+    return render(request, template, context)
+
+
+def _pk(request, field: str) -> int:
+    try:
+        return parse_int(request.POST.get(field), field=field)
+    except StudioError as error:
+        raise CompatibilityError(str(error)) from None
+
+
+@require_POST
+@requires("compatibility.request")
+def cell_request_view(request):
+    """Ask for the cell of an endpoint on a version (the existing cell when there is one)."""
+    try:
+        endpoint = ModelEndpoint.objects.filter(pk=_pk(request, "endpoint")).first()
+        version = HarnessVersion.objects.select_related("harness").filter(pk=_pk(request, "version")).first()
+        if endpoint is None:
+            raise CompatibilityError("endpoint: no such endpoint; pick one of the Endpoints page")
+        if version is None:
+            raise CompatibilityError("version: no such Harness version")
+        cell = cell_request(endpoint=endpoint, version=version, actor=request.user,
+                            reason=f"asked for by {request.user.username}")
+    except CompatibilityError as error:
+        return HttpResponseBadRequest(str(error))
+    messages.success(request, f"Cell of {endpoint.name} on {version.harness.name} v{version.number}: evaluation "
+                              f"run #{cell.run_id} ({cell.run.status}).")
+    return redirect(_matrix_url(version.harness))
+
+
+@require_POST
+@requires("endpoint.manage")
+def label_server_view(request):
+    """Name the endpoint that serves a Harness's production or staging label (empty: none)."""
+    harness = Harness.objects.filter(name=request.POST.get("harness", "")).first()
+    if harness is None:
+        return HttpResponseBadRequest("harness: no Harness of that name")
+    try:
+        endpoint = None
+        if request.POST.get("endpoint"):
+            endpoint = ModelEndpoint.objects.filter(pk=_pk(request, "endpoint")).first()
+            if endpoint is None:
+                raise CompatibilityError("endpoint: no such endpoint; pick one of the Endpoints page")
+        label_server_set(harness=harness, label=request.POST.get("label", ""), endpoint=endpoint, actor=request.user)
+    except CompatibilityError as error:
+        return HttpResponseBadRequest(str(error))
+    except PermissionDenied:
+        raise
+    messages.success(request, f"{harness.name}@{request.POST.get('label')} is served by "
+                              f"{endpoint.name if endpoint else 'no endpoint named'}.")
+    return redirect(_matrix_url(harness))
