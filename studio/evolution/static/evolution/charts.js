@@ -1,4 +1,4 @@
-// Bars where people look rather than read (Chart.js, pinned in vendor/): a run's per-category scores and
+// Bars where people look rather than read (Chart.js, pinned in static/vendor/): a run's per-category scores and
 // how its requests ended; a regression report's deltas with their 95% intervals. Drawn on load and again
 // after htmx swaps in a new stage body (the stage page polls while runs go).
 (function () {

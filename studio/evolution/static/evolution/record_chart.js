@@ -1,4 +1,4 @@
-// The evolution record chart: Accuracy and Effectiveness per stage (Chart.js, pinned in vendor/).
+// The evolution record chart: Accuracy and Effectiveness per stage (Chart.js, pinned in static/vendor/).
 (function () {
   var canvas = document.getElementById("record-chart");
   var source = document.getElementById("record-chart-data");

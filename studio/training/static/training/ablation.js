@@ -1,4 +1,4 @@
-// The ablation dashboard's charts (Chart.js, pinned in evolution/vendor/): scores per evaluation set and
+// The ablation dashboard's charts (Chart.js, pinned in static/vendor/): scores per evaluation set and
 // model, and the wall time of each step, from the data the page carries (ablation-chart-data).
 (function () {
   var holder = document.getElementById("ablation-chart-data");

@@ -1,9 +1,8 @@
-// A training run's curves (Chart.js, pinned in evolution/vendor/): one chart per metric group, drawn from
+// A training run's curves (StudioCharts in studio/linechart.js): one chart per metric group, drawn from
 // the run's metrics endpoint, already downsampled on the server; polled every 2 s while the run goes.
 (function () {
   var root = document.getElementById("dashboard");
-  if (!root || typeof Chart === "undefined") return;
-  var COLORS = ["#3056d3", "#c0392b", "#16794c", "#8a5a00", "#8e44ad", "#2c3e50", "#d35400", "#7f8c8d"];
+  if (!root || typeof Chart === "undefined" || !window.StudioCharts) return;
   var charts = {};
   // checkpoints, the best one, the final model, evaluations and stage boundaries: vertical lines on every chart;
   // each held-out evaluation (an eval_loss row) a tick at the foot of every chart and a dot on the eval_loss curve
@@ -42,14 +41,11 @@
     });
   }
 
-  function datasets(chart) {
-    return chart.series.map(function (s, i) {
-      var smoothed = / \(smoothed\)$/.test(s.name), evaluated = /^eval_/.test(s.name);
-      return { label: s.name, data: s.points.map(function (p) { return { x: p[0], y: p[1] }; }),
-               borderColor: COLORS[i % COLORS.length], backgroundColor: COLORS[i % COLORS.length],
-               borderWidth: smoothed || evaluated ? 2 : 1, pointRadius: evaluated ? 3 : 0, borderDash: [], showLine: true,
-               order: smoothed ? 0 : 1, parsing: false };
-    });
+  // the smoothed loss and the held-out eval_* curves stand out; each evaluation is a dot
+  function style(s) {
+    var smoothed = / \(smoothed\)$/.test(s.name), evaluated = /^eval_/.test(s.name);
+    return { borderWidth: smoothed || evaluated ? 2 : 1, pointRadius: evaluated ? 3 : 0, borderDash: [], showLine: true,
+             order: smoothed ? 0 : 1 };
   }
 
   function draw(data) {
@@ -60,8 +56,7 @@
     data.charts.forEach(function (chart) {
       var existing = charts[chart.key];
       if (existing) {
-        existing.data.datasets = datasets(chart);
-        existing.update("none");
+        StudioCharts.update(existing, chart.series, style);
       } else {
         var box = document.createElement("div");
         box.innerHTML = "<h3></h3><canvas height='170'></canvas>";
@@ -69,11 +64,7 @@
         var canvas = box.querySelector("canvas");
         canvas.id = "chart-" + chart.key;
         holder.appendChild(box);
-        charts[chart.key] = new Chart(canvas, {
-          type: "line", data: { datasets: datasets(chart) }, plugins: [markPlugin],
-          options: { animation: false, normalized: true, interaction: { mode: "nearest", intersect: false },
-                     scales: { x: { type: "linear", title: { display: true, text: "step" } } } },
-        });
+        charts[chart.key] = StudioCharts.line(canvas, chart.series, { style: style, plugins: [markPlugin] });
       }
       var canvasEl = document.getElementById("chart-" + chart.key);
       canvasEl.dataset.points = String(chart.series[0].points.length);

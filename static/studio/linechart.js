@@ -1,0 +1,39 @@
+// The studio's line charts over Chart.js (static/vendor/chart-4.4.7.umd.min.js, loaded first): one palette,
+// the server's series [{name, points: [[x, y], ...], n}] (already bounded and downsampled there) as datasets,
+// and a linear x axis with its title. The training dashboard (training/dashboard.js) and the replay
+// dashboard (replays/charts.js) draw with it; each passes only what differs (a style per series, y axis,
+// plugins).
+window.StudioCharts = (function () {
+  var COLORS = ["#3056d3", "#c0392b", "#16794c", "#8a5a00", "#8e44ad", "#2c3e50", "#d35400", "#7f8c8d"];
+
+  function datasets(series, style) {
+    return series.map(function (s, i) {
+      var color = COLORS[i % COLORS.length];
+      var dataset = { label: s.name, data: s.points.map(function (p) { return { x: p[0], y: p[1] }; }),
+                      borderColor: color, backgroundColor: color, parsing: false };
+      return Object.assign(dataset, style ? style(s, i) : {});
+    });
+  }
+
+  // options: xLabel ("step"), xStep, yLabel, yFromZero, style(series, i) -> dataset fields, plugins
+  function line(canvas, series, options) {
+    options = options || {};
+    var y = {};
+    if (options.yFromZero) y.beginAtZero = true;
+    if (options.yLabel) y.title = { display: true, text: options.yLabel };
+    return new Chart(canvas, {
+      type: "line", data: { datasets: datasets(series, options.style) }, plugins: options.plugins || [],
+      options: { animation: false, normalized: true, interaction: { mode: "nearest", intersect: false },
+                 scales: { x: { type: "linear", title: { display: true, text: options.xLabel || "step" },
+                                ticks: options.xStep ? { stepSize: options.xStep } : {} },
+                           y: y } },
+    });
+  }
+
+  function update(chart, series, style) {
+    chart.data.datasets = datasets(series, style);
+    chart.update("none");
+  }
+
+  return { COLORS: COLORS, datasets: datasets, line: line, update: update };
+})();
