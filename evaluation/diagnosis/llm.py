@@ -106,18 +106,18 @@ def parse_proposals(text: str, *, clusters: list[Cluster], diagnoser: str) -> li
 class LLMDiagnoser:
     """Asks a chat model (OpenAI-compatible, JSON mode) for proposals."""
 
-    def __init__(self, *, base_url: str, model: str, api_key_env: str = "", timeout_s: float = 120.0,
-                 client: Any = None) -> None:
+    def __init__(self, *, base_url: str, model: str, api_key_env: str = "", api_key: str | None = None,
+                 timeout_s: float = 120.0, client: Any = None) -> None:
         self.base_url, self.model = base_url, model
         self.name = f"llm:{model}"
-        self.api_key_env, self.timeout_s = api_key_env, timeout_s
+        self.api_key_env, self.api_key, self.timeout_s = api_key_env, api_key, timeout_s
         self._client = client
 
     def _chat(self, messages: list[dict[str, str]]) -> str:
         if self._client is None:
             from openai import OpenAI
 
-            key = os.environ.get(self.api_key_env, "") if self.api_key_env else ""
+            key = self.api_key or (os.environ.get(self.api_key_env, "") if self.api_key_env else "")
             self._client = OpenAI(base_url=self.base_url, api_key=key or "not-needed",
                                   timeout=self.timeout_s, max_retries=1)
         response = self._client.chat.completions.create(

@@ -30,6 +30,8 @@ PERMISSIONS: dict[str, frozenset[str]] = {
     "label.production": frozenset({REVIEWER, ADMIN}),
     # adding, editing and testing model endpoints
     "endpoint.manage": frozenset({ML_ENGINEER, ADMIN}),
+    # registering the secrets (API keys) endpoints may send, which endpoints then name
+    "endpoint_secret.manage": frozenset({ADMIN}),
     # running a request in the playground
     "playground.run": _ALL,
     # starting the worker check job

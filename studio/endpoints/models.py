@@ -1,9 +1,39 @@
-"""A model endpoint: a named policy route, and the NAME of the env var holding its key."""
+"""A model endpoint: a named policy route, and the endpoint secret (registered by an admin) holding its key.
+
+An endpoint never names a variable of the worker's environment: an ML engineer who could would send
+``REDIS_URL`` or ``SECRET_KEY`` to a server of their own as a bearer token. Keys are
+``EndpointSecret`` rows, registered by admins for that purpose (as MCP servers are), and an endpoint
+references one by name; the value is read on the worker that calls the endpoint and never shown.
+"""
 
 from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
+
+
+class EndpointSecret(models.Model):
+    """An API key endpoints may send, registered by an admin: a stored value, or the name of a variable
+    of the workers' environment the admin chose for it. Never rendered back, never in the audit log."""
+
+    name = models.SlugField(max_length=64, unique=True, help_text="What an endpoint's key field names.")
+    value = models.TextField(blank=True, help_text="The key itself (write-only: no page shows it).")
+    from_env = models.CharField(max_length=100, blank=True, help_text=(
+        "Or: the name of the workers' environment variable that holds the key (chosen by an admin)."))
+    description = models.TextField(blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def source(self) -> str:
+        """Where the key comes from, in words, without the key."""
+        return f"the workers' variable {self.from_env}" if self.from_env else "stored in the studio"
 
 
 class ModelEndpoint(models.Model):
@@ -27,10 +57,9 @@ class ModelEndpoint(models.Model):
     script_path = models.CharField(
         max_length=500, blank=True, help_text="Scripted route only: path of the JSON script on the worker machine."
     )
-    api_key_env = models.CharField(
-        max_length=100,
-        blank=True,
-        help_text="Name of the environment variable holding the key, e.g. OPENAI_API_KEY. Never the key.",
+    api_key_secret = models.ForeignKey(
+        EndpointSecret, null=True, blank=True, on_delete=models.PROTECT, related_name="endpoints",
+        help_text="The endpoint secret (registered by an admin) sent as the bearer key; empty: no key.",
     )
     description = models.TextField(blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")

@@ -1,4 +1,11 @@
-"""Writes for model endpoints: create/update, the connection test a job runs, and the policy an endpoint names."""
+"""Writes for model endpoints and their secrets: create/update, the connection test a job runs, the
+policy an endpoint names, and the key it sends.
+
+An endpoint's key is an ``EndpointSecret`` an admin registered (``endpoint_secret_save``), named by the
+endpoint; ``endpoint_api_key`` reads it on the process that calls the endpoint (the worker). No field an
+ML engineer fills names a variable of the worker's environment, and no page, audit event or job log
+shows a key (docs/security.md, "Endpoint keys").
+"""
 
 from __future__ import annotations
 
@@ -17,7 +24,7 @@ from harness.checkpoints import checkpoint_problem
 from harness.policies.base import Policy
 from harness.policies.models import default_model_dir, tiny_model_dir
 from studio.audit.services import audit_record
-from studio.endpoints.models import ModelEndpoint
+from studio.endpoints.models import EndpointSecret, ModelEndpoint
 from studio.jobs.models import Job
 from studio.jobs.services import job_create
 
@@ -33,7 +40,7 @@ class EndpointError(ValueError):
     """A field of an endpoint is not valid; the message names it."""
 
 
-def _validate(*, name: str, route: str, base_url: str, model: str, api_key_env: str, script_path: str) -> list[str]:
+def _validate(*, name: str, route: str, base_url: str, model: str, api_key_secret: str, script_path: str) -> list[str]:
     errors = []
     if not re.fullmatch(r"[a-z0-9][a-z0-9_-]{0,63}", name):
         errors.append("name: 1-64 of a-z, 0-9, '-', '_' starting with a letter or digit (e.g. sglang-gpu)")
@@ -44,12 +51,10 @@ def _validate(*, name: str, route: str, base_url: str, model: str, api_key_env: 
             errors.append("base_url: an http(s) URL of an OpenAI-compatible server, e.g. http://127.0.0.1:8001/v1")
         if not model.strip():
             errors.append("model: the model name the server expects, e.g. Qwen/Qwen3-8B")
-    if api_key_env and not ENV_NAME.match(api_key_env):
-        errors.append(
-            "api_key_env: the NAME of an environment variable (A-Z, 0-9, _), e.g. OPENAI_API_KEY; never the key itself"
-        )
-    if api_key_env.startswith(("sk-", "hst_")):
-        errors.append("api_key_env: this looks like a key; give the environment variable's name instead")
+    if api_key_secret and not EndpointSecret.objects.filter(name=api_key_secret).exists():
+        registered = ", ".join(EndpointSecret.objects.values_list("name", flat=True)[:20]) or "none yet"
+        errors.append(f"api_key_secret: not a registered endpoint secret (registered: {registered}): choose one an "
+                      "admin registered, or leave it empty for no key (never a key or a variable name)")
     if route == ModelEndpoint.LOCAL and model:
         if not model.startswith("/"):
             errors.append("model: for the local route, leave empty for the default model or give the absolute path "
@@ -83,16 +88,16 @@ def endpoint_save(
     route: str,
     base_url: str,
     model: str,
-    api_key_env: str,
     description: str,
     actor: User | None,
+    api_key_secret: str = "",
     script_path: str = "",
 ) -> ModelEndpoint:
-    """Create or update an endpoint after validating every field."""
-    name, base_url, model, api_key_env = name.strip(), base_url.strip(), model.strip(), api_key_env.strip()
+    """Create or update an endpoint after validating every field; ``api_key_secret`` names an endpoint secret."""
+    name, base_url, model, api_key_secret = name.strip(), base_url.strip(), model.strip(), api_key_secret.strip()
     script_path = script_path.strip()
     errors = _validate(
-        name=name, route=route, base_url=base_url, model=model, api_key_env=api_key_env, script_path=script_path
+        name=name, route=route, base_url=base_url, model=model, api_key_secret=api_key_secret, script_path=script_path
     )
     clash = ModelEndpoint.objects.filter(name=name).exclude(pk=endpoint.pk if endpoint else None).exists()
     if clash:
@@ -105,13 +110,13 @@ def endpoint_save(
     endpoint.base_url = base_url if route == ModelEndpoint.OPENAI else ""
     endpoint.model = model if route in (ModelEndpoint.OPENAI, ModelEndpoint.LOCAL) else ""
     endpoint.script_path = script_path if route == ModelEndpoint.SCRIPTED else ""
-    endpoint.api_key_env = api_key_env
+    endpoint.api_key_secret = EndpointSecret.objects.get(name=api_key_secret) if api_key_secret else None
     endpoint.save()
     audit_record(
         actor=actor,
         action="endpoint.create" if created else "endpoint.update",
         target=f"endpoint {endpoint.name}",
-        data={"route": route, "base_url": endpoint.base_url, "model": endpoint.model, "api_key_env": api_key_env},
+        data={"route": route, "base_url": endpoint.base_url, "model": endpoint.model, "api_key_secret": api_key_secret},
     )
     return endpoint
 
@@ -127,7 +132,6 @@ def endpoint_ensure_local(*, actor: User | None = None) -> ModelEndpoint:
         route=ModelEndpoint.LOCAL,
         base_url="",
         model="",
-        api_key_env="",
         description="SmolLM2-135M-Instruct on this machine's CPU (converted once into the model cache).",
         actor=actor,
     )
@@ -148,20 +152,26 @@ class ConnectionCheck:
     message: str
 
 
-def api_key_from_env(endpoint: ModelEndpoint) -> str | None:
-    """The key, read from the environment of the process that needs it (never stored)."""
-    return os.environ.get(endpoint.api_key_env) if endpoint.api_key_env else None
+def endpoint_api_key(endpoint: ModelEndpoint) -> str | None:
+    """The key of the endpoint's secret, read on the process that calls the endpoint (the worker): the stored
+    value, or the workers' variable the admin named; None without a secret or when that variable is unset."""
+    secret = endpoint.api_key_secret
+    if secret is None:
+        return None
+    if secret.from_env:
+        return os.environ.get(secret.from_env) or None
+    return secret.value or None
 
 
 def policy_for_endpoint(endpoint: ModelEndpoint) -> Policy:
-    """The runtime policy an endpoint names (local, tiny, OpenAI-compatible, scripted); its key comes
-    from the environment of the process that runs it (the worker)."""
+    """The runtime policy an endpoint names (local, tiny, OpenAI-compatible, scripted); its key is its
+    endpoint secret's (``endpoint_api_key``)."""
     from harness.policies import make_policy
 
     if endpoint.route == ModelEndpoint.OPENAI:
         from harness.policies.openai_chat import OpenAIChatPolicy
 
-        return OpenAIChatPolicy(base_url=endpoint.base_url, model=endpoint.model, api_key=api_key_from_env(endpoint))
+        return OpenAIChatPolicy(base_url=endpoint.base_url, model=endpoint.model, api_key=endpoint_api_key(endpoint))
     return make_policy(endpoint.policy_spec)
 
 
@@ -192,9 +202,10 @@ def endpoint_check(*, endpoint: ModelEndpoint, timeout_s: float = 10.0) -> Conne
 
 
 def _check_openai(endpoint: ModelEndpoint, *, timeout_s: float, started: float) -> ConnectionCheck:
-    key = api_key_from_env(endpoint)
-    if endpoint.api_key_env and key is None:
-        return ConnectionCheck(False, f"environment variable {endpoint.api_key_env} is not set for the worker")
+    key = endpoint_api_key(endpoint)
+    if endpoint.api_key_secret is not None and key is None:
+        return ConnectionCheck(False, f"endpoint secret {endpoint.api_key_secret.name} has no key on this worker "
+                                      "(its variable is not set here); an admin checks it on the Secrets page")
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     url = endpoint.base_url.rstrip("/") + "/models"
     try:
@@ -226,3 +237,55 @@ def endpoint_record_check(*, endpoint: ModelEndpoint, check: ConnectionCheck) ->
     ModelEndpoint.objects.filter(pk=endpoint.pk).update(
         last_checked_at=timezone.now(), last_check_ok=check.ok, last_check_message=check.message[:2000]
     )
+
+
+# -- endpoint secrets (admins only) -------------------------------------------------------------------------
+
+MAX_SECRET_CHARS = 4096
+
+
+def endpoint_secret_save(*, secret: EndpointSecret | None, name: str, value: str, from_env: str, description: str,
+                         actor: User | None) -> EndpointSecret:
+    """Register or change an endpoint secret: a stored value or the name of a workers' variable, not both.
+    Editing with an empty value keeps the stored one (a value is never put back into a form). The audit
+    event names the secret and where its key comes from, never the key."""
+    name, from_env, description = name.strip(), from_env.strip(), description.strip()
+    value = value.strip()
+    errors = []
+    if not re.fullmatch(r"[a-z0-9][a-z0-9_-]{0,63}", name):
+        errors.append("name: 1-64 of a-z, 0-9, '-', '_' starting with a letter or digit (e.g. openai-prod)")
+    elif EndpointSecret.objects.filter(name=name).exclude(pk=secret.pk if secret else None).exists():
+        errors.append(f"name: a secret called {name} already exists")
+    keeps_value = secret is not None and not value and not from_env and bool(secret.value)
+    if value and from_env:
+        errors.append("value: give either the key or the workers' variable that holds it, not both")
+    elif not value and not from_env and not keeps_value:
+        errors.append("value: the key, or in from_env the name of the workers' environment variable holding it")
+    if len(value) > MAX_SECRET_CHARS:
+        errors.append(f"value: at most {MAX_SECRET_CHARS} characters")
+    elif any(ord(c) < 32 or ord(c) == 127 for c in value):
+        errors.append("value: one line of printable characters (it is sent in an HTTP header)")
+    if from_env and not ENV_NAME.match(from_env):
+        errors.append("from_env: the NAME of an environment variable (A-Z, 0-9, _), e.g. OPENAI_API_KEY")
+    if errors:
+        raise EndpointError("; ".join(errors))
+    created = secret is None
+    secret = secret or EndpointSecret(created_by=actor)
+    value_changed = bool(value) and value != secret.value
+    secret.name, secret.description, secret.from_env = name, description, from_env
+    secret.value = "" if from_env else (value or secret.value)
+    secret.save()
+    audit_record(actor=actor, action="endpoint_secret.create" if created else "endpoint_secret.update",
+                 target=f"endpoint secret {secret.name}",
+                 data={"source": secret.source, "value_changed": value_changed})
+    return secret
+
+
+def endpoint_secret_delete(*, secret: EndpointSecret, actor: User | None) -> None:
+    """Remove a secret no endpoint names; EndpointError naming the endpoints that still do."""
+    users = list(secret.endpoints.values_list("name", flat=True))
+    if users:
+        raise EndpointError(f"endpoint secret {secret.name} is the key of endpoint(s) {', '.join(users)}; "
+                            "change them first")
+    audit_record(actor=actor, action="endpoint_secret.delete", target=f"endpoint secret {secret.name}", data={})
+    secret.delete()

@@ -1,4 +1,4 @@
-"""Model endpoint registry pages and the test-connection action."""
+"""Model endpoint registry pages, the test-connection action, and the endpoint secrets (admins only)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,15 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from studio.accounts.decorators import requires
-from studio.endpoints.models import ModelEndpoint
+from studio.endpoints.models import EndpointSecret, ModelEndpoint
 from studio.endpoints.selectors import endpoint_list as select_endpoints
-from studio.endpoints.services import EndpointError, endpoint_save, endpoint_test_start
+from studio.endpoints.services import (
+    EndpointError,
+    endpoint_save,
+    endpoint_secret_delete,
+    endpoint_secret_save,
+    endpoint_test_start,
+)
 
 
 @require_GET
@@ -24,25 +30,24 @@ def _form(request, endpoint: ModelEndpoint | None):
         "route": request.POST.get("route", ModelEndpoint.OPENAI),
         "base_url": request.POST.get("base_url", ""),
         "model": request.POST.get("model", ""),
-        "api_key_env": request.POST.get("api_key_env", ""),
+        "api_key_secret": request.POST.get("api_key_secret", ""),
         "script_path": request.POST.get("script_path", ""),
         "description": request.POST.get("description", ""),
     }
+    context = {"endpoint": endpoint, "routes": ModelEndpoint.ROUTES,
+               "secrets": list(EndpointSecret.objects.values_list("name", flat=True))}
     if request.method == "POST":
         try:
             saved = endpoint_save(endpoint=endpoint, actor=request.user, **values)
         except EndpointError as error:
-            return render(
-                request,
-                "endpoints/endpoint_form.html",
-                {"endpoint": endpoint, "values": values, "errors": str(error).split("; "), "routes": ModelEndpoint.ROUTES},
-                status=400,
-            )
+            return render(request, "endpoints/endpoint_form.html",
+                          {**context, "values": values, "errors": str(error).split("; ")}, status=400)
         messages.success(request, f"Saved endpoint {saved.name}.")
         return redirect("endpoints:endpoint_list")
     if endpoint is not None:
-        values = {k: getattr(endpoint, k) for k in values}
-    return render(request, "endpoints/endpoint_form.html", {"endpoint": endpoint, "values": values, "routes": ModelEndpoint.ROUTES})
+        values = {k: getattr(endpoint, k) for k in values if k != "api_key_secret"}
+        values["api_key_secret"] = endpoint.api_key_secret.name if endpoint.api_key_secret else ""
+    return render(request, "endpoints/endpoint_form.html", {**context, "values": values})
 
 
 @require_http_methods(["GET", "POST"])
@@ -63,3 +68,51 @@ def endpoint_test(request, endpoint_id: int):
     endpoint = get_object_or_404(ModelEndpoint, pk=endpoint_id)
     job = endpoint_test_start(endpoint=endpoint, actor=request.user)
     return redirect("jobs:job_detail", job_id=job.pk)
+
+
+@require_GET
+@requires("endpoint_secret.manage")
+def secret_list(request):
+    secrets = EndpointSecret.objects.prefetch_related("endpoints")
+    return render(request, "endpoints/secret_list.html", {"secrets": secrets})
+
+
+def _secret_form(request, secret: EndpointSecret | None):
+    if request.method == "POST":
+        values = {name: request.POST.get(name, "") for name in ("name", "value", "from_env", "description")}
+        try:
+            saved = endpoint_secret_save(secret=secret, actor=request.user, **values)
+        except EndpointError as error:
+            values["value"] = ""  # a key typed in is not sent back, even on an error
+            return render(request, "endpoints/secret_form.html",
+                          {"secret": secret, "values": values, "errors": str(error).split("; ")}, status=400)
+        messages.success(request, f"Saved endpoint secret {saved.name}.")
+        return redirect("endpoints:secret_list")
+    values = {"name": secret.name, "from_env": secret.from_env, "description": secret.description} if secret else {}
+    return render(request, "endpoints/secret_form.html", {"secret": secret, "values": values})
+
+
+@require_http_methods(["GET", "POST"])
+@requires("endpoint_secret.manage")
+def secret_create(request):
+    return _secret_form(request, None)
+
+
+@require_http_methods(["GET", "POST"])
+@requires("endpoint_secret.manage")
+def secret_edit(request, secret_id: int):
+    return _secret_form(request, get_object_or_404(EndpointSecret, pk=secret_id))
+
+
+@require_POST
+@requires("endpoint_secret.manage")
+def secret_delete(request, secret_id: int):
+    secret = get_object_or_404(EndpointSecret, pk=secret_id)
+    try:
+        endpoint_secret_delete(secret=secret, actor=request.user)
+    except EndpointError as error:
+        return render(request, "endpoints/secret_list.html",
+                      {"secrets": EndpointSecret.objects.prefetch_related("endpoints"), "errors": [str(error)]},
+                      status=400)
+    messages.success(request, f"Removed endpoint secret {secret.name}.")
+    return redirect("endpoints:secret_list")

@@ -11,7 +11,6 @@ clustering, the edits and the diagnosers are the pure library
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,8 +67,10 @@ def diagnoser_endpoint_problem(endpoint: ModelEndpoint) -> str:
     """Why an OpenAI-compatible endpoint cannot serve the LLM diagnoser now, or ""."""
     if not endpoint.base_url or not endpoint.model:
         return f"{endpoint.name} has no base URL or model name"
-    if endpoint.api_key_env and not os.environ.get(endpoint.api_key_env):
-        return f"{endpoint.name}'s key variable {endpoint.api_key_env} is not set for the studio"
+    from studio.endpoints.services import endpoint_api_key
+
+    if endpoint.api_key_secret is not None and endpoint_api_key(endpoint) is None:
+        return f"{endpoint.name}'s endpoint secret {endpoint.api_key_secret.name} has no key here (its variable is unset)"
     if endpoint.last_check_ok is False:
         return f"{endpoint.name}'s last connection test failed: {endpoint.last_check_message[:200]}"
     return ""
@@ -102,7 +103,9 @@ def _diagnoser_for(evolution: Evolution):
 
     if evolution.diagnoser == Evolution.LLM:
         endpoint = evolution.diagnoser_endpoint
-        return LLMDiagnoser(base_url=endpoint.base_url, model=endpoint.model, api_key_env=endpoint.api_key_env)
+        from studio.endpoints.services import endpoint_api_key
+
+        return LLMDiagnoser(base_url=endpoint.base_url, model=endpoint.model, api_key=endpoint_api_key(endpoint))
     return RuleBasedDiagnoser()
 
 

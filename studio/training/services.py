@@ -347,5 +347,5 @@ def checkpoint_endpoint_create(*, run: TrainingRun, actor: User):
         n += 1
         name = f"{base}-{n}"
     return endpoint_save(endpoint=None, name=name, route=ModelEndpoint.LOCAL, base_url="", model=str(final),
-                         api_key_env="", description=f"{run.title} (training run #{run.pk}, {final})",
+                         description=f"{run.title} (training run #{run.pk}, {final})",
                          actor=actor)

@@ -14,6 +14,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from harness.numbers import decimal_int
 from studio.accounts.decorators import requires
 from studio.endpoints.services import EndpointError
+from studio.lookups import found_or_404
 from studio.training import configs, selectors
 from studio.training.models import TrainingRun
 from studio.training.presets import PRESETS, preset_config, presets_for, recipe_steps
@@ -34,10 +35,7 @@ PREFILL = ("model", "route", "cases", "harness", "init_head")
 
 
 def _run_or_404(run_id: int) -> TrainingRun:
-    try:
-        return selectors.run_get(run_id=run_id)
-    except TrainingRun.DoesNotExist:
-        raise Http404(f"no training run #{run_id}") from None
+    return found_or_404(selectors.run_get, f"no training run #{run_id}", run_id=run_id)
 
 
 def _kind_or_404(kind: str) -> str:

@@ -30,7 +30,7 @@ def test_playground_steps_appear_before_the_run_ends(demo, sign_in, people, tmp_
     script = tmp_path / "slow.json"
     script.write_text(json.dumps(SLOW_SCRIPT))
     endpoint = endpoint_save(endpoint=None, name="scripted-slow", route="scripted", base_url="", model="",
-                             api_key_env="", description="", actor=people["ml_engineer"], script_path=str(script))
+                             description="", actor=people["ml_engineer"], script_path=str(script))
     with celery_worker():
         page = sign_in("olivia")
         page.goto("/playground/?example=product_price")

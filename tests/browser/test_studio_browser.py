@@ -114,7 +114,7 @@ def test_playground_run_on_a_real_worker_updates_the_job_page_until_the_trajecto
 
     script = Path(__file__).parents[1] / "studio" / "testdata" / "price.script.json"
     endpoint_save(
-        endpoint=None, name="scripted-price", route="scripted", base_url="", model="", api_key_env="",
+        endpoint=None, name="scripted-price", route="scripted", base_url="", model="",
         description="", actor=people["ml_engineer"], script_path=str(script),
     )
     with celery_worker():

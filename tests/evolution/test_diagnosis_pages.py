@@ -46,10 +46,13 @@ def test_the_form_says_which_diagnosers_can_run_before_anything_runs(personas, d
     assert not Evolution.objects.exists()  # refused before a run started
 
     monkeypatch.delenv("DIAGNOSER_KEY", raising=False)
+    from studio.endpoints.models import EndpointSecret
+
+    secret = EndpointSecret.objects.create(name="diagnoser-key", from_env="DIAGNOSER_KEY")
     keyed = ModelEndpoint.objects.create(name="vendor", route=ModelEndpoint.OPENAI, base_url="http://127.0.0.1:9/v1",
-                                         model="big", api_key_env="DIAGNOSER_KEY")
+                                         model="big", api_key_secret=secret)
     page = operator.get("/evolution/new/").content.decode()
-    assert "not usable: vendor&#x27;s key variable DIAGNOSER_KEY is not set for the studio" in page
+    assert "not usable: vendor&#x27;s endpoint secret diagnoser-key has no key here" in page
     page = operator.post("/evolution/new/", {
         "name": "llm", "version": version.pk, "dataset": dataset.name, "endpoint": endpoint.pk,
         "diagnoser": "llm", "diagnoser_endpoint": keyed.pk, "tolerance": "0.05"}).content.decode()

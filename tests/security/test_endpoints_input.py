@@ -29,7 +29,7 @@ def _client(user) -> Client:
 
 
 def _local(model: str, name: str = "trained") -> dict[str, str]:
-    return {"name": name, "route": "local", "base_url": "", "model": model, "api_key_env": "",
+    return {"name": name, "route": "local", "base_url": "", "model": model, "api_key_secret": "",
             "script_path": "", "description": ""}
 
 
@@ -92,7 +92,7 @@ def test_a_checkpoint_folder_is_saved_and_an_edit_to_a_missing_one_changes_nothi
 
 def test_a_script_file_that_does_not_exist_or_is_not_a_script_is_refused(personas, tmp_path):
     client = _client(personas.ml_engineer)
-    data = {"name": "replay", "route": "scripted", "base_url": "", "model": "", "api_key_env": "", "description": ""}
+    data = {"name": "replay", "route": "scripted", "base_url": "", "model": "", "api_key_secret": "", "description": ""}
     missing = tmp_path / "missing.json"
     body = _problems(client.post("/endpoints/new/", {**data, "script_path": str(missing)}))
     assert "script_path:" in body and str(missing) in body
@@ -141,7 +141,7 @@ def test_a_connection_test_of_a_folder_removed_since_saving_reports_one_line(
 def test_a_connection_test_of_a_server_that_is_not_there_reports_one_line(personas, django_capture_on_commit_callbacks):
     client = _client(personas.ml_engineer)
     data = {"name": "remote", "route": "openai", "base_url": "http://127.0.0.1:9/v1", "model": "m",
-            "api_key_env": "", "script_path": "", "description": ""}
+            "api_key_secret": "", "script_path": "", "description": ""}
     assert client.post("/endpoints/new/", data).status_code == 302
     job = _run_connection_test(client, ModelEndpoint.objects.get(name="remote"), django_capture_on_commit_callbacks)
     assert job.status == Job.FAILED
@@ -184,7 +184,7 @@ def test_a_connection_test_of_a_server_with_a_strange_answer_reports_one_line(
         personas, hostile_server, path, reason, django_capture_on_commit_callbacks):
     client = _client(personas.admin)
     data = {"name": "odd", "route": "openai", "base_url": f"{hostile_server}{path}", "model": "m",
-            "api_key_env": "", "script_path": "", "description": ""}
+            "api_key_secret": "", "script_path": "", "description": ""}
     assert client.post("/endpoints/new/", data).status_code == 302
     job = _run_connection_test(client, ModelEndpoint.objects.get(name="odd"), django_capture_on_commit_callbacks)
     assert job.status == Job.FAILED and reason in job.error and "\n" not in job.error

@@ -281,7 +281,7 @@ def test_a_stored_harness_with_its_own_server_command_leaves_no_trace_on_a_real_
 
     marker = tmp_path / "MARKER"
     endpoint = endpoint_save(endpoint=None, name="scripted-price", route="scripted", base_url="", model="",
-                             api_key_env="", description="", actor=personas.ml_engineer, script_path=str(SCRIPT))
+                             description="", actor=personas.ml_engineer, script_path=str(SCRIPT))
     demo = stored_before_registries(files=demo_files, author=personas.admin)
     attack = stored_before_registries(files=hostile(demo_files, marker), author=personas.operator)
     viewer = client_for(personas.reviewer)
@@ -306,7 +306,7 @@ def test_the_studio_never_falls_back_to_the_command_line_registry(personas, demo
     """Unregistered in the studio, the demo's marketing server is refused, though the CLIs have it built in."""
     McpServer.objects.all().delete()
     endpoint = endpoint_save(endpoint=None, name="scripted-price", route="scripted", base_url="", model="",
-                             api_key_env="", description="", actor=personas.ml_engineer, script_path=str(SCRIPT))
+                             description="", actor=personas.ml_engineer, script_path=str(SCRIPT))
     version = stored_before_registries(files=demo_files, author=personas.admin)
     with django_capture_on_commit_callbacks(execute=True):
         response = client_for(personas.operator).post(

@@ -19,7 +19,7 @@ def test_a_playground_job_whose_agent_fell_back_ran_and_says_the_agent_fell_back
     script = tmp_path / "chatter.json"
     script.write_text(json.dumps(["Hello there, lovely to see you all!"] * 8))  # never loads a reply skill
     endpoint = endpoint_save(endpoint=None, name="chatter", route="scripted", base_url="", model="",
-                             api_key_env="", description="", actor=personas.ml_engineer, script_path=str(script))
+                             description="", actor=personas.ml_engineer, script_path=str(script))
     client = client_for(personas.operator)
     with django_capture_on_commit_callbacks(execute=True):
         client.post("/playground/", {

@@ -13,7 +13,7 @@ from django.urls import URLPattern, URLResolver, get_resolver
 from studio_testing import client_for, edit_skill_rule, token_for
 
 from studio.accounts.roles import PERMISSIONS
-from studio.endpoints.models import ModelEndpoint
+from studio.endpoints.models import EndpointSecret, ModelEndpoint
 from studio.harnesses.models import DraftConflict
 from studio.harnesses.services import (
     draft_create,
@@ -66,6 +66,10 @@ MATRIX = [
     ("endpoints:endpoint_create", "get", "/endpoints/new/", "endpoint.manage", None),
     ("endpoints:endpoint_edit", "get", "/endpoints/{endpoint}/edit/", "endpoint.manage", None),
     ("endpoints:endpoint_test", "post", "/endpoints/{endpoint}/test/", "endpoint.manage", {}),
+    ("endpoints:secret_list", "get", "/endpoints/secrets/", "endpoint_secret.manage", None),
+    ("endpoints:secret_create", "get", "/endpoints/secrets/new/", "endpoint_secret.manage", None),
+    ("endpoints:secret_edit", "get", "/endpoints/secrets/{secret}/edit/", "endpoint_secret.manage", None),
+    ("endpoints:secret_delete", "post", "/endpoints/secrets/{secret}/delete/", "endpoint_secret.manage", {}),
     ("playground:playground", "get", "/playground/", "playground.run", None),
     ("audit:audit_log", "get", "/audit/", "audit.view", None),
     ("training:run_list", "get", "/training/", "training.view", None),
@@ -83,6 +87,7 @@ MATRIX = [
     ("releases:release_new", "post", "/releases/new/", "release.create", {"action": "check", "checkpoint": "{checkpoint}", "harness_version": f"{H}@v1"}),
     ("releases:release_detail", "get", "/releases/{release}/", "release.view", None),
     ("releases:release_manifest", "get", "/releases/{release}/manifest.json", "release.view", None),
+    ("releases:release_signing_key", "get", "/releases/signing-key.pem", "release.view", None),
     ("releases:release_refresh", "post", "/releases/{release}/gates/", "release.create", {}),
     ("releases:release_decide", "post", "/releases/{release}/decide/", "release.approve", {"decision": "reject", "reason": "r"}),
     ("replays:replay_list", "get", "/replay/", "training.view", None),
@@ -158,6 +163,7 @@ def world(personas, demo_version, demo_files, settings, tmp_path):
     settings.TRAINING_RUNS_DIR = tmp_path / "runs"
     run = _trained_run(tmp_path / "trained", status=Job.SUCCEEDED)
     stopped = _trained_run(tmp_path / "stopped", status=Job.CANCELLED)
+    secret = EndpointSecret.objects.create(name="vendor", value="a-key")
     from studio.releases.services import release_draft
 
     release = release_draft(checkpoint=str(run.final_dir), draft_head="", harness_version=f"{H}@v1", notes="",
@@ -168,7 +174,8 @@ def world(personas, demo_version, demo_files, settings, tmp_path):
                                         config_digest="0" * 64, job=Job.objects.create(kind="replay_run", title="r",
                                                                                        status=Job.FAILED, params={}))
     return {"draft": draft, "conflict": conflict, "endpoint": endpoint, "job": job, "queued_job": queued,
-            "files": demo_files, "run": run, "stopped_run": stopped, "replay": replay, "release": release}
+            "files": demo_files, "run": run, "stopped_run": stopped, "replay": replay, "release": release,
+            "version": demo_version.pk, "secret": secret}
 
 
 def _fill(template, values: dict):
@@ -204,7 +211,7 @@ def test_permission_matrix(role, personas, world):
             "draft": draft.pk, "conflict": world["conflict"].pk, "endpoint": world["endpoint"].pk, "job": world["job"].pk,
             "queued_job": world["queued_job"].pk, "run": world["run"].pk, "stopped_run": world["stopped_run"].pk,
             "release": world["release"].pk, "checkpoint": str(world["run"].final_dir),
-            "replay": world["replay"].pk,
+            "replay": world["replay"].pk, "version": world["version"], "secret": world["secret"].pk,
             "token": 0, "role": role, "revision": draft.revision, "skill": draft.files.get(SKILL, ""), "flip": 1,
         }
         if "{token}" in path_template and user is not None:

@@ -19,7 +19,7 @@ SCRIPT = Path(__file__).parent / "testdata" / "price.script.json"
 @pytest.fixture
 def scripted_endpoint(personas):
     return endpoint_save(
-        endpoint=None, name="scripted-price", route="scripted", base_url="", model="", api_key_env="",
+        endpoint=None, name="scripted-price", route="scripted", base_url="", model="",
         description="", actor=personas.ml_engineer, script_path=str(SCRIPT),
     )
 
@@ -75,7 +75,7 @@ def keyed_endpoint(personas, tmp_path):
     path = tmp_path / "keyed.json"
     path.write_text(json.dumps(script))
     return endpoint_save(endpoint=None, name="scripted-keyed", route="scripted", base_url="", model="",
-                         api_key_env="", description="", actor=personas.ml_engineer, script_path=str(path))
+                         description="", actor=personas.ml_engineer, script_path=str(path))
 
 
 @pytest.fixture
