@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.db.models import F
@@ -75,6 +73,18 @@ def version_files(request, name: str, number: int):
     return JsonResponse({**_version_json(version), "files": selectors.version_files(version=version)})
 
 
+def _json_body(request):
+    """The request's JSON body (``{}`` when empty), read by the one bounded reader (nesting capped, so a body
+    nested 100,000 deep is a 400 naming the limit, not a RecursionError); ValueError saying what is wrong."""
+    from harness.userfiles import parse_json
+
+    try:
+        text = (request.body or b"{}").decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise ValueError(f"body: not UTF-8 text ({error.reason} at byte {error.start})") from None
+    return parse_json(text, source="body", what="request body")
+
+
 @api_view("harness.edit", ("POST",))
 def bundle_import(request):
     """POST a .zip (Content-Type: application/zip) or JSON {"files": {path: text}, "message": "..."}."""
@@ -87,9 +97,9 @@ def bundle_import(request):
             )
         else:
             try:
-                payload = json.loads(request.body or b"{}")
+                payload = _json_body(request)
             except ValueError as error:
-                return api_error(400, f"body: not JSON ({error}); send a .zip or {{'files': {{...}}}}")
+                return api_error(400, f"{error}; send a .zip or {{'files': {{...}}}}")
             files = payload.get("files") if isinstance(payload, dict) else None
             if not isinstance(files, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in files.items()):
                 return api_error(400, "files: an object mapping each bundle path to its text")
@@ -112,7 +122,10 @@ def label_set(request, name: str, label: str):
     if harness is None:
         return api_error(404, f"no Harness named {name}")
     try:
-        payload = json.loads(request.body or b"{}")
+        payload = _json_body(request)
+    except ValueError as error:
+        return api_error(400, f'{error}; send JSON {{"version": <number>, "reason": "..."}}')
+    try:
         raw = payload.get("version")
         number = raw if type(raw) is int and abs(raw) < 10**18 else decimal_int(raw, max_digits=18)
         if number is None:

@@ -8,7 +8,6 @@ never shown to a diagnoser.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 
 from django.contrib.auth.models import User
@@ -68,11 +67,23 @@ def dataset_import(
     return dataset
 
 
+MAX_LISTED_PROBLEMS = 50
+"""A page lists the first problems of an import; the rest are counted (100,000 bad lines are one line more)."""
+
+
+def problems_listed(problems: list) -> list[str]:
+    """The first MAX_LISTED_PROBLEMS problems as text, and a last line counting the others."""
+    listed = [str(p) for p in problems[:MAX_LISTED_PROBLEMS]]
+    if len(problems) > MAX_LISTED_PROBLEMS:
+        listed.append(f"... and {len(problems) - MAX_LISTED_PROBLEMS:,} more problems (fix these and import again)")
+    return listed
+
+
 def dataset_catalogue_from_text(text: str, *, source: str) -> dict:
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise EvolutionError(f"{source}:{error.lineno}: catalogue is not valid JSON ({error.msg})") from None
+    """The catalogue file's JSON object, read by the one bounded reader (nesting capped)."""
+    from harness.userfiles import parse_json
+
+    data = parse_json(text, source=source, what="catalogue", error=EvolutionError)
     if not isinstance(data, dict):
         raise EvolutionError(f"{source}: catalogue must be a JSON object with products, promotions, faq")
     return data

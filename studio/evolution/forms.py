@@ -58,3 +58,20 @@ class DatasetImportForm(forms.Form):
     cases = forms.FileField(help_text="A JSONL case file (format hs-case/1, docs/case-format.md).")
     catalogue = forms.FileField(required=False, help_text="The catalogue JSON the cases refer to (empty: the demo catalogue).")
     heldout_share = forms.FloatField(min_value=0, max_value=0.5, initial=0.2)
+
+    def _capped(self, name: str):
+        """An uploaded file no larger than the import limit (MAX_IMPORT_BYTES), checked before it is read."""
+        from django.conf import settings
+
+        upload = self.cleaned_data.get(name)
+        limit = settings.MAX_IMPORT_BYTES
+        if upload is not None and upload.size > limit:
+            shown = f"{limit // (1024 * 1024)} MiB" if limit >= 1024 * 1024 else f"{limit // 1024} KiB"
+            raise forms.ValidationError(f"{upload.name}: larger than {shown}, the most an import may hold")
+        return upload
+
+    def clean_cases(self):
+        return self._capped("cases")
+
+    def clean_catalogue(self):
+        return self._capped("catalogue")

@@ -13,7 +13,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from studio.accounts.decorators import requires
 from studio.accounts.roles import user_can
 from studio.evolution import selectors
-from studio.evolution.datasets import dataset_catalogue_from_text, dataset_import
+from studio.evolution.datasets import dataset_catalogue_from_text, dataset_import, problems_listed
 from studio.evolution.decisions import proposal_edit_in_editor, proposal_review, stage_decide
 from studio.evolution.diagnosis import diagnosis_start
 from studio.evolution.errors import EvolutionError
@@ -115,13 +115,14 @@ def dataset_import_view(request):
         except UnicodeDecodeError as error:
             problems = [f"{upload.name}: not UTF-8 text ({error.reason} at byte {error.start})"]
         except CaseFileError as error:
-            problems = [str(p) for p in error.problems]
+            problems = problems_listed(error.problems)
         except USER_ERRORS as error:
             problems = [str(error)]
         else:
             messages.success(request, f"Imported {dataset.case_count} cases into {dataset.name}.")
             return redirect("evolution:dataset_detail", name=dataset.name)
-    return render(request, "evolution/dataset_import.html", {"form": form, "problems": problems})
+    return render(request, "evolution/dataset_import.html", {"form": form, "problems": problems},
+                  status=400 if request.method == "POST" else 200)
 
 
 @require_GET
