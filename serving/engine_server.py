@@ -1,18 +1,27 @@
-"""The CPU serving route: the local engine behind an OpenAI-compatible HTTP endpoint.
+"""The CPU serving route: a local model behind an OpenAI-compatible HTTP endpoint.
 
-``python -m serving engine-server CHECKPOINT [--port N] [--quantization int8] [--draft-head DIR]``
-serves ``POST /v1/chat/completions`` (streamed or not), ``GET /v1/models``,
-``GET /health`` and ``GET /get_server_info`` (the engine's counters, with the
-speculative decoding figures under SGLang's name ``avg_spec_accept_length``, so
-the replay reads both routes the same way) from one process whose engine (``harness.engine``) shares the
-Harness prefix between requests and decodes concurrent requests in one batch.
-The replay's ``cpu-engine`` profile starts it as a managed process
-(``serving.transformers_server.EngineServer``), so the deployment replay on CPU
-measures the complete agent on the same engine the runtime uses in process.
+``python -m serving engine-server CHECKPOINT [--port N] [--quantization gguf|Q8_0|...|none|int8]
+[--draft-head DIR]`` serves ``POST /v1/chat/completions`` (streamed or not), ``GET /v1/models``,
+``GET /health`` and ``GET /get_server_info`` (counters, with the speculative decoding figures under
+SGLang's name ``avg_spec_accept_length``, so the replay reads both routes the same way).
 
-Prompts are rendered exactly as the runtime's local policy renders them
-(``TransformersPolicy.render``: the checkpoint's chat template, tools where the
-template takes them). A client that disconnects cancels its request.
+Two engines answer, chosen by ``--quantization``:
+
+- ``gguf`` (the default) or a GGUF format (``Q8_0``, ``Q4_1``, ...): llama.cpp in process
+  (``harness.policies.llama_cpp``): slots decoded together, each slot's prompt cache, the prompt
+  sent as the token ids the runtime's local policy renders;
+- ``none`` (fp32) or ``int8``, and any ``--draft-head``: the project's torch engine
+  (``harness.engine``), for the fp32 reference, int8 weights and speculative decoding with our head.
+
+The replay's ``cpu-engine`` profiles start it as a managed process
+(``serving.transformers_server.EngineServer``), so the deployment replay on CPU measures the
+complete agent on the same engine the runtime uses in process.
+
+Bounds (docs/security.md): a body is refused by its ``Content-Length`` before it is read, and
+while it is read, past ``MAX_BODY_BYTES`` (413); a body not received within ``READ_TIMEOUT_S`` is a
+408; a prompt longer than the context is a 400 before any prefill (a cheap bound on characters
+first, then the token count); uvicorn answers 503 past ``--max-connections``; a client that goes
+away cancels its request, during prefill as well as decode.
 """
 
 from __future__ import annotations
@@ -20,31 +29,44 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import threading
 import time
 import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 MAX_BODY_BYTES = 4 << 20
+READ_TIMEOUT_S = 10.0
+MAX_CONNECTIONS = 64
+MAX_SEED = 2**32 - 1  # llama.cpp's seed is 32-bit; the torch engine takes the same range
+TORCH_QUANTIZATIONS = ("none", "int8")
+GGUF_CHOICES = ("gguf", "F32", "F16", "Q8_0", "Q5_0", "Q4_1", "Q4_0")  # harness.policies.gguf.QUANTIZATIONS
+QUANTIZATIONS = GGUF_CHOICES + TORCH_QUANTIZATIONS
 
 
 class BadRequest(ValueError):
     """The request body is not one this server answers; the message names the field."""
 
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status
+
 
 def parse_body(raw: bytes, *, model_id: str, max_tokens_cap: int) -> dict[str, Any]:
     """The fields of a chat-completions body this server uses, validated (``BadRequest`` names the field)."""
     if len(raw) > MAX_BODY_BYTES:
-        raise BadRequest(f"body: {len(raw)} bytes is over the {MAX_BODY_BYTES} byte limit")
+        raise BadRequest(f"body: {len(raw)} bytes is over the {MAX_BODY_BYTES} byte limit", 413)
     try:
         body = json.loads(raw or b"null")
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise BadRequest(f"body: not JSON ({exc})") from None
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+        raise BadRequest(f"body: not JSON ({type(exc).__name__}: {str(exc)[:200]})") from None
     if not isinstance(body, dict):
         raise BadRequest("body: expected a JSON object with model and messages")
     model = body.get("model")
     if model not in (model_id, None, ""):
-        raise BadRequest(f"model: {model!r} is not served here; this server serves {model_id!r}")
+        raise BadRequest(f"model: {str(model)[:200]!r} is not served here; this server serves {model_id!r}")
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         raise BadRequest("messages: expected a non-empty list of {role, content} objects")
@@ -71,8 +93,8 @@ def parse_body(raw: bytes, *, model_id: str, max_tokens_cap: int) -> dict[str, A
     if out["top_p"] == 0.0:
         raise BadRequest("top_p: expected a number above 0 and at most 1")
     seed = body.get("seed")
-    if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
-        raise BadRequest("seed: expected an integer")
+    if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed <= MAX_SEED):
+        raise BadRequest(f"seed: expected an integer from 0 to {MAX_SEED}")
     out["seed"] = seed
     tools = body.get("tools")
     if tools is not None and not isinstance(tools, list):
@@ -81,6 +103,30 @@ def parse_body(raw: bytes, *, model_id: str, max_tokens_cap: int) -> dict[str, A
     options = body.get("stream_options") or {}
     out["include_usage"] = bool(isinstance(options, dict) and options.get("include_usage"))
     return out
+
+
+async def read_body(receive_stream, headers, *, limit: int = MAX_BODY_BYTES,
+                    timeout_s: float = READ_TIMEOUT_S) -> bytes:
+    """The request body, refused by its Content-Length before reading (413), past ``limit`` while
+    reading (413), or when it has not all arrived within ``timeout_s`` (408)."""
+    declared = headers.get("content-length")
+    if declared is not None:
+        if not declared.isascii() or not declared.isdigit() or len(declared) > 20:
+            raise BadRequest("Content-Length: expected a whole number of bytes")
+        if int(declared) > limit:
+            raise BadRequest(f"body: Content-Length {declared} is over the {limit} byte limit", 413)
+    chunks: list[bytes] = []
+    total = 0
+    try:
+        async with asyncio.timeout(timeout_s):
+            async for chunk in receive_stream:
+                total += len(chunk)
+                if total > limit:
+                    raise BadRequest(f"body: over the {limit} byte limit", 413)
+                chunks.append(chunk)
+    except TimeoutError:
+        raise BadRequest(f"body: not received within {timeout_s:g} s", 408) from None
+    return b"".join(chunks)
 
 
 class _TextStream:
@@ -108,27 +154,149 @@ class _TextStream:
         return after[len(before):]
 
 
-def build_app(checkpoint: str | Path, *, quantization: str = "none", max_tokens_cap: int = 2048,
-              model_id: str | None = None, draft_head: str | Path | None = None) -> Any:
-    """The Starlette application serving ``checkpoint`` on the local engine."""
+@dataclass
+class Result:
+    prompt_tokens: int
+    ids: list[int]
+    finish_reason: str
+    cached_tokens: int
+
+
+class _Backend:
+    """One engine behind the server: ``context`` tokens per request; ``run`` blocks its thread."""
+
+    context: int
+    tokenizer: Any
+    info: dict[str, Any]
+
+    def prompt(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> Any:
+        raise NotImplementedError
+
+    def prompt_tokens(self, prompt: Any) -> int:
+        raise NotImplementedError
+
+    def run(self, prompt: Any, body: dict[str, Any], cancel: threading.Event,
+            on_tokens: Callable[[list[int]], None]) -> Result:
+        raise NotImplementedError
+
+    def stats(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+
+class _LlamaBackend(_Backend):
+    def __init__(self, checkpoint: Path, quantization: str, threads: int | None) -> None:
+        from harness.policies.gguf import DEFAULT_QUANTIZATION, gguf_for_checkpoint
+        from harness.policies.llama_cpp import LlamaCppPolicy, llama_server_for
+
+        fmt = DEFAULT_QUANTIZATION if quantization == "gguf" else quantization
+        gguf = gguf_for_checkpoint(checkpoint, quantization=fmt)
+        self.server = llama_server_for(gguf, threads=threads)
+        self.policy = LlamaCppPolicy(checkpoint, gguf=gguf, server=self.server)
+        self.tokenizer = self.policy.tokenizer
+        self.context = self.server.slot_context
+        self.info = {"engine": "llama.cpp", "gguf": str(gguf), "slots": self.server.slots,
+                     "slot_context": self.context, "flash_attn": self.server.flash_attn}
+        self.draft = None
+
+    def prompt(self, messages, tools):
+        return messages, tools
+
+    def run(self, prompt, body, cancel, on_tokens) -> Result:
+        from harness.policies import GenerationSettings
+
+        messages, tools = prompt
+        settings = GenerationSettings(temperature=body["temperature"], top_p=body["top_p"],
+                                      max_new_tokens=body["max_tokens"], seed=body["seed"])
+        done = self.policy.complete(messages, tools=tools, settings=settings, cancel=cancel,
+                                    on_tokens=lambda ids, _text: on_tokens(ids))
+        return Result(done.prompt_tokens, done.ids, done.finish_reason, done.cached_tokens)
+
+    def prompt_tokens(self, prompt) -> int:
+        return len(self.policy.prompt_ids(*prompt)[1])
+
+    def stats(self) -> dict[str, Any]:
+        return self.server.stats.to_dict()
+
+
+class _TorchBackend(_Backend):
+    def __init__(self, checkpoint: Path, quantization: str, draft_head: str | Path | None) -> None:
+        from harness.policies.local import TransformersPolicy, load_model, stop_ids_of
+
+        self.policy = TransformersPolicy(checkpoint, engine="engine", quantization=quantization,
+                                         draft_head=draft_head)
+        hf_model, self.tokenizer = load_model(checkpoint)
+        self.engine = self.policy.engine()
+        self.draft = self.engine.draft
+        self.stop_ids = stop_ids_of(hf_model, self.tokenizer)
+        self.context = int(getattr(hf_model.config, "max_position_embeddings", 2048))
+        self.info = {"engine": "torch", "quantization": quantization,
+                     "draft_head": str(draft_head) if draft_head else None}
+
+    def prompt(self, messages, tools):
+        return self.policy.render(messages, tools)
+
+    def prompt_tokens(self, prompt) -> int:
+        return len(prompt)
+
+    def run(self, prompt, body, cancel, on_tokens) -> Result:
+        from harness.engine import EngineError, SamplingParams
+
+        params = SamplingParams(max_new_tokens=body["max_tokens"], temperature=body["temperature"],
+                                top_p=body["top_p"], seed=body["seed"], stop_ids=self.stop_ids)
+        handle = self.engine.submit(prompt, params)
+        watcher = threading.Thread(target=lambda: (cancel.wait(), handle.cancel()), daemon=True)
+        watcher.start()
+        try:
+            while (tokens := handle.next_tokens()) is not None:
+                on_tokens(tokens)
+            done = handle.result()
+        except EngineError as exc:
+            raise RuntimeError(f"engine: {exc}") from exc
+        finally:
+            cancel.set()  # ends the watcher
+        return Result(done.prompt_tokens, done.ids, done.finish_reason, done.cached_tokens)
+
+    def stats(self) -> dict[str, Any]:
+        stats = self.engine.stats
+        spec = stats.spec.to_dict() if self.draft is not None else None
+        return {"avg_spec_accept_length": spec["acceptance_length"] if spec else None, "speculative": spec,
+                "requests": stats.requests, "prefill_tokens": stats.prefill_tokens,
+                "cached_tokens": stats.cached_tokens, "decode_steps": stats.decode_steps,
+                "decode_tokens": stats.decode_tokens}
+
+
+def make_backend(checkpoint: Path, *, quantization: str = "gguf", draft_head: str | Path | None = None,
+                 threads: int | None = None) -> _Backend:
+    if quantization not in QUANTIZATIONS:
+        raise ValueError(f"quantization: {quantization!r} is not one of {', '.join(QUANTIZATIONS)}")
+    if draft_head and quantization in GGUF_CHOICES:
+        quantization = "none"  # our draft head runs on the torch engine only
+    if quantization in TORCH_QUANTIZATIONS:
+        return _TorchBackend(checkpoint, quantization, draft_head)
+    return _LlamaBackend(checkpoint, quantization, threads)
+
+
+def build_app(checkpoint: str | Path, *, quantization: str = "gguf", max_tokens_cap: int = 2048,
+              model_id: str | None = None, draft_head: str | Path | None = None, threads: int | None = None,
+              read_timeout_s: float = READ_TIMEOUT_S) -> Any:
+    """The Starlette application serving ``checkpoint`` on llama.cpp or the torch engine."""
     from starlette.applications import Starlette
     from starlette.requests import Request
     from starlette.responses import JSONResponse, StreamingResponse
     from starlette.routing import Route
 
-    from harness.engine import EngineError, SamplingParams
-    from harness.policies.local import TransformersPolicy, load_model, stop_ids_of
-
     checkpoint = Path(checkpoint).resolve()
     model_id = model_id or str(checkpoint)
-    policy = TransformersPolicy(checkpoint, engine="engine", quantization=quantization, draft_head=draft_head)
-    hf_model, tokenizer = load_model(checkpoint)
-    engine = policy.engine()
-    stop_ids = stop_ids_of(hf_model, tokenizer)
+    backend = make_backend(checkpoint, quantization=quantization, draft_head=draft_head, threads=threads)
+    tokenizer = backend.tokenizer
+    # a token is at most this many characters, so a longer text is over the context without tokenizing it
+    longest_token = max(len(t) for t in tokenizer.get_vocab()) + 1
     created = int(time.time())
 
     def error(status: int, message: str) -> JSONResponse:
-        return JSONResponse({"error": {"message": message, "type": "invalid_request_error"}}, status_code=status)
+        kind = "invalid_request_error" if status < 500 else "server_error"
+        return JSONResponse({"error": {"message": message, "type": kind, "code": status}}, status_code=status,
+                            headers={"Connection": "close"} if status in (408, 413) else None)
 
     async def health(_request: Request) -> JSONResponse:
         return JSONResponse({"status": "ok"})
@@ -136,46 +304,61 @@ def build_app(checkpoint: str | Path, *, quantization: str = "none", max_tokens_
     async def models(_request: Request) -> JSONResponse:
         return JSONResponse({"object": "list", "data": [
             {"id": model_id, "object": "model", "created": created, "owned_by": "harness-studio",
-             "engine": {"quantization": quantization, "draft_head": str(draft_head) if draft_head else None}}]})
+             "engine": dict(backend.info, quantization=quantization)}]})
 
     async def server_info(_request: Request) -> JSONResponse:
-        stats = engine.stats
-        spec = stats.spec.to_dict() if engine.draft is not None else None
         return JSONResponse({"model_path": str(checkpoint), "quantization": quantization,
-                             "speculative_algorithm": "EAGLE" if engine.draft is not None else None,
-                             "internal_states": [{
-                                 "avg_spec_accept_length": spec["acceptance_length"] if spec else None,
-                                 "speculative": spec, "requests": stats.requests,
-                                 "prefill_tokens": stats.prefill_tokens, "cached_tokens": stats.cached_tokens,
-                                 "decode_steps": stats.decode_steps, "decode_tokens": stats.decode_tokens}]})
+                             "speculative_algorithm": "EAGLE" if backend.draft is not None else None,
+                             "engine": backend.info, "internal_states": [backend.stats()]})
 
     async def chat(request: Request):
-        raw = await request.body()
         try:
+            raw = await read_body(request.stream(), request.headers, timeout_s=read_timeout_s)
             body = parse_body(raw, model_id=model_id, max_tokens_cap=max_tokens_cap)
-            prompt = policy.render(body["messages"], body["tools"])
         except BadRequest as exc:
-            return error(400, str(exc))
+            return error(exc.status, str(exc))
+        chars = sum(len(str(m.get("content") or "")) for m in body["messages"])
+        if chars > backend.context * longest_token:
+            return error(400, f"messages: {chars} characters are more than the {backend.context}-token context holds")
+        try:
+            prompt = backend.prompt(body["messages"], body["tools"])
+            n_prompt = backend.prompt_tokens(prompt)
         except Exception as exc:  # noqa: BLE001 - a template that cannot render these messages
             return error(400, f"messages: the chat template cannot render them ({type(exc).__name__}: {exc})")
-        params = SamplingParams(max_new_tokens=body["max_tokens"], temperature=body["temperature"],
-                                top_p=body["top_p"], seed=body["seed"], stop_ids=stop_ids)
-        handle = engine.submit(prompt, params)
+        if n_prompt + 1 > backend.context:
+            return error(400, f"messages: the prompt is {n_prompt} tokens; the context holds {backend.context}")
+        body["max_tokens"] = min(body["max_tokens"], backend.context - n_prompt)
         completion_id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
         loop = asyncio.get_running_loop()
+        cancel = threading.Event()
+        queue: asyncio.Queue = asyncio.Queue()
 
-        def usage(done) -> dict[str, Any]:
+        def on_tokens(tokens: list[int]) -> None:
+            loop.call_soon_threadsafe(queue.put_nowait, list(tokens))
+
+        def work() -> Result:
+            try:
+                return backend.run(prompt, body, cancel, on_tokens)
+            finally:
+                loop.call_soon_threadsafe(queue.put_nowait, None)
+
+        def usage(done: Result) -> dict[str, Any]:
             return {"prompt_tokens": done.prompt_tokens, "completion_tokens": len(done.ids),
                     "total_tokens": done.prompt_tokens + len(done.ids),
                     "prompt_tokens_details": {"cached_tokens": done.cached_tokens}}
 
         if not body["stream"]:
+            job = loop.run_in_executor(None, work)
             try:
-                done = await loop.run_in_executor(None, handle.result)
-            except EngineError as exc:
+                while not job.done():
+                    await asyncio.wait({job}, timeout=0.1)
+                    if not job.done() and await request.is_disconnected():
+                        cancel.set()  # the client went away: stop prefill or decode at the next step
+                done = await job
+            except Exception as exc:  # noqa: BLE001
                 return error(500, f"engine: {exc}")
             finally:
-                handle.cancel()
+                cancel.set()
             text = tokenizer.decode(done.ids, skip_special_tokens=True)
             return JSONResponse({
                 "id": completion_id, "object": "chat.completion", "created": int(time.time()), "model": model_id,
@@ -185,6 +368,7 @@ def build_app(checkpoint: str | Path, *, quantization: str = "none", max_tokens_
 
         async def events():
             text = _TextStream(tokenizer)
+            job = loop.run_in_executor(None, work)
 
             def chunk(delta: dict[str, Any], finish: str | None = None) -> str:
                 return "data: " + json.dumps({
@@ -193,24 +377,21 @@ def build_app(checkpoint: str | Path, *, quantization: str = "none", max_tokens_
 
             try:
                 yield chunk({"role": "assistant", "content": ""})
-                while True:
-                    tokens = await loop.run_in_executor(None, handle.next_tokens)
-                    if tokens is None:
-                        break
+                while (tokens := await queue.get()) is not None:
                     delta = text.push(tokens)
                     if delta:
                         yield chunk({"content": delta})
-                done = handle.result()
+                done = await job
                 yield chunk({}, _finish(done.finish_reason))
                 if body["include_usage"]:
                     yield "data: " + json.dumps({"id": completion_id, "object": "chat.completion.chunk",
                                                  "created": int(time.time()), "model": model_id,
                                                  "choices": [], "usage": usage(done)}) + "\n\n"
                 yield "data: [DONE]\n\n"
-            except EngineError as exc:
+            except Exception as exc:  # noqa: BLE001 - the stream has started: report in band
                 yield "data: " + json.dumps({"error": {"message": f"engine: {exc}"}}) + "\n\n"
             finally:
-                handle.cancel()  # a client that went away stops its request at the next step
+                cancel.set()  # a client that went away stops its request at the next prefill batch or token
 
         return StreamingResponse(events(), media_type="text/event-stream")
 
@@ -226,22 +407,26 @@ def _finish(reason: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m serving engine-server",
-                                     description="Serve a checkpoint on the local engine (OpenAI-compatible).")
+                                     description="Serve a checkpoint on the CPU route (OpenAI-compatible).")
     add_arguments(parser)
     return run(parser.parse_args(argv))
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from harness.engine import QUANTIZATIONS
-
     parser.add_argument("checkpoint", help="checkpoint folder, or 'default' / 'tiny'")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8100)
-    parser.add_argument("--quantization", choices=QUANTIZATIONS, default="none",
-                        help="engine weights: none (fp32) or int8 (weight-only int8 linears, harness/engine/kernels.py)")
-    parser.add_argument("--draft-head", help="decode speculatively with this draft head (python -m training mtp)")
-    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
+    parser.add_argument("--quantization", choices=QUANTIZATIONS, default="gguf",
+                        help="gguf (llama.cpp: the shipped Q4_1 file for the default model, a Q8_0 export "
+                             "otherwise) or a GGUF format to export to; none (fp32) or int8: the torch engine")
+    parser.add_argument("--draft-head", help="decode speculatively with this draft head (python -m training mtp; "
+                                             "the torch engine)")
+    parser.add_argument("--threads", type=int, default=None, help="CPU threads (default: the engine's choice)")
     parser.add_argument("--max-tokens-cap", type=int, default=2048, help="largest max_tokens a request may ask for")
+    parser.add_argument("--max-connections", type=int, default=MAX_CONNECTIONS,
+                        help="connections and requests at once; more get a 503")
+    parser.add_argument("--read-timeout", type=float, default=READ_TIMEOUT_S,
+                        help="seconds a request body may take to arrive (then 408)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -253,6 +438,8 @@ def run(args: argparse.Namespace) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     app = build_app(resolve_checkpoint(args.checkpoint), quantization=args.quantization,
-                    max_tokens_cap=args.max_tokens_cap, draft_head=args.draft_head)
-    uvicorn.run(app, host=args.host, port=args.port, log_level="info")
+                    max_tokens_cap=args.max_tokens_cap, draft_head=args.draft_head, threads=args.threads,
+                    read_timeout_s=args.read_timeout)
+    uvicorn.run(app, host=args.host, port=args.port, log_level="info", limit_concurrency=args.max_connections,
+                timeout_keep_alive=5)
     return 0

@@ -2,9 +2,11 @@
 
 A profile is one of four routes:
 
-- `local`: this project's engine (harness/engine) on this machine's CPU behind
-  its OpenAI-compatible server (`python -m serving engine-server`), started and
-  stopped by serving/; the route the runtime's local policy measures in process;
+- `local`: the CPU route behind its OpenAI-compatible server (`python -m serving
+  engine-server`), started and stopped by serving/: llama.cpp on a GGUF file
+  (`quantization: gguf`, the default, or a GGUF format such as `Q8_0`), or the
+  project's torch engine (`none`: fp32, `int8`, or with a draft head); the
+  route the runtime's local policy runs in process;
 - `transformers`: `transformers serve` on this machine's CPU, started and
   stopped by serving/ (see transformers_server.py), kept for comparison;
 - `sglang`: an SGLang server on a GPU host, launched with the command from
@@ -13,8 +15,8 @@ A profile is one of four routes:
   and the API key read from an environment variable (never stored).
 
 Profiles live in a YAML file (`profiles:` mapping name -> fields); the
-built-in file serving/profiles.yaml ships `cpu-engine`, `cpu-engine-int8`,
-`cpu-engine-tiny`, `cpu-local`, `cpu-tiny` and `gpu-sglang`. A route given on the
+built-in file serving/profiles.yaml ships `cpu-engine` (llama.cpp), `cpu-engine-fp32`,
+`cpu-engine-int8`, `cpu-engine-tiny`, `cpu-engine-tiny-torch`, `cpu-local`, `cpu-tiny` and `gpu-sglang`. A route given on the
 command line is a profile name, or one of the inline forms `local:CHECKPOINT`,
 `transformers:CHECKPOINT`, `sglang:BASE_URL:MODEL`,
 `openai:BASE_URL:MODEL[:KEY_ENV]`.
@@ -67,7 +69,8 @@ class ServingProfile:
     """transformers: serve with --continuous-batching (paged attention)."""
     dtype: str = "auto"
     quantization: str = "none"
-    """local: the engine's weights, 'none' (fp32) or 'int8'."""
+    """local: 'gguf' (llama.cpp, the default for engine local) or a GGUF format (Q8_0, Q4_1, ...); 'none'
+    (the torch engine, fp32) or 'int8' (the torch engine's int8 weights)."""
     threads: int | None = None
     """local/transformers: CPU threads of the server (OMP/MKL/torch); None lets torch decide.
     On a small shared box 1 avoids OpenMP oversubscription, which can slow decoding ~10x."""
@@ -122,6 +125,8 @@ def profile_from_mapping(name: str, data: Any, *, source: str) -> ServingProfile
     if engine not in ENGINES:
         raise ProfileError(f"{where}.engine: {engine!r} is not one of {', '.join(ENGINES)}")
     kwargs = dict(data)
+    if engine == "local" and kwargs.get("quantization") is None:
+        kwargs["quantization"] = "gguf"  # the CPU route: llama.cpp (docs/serving.md)
     kwargs["extra_args"] = tuple(str(a) for a in data.get("extra_args") or ())
     profile = ServingProfile(name=name, source=source, **kwargs)
     _check_profile(profile, where)
@@ -152,7 +157,7 @@ def _check_profile(p: ServingProfile, where: str) -> None:
         raise ProfileError(f"{where}.threads: {p.threads} must be >= 1")
     if p.threads is not None and p.engine not in MANAGED_ENGINES:
         raise ProfileError(f"{where}.threads: only engines local and transformers run here with a thread count")
-    from harness.engine.model import QUANTIZATIONS
+    from serving.engine_server import QUANTIZATIONS
 
     if p.quantization not in QUANTIZATIONS:
         raise ProfileError(f"{where}.quantization: {p.quantization!r} is not one of {', '.join(QUANTIZATIONS)}")

@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from harness.policies import GenerationSettings
-from harness.policies.local import TransformersPolicy
+from harness.policies.llama_cpp import LlamaCppPolicy
 from harness.policies.models import tiny_model_dir
 from harness.policies.openai_chat import OpenAIChatPolicy
 from serving.endpoint import open_endpoint
@@ -36,6 +36,8 @@ def test_body_fields_are_checked_by_name():
         b'{"messages": [{"role": "user"}], "temperature": "hot"}': "temperature: expected a number from 0.0 to 2.0",
         b'{"messages": [{"role": "user"}], "top_p": 0}': "top_p: expected a number above 0",
         b'{"messages": [{"role": "user"}], "seed": 1.5}': "seed: expected an integer",
+        b'{"messages": [{"role": "user"}], "seed": 10000000000000000000000000000000000000000}':
+            "seed: expected an integer from 0 to 4294967295",
         b'{"messages": [{"role": "user"}], "tools": {}}': "tools: expected a list",
         b"x" * (5 << 20): "over the 4194304 byte limit",
     }
@@ -45,10 +47,11 @@ def test_body_fields_are_checked_by_name():
 
 
 def test_profiles_of_the_local_engine_are_checked():
-    assert resolve_route("cpu-engine").engine == "local"
+    assert resolve_route("cpu-engine").engine == "local" and resolve_route("cpu-engine").quantization == "gguf"
     assert resolve_route("cpu-engine-int8").quantization == "int8"
-    assert resolve_route("local:tiny").checkpoint == "tiny"
-    with pytest.raises(ProfileError, match="quantization: 'int4' is not one of none, int8"):
+    assert resolve_route("local:tiny").checkpoint == "tiny" and resolve_route("local:tiny").quantization == "gguf"
+    with pytest.raises(ProfileError, match="quantization: 'int4' is not one of gguf, F32, F16, Q8_0, Q5_0, Q4_1, "
+                                           "Q4_0, none, int8"):
         profile_from_mapping("p", {"engine": "local", "checkpoint": "tiny", "quantization": "int4"}, source="f.yaml")
     with pytest.raises(ProfileError, match="only engine local quantizes"):
         profile_from_mapping("p", {"engine": "transformers", "checkpoint": "tiny", "quantization": "int8"},
@@ -61,7 +64,7 @@ def test_profiles_of_the_local_engine_are_checked():
 def test_the_served_engine_answers_the_agent_client_as_the_in_process_engine_does(tmp_path):
     messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "how much is link 3?"}]
     settings = GenerationSettings(temperature=0.0, max_new_tokens=12)
-    local = TransformersPolicy(tiny_model_dir(), settings=settings, engine="engine").generate(messages)
+    local = LlamaCppPolicy(tiny_model_dir(), settings=settings).generate(messages)  # the same GGUF in process
     with open_endpoint(profile=resolve_route("cpu-engine-tiny"), log_dir=tmp_path) as endpoint:
         environ = Path(f"/proc/{endpoint.server_pid}/environ").read_bytes().split(b"\0")
         assert b"OMP_NUM_THREADS=1" in environ and b"HF_HUB_OFFLINE=1" in environ

@@ -35,7 +35,7 @@ def test_inline_transformers_route_names_a_checkpoint():
 
 
 def test_bad_routes_say_what_is_valid():
-    with pytest.raises(ProfileError, match=r"not a profile .*\(known: cpu-engine, cpu-engine-int8, cpu-engine-tiny, cpu-local, cpu-tiny, gpu-sglang\)"):
+    with pytest.raises(ProfileError, match=r"not a profile .*\(known: cpu-engine, cpu-engine-fp32, cpu-engine-int8, cpu-engine-tiny, cpu-engine-tiny-torch, cpu-local, cpu-tiny, gpu-sglang\)"):
         resolve_route("gpu-fast")
     with pytest.raises(ProfileError, match="expected sglang:BASE_URL:MODEL"):
         resolve_route("sglang:http://127.0.0.1:30000")
