@@ -32,6 +32,8 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from harness.draft_files import rope_theta_of
+
 SUPPORTED_ARCHITECTURES = ("LlamaForCausalLM", "MistralForCausalLM")
 QUANTIZATIONS = ("none", "int8")
 
@@ -106,11 +108,6 @@ def cached_attention(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, 
     scores = (torch.matmul(q, keys.transpose(1, 2)) * scale).view(kv, g, n, end) + bias
     attn = torch.matmul(torch.softmax(scores, dim=-1).view(kv, g * n, end), values)
     return attn.view(kv, g, n, d).permute(2, 0, 1, 3).reshape(n, heads * d)
-
-
-def rope_theta_of(config: Any) -> float:
-    rope = getattr(config, "rope_parameters", None) or {}
-    return float(rope.get("rope_theta", getattr(config, "rope_theta", 10000.0)))
 
 
 class _Int8Linear:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from django.db.models import Count, OuterRef, Q, QuerySet, Subquery, Sum
-from django.http import Http404
 
 from studio.evolution.models import (
     CaseResult,
@@ -154,7 +153,7 @@ def stage_current(*, evolution: Evolution) -> Stage | None:
     return evolution.stages.order_by("-number").first()
 
 
-# --- lookups (Http404 naming what is missing) ---------------------------------------------
+# --- lookups (the model's DoesNotExist when missing: views answer 404 with studio.lookups) ---------
 
 
 def evolution_list(*, limit: int = 100) -> QuerySet[Evolution]:
@@ -162,10 +161,7 @@ def evolution_list(*, limit: int = 100) -> QuerySet[Evolution]:
 
 
 def evolution_get(*, evolution_id: int) -> Evolution:
-    evolution = Evolution.objects.select_related("harness", "dataset", "endpoint").filter(pk=evolution_id).first()
-    if evolution is None:
-        raise Http404(f"no evolution #{evolution_id}")
-    return evolution
+    return Evolution.objects.select_related("harness", "dataset", "endpoint").get(pk=evolution_id)
 
 
 def dataset_list() -> QuerySet[Dataset]:
@@ -173,10 +169,7 @@ def dataset_list() -> QuerySet[Dataset]:
 
 
 def dataset_get(*, name: str) -> Dataset:
-    dataset = Dataset.objects.filter(name=name).first()
-    if dataset is None:
-        raise Http404(f"no dataset {name!r}")
-    return dataset
+    return Dataset.objects.get(name=name)
 
 
 def dataset_cases(*, dataset: Dataset, category: str = "") -> QuerySet[DatasetCase]:
@@ -185,24 +178,16 @@ def dataset_cases(*, dataset: Dataset, category: str = "") -> QuerySet[DatasetCa
 
 
 def dataset_case_get(*, dataset_name: str, case_id: str) -> DatasetCase:
-    case = DatasetCase.objects.select_related("dataset").filter(dataset__name=dataset_name, case_id=case_id).first()
-    if case is None:
-        raise Http404(f"no case {case_id!r} in dataset {dataset_name!r}")
-    return case
+    return DatasetCase.objects.select_related("dataset").get(dataset__name=dataset_name, case_id=case_id)
 
 
 def run_get(*, run_id: int) -> EvalRun:
-    run = EvalRun.objects.select_related("job", "version__harness", "dataset", "endpoint").filter(pk=run_id).first()
-    if run is None:
-        raise Http404(f"no evaluation run #{run_id}")
-    return run
+    return EvalRun.objects.select_related("job", "version__harness", "dataset", "endpoint").get(pk=run_id)
 
 
 def run_result_get(*, run: EvalRun, case_id: str) -> tuple[CaseResult, DatasetCase | None]:
     """A run's result for one case and the dataset case it scored."""
-    result = CaseResult.objects.filter(run=run, case_id=case_id).first()
-    if result is None:
-        raise Http404(f"run #{run.pk} has no result for case {case_id!r}")
+    result = CaseResult.objects.get(run=run, case_id=case_id)
     return result, DatasetCase.objects.filter(dataset=run.dataset, case_id=case_id).first()
 
 
@@ -223,12 +208,9 @@ def run_workers(*, run: EvalRun | None) -> dict[str, Any]:
 
 
 def stage_get(*, stage_id: int) -> Stage:
-    stage = Stage.objects.select_related(
+    return Stage.objects.select_related(
         "evolution__harness", "evolution__dataset", "evolution__endpoint", "parent_version", "candidate_version",
-        "parent_run__job", "candidate_run__job", "draft").filter(pk=stage_id).first()
-    if stage is None:
-        raise Http404(f"no stage #{stage_id}")
-    return stage
+        "parent_run__job", "candidate_run__job", "draft").get(pk=stage_id)
 
 
 def stage_next(*, stage: Stage) -> Stage | None:
@@ -236,10 +218,7 @@ def stage_next(*, stage: Stage) -> Stage | None:
 
 
 def proposal_get(*, proposal_id: int) -> Proposal:
-    proposal = Proposal.objects.select_related("diagnosis__stage").filter(pk=proposal_id).first()
-    if proposal is None:
-        raise Http404(f"no proposal #{proposal_id}")
-    return proposal
+    return Proposal.objects.select_related("diagnosis__stage").get(pk=proposal_id)
 
 
 # --- a stage's state ---------------------------------------------------------------------

@@ -22,6 +22,7 @@ from studio.evolution.gates import release_gates, stopping_advice
 from studio.evolution.models import EvalRun
 from studio.evolution.runs import EvaluationError, eval_run_resume, eval_run_resume_if_stalled
 from studio.evolution.stages import candidate_build, evolution_start
+from studio.lookups import found_or_404
 from studio.playground.presenters import system_prompt, trajectory_steps
 
 USER_ERRORS = (EvolutionError, EvaluationError, PermissionDenied)
@@ -37,6 +38,14 @@ def _refresh(run: EvalRun | None) -> EvalRun | None:
     if run is None or not eval_run_resume_if_stalled(run):
         return run
     return selectors.run_get(run_id=run.pk)
+
+
+def _stage(stage_id: int):
+    return found_or_404(selectors.stage_get, f"no stage #{stage_id}", stage_id=stage_id)
+
+
+def _proposal(proposal_id: int):
+    return found_or_404(selectors.proposal_get, f"no proposal #{proposal_id}", proposal_id=proposal_id)
 
 
 # --- evolutions ------------------------------------------------------------------------
@@ -73,7 +82,7 @@ def evolution_new(request):
 @require_GET
 @requires("evolution.view")
 def evolution_detail(request, evolution_id: int):
-    evolution = selectors.evolution_get(evolution_id=evolution_id)
+    evolution = found_or_404(selectors.evolution_get, f"no evolution #{evolution_id}", evolution_id=evolution_id)
     stages = list(evolution.stages.all())
     latest = stages[-1] if stages else None
     gates = release_gates(comparison=latest.comparison, tolerance=evolution.tolerance,
@@ -128,7 +137,7 @@ def dataset_import_view(request):
 @require_GET
 @requires("evolution.view")
 def dataset_detail(request, name: str):
-    dataset = selectors.dataset_get(name=name)
+    dataset = found_or_404(selectors.dataset_get, f"no dataset {name!r}", name=name)
     category = request.GET.get("category", "")
     page = Paginator(selectors.dataset_cases(dataset=dataset, category=category), 50).get_page(request.GET.get("page"))
     return render(request, "evolution/dataset_detail.html", {
@@ -139,7 +148,8 @@ def dataset_detail(request, name: str):
 @require_GET
 @requires("evolution.view")
 def dataset_case(request, name: str, case_id: str):
-    case = selectors.dataset_case_get(dataset_name=name, case_id=case_id)
+    case = found_or_404(selectors.dataset_case_get, f"no case {case_id!r} in dataset {name!r}", dataset_name=name,
+                        case_id=case_id)
     return render(request, "evolution/dataset_case.html",
                   {"case": case, "case_json": json.dumps(case.data, indent=2, ensure_ascii=False)})
 
@@ -148,7 +158,7 @@ def dataset_case(request, name: str, case_id: str):
 
 
 def _run(run_id: int) -> EvalRun:
-    return _refresh(selectors.run_get(run_id=run_id))
+    return _refresh(found_or_404(selectors.run_get, f"no evaluation run #{run_id}", run_id=run_id))
 
 
 @require_GET
@@ -190,7 +200,8 @@ def run_resume(request, run_id: int):
 @requires("evolution.view")
 def run_case(request, run_id: int, case_id: str):
     run = _run(run_id)
-    result, case = selectors.run_result_get(run=run, case_id=case_id)
+    result, case = found_or_404(selectors.run_result_get, f"run #{run.pk} has no result for case {case_id!r}",
+                                run=run, case_id=case_id)
     traj = result.trajectory
     return render(request, "evolution/run_case.html", {
         "run": run, "result": result, "case": case, "traj": traj, "steps": trajectory_steps(traj),
@@ -202,7 +213,7 @@ def run_case(request, run_id: int, case_id: str):
 
 
 def _stage_context(request, stage_id: int) -> dict:
-    stage = selectors.stage_get(stage_id=stage_id)
+    stage = _stage(stage_id)
     state = selectors.stage_state(stage=stage, parent_run=_refresh(stage.parent_run),
                                   candidate_run=_refresh(stage.candidate_run))
     return {**state, "can": _can(request)}
@@ -223,7 +234,7 @@ def stage_status(request, stage_id: int):
 @require_POST
 @requires("evolution.run")
 def stage_diagnose(request, stage_id: int):
-    stage = selectors.stage_get(stage_id=stage_id)
+    stage = _stage(stage_id)
     try:
         diagnosis_start(stage=stage, actor=request.user)
     except USER_ERRORS as error:
@@ -234,7 +245,7 @@ def stage_diagnose(request, stage_id: int):
 @require_POST
 @requires("evolution.review")
 def stage_candidate(request, stage_id: int):
-    stage = selectors.stage_get(stage_id=stage_id)
+    stage = _stage(stage_id)
     try:
         candidate_build(stage=stage, actor=request.user, message=request.POST.get("message", ""))
     except USER_ERRORS as error:
@@ -247,7 +258,7 @@ def stage_candidate(request, stage_id: int):
 @require_POST
 @requires("evolution.review")
 def stage_decide_view(request, stage_id: int):
-    stage = selectors.stage_get(stage_id=stage_id)
+    stage = _stage(stage_id)
     try:
         stage_decide(stage=stage, decision=request.POST.get("decision", ""), actor=request.user,
                      reason=request.POST.get("reason", ""), override_reason=request.POST.get("override_reason", ""))
@@ -265,7 +276,7 @@ def stage_decide_view(request, stage_id: int):
 @require_POST
 @requires("evolution.review")
 def proposal_review_view(request, proposal_id: int):
-    proposal = selectors.proposal_get(proposal_id=proposal_id)
+    proposal = _proposal(proposal_id)
     action = request.POST.get("action")
     if action not in ("accept", "reject"):
         messages.error(request, "action: must be accept or reject")
@@ -281,7 +292,7 @@ def proposal_review_view(request, proposal_id: int):
 @require_POST
 @requires("evolution.edit")
 def proposal_edit(request, proposal_id: int):
-    proposal = selectors.proposal_get(proposal_id=proposal_id)
+    proposal = _proposal(proposal_id)
     try:
         draft = proposal_edit_in_editor(proposal=proposal, actor=request.user)
     except USER_ERRORS as error:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from django.http import Http404
 from django.shortcuts import get_object_or_404
 
 from harness.numbers import decimal_int
 from studio.harnesses import selectors
 from studio.harnesses.models import Harness, HarnessVersion
 from studio.harnesses.services import StudioError
+from studio.lookups import found_or_404
 
 FILE_ORDER = ("manifest.yaml", "prompt.yaml", "tools.yaml", "hooks.yaml")
 
@@ -37,7 +37,5 @@ def harness_or_404(name: str) -> Harness:
 
 
 def version_or_404(harness: Harness, number: int) -> HarnessVersion:
-    try:
-        return selectors.version_get(harness=harness, number=number)
-    except HarnessVersion.DoesNotExist:
-        raise Http404(f"{harness.name} has no version {number}") from None
+    return found_or_404(selectors.version_get, f"{harness.name} has no version {number}", harness=harness,
+                        number=number)

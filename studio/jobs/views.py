@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from django.http import Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
@@ -17,6 +16,7 @@ from studio.jobs.services import (
     job_create,
     job_reap_stale,
 )
+from studio.lookups import found_or_404
 
 
 def _job_context(job: Job, user=None) -> dict:
@@ -30,10 +30,7 @@ def _job_context(job: Job, user=None) -> dict:
 
 
 def _job(job_id: int) -> Job:
-    try:
-        return selectors.job_get(job_id=job_id)
-    except Job.DoesNotExist:
-        raise Http404(f"no job #{job_id}") from None
+    return found_or_404(selectors.job_get, f"no job #{job_id}", job_id=job_id)
 
 
 @require_GET

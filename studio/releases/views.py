@@ -8,12 +8,13 @@ back with status 400, every wrong field named, and nothing saved.
 from __future__ import annotations
 
 from django.contrib import messages
-from django.http import Http404, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from serving.release import manifest_text
 from studio.accounts.decorators import requires
+from studio.lookups import found_or_404
 from studio.releases import selectors
 from studio.releases.models import Release
 from studio.releases.services import (
@@ -28,10 +29,7 @@ FIELDS = ("checkpoint", "draft_head", "harness_version", "notes")
 
 
 def _release_or_404(release_id: int) -> Release:
-    try:
-        return selectors.release_get(release_id=release_id)
-    except Release.DoesNotExist:
-        raise Http404(f"no release #{release_id}") from None
+    return found_or_404(selectors.release_get, f"no release #{release_id}", release_id=release_id)
 
 
 @require_GET
