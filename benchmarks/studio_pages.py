@@ -200,12 +200,12 @@ def time_training_pages(*, runs: int, points: int, samples: int, seed: int) -> N
         _time(client, "/jobs/")
         _time(client, "/training/")
     first = [_time(client, f"/training/runs/{run.pk}/metrics.json") for run in made]
-    from studio.training import selectors
+    from studio.training.selectors import dashboard, metrics
 
     # a web process that never saw these runs: the curves their first view kept beside the metrics
     # (what a run's job writes when it ends) instead of the 10,000 rows
-    selectors._CURVES.clear()
-    selectors._PARSED.clear()
+    dashboard._CURVES.clear()
+    metrics._PARSED.clear()
     kept = [_time(client, f"/training/runs/{run.pk}/metrics.json") for run in made]
     repeat = [_time(client, f"/training/runs/{rng.choice(made).pk}/metrics.json") for _ in range(samples)]
     page = [_time(client, f"/training/runs/{rng.choice(made).pk}/") for _ in range(samples)]

@@ -2,7 +2,14 @@
 
 One comparison for the whole project: ``python -m evaluation compare``, the
 studio's regression report (and the release gates that read it) and training
-call ``paired_comparison`` on flattened rows (``evaluation.summary.score_row``).
+call ``paired_comparison`` on flattened rows (``evaluation.summary.score_row``);
+the ablation's table and the studio's comparison of two checkpoints call
+``paired_difference`` on per-item scores.
+
+**Items only one side scored** (one policy, ``paired_ids``): they are left out of
+the pairing and counted (``only_in_parent`` / ``only_in_candidate``), so every
+delta is over the items both scored and says how many were left out; two sides
+with no item in common are a ``ValueError``.
 
 Cases are paired by id; run A is the parent (baseline), run B the candidate.
 Overall, per category and per split: mean Accuracy, Effectiveness and AVG of
@@ -19,6 +26,7 @@ to a half-effective one counts; a change between two failing scores does not.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +63,29 @@ def _change(case_id: str, a: dict, b: dict, *, reasons: list[str]) -> dict[str, 
             "reasons": ",".join(reasons)}
 
 
+def paired_ids(parent: Mapping[str, Any], candidate: Mapping[str, Any], *,
+               order: Iterable[str] | None = None) -> tuple[list[str], dict[str, int]]:
+    """(the ids both sides scored, in ``order`` (sorted by default), {"only_in_parent": N,
+    "only_in_candidate": M}); ValueError when the two share none."""
+    ids = [i for i in (order or sorted(parent)) if i in parent and i in candidate]
+    if not ids:
+        raise ValueError("the two runs share no scored case; compare runs of the same cases")
+    return ids, {"only_in_parent": len(set(parent) - set(candidate)),
+                 "only_in_candidate": len(set(candidate) - set(parent))}
+
+
+def paired_difference(parent: Mapping[str, float], candidate: Mapping[str, float], *,
+                      resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> dict[str, Any]:
+    """Candidate minus parent over the items both scored (item id -> score in [0, 1]; reported x100),
+    paired item by item, with the paired-bootstrap 95% interval: {delta, low, high, p_delta_le_zero,
+    n, only_in_parent, only_in_candidate}; ValueError when they share no item."""
+    ids, unpaired = paired_ids(parent, candidate)
+    result = paired_bootstrap(baseline=[100 * parent[i] for i in ids], candidate=[100 * candidate[i] for i in ids],
+                              resamples=resamples, seed=seed)
+    return {"delta": result.delta, "low": result.low, "high": result.high,
+            "p_delta_le_zero": result.p_delta_le_zero, "n": result.n, **unpaired}
+
+
 def paired_comparison(*, parent: list[dict], candidate: list[dict], resamples: int = DEFAULT_RESAMPLES,
                       seed: int = 0, order: list[str] | None = None) -> dict[str, Any]:
     """Compare flattened rows (``score_row``) of two runs; ``order``: case ids in display order.
@@ -62,9 +93,7 @@ def paired_comparison(*, parent: list[dict], candidate: list[dict], resamples: i
     A newly failing case lists the candidate's reason codes, a newly passing one the parent's."""
     a = {r["id"]: r for r in parent}
     b = {r["id"]: r for r in candidate}
-    ids = [i for i in (order or sorted(a)) if i in a and i in b]
-    if not ids:
-        raise ValueError("the two runs share no scored case; compare runs of the same cases")
+    ids, unpaired = paired_ids(a, b, order=order)
     pairs = [(a[i], b[i]) for i in ids]
     by_category: dict[str, list] = defaultdict(list)
     by_split: dict[str, list] = defaultdict(list)
@@ -74,8 +103,7 @@ def paired_comparison(*, parent: list[dict], candidate: list[dict], resamples: i
             by_split[pa["split"]].append((pa, pb))
     per_category = {k: _block(v, resamples=resamples, seed=seed) for k, v in sorted(by_category.items())}
     return {
-        "n": len(ids), "resamples": resamples,
-        "only_in_parent": len(set(a) - set(b)), "only_in_candidate": len(set(b) - set(a)),
+        "n": len(ids), "resamples": resamples, **unpaired,
         "overall": _block(pairs, resamples=resamples, seed=seed),
         "per_category": per_category,
         "per_split": {k: _block(v, resamples=resamples, seed=seed) for k, v in sorted(by_split.items())},

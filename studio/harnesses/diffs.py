@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import difflib
 import hashlib
-from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from django.core.cache import cache
 
 from harness.diff import summarise, unified_file_diff
+from studio.filecache import FileCache
 from studio.harnesses.bundles import HarnessValidationError, bundle_load
 from studio.harnesses.models import HarnessVersion
 from studio.harnesses.selectors import blob_texts, version_files
@@ -115,25 +115,17 @@ def _summary(old_files: dict[str, str], new_files: dict[str, str]) -> tuple[list
     return list(summarise(old_bundle, new_bundle)), ""
 
 
-_BUNDLES: OrderedDict[str, object] = OrderedDict()
-_BUNDLE_CACHE_SIZE = 8
+_BUNDLES = FileCache(8)  # loaded bundles by digest (a version's files never change)
 
 
 def bundle_remember(bundle) -> None:
     """Keep a loaded bundle in the small in-process cache (keyed by its digest)."""
-    _BUNDLES[bundle.digest] = bundle
-    _BUNDLES.move_to_end(bundle.digest)
-    while len(_BUNDLES) > _BUNDLE_CACHE_SIZE:
-        _BUNDLES.popitem(last=False)
+    _BUNDLES.put(bundle.digest, bundle)
 
 
 def _version_bundle(version: HarnessVersion):
     """The loaded bundle of a version, from the cache when it is there."""
-    bundle = _BUNDLES.get(version.digest)
-    if bundle is None:
-        bundle = bundle_load(version_files(version=version))
-    bundle_remember(bundle)
-    return bundle
+    return _BUNDLES.get_or_compute(version.digest, lambda: bundle_load(version_files(version=version)))
 
 
 def summary_against_parent(*, parent: HarnessVersion, bundle) -> list[str]:

@@ -14,14 +14,13 @@ of its files (size and mtime), a few folders at a time, without the raw records.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from django.db.models import QuerySet
 
+from studio.filecache import FileCache, file_stats
 from studio.training.models import TrainingRun
 
 REQUESTS_READ_BYTES = 16 * 1024 * 1024
@@ -123,20 +122,7 @@ class FolderFigures:
     capped: bool
 
 
-_FIGURES: OrderedDict[tuple, FolderFigures] = OrderedDict()
-_LOCK = threading.Lock()
-_KEEP = 16
-
-
-def _stat_key(folder: Path) -> tuple:
-    key: list = [str(folder)]
-    for name in ("run.json", "requests.jsonl"):
-        try:
-            stat = (folder / name).stat()
-            key += [stat.st_ino, stat.st_size, stat.st_mtime_ns]
-        except OSError:
-            key.append(None)
-    return tuple(key)
+_FIGURES = FileCache(16)  # a folder's figures, once per change of run.json or requests.jsonl
 
 
 def folder_figures(folder: Path, *, max_bytes: int | None = None, cdf_points: int | None = None) -> FolderFigures:
@@ -147,22 +133,16 @@ def folder_figures(folder: Path, *, max_bytes: int | None = None, cdf_points: in
 
     max_bytes = max_bytes or REQUESTS_READ_BYTES
     cdf_points = cdf_points or CDF_POINTS
-    key = (*_stat_key(folder), max_bytes, cdf_points)
-    with _LOCK:
-        kept = _FIGURES.get(key)
-    if kept is not None:
-        return kept
-    read = read_run(folder, max_request_bytes=max_bytes)
-    figures = FolderFigures(meta=read.meta, summary=read.summary,
-                            cdf=latency_cdf(read.requests.records, max_points=cdf_points),
-                            records_read=len(read.requests.records), bytes_read=read.requests.bytes_read,
-                            bytes_total=read.requests.bytes_total, capped=read.requests.capped)
-    with _LOCK:
-        _FIGURES[key] = figures
-        _FIGURES.move_to_end(key)
-        while len(_FIGURES) > _KEEP:
-            _FIGURES.popitem(last=False)
-    return figures
+
+    def compute() -> FolderFigures:
+        read = read_run(folder, max_request_bytes=max_bytes)
+        return FolderFigures(meta=read.meta, summary=read.summary,
+                             cdf=latency_cdf(read.requests.records, max_points=cdf_points),
+                             records_read=len(read.requests.records), bytes_read=read.requests.bytes_read,
+                             bytes_total=read.requests.bytes_total, capped=read.requests.capped)
+
+    key = (file_stats(folder / "run.json", folder / "requests.jsonl"), max_bytes, cdf_points)
+    return _FIGURES.get_or_compute(key, compute)
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """Comparing two checkpoints in the registry: per evaluation set both scores and B - A, paired item by
-item with the paired-bootstrap interval exactly as the ablation computes it, from the checkpoints'
-finished evaluation runs (their per-item JSONL); a clear message when the two were not scored on
-the same items; 400 naming the parameter for an id that is not a checkpoint."""
+item with the paired-bootstrap interval by the one paired comparison (evaluation.compare), from the
+checkpoints' finished evaluation runs (their per-item JSONL); over the items both scored, saying how
+many only one side scored, and a clear message when they share none; 400 naming the parameter for an id that is not a checkpoint."""
 
 from __future__ import annotations
 
@@ -86,15 +86,34 @@ def test_two_checkpoints_scored_on_the_same_items_get_the_paired_bootstrap_of_th
     assert f"not scored on T2 Harness-Variant QA yet for run #{a.pk} and run #{b.pk}" in _row(page, "variant_qa")
 
 
-def test_checkpoints_scored_on_different_items_get_a_message_not_an_interval(personas, tmp_path, scored):
+def test_checkpoints_scored_on_different_items_are_paired_on_the_items_both_scored(personas, tmp_path, scored):
+    """The one policy of evaluation.compare: the items only one side scored are left out and counted."""
     a, b = _checkpoint(tmp_path, "a"), _checkpoint(tmp_path, "b")
     a_eval = _evaluation(tmp_path, a, scored[3])
     b_eval = _evaluation(tmp_path, b, scored[2])
     _evaluation(tmp_path, b, scored[3], status=Job.FAILED)  # a failed evaluation is not used
     page = page_text(client_for(personas.ml_engineer).get(f"/training/checkpoints/compare/?a={a.pk}&b={b.pk}"))
     row = _row(page, "live_qa")
-    assert (f"not scored on the same items: run #{a.pk}'s evaluation #{a_eval.pk} has 3, run #{b.pk}'s "
-            f"evaluation #{b_eval.pk} has 2, 2 in common") in row
+    base, cand = read_rows(a_eval.path / "eval" / "live_qa.jsonl"), read_rows(b_eval.path / "eval" / "live_qa.jsonl")
+    ids = sorted(set(base) & set(cand))
+    expected = paired_bootstrap(baseline=[100 * float(base[i]["avg"] or 0) for i in ids],
+                                candidate=[100 * float(cand[i]["avg"] or 0) for i in ids], resamples=10_000)
+    assert len(ids) == 2 and 'class="difference"' in row
+    assert (f"{expected.delta:+.1f} [{expected.low:+.1f}, {expected.high:+.1f}] <span class=\"small\">(n=2: the items "
+            "both scored; 1 only in A, 0 only in B)") in row
+
+
+def test_checkpoints_scored_on_no_common_item_get_a_message_not_an_interval(personas, tmp_path, scored):
+    a, b = _checkpoint(tmp_path, "a"), _checkpoint(tmp_path, "b")
+    a_eval = _evaluation(tmp_path, a, scored[2])
+    b_eval = _evaluation(tmp_path, b, scored[2])
+    rows = b_eval.path / "eval" / "live_qa.jsonl"
+    rows.write_text("".join(json.dumps({**json.loads(line), "id": "other-" + json.loads(line)["id"]}) + "\n"
+                            for line in rows.read_text().splitlines() if line.strip()))
+    page = page_text(client_for(personas.ml_engineer).get(f"/training/checkpoints/compare/?a={a.pk}&b={b.pk}"))
+    row = _row(page, "live_qa")
+    assert (f"no item in common: run #{a.pk}'s evaluation #{a_eval.pk} and run #{b.pk}'s evaluation #{b_eval.pk} "
+            "scored different items; evaluate both with the same cases") in row
     assert 'class="difference"' not in row
 
 

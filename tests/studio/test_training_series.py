@@ -99,6 +99,8 @@ def test_a_growing_metrics_file_is_read_from_where_it_ended_and_a_resumed_one_ag
 @pytest.mark.django_db
 def test_a_finished_runs_curves_are_kept_beside_its_metrics_and_redone_when_they_change(tmp_path):
     from studio.training import selectors
+    from studio.training.selectors import dashboard
+    from studio.training.selectors import metrics as metrics_module
 
     folder = tmp_path / "run"
     (folder / "sft").mkdir(parents=True)
@@ -111,9 +113,9 @@ def test_a_finished_runs_curves_are_kept_beside_its_metrics_and_redone_when_they
     first = selectors.run_dashboard(run)
     cache = folder / selectors.DASHBOARD_CACHE
     assert cache.is_file()
-    selectors._CURVES.clear()  # another web process: it reads the kept curves, not the metrics
-    selectors._PARSED.clear()
-    assert selectors.run_dashboard(run)["charts"] == first["charts"] and not selectors._PARSED
+    dashboard._CURVES.clear()  # another web process: it reads the kept curves, not the metrics
+    metrics_module._PARSED.clear()
+    assert selectors.run_dashboard(run)["charts"] == first["charts"] and not len(metrics_module._PARSED)
     metrics.write_text('{"step": 1, "loss": 4.0}\n{"step": 2, "loss": 1.5}\n{"step": 3, "loss": 1.0}\n')
     loss = next(c for c in selectors.run_dashboard(run)["charts"] if c["key"] == "loss")
     assert [p[1] for p in loss["series"][0]["points"]] == [4.0, 1.5, 1.0]
@@ -157,7 +159,7 @@ def test_the_curves_mark_kept_checkpoints_the_final_model_and_its_self_evaluatio
 def test_the_fast_metrics_reader_reads_exactly_what_the_json_reader_does(text):
     import numpy as np
 
-    from studio.training.selectors import _parse_json, parse_metrics
+    from studio.training.selectors.metrics import _parse_json, parse_metrics
 
     fast, exact = parse_metrics(text.encode()), _parse_json(text.encode())
     assert fast.steps.tolist() == exact.steps.tolist()
@@ -205,11 +207,11 @@ def test_eval_loss_is_a_curve_each_evaluation_is_marked_and_the_best_kept_checkp
     assert [(m["x"], m["checkpoint"], m["label"]) for m in best] == [
         (8, "checkpoint-8", "best checkpoint: checkpoint-8 (eval_loss 2.2500)")]
     assert [m[0] for m in marks] == sorted(m[0] for m in marks)  # in step order, as the list shows them
-    from studio.training import selectors
+    from studio.training.selectors import dashboard, metrics
 
-    selectors._CURVES.clear()  # another web process: the evaluations are kept with the curves, not parsed again
-    selectors._PARSED.clear()
-    assert run_dashboard(run)["marks"] == data["marks"] and not selectors._PARSED
+    dashboard._CURVES.clear()  # another web process: the evaluations are kept with the curves, not parsed again
+    metrics._PARSED.clear()
+    assert run_dashboard(run)["marks"] == data["marks"] and not len(metrics._PARSED)
 
     # checkpoint-8 goes (rotated, deleted by hand): the best is the lowest left, checkpoint-4
     import shutil

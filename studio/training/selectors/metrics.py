@@ -1,0 +1,252 @@
+"""A training run's metrics as the dashboards read them: its stage folders, each metrics.jsonl as
+columns (``Metrics``), parsed once per change and then only from where the last read ended, and the
+run's progress with the time left.
+
+The rows are those of the one reader of the file (``training.runs.parse_metrics``: a half-written
+last line waits for the next read); pyarrow's JSON reader is the fast path to the same columns,
+tested equal to it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from studio.filecache import FileCache
+from studio.training.models import TrainingRun
+
+
+@dataclass(frozen=True)
+class StageFolder:
+    """One folder that a trainer writes metrics.jsonl into, and how many steps it will train."""
+
+    name: str
+    path: Path
+    total_steps: int
+
+
+def stage_folders(run: TrainingRun) -> list[StageFolder]:
+    """The trainer folders of a run, in the order they train (a pipeline's stages one by one)."""
+    folders = []
+    for step in run.steps if run.is_training else []:
+        config = run.config.get(step["name"], {})
+        output = run.path / step["output"]
+        if step["name"].startswith(TrainingRun.PIPELINE):
+            for stage in config.get("stages", []):
+                section = config.get(stage, {})
+                folders.append(StageFolder(f"{step['name']}/{stage}", output / stage, _steps_of(section)))
+        else:
+            folders.append(StageFolder(step["name"], output, _steps_of(config)))
+    return folders
+
+
+def _steps_of(config: dict[str, Any]) -> int:
+    return int(config.get("stop_after_steps") or config.get("max_steps") or 1)
+
+
+@dataclass
+class Metrics:
+    """A metrics.jsonl as columns: the step of each row (the rows with an integer step, in file order),
+    one float array per numeric metric (NaN where a row has none) and what progress needs of the rows."""
+
+    steps: Any                       # numpy int64 array
+    columns: dict[str, Any]          # metric -> numpy float64 array, as long as steps
+    first_time: Any = None           # the first and last rows' "time" (an ISO string as the loggers write it)
+    last_time: Any = None
+    last_loss: float | None = None   # the loss of the last row that logged one
+
+    def __len__(self) -> int:
+        return len(self.steps)
+
+    @classmethod
+    def empty(cls) -> Metrics:
+        import numpy as np
+
+        return cls(np.zeros(0, dtype=np.int64), {})
+
+    @classmethod
+    def joined(cls, parts: list[Metrics], *, offsets: list[int] | None = None) -> Metrics:
+        """The parts one after another (``offsets`` added to each part's steps), missing metrics NaN."""
+        import numpy as np
+
+        parts_offsets = list(zip(parts, offsets or [0] * len(parts), strict=True))
+        parts_offsets = [(p, o) for p, o in parts_offsets if len(p)]
+        if not parts_offsets:
+            return cls.empty()
+        if len(parts_offsets) == 1 and not parts_offsets[0][1]:
+            return parts_offsets[0][0]
+        names = dict.fromkeys(name for p, _ in parts_offsets for name in p.columns)
+        columns = {name: np.concatenate([p.columns[name] if name in p.columns else np.full(len(p), np.nan)
+                                         for p, _ in parts_offsets]) for name in names}
+        losses = [p.last_loss for p, _ in parts_offsets if p.last_loss is not None]
+        return cls(np.concatenate([p.steps + o for p, o in parts_offsets]), columns,
+                   first_time=parts_offsets[0][0].first_time, last_time=parts_offsets[-1][0].last_time,
+                   last_loss=losses[-1] if losses else None)
+
+
+def _last_loss(columns: dict[str, Any]) -> float | None:
+    import numpy as np
+
+    loss = columns.get("loss")
+    if loss is None:
+        return None
+    finite = np.flatnonzero(np.isfinite(loss))
+    return float(loss[finite[-1]]) if len(finite) else None
+
+
+def _parse_arrow(data: bytes) -> Metrics:
+    """Parse a block of complete JSON lines into columns with pyarrow's reader (C++, straight to
+    columns, three times faster on 10,000 rows); raises on anything it cannot read exactly as
+    ``_parse_json`` would (then that one is used)."""
+    import io
+
+    import pyarrow as pa
+    import pyarrow.json as pj
+
+    table = pj.read_json(io.BytesIO(data), read_options=pj.ReadOptions(block_size=len(data) + 1),
+                         parse_options=pj.ParseOptions(explicit_schema=pa.schema([("time", pa.string())])))
+    if "step" not in table.column_names:
+        return Metrics.empty()
+    if not pa.types.is_integer(table.schema.field("step").type):
+        raise ValueError("step: not an integer on every row")  # json keeps the rows that have one
+    if table.column("step").null_count:
+        table = table.filter(table.column("step").is_valid())
+    columns = {}
+    for name in table.column_names:
+        kind = table.schema.field(name).type
+        if name != "step" and (pa.types.is_integer(kind) or pa.types.is_floating(kind)):
+            columns[name] = table.column(name).cast(pa.float64()).to_numpy()
+    times = table.column("time").to_pylist() if "time" in table.column_names and table.num_rows else [None]
+    return Metrics(table.column("step").to_numpy().astype("int64"), columns, first_time=times[0],
+                   last_time=times[-1], last_loss=_last_loss(columns))
+
+
+def _parse_json(data: bytes) -> Metrics:
+    """The same from the rows of the one metrics.jsonl reader (``training.runs.parse_metrics``)."""
+    import numpy as np
+
+    from studio.training.series import columns_of
+    from training.runs import parse_metrics as metrics_rows
+
+    rows = [row for row in metrics_rows(data) if type(row.get("step")) is int]
+    if not rows:
+        return Metrics.empty()
+    columns = columns_of(rows)
+    columns.pop("step", None)
+    return Metrics(np.array([row["step"] for row in rows], dtype=np.int64), columns,
+                   first_time=rows[0].get("time"), last_time=rows[-1].get("time"), last_loss=_last_loss(columns))
+
+
+def parse_metrics(data: bytes) -> Metrics:
+    """JSON lines of a metrics.jsonl as ``Metrics`` (rows without an integer step left out, and the
+    lines ``training.runs.parse_metrics`` leaves out)."""
+    if not data:
+        return Metrics.empty()
+    try:
+        return _parse_arrow(data)
+    except Exception:  # noqa: BLE001 - pyarrow missing, NaN, mixed types, a broken line: the exact, slower reader
+        return _parse_json(data)
+
+
+@dataclass
+class _Parsed:
+    inode: int
+    offset: int          # bytes parsed: up to the end of the last complete line
+    mtime_ns: int
+    metrics: Metrics
+
+
+_PARSED = FileCache(128)  # path -> _Parsed
+
+
+def stage_metrics(path: Path) -> Metrics:
+    """metrics.jsonl as columns, parsed once: a file that grew is read from where the last read ended (a
+    running trainer appends a row per step), one that shrank (a resume drops the rows after its
+    checkpoint) is read again. A torn last line is left for the next read. Callers must not change it."""
+    try:
+        stat = path.stat()
+    except OSError:
+        return Metrics.empty()
+    parsed = _PARSED.get(str(path))
+    if parsed is not None and parsed.inode == stat.st_ino and stat.st_size >= parsed.offset:
+        if stat.st_size == parsed.offset and stat.st_mtime_ns == parsed.mtime_ns:
+            return parsed.metrics
+        before, start = parsed.metrics, parsed.offset
+    else:
+        before, start = Metrics.empty(), 0
+    with path.open("rb") as handle:
+        handle.seek(start)
+        data = handle.read()
+    end = data.rfind(b"\n") + 1
+    metrics = Metrics.joined([before, parse_metrics(data[:end])])
+    _PARSED.put(str(path), _Parsed(stat.st_ino, start + end, stat.st_mtime_ns, metrics))
+    return metrics
+
+
+def run_metrics(run: TrainingRun) -> tuple[Metrics, list[dict]]:
+    """(the run's metrics with steps counted across its stages, stage boundaries [{x, name}])."""
+    parts, offsets, boundaries, offset = [], [], [], 0
+    folders = stage_folders(run)
+    for folder in folders:
+        if len(folders) > 1:
+            boundaries.append({"x": offset, "name": folder.name})
+        parts.append(stage_metrics(folder.path / "metrics.jsonl"))
+        offsets.append(offset)
+        offset += folder.total_steps
+    return Metrics.joined(parts, offsets=offsets), boundaries
+
+
+@dataclass(frozen=True)
+class Progress:
+    steps_done: int
+    steps_total: int
+    eta_s: float | None
+    last: dict[str, Any]
+
+    @property
+    def percent(self) -> int:
+        return min(100, int(100 * self.steps_done / self.steps_total)) if self.steps_total else 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"steps_done": self.steps_done, "steps_total": self.steps_total, "percent": self.percent,
+                "eta_s": self.eta_s, "eta": eta_text(self.eta_s), "loss": self.last.get("loss")}
+
+
+def eta_text(seconds: float | None) -> str:
+    if seconds is None:
+        return ""
+    if seconds < 90:
+        return f"about {max(1, round(seconds))} s left"
+    if seconds < 5400:
+        return f"about {round(seconds / 60)} min left"
+    return f"about {seconds / 3600:.1f} h left"
+
+
+def _when(row: dict) -> datetime | None:
+    try:
+        return datetime.fromisoformat(row["time"])
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def run_progress(run: TrainingRun) -> Progress:
+    """Steps trained of all the run's stages, and the time left at the pace of this stage's logged steps."""
+    done = total = 0
+    eta = None
+    last: dict[str, Any] = {}
+    for folder in stage_folders(run):
+        metrics = stage_metrics(folder.path / "metrics.jsonl")
+        step = int(metrics.steps.max()) if len(metrics) else 0
+        total += folder.total_steps
+        done += min(step, folder.total_steps)
+        if len(metrics) and step < folder.total_steps:
+            first_step, latest_step = int(metrics.steps[0]), int(metrics.steps[-1])
+            t0, t1 = _when({"time": metrics.first_time}), _when({"time": metrics.last_time})
+            if t0 and t1 and latest_step > first_step:
+                per_step = (t1 - t0).total_seconds() / (latest_step - first_step)
+                eta = per_step * (folder.total_steps - step)
+        if metrics.last_loss is not None:
+            last = {"loss": metrics.last_loss}
+    return Progress(done, total, eta, last)

@@ -1,0 +1,249 @@
+"""The ablation's per-item statistics and its table (``table.json`` / ``table.md``).
+
+Every cell is read from the per-item JSONL that ``python -m training eval`` wrote for a finished
+evaluation step (``item_scores``), and every difference is the one paired comparison
+(``evaluation.compare.paired_difference``): against Base per set, against Fixed-Harness SFT per T2
+judge dimension, and the two target comparisons. ``AblationTable`` is the table half of
+``training.ablation.Ablation``, which runs the steps; it reads ``config``, ``root``, ``steps`` and
+``_step_done`` from it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from training.ablation_config import (
+    LABELS,
+    MODELS,
+    OUTCOME_SETS,
+    OUTCOMES,
+    SET_LABELS,
+    STEP_DIMENSIONS,
+)
+
+
+def item_scores(eval_dir: str | Path, set_name: str, *,
+                rows: dict[str, dict[str, Any]] | None = None) -> dict[str, float] | None:
+    """Per-item scores (item id -> value in [0, 1]) of one set scored by ``python -m training eval``
+    into ``eval_dir`` (None if that set is not there): a case's AVG on T1/T2, its rubric AVG on Prompt
+    Robustness, and prompt-level strict pass/fail on IFEval (item id: the prompt's position).
+    ``rows``: the set's per-item rows, if already read."""
+    eval_dir = Path(eval_dir)
+    if set_name == "ifeval":
+        path = eval_dir / "summary.json"
+        if not path.is_file():
+            return None
+        summary = json.loads(path.read_text(encoding="utf-8"))
+        if "ifeval" not in summary:
+            return None
+        return {str(i): float(ok) for i, ok in enumerate(summary["ifeval"]["per_prompt"])}
+    if rows is None:
+        from training.self_eval import read_rows
+
+        path = eval_dir / f"{set_name}.jsonl"
+        if not path.is_file():
+            return None
+        rows = read_rows(path)
+    key = "rubric_avg" if set_name == "prompt_robustness" else "avg"
+    return {i: float(r[key] or 0.0) for i, r in rows.items()}
+
+
+class AblationTable:
+    """Table 4 from what is done: the per-item scores of each finished evaluation and the differences."""
+
+    def _rows(self, model: str, set_name: str) -> dict[str, dict[str, Any]] | None:
+        """The per-item rows (id -> row) of a finished evaluation, read once per table, else None."""
+        if not self._step_done(f"eval:{model}:{set_name}"):
+            return None
+        key = (model, set_name)
+        if key not in self._read:
+            from training.self_eval import read_rows
+
+            self._read[key] = read_rows(self.root / "eval" / model / f"{set_name}.jsonl")
+        return self._read[key]
+
+    def _scores(self, model: str, set_name: str) -> dict[str, float] | None:
+        """Per-item scores (id -> value) of a finished evaluation, else None."""
+        if not self._step_done(f"eval:{model}:{set_name}"):
+            return None
+        if set_name == "ifeval":
+            return item_scores(self.root / "eval" / model, "ifeval")
+        return item_scores(self.root / "eval" / model, set_name, rows=self._rows(model, set_name))
+
+    def _dimension(self, model: str, name: str) -> dict[str, float] | None:
+        """Per-case values of one judge dimension on T2 (cases where the judge scored it)."""
+        rows = self._rows(model, "variant_qa")
+        if rows is None:
+            return None
+        if name == "renamed_tool_called":
+            renamed = self._renamed_tool_cases()
+            return {i: 0.0 if "missing_tool_call" in r["reasons"] else 1.0 for i, r in rows.items()
+                    if r.get("harness") in renamed.get(i, ())}
+        return {i: float(r["dimensions"][name]) for i, r in rows.items()
+                if (r.get("dimensions") or {}).get(name) is not None}
+
+    def _outcomes(self, model: str, set_name: str) -> dict[str, int] | None:
+        """How the requests of a finished T1/T2 evaluation ended (the runtime's outcome), else None."""
+        from evaluation.summary import outcome_counts
+
+        rows = self._rows(model, set_name)
+        if rows is None:
+            return None
+        # the one definition (evaluation.summary): effective = replied with Effectiveness 1
+        return outcome_counts([{"outcome": row.get("outcome"), "effectiveness": row.get("effectiveness")}
+                               for row in rows.values()])
+
+    def _renamed_tool_cases(self) -> dict[str, set[str]]:
+        """Held-out case id -> the evaluation variants under which a tool its gold needs has a new name.
+        The variants are rebuilt from their seeds as ``training.self_eval`` builds them (no agents)."""
+        if self._renamed is not None:
+            return self._renamed
+        from harness import load_dir
+        from harness.augment import augment_bundle
+        from training.cases import held_out_cases
+        from training.hsa import merged_requirements, variant_seeds
+        from training.self_eval import EVAL_POOL_SIZE, EVAL_VARIANT_SEED, VARIANT_DIMS
+        from training.stage_common import resolve_harness_dir
+
+        cases = held_out_cases()[:self.config.eval_cases]
+        bundle, requirements = load_dir(resolve_harness_dir(self.config.harness)), merged_requirements(cases)
+
+        def needed(case: dict[str, Any]) -> list[str]:
+            return [t["name"] for t in (case.get("gold") or {}).get("tool_calls", []) if not t.get("optional")]
+
+        self._renamed = {}
+        for seed in variant_seeds(EVAL_VARIANT_SEED // 1000, EVAL_POOL_SIZE):
+            mapping = augment_bundle(bundle=bundle, seed=seed, dims=list(VARIANT_DIMS),
+                                     requirements=requirements).mapping
+            for case in cases:
+                try:
+                    if needed(mapping.remap_case(case)) != needed(case):
+                        self._renamed.setdefault(case["id"], set()).add(f"hsa{seed}")
+                except ValueError:  # a gold skill masked in this variant: the case ran on the original
+                    continue
+        return self._renamed
+
+    def _bootstrap(self, base: dict[str, float], cand: dict[str, float]) -> dict[str, float]:
+        """``evaluation.compare.paired_difference``: over the items both scored, the rest counted."""
+        from evaluation.compare import paired_difference
+
+        return paired_difference(base, cand, resamples=self.config.resamples)
+
+    def write_table(self) -> dict[str, Any]:
+        """Build the table from what is done and write table.json and table.md."""
+        table = self.table()
+        (self.root / "table.json").write_text(json.dumps(table, indent=2) + "\n", encoding="utf-8")
+        (self.root / "table.md").write_text(self.markdown(table), encoding="utf-8")
+        return table
+
+    def table(self) -> dict[str, Any]:
+        """The table's data from the folder (per-item evaluation rows, steps.json); nothing is written."""
+        self._read: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}  # evaluation rows read for this table
+        table: dict[str, Any] = {"models": {}, "targets": {}, "wall_s": {}}
+        for model in MODELS:
+            row: dict[str, Any] = {}
+            for set_name in SET_LABELS:
+                scores = self._scores(model, set_name)
+                if scores is None:
+                    continue
+                cell: dict[str, Any] = {"score": 100 * sum(scores.values()) / len(scores), "n": len(scores)}
+                base = self._scores("base", set_name)
+                if model != "base" and base is not None:
+                    cell["vs_base"] = self._bootstrap(base, scores)
+                row[set_name] = cell
+            table["models"][model] = row
+        table["t2_steps"] = {}
+        fixed_dims = {name: self._dimension("fixed_sft", name) for name in STEP_DIMENSIONS}
+        for model in MODELS:
+            cells = {}
+            for name in STEP_DIMENSIONS:
+                values = self._dimension(model, name)
+                if values == {}:
+                    cells[name] = {"score": None, "n": 0}  # scored, but the judge had nothing to grade
+                elif values:
+                    cells[name] = {"score": 100 * sum(values.values()) / len(values), "n": len(values)}
+                    if model != "fixed_sft" and fixed_dims[name]:
+                        cells[name]["vs_fixed_sft"] = self._bootstrap(fixed_dims[name], values)
+            table["t2_steps"][model] = cells
+        table["outcomes"] = {model: {set_name: counts for set_name in OUTCOME_SETS
+                                     if (counts := self._outcomes(model, set_name)) is not None}
+                             for model in MODELS}
+        fixed, hsa = self._scores("fixed_sft", "variant_qa"), self._scores("hsa_sft", "variant_qa")
+        if fixed and hsa:
+            table["targets"]["hsa_sft_vs_fixed_sft_on_T2"] = {**self._bootstrap(fixed, hsa), "target": ">= +5"}
+        base_if, full_if = self._scores("base", "ifeval"), self._scores("rl", "ifeval")
+        if base_if and full_if:
+            table["targets"]["full_pipeline_vs_base_on_IFE-P"] = {
+                **self._bootstrap(base_if, full_if), "target": "within 2 points or interval includes 0"}
+        table["wall_s"] = {name: round(info.get("wall_s", 0.0), 1) for name, info in self.steps.items()}
+        return table
+
+    def markdown(self, table: dict[str, Any]) -> str:
+        header = "| Model | " + " | ".join(SET_LABELS.values()) + " |"
+        lines = [f"# HAT ablation ({self.config.model}, {self.root.name})", "",
+                 "Scores x100; in brackets: paired-bootstrap 95% interval of the difference to Base "
+                 f"({self.config.resamples} resamples).", "", header,
+                 "|" + "---|" * (len(SET_LABELS) + 1)]
+        for model in MODELS:
+            cells = []
+            for set_name in SET_LABELS:
+                cell = table["models"].get(model, {}).get(set_name)
+                if cell is None:
+                    cells.append("pending")
+                    continue
+                text = f"{cell['score']:.1f}"
+                if "vs_base" in cell:
+                    text += _difference_text(cell["vs_base"])
+                cells.append(text)
+            lines.append(f"| {LABELS[model]} | " + " | ".join(cells) + " |")
+        lines += ["", "## T2 step-level dimensions", "",
+                  "Judge dimensions on Harness-Variant QA (x100); in brackets: the difference to Fixed-Harness SFT "
+                  "with its paired-bootstrap 95% interval.", "",
+                  "| Model | " + " | ".join(STEP_DIMENSIONS.values()) + " |", "|" + "---|" * (len(STEP_DIMENSIONS) + 1)]
+        for model in MODELS:
+            cells = []
+            for name in STEP_DIMENSIONS:
+                cell = table.get("t2_steps", {}).get(model, {}).get(name)
+                if cell is None:
+                    cells.append("pending")
+                    continue
+                text = "n/a" if cell["score"] is None else f"{cell['score']:.1f} (n={cell['n']})"
+                if "vs_fixed_sft" in cell:
+                    text += _difference_text(cell["vs_fixed_sft"])
+                cells.append(text)
+            lines.append(f"| {LABELS[model]} | " + " | ".join(cells) + " |")
+        lines += ["", "## How requests ended", "",
+                  "Replied (of which effective) / fallback reply / suppressed / silent, of n requests. A fallback "
+                  "is accurate but not effective, so a model that never finishes scores AVG ~50.", "",
+                  "| Model | " + " | ".join(SET_LABELS[s].removesuffix(" AVG") for s in OUTCOME_SETS) + " |",
+                  "|" + "---|" * (len(OUTCOME_SETS) + 1)]
+        for model in MODELS:
+            cells = []
+            for set_name in OUTCOME_SETS:
+                c = table.get("outcomes", {}).get(model, {}).get(set_name)
+                other = c and c["n"] - sum(c[name] for name in OUTCOMES)
+                cells.append("pending" if c is None else
+                             f"{c['replied']} ({c['effective']} effective) / {c['fallback']} / "
+                             f"{c['suppressed']} / {c['silent']}" + (f" / {c['error']} error" if c['error'] else "")
+                             + (f" / {other} other" if other else "")
+                             + f" of {c['n']}")
+            lines.append(f"| {LABELS[model]} | " + " | ".join(cells) + " |")
+        lines += ["", "## Targets", ""]
+        for name, t in table["targets"].items():
+            lines.append(f"- {name}: delta {t['delta']:+.1f} [{t['low']:+.1f}, {t['high']:+.1f}], "
+                         f"P(delta<=0)={t['p_delta_le_zero']:.3f}, n={t['n']} (target {t['target']})")
+        if not table["targets"]:
+            lines.append("- pending")
+        lines += ["", "## Wall time per step", ""]
+        lines += [f"- {name}: {secs:.0f} s" for name, secs in table["wall_s"].items()]
+        return "\n".join(lines) + "\n"
+
+
+def _difference_text(difference: dict[str, Any]) -> str:
+    """' (+1.2 [-0.5, +2.9])', naming how many items were paired when one side scored items the other did not."""
+    text = f" ({difference['delta']:+.1f} [{difference['low']:+.1f}, {difference['high']:+.1f}]"
+    if difference.get("only_in_parent") or difference.get("only_in_candidate"):
+        text += f" on the {difference['n']} items both scored"
+    return text + ")"
