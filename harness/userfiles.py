@@ -4,7 +4,8 @@ A request, a catalogue, a scripted policy's script, a demonstration
 trajectory, a config or a case set is read with :func:`read_text` (a size
 cap, UTF-8) and, when it is JSON, parsed with :func:`parse_json` (nesting
 bounded, so a hostile file cannot exhaust the stack of every validator that
-walks it). A failure raises the caller's error class (default
+walks it), refusing a lone surrogate (``"\\ud800"``) and anything but a regular file (a FIFO would
+block). A failure raises the caller's error class (default
 :class:`InputFileError`) with one line, ``FILE[:LINE[:COLUMN]]: what is
 wrong``, which a CLI prints before exiting 2 instead of showing a traceback.
 ``harness.jsonl`` reads JSON Lines through the same two functions.
@@ -13,6 +14,9 @@ wrong``, which a CLI prints before exiting 2 instead of showing a traceback.
 from __future__ import annotations
 
 import json
+import os
+import re
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +59,13 @@ def read_text(path: str | Path, *, what: str = "file", max_bytes: int = MAX_DOCU
     """
     path = Path(path)
     try:
-        with path.open("rb") as handle:
+        # O_NONBLOCK: opening a FIFO must not wait for a writer; only a regular file is read
+        with os.fdopen(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as handle:
+            mode = os.fstat(handle.fileno()).st_mode
+            if stat.S_ISDIR(mode):
+                raise IsADirectoryError
+            if not stat.S_ISREG(mode):
+                raise _fail(error, str(path), f"is not a regular file (a FIFO, socket or device); expected a {what}")
             data = handle.read(max_bytes + 1)
     except FileNotFoundError:
         raise _fail(error, str(path), f"no such {what}") from None
@@ -92,8 +102,9 @@ def parse_json(text: str, *, source: str, line: int | None = None, what: str = "
         raise _fail(error, where, _too_deep(what, max_depth)) from None
     except ValueError as exc:  # e.g. an integer with more digits than Python converts
         raise _fail(error, where, f"not valid JSON ({exc})") from None
-    if _deeper_than(value, max_depth):
-        raise _fail(error, where, _too_deep(what, max_depth))
+    problem = _shape_problem(value, max_depth, what)
+    if problem:
+        raise _fail(error, where, problem)
     return value
 
 
@@ -108,17 +119,32 @@ def _too_deep(what: str, max_depth: int) -> str:
     return f"JSON arrays/objects nest deeper than {max_depth} levels, the most a {what} may"
 
 
-def _deeper_than(value: Any, limit: int) -> bool:
-    stack = [(value, 1)]
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _shape_problem(value: Any, limit: int, what: str) -> str | None:
+    """Nesting deeper than ``limit``, or a string or key holding a lone surrogate (JSON's ``"\\ud800"``
+    escape without its pair: not a character, so printing or storing it fails later), named by its path."""
+    stack: list[tuple[Any, int, str]] = [(value, 1, "")]
     while stack:
-        item, depth = stack.pop()
+        item, depth, where = stack.pop()
+        if isinstance(item, str):
+            if _SURROGATE.search(item):
+                return (f"{where or '(top level)'}: holds a lone surrogate (a \\ud800-\\udfff escape without its "
+                        "pair), which is not a Unicode character; write the character itself")
+            continue
         if isinstance(item, dict):
-            children = item.values()
+            children = []
+            for key, child in item.items():
+                if _SURROGATE.search(key):
+                    return (f"{where or '(top level)'}: a key holds a lone surrogate (a \\ud800-\\udfff escape "
+                            "without its pair), which is not a Unicode character")
+                children.append((child, f"{where}.{key}" if where else key))
         elif isinstance(item, list):
-            children = item
+            children = [(child, f"{where}[{i}]") for i, child in enumerate(item)]
         else:
             continue
         if depth > limit:
-            return True
-        stack.extend((child, depth + 1) for child in children)
-    return False
+            return _too_deep(what, limit)
+        stack.extend((child, depth + 1, path) for child, path in children)
+    return None
