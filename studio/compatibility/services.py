@@ -41,6 +41,10 @@ class CompatibilityError(ValueError):
     """A cell cannot be asked for; the message names the field and what is valid."""
 
 
+class NoCompatibilitySet(CompatibilityError):
+    """The dataset the compatibility set is drawn from is not imported."""
+
+
 def compat_dataset_ensure() -> tuple[selectors.CompatSet, Dataset]:
     """The current compatibility set, imported as a dataset named after its version (once)."""
     from evaluation.cases import dumps_case
@@ -48,7 +52,7 @@ def compat_dataset_ensure() -> tuple[selectors.CompatSet, Dataset]:
 
     current = selectors.compat_set()
     if current is None:
-        raise CompatibilityError(f"no compatibility set: the dataset {settings.COMPATIBILITY_SOURCE_DATASET} "
+        raise NoCompatibilitySet(f"no compatibility set: the dataset {settings.COMPATIBILITY_SOURCE_DATASET} "
                                  "it is drawn from is not imported (manage.py seed_evolution_demo imports it)")
     dataset = current.dataset
     if dataset is None:

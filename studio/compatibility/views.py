@@ -15,7 +15,12 @@ from django.views.decorators.http import require_GET, require_POST
 
 from studio.accounts.decorators import requires
 from studio.compatibility import selectors
-from studio.compatibility.services import CompatibilityError, cell_request, label_server_set
+from studio.compatibility.services import (
+    CompatibilityError,
+    NoCompatibilitySet,
+    cell_request,
+    label_server_set,
+)
 from studio.endpoints.models import ModelEndpoint
 from studio.harnesses.lookups import parse_int
 from studio.harnesses.models import Harness, HarnessVersion
@@ -70,6 +75,9 @@ def cell_request_view(request):
             raise CompatibilityError("version: no such Harness version")
         cell = cell_request(endpoint=endpoint, version=version, actor=request.user,
                             reason=f"asked for by {request.user.username}")
+    except NoCompatibilitySet as error:  # the studio's state, not the request's fault: said on the page
+        messages.error(request, str(error))
+        return redirect(_matrix_url(version.harness))
     except CompatibilityError as error:
         return HttpResponseBadRequest(str(error))
     messages.success(request, f"Cell of {endpoint.name} on {version.harness.name} v{version.number}: evaluation "

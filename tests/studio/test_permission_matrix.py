@@ -93,6 +93,11 @@ MATRIX = [
     ("replays:replay_list", "get", "/replay/", "training.view", None),
     ("replays:replay_detail", "get", "/replay/{replay}/", "training.view", None),
     ("replays:replay_compare", "get", "/replay/compare/?a={replay}&b={replay}", "training.view", None),
+    ("compatibility:matrix", "get", "/compatibility/", "compatibility.view", None),
+    ("compatibility:cell_request", "post", "/compatibility/cells/", "compatibility.request",
+     {"endpoint": "{endpoint}", "version": "{version}"}),
+    ("compatibility:label_server", "post", "/compatibility/servers/", "endpoint.manage",
+     {"harness": H, "label": "staging", "endpoint": "{endpoint}"}),
 ]
 API_MATRIX = [
     ("api:harness_list", "get", "/api/v1/harnesses/", "studio.view", None),
@@ -105,7 +110,7 @@ PUBLIC = {"accounts:login", "accounts:logout"}
 # The namespaces this matrix covers: the studio core. Apps added later (e.g.
 # evolution) keep their own matrix beside their views.
 CORE_NAMESPACES = {"", "harnesses", "accounts", "jobs", "endpoints", "playground", "audit", "api", "training", "replays",
-                   "releases"}
+                   "releases", "compatibility"}
 
 
 def _named_urls() -> set[str]:
@@ -158,12 +163,12 @@ def world(personas, demo_version, demo_files, settings, tmp_path):
         draft=draft, path=SKILL, author=personas.operator, base_revision=1, seen_revision=2, their_text="a", my_text="b"
     )
     endpoint = ModelEndpoint.objects.create(name="remote", route="openai", base_url="http://127.0.0.1:9/v1", model="m")
+    secret = EndpointSecret.objects.create(name="vendor", value="a-key")
     job = Job.objects.create(kind="worker_check", title="done", status=Job.SUCCEEDED, params={"seconds": 1})
     queued = Job.objects.create(kind="worker_check", title="waiting", params={"seconds": 1})
     settings.TRAINING_RUNS_DIR = tmp_path / "runs"
     run = _trained_run(tmp_path / "trained", status=Job.SUCCEEDED)
     stopped = _trained_run(tmp_path / "stopped", status=Job.CANCELLED)
-    secret = EndpointSecret.objects.create(name="vendor", value="a-key")
     from studio.releases.services import release_draft
 
     release = release_draft(checkpoint=str(run.final_dir), draft_head="", harness_version=f"{H}@v1", notes="",
