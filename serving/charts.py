@@ -12,7 +12,7 @@ def format_figure(key: str, value: Any) -> str:
     """A figure as the table shows it: shares in %, latencies in seconds to the millisecond."""
     if value is None:
         return "n/a"
-    if key in ("share_within_sla", "success_rate", "fallback_rate"):
+    if key in ("share_within_sla", "success_rate", "answered_rate", "fallback_rate"):
         return f"{100 * value:.1f}%"
     if key in ("wall_p50_s", "wall_p95_s", "ttft_p50_s", "ttft_p95_s"):
         return f"{value:.3f}"
@@ -45,9 +45,15 @@ def table_markdown(summary: dict[str, Any]) -> str:
                               + (f" of {len(s['acceptance_rate_per_position']) + 1}, rate "
                                  f"{100 * s['acceptance_rate']:.1f}%" if s.get("acceptance_rate") is not None else "")
                               for level, s in spec) + "."]
+    from serving.metrics import fallback_warning
+
+    warning = fallback_warning(summary["levels"])
+    if warning:
+        lines += ["", f"**Warning:** {warning}."]
     lines += [
         "",
         "Success = final answer returned (a Harness fallback reply counts, and is also shown as Fallback); "
+        "Answered = the agent's own final answer (no fallback), over all measured requests; "
         "wall percentiles over successful requests; the SLA share and success over all measured "
         "requests (errors and timeouts count against both); TTFT of each request's first model call; "
         "decode tok/s = (output tokens - 1) / (call latency - TTFT), mean over calls.",

@@ -20,6 +20,11 @@ Definitions (per concurrency level, over its measured records only):
 - share within SLA (15 s): successful requests with wall_s <= SLA divided by
   ALL measured requests: a failed or timed-out request counts against it;
 - execution success: successful / all measured requests;
+- answered: requests that came back with the agent's own final answer (successful and not the
+  Harness's fallback reply) / all measured requests. A fallback is not an answer: a level whose
+  requests mostly fell back (``mostly_fallback``: fallback rate above one half) times the fallback,
+  and its success and SLA shares say nothing about the model; every page and gate that shows them
+  says so (:func:`fallback_warning`);
 - TTFT P50 / P95: percentiles of the first model call's ttft_s, over measured
   requests whose first call streamed a token;
 - decode tokens/s: per model call (output_tokens - 1) / (latency_s - ttft_s):
@@ -50,6 +55,7 @@ METRIC_LABELS = {
     "decode_tokens_per_s": "Decode tok/s",
     "share_within_sla": "<= SLA",
     "success_rate": "Success",
+    "answered_rate": "Answered",
     "fallback_rate": "Fallback",
     "calls_per_request": "Calls/req",
     "input_tokens_per_call": "In tok/call",
@@ -99,6 +105,7 @@ def summarise(records: Iterable[dict[str, Any]], *, sla_s: float = DEFAULT_SLA_S
     in_calls = [c["input_tokens"] for c in answered if c.get("input_tokens") is not None]
     out_calls = [c["output_tokens"] for c in answered if c.get("output_tokens") is not None]
     within = sum(1 for r in ok if float(r["wall_s"]) <= sla_s)
+    fallbacks = sum(1 for r in measured if r.get("status") == "fallback")
     failures: dict[str, int] = {}
     for r in measured:
         if not r.get("ok"):
@@ -117,11 +124,26 @@ def summarise(records: Iterable[dict[str, Any]], *, sla_s: float = DEFAULT_SLA_S
         "decode_tokens_per_s": _mean(rates),
         "share_within_sla": within / n if n else None,
         "success_rate": len(ok) / n if n else None,
-        "fallback_rate": sum(1 for r in measured if r.get("status") == "fallback") / n if n else None,
+        "answered_rate": sum(1 for r in ok if r.get("status") != "fallback") / n if n else None,
+        "fallback_rate": fallbacks / n if n else None,
+        "mostly_fallback": 2 * fallbacks > n > 0,
         "calls_per_request": len(calls) / requests_with_calls if requests_with_calls else None,
         "input_tokens_per_call": sum(in_calls) / len(in_calls) if in_calls else None,
         "output_tokens_per_call": sum(out_calls) / len(out_calls) if out_calls else None,
     }
+
+
+def fallback_warning(levels: dict[Any, dict[str, Any]]) -> str:
+    """A sentence for every page and gate that shows a replay's figures when a level's requests mostly
+    fell back to the Harness's fallback reply; "" when none did."""
+    fell = [(level, m) for level, m in levels.items() if isinstance(m, dict) and (
+        m.get("mostly_fallback") or (m.get("fallback_rate") or 0) > 0.5)]
+    if not fell:
+        return ""
+    shown = ", ".join(f"C={level}: {round(100 * (m.get('fallback_rate') or 0))}% of {m.get('n_measured')}"
+                      for level, m in fell)
+    return (f"Most requests fell back to the Harness's fallback reply ({shown}): the wall times, the SLA "
+            "share and Success time the fallback, not the model's answers; see Answered")
 
 
 def summarise_by_concurrency(

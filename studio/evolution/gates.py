@@ -9,7 +9,8 @@ releases (``studio.releases``: a checkpoint, its draft head and a Harness versio
   record read from ``RUN/replay`` by ``serving.record``) that served the checkpoint under the Harness
   version. The SLA of the SPEC is per request (every request answered within 15 s), so the level
   that counts is the *worst* concurrency level's P95: a deployment that meets the bound at C=1 but
-  not at C=8 does not meet it at the load it was replayed for;
+  not at C=8 does not meet it at the load it was replayed for. A replay whose requests mostly fell
+  back to the Harness's fallback reply at any level fails: it timed the fallback, not answers;
 - *general capability*: instruction following (IFEval checkers, prompt-level strict) of a finished
   studio checkpoint evaluation run (kind ``eval`` with the ``ifeval`` set) of the checkpoint,
   compared with its base model on the same prompts (the run scores both): the checkpoint minus the
@@ -164,6 +165,13 @@ def latency_gate(*, version, checkpoint: Path | None = None, fingerprint: str | 
             return Gate("latency", "no data", f"replay run #{run.pk} ({model}) has no successful request to time; "
                         "its levels have no wall P95", run_id=run.pk)
         level, p95 = worst
+        from serving.metrics import fallback_warning
+
+        fell_back = fallback_warning((run.summary.get("replay") or {}).get("levels") or {})
+        if fell_back:
+            return Gate("latency", "fail", f"{fell_back} (replay run #{run.pk} of {model} under "
+                        f"{version.harness.name} v{version.number}{why}); the gate needs answers to time",
+                        run_id=run.pk)
         ok = p95 <= LATENCY_BOUND_S
         return Gate("latency", "pass" if ok else "fail",
                     f"worst level C={level}: wall P95 {p95:.2f} s (bound {LATENCY_BOUND_S:g} s per request) in "

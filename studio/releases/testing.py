@@ -49,10 +49,11 @@ def trained_checkpoint(folder: Path) -> TrainingRun:
 
 
 def replay_run(folder: Path, *, checkpoint: Path, walls: dict[int, list[float]], harness_version=None,
-               harness_digest: str = "", route: str = "") -> TrainingRun:
+               harness_digest: str = "", route: str = "", status: str = "answered") -> TrainingRun:
     """A finished replay run that served ``checkpoint``: ``walls`` are the measured requests' wall times
     per concurrency level. Its Harness is ``harness_version`` (the row), or only ``harness_digest`` (a
-    replay started with the demo Harness folder)."""
+    replay started with the demo Harness folder). ``status="fallback"``: every request ended in the
+    Harness's fallback reply (as the driver records it: ok, counted apart)."""
     from harness.checkpoints import checkpoint_info
     from serving.record import RunWriter, utc_now
 
@@ -62,7 +63,7 @@ def replay_run(folder: Path, *, checkpoint: Path, walls: dict[int, list[float]],
     for level, times in walls.items():
         for i, wall in enumerate(times):
             writer.record({"phase": "measured", "concurrency": level, "case_id": f"c{i}", "ok": True,
-                           "status": "answered", "wall_s": wall, "calls": [], "has_trajectory": True})
+                           "status": status, "wall_s": wall, "calls": [], "has_trajectory": True})
     writer.close()
     digest = harness_version.digest if harness_version is not None else harness_digest
     writer.write_json("run.json", {

@@ -26,7 +26,7 @@ from studio.training.models import TrainingRun
 REQUESTS_READ_BYTES = 16 * 1024 * 1024
 CDF_POINTS = 200
 LEVEL_FIGURES = ("wall_p50_s", "wall_p95_s", "ttft_p50_s", "ttft_p95_s", "decode_tokens_per_s",
-                 "share_within_sla", "success_rate", "fallback_rate")
+                 "share_within_sla", "success_rate", "answered_rate", "fallback_rate")
 """The figures of a level the dashboard and the comparison show, in column order."""
 
 

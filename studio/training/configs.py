@@ -3,8 +3,9 @@
 A training form is ``training/*_config.py``'s dataclass (``SFTStageConfig``, ``OPDStageConfig``,
 ``RLStageConfig``, ``PipelineConfig`` with its stage sections, ``MTPStageConfig``; the ablation's
 ``training.ablation.AblationConfig``); the evaluation and replay forms are
-the two small dataclasses below, one field per flag of ``python -m training eval`` and
-``python -m serving replay``. Values are checked field by field with the training library's own
+the evaluation's small dataclass below, one field per flag of ``python -m training eval``, and the
+replay's own config (``serving.replay_config.ReplayConfig``, which ``python -m serving replay``'s
+flags are built from). Values are checked field by field with the training library's own
 ``coerce`` and then the dataclass's own ``check()``, so the studio says exactly what the command line
 says (``max_steps: must be at least 1, got 0``), every message naming its field.
 
@@ -28,6 +29,7 @@ from typing import Any
 from harness.augment.pipeline import DIMS as HSA_DIMS
 from harness.checkpoints import checkpoint_problem
 from harness.yamlio import dump_yaml, load_yaml
+from serving.replay_config import ReplayConfig
 from training.ablation import AblationConfig
 from training.base_config import ConfigError, coerce
 from training.mtp_config import MTPStageConfig
@@ -79,49 +81,7 @@ class EvalRunConfig:
                 "--sets", ",".join(self.sets), "--cases", str(self.cases), "--ifeval", str(self.ifeval)]
 
 
-@dataclass
-class ReplayRunConfig:
-    """The deployment replay (``python -m serving replay``): fixed cases at fixed concurrency, the complete agent."""
-
-    route: str = field(default="cpu-engine-tiny", metadata={"help": (
-        "Serving route: a profile from `python -m serving profiles` (cpu-engine, cpu-engine-int8, "
-        "cpu-engine-tiny, cpu-local, cpu-tiny, gpu-sglang) or local:CHECKPOINT / transformers:CHECKPOINT "
-        "with the absolute path of a checkpoint folder.")})
-    harness: str = field(default="demo", metadata={"help": (
-        "Harness the agent runs under: 'demo' or a studio version, NAME@vN.")})
-    cases: str = field(default="", metadata={"help": (
-        "Replay case file on the workers (absolute path). The form starts with the demo's 110 cases "
-        "(written by `manage.py seed_evolution_demo`) when they exist; `python -m evaluation generate` "
-        "writes others.")})
-    concurrency: list[int] = field(default_factory=lambda: [1, 2], metadata={"help": (
-        "Concurrency levels, e.g. 1,2,4,8: C requests in flight at once.")})
-    warmup: int = field(default=1, metadata={"help": "Warm-up cases per level (not measured)."})
-    measured: int = field(default=4, metadata={"help": "Measured cases per level."})
-    max_tokens: int = field(default=256, metadata={"help": "Most new tokens per model call."})
-    request_timeout: float = field(default=60.0, metadata={"help": "Seconds before a request counts as timed out."})
-    sla: float = field(default=15.0, metadata={"help": "Latency bound of the attainment share, in seconds."})
-
-    def check(self) -> str:
-        if not self.concurrency or any(not 1 <= c <= 256 for c in self.concurrency):
-            return "concurrency: give levels between 1 and 256, e.g. 1,2,4,8"
-        if not 0 <= self.warmup <= 10000:
-            return f"warmup: must be between 0 and 10000, got {self.warmup}"
-        if not 1 <= self.measured <= 10000:
-            return f"measured: must be between 1 and 10000, got {self.measured}"
-        if not 1 <= self.max_tokens <= 32768:
-            return f"max_tokens: must be between 1 and 32768, got {self.max_tokens}"
-        for name in ("request_timeout", "sla"):
-            if not 0 < getattr(self, name) <= 3600:
-                return f"{name}: must be above 0 and at most 3600 seconds, got {getattr(self, name)}"
-        return ""
-
-    def argv(self, *, out: str) -> list[str]:
-        harness = [] if self.harness == "demo" else ["--harness", self.harness]  # its default is the demo's
-        return ["serving", "replay", "--route", self.route, *harness, "--cases", self.cases,
-                "--concurrency", ",".join(str(c) for c in self.concurrency), "--warmup", str(self.warmup),
-                "--measured", str(self.measured), "--max-tokens", str(self.max_tokens),
-                "--request-timeout", f"{self.request_timeout:g}", "--sla", f"{self.sla:g}",
-                "--out", out, "--run-id", "replay"]
+ReplayRunConfig = ReplayConfig  # the replay form is the serving library's own config
 
 
 CONFIG_CLASSES: dict[str, type] = {"sft": SFTStageConfig, "opd": OPDStageConfig, "rl": RLStageConfig,

@@ -307,6 +307,8 @@ def run_execute(*, run_id: int, context: JobContext) -> dict[str, Any]:
         context.log(f"step {number}/{len(run.steps)} {step['name']}: {shown}")
         code, tail = run_command(step["argv"], log=context.log, on_tick=tick, launcher=launcher)
         if code != 0:
+            # what finished is kept and shown: an evaluation whose one set failed still has the others' scores
+            TrainingRun.objects.filter(pk=run.pk).update(summary=read_folder_summary(run))
             reason = next((line for line in reversed(tail) if line.startswith("error:")), tail[-1] if tail else "")
             raise JobFailed(f"{step['name']}: `{command_text(step['argv'])}` exited with {code}"
                             + (f": {reason}" if reason else ""))

@@ -12,12 +12,14 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from harness.numbers import decimal_int
+from serving.metrics import fallback_warning
 from studio.accounts.decorators import requires
 from studio.endpoints.services import EndpointError
 from studio.lookups import found_or_404
 from studio.training import configs, selectors
 from studio.training.models import TrainingRun
 from studio.training.presets import PRESETS, preset_config, presets_for, recipe_steps
+from studio.training.results import evaluation_rows
 from studio.training.series import DEFAULT_POINTS
 from studio.training.services import (
     RunRefused,
@@ -172,11 +174,13 @@ def run_detail(request, run_id: int):
                       "yaml": file.read_text(encoding="utf-8") if file.is_file() else ""})
     job = run.job
     can_resume = (run.kind != TrainingRun.REPLAY and job is not None and job.status in ("failed", "cancelled"))
+    summary = run.summary or selectors.read_folder_summary(run)
     return render(request, "training/run_detail.html", {
         "run": run, "steps": steps, "job": job,
         "progress": selectors.run_dashboard(run)["progress"] if run.is_training else {},
         "can_cancel": job is not None and job_can_cancel(job=job, user=request.user), "can_resume": can_resume,
-        "summary": run.summary or selectors.read_folder_summary(run),
+        "summary": summary, "eval_rows": evaluation_rows((summary or {}).get("evaluation")),
+        "replay_warning": fallback_warning(((summary or {}).get("replay") or {}).get("levels") or {}),
         "has_model": run.is_policy and (run.final_dir / "config.json").is_file(),
         "ablation": selectors.ablation_dashboard(run) if run.kind == TrainingRun.ABLATION else None,
         "eval_labels": configs.EVAL_SET_LABELS})

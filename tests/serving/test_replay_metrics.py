@@ -76,6 +76,28 @@ def test_a_harness_fallback_reply_is_an_executed_request_and_is_counted_apart():
     assert s["wall_p50_s"] == pytest.approx(7.0)
 
 
+def test_a_level_that_mostly_fell_back_answered_nothing_and_every_table_warns():
+    from serving.charts import table_markdown
+    from serving.metrics import fallback_warning
+
+    fell = []
+    for wall in (3.0, 4.0, 5.0):
+        record = _ok(wall, [_call(0.5, 1.5, 100, 11)])
+        record["status"] = "fallback"
+        fell.append(record)
+    s = summarise([*fell, _ok(2.0, [_call(0.5, 1.5, 100, 11)])])
+    assert s["success_rate"] == 1.0 and s["share_within_sla"] == 1.0  # the fallback came back in time...
+    assert s["answered_rate"] == pytest.approx(1 / 4) and s["mostly_fallback"] is True  # ...but is no answer
+    warning = fallback_warning({"1": s})
+    assert warning.startswith("Most requests fell back to the Harness's fallback reply (C=1: 75% of 4)")
+    assert fallback_warning({"1": summarise([_ok(2.0, [_call(0.5, 1.5, 100, 11)])])}) == ""
+    table = table_markdown({"run_id": "r", "harness_digest": "h" * 12, "case_manifest_digest": "c" * 12,
+                            "generation": {"temperature": 0.0, "top_p": 1.0}, "route": "cpu-tiny", "sla_s": 15.0,
+                            "levels": {"1": s}})
+    assert "| Success | Answered | Fallback |" in table and "| 100.0% | 25.0% | 75.0% |" in table
+    assert f"**Warning:** {warning}." in table
+
+
 def test_all_failed_level_reports_zero_success_not_a_crash():
     s = summarise([_failed("error"), _failed("timeout")])
     assert s["success_rate"] == 0.0

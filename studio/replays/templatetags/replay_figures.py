@@ -5,6 +5,7 @@ from __future__ import annotations
 from django import template
 
 from serving.charts import format_figure
+from serving.metrics import fallback_warning
 
 register = template.Library()
 
@@ -27,3 +28,9 @@ def signed_figure(value, key: str) -> str:
 @register.filter
 def ratio(value) -> str:
     return "n/a" if value is None else f"x{value:.3f}"
+
+
+@register.filter
+def replay_fallback_warning(summary) -> str:
+    """serving.metrics' warning of a replay whose requests mostly fell back, else ''."""
+    return fallback_warning((summary or {}).get("levels") or {})
