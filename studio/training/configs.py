@@ -42,7 +42,7 @@ from training.sft_config import SFTStageConfig
 MAX_VALUE_CHARS = 2000
 TRACKERS = ("none", "tensorboard", "mlflow", "wandb", "trackio")
 EVAL_SET_LABELS = {"live_qa": "T1 Live-Stream QA", "variant_qa": "T2 Harness-Variant QA",
-                   "prompt_robustness": "Prompt Robustness", "ifeval": "IFEval"}
+                   "prompt_robustness": "Prompt Robustness", "ifeval": "Instruction following (IFEval checkers)"}
 # Fields the studio sets itself: the run folder is TRAINING_RUNS_DIR/run-N, and its Resume button resumes.
 STUDIO_OWNED = frozenset({"output_dir", "resume"})
 # A pipeline sets these on every stage; its sections do not show them.
@@ -61,10 +61,13 @@ class EvalRunConfig:
     sets: list[str] = field(default_factory=lambda: ["live_qa", "variant_qa", "prompt_robustness", "ifeval"],
                             metadata={"help": (
                                 "Sets to score: live_qa (T1), variant_qa (T2, each case under an unseen HSA "
-                                "variant), prompt_robustness, ifeval (official checkers, prompt-level strict).")})
+                                "variant), prompt_robustness, ifeval (instruction following, lm-eval's IFEval "
+                                "checkers, prompt-level strict: the project's generated prompts unless the "
+                                "workers' HARNESS_IFEVAL_PATH names the official file; the checkpoint's base "
+                                "model answers the same prompts for the capability gate).")})
     cases: int = field(default=100, metadata={"help": (
         "Held-out cases in T1 and T2 (Prompt Robustness takes half as many).")})
-    ifeval: int = field(default=50, metadata={"help": "IFEval prompts (the first N)."})
+    ifeval: int = field(default=50, metadata={"help": "Instruction-following prompts (the first N)."})
 
     def check(self) -> str:
         unknown = [s for s in self.sets if s not in EVAL_SETS]
@@ -207,6 +210,11 @@ def _raw(data: Mapping[str, Any], name: str, widget: str) -> Any:
     return data.get(name)
 
 
+def _one_line(text: str) -> str:
+    # browsers send a textarea's line breaks as CRLF: a line break is a line break however it is spelled
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
 def _parse_value(name: str, raw: Any, tp: Any, widget: str) -> Any:
     texts = raw if isinstance(raw, list) else [raw]
     for text in texts:
@@ -214,12 +222,17 @@ def _parse_value(name: str, raw: Any, tp: Any, widget: str) -> Any:
             raise ConfigError(f"{name}: expected text, got {type(text).__name__}")
         if len(text) > MAX_VALUE_CHARS:
             raise ConfigError(f"{name}: at most {MAX_VALUE_CHARS} characters, got {len(text)}")
-        if any(ord(c) < 32 and c not in "\n\t" for c in text) or ("\n" in text and widget != "mapping"):
-            raise ConfigError(f"{name}: control characters and line breaks are not allowed")
+        text = _one_line(text)
+        if any(ord(c) < 32 and c not in "\n\t" for c in text):
+            raise ConfigError(f"{name}: control characters are not allowed")
+        if "\n" in text and widget != "mapping":
+            raise ConfigError(f"{name}: one line, without line breaks"
+                              + (" (a list is comma-separated: a, b, c)" if widget in ("list", "choices") else ""))
     if widget == "mapping":
-        data, _lines, problems = load_yaml(raw or "{}", file=name)
+        data, _lines, problems = load_yaml(_one_line(raw or "{}"), file=name)
         if problems:
-            raise ConfigError(f"{name}: {problems[0].message}")
+            raise ConfigError(f"{name}: " + "; ".join(f"line {p.line}: {p.message}" for p in problems)
+                              + " (write one 'name: value' a line, e.g. 'accuracy: 1.0', or {} for none)")
         return coerce({} if data is None else data, tp, where=name)
     if widget in ("int", "float") and not raw.strip():
         raise ConfigError(f"{name}: a value is required")
@@ -278,7 +291,6 @@ def parse_form(kind: str, data: Mapping[str, Any], *, field_check: Callable[[str
             stage_values = _parse_dataclass(type(stage_base), data, prefix=f"{section}.", hidden=PIPELINE_OWNED,
                                             base=stage_base, errors=errors)
             sections[section] = stage_values
-    typed = not errors  # every value has its field's type: the config's own checks can run too
     if field_check is not None:
         for name, value in list(values.items()) + [(f"{s}.{k}", v) for s, vs in sections.items()
                                                    for k, v in vs.items()]:
@@ -287,8 +299,8 @@ def parse_form(kind: str, data: Mapping[str, Any], *, field_check: Callable[[str
             problem = field_check(kind, name, value)
             if problem:
                 errors[name] = problem
-    if not typed:
-        raise FormErrors(errors)
+    # the config's own checks run even when a field could not be read (it keeps its default meanwhile),
+    # so every problem is listed at once; a check's message about a field already named is not repeated
     if kind == "pipeline":
         hints = typing.get_type_hints(cls)
         for section, stage_values in sections.items():

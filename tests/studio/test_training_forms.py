@@ -72,7 +72,7 @@ def test_the_pipeline_form_has_a_section_per_stage_without_the_fields_the_pipeli
     ({"cases": "/no/such/cases.jsonl"}, "cases", "cases: /no/such/cases.jsonl is not an existing file"),
     ({"examples": "/etc"}, "examples", "examples: /etc is not an existing file"),
     ({"teacher": "openai:javascript:alert(1)"}, "teacher", "teacher: 'openai:javascript:alert(1)': use 'gold'"),
-    ({"max_cases": "5\nmax_steps: 1"}, "max_cases", "max_cases: control characters and line breaks"),
+    ({"max_cases": "5\nmax_steps: 1"}, "max_cases", "max_cases: one line, without line breaks"),
     ({"seed": "1" * 3000}, "seed", "seed: at most 2000 characters"),
 ])
 def test_a_wrong_field_is_refused_with_400_naming_it_and_nothing_is_saved(personas, runs_dir, data, field,
