@@ -34,16 +34,6 @@ DEFAULT_SGLANG_PORT = 30000
 USER_ERRORS: tuple[type[Exception], ...] = (ValueError, RunRecordError, FileNotFoundError)
 
 
-def _levels(text: str) -> tuple[int, ...]:
-    try:
-        levels = tuple(int(part) for part in text.split(",") if part.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected comma-separated integers, e.g. 1,2,4,8") from None
-    if not levels or any(c < 1 for c in levels):
-        raise argparse.ArgumentTypeError(f"{text!r}: concurrency levels must be integers >= 1")
-    return levels
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m serving", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -86,18 +76,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the argv as a JSON list")
 
     p = sub.add_parser("replay", help="the deployment replay (SPEC §10)")
-    p.add_argument("--route", required=True, help="profile name, transformers:CKPT, sglang:URL:MODEL, openai:URL:MODEL[:KEY_ENV]")
-    p.add_argument("--harness", help="Harness folder (default: the shipped demo Harness)")
-    p.add_argument("--cases", required=True, help="replay case file (JSONL or JSON list)")
-    p.add_argument("--concurrency", type=_levels, default=(1, 2, 4, 8), help="comma-separated levels (default 1,2,4,8)")
-    p.add_argument("--warmup", type=int, default=10, help="warm-up cases per level (default 10)")
-    p.add_argument("--measured", type=int, default=100, help="measured cases per level (default 100)")
-    p.add_argument("--temperature", type=float, default=1.0)
-    p.add_argument("--top-p", type=float, default=0.95)
-    p.add_argument("--max-tokens", type=int, default=256, help="max new tokens per model call (default 256)")
+    from serving.replay_config import add_arguments as add_replay_arguments
+
+    add_replay_arguments(p)  # one flag per field of serving.replay_config.ReplayConfig (the studio's form too)
     p.add_argument("--seed", type=int)
-    p.add_argument("--request-timeout", type=float, default=60.0, help="seconds before a request counts as timed out")
-    p.add_argument("--sla", type=float, default=15.0, help="latency bound of the attainment share (default 15 s)")
     p.add_argument("--profiles", help="profiles YAML file")
     p.add_argument("--out", default=str(DEFAULT_RUNS_DIR), help=f"runs folder (default {DEFAULT_RUNS_DIR})")
     p.add_argument("--run-id", help="name of the run folder (default: time-route-random)")
@@ -201,7 +183,13 @@ def _release_model(args) -> tuple[str, str | None]:
     exactly the approved files."""
     import os
 
-    from serving.release import PUBLIC_KEY_ENV, ReleaseManifestError, launch_problems, load_public_key, read_manifest
+    from serving.release import (
+        PUBLIC_KEY_ENV,
+        ReleaseManifestError,
+        launch_problems,
+        load_public_key,
+        read_manifest,
+    )
 
     given = [flag for flag, value in (("--model", args.model), ("--draft-head", args.draft_head),
                                       ("--profile", args.profile)) if value]
@@ -225,18 +213,21 @@ def cmd_replay(args) -> int:
     from serving.endpoint import GenerationSettings
     from serving.profiles import resolve_route
     from serving.replay import ReplayPlan
+    from serving.replay_config import DEMO_HARNESS, from_arguments
     from serving.service import replay_run
 
-    profile = resolve_route(args.route, profiles_path=args.profiles)
+    config = from_arguments(args)
+    profile = resolve_route(config.route, profiles_path=args.profiles)
     plan = ReplayPlan(
-        concurrency=args.concurrency, warmup=args.warmup, measured=args.measured,
-        request_timeout_s=args.request_timeout, sla_s=args.sla,
+        concurrency=tuple(config.concurrency), warmup=config.warmup, measured=config.measured,
+        request_timeout_s=config.request_timeout, sla_s=config.sla,
     )
     settings = GenerationSettings(
-        temperature=args.temperature, top_p=args.top_p, max_tokens=args.max_tokens, seed=args.seed,
+        temperature=config.temperature, top_p=config.top_p, max_tokens=config.max_tokens, seed=args.seed,
     )
+    harness = demo_harness_dir() if config.harness == DEMO_HARNESS else config.harness
     run_dir = replay_run(
-        profile=profile, harness_dir=args.harness or demo_harness_dir(), cases_path=args.cases,
+        profile=profile, harness_dir=harness, cases_path=config.cases,
         plan=plan, settings=settings, out_root=args.out, run_id=args.run_id,
         progress=lambda msg: print(msg, file=sys.stderr, flush=True),
         trust_harness_commands=args.trust_harness_commands,

@@ -1,0 +1,111 @@
+"""The deployment replay's settings (SPEC §10): one dataclass that ``python -m serving replay``'s flags
+and the studio's replay form are both built from, with one set of defaults, help texts and ranges.
+
+Every field is a flag (``--max-tokens``); ``check()`` names the first field out of range, and the
+CLI refuses it with that message as the studio's form does. What only a command line has (the runs
+folder ``--out``, ``--run-id``, ``--profiles``, ``--seed``, ``--trust-harness-commands``) stays in
+the CLI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+DEMO_HARNESS = "demo"
+
+
+@dataclass
+class ReplayConfig:
+    """The deployment replay: fixed cases at fixed concurrency, the complete agent per request."""
+
+    route: str = field(default="cpu-engine", metadata={"help": (
+        "Serving route: a profile from `python -m serving profiles` (cpu-engine, cpu-engine-tiny, gpu-sglang, ...), "
+        "transformers:CHECKPOINT, local:CHECKPOINT, sglang:URL:MODEL or openai:URL:MODEL[:KEY_ENV].")})
+    harness: str = field(default=DEMO_HARNESS, metadata={"help": (
+        "Harness the agent runs under: 'demo' (the shipped livestream-avatar) or a Harness folder; the studio "
+        "also takes a studio version, NAME@vN.")})
+    cases: str = field(default="", metadata={"help": (
+        "Replay case file (JSONL or a JSON list); `python -m evaluation generate` writes data/world/replay.jsonl, "
+        "`manage.py seed_evolution_demo` the studio demo's 110 cases.")})
+    concurrency: list[int] = field(default_factory=lambda: [1, 2, 4, 8], metadata={"help": (
+        "Concurrency levels, comma-separated: C requests in flight at once.")})
+    warmup: int = field(default=10, metadata={"help": "Warm-up cases per level (not measured)."})
+    measured: int = field(default=100, metadata={"help": "Measured cases per level."})
+    temperature: float = field(default=1.0, metadata={"help": "Sampling temperature of every model call."})
+    top_p: float = field(default=0.95, metadata={"help": "Nucleus sampling share of every model call."})
+    max_tokens: int = field(default=256, metadata={"help": "Most new tokens per model call."})
+    request_timeout: float = field(default=60.0, metadata={"help": "Seconds before a request counts as timed out."})
+    sla: float = field(default=15.0, metadata={"help": "Latency bound of the attainment share, in seconds."})
+
+    def check(self) -> str:
+        """The first problem, as ``field: what is wrong``, or ''."""
+        if not self.route.strip():
+            return "route: give a profile name or ENGINE:CHECKPOINT (python -m serving profiles lists them)"
+        if not self.cases.strip():
+            return "cases: give a replay case file (JSONL or a JSON list)"
+        if not self.concurrency or any(not 1 <= c <= 256 for c in self.concurrency):
+            return "concurrency: give levels between 1 and 256, e.g. 1,2,4,8"
+        if not 0 <= self.warmup <= 10000:
+            return f"warmup: must be between 0 and 10000, got {self.warmup}"
+        if not 1 <= self.measured <= 10000:
+            return f"measured: must be between 1 and 10000, got {self.measured}"
+        if not 0 <= self.temperature <= 2:
+            return f"temperature: must be between 0 and 2, got {self.temperature:g}"
+        if not 0 < self.top_p <= 1:
+            return f"top_p: must be above 0 and at most 1, got {self.top_p:g}"
+        if not 1 <= self.max_tokens <= 32768:
+            return f"max_tokens: must be between 1 and 32768, got {self.max_tokens}"
+        for name in ("request_timeout", "sla"):
+            if not 0 < getattr(self, name) <= 3600:
+                return f"{name}: must be above 0 and at most 3600 seconds, got {getattr(self, name):g}"
+        return ""
+
+    def argv(self, *, out: str, run_id: str = "replay") -> list[str]:
+        """``python -m serving replay`` with these settings (after ``python -m``)."""
+        argv = ["serving", "replay"]
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if f.name == "harness" and value == DEMO_HARNESS:
+                continue  # the CLI's own default
+            text = ",".join(str(v) for v in value) if isinstance(value, list) else (
+                f"{value:g}" if isinstance(value, float) else str(value))
+            argv += [_flag(f.name), text]
+        return [*argv, "--out", out, "--run-id", run_id]
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def _levels(text: str) -> list[int]:
+    try:
+        return [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected comma-separated integers, e.g. 1,2,4,8") from None
+
+
+_PARSERS: dict[str, Any] = {"int": int, "float": float, "str": str, "list[int]": _levels}  # field types as written
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """One flag per field, its help text and default from the dataclass."""
+    defaults = ReplayConfig()
+    for f in dataclasses.fields(ReplayConfig):
+        default = getattr(defaults, f.name)
+        shown = ",".join(map(str, default)) if isinstance(default, list) else (default or "none")
+        parser.add_argument(_flag(f.name), dest=f.name, default=None, metavar="VALUE",
+                            type=_PARSERS[str(f.type)],
+                            help=f"{f.metadata['help']} (default: {shown})")
+
+
+def from_arguments(args: argparse.Namespace) -> ReplayConfig:
+    """The config the flags describe (the defaults where a flag is not given); ValueError naming the field."""
+    config = ReplayConfig(**{f.name: getattr(args, f.name) for f in dataclasses.fields(ReplayConfig)
+                             if getattr(args, f.name, None) is not None})
+    problem = config.check()
+    if problem:
+        raise ValueError(problem)
+    return config
