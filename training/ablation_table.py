@@ -187,32 +187,16 @@ class AblationTable:
                  f"({self.config.resamples} resamples).", "", header,
                  "|" + "---|" * (len(SET_LABELS) + 1)]
         for model in MODELS:
-            cells = []
-            for set_name in SET_LABELS:
-                cell = table["models"].get(model, {}).get(set_name)
-                if cell is None:
-                    cells.append("pending")
-                    continue
-                text = f"{cell['score']:.1f}"
-                if "vs_base" in cell:
-                    text += _difference_text(cell["vs_base"])
-                cells.append(text)
+            cells = [_cell_text(table["models"].get(model, {}).get(s), against="vs_base", with_n=False)
+                     for s in SET_LABELS]
             lines.append(f"| {LABELS[model]} | " + " | ".join(cells) + " |")
         lines += ["", "## T2 step-level dimensions", "",
                   "Judge dimensions on Harness-Variant QA (x100); in brackets: the difference to Fixed-Harness SFT "
                   "with its paired-bootstrap 95% interval.", "",
                   "| Model | " + " | ".join(STEP_DIMENSIONS.values()) + " |", "|" + "---|" * (len(STEP_DIMENSIONS) + 1)]
         for model in MODELS:
-            cells = []
-            for name in STEP_DIMENSIONS:
-                cell = table.get("t2_steps", {}).get(model, {}).get(name)
-                if cell is None:
-                    cells.append("pending")
-                    continue
-                text = "n/a" if cell["score"] is None else f"{cell['score']:.1f} (n={cell['n']})"
-                if "vs_fixed_sft" in cell:
-                    text += _difference_text(cell["vs_fixed_sft"])
-                cells.append(text)
+            cells = [_cell_text(table.get("t2_steps", {}).get(model, {}).get(name), against="vs_fixed_sft", with_n=True)
+                     for name in STEP_DIMENSIONS]
             lines.append(f"| {LABELS[model]} | " + " | ".join(cells) + " |")
         lines += ["", "## How requests ended", "",
                   "Replied (of which effective) / fallback reply / suppressed / silent, of n requests. A fallback "
@@ -239,6 +223,14 @@ class AblationTable:
         lines += ["", "## Wall time per step", ""]
         lines += [f"- {name}: {secs:.0f} s" for name, secs in table["wall_s"].items()]
         return "\n".join(lines) + "\n"
+
+
+def _cell_text(cell: dict[str, Any] | None, *, against: str, with_n: bool) -> str:
+    """A table cell: 'pending', 'n/a' (scored, nothing to grade) or the score, then its difference."""
+    if cell is None:
+        return "pending"
+    text = "n/a" if cell["score"] is None else f"{cell['score']:.1f}" + (f" (n={cell['n']})" if with_n else "")
+    return text + (_difference_text(cell[against]) if against in cell else "")
 
 
 def _difference_text(difference: dict[str, Any]) -> str:
