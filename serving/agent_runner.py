@@ -190,7 +190,7 @@ def outcome_from_trajectory(traj: dict[str, Any]) -> RequestOutcome:
         status, error = "fallback", f"{outcome}: {reason}" if reason else outcome
     calls = [
         {"ttft_s": c.get("ttft_s"), "latency_s": c.get("latency_s"), "input_tokens": c.get("input_tokens"),
-         "output_tokens": c.get("output_tokens"), "error": c.get("error")}
+         "output_tokens": c.get("output_tokens"), "cached_tokens": c.get("cached_tokens"), "error": c.get("error")}
         for c in model_calls
     ]
     tools = traj.get("tool_calls", [])

@@ -117,6 +117,25 @@ def default_threads() -> int:
     return env_int(THREADS_ENV, max(1, min(os.cpu_count() or 1, 8)), 1, 256)
 
 
+#: Seconds after a call during which its slot is kept for the request's next call (tools run in between).
+HOLD_S = 3.0
+
+
+@dataclass
+class _Slot:
+    tokens: list[int] = field(default_factory=list)  # what its KV cache holds (as far as we sent it)
+    used_at: float = float("-inf")
+    busy: bool = False
+
+
+def _common_prefix(a: list[int], b: list[int]) -> int:
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
 class LlamaServer:
     """One GGUF file loaded in llama.cpp with ``slots`` parallel sequences. Thread-safe: each caller's
     ``complete`` blocks its own thread (llama.cpp releases the GIL) while the slots run together."""
@@ -142,6 +161,8 @@ class LlamaServer:
             flash_attn = os.environ.get(FLASH_ATTN_ENV, "").strip().lower() in ("1", "on", "true", "yes")
         self.flash_attn = flash_attn
         self.stats = ServerStats()
+        self._slots = [_Slot() for _ in range(slots)]
+        self._slots_free = threading.Condition()
         self._socket_dir = tempfile.mkdtemp(prefix="llama-")  # 0700: only this user reaches the socket
         params = xllamacpp.CommonParams()
         params.model.path = str(self.gguf)
@@ -220,7 +241,13 @@ class LlamaServer:
         if stop_now():
             finish = state["stopped"]
         else:
-            self._server.handle_completions(body, on_event)
+            slot = self._take_slot(prompt)
+            body["id_slot"] = slot
+            try:
+                self._server.handle_completions(body, on_event)
+            finally:
+                kept = prompt + ids[:-1] if ids and state["error"] is None else prompt[: state["cached"]]
+                self._give_slot(slot, kept)
             if state["error"] is not None:
                 raise LlamaCppError(f"llama.cpp: {state['error']}")
             finish = state["stopped"] or ("stop" if state["finish"] == "stop" else "length")
@@ -229,6 +256,39 @@ class LlamaServer:
                           finished_at=time.perf_counter(), text="".join(texts))
         self.stats.add(done)
         return done
+
+    def _take_slot(self, prompt: list[int]) -> int:
+        """The idle slot this prompt should run in (waits while every slot is busy).
+
+        The slot whose cached tokens this prompt shares most with, except that a slot a conversation
+        used within ``HOLD_S`` (its request may be between two calls, running a tool) counts the tokens
+        it would lose against it: a new request takes a slot a finished request left with the same
+        Harness prefix before it takes the slot of a request that is still going on. llama.cpp's own
+        choice by similarity would hand a new request the slot of a request in progress, whose next
+        call would then prefill its whole conversation again."""
+        with self._slots_free:
+            while True:
+                now = time.perf_counter()
+                best, best_score = None, None
+                for index, slot in enumerate(self._slots):
+                    if slot.busy:
+                        continue
+                    shared = _common_prefix(slot.tokens, prompt)
+                    score = shared
+                    if now - slot.used_at < HOLD_S:
+                        score -= len(slot.tokens) - shared
+                    if best_score is None or score > best_score:
+                        best, best_score = index, score
+                if best is not None:
+                    self._slots[best].busy = True
+                    return best
+                self._slots_free.wait()
+
+    def _give_slot(self, index: int, tokens: list[int]) -> None:
+        with self._slots_free:
+            slot = self._slots[index]
+            slot.busy, slot.tokens, slot.used_at = False, tokens, time.perf_counter()
+            self._slots_free.notify()
 
     def close(self) -> None:
         self._server = None
