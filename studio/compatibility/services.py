@@ -112,9 +112,10 @@ def _resume_if_stopped(cell: Cell, *, actor: User | None) -> Cell:
     return cell
 
 
-def label_server_set(*, harness: Harness, label: str, endpoint: ModelEndpoint | None, actor: User) -> None:
-    """Name the endpoint serving ``harness``'s ``label`` (None: no longer named); then fill its cells."""
-    if not user_can(actor, "endpoint.manage"):
+def label_server_set(*, harness: Harness, label: str, endpoint: ModelEndpoint | None, actor: User | None) -> None:
+    """Name the endpoint serving ``harness``'s ``label`` (None: no longer named); then fill its cells.
+    ``actor`` None: the deployment's own command (``manage.py compatibility_fill``)."""
+    if actor is not None and not user_can(actor, "endpoint.manage"):
         raise PermissionDenied("naming the endpoint that serves a label needs the ML engineer role")
     label = label.strip().lower()
     if label not in selectors.SERVED_LABELS:
