@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from evaluation.__main__ import main as evaluation_main
 from evaluation.cases import load_cases
 from evaluation.variant_set import VariantSetError, load_variant_set, make_variant_set
 from harness import demo_harness_dir, load_dir
+from tests import artefacts
 
 from .conftest import DATA
 
@@ -38,12 +40,10 @@ def _assert_gold_served(out: Path) -> int:
 
 @pytest.fixture(scope="module")
 def world_cases(tmp_path_factory) -> Path:
-    from evaluation.world.sets import generate
-
-    root = tmp_path_factory.mktemp("world")
-    generate(out=root, seed=3)
+    world, root = artefacts.world(tmp_path_factory, 3), tmp_path_factory.mktemp("world")
+    shutil.copy(world / "catalogue.json", root / "catalogue.json")  # the cases name it beside them
     subset = root / "live_qa_120.jsonl"
-    subset.write_text("".join((root / "live_qa.jsonl").read_text().splitlines(True)[:120]))
+    subset.write_text("".join((world / "live_qa.jsonl").read_text().splitlines(True)[:120]))
     return subset
 
 

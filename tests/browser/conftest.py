@@ -11,6 +11,7 @@ import shutil
 
 import pytest
 
+from tests import artefacts
 from tests.personas import PASSWORD, fast_passwords  # noqa: F401  (fast_passwords: an autouse fixture)
 
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
@@ -58,19 +59,9 @@ def demo(people):
 
 
 @pytest.fixture
-def replay_cases(tmp_path):
+def replay_cases(tmp_path_factory):
     """replay_cases(n) -> a replay case file holding the first n cases of a generated world's replay set."""
-    from evaluation.world.sets import generate
-
-    def make(n: int):
-        world = tmp_path / "world"
-        if not world.is_dir():
-            generate(out=world, seed=3, check=False)
-        cases = world / f"replay-{n}.jsonl"
-        cases.write_text("".join((world / "replay.jsonl").read_text().splitlines(keepends=True)[:n]))
-        return cases
-
-    return make
+    return lambda n: artefacts.replay_cases(tmp_path_factory, n)
 
 
 @pytest.fixture

@@ -1,12 +1,16 @@
-"""A release in a real browser, its gates fed by runs a real worker ran: a one-step SFT run of the tiny
-model gives the checkpoint; a replay of it on the local route (local:FINAL) and an IFEval evaluation
-of it feed the latency and capability gates. The ML engineer checks the gates and drafts the release;
-an operator reads it but has no way to decide; the reviewer is refused without an override while a
-gate blocks, approves with one, and downloads the manifest that names the runs."""
+"""A release in a real browser: the ML engineer checks the gates and drafts the release; an operator
+reads it but has no way to decide; the reviewer is refused without an override while a gate blocks,
+approves with one, and downloads the manifest that names the runs.
+
+The runs that feed the gates are rows whose folders hold what the real commands write
+(``studio.releases.testing``: the tiny model as a finished SFT run's checkpoint, a replay record
+written by ``serving.record``, an evaluation summary as ``training.self_eval`` writes it), so the
+gates read them exactly as they read runs a worker ran. The same path with every run made by a real
+worker from the browser is tests/browser/test_training_browser.py.
+"""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 from pathlib import Path
@@ -14,52 +18,20 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-pytestmark = [pytest.mark.browser, pytest.mark.services, pytest.mark.slow]
-
-
-def _finished(run, timeout: float):
-    from studio.jobs.models import Job
-    from studio.jobs.testing import wait_for
-    from studio.training.models import TrainingRun
-
-    def ended():
-        job = Job.objects.get(pk=TrainingRun.objects.get(pk=run.pk).job_id)
-        return None if job.is_active else job
-
-    job = wait_for(ended, timeout=timeout, what=f"run #{run.pk}'s job to end")
-    assert job.status == Job.SUCCEEDED, job.error + job.log_tail[-3000:]
-    return TrainingRun.objects.get(pk=run.pk)
-
-
-def _gated_checkpoint(people, cases):
-    """(checkpoint run, replay run, IFEval run), each started with run_start and run by the worker."""
-    from studio.training.configs import EvalRunConfig, ReplayRunConfig, SFTStageConfig
-    from studio.training.presets import PRESETS, preset_config
-    from studio.training.services import run_start
-
-    mei = people["ml_engineer"]
-    preset = PRESETS["tiny-smoke"]
-    sft = run_start(kind="sft", config=dataclasses.replace(preset_config(preset, SFTStageConfig), max_steps=1),
-                    actor=mei, preset=preset)
-    final = _finished(sft, timeout=400).final_dir
-    replay = run_start(kind="replay", actor=mei, config=ReplayRunConfig(
-        route=f"local:{final}", harness="livestream-avatar@v1", cases=str(cases), concurrency=[1], warmup=0,
-        measured=2, max_tokens=16))
-    ifeval = run_start(kind="eval", actor=mei, config=EvalRunConfig(model=str(final), sets=["ifeval"], ifeval=2))
-    return sft, _finished(replay, timeout=400), _finished(ifeval, timeout=400)
+pytestmark = [pytest.mark.browser]
 
 
 def test_a_reviewer_approves_a_release_fed_by_a_tiny_replay_and_an_ifeval_run(people, demo, sign_in, settings,
-                                                                               tmp_path, replay_cases):
-    from studio.jobs.testing import celery_worker
+                                                                               tmp_path):
     from studio.releases.models import Release
+    from studio.releases.testing import ifeval_run, replay_run, trained_checkpoint
 
     settings.TRAINING_RUNS_DIR = tmp_path / "runs"
-    queue = f"test-release-{tmp_path.name[-8:]}"
-    settings.CELERY_TRAIN_QUEUE = f"{queue}-train"
-    with celery_worker(queue=queue, also_queues=(settings.CELERY_TRAIN_QUEUE,), lease_s=20, heartbeat_s=1):
-        sft, replay, ifeval = _gated_checkpoint(people, replay_cases(2))
+    sft = trained_checkpoint(tmp_path / "runs" / "run-sft")
     final = str(sft.final_dir)
+    replay = replay_run(tmp_path / "runs" / "run-replay", checkpoint=sft.final_dir, walls={1: [1.2, 1.4]},
+                        harness_version=demo)
+    ifeval = ifeval_run(tmp_path / "runs" / "run-ifeval", model=sft.final_dir, prompt_strict=40.0)
 
     page = sign_in("mei")
     page.goto("/releases/")

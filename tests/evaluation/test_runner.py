@@ -13,8 +13,8 @@ import pytest
 from evaluation.__main__ import main
 from evaluation.compare import compare_runs, comparison_markdown
 from evaluation.runner import RunConfigError, load_results, run_set
-from evaluation.world.sets import generate
 from harness import demo_harness_dir
+from tests import artefacts
 
 ROOT = Path(__file__).resolve().parents[2]
 ITEM_QA_SCRIPT = [
@@ -25,9 +25,7 @@ ITEM_QA_SCRIPT = [
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
-    out = tmp_path_factory.mktemp("world")
-    generate(out=out, seed=21)
-    return out
+    return artefacts.world(tmp_path_factory, 21)
 
 
 def _script(tmp_path, delay=0.0):

@@ -9,17 +9,15 @@ import pytest
 
 from evaluation.scoring import OUTCOMES, outcome_and_reason, passed, request_outcome
 from evaluation.summary import summarize
-from evaluation.world.sets import generate
 from harness import demo_harness_dir
+from tests import artefacts
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
-    out = tmp_path_factory.mktemp("world")
-    generate(out=out, seed=21)
-    return out
+    return artefacts.world(tmp_path_factory, 21)
 
 
 def _traj(outcome, reason="", calls=None):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from harness import demo_harness_dir, read_dir
+from tests import artefacts
 from tests import personas as shared
 
 # the shared fixtures, registered in this package
@@ -20,11 +21,7 @@ demo_files = shared.demo_files
 @pytest.fixture(scope="session")
 def demo_sets_dir(tmp_path_factory):
     """The seeded demo sets, generated once per test session."""
-    from evaluation.world.sets import generate
-
-    folder = tmp_path_factory.mktemp("evolution-sets")
-    generate(out=folder, seed=7)
-    return folder
+    return artefacts.world(tmp_path_factory, 7)
 
 
 @pytest.fixture(scope="session")

@@ -5,15 +5,12 @@ import json
 import pytest
 
 from serving.cases import CaseFileError, load_manifest
+from tests import artefacts
 
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
-    from evaluation.world.sets import generate
-
-    out = tmp_path_factory.mktemp("world")
-    generate(out=out, seed=11, check=False)
-    return out
+    return artefacts.world(tmp_path_factory, 11)
 
 
 def test_the_110_case_replay_set_splits_as_the_report_did(world):

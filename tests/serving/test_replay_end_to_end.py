@@ -4,6 +4,7 @@ the raw per-request timings the run wrote."""
 
 import json
 import os
+import shutil
 
 import numpy as np
 import pytest
@@ -13,6 +14,7 @@ from serving.endpoint import GenerationSettings
 from serving.profiles import resolve_route
 from serving.replay import ReplayPlan
 from serving.service import replay_run
+from tests import artefacts
 
 pytestmark = pytest.mark.slow
 
@@ -22,11 +24,9 @@ MAX_TOKENS = 12
 @pytest.fixture(scope="module")
 def case_file(tmp_path_factory):
     """Three cases of the evaluation world's replay set, and one malformed request between them."""
-    from evaluation.world.sets import generate
-
     world = tmp_path_factory.mktemp("world")
-    generate(out=world, seed=3, check=False)
-    lines = (world / "replay.jsonl").read_text().splitlines()[:3]
+    shutil.copy(artefacts.world(tmp_path_factory, 3) / "catalogue.json", world / "catalogue.json")
+    lines = (artefacts.world(tmp_path_factory, 3) / "replay.jsonl").read_text().splitlines()[:3]
     broken = json.dumps({"id": "broken-request", "request": {"comments": "not a list"}})
     path = world / "replay-small.jsonl"
     path.write_text("\n".join([lines[0], lines[1], broken, lines[2]]) + "\n")

@@ -21,6 +21,7 @@ from serving.metrics import speculative_level
 from serving.profiles import ProfileError, profile_from_mapping
 from serving.replay import ReplayPlan
 from serving.service import replay_run
+from tests import artefacts
 
 pytestmark = pytest.mark.slow
 
@@ -67,13 +68,8 @@ def test_the_engine_server_with_a_head_answers_as_without_and_counts_acceptance(
     assert texts[None] == texts[head_dir]
 
 
-def test_the_replay_reports_the_acceptance_per_level(head_dir, tmp_path):
-    from evaluation.world.sets import generate
-
-    world = tmp_path / "world"
-    generate(out=world, seed=3, check=False)
-    cases = world / "replay-small.jsonl"
-    cases.write_text("\n".join((world / "replay.jsonl").read_text().splitlines()[:3]) + "\n")
+def test_the_replay_reports_the_acceptance_per_level(head_dir, tmp_path, tmp_path_factory):
+    cases = artefacts.replay_cases(tmp_path_factory, 3)
     run = replay_run(profile=_profile(head_dir), harness_dir=demo_harness_dir(), cases_path=cases,
                      plan=ReplayPlan(concurrency=(1, 2), warmup=1, measured=2, request_timeout_s=90),
                      settings=ReplaySettings(temperature=1.0, top_p=0.95, max_tokens=8),

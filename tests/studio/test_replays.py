@@ -21,6 +21,7 @@ from studio.replays import selectors
 from studio.training.configs import ReplayRunConfig
 from studio.training.models import TrainingRun
 from studio.training.selectors import read_folder_summary
+from tests import artefacts
 
 pytestmark = pytest.mark.django_db
 
@@ -30,12 +31,7 @@ READERS = ("operator", "reviewer", "ml_engineer", "admin")
 @pytest.fixture(scope="module")
 def tiny_replay(tmp_path_factory):
     """A replay folder made by the real command on the tiny CPU route: levels 1 and 2, 2 measured each."""
-    from evaluation.world.sets import generate
-
-    world = tmp_path_factory.mktemp("world")
-    generate(out=world, seed=3, check=False)
-    cases = world / "replay-small.jsonl"
-    cases.write_text("".join((world / "replay.jsonl").read_text().splitlines(keepends=True)[:3]))
+    cases = artefacts.replay_cases(tmp_path_factory, 3)
     out = tmp_path_factory.mktemp("replay")
     argv = ReplayRunConfig(route="cpu-engine-tiny", cases=str(cases), concurrency=[1, 2], warmup=1, measured=2,
                            max_tokens=16).argv(out=str(out))

@@ -15,6 +15,7 @@ from studio.endpoints.models import ModelEndpoint
 from studio.jobs.models import Job
 from studio.jobs.testing import celery_worker, wait_for
 from studio.training.models import TrainingRun
+from tests import artefacts
 from training.runs import read_metrics, read_model_card
 
 pytestmark = [pytest.mark.services, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -128,13 +129,8 @@ def test_a_cancelled_run_stops_its_trainer_and_resumes_from_its_last_checkpoint(
 
 
 def test_a_replay_on_the_tiny_route_runs_on_the_train_queue_and_its_page_shows_the_table(personas, train_worker,
-                                                                                        tmp_path):
-    from evaluation.world.sets import generate
-
-    world = tmp_path / "world"
-    generate(out=world, seed=3, check=False)
-    cases = world / "replay-small.jsonl"
-    cases.write_text("".join((world / "replay.jsonl").read_text().splitlines(keepends=True)[:3]))
+                                                                                        tmp_path_factory):
+    cases = artefacts.replay_cases(tmp_path_factory, 3)
     mei = client_for(personas.ml_engineer)
     response = mei.post("/training/new/replay/?preset=replay-tiny", {"preset": "replay-tiny", "cases": str(cases),
                                                                      "concurrency": "1"})

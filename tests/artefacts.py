@@ -1,0 +1,91 @@
+"""Expensive test artefacts, built once per test run and shared by every pytest-xdist worker.
+
+A session-scoped fixture is built once per *process*; under ``pytest -n 2`` that is twice. The
+artefacts here (a generated world, a trained tiny checkpoint, an MTP head, an ablation folder) take
+seconds to minutes to build and are only read by the tests that use them, so the first worker that
+needs one builds it under a file lock in the run's shared temporary folder, and the others wait for
+it and reuse it. A build that fails leaves nothing behind: the next caller builds it again and sees
+the same error.
+
+Tests that *change* an artefact (a resumed run, an edited folder) copy it first
+(:func:`private_copy`), so no test sees another's edits.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+from collections.abc import Callable
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+
+def shared_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The folder every worker of this test run sees (xdist gives each worker its own basetemp
+    under one parent; without xdist it is the basetemp itself)."""
+    base = tmp_path_factory.getbasetemp()
+    root = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "shared-artefacts"
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+@contextmanager
+def _locked(path: Path):
+    with open(path, "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def build_once(tmp_path_factory: pytest.TempPathFactory, name: str, build: Callable[[Path], None]) -> Path:
+    """The folder ``name``, built by ``build(folder)`` the first time any worker asks for it."""
+    root = shared_root(tmp_path_factory)
+    target = root / name
+    done = root / f"{name}.done"
+    if done.exists():
+        return target
+    with _locked(root / f"{name}.lock"):
+        if done.exists():
+            return target
+        if target.exists():  # a build that failed part-way: start again
+            shutil.rmtree(target)
+        target.mkdir(parents=True)
+        try:
+            build(target)
+        except BaseException:
+            shutil.rmtree(target, ignore_errors=True)
+            raise
+        done.touch()
+    return target
+
+
+def private_copy(source: Path, destination: Path) -> Path:
+    """A copy of a shared artefact for a test that changes it."""
+    shutil.copytree(source, destination, symlinks=True)
+    return destination
+
+
+def world(tmp_path_factory: pytest.TempPathFactory, seed: int) -> Path:
+    """``python -m evaluation generate --seed SEED``'s folder (catalogue and every SPEC §6 set), once
+    per run (the generator's own tests, tests/evaluation/test_world.py, generate theirs)."""
+    from evaluation.world.sets import generate
+
+    return build_once(tmp_path_factory, f"world-{seed}", lambda out: generate(out=out, seed=seed, check=False))
+
+
+def replay_cases(tmp_path_factory: pytest.TempPathFactory, n: int, *, seed: int = 3) -> Path:
+    """A case file of the first ``n`` cases of world ``seed``'s replay set, beside that world's
+    catalogue (the replay reads the catalogue next to its case file)."""
+    source = world(tmp_path_factory, seed)
+
+    def build(out: Path) -> None:
+        shutil.copy(source / "catalogue.json", out / "catalogue.json")
+        lines = (source / "replay.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)[:n]
+        (out / "replay.jsonl").write_text("".join(lines), encoding="utf-8")
+
+    return build_once(tmp_path_factory, f"world-{seed}-replay-{n}", build) / "replay.jsonl"
