@@ -46,10 +46,10 @@ def bundle_problems(files: dict[str, str]) -> list[Problem]:
     (studio.mcpservers) does not hold the name it gives, or when it declares its
     own command or URL: the studio never runs those."""
     problems = list(validate_mapping(files))
-    text = files.get(TOOLS_FILE, "")
-    # a tools.yaml with problems of its own has them listed already
-    if "mcp_servers" in text and not any(p.file == TOOLS_FILE for p in problems):
-        tools, _problems = parse_tools(text)
+    # the parsed servers, never the text: a key may be spelled "mcp\u005fservers"; a tools.yaml with
+    # problems of its own has them listed already
+    if TOOLS_FILE in files and not any(p.file == TOOLS_FILE for p in problems):
+        tools, _problems = parse_tools(files[TOOLS_FILE])
         if tools is not None:
             problems += mcp_server_problems(tools=tools)
     return problems
