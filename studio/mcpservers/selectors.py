@@ -84,7 +84,7 @@ def mcp_server_usage() -> ServerUsage:
     shas = {v.tree.get("tools.yaml") for v in versions} - {None}
     names_by_sha: dict[str, tuple[set[str], bool]] = {}
     for sha, text in blob_texts(shas=list(shas)).items():
-        tools, _problems = parse_tools(text) if "mcp_servers" in text else (None, [])
+        tools, _problems = parse_tools(text)  # the parsed keys: "mcp\u005fservers" is mcp_servers too
         servers = tools.mcp_servers.values() if tools is not None else ()
         names_by_sha[sha] = ({s.registered for s in servers if s.registered}, any(not s.registered for s in servers))
     usage = ServerUsage()
