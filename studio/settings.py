@@ -220,6 +220,9 @@ JOB_LOG_TAIL_CHARS = env_int("JOB_LOG_TAIL_CHARS", 20000, minimum=1000)
 # An evaluation run's cases are split into chunks of at most EVAL_CHUNK_CASES cases that any
 # worker claims (docs/workers.md): small enough that N workers end within one chunk of each other.
 EVAL_CHUNK_CASES = env_int("EVAL_CHUNK_CASES", 8, minimum=1)
+# A claimant scores this many of its chunk's cases at once (one Agent and policy each), so a local model's
+# requests share the engine's slots (llama.cpp decodes them together; HARNESS_LLAMA_SLOTS, default 4).
+EVAL_CASES_AT_ONCE = env_int("EVAL_CASES_AT_ONCE", 4, minimum=1)
 
 # --- Studio ----------------------------------------------------------------------
 MAX_IMPORT_BYTES = env_int("MAX_IMPORT_BYTES", 20 * 1024 * 1024, minimum=1024)

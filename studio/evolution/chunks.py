@@ -14,13 +14,19 @@ A case is scored exactly once: a claimant skips cases that already have a
 unique (run, case_id) constraint.
 
 Scoring a case is ``evaluation.scoring.CaseScorer.score`` (the caller's
-scorer); this module decides only who scores which cases.
+scorers); this module decides only who scores which cases. Given several
+scorers (one per thread: policies keep per-request state), a claimant scores
+that many of its chunk's cases at once, so a local model's concurrent requests
+share its engine's slots (llama.cpp decodes them in one batch); this thread
+alone touches the database.
 """
 
 from __future__ import annotations
 
+import queue
 import uuid
 from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -31,6 +37,14 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from studio.evolution.models import CaseResult, DatasetCase, EvalChunk, EvalRun
+
+
+class ScorerPool(list):
+    """Scorers that score a chunk's cases at once, one per thread (``chunk_score``); closed together."""
+
+    def close(self) -> None:
+        for scorer in self:
+            scorer.close()
 
 
 class ChunkLost(Exception):
@@ -120,13 +134,17 @@ def chunk_score(*, claim: Claim, scorer, attempt: int, worker: str, on_case: Cal
                 heartbeat: bool) -> int:
     """Score the claimed chunk's cases that have no result yet; returns how many this call wrote.
 
-    ``on_case`` runs after each case (progress; it raises to stop, and the chunk is handed back).
+    ``scorer``: one scorer, or a list of them to score that many cases at once (each in a thread of
+    its own; results are written here, in this thread, as they finish).
+    ``on_case`` runs after each case (progress; it raises to stop, and the chunk is handed back; cases
+    already running end within their trajectory budget and are scored again by the next claimant).
     ``heartbeat`` starts a side thread renewing the lease (only in a worker of its own: inline in a
     test's transaction the thread's connection would not see the chunk).
     """
     from studio.evolution.runs import result_fields
     from studio.jobs.services import Heartbeat
 
+    scorers = list(scorer) if isinstance(scorer, list | tuple) else [scorer]
     chunk = claim.chunk
     cases = {c.case_id: c for c in DatasetCase.objects.filter(dataset_id=chunk.run.dataset_id,
                                                               case_id__in=chunk.case_ids)}
@@ -134,24 +152,50 @@ def chunk_score(*, claim: Claim, scorer, attempt: int, worker: str, on_case: Cal
                      name=f"eval-chunk-{chunk.pk}-heartbeat")
     if heartbeat:
         beat.start()
+    idle: queue.SimpleQueue = queue.SimpleQueue()
+    for one in scorers:
+        idle.put(one)
+
+    def score(data: dict[str, Any]) -> dict[str, Any]:
+        mine = idle.get()
+        try:
+            return mine.score(data)
+        finally:
+            idle.put(mine)
+
+    def keep(case_id: str, row: dict[str, Any]) -> int:
+        case = cases[case_id]
+        _, created = CaseResult.objects.get_or_create(run_id=chunk.run_id, case_id=case_id, defaults=dict(
+            category=case.category, split=case.split, **result_fields(row), attempt=attempt, worker=worker[:200]))
+        return int(created)
+
     scored, finished = 0, False
+    pool = ThreadPoolExecutor(max_workers=len(scorers), thread_name_prefix=f"eval-chunk-{chunk.pk}")
+    running: dict[Any, str] = {}
     try:
-        for case_id in chunk.case_ids:
-            if not chunk_renew(claim):
-                raise ChunkLost(f"chunk {chunk.index} of run #{chunk.run_id} was claimed again by another worker")
-            if CaseResult.objects.filter(run_id=chunk.run_id, case_id=case_id).exists():
-                continue  # kept from an earlier claim of this chunk
-            case = cases[case_id]
-            row = scorer.score(case.data)
-            _, created = CaseResult.objects.get_or_create(run_id=chunk.run_id, case_id=case_id, defaults=dict(
-                category=case.category, split=case.split, **result_fields(row), attempt=attempt, worker=worker[:200]))
-            scored += int(created)
-            on_case()
+        todo = list(chunk.case_ids)
+        while todo or running:
+            while todo and len(running) < len(scorers):
+                case_id = todo.pop(0)
+                if not chunk_renew(claim):
+                    raise ChunkLost(f"chunk {chunk.index} of run #{chunk.run_id} was claimed again by another worker")
+                if CaseResult.objects.filter(run_id=chunk.run_id, case_id=case_id).exists():
+                    continue  # kept from an earlier claim of this chunk
+                running[pool.submit(score, cases[case_id].data)] = case_id
+            if not running:
+                continue
+            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in done:
+                scored += keep(running.pop(future), future.result())
+                on_case()
         finished = bool(EvalChunk.objects.filter(pk=chunk.pk, token=claim.token).update(
             status=EvalChunk.DONE, token="", finished_at=timezone.now()))
         if not finished:
             raise ChunkLost(f"chunk {chunk.index} of run #{chunk.run_id} was claimed again by another worker")
     finally:
+        for future in running:
+            future.cancel()  # stopped: cases not started are left to the chunk's next claimant
+        pool.shutdown(wait=True)  # a case already running ends within its trajectory budget; it is not kept
         beat.stopped.set()
         if heartbeat:
             beat.join(timeout=5)

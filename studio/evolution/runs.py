@@ -37,6 +37,7 @@ from studio.endpoints.services import policy_for_endpoint
 from studio.evolution.chunks import (
     ChunkLost,
     ChunkStopped,
+    ScorerPool,
     chunk_claim,
     chunk_score,
     chunks_claimable,
@@ -156,16 +157,19 @@ def _reason_field(codes: list[str]) -> str:
     return ("," + ",".join(dict.fromkeys(codes)) + ",")[:500] if codes else ""
 
 
-def _scorer(run: EvalRun):
-    """The evaluation core's case scorer for the run's version, endpoint and catalogue."""
+def _scorer(run: EvalRun) -> ScorerPool:
+    """The evaluation core's case scorers for the run's version, endpoint and catalogue: EVAL_CASES_AT_ONCE
+    of them, so a claimant scores that many cases at once on the endpoint's slots (chunk_score)."""
     from evaluation.scoring import CaseScorer
     from studio.harnesses.bundles import bundle_load
     from studio.harnesses.selectors import version_files
     from studio.mcpservers.selectors import mcp_registry
 
-    return CaseScorer.for_bundle(bundle=bundle_load(version_files(version=run.version)),
-                                 policy=policy_for_endpoint(run.endpoint), catalogue=catalogue_for(run.dataset),
-                                 mcp_registry=mcp_registry())
+    bundle, catalogue, registry = bundle_load(version_files(version=run.version)), catalogue_for(run.dataset), \
+        mcp_registry()
+    return ScorerPool(CaseScorer.for_bundle(bundle=bundle, policy=policy_for_endpoint(run.endpoint),
+                                            catalogue=catalogue, mcp_registry=registry)
+                      for _ in range(settings.EVAL_CASES_AT_ONCE))
 
 
 def _fan_out(*, run_id: int, tasks: int) -> None:
