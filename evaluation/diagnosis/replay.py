@@ -69,7 +69,8 @@ def replay_proposal(
                 errors.append(row["error"])
             elif passed(row["verdict"]):
                 fixed.append(case_id)
-        variants = holds_under_variants(fixed=fixed, cases=cases, score=scorer.score) if variants_check else None
+        variants = (holds_under_variants(fixed=fixed, cases=cases, score=scorer.score)
+                    if variants_check and fixed else None)  # nothing fixed: nothing to hold
     finally:
         scorer.close()
     proposal.replay = {"targeted": len(proposal.target_case_ids), "replayed": len(ids), "fixed": len(fixed),

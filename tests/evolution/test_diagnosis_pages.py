@@ -101,6 +101,12 @@ def test_each_proposal_shows_its_predicted_fixes_and_the_candidate_run_agrees(
     assert f"fixes {price.replay['fixed']} of {targeted} targeted case{'s' if targeted != 1 else ''} (predicted)" \
         in page
     assert "replied without calling" in page  # the evidence behind the hook
+    # the fixes checked under the compatibility variants: the shortcut script learnt the demo's tool names, so a
+    # fix under renamed tools fails and the proposal says its fix holds only in the exact wording
+    held = price.replay["variants"]
+    assert held["checked"] == price.replay["fixed"] and held["held"] < held["checked"]
+    assert f"holds under variants in {held['held']} of {targeted}" in page
+    assert "fails with renamed tools" in page and 'class="status status-failed exact-wording"' in page
 
     assert reviewer.post(f"/evolution/proposals/{price.pk}/review/", {"action": "accept"}).status_code == 302
     with django_capture_on_commit_callbacks(execute=True):

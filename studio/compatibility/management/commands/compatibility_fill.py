@@ -34,6 +34,7 @@ class Command(BaseCommand):
         if found is None:
             raise CommandError(f"--harness: no Harness {harness!r}" if harness else
                                "--harness: no Harness has a production label (manage.py seed_demo sets one)")
+        started, before = time.monotonic(), EvalRun.objects.count()
         try:
             for item in serve:
                 label, sep, name = item.partition("=")
@@ -44,7 +45,6 @@ class Command(BaseCommand):
                 label_server_set(harness=found, label=label, endpoint=endpoint, actor=None)
         except CompatibilityError as error:
             raise CommandError(str(error)) from None
-        started, before = time.monotonic(), EvalRun.objects.count()
         cells = []
         for label in sorted(selectors.labelled_versions(found)):
             cells += [c for c in cells_for_label(harness_id=found.pk, label=label) if c not in cells]
