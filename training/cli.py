@@ -46,6 +46,7 @@ def _build(cls: type, args: argparse.Namespace, base: Any = None):
 
 def build_parser() -> argparse.ArgumentParser:
     from training.ablation import PRESETS, AblationConfig
+    from training.eval_config import EvalConfig
     from training.opd_config import OPDStageConfig
     from training.pipeline_config import PipelineConfig
     from training.rl_config import RLStageConfig
@@ -80,14 +81,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "processes with OMP_NUM_THREADS=1 can run two independent steps on two cores")
     _add_fields(p, AblationConfig)
     p = sub.add_parser("eval", help="Score a checkpoint on held-out subsets (resumable)")
-    p.add_argument("--model", required=True, help="checkpoint folder, 'local' or 'tiny'")
     p.add_argument("--out", required=True, help="folder for per-item JSONL and summary.json")
-    p.add_argument("--harness", default="demo")
-    p.add_argument("--sets", default="live_qa,variant_qa,prompt_robustness,ifeval")
-    p.add_argument("--cases", type=int, default=100)
-    p.add_argument("--ifeval", type=int, default=50, help="instruction-following prompts (the first N)")
-    p.add_argument("--no-ifeval-base", action="store_true",
-                   help="do not score the checkpoint's base model on the same instruction-following prompts")
+    p.add_argument("--config", help="YAML or JSON file with the config fields")
+    _add_fields(p, EvalConfig)  # the studio's evaluation form is the same dataclass
+    p.add_argument("--no-ifeval-base", dest="ifeval_base", action="store_const", const="false",
+                   help="the same as --ifeval-base false")
     return parser
 
 
@@ -147,14 +145,15 @@ def _dispatch(args: argparse.Namespace) -> int:
         del table
     elif args.command == "eval":
         from harness.checkpoints import resolve_checkpoint
+        from training.eval_config import EvalConfig
         from training.self_eval import evaluate_model
         from training.stage_common import resolve_harness_dir
 
-        summary = evaluate_model(model_dir=resolve_checkpoint(args.model), out_dir=args.out,
-                                 harness_dir=resolve_harness_dir(args.harness),
-                                 sets=tuple(s.strip() for s in args.sets.split(",") if s.strip()),
-                                 n_cases=args.cases, n_prompt_robustness=max(1, args.cases // 2), n_ifeval=args.ifeval,
-                                 ifeval_base=not args.no_ifeval_base)
+        config = _build(EvalConfig, args)
+        summary = evaluate_model(model_dir=resolve_checkpoint(config.model), out_dir=args.out,
+                                 harness_dir=resolve_harness_dir(config.harness), sets=tuple(config.sets),
+                                 n_cases=config.cases, n_prompt_robustness=max(1, config.cases // 2),
+                                 n_ifeval=config.ifeval, ifeval_base=config.ifeval_base)
         print(json.dumps({k: v for k, v in summary.items()}, indent=2, default=str))
     return 0
 

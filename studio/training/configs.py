@@ -3,9 +3,9 @@
 A training form is ``training/*_config.py``'s dataclass (``SFTStageConfig``, ``OPDStageConfig``,
 ``RLStageConfig``, ``PipelineConfig`` with its stage sections, ``MTPStageConfig``; the ablation's
 ``training.ablation.AblationConfig``); the evaluation and replay forms are
-the evaluation's small dataclass below, one field per flag of ``python -m training eval``, and the
-replay's own config (``serving.replay_config.ReplayConfig``, which ``python -m serving replay``'s
-flags are built from). Values are checked field by field with the training library's own
+the evaluation's and the replay's own configs (``training.eval_config.EvalConfig``,
+``serving.replay_config.ReplayConfig``), which ``python -m training eval``'s and ``python -m serving
+replay``'s flags are built from. Values are checked field by field with the training library's own
 ``coerce`` and then the dataclass's own ``check()``, so the studio says exactly what the command line
 says (``max_steps: must be at least 1, got 0``), every message naming its field.
 
@@ -22,7 +22,7 @@ import dataclasses
 import re
 import typing
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,11 +32,11 @@ from harness.yamlio import dump_yaml, load_yaml
 from serving.replay_config import ReplayConfig
 from training.ablation import AblationConfig
 from training.base_config import ConfigError, coerce
+from training.eval_config import EvalConfig
 from training.mtp_config import MTPStageConfig
 from training.opd_config import OPDStageConfig
 from training.pipeline_config import PipelineConfig
 from training.rl_config import RLStageConfig
-from training.self_eval import SETS as EVAL_SETS
 from training.sft_config import SFTStageConfig
 
 MAX_VALUE_CHARS = 2000
@@ -49,41 +49,7 @@ STUDIO_OWNED = frozenset({"output_dir", "resume"})
 PIPELINE_OWNED = frozenset({"model", "output_dir", "harness", "report_to", "resume"})
 
 
-@dataclass
-class EvalRunConfig:
-    """Scores a checkpoint on held-out subsets with the evaluation library (``python -m training eval``)."""
-
-    model: str = field(default="tiny", metadata={"help": (
-        "Checkpoint to score: 'local' (SmolLM2-135M-Instruct), 'tiny' (the test model) or the absolute path "
-        "of a checkpoint folder (a run's final/, listed in the checkpoint registry).")})
-    harness: str = field(default="demo", metadata={"help": (
-        "Harness the cases run under: 'demo' (the shipped livestream-avatar) or a studio version, NAME@vN.")})
-    sets: list[str] = field(default_factory=lambda: ["live_qa", "variant_qa", "prompt_robustness", "ifeval"],
-                            metadata={"help": (
-                                "Sets to score: live_qa (T1), variant_qa (T2, each case under an unseen HSA "
-                                "variant), prompt_robustness, ifeval (instruction following, lm-eval's IFEval "
-                                "checkers, prompt-level strict: the project's generated prompts unless the "
-                                "workers' HARNESS_IFEVAL_PATH names the official file; the checkpoint's base "
-                                "model answers the same prompts for the capability gate).")})
-    cases: int = field(default=100, metadata={"help": (
-        "Held-out cases in T1 and T2 (Prompt Robustness takes half as many).")})
-    ifeval: int = field(default=50, metadata={"help": "Instruction-following prompts (the first N)."})
-
-    def check(self) -> str:
-        unknown = [s for s in self.sets if s not in EVAL_SETS]
-        if unknown or not self.sets:
-            return f"sets: choose one or more of {', '.join(EVAL_SETS)}" + (
-                f" (not {', '.join(unknown)})" if unknown else "")
-        for name in ("cases", "ifeval"):
-            if not 1 <= getattr(self, name) <= 10000:
-                return f"{name}: must be between 1 and 10000, got {getattr(self, name)}"
-        return ""
-
-    def argv(self, *, out: str) -> list[str]:
-        return ["training", "eval", "--model", self.model, "--out", out, "--harness", self.harness,
-                "--sets", ",".join(self.sets), "--cases", str(self.cases), "--ifeval", str(self.ifeval)]
-
-
+EvalRunConfig = EvalConfig  # the evaluation form is the training library's own config
 ReplayRunConfig = ReplayConfig  # the replay form is the serving library's own config
 
 

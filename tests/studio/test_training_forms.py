@@ -198,9 +198,9 @@ def test_the_evaluation_form_runs_the_training_eval_command_on_the_chosen_sets(p
     client.post("/training/new/eval/", {"model": "tiny", "sets": ["", "live_qa", "ifeval"], "cases": "3",
                                         "ifeval": "2"})
     run = TrainingRun.objects.get()
-    assert run.steps[0]["argv"] == ["training", "eval", "--model", "tiny", "--out", str(run.path / "eval"),
-                                    "--harness", "demo", "--sets", "live_qa,ifeval", "--cases", "3",
-                                    "--ifeval", "2"]
+    assert run.steps[0]["argv"] == ["training", "eval", "--model", "tiny", "--harness", "demo", "--sets",
+                                    "live_qa,ifeval", "--cases", "3", "--ifeval", "2", "--ifeval-base", "true",
+                                    "--out", str(run.path / "eval")]  # one flag per EvalConfig field
     assert run.job.kind == "checkpoint_eval"
 
 
