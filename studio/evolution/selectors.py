@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import Count, OuterRef, Q, QuerySet, Subquery, Sum
+from django.db.models import Count, Min, OuterRef, Q, QuerySet, Subquery, Sum
+from django.utils import timezone
 
 from studio.evolution.models import (
     CaseResult,
@@ -194,6 +195,22 @@ def run_result_get(*, run: EvalRun, case_id: str) -> tuple[CaseResult, DatasetCa
 def run_done(*, run: EvalRun | None) -> int:
     """Cases of the run scored so far."""
     return run.results.count() if run is not None else 0
+
+
+def run_eta(*, run: EvalRun | None, now=None) -> float | None:
+    """Seconds until a running run has scored every case, at the rate of its current attempt so far (cases
+    scored since the attempt's first result, over the time since); None before two results or once it ended."""
+    if run is None or run.status != EvalRun.RUNNING:
+        return None
+    current = run.results.filter(attempt=run.attempts)
+    stats = current.aggregate(n=Count("id"), first=Min("created_at"))
+    if stats["n"] < 2 or stats["first"] is None:
+        return None
+    elapsed = ((now or timezone.now()) - stats["first"]).total_seconds()
+    left = run.total - run.results.count()
+    if elapsed <= 0 or left <= 0:
+        return None
+    return left * elapsed / (stats["n"] - 1)
 
 
 def run_workers(*, run: EvalRun | None) -> dict[str, Any]:

@@ -17,6 +17,15 @@ def fallback_warning(summary: dict | None) -> str:
 
 
 @register.filter
+def run_eta(run) -> str:
+    """About how long a running run has left ("about 4 min"), or "" (selectors.run_eta)."""
+    seconds = selectors.run_eta(run=run)
+    if seconds is None:
+        return ""
+    return f"about {max(1, round(seconds))} s" if seconds < 90 else f"about {round(seconds / 60)} min"
+
+
+@register.filter
 def run_workers(run) -> dict:
     """{"workers": [(worker, cases)], "chunks": n, "done": n, "reclaimed": n} of a run (selectors.run_workers)."""
     return selectors.run_workers(run=run)
