@@ -102,7 +102,7 @@ def _one(job: tuple[list[tuple[dict, dict | None]], int, int]) -> dict[str, Any]
 def _verify(trajectory: dict, variant) -> list[str]:
     if not _STATE.get("verify"):
         return []
-    from harness.augment.replay import replay_under_variant
+    from harness.augment.gold_replay import replay_under_variant
 
     return replay_under_variant(trajectory=trajectory, variant=variant,
                                 catalogue=_STATE["catalogue"]).problems

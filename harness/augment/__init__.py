@@ -11,6 +11,7 @@ carries gold labels and recorded trajectories over to the new names.
 from __future__ import annotations
 
 from harness.augment.envelope import Envelope, EnvelopeError, load_envelope, parse_envelope
+from harness.augment.gold_replay import ReplayResult, replay_under_variant
 from harness.augment.mapping import HarnessMapping, MappingError
 from harness.augment.paraphrase import OfflineParaphraser, checked_rewrite
 from harness.augment.pipeline import (
@@ -25,7 +26,6 @@ from harness.augment.pipeline import (
     transform_tools,
 )
 from harness.augment.preserve import violations
-from harness.augment.replay import ReplayResult, replay_under_variant
 from harness.augment.requirements import Requirements, requirements_from_case
 
 __all__ = [

@@ -34,7 +34,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from harness.draft_files import (
+from harness.draft_head_files import (
     CARD_FILE,
     CONFIG_FILE,
     DEFAULT_STEPS,
@@ -55,7 +55,7 @@ from harness.draft_files import (
 )
 from harness.engine.model import RopeTable, rms_norm, rotate
 
-# the folder's format lives in harness.draft_files (no torch); its names stay importable from here
+# the folder's format lives in harness.draft_head_files (no torch); its names stay importable from here
 __all__ = ["DraftHead", "load_head", "read_token_map", "CARD_FILE", "CONFIG_FILE", "DEFAULT_STEPS", "LAYOUTS", "TOKEN_MAP_FILE", "WEIGHTS_FILE", "DraftConfig", "DraftHeadError", "expected_shapes", "head_tensors", "layout_of_names", "policy_mismatch", "read_card", "read_config", "sglang_config", "tensor_names", "tensor_problems"]
 
 

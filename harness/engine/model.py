@@ -32,7 +32,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from harness.draft_files import rope_theta_of
+from harness.draft_head_files import rope_theta_of
 
 SUPPORTED_ARCHITECTURES = ("LlamaForCausalLM", "MistralForCausalLM")
 QUANTIZATIONS = ("none", "int8")

@@ -39,7 +39,7 @@ def _when(value) -> str | None:
 def release_manifest(release: Release) -> dict[str, Any]:
     """The manifest's content (format: ``serving.release``); a decided release's is signed with the
     studio's key (``studio.releases.signing``), a draft's never is (the launcher refuses it)."""
-    from harness.draft_files import TOKEN_MAP_FILE
+    from harness.draft_head_files import TOKEN_MAP_FILE
     from serving.release import FORMAT
 
     version = release.harness_version

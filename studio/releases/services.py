@@ -130,7 +130,7 @@ def release_check(*, checkpoint: str, draft_head: str, harness_version: str) -> 
     plan = ReleasePlan(run=entry.run, checkpoint=entry.path.resolve(), fingerprint=fingerprint, version=version,
                        files=folders["checkpoint"]["files"])
     if head is not None:
-        from harness.draft_files import read_card
+        from harness.draft_head_files import read_card
 
         plan.draft_head, plan.head_card = head, read_card(head)
         plan.head_fingerprint, plan.head_files = folders["draft_head"]["fingerprint"], folders["draft_head"]["files"]

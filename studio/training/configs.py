@@ -317,7 +317,7 @@ def head_problem(value: str) -> str:
 
     Read with the engine's own readers (``harness.engine.draft``): the folder's config.json with its
     ``harness_draft`` section, and a weights file holding the tensors of its layout."""
-    from harness.draft_files import DraftHeadError, head_tensors, read_config, tensor_problems
+    from harness.draft_head_files import DraftHeadError, head_tensors, read_config, tensor_problems
 
     if not value:
         return ""

@@ -16,7 +16,7 @@ from harness.policies import (
 )
 from harness.policies.models import tiny_model_dir
 from harness.runtime import Agent
-from harness.runtime.replay import replay_trajectory, same_behaviour
+from harness.runtime.trajectory_replay import replay_trajectory, same_behaviour
 
 from .helpers import call, price_request
 

@@ -37,7 +37,7 @@ class DraftHeadEntry:
     run: TrainingRun
     path: Path
     card: dict[str, Any]
-    config: Any  # harness.draft_files.DraftConfig
+    config: Any  # harness.draft_head_files.DraftConfig
 
     @property
     def acceptance(self) -> dict[str, Any]:
@@ -46,7 +46,7 @@ class DraftHeadEntry:
 
 def draft_heads() -> list[DraftHeadEntry]:
     """Every finished studio MTP run's head, newest first, read with the engine's own readers."""
-    from harness.draft_files import DraftHeadError, read_card, read_config
+    from harness.draft_head_files import DraftHeadError, read_card, read_config
 
     heads = []
     for run in TrainingRun.objects.filter(kind=TrainingRun.MTP).select_related("job"):
@@ -69,7 +69,7 @@ def head_for_checkpoint(path: Path, heads: list[DraftHeadEntry]) -> tuple[DraftH
     here, but a good start for re-adapting (``init_head``)."""
     from types import SimpleNamespace
 
-    from harness.draft_files import policy_mismatch
+    from harness.draft_head_files import policy_mismatch
 
     try:
         policy = SimpleNamespace(**json.loads((path / "config.json").read_text(encoding="utf-8")))

@@ -32,7 +32,7 @@ def read_folder_summary(run: TrainingRun) -> dict[str, Any] | None:
 
         summary = {"model_card": read_model_card(final.parent)}
         if run.kind == TrainingRun.MTP:
-            from harness.draft_files import DraftHeadError, read_card
+            from harness.draft_head_files import DraftHeadError, read_card
 
             try:  # the head's own card: the policy it drafts for (path, fingerprint) and its held-out acceptance
                 summary["head_card"] = read_card(final)

@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from harness.augment import augment_bundle, requirements_from_case
-from harness.augment.replay import replay_under_variant
+from harness.augment.gold_replay import replay_under_variant
 from harness.livestream import demo_catalogue
 from harness.policies import ScriptedPolicy
 from harness.runtime import Agent

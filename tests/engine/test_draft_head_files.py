@@ -1,4 +1,4 @@
-"""A draft head's folder is read without torch (harness.draft_files): the web process lists heads,
+"""A draft head's folder is read without torch (harness.draft_head_files): the web process lists heads,
 matches them to checkpoints and names their files in release manifests without loading torch."""
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ def test_the_folder_readers_give_what_the_engine_wrote_and_import_no_torch(tmp_p
     script = f"""
 import json, sys
 from types import SimpleNamespace
-from harness.draft_files import TOKEN_MAP_FILE, head_tensors, policy_mismatch, read_card, read_config, tensor_problems
+from harness.draft_head_files import TOKEN_MAP_FILE, head_tensors, policy_mismatch, read_card, read_config, tensor_problems
 folder = {str(folder)!r}
 config = read_config(folder)
 policy = SimpleNamespace(**json.load(open({str(tiny_dir / "config.json")!r})))
