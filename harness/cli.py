@@ -37,7 +37,11 @@ def cmd_validate(args) -> int:
                 print(_located(path, p) if args.full_paths else str(p))
             print(f"{path}: {len(problems)} problem(s)", file=sys.stderr)
         else:
-            print(load_mapping(files, source=str(path)).summary())
+            from harness.prompt_sharing import prompt_sharing
+
+            bundle = load_mapping(files, source=str(path))
+            print(bundle.summary())
+            print(prompt_sharing(bundle).summary())
     return status
 
 

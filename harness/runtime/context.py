@@ -37,6 +37,15 @@ def _tool_line(tool: Any) -> str:
     return f"- {tool.name}({args}): {' '.join(tool.description.split())}"
 
 
+def harness_slots(bundle: Bundle) -> dict[str, str]:
+    """The context slots that come from the Harness alone (the same for every request)."""
+    return {
+        "skill_list": "\n".join(f"- {s.name} ({s.kind}): {' '.join(s.description.split())}"
+                                for s in bundle.skills.values()),
+        "tool_list": "\n".join(_tool_line(t) for t in bundle.tools),
+    }
+
+
 def context_slots(*, bundle: Bundle, request: Request, catalogue: Catalogue, room: RoomState,
                   loaded_skills: list[str]) -> dict[str, str]:
     """The value of every context slot for this request."""
@@ -55,9 +64,7 @@ def context_slots(*, bundle: Bundle, request: Request, catalogue: Catalogue, roo
         "viewer_actions": "; ".join(actions) or "none",
         "history": "\n".join(history) or "none",
         "anchor_utterances": " / ".join(request.anchor_utterances[-5:]) or "none",
-        "skill_list": "\n".join(f"- {s.name} ({s.kind}): {' '.join(s.description.split())}"
-                                for s in bundle.skills.values()),
-        "tool_list": "\n".join(_tool_line(t) for t in bundle.tools),
+        **harness_slots(bundle),
         "loaded_skills": ", ".join(loaded_skills) or "none",
     }
     assert set(slots) == set(CONTEXT_SLOTS), "every context slot of harness.prompt is filled"

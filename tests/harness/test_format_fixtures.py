@@ -1,28 +1,28 @@
 """The validator against bundles kept on disk: the demo, a minimal bundle and
-one broken bundle per kind of mistake, through the real ``python -m harness``."""
+one broken bundle per kind of mistake, through ``python -m harness``'s own ``main`` (the demo in a
+real subprocess, the rest in process: tests/cli.py)."""
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from harness import demo_harness_dir
+from tests import cli
 
 TESTDATA = Path(__file__).parent / "testdata"
 BROKEN = sorted(p for p in (TESTDATA / "broken").iterdir() if p.is_dir())
 
 
 def run_cli(*args):
-    return subprocess.run([sys.executable, "-m", "harness", *map(str, args)],
-                          capture_output=True, text=True, timeout=120)
+    return cli.call("harness", *map(str, args))
 
 
 def test_demo_harness_validates_with_its_summary_line():
-    result = run_cli("validate", demo_harness_dir())
+    result = cli.run("harness", "validate", str(demo_harness_dir()))
     assert result.returncode == 0, result.stdout + result.stderr
-    assert result.stdout.strip() == (
-        "livestream-avatar: 14 skills (8 reply, 6 strategy), 11 tools, 7 prompt blocks, 17 hooks")
+    summary, sharing = result.stdout.strip().splitlines()
+    assert summary == "livestream-avatar: 14 skills (8 reply, 6 strategy), 11 tools, 7 prompt blocks, 17 hooks"
+    assert sharing.startswith("prompt: shared by every request: ") and "warning" not in sharing
 
 
 def test_there_are_at_least_twelve_kinds_of_mistake():
