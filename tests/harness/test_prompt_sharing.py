@@ -3,12 +3,14 @@ when request-dependent blocks come before static ones, with what that costs per 
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import yaml
 
 from harness import demo_harness_dir, load_dir
 from harness.prompt_sharing import PREFILL_TOK_S, prompt_sharing
 from harness.yamlio import load_yaml
-from tests import cli
 
 
 def _reordered(bundle, order: list[str]):
@@ -37,6 +39,7 @@ def test_static_blocks_after_request_text_are_a_warning_with_their_cost(tmp_path
     for name, text in moved.files.items():
         (folder / name).parent.mkdir(parents=True, exist_ok=True)
         (folder / name).write_text(text)
-    result = cli.run("harness", "validate", str(folder))
+    result = subprocess.run([sys.executable, "-m", "harness", "validate", str(folder)], capture_output=True,
+                            text=True, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr  # a warning, not an error
     assert "warning: static block(s) skills, tools come after request-dependent text" in result.stdout
