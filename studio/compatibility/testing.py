@@ -86,3 +86,19 @@ def passing_compatibility(*, version, folder, cases: int = 12) -> Cell:
     source_dataset(cases)
     endpoint = served_production(harness=version.harness, folder=folder)
     return finished_cell(endpoint=endpoint, version=version, avg=lambda case_id: 1.0)
+
+
+def released_checkpoint(*, version, folder, decided_by):
+    """An approved release of a trained checkpoint whose training run names ``version`` (what production serves,
+    trained on ``version``: the retrain alarm's other side). Returns the training run."""
+    from studio.releases.models import Release
+    from studio.releases.testing import trained_checkpoint
+
+    run = trained_checkpoint(folder)
+    run.harness_version = version
+    run.save(update_fields=["harness_version"])
+    now = timezone.now()
+    Release.objects.create(checkpoint_run=run, checkpoint_path=str(run.final_dir), checkpoint_fingerprint="f",
+                           harness_version=version, gates=[], gates_at=now, status=Release.APPROVED,
+                           decided_by=decided_by, decided_at=now)
+    return run

@@ -51,6 +51,7 @@ def matrix_view(request):
                "served_labels": selectors.SERVED_LABELS}
     if harness is not None:
         context.update(selectors.matrix(harness=harness))
+        context["versions"] = HarnessVersion.objects.filter(harness=harness).order_by("-number")
     template = "compatibility/_matrix.html" if request.GET.get("partial") else "compatibility/matrix.html"
     return render(request, template, context)
 

@@ -17,18 +17,14 @@ pytestmark = [pytest.mark.browser, pytest.mark.services]
 
 @pytest.fixture
 def renamed(demo, people, settings, tmp_path):
-    from django.utils import timezone
-
     from harness import load_mapping
     from harness.augment import augment_bundle
     from studio.compatibility.models import LabelServer
-    from studio.compatibility.testing import source_dataset
+    from studio.compatibility.testing import released_checkpoint, source_dataset
     from studio.endpoints.models import ModelEndpoint
     from studio.evolution.scripted import write_script
     from studio.harnesses.selectors import version_files
     from studio.harnesses.services import harness_version_create
-    from studio.releases.models import Release
-    from studio.releases.testing import trained_checkpoint
 
     settings.COMPATIBILITY_CASES = 9  # 9 cases + 9 under variants per cell
     source = source_dataset(30)
@@ -38,12 +34,7 @@ def renamed(demo, people, settings, tmp_path):
     v2 = harness_version_create(harness=demo.harness, files=files, author=people["operator"], message="tools renamed",
                                 parent=demo)
     LabelServer.objects.create(harness=demo.harness, label="production", endpoint=model)
-    run = trained_checkpoint(tmp_path / "trained")  # the checkpoint production serves, trained on v1
-    run.harness_version = demo
-    run.save(update_fields=["harness_version"])
-    Release.objects.create(checkpoint_run=run, checkpoint_path=str(run.final_dir), checkpoint_fingerprint="f",
-                           harness_version=demo, gates=[], gates_at=timezone.now(), status=Release.APPROVED,
-                           decided_by=people["reviewer"], decided_at=timezone.now())
+    released_checkpoint(version=demo, folder=tmp_path / "trained", decided_by=people["reviewer"])  # trained on v1
     return demo, v2
 
 

@@ -16,7 +16,7 @@ from studio_testing import client_for, page_text
 
 from studio.compatibility.models import Cell, LabelServer
 from studio.compatibility.services import cells_for_checkpoint
-from studio.compatibility.testing import source_dataset
+from studio.compatibility.testing import released_checkpoint, source_dataset
 from studio.endpoints.models import ModelEndpoint
 from studio.evolution.models import EvalRun
 from studio.harnesses.models import Label
@@ -77,6 +77,7 @@ def test_a_label_fills_its_cells_once_and_the_matrix_shows_the_rename_worse(worl
     for role in ("operator", "reviewer", "ml_engineer", "admin"):
         response = client_for(personas.by_role()[role]).get("/compatibility/")
         assert response.status_code == 200
+        assert ('id="ask-cell"' in response.content.decode()) == (role != "reviewer")  # reviewers read
     html = response.content.decode()
     assert 'data-version="2" data-status="succeeded" data-verdict="worse"' in html
     assert 'data-version="1" data-status="succeeded" data-verdict="reference"' in html
@@ -90,20 +91,11 @@ def test_a_label_fills_its_cells_once_and_the_matrix_shows_the_rename_worse(worl
 
 def test_the_gate_refuses_the_rename_and_once_overridden_the_ml_engineer_sees_the_retrain_alarm(
         world, personas, tmp_path, django_capture_on_commit_callbacks):
-    from django.utils import timezone
-
     from studio.evolution.decisions import production_promote
     from studio.evolution.gates import compatibility_gate
-    from studio.releases.models import Release
-    from studio.releases.testing import trained_checkpoint
 
     v1, v2, _ = world
-    run = trained_checkpoint(tmp_path / "trained")  # what production serves: a checkpoint trained on v1
-    run.harness_version = v1
-    run.save(update_fields=["harness_version"])
-    Release.objects.create(checkpoint_run=run, checkpoint_path=str(run.final_dir), checkpoint_fingerprint="f",
-                           harness_version=v1, gates=[], gates_at=timezone.now(), status=Release.APPROVED,
-                           decided_by=personas.reviewer, decided_at=timezone.now())
+    released_checkpoint(version=v1, folder=tmp_path / "trained", decided_by=personas.reviewer)  # trained on v1
     assert compatibility_gate(version=v2).status == "no data"  # no cell yet: no data blocks
     _fill(world, personas, django_capture_on_commit_callbacks)
     gate = compatibility_gate(version=v2)
