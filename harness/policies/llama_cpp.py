@@ -170,6 +170,7 @@ class LlamaServer:
         params.n_ctx = self.slot_context * slots
         params.cpuparams.n_threads = self.threads
         params.cpuparams_batch.n_threads = self.threads
+        params.n_batch = 512  # = n_ubatch: prefill progress (and so a cancel) every 512 tokens
         params.cache_ram_mib = 0  # the RAM prompt cache can restore another conversation (see above)
         params.flash_attn_type = (xllamacpp.llama_flash_attn_type.LLAMA_FLASH_ATTN_TYPE_ENABLED if flash_attn
                                   else xllamacpp.llama_flash_attn_type.LLAMA_FLASH_ATTN_TYPE_DISABLED)
