@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up everything and runs the whole test suite: lint, then pytest on
 # PostgreSQL with a real redis-server broker and headless Debian chromium.
-# HS_TEST_DB=sqlite runs it on the zero-setup SQLite default instead.
+# HS_TEST_DB=sqlite runs it on the zero-setup SQLite default instead; extra
+# arguments go to pytest (`bash scripts/test.sh -m "not slow"`: the quick tier).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
@@ -16,9 +17,16 @@ export REDIS_URL DATABASE_URL
 . .venv/bin/activate
 echo "[test] ruff check"
 ruff check .
-echo "[test] pytest (database: ${DATABASE_URL:-sqlite})"
+# Two pytest-xdist workers (one per core; each runs torch on one thread: tests/conftest.py), whole
+# files to a worker so that a module's fixtures are built once; HS_TEST_WORKERS=0 runs in one process.
+workers=${HS_TEST_WORKERS:-2}
+echo "[test] pytest (database: ${DATABASE_URL:-sqlite}, workers: $workers)"
 set +e
-python -m pytest "$@"
+if [ "$workers" = 0 ]; then
+  python -m pytest "$@"
+else
+  python -m pytest -n "$workers" --dist loadfile "$@"
+fi
 rc=$?
 set -e
 # pytest's 5 means no test ran: that is a failure of the suite, not a pass.

@@ -14,8 +14,11 @@ Tests that *change* an artefact (a resumed run, an edited folder) copy it first
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import shutil
+import subprocess
+import sys
 from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
@@ -89,3 +92,26 @@ def replay_cases(tmp_path_factory: pytest.TempPathFactory, n: int, *, seed: int 
         (out / "replay.jsonl").write_text("".join(lines), encoding="utf-8")
 
     return build_once(tmp_path_factory, f"world-{seed}-replay-{n}", build) / "replay.jsonl"
+
+
+#: ``python -m training mtp`` on the tiny model: 3 cases, 4 steps, a checkpoint every 2 (both kept).
+TINY_MTP_ARGS = ("--model", "tiny", "--max-cases", "3", "--max-steps", "4", "--logging-steps", "2",
+                 "--save-steps", "2", "--save-total-limit", "2", "--rollout-max-new-tokens", "12",
+                 "--variant-pool-size", "1", "--learning-rate", "1e-3")
+
+
+def tiny_mtp_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess]:
+    """A real ``python -m training mtp`` run folder on the tiny model (``TINY_MTP_ARGS``, about 25 s),
+    and what the command printed. Read it, or resume a :func:`private_copy` of it."""
+
+    def build(out: Path) -> None:
+        done = subprocess.run([sys.executable, "-m", "training", "mtp", *TINY_MTP_ARGS, "--output-dir",
+                               str(out / "run")], capture_output=True, text=True, timeout=500)
+        (out / "command.json").write_text(json.dumps(
+            {"returncode": done.returncode, "stdout": done.stdout, "stderr": done.stderr}))
+        if done.returncode != 0:
+            raise AssertionError(f"python -m training mtp exited {done.returncode}:\n{done.stderr[-3000:]}")
+
+    folder = build_once(tmp_path_factory, "tiny-mtp", build)
+    printed = json.loads((folder / "command.json").read_text())
+    return folder / "run", subprocess.CompletedProcess([], printed["returncode"], printed["stdout"], printed["stderr"])

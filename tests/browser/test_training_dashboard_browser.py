@@ -1,7 +1,8 @@
 """The training dashboards in a real browser: a finished tiny MTP run's curves with its per-step draft
 accuracy and the marks (kept checkpoints, final, held-out acceptance), drawn by dashboard.js from the
 metrics endpoint. The run folder is real `python -m training mtp`
-output on the tiny model (about 25 s on a CPU)."""
+output on the tiny model (tests/artefacts.py builds it once per test run), and a real tiny SFT run
+with held-out cases for the eval-loss curve and the best checkpoint."""
 
 from __future__ import annotations
 
@@ -11,21 +12,19 @@ import sys
 import pytest
 from playwright.sync_api import expect
 
+from tests import artefacts
+
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
 def test_a_finished_mtp_runs_dashboard_draws_the_draft_steps_and_marks_its_evaluations(people, sign_in, settings,
-                                                                                      tmp_path):
+                                                                                      tmp_path, tmp_path_factory):
     from studio.jobs.models import Job
     from studio.training.models import TrainingRun
 
     settings.TRAINING_RUNS_DIR = tmp_path / "runs"
     folder = tmp_path / "runs" / "run-mtp"
-    done = subprocess.run([sys.executable, "-m", "training", "mtp", "--model", "tiny", "--output-dir",
-                           str(folder / "mtp"), "--max-cases", "3", "--max-steps", "4", "--logging-steps", "2",
-                           "--save-steps", "2", "--save-total-limit", "2", "--rollout-max-new-tokens", "12",
-                           "--variant-pool-size", "1"], capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
+    artefacts.private_copy(artefacts.tiny_mtp_run(tmp_path_factory)[0], folder / "mtp")
     job = Job.objects.create(kind="train_mtp", title="mtp", status=Job.SUCCEEDED, params={})
     run = TrainingRun.objects.create(kind="mtp", title="a tiny head", folder=str(folder), config_digest="0" * 64,
                                      job=job, model="tiny", config={"mtp": {"max_steps": 4}},

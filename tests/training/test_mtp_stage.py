@@ -19,6 +19,7 @@ import torch
 from harness.engine import EngineModel, Speculator
 from harness.engine.draft import DraftHead, head_tensors, tensor_names
 from harness.policies.local import load_model
+from tests import artefacts, cli
 from training.mtp_trainer import RolloutSequence, chain_forward, offline_acceptance
 
 
@@ -29,12 +30,8 @@ def _run(*args: str) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def mtp_run(tmp_path_factory, tiny_dir):
-    out = tmp_path_factory.mktemp("mtp") / "run"
-    done = _run("--model", "tiny", "--output-dir", str(out), "--max-cases", "3", "--max-steps", "4",
-                "--logging-steps", "2", "--save-steps", "2", "--rollout-max-new-tokens", "12",
-                "--variant-pool-size", "1", "--learning-rate", "1e-3")
-    assert done.returncode == 0, done.stderr
-    return out, done
+    """The tiny run ``python -m training mtp`` made (built once per test run: tests/artefacts.py)."""
+    return artefacts.tiny_mtp_run(tmp_path_factory)
 
 
 def test_the_run_folder_has_rollouts_metrics_checkpoints_and_the_head(mtp_run):
@@ -63,10 +60,10 @@ def test_the_run_folder_has_rollouts_metrics_checkpoints_and_the_head(mtp_run):
 
 
 def test_a_longer_run_resumes_from_the_last_checkpoint(mtp_run, tmp_path):
-    out, _ = mtp_run
-    done = _run("--model", "tiny", "--output-dir", str(out), "--max-cases", "3", "--max-steps", "6",
-                "--logging-steps", "2", "--save-steps", "2", "--rollout-max-new-tokens", "12",
-                "--variant-pool-size", "1", "--learning-rate", "1e-3")
+    out = artefacts.private_copy(mtp_run[0], tmp_path / "run")
+    args = list(artefacts.TINY_MTP_ARGS)
+    args[args.index("--max-steps") + 1] = "6"
+    done = _run(*args, "--output-dir", str(out))
     assert done.returncode == 0, done.stderr
     assert "resumed from" in done.stderr and "checkpoint-4 (step 4)" in done.stderr
     assert "rollout 1/" not in done.stderr  # the rollouts on disk are reused
@@ -81,7 +78,7 @@ def test_a_longer_run_resumes_from_the_last_checkpoint(mtp_run, tmp_path):
     (["--report-to", "wandb"], "report_to: the MTP stage writes metrics.jsonl only"),
 ])
 def test_bad_settings_exit_2_naming_the_field(args, message, tmp_path):
-    done = _run("--model", "tiny", "--output-dir", str(tmp_path / "run"), *args)
+    done = cli.call("training", "mtp", "--model", "tiny", "--output-dir", str(tmp_path / "run"), *args)
     assert done.returncode == 2
     assert message in done.stderr and "Traceback" not in done.stderr
 
