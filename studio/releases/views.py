@@ -12,7 +12,7 @@ from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from serving.release import manifest_text
+from serving.release import ReleaseManifestError, manifest_text
 from studio.accounts.decorators import requires
 from studio.lookups import found_or_404
 from studio.releases import selectors
@@ -62,9 +62,20 @@ def release_new(request):
     return redirect("releases:release_detail", release_id=release.pk)
 
 
+def _manifest_or_why(release: Release) -> tuple[str | None, str]:
+    """(the manifest's text, '') or (None, why there is none): a release drafted before manifests listed
+    every file has no usable manifest (the launcher would refuse it); it is drafted again."""
+    try:
+        return manifest_text(selectors.release_manifest(release)), ""
+    except ReleaseManifestError as error:
+        return None, (f"release #{release.pk} has no usable manifest ({'; '.join(error.problems)}); draft a new "
+                      "release of the same checkpoint")
+
+
 def _detail_page(request, release: Release, *, errors: dict | None = None, status: int = 200):
+    manifest, why = _manifest_or_why(release)
     return render(request, "releases/release_detail.html", {
-        "release": release, "manifest": manifest_text(selectors.release_manifest(release)),
+        "release": release, "manifest": manifest if manifest is not None else why,
         "errors": errors or {}, "posted": request.POST if errors else {}}, status=status)
 
 
@@ -107,7 +118,10 @@ def release_refresh(request, release_id: int):
 def release_manifest(request, release_id: int):
     """The manifest as a file (``python -m serving sglang-command --release FILE``)."""
     release = _release_or_404(release_id)
-    response = HttpResponse(manifest_text(selectors.release_manifest(release)), content_type="application/json")
+    manifest, why = _manifest_or_why(release)
+    if manifest is None:
+        return HttpResponse(why, status=409, content_type="text/plain; charset=utf-8")
+    response = HttpResponse(manifest, content_type="application/json")
     response["Content-Disposition"] = f'attachment; filename="release-{release.pk}.json"'
     return response
 

@@ -168,3 +168,18 @@ def test_a_deeply_nested_manifest_is_a_clear_error(tmp_path):
     done = _launch(path, key)
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
     assert str(path) in done.stderr and "nest deeper than" in done.stderr
+
+
+def test_a_release_drafted_before_every_file_was_listed_has_no_manifest_and_says_why(personas, demo_version,
+                                                                                     checkpoint):
+    assert _draft(personas, demo_version, checkpoint).status_code == 302
+    Release.objects.update(checkpoint_files=[])  # as the migration leaves a release drafted before it
+    release = Release.objects.get()
+    reader = client_for(personas.operator)
+    page = reader.get(f"/releases/{release.pk}/").content.decode()
+    assert "has no usable manifest" in page and "draft a new release" in page
+    download = reader.get(f"/releases/{release.pk}/manifest.json")
+    assert download.status_code == 409 and "checkpoint.files" in download.content.decode()
+    refused = client_for(personas.reviewer).post(f"/releases/{release.pk}/decide/", {
+        "decision": "approve", "reason": "r", "override_reason": "checked by hand"})
+    assert refused.status_code == 400 and "no file list was recorded" in refused.content.decode()
