@@ -8,4 +8,4 @@ from studio.endpoints.models import ModelEndpoint
 
 
 def endpoint_list() -> QuerySet[ModelEndpoint]:
-    return ModelEndpoint.objects.all()
+    return ModelEndpoint.objects.select_related("api_key_secret")
