@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests import artefacts
+
 
 @pytest.fixture(scope="session")
 def tiny_dir():
@@ -23,12 +25,13 @@ def price_examples(n: int = 6) -> list[dict]:
 
 @pytest.fixture(scope="session")
 def sft_run(tmp_path_factory, tiny_dir):
-    """A two-step SFT run on the tiny model (shared by the tests that need a trained checkpoint)."""
+    """A two-step SFT run on the tiny model, built once per test run (tests/artefacts.py) and shared by
+    the tests that need a trained checkpoint; a test that changes it works on a copy."""
     from training.sft_config import SFTStageConfig
     from training.sft_trainer import run_sft
 
-    out = tmp_path_factory.mktemp("sft")
-    config = SFTStageConfig(model="tiny", output_dir=str(out), max_steps=2, save_steps=1,
-                            learning_rate=1e-3)
-    run_sft(config, examples=price_examples())
-    return out
+    def build(out):
+        run_sft(SFTStageConfig(model="tiny", output_dir=str(out), max_steps=2, save_steps=1, learning_rate=1e-3),
+                examples=price_examples())
+
+    return artefacts.build_once(tmp_path_factory, "tiny-sft", build)
