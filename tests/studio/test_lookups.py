@@ -16,7 +16,7 @@ pytestmark = pytest.mark.django_db
     ("/evolution/999999/", "no evolution #999999"),
     ("/evolution/stages/999999/", "no stage #999999"),
     ("/evolution/runs/999999/", "no evaluation run #999999"),
-    ("/evolution/datasets/no-such-set/", "no dataset &#x27;no-such-set&#x27;"),
+    ("/evolution/datasets/no-such-set/", "no dataset 'no-such-set'"),
     ("/evolution/proposals/999999/review/", "no proposal #999999"),
     ("/training/runs/999999/", "no training run #999999"),
     ("/jobs/999999/", "no job #999999"),
