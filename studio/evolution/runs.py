@@ -28,6 +28,7 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import Count
+from django.dispatch import Signal
 from django.utils import timezone
 
 from harness.mcp_registry import McpServerRefused
@@ -50,6 +51,10 @@ from studio.harnesses.models import HarnessVersion
 from studio.jobs.models import Job
 from studio.jobs.registry import JobFailed
 from studio.jobs.services import JobCancelled, job_create, job_reap_stale, worker_identity
+
+# Sent (run_id=) when a run has scored every case and written its summary, before it is marked succeeded:
+# what follows a run (a stage's regression report) listens here, so runs know nothing of stages.
+eval_run_scored = Signal()
 
 logger = logging.getLogger(__name__)
 
@@ -244,9 +249,9 @@ def eval_run_execute(*, run_id: int, progress, log, in_worker: bool = False, wor
         report()
         summary = run_summary(run=run)
         EvalRun.objects.filter(pk=run.pk).update(summary=summary)
-        from studio.evolution.stages import stage_run_finished
-
-        stage_run_finished(run_id=run.pk)  # the regression report exists before the run shows as finished
+        # a stage whose candidate run this is writes its regression report (studio.evolution.stages)
+        # before the run shows as finished; a receiver's error fails the run, as it would in line
+        eval_run_scored.send(sender=EvalRun, run_id=run.pk)
     except JobCancelled:
         job = Job.objects.select_related("cancelled_by").filter(pk=run.job_id).first()
         who = job.cancelled_by if job is not None and job.cancelled_by else "someone"

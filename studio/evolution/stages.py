@@ -13,13 +13,14 @@ from __future__ import annotations
 from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
+from django.dispatch import receiver
 
 from studio.accounts.roles import user_can
 from studio.audit.services import audit_record
 from studio.endpoints.models import ModelEndpoint
 from studio.evolution.errors import EvolutionError
 from studio.evolution.models import Dataset, DatasetCase, EvalRun, Evolution, Proposal, Stage
-from studio.evolution.runs import eval_run_start
+from studio.evolution.runs import eval_run_scored, eval_run_start
 from studio.harnesses.models import Draft, HarnessVersion
 from studio.harnesses.selectors import version_files
 from studio.harnesses.services import StudioError, draft_commit, draft_create, draft_file_save
@@ -147,8 +148,10 @@ def candidate_build(*, stage: Stage, actor: User, message: str = "") -> Stage:
     return stage
 
 
-def stage_run_finished(*, run_id: int) -> None:
-    """Called when a run succeeds: a stage whose candidate run it was gets its regression report."""
+@receiver(eval_run_scored)
+def stage_run_finished(*, run_id: int, **_signal) -> None:
+    """When a run has scored its cases (``runs.eval_run_scored``): a stage whose candidate run it was
+    gets its regression report."""
     from studio.evolution.comparison import compare_runs
 
     for stage in Stage.objects.filter(candidate_run_id=run_id).select_related("parent_run", "candidate_run"):

@@ -20,7 +20,8 @@ from harness.engine import EngineModel, Speculator
 from harness.engine.draft import DraftHead, head_tensors, tensor_names
 from harness.policies.local import load_model
 from tests import artefacts, cli
-from training.mtp_trainer import RolloutSequence, chain_forward, offline_acceptance
+from training.mtp_loss import chain_forward, offline_acceptance
+from training.mtp_rollouts import RolloutSequence
 
 
 def _run(*args: str) -> subprocess.CompletedProcess:
@@ -138,7 +139,7 @@ def test_offline_acceptance_counts_leading_agreeing_drafts():
             targets.append(target)
         return anchors, logits, targets
 
-    with mock.patch("training.mtp_trainer.chain_forward", fake_chain):
+    with mock.patch("training.mtp_loss.chain_forward", fake_chain):
         result = offline_acceptance(Head(), [rollout], steps=3)
     # anchors 4..7 (their next token was written); step-2 target is past the end for anchor 7
     assert result["cycles"] == 4
