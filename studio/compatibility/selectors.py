@@ -233,9 +233,13 @@ def matrix(*, harness: Harness) -> dict[str, Any]:
             for shown in row.cells:
                 if shown.cell is not None and not shown.is_reference:
                     shown.change = cell_change(shown.cell, reference)
-    polling = any(shown.status in (EvalRun.QUEUED, EvalRun.RUNNING) for row in rows for shown in row.cells)
+    from studio.jobs.models import Job
+
+    filling = list(Job.objects.filter(kind="compatibility_fill", status__in=Job.ACTIVE, params__harness_id=harness.pk))
+    polling = bool(filling) or any(shown.status in (EvalRun.QUEUED, EvalRun.RUNNING)
+                                   for row in rows for shown in row.cells)
     return {"harness": harness, "columns": columns, "rows": rows, "labels": labels, "servers": servers,
-            "set": current, "pair": pair, "reference": reference, "polling": polling}
+            "set": current, "pair": pair, "reference": reference, "polling": polling, "filling": filling}
 
 
 # -- the gate and the alarm ----------------------------------------------------------------------------

@@ -7,7 +7,7 @@ cell (a run that stopped is resumed, keeping what it scored): a cell is never co
 
 Cells are asked for by a person (``cell_request``), and automatically:
 
-- when a Harness version gets a label (``cells_for_label``, after the move commits): the endpoints serving
+- when a Harness version gets a label (``cells_for_label``, a job queued by the move): the endpoints serving
   the Harness's production and staging labels on that version, with the production pair itself (the
   reference every cell is coloured against) and the production model on the version it was trained on
   (what the retrain alarm compares with);
@@ -127,9 +127,11 @@ def label_server_set(*, harness: Harness, label: str, endpoint: ModelEndpoint | 
                                              defaults={"endpoint": endpoint, "updated_by": actor})
     audit_record(actor=actor, action="compatibility.server", harness=harness, target=f"{harness.name}@{label}",
                  data={"endpoint": endpoint.name if endpoint else None})
-    version = selectors.labelled_versions(harness).get(label)
-    if version is not None and endpoint is not None:
-        transaction.on_commit(lambda: cells_for_label(harness_id=harness.pk, label=label))
+    if endpoint is not None and label in selectors.labelled_versions(harness):
+        from studio.jobs.services import job_create
+
+        job_create(kind="compatibility_fill", title=f"Compatibility cells for {harness.name}@{label}",
+                   params={"harness_id": harness.pk, "label": label}, created_by=actor)
 
 
 def _quietly(what: str, request) -> Cell | None:

@@ -1,8 +1,8 @@
 """A Harness version that renames the tools the model relies on, from the browser, against a real Celery worker.
 
 The production endpoint is a scripted model keyed on the demo Harness's tool names (trained, as its release
-says, on v1). An operator stages v2, which renames the tools: the label asks for its cells, the worker
-scores them, and the matrix shows the production model's cell on v2 worse than the production pair, with
+says, on v1). An operator stages v2, which renames the tools: the label move queues the job that asks for
+its cells, the worker scores them, and the matrix shows the production model's cell on v2 worse than the production pair, with
 its interval. The reviewer's promotion is refused by the compatibility gate until an override is written;
 once production runs v2 the ML engineer's training page raises the retrain alarm.
 """
@@ -43,13 +43,13 @@ def test_a_tool_rename_is_worse_refused_and_raises_the_retrain_alarm(renamed, pe
     from studio.jobs.testing import celery_worker
 
     v1, v2 = renamed
-    with celery_worker():
+    with celery_worker(extra_env={"COMPATIBILITY_CASES": "9"}):  # the web's set: the worker asks for its cells
         label_move(harness=v1.harness, name="production", version=v1, actor=people["reviewer"], reason="live")
         operator = sign_in("olivia")
         operator.goto("/h/livestream-avatar/v/2/")
         operator.fill("#label-form input[name=label]", "staging")
         operator.click("#label-form button")
-        expect(operator.locator(".msg-success")).to_contain_text("staging now points at v2")
+        expect(operator.locator(".msg-success")).to_contain_text("staging now points at v2", timeout=30_000)
 
         operator.click("text=Compatibility")
         cell = operator.locator('tr[data-endpoint=name-keyed] td[data-version="2"]')
@@ -64,17 +64,18 @@ def test_a_tool_rename_is_worse_refused_and_raises_the_retrain_alarm(renamed, pe
         reviewer.fill("#label-form input[name=label]", "production")
         reviewer.fill("#label-form input[name=reason]", "new tool names")
         reviewer.click("#label-form button")
-        expect(reviewer.locator(".msg-error")).to_contain_text("compatibility: fail (worse than the production pair")
+        expect(reviewer.locator(".msg-error")).to_contain_text("compatibility: fail (worse than the production pair",
+                                                               timeout=30_000)
         reviewer.fill("#label-form input[name=label]", "production")
         reviewer.fill("#label-form input[name=reason]", "new tool names")
         reviewer.fill("#label-form input[name=override_reason]", "the retrain on v2 is booked for tonight")
         reviewer.click("#label-form button")
-        expect(reviewer.locator(".msg-success")).to_contain_text("production now points at v2")
+        expect(reviewer.locator(".msg-success")).to_contain_text("production now points at v2", timeout=30_000)
 
         engineer = sign_in("mei")
         engineer.goto("/training/")
         alarm = engineer.locator("#retrain-alarm-livestream-avatar")
-        expect(alarm).to_contain_text("name-keyed has fallen behind livestream-avatar")
+        expect(alarm).to_contain_text("name-keyed has fallen behind livestream-avatar", timeout=30_000)
         expect(alarm).to_contain_text("the version it was trained on")
         engineer.click("#retrain-livestream-avatar")
         expect(engineer.locator("input[name=harness]")).to_have_value("livestream-avatar@v2")

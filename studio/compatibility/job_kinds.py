@@ -1,0 +1,24 @@
+"""Job kinds of the compatibility app: asking for the cells a label move needs, on a worker."""
+
+from __future__ import annotations
+
+from studio.jobs.registry import JobContext, job_kind
+
+
+def fill_outcome(result: dict) -> str:
+    return f"{result.get('cells', 0)} cell(s), {result.get('new_runs', 0)} new evaluation run(s)"
+
+
+@job_kind("compatibility_fill", label="Compatibility cells", outcome=fill_outcome)
+def compatibility_fill_job(context: JobContext) -> dict:
+    """The cells a label move needs (``services.cells_for_label``); a cell that exists is reused."""
+    from studio.compatibility.services import cells_for_label
+    from studio.evolution.models import EvalRun
+
+    before = EvalRun.objects.count()
+    cells = cells_for_label(harness_id=context.params["harness_id"], label=context.params["label"])
+    for cell in cells:
+        context.log(f"{cell.endpoint.name} on v{cell.version.number}: evaluation run #{cell.run_id} "
+                    f"({cell.run.status}; {cell.reason})")
+    return {"cells": len(cells), "new_runs": EvalRun.objects.count() - before,
+            "runs": [cell.run_id for cell in cells]}
