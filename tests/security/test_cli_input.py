@@ -1,7 +1,8 @@
 """Finding 6: bad input to a CLI gives one message naming the file (and line or field), exit 2.
 
-Each test runs the real entry point (``python -m harness|evaluation|serving|training``)
-as a subprocess with a file a user could hand it by mistake (a binary file, JSON
+Each test runs the entry point's ``main`` (``python -m harness|evaluation|serving|training``; one test
+per command line as a real subprocess, the rest in this process: tests/cli.py) with a file a user
+could hand it by mistake (a binary file, JSON
 nested 100,000 levels deep, JSON cut short, a field of the wrong type) and
 checks the exit code, the message and that no traceback is shown. One test
 checks the request is validated before the Harness's MCP server starts.
@@ -10,15 +11,14 @@ checks the request is validated before the Harness's MCP server starts.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from harness.mcp_registry import TRUST_FLAG
+from tests import cli as command_line
 from tests.security.test_mcp_registry import hostile_bundle
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,9 +32,12 @@ TRUNCATED = b'{"comments": [\n'
 
 
 def cli(module: str, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True,
-                          timeout=120, cwd=ROOT, stdin=subprocess.DEVNULL,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    """The command's own ``main`` in this process (tests/cli.py); ``subprocess_cli`` is the real
+    ``python -m MODULE``, kept for one test per command line and for the exit code a user sees."""
+    return command_line.call(module, *args)
+
+
+subprocess_cli = command_line.run
 
 
 def one_error(done: subprocess.CompletedProcess, *fragments: str, code: int = 2) -> str:
@@ -64,7 +67,7 @@ BAD_FILES = {
 def test_a_bad_request_file_is_one_message_naming_it(tmp_path, kind):
     data, expected = BAD_FILES[kind]
     path = write(tmp_path, "request.json", data)
-    err = one_error(cli("harness", "run", "--request", str(path), "--policy", f"scripted:{SCRIPT}"),
+    err = one_error(subprocess_cli("harness", "run", "--request", str(path), "--policy", f"scripted:{SCRIPT}"),
                     expected.format(path=path))
     assert len(err.strip().splitlines()) == 1
     assert "0 problem(s)" not in err
@@ -137,7 +140,7 @@ def test_out_of_range_flags_say_what_is_valid(args, message):
 def test_serve_mcp_checks_its_catalogue_before_serving(tmp_path):
     path = write(tmp_path, "catalogue.json", BINARY)
     for module, args in (("harness", ["serve-mcp"]), ("harness.mcp_server", [])):
-        one_error(cli(module, *args, "--catalogue", str(path)), f"{path}:1: not UTF-8 text")
+        one_error(subprocess_cli(module, *args, "--catalogue", str(path)), f"{path}:1: not UTF-8 text")
 
 
 def bad_bundle(tmp_path: Path) -> Path:
@@ -169,7 +172,7 @@ def test_augment_names_a_bad_case_file(tmp_path):
 
 def test_evaluation_names_unreadable_case_files(tmp_path):
     binary = write(tmp_path, "cases.jsonl", BINARY)
-    one_error(cli("evaluation", "validate", str(binary)), f"error: {binary}:1: not UTF-8 text")
+    one_error(subprocess_cli("evaluation", "validate", str(binary)), f"error: {binary}:1: not UTF-8 text")
     one_error(cli("evaluation", "validate", str(tmp_path / "missing.jsonl")),
               f"{tmp_path / 'missing.jsonl'}: no such case file")
     deep = write(tmp_path, "deep.jsonl", DEEP + b"\n")
@@ -183,7 +186,7 @@ def test_evaluation_names_unreadable_case_files(tmp_path):
 
 def test_serving_names_bad_case_and_profile_files(tmp_path):
     binary = write(tmp_path, "cases.jsonl", BINARY)
-    one_error(cli("serving", "replay", "--route", "cpu-tiny", "--cases", str(binary),
+    one_error(subprocess_cli("serving", "replay", "--route", "cpu-tiny", "--cases", str(binary),
                   "--out", str(tmp_path / "runs")),
               f"error: {binary}:1: not UTF-8 text")
     assert not (tmp_path / "runs").exists()
@@ -194,7 +197,7 @@ def test_serving_names_bad_case_and_profile_files(tmp_path):
 
 def test_training_names_a_binary_config(tmp_path):
     path = write(tmp_path, "sft.yaml", BINARY)
-    one_error(cli("training", "sft", "--config", str(path)),
+    one_error(subprocess_cli("training", "sft", "--config", str(path)),
               f"error: {path}:1: not UTF-8 text (invalid start byte at byte 0); "
               "a config file must be UTF-8 text")
 
