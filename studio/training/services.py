@@ -285,8 +285,10 @@ def run_execute(*, run_id: int, context: JobContext) -> dict[str, Any]:
             else:
                 context.progress(int(100 * done / total) if total else 0)
             return
-        if not run.is_training:
-            context.progress(0)  # the cancel check; evaluation and replay report in their log
+        if not run.is_training:  # evaluation and replay: the items scored, the requests recorded
+            from studio.training.live import run_live
+
+            context.progress(run_live(run).percent)  # also the cancel check
             return
         progress = run_progress(run)
         if progress.steps_done != reported["steps"]:

@@ -17,6 +17,7 @@ from studio.accounts.decorators import requires
 from studio.endpoints.services import EndpointError
 from studio.lookups import found_or_404
 from studio.training import configs, selectors
+from studio.training.live import live_context
 from studio.training.models import TrainingRun
 from studio.training.presets import PRESETS, preset_config, presets_for, recipe_steps
 from studio.training.results import evaluation_rows
@@ -177,13 +178,25 @@ def run_detail(request, run_id: int):
     summary = run.summary or selectors.read_folder_summary(run)
     return render(request, "training/run_detail.html", {
         "run": run, "steps": steps, "job": job,
-        "progress": selectors.run_dashboard(run)["progress"] if run.is_training else {},
+        **live_context(run),
         "can_cancel": job is not None and job_can_cancel(job=job, user=request.user), "can_resume": can_resume,
         "summary": summary, "eval_rows": evaluation_rows((summary or {}).get("evaluation")),
         "replay_warning": fallback_warning(((summary or {}).get("replay") or {}).get("levels") or {}),
         "has_model": run.is_policy and (run.final_dir / "config.json").is_file(),
         "ablation": selectors.ablation_dashboard(run) if run.kind == TrainingRun.ABLATION else None,
         "eval_labels": configs.EVAL_SET_LABELS})
+
+
+@require_GET
+@requires("training.view")
+def run_live_view(request, run_id: int):
+    """The run page's live panel (status, progress, time left, log); once the job has ended the page
+    reloads itself whole, so its result shows."""
+    run = _run_or_404(run_id)
+    response = render(request, "training/_run_live.html", {**live_context(run), "oob_log": True})
+    if run.job is None or not run.job.is_active:
+        response["HX-Refresh"] = "true"
+    return response
 
 
 @require_GET
