@@ -79,8 +79,24 @@ def version_business_gate(*, version) -> Gate:
     stage = (Stage.objects.select_related("evolution").filter(candidate_version=version)
              .exclude(comparison={}).order_by("-pk").first())
     if stage is None:
+        from studio.harnesses.models import Label
+
+        production = Label.objects.filter(harness_id=version.harness_id, name=Label.PRODUCTION).first()
+        if production is not None and production.version_id == version.pk:
+            return Gate("business regression", "pass", f"v{version.number} is the production version: its replies "
+                        "are what production gives now, so it cannot regress against it")
+        if version.parent_id is None and production is None:
+            return Gate("business regression", "pass", f"v{version.number} has no parent and no version is in "
+                        "production yet: there is nothing it could regress against")
+        if version.parent_id is None:  # a first version is judged against what production runs
+            return Gate("business regression", "no data",
+                        f"v{version.number} has no parent, so it is judged against the production version "
+                        f"(v{production.version.number}), and no evolution stage has compared them; start an "
+                        f"evolution from v{production.version.number} and compare v{version.number} with it")
         return Gate("business regression", "no data",
-                    f"v{version.number} has not been evaluated against its parent in an evolution stage")
+                    f"v{version.number} has not been evaluated against its parent in an evolution stage"
+                    + (f"; note that production is v{production.version.number}, not v{version.number}"
+                       if production is not None else ""))
     gate = business_gate(comparison=stage.comparison, tolerance=stage.evolution.tolerance)
     gate.detail += f" (evolution #{stage.evolution_id} stage {stage.number})"
     gate.stage_id = stage.pk
@@ -281,13 +297,15 @@ def gates_blocking(gates: list[Gate]) -> list[Gate]:
     return [g for g in gates if g.status != "pass"]
 
 
-def gates_check_promotion(*, gates: list[Gate], override_reason: str) -> list[Gate]:
-    """The blocking gates a promotion goes through with; ValueError naming them when there is no override reason."""
+def gates_check_promotion(*, gates: list[Gate], override_reason: str,
+                          action: str = "Promotion to production", verb: str = "promote") -> list[Gate]:
+    """The blocking gates a promotion (or a release's approval: ``action``, ``verb``) goes through with;
+    ValueError naming them when there is no override reason."""
     blocking = gates_blocking(gates)
     if blocking and not override_reason.strip():
         shown = "; ".join(f"{g.name}: {g.status} ({g.detail})" for g in blocking)
-        raise ValueError(f"release gates did not pass: {shown}. Promotion to production needs every gate to pass; "
-                         "to promote anyway, a reviewer must write why in the override reason")
+        raise ValueError(f"release gates did not pass: {shown}. {action} needs every gate to pass; "
+                         f"to {verb} anyway, a reviewer must write why in the override reason")
     return blocking
 
 

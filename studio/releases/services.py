@@ -228,7 +228,8 @@ def release_decide(*, release: Release, decision: str, reason: str, override_rea
     if decision == "approve":
         try:
             overridden = gates_check_promotion(gates=[Gate.from_dict(g) for g in release.gates],
-                                               override_reason=override_reason)
+                                               override_reason=override_reason, action="Approving a release",
+                                               verb="approve it")
         except ValueError as refused:
             raise ReleaseRefused({"override_reason": f"override_reason: {refused}"}) from None
         for name, path, recorded in (("checkpoint", release.checkpoint_path, release.checkpoint_files),
