@@ -64,9 +64,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--host", default="0.0.0.0")
     p.add_argument("--port", type=int, default=DEFAULT_SGLANG_PORT)
     p.add_argument("--dtype", default="bf16", help="bf16 (default), fp16, fp32, auto or an SGLang dtype name")
-    p.add_argument("--tool-call-parser", default="qwen3_coder")
-    p.add_argument("--reasoning-parser", default="qwen3")
-    p.add_argument("--no-speculative", action="store_true", help="serve without NEXTN speculative decoding")
+    p.add_argument("--tool-call-parser", help=("default: from the checkpoint's chat template when its folder is on "
+                                                "this host (none for a template without tool calls), else "
+                                                "qwen3_coder; 'none' for no parser"))
+    p.add_argument("--reasoning-parser", help=("default: from the checkpoint (qwen3 for a Qwen3 template with "
+                                                "<think>, none otherwise), else qwen3; 'none' for no parser"))
+    p.add_argument("--no-speculative", action="store_true", help="serve without speculative decoding")
     p.add_argument("--tp-size", type=int, default=1)
     p.add_argument("--mem-fraction-static", type=float)
     p.add_argument("--context-length", type=int)
@@ -151,7 +154,17 @@ def cmd_sglang_command(args) -> int:
             port = profile_port
     if not model:
         raise ValueError("sglang-command: give --model PATH (or --profile with a checkpoint)")
-    algorithm = None if args.no_speculative else "NEXTN"
+    from serving.sglang import checkpoint_flags
+
+    derived = checkpoint_flags(model)
+    if derived is not None:  # the checkpoint is on this host: its own files say which flags fit it
+        for note in derived.notes:
+            print(f"# {note}", file=sys.stderr)
+    algorithm = None if args.no_speculative else (derived.speculative_algorithm if derived else "NEXTN")
+    if draft and algorithm is None and not args.no_speculative:  # a head on another host, a policy without MTP
+        algorithm = "EAGLE"
+    tool_parser = args.tool_call_parser or (derived.tool_call_parser if derived else "qwen3_coder")
+    reasoning_parser = args.reasoning_parser or (derived.reasoning_parser if derived else "qwen3")
     token_map = None
     if draft and Path(draft).is_dir() and not args.no_speculative:
         from harness.engine.draft import TOKEN_MAP_FILE
@@ -164,8 +177,8 @@ def cmd_sglang_command(args) -> int:
             token_map = str(Path(draft) / TOKEN_MAP_FILE)
     launch = SGLangLaunch(
         model_path=model, draft_head=draft, served_model_name=name, host=args.host, port=port,
-        dtype=args.dtype, tool_call_parser=args.tool_call_parser or None,
-        reasoning_parser=args.reasoning_parser or None,
+        dtype=args.dtype, tool_call_parser=None if tool_parser in (None, "none") else tool_parser,
+        reasoning_parser=None if reasoning_parser in (None, "none") else reasoning_parser,
         speculative_algorithm=algorithm, speculative_token_map=token_map,
         tp_size=args.tp_size, mem_fraction_static=args.mem_fraction_static,
         context_length=args.context_length, trust_remote_code=args.trust_remote_code,

@@ -209,6 +209,91 @@ def check_draft_head(head_dir: str | Path, model_path: str | Path | None = None)
     return algorithm, problems
 
 
+@dataclass(frozen=True)
+class CheckpointFlags:
+    """The flags a checkpoint on this host calls for, read from its own files, and why."""
+
+    tool_call_parser: str | None
+    reasoning_parser: str | None
+    speculative_algorithm: str | None
+    notes: tuple[str, ...]
+
+
+def _chat_template(folder: Path) -> str:
+    import json
+
+    jinja = folder / "chat_template.jinja"
+    if jinja.is_file():
+        return jinja.read_text(encoding="utf-8", errors="replace")
+    try:
+        config = json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return ""
+    template = config.get("chat_template") if isinstance(config, dict) else None
+    if isinstance(template, list):  # named templates: the default one
+        template = next((t.get("template") for t in template if isinstance(t, dict) and t.get("name") == "default"),
+                        None)
+    return template if isinstance(template, str) else ""
+
+
+def checkpoint_flags(model_path: str | Path) -> CheckpointFlags | None:
+    """The speculative algorithm and parsers that fit the checkpoint: its family (config.json's
+    architectures and model_type) and its chat template's tool-call and thinking formats. None when
+    the folder is not on this host (a hub id, another host's path): the report's settings stand.
+
+    - NEXTN only for families that ship MTP layers (``NEXTN_FAMILIES``); without them and without a
+      draft head there is no speculative decoding (SGLang refuses NEXTN for a model with no MTP layers);
+    - the tool-call parser of the template's format: ``<function=`` (Qwen3-Coder XML) -> qwen3_coder,
+      ``<tool_call>`` JSON in a Qwen template -> qwen25, ``[TOOL_CALLS]`` -> mistral, ``<|python_tag|>``
+      -> llama3; none when the template has no tool format (the Harness then renders the tools into
+      the prompt and reads ``<tool_call>`` text itself);
+    - a reasoning parser only for a template that opens a ``<think>`` block (qwen3 for the Qwen3
+      family, deepseek-r1 for DeepSeek)."""
+    import json
+
+    folder = Path(model_path)
+    try:
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(config, dict):
+        return None
+    archs = [a for a in config.get("architectures") or [] if isinstance(a, str)]
+    family = str(config.get("model_type") or "")
+    shown = ", ".join(archs) or family or "an unnamed architecture"
+    template = _chat_template(folder)
+    notes = []
+    if any(a.startswith(NEXTN_FAMILIES) for a in archs):
+        speculative = "NEXTN"
+        notes.append(f"{shown} ships MTP layers: NEXTN speculative decoding on its own head")
+    else:
+        speculative = None
+        notes.append(f"{shown} has no MTP layers and no draft head was given: no speculative decoding "
+                     "(adapt a head with `python -m training mtp` and pass --draft-head)")
+    if "<function=" in template:
+        tool = "qwen3_coder"
+    elif "<tool_call>" in template and family.startswith("qwen"):
+        tool = "qwen25"
+    elif "[TOOL_CALLS]" in template:
+        tool = "mistral"
+    elif "<|python_tag|>" in template:
+        tool = "llama3"
+    else:
+        tool = None
+    notes.append(f"tool calls: {tool} (the chat template's format)" if tool else
+                 "the chat template has no tool-call format: no --tool-call-parser (the Harness renders the "
+                 "tools into the prompt and reads <tool_call> text itself)")
+    if "<think>" in template and family.startswith("qwen3"):
+        reasoning = "qwen3"
+    elif "<think>" in template and family.startswith("deepseek"):
+        reasoning = "deepseek-r1"
+    else:
+        reasoning = None
+    notes.append(f"reasoning: {reasoning} (the template opens <think>)" if reasoning else
+                 "the chat template has no thinking block: no --reasoning-parser")
+    return CheckpointFlags(tool, reasoning, speculative, tuple(notes))
+
+
 def sglang_launch_argv(launch: SGLangLaunch, *, check_paths: bool = False) -> list[str]:
     """The launch command as an argv list; raises SGLangCommandError on bad settings."""
     problems = validate_launch(launch, check_paths=check_paths)

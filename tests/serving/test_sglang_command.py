@@ -119,3 +119,32 @@ def test_cli_takes_model_and_draft_head_from_the_builtin_sglang_profile(capsys):
     assert values["--speculative-draft-model-path"] == "/models/policy-mtp-head"
     assert values["--served-model-name"] == "policy"
     assert values["--port"] == "30000"
+
+
+def test_a_smollm2_checkpoint_with_no_head_gets_no_nextn_and_no_qwen_parsers(capsys):
+    """SmolLM2 (LlamaForCausalLM, a ChatML template without tools or thinking): no MTP layers, so no
+    speculative decoding, and no parser of another model family."""
+    from harness.policies.models import tiny_model_dir
+
+    assert main(["sglang-command", "--model", str(tiny_model_dir()), "--json"]) == 0
+    out, err = capsys.readouterr()
+    flags = flag_names(json.loads(out))
+    assert not [f for f in flags if f.startswith("--speculative") or f.endswith("-parser")], flags
+    assert "# LlamaForCausalLM has no MTP layers and no draft head was given: no speculative decoding" in err
+    assert "no --tool-call-parser" in err and "no --reasoning-parser" in err
+
+
+def test_a_qwen3_next_checkpoint_gets_nextn_and_the_parsers_its_template_uses(tmp_path, capsys):
+    model = tmp_path / "qwen3-next"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps({"architectures": ["Qwen3NextForCausalLM"],
+                                                    "model_type": "qwen3_next"}))
+    (model / "chat_template.jinja").write_text("{{ '<think>' }}{{ '<tool_call>\\n<function=' }}")
+    assert main(["sglang-command", "--model", str(model), "--json"]) == 0
+    values = _flag_values(json.loads(capsys.readouterr().out))
+    assert values["--speculative-algorithm"] == "NEXTN"
+    assert values["--tool-call-parser"] == "qwen3_coder" and values["--reasoning-parser"] == "qwen3"
+    (model / "chat_template.jinja").write_text("{{ '<tool_call>' }}")  # Hermes-style JSON calls, no thinking
+    assert main(["sglang-command", "--model", str(model), "--json", "--reasoning-parser", "none"]) == 0
+    values = _flag_values(json.loads(capsys.readouterr().out))
+    assert values["--tool-call-parser"] == "qwen25" and "--reasoning-parser" not in values
