@@ -116,6 +116,22 @@ def stage_draft_with_edits(*, stage: Stage, edits: list[dict], actor: User) -> D
 
 
 @transaction.atomic
+def stage_edit_by_hand(*, stage: Stage, actor: User) -> Draft:
+    """The stage's editor draft of its parent version (made once), for a candidate edited by hand when the
+    diagnosis proposed nothing; "Commit the candidate" on the stage page then commits and evaluates it."""
+    stage_require(actor, "evolution.review", "editing the candidate by hand")
+    stage_check_open(stage)
+    if stage.candidate_version_id:
+        raise EvolutionError(f"stage {stage.number} already has its candidate v{stage.candidate_version.number}")
+    if stage.draft is not None and stage.draft.status == Draft.OPEN:
+        return stage.draft
+    stage.draft = draft_create(harness=stage.evolution.harness, base_version=stage.parent_version, owner=actor,
+                               title=f"Evolution #{stage.evolution_id} stage {stage.number} candidate (by hand)")
+    stage.save(update_fields=["draft"])
+    return stage.draft
+
+
+@transaction.atomic
 def candidate_build(*, stage: Stage, actor: User, message: str = "") -> Stage:
     """Commit the stage's candidate (its editor draft, or the accepted edits) and start evaluating it."""
     stage_require(actor, "evolution.review", "committing the candidate")

@@ -22,6 +22,7 @@ urlpatterns = [
     path("stages/<int:stage_id>/status/", views.stage_status, name="stage_status"),
     path("stages/<int:stage_id>/diagnose/", views.stage_diagnose, name="stage_diagnose"),
     path("stages/<int:stage_id>/candidate/", views.stage_candidate, name="stage_candidate"),
+    path("stages/<int:stage_id>/edit/", views.stage_edit, name="stage_edit"),
     path("stages/<int:stage_id>/decide/", views.stage_decide_view, name="stage_decide"),
     path("proposals/<int:proposal_id>/review/", views.proposal_review_view, name="proposal_review"),
     path("proposals/<int:proposal_id>/edit/", views.proposal_edit, name="proposal_edit"),

@@ -21,7 +21,7 @@ from studio.evolution.forms import DatasetImportForm, EvolutionForm
 from studio.evolution.gates import release_gates, stopping_advice
 from studio.evolution.models import EvalRun
 from studio.evolution.runs import EvaluationError, eval_run_resume, eval_run_resume_if_stalled
-from studio.evolution.stages import candidate_build, evolution_start
+from studio.evolution.stages import candidate_build, evolution_start, stage_edit_by_hand
 from studio.lookups import found_or_404
 from studio.playground.presenters import system_prompt, trajectory_steps
 
@@ -253,6 +253,21 @@ def stage_candidate(request, stage_id: int):
     else:
         messages.success(request, "Candidate committed; its evaluation has started.")
     return redirect("evolution:stage_detail", stage_id=stage.pk)
+
+
+@require_POST
+@requires("evolution.review")
+def stage_edit(request, stage_id: int):
+    """Edit the candidate by hand (the diagnosis proposed nothing): the stage's draft in the editor."""
+    stage = _stage(stage_id)
+    try:
+        draft = stage_edit_by_hand(stage=stage, actor=request.user)
+    except USER_ERRORS as error:
+        messages.error(request, str(error))
+        return redirect("evolution:stage_detail", stage_id=stage.pk)
+    messages.success(request, f"Draft #{draft.pk} of v{stage.parent_version.number} is this stage's candidate; edit "
+                              "it, then commit it from the stage page.")
+    return redirect("harnesses:draft_edit", draft_id=draft.pk)
 
 
 @require_POST
