@@ -29,8 +29,10 @@ from __future__ import annotations
 import copy
 import dataclasses
 import datetime as dt
+import hashlib
 import json
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -53,7 +55,7 @@ from harness.runtime.context import (
 )
 from harness.runtime.failures import FailureInjection, FailureInjector
 from harness.runtime.hook_impls import HOOK_IMPLS, HookCheck, render_message
-from harness.runtime.mcp_client import McpHub
+from harness.runtime.mcp_client import SharedHub, shared_hub
 from harness.runtime.tool_runner import ToolRunner
 from harness.runtime.trajectory import (
     HookDecisionRecord,
@@ -107,6 +109,26 @@ class _Run:
         self.silent_reason: str | None = None
 
 
+
+_CATALOGUE_DIR: tempfile.TemporaryDirectory | None = None
+_CATALOGUE_LOCK = threading.Lock()
+
+
+def catalogue_file(catalogue: Catalogue) -> Path:
+    """The catalogue as the file an MCP server prices against (``HARNESS_CATALOGUE``), named by its
+    content in a folder this process removes when it exits: agents with the same catalogue give their
+    servers the same file, so they can share one server (``shared_hub``)."""
+    global _CATALOGUE_DIR
+    text = json.dumps(catalogue.to_dict(), indent=2, ensure_ascii=False) + "\n"
+    with _CATALOGUE_LOCK:
+        if _CATALOGUE_DIR is None or not Path(_CATALOGUE_DIR.name).is_dir():
+            _CATALOGUE_DIR = tempfile.TemporaryDirectory(prefix="harness-catalogues-")
+        path = Path(_CATALOGUE_DIR.name) / f"catalogue-{hashlib.sha256(text.encode()).hexdigest()[:24]}.json"
+        if not path.exists():
+            path.write_text(text, encoding="utf-8")
+    return path
+
+
 class Agent:
     """Runs requests under one Harness with one policy. Use as a context manager
     (or call ``close()``) so MCP server processes are stopped."""
@@ -139,8 +161,7 @@ class Agent:
         self.reply_skill_names = [s.name for s in bundle.reply_skills()]
         # In-context examples (recorded trajectories) shown before the request, for small models.
         self.demonstration_messages = [m for t in demonstrations or [] for m in demonstration_messages(t)]
-        self._tmpdir: tempfile.TemporaryDirectory | None = None
-        self.hub: McpHub | None = None
+        self.hub: SharedHub | None = None
         if bundle.mcp_servers and connect_mcp:
             # Resolved before anything starts: an unregistered or untrusted inline server
             # refuses the whole Agent (McpServerRefused), and no process is started.
@@ -149,11 +170,8 @@ class Agent:
                                        trust_harness_commands=trust_harness_commands)
             env = dict(mcp_env or {})
             if CATALOGUE_ENV not in env:
-                self._tmpdir = tempfile.TemporaryDirectory(prefix="harness-catalogue-")
-                path = Path(self._tmpdir.name) / "catalogue.json"
-                self.catalogue.dump(path)
-                env[CATALOGUE_ENV] = str(path)
-            self.hub = McpHub(servers, env=env)
+                env[CATALOGUE_ENV] = str(catalogue_file(self.catalogue))
+            self.hub = shared_hub(servers, env=env)
         self.runner = ToolRunner(hub=self.hub, default_timeout_s=self.tool_timeout_s)
 
     # --- lifecycle -------------------------------------------------------------
@@ -161,9 +179,6 @@ class Agent:
         if self.hub is not None:
             self.hub.close()
         self.runner.close()
-        if self._tmpdir is not None:
-            self._tmpdir.cleanup()
-            self._tmpdir = None
 
     def __enter__(self) -> Agent:
         return self

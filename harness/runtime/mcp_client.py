@@ -9,23 +9,33 @@ opened at start-up, when its tools are discovered. Calls from the agent's
 threads are scheduled on that loop and waited for with the tool's timeout. A
 server that cannot be reached is remembered with the reason, and every call to
 it fails with that reason instead of hanging: the request still completes.
+
+Agents share hubs (:func:`shared_hub`): every agent of a process that names the same servers with the
+same environment (the same catalogue file included) uses one hub, so an evaluation's pool of Harness
+variants, its concurrent requests and the next run on the same worker start each server once instead
+of once per agent (a stdio server is a Python process: one to three seconds to start on two cores).
+A hub nobody holds is closed after ``IDLE_CLOSE_S``; one that could not reach a server, or lost one
+mid-call, is never handed out again, so the next agent connects afresh.
 """
 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import json
 import os
 import shutil
 import sys
 import threading
 from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import asdict
 from typing import Any
 
 from harness.mcp_registry import server_environment
 from harness.tools import McpServerSpec
 
 CONNECT_TIMEOUT_S = 20.0
+IDLE_CLOSE_S = 60.0  # a shared hub nobody holds is closed after this long
 
 
 class McpCallError(RuntimeError):
@@ -74,6 +84,7 @@ class McpHub:
         self._thread: threading.Thread | None = None
         self._stop: asyncio.Event | None = None
         self._tasks: list[asyncio.Future] = []
+        self.broken = False  # a server's connection failed mid-call: not to be shared again
         if self.servers:
             self._start(connect_timeout_s)
 
@@ -162,6 +173,7 @@ class McpHub:
             fut.cancel()
             raise McpCallError(f"{server}/{tool} timed out after {timeout_s:g} s", kind="timeout") from exc
         except Exception as exc:  # noqa: BLE001 - transport failures become the tool's error
+            self.broken = True
             raise McpCallError(f"{server}/{tool} failed: {_reason(exc)}", kind="unavailable") from exc
         text = "".join(getattr(c, "text", "") for c in result.content or [])
         if result.is_error:
@@ -169,6 +181,97 @@ class McpHub:
         if result.structured_content is not None:
             return result.structured_content
         return json.loads(text) if text.strip()[:1] in ("{", "[") else {"text": text}
+
+
+class _Shared:
+    def __init__(self, hub: McpHub) -> None:
+        self.hub, self.holders, self.idle_timer = hub, 0, None
+
+    @property
+    def reusable(self) -> bool:
+        return not self.hub.errors and not self.hub.broken and self.hub._loop is not None
+
+
+_SHARED: dict[str, _Shared] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+class SharedHub:
+    """One agent's hold on a shared :class:`McpHub`: its tools, errors and calls; ``close`` lets go."""
+
+    def __init__(self, key: str, shared: _Shared) -> None:
+        self._key, self._shared, self._closed = key, shared, False
+
+    @property
+    def tools(self) -> dict[str, dict[str, dict[str, Any]]]:
+        return self._shared.hub.tools
+
+    @property
+    def errors(self) -> dict[str, str]:
+        return self._shared.hub.errors
+
+    def call(self, server: str, tool: str, arguments: dict[str, Any], *, timeout_s: float) -> Any:
+        return self._shared.hub.call(server, tool, arguments, timeout_s=timeout_s)
+
+    def close(self) -> None:
+        with _SHARED_LOCK:
+            if self._closed:
+                return
+            self._closed = True
+            shared = self._shared
+            shared.holders -= 1
+            if shared.holders > 0:
+                return
+            if _SHARED.get(self._key) is shared and shared.reusable:
+                shared.idle_timer = threading.Timer(IDLE_CLOSE_S, _close_if_idle, (self._key, shared))
+                shared.idle_timer.daemon = True
+                shared.idle_timer.start()
+                return
+            if _SHARED.get(self._key) is shared:
+                del _SHARED[self._key]
+        shared.hub.close()
+
+
+def _close_if_idle(key: str, shared: _Shared) -> None:
+    with _SHARED_LOCK:
+        if shared.holders > 0 or _SHARED.get(key) is not shared:
+            return
+        del _SHARED[key]
+    shared.hub.close()
+
+
+def shared_hub(servers: dict[str, McpServerSpec], *, env: dict[str, str] | None = None) -> SharedHub:
+    """A hold on this process's hub for ``servers`` with ``env``, started on first use (see the module)."""
+    key = json.dumps({"pid": os.getpid(), "env": sorted((env or {}).items()),
+                      "servers": {name: asdict(spec) for name, spec in sorted(servers.items())}},
+                     sort_keys=True, default=list)
+    stale = None
+    with _SHARED_LOCK:  # held while a new hub connects: a second agent for the same servers waits for it
+        shared = _SHARED.get(key)
+        if shared is not None and not shared.reusable:
+            if shared.holders == 0:
+                stale = shared
+            del _SHARED[key]
+            shared = None
+        if shared is None:
+            shared = _SHARED[key] = _Shared(McpHub(servers, env=env))
+        if shared.idle_timer is not None:
+            shared.idle_timer.cancel()
+            shared.idle_timer = None
+        shared.holders += 1
+        handle = SharedHub(key, shared)
+    if stale is not None:
+        stale.hub.close()
+    return handle
+
+
+@atexit.register
+def _close_shared_hubs() -> None:
+    with _SHARED_LOCK:
+        hubs = [shared.hub for shared in _SHARED.values()]
+        _SHARED.clear()
+    for hub in hubs:
+        hub.close()
 
 
 def _reason(exc: BaseException) -> str:
