@@ -102,7 +102,8 @@ def summarise(records: Iterable[dict[str, Any]], *, sla_s: float = DEFAULT_SLA_S
             first_ttfts.append(float(rcalls[0]["ttft_s"]))
     rates = [rate for c in calls if (rate := call_decode_rate(c)) is not None]
     answered = [c for c in calls if not c.get("error")]  # a failed call reports no real usage
-    in_calls = [c["input_tokens"] for c in answered if c.get("input_tokens") is not None]
+    # a call whose server reported no prompt tokens (0 or none) is left out: no prompt is empty
+    in_calls = [c["input_tokens"] for c in answered if c.get("input_tokens")]
     out_calls = [c["output_tokens"] for c in answered if c.get("output_tokens") is not None]
     within = sum(1 for r in ok if float(r["wall_s"]) <= sla_s)
     fallbacks = sum(1 for r in measured if r.get("status") == "fallback")

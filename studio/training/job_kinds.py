@@ -27,7 +27,11 @@ def run_outcome(result: dict[str, Any]) -> str:
         return f"adapted a draft head in {card.get('steps')} steps{accepted}: head in final/"
     if "model_card" in summary:
         card = summary["model_card"]
-        return f"trained {card.get('steps')} steps ({card.get('stage')}): model in final/"
+        steps = card.get("steps")
+        counted = f"{steps} step{'' if steps == 1 else 's'}"
+        if result.get("kind") == "pipeline":  # the card is the last stage's: the pipeline's own steps are per stage
+            return f"pipeline finished; its last stage ({card.get('stage')}) trained {counted}: model in final/"
+        return f"trained {counted} ({card.get('stage')}): model in final/"
     if "evaluation" in summary:
         scores = summary["evaluation"]
         parts = [f"{name} AVG {s['avg']:.1f}" if "avg" in s else f"{name} strict {s.get('prompt_strict', 0):.1f}"

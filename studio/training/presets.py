@@ -48,8 +48,8 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
            "memory on 2 CPU cores; minutes on a GPU worker.",
            recipe=("examples/training/demo-sft-1.yaml", "examples/training/demo-sft-2.yaml")),
     Preset("tiny-smoke", "sft", "Smoke test on the tiny model",
-           "Two SFT steps of the 2-layer random test model on two cases of the demo Harness: about a minute "
-           "on a CPU; proves a training worker, the dashboard and the registry end to end.",
+           "Two SFT steps of the 2-layer random test model on two cases of the demo Harness: one to two "
+           "minutes on a 2-core CPU (97 s measured on a fresh demo, most of it loading); proves a training worker, the dashboard and the registry end to end.",
            values={"model": "tiny", "max_steps": 2, "max_cases": 2, "hsa_variants": 0, "save_steps": 1,
                    "learning_rate": 1e-3}),
     Preset("hsa-sft", "sft", "HSA-SFT (K=3 variants per case)",

@@ -128,3 +128,8 @@ def test_levels_are_summarised_separately():
     assert by_level[1]["success_rate"] == 1.0
     assert by_level[2]["success_rate"] == 0.5
     assert by_level[2]["wall_p50_s"] == 3.0
+
+
+def test_a_server_that_reports_no_prompt_tokens_gives_no_input_figure_not_zero():
+    s = summarise([_ok(3.0, [_call(0.5, 1.5, 0, 11)])])
+    assert s["input_tokens_per_call"] is None and s["output_tokens_per_call"] == 11
