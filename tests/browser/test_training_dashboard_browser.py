@@ -55,7 +55,7 @@ def test_a_finished_sft_runs_dashboard_draws_eval_loss_and_marks_the_best_kept_c
     done = subprocess.run([sys.executable, "-m", "training", "sft", "--model", "tiny", "--output-dir",
                            str(folder / "sft"), "--max-cases", "2", "--hsa-variants", "0", "--max-steps", "3",
                            "--save-steps", "1", "--save-total-limit", "2", "--eval-fraction", "0.5",
-                           "--learning-rate", "1e-3"], capture_output=True, text=True, timeout=600)
+                           "--learning-rate", "1e-3"], capture_output=True, text=True, timeout=500)
     assert done.returncode == 0, done.stderr[-3000:]
     rows = [json.loads(line) for line in (folder / "sft" / "metrics.jsonl").read_text().splitlines()]
     evals = {r["step"]: r["eval_loss"] for r in rows if "eval_loss" in r}

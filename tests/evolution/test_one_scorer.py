@@ -65,7 +65,7 @@ def test_one_case_set_gives_identical_rows_through_every_adapter(personas, demo_
     proc = subprocess.run([sys.executable, "-m", "evaluation", "run", "--harness", str(harness_dir),
                            "--set", str(folder / "cases.jsonl"), "--policy", f"scripted:{script}",
                            "--out", str(tmp_path / "run"), "--no-progress"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+                          cwd=ROOT, capture_output=True, text=True, timeout=500)
     assert proc.returncode == 0, proc.stderr
     cli = {r["id"]: r for r in map(json.loads, (tmp_path / "run" / "results.jsonl").read_text().splitlines())}
 

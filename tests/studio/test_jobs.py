@@ -14,7 +14,7 @@ from studio_testing import client_for
 from studio.audit.models import AuditEvent
 from studio.jobs.models import Job
 from studio.jobs.services import job_create, job_reap_stale, job_run
-from studio.jobs.testing import celery_worker
+from studio.jobs.testing import celery_worker, wait_for
 
 pytestmark = pytest.mark.django_db
 
@@ -76,16 +76,6 @@ def test_the_running_job_page_polls(personas):
     assert f'hx-get="/jobs/{job.pk}/status/"' in page and 'hx-trigger="every 1s"' in page
 
 
-def _wait_for(predicate, *, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-
-
 @pytest.mark.services
 @pytest.mark.django_db(transaction=True)
 def test_killing_the_worker_mid_job_ends_the_job_failed(personas, settings):
@@ -93,7 +83,7 @@ def test_killing_the_worker_mid_job_ends_the_job_failed(personas, settings):
     settings.JOB_LEASE_S = 2
     with celery_worker(lease_s=2) as worker:
         job = job_create(kind="worker_check", title="long", params={"seconds": 60}, created_by=personas.admin)
-        _wait_for(lambda: Job.objects.get(pk=job.pk).progress > 0, timeout=60, what="the job to make progress")
+        wait_for(lambda: Job.objects.get(pk=job.pk).progress > 0, timeout=60, what="the job to make progress")
         os.kill(worker.pid, signal.SIGKILL)
         worker.process.wait(timeout=10)
         job.refresh_from_db()
@@ -101,7 +91,7 @@ def test_killing_the_worker_mid_job_ends_the_job_failed(personas, settings):
         progress_at_kill = job.progress
         time.sleep(2.5)  # let the lease run out
     with celery_worker(lease_s=2):  # the new worker reaps jobs of dead workers when it starts
-        job = _wait_for(
+        job = wait_for(
             lambda: Job.objects.filter(pk=job.pk, status=Job.FAILED).first(), timeout=60, what="the job to be failed"
         )
     assert "worker lost" in job.error and f"pid {worker.pid}" in job.error
@@ -151,9 +141,9 @@ def test_a_running_job_stops_at_its_next_report(personas):
 def test_cancelling_a_job_on_a_real_worker_stops_it(personas, settings):
     with celery_worker():
         job = job_create(kind="worker_check", title="long", params={"seconds": 60}, created_by=personas.ml_engineer)
-        _wait_for(lambda: Job.objects.get(pk=job.pk).progress > 0, timeout=60, what="the job to make progress")
+        wait_for(lambda: Job.objects.get(pk=job.pk).progress > 0, timeout=60, what="the job to make progress")
         assert client_for(personas.ml_engineer).post(f"/jobs/{job.pk}/cancel/").status_code == 302
-        job = _wait_for(lambda: Job.objects.filter(pk=job.pk, status=Job.CANCELLED).first(), timeout=10,
+        job = wait_for(lambda: Job.objects.filter(pk=job.pk, status=Job.CANCELLED).first(), timeout=10,
                         what="the worker to stop the job")
     assert job.progress < 100 and "stopped: cancelled by mei" in job.log_tail
     assert job.finished_at - job.cancel_requested_at < timedelta(seconds=5)

@@ -80,7 +80,7 @@ def test_a_tiny_smoke_ablation_on_a_worker_shows_its_tables_rebuilt_from_the_fol
         assert response.status_code == 302, page_text(response)[:2000]
         run = TrainingRun.objects.get()
 
-        job = run_ended(run, timeout=900)
+        job = run_ended(run, timeout=500)  # under the test's 600 s, so a hang says what it waited for
     assert job.status == Job.SUCCEEDED, job.error + job.log_tail[-3000:]
     folder = run.path / "ablation"
     written = json.loads((folder / "table.json").read_text())  # what `python -m training ablation` wrote

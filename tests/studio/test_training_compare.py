@@ -30,7 +30,7 @@ def scored(tmp_path_factory) -> dict[int, Path]:
         folder = tmp_path_factory.mktemp(f"eval{cases}") / "eval"
         done = subprocess.run([sys.executable, "-m", "training", "eval", "--model", "tiny", "--out", str(folder),
                                "--sets", "live_qa,ifeval", "--cases", str(cases), "--ifeval", "2"],
-                              capture_output=True, text=True, timeout=600)
+                              capture_output=True, text=True, timeout=500)
         assert done.returncode == 0, done.stderr[-3000:]
         out[cases] = folder
     return out

@@ -32,9 +32,9 @@ def tiny_policy():
 
 def _head(folder: Path, *, policy_dir: Path, fingerprint_of: Path) -> Path:
     """A head saved by the engine's own writer, its card naming the policy at ``fingerprint_of``."""
+    from harness.checkpoints import checkpoint_info
     from harness.engine.draft import DraftHead
     from harness.policies.local import load_model
-    from harness.checkpoints import checkpoint_info
 
     hf_model, _ = load_model(policy_dir)
     card = {"stage": "mtp", "policy": str(fingerprint_of),

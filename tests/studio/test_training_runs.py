@@ -15,6 +15,7 @@ from studio.endpoints.models import ModelEndpoint
 from studio.jobs.models import Job
 from studio.jobs.testing import celery_worker, wait_for
 from studio.training.models import TrainingRun
+from studio.training.testing import run_ended
 from tests import artefacts
 from training.runs import read_metrics, read_model_card
 
@@ -37,14 +38,6 @@ def _job(run: TrainingRun) -> Job:
     return Job.objects.get(pk=TrainingRun.objects.get(pk=run.pk).job_id)
 
 
-def _ended(run: TrainingRun, timeout: float) -> Job:
-    def ended():
-        job = _job(run)
-        return None if job.is_active else job
-
-    return wait_for(ended, timeout=timeout, what=f"run #{run.pk}'s job to end")
-
-
 def test_a_tiny_sft_run_grows_its_curve_lands_in_the_registry_is_evaluated_and_served(personas, train_worker):
     mei = client_for(personas.ml_engineer)
     response = mei.post("/training/new/sft/?preset=tiny-smoke", {**TINY, "max_steps": "3"})
@@ -59,7 +52,7 @@ def test_a_tiny_sft_run_grows_its_curve_lands_in_the_registry_is_evaluated_and_s
         else:
             break
         time.sleep(0.5)
-    job = _ended(run, timeout=60)
+    job = run_ended(run, timeout=60)
     assert job.status == Job.SUCCEEDED, job.error + job.log_tail[-3000:]
     assert any(0 < rows < 3 for rows in seen), seen  # the curve was drawn before the run ended
     final = mei.get(f"/training/runs/{run.pk}/metrics.json").json()
@@ -83,7 +76,7 @@ def test_a_tiny_sft_run_grows_its_curve_lands_in_the_registry_is_evaluated_and_s
                                      "cases": "1"})
     evaluation = TrainingRun.objects.get(kind="eval")
     assert evaluation.parent == run
-    job = _ended(evaluation, timeout=300)
+    job = run_ended(evaluation, timeout=300)
     assert job.status == Job.SUCCEEDED, job.error + job.log_tail[-3000:]
     assert evaluation.__class__.objects.get(pk=evaluation.pk).summary["evaluation"]["live_qa"]["n"] == 1
     assert job.outcome.startswith("live_qa AVG ")
@@ -105,7 +98,7 @@ def test_a_cancelled_run_stops_its_trainer_and_resumes_from_its_last_checkpoint(
     wait_for(lambda: len(read_metrics(run.path / "sft")) >= 2, timeout=300, what="two logged steps")
     first_job = _job(run)
     assert mei.post(f"/jobs/{first_job.pk}/cancel/").status_code == 302
-    job = _ended(run, timeout=60)
+    job = run_ended(run, timeout=60)
     assert job.status == Job.CANCELLED and "stopped: cancelled by mei" in job.log_tail
     size = metrics.stat().st_size
     time.sleep(3)
@@ -116,7 +109,7 @@ def test_a_cancelled_run_stops_its_trainer_and_resumes_from_its_last_checkpoint(
 
     resumed_at = datetime.now(UTC)
     assert mei.post(f"/training/runs/{run.pk}/resume/").status_code == 302
-    job = _ended(run, timeout=300)
+    job = run_ended(run, timeout=300)
     assert job.pk != first_job.pk and job.status == Job.SUCCEEDED, job.error + job.log_tail[-3000:]
     rows = [r for r in read_metrics(run.path / "sft") if "loss" in r]
     assert [r["step"] for r in rows] == [1, 2, 3, 4, 5]
@@ -136,7 +129,7 @@ def test_a_replay_on_the_tiny_route_runs_on_the_train_queue_and_its_page_shows_t
                                                                      "concurrency": "1"})
     assert response.status_code == 302, response.content[:500]
     run = TrainingRun.objects.get()
-    job = _ended(run, timeout=300)
+    job = run_ended(run, timeout=300)
     assert job.status == Job.SUCCEEDED, job.error + job.log_tail[-3000:]
     assert job.outcome.startswith("replayed C=1 p95 ") and "route cpu-engine-tiny" in job.log_tail
     summary = TrainingRun.objects.get(pk=run.pk).summary

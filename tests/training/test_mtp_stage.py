@@ -26,7 +26,7 @@ from training.mtp_rollouts import RolloutSequence
 
 def _run(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "training", "mtp", *args], capture_output=True, text=True,
-                          timeout=600)
+                          timeout=500)
 
 
 @pytest.fixture(scope="module")
