@@ -3,32 +3,22 @@ parent by hand (the stage's draft becomes its candidate), another diagnoser, or 
 
 import pytest
 from django.urls import reverse
-from evolution_testing import client_for, small_world
+from evolution_testing import client_for
+from test_decisions import diagnosed  # noqa: F401 (the fixture: a stage diagnosed on a small world)
 
-from studio.evolution.diagnosis import diagnosis_start
 from studio.evolution.models import Diagnosis, Evolution, Proposal, Stage
-from studio.evolution.stages import evolution_start
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def no_proposal(personas, demo_sets_dir, defect_files, tmp_path, django_capture_on_commit_callbacks):
-    version, dataset, endpoint = small_world(sets_dir=demo_sets_dir, files=defect_files, actor=personas.admin,
-                                             size=20, tmp_path=tmp_path)
-    with django_capture_on_commit_callbacks(execute=True):
-        evolution = evolution_start(name="d", version=version, dataset=dataset, endpoint=endpoint,
-                                    actor=personas.admin, tolerance=0.02)
-    stage = evolution.stages.get()
-    with django_capture_on_commit_callbacks(execute=True):
-        diagnosis_start(stage=stage, actor=personas.admin)
-    Proposal.objects.filter(diagnosis__stage=stage).delete()  # a diagnosis that found no edit to propose
-    Diagnosis.objects.filter(stage=stage).update(finding="")
-    return Stage.objects.get(pk=stage.pk)
+def no_proposal(diagnosed):  # noqa: F811 (the imported fixture)
+    Proposal.objects.filter(diagnosis__stage=diagnosed).delete()  # a diagnosis that found no edit to propose
+    Diagnosis.objects.filter(stage=diagnosed).update(finding="")
+    return Stage.objects.get(pk=diagnosed.pk)
 
 
-def test_no_proposal_says_why_and_offers_a_hand_edit_another_diagnoser_and_stop(no_proposal, personas,
-                                                                                 django_capture_on_commit_callbacks):
+def test_no_proposal_says_why_and_offers_a_hand_edit_another_diagnoser_and_stop(no_proposal, personas):
     stage = no_proposal
     diagnosis = stage.diagnoses.get()
     assert diagnosis.status == "succeeded" and diagnosis.failed > 0
