@@ -12,7 +12,7 @@ import shutil
 import pytest
 
 from tests import artefacts
-from tests.personas import PASSWORD, fast_passwords  # noqa: F401  (fast_passwords: an autouse fixture)
+from tests.personas import PASSWORD, fast_passwords, make_personas  # noqa: F401  (fast_passwords: an autouse fixture)
 
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
@@ -37,17 +37,12 @@ def browser():
 
 @pytest.fixture
 def people(transactional_db):
-    from studio.accounts.roles import ML_ENGINEER, OPERATOR, REVIEWER
-    from studio.accounts.services import user_create
+    """tests/personas.py's personas by role (olivia, rafael, mei, ada the admin, oscar), committed so
+    that the live server and the workers see them."""
     from studio.mcpservers.services import mcp_server_ensure_demo
 
     mcp_server_ensure_demo()  # as the demo set-up does: the demo Harness names this server
-    return {
-        "operator": user_create(username="olivia", password=PASSWORD, roles=[OPERATOR]),
-        "reviewer": user_create(username="rafael", password=PASSWORD, roles=[REVIEWER]),
-        "ml_engineer": user_create(username="mei", password=PASSWORD, roles=[ML_ENGINEER]),
-        "outsider": user_create(username="oscar", password=PASSWORD, roles=[]),
-    }
+    return {role: user for role, user in make_personas().by_role().items() if user is not None}
 
 
 @pytest.fixture
