@@ -78,6 +78,7 @@ MATRIX = [
     ("training:run_preview", "post", "/training/new/sft/preview/", "training.run", {"max_steps": "3"}),
     ("training:run_detail", "get", "/training/runs/{run}/", "training.view", None),
     ("training:run_metrics", "get", "/training/runs/{run}/metrics.json", "training.view", None),
+    ("training:run_live", "get", "/training/runs/{run}/live/", "training.view", None),
     ("training:run_resume", "post", "/training/runs/{stopped_run}/resume/", "training.run", {}),
     ("training:checkpoint_list", "get", "/training/checkpoints/", "training.view", None),
     ("training:checkpoint_compare", "get", "/training/checkpoints/compare/?a={run}&b={stopped_run}", "training.view", None),
