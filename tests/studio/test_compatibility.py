@@ -166,3 +166,25 @@ def test_a_checkpoint_entering_the_registry_is_asked_for_on_production_and_stagi
     assert cells_for_checkpoint(run_id=run.pk) == cells and EvalRun.objects.count() == runs
     assert json.dumps(cells[0].run.case_ids)  # the compatibility set's cases, variants included
     assert any("~" in case_id for case_id in cells[0].run.case_ids)
+
+
+def test_compatibility_fill_names_the_server_fills_the_matrix_and_says_what_is_wrong(
+        world, django_capture_on_commit_callbacks):
+    from io import StringIO
+
+    from django.core.management import CommandError, call_command
+
+    v1, _, model = world
+    with pytest.raises(CommandError, match="--serve 'production=nope': expected LABEL=ENDPOINT with an endpoint of"):
+        call_command("compatibility_fill", "--serve", "production=nope")
+    out, again = StringIO(), StringIO()
+    with django_capture_on_commit_callbacks(execute=True):  # the jobs run inline once the command has asked
+        call_command("compatibility_fill", "--serve", f"staging={model.name}", stdout=out)
+    run = EvalRun.objects.get()  # only production has a version: one cell
+    assert out.getvalue() == ("1 cell(s), 1 new evaluation run(s)\n"
+                              f"  name-keyed on livestream-avatar v1: queued (run #{run.pk}, 0.0 s scoring)\n")
+    assert LabelServer.objects.get(label="staging").endpoint == model
+    call_command("compatibility_fill", "--wait", "5", stdout=again)
+    lines = again.getvalue().splitlines()
+    assert lines[0] == "1 cell(s), 0 new evaluation run(s)" and lines[-1].startswith("waited ")
+    assert lines[1].startswith("  name-keyed on livestream-avatar v1: AVG 100.0 [100.0, 100.0], variants ")
