@@ -115,3 +115,28 @@ def tiny_mtp_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subpro
     folder = build_once(tmp_path_factory, "tiny-mtp", build)
     printed = json.loads((folder / "command.json").read_text())
     return folder / "run", subprocess.CompletedProcess([], printed["returncode"], printed["stdout"], printed["stderr"])
+
+
+#: ``python -m training ablation`` on the tiny-smoke preset with fewer items (every step still runs).
+TINY_ABLATION_ARGS = ("--preset", "tiny-smoke", "--eval-cases", "2", "--eval-prompt-robustness", "1",
+                      "--eval-ifeval", "2", "--train-cases", "4")
+
+
+def tiny_ablation(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess]:
+    """A finished tiny ablation folder made by the real command (``TINY_ABLATION_ARGS``: two SFT cells of
+    two phases each, OPD, RL and every evaluation), and what the command printed. The library's test
+    reads it and resumes a copy; the studio's shows a copy on a run page after a real worker ran the
+    command over it."""
+
+    def build(out: Path) -> None:
+        done = subprocess.run([sys.executable, "-m", "training", "ablation", *TINY_ABLATION_ARGS, "--output-dir",
+                               str(out / "ablation")], capture_output=True, text=True, timeout=500)
+        (out / "command.json").write_text(json.dumps(
+            {"returncode": done.returncode, "stdout": done.stdout, "stderr": done.stderr}))
+        if done.returncode != 0:
+            raise AssertionError(f"python -m training ablation exited {done.returncode}:\n{done.stderr[-3000:]}")
+
+    folder = build_once(tmp_path_factory, "tiny-ablation", build)
+    printed = json.loads((folder / "command.json").read_text())
+    return folder / "ablation", subprocess.CompletedProcess([], printed["returncode"], printed["stdout"],
+                                                            printed["stderr"])

@@ -17,6 +17,7 @@ from studio.jobs.registry import JOB_KINDS, queue_of
 from studio.jobs.testing import celery_worker
 from studio.training.models import TrainingRun
 from studio.training.testing import assert_form_refused, run_ended
+from tests import artefacts
 from training.ablation import PRESETS, AblationConfig
 from training.base_config import load_config
 
@@ -66,21 +67,40 @@ def test_a_wrong_ablation_field_is_refused_naming_it_and_nothing_is_saved(person
 
 @pytest.mark.services
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # the first test to ask builds the shared ablation folder (minutes on 2 cores)
 @pytest.mark.django_db(transaction=True)
-def test_a_tiny_smoke_ablation_on_a_worker_shows_its_tables_rebuilt_from_the_folder(personas, settings, tmp_path):
+def test_a_tiny_smoke_ablation_on_a_worker_shows_its_tables_rebuilt_from_the_folder(personas, settings, tmp_path,
+                                                                                   tmp_path_factory):
+    """The form's run on a real worker: ``python -m training ablation --config FILE`` over the run's folder.
+    The folder already holds the tiny ablation tests/artefacts.py made with the same settings (the
+    library's test checks how it is built), so the command finds every step done, rewrites the table
+    and ends; the run page shows that folder's tables."""
+    from studio.celery import app
+    from studio.jobs.testing import redis_url
+
     settings.TRAINING_RUNS_DIR = tmp_path / "runs"
     queue = f"test-abl-{tmp_path.name[-8:]}"
     settings.CELERY_TRAIN_QUEUE = f"{queue}-train"
     mei = client_for(personas.ml_engineer)
+    built, _ = artefacts.tiny_ablation(tmp_path_factory)
+    flags = dict(zip(artefacts.TINY_ABLATION_ARGS[2::2], artefacts.TINY_ABLATION_ARGS[3::2], strict=True))
+    form = {"preset": "ablation-tiny-smoke", **{flag.removeprefix("--").replace("-", "_"): value
+                                                for flag, value in flags.items()}}
+    # queued before the worker starts, so that the folder is in place when the command runs
+    previous = app.conf.broker_url, app.conf.task_default_queue
+    app.conf.broker_url, app.conf.task_default_queue = redis_url(), queue
+    try:
+        response = mei.post("/training/new/ablation/?preset=ablation-tiny-smoke", form)
+    finally:
+        app.conf.broker_url, app.conf.task_default_queue = previous
+    assert response.status_code == 302, page_text(response)[:2000]
+    run = TrainingRun.objects.get()
+    assert load_config(AblationConfig, run.path / "ablation.yaml") == dataclasses.replace(
+        PRESETS["tiny-smoke"], train_cases=4, eval_cases=2, eval_prompt_robustness=1, eval_ifeval=2,
+        output_dir=str(run.path / "ablation"))  # the settings the shared folder was built with
+    artefacts.private_copy(built, run.path / "ablation")
     with celery_worker(queue=queue, also_queues=(settings.CELERY_TRAIN_QUEUE,), lease_s=30, heartbeat_s=1):
-        # tiny-smoke without its second SFT phases and on fewer items, to keep the run short on 2 cores
-        response = mei.post("/training/new/ablation/?preset=ablation-tiny-smoke",
-                            {"preset": "ablation-tiny-smoke", "sft2_steps": "0", "train_cases": "4", "opd_steps": "1",
-                             "eval_cases": "2", "eval_prompt_robustness": "1", "eval_ifeval": "1"})
-        assert response.status_code == 302, page_text(response)[:2000]
-        run = TrainingRun.objects.get()
-
-        job = run_ended(run, timeout=500)  # under the test's 600 s, so a hang says what it waited for
+        job = run_ended(run, timeout=300)
     assert job.status == Job.SUCCEEDED, job.error + job.log_tail[-3000:]
     folder = run.path / "ablation"
     written = json.loads((folder / "table.json").read_text())  # what `python -m training ablation` wrote

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
+from tests import artefacts
 from training.ablation import MODELS, PRESETS
 from training.cli import main
 
 
-def test_tiny_ablation_fills_the_table_and_a_rerun_skips_finished_steps(tmp_path, tiny_dir, capsys):
-    out = tmp_path / "ablation"
-    args = ["ablation", "--preset", "tiny-smoke", "--output-dir", str(out), "--eval-cases", "2",
-            "--eval-prompt-robustness", "1", "--eval-ifeval", "2", "--train-cases", "4"]
-    assert main(args) == 0
+@pytest.mark.slow
+@pytest.mark.timeout(900)  # the first test to ask builds the shared folder (minutes on 2 cores)
+def test_tiny_ablation_fills_the_table_and_a_rerun_skips_finished_steps(tmp_path, tmp_path_factory, capsys):
+    out, done = artefacts.tiny_ablation(tmp_path_factory)  # `python -m training ablation`, built once per run
+    assert done.returncode == 0 and "[ablation]" in done.stdout
     table = json.loads((out / "table.json").read_text())
     for model in MODELS:
         assert set(table["models"][model]) == {"live_qa", "variant_qa", "prompt_robustness", "ifeval"}, model
@@ -32,12 +35,13 @@ def test_tiny_ablation_fills_the_table_and_a_rerun_skips_finished_steps(tmp_path
     assert all(info["done"] and info["wall_s"] > 0 for info in steps.values())
     markdown = (out / "table.md").read_text()
     assert "pending" not in markdown and "| HSA-SFT |" in markdown and "train:rl:" in markdown
-    capsys.readouterr()
 
-    before = (out / "steps.json").read_text()
+    again = artefacts.private_copy(out, tmp_path / "ablation")
+    before = (again / "steps.json").read_text()
+    args = ["ablation", *artefacts.TINY_ABLATION_ARGS, "--output-dir", str(again)]
     assert main(args) == 0  # everything is done: nothing runs again
     assert "[ablation]" not in capsys.readouterr().out
-    assert (out / "steps.json").read_text() == before
+    assert (again / "steps.json").read_text() == before
 
 
 def test_the_cpu_preset_scores_at_least_100_cases_per_qa_set():
