@@ -207,6 +207,7 @@ class LlamaServer:
         ids: list[int] = []
         logprobs: list[float] = []
         texts: list[str] = []
+        guard = threading.Lock()
         state: dict[str, Any] = {"first": None, "finish": None, "cached": 0, "error": None, "stopped": None}
 
         def stop_now() -> bool:
@@ -217,10 +218,17 @@ class LlamaServer:
             return state["stopped"] is not None
 
         def on_event(event: dict[str, Any]) -> bool:
+            with guard:
+                return handle(event)
+
+        def handle(event: dict[str, Any]) -> bool:
             if "error" in event or "code" in event and "message" in event:
                 error = event.get("error", event)
                 state["error"] = error.get("message", str(error)) if isinstance(error, dict) else str(error)
                 return True
+            progress = event.get("prompt_progress")
+            if isinstance(progress, dict):
+                state["cached"] = int(progress.get("cache") or 0)
             usage = event.get("usage")
             if usage:
                 state["cached"] = int((usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0)
@@ -244,17 +252,32 @@ class LlamaServer:
         else:
             slot = self._take_slot(prompt)
             body["id_slot"] = slot
-            try:
-                self._server.handle_completions(body, on_event)
-            finally:
-                kept = prompt + ids[:-1] if ids and state["error"] is None else prompt[: state["cached"]]
-                self._give_slot(slot, kept)
-            if state["error"] is not None:
+            ended = threading.Event()
+
+            def run() -> None:
+                try:
+                    self._server.handle_completions(body, on_event)
+                except Exception as exc:  # noqa: BLE001 - reported to the caller below
+                    state["error"] = f"{type(exc).__name__}: {exc}"
+                finally:
+                    with guard:
+                        kept = prompt + ids[:-1] if ids and state["error"] is None else prompt[: state["cached"]]
+                    self._give_slot(slot, kept)  # only now: llama.cpp may still hold the slot until its next event
+                    ended.set()
+
+            # llama.cpp reports between prefill batches and tokens only, which a loaded machine can stretch
+            # to seconds: the caller gets its answer at the deadline, and the task stops at its next event
+            threading.Thread(target=run, name=f"llama-slot-{slot}", daemon=True).start()
+            wait_s = None if deadline is None else max(0.0, deadline - time.perf_counter())
+            if not ended.wait(wait_s):
+                state["stopped"] = state["stopped"] or "timeout"
+            elif state["error"] is not None:
                 raise LlamaCppError(f"llama.cpp: {state['error']}")
             finish = state["stopped"] or ("stop" if state["finish"] == "stop" else "length")
-        done = Completion(prompt_tokens=len(prompt), ids=ids, logprobs=logprobs, finish_reason=finish,
-                          cached_tokens=state["cached"], submitted_at=submitted, first_token_at=state["first"],
-                          finished_at=time.perf_counter(), text="".join(texts))
+        with guard:
+            done = Completion(prompt_tokens=len(prompt), ids=list(ids), logprobs=list(logprobs), finish_reason=finish,
+                              cached_tokens=state["cached"], submitted_at=submitted, first_token_at=state["first"],
+                              finished_at=time.perf_counter(), text="".join(texts))
         self.stats.add(done)
         return done
 
@@ -445,6 +468,7 @@ class LlamaCppPolicy(Policy):
 
     def generate(self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None = None,
                  settings: GenerationSettings | None = None, timeout_s: float | None = None) -> PolicyOutput:
+        self.server()  # a first call exports and loads the model (seconds, once): not out of this call's budget
         started = time.perf_counter()
         deadline = None if timeout_s is None else started + max(0.01, timeout_s)
         done = self.complete(messages, tools=tools, settings=settings, deadline=deadline)

@@ -96,7 +96,8 @@ def test_the_budget_and_a_cancel_stop_a_call_during_prefill():
     long_prompt = list(range(1000, 2900))
     started = time.perf_counter()
     done = server.complete(long_prompt, max_new_tokens=400, deadline=started + 0.05)
-    assert done.finish_reason == "timeout" and time.perf_counter() - started < 5
+    # the caller has its answer at the deadline, whenever llama.cpp next reports (a loaded machine delays it)
+    assert done.finish_reason == "timeout" and time.perf_counter() - started < 1.0
     cancel = threading.Event()
     cancel.set()
     assert server.complete(long_prompt, max_new_tokens=400, cancel=cancel).finish_reason == "cancelled"
