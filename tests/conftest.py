@@ -2,6 +2,8 @@
 
 import os
 
+import pytest
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
@@ -18,12 +20,19 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
         os.environ.setdefault(_name, "1")
 
 
+@pytest.fixture
+def fake_openai():
+    """A started fake OpenAI-compatible server (tests/fake_openai.py): ``.url``, ``.answers``, ``.requests``."""
+    from tests.fake_openai import FakeOpenAI
+
+    with FakeOpenAI() as server:
+        yield server
+
+
 def pytest_collection_modifyitems(config, items):
     """Every browser or real-worker test is ``slow`` too (``-m "not slow"`` is the quick tier); and the
     files that hold slow tests run first, so that under ``-n 2 --dist loadfile`` the long files start
     at once and the short ones fill the gaps, instead of one long file running alone at the end."""
-    import pytest
-
     for item in items:
         if item.get_closest_marker("browser") or item.get_closest_marker("services"):
             item.add_marker(pytest.mark.slow)

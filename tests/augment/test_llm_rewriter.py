@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import json
 import random
-import threading
-from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 
@@ -13,38 +10,15 @@ from harness.augment import augment_bundle, checked_rewrite
 from harness.augment.llm import LLMRewriter, clean_answer
 
 
-class _Stub(BaseHTTPRequestHandler):
-    answers: list[str] = []
-    seen: list[dict] = []
-
-    def do_POST(self):  # noqa: N802 - the http.server API
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        type(self).seen.append(body)
-        user = body["messages"][-1]["content"].split("\n\n(Keep these names")[0]
-        answer = type(self).answers.pop(0) if type(self).answers else f"Please note: {user}"
-        payload = json.dumps({
-            "id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
-            "choices": [{"index": 0, "finish_reason": "stop",
-                         "message": {"role": "assistant", "content": answer}}],
-        }).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture
-def stub():
-    _Stub.answers, _Stub.seen = [], []
-    server = HTTPServer(("127.0.0.1", 0), _Stub)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_port}/v1", _Stub
-    server.shutdown()
+def stub(fake_openai):
+    """(URL, the server): it answers each request with the next of ``answers``, else with the rule it
+    was asked to rewrite prefixed "Please note: "; ``seen`` holds the request bodies."""
+    def echo(body):
+        return "Please note: " + body["messages"][-1]["content"].split("\n\n(Keep these names")[0]
+
+    fake_openai.answer = echo
+    return fake_openai.url, fake_openai
 
 
 def test_good_llm_rewrite_is_used_and_names_are_requested(stub):
@@ -55,7 +29,7 @@ def test_good_llm_rewrite_is_used_and_names_are_requested(stub):
                              rewriter=LLMRewriter(base_url=url, model="m"))
     assert result.text == "Before replying, call search_faq; never guess, keep 48 hours."
     assert result.source == "llm:m"
-    assert "Keep these names exactly: search_faq" in state.seen[0]["messages"][-1]["content"]
+    assert "Keep these names exactly: search_faq" in state.bodies[0]["messages"][-1]["content"]
 
 
 def test_llm_rewrite_that_breaks_a_constraint_is_refused_and_asked_again(stub):
@@ -86,7 +60,7 @@ def test_augment_with_the_llm_rewriter(stub, demo_bundle):
                              rewriter=LLMRewriter(base_url=url, model="m"))
     rewritten = [r.text for s in variant.bundle.skills.values() for r in s.rules
                  if r.text.startswith("Please note: ")]
-    assert rewritten and len(state.seen) >= len(rewritten)
+    assert rewritten and len(state.bodies) >= len(rewritten)
 
 
 def test_spec_parsing_and_answer_cleaning():

@@ -1,8 +1,6 @@
 """Clustering failures and the two diagnosers behind one interface."""
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 
@@ -88,43 +86,18 @@ def test_rule_based_restores_the_removed_grounding(defect_files, demo_files):
     assert intact.proposals == []
 
 
-class _FakeChat(BaseHTTPRequestHandler):
-    answer: dict = {}
-    seen: list = []
-
-    def do_POST(self):  # noqa: N802 - http.server's name
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        type(self).seen.append(body)
-        payload = {"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
-                   "choices": [{"index": 0, "finish_reason": "stop",
-                                "message": {"role": "assistant", "content": json.dumps(self.answer)}}]}
-        data = json.dumps(payload).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args):
-        pass
-
-
-def test_llm_diagnoser_over_http_validates_what_the_model_proposes(defect_files):
-    _FakeChat.answer = {"proposals": [
+def test_llm_diagnoser_over_http_validates_what_the_model_proposes(defect_files, fake_openai):
+    answer = {"proposals": [
         {"title": "Ground prices", "rationale": "prices are guessed", "cluster": 0,
          "edits": [{"op": "require_tool_call", "claim": "price", "tools": ["get_product_info_by_link_id"]}]},
         {"title": "Bad op", "rationale": "", "cluster": 0, "edits": [{"op": "delete_all"}]},
         {"title": "Unknown rule", "rationale": "", "cluster": 1,
          "edits": [{"op": "change_skill_rule", "skill": "item_qa", "rule_id": "ghost", "text": "x"}]},
     ]}
-    server = HTTPServer(("127.0.0.1", 0), _FakeChat)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        diagnoser = LLMDiagnoser(base_url=f"http://127.0.0.1:{server.server_port}/v1", model="judge-m")
-        diagnosis = diagnose(failures=PRICE + REFUSED, total=20, files=defect_files, diagnoser=diagnoser)
-    finally:
-        server.shutdown()
-    request = _FakeChat.seen[-1]
+    fake_openai.answers.append(json.dumps(answer))
+    diagnoser = LLMDiagnoser(base_url=fake_openai.url, model="judge-m")
+    diagnosis = diagnose(failures=PRICE + REFUSED, total=20, files=defect_files, diagnoser=diagnoser)
+    request = fake_openai.bodies[-1]
     assert request["response_format"] == {"type": "json_object"}
     assert "fetch-before-facts" not in request["messages"][1]["content"]
     assert "price_without_tool" in request["messages"][1]["content"]

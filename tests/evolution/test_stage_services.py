@@ -64,34 +64,26 @@ def test_full_stage_restores_the_planted_defect(personas, demo_sets_dir, defect_
 
 
 def test_llm_diagnoser_from_the_studio_records_its_name(personas, demo_sets_dir, defect_files, tmp_path,
-                                                        django_capture_on_commit_callbacks):
+                                                        django_capture_on_commit_callbacks, fake_openai):
     import json
-    import threading
-    from http.server import HTTPServer
-
-    from test_diagnosis_clusters import _FakeChat
 
     from studio.endpoints.models import ModelEndpoint
 
-    _FakeChat.answer = {"proposals": [{"title": "Ground prices", "rationale": "guessed prices", "cluster": 0, "edits": [
-        {"op": "require_tool_call", "claim": "price", "tools": ["get_product_info_by_link_id"]}]}]}
-    server = HTTPServer(("127.0.0.1", 0), _FakeChat)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        version, dataset, endpoint = small_world(sets_dir=demo_sets_dir, files=defect_files, actor=personas.admin,
-                                                 size=20, tmp_path=tmp_path)
-        judge = ModelEndpoint.objects.create(name="diag", route=ModelEndpoint.OPENAI, model="diag-model",
-                                             base_url=f"http://127.0.0.1:{server.server_port}/v1")
-        with django_capture_on_commit_callbacks(execute=True):
-            evolution = evolution_start(name="llm", version=version, dataset=dataset, endpoint=endpoint,
-                                        actor=personas.admin, diagnoser="llm", diagnoser_endpoint=judge)
-        with django_capture_on_commit_callbacks(execute=True):
-            diagnosis = diagnosis_start(stage=evolution.stages.get(), actor=personas.admin)
-    finally:
-        server.shutdown()
+    fake_openai.answers.append(json.dumps({"proposals": [{
+        "title": "Ground prices", "rationale": "guessed prices", "cluster": 0,
+        "edits": [{"op": "require_tool_call", "claim": "price", "tools": ["get_product_info_by_link_id"]}]}]}))
+    version, dataset, endpoint = small_world(sets_dir=demo_sets_dir, files=defect_files, actor=personas.admin,
+                                             size=20, tmp_path=tmp_path)
+    judge = ModelEndpoint.objects.create(name="diag", route=ModelEndpoint.OPENAI, model="diag-model",
+                                         base_url=fake_openai.url)  # tests/fake_openai.py
+    with django_capture_on_commit_callbacks(execute=True):
+        evolution = evolution_start(name="llm", version=version, dataset=dataset, endpoint=endpoint,
+                                    actor=personas.admin, diagnoser="llm", diagnoser_endpoint=judge)
+    with django_capture_on_commit_callbacks(execute=True):
+        diagnosis = diagnosis_start(stage=evolution.stages.get(), actor=personas.admin)
     proposal = diagnosis.proposals.get()
     assert proposal.diagnoser == "llm:diag-model" and proposal.valid and "hooks.yaml" in proposal.diff
-    assert "unsupported_price" in json.dumps(_FakeChat.seen[-1]["messages"])
+    assert "unsupported_price" in json.dumps(fake_openai.bodies[-1]["messages"])
     with pytest.raises(EvolutionError, match="OpenAI-compatible"):
         evolution_start(name="x", version=version, dataset=dataset, endpoint=endpoint, actor=personas.admin,
                         diagnoser="llm", diagnoser_endpoint=endpoint)

@@ -11,8 +11,6 @@ every Authorization header it is sent.
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -25,30 +23,10 @@ SECRET = "sk-vendor-THIS-MUST-NEVER-BE-SHOWN-42"
 WORKER_SECRET = "sk-worker-ONLY-IN-THE-WORKERS-ENV-7"
 
 
-class _Recorder(BaseHTTPRequestHandler):
-    headers_seen: list[str] = []
-
-    def do_GET(self):  # noqa: N802 (http.server's naming)
-        _Recorder.headers_seen.append(self.headers.get("Authorization", ""))
-        body = json.dumps({"data": [{"id": "demo-model"}]}).encode()
-        self.send_response(200 if self.path == "/v1/models" else 404)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture
-def attacker_server():
-    _Recorder.headers_seen = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Recorder)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_port}/v1"
-    server.shutdown()
-    server.server_close()
+def attacker_server(fake_openai):
+    """Somebody's own OpenAI-compatible server, recording every Authorization header it receives."""
+    return fake_openai.url
 
 
 def _endpoint_form(base_url: str, **fields) -> dict:
@@ -71,7 +49,7 @@ def _test_on_the_worker(client, endpoint: ModelEndpoint) -> Job:
 
 @pytest.mark.services
 @pytest.mark.django_db(transaction=True)
-def test_an_endpoint_cannot_send_a_variable_of_the_workers_environment(personas, attacker_server):
+def test_an_endpoint_cannot_send_a_variable_of_the_workers_environment(personas, fake_openai, attacker_server):
     mei = client_for(personas.ml_engineer)
     refused = mei.post("/endpoints/new/", _endpoint_form(attacker_server, api_key_env="REDIS_URL",
                                                          api_key_secret="REDIS_URL"))
@@ -85,13 +63,13 @@ def test_an_endpoint_cannot_send_a_variable_of_the_workers_environment(personas,
     with celery_worker():
         job = _test_on_the_worker(mei, endpoint)
     assert job.status == Job.SUCCEEDED, job.error
-    assert _Recorder.headers_seen and redis_url() not in json.dumps(_Recorder.headers_seen)
-    assert all("redis://" not in header for header in _Recorder.headers_seen)
+    assert fake_openai.authorizations and redis_url() not in json.dumps(fake_openai.authorizations)
+    assert all("redis://" not in header for header in fake_openai.authorizations)
 
 
 @pytest.mark.services
 @pytest.mark.django_db(transaction=True)
-def test_an_admin_registers_secrets_that_endpoints_name_and_no_page_shows(personas, attacker_server):
+def test_an_admin_registers_secrets_that_endpoints_name_and_no_page_shows(personas, fake_openai, attacker_server):
     from studio.endpoints.models import EndpointSecret
 
     admin, mei = client_for(personas.admin), client_for(personas.ml_engineer)
@@ -120,7 +98,7 @@ def test_an_admin_registers_secrets_that_endpoints_name_and_no_page_shows(person
     with celery_worker(extra_env={"HS_WORKER_KEY": WORKER_SECRET}):
         jobs = [_test_on_the_worker(mei, vendor), _test_on_the_worker(mei, from_env)]
     assert [job.status for job in jobs] == [Job.SUCCEEDED, Job.SUCCEEDED], [job.error for job in jobs]
-    assert _Recorder.headers_seen == [f"Bearer {SECRET}", f"Bearer {WORKER_SECRET}"]
+    assert fake_openai.authorizations == [f"Bearer {SECRET}", f"Bearer {WORKER_SECRET}"]
     for client, url in [(mei, "/endpoints/"), (mei, f"/endpoints/{vendor.pk}/edit/"), (mei, f"/jobs/{jobs[0].pk}/"),
                         (mei, "/audit/"), (admin, "/endpoints/secrets/"), (admin, "/audit/"),
                         (admin, f"/endpoints/secrets/{secret.pk}/edit/"), (mei, "/playground/")]:

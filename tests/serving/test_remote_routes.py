@@ -1,8 +1,6 @@
 """SGLang and vendor routes: reachability and key checks before a run starts."""
 
-import http.server
 import json
-import threading
 
 import pytest
 
@@ -10,35 +8,11 @@ from serving.endpoint import GenerationSettings, open_endpoint
 from serving.profiles import ProfileError, resolve_route
 
 
-class _Models(http.server.BaseHTTPRequestHandler):
-    expected_key = "sk-right"
-
-    def do_GET(self):  # noqa: N802 - http.server's naming
-        if self.path != "/v1/models":
-            self.send_response(404)
-            self.end_headers()
-            return
-        if self.headers.get("Authorization") != f"Bearer {self.expected_key}":
-            self.send_response(401)
-            self.end_headers()
-            return
-        body = json.dumps({"object": "list", "data": [{"id": "vendor-large"}]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture
-def vendor_url():
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Models)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    server.shutdown()
+def vendor_url(fake_openai):
+    """A vendor's OpenAI-compatible API (tests/fake_openai.py) that lists one model and takes one key."""
+    fake_openai.models, fake_openai.api_key = ["vendor-large"], "sk-right"
+    return fake_openai.url
 
 
 def test_vendor_route_opens_with_the_key_from_the_environment(vendor_url, monkeypatch, tmp_path):

@@ -3,10 +3,6 @@ really connects (tests/security/test_endpoint_secrets.py drives the same through
 
 from __future__ import annotations
 
-import json
-import threading
-from http.server import BaseHTTPRequestHandler, HTTPServer
-
 import pytest
 from studio_testing import client_for
 
@@ -18,28 +14,9 @@ pytestmark = pytest.mark.django_db
 SECRET = "sk-test-THIS-MUST-NEVER-BE-RENDERED-123"
 
 
-class _Models(BaseHTTPRequestHandler):
-    seen_auth: list[str] = []
-
-    def do_GET(self):  # noqa: N802 (http.server's naming)
-        _Models.seen_auth.append(self.headers.get("Authorization", ""))
-        body = json.dumps({"data": [{"id": "demo-model"}]}).encode()
-        self.send_response(200 if self.path == "/v1/models" else 404)
-        self.send_header("Content-Type", "application/json")
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture
-def fake_openai_server():
-    server = HTTPServer(("127.0.0.1", 0), _Models)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_port}/v1"
-    server.shutdown()
+def fake_openai_server(fake_openai):
+    return fake_openai.url
 
 
 def _create(client, **fields):
@@ -57,7 +34,7 @@ def test_a_pasted_key_is_refused_and_never_echoed(personas):
     assert not ModelEndpoint.objects.filter(name="remote").exists()
 
 
-def test_keys_come_from_a_registered_secret_and_never_reach_a_page(personas, fake_openai_server,
+def test_keys_come_from_a_registered_secret_and_never_reach_a_page(personas, fake_openai, fake_openai_server,
                                                                    django_capture_on_commit_callbacks):
     EndpointSecret.objects.create(name="vendor", value=SECRET)
     client = client_for(personas.ml_engineer)
@@ -67,7 +44,7 @@ def test_keys_come_from_a_registered_secret_and_never_reach_a_page(personas, fak
         response = client.post(f"/endpoints/{endpoint.pk}/test/", follow=True)
     job = Job.objects.get(kind="endpoint_test")
     assert job.status == Job.SUCCEEDED, job.error
-    assert _Models.seen_auth[-1] == f"Bearer {SECRET}"  # the worker used the key ...
+    assert fake_openai.authorizations[-1] == f"Bearer {SECRET}"  # the worker used the key ...
     endpoint.refresh_from_db()
     assert endpoint.last_check_ok is True and "1 model(s)" in endpoint.last_check_message
     for url in ["/endpoints/", f"/endpoints/{endpoint.pk}/edit/", f"/jobs/{job.pk}/", "/audit/", "/playground/"]:
