@@ -20,6 +20,8 @@ def playground_run_job(context: JobContext) -> dict:
         endpoint_id=context.params["endpoint_id"],
         request=context.params["request"],
         dataset_id=context.params.get("dataset_id"),
+        files=context.params.get("files"),
+        draft_label=context.params.get("draft_label", ""),
         progress=context.progress,
         steps=lambda result: playground_steps_store(job_id=context.job_id, result=result),
     )

@@ -115,20 +115,24 @@ def _with_example_scripts(policy):
 
 
 def playground_run_start(
-    *, version: HarnessVersion, endpoint: ModelEndpoint, request: dict[str, Any], actor: User,
-    dataset: Dataset | None = None,
+    *, version: HarnessVersion | None, endpoint: ModelEndpoint, request: dict[str, Any], actor: User,
+    dataset: Dataset | None = None, draft=None,
 ) -> Job:
+    """The run job of one request. With ``draft`` (an open editor draft) the agent runs the draft's files
+    as they are now (kept in the job, so a later edit does not change what was tried), not a version."""
     playground_endpoint_check(endpoint=endpoint, request=request)
     first = request.get("comments", [{}])[0]
     comment = first.get("text", "") if isinstance(first, dict) else str(first)
     on = f" on {dataset.name}" if dataset is not None else ""
-    return job_create(
-        kind="playground_run",
-        title=f"Playground: {version} with {endpoint.name}{on}: {comment[:60]}",
-        params={"version_id": version.pk, "endpoint_id": endpoint.pk, "request": request,
-                "dataset_id": dataset.pk if dataset is not None else None},
-        created_by=actor,
-    )
+    params = {"endpoint_id": endpoint.pk, "request": request, "dataset_id": dataset.pk if dataset is not None else None}
+    if draft is not None:
+        version = draft.base_version
+        label = f"draft #{draft.pk} (revision {draft.revision}, from {version})"
+        params.update(draft_id=draft.pk, draft_label=label, files=dict(draft.files))
+    else:
+        label = str(version)
+    return job_create(kind="playground_run", title=f"Playground: {label} with {endpoint.name}{on}: {comment[:60]}",
+                      params={"version_id": version.pk, **params}, created_by=actor)
 
 
 def playground_steps_store(*, job_id: int, result: dict[str, Any]) -> None:
@@ -139,6 +143,7 @@ def playground_steps_store(*, job_id: int, result: dict[str, Any]) -> None:
 def playground_run(
     *, version_id: int, endpoint_id: int, request: dict[str, Any], progress,
     dataset_id: int | None = None, steps: Callable[[dict[str, Any]], None] | None = None,
+    files: dict[str, str] | None = None, draft_label: str = "",
 ) -> dict[str, Any]:
     """Run one request under a version with an endpoint's policy; returns the trajectory as JSON.
 
@@ -156,12 +161,16 @@ def playground_run(
     dataset = Dataset.objects.filter(pk=dataset_id).first() if dataset_id else None
     if dataset_id and dataset is None:
         raise JobFailed(f"dataset #{dataset_id} was deleted; its catalogue is gone")
-    progress(10, f"loading {version} and policy {endpoint.name} ({endpoint.policy_spec})"
+    shown = draft_label or str(version)
+    progress(10, f"loading {shown} and policy {endpoint.name} ({endpoint.policy_spec})"
                  + (f" with the catalogue of {dataset.name}" if dataset else ""))
-    bundle = bundle_load(version_files(version=version))
+    try:
+        bundle = bundle_load(files if files is not None else version_files(version=version))
+    except ValueError as error:  # a draft the editor would not commit either
+        raise JobFailed(f"{shown} does not load: {error}") from None
     policy = _with_example_scripts(policy_for_endpoint(endpoint))
     head = {
-        "version": str(version),
+        "version": shown,
         "endpoint": endpoint.name,
         "dataset": dataset.name if dataset else None,
         "request": request,

@@ -46,6 +46,7 @@ def playground(request):
     example = request.GET.get("example") if request.GET.get("example") in examples() else DEFAULT_EXAMPLE
     values = {
         "version": data.get("version", ""),
+        "draft": data.get("draft", ""),
         "endpoint": data.get("endpoint", ""),
         "dataset": data.get("dataset", ""),
         "case": data.get("case", "").strip(),
@@ -69,14 +70,27 @@ def playground(request):
         request,
         "playground/playground.html",
         {"versions": versions, "endpoints": endpoints, "datasets": datasets, "examples": examples(),
-         "example": example, "values": values},
+         "example": example, "values": values, "draft": _open_draft(values["draft"])},
     )
 
 
+def _open_draft(value: str):
+    """The open editor draft ``value`` names, or None (no draft asked for, or not an open draft)."""
+    from studio.harnesses.models import Draft
+
+    pk = decimal_int(value, max_digits=12) if value else None
+    return (Draft.objects.select_related("harness", "base_version__harness").filter(pk=pk, status=Draft.OPEN).first()
+            if pk else None)
+
+
 def _start(request, *, values: dict[str, str], dataset: Dataset | None):
-    version = HarnessVersion.objects.filter(pk=_pk(values["version"], "version") or 0).first()
+    draft = _open_draft(values["draft"])
+    if values["draft"] and draft is None:
+        raise PlaygroundError(f"draft: {values['draft'][:20]!r} is not an open draft (a committed or discarded one "
+                              "is tried as its version)")
+    version = None if draft else HarnessVersion.objects.filter(pk=_pk(values["version"], "version") or 0).first()
     endpoint = ModelEndpoint.objects.filter(pk=_pk(values["endpoint"], "endpoint") or 0).first()
-    if version is None:
+    if version is None and draft is None:
         raise PlaygroundError("version: choose a Harness version")
     if endpoint is None:
         raise PlaygroundError("endpoint: choose a model endpoint")
@@ -86,4 +100,4 @@ def _start(request, *, values: dict[str, str], dataset: Dataset | None):
         text = values["request_json"]
     parsed = playground_request_parse(text=text, dataset=dataset, comment=request.POST.get("comment", ""))
     return playground_run_start(version=version, endpoint=endpoint, request=parsed, actor=request.user,
-                                dataset=dataset)
+                                dataset=dataset, draft=draft)
