@@ -27,6 +27,7 @@ from harness.diff import diff_bundles
 from harness.policies import ScriptedPolicy
 from harness.runtime import Agent
 from harness.skills import MAX_SKILL_FILE_BYTES, MAX_SKILL_FILES
+from tests import cli
 
 SKILL_MD = """\
 ---
@@ -75,8 +76,8 @@ def demo_copy(tmp_path: Path) -> Path:
 
 
 def import_skill(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "harness", "import-skill", *map(str, args)],
-                          capture_output=True, text=True, timeout=120)
+    """``python -m harness import-skill ARGS`` through its main, in this process (tests/cli.py)."""
+    return cli.call("harness", "import-skill", *map(str, args))
 
 
 def tree_digest(bundle_dir: Path) -> str:
@@ -113,8 +114,7 @@ def test_import_with_kind_writes_the_skill_its_references_and_assets(tmp_path):
     text = (skill_dir / "SKILL.md").read_text()
     assert "kind: strategy\n---\n" in text and text.replace("kind: strategy\n", "") == SKILL_MD
     assert (skill_dir / "references/tone.md").read_text() == TONE
-    validated = subprocess.run([sys.executable, "-m", "harness", "validate", bundle],
-                               capture_output=True, text=True, timeout=120)
+    validated = cli.call("harness", "validate", str(bundle))
     assert validated.returncode == 0 and "15 skills (8 reply, 7 strategy)" in validated.stdout
 
 
@@ -216,8 +216,7 @@ def test_validate_says_what_kind_means_when_a_skill_lacks_it(tmp_path):
     bundle = demo_copy(tmp_path)
     path = bundle / "skills/greet/SKILL.md"
     path.write_text(path.read_text().replace("kind: reply\n", ""))
-    result = subprocess.run([sys.executable, "-m", "harness", "validate", bundle],
-                            capture_output=True, text=True, timeout=120)
+    result = cli.call("harness", "validate", str(bundle))
     assert result.returncode == 1
     line = next(x for x in result.stdout.splitlines() if ": kind:" in x)
     assert "reply" in line and "strategy" in line and "stop gate" in line and "import-skill" in line
@@ -282,8 +281,7 @@ def test_an_inert_file_cannot_be_smuggled_in_by_hand(tmp_path):
     (bundle / "skills/greet/scripts/run.sh").write_text("echo hi\n")
     (bundle / "skills/orphan/references").mkdir(parents=True)
     (bundle / "skills/orphan/references/a.md").write_text("# a\n")
-    result = subprocess.run([sys.executable, "-m", "harness", "validate", bundle],
-                            capture_output=True, text=True, timeout=120)
+    result = cli.call("harness", "validate", str(bundle))
     assert result.returncode == 1
     assert "skills/greet/scripts/run.sh:0: (file): " in result.stdout
     assert "nothing in a Harness runs as code" in result.stdout

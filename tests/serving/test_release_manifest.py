@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from subprocess import CompletedProcess
 
 import pytest
 import torch
@@ -30,6 +31,7 @@ from serving.release import (
     sign_manifest,
     write_manifest,
 )
+from tests import cli
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -75,17 +77,16 @@ def _manifest(base: Path, *, status: str = "approved", head: bool = True, key=No
     return sign_manifest(manifest, key[0]) if key else manifest
 
 
-def _cli(*args: str, key=None) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+def _cli(*args: str, key=None, subprocess: bool = False) -> CompletedProcess:
+    """``python -m serving sglang-command ARGS`` (its main in process; ``subprocess=True``: a real one)."""
     if key is not None:
         args = (*args, "--release-key", str(key[1]))
-    return subprocess.run([sys.executable, "-m", "serving", "sglang-command", *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=120)
+    return (cli.run if subprocess else cli.call)("serving", "sglang-command", *args)
 
 
 def test_an_approved_manifest_gives_the_launch_command_with_its_model_and_draft_head(release_dir, tmp_path, key):
     path = write_manifest(tmp_path / "release-7.json", _manifest(release_dir, key=key))
-    done = _cli("--release", str(path), "--json", key=key)
+    done = _cli("--release", str(path), "--json", key=key, subprocess=True)  # exit code and output as a GPU host sees them
     assert done.returncode == 0, done.stderr
     argv = json.loads(done.stdout)
     assert argv[argv.index("--model-path") + 1] == str(release_dir / "policy")
