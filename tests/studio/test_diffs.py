@@ -29,3 +29,17 @@ def test_uneven_replacements_pad_the_shorter_side():
     assert ("replace", 2, "b", 2, "X") in rows
     assert ("insert", None, "", 3, "Y") in rows and ("insert", None, "", 4, "Z") in rows
     assert rows[-1] == ("equal", 3, "c", 5, "c")
+
+
+def test_the_unified_view_is_single_spaced(db, personas, demo_version, demo_files):
+    """Each line is a block of its own; a line break between the blocks drew a blank line under every line."""
+    from studio_testing import client_for, edit_skill_rule
+
+    from studio.harnesses.services import harness_version_create
+
+    harness_version_create(harness=demo_version.harness, files=edit_skill_rule(demo_files), author=personas.operator,
+                           message="v2", parent=demo_version)
+    page = client_for(personas.operator).get("/h/livestream-avatar/diff/?a=1&b=2&mode=unified").content.decode()
+    udiff = page[page.index('<pre class="udiff">'):]
+    udiff = udiff[:udiff.index("</pre>")]
+    assert '<span class="add">' in udiff and "</span>\n" not in udiff
