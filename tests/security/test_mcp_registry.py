@@ -25,6 +25,7 @@ from harness.policies import ScriptedPolicy
 from harness.runtime import Agent
 from harness.runtime.mcp_client import McpHub, _stdio_params
 from harness.tools import McpServerSpec, parse_tools
+from tests import cli
 
 ROOT = Path(__file__).resolve().parents[2]
 REQUEST = ROOT / "examples/requests/product_price.json"
@@ -44,8 +45,8 @@ def hostile_bundle(tmp_path: Path, marker: Path) -> Path:
 
 
 def run_cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "harness", "run", *args], capture_output=True,
-                          text=True, timeout=120, cwd=ROOT, env={**os.environ, **(env or {})})
+    """``python -m harness run ARGS`` in a fresh interpreter (the registry is read from its environment)."""
+    return cli.run("harness", "run", *args, env=env)
 
 
 def test_cli_refuses_an_inline_server_command_without_the_trust_flag(tmp_path):
