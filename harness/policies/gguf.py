@@ -240,3 +240,17 @@ def _copy_field(writer, key: str, field) -> None:
     else:
         writer.add_key_value(key, field.contents(), kind)
 
+
+
+if __name__ == "__main__":  # python -m harness.policies.gguf CHECKPOINT [QUANTIZATION]: export once, print the file
+    import sys
+
+    from harness.checkpoints import resolve_checkpoint
+
+    if not 2 <= len(sys.argv) <= 3:
+        sys.exit(f"usage: python -m harness.policies.gguf CHECKPOINT [{'|'.join(QUANTIZATIONS)}]")
+    try:
+        print(gguf_for_checkpoint(resolve_checkpoint(sys.argv[1]),
+                                  quantization=sys.argv[2] if len(sys.argv) == 3 else DEFAULT_QUANTIZATION))
+    except (GgufError, ValueError) as error:
+        sys.exit(f"error: {error}")
