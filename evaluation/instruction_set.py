@@ -136,8 +136,14 @@ def _scorable(registry, instruction_id: str, text: str, args: dict) -> bool:
                                                     "capital_frequency")]
     if relation == "less than" and any(isinstance(c, int) and c <= 1 for c in counts):
         return False
-    rebuilt = registry[instruction_id](instruction_id)
-    return rebuilt.build_description(**{k: v for k, v in args.items() if v}) == text
+    if "nth_paragraph" in args and not 1 <= args["nth_paragraph"] <= (args.get("num_paragraphs") or 0):
+        return False  # lm-eval draws such a paragraph number (up to the count + 1) and redraws it when scoring
+    kept = {k: v for k, v in args.items() if v}
+    for attempt in range(3):  # lm-eval redraws inconsistent arguments at random: any redraw shows up as a change
+        with _seeded_random(f"rebuild:{attempt}"):
+            if registry[instruction_id](instruction_id).build_description(**kept) != text:
+                return False
+    return True
 
 
 def generated_prompt(index: int, *, seed: int = DEFAULT_SEED) -> dict:

@@ -95,7 +95,7 @@ def test_each_generated_instruction_is_the_text_its_checker_rebuilds_from_the_st
     conflicting."""
     from lm_eval.tasks.ifeval.instructions_registry import INSTRUCTION_CONFLICTS, INSTRUCTION_DICT
 
-    for prompt in generated_prompts(size=200):
+    for prompt in generated_prompts(size=541):
         ids = prompt["instruction_id_list"]
         assert len(ids) == len(prompt["kwargs"]) and 1 <= len(ids) <= 3
         for a in ids:

@@ -62,7 +62,9 @@ def test_a_release_fed_by_its_replay_and_ifeval_run_is_drafted_approved_and_down
     assert gates["latency"]["detail"].startswith("worst level C=4: wall P95 8.95 s (bound 15 s per request)")
     assert gates["general capability"] == {**gates["general capability"], "status": "pass", "run_id": evaluation.pk}
     assert "IFE-P strict 80.0%" in gates["general capability"]["detail"]
-    assert gates["business regression"]["status"] == "no data"  # v1 was never evaluated in an evolution stage
+    # v1 has no parent and nothing is in production yet: there is nothing it could regress against
+    assert gates["business regression"]["status"] == "pass" and "no version is in production yet" in \
+        gates["business regression"]["detail"]
 
     operator = client_for(personas.operator)
     page = operator.get(f"/releases/{release.pk}/").content.decode()
@@ -74,7 +76,8 @@ def test_a_release_fed_by_its_replay_and_ifeval_run_is_drafted_approved_and_down
     assert 'id="decide"' in rafael.get(f"/releases/{release.pk}/").content.decode()
     refused = rafael.post(f"/releases/{release.pk}/decide/", {"decision": "approve", "reason": "latency is fine"})
     assert refused.status_code == 400
-    assert "business regression: no data" in refused.content.decode() and "override reason" in refused.content.decode()
+    assert "compatibility: no data" in refused.content.decode() and "override reason" in refused.content.decode()
+    assert "Approving a release needs every gate to pass" in refused.content.decode()
     assert Release.objects.get().status == Release.DRAFT
     ok = rafael.post(f"/releases/{release.pk}/decide/", {"decision": "approve", "reason": "latency is fine",
                                                          "override_reason": "v1 is the demo Harness, unchanged"})
