@@ -224,8 +224,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     from evaluation.cases import CaseFileError
-    from harness.livestream import DocumentValidationError
     from harness.checkpoints import CheckpointError
+    from harness.livestream import DocumentValidationError
     from harness.userfiles import InputFileError
 
     args = build_parser().parse_args(argv)

@@ -39,7 +39,8 @@ def test_two_workers_share_a_run_and_a_killed_workers_chunk_is_scored_again(pers
                                              size=CASES, tmp_path=tmp_path, delay_s=0.1)
     case_ids = list(dataset.cases.values_list("case_id", flat=True))
     queue = f"test-two-{os.getpid()}"
-    with celery_worker(queue=queue, node=f"{queue}-a", lease_s=2) as a:
+    one_at_a_time = {"EVAL_CASES_AT_ONCE": "1"}  # the kill below is timed on a chunk's cases scored one by one
+    with celery_worker(queue=queue, node=f"{queue}-a", lease_s=2, extra_env=one_at_a_time) as a:
         started = time.monotonic()
         single = eval_run_start(version=version, dataset=dataset, endpoint=endpoint, case_ids=case_ids,
                                 actor=personas.operator)
@@ -48,7 +49,7 @@ def test_two_workers_share_a_run_and_a_killed_workers_chunk_is_scored_again(pers
         single_s = time.monotonic() - started
         assert set(single.results.values_list("worker", flat=True)) == {Job.objects.get(pk=single.job_id).worker}
 
-        with celery_worker(queue=queue, node=f"{queue}-b", lease_s=2) as b:
+        with celery_worker(queue=queue, node=f"{queue}-b", lease_s=2, extra_env=one_at_a_time) as b:
             started = time.monotonic()
             both = eval_run_start(version=version, dataset=dataset, endpoint=endpoint, case_ids=case_ids,
                                   actor=personas.operator)
