@@ -33,6 +33,15 @@ def bundle():
     return load_dir(demo_harness_dir())
 
 
+@pytest.fixture(autouse=True)
+def no_idle_hub_from_an_earlier_test():
+    """An earlier test of this process (an xdist worker runs many files) may have left its hub idle
+    for the next run to reuse; these tests count the server processes they start, so start clean."""
+    mcp_client._close_shared_hubs()
+    yield
+    mcp_client._close_shared_hubs()
+
+
 def test_agents_with_the_same_servers_and_catalogue_share_one_server_process(bundle):
     before = {p.pid for p in _processes(None)}
     first, second = _agent(bundle), _agent(bundle)
