@@ -133,9 +133,10 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
 
 
 def _cmd_ifeval(args: argparse.Namespace) -> int:
-    from evaluation.ifeval import run_ifeval
+    from evaluation.ifeval import load_ifeval_prompts, run_ifeval
     from harness.policies import GenerationSettings, make_policy
 
+    prompts = load_ifeval_prompts(source=args.source, limit=args.limit)  # a missing file is said before a model loads
     settings = GenerationSettings(temperature=0.0, max_new_tokens=args.max_new_tokens)
     policy = make_policy(args.policy, settings=settings)
 
@@ -146,7 +147,7 @@ def _cmd_ifeval(args: argparse.Namespace) -> int:
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
         responses = args.out / "responses.jsonl"
-    result = run_ifeval(generate=generate, source=args.source, limit=args.limit,
+    result = run_ifeval(generate=generate, source=args.source, limit=args.limit, prompts=prompts,
                         progress=not args.no_progress, responses_path=responses)
     print(result.summary() + f" ({result.seconds:.0f} s, {result.seconds / result.n_prompts:.1f} s/prompt)")
     print("per family (strict, instruction level): " +

@@ -191,8 +191,12 @@ def run_ifeval(
     limit: int | None = None,
     progress: bool = True,
     responses_path: str | Path | None = None,
+    prompts: Sequence[dict] | None = None,
 ) -> IFEvalResult:
     """Generate one response per prompt with ``generate(prompt) -> text`` and score them.
+
+    ``prompts`` are those :func:`load_ifeval_prompts` loaded from ``source`` and ``limit`` already
+    (a caller that checks the source before loading a model); by default they are loaded here.
 
     With ``responses_path`` every response is appended there as it is made
     (``{"key", "response"}`` per line) and prompts already answered there are
@@ -200,7 +204,8 @@ def run_ifeval(
     """
     from tqdm import tqdm
 
-    prompts = load_ifeval_prompts(source=source, limit=limit)
+    if prompts is None:
+        prompts = load_ifeval_prompts(source=source, limit=limit)
     set_info = describe_source(prompts=prompts, source=source)
     done: dict = {}
     path = Path(responses_path) if responses_path else None

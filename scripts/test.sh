@@ -18,14 +18,15 @@ export REDIS_URL DATABASE_URL
 echo "[test] ruff check"
 ruff check .
 # Two pytest-xdist workers (one per core; each runs torch on one thread: tests/conftest.py), whole
-# files to a worker so that a module's fixtures are built once; HS_TEST_WORKERS=0 runs in one process.
+# files to a worker so that a module's fixtures are built once, in the order tests/conftest.py gives them
+# (longest first; xdist would otherwise reorder them by test count); HS_TEST_WORKERS=0 runs in one process.
 workers=${HS_TEST_WORKERS:-2}
 echo "[test] pytest (database: ${DATABASE_URL:-sqlite}, workers: $workers)"
 set +e
 if [ "$workers" = 0 ]; then
   python -m pytest "$@"
 else
-  python -m pytest -n "$workers" --dist loadfile "$@"
+  python -m pytest -n "$workers" --dist loadfile --no-loadscope-reorder "$@"
 fi
 rc=$?
 set -e

@@ -1,6 +1,9 @@
 """Shared test setup: the whole suite runs offline, on the tiny model."""
 
+import json
 import os
+from collections import defaultdict
+from pathlib import Path
 
 import pytest
 
@@ -29,12 +32,62 @@ def fake_openai():
         yield server
 
 
+# Each test's seconds (setup + call + teardown) on the 2-core CI machine, as a run with
+# --store-durations wrote them (pytest-split's idea, without its dependency). They decide two
+# things: a test recorded at SLOW_S or more is ``slow`` (the quick tier leaves it out), and the files
+# run longest first. Refresh after adding or speeding up a long test:
+#   bash scripts/test.sh --store-durations
+DURATIONS = Path(__file__).with_name("durations.json")
+SLOW_S = 2.0
+
+
+def pytest_addoption(parser):
+    parser.addoption("--store-durations", action="store_true",
+                     help=f"write each test's seconds of this run into {DURATIONS.name} (merged with the file's)")
+
+
+def _recorded() -> dict[str, float]:
+    try:
+        data = json.loads(DURATIONS.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return {k: v for k, v in data.items() if isinstance(v, (int, float))} if isinstance(data, dict) else {}
+
+
 def pytest_collection_modifyitems(config, items):
-    """Every browser or real-worker test is ``slow`` too (``-m "not slow"`` is the quick tier); and the
-    files that hold slow tests run first, so that under ``-n 2 --dist loadfile`` the long files start
-    at once and the short ones fill the gaps, instead of one long file running alone at the end."""
+    """Every browser or real-worker test, and every test recorded at SLOW_S or more, is ``slow``
+    (``-m "not slow"`` is the quick tier). Files run longest first (their recorded seconds, the files
+    holding slow tests before the others): under ``-n 2 --dist loadfile --no-loadscope-reorder`` the
+    long files start at once and the short ones fill the gaps, instead of one long file starting last
+    and running alone at the end."""
+    recorded = _recorded()
+    seconds: dict = defaultdict(float)
     for item in items:
-        if item.get_closest_marker("browser") or item.get_closest_marker("services"):
+        took = recorded.get(item.nodeid, 0.0)
+        seconds[item.path] += took
+        if item.get_closest_marker("browser") or item.get_closest_marker("services") or took >= SLOW_S:
             item.add_marker(pytest.mark.slow)
     slow_files = {item.path for item in items if item.get_closest_marker("slow")}
-    items.sort(key=lambda item: item.path not in slow_files)  # stable: the order within a file is kept
+    # stable, and one key per file: a file's tests stay together and in their order
+    items.sort(key=lambda item: (item.path not in slow_files, -seconds[item.path]))
+
+
+class _DurationRecorder:
+    """Sums each test's phases as the reports arrive (under xdist, at the controller) and merges them
+    into DURATIONS when the session ends."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = defaultdict(float)
+
+    def pytest_runtest_logreport(self, report) -> None:
+        self.seconds[report.nodeid] += report.duration
+
+    def pytest_sessionfinish(self, session) -> None:
+        if self.seconds:
+            merged = {**_recorded(), **{k: round(v, 2) for k, v in self.seconds.items()}}
+            DURATIONS.write_text(json.dumps(dict(sorted(merged.items())), indent=0) + "\n", encoding="utf-8")
+
+
+def pytest_configure(config):
+    if config.getoption("store_durations") and not hasattr(config, "workerinput"):
+        config.pluginmanager.register(_DurationRecorder(), "hs-duration-recorder")
