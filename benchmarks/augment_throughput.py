@@ -24,7 +24,7 @@ from evaluation.world.sets import generate
 from harness import demo_harness_dir, load_dir, load_mapping
 from harness.augment import HarnessMapping, Requirements
 from harness.augment.context import AugmentContext
-from harness.augment.draft import Draft
+from harness.augment.editable import Draft
 from harness.augment.pipeline import _APPLY, _ORDER, default_envelope
 
 

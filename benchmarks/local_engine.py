@@ -69,7 +69,7 @@ def agent_prompts(checkpoint: Path, cases_path: Path, n: int, bundle=None) -> li
     """The rendered first model call of the agent on the first ``n`` replay cases (the demo Harness)."""
     from harness.livestream import Catalogue, demo_catalogue
     from harness.runtime import Agent
-    from serving.cases import load_manifest
+    from serving.replay_cases import load_manifest
 
     manifest = load_manifest(cases_path, warmup=0, measured=n)
     catalogue = Catalogue.load(manifest.catalogue_path) if manifest.catalogue_path else demo_catalogue()
@@ -262,7 +262,7 @@ def agent_in_process(policy: Policy, cases_path: Path, n: int, concurrency: int 
     from harness.mcp_registry import McpRegistry
     from harness.policies import GenerationSettings
     from harness.runtime import Agent
-    from serving.cases import load_manifest
+    from serving.replay_cases import load_manifest
 
     manifest = load_manifest(cases_path, warmup=1, measured=n)
     catalogue = Catalogue.load(manifest.catalogue_path) if manifest.catalogue_path else demo_catalogue()

@@ -7,7 +7,7 @@ validators return why a value is refused, or None, and the schemas of
 ``harness.skills`` and ``harness.hooks`` use the same patterns); where the
 front matter of a SKILL.md ends; which lines of a body are its rules
 (:func:`scan_rules`, the one rule reader, which ``harness.skills`` validates and
-``harness.augment.draft`` rewrites).
+``harness.augment.editable`` rewrites).
 
 The edits work on the text, not on re-rendered data: a rule inserted into a
 skill or a hook inserted into ``hooks.yaml`` adds its lines and every other

@@ -15,7 +15,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from serving.cases import load_manifest
 from serving.charts import latency_cdf_png, table_markdown
 from serving.compare import compare_summaries, comparison_markdown
 from serving.endpoint import GenerationSettings, open_endpoint
@@ -33,6 +32,7 @@ from serving.record import (
     utc_now,
 )
 from serving.replay import ReplayPlan, WorkerFactory, run_level
+from serving.replay_cases import load_manifest
 
 FactoryBuilder = Callable[..., WorkerFactory]
 """(endpoint=, bundle=, settings=, context=) -> WorkerFactory; agent_runner.agent_worker_factory

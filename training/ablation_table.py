@@ -102,7 +102,7 @@ class AblationTable:
             return self._renamed
         from harness import load_dir
         from harness.augment import augment_bundle
-        from training.cases import held_out_cases
+        from training.case_sources import held_out_cases
         from training.hsa import merged_requirements, variant_seeds
         from training.self_eval import EVAL_POOL_SIZE, EVAL_VARIANT_SEED, VARIANT_DIMS
         from training.stage_common import resolve_harness_dir

@@ -89,7 +89,7 @@ def collect_rollouts(config: MTPStageConfig, *, run_dir: Path, hf_model: Any, to
     from harness import load_dir
     from harness.engine import Engine, EngineModel
     from harness.policies import GenerationSettings
-    from training.cases import training_cases
+    from training.case_sources import training_cases
     from training.hsa import build_pool
     from training.rollout import HarnessRollout
     from training.stage_common import resolve_harness_dir

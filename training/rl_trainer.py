@@ -65,7 +65,7 @@ def run_rl(config: RLStageConfig, *, extra_rewards: dict[str, tuple[Callable, fl
     from evaluation.scoring import judge_for
     from harness import load_dir
     from harness.policies import GenerationSettings
-    from training.cases import training_cases
+    from training.case_sources import training_cases
     from training.hsa import build_pool
     from training.rewards import make_reward_funcs
     from training.rollout import HarnessRollout

@@ -1,6 +1,6 @@
 """Scoring a checkpoint on subsets of the evaluation sets, resumably, with the project's judge.
 
-Sets (all held out from training, see ``training.cases``):
+Sets (all held out from training, see ``training.case_sources``):
 
 - ``live_qa``: held-out Live-Stream QA cases under the original Harness (T1);
 - ``variant_qa``: the same cases, each under an HSA variant from a pool whose
@@ -92,7 +92,7 @@ def evaluate_model(*, model_dir: str | Path, out_dir: str | Path, harness_dir: s
     (``summary["ifeval"]["base"]``), for the capability gate's paired comparison."""
     from evaluation.scoring import CaseScorer, judge_for
     from harness import load_dir
-    from training.cases import held_out_cases, world_catalogue, world_set
+    from training.case_sources import held_out_cases, world_catalogue, world_set
     from training.hsa import build_pool
 
     out_dir = Path(out_dir)

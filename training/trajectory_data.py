@@ -50,7 +50,7 @@ def build_sft_examples(*, config, harness_dir: Path) -> tuple[list[dict[str, Any
     from evaluation.scoring import judge_for
     from harness import load_dir
     from harness.policies import make_policy
-    from training.cases import training_cases
+    from training.case_sources import training_cases
     from training.gold import record_gold, replay_under
     from training.hsa import build_pool
 

@@ -15,6 +15,7 @@ from evaluation.diagnosis.clustering import Cluster, cluster_failures
 from evaluation.diagnosis.edits import EDIT_TYPES, Edit, EditError, apply_edits, edit_from_dict
 from evaluation.diagnosis.evidence import MODEL_NOT_HARNESS, edit_evidence, model_not_harness
 from evaluation.diagnosis.llm import LLMDiagnoser
+from evaluation.diagnosis.predicted_fixes import MAX_REPLAY_CASES, prediction_text, replay_proposal
 from evaluation.diagnosis.proposals import (
     Diagnoser,
     Diagnosis,
@@ -28,7 +29,6 @@ from evaluation.diagnosis.records import (
     failures_from_results,
     is_failure,
 )
-from evaluation.diagnosis.replay import MAX_REPLAY_CASES, prediction_text, replay_proposal
 from evaluation.diagnosis.rule_based import RuleBasedDiagnoser, cause_family
 
 __all__ = [

@@ -13,7 +13,7 @@ import hashlib
 import random
 from dataclasses import dataclass, field
 
-from harness.augment.draft import Draft
+from harness.augment.editable import Draft
 from harness.augment.envelope import Envelope
 from harness.augment.mapping import HarnessMapping
 from harness.augment.paraphrase import Rewriter, checked_rewrite

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from harness.augment.context import AugmentContext
-from harness.augment.draft import Draft
+from harness.augment.editable import Draft
 from harness.augment.envelope import Envelope, load_envelope
 from harness.augment.hook_variants import apply_hooks
 from harness.augment.mapping import HarnessMapping

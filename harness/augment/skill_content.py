@@ -11,7 +11,7 @@ rules, never across headings.
 from __future__ import annotations
 
 from harness.augment.context import AugmentContext
-from harness.augment.draft import Body
+from harness.augment.editable import Body
 from harness.augment.preserve import negation_count, numbers
 from harness.augment.references import referenced
 

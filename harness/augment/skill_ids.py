@@ -14,7 +14,7 @@ from __future__ import annotations
 import random
 
 from harness.augment.context import AugmentContext
-from harness.augment.draft import SkillDraft
+from harness.augment.editable import SkillDraft
 from harness.augment.names import new_name
 from harness.augment.references import referenced
 from harness.augment.synthetic_skills import NOISE, PLAUSIBLE, render_template

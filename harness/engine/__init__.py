@@ -3,7 +3,7 @@
 ``engine_for(checkpoint)`` gives the process's engine for a checkpoint; the
 runtime's local policy (``harness.policies.local``), the evaluation CLI, training
 self-evaluation and the CPU serving route (``python -m serving engine-server``)
-all generate through it; with a draft head (``harness.engine.draft``) it decodes
+all generate through it; with a draft head (``harness.engine.draft_head``) it decodes
 speculatively (``harness.engine.speculative``). See ``docs/runtime.md`` ("The local engine") and
 ``benchmarks/local_engine.py``.
 """

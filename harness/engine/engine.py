@@ -420,7 +420,7 @@ def engine_for(model_dir: str | Path, *, quantization: str = "none", max_batch: 
 
     ``draft_head``: a folder written by ``python -m training mtp``; the engine then decodes
     speculatively with it (``DraftHeadError`` if it does not fit this checkpoint)."""
-    from harness.engine.draft import load_head
+    from harness.engine.draft_head import load_head
     from harness.policies.local import load_model
 
     head_key = f"{Path(draft_head).resolve()}:{draft_steps or ''}" if draft_head else ""

@@ -290,6 +290,6 @@ class Proposal(models.Model):
     @property
     def prediction(self) -> str:
         """"fixes N of M targeted cases (predicted)", from the replay before review; "" when not replayed."""
-        from evaluation.diagnosis.replay import prediction_text
+        from evaluation.diagnosis.predicted_fixes import prediction_text
 
         return prediction_text(self.replay)

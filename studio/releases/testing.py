@@ -105,7 +105,7 @@ def draft_head(checkpoint: Path, out: Path, *, card: dict | None = None) -> Path
     import torch
 
     from harness.checkpoints import checkpoint_info
-    from harness.engine.draft import DraftHead
+    from harness.engine.draft_head import DraftHead
     from harness.policies.local import load_model
 
     model, _ = load_model(checkpoint)

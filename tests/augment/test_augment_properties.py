@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from harness import demo_harness_dir, load_mapping, validate_mapping
 from harness.augment import DIMS, Requirements, augment_bundle, requirements_from_case
-from harness.augment.draft import Body
+from harness.augment.editable import Body
 
 from .conftest import every_skill_and_tool_cases
 
@@ -156,7 +156,7 @@ def test_skill_content_alone_keeps_names_tools_prompt_and_hooks(demo_bundle):
 
 
 def test_libyaml_and_python_writers_agree_and_templates_stay_readable(demo_bundle):
-    from harness.augment.draft import BlockDumper, dump_text
+    from harness.augment.editable import BlockDumper, dump_text
     for seed in range(5):
         variant = augment_bundle(bundle=demo_bundle, seed=seed)
         for path in ("tools.yaml", "prompt.yaml", "hooks.yaml"):

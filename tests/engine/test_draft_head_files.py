@@ -8,7 +8,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from harness.engine.draft import DraftHead, head_tensors, read_card, read_config, tensor_problems
+from harness.engine.draft_head import (
+    DraftHead,
+    head_tensors,
+    read_card,
+    read_config,
+    tensor_problems,
+)
 from harness.policies.models import tiny_model_dir
 
 

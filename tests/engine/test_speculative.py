@@ -18,7 +18,7 @@ import pytest
 import torch
 
 from harness.engine import Engine, EngineModel, SamplingParams, Speculator
-from harness.engine.draft import DraftHead, load_head
+from harness.engine.draft_head import DraftHead, load_head
 from harness.policies.local import load_model
 from harness.policies.models import tiny_model_dir
 from tests.engine.test_engine import _prompts

@@ -19,7 +19,7 @@ from evaluation.compatibility import (
     holds_under_variants,
     set_version,
 )
-from evaluation.diagnosis.replay import prediction_text
+from evaluation.diagnosis.predicted_fixes import prediction_text
 from evaluation.scoring import CaseScorer
 from harness import demo_harness_dir, load_dir
 from harness.augment import augment_bundle

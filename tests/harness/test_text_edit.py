@@ -233,7 +233,7 @@ def test_the_skill_template_is_valid_for_any_description():
 
 
 def test_augmentation_and_the_validator_see_the_same_rules():
-    from harness.augment.draft import Body
+    from harness.augment.editable import Body
 
     text = "---\nname: x\ndescription: d\nkind: reply\n---\n- Say the price.\n    ```\n    code\n    ```\n- Say the link. {#link}\n"
     skill, problems = parse_skill(text, path="SKILL.md")

@@ -17,7 +17,7 @@ from subprocess import CompletedProcess
 import pytest
 import torch
 
-from harness.engine.draft import DraftHead
+from harness.engine.draft_head import DraftHead
 from harness.policies.local import load_model
 from harness.policies.models import tiny_model_dir
 from serving.release import (

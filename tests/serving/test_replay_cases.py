@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from serving.cases import CaseFileError, load_manifest
+from serving.replay_cases import CaseFileError, load_manifest
 from tests import artefacts
 
 

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from harness import demo_harness_dir
-from harness.engine.draft import DraftHead
+from harness.engine.draft_head import DraftHead
 from harness.policies import GenerationSettings
 from harness.policies.local import load_model
 from harness.policies.models import tiny_model_dir

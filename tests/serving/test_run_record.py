@@ -9,11 +9,11 @@ import pytest
 from harness import demo_harness_dir
 from serving import service
 from serving.__main__ import main
-from serving.cases import CaseFileError, load_manifest
 from serving.endpoint import Endpoint, GenerationSettings
 from serving.metrics import summarise_by_concurrency
 from serving.profiles import resolve_route
 from serving.replay import ReplayPlan, RequestOutcome
+from serving.replay_cases import CaseFileError, load_manifest
 
 
 def _write_cases(path, n):

@@ -33,7 +33,7 @@ def tiny_policy():
 def _head(folder: Path, *, policy_dir: Path, fingerprint_of: Path) -> Path:
     """A head saved by the engine's own writer, its card naming the policy at ``fingerprint_of``."""
     from harness.checkpoints import checkpoint_info
-    from harness.engine.draft import DraftHead
+    from harness.engine.draft_head import DraftHead
     from harness.policies.local import load_model
 
     hf_model, _ = load_model(policy_dir)

@@ -69,7 +69,7 @@ def test_renamed_tool_called_counts_cases_whose_variant_renamed_the_needed_tool(
     from harness import load_dir
     from harness.augment import augment_bundle
     from training.ablation import Ablation, AblationConfig
-    from training.cases import held_out_cases
+    from training.case_sources import held_out_cases
     from training.hsa import merged_requirements
     from training.stage_common import resolve_harness_dir
 

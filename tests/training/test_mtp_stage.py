@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from harness.engine import EngineModel, Speculator
-from harness.engine.draft import DraftHead, head_tensors, tensor_names
+from harness.engine.draft_head import DraftHead, head_tensors, tensor_names
 from harness.policies.local import load_model
 from tests import artefacts, cli
 from training.mtp_loss import chain_forward, offline_acceptance

@@ -43,7 +43,7 @@ def test_env_mask_zeroes_exactly_tool_and_hook_tokens(tiny_dir):
     from evaluation.cases import case_request
     from harness import demo_harness_dir, load_dir
     from harness.runtime import Agent
-    from training.cases import training_cases
+    from training.case_sources import training_cases
     from training.rollout import assemble_rollout
 
     tokenizer = AutoTokenizer.from_pretrained(tiny_dir)

@@ -9,7 +9,7 @@ def test_evaluate_run_writes_scores_and_resumes(sft_run, tmp_path):
     import shutil
 
     from harness import demo_harness_dir
-    from training.cases import held_out_cases, training_cases
+    from training.case_sources import held_out_cases, training_cases
     from training.self_eval import evaluate_run
 
     run = tmp_path / "run"

@@ -69,7 +69,7 @@ def test_keep_fraction_is_respected_over_many_trajectories(recorded):
 
 def test_gold_replay_under_variant_uses_the_variant_names():
     from harness import demo_harness_dir, load_dir
-    from training.cases import training_cases
+    from training.case_sources import training_cases
     from training.gold import record_gold, replay_under
     from training.hsa import build_pool
 
@@ -93,7 +93,7 @@ def test_gold_replay_under_variant_uses_the_variant_names():
 
 def test_rejection_judge_drops_a_wrong_stock_claim(recorded):
     from evaluation.judges import make_judge
-    from training.cases import world_catalogue
+    from training.case_sources import world_catalogue
     from training.trajectory_data import judge_trajectory
 
     judge = make_judge("programmatic", catalogue=world_catalogue())
