@@ -100,21 +100,28 @@ TINY_MTP_ARGS = ("--model", "tiny", "--max-cases", "3", "--max-steps", "4", "--l
                  "--variant-pool-size", "1", "--learning-rate", "1e-3")
 
 
-def tiny_mtp_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess]:
-    """A real ``python -m training mtp`` run folder on the tiny model (``TINY_MTP_ARGS``, about 25 s),
-    and what the command printed. Read it, or resume a :func:`private_copy` of it."""
+def _training_command(tmp_path_factory: pytest.TempPathFactory, name: str, command: str,
+                      args: tuple[str, ...], folder: str) -> tuple[Path, subprocess.CompletedProcess]:
+    """``python -m training COMMAND ARGS --output-dir .../FOLDER`` run once per test run (a failure is
+    raised with its stderr), and what it printed."""
 
     def build(out: Path) -> None:
-        done = subprocess.run([sys.executable, "-m", "training", "mtp", *TINY_MTP_ARGS, "--output-dir",
-                               str(out / "run")], capture_output=True, text=True, timeout=500)
+        done = subprocess.run([sys.executable, "-m", "training", command, *args, "--output-dir",
+                               str(out / folder)], capture_output=True, text=True, timeout=500)
         (out / "command.json").write_text(json.dumps(
             {"returncode": done.returncode, "stdout": done.stdout, "stderr": done.stderr}))
         if done.returncode != 0:
-            raise AssertionError(f"python -m training mtp exited {done.returncode}:\n{done.stderr[-3000:]}")
+            raise AssertionError(f"python -m training {command} exited {done.returncode}:\n{done.stderr[-3000:]}")
 
-    folder = build_once(tmp_path_factory, "tiny-mtp", build)
-    printed = json.loads((folder / "command.json").read_text())
-    return folder / "run", subprocess.CompletedProcess([], printed["returncode"], printed["stdout"], printed["stderr"])
+    built = build_once(tmp_path_factory, name, build)
+    printed = json.loads((built / "command.json").read_text())
+    return built / folder, subprocess.CompletedProcess([], printed["returncode"], printed["stdout"], printed["stderr"])
+
+
+def tiny_mtp_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess]:
+    """A real ``python -m training mtp`` run folder on the tiny model (``TINY_MTP_ARGS``, about 25 s),
+    and what the command printed. Read it, or resume a :func:`private_copy` of it."""
+    return _training_command(tmp_path_factory, "tiny-mtp", "mtp", TINY_MTP_ARGS, "run")
 
 
 #: ``python -m training ablation`` on the tiny-smoke preset with fewer items (every step still runs).
@@ -127,16 +134,4 @@ def tiny_ablation(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subpr
     two phases each, OPD, RL and every evaluation), and what the command printed. The library's test
     reads it and resumes a copy; the studio's shows a copy on a run page after a real worker ran the
     command over it."""
-
-    def build(out: Path) -> None:
-        done = subprocess.run([sys.executable, "-m", "training", "ablation", *TINY_ABLATION_ARGS, "--output-dir",
-                               str(out / "ablation")], capture_output=True, text=True, timeout=500)
-        (out / "command.json").write_text(json.dumps(
-            {"returncode": done.returncode, "stdout": done.stdout, "stderr": done.stderr}))
-        if done.returncode != 0:
-            raise AssertionError(f"python -m training ablation exited {done.returncode}:\n{done.stderr[-3000:]}")
-
-    folder = build_once(tmp_path_factory, "tiny-ablation", build)
-    printed = json.loads((folder / "command.json").read_text())
-    return folder / "ablation", subprocess.CompletedProcess([], printed["returncode"], printed["stdout"],
-                                                            printed["stderr"])
+    return _training_command(tmp_path_factory, "tiny-ablation", "ablation", TINY_ABLATION_ARGS, "ablation")
