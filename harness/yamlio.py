@@ -132,6 +132,11 @@ def dotted(path) -> str:
     return _dotted(path)
 
 
+#: Parser contexts whose start line holds the mistake (a simple key, a quoted scalar, a flow
+#: collection or a token that was never finished), rather than the line where it was noticed.
+_UNCLOSED = ("while scanning", "while parsing a flow")
+
+
 def load_yaml(text: str, *, file: str, line_offset: int = 0) -> tuple[object, LineMap, list[Problem]]:
     """Parse one YAML document; returns (data, line map, problems).
 
@@ -155,7 +160,14 @@ def load_yaml(text: str, *, file: str, line_offset: int = 0) -> tuple[object, Li
             return None, linemap, [Problem(file, line, REFUSED, _DEEP)]
         context = getattr(exc, "context_mark", None)
         if getattr(exc, "context", None) and context is not None and context is not mark:
-            reason += f" ({exc.context} at line {context.line + 1 + line_offset})"
+            context_line = context.line + 1 + line_offset
+            if context_line < line and exc.context.startswith(_UNCLOSED):
+                # a key without its ':', a quote or bracket never closed: the mistake is where the
+                # construct starts, not the later line where the parser gave up on it
+                reason += f" ({exc.context} at line {context_line}; noticed at line {line})"
+                line = context_line
+            else:
+                reason += f" ({exc.context} at line {context_line})"
         return None, linemap, [Problem(file, line, "(syntax)", f"invalid YAML: {reason}")]
     except (ValueError, RecursionError) as exc:  # e.g. unreadable characters
         return None, linemap, [Problem(file, 1 + line_offset, "(syntax)", f"invalid YAML: {exc}")]

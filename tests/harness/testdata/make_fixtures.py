@@ -72,7 +72,7 @@ allowed-tools: get_product_info_by_link_id
 BROKEN = {
     "yaml-syntax": ({"tools.yaml": MINIMAL["tools.yaml"].replace(
         "    description: Product at a link number.", "    description: [Product at a link")},
-        ["tools.yaml:4: (syntax)"]),
+        ["tools.yaml:3: (syntax)"]),  # the line of the unclosed bracket, not where the parser gave up
     "wrong-type": ({"prompt.yaml": MINIMAL["prompt.yaml"].replace("max_rounds: 4",
                                                                   "max_rounds: four")},
                    ["prompt.yaml:3: constraints.max_rounds"]),
