@@ -6,7 +6,10 @@ reason code, cases are grouped by average-linkage agglomerative clustering on
 TF-IDF vectors (word unigrams and bigrams, cosine similarity, numpy only): the
 two closest groups merge while their average similarity stays above a
 threshold. Clusters are ranked by the score they cost (sum of 2 - Acc - Eff
-over their cases), and each keeps its most central cases as representatives.
+over their cases), and each keeps its most central cases as representatives. A
+cluster is named by the words its viewers' comments share and other failures'
+comments rarely hold (:func:`naming_terms`), not by the reply or the fallback text
+every failure carries.
 """
 
 from __future__ import annotations
@@ -103,8 +106,25 @@ class Cluster:
         }
 
 
-def _split(reason: str, cases: list[FailureCase], *, threshold: float, representatives: int) -> list[Cluster]:
-    matrix, vocab = tfidf_matrix([c.text for c in cases])
+def naming_terms(members: list[FailureCase], failures: list[FailureCase], *, most: int = 4) -> list[str]:
+    """Words that name a cluster: from its viewers' comments (what was asked, not the reply or the
+    fallback text every failure shares), shared by several of its cases (a third, at least two, when
+    it has more than one) and rare among all the failures, best first."""
+    def words(case: FailureCase) -> set[str]:
+        return {w.strip("'") for w in _TOKEN.findall(case.comment.lower())
+                if len(w) > 2 and w not in _STOP and not w.isdigit()}
+
+    everywhere = Counter(word for case in failures for word in words(case))
+    here = Counter(word for case in members for word in words(case))
+    needed = 1 if len(members) == 1 else max(2, math.ceil(len(members) / 3))
+    scored = [(here[w] / len(members) * math.log((1 + len(failures)) / (1 + everywhere[w])), w)
+              for w in here if here[w] >= needed and everywhere[w] < len(failures)]
+    return [w for _score, w in sorted(scored, key=lambda item: (-item[0], item[1]))[:most]]
+
+
+def _split(reason: str, cases: list[FailureCase], *, threshold: float, representatives: int,
+           failures: list[FailureCase]) -> list[Cluster]:
+    matrix, _vocab = tfidf_matrix([c.text for c in cases])
     if matrix.shape[1] == 0:
         groups = [list(range(len(cases)))]
     else:
@@ -112,14 +132,12 @@ def _split(reason: str, cases: list[FailureCase], *, threshold: float, represent
     clusters = []
     for group in groups:
         members = [cases[i] for i in group]
-        top_terms: list[str] = []
         central = list(group)
         if matrix.shape[1]:
             centroid = matrix[group].mean(axis=0)
-            top_terms = [vocab[i] for i in np.argsort(-centroid)[:6] if centroid[i] > 0]
             central = [group[i] for i in np.argsort(-(matrix[group] @ centroid), kind="stable")]
         clusters.append(Cluster(
-            reason=reason, cases=members, top_terms=top_terms,
+            reason=reason, cases=members, top_terms=naming_terms(members, failures),
             representatives=[cases[i] for i in central[:representatives]],
         ))
     return clusters
@@ -135,7 +153,7 @@ def cluster_failures(
         by_reason.setdefault(case.reasons[0] if case.reasons else NO_REASON, []).append(case)
     clusters: list[Cluster] = []
     for reason, cases in by_reason.items():
-        clusters += _split(reason, cases, threshold=threshold, representatives=representatives)
+        clusters += _split(reason, cases, threshold=threshold, representatives=representatives, failures=failures)
     clusters = [c for c in clusters if len(c.cases) >= min_size]
     clusters.sort(key=lambda c: (-c.cost, -len(c.cases), c.reason))
     return clusters

@@ -65,8 +65,11 @@ class FailureCase:
 
     @property
     def text(self) -> str:
-        """What text similarity compares: the comment, the reply and the judges' notes."""
-        return " ".join([self.comment, self.reply, *self.notes])
+        """What text similarity compares: the comment, the reply and the judges' notes. A fallback's
+        reply is the Harness's fallback text, the same for every case that fell back, so it is left
+        out: it would make every such failure look alike."""
+        reply = "" if self.outcome == "fallback" else self.reply
+        return " ".join([self.comment, reply, *self.notes])
 
     def to_dict(self) -> dict[str, Any]:
         return {

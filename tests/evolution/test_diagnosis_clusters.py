@@ -61,6 +61,22 @@ def test_clusters_split_by_reason_and_text_and_rank_by_cost():
     assert refused.categories == {"aftersale": 2} and len(refused.representatives) == 2
 
 
+def test_a_cluster_is_named_by_what_its_viewers_asked_not_by_the_fallback_every_failure_shares():
+    fallback = "Thanks for asking! Let me double-check that for you, one moment."
+    damaged = [failure(f"d{i}", "vague_reply", f"my {thing} arrived damaged, what now?", fallback,
+                       category="aftersale", outcome="fallback")
+               for i, thing in enumerate(["parcel", "bottle", "box", "jar"])]
+    sizes = [failure(f"s{i}", "vague_reply", f"is the {thing} true to size?", fallback, outcome="fallback")
+             for i, thing in enumerate(["dress", "coat"])]
+    clusters = cluster_failures(damaged + sizes, threshold=0.1)
+    named = {tuple(c.case_ids): c.top_terms for c in clusters}
+    assert named[("d0", "d1", "d2", "d3")][:2] == ["arrived", "damaged"]  # in every case, ties by name
+    assert named[("s0", "s1")] == ["size", "true"]
+    for terms in named.values():  # the fallback reply and words every failure holds name no cluster
+        assert not {"thanks", "asking", "let", "double", "moment"} & set(terms)
+    assert clusters[0].label() == "vague_reply (aftersale 4): arrived, damaged, now"
+
+
 def test_reason_codes_map_to_families():
     assert cause_family("price_without_tool") == "ungrounded_price"
     assert cause_family("refused_legit") == "over_refusal"
