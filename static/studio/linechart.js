@@ -1,5 +1,6 @@
 // The studio's line charts over Chart.js (static/vendor/chart-4.4.7.umd.min.js, loaded first): one palette,
-// the server's series [{name, points: [[x, y], ...], n}] (already bounded and downsampled there) as datasets,
+// the server's series [{name, points: [[x, y], ...], n, axis?, axis_title?}] (already bounded and downsampled
+// there; axis: a pipeline stage's own y axis) as datasets,
 // and a linear x axis with its title. The training dashboard (training/dashboard.js) and the replay
 // dashboard (replays/charts.js) draw with it; each passes only what differs (a style per series, y axis,
 // plugins).
@@ -11,26 +12,43 @@ window.StudioCharts = (function () {
       var color = COLORS[i % COLORS.length];
       var dataset = { label: s.name, data: s.points.map(function (p) { return { x: p[0], y: p[1] }; }),
                       borderColor: color, backgroundColor: color, parsing: false };
+      if (s.axis) dataset.yAxisID = "y" + s.axis;  // a pipeline stage's own y axis (axis 0 is "y")
       return Object.assign(dataset, style ? style(s, i) : {});
     });
   }
 
-  // options: xLabel ("step"), xStep, yLabel, yFromZero, style(series, i) -> dataset fields, plugins
+  // options: xLabel ("step"), xStep, yLabel, yFromZero, style(series, i) -> dataset fields, plugins.
+  // A series with an axis (a pipeline's stage: {axis, axis_title}) gets a y axis of its own, titled with
+  // its stage, alternately left and right, so stages of very different scales each fill the chart.
   function line(canvas, series, options) {
     options = options || {};
     var y = {};
     if (options.yFromZero) y.beginAtZero = true;
     if (options.yLabel) y.title = { display: true, text: options.yLabel };
+    var scales = { x: { type: "linear", title: { display: true, text: options.xLabel || "step" },
+                        ticks: options.xStep ? { stepSize: options.xStep } : {} }, y: y };
+    stageAxes(scales, series);
     return new Chart(canvas, {
       type: "line", data: { datasets: datasets(series, options.style) }, plugins: options.plugins || [],
       options: { animation: false, normalized: true, interaction: { mode: "nearest", intersect: false },
-                 scales: { x: { type: "linear", title: { display: true, text: options.xLabel || "step" },
-                                ticks: options.xStep ? { stepSize: options.xStep } : {} },
-                           y: y } },
+                 scales: scales },
     });
   }
 
+  // the y axis of each stage the series name (a running pipeline's next stage gets one when it starts)
+  function stageAxes(scales, series) {
+    series.forEach(function (s) {
+      if (s.axis === undefined) return;
+      var id = s.axis ? "y" + s.axis : "y";
+      scales[id] = Object.assign({}, scales[id] || {}, {
+        position: s.axis % 2 ? "right" : "left", grid: { drawOnChartArea: !s.axis },
+        title: { display: true, text: s.axis_title } });
+    });
+    return scales;
+  }
+
   function update(chart, series, style) {
+    stageAxes(chart.options.scales, series);
     chart.data.datasets = datasets(series, style);
     chart.update("none");
   }

@@ -119,14 +119,26 @@ def curves(rows: Sequence[dict], *, max_points: int = DEFAULT_POINTS) -> list[di
     return curves_from_columns(columns.pop("x", None), columns, max_points=max_points)
 
 
-def curves_from_columns(xs, columns: dict, *, max_points: int = DEFAULT_POINTS) -> list[dict]:
+def curves_from_columns(xs, columns: dict, *, max_points: int = DEFAULT_POINTS,
+                        stages: Sequence[dict] = ()) -> list[dict]:
     """``curves`` of metrics held as columns: ``xs`` (the step across the run's stages, sorted) and one
-    float array per metric, NaN where a row has no value."""
+    float array per metric, NaN where a row has no value.
+
+    ``stages``: a pipeline's stage boundaries ``[{x, name}]`` (where each stage's steps start). Each
+    stage's part of a metric is then a series of its own (``"loss · general_opd"``) on its own y axis
+    (``axis``: the stage's index, ``axis_title``: its name): an SFT loss of 10 and an OPD loss near 0
+    on one axis would draw the OPD curve as a flat line."""
     import numpy as np
 
     if xs is None or not len(xs):
         return []
     xs = np.asarray(xs, dtype=float)
+    parts = [(None, None, np.ones(len(xs), dtype=bool))]
+    if len(stages) > 1:
+        starts = [float(stage["x"]) for stage in stages]
+        ends = starts[1:] + [float("inf")]
+        parts = [(index, stage["name"], (xs > start if index else xs >= start) & (xs <= end))
+                 for index, (stage, start, end) in enumerate(zip(stages, starts, ends, strict=True))]
     charts = []
     for chart in CHARTS:
         metrics = [m for m in chart.metrics if m in columns]
@@ -134,18 +146,22 @@ def curves_from_columns(xs, columns: dict, *, max_points: int = DEFAULT_POINTS) 
             metrics += sorted(n for n in columns if re.match(chart.pattern, n))
         series = []
         for metric in metrics:
-            values = columns[metric]
-            keep = np.isfinite(values)
-            x, y = xs[keep], values[keep]
-            if not len(x):
-                continue
-            chosen = lttb_indices(x, y, max_points)
-            series.append({"name": metric, "n": len(x), "points": np.column_stack((x[chosen], y[chosen])).tolist()})
-            if metric in chart.smoothed and len(x) > 2:
-                smooth = np.asarray(ema(y.tolist()))
-                chosen = lttb_indices(x, smooth, max_points)
-                series.append({"name": f"{metric} (smoothed)", "n": len(x),
-                               "points": np.column_stack((x[chosen], smooth[chosen])).tolist()})
+            for axis, stage, inside in parts:
+                values = columns[metric]
+                keep = np.isfinite(values) & inside
+                x, y = xs[keep], values[keep]
+                if not len(x):
+                    continue
+                name = metric if stage is None else f"{metric} · {stage}"
+                extra = {} if stage is None else {"axis": axis, "axis_title": stage}
+                chosen = lttb_indices(x, y, max_points)
+                series.append({"name": name, "n": len(x),
+                               "points": np.column_stack((x[chosen], y[chosen])).tolist(), **extra})
+                if metric in chart.smoothed and len(x) > 2:
+                    smooth = np.asarray(ema(y.tolist()))
+                    chosen = lttb_indices(x, smooth, max_points)
+                    series.append({"name": f"{name} (smoothed)", "n": len(x),
+                                   "points": np.column_stack((x[chosen], smooth[chosen])).tolist(), **extra})
         if series:
             charts.append({"key": chart.key, "title": chart.title, "series": series})
     return charts

@@ -76,3 +76,36 @@ def test_a_finished_sft_runs_dashboard_draws_eval_loss_and_marks_the_best_kept_c
     expect(page.locator("#dashboard-marks li[data-kind=evaluation]")).to_have_count(3)
     expect(page.locator("#dashboard-marks li[data-kind=best]")).to_have_text(
         f"step {best}: best checkpoint: checkpoint-{best} (eval_loss {evals[best]:.4f}) (sft)")
+
+
+def test_a_pipelines_loss_chart_gives_each_stage_its_own_y_axis(people, sign_in, settings, tmp_path):
+    """An SFT loss near 10 and an OPD loss near 0.01: each stage's curve is scaled on an axis of its own,
+    titled with its stage (issue 29, item 9)."""
+    import json
+
+    from studio.jobs.models import Job
+    from studio.training.models import TrainingRun
+
+    folder = tmp_path / "runs" / "run-pipeline"
+    for stage, steps, loss in (("hsa_sft", 4, 10.8), ("general_opd", 3, 0.01)):
+        stage_dir = folder / "pipeline" / stage
+        stage_dir.mkdir(parents=True)
+        (stage_dir / "metrics.jsonl").write_text("".join(json.dumps({"step": s, "loss": loss / s}) + "\n"
+                                                         for s in range(1, steps + 1)))
+    settings.TRAINING_RUNS_DIR = tmp_path / "runs"
+    job = Job.objects.create(kind="train_pipeline", title="pipeline", status=Job.SUCCEEDED, params={})
+    run = TrainingRun.objects.create(
+        kind="pipeline", title="a pipeline", folder=str(folder), config_digest="0" * 64, job=job,
+        steps=[{"name": "pipeline", "argv": [], "config_file": "pipeline.yaml", "output": "pipeline"}],
+        config={"pipeline": {"stages": ["hsa_sft", "general_opd"], "hsa_sft": {"max_steps": 4},
+                             "general_opd": {"max_steps": 3}}})
+    page = sign_in("mei")
+    page.goto(f"/training/runs/{run.pk}/")
+    expect(page.locator("#chart-loss")).to_be_visible()
+    axes = page.evaluate("""() => {
+        const scales = Chart.getChart(document.getElementById('chart-loss')).scales;
+        return Object.keys(scales).filter(k => k !== 'x').sort().map(k => [k, scales[k].options.title.text,
+                                                                              scales[k].max]);
+    }""")
+    assert [(key, title) for key, title, _top in axes] == [("y", "pipeline/hsa_sft"), ("y1", "pipeline/general_opd")]
+    assert axes[0][2] > 5 and axes[1][2] < 0.1  # each axis spans its own stage's values

@@ -148,6 +148,33 @@ def test_the_curves_mark_kept_checkpoints_the_final_model_and_its_self_evaluatio
                      (6, "eval", "self-evaluation: live_qa AVG 62.5, ifeval strict 100.0")]
 
 
+@pytest.mark.django_db
+def test_each_stage_of_a_pipeline_is_drawn_on_its_own_y_axis(personas, tmp_path):
+    """SFT's loss (about 10) and OPD's (about 0.01) on one axis drew OPD as a flat line (issue 29, item 9)."""
+    folder = tmp_path / "run"
+    for stage, steps, loss in (("hsa_sft", 4, 10.8), ("general_opd", 3, 0.01)):
+        stage_dir = folder / "pipeline" / stage
+        stage_dir.mkdir(parents=True)
+        (stage_dir / "metrics.jsonl").write_text("".join(json.dumps({"step": s, "loss": loss / s}) + "\n"
+                                                         for s in range(1, steps + 1)))
+    run = TrainingRun.objects.create(
+        kind="pipeline", title="t", folder=str(folder), config_digest="0" * 64,
+        steps=[{"name": "pipeline", "argv": [], "config_file": "pipeline.yaml", "output": "pipeline"}],
+        config={"pipeline": {"stages": ["hsa_sft", "general_opd"], "hsa_sft": {"max_steps": 4},
+                             "general_opd": {"max_steps": 3}}})
+    data = client_for(personas.ml_engineer).get(f"/training/runs/{run.pk}/metrics.json").json()
+    loss = next(c for c in data["charts"] if c["key"] == "loss")
+    drawn = [(s["name"], s["axis"], s["axis_title"], [p[0] for p in s["points"]]) for s in loss["series"]]
+    assert drawn == [
+        ("loss · pipeline/hsa_sft", 0, "pipeline/hsa_sft", [1.0, 2.0, 3.0, 4.0]),
+        ("loss · pipeline/hsa_sft (smoothed)", 0, "pipeline/hsa_sft", [1.0, 2.0, 3.0, 4.0]),
+        ("loss · pipeline/general_opd", 1, "pipeline/general_opd", [5.0, 6.0, 7.0]),
+        ("loss · pipeline/general_opd (smoothed)", 1, "pipeline/general_opd", [5.0, 6.0, 7.0]),
+    ]
+    single = curves([{"x": 1, "loss": 2.0}, {"x": 2, "loss": 1.0}])  # one stage: one axis, as before
+    assert [set(s) for s in single[0]["series"]] == [{"name", "n", "points"}]
+
+
 @pytest.mark.parametrize("text", [
     "".join(json.dumps({"step": s, "time": f"2026-12-01T10:00:{s:02d}+00:00", "loss": 1 / s, "epoch": s // 2,
                         "stage": "sft", "done": s == 3}) + "\n" for s in range(1, 6)),

@@ -54,7 +54,8 @@ def run_dashboard_json(run: TrainingRun, *, max_points: int = DEFAULT_POINTS, en
             text = None
     if text is None:
         metrics, boundaries = run_metrics(run)
-        text = json.dumps({"charts": curves_from_columns(metrics.steps, metrics.columns, max_points=max_points),
+        text = json.dumps({"charts": curves_from_columns(metrics.steps, metrics.columns, max_points=max_points,
+                                                               stages=boundaries),
                            "boundaries": boundaries, "progress": run_progress(run).as_dict(), "rows": len(metrics)})
         evaluations = json.dumps(stage_eval_losses(run))
         if not active and len(metrics) and max_points == DEFAULT_POINTS:
