@@ -22,6 +22,7 @@ def playground_run_job(context: JobContext) -> dict:
         dataset_id=context.params.get("dataset_id"),
         files=context.params.get("files"),
         draft_label=context.params.get("draft_label", ""),
+        budget_s=context.params.get("budget_s"),
         progress=context.progress,
         steps=lambda result: playground_steps_store(job_id=context.job_id, result=result),
     )

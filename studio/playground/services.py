@@ -114,12 +114,34 @@ def _with_example_scripts(policy):
     return policy
 
 
+#: The longest exploratory budget a playground run may ask for, in seconds.
+MAX_EXPLORATORY_BUDGET_S = 300
+
+
+def playground_budget(value: str) -> int | None:
+    """An exploratory budget typed in the form: None when empty (the Harness's own budget), else whole
+    seconds from 1 to MAX_EXPLORATORY_BUDGET_S; anything else is a PlaygroundError naming the field."""
+    from harness.numbers import decimal_int
+
+    value = (value or "").strip()
+    if not value:
+        return None
+    seconds = decimal_int(value, max_digits=6)
+    if seconds is None or not 1 <= seconds <= MAX_EXPLORATORY_BUDGET_S:
+        raise PlaygroundError(f"budget_s: {value[:20]!r} is not a whole number of seconds from 1 to "
+                              f"{MAX_EXPLORATORY_BUDGET_S}; leave it empty for the Harness's own budget")
+    return seconds
+
+
 def playground_run_start(
     *, version: HarnessVersion | None, endpoint: ModelEndpoint, request: dict[str, Any], actor: User,
-    dataset: Dataset | None = None, draft=None,
+    dataset: Dataset | None = None, draft=None, budget_s: int | None = None,
 ) -> Job:
     """The run job of one request. With ``draft`` (an open editor draft) the agent runs the draft's files
-    as they are now (kept in the job, so a later edit does not change what was tried), not a version."""
+    as they are now (kept in the job, so a later edit does not change what was tried), not a version.
+    With ``budget_s`` the run is exploratory: the agent gets that trajectory budget instead of the
+    Harness's own, to see what a slow model would have said; its pages say so, and no score reads it
+    (playground runs feed no evaluation, gate or dashboard)."""
     playground_endpoint_check(endpoint=endpoint, request=request)
     first = request.get("comments", [{}])[0]
     comment = first.get("text", "") if isinstance(first, dict) else str(first)
@@ -131,6 +153,9 @@ def playground_run_start(
         params.update(draft_id=draft.pk, draft_label=label, files=dict(draft.files))
     else:
         label = str(version)
+    if budget_s is not None:
+        params["budget_s"] = budget_s
+        on += f" (exploratory budget {budget_s} s)"
     return job_create(kind="playground_run", title=f"Playground: {label} with {endpoint.name}{on}: {comment[:60]}",
                       params={"version_id": version.pk, **params}, created_by=actor)
 
@@ -143,7 +168,7 @@ def playground_steps_store(*, job_id: int, result: dict[str, Any]) -> None:
 def playground_run(
     *, version_id: int, endpoint_id: int, request: dict[str, Any], progress,
     dataset_id: int | None = None, steps: Callable[[dict[str, Any]], None] | None = None,
-    files: dict[str, str] | None = None, draft_label: str = "",
+    files: dict[str, str] | None = None, draft_label: str = "", budget_s: int | None = None,
 ) -> dict[str, Any]:
     """Run one request under a version with an endpoint's policy; returns the trajectory as JSON.
 
@@ -176,6 +201,9 @@ def playground_run(
         "request": request,
         "prompt_blocks": [{"id": block.id, "title": block.title} for block in bundle.prompt.blocks],
     }
+    if budget_s is not None:  # an exploratory run: the page says whose budget it ran under
+        head["exploratory_budget_s"] = budget_s
+        head["harness_budget_s"] = bundle.prompt.trajectory_budget_s
     def on_step(trajectory) -> None:
         if steps is not None:
             steps({**head, "partial": True, "trajectory": trajectory.to_dict()})
@@ -186,7 +214,7 @@ def playground_run(
     try:
         # the studio's registry only: a server the Harness declares itself is refused before anything starts
         agent = Agent(bundle=bundle, policy=policy, catalogue=playground_catalogue(dataset=dataset),
-                      mcp_registry=mcp_registry(), on_step=on_step)
+                      mcp_registry=mcp_registry(), on_step=on_step, trajectory_budget_s=budget_s)
     except (McpServerRefused, McpRegistryError) as refused:
         raise JobFailed(str(refused)) from None
     with agent:

@@ -20,7 +20,9 @@ from studio.evolution.models import Dataset
 from studio.harnesses.models import HarnessVersion
 from studio.playground.examples import DEFAULT_EXAMPLE, example_request, examples
 from studio.playground.services import (
+    MAX_EXPLORATORY_BUDGET_S,
     PlaygroundError,
+    playground_budget,
     playground_case_request,
     playground_request_parse,
     playground_run_start,
@@ -50,6 +52,7 @@ def playground(request):
         "endpoint": data.get("endpoint", ""),
         "dataset": data.get("dataset", ""),
         "case": data.get("case", "").strip(),
+        "budget_s": data.get("budget_s", "").strip(),
         "request_json": request.POST.get("request_json") or json.dumps(example_request(name=example), indent=2),
     }
     try:
@@ -70,7 +73,8 @@ def playground(request):
         request,
         "playground/playground.html",
         {"versions": versions, "endpoints": endpoints, "datasets": datasets, "examples": examples(),
-         "example": example, "values": values, "draft": _open_draft(values["draft"])},
+         "example": example, "values": values, "draft": _open_draft(values["draft"]),
+         "max_budget_s": MAX_EXPLORATORY_BUDGET_S},
     )
 
 
@@ -94,10 +98,11 @@ def _start(request, *, values: dict[str, str], dataset: Dataset | None):
         raise PlaygroundError("version: choose a Harness version")
     if endpoint is None:
         raise PlaygroundError("endpoint: choose a model endpoint")
+    budget_s = playground_budget(values["budget_s"])
     if dataset is not None and values["case"]:
         text = json.dumps(playground_case_request(dataset=dataset, case_id=values["case"]))
     else:
         text = values["request_json"]
     parsed = playground_request_parse(text=text, dataset=dataset, comment=request.POST.get("comment", ""))
     return playground_run_start(version=version, endpoint=endpoint, request=parsed, actor=request.user,
-                                dataset=dataset, draft=draft)
+                                dataset=dataset, draft=draft, budget_s=budget_s)

@@ -55,6 +55,32 @@ def test_a_bad_request_is_refused_with_the_field_named(personas, demo_version, s
     assert not Job.objects.exists()
 
 
+def test_an_exploratory_budget_runs_under_it_and_says_it_is_no_score(personas, demo_version, scripted_endpoint,
+                                                                     django_capture_on_commit_callbacks):
+    """Issue 29, item 6: a longer budget, clearly labelled, for what a slow model would have said."""
+    client = client_for(personas.operator)
+    form = {"version": demo_version.pk, "endpoint": scripted_endpoint.pk, "comment": "How much is product #3?",
+            "request_json": '{"id": "pg", "comments": ["x"], "room": {"current_link_id": 1, "shelf": [1, 2, 3]}}'}
+    for bad in ("0", "301", "ten", "1e3", "²"):
+        refused = client.post("/playground/", {**form, "budget_s": bad}).content.decode()
+        assert "budget_s: " in refused and "whole number of seconds from 1 to 300" in refused, bad
+    assert not Job.objects.exists()
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post("/playground/", {**form, "budget_s": "60"}, follow=True)
+    job = Job.objects.get(kind="playground_run")
+    assert job.status == Job.SUCCEEDED, job.error + job.log_tail
+    assert job.title.endswith("(exploratory budget 60 s): How much is product #3?")
+    assert job.result["trajectory"]["settings"]["trajectory_budget_s"] == 60
+    page = client.get(f"/jobs/{job.pk}/").content.decode()
+    assert 'id="trajectory-exploratory"' in page and "a budget of 60 s instead of the Harness's 10 s" in page
+    assert "Not a score." in page
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post("/playground/", form, follow=True)  # empty: the Harness's own budget, no label
+    plain = Job.objects.filter(kind="playground_run").latest("pk")
+    assert plain.result["trajectory"]["settings"]["trajectory_budget_s"] == 10
+    assert 'id="trajectory-exploratory"' not in client.get(f"/jobs/{plain.pk}/").content.decode()
+
+
 # --- issue 15: steps while the run goes, example requests on any endpoint, a dataset's catalogue -------------
 
 ROLES_THAT_RUN = ["operator", "reviewer", "ml_engineer", "admin"]
