@@ -72,6 +72,7 @@ def test_a_stage_from_the_pages(personas, demo_sets_dir, defect_files, tmp_path,
     assert stage.candidate_run.status == EvalRun.SUCCEEDED
     page = reviewer.get(f"/evolution/stages/{stage.pk}/").content.decode()
     assert 'id="regression-report"' in page and 'data-scope="product_qa"' in page and 'id="decide"' in page
+    assert ">Failing cases</th>" in page and "<th>Errors</th>" not in page  # not run errors (issue 29, item 9)
     assert "no finished replay run of any model under livestream-avatar v" in page
 
     response = reviewer.post(f"/evolution/stages/{stage.pk}/decide/", {"decision": "promote_staging", "reason": "ok"})
