@@ -118,6 +118,9 @@ def summarise(old: Bundle, new: Bundle) -> list[str]:
             out.append(f"prompt block {bid}: template changed")
     if [x for x in ba if x in bb] != [x for x in bb if x in ba]:
         out.append("prompt blocks reordered")
+    if list(ba) != list(bb) or any(ba[k].template != bb[k].template or ba[k].when != bb[k].when
+                                   for k in ba if k in bb):
+        out += _sharing_change(old, new)
     ha = {h.id: h for h in old.hooks}
     hb = {h.id: h for h in new.hooks}
     for hid in [x for x in hb if x not in ha]:
@@ -133,6 +136,26 @@ def summarise(old: Bundle, new: Bundle) -> list[str]:
     if old.hook_set.retry != new.hook_set.retry:
         out.append("retry policy changed")
     return out
+
+
+def _sharing_change(old: Bundle, new: Bundle) -> list[str]:
+    """What a prompt change does to the prefix every request shares (harness.prompt_sharing): a line when
+    the shared prefix changes, and what it costs each request when static text now follows request text.
+    A warning, never an error: the block order is the operator's."""
+    from harness.prompt_sharing import PREFILL_TOK_S, prompt_sharing
+
+    before, after = prompt_sharing(old), prompt_sharing(new)
+    if (before.shared_tokens, before.static_after_tokens) == (after.shared_tokens, after.static_after_tokens):
+        return []
+    approx = "" if after.exact else "~"
+    lines = [f"prompt prefix shared by every request: {approx}{before.shared_tokens:,} -> "
+             f"{approx}{after.shared_tokens:,} of {approx}{after.total_tokens:,} tokens"]
+    more = after.static_after_tokens - before.static_after_tokens
+    if more > 0:
+        lines.append(f"warning: static block(s) {', '.join(after.static_after)} now follow request-dependent text: "
+                     f"every request prefills {approx}{more:,} more tokens (~{more / PREFILL_TOK_S:.1f} s at "
+                     f"{PREFILL_TOK_S:.0f} tok/s on the CPU route); put static blocks first")
+    return lines
 
 
 def _short(text: str, n: int = 80) -> str:

@@ -30,7 +30,7 @@ from harness.tool_catalogue import BUILTIN_TOOLS
 from studio.accounts.decorators import requires
 from studio.accounts.roles import user_can
 from studio.harnesses import selectors
-from studio.harnesses.bundles import MAX_FILE_BYTES
+from studio.harnesses.bundles import MAX_FILE_BYTES, bundle_load
 from studio.harnesses.diffs import files_diff
 from studio.harnesses.lookups import (
     file_kind,
@@ -126,7 +126,21 @@ def _editor_context(draft: Draft, path: str, *, text: str | None = None) -> dict
         "hook_events": HOOK_EVENTS if kind == "hooks" else None,
         "builtin_tools": BUILTIN_TOOLS.values() if kind == "tools" else None,
         "conflicts": selectors.draft_open_conflicts(draft=draft),
+        "prompt_sharing": _prompt_sharing(draft) if kind == "prompt" else None,
     }
+
+
+def _prompt_sharing(draft: Draft):
+    """How much of the draft's system prompt every request shares (harness.prompt_sharing), for the
+    prompt.yaml editor; None while the draft does not load (its problems are shown instead)."""
+    from harness.prompt_sharing import prompt_sharing
+
+    if draft.problems:
+        return None
+    try:
+        return prompt_sharing(bundle_load(draft.files))
+    except ValueError:
+        return None
 
 
 def _can_write(request, draft: Draft) -> bool:

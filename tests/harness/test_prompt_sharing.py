@@ -43,3 +43,25 @@ def test_static_blocks_after_request_text_are_a_warning_with_their_cost(tmp_path
                             text=True, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr  # a warning, not an error
     assert "warning: static block(s) skills, tools come after request-dependent text" in result.stdout
+
+
+def test_the_change_summary_says_what_a_new_block_order_costs_each_request():
+    """The one change summary (harness diff, the studio's diff and draft pages) names the lost prefix and its
+    prefill cost per request; an edit that leaves the order alone says nothing about it."""
+    from harness.diff import summarise
+
+    demo = load_dir(demo_harness_dir())
+    moved = _reordered(demo, ["persona", "boundaries", "products", "room", "faq", "skills", "tools"])
+    after = prompt_sharing(moved)
+    lines = summarise(demo, moved)
+    assert "prompt blocks reordered" in lines
+    shared = next(line for line in lines if line.startswith("prompt prefix shared by every request: "))
+    assert f"-> {after.shared_tokens:,} of {after.total_tokens:,} tokens" in shared
+    warning = next(line for line in lines if line.startswith("warning: static block(s) skills, tools now follow"))
+    assert f"every request prefills {after.static_after_tokens:,} more tokens" in warning
+    back = summarise(moved, demo)  # putting static blocks first again: the prefix grows, no warning
+    assert any(line.startswith("prompt prefix shared by every request: ") for line in back)
+    assert not any(line.startswith("warning:") for line in back)
+    constraint_only = demo.with_files({"prompt.yaml": demo.files["prompt.yaml"].replace("max_rounds: 4",
+                                                                                          "max_rounds: 5")})
+    assert not any("prefix" in line for line in summarise(demo, constraint_only))

@@ -144,6 +144,31 @@ def test_diff_page_unified_and_side_by_side_with_summary(personas, draft):
     assert 'data-path="hooks.yaml"' not in split
 
 
+def test_moving_request_text_ahead_of_static_blocks_is_a_warning_with_its_cost(personas, draft):
+    """Issue 26: the editor and the diff say what a block order costs each request in prefill, never an error."""
+    import yaml
+
+    from harness.yamlio import load_yaml
+
+    client = client_for(personas.operator)
+    editor = client.get(f"/drafts/{draft.pk}/?path=prompt.yaml").content.decode()
+    assert 'id="prompt-sharing" class="muted">prompt: shared by every request: ' in editor
+    prompt, _lines, _problems = load_yaml(draft.files["prompt.yaml"], file="prompt.yaml")
+    order = ["persona", "boundaries", "products", "room", "faq", "skills", "tools"]
+    prompt["blocks"] = sorted(prompt["blocks"], key=lambda block: order.index(block["id"]))
+    page = save(client, draft, yaml.safe_dump(prompt, sort_keys=False, allow_unicode=True),
+                path="prompt.yaml").content.decode()
+    draft.refresh_from_db()
+    assert not draft.problems  # a warning, not a problem: the block order is the operator's
+    editor = client.get(f"/drafts/{draft.pk}/?path=prompt.yaml").content.decode()
+    assert 'id="prompt-sharing" class="warning">' in editor
+    assert "warning: static block(s) skills, tools come after request-dependent text" in editor
+    changes = client.get(f"/drafts/{draft.pk}/changes/").content.decode()
+    assert "prompt prefix shared by every request: " in changes
+    assert "warning: static block(s) skills, tools now follow request-dependent text: every request prefills" in changes
+    assert page
+
+
 def test_a_summary_between_any_two_versions_loads_on_demand(personas, demo_version, demo_files):
     from studio_testing import edit_skill_rule
 
