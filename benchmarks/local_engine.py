@@ -18,6 +18,8 @@ TTFT and what later calls prefill, at C=1 and C=4. Every section prints the mach
     .venv/bin/python benchmarks/local_engine.py                        # default model, ~30 min on 2 cores
     .venv/bin/python benchmarks/local_engine.py --checkpoint runs/demo-sft-2/final --agent-cases 40
     .venv/bin/python benchmarks/local_engine.py --checkpoint tiny --quick --agent-cases 2   # plumbing
+    .venv/bin/python benchmarks/local_engine.py --checkpoint runs/demo-sft-2/final --quick \
+        --agent-cases 20 --agent-concurrency 1 4       # the main rows, then the complete agent as asked
 """
 
 from __future__ import annotations
@@ -338,20 +340,26 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--quick", action="store_true",
                         help="minutes: no plain-generate row, llama.cpp's shipped/Q8_0 files only, fewer prompts, "
-                             "the complete agent on llama.cpp and the fp32 engine with 6 cases")
+                             "the complete agent on llama.cpp and the fp32 engine with 6 cases unless told otherwise")
     parser.add_argument("--agree-prompts", type=int, default=12, help="agent prompts for the greedy agreement")
     parser.add_argument("--agree-tokens", type=int, default=48)
-    parser.add_argument("--agent-cases", type=int, default=20, help="measured replay cases per route (0: skip)")
-    parser.add_argument("--agent-concurrency", type=int, nargs="*", default=[1, 4])
-    parser.add_argument("--agent-routes", nargs="*", default=["llama", "torch-fp32", "torch-int8"],
-                        help="routes of the complete agent: llama, torch-fp32, torch-int8")
+    parser.add_argument("--agent-cases", type=int, default=None,
+                        help="measured replay cases per route (default 20, 6 with --quick; 0: skip)")
+    parser.add_argument("--agent-concurrency", type=int, nargs="*", default=None,
+                        help="concurrency levels of the complete agent (default 1 4, 1 with --quick)")
+    parser.add_argument("--agent-routes", nargs="*", default=None,
+                        help="routes of the complete agent: llama, torch-fp32, torch-int8 (default all three; "
+                             "no int8 with --quick)")
     parser.add_argument("--world", default=str(ROOT / "var" / "world"))
     args = parser.parse_args()
-    if args.quick:
+    if args.quick:  # the main rows only; the complete agent as asked, else a short default
         args.agree_prompts, args.agree_tokens = min(args.agree_prompts, 4), min(args.agree_tokens, 32)
-        args.agent_cases = min(args.agent_cases, 6)
-        args.agent_concurrency = [1]
-        args.agent_routes = [r for r in args.agent_routes if r != "torch-int8"]
+    if args.agent_cases is None:
+        args.agent_cases = 6 if args.quick else 20
+    if args.agent_concurrency is None:
+        args.agent_concurrency = [1] if args.quick else [1, 4]
+    if args.agent_routes is None:
+        args.agent_routes = ["llama", "torch-fp32"] + ([] if args.quick else ["torch-int8"])
     torch.set_num_threads(args.threads)
     os.environ.setdefault("HARNESS_LLAMA_THREADS", str(args.threads))
 

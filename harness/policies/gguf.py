@@ -38,6 +38,10 @@ from harness.policies.models import (
 )
 
 QUANTIZATIONS = ("F32", "F16", "Q8_0", "Q5_0", "Q4_1", "Q4_0")
+#: Part of an export's file name: a change to what an export writes makes every cached export stale.
+#: 2: the RoPE base from transformers 5's ``rope_parameters`` (version 1 wrote the default 10,000 for
+#: SmolLM2's 100,000 whenever the config held it there, as every checkpoint trained here does).
+EXPORT_VERSION = 2
 DEFAULT_QUANTIZATION = "Q8_0"
 GGUF_MAGIC = b"GGUF"
 
@@ -86,7 +90,7 @@ def gguf_for_checkpoint(checkpoint: Path, *, quantization: str = DEFAULT_QUANTIZ
         raise GgufError(f"cannot export to GGUF: {problem}")
     folder = model_cache_dir() / "gguf"
     folder.mkdir(parents=True, exist_ok=True)
-    target = folder / f"{checkpoint.name}-{_weights_stamp(checkpoint)}.{quantization}.gguf"
+    target = folder / f"{checkpoint.name}-{_weights_stamp(checkpoint)}-v{EXPORT_VERSION}.{quantization}.gguf"
     if target.is_file():
         return target
     with _locked(f"gguf-{target.name}"):
@@ -132,8 +136,7 @@ def export_gguf(checkpoint: Path, out: Path, *, quantization: str = DEFAULT_QUAN
     if config.get("model_type") != "llama":
         raise GgufError(f"{checkpoint}/config.json: model_type {config.get('model_type')!r}: only 'llama' "
                         "checkpoints (SmolLM2 and its fine-tunes) are exported to GGUF")
-    if config.get("rope_scaling"):
-        raise GgufError(f"{checkpoint}/config.json: rope_scaling is not exported; expected none")
+    rope_theta = _rope_theta(checkpoint, config)
     source = gguf.GGUFReader(str(gguf_path()))
     tokens = source.fields["tokenizer.ggml.tokens"]
     if int(config["vocab_size"]) != len(tokens.data):
@@ -156,7 +159,7 @@ def export_gguf(checkpoint: Path, out: Path, *, quantization: str = DEFAULT_QUAN
     writer.add_rope_dimension_count(head_dim)
     writer.add_key_length(head_dim)
     writer.add_value_length(head_dim)
-    writer.add_rope_freq_base(float(config.get("rope_theta", 10000.0)))
+    writer.add_rope_freq_base(rope_theta)
     writer.add_layer_norm_rms_eps(float(config.get("rms_norm_eps", 1e-5)))
     writer.add_vocab_size(int(config["vocab_size"]))
     writer.add_file_type(getattr(gguf.LlamaFileType, "ALL_F32" if quantization == "F32" else
@@ -199,6 +202,21 @@ def export_gguf(checkpoint: Path, out: Path, *, quantization: str = DEFAULT_QUAN
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
     writer.close()
+
+
+def _rope_theta(checkpoint: Path, config: dict) -> float:
+    """The RoPE base (``harness.draft_head_files.rope_theta_of``: in ``rope_parameters`` as transformers 5
+    and training here write it, else at the top of config.json); only the default rotary type exports."""
+    from types import SimpleNamespace
+
+    from harness.draft_head_files import rope_theta_of
+
+    parameters = config.get("rope_parameters") or {}
+    scaling = config.get("rope_scaling") or {}
+    kind = parameters.get("rope_type") or scaling.get("rope_type") or scaling.get("type") or "default"
+    if kind != "default":
+        raise GgufError(f"{checkpoint}/config.json: rope type {kind!r} is not exported; only the default RoPE is")
+    return rope_theta_of(SimpleNamespace(**config))
 
 
 def _read_weights(checkpoint: Path) -> dict:

@@ -134,3 +134,30 @@ def test_the_local_spec_runs_on_llama_cpp_unless_torch_is_asked(monkeypatch):
     monkeypatch.setenv("HARNESS_LOCAL_ENGINE", "cuda")
     with pytest.raises(ValueError, match=r"\$HARNESS_LOCAL_ENGINE: 'cuda' is not one of llama, torch"):
         make_policy("tiny")
+
+
+def test_the_export_carries_the_checkpoints_rope_base_from_rope_parameters(tmp_path):
+    """A checkpoint trained here writes rope_theta inside rope_parameters (transformers 5); the export read
+    only the top-level key and wrote llama.cpp's default 10,000 for SmolLM2's 100,000, so every trained
+    checkpoint ran with the wrong positions. The random tiny model's outputs hardly depend on them, so the
+    file's own field is checked, for both spellings, and a scaled RoPE is refused by name."""
+    import shutil
+
+    import gguf
+
+    from harness.policies.gguf import export_gguf
+
+    config = json.loads((tiny_model_dir() / "config.json").read_text())
+    assert config["rope_parameters"]["rope_theta"] == 100000.0 and "rope_theta" not in config
+    read = gguf.GGUFReader(str(_tiny_f32()))
+    assert float(read.fields["llama.rope.freq_base"].contents()) == 100000.0
+    folder = tmp_path / "ckpt"
+    shutil.copytree(tiny_model_dir(), folder)
+    top_level = {k: v for k, v in config.items() if k != "rope_parameters"} | {"rope_theta": 50000.0}
+    (folder / "config.json").write_text(json.dumps(top_level))
+    export_gguf(folder, tmp_path / "top.gguf", quantization="F32")
+    assert float(gguf.GGUFReader(str(tmp_path / "top.gguf")).fields["llama.rope.freq_base"].contents()) == 50000.0
+    scaled = config | {"rope_parameters": {"rope_theta": 100000.0, "rope_type": "yarn", "factor": 2.0}}
+    (folder / "config.json").write_text(json.dumps(scaled))
+    with pytest.raises(GgufError, match="rope type 'yarn' is not exported"):
+        export_gguf(folder, tmp_path / "scaled.gguf", quantization="F32")
