@@ -222,7 +222,11 @@ JOB_LOG_TAIL_CHARS = env_int("JOB_LOG_TAIL_CHARS", 20000, minimum=1000)
 EVAL_CHUNK_CASES = env_int("EVAL_CHUNK_CASES", 8, minimum=1)
 # A claimant scores this many of its chunk's cases at once (one Agent and policy each), so a local model's
 # requests share the engine's slots (llama.cpp decodes them together; HARNESS_LLAMA_SLOTS, default 4).
-EVAL_CASES_AT_ONCE = env_int("EVAL_CASES_AT_ONCE", 4, minimum=1)
+# 1 by default: on 2 cores four concurrent requests of the demo checkpoint all reach the Harness's 10 s
+# budget (47 of 48 dev cases fell back at 4, against a third at 1), so the scores would measure the
+# machine, not the model. Raise it where each concurrent request has cores of its own, or behind a
+# GPU endpoint.
+EVAL_CASES_AT_ONCE = env_int("EVAL_CASES_AT_ONCE", 1, minimum=1)
 
 # --- Studio ----------------------------------------------------------------------
 MAX_IMPORT_BYTES = env_int("MAX_IMPORT_BYTES", 20 * 1024 * 1024, minimum=1024)

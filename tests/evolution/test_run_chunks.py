@@ -133,6 +133,28 @@ def test_one_inline_job_scores_every_chunk_and_a_chunk_task_stops_on_cancel(pers
     assert "chunk 0 (3 case(s)) done on helper@host pid 9" in job.log_tail
 
 
+@pytest.mark.django_db
+def test_cases_scored_several_at_once_get_the_results_of_one_at_a_time(personas, demo_sets_dir, defect_files,
+                                                                       tmp_path, settings):
+    """EVAL_CASES_AT_ONCE > 1 (a machine with cores to spare, a GPU endpoint): a claimant scores its chunk's
+    cases on several scorers at once, each case once, with the verdicts one scorer at a time gives."""
+    settings.EVAL_CHUNK_CASES = 7
+    version, dataset, endpoint = small_world(sets_dir=demo_sets_dir, files=defect_files, actor=personas.admin,
+                                             size=7, tmp_path=tmp_path)
+    results = {}
+    for at_once in (1, 3):
+        settings.EVAL_CASES_AT_ONCE = at_once
+        run = eval_run_start(version=version, dataset=dataset, endpoint=endpoint,
+                             case_ids=list(dataset.cases.values_list("case_id", flat=True)), actor=personas.operator)
+        job = job_run(job_id=run.job_id, worker="main@host pid 1", heartbeat=False)
+        assert job.status == Job.SUCCEEDED, job.error
+        run.refresh_from_db()
+        rows = list(run.results.values_list("case_id", "accuracy", "effectiveness", "route", "reply"))
+        assert run.status == EvalRun.SUCCEEDED and len(rows) == 7 == len({r[0] for r in rows})
+        results[at_once] = sorted(rows)
+    assert results[3] == results[1]
+
+
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_claimants_never_take_the_same_chunk(personas, demo_sets_dir, defect_files, tmp_path,
                                                         settings):
