@@ -119,6 +119,21 @@ def default_threads() -> int:
 
 #: Seconds after a call during which its slot is kept for the request's next call (tools run in between).
 HOLD_S = 3.0
+#: A new prompt waits for a slot whose call was just stopped (at its deadline or a cancel: llama.cpp frees
+#: it at its next prefill batch or token) when that slot shares this many more tokens with the prompt than
+#: the best idle slot does: prefilling them costs seconds, the wait at most one batch.
+WAIT_FOR_SHARED_TOKENS = 256
+#: ... and for this long at most.
+WAIT_FOR_STOPPING_S = 5.0
+
+
+class RequestOwner:
+    """Marks the calls of one request (``LlamaCppPolicy.begin_request``); ``over`` once the next began."""
+
+    __slots__ = ("over",)
+
+    def __init__(self) -> None:
+        self.over = False
 
 
 @dataclass
@@ -126,6 +141,9 @@ class _Slot:
     tokens: list[int] = field(default_factory=list)  # what its KV cache holds (as far as we sent it)
     used_at: float = float("-inf")
     busy: bool = False
+    owner: RequestOwner | None = None  # the request whose conversation it holds (None: not told)
+    stopping: bool = False  # busy with a call its caller gave up on (deadline, cancel): free soon
+    keeps: list[int] = field(default_factory=list)  # while busy: the tokens it holds at least when freed
 
 
 def _common_prefix(a: list[int], b: list[int]) -> int:
@@ -188,9 +206,11 @@ class LlamaServer:
     def complete(self, prompt: list[int], *, max_new_tokens: int, temperature: float = 0.0, top_p: float = 1.0,
                  seed: int | None = None, deadline: float | None = None,
                  cancel: threading.Event | None = None,
-                 on_tokens: Callable[[list[int], str], None] | None = None) -> Completion:
+                 on_tokens: Callable[[list[int], str], None] | None = None,
+                 owner: RequestOwner | None = None) -> Completion:
         """Generate after ``prompt`` (token ids). ``deadline`` (a ``time.perf_counter`` value) and ``cancel``
-        stop the request at llama.cpp's next prefill batch or token; ``on_tokens(ids, text)`` streams."""
+        stop the request at llama.cpp's next prefill batch or token; ``on_tokens(ids, text)`` streams.
+        ``owner``: the request this call belongs to (see ``release``)."""
         if not prompt:
             raise LlamaCppError("prompt: at least one token is needed")
         if len(prompt) + 1 > self.slot_context:
@@ -250,7 +270,7 @@ class LlamaServer:
         if stop_now():
             finish = state["stopped"]
         else:
-            slot = self._take_slot(prompt)
+            slot = self._take_slot(prompt, owner)
             body["id_slot"] = slot
             ended = threading.Event()
 
@@ -262,7 +282,7 @@ class LlamaServer:
                 finally:
                     with guard:
                         kept = prompt + ids[:-1] if ids and state["error"] is None else prompt[: state["cached"]]
-                    self._give_slot(slot, kept)  # only now: llama.cpp may still hold the slot until its next event
+                    self._give_slot(slot, kept, owner)  # only now: llama.cpp may still hold the slot until its next event
                     ended.set()
 
             # llama.cpp reports between prefill batches and tokens only, which a loaded machine can stretch
@@ -271,6 +291,7 @@ class LlamaServer:
             wait_s = None if deadline is None else max(0.0, deadline - time.perf_counter())
             if not ended.wait(wait_s):
                 state["stopped"] = state["stopped"] or "timeout"
+                self._stopping(slot)
             elif state["error"] is not None:
                 raise LlamaCppError(f"llama.cpp: {state['error']}")
             finish = state["stopped"] or ("stop" if state["finish"] == "stop" else "length")
@@ -281,38 +302,65 @@ class LlamaServer:
         self.stats.add(done)
         return done
 
-    def _take_slot(self, prompt: list[int]) -> int:
+    def _take_slot(self, prompt: list[int], owner: RequestOwner | None = None) -> int:
         """The idle slot this prompt should run in (waits while every slot is busy).
 
-        The slot whose cached tokens this prompt shares most with, except that a slot a conversation
-        used within ``HOLD_S`` (its request may be between two calls, running a tool) counts the tokens
-        it would lose against it: a new request takes a slot a finished request left with the same
-        Harness prefix before it takes the slot of a request that is still going on. llama.cpp's own
-        choice by similarity would hand a new request the slot of a request in progress, whose next
-        call would then prefill its whole conversation again."""
+        The slot whose cached tokens this prompt shares most with, except that a slot another
+        conversation used within ``HOLD_S`` (its request may be between two calls, running a tool)
+        counts the tokens it would lose against it: a new request takes a slot a finished request left
+        with the same Harness prefix before it takes the slot of a request that is still going on.
+        llama.cpp's own choice by similarity would hand a new request the slot of a request in progress,
+        whose next call would then prefill its whole conversation again. A request that is over
+        (``release``) holds nothing. A slot whose call was just stopped is waited for (at most
+        ``WAIT_FOR_STOPPING_S``) when it shares ``WAIT_FOR_SHARED_TOKENS`` more tokens than any idle slot:
+        after a request ends at its budget, the next one would otherwise prefill the whole Harness
+        prompt into an empty slot, and end at its budget too."""
+        give_up_waiting = time.perf_counter() + WAIT_FOR_STOPPING_S
         with self._slots_free:
             while True:
                 now = time.perf_counter()
-                best, best_score = None, None
+                best, best_score, stopping_shared = None, None, -1
                 for index, slot in enumerate(self._slots):
                     if slot.busy:
+                        if slot.stopping:
+                            stopping_shared = max(stopping_shared, _common_prefix(slot.keeps, prompt))
                         continue
                     shared = _common_prefix(slot.tokens, prompt)
                     score = shared
-                    if now - slot.used_at < HOLD_S:
+                    held = now - slot.used_at < HOLD_S and (owner is None or slot.owner is not owner)
+                    if held and not (slot.owner is not None and slot.owner.over):
                         score -= len(slot.tokens) - shared
                     if best_score is None or score > best_score:
                         best, best_score = index, score
-                if best is not None:
-                    self._slots[best].busy = True
+                worth_waiting = (stopping_shared - max(0, best_score if best_score is not None else 0)
+                                 >= WAIT_FOR_SHARED_TOKENS and now < give_up_waiting)
+                if best is not None and not worth_waiting:
+                    slot = self._slots[best]
+                    slot.busy, slot.keeps = True, prompt[: _common_prefix(slot.tokens, prompt)]
                     return best
-                self._slots_free.wait()
+                self._slots_free.wait(give_up_waiting - now if worth_waiting else None)
 
-    def _give_slot(self, index: int, tokens: list[int]) -> None:
+    def _give_slot(self, index: int, tokens: list[int], owner: RequestOwner | None = None) -> None:
         with self._slots_free:
             slot = self._slots[index]
-            slot.busy, slot.tokens, slot.used_at = False, tokens, time.perf_counter()
-            self._slots_free.notify()
+            slot.busy, slot.stopping, slot.tokens, slot.used_at = False, False, tokens, time.perf_counter()
+            slot.owner = owner
+            self._slots_free.notify_all()
+
+    def _stopping(self, index: int) -> None:
+        with self._slots_free:
+            slot = self._slots[index]
+            if slot.busy:
+                slot.stopping = True
+                self._slots_free.notify_all()
+
+    def release(self, owner: RequestOwner) -> None:
+        """``owner``'s request is over: its slots keep their cache but are no longer held for its next
+        call (also a slot still finishing its stopped last call), so the next request may take the slot
+        that shares the most with it rather than prefill the whole prompt into an empty one."""
+        with self._slots_free:
+            owner.over = True
+            self._slots_free.notify_all()
 
     def close(self) -> None:
         self._server = None
@@ -402,7 +450,15 @@ class LlamaCppPolicy(Policy):
         self._quantization = quantization
         self._server = server
         self._context: TokenContext | None = None
+        self._request = threading.local()  # the agent runs each request in one thread: its owner token
         self.last_cached_tokens = 0
+
+    def begin_request(self, request_id: str) -> None:
+        """A new request in this thread: the previous one's slot is no longer held for it."""
+        previous = getattr(self._request, "owner", None)
+        if previous is not None and self._server is not None:
+            self._server.release(previous)
+        self._request.owner = RequestOwner()
 
     def server(self) -> LlamaServer:
         if self._server is None:
@@ -446,7 +502,7 @@ class LlamaCppPolicy(Policy):
         text, prompt = self.prompt_ids(messages, tools)
         done = server.complete(prompt, max_new_tokens=settings.max_new_tokens, temperature=settings.temperature,
                                top_p=settings.top_p, seed=settings.seed, deadline=deadline, cancel=cancel,
-                               on_tokens=on_tokens)
+                               on_tokens=on_tokens, owner=getattr(self._request, "owner", None))
         output = list(done.ids)
         end = self._end_token()
         if done.finish_reason == "stop" and end is not None and (not output or output[-1] != end):

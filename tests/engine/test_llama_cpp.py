@@ -16,7 +16,14 @@ from harness import demo_harness_dir, load_dir
 from harness.engine import Engine, EngineModel, SamplingParams
 from harness.policies import GenerationSettings, make_policy
 from harness.policies.gguf import GgufError, gguf_for_checkpoint
-from harness.policies.llama_cpp import LlamaCppError, LlamaCppPolicy, LlamaServer, llama_server_for
+from harness.policies.llama_cpp import (
+    WAIT_FOR_STOPPING_S,
+    LlamaCppError,
+    LlamaCppPolicy,
+    LlamaServer,
+    RequestOwner,
+    llama_server_for,
+)
 from harness.policies.local import TransformersPolicy, load_model
 from harness.policies.models import tiny_model_dir
 from harness.runtime import Agent
@@ -73,6 +80,61 @@ def test_the_agent_records_cached_prompt_tokens_per_model_call():
     for earlier, later in zip(calls, calls[1:], strict=False):
         if earlier.error is None and later.error is None:
             assert later.cached_tokens >= earlier.input_tokens  # the earlier call's prompt is never prefilled again
+
+
+def test_a_finished_requests_slot_serves_the_next_request_at_once():
+    """Back-to-back requests: once the agent begins the next request, it takes the slot that shares its
+    Harness prefix rather than an empty one; a request that may still be running keeps its slot."""
+    shared = [{"role": "system", "content": "Static Harness blocks. " + SYSTEM[:200]}]
+    first_prompt = shared + [{"role": "user", "content": "Shelf: " + "link 3: a kettle, 39 euros, 1.7 l; " * 30}]
+    second_prompt = shared + [{"role": "user", "content": "how much is link 3?"}]
+    settings = GenerationSettings(max_new_tokens=4)
+    for told, expect_cached in ((False, False), (True, True)):
+        server = LlamaServer(_tiny_f32(), slots=2, threads=1)
+        try:
+            policy = LlamaCppPolicy(tiny_model_dir(), gguf=_tiny_f32(), settings=settings, server=server)
+            policy.begin_request("a")
+            assert policy.generate(first_prompt).cached_tokens == 0
+            if told:
+                policy.begin_request("b")  # the agent begins its next request: the first one is over
+                second = policy.generate(second_prompt)
+            else:  # another agent's request: the first one may be between two calls
+                other = LlamaCppPolicy(tiny_model_dir(), gguf=_tiny_f32(), settings=settings, server=server)
+                other.begin_request("b")
+                second = other.generate(second_prompt)
+            assert (second.cached_tokens > 40) is expect_cached, second.cached_tokens
+        finally:
+            server.close()
+
+
+def test_slot_choice_after_a_request_ends_at_its_budget():
+    """A request's last call stopped at the deadline: llama.cpp frees its slot at the next prefill batch,
+    after the agent already began the next request. That request waits for the slot (it shares the
+    Harness prefix) rather than prefill everything into an empty one, and the slot is not held for the
+    request that is over; a slot busy with a live call is not waited for."""
+    harness_prefix = list(range(10, 610))
+    conversation = harness_prefix + list(range(1000, 1400))
+    next_prompt = harness_prefix + [7, 8, 9]
+    server = LlamaServer(_tiny_f32(), slots=2, threads=1)
+    try:
+        over = RequestOwner()
+        server._give_slot(0, conversation[:-50], over)  # the request's earlier call
+        assert server._take_slot(conversation, over) == 0  # its last call
+        server._stopping(0)  # the caller gave up at its deadline; llama.cpp has not answered yet
+        server.release(over)  # the agent began its next request
+        threading.Timer(0.3, server._give_slot, args=(0, conversation, over)).start()
+        started = time.perf_counter()
+        assert server._take_slot(next_prompt, RequestOwner()) == 0  # not the empty slot 1
+        assert 0.25 <= time.perf_counter() - started < WAIT_FOR_STOPPING_S
+        server._give_slot(0, conversation, over)
+
+        live = RequestOwner()
+        assert server._take_slot(conversation, live) == 0  # a live call: busy, not stopping
+        started = time.perf_counter()
+        assert server._take_slot(next_prompt, RequestOwner()) == 1
+        assert time.perf_counter() - started < 0.2
+    finally:
+        server.close()
 
 
 def test_eight_concurrent_greedy_requests_return_what_each_returns_alone():
