@@ -339,7 +339,8 @@ def main() -> int:
     parser.add_argument("--checkpoint", default="local", help="'local' (default model), 'tiny' or a folder")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--quick", action="store_true",
-                        help="minutes: no plain-generate row, llama.cpp's shipped/Q8_0 files only, fewer prompts, "
+                        help="minutes: no plain-generate row, llama.cpp's shipped/Q8_0 files only (flash attention as "
+                             "the route runs it), fewer prompts, "
                              "the complete agent on llama.cpp and the fp32 engine with 6 cases unless told otherwise")
     parser.add_argument("--agree-prompts", type=int, default=12, help="agent prompts for the greedy agreement")
     parser.add_argument("--agree-tokens", type=int, default=48)
@@ -364,6 +365,7 @@ def main() -> int:
     os.environ.setdefault("HARNESS_LLAMA_THREADS", str(args.threads))
 
     from harness.policies.gguf import DEFAULT_QUANTIZATION, gguf_for_checkpoint
+    from harness.policies.llama_cpp import default_flash_attn
 
     checkpoint = resolve_checkpoint(args.checkpoint)
     cases = Path(args.world) / "replay.jsonl"
@@ -392,7 +394,7 @@ def main() -> int:
         if path != default:
             ggufs[f"llama.cpp {fmt} (export)"] = path
     for name, path in ggufs.items():
-        for flash in (False,) if args.quick else (False, True):
+        for flash in (default_flash_attn(),) if args.quick else (False, True):
             label = f"{name}, flash attention {'on' if flash else 'off'}"
             rows[label] = measure_llama(path, prompts, tokenizer, args.threads, flash)
             print(f"measured: {label} · {_load()}", flush=True)

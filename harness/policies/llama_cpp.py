@@ -117,6 +117,18 @@ def default_threads() -> int:
     return env_int(THREADS_ENV, max(1, min(os.cpu_count() or 1, 8)), 1, 256)
 
 
+def default_flash_attn() -> bool:
+    """Flash attention, on unless ``$HARNESS_LLAMA_FLASH_ATTN`` is 0/off. Measured on 2 cores with the demo
+    checkpoint (docs/serving.md): it prefills the agent's request tokens ~1.4x faster after the Harness
+    prefix and decodes ~25% slower there; prefill is most of an agent request's time."""
+    raw = os.environ.get(FLASH_ATTN_ENV, "").strip().lower()
+    if raw in ("", "1", "on", "true", "yes"):
+        return True
+    if raw in ("0", "off", "false", "no"):
+        return False
+    raise ValueError(f"${FLASH_ATTN_ENV}: {raw!r} is not on or off (1 or 0)")
+
+
 #: Seconds after a call during which its slot is kept for the request's next call (tools run in between).
 HOLD_S = 3.0
 #: A new prompt waits for a slot whose call was just stopped (at its deadline or a cancel: llama.cpp frees
@@ -175,9 +187,7 @@ class LlamaServer:
         # llama.cpp caps a slot at the context the model was trained for
         self.slot_context = min(slot_context, trained or slot_context)
         self.threads = threads or default_threads()
-        if flash_attn is None:
-            flash_attn = os.environ.get(FLASH_ATTN_ENV, "").strip().lower() in ("1", "on", "true", "yes")
-        self.flash_attn = flash_attn
+        self.flash_attn = default_flash_attn() if flash_attn is None else flash_attn
         self.stats = ServerStats()
         self._slots = [_Slot() for _ in range(slots)]
         self._slots_free = threading.Condition()
@@ -376,7 +386,8 @@ def llama_server_for(gguf: str | Path, *, slots: int | None = None, slot_context
     """The process's llama.cpp server for a GGUF file (loaded on first use)."""
     slots = slots or env_int(SLOTS_ENV, DEFAULT_SLOTS, 1, 64)
     threads = threads or default_threads()
-    key = (str(Path(gguf).resolve()), slots, slot_context, threads, bool(flash_attn))
+    flash_attn = default_flash_attn() if flash_attn is None else flash_attn
+    key = (str(Path(gguf).resolve()), slots, slot_context, threads, flash_attn)
     with _SERVERS_LOCK:
         server = _SERVERS.get(key)
         if server is None:

@@ -22,6 +22,7 @@ from harness.policies.llama_cpp import (
     LlamaCppPolicy,
     LlamaServer,
     RequestOwner,
+    default_flash_attn,
     llama_server_for,
 )
 from harness.policies.local import TransformersPolicy, load_model
@@ -135,6 +136,16 @@ def test_slot_choice_after_a_request_ends_at_its_budget():
         assert time.perf_counter() - started < 0.2
     finally:
         server.close()
+
+
+def test_flash_attention_is_on_unless_turned_off(monkeypatch):
+    monkeypatch.delenv("HARNESS_LLAMA_FLASH_ATTN", raising=False)
+    assert default_flash_attn() is True
+    monkeypatch.setenv("HARNESS_LLAMA_FLASH_ATTN", "off")
+    assert default_flash_attn() is False
+    monkeypatch.setenv("HARNESS_LLAMA_FLASH_ATTN", "sometimes")
+    with pytest.raises(ValueError, match=r"\$HARNESS_LLAMA_FLASH_ATTN: 'sometimes' is not on or off"):
+        default_flash_attn()
 
 
 def test_eight_concurrent_greedy_requests_return_what_each_returns_alone():
