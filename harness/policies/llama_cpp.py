@@ -131,8 +131,8 @@ def default_flash_attn() -> bool:
 
 #: Seconds after a call during which its slot is kept for the request's next call (tools run in between).
 HOLD_S = 3.0
-#: A new prompt waits for a slot whose call was just stopped (at its deadline or a cancel: llama.cpp frees
-#: it at its next prefill batch or token) when that slot shares this many more tokens with the prompt than
+#: A new prompt waits for a slot whose call was just stopped at its deadline (llama.cpp frees it at its
+#: next prefill batch or token) when that slot shares this many more tokens with the prompt than
 #: the best idle slot does: prefilling them costs seconds, the wait at most one batch.
 WAIT_FOR_SHARED_TOKENS = 256
 #: ... and for this long at most.
@@ -154,7 +154,7 @@ class _Slot:
     used_at: float = float("-inf")
     busy: bool = False
     owner: RequestOwner | None = None  # the request whose conversation it holds (None: not told)
-    stopping: bool = False  # busy with a call its caller gave up on (deadline, cancel): free soon
+    stopping: bool = False  # busy with a call whose deadline passed: llama.cpp frees it at its next event
     keeps: list[int] = field(default_factory=list)  # while busy: the tokens it holds at least when freed
 
 
