@@ -150,12 +150,18 @@ class RequestOwner:
 
 @dataclass
 class _Slot:
-    tokens: list[int] = field(default_factory=list)  # what its KV cache holds (as far as we sent it)
+    # what its KV cache holds as far as we sent it; while busy, what it holds at least when freed
+    tokens: list[int] = field(default_factory=list)
     used_at: float = float("-inf")
     busy: bool = False
     owner: RequestOwner | None = None  # the request whose conversation it holds (None: not told)
     stopping: bool = False  # busy with a call whose deadline passed: llama.cpp frees it at its next event
-    keeps: list[int] = field(default_factory=list)  # while busy: the tokens it holds at least when freed
+
+    def held_against(self, owner: RequestOwner | None, now: float) -> bool:
+        """Kept for another request's next call: used within ``HOLD_S`` by a request not known to be over."""
+        mine = owner is not None and self.owner is owner
+        over = self.owner is not None and self.owner.over
+        return now - self.used_at < HOLD_S and not mine and not over
 
 
 def _common_prefix(a: list[int], b: list[int]) -> int:
@@ -329,24 +335,21 @@ class LlamaServer:
         with self._slots_free:
             while True:
                 now = time.perf_counter()
-                best, best_score, stopping_shared = None, None, -1
+                best, best_score, best_shared, stopping_shared = None, None, 0, -1
                 for index, slot in enumerate(self._slots):
+                    shared = _common_prefix(slot.tokens, prompt)
                     if slot.busy:
                         if slot.stopping:
-                            stopping_shared = max(stopping_shared, _common_prefix(slot.keeps, prompt))
+                            stopping_shared = max(stopping_shared, shared)
                         continue
-                    shared = _common_prefix(slot.tokens, prompt)
-                    score = shared
-                    held = now - slot.used_at < HOLD_S and (owner is None or slot.owner is not owner)
-                    if held and not (slot.owner is not None and slot.owner.over):
-                        score -= len(slot.tokens) - shared
+                    score = shared - (len(slot.tokens) - shared if slot.held_against(owner, now) else 0)
                     if best_score is None or score > best_score:
-                        best, best_score = index, score
-                worth_waiting = (stopping_shared - max(0, best_score if best_score is not None else 0)
-                                 >= WAIT_FOR_SHARED_TOKENS and now < give_up_waiting)
+                        best, best_score, best_shared = index, score, shared
+                worth_waiting = (now < give_up_waiting
+                                 and stopping_shared - max(0, best_score or 0) >= WAIT_FOR_SHARED_TOKENS)
                 if best is not None and not worth_waiting:
                     slot = self._slots[best]
-                    slot.busy, slot.keeps = True, prompt[: _common_prefix(slot.tokens, prompt)]
+                    slot.busy, slot.tokens = True, prompt[:best_shared]  # llama.cpp reuses this much of it
                     return best
                 self._slots_free.wait(give_up_waiting - now if worth_waiting else None)
 
