@@ -137,6 +137,8 @@ HOLD_S = 3.0
 WAIT_FOR_SHARED_TOKENS = 256
 #: ... and for this long at most.
 WAIT_FOR_STOPPING_S = 5.0
+#: How often a call waiting for a slot looks at its deadline and cancel.
+STOP_POLL_S = 0.05
 
 
 class RequestOwner:
@@ -283,10 +285,10 @@ class LlamaServer:
                     state["finish"] = choice["finish_reason"]
             return stop_now()
 
-        if stop_now():
+        slot = None if stop_now() else self._take_slot(prompt, owner, stop_now)
+        if slot is None:  # stopped before it began, or while every slot was busy
             finish = state["stopped"]
         else:
-            slot = self._take_slot(prompt, owner)
             body["id_slot"] = slot
             ended = threading.Event()
 
@@ -318,8 +320,11 @@ class LlamaServer:
         self.stats.add(done)
         return done
 
-    def _take_slot(self, prompt: list[int], owner: RequestOwner | None = None) -> int:
-        """The idle slot this prompt should run in (waits while every slot is busy).
+    def _take_slot(self, prompt: list[int], owner: RequestOwner | None = None,
+                   stop_now: Callable[[], bool] | None = None) -> int | None:
+        """The idle slot this prompt should run in. It waits while every slot is busy (or for a stopping
+        slot, below) until ``stop_now()``, the call's deadline or cancel checked every ``STOP_POLL_S``,
+        says to give up: then None, and the call ends without running.
 
         The slot whose cached tokens this prompt shares most with, except that a slot another
         conversation used within ``HOLD_S`` (its request may be between two calls, running a tool)
@@ -351,7 +356,12 @@ class LlamaServer:
                     slot = self._slots[best]
                     slot.busy, slot.tokens = True, prompt[:best_shared]  # llama.cpp reuses this much of it
                     return best
-                self._slots_free.wait(give_up_waiting - now if worth_waiting else None)
+                if stop_now is not None and stop_now():  # waited for a slot until the call's end
+                    return None
+                wait_s = give_up_waiting - now if worth_waiting else None
+                if stop_now is not None:
+                    wait_s = STOP_POLL_S if wait_s is None else min(wait_s, STOP_POLL_S)
+                self._slots_free.wait(wait_s)
 
     def _give_slot(self, index: int, tokens: list[int], owner: RequestOwner | None = None) -> None:
         with self._slots_free:

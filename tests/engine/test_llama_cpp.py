@@ -138,6 +138,27 @@ def test_slot_choice_after_a_request_ends_at_its_budget():
         server.close()
 
 
+def test_a_call_waiting_for_a_busy_slot_ends_at_its_deadline():
+    """Every slot busy: a call waits for one only until its deadline (or its cancel), then ends as
+    ``timeout`` (``cancelled``) with no tokens, rather than run after its caller has given up."""
+    server = LlamaServer(_tiny_f32(), slots=1, threads=1)
+    try:
+        assert server._take_slot([1, 2, 3], RequestOwner()) == 0  # a live call holds the only slot
+        started = time.perf_counter()
+        done = server.complete([1, 2, 3, 4], max_new_tokens=4, deadline=started + 0.3)
+        assert done.finish_reason == "timeout" and done.ids == []
+        assert 0.25 <= time.perf_counter() - started < 1.0
+        cancel = threading.Event()
+        threading.Timer(0.2, cancel.set).start()
+        started = time.perf_counter()
+        done = server.complete([1, 2, 3, 4], max_new_tokens=4, cancel=cancel)
+        assert done.finish_reason == "cancelled" and done.ids == []
+        assert 0.15 <= time.perf_counter() - started < 1.0
+        assert server._slots[0].busy  # still the live call's
+    finally:
+        server.close()
+
+
 def test_flash_attention_is_on_unless_turned_off(monkeypatch):
     monkeypatch.delenv("HARNESS_LLAMA_FLASH_ATTN", raising=False)
     assert default_flash_attn() is True
