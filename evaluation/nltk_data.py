@@ -17,16 +17,13 @@ import argparse
 import os
 from pathlib import Path
 
+from harness.policies.models import studio_home
+
 _FILES = ("abbrev_types.txt", "collocations.tab", "sent_starters.txt", "ortho_context.tab")
 
 
-def data_home() -> Path:
-    """The project's data home: ``$HARNESS_STUDIO_HOME`` or ``~/.cache/harness-studio``."""
-    return Path(os.environ.get("HARNESS_STUDIO_HOME") or Path.home() / ".cache" / "harness-studio")
-
-
 def default_nltk_dir() -> Path:
-    return data_home() / "nltk_data"
+    return studio_home() / "nltk_data"
 
 
 def _punkt_tab_texts() -> dict[str, str]:

@@ -38,6 +38,7 @@ class ModelUnavailableError(CheckpointError):
 
 
 def studio_home() -> Path:
+    """The project's data home (models, NLTK data): ``$HARNESS_STUDIO_HOME`` or ``~/.cache/harness-studio``."""
     return Path(os.environ.get("HARNESS_STUDIO_HOME") or Path.home() / ".cache" / "harness-studio")
 
 

@@ -30,7 +30,15 @@ HANDWRITTEN = [
 
 @pytest.fixture(autouse=True)
 def _offline_nltk(tmp_path, monkeypatch):
-    monkeypatch.setenv("HARNESS_STUDIO_HOME", str(tmp_path / "home"))
+    """A data home of the test's own, so that NLTK's data is written there (from the bundled package,
+    never downloaded), holding the models already built (a fresh home would build them again: 30 s;
+    tests/harness/test_model_cache.py builds them in a fresh one)."""
+    from harness.policies.models import model_cache_dir
+
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "models").symlink_to(model_cache_dir(), target_is_directory=True)
+    monkeypatch.setenv("HARNESS_STUDIO_HOME", str(home))
 
 
 @pytest.mark.parametrize(
