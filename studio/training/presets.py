@@ -51,7 +51,7 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
            "Two SFT steps of the 2-layer random test model on two cases of the demo Harness: one to two "
            "minutes on a 2-core CPU (97 s measured on a fresh demo, most of it loading); proves a training worker, the dashboard and the registry end to end.",
            values={"model": "tiny", "max_steps": 2, "max_cases": 2, "hsa_variants": 0, "save_steps": 1,
-                   "learning_rate": 1e-3}),
+                   "learning_rate": 1e-3, "per_device_train_batch_size": 1}),
     Preset("hsa-sft", "sft", "HSA-SFT (K=3 variants per case)",
            "Stage 1 with three augmented Harness variants per training case (docs/training.md).",
            values={"hsa_variants": 3}),
@@ -60,7 +60,8 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
            values={"hsa_variants": 0}),
     Preset("tiny-pipeline", "pipeline", "Pipeline smoke test on the tiny model",
            "SFT -> OPD -> RL, one or two steps each on the tiny model: the whole chain in a few minutes.",
-           values={"model": "tiny", "sft": {"max_steps": 2, "max_cases": 2, "hsa_variants": 0, "save_steps": 1},
+           values={"model": "tiny", "sft": {"max_steps": 2, "max_cases": 2, "hsa_variants": 0, "save_steps": 1,
+                           "per_device_train_batch_size": 1},
                    "opd": {"max_steps": 1, "max_prompts": 4, "max_completion_length": 8, "save_steps": 1},
                    "rl": {"max_steps": 1, "max_cases": 2, "num_generations": 2, "per_device_train_batch_size": 2,
                           "max_new_tokens": 8, "variant_pool_size": 1, "save_steps": 1}}),

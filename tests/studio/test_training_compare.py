@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +15,7 @@ from studio_testing import client_for, page_text
 from evaluation.stats import paired_bootstrap
 from studio.jobs.models import Job
 from studio.training.models import TrainingRun
+from tests.cli import call
 from training.self_eval import read_rows
 
 pytestmark = pytest.mark.django_db
@@ -24,13 +23,12 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture(scope="module")
 def scored(tmp_path_factory) -> dict[int, Path]:
-    """Real `python -m training eval` output of the tiny model: on 3 T1 cases and 2 IFEval prompts, and on 2."""
+    """Real `python -m training eval` output (its `main`) of the tiny model: on 3 T1 cases and 2 IFEval prompts, and on 2."""
     out = {}
     for cases in (3, 2):
         folder = tmp_path_factory.mktemp(f"eval{cases}") / "eval"
-        done = subprocess.run([sys.executable, "-m", "training", "eval", "--model", "tiny", "--out", str(folder),
-                               "--sets", "live_qa,ifeval", "--cases", str(cases), "--ifeval", "2"],
-                              capture_output=True, text=True, timeout=500)
+        done = call("training", "eval", "--model", "tiny", "--out", str(folder), "--sets", "live_qa,ifeval",
+                    "--cases", str(cases), "--ifeval", "2")  # in this process: the worker tests run it for real
         assert done.returncode == 0, done.stderr[-3000:]
         out[cases] = folder
     return out
