@@ -6,6 +6,8 @@ stay readable top to bottom; this module holds the few steps they share.
 
 from __future__ import annotations
 
+import ctypes
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -132,8 +134,33 @@ def load_checkpoint(trainer, checkpoint: Path) -> None:
     trainer.state = TrainerState.load_from_json(str(checkpoint / "trainer_state.json"))
 
 
+#: glibc's mallopt parameters (malloc.h)
+_M_TRIM_THRESHOLD, _M_MMAP_MAX = -1, -4
+
+
+def keep_freed_memory() -> bool:
+    """Let this process reuse the big blocks it frees instead of giving them back to the kernel.
+
+    glibc serves every allocation over 32 MB from its own ``mmap`` and unmaps it on ``free``, so a
+    training step's large temporaries (TRL's chunked log-prob tiles: hundreds of MB per step on CPU)
+    are page-faulted and zeroed by the kernel again at every step. Measured on 2 cores: a 3-step SFT
+    of the tiny model 31.0 s -> 22.3 s (kernel time 15.4 s -> 4.4 s), of SmolLM2-135M 230.5 s ->
+    214.6 s, with the same losses; the peak memory stays mapped (135M: 14.6 -> 15.2 GB).
+    Not done where glibc's own ``MALLOC_MMAP_MAX_`` is set, or off glibc. Returns whether it was done."""
+    if "MALLOC_MMAP_MAX_" in os.environ:
+        return False
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:
+        return False
+    # served from the heap (no mmap), and the free top of the heap kept up to 2 GB
+    return bool(libc.mallopt(_M_MMAP_MAX, 0)) and bool(libc.mallopt(_M_TRIM_THRESHOLD, 2**31 - 1))
+
+
 def start_stage(config: StageConfig, *, stage: str) -> StageRun:
-    """Create (or reopen) the run folder, write the resolved config, find the checkpoint to resume."""
+    """Create (or reopen) the run folder, write the resolved config, find the checkpoint to resume;
+    from here this process keeps the memory it frees (``keep_freed_memory``)."""
+    keep_freed_memory()
     run_dir = Path(config.output_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     dump_config(config, run_dir / "config.json")
