@@ -7,7 +7,10 @@ as Neuron's. On CPU nothing is compiled, and scoring every position of a
 2,000-token Harness prompt to keep a few dozen completion tokens costs most of
 an RL step (measured: the backward of the full-sequence head took ~80% of a
 tiny-model GRPO step). ``enable()`` makes the choice "compact" on CPU as well;
-the log-probabilities are identical, only masked positions are skipped.
+the log-probabilities are identical, only masked positions are skipped. The SFT,
+OPD and RL stages turn it on (SFT trains on a few dozen completion tokens after
+a ~1,800-token Harness prompt: 3 steps of SmolLM2-135M, 2 examples each, went
+from 230.5 s to 179.6 s with the same losses, and its peak memory from 14.6 GB to 8.9 GB).
 """
 
 from __future__ import annotations

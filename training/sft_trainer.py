@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.jsonl import jsonl_records
+from training import cpu_scoring
 from training.sft_config import SFTStageConfig
 from training.stage_common import resolve_harness_dir, start_stage
 
@@ -119,6 +120,7 @@ def run_sft(config: SFTStageConfig, *, examples: list[dict[str, Any]] | None = N
     from transformers import AutoTokenizer
     from trl import SFTTrainer
 
+    cpu_scoring.enable()
     run = start_stage(config, stage="sft")
     harness_dir = resolve_harness_dir(config.harness)
     data_facts: dict[str, Any]
