@@ -85,7 +85,7 @@ PRESETS: dict[str, AblationConfig] = {
     "cpu-small": AblationConfig(),
     # a smoke run of the whole machinery on the tiny model (minutes, numbers meaningless)
     "tiny-smoke": AblationConfig(model="tiny", output_dir="runs/ablation-tiny-smoke", train_cases=8,
-                                 hsa_variants=1, sft_steps=2, sft_batch=1, sft2_steps=1, sft2_schedule_steps=2,
+                                 hsa_variants=1, sft_steps=2, sft2_steps=1, sft2_schedule_steps=2,
                                  opd_steps=2, rl_steps=1, eval_cases=3, eval_prompt_robustness=2, eval_ifeval=2,
                                  max_new_tokens=8, resamples=200),
 }

@@ -48,10 +48,11 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
            "memory on 2 CPU cores; minutes on a GPU worker.",
            recipe=("examples/training/demo-sft-1.yaml", "examples/training/demo-sft-2.yaml")),
     Preset("tiny-smoke", "sft", "Smoke test on the tiny model",
-           "Two SFT steps of the 2-layer random test model on two cases of the demo Harness: one to two "
-           "minutes on a 2-core CPU (97 s measured on a fresh demo, most of it loading); proves a training worker, the dashboard and the registry end to end.",
+           "Two SFT steps of the 2-layer random test model on two cases of the demo Harness: the command "
+           "takes about 15 s on a 2-core CPU (14 s measured), most of it loading; proves a training "
+           "worker, the dashboard and the registry end to end.",
            values={"model": "tiny", "max_steps": 2, "max_cases": 2, "hsa_variants": 0, "save_steps": 1,
-                   "learning_rate": 1e-3, "per_device_train_batch_size": 1}),
+                   "learning_rate": 1e-3}),
     Preset("hsa-sft", "sft", "HSA-SFT (K=3 variants per case)",
            "Stage 1 with three augmented Harness variants per training case (docs/training.md).",
            values={"hsa_variants": 3}),
@@ -60,8 +61,7 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
            values={"hsa_variants": 0}),
     Preset("tiny-pipeline", "pipeline", "Pipeline smoke test on the tiny model",
            "SFT -> OPD -> RL, one or two steps each on the tiny model: the whole chain in a few minutes.",
-           values={"model": "tiny", "sft": {"max_steps": 2, "max_cases": 2, "hsa_variants": 0, "save_steps": 1,
-                           "per_device_train_batch_size": 1},
+           values={"model": "tiny", "sft": {"max_steps": 2, "max_cases": 2, "hsa_variants": 0, "save_steps": 1},
                    "opd": {"max_steps": 1, "max_prompts": 4, "max_completion_length": 8, "save_steps": 1},
                    "rl": {"max_steps": 1, "max_cases": 2, "num_generations": 2, "per_device_train_batch_size": 2,
                           "max_new_tokens": 8, "variant_pool_size": 1, "save_steps": 1}}),
@@ -77,7 +77,8 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
     # the ablation's own presets (training.ablation.PRESETS), its output_dir replaced by the run folder
     Preset("ablation-tiny-smoke", "ablation", "Ablation smoke test on the tiny model (tiny-smoke)",
            "The whole Table-4 machinery on the tiny random model: six short trainings and 26 small scoring steps, "
-           "about 4-5 minutes on 2 CPU cores; the numbers mean nothing, the table and its intervals are real.",
+           "under a minute on 2 CPU cores (44 s measured); the numbers mean nothing, the table and its "
+           "intervals are real.",
            values=_ablation_values("tiny-smoke")),
     Preset("ablation-cpu-small", "ablation", "Ablation on the default model (cpu-small)",
            "Table 4 on SmolLM2-135M-Instruct as docs/training.md reports it: hours on a CPU worker, resumable "
