@@ -26,7 +26,9 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from harness.checkpoints import checkpoint_problem
 from harness.policies.models import (
@@ -64,6 +66,67 @@ def gguf_problem(path: Path) -> str | None:
     if magic != GGUF_MAGIC:
         return f"{path} is not a GGUF file (it starts with {magic!r}, not {GGUF_MAGIC!r})"
     return None
+
+
+#: GGUF's metadata value types: struct format of each fixed-size one (8: string, 9: array)
+_GGUF_SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q",
+                 12: "<d"}
+_GGUF_STRING, _GGUF_ARRAY = 8, 9
+
+
+def header_values(path: Path, want: Callable[[str], bool],
+                  enough: Callable[[dict[str, Any]], bool] = lambda found: False) -> dict[str, Any]:
+    """``{key: value}`` of the metadata keys a GGUF file's header holds for which ``want(key)``, read in
+    order until ``enough(found so far)`` or the header's end. Arrays (the tokenizer's
+    vocabulary and merges) are skipped, not decoded: the ``gguf`` package's reader decodes the whole
+    header, 4 s for SmolLM2's, and llama.cpp's start needs two numbers. Raises ``GgufError`` on a file
+    that is not a little-endian GGUF or ends inside its header."""
+    import struct
+
+    found: dict[str, Any] = {}
+    with open(path, "rb") as handle:
+        def read(fmt: str):
+            size = struct.calcsize(fmt)
+            raw = handle.read(size)
+            if len(raw) != size:
+                raise GgufError(f"{path}: the GGUF header ends early; export the checkpoint again")
+            return struct.unpack(fmt, raw)[0]
+
+        def string() -> str:
+            return handle.read(read("<Q")).decode("utf-8", "replace")
+
+        def value(kind: int):
+            if kind == _GGUF_STRING:
+                return string()
+            if kind == _GGUF_ARRAY:
+                item, count = read("<I"), read("<Q")
+                if item == _GGUF_STRING:
+                    for _ in range(count):
+                        handle.seek(read("<Q"), os.SEEK_CUR)
+                elif item in _GGUF_SCALARS:
+                    handle.seek(count * struct.calcsize(_GGUF_SCALARS[item]), os.SEEK_CUR)
+                else:
+                    for _ in range(count):
+                        value(item)
+                return None
+            if kind not in _GGUF_SCALARS:
+                raise GgufError(f"{path}: unknown GGUF metadata type {kind}; export the checkpoint again")
+            return read(_GGUF_SCALARS[kind])
+
+        if handle.read(4) != GGUF_MAGIC:
+            raise GgufError(f"{path} is not a GGUF file")
+        version = read("<I")
+        if not 1 <= version <= 0xFFFF:  # a big-endian file reads as a huge version
+            raise GgufError(f"{path}: GGUF version {version} is not a little-endian GGUF this reader knows")
+        read("<Q")  # tensor count
+        for _ in range(read("<Q")):
+            key = string()
+            item = value(read("<I"))
+            if want(key):
+                found[key] = item
+                if enough(found):
+                    break
+    return found
 
 
 def _weights_stamp(checkpoint: Path) -> str:

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.policies.base import GenerationSettings, Policy, PolicyError, PolicyOutput, decode_rate
-from harness.policies.gguf import GgufError, gguf_problem
+from harness.policies.gguf import GgufError, gguf_problem, header_values
 
 #: Tokens of context each slot holds: the demo Harness's prompt (~1,700 tokens) and four rounds.
 DEFAULT_SLOT_CONTEXT = 4096
@@ -96,12 +96,13 @@ class ServerStats:
 
 def trained_context(gguf: Path) -> int | None:
     """The ``<arch>.context_length`` a GGUF file declares (None when it declares none)."""
-    import gguf as gguf_package
+    def key(found: dict) -> str:
+        return f"{found.get('general.architecture')}.context_length"
 
-    reader = gguf_package.GGUFReader(str(gguf))
-    arch = reader.fields.get("general.architecture")
-    field = reader.fields.get(f"{arch.contents()}.context_length") if arch is not None else None
-    return int(field.contents()) if field is not None else None
+    values = header_values(gguf, lambda k: k == "general.architecture" or k.endswith(".context_length"),
+                           lambda found: key(found) in found)
+    length = values.get(key(values))
+    return int(length) if length is not None else None
 
 
 def env_int(name: str, default: int, low: int, high: int) -> int:

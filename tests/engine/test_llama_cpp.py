@@ -15,7 +15,7 @@ import pytest
 from harness import demo_harness_dir, load_dir
 from harness.engine import Engine, EngineModel, SamplingParams
 from harness.policies import GenerationSettings, make_policy
-from harness.policies.gguf import GgufError, gguf_for_checkpoint
+from harness.policies.gguf import GgufError, gguf_for_checkpoint, header_values
 from harness.policies.llama_cpp import (
     WAIT_FOR_STOPPING_S,
     LlamaCppError,
@@ -24,6 +24,7 @@ from harness.policies.llama_cpp import (
     RequestOwner,
     default_flash_attn,
     llama_server_for,
+    trained_context,
 )
 from harness.policies.local import TransformersPolicy, load_model
 from harness.policies.models import tiny_model_dir
@@ -220,6 +221,30 @@ def test_a_missing_or_wrong_gguf_is_a_clear_error(tmp_path):
         LlamaServer(broken)
 
 
+def test_the_header_reader_reads_what_the_gguf_package_reads_without_decoding_the_vocabulary(tmp_path):
+    """``header_values`` (what a llama.cpp start reads: 0.1 ms) agrees with the ``gguf`` package's reader
+    (4 s: it decodes the 49,152-token vocabulary) on every scalar and string of the shipped file and of
+    an export, and says so when a header ends early."""
+    import gguf
+
+    from harness.policies.models import gguf_path
+
+    for path in (gguf_path(), _tiny_f32()):
+        fields = gguf.GGUFReader(str(path)).fields
+        scalars = {k: f.contents() for k, f in fields.items()
+                   if not k.startswith("GGUF.") and f.types and f.types[0] != gguf.GGUFValueType.ARRAY}
+        read = header_values(path, lambda key: True)
+        assert {k: read[k] for k in scalars} == pytest.approx(scalars), path
+        assert [k for k in fields if not k.startswith("GGUF.")] == list(read)  # arrays skipped, not lost
+        assert trained_context(path) == fields["llama.context_length"].contents()
+    assert header_values(_tiny_f32(), lambda key: key.startswith("general."),
+                         lambda found: "general.architecture" in found) == {"general.architecture": "llama"}
+    cut = tmp_path / "cut.gguf"
+    cut.write_bytes(_tiny_f32().read_bytes()[:40])
+    with pytest.raises(GgufError, match="cut.gguf: the GGUF header ends early"):
+        trained_context(cut)
+
+
 def test_the_local_spec_runs_on_llama_cpp_unless_torch_is_asked(monkeypatch):
     assert isinstance(make_policy("tiny"), LlamaCppPolicy)
     assert isinstance(make_policy("torch:tiny"), TransformersPolicy)
@@ -237,20 +262,20 @@ def test_the_export_carries_the_checkpoints_rope_base_from_rope_parameters(tmp_p
     file's own field is checked, for both spellings, and a scaled RoPE is refused by name."""
     import shutil
 
-    import gguf
-
     from harness.policies.gguf import export_gguf
+
+    def rope_base(path: Path) -> float:
+        return header_values(path, lambda key: key == "llama.rope.freq_base")["llama.rope.freq_base"]
 
     config = json.loads((tiny_model_dir() / "config.json").read_text())
     assert config["rope_parameters"]["rope_theta"] == 100000.0 and "rope_theta" not in config
-    read = gguf.GGUFReader(str(_tiny_f32()))
-    assert float(read.fields["llama.rope.freq_base"].contents()) == 100000.0
+    assert rope_base(_tiny_f32()) == 100000.0
     folder = tmp_path / "ckpt"
     shutil.copytree(tiny_model_dir(), folder)
     top_level = {k: v for k, v in config.items() if k != "rope_parameters"} | {"rope_theta": 50000.0}
     (folder / "config.json").write_text(json.dumps(top_level))
     export_gguf(folder, tmp_path / "top.gguf", quantization="F32")
-    assert float(gguf.GGUFReader(str(tmp_path / "top.gguf")).fields["llama.rope.freq_base"].contents()) == 50000.0
+    assert rope_base(tmp_path / "top.gguf") == 50000.0
     scaled = config | {"rope_parameters": {"rope_theta": 100000.0, "rope_type": "yarn", "factor": 2.0}}
     (folder / "config.json").write_text(json.dumps(scaled))
     with pytest.raises(GgufError, match="rope type 'yarn' is not exported"):
