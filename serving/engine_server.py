@@ -37,12 +37,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.policies.gguf import QUANTIZATIONS as GGUF_QUANTIZATIONS
+
 MAX_BODY_BYTES = 4 << 20
 READ_TIMEOUT_S = 10.0
 MAX_CONNECTIONS = 64
 MAX_SEED = 2**32 - 1  # llama.cpp's seed is 32-bit; the torch engine takes the same range
 TORCH_QUANTIZATIONS = ("none", "int8")
-GGUF_CHOICES = ("gguf", "F32", "F16", "Q8_0", "Q5_0", "Q4_1", "Q4_0")  # harness.policies.gguf.QUANTIZATIONS
+# "gguf": the route's own format ($HARNESS_GGUF_QUANTIZATION, else Q8_0; the shipped file for the default model)
+GGUF_CHOICES = ("gguf", *GGUF_QUANTIZATIONS)
 QUANTIZATIONS = GGUF_CHOICES + TORCH_QUANTIZATIONS
 
 
@@ -185,10 +188,10 @@ class _Backend:
 
 class _LlamaBackend(_Backend):
     def __init__(self, checkpoint: Path, quantization: str, threads: int | None) -> None:
-        from harness.policies.gguf import DEFAULT_QUANTIZATION, gguf_for_checkpoint
+        from harness.policies.gguf import default_quantization, gguf_for_checkpoint
         from harness.policies.llama_cpp import LlamaCppPolicy, llama_server_for
 
-        fmt = DEFAULT_QUANTIZATION if quantization == "gguf" else quantization
+        fmt = default_quantization() if quantization == "gguf" else quantization
         gguf = gguf_for_checkpoint(checkpoint, quantization=fmt)
         self.server = llama_server_for(gguf, threads=threads)
         self.policy = LlamaCppPolicy(checkpoint, gguf=gguf, server=self.server)

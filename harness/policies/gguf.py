@@ -12,10 +12,12 @@ modification time, so a retrained folder is exported again):
 - the tokenizer metadata is copied from the shipped GGUF (training keeps the
   tokenizer; a checkpoint whose vocabulary differs is refused), with the
   checkpoint's own chat template;
-- weights are quantized to ``Q8_0`` by default (``F32``, ``F16``, ``Q8_0``,
-  ``Q5_0``, ``Q4_1``, ``Q4_0``: the formats the ``gguf`` package writes; the
-  K-quants need rows that are multiples of 256, which SmolLM2's 576 is not).
-  The choice is measured in ``benchmarks/local_engine.py``.
+- weights are quantized to ``Q8_0`` by default, or to ``$HARNESS_GGUF_QUANTIZATION``
+  (``F32``, ``F16``, ``Q8_0``, ``Q5_0``, ``Q4_1``, ``Q4_0``: the formats the
+  ``gguf`` package writes; the K-quants need rows that are multiples of 256,
+  which SmolLM2's 576 is not). The choice is measured for speed in
+  ``benchmarks/local_engine.py`` and for quality in
+  ``benchmarks/quantization_quality.py``.
 
 Prompts are tokenized by the checkpoint's own tokenizer, never by llama.cpp, so
 the GGUF's tokenizer only has to agree on ids and on which tokens end a turn.
@@ -45,11 +47,21 @@ QUANTIZATIONS = ("F32", "F16", "Q8_0", "Q5_0", "Q4_1", "Q4_0")
 #: SmolLM2's 100,000 whenever the config held it there, as every checkpoint trained here does).
 EXPORT_VERSION = 2
 DEFAULT_QUANTIZATION = "Q8_0"
+#: The format trained checkpoints are exported to (the default model always runs its shipped file).
+QUANTIZATION_ENV = "HARNESS_GGUF_QUANTIZATION"
 GGUF_MAGIC = b"GGUF"
 
 
 class GgufError(ModelUnavailableError):
     """A GGUF file is missing or not one llama.cpp can run here (the message says which and why)."""
+
+
+def default_quantization() -> str:
+    """``$HARNESS_GGUF_QUANTIZATION``, or ``Q8_0``; a value that is not a format is a ``ValueError``."""
+    value = os.environ.get(QUANTIZATION_ENV, "").strip() or DEFAULT_QUANTIZATION
+    if value not in QUANTIZATIONS:
+        raise ValueError(f"${QUANTIZATION_ENV}: {value!r} is not one of {', '.join(QUANTIZATIONS)}")
+    return value
 
 
 def gguf_problem(path: Path) -> str | None:

@@ -485,14 +485,18 @@ class LlamaCppPolicy(Policy):
             self._server.release(previous)
         self._request.owner = RequestOwner()
 
+    def gguf_file(self) -> Path:
+        """The file llama.cpp runs: the one given, else the checkpoint's export in the route's format
+        (``$HARNESS_GGUF_QUANTIZATION``; exported on first use)."""
+        if self._gguf is None:
+            from harness.policies.gguf import default_quantization, gguf_for_checkpoint
+
+            self._gguf = gguf_for_checkpoint(self.model_dir, quantization=self._quantization or default_quantization())
+        return self._gguf
+
     def server(self) -> LlamaServer:
         if self._server is None:
-            if self._gguf is None:
-                from harness.policies.gguf import DEFAULT_QUANTIZATION, gguf_for_checkpoint
-
-                self._gguf = gguf_for_checkpoint(self.model_dir,
-                                                 quantization=self._quantization or DEFAULT_QUANTIZATION)
-            self._server = llama_server_for(self._gguf)
+            self._server = llama_server_for(self.gguf_file())
         return self._server
 
     @property

@@ -15,7 +15,12 @@ import pytest
 from harness import demo_harness_dir, load_dir
 from harness.engine import Engine, EngineModel, SamplingParams
 from harness.policies import GenerationSettings, make_policy
-from harness.policies.gguf import GgufError, gguf_for_checkpoint, header_values
+from harness.policies.gguf import (
+    GgufError,
+    default_quantization,
+    gguf_for_checkpoint,
+    header_values,
+)
 from harness.policies.llama_cpp import (
     WAIT_FOR_STOPPING_S,
     LlamaCppError,
@@ -168,6 +173,16 @@ def test_flash_attention_is_on_unless_turned_off(monkeypatch):
     monkeypatch.setenv("HARNESS_LLAMA_FLASH_ATTN", "sometimes")
     with pytest.raises(ValueError, match=r"\$HARNESS_LLAMA_FLASH_ATTN: 'sometimes' is not on or off"):
         default_flash_attn()
+
+
+def test_the_export_format_is_q8_0_unless_the_environment_names_another(monkeypatch):
+    monkeypatch.delenv("HARNESS_GGUF_QUANTIZATION", raising=False)
+    assert default_quantization() == "Q8_0"
+    monkeypatch.setenv("HARNESS_GGUF_QUANTIZATION", "F32")
+    assert LlamaCppPolicy(tiny_model_dir()).gguf_file() == _tiny_f32()
+    monkeypatch.setenv("HARNESS_GGUF_QUANTIZATION", "Q4_K")
+    with pytest.raises(ValueError, match=r"\$HARNESS_GGUF_QUANTIZATION: 'Q4_K' is not one of F32, F16, Q8_0"):
+        LlamaCppPolicy(tiny_model_dir()).gguf_file()
 
 
 def test_eight_concurrent_greedy_requests_return_what_each_returns_alone():
