@@ -7,7 +7,7 @@ prefix is cached, and the agreement of greedy outputs with the plain fp32 path o
 the replay set's first model calls; then the complete agent (the deployment
 replay through the CPU serving route on the engine, C=1, the Harness's own 10 s
 budget, the report's sampling settings) with P50 / P95 / share within 15 s.
-llama.cpp (``harness.policies.llama_cpp``) gets the same rows for the shipped GGUF and the
+llama.cpp (``serving.llama_cpp``) gets the same rows for the shipped GGUF and the
 checkpoint's exports (Q8_0, Q4_0, F16), with flash attention off and on, and its greedy agreement
 with fp32 (the quality side of the quantization choice). Last, the complete agent in process per
 route (llama.cpp, the torch engine fp32 and int8) on the replay cases: P50, P95, the share of
@@ -40,10 +40,10 @@ import torch  # noqa: E402
 
 from harness import demo_harness_dir, load_dir  # noqa: E402
 from harness.checkpoints import resolve_checkpoint  # noqa: E402
-from harness.engine import Engine, EngineModel, SamplingParams  # noqa: E402
-from harness.engine.prefix import common_prefix  # noqa: E402
 from harness.policies.base import Policy, PolicyOutput  # noqa: E402
-from harness.policies.local import TransformersPolicy, load_model, stop_ids_of  # noqa: E402
+from serving.engine import Engine, EngineModel, SamplingParams  # noqa: E402
+from serving.engine.policy import TransformersPolicy, load_model, stop_ids_of  # noqa: E402
+from serving.engine.prefix import common_prefix  # noqa: E402
 
 DECODE_TOKENS = 64
 
@@ -86,7 +86,7 @@ def agent_prompts(checkpoint: Path, cases_path: Path, n: int, bundle=None) -> li
 
 def plain_generate(model, prompt: list[int], n: int, stop: bool = False) -> tuple[list[int], float, float]:
     """(new ids, seconds to the first token, seconds in all) from transformers' generate, fp32."""
-    from harness.policies.local import _FirstTokenClock
+    from serving.engine.policy import _FirstTokenClock
 
     clock = _FirstTokenClock()
     inputs = torch.tensor([prompt])
@@ -200,7 +200,7 @@ def complete_agent(checkpoint: Path, quantization: str, cases_path: Path, n: int
 def measure_llama(gguf: Path, prompts: list[list[int]], tokenizer, threads: int,
                   flash_attn: bool) -> dict[str, float]:
     """The figures of the engine rows for llama.cpp (xllamacpp) on one GGUF file, 8 slots."""
-    from harness.policies.llama_cpp import LlamaServer
+    from serving.llama_cpp import LlamaServer
 
     server = LlamaServer(gguf, slots=8, threads=threads, flash_attn=flash_attn)
     prompt = prompts[0]
@@ -236,7 +236,7 @@ def llama_agreement(gguf: Path, prompts: list[list[int]], reference: list[list[i
                     threads: int) -> dict[str, float]:
     """Greedy outputs of a GGUF file on the agent prompts vs the plain fp32 path (a quality proxy for its
     quantization)."""
-    from harness.policies.llama_cpp import LlamaServer
+    from serving.llama_cpp import LlamaServer
 
     server = LlamaServer(gguf, slots=1, threads=threads)
     same, prefix_share = 0, []
@@ -364,8 +364,8 @@ def main() -> int:
     torch.set_num_threads(args.threads)
     os.environ.setdefault("HARNESS_LLAMA_THREADS", str(args.threads))
 
-    from harness.policies.gguf import DEFAULT_QUANTIZATION, gguf_for_checkpoint
-    from harness.policies.llama_cpp import default_flash_attn
+    from serving.gguf import DEFAULT_QUANTIZATION, gguf_for_checkpoint
+    from serving.llama_cpp import default_flash_attn
 
     checkpoint = resolve_checkpoint(args.checkpoint)
     cases = Path(args.world) / "replay.jsonl"
@@ -432,7 +432,7 @@ def main() -> int:
           f"{args.agree_tokens} new tokens · {_load()}", flush=True)
 
     if args.agent_cases:
-        from harness.policies.llama_cpp import LlamaCppPolicy
+        from serving.llama_cpp import LlamaCppPolicy
 
         print(f"\ncomplete agent in process, {args.agent_cases} replay cases, demo Harness and its 10 s budget, "
               "temperature 1.0 / top-p 0.95")

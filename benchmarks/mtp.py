@@ -37,9 +37,9 @@ import torch  # noqa: E402
 from local_engine import agent_prompts, complete_agent  # noqa: E402
 
 from harness.checkpoints import resolve_checkpoint  # noqa: E402
-from harness.engine import Engine, EngineModel, SamplingParams, SpecStats, Speculator  # noqa: E402
-from harness.engine.draft_head import load_head, read_card  # noqa: E402
-from harness.policies.local import load_model, stop_ids_of  # noqa: E402
+from serving.engine import Engine, EngineModel, SamplingParams, SpecStats, Speculator  # noqa: E402
+from serving.engine.draft_head import load_head, read_card  # noqa: E402
+from serving.engine.policy import load_model, stop_ids_of  # noqa: E402
 
 
 def run_prompts(engine: Engine, prompts: list[list[int]], *, max_new_tokens: int, stop: tuple[int, ...]

@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 from evaluation.compare import compare_runs  # noqa: E402
 from evaluation.runner import RESULTS, load_results  # noqa: E402
 from evaluation.summary import outcome_line, summarize  # noqa: E402
-from harness.policies.gguf import QUANTIZATIONS  # noqa: E402
+from serving.gguf import QUANTIZATIONS  # noqa: E402
 
 FP32 = "fp32"
 

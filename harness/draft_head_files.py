@@ -2,8 +2,8 @@
 the tensor names and shapes each layout needs, and whether it fits a policy.
 
 The web process lists heads, matches them to checkpoints and names their files in release manifests
-with these; the head itself (``harness.engine.draft_head.DraftHead``, torch) is only loaded to train or
-serve it. ``harness.engine.draft_head`` re-exports every name here.
+with these; the head itself (``serving.engine.draft_head.DraftHead``, torch) is only loaded to train or
+serve it. ``serving.engine.draft_head`` re-exports every name here.
 """
 
 from __future__ import annotations

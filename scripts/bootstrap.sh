@@ -19,7 +19,7 @@ need_apt=()
 command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || need_apt+=(postgresql)
-# the local engine compiles its int8 kernel once (harness/engine/kernels.py)
+# the local engine compiles its int8 kernel once (serving/engine/kernels.py)
 command -v g++ >/dev/null 2>&1 || need_apt+=(g++)
 command -v ninja >/dev/null 2>&1 || need_apt+=(ninja-build)
 "$PYTHON" -c 'import os, sysconfig, sys; sys.exit(not os.path.isfile(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' \

@@ -167,7 +167,7 @@ def cmd_sglang_command(args) -> int:
     reasoning_parser = args.reasoning_parser or (derived.reasoning_parser if derived else "qwen3")
     token_map = None
     if draft and Path(draft).is_dir() and not args.no_speculative:
-        from harness.engine.draft_head import TOKEN_MAP_FILE
+        from serving.engine.draft_head import TOKEN_MAP_FILE
         from serving.sglang import SGLangCommandError, check_draft_head
 
         algorithm, problems = check_draft_head(draft, model)

@@ -8,10 +8,10 @@ SGLang's name ``avg_spec_accept_length``, so the replay reads both routes the sa
 Two engines answer, chosen by ``--quantization``:
 
 - ``gguf`` (the default) or a GGUF format (``Q8_0``, ``Q4_1``, ...): llama.cpp in process
-  (``harness.policies.llama_cpp``): slots decoded together, each slot's prompt cache, the prompt
+  (``serving.llama_cpp``): slots decoded together, each slot's prompt cache, the prompt
   sent as the token ids the runtime's local policy renders;
 - ``none`` (fp32) or ``int8``, and any ``--draft-head``: the project's torch engine
-  (``harness.engine``), for the fp32 reference, int8 weights and speculative decoding with our head.
+  (``serving.engine``), for the fp32 reference, int8 weights and speculative decoding with our head.
 
 The replay's ``cpu-engine`` profiles start it as a managed process
 (``serving.transformers_server.EngineServer``), so the deployment replay on CPU measures the
@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.policies.gguf import QUANTIZATIONS as GGUF_QUANTIZATIONS
+from serving.gguf import QUANTIZATIONS as GGUF_QUANTIZATIONS
 
 MAX_BODY_BYTES = 4 << 20
 READ_TIMEOUT_S = 10.0
@@ -188,8 +188,8 @@ class _Backend:
 
 class _LlamaBackend(_Backend):
     def __init__(self, checkpoint: Path, quantization: str, threads: int | None) -> None:
-        from harness.policies.gguf import default_quantization, gguf_for_checkpoint
-        from harness.policies.llama_cpp import LlamaCppPolicy, llama_server_for
+        from serving.gguf import default_quantization, gguf_for_checkpoint
+        from serving.llama_cpp import LlamaCppPolicy, llama_server_for
 
         fmt = default_quantization() if quantization == "gguf" else quantization
         gguf = gguf_for_checkpoint(checkpoint, quantization=fmt)
@@ -223,7 +223,7 @@ class _LlamaBackend(_Backend):
 
 class _TorchBackend(_Backend):
     def __init__(self, checkpoint: Path, quantization: str, draft_head: str | Path | None) -> None:
-        from harness.policies.local import TransformersPolicy, load_model, stop_ids_of
+        from serving.engine.policy import TransformersPolicy, load_model, stop_ids_of
 
         self.policy = TransformersPolicy(checkpoint, engine="engine", quantization=quantization,
                                          draft_head=draft_head)
@@ -242,7 +242,7 @@ class _TorchBackend(_Backend):
         return len(prompt)
 
     def run(self, prompt, body, cancel, on_tokens) -> Result:
-        from harness.engine import EngineError, SamplingParams
+        from serving.engine import EngineError, SamplingParams
 
         params = SamplingParams(max_new_tokens=body["max_tokens"], temperature=body["temperature"],
                                 top_p=body["top_p"], seed=body["seed"], stop_ids=self.stop_ids)

@@ -136,7 +136,7 @@ def validate_launch(launch: SGLangLaunch, *, check_paths: bool = False) -> list[
     return problems
 
 
-# The speculative algorithm SGLang serves a draft head of each layout with (harness.engine.draft_head).
+# The speculative algorithm SGLang serves a draft head of each layout with (serving.engine.draft_head).
 ALGORITHM_FOR_LAYOUT = {"eagle": "EAGLE", "nextn": "NEXTN"}
 # Model families SGLang 0.5.x serves with NEXTN: those that ship MTP layers (deepseek_nextn.py,
 # qwen3_next_mtp.py, glm4_moe_nextn.py, ...). A Llama-family policy's head is served as EAGLE.
@@ -149,7 +149,7 @@ def check_draft_head(head_dir: str | Path, model_path: str | Path | None = None)
     fingerprint in its card), each naming the file and field."""
     import json
 
-    from harness.engine.draft_head import (
+    from serving.engine.draft_head import (
         CARD_FILE,
         CONFIG_FILE,
         WEIGHTS_FILE,

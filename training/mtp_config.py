@@ -19,7 +19,7 @@ class MTPStageConfig(StageConfig):
         "SGLang loads) and model_card.json.")})
     init_head: str = field(default="", metadata={"help": (
         "A head folder to start from (transplant, e.g. the base model's head onto a trained policy). "
-        "Empty: a new head that starts as the policy's own next-token guess (harness.engine.draft_head).")})
+        "Empty: a new head that starts as the policy's own next-token guess (serving.engine.draft_head).")})
     layout: str = field(default="eagle", metadata={"help": (
         "Head layout: 'eagle' (what SGLang serves for Llama-family models; the default model's) or "
         "'nextn' (the NextN/MTP block with its norms, as DeepSeek-V3 and Qwen3.5 ship it).")})
@@ -63,7 +63,7 @@ class MTPStageConfig(StageConfig):
     def check(self) -> str:
         if problem := super().check():
             return problem
-        from harness.engine.draft_head import LAYOUTS
+        from serving.engine.draft_head import LAYOUTS
 
         if self.layout not in LAYOUTS:
             return f"layout: {self.layout!r} is not one of {', '.join(LAYOUTS)}"

@@ -56,7 +56,7 @@ class _StateCapture:
         self.calls: list[RolloutSequence] = []
 
     def _prefix_states(self, prefix: torch.Tensor) -> torch.Tensor:
-        from harness.engine.prefix import common_prefix
+        from serving.engine.prefix import common_prefix
 
         n = prefix.shape[0]
         for tokens, states in reversed(self.recent):
@@ -87,8 +87,8 @@ def collect_rollouts(config: MTPStageConfig, *, run_dir: Path, hf_model: Any, to
                      log=print) -> list[dict[str, Any]]:
     """Roll out every case once (skipping those already on disk); the saved records, in case order."""
     from harness import load_dir
-    from harness.engine import Engine, EngineModel
     from harness.policies import GenerationSettings
+    from serving.engine import Engine, EngineModel
     from training.case_sources import training_cases
     from training.hsa import build_pool
     from training.rollout import HarnessRollout

@@ -19,7 +19,7 @@ forward pass, loss and acceptance in ``training.mtp_loss``, the stage that runs 
    ``L = -(1/Z) sum_k w_k sum_t log p_k(y_{t+1+k} | ...)``, ``Z = sum_k w_k n_k``, with
    ``w_k = step_weight_decay ** (k-1)`` (1: uniform). AdamW, warm-up then cosine decay;
    ``metrics.jsonl`` has loss and top-1 accuracy per step k.
-3. **Result.** ``RUN/final/``: the head in the format SGLang loads (``harness.engine.draft_head``)
+3. **Result.** ``RUN/final/``: the head in the format SGLang loads (``serving.engine.draft_head``)
    and its ``card.json`` (policy path and fingerprint, data, steps, acceptance on the held-out
    rollouts measured the way greedy speculative decoding accepts: the head's own drafts,
    chained, against what the policy wrote).
@@ -77,8 +77,8 @@ def run_mtp(config: MTPStageConfig, *, log=None) -> Path:
     """Adapt a draft head to ``config.model`` and return the head folder (``RUN/final``)."""
     from harness import load_dir
     from harness.checkpoints import checkpoint_info
-    from harness.engine.draft_head import DraftHead, load_head
-    from harness.policies.local import load_model
+    from serving.engine.draft_head import DraftHead, load_head
+    from serving.engine.policy import load_model
     from training.runs import ModelCard, base_model_of, checkpoint_step, drop_metrics_after
     from training.stage_common import resolve_harness_dir, start_stage
 

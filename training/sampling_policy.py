@@ -44,7 +44,7 @@ class SamplingPolicy(Policy):
     settings: GenerationSettings = field(default_factory=lambda: GenerationSettings(temperature=1.0))
     name: str = "rl-policy"
     calls: list[SampledCall] = field(default_factory=list)
-    engine: Any = None  # a harness.engine.Engine over ``model``'s current weights, or None
+    engine: Any = None  # a serving.engine.Engine over ``model``'s current weights, or None
 
     def begin_request(self, request_id: str) -> None:
         self.calls = []
@@ -56,7 +56,7 @@ class SamplingPolicy(Policy):
 
     def _sample(self, prompt_ids: list[int], settings: GenerationSettings) -> tuple[list[int], list[float]]:
         if self.engine is not None:
-            from harness.engine import SamplingParams
+            from serving.engine import SamplingParams
 
             done = self.engine.generate(prompt_ids, SamplingParams(
                 max_new_tokens=settings.max_new_tokens, temperature=settings.temperature, top_p=settings.top_p,
@@ -106,7 +106,7 @@ class SamplingPolicy(Policy):
 
 def rollout_engine(model: Any) -> Any:
     """An engine over ``model``'s current weights for one generation batch, or None where it cannot run."""
-    from harness.engine import Engine, EngineModel, UnsupportedModel
+    from serving.engine import Engine, EngineModel, UnsupportedModel
 
     try:
         if next(model.parameters()).device.type != "cpu":

@@ -48,7 +48,7 @@ def _append(path: Path, row: dict[str, Any]) -> None:
 
 def _policy(model_dir: str | Path, max_new_tokens: int):
     from harness.policies import GenerationSettings
-    from harness.policies.local import TransformersPolicy
+    from serving.engine.policy import TransformersPolicy
 
     return TransformersPolicy(model_dir, name=f"local:{model_dir}",
                               settings=GenerationSettings(temperature=0.0, max_new_tokens=max_new_tokens))

@@ -4,32 +4,61 @@
 (any checkpoint folder), ``openai:BASE_URL:MODEL`` (the model name is what
 follows the last colon, so base URLs with ports work) and ``scripted:FILE``.
 
-A local model runs on llama.cpp (``harness.policies.llama_cpp``, the CPU route:
+A local model runs on llama.cpp (``serving.llama_cpp``, the CPU route:
 faster than the torch engine at the agent's context length, measured in
 ``benchmarks/local_engine.py``); ``$HARNESS_LOCAL_ENGINE=torch`` or a
 ``torch:`` spec (``torch:local``, ``torch:tiny``, ``torch:PATH``) runs it on the
-project's torch engine instead (``harness.engine``: fp32 reference, int8, MTP
+project's torch engine instead (``serving.engine``: fp32 reference, int8, MTP
 draft heads), and ``llama:`` names the llama.cpp route explicitly.
+
+The Harness library holds no inference engine. A local route is a plug-in: an
+entry point of the group ``harness.local_routes`` names a ``Policy`` class
+that takes ``(checkpoint, *, name=, settings=)``; this project's two routes
+are declared in ``pyproject.toml`` and live in ``serving``.
 """
 
 from __future__ import annotations
 
+import functools
 import os
+from importlib.metadata import EntryPoint, entry_points
 
 from harness.policies.base import GenerationSettings, Policy
 
 SPEC_HELP = ("local | tiny | local:CHECKPOINT_DIR | torch:local|tiny|DIR | llama:local|tiny|DIR "
              "| openai:BASE_URL:MODEL | scripted:FILE")
 LOCAL_ENGINE_ENV = "HARNESS_LOCAL_ENGINE"
-LOCAL_ENGINES = ("llama", "torch")
+#: Entry points of this group are the local routes, by name (this project: llama, torch).
+ROUTES_GROUP = "harness.local_routes"
+DEFAULT_LOCAL_ENGINE = "llama"
+
+
+@functools.cache
+def _routes() -> dict[str, EntryPoint]:
+    return {point.name: point for point in entry_points(group=ROUTES_GROUP)}
+
+
+def local_engines() -> tuple[str, ...]:
+    """The names of the installed local routes."""
+    return tuple(sorted(_routes()))
 
 
 def local_engine() -> str:
     """The route ``local`` specs run on: ``$HARNESS_LOCAL_ENGINE`` (llama, the default, or torch)."""
-    value = os.environ.get(LOCAL_ENGINE_ENV, "").strip() or "llama"
-    if value not in LOCAL_ENGINES:
-        raise ValueError(f"${LOCAL_ENGINE_ENV}: {value!r} is not one of {', '.join(LOCAL_ENGINES)}")
+    value = os.environ.get(LOCAL_ENGINE_ENV, "").strip() or DEFAULT_LOCAL_ENGINE
+    if value not in _routes():
+        raise ValueError(f"${LOCAL_ENGINE_ENV}: {value!r} is not one of {', '.join(local_engines())}")
     return value
+
+
+def local_route(engine: str) -> type[Policy]:
+    """The policy class of an installed local route; ``ValueError`` names the installed ones."""
+    point = _routes().get(engine)
+    if point is None:
+        raise ValueError(f"local route {engine!r} is not installed (installed: {', '.join(local_engines()) or 'none'}); "
+                         f"routes are entry points of the group {ROUTES_GROUP!r}: run 'pip install -e .' "
+                         "(scripts/bootstrap.sh does) in this project")
+    return point.load()
 
 
 def make_local_policy(target: str, *, engine: str | None = None, name: str | None = None,
@@ -37,14 +66,8 @@ def make_local_policy(target: str, *, engine: str | None = None, name: str | Non
     """A local checkpoint (``local``, ``tiny`` or a folder) on llama.cpp or the torch engine."""
     from harness.checkpoints import resolve_checkpoint
 
-    checkpoint = resolve_checkpoint(target)
-    if (engine or local_engine()) == "torch":
-        from harness.policies.local import TransformersPolicy
-
-        return TransformersPolicy(checkpoint, name=name, settings=settings)
-    from harness.policies.llama_cpp import LlamaCppPolicy
-
-    return LlamaCppPolicy(checkpoint, name=name, settings=settings)
+    route = local_route(engine or local_engine())
+    return route(resolve_checkpoint(target), name=name, settings=settings)
 
 
 def make_policy(spec: str, *, settings: GenerationSettings | None = None) -> Policy:
@@ -53,7 +76,7 @@ def make_policy(spec: str, *, settings: GenerationSettings | None = None) -> Pol
     if spec in ("local", "tiny") or spec.startswith("local:"):
         target = spec.split(":", 1)[1] if spec.startswith("local:") else spec
         return make_local_policy(target, name=spec, settings=settings)
-    for engine in LOCAL_ENGINES:
+    for engine in local_engines():
         if spec.startswith(f"{engine}:"):
             return make_local_policy(spec.split(":", 1)[1], engine=engine, name=spec, settings=settings)
     if spec.startswith("openai:"):

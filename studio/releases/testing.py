@@ -105,8 +105,8 @@ def draft_head(checkpoint: Path, out: Path, *, card: dict | None = None) -> Path
     import torch
 
     from harness.checkpoints import checkpoint_info
-    from harness.engine.draft_head import DraftHead
-    from harness.policies.local import load_model
+    from serving.engine.draft_head import DraftHead
+    from serving.engine.policy import load_model
 
     model, _ = load_model(checkpoint)
     torch.manual_seed(0)

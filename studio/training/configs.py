@@ -315,7 +315,7 @@ HUB_NAME = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 def head_problem(value: str) -> str:
     """'' when ``value`` is empty (a new head) or an existing draft-head folder, else why not.
 
-    Read with the engine's own readers (``harness.engine.draft_head``): the folder's config.json with its
+    Read with the engine's own readers (``serving.engine.draft_head``): the folder's config.json with its
     ``harness_draft`` section, and a weights file holding the tensors of its layout."""
     from harness.draft_head_files import DraftHeadError, head_tensors, read_config, tensor_problems
 

@@ -8,18 +8,18 @@ import subprocess
 import sys
 from pathlib import Path
 
-from harness.engine.draft_head import (
+from harness.policies.models import tiny_model_dir
+from serving.engine.draft_head import (
     DraftHead,
     head_tensors,
     read_card,
     read_config,
     tensor_problems,
 )
-from harness.policies.models import tiny_model_dir
 
 
 def test_the_folder_readers_give_what_the_engine_wrote_and_import_no_torch(tmp_path):
-    from harness.policies.local import load_model
+    from serving.engine.policy import load_model
 
     tiny_dir = Path(tiny_model_dir())
     hf_model, _ = load_model(tiny_dir)

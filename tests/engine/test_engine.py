@@ -13,9 +13,9 @@ import threading
 import pytest
 import torch
 
-from harness.engine import Engine, EngineError, EngineModel, SamplingParams, UnsupportedModel
-from harness.policies.local import load_model
 from harness.policies.models import tiny_model_dir
+from serving.engine import Engine, EngineError, EngineModel, SamplingParams, UnsupportedModel
+from serving.engine.policy import load_model
 
 SYSTEM = "You are the host of a live stream. Answer with the catalogue's facts. " * 25
 
@@ -174,7 +174,7 @@ def test_int8_weights_are_a_quarter_of_the_fp32_bytes(tiny):
 
 
 def test_the_int8_kernel_is_the_dequantized_matmul_for_any_batch_and_width():
-    from harness.engine.kernels import int8_linear, kernel_problem, quantize_per_channel
+    from serving.engine.kernels import int8_linear, kernel_problem, quantize_per_channel
 
     assert kernel_problem() is None  # scripts/bootstrap.sh installs g++ and ninja
     torch.manual_seed(0)

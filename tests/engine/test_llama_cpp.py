@@ -13,15 +13,18 @@ from pathlib import Path
 import pytest
 
 from harness import demo_harness_dir, load_dir
-from harness.engine import Engine, EngineModel, SamplingParams
 from harness.policies import GenerationSettings, make_policy
-from harness.policies.gguf import (
+from harness.policies.models import tiny_model_dir
+from harness.runtime import Agent
+from serving.engine import Engine, EngineModel, SamplingParams
+from serving.engine.policy import TransformersPolicy, load_model
+from serving.gguf import (
     GgufError,
     default_quantization,
     gguf_for_checkpoint,
     header_values,
 )
-from harness.policies.llama_cpp import (
+from serving.llama_cpp import (
     WAIT_FOR_STOPPING_S,
     LlamaCppError,
     LlamaCppPolicy,
@@ -31,9 +34,6 @@ from harness.policies.llama_cpp import (
     llama_server_for,
     trained_context,
 )
-from harness.policies.local import TransformersPolicy, load_model
-from harness.policies.models import tiny_model_dir
-from harness.runtime import Agent
 
 SYSTEM = "You are Mia, the host of a live stream selling kitchen goods. " * 20
 
@@ -277,7 +277,7 @@ def test_the_export_carries_the_checkpoints_rope_base_from_rope_parameters(tmp_p
     file's own field is checked, for both spellings, and a scaled RoPE is refused by name."""
     import shutil
 
-    from harness.policies.gguf import export_gguf
+    from serving.gguf import export_gguf
 
     def rope_base(path: Path) -> float:
         return header_values(path, lambda key: key == "llama.rope.freq_base")["llama.rope.freq_base"]

@@ -17,10 +17,10 @@ import random
 import pytest
 import torch
 
-from harness.engine import Engine, EngineModel, SamplingParams, Speculator
-from harness.engine.draft_head import DraftHead, load_head
-from harness.policies.local import load_model
 from harness.policies.models import tiny_model_dir
+from serving.engine import Engine, EngineModel, SamplingParams, Speculator
+from serving.engine.draft_head import DraftHead, load_head
+from serving.engine.policy import load_model
 from tests.engine.test_engine import _prompts
 
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from harness.engine import MIN_REUSED_PREFIX, Engine, EngineModel, UnsupportedModel
 from harness.policies import GenerationSettings, PolicyError
-from harness.policies.local import TransformersPolicy, load_model
 from harness.policies.models import tiny_model_dir
+from serving.engine import MIN_REUSED_PREFIX, Engine, EngineModel, UnsupportedModel
+from serving.engine.policy import TransformersPolicy, load_model
 
 SYSTEM = "You are the host of a live stream. " * 40
 

@@ -7,9 +7,9 @@ import pytest
 
 from harness.livestream import demo_catalogue
 from harness.policies import Policy, PolicyError, PolicyOutput, ScriptedPolicy
-from harness.policies.local import TransformersPolicy
 from harness.policies.openai_chat import OpenAIChatPolicy
 from harness.runtime import Agent
+from serving.engine.policy import TransformersPolicy
 from training.sampling_policy import SamplingPolicy
 
 from .helpers import call, price_request

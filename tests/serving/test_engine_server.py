@@ -10,11 +10,11 @@ import httpx
 import pytest
 
 from harness.policies import GenerationSettings
-from harness.policies.llama_cpp import LlamaCppPolicy
 from harness.policies.models import tiny_model_dir
 from harness.policies.openai_chat import OpenAIChatPolicy
 from serving.endpoint import open_endpoint
 from serving.engine_server import BadRequest, parse_body
+from serving.llama_cpp import LlamaCppPolicy
 from serving.profiles import ProfileError, profile_from_mapping, resolve_route
 
 SYSTEM = "You are the host of a live stream. Answer with the catalogue's facts. " * 20
@@ -94,7 +94,7 @@ def test_the_served_engine_answers_the_agent_client_as_the_in_process_engine_doe
 
 
 def test_streamed_text_deltas_add_up_to_the_decoded_text():
-    from harness.policies.local import load_model
+    from serving.engine.policy import load_model
     from serving.engine_server import _TextStream
 
     _model, tokenizer = load_model(tiny_model_dir())

@@ -17,9 +17,9 @@ from subprocess import CompletedProcess
 import pytest
 import torch
 
-from harness.engine.draft_head import DraftHead
-from harness.policies.local import load_model
 from harness.policies.models import tiny_model_dir
+from serving.engine.draft_head import DraftHead
+from serving.engine.policy import load_model
 from serving.release import (
     FORMAT,
     MAX_MANIFEST_BYTES,

@@ -10,13 +10,13 @@ import pytest
 import torch
 
 from harness import demo_harness_dir
-from harness.engine.draft_head import DraftHead
 from harness.policies import GenerationSettings
-from harness.policies.local import load_model
 from harness.policies.models import tiny_model_dir
 from harness.policies.openai_chat import OpenAIChatPolicy
 from serving.endpoint import GenerationSettings as ReplaySettings
 from serving.endpoint import open_endpoint
+from serving.engine.draft_head import DraftHead
+from serving.engine.policy import load_model
 from serving.metrics import speculative_level
 from serving.profiles import ProfileError, profile_from_mapping
 from serving.replay import ReplayPlan

@@ -17,10 +17,10 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from harness.engine.draft_head import DraftHead, head_tensors
-from harness.policies.local import load_model
 from harness.policies.models import tiny_model_dir
 from serving.__main__ import main
+from serving.engine.draft_head import DraftHead, head_tensors
+from serving.engine.policy import load_model
 
 FIXTURE = json.loads((Path(__file__).parent / "testdata" / "sglang_draft_params.json").read_text())
 
@@ -151,7 +151,7 @@ def test_a_broken_head_is_refused_naming_the_file_and_tensor(tiny, tmp_path, cap
 
 
 def test_a_head_with_a_draft_vocabulary_passes_its_token_map(tiny, tmp_path, capsys):
-    from harness.engine.draft_head import load_head
+    from serving.engine.draft_head import load_head
 
     model, _ = tiny
     head = _head(tiny, tmp_path, "eagle")
@@ -176,7 +176,7 @@ def test_a_head_on_another_host_is_passed_through_as_before(capsys):
 def test_the_engine_loads_a_saved_head_and_refuses_one_for_another_model(tiny, tmp_path):
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    from harness.engine.draft_head import DraftHeadError, load_head
+    from serving.engine.draft_head import DraftHeadError, load_head
 
     model, _ = tiny
     head = _head(tiny, tmp_path, "eagle")

@@ -33,8 +33,8 @@ def tiny_policy():
 def _head(folder: Path, *, policy_dir: Path, fingerprint_of: Path) -> Path:
     """A head saved by the engine's own writer, its card naming the policy at ``fingerprint_of``."""
     from harness.checkpoints import checkpoint_info
-    from harness.engine.draft_head import DraftHead
-    from harness.policies.local import load_model
+    from serving.engine.draft_head import DraftHead
+    from serving.engine.policy import load_model
 
     hf_model, _ = load_model(policy_dir)
     card = {"stage": "mtp", "policy": str(fingerprint_of),

@@ -16,9 +16,9 @@ import sys
 import pytest
 import torch
 
-from harness.engine import EngineModel, Speculator
-from harness.engine.draft_head import DraftHead, head_tensors, tensor_names
-from harness.policies.local import load_model
+from serving.engine import EngineModel, Speculator
+from serving.engine.draft_head import DraftHead, head_tensors, tensor_names
+from serving.engine.policy import load_model
 from tests import artefacts, cli
 from training.mtp_loss import chain_forward, offline_acceptance
 from training.mtp_rollouts import RolloutSequence

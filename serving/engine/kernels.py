@@ -127,7 +127,7 @@ def kernel_problem() -> str | None:
 def _module() -> Any:
     from torch.utils.cpp_extension import load_inline
 
-    return load_inline(name="harness_engine_int8", cpp_sources=[_SOURCE], functions=["int8_linear"],
+    return load_inline(name="serving_engine_int8", cpp_sources=[_SOURCE], functions=["int8_linear"],
                        extra_cflags=["-O3", "-mavx2", "-mfma", "-fopenmp"], extra_ldflags=["-fopenmp"],
                        verbose=False)
 

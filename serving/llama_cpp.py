@@ -1,7 +1,7 @@
 """The CPU route: a local model on llama.cpp, in process, through the prebuilt wheel ``xllamacpp``.
 
 ``llama_server_for(gguf)`` gives the process's llama.cpp server for a GGUF file
-(``harness.policies.gguf`` finds or exports it): ``slots`` sequences decoded
+(``serving.gguf`` finds or exports it): ``slots`` sequences decoded
 together in one batch, each slot keeping its last prompt's keys and values, and
 a new prompt sent to the idle slot whose cached tokens it shares most with
 (llama.cpp's slot choice by prompt similarity). llama.cpp's RAM prompt cache,
@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.policies.base import GenerationSettings, Policy, PolicyError, PolicyOutput, decode_rate
-from harness.policies.gguf import GgufError, gguf_problem, header_values
+from serving.gguf import GgufError, gguf_problem, header_values
 
 #: Tokens of context each slot holds: the demo Harness's prompt (~1,700 tokens) and four rounds.
 DEFAULT_SLOT_CONTEXT = 4096
@@ -220,7 +220,7 @@ class LlamaServer:
         except Exception as exc:  # noqa: BLE001 - llama.cpp says only "failed to init"
             shutil.rmtree(self._socket_dir, ignore_errors=True)
             raise GgufError(f"llama.cpp could not load {self.gguf} ({exc}); expected a GGUF file of a model "
-                            "llama.cpp runs (python -m harness.policies.gguf exports a checkpoint)") from None
+                            "llama.cpp runs (python -m serving.gguf exports a checkpoint)") from None
 
     def complete(self, prompt: list[int], *, max_new_tokens: int, temperature: float = 0.0, top_p: float = 1.0,
                  seed: int | None = None, deadline: float | None = None,
@@ -467,7 +467,7 @@ class LlamaCppPolicy(Policy):
                  settings: GenerationSettings | None = None, server: LlamaServer | None = None,
                  quantization: str | None = None) -> None:
         """``model_dir``: the checkpoint whose tokenizer and chat template render prompts; ``gguf``: the
-        file llama.cpp runs (default: ``harness.policies.gguf.gguf_for_checkpoint(model_dir)``)."""
+        file llama.cpp runs (default: ``serving.gguf.gguf_for_checkpoint(model_dir)``)."""
         self.model_dir = Path(model_dir)
         self.name = name or f"local:{self.model_dir.name}"
         self.settings = settings or GenerationSettings()
@@ -489,7 +489,7 @@ class LlamaCppPolicy(Policy):
         """The file llama.cpp runs: the one given, else the checkpoint's export in the route's format
         (``$HARNESS_GGUF_QUANTIZATION``; exported on first use)."""
         if self._gguf is None:
-            from harness.policies.gguf import default_quantization, gguf_for_checkpoint
+            from serving.gguf import default_quantization, gguf_for_checkpoint
 
             self._gguf = gguf_for_checkpoint(self.model_dir, quantization=self._quantization or default_quantization())
         return self._gguf

@@ -6,7 +6,7 @@ The scheduler thread owns the model, every sequence's KV cache and the prefix
 store, so nothing is locked on the hot path. Each turn of its loop:
 
 1. admits waiting requests: the longest cached prefix is copied in
-   (``harness.engine.prefix``), and the rest of the prompt is prefilled in
+   (``serving.engine.prefix``), and the rest of the prompt is prefilled in
    chunks, one chunk per turn, so a long new prompt does not stall the
    requests already decoding;
 2. runs one batched decode step for every request that is decoding (one matmul
@@ -34,9 +34,9 @@ from pathlib import Path
 
 import torch
 
-from harness.engine.model import EngineModel, SequenceKV
-from harness.engine.prefix import PrefixStore
-from harness.engine.speculative import SpecStats, Speculator
+from serving.engine.model import EngineModel, SequenceKV
+from serving.engine.prefix import PrefixStore
+from serving.engine.speculative import SpecStats, Speculator
 
 PREFILL_CHUNK = 256
 DEFAULT_MAX_BATCH = 8
@@ -187,7 +187,7 @@ class Engine:
     def __init__(self, model: EngineModel, *, max_batch: int = DEFAULT_MAX_BATCH,
                  prefix_cache_bytes: int = 1 << 30, prefix_cache: bool = True,
                  threads: int | None = None, name: str = "engine", draft: Speculator | None = None) -> None:
-        """``draft``: speculative decoding with a draft head (``harness.engine.speculative``); each
+        """``draft``: speculative decoding with a draft head (``serving.engine.speculative``); each
         decoding request then runs its own draft-and-verify cycle instead of the batched step."""
         self.model = model
         self.draft = draft
@@ -324,7 +324,7 @@ class Engine:
             self._take(request, logits[row], waiting, decoding)
 
     def _speculate(self, request: Request, waiting: list[Request], decoding: list[Request]) -> None:
-        """One draft-and-verify cycle of one request (``harness.engine.speculative``)."""
+        """One draft-and-verify cycle of one request (``serving.engine.speculative``)."""
         tokens = torch.cat([request.prompt, torch.tensor(request.output, dtype=torch.long)])
         try:
             new, logprobs, request.draft_pending, counts = self.draft.cycle(
@@ -396,7 +396,7 @@ def sample(logits: torch.Tensor, params: SamplingParams,
 def sampling_logprobs(logits: torch.Tensor, params: SamplingParams) -> torch.Tensor:
     """Log-probabilities of the distribution a sampled request draws from: temperature, then
     top-p (nucleus; the most likely token is always kept). Speculative decoding's acceptance test
-    uses the same distribution for the policy and the draft (``harness.engine.speculative``)."""
+    uses the same distribution for the policy and the draft (``serving.engine.speculative``)."""
     scaled = logits.float() / params.temperature
     if params.top_p < 1.0:
         ordered, order = torch.sort(scaled, descending=True)
@@ -420,8 +420,8 @@ def engine_for(model_dir: str | Path, *, quantization: str = "none", max_batch: 
 
     ``draft_head``: a folder written by ``python -m training mtp``; the engine then decodes
     speculatively with it (``DraftHeadError`` if it does not fit this checkpoint)."""
-    from harness.engine.draft_head import load_head
-    from harness.policies.local import load_model
+    from serving.engine.draft_head import load_head
+    from serving.engine.policy import load_model
 
     head_key = f"{Path(draft_head).resolve()}:{draft_steps or ''}" if draft_head else ""
     key = (str(Path(model_dir).resolve()), quantization, head_key)

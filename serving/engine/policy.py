@@ -2,7 +2,7 @@
 
 Loads the checkpoint once per process (shared between policies that name the
 same folder) and renders messages with the model's chat template. Generation
-runs on the process's local engine for that checkpoint (``harness.engine``):
+runs on the process's local engine for that checkpoint (``serving.engine``):
 the Harness prefix is computed once and shared by every request and thread,
 concurrent calls are decoded together in one batch, and the time budget stops
 decoding at the deadline. Checkpoints the engine does not implement (not a
@@ -29,7 +29,7 @@ QUANTIZATION_ENV = "HARNESS_ENGINE_QUANTIZATION"
 
 
 def default_quantization() -> str:
-    from harness.engine.model import QUANTIZATIONS
+    from serving.engine.model import QUANTIZATIONS
 
     value = os.environ.get(QUANTIZATION_ENV, "").strip() or "none"
     if value not in QUANTIZATIONS:
@@ -82,7 +82,7 @@ class TransformersPolicy(Policy):
                  settings: GenerationSettings | None = None, engine: Any = "auto",
                  quantization: str | None = None, draft_head: str | Path | None = None) -> None:
         """``engine``: ``auto`` (the local engine where it supports the checkpoint), ``engine``
-        (required), ``transformers`` (plain ``generate``) or an ``harness.engine.Engine`` to use.
+        (required), ``transformers`` (plain ``generate``) or an ``serving.engine.Engine`` to use.
         ``draft_head``: decode speculatively with this head (``python -m training mtp``)."""
         if isinstance(engine, str) and engine not in ENGINE_CHOICES:
             raise ValueError(f"engine: {engine!r} is not one of {', '.join(ENGINE_CHOICES)}")
@@ -100,7 +100,7 @@ class TransformersPolicy(Policy):
     def engine(self) -> Any:
         """The engine this policy generates with, or None for transformers' generate."""
         if self._engine is None and self._engine_choice in ("auto", "engine"):
-            from harness.engine import UnsupportedModel, engine_for
+            from serving.engine import UnsupportedModel, engine_for
 
             try:
                 self._engine = engine_for(self.model_dir, quantization=self.quantization,
@@ -132,7 +132,7 @@ class TransformersPolicy(Policy):
             ids, finish, first_token_at = self._generate_plain(prompt, settings, started, timeout_s)
             self.last_cached_tokens = 0
         else:
-            from harness.engine import EngineError, SamplingParams
+            from serving.engine import EngineError, SamplingParams
 
             params = SamplingParams(max_new_tokens=settings.max_new_tokens, temperature=settings.temperature,
                                     top_p=settings.top_p, seed=settings.seed, stop_ids=stop_ids_of(_model, tokenizer),

@@ -19,7 +19,7 @@ final norm before the shared head). Both train and run here, and each is saved
 in the format SGLang loads for it (``tensor_names``, ``sglang_config``).
 
 The same module is trained (``training.mtp_trainer``, autograd through its
-parameters) and run by the engine (``harness.engine.speculative``, under
+parameters) and run by the engine (``serving.engine.speculative``, under
 inference mode, with the attention over the sequence's cache done by the caller):
 ``fuse`` -> ``project`` -> attention -> ``finish`` -> ``logits``.
 """
@@ -53,7 +53,7 @@ from harness.draft_head_files import (
     tensor_names,
     tensor_problems,
 )
-from harness.engine.model import RopeTable, rms_norm, rotate
+from serving.engine.model import RopeTable, rms_norm, rotate
 
 # the folder's format lives in harness.draft_head_files (no torch); its names stay importable from here
 __all__ = ["DraftHead", "load_head", "read_token_map", "CARD_FILE", "CONFIG_FILE", "DEFAULT_STEPS", "LAYOUTS", "TOKEN_MAP_FILE", "WEIGHTS_FILE", "DraftConfig", "DraftHeadError", "expected_shapes", "head_tensors", "layout_of_names", "policy_mismatch", "read_card", "read_config", "sglang_config", "tensor_names", "tensor_problems"]

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import torch
 
-from harness.engine.model import SequenceKV
+from serving.engine.model import SequenceKV
 
 # Reusing fewer tokens than this is not worth a lookup copy.
 MIN_REUSED_PREFIX = 32

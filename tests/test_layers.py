@@ -1,0 +1,66 @@
+"""The layers of DESIGN.md, checked on every import statement (lazy ones included): the Harness library
+imports none of the others and holds no inference engine; the local routes reach it as plug-ins."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from harness.policies import factory
+
+ROOT = Path(__file__).resolve().parents[1]
+LIBRARIES = ("harness", "evaluation", "training", "serving")
+#: What each library may import of the project (the studio may import all four; nothing imports it).
+ALLOWED = {
+    "harness": set(),
+    "evaluation": {"harness"},
+    "serving": {"harness", "evaluation"},
+    "training": {"harness", "evaluation", "serving"},
+}
+#: No library imports the web layer; only serving runs an inference engine.
+NEVER = {"studio", "django", "celery"}
+ENGINES = {"xllamacpp", "sglang", "vllm"}
+
+
+def _imports(package: str) -> list[tuple[str, int, str]]:
+    found = []
+    for path in sorted((ROOT / package).rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            else:
+                continue
+            found += [(f"{path.relative_to(ROOT)}:{node.lineno}", node.lineno, name.split(".")[0]) for name in names]
+    return found
+
+
+@pytest.mark.parametrize("package", LIBRARIES)
+def test_each_library_imports_only_the_layers_below_it(package):
+    others = set(LIBRARIES) - {package}
+    wrong = [f"{where} imports {top}" for where, _, top in _imports(package)
+             if (top in others and top not in ALLOWED[package]) or top in NEVER
+             or (top in ENGINES and package != "serving")]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_harness_library_holds_no_inference_engine():
+    assert not (ROOT / "harness" / "engine").exists()
+    routes = {name: factory._routes()[name].value for name in factory.local_engines()}
+    assert routes == {"llama": "serving.llama_cpp:LlamaCppPolicy",
+                      "torch": "serving.engine.policy:TransformersPolicy"}
+
+
+def test_a_route_that_is_not_installed_is_named_with_the_installed_ones(monkeypatch):
+    only_llama = {"llama": factory._routes()["llama"]}
+    monkeypatch.setattr(factory, "_routes", lambda: only_llama)
+    with pytest.raises(ValueError, match=r"local route 'torch' is not installed \(installed: llama\).*pip install -e"):
+        factory.local_route("torch")
+    monkeypatch.setenv("HARNESS_LOCAL_ENGINE", "torch")
+    with pytest.raises(ValueError, match=r"\$HARNESS_LOCAL_ENGINE: 'torch' is not one of llama"):
+        factory.make_policy("local")
+    with pytest.raises(ValueError, match="unknown policy 'torch:tiny'"):
+        factory.make_policy("torch:tiny")
