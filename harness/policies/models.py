@@ -108,6 +108,11 @@ def default_model_dir() -> Path:
     return _build_once(DEFAULT_MODEL_NAME, _convert_default)
 
 
+def is_default_model(checkpoint: Path) -> bool:
+    """Whether ``checkpoint`` is the folder ``default_model_dir`` gives (without converting it)."""
+    return Path(checkpoint).resolve() == (model_cache_dir() / DEFAULT_MODEL_NAME).resolve()
+
+
 def _build_tiny(out: Path) -> None:
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
