@@ -5,9 +5,11 @@ Runs ``python -m evaluation run`` on the same dev cases once on the fp32 path
 format on the llama.cpp route (``llama:CHECKPOINT`` with
 ``$HARNESS_GGUF_QUANTIZATION``), then prints, per path, AVG (the mean of
 Accuracy and Effectiveness, percent), how the requests ended, and the paired
-difference from fp32 with its bootstrap interval (``evaluation.compare``). A
-format passes the issue's criterion when its AVG is within 1 point of fp32's;
-the interval says whether the sample can tell.
+difference from fp32 with its bootstrap interval (``evaluation.compare``). The
+criterion is a loss of at most 1 point: a format passes when the 95% interval
+of its difference lies above -1, fails when it lies below, and the sample
+cannot tell otherwise. Evaluations decode greedily, so the two paths differ
+only where the format (or the engines' arithmetic) changes a greedy choice.
 
 Quality is measured apart from speed: the trajectory budget is lifted
 (``--budget-s``, default 60 s) so that a slower path is not scored on its
@@ -16,7 +18,7 @@ folder under ``--out`` resumes, so the command can be stopped and run again.
 ``--jobs 2`` runs two paths side by side with one thread each.
 
     .venv/bin/python benchmarks/quantization_quality.py --checkpoint runs/demo-sft-2/final \\
-        --limit 120 --formats Q8_0 Q4_0 --out var/bench/quantization   # ~40 min on 2 cores
+        --limit 120 --formats Q8_0 Q4_0 --out var/bench/quantization   # ~75 min on 2 cores (measured: 2,216 + 2,327 s side by side, then Q4_0)
     .venv/bin/python benchmarks/quantization_quality.py --checkpoint tiny --limit 2 --out /tmp/q   # plumbing
 """
 
@@ -83,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     with ThreadPoolExecutor(args.jobs) as pool:
         walls = dict(zip(paths, pool.map(lambda p: _run(p, args, threads), paths), strict=True))
 
-    print("\n| path | cases | AVG | delta vs fp32 [95% CI] | within 1 point | how requests ended | latency P50 / P95 | wall (this run) |")
+    print("\n| path | cases | AVG | delta vs fp32 [95% CI] | loses more than 1 point? | how requests ended | latency P50 / P95 | wall (this run) |")
     print("|---|---|---|---|---|---|---|---|")
     for path in paths:
         summary = summarize(load_results(Path(args.out) / path / RESULTS))
@@ -94,8 +96,12 @@ def main(argv: list[str] | None = None) -> int:
         else:
             block = compare_runs(run_a=Path(args.out) / FP32, run_b=Path(args.out) / path)["overall"]["avg"]
             delta = f"{block['delta']:+.2f} [{block['low']:+.2f}, {block['high']:+.2f}]"
-            verdict = ("yes" if abs(block["delta"]) <= 1 else "no") + (
-                ", the interval too" if block["low"] >= -1 and block["high"] <= 1 else ", not the interval")
+            if block["low"] >= -1:
+                verdict = "no: the interval is above -1"
+            elif block["high"] < -1:
+                verdict = "yes: the interval is below -1"
+            else:
+                verdict = "cannot tell: the interval spans -1"
         print(f"| {path} | {summary['overall'].get('n', '?')} | {avg:.2f} | {delta} | {verdict} | "
               f"{outcome_line(summary)} | {summary['latency_s']['p50']} / {summary['latency_s']['p95']} s | "
               f"{walls[path]:.0f} s |")
