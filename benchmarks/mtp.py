@@ -11,8 +11,9 @@ the live-room replay cases, demo Harness):
    per request and overall, and whether the outputs are identical (they must be:
    greedy speculative decoding is exact).
 3. **Complete agent.** The deployment replay through the CPU serving route, C=1, the
-   Harness's own budget and the report's sampling settings, head off vs on: P50 /
-   P95 / share within 15 s, and the route's acceptance under sampling.
+   Harness's own budget and the report's sampling settings: the torch engine with the
+   head off and on, and llama.cpp (the default CPU route, which cannot run our head):
+   P50 / P95 / share within 15 s, and the route's acceptance under sampling.
 
     .venv/bin/python benchmarks/mtp.py \\
         --base-head runs/mtp/base-head/final \\
@@ -172,9 +173,11 @@ def agent_tables(checkpoint: Path, head: str, cases: Path, args) -> None:
     for budget in budgets:
         harness_dir = _budget_harness(budget) if budget else None
         agents = {}
-        for name, draft in (("head off", None), ("head on", head)):
-            agents[name] = complete_agent(checkpoint, "none", cases, args.agent_cases, args.threads, draft_head=draft,
-                                          harness_dir=harness_dir)
+        # the CPU route's default (llama.cpp, which cannot run our head) against the torch engine with it
+        for name, quantization, draft in (("llama.cpp (no head)", "gguf", None), ("head off", "none", None),
+                                          ("head on", "none", head)):
+            agents[name] = complete_agent(checkpoint, quantization, cases, args.agent_cases, args.threads,
+                                          draft_head=draft, harness_dir=harness_dir)
             print(f"measured: complete agent, {name}", file=sys.stderr, flush=True)
         budget_text = f"a {budget:g} s trajectory budget (not the Harness's)" if budget else "the Harness's 10 s budget"
         print(f"\n### Complete agent: replay C=1, {args.agent_cases} cases, {budget_text}, "
@@ -191,9 +194,10 @@ def agent_tables(checkpoint: Path, head: str, cases: Path, args) -> None:
             print(f"| {name} | {fmt(level.get('wall_p50_s'))} | {fmt(level.get('wall_p95_s'))} | "
                   f"{fmt(level.get('share_within_sla'), '{:.0%}')} | {fmt(level.get('success_rate'), '{:.0%}')} | "
                   f"{fmt(level.get('fallback_rate'), '{:.0%}')} | {fmt(spec.get('acceptance_length'))} |")
-        p50 = [agents[k]["summary"]["levels"]["1"].get("wall_p50_s") for k in ("head off", "head on")]
+        p50 = [agents[k]["summary"]["levels"]["1"].get("wall_p50_s") for k in ("head off", "head on",
+                                                                              "llama.cpp (no head)")]
         if all(p50):
-            print(f"\nP50 head on / head off: {p50[1] / p50[0]:.2f}")
+            print(f"\nP50 head on / head off: {p50[1] / p50[0]:.2f}; head on / llama.cpp: {p50[1] / p50[2]:.2f}")
         print("run folders: " + ", ".join(a["run"] for a in agents.values()), flush=True)
 
 
