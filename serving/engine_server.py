@@ -13,6 +13,13 @@ Two engines answer, chosen by ``--quantization``:
 - ``none`` (fp32) or ``int8``, and any ``--draft-head``: the project's torch engine
   (``serving.engine``), for the fp32 reference, int8 weights and speculative decoding with our head.
 
+A call may name the agent request it belongs to (``X-Harness-Request``) and, on a request's
+first call, the request before it in the client's thread (``X-Harness-Request-Ended``); the
+agent's client sends both (``OpenAIChatPolicy``). On llama.cpp they do what ``begin_request``
+does in process: a request's slot is held for its next call, and a request that is over holds
+nothing, so the next request may reuse that slot's Harness prefix at once. Without them a slot
+is held for ``HOLD_S`` after each call. ``get_server_info`` counts the open and ended requests.
+
 The replay's ``cpu-engine`` profiles start it as a managed process
 (``serving.transformers_server.EngineServer``), so the deployment replay on CPU measures the
 complete agent on the same engine the runtime uses in process.
@@ -29,17 +36,23 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import re
 import threading
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.policies.openai_chat import ENDED_HEADER, REQUEST_HEADER
 from serving.gguf import QUANTIZATIONS as GGUF_QUANTIZATIONS
 
 MAX_BODY_BYTES = 4 << 20
+#: Agent requests whose slot ownership the server remembers (the oldest is forgotten first).
+KNOWN_REQUESTS = 1024
+_REQUEST_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 READ_TIMEOUT_S = 10.0
 MAX_CONNECTIONS = 64
 MAX_SEED = 2**32 - 1  # llama.cpp's seed is 32-bit; the torch engine takes the same range
@@ -106,6 +119,16 @@ def parse_body(raw: bytes, *, model_id: str, max_tokens_cap: int) -> dict[str, A
     options = body.get("stream_options") or {}
     out["include_usage"] = bool(isinstance(options, dict) and options.get("include_usage"))
     return out
+
+
+def request_id(headers, name: str) -> str | None:
+    """An agent request id header (``OpenAIChatPolicy`` sends them), or None when absent."""
+    value = headers.get(name)
+    if value is None:
+        return None
+    if not _REQUEST_ID.fullmatch(value):
+        raise BadRequest(f"{name}: expected 1-64 letters, digits, '-' or '_'")
+    return value
 
 
 async def read_body(receive_stream, headers, *, limit: int = MAX_BODY_BYTES,
@@ -179,8 +202,12 @@ class _Backend:
         raise NotImplementedError
 
     def run(self, prompt: Any, body: dict[str, Any], cancel: threading.Event,
-            on_tokens: Callable[[list[int]], None]) -> Result:
+            on_tokens: Callable[[list[int]], None], request: str | None = None) -> Result:
+        """``request``: the agent request the call belongs to (``X-Harness-Request``), or None."""
         raise NotImplementedError
+
+    def request_ended(self, request: str) -> None:
+        """The client's request ``request`` is over (``X-Harness-Request-Ended``)."""
 
     def stats(self) -> dict[str, Any]:
         raise NotImplementedError
@@ -200,25 +227,51 @@ class _LlamaBackend(_Backend):
         self.info = {"engine": "llama.cpp", "gguf": str(gguf), "slots": self.server.slots,
                      "slot_context": self.context, "flash_attn": self.server.flash_attn}
         self.draft = None
+        self._owners: OrderedDict[str, Any] = OrderedDict()  # request id -> its RequestOwner, newest last
+        self._owners_lock = threading.Lock()
+        self._ended = 0
+
+    def _owner(self, request: str | None):
+        from serving.llama_cpp import RequestOwner
+
+        if request is None:
+            return None
+        with self._owners_lock:
+            owner = self._owners.get(request)
+            if owner is None:
+                owner = self._owners[request] = RequestOwner()
+                while len(self._owners) > KNOWN_REQUESTS:
+                    self._owners.popitem(last=False)
+            self._owners.move_to_end(request)
+            return owner
+
+    def request_ended(self, request: str) -> None:
+        with self._owners_lock:
+            owner = self._owners.pop(request, None)
+            self._ended += owner is not None
+        if owner is not None:
+            self.server.release(owner)
 
     def prompt(self, messages, tools):
         return messages, tools
 
-    def run(self, prompt, body, cancel, on_tokens) -> Result:
+    def run(self, prompt, body, cancel, on_tokens, request=None) -> Result:
         from harness.policies import GenerationSettings
 
         messages, tools = prompt
         settings = GenerationSettings(temperature=body["temperature"], top_p=body["top_p"],
                                       max_new_tokens=body["max_tokens"], seed=body["seed"])
         done = self.policy.complete(messages, tools=tools, settings=settings, cancel=cancel,
-                                    on_tokens=lambda ids, _text: on_tokens(ids))
+                                    on_tokens=lambda ids, _text: on_tokens(ids), owner=self._owner(request))
         return Result(done.prompt_tokens, done.ids, done.finish_reason, done.cached_tokens)
 
     def prompt_tokens(self, prompt) -> int:
         return len(self.policy.prompt_ids(*prompt)[1])
 
     def stats(self) -> dict[str, Any]:
-        return self.server.stats.to_dict()
+        with self._owners_lock:
+            requests = {"agent_requests_open": len(self._owners), "agent_requests_ended": self._ended}
+        return {**self.server.stats.to_dict(), **requests}
 
 
 class _TorchBackend(_Backend):
@@ -241,7 +294,7 @@ class _TorchBackend(_Backend):
     def prompt_tokens(self, prompt) -> int:
         return len(prompt)
 
-    def run(self, prompt, body, cancel, on_tokens) -> Result:
+    def run(self, prompt, body, cancel, on_tokens, request=None) -> Result:
         from serving.engine import EngineError, SamplingParams
 
         params = SamplingParams(max_new_tokens=body["max_tokens"], temperature=body["temperature"],
@@ -318,8 +371,11 @@ def build_app(checkpoint: str | Path, *, quantization: str = "gguf", max_tokens_
         try:
             raw = await read_body(request.stream(), request.headers, timeout_s=read_timeout_s)
             body = parse_body(raw, model_id=model_id, max_tokens_cap=max_tokens_cap)
+            agent_request, ended = (request_id(request.headers, name) for name in (REQUEST_HEADER, ENDED_HEADER))
         except BadRequest as exc:
             return error(exc.status, str(exc))
+        if ended is not None:
+            backend.request_ended(ended)
         chars = sum(len(str(m.get("content") or "")) for m in body["messages"])
         if chars > backend.context * longest_token:
             return error(400, f"messages: {chars} characters are more than the {backend.context}-token context holds")
@@ -341,7 +397,7 @@ def build_app(checkpoint: str | Path, *, quantization: str = "gguf", max_tokens_
 
         def work() -> Result:
             try:
-                return backend.run(prompt, body, cancel, on_tokens)
+                return backend.run(prompt, body, cancel, on_tokens, request=agent_request)
             finally:
                 loop.call_soon_threadsafe(queue.put_nowait, None)
 

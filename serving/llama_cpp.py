@@ -524,14 +524,16 @@ class LlamaCppPolicy(Policy):
     def complete(self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None = None,
                  settings: GenerationSettings | None = None, deadline: float | None = None,
                  cancel: threading.Event | None = None,
-                 on_tokens: Callable[[list[int], str], None] | None = None) -> Completion:
-        """One call on llama.cpp, streamed to ``on_tokens``; the engine server's entry point."""
+                 on_tokens: Callable[[list[int], str], None] | None = None,
+                 owner: RequestOwner | None = None) -> Completion:
+        """One call on llama.cpp, streamed to ``on_tokens``; the engine server's entry point. ``owner``: the
+        request the call belongs to (default: this thread's, from ``begin_request``)."""
         settings = settings or self.settings
         server = self.server()
         text, prompt = self.prompt_ids(messages, tools)
         done = server.complete(prompt, max_new_tokens=settings.max_new_tokens, temperature=settings.temperature,
                                top_p=settings.top_p, seed=settings.seed, deadline=deadline, cancel=cancel,
-                               on_tokens=on_tokens, owner=getattr(self._request, "owner", None))
+                               on_tokens=on_tokens, owner=owner or getattr(self._request, "owner", None))
         output = list(done.ids)
         end = self._end_token()
         if done.finish_reason == "stop" and end is not None and (not output or output[-1] != end):

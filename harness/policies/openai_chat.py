@@ -6,13 +6,22 @@ tool specs are sent natively; when the server returns native tool calls they
 are used, otherwise the runtime parses the text protocol from the content.
 The API key comes from ``api_key`` or ``$OPENAI_API_KEY`` (a placeholder for
 local servers that need none).
+
+Each call names the agent request it belongs to in the header
+``X-Harness-Request`` (a random id per request, nothing from the request), and
+a request's first call names the request it follows in the same thread in
+``X-Harness-Request-Ended``. Servers that do not know them ignore them; this
+project's engine server (``serving.engine_server``) uses them as llama.cpp's
+in-process policy uses ``begin_request``: a request that is over holds no slot.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import threading
 import time
+import uuid
 from typing import Any
 
 from harness.policies.base import (
@@ -23,6 +32,10 @@ from harness.policies.base import (
     ToolCall,
     decode_rate,
 )
+
+#: The agent request a call belongs to, and (on a request's first call) the one before it in its thread.
+REQUEST_HEADER = "X-Harness-Request"
+ENDED_HEADER = "X-Harness-Request-Ended"
 
 
 class OpenAIChatPolicy(Policy):
@@ -46,6 +59,23 @@ class OpenAIChatPolicy(Policy):
         self.client = OpenAI(base_url=self.base_url,
                              api_key=api_key or os.environ.get("OPENAI_API_KEY") or "not-needed",
                              timeout=timeout_s, max_retries=0)
+        self._request = threading.local()  # the agent runs each request in one thread
+
+    def begin_request(self, request_id: str) -> None:
+        """A new request in this thread: a new id, and the previous one is sent as ended."""
+        previous = getattr(self._request, "id", None)
+        self._request.id = uuid.uuid4().hex
+        self._request.ended = previous
+
+    def request_headers(self) -> dict[str, str]:
+        """The headers of this thread's next call (the ended request is named once)."""
+        headers = {}
+        if getattr(self._request, "id", None):
+            headers[REQUEST_HEADER] = self._request.id
+        if getattr(self._request, "ended", None):
+            headers[ENDED_HEADER] = self._request.ended
+            self._request.ended = None
+        return headers
 
     def generate(self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None = None,
                  settings: GenerationSettings | None = None,
@@ -76,7 +106,7 @@ class OpenAIChatPolicy(Policy):
         chunks_with_content = 0
         try:
             client = self.client if timeout_s is None else self.client.with_options(timeout=timeout_s)
-            stream = client.chat.completions.create(**body)
+            stream = client.chat.completions.create(**body, extra_headers=self.request_headers() or None)
             for chunk in stream:
                 if timeout_s is not None and time.perf_counter() - started > timeout_s:
                     # the client's timeout bounds each read, not the call: a stream that keeps

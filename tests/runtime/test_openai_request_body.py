@@ -36,3 +36,21 @@ def test_streamed_reasoning_is_kept_as_think_text_and_missing_usage_is_flagged(f
     assert out.text == "<think>Link 3?</think>It is 89 yuan."
     assert out.usage_reported is False and out.output_tokens == 2
     assert out.ttft_s is not None and out.ttft_s <= out.latency_s
+
+
+def test_each_call_names_its_request_and_a_requests_first_call_names_the_one_it_follows(fake_openai):
+    policy = OpenAIChatPolicy(base_url=fake_openai.url, model="m")
+    messages = [{"role": "user", "content": "x"}]
+    policy.generate(messages)  # a caller that never begins a request sends neither header
+    policy.begin_request("dev-0001")
+    policy.generate(messages)
+    policy.generate(messages)
+    policy.begin_request("dev-0002")
+    policy.generate(messages)
+    policy.generate(messages)
+    lowered = [{k.lower(): v for k, v in r.headers.items()} for r in fake_openai.requests if r.method == "POST"]
+    sent = [(h.get("x-harness-request"), h.get("x-harness-request-ended")) for h in lowered]
+    assert sent[0] == (None, None)
+    first, second = sent[1][0], sent[3][0]
+    assert len(first) == 32 and first not in ("dev-0001", "dev-0002")  # random: nothing of the request
+    assert sent[1:] == [(first, None), (first, None), (second, first), (second, None)]

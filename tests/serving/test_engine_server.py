@@ -69,8 +69,12 @@ def test_the_served_engine_answers_the_agent_client_as_the_in_process_engine_doe
         environ = Path(f"/proc/{endpoint.server_pid}/environ").read_bytes().split(b"\0")
         assert b"OMP_NUM_THREADS=1" in environ and b"HF_HUB_OFFLINE=1" in environ
         client = OpenAIChatPolicy(base_url=endpoint.base_url, model=endpoint.model, settings=settings)
+        client.begin_request("a")
         first = client.generate(messages)
+        client.begin_request("b")  # its first call tells the server that request "a" is over
         second = client.generate(messages[:1] + [{"role": "user", "content": "is link 5 in stock?"}])
+        info = httpx.get(endpoint.base_url.removesuffix("/v1") + "/get_server_info").json()["internal_states"][0]
+        assert (info["agent_requests_open"], info["agent_requests_ended"]) == (1, 1), info
         assert first.text == local.text and first.output_tokens == 12
         assert first.ttft_s is not None and first.finish_reason == "length"
         assert second.output_tokens == 12
@@ -87,6 +91,10 @@ def test_the_served_engine_answers_the_agent_client_as_the_in_process_engine_doe
         assert time.perf_counter() - started < 2.5
         bad = httpx.post(f"{endpoint.base_url}/chat/completions", json={"messages": [{"role": "x"}]})
         assert bad.status_code == 400 and "messages[0].role" in bad.json()["error"]["message"]
+        bad = httpx.post(f"{endpoint.base_url}/chat/completions", json={"messages": messages},
+                         headers={"X-Harness-Request-Ended": "../x"})
+        assert bad.status_code == 400
+        assert bad.json()["error"]["message"] == "X-Harness-Request-Ended: expected 1-64 letters, digits, '-' or '_'"
         pid = endpoint.server_pid
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
