@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.checkpoints import checkpoint_problem
+from harness.policies.factory import env_choice
 from harness.policies.models import (
     ModelUnavailableError,
     _locked,
@@ -64,10 +65,7 @@ class GgufError(ModelUnavailableError):
 
 def default_quantization() -> str:
     """``$HARNESS_GGUF_QUANTIZATION``, or ``Q8_0``; a value that is not a format is a ``ValueError``."""
-    value = os.environ.get(QUANTIZATION_ENV, "").strip() or DEFAULT_QUANTIZATION
-    if value not in QUANTIZATIONS:
-        raise ValueError(f"${QUANTIZATION_ENV}: {value!r} is not one of {', '.join(QUANTIZATIONS)}")
-    return value
+    return env_choice(QUANTIZATION_ENV, QUANTIZATIONS, DEFAULT_QUANTIZATION)
 
 
 def gguf_problem(path: Path) -> str | None:

@@ -38,6 +38,15 @@ def _routes() -> dict[str, EntryPoint]:
     return {point.name: point for point in entry_points(group=ROUTES_GROUP)}
 
 
+def env_choice(name: str, choices: tuple[str, ...], default: str) -> str:
+    """``$name`` (blank: ``default``); a value not in ``choices`` is a ``ValueError`` naming the variable
+    and the choices. The one reader of the local routes' settings (route, weights format)."""
+    value = os.environ.get(name, "").strip() or default
+    if value not in choices:
+        raise ValueError(f"${name}: {value!r} is not one of {', '.join(choices)}")
+    return value
+
+
 def local_engines() -> tuple[str, ...]:
     """The names of the installed local routes."""
     return tuple(sorted(_routes()))
@@ -45,10 +54,7 @@ def local_engines() -> tuple[str, ...]:
 
 def local_engine() -> str:
     """The route ``local`` specs run on: ``$HARNESS_LOCAL_ENGINE`` (llama, the default, or torch)."""
-    value = os.environ.get(LOCAL_ENGINE_ENV, "").strip() or DEFAULT_LOCAL_ENGINE
-    if value not in _routes():
-        raise ValueError(f"${LOCAL_ENGINE_ENV}: {value!r} is not one of {', '.join(local_engines())}")
-    return value
+    return env_choice(LOCAL_ENGINE_ENV, local_engines(), DEFAULT_LOCAL_ENGINE)
 
 
 def local_route(engine: str) -> type[Policy]:

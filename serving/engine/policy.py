@@ -15,7 +15,6 @@ with the client-observed numbers of ``OpenAIChatPolicy``.
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from pathlib import Path
@@ -29,12 +28,10 @@ QUANTIZATION_ENV = "HARNESS_ENGINE_QUANTIZATION"
 
 
 def default_quantization() -> str:
+    from harness.policies.factory import env_choice
     from serving.engine.model import QUANTIZATIONS
 
-    value = os.environ.get(QUANTIZATION_ENV, "").strip() or "none"
-    if value not in QUANTIZATIONS:
-        raise ValueError(f"${QUANTIZATION_ENV}: {value!r} is not one of {', '.join(QUANTIZATIONS)}")
-    return value
+    return env_choice(QUANTIZATION_ENV, QUANTIZATIONS, "none")
 
 
 _LOADED: dict[str, tuple[Any, Any]] = {}
