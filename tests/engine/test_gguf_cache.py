@@ -8,6 +8,7 @@ import shutil
 import time
 
 from harness.policies.models import tiny_model_dir
+from serving import gguf
 from serving.gguf import EXPORT_VERSION, STALE_AFTER_S, gguf_for_checkpoint, prune_stale_exports
 
 
@@ -20,6 +21,8 @@ def test_exports_of_retrained_or_deleted_checkpoints_are_removed_once_not_new(tm
     first = shutil.copytree(tiny_model_dir(), tmp_path / "first")
     second = shutil.copytree(tiny_model_dir(), tmp_path / "second")
     monkeypatch.setenv("HARNESS_STUDIO_HOME", str(tmp_path / "home"))
+    # the cache's bookkeeping is under test, not the export (tests/engine/test_llama_cpp.py runs real ones)
+    monkeypatch.setattr(gguf, "export_gguf", lambda checkpoint, out, *, quantization: out.write_bytes(b"GGUF"))
     folder = tmp_path / "home" / "models" / "gguf"
 
     old_first = gguf_for_checkpoint(first, quantization="F32")
