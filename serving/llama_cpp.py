@@ -138,7 +138,7 @@ HOLD_S = 3.0
 WAIT_FOR_SHARED_TOKENS = 256
 #: ... and for this long at most.
 WAIT_FOR_STOPPING_S = 5.0
-#: How often a call waiting for a slot looks at its deadline and cancel.
+#: How often a waiting call (for a slot, or for llama.cpp to end it) looks at its deadline and cancel.
 STOP_POLL_S = 0.05
 
 
@@ -165,6 +165,20 @@ class _Slot:
         mine = owner is not None and self.owner is owner
         over = self.owner is not None and self.owner.over
         return now - self.used_at < HOLD_S and not mine and not over
+
+
+def _ended_in_time(ended: threading.Event, deadline: float | None, cancel: threading.Event | None) -> bool:
+    """Wait for llama.cpp to end a call: False once its deadline passes or its cancel is set first."""
+    while True:
+        wait_s = None if deadline is None else deadline - time.perf_counter()
+        if cancel is not None:
+            wait_s = STOP_POLL_S if wait_s is None else min(wait_s, STOP_POLL_S)
+        if wait_s is not None and wait_s <= 0:
+            return ended.is_set()
+        if ended.wait(wait_s):
+            return True
+        if cancel is not None and cancel.is_set():
+            return False
 
 
 def _common_prefix(a: list[int], b: list[int]) -> int:
@@ -228,7 +242,8 @@ class LlamaServer:
                  on_tokens: Callable[[list[int], str], None] | None = None,
                  owner: RequestOwner | None = None) -> Completion:
         """Generate after ``prompt`` (token ids). ``deadline`` (a ``time.perf_counter`` value) and ``cancel``
-        stop the request at llama.cpp's next prefill batch or token; ``on_tokens(ids, text)`` streams.
+        end the call at once with what it has, and stop it in llama.cpp at its next prefill batch or token
+        (its slot counts as stopping until then: see ``_take_slot``); ``on_tokens(ids, text)`` streams.
         ``owner``: the request this call belongs to (see ``release``)."""
         if not prompt:
             raise LlamaCppError("prompt: at least one token is needed")
@@ -305,11 +320,13 @@ class LlamaServer:
                     ended.set()
 
             # llama.cpp reports between prefill batches and tokens only, which a loaded machine can stretch
-            # to seconds: the caller gets its answer at the deadline, and the task stops at its next event
+            # to seconds: the caller gets its answer at the deadline or the cancel (the engine server's
+            # client went away), and the task stops at its next event, its slot marked as stopping
             threading.Thread(target=run, name=f"llama-slot-{slot}", daemon=True).start()
-            wait_s = None if deadline is None else max(0.0, deadline - time.perf_counter())
-            if not ended.wait(wait_s):
-                state["stopped"] = state["stopped"] or "timeout"
+            if not _ended_in_time(ended, deadline, cancel):
+                with guard:
+                    stop_now()
+                    state["stopped"] = state["stopped"] or "timeout"
                 self._stopping(slot)
             elif state["error"] is not None:
                 raise LlamaCppError(f"llama.cpp: {state['error']}")

@@ -144,6 +144,44 @@ def test_slot_choice_after_a_request_ends_at_its_budget():
         server.close()
 
 
+class _Unanswering:
+    """llama.cpp in the middle of a prefill batch: it reports nothing until ``go`` is set."""
+
+    def __init__(self, server) -> None:
+        self.server, self.go = server, threading.Event()
+
+    def handle_completions(self, body, on_event):
+        self.go.wait(10)
+        return self.server.handle_completions(body, on_event)
+
+
+def test_a_cancelled_call_returns_at_once_and_the_next_request_waits_for_its_slot():
+    """The engine server cancels a call when its client goes away (the agent's budget ran out through the
+    serving route): the call returns then, as one past its deadline does, and its slot counts as stopping
+    until llama.cpp's next event, so the next request waits for the slot holding the Harness prefix
+    rather than prefill everything into an empty one."""
+    harness_prefix = list(range(10, 610))
+    conversation = harness_prefix + list(range(1000, 1100))
+    server = LlamaServer(_tiny_f32(), slots=2, threads=1)
+    busy = server._server = _Unanswering(server._server)
+    try:
+        server._give_slot(0, conversation[:-50], RequestOwner())
+        cancel = threading.Event()
+        threading.Timer(0.2, cancel.set).start()
+        started = time.perf_counter()
+        done = server.complete(conversation, max_new_tokens=4, cancel=cancel)
+        assert done.finish_reason == "cancelled" and done.ids == []
+        assert 0.15 <= time.perf_counter() - started < 1.0
+        assert server._slots[0].busy and server._slots[0].stopping
+        threading.Timer(0.3, busy.go.set).start()  # llama.cpp's next event: it stops the call
+        started = time.perf_counter()
+        assert server._take_slot(harness_prefix + [7, 8, 9], RequestOwner()) == 0  # not the empty slot 1
+        assert 0.25 <= time.perf_counter() - started < WAIT_FOR_STOPPING_S
+    finally:
+        busy.go.set()
+        server.close()
+
+
 def test_a_call_waiting_for_a_busy_slot_ends_at_its_deadline():
     """Every slot busy: a call waits for one only until its deadline (or its cancel), then ends as
     ``timeout`` (``cancelled``) with no tokens, rather than run after its caller has given up."""
