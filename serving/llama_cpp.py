@@ -130,6 +130,11 @@ def default_flash_attn() -> bool:
     raise ValueError(f"${FLASH_ATTN_ENV}: {raw!r} is not on or off (1 or 0)")
 
 
+#: Prompt tokens llama.cpp prefills between two reports (``n_batch`` = ``n_ubatch``). A call stopped at its
+#: deadline or cancel stops only at the next report, and until then it slows the next request's prefill
+#: on the same cores: 128 tokens is under a second here, 512 were 2-4 s, and prefill ran no slower with
+#: 128 (docs/serving.md).
+PREFILL_BATCH = 128
 #: Seconds after a call during which its slot is kept for the request's next call (tools run in between).
 HOLD_S = 3.0
 #: A new prompt waits for a slot whose call was just stopped at its deadline (llama.cpp frees it at its
@@ -221,7 +226,7 @@ class LlamaServer:
         params.n_ctx = self.slot_context * slots
         params.cpuparams.n_threads = self.threads
         params.cpuparams_batch.n_threads = self.threads
-        params.n_batch = 512  # = n_ubatch: prefill progress (and so a cancel) every 512 tokens
+        params.n_batch = params.n_ubatch = PREFILL_BATCH
         params.cache_ram_mib = 0  # the RAM prompt cache can restore another conversation (see above)
         params.flash_attn_type = (xllamacpp.llama_flash_attn_type.LLAMA_FLASH_ATTN_TYPE_ENABLED if flash_attn
                                   else xllamacpp.llama_flash_attn_type.LLAMA_FLASH_ATTN_TYPE_DISABLED)
