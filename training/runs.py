@@ -3,7 +3,8 @@
 A stage run owns one folder::
 
     RUN/config.json        the resolved config (every field, defaults included)
-    RUN/metrics.jsonl      one JSON object per logging step (loss, rewards, KL, lengths, tokens/s)
+    RUN/metrics.jsonl      one JSON object per logging step (loss, rewards, KL, lengths, tokens/s;
+                       written by training.callbacks.MetricsLogger)
     RUN/checkpoint-N/      resumable trainer checkpoints (safetensors + optimizer state)
     RUN/final/             the trained model (safetensors) + tokenizer, loadable by the runtime
     RUN/MODEL_CARD.md      base model, data, Harness version digest, stage and parent checkpoint
@@ -15,14 +16,11 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-
-from transformers import TrainerCallback
 
 HARNESS_STUDIO_STAGES = ("sft", "opd", "rl", "mtp")
 
@@ -66,56 +64,6 @@ def final_model_dir(run_dir: str | Path) -> Path:
 def is_finished(run_dir: str | Path) -> bool:
     """A stage is finished when its final model and model card are written."""
     return (final_model_dir(run_dir) / "config.json").is_file() and (Path(run_dir) / "model_card.json").is_file()
-
-
-class StopAfterSteps(TrainerCallback):
-    """Ends training after ``steps`` optimizer steps; the learning-rate schedule keeps its length."""
-
-    def __init__(self, steps: int) -> None:
-        self.steps = steps
-
-    def on_step_end(self, args, state, control, **kwargs):
-        if state.global_step >= self.steps:
-            control.should_training_stop = True
-            control.should_save = True  # a resumable checkpoint at the step it stopped
-        return control
-
-
-class MetricsLogger(TrainerCallback):
-    """Appends every trainer log (loss, rewards per dimension, KL, lengths) to metrics.jsonl.
-
-    Adds ``tokens_per_s`` from the trainer's token counter (``num_input_tokens_seen``)
-    between two logs, so throughput is comparable across stages.
-    """
-
-    def __init__(self, path: str | Path, *, stage: str) -> None:
-        self.path = Path(path)
-        self.stage = stage
-        self._last_time: float | None = None
-        self._last_tokens: float = 0.0
-
-    def on_train_begin(self, args, state, control, **kwargs):
-        if not state.is_world_process_zero:  # one row per step under `accelerate launch`, not one per process
-            return
-        drop_metrics_after(self.path, state.global_step)
-        self._last_time = time.perf_counter()
-        self._last_tokens = float(state.num_input_tokens_seen or 0)
-
-    def on_log(self, args, state, control, logs=None, **kwargs):
-        if not logs or not state.is_world_process_zero:
-            return
-        row: dict[str, Any] = {"stage": self.stage, "step": state.global_step,
-                               "time": datetime.now(UTC).isoformat(timespec="seconds")}
-        for key, value in logs.items():
-            if isinstance(value, int | float | str | bool) or value is None:
-                row[key] = value
-        now = time.perf_counter()
-        tokens = float(state.num_input_tokens_seen or logs.get("num_tokens") or 0)
-        if self._last_time is not None and now > self._last_time and tokens > self._last_tokens:
-            row["tokens_per_s"] = round((tokens - self._last_tokens) / (now - self._last_time), 2)
-        self._last_time, self._last_tokens = now, tokens
-        with self.path.open("a", encoding="utf-8") as handle:
-            handle.write(json.dumps(row, sort_keys=True) + "\n")
 
 
 def drop_metrics_after(path: str | Path, step: int) -> None:

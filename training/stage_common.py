@@ -14,10 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from training.base_config import StageConfig, dump_config
+from training.callbacks import MetricsLogger, StopAfterSteps
 from training.runs import (
-    MetricsLogger,
     ModelCard,
-    StopAfterSteps,
     base_model_of,
     checkpoint_step,
     final_model_dir,

@@ -1,6 +1,6 @@
 """Training curves for the dashboards: which metrics make which chart, smoothing, and downsampling.
 
-The trainers write one ``metrics.jsonl`` row per logging step (``training.runs.MetricsLogger``); a
+The trainers write one ``metrics.jsonl`` row per logging step (``training.callbacks.MetricsLogger``); a
 run of 10,000 steps is 10,000 rows. The browser gets at most ``max_points`` points per curve,
 chosen on the server by Largest-Triangle-Three-Buckets (Steinarsson 2013), which keeps a curve's
 shape (spikes included) with far fewer points than it has; the smoothed loss is computed on every
