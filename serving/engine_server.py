@@ -489,12 +489,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import torch
     import uvicorn
 
     from harness.checkpoints import resolve_checkpoint
 
-    if args.threads:
+    if args.threads and (args.quantization in TORCH_QUANTIZATIONS or args.draft_head):
+        import torch  # the torch engine's threads; llama.cpp takes them as a parameter (2 s of start-up saved)
+
         torch.set_num_threads(args.threads)
     app = build_app(resolve_checkpoint(args.checkpoint), quantization=args.quantization,
                     max_tokens_cap=args.max_tokens_cap, draft_head=args.draft_head, threads=args.threads,

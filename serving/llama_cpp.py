@@ -26,6 +26,7 @@ llama.cpp's prefill progress, and stopping the stream cancels the slot's task.
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import shutil
@@ -436,13 +437,28 @@ _TOKENIZERS: dict[str, Any] = {}
 _TOKENIZERS_LOCK = threading.Lock()
 
 
+#: The tokenizer classes a checkpoint's tokenizer_config.json names that are transformers' fast tokenizer itself
+FAST_TOKENIZER_CLASSES = ("TokenizersBackend", "PreTrainedTokenizerFast")
+
+
 def load_tokenizer(model_dir: str | Path) -> Any:
+    """The checkpoint's tokenizer, once per process. When its tokenizer_config.json names the fast tokenizer
+    class (every checkpoint here), that class reads it directly: AutoTokenizer would load the model's
+    config first to choose the same class, and with the config module, torch (2 s of an engine
+    server's start that the llama.cpp route does not otherwise need)."""
     key = str(Path(model_dir).resolve())
     with _TOKENIZERS_LOCK:
         if key not in _TOKENIZERS:
-            from transformers import AutoTokenizer
-
-            _TOKENIZERS[key] = AutoTokenizer.from_pretrained(key)
+            try:
+                named = json.loads((Path(key) / "tokenizer_config.json").read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                named = {}
+            fast = isinstance(named, dict) and named.get("tokenizer_class") in FAST_TOKENIZER_CLASSES
+            if fast:
+                from transformers import PreTrainedTokenizerFast as tokenizer_class
+            else:  # AutoTokenizer's module imports torch
+                from transformers import AutoTokenizer as tokenizer_class
+            _TOKENIZERS[key] = tokenizer_class.from_pretrained(key)
         return _TOKENIZERS[key]
 
 

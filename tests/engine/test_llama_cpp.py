@@ -333,3 +333,28 @@ def test_the_export_carries_the_checkpoints_rope_base_from_rope_parameters(tmp_p
     (folder / "config.json").write_text(json.dumps(scaled))
     with pytest.raises(GgufError, match="rope type 'yarn' is not exported"):
         export_gguf(folder, tmp_path / "scaled.gguf", quantization="F32")
+
+
+def test_the_tokenizer_loads_without_torch_and_tokenizes_as_autotokenizer_does():
+    """The llama.cpp route reads a checkpoint's tokenizer with the fast tokenizer class it names, not
+    through AutoTokenizer (whose module imports torch: 2 s of every engine server's start)."""
+    import subprocess
+    import sys
+
+    from transformers import AutoTokenizer
+
+    messages = [{"role": "system", "content": "You are Mia.\n- rule one"},
+                {"role": "user", "content": 'Viewer says:  price of link 3?\n<tool_call>{"name": "x"}</tool_call>'}]
+    script = ("import json, sys; from serving.llama_cpp import load_tokenizer; "
+              f"t = load_tokenizer({str(tiny_model_dir())!r}); "
+              f"text = t.apply_chat_template({messages!r}, tokenize=False, add_generation_prompt=True); "
+              "print(json.dumps([type(t).__name__, 'torch' in sys.modules, t(text)['input_ids'], "
+              "t.convert_tokens_to_ids('<|im_end|>')]))")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                          cwd=Path(__file__).resolve().parents[2])
+    assert done.returncode == 0, done.stderr[-2000:]
+    name, torch_loaded, ids, end = json.loads(done.stdout.strip().splitlines()[-1])
+    assert not torch_loaded
+    auto = AutoTokenizer.from_pretrained(tiny_model_dir())
+    text = auto.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    assert (name, ids, end) == (type(auto).__name__, auto(text)["input_ids"], auto.convert_tokens_to_ids("<|im_end|>"))
