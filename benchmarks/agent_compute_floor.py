@@ -68,6 +68,7 @@ def request_work(run_dir: Path) -> tuple[list[dict[str, Any]], list[float]]:
 def measure_rates(checkpoint: Path, repeats: int) -> dict[str, float]:
     """The fastest first-call prefill, later-call prefill and decode rates (tok/s) of ``repeats`` tries."""
     from harness import demo_harness_dir, load_dir
+    from harness.policies.base import decode_rate
     from serving.llama_cpp import LlamaCppPolicy
 
     policy = LlamaCppPolicy(checkpoint)
@@ -85,13 +86,13 @@ def measure_rates(checkpoint: Path, repeats: int) -> dict[str, float]:
         first = server.complete(prompt, max_new_tokens=64)
         new = first.prompt_tokens - first.cached_tokens
         best["first_prefill"] = max(best["first_prefill"], new / first.ttft_s)
-        if len(first.ids) > 8:
-            best["decode"] = max(best["decode"], (len(first.ids) - 1) / (first.finished_at - first.first_token_at))
         later = server.complete(prompt + first.ids + appended, max_new_tokens=32)
         new_later = later.prompt_tokens - later.cached_tokens
         best["later_prefill"] = max(best["later_prefill"], new_later / later.ttft_s)
-        if len(later.ids) > 8:
-            best["decode"] = max(best["decode"], (len(later.ids) - 1) / (later.finished_at - later.first_token_at))
+        for done in (first, later):
+            if len(done.ids) > 8:  # a handful of tokens times the stream's start, not decoding
+                rate = decode_rate(len(done.ids), done.ttft_s, done.finished_at - done.submitted_at)
+                best["decode"] = max(best["decode"], rate or 0.0)
         print(f"  try: first call {new} tokens in {first.ttft_s:.2f} s, decoded {len(first.ids)}; later call "
               f"{new_later} tokens in {later.ttft_s:.2f} s, decoded {len(later.ids)}", flush=True)
     return best

@@ -1,6 +1,6 @@
 // The engine's int8 kernel (serving/engine/kernels.py compiles and loads it): an operator registered
 // with the dispatcher, built against ATen's tensor headers only, not torch/extension.h (which pulls
-// in all of libtorch and pybind11 and took 55 s of the 2-core machine to compile, against 15 s).
+// in all of libtorch and pybind11 and took 55 s of the 2-core machine to compile, against 15-19 s).
 #include <ATen/Parallel.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>

@@ -10,7 +10,7 @@ channel, fp32 activations and accumulation, up to 8 activation rows per pass so
 a batched decode step reads each weight once. 135 MB per token.
 
 ``int8_linear.cpp`` beside this file is compiled once per machine and checkout with torch's
-``cpp_extension`` (g++ and ninja, which ``scripts/bootstrap.sh`` installs; about 15 s on 2 cores)
+``cpp_extension`` (g++ and ninja, which ``scripts/bootstrap.sh`` installs; about 15-19 s on 2 cores)
 into torch's extension cache, and registered as ``torch.ops.serving_engine_int8.int8_linear``;
 ``kernel_problem()`` says why it cannot be used where it cannot.
 """
