@@ -105,3 +105,17 @@ def test_change_order_and_load_skill(ctx):
     assert body["kind"] == "reply" and "{#" not in body["instructions"]
     with pytest.raises(ToolInputError, match="unknown skill 'itemqa'; skills: aftersale"):
         BUILTIN_IMPLS["flow.load_skill"](ctx, {"name": "itemqa"})
+
+
+def test_a_loaded_skill_reaches_the_model_as_markdown_after_one_compact_json_line():
+    from harness.runtime.context import tool_payload
+
+    body = "# Item Q&A\n\n- Say \"Link 3 is 89 yuan\".\n"
+    payload = tool_payload("load_skill", {"skill": "item_qa", "kind": "reply", "instructions": body}, None)
+    assert payload == ('<tool_response>{"name":"load_skill","result":{"skill":"item_qa","kind":"reply"}}\n'
+                       + body + "</tool_response>")
+    # other results stay one compact JSON object; errors and notes keep their keys
+    assert tool_payload("get_price", {"price": 89.0}, None, note="cite it") == (
+        '<tool_response>{"name":"get_price","result":{"price":89.0},"note":"cite it"}</tool_response>')
+    assert tool_payload("get_price", None, "blocked: no") == (
+        '<tool_response>{"name":"get_price","error":"blocked: no"}</tool_response>')

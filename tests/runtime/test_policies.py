@@ -74,7 +74,7 @@ def test_native_tool_calls_use_tool_messages(demo_bundle):
     second = policy.calls[1]
     assert second[-2]["tool_calls"][0]["id"] == "c1"
     assert second[-1]["role"] == "tool" and second[-1]["tool_call_id"] == "c1"
-    assert '"price": 89.0' in second[-1]["content"]
+    assert '"price":89.0' in second[-1]["content"]
     assert traj.outcome == "replied"
 
 

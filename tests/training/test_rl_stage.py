@@ -75,7 +75,7 @@ def test_env_mask_zeroes_exactly_tool_and_hook_tokens(tiny_dir):
         assert env == expected + "<|im_start|>assistant\n"
     hook = next(h["message"] for h in traj["hook_decisions"] if h["decision"] == "block")
     assert hook in env_runs[1] and not any(hook in m for m in model_runs)
-    assert '"name": "get_product_info_by_link_id"' in env_runs[0]  # the tool result is env text
+    assert '"name":"get_product_info_by_link_id"' in env_runs[0]  # the tool result is env text
     assert sum(rollout.env_mask) == sum(len(c.ids) for c in policy.calls)
 
 
