@@ -6,7 +6,8 @@ this module, so a name means the same model everywhere and a fingerprint is the 
 everywhere:
 
 - ``resolve_checkpoint(name)``: ``local`` / ``default`` -> the default model, ``tiny`` -> the tiny
-  test model (both from ``harness.policies.models``' cache), else a checkpoint folder;
+  test model (both from ``harness.policies.models``' cache), else a checkpoint folder; a LoRA
+  adapter folder resolves to its base merged with it (``harness.adapters``), built once;
 - ``checkpoint_problem(path)``: why a folder is not a checkpoint transformers can load (one
   sentence), or None;
 - ``folder_files(path)``: every file under a folder as (name, size, sha256 of every byte), sorted by
@@ -52,6 +53,10 @@ def checkpoint_problem(path: str | Path) -> str | None:
             return f"{path} does not exist"
         if not path.is_dir():
             return f"{path} is a file, not a checkpoint folder"
+        from harness import adapters
+
+        if adapters.is_adapter(path):
+            return adapters.adapter_problem(path)
         if not (path / "config.json").is_file():
             return f"{path} has no config.json"
         if not any((path / name).is_file() for name in WEIGHT_FILES):
@@ -75,8 +80,12 @@ def resolve_checkpoint(name: str) -> Path:
     problem = checkpoint_problem(path) if name else "no name given"
     if problem:
         raise CheckpointError(
-            f"{name!r} is not a model ({problem}): expected 'local', 'tiny' or a checkpoint folder "
-            "with config.json and weights")
+            f"{name!r} is not a model ({problem}): expected 'local', 'tiny', a checkpoint folder "
+            "with config.json and weights, or a LoRA adapter folder (harness.adapters)")
+    from harness import adapters
+
+    if adapters.is_adapter(path):
+        return adapters.merged_checkpoint(path)  # base + adapter, merged once into the model cache
     return path.resolve()
 
 
@@ -164,7 +173,12 @@ def files_fingerprint(files: list[FileDigest] | list[dict[str, Any]]) -> str:
 
 
 def fingerprint(path: str | Path) -> str:
-    """The folder's fingerprint (``files_fingerprint`` of ``folder_files``)."""
+    """The folder's fingerprint (``files_fingerprint`` of ``folder_files``); an adapter folder's covers
+    its base's identity too (``harness.adapters.adapter_fingerprint``)."""
+    from harness import adapters
+
+    if adapters.is_adapter(path):
+        return adapters.adapter_fingerprint(path)
     return files_fingerprint(folder_files(path))
 
 

@@ -61,10 +61,31 @@ class StageConfig:
     report_to: list[str] = field(default_factory=lambda: ["none"], metadata={"help": (
         "Trackers TRL reports to (passed through to transformers): e.g. ['wandb'], ['tensorboard'], "
         "['trackio'], or ['none'].")})
+    lora_rank: int = field(default=0, metadata={"help": (
+        "Train a LoRA adapter (PEFT) of this rank instead of every weight; 0 trains the whole model. "
+        "The run's final/ then holds only the adapter (adapter_config.json, adapter_model.safetensors) and "
+        "adapter_base.json naming its base model; every route runs it (docs/training.md, 'Adapters').")})
+    lora_alpha: float = field(default=0.0, metadata={"help": (
+        "LoRA scaling numerator (the update is scaled by alpha/rank); 0: twice the rank.")})
+    lora_dropout: float = field(default=0.0, metadata={"help": "Dropout on the LoRA input, 0 to below 1."})
+    lora_target_modules: list[str] = field(default_factory=lambda: ["all-linear"], metadata={"help": (
+        "Modules that get an adapter: 'all-linear' (every linear layer but the output head) or module "
+        "names such as q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj.")})
     evaluate_after: bool = field(default=False, metadata={"help": (
         "After training, score the final model on subsets of the evaluation sets and write eval.json.")})
     eval_cases: int = field(default=20, metadata={"help": (
         "Cases per evaluation subset when evaluate_after is on.")})
+
+    def peft_config(self):
+        """The PEFT LoraConfig these settings ask for, or None to train every weight."""
+        if not self.lora_rank:
+            return None
+        from peft import LoraConfig
+
+        targets = self.lora_target_modules
+        return LoraConfig(r=self.lora_rank, lora_alpha=self.lora_alpha or 2 * self.lora_rank,
+                          lora_dropout=self.lora_dropout, task_type="CAUSAL_LM",
+                          target_modules="all-linear" if targets == ["all-linear"] else list(targets))
 
     @classmethod
     def help_texts(cls) -> dict[str, str]:
@@ -85,6 +106,14 @@ class StageConfig:
             return f"learning_rate: must be above 0, got {self.learning_rate}"
         if not self.report_to:
             return "report_to: give ['none'] or one or more trackers, e.g. ['tensorboard']"
+        if self.lora_rank < 0:
+            return f"lora_rank: must be 0 (train every weight) or a rank of 1 or more, got {self.lora_rank}"
+        if self.lora_rank and self.lora_alpha < 0:
+            return f"lora_alpha: must be above 0 (or 0 for twice the rank), got {self.lora_alpha}"
+        if not 0.0 <= self.lora_dropout < 1.0:
+            return f"lora_dropout: must be at least 0 and below 1, got {self.lora_dropout}"
+        if self.lora_rank and not self.lora_target_modules:
+            return "lora_target_modules: name at least one module, or 'all-linear'"
         if not 0 <= self.stop_after_steps <= self.max_steps:
             return (f"stop_after_steps: must be between 0 (off) and max_steps ({self.max_steps}), "
                     f"got {self.stop_after_steps}")

@@ -52,7 +52,8 @@ def run_opd(config: OPDStageConfig) -> Path:
     trainer = DistillationTrainer(model=str(run.model_dir), teacher_model=teacher,
                                   args=build_opd_args(config, run),
                                   train_dataset=Dataset.from_list([{"prompt": p} for p in prompts]),
-                                  processing_class=tokenizer, callbacks=run.callbacks())
+                                  processing_class=tokenizer, callbacks=run.callbacks(),
+                                  peft_config=config.peft_config())
     run.train(trainer)
     final = run.finish(trainer, tokenizer, config=config, harness_dir=harness_dir,
                        data={"prompts": config.prompts, "n_prompts": len(prompts)},

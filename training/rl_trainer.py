@@ -99,7 +99,7 @@ def run_rl(config: RLStageConfig, *, extra_rewards: dict[str, tuple[Callable, fl
             args=build_rl_args(config, run, max_rounds=rounds, weights=[w for _, w in rewards]),
             train_dataset=Dataset.from_list([{"prompt": c["id"]} for c in source.cases]),
             processing_class=tokenizer, callbacks=run.callbacks(), rollout_func=rollout,
-            drop_zero_advantage=config.drop_zero_advantage)
+            drop_zero_advantage=config.drop_zero_advantage, peft_config=config.peft_config())
         run.train(trainer)
         final = run.finish(trainer, tokenizer, config=config, harness_dir=harness_dir,
                            data={"tasks": source.name, "n_tasks": len(source.cases),

@@ -63,7 +63,9 @@ def final_model_dir(run_dir: str | Path) -> Path:
 
 def is_finished(run_dir: str | Path) -> bool:
     """A stage is finished when its final model and model card are written."""
-    return (final_model_dir(run_dir) / "config.json").is_file() and (Path(run_dir) / "model_card.json").is_file()
+    from harness.checkpoints import checkpoint_problem
+
+    return checkpoint_problem(final_model_dir(run_dir)) is None and (Path(run_dir) / "model_card.json").is_file()
 
 
 def drop_metrics_after(path: str | Path, step: int) -> None:

@@ -20,6 +20,10 @@ class SFTStageConfig(StageConfig):
     max_cases: int = field(default=200, metadata={"help": "Use at most this many training cases."})
     hsa_variants: int = field(default=3, metadata={"help": (
         "K augmented Harness variants per case besides the original. 0 = Fixed-Harness SFT (the baseline).")})
+    hsa_pool: int = field(default=0, metadata={"help": (
+        "Variants in the seeded pool each case's K variants are drawn from (variant seeds "
+        "seed*1000 .. seed*1000+pool-1). 0: 2K, at least 4. A larger pool shows the model more Harness "
+        "states; each variant runs one agent (with its MCP server process) while the data is built.")})
     hsa_dims: list[str] = field(default_factory=lambda: ["skills", "skill-content", "tools", "prompt", "hooks"],
                                 metadata={"help": "HSA transformation families to apply."})
     teacher: str = field(default="gold", metadata={"help": (
@@ -59,6 +63,9 @@ class SFTStageConfig(StageConfig):
             return f"max_length: must be at least 16 tokens, got {self.max_length}"
         if self.hsa_variants < 0:
             return "hsa_variants: must be 0 (Fixed-Harness SFT) or more"
+        if self.hsa_pool < 0 or (self.hsa_pool and self.hsa_pool < self.hsa_variants):
+            return (f"hsa_pool: must be 0 (2 x hsa_variants) or at least hsa_variants "
+                    f"({self.hsa_variants}), got {self.hsa_pool}")
         if not 0.0 <= self.keep_retry_fraction <= 1.0:
             return "keep_retry_fraction: must be between 0 and 1"
         if self.min_accuracy not in (0.0, 1.0):

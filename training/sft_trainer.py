@@ -150,7 +150,7 @@ def run_sft(config: SFTStageConfig, *, examples: list[dict[str, Any]] | None = N
     data_facts["packed"] = packing
     trainer = SFTTrainer(model=str(run.model_dir), args=build_sft_args(config, run),
                          train_dataset=dataset, eval_dataset=eval_dataset, processing_class=tokenizer,
-                         callbacks=run.callbacks())
+                         callbacks=run.callbacks(), peft_config=config.peft_config())
     run.train(trainer)
     final = run.finish(trainer, tokenizer, config=config, harness_dir=harness_dir, data=data_facts,
                        trainer_name="trl.SFTTrainer",

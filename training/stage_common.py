@@ -65,7 +65,8 @@ class StageRun:
             gradient_accumulation_steps=config.gradient_accumulation_steps, warmup_steps=config.warmup_steps,
             logging_steps=config.logging_steps, save_strategy="steps", save_steps=config.save_steps,
             save_total_limit=config.save_total_limit, seed=config.seed, data_seed=config.seed,
-            report_to=config.report_to, **checkpointing_args(config.gradient_checkpointing), bf16=False,
+            report_to=config.report_to, **checkpointing_args(config.gradient_checkpointing),
+            bf16=_bf16_accelerator(),
             dataloader_num_workers=0, disable_tqdm=True, include_num_input_tokens_seen="all",
             use_cpu=not _has_accelerator())
 
@@ -95,19 +96,53 @@ class StageRun:
 
         trainer.save_model(str(self.final_dir))
         tokenizer.save_pretrained(str(self.final_dir))
+        extra = dict(extra or {})
+        if config.lora_rank:
+            extra["adapter"] = save_adapter_base(self.final_dir, base_name=config.model,
+                                                 base_dir=self.model_dir, config=config)
         bundle = load_dir(harness_dir)
         ModelCard(stage=self.stage, base_model=base_model_of(self.model_dir),
                   parent_checkpoint=str(self.model_dir), data=data, harness_name=bundle.name,
                   harness_digest=bundle.digest, steps=int(trainer.state.global_step),
                   wall_time_s=time.perf_counter() - self.started, trainer=trainer_name,
-                  extra=extra or {}).write(self.run_dir)
+                  extra=extra).write(self.run_dir)
         return self.final_dir
+
+
+def save_adapter_base(final: Path, *, base_name: str, base_dir: Path, config: StageConfig) -> dict[str, Any]:
+    """Next to the adapter PEFT saved: ``adapter_base.json`` (which base, and how to recognise it on
+    another machine), and ``adapter_config.json`` naming that base instead of this machine's cache
+    path. Returns the facts for the model card."""
+    import json
+
+    from harness import adapters
+
+    record = adapters.base_record(base_name, base_dir)
+    (final / adapters.BASE_FILE).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    config_path = final / adapters.ADAPTER_CONFIG
+    peft = json.loads(config_path.read_text(encoding="utf-8"))
+    peft["base_model_name_or_path"] = record["base"]
+    config_path.write_text(json.dumps(peft, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    if problem := adapters.adapter_problem(final):
+        raise RuntimeError(f"the saved adapter is not usable: {problem}")
+    size = sum(f.stat().st_size for f in final.iterdir() if f.name.startswith("adapter_model"))
+    return {"rank": config.lora_rank, "alpha": config.lora_alpha or 2 * config.lora_rank,
+            "dropout": config.lora_dropout, "target_modules": config.lora_target_modules,
+            "base": record["base"], "base_identity": adapters.base_identity(record), "weights_bytes": size}
 
 
 def _has_accelerator() -> bool:
     import torch
 
     return bool(torch.cuda.is_available())
+
+
+def _bf16_accelerator() -> bool:
+    """Mixed precision in bf16 (fp32 master weights) on a GPU that has it; fp32 on CPU, where bf16
+    matrix products are slower on these cores (no AVX-512 BF16 / AMX)."""
+    import torch
+
+    return bool(torch.cuda.is_available() and torch.cuda.is_bf16_supported())
 
 
 def load_checkpoint(trainer, checkpoint: Path) -> None:

@@ -58,7 +58,7 @@ def build_sft_examples(*, config, harness_dir: Path) -> tuple[list[dict[str, Any
     bundle = load_dir(harness_dir)
     judge = judge_for(bundle, catalogue=source.catalogue)
     rng = random.Random(config.seed)
-    pool_size = max(2 * config.hsa_variants, 4) if config.hsa_variants else 0
+    pool_size = (config.hsa_pool or max(2 * config.hsa_variants, 4)) if config.hsa_variants else 0
     pool = build_pool(bundle=bundle, size=pool_size, seed=config.seed, dims=config.hsa_dims,
                       cases=source.cases, catalogue=source.catalogue)
     teacher = None if config.teacher == "gold" else make_policy(config.teacher)
