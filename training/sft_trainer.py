@@ -59,6 +59,17 @@ def sft_dataset(examples: list[dict[str, Any]], *, tokenizer=None) -> tuple[Any,
                               for r in packed]), facts
 
 
+def file_sha256(path: str | Path) -> str:
+    """The examples file's digest, for the model card: the data a checkpoint saw, byte for byte."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    with Path(path).open("rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
 def _case_key(index: int, example: dict[str, Any]) -> tuple:
     meta = example.get("meta") or {}
     if meta.get("case_id") not in (None, ""):
@@ -126,14 +137,15 @@ def run_sft(config: SFTStageConfig, *, examples: list[dict[str, Any]] | None = N
     data_facts: dict[str, Any]
     if examples is None and config.examples:
         examples = read_examples(config.examples)
-        data_facts = {"examples_file": config.examples}
+        data_facts = {"examples_file": config.examples, "examples_sha256": file_sha256(config.examples)}
     elif examples is None:
         from training.trajectory_data import build_sft_examples, write_examples
 
         examples, report = build_sft_examples(config=config, harness_dir=harness_dir)
         write_examples(examples, run.run_dir / "examples.jsonl")
         (run.run_dir / "data_report.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-        data_facts = {"examples_file": str(run.run_dir / "examples.jsonl"), **report}
+        data_facts = {"examples_file": str(run.run_dir / "examples.jsonl"),
+                      "examples_sha256": file_sha256(run.run_dir / "examples.jsonl"), **report}
     else:
         data_facts = {"examples": "given in memory"}
     data_facts.setdefault("n_examples", len(examples))
