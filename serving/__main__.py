@@ -1,5 +1,6 @@
 """Command line of serving/: `python -m serving <command>`.
 
+    prepare MODEL [--quantization Q] merge an adapter with its base and export the GGUF of the CPU route, once
     profiles                         list the serving profiles (built-in or --profiles FILE)
     serve --route R                  start a local or transformers-serve profile and keep it up (Ctrl-C stops it)
     engine-server CHECKPOINT [--port N] [--quantization int8]
@@ -37,6 +38,11 @@ USER_ERRORS: tuple[type[Exception], ...] = (ValueError, RunRecordError, FileNotF
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m serving", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("prepare", help=("make a model ready for the CPU route once: a LoRA adapter merged with "
+                                        "its base, then exported to GGUF (each step says what it does)"))
+    p.add_argument("model", help="'local', a checkpoint folder or an adapter folder (e.g. models/demo-adapter)")
+    p.add_argument("--quantization", default=None, help="GGUF format (default: $HARNESS_GGUF_QUANTIZATION or Q8_0)")
 
     p = sub.add_parser("profiles", help="list serving profiles")
     p.add_argument("--profiles", help="profiles YAML file (default: the built-in serving/profiles.yaml)")
@@ -101,6 +107,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run")
     p.add_argument("--root", default=str(DEFAULT_RUNS_DIR))
     return parser
+
+
+def cmd_prepare(args) -> int:
+    """Resolve (merging an adapter), then export the GGUF the llama.cpp route runs; a second run finds
+    both in the model cache and returns at once."""
+    from harness import adapters
+    from harness.checkpoints import resolve_checkpoint
+    from serving.gguf import default_quantization, gguf_for_checkpoint
+
+    quantization = args.quantization or default_quantization()
+    started = time.perf_counter()
+    if adapters.is_adapter(args.model):
+        print(f"[prepare] {args.model}: a LoRA adapter; merging it with its base (once)", flush=True)
+    checkpoint = resolve_checkpoint(args.model)
+    print(f"[prepare] checkpoint {checkpoint} ({time.perf_counter() - started:.1f} s)", flush=True)
+    step = time.perf_counter()
+    print(f"[prepare] GGUF {quantization} for the llama.cpp route (exported once, then cached)", flush=True)
+    gguf = gguf_for_checkpoint(checkpoint, quantization=quantization)
+    print(f"[prepare] {gguf} ({time.perf_counter() - step:.1f} s); ready in {time.perf_counter() - started:.1f} s",
+          flush=True)
+    return 0
 
 
 def cmd_profiles(args) -> int:
@@ -283,6 +310,7 @@ def cmd_engine_server(args) -> int:
 
 
 COMMANDS = {
+    "prepare": cmd_prepare,
     "profiles": cmd_profiles,
     "engine-server": cmd_engine_server,
     "serve": cmd_serve,

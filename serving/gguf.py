@@ -164,6 +164,10 @@ def gguf_for_checkpoint(checkpoint: Path, *, quantization: str = DEFAULT_QUANTIZ
     checkpoint = Path(checkpoint).resolve()
     if is_default_model(checkpoint):
         return gguf_path()
+    from harness import adapters
+
+    if adapters.is_adapter(checkpoint):  # its base merged with it, once: the export is keyed by that folder
+        checkpoint = adapters.merged_checkpoint(checkpoint)
     problem = checkpoint_problem(checkpoint)
     if problem:
         raise GgufError(f"cannot export to GGUF: {problem}")

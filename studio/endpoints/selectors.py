@@ -9,3 +9,14 @@ from studio.endpoints.models import ModelEndpoint
 
 def endpoint_list() -> QuerySet[ModelEndpoint]:
     return ModelEndpoint.objects.select_related("api_key_secret")
+
+
+def endpoint_default() -> ModelEndpoint | None:
+    """The endpoint forms pre-select: the shipped demo adapter where it is registered, else the local
+    base model, else the first by name. A user can always pick another."""
+    from studio.endpoints.services import DEMO_ADAPTER_ENDPOINT_NAME, LOCAL_ENDPOINT_NAME
+
+    for name in (DEMO_ADAPTER_ENDPOINT_NAME, LOCAL_ENDPOINT_NAME):
+        if endpoint := ModelEndpoint.objects.filter(name=name).first():
+            return endpoint
+    return ModelEndpoint.objects.order_by("name").first()

@@ -30,6 +30,7 @@ from studio.jobs.services import job_create
 
 ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]{0,99}$")
 LOCAL_ENDPOINT_NAME = "local-default"
+DEMO_ADAPTER_ENDPOINT_NAME = "demo-adapter"
 _BUILT_IN_MODELS = ("leave empty for the built-in SmolLM2-135M-Instruct (the tiny route is the built-in "
                     "2-layer test model)")
 # A /models answer lists model names; anything larger is not one.
@@ -61,7 +62,8 @@ def _validate(*, name: str, route: str, base_url: str, model: str, api_key_secre
                           "of a checkpoint folder on the worker machine, e.g. /srv/runs/hsa-sft/final")
         elif problem := checkpoint_problem(Path(model)):
             errors.append(f"model: {problem}; give the absolute path of an existing checkpoint folder with "
-                          f"config.json and weights (a training run's final/), or {_BUILT_IN_MODELS}")
+                          f"config.json and weights (a training run's final/), a LoRA adapter folder (models/demo-adapter), "
+                          f"or {_BUILT_IN_MODELS}")
     if route == ModelEndpoint.SCRIPTED:
         if not script_path:
             errors.append("script_path: the path of a JSON script file (a list of model outputs)")
@@ -133,6 +135,33 @@ def endpoint_ensure_local(*, actor: User | None = None) -> ModelEndpoint:
         base_url="",
         model="",
         description="SmolLM2-135M-Instruct on this machine's CPU (converted once into the model cache).",
+        actor=actor,
+    )
+
+
+def demo_adapter_dir() -> Path:
+    """The adapter the repository ships (models/demo-adapter, docs/training.md): the demo's model."""
+    from django.conf import settings
+
+    return Path(settings.BASE_DIR) / "models" / DEMO_ADAPTER_ENDPOINT_NAME
+
+
+def endpoint_ensure_demo_adapter(*, actor: User | None = None) -> ModelEndpoint | None:
+    """The endpoint serving the shipped demo adapter on this machine's CPU (idempotent; its path follows
+    the checkout). None when the checkout has no usable adapter folder."""
+    folder = demo_adapter_dir()
+    if checkpoint_problem(folder):
+        return None
+    endpoint = ModelEndpoint.objects.filter(name=DEMO_ADAPTER_ENDPOINT_NAME).first()
+    if endpoint is not None:
+        if endpoint.route == ModelEndpoint.LOCAL and endpoint.model != str(folder):
+            ModelEndpoint.objects.filter(pk=endpoint.pk).update(model=str(folder))  # the checkout moved
+            endpoint.refresh_from_db()
+        return endpoint
+    return endpoint_save(
+        endpoint=None, name=DEMO_ADAPTER_ENDPOINT_NAME, route=ModelEndpoint.LOCAL, base_url="", model=str(folder),
+        description=("The demo model: the shipped HSA-SFT LoRA adapter (models/demo-adapter) on SmolLM2-135M-Instruct, "
+                     f"on this machine's CPU. {LOCAL_ENDPOINT_NAME} is the untrained base model, for comparison."),
         actor=actor,
     )
 

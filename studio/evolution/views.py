@@ -12,6 +12,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from studio.accounts.decorators import requires
 from studio.accounts.roles import user_can
+from studio.endpoints.selectors import endpoint_default
 from studio.evolution import selectors
 from studio.evolution.datasets import dataset_catalogue_from_text, dataset_import, problems_listed
 from studio.evolution.decisions import proposal_edit_in_editor, proposal_review, stage_decide
@@ -62,6 +63,7 @@ def evolution_list(request):
 @requires("evolution.run")
 def evolution_new(request):
     form = EvolutionForm(request.POST or None, initial={"dataset": request.GET.get("dataset"),
+                                                        "endpoint": endpoint_default(),
                                                         "version": request.GET.get("version")})
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data

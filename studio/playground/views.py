@@ -16,6 +16,7 @@ from django.views.decorators.http import require_http_methods
 from harness.numbers import decimal_int
 from studio.accounts.decorators import requires
 from studio.endpoints.models import ModelEndpoint
+from studio.endpoints.selectors import endpoint_default
 from studio.evolution.models import Dataset
 from studio.harnesses.models import HarnessVersion
 from studio.playground.examples import DEFAULT_EXAMPLE, example_request, examples
@@ -49,7 +50,7 @@ def playground(request):
     values = {
         "version": data.get("version", ""),
         "draft": data.get("draft", ""),
-        "endpoint": data.get("endpoint", ""),
+        "endpoint": data.get("endpoint") or (default.pk if (default := endpoint_default()) else ""),
         "dataset": data.get("dataset", ""),
         "case": data.get("case", "").strip(),
         "budget_s": data.get("budget_s", "").strip(),

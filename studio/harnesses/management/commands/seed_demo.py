@@ -12,7 +12,7 @@ from django.db import transaction
 from harness import demo_harness_dir, load_dir
 from studio.accounts.roles import ADMIN, ML_ENGINEER, OPERATOR, REVIEWER
 from studio.accounts.services import roles_ensure, user_create
-from studio.endpoints.services import endpoint_ensure_local
+from studio.endpoints.services import endpoint_ensure_demo_adapter, endpoint_ensure_local
 from studio.harnesses.models import Label
 from studio.harnesses.services import harness_import, label_move
 from studio.mcpservers.services import mcp_server_ensure_demo
@@ -27,7 +27,7 @@ DEMO_USERS = [
 
 class Command(BaseCommand):
     help = ("Create roles, demo users, the demo's marketing MCP server, the demo Harness (v1 at production) "
-            "and the local model endpoint.")
+            "and the model endpoints (the shipped demo adapter, chosen by default, and the base model).")
 
     @transaction.atomic
     def handle(self, *args, **options) -> None:
@@ -52,10 +52,14 @@ class Command(BaseCommand):
                 harness=harness, name=Label.PRODUCTION, version=version, actor=admin, reason="Initial demo release"
             )
         endpoint = endpoint_ensure_local(actor=admin)
+        adapter = endpoint_ensure_demo_adapter(actor=admin)
 
         state = "imported" if result.created else "already present"
         self.stdout.write(f"Harness {harness.name} v{version.number} {state} (digest {version.digest[:12]}), label production.")
-        self.stdout.write(f"Model endpoint {endpoint.name} ({endpoint.get_route_display()}).")
+        self.stdout.write(f"Model endpoint {endpoint.name} ({endpoint.get_route_display()}): the untrained base model.")
+        if adapter is not None:
+            self.stdout.write(f"Model endpoint {adapter.name} ({adapter.get_route_display()}): the shipped demo adapter "
+                              f"{adapter.model}, chosen by default.")
         if server is not None:
             self.stdout.write(f"MCP server {server.name}: {' '.join(server.command)}.")
         else:
