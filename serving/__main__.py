@@ -181,6 +181,17 @@ def cmd_sglang_command(args) -> int:
             port = profile_port
     if not model:
         raise ValueError("sglang-command: give --model PATH (or --profile with a checkpoint)")
+    from harness import adapters
+
+    if adapters.is_adapter(model):
+        # SGLang serves the adapter merged with its base (built once in this host's model cache), so the
+        # policy runs at the base's speed and a draft head adapted to it (its fingerprint) matches.
+        from harness.checkpoints import resolve_checkpoint
+
+        name = name or Path(model.rstrip("/")).name
+        merged = resolve_checkpoint(model)
+        print(f"# {model}: a LoRA adapter; serving it merged with its base: {merged}", file=sys.stderr)
+        model = str(merged)
     from serving.sglang import checkpoint_flags
 
     derived = checkpoint_flags(model)

@@ -98,3 +98,20 @@ def test_lora_settings_are_checked():
     assert SFTStageConfig(lora_rank=8, lora_dropout=1.0).check().startswith("lora_dropout:")
     assert SFTStageConfig(lora_rank=8, lora_target_modules=[]).check().startswith("lora_target_modules:")
     assert SFTStageConfig(lora_rank=8).peft_config().lora_alpha == 16
+
+
+def test_prepare_merges_and_exports_once_and_sglang_serves_the_merged_folder(lora_run, capsys):
+    from serving.__main__ import main as serving_main
+
+    adapter = str(lora_run / "final")
+    assert serving_main(["prepare", adapter, "--quantization", "Q8_0"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("[prepare]") and "LoRA adapter; merging it with its base" in lines[0]
+    gguf = lines[-1].split()[1]
+    assert gguf.endswith(".Q8_0.gguf") and resolve_checkpoint(adapter).name in gguf
+    assert serving_main(["sglang-command", "--model", adapter, "--json"]) == 0
+    out = capsys.readouterr()
+    argv = json.loads(out.out)
+    assert argv[argv.index("--model-path") + 1] == str(resolve_checkpoint(adapter))
+    assert argv[argv.index("--served-model-name") + 1] == "final"
+    assert "a LoRA adapter; serving it merged with its base" in out.err
