@@ -22,6 +22,10 @@ say "demo data"
 $PY manage.py seed_demo
 say "demo evaluation sets (dev-set 482, Live-Stream QA 978, robustness, replay 110)"
 $PY manage.py seed_evolution_demo
+# The demo's model: the shipped adapter merged with its base and exported for llama.cpp, once (about
+# 30 s on 2 cores the first time; a second start finds both in the model cache).
+say "demo model: models/demo-adapter (merged with its base and exported once)"
+$PY -m serving prepare models/demo-adapter
 
 pids=()
 stop() {
