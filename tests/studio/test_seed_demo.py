@@ -29,3 +29,26 @@ def test_seed_demo_twice_gives_one_harness_version_label_and_endpoint(fast_passw
         assert f"{username:<8} password {password}" in second.getvalue()
         assert authenticate(username=username, password=password) is not None
     assert authenticate(username="olivia", password="x") is None
+
+
+def test_the_demo_serves_the_shipped_adapter_by_default_and_the_base_stays_one_choice_away(fast_passwords, client):
+    from django.conf import settings
+
+    from studio.endpoints.selectors import endpoint_default
+
+    out = StringIO()
+    call_command("seed_demo", stdout=out)
+    adapter = ModelEndpoint.objects.get(name="demo-adapter")
+    assert adapter.route == "local" and adapter.model == str(settings.BASE_DIR / "models" / "demo-adapter")
+    assert adapter.policy_spec == f"local:{adapter.model}"
+    assert "demo-adapter (" in out.getvalue() and "chosen by default" in out.getvalue()
+    assert endpoint_default() == adapter
+    client.login(username="mei", password="mei-ml-engineer")
+    page = client.get("/playground/").content.decode()
+    assert f'<option value="{adapter.pk}" selected>demo-adapter</option>' in page
+    assert ">local-default</option>" in page  # the untrained base, for comparison
+    # a moved checkout: seeding again points the endpoint at this checkout's adapter
+    ModelEndpoint.objects.filter(pk=adapter.pk).update(model="/elsewhere/models/demo-adapter")
+    call_command("seed_demo", stdout=StringIO())
+    adapter.refresh_from_db()
+    assert adapter.model == str(settings.BASE_DIR / "models" / "demo-adapter")
