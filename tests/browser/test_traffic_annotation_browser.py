@@ -91,7 +91,7 @@ def test_traffic_to_labels_to_an_evaluated_dataset(deployment_world, sign_in, li
     _label_by_keyboard(second, "1", "x")  # disagrees on case 2's Effectiveness
     second.goto("/annotation/q/june/")
     agreement = second.inner_text("#agreement")
-    assert "Cohen's kappa" in agreement
+    assert "cohen's kappa" in agreement.lower()
     assert second.locator("#agreement tr[data-dimension=accuracy] .kappa").inner_text() == "1.000"
     assert second.locator("#items tr[data-status=disputed]").count() == 1
     assert second.locator("#items tr[data-status=agreed]").count() == 1
