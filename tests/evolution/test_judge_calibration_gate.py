@@ -55,7 +55,7 @@ def _mark(page) -> str:
 def test_an_uncalibrated_judge_is_marked_and_refused_without_an_override(evaluated, personas):
     client = client_for(personas.operator)
     for url in (f"/evolution/runs/{evaluated.parent_run_id}/", f"/evolution/stages/{evaluated.pk}/",
-                f"/evolution/{evaluated.evolution_id}/", "/compatibility/"):
+                f"/evolution/{evaluated.evolution_id}/", "/compatibility/", "/training/checkpoints/"):
         page = client.get(url)
         assert page.status_code == 200
         assert _mark(page) == "uncalibrated", url
