@@ -103,6 +103,7 @@ INSTALLED_APPS = [
     "studio.compatibility",
     "studio.traffic",
     "studio.annotation",
+    "studio.editbench",
 ]
 
 MIDDLEWARE = [

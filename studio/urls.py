@@ -22,4 +22,5 @@ urlpatterns = [
     path("compatibility/", include("studio.compatibility.urls")),
     path("traffic/", include("studio.traffic.urls")),
     path("annotation/", include("studio.annotation.urls")),
+    path("edit-benchmark/", include("studio.editbench.urls")),
 ]

@@ -1,4 +1,4 @@
-"""Every traffic and annotation view x every role: allowed roles get through, others get 403, anonymous must
+"""Every traffic, annotation and edit-benchmark view x every role: allowed roles get through, others get 403, anonymous must
 sign in. The table names each URL once; a named URL missing from it fails the first test (the core matrix,
 tests/studio/test_permission_matrix.py, leaves these apps to their own)."""
 
@@ -37,11 +37,13 @@ MATRIX = [
     ("annotation:calibration_start", "post", "/annotation/calibrations/start/", "judge.calibrate",
      {"judge": "programmatic", "dataset": "none"}),
     ("annotation:calibration_detail", "get", "/annotation/calibrations/{calibration}/", "traffic.view", None),
+    ("editbench:benchmark", "get", "/edit-benchmark/", "evolution.view", None),
+    ("editbench:benchmark_start", "post", "/edit-benchmark/start/", "evolution.run", {"stage": "0"}),
 ]
 
 
 def test_every_traffic_and_annotation_url_is_in_the_matrix():
-    names = {n for n in _named_urls() if n.rpartition(":")[0] in ("traffic", "annotation")}
+    names = {n for n in _named_urls() if n.rpartition(":")[0] in ("traffic", "annotation", "editbench")}
     assert names == {row[0] for row in MATRIX}
 
 
