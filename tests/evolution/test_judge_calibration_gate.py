@@ -54,7 +54,10 @@ def _mark(page) -> str:
 
 def test_an_uncalibrated_judge_is_marked_and_refused_without_an_override(evaluated, personas):
     client = client_for(personas.operator)
-    for url in (f"/evolution/runs/{evaluated.parent_run_id}/", f"/evolution/stages/{evaluated.pk}/",
+    run = evaluated.parent_run
+    case_id = run.case_ids[0]
+    for url in (f"/evolution/runs/{run.pk}/", f"/evolution/runs/{run.pk}/cases/{case_id}/", f"/jobs/{run.job_id}/",
+                f"/evolution/stages/{evaluated.pk}/",
                 f"/evolution/{evaluated.evolution_id}/", "/compatibility/", "/training/checkpoints/"):
         page = client.get(url)
         assert page.status_code == 200
