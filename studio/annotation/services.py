@@ -168,7 +168,10 @@ def _export_case(item: QueueItem, label: dict[str, Any]) -> dict[str, Any]:
     human = {"accuracy": label["accuracy"], "effectiveness": label["effectiveness"]}
     if label["note"]:
         human["reason"] = label["note"]
-    case["candidates"] = [{"id": "labelled", "reply": item.reply, "route": item.route, "human": human}]
+    candidate = {"id": "labelled", "reply": item.reply, "route": item.route, "human": human}
+    if item.trajectory:
+        candidate["trajectory"] = item.trajectory
+    case["candidates"] = [candidate]
     return case
 
 

@@ -130,6 +130,7 @@ def test_export_makes_a_versioned_dataset_with_human_labels_that_calibrates_a_ju
     assert case["gold"]["reply_skills"] == ["item_qa"]
     assert case["gold"]["tool_calls"] == [{"name": "get_product_info_by_link_id"}]
     assert case["candidates"][0]["human"] == {"accuracy": 1, "effectiveness": 1.0}
+    assert case["candidates"][0]["trajectory"]["request_id"] == traffic[0].request_id
     _label(reviewer, "june", 4)
     reviewer.post("/annotation/q/june/export/")
     assert Dataset.objects.get(name="june-v2").case_count == 4
