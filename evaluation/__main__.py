@@ -7,6 +7,8 @@
     report    RUN [--rejudge]                    rewrite a run's report from its results (also unfinished runs)
     compare   RUN_A RUN_B [--out FILE.md]        paired per-category deltas, bootstrap, newly failing
     calibrate --set DEVSET --judge J [--out DIR] judge vs human labels: agreement, kappa, confusion
+    edit-transfer --model NAME PARENT_RUN CANDIDATE_RUN (twice)   a stage's edits on the held-out split
+                                                 under two models: error-count reduction and its interval
     ifeval    --policy P [--limit N] [--source PATH] [--out DIR]
     make-variant-set --set FILE --harness DIR --variants K --out OUT   (HSA, evaluation/variant_set.py)
 """
@@ -112,6 +114,28 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     return 1 if result["regressed_categories"] and args.fail_on_regression else 0
 
 
+def _cmd_edit_transfer(args: argparse.Namespace) -> int:
+    from evaluation.compare import run_rows
+    from evaluation.edit_transfer import edit_transfer, edit_transfer_markdown
+
+    if len(args.model) != 2:
+        print(f"error: --model: give exactly two (NAME PARENT_RUN CANDIDATE_RUN each), got {len(args.model)}",
+              file=sys.stderr)
+        return 2
+    models = {name: (run_rows(parent), run_rows(candidate)) for name, parent, candidate in args.model}
+    try:
+        result = edit_transfer(models=models, split=None, resamples=args.resamples)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    text = edit_transfer_markdown(result)
+    if args.out:
+        Path(args.out).write_text(text, encoding="utf-8")
+        Path(args.out).with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    print(text)
+    return 0
+
+
 def _cmd_calibrate(args: argparse.Namespace) -> int:
     from evaluation.calibration import calibrate_judge, calibration_markdown
     from evaluation.cases import load_cases
@@ -201,6 +225,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--resamples", type=int, default=10_000)
     p.add_argument("--fail-on-regression", action="store_true", help="exit 1 when a category regressed")
     p.set_defaults(fn=_cmd_compare)
+    p = sub.add_parser("edit-transfer", help="the held-out edit benchmark: a stage's edits under two models",
+                       description="Error-count reduction of a Harness edit (parent version -> candidate) on the "
+                                   "held-out split under two models, each with its bootstrap interval, and their "
+                                   "difference. Each run folder is 'evaluation run' of one version under one model "
+                                   "on the same held-out case file.")
+    p.add_argument("--model", nargs=3, action="append", default=[], metavar=("NAME", "PARENT_RUN", "CANDIDATE_RUN"),
+                   help="a model's two runs: under the parent version and under the edited candidate (give two)")
+    p.add_argument("--out", type=Path, default=None, help="write Markdown here (and .json beside it)")
+    p.add_argument("--resamples", type=int, default=10_000)
+    p.set_defaults(fn=_cmd_edit_transfer)
     p = sub.add_parser("calibrate", help="judge agreement with the human labels of a dev-set")
     p.add_argument("--set", required=True, type=Path)
     p.add_argument("--judge", default="programmatic")

@@ -23,7 +23,9 @@ def calibrate_judge(*, cases: list[dict], judge: Judge) -> dict[str, Any]:
             if "human" not in cand:
                 continue
             key = f"{case['id']}/{cand['id']}"
-            verdict = judge.judge(case=case, reply=cand["reply"], route=cand.get("route", "public"))
+            # a labelled reply from real traffic keeps its trajectory: the judge sees what it sees in evaluation
+            verdict = judge.judge(case=case, reply=cand["reply"], route=cand.get("route", "public"),
+                                  trajectory=cand.get("trajectory"))
             human_acc[key], judge_acc[key] = cand["human"]["accuracy"], verdict.accuracy
             human_eff[key], judge_eff[key] = float(cand["human"]["effectiveness"]), verdict.effectiveness
             by_defect.setdefault(cand.get("defect") or "good", []).append(

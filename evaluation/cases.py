@@ -141,7 +141,9 @@ def _check_candidates(reader: FieldReader, candidates: list) -> None:
         cand = reader.mapping(cand, path)
         if cand is None:
             continue
-        reader.unknown_keys(cand, path, {"id", "reply", "route", "defect", "human"})
+        reader.unknown_keys(cand, path, {"id", "reply", "route", "defect", "human", "trajectory"})
+        if "trajectory" in cand:
+            reader.mapping(cand["trajectory"], f"{path}.trajectory")
         reader.string(cand, "id", path)
         reader.string(cand, "reply", path, allow_empty=True)
         reader.choice(cand, "route", path, ROUTES, required=False)

@@ -123,6 +123,10 @@ def _rows(run: str | Path) -> list[dict]:
     return [score_row(r) for r in load_results(path)]
 
 
+run_rows = _rows
+"""The flattened rows of a run folder (or results file) of ``evaluation run``."""
+
+
 def compare_runs(*, run_a: str | Path, run_b: str | Path, resamples: int = DEFAULT_RESAMPLES,
                  seed: int = 0) -> dict[str, Any]:
     """``paired_comparison`` of two run folders (or results files) of ``evaluation run``."""

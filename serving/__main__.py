@@ -92,6 +92,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--profiles", help="profiles YAML file")
     p.add_argument("--out", default=str(DEFAULT_RUNS_DIR), help=f"runs folder (default {DEFAULT_RUNS_DIR})")
     p.add_argument("--run-id", help="name of the run folder (default: time-route-random)")
+    p.add_argument("--post", metavar="URL", help="also post every request's trajectory to a studio deployment, e.g. "
+                   "http://studio:8000/api/v1/deployments/staging/trajectories/ (token: $HARNESS_TRAFFIC_TOKEN)")
     add_trust_flag(p)
 
     p = sub.add_parser("compare", help="compare two replay runs")
@@ -268,6 +270,15 @@ def cmd_replay(args) -> int:
     from serving.service import replay_run
 
     config = from_arguments(args)
+    traffic = None
+    if args.post:
+        from harness.runtime.traffic import TrafficPoster, TrafficPostError, traffic_token
+
+        try:
+            traffic = TrafficPoster(url=args.post, token=traffic_token())
+        except TrafficPostError as error:
+            print(str(error), file=sys.stderr)
+            return 2
     profile = resolve_route(config.route, profiles_path=args.profiles)
     plan = ReplayPlan(
         concurrency=tuple(config.concurrency), warmup=config.warmup, measured=config.measured,
@@ -281,7 +292,7 @@ def cmd_replay(args) -> int:
         profile=profile, harness_dir=harness, cases_path=config.cases,
         plan=plan, settings=settings, out_root=args.out, run_id=args.run_id,
         progress=lambda msg: print(msg, file=sys.stderr, flush=True),
-        trust_harness_commands=args.trust_harness_commands,
+        trust_harness_commands=args.trust_harness_commands, traffic=traffic,
     )
     print((run_dir / "table.md").read_text(encoding="utf-8"))
     print(f"run folder: {run_dir}")

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.mcp_registry import McpRegistry
+from harness.runtime.traffic import TrafficPoster
 from harness.tools import McpServerSpec
 from serving.endpoint import Endpoint, GenerationSettings
 from serving.replay import RequestOutcome, WorkerFactory
@@ -58,6 +59,8 @@ class ReplayServices:
         self.servers: dict[str, dict[str, Any]] = {}
         self._agents: list[Any] = []
         self._lock = threading.Lock()
+        # posts every trajectory to a studio deployment when the replay was asked to (``--post``)
+        self.traffic: TrafficPoster | None = None
 
     def start(self) -> ReplayServices:
         from harness.livestream import Catalogue, demo_catalogue
@@ -214,7 +217,14 @@ def agent_worker_factory(*, endpoint: Endpoint, bundle, settings: GenerationSett
         context.register(agent)
 
         def run(case: dict[str, Any]) -> RequestOutcome:
-            return outcome_from_trajectory(agent.run(case["request"]).to_dict())
+            request = case["request"]
+            if context.traffic is not None and not request.get("id"):
+                # a request without an id is named "request": the studio would keep one trajectory of the run
+                request = {**request, "id": case["id"]}
+            trajectory = agent.run(request).to_dict()
+            if context.traffic is not None:
+                context.traffic.add(trajectory)
+            return outcome_from_trajectory(trajectory)
 
         def cancel() -> None:
             # Closing the client breaks the stream in flight; the server then stops generating.

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from harness.runtime.traffic import TrafficPoster
 from serving.charts import latency_cdf_png, table_markdown
 from serving.compare import compare_summaries, comparison_markdown
 from serving.endpoint import GenerationSettings, open_endpoint
@@ -40,6 +41,19 @@ by default. `services(endpoint=, bundle=, run_dir=, catalogue_path=)` is a conte
 requests of a run share (the MCP server process); its value is passed as `context`."""
 
 
+def _post_traffic(traffic: TrafficPoster, say: Callable[[str], None]) -> dict[str, Any]:
+    """Post what is left and say how it went; a studio that refused is recorded, not a failed replay."""
+    from harness.runtime.traffic import TrafficPostError
+
+    try:
+        result = traffic.flush()
+    except TrafficPostError as error:
+        say(f"posting trajectories: {error}")
+        return {"url": traffic.url, "stored": len(traffic.stored), "error": str(error)}
+    say(f"posted to {traffic.url}: {len(result['stored'])} stored, {len(result['duplicates'])} already there")
+    return {"url": traffic.url, "stored": len(result["stored"]), "duplicates": len(result["duplicates"])}
+
+
 def replay_run(
     *,
     profile: ServingProfile,
@@ -53,11 +67,13 @@ def replay_run(
     services: Callable[..., Any] | None = None,
     progress: Callable[[str], None] | None = None,
     trust_harness_commands: bool = False,
+    traffic: TrafficPoster | None = None,
 ) -> Path:
     """Replay `cases_path` against `profile` under the Harness in `harness_dir`; returns the run folder.
 
     The Harness's MCP servers are checked against the MCP registry before the route starts
-    (``McpServerRefused``); its inline server commands run only with ``trust_harness_commands``."""
+    (``McpServerRefused``); its inline server commands run only with ``trust_harness_commands``.
+    ``traffic``: every request's trajectory is also posted to a studio deployment, with the served model."""
     from harness import load_dir
     from harness.mcp_registry import McpRegistry
 
@@ -103,6 +119,10 @@ def replay_run(
             with services(endpoint=endpoint, bundle=bundle, run_dir=writer.dir,
                           catalogue_path=manifest.catalogue_path) as context:
                 meta["services"] = context.describe() if hasattr(context, "describe") else None
+                if traffic is not None:
+                    traffic.model = {k: v for k, v in {"name": endpoint.model, "fingerprint": (
+                        endpoint.checkpoint or {}).get("fingerprint")}.items() if v}
+                    context.traffic = traffic
                 writer.write_json("run.json", meta)
                 for level in plan.concurrency:
                     factory = factory_builder(endpoint=endpoint, bundle=bundle, settings=settings, context=context)
@@ -126,6 +146,8 @@ def replay_run(
                     meta["levels"].append(level_meta)
                     writer.write_json("run.json", meta)
         meta["status"] = "finished"
+        if traffic is not None:
+            meta["traffic"] = _post_traffic(traffic, say)
     except BaseException as exc:
         meta["status"] = "aborted"
         meta["error"] = f"{type(exc).__name__}: {exc}"

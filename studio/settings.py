@@ -101,6 +101,9 @@ INSTALLED_APPS = [
     "studio.releases",
     "studio.mcpservers",
     "studio.compatibility",
+    "studio.traffic",
+    "studio.annotation",
+    "studio.editbench",
 ]
 
 MIDDLEWARE = [
@@ -230,6 +233,11 @@ EVAL_CASES_AT_ONCE = env_int("EVAL_CASES_AT_ONCE", 1, minimum=1)
 
 # --- Studio ----------------------------------------------------------------------
 MAX_IMPORT_BYTES = env_int("MAX_IMPORT_BYTES", 20 * 1024 * 1024, minimum=1024)
+# The traffic API (studio.traffic.api) refuses a larger body with 413, from its Content-Length, unread.
+TRAFFIC_MAX_BODY_BYTES = env_int("TRAFFIC_MAX_BODY_BYTES", 2 * 1024 * 1024, minimum=1024)
+# A judge whose newest calibration agrees with the human labels less than this (either dimension) is
+# marked beside every figure it scored, and the release gates refuse its figures without an override.
+JUDGE_MIN_AGREEMENT = env_float("JUDGE_MIN_AGREEMENT", 0.8, minimum=0.0)
 # A YAML registry of MCP servers (harness.mcp_registry's format) beside those registered
 # on the MCP servers page; relative to the checkout. Empty: the page's servers only.
 HS_MCP_REGISTRY = env_str("HS_MCP_REGISTRY", "")

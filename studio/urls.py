@@ -14,9 +14,13 @@ urlpatterns = [
     path("playground/", include("studio.playground.urls")),
     path("audit/", include("studio.audit.urls")),
     path("api/v1/", include("studio.api.urls")),
+    path("api/v1/deployments/", include("studio.traffic.api_urls")),
     path("evolution/", include("studio.evolution.urls")),
     path("training/", include("studio.training.urls")),
     path("replay/", include("studio.replays.urls")),
     path("releases/", include("studio.releases.urls")),
     path("compatibility/", include("studio.compatibility.urls")),
+    path("traffic/", include("studio.traffic.urls")),
+    path("annotation/", include("studio.annotation.urls")),
+    path("edit-benchmark/", include("studio.editbench.urls")),
 ]

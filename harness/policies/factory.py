@@ -76,6 +76,23 @@ def make_local_policy(target: str, *, engine: str | None = None, name: str | Non
     return route(resolve_checkpoint(target), name=name, settings=settings)
 
 
+def policy_model(spec: str) -> dict[str, str]:
+    """What a trajectory posted to the studio says of its model: the spec, and for a local checkpoint the
+    fingerprint of its files (``harness.checkpoints.fingerprint``)."""
+    from harness.checkpoints import fingerprint, resolve_checkpoint
+
+    spec = spec.strip()
+    target = None
+    if spec in ("local", "tiny") or spec.startswith("local:"):
+        target = spec.split(":", 1)[1] if spec.startswith("local:") else spec
+    for engine in local_engines():
+        if spec.startswith(f"{engine}:"):
+            target = spec.split(":", 1)[1]
+    if target is None:
+        return {"name": spec}
+    return {"name": spec, "fingerprint": fingerprint(resolve_checkpoint(target))}
+
+
 def make_policy(spec: str, *, settings: GenerationSettings | None = None) -> Policy:
     """Build the policy a spec names; ``ValueError`` says what valid specs look like."""
     spec = spec.strip()

@@ -31,6 +31,9 @@ def add_run_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help="catalogue snapshot (default: the demo catalogue)")
     p.add_argument("--json", action="store_true", help="print the trajectory record as JSON")
     p.add_argument("--out", metavar="FILE.json", help="also write the trajectory JSON here")
+    p.add_argument("--post", metavar="URL",
+                   help="also post the trajectory to a studio deployment, e.g. "
+                        "http://studio:8000/api/v1/deployments/shop-eu/trajectories/ (token: $HARNESS_TRAFFIC_TOKEN)")
     p.add_argument("--inject-failures", metavar="SPEC", default="",
                    help="e.g. timeout=0.2,malformed=0.1,permission_denied=0.1,seed=7")
     p.add_argument("--demo-trajectory", action="append", default=[], metavar="FILE.json",
@@ -117,6 +120,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         demonstrations = [_read_demonstration(f) for f in args.demo_trajectory]
         if args.out:
             _check_writable(args.out)
+        poster = _poster(args) if args.post else None
         injection = FailureInjection.parse(args.inject_failures)
         settings = GenerationSettings(temperature=args.temperature, top_p=args.top_p,
                                       max_new_tokens=args.max_new_tokens, seed=args.seed)
@@ -152,7 +156,29 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(json.dumps(record, indent=2, ensure_ascii=False))
     else:
         print(render_trajectory(traj))
+    if poster is not None:
+        from harness.runtime.traffic import TrafficPostError
+
+        poster.add(record)
+        try:
+            result = poster.flush()
+        except TrafficPostError as exc:
+            print(str(exc), file=sys.stderr)
+            return 1
+        said = "stored" if result["stored"] else "already stored (same request id)"
+        print(f"posted {record['request_id']} to {args.post}: {said}", file=sys.stderr)
     return 0
+
+
+def _poster(args: argparse.Namespace):
+    """The poster ``--post`` asks for, checked before the run: URL, token, the model's name and fingerprint."""
+    from harness.policies.factory import policy_model
+    from harness.runtime.traffic import TrafficPoster, TrafficPostError, traffic_token
+
+    try:
+        return TrafficPoster(url=args.post, token=traffic_token(), model=policy_model(args.policy))
+    except TrafficPostError as exc:
+        raise ValueError(str(exc)) from None
 
 
 def _read_demonstration(path: str) -> dict:

@@ -9,7 +9,7 @@ Evaluation, training and the studio read this record; its keys are a contract
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import MISSING, asdict, dataclass, field
 from typing import Any
 
 ROUTES = ("public", "private", "silent")
@@ -156,3 +156,61 @@ class Trajectory:
         items += [(h.seq, "hook", h) for h in self.hook_decisions]
         items.sort(key=lambda t: t[0])
         return [(kind, rec) for _, kind, rec in items]
+
+
+_RECORD_LISTS = {"model_calls": ModelCallRecord, "skill_loads": SkillLoadRecord, "tool_calls": ToolCallRecord,
+                 "hook_decisions": HookDecisionRecord}
+
+
+def record_problems(data: Any, *, where: str = "trajectory") -> list[str]:
+    """What is wrong with a trajectory record another process sent (``to_dict``'s shape), each problem
+    as ``field: message``; empty when ``Trajectory.from_dict`` reads it whole. The studio's traffic API
+    answers these, so a deployment learns which field to fix."""
+    from dataclasses import fields
+
+    from harness.livestream import DocumentValidationError, Request
+
+    if not isinstance(data, dict):
+        return [f"{where}: expected a JSON object (a trajectory record), got {type(data).__name__}"]
+    problems: list[str] = []
+    request_id = data.get("request_id")
+    if not isinstance(request_id, str) or not request_id.strip() or len(request_id) > 200:
+        problems.append(f"{where}.request_id: required, a non-empty string of at most 200 characters")
+    harness = data.get("harness")
+    if not isinstance(harness, dict) or not isinstance(harness.get("name"), str) \
+            or not isinstance(harness.get("digest"), str):
+        problems.append(f"{where}.harness: required, {{\"name\": str, \"digest\": str}} (the Harness it ran under)")
+    for key, allowed in (("route", ROUTES), ("outcome", OUTCOMES)):
+        if key in data and data[key] not in allowed:
+            problems.append(f"{where}.{key}: must be one of {', '.join(allowed)}, got {data[key]!r}")
+    for key in ("reply", "policy", "outcome_reason", "reasoning"):
+        if key in data and not isinstance(data[key], str):
+            problems.append(f"{where}.{key}: must be a string")
+    for key in ("timings", "settings", "final_room"):
+        if key in data and not isinstance(data[key], dict):
+            problems.append(f"{where}.{key}: must be an object")
+    for key in ("rounds", "retries"):
+        if key in data and (type(data[key]) is not int or data[key] < 0):
+            problems.append(f"{where}.{key}: must be a whole number >= 0")
+    if "request" not in data:
+        problems.append(f"{where}.request: required, the request the agent answered")
+    else:
+        try:
+            Request.from_dict(data["request"], source=f"{where}.request")
+        except DocumentValidationError as error:
+            problems += [line.strip() for line in str(error).splitlines()[1:] if line.strip()] or [str(error)]
+    for key, record in _RECORD_LISTS.items():
+        items = data.get(key, [])
+        if not isinstance(items, list):
+            problems.append(f"{where}.{key}: must be a list")
+            continue
+        known = {f.name for f in fields(record)}
+        needed = {f.name for f in fields(record) if f.default is f.default_factory is MISSING}
+        for i, item in enumerate(items):
+            if not isinstance(item, dict):
+                problems.append(f"{where}.{key}[{i}]: must be an object")
+            elif needed - item.keys():
+                problems.append(f"{where}.{key}[{i}]: missing {', '.join(sorted(needed - item.keys()))}")
+            elif item.keys() - known:
+                problems.append(f"{where}.{key}[{i}]: unknown field(s) {', '.join(sorted(item.keys() - known))}")
+    return problems

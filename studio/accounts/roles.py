@@ -65,6 +65,14 @@ PERMISSIONS: dict[str, frozenset[str]] = {
     # asking for a cell (an evaluation run of a model on a version): the operator before a promotion, the ML
     # engineer for a checkpoint; a reviewer reads the cells a gate shows
     "compatibility.request": frozenset({OPERATOR, ML_ENGINEER, ADMIN}),
+    # production traffic: the trajectories deployments posted, their filters, annotation queues and calibrations
+    "traffic.view": _ALL,
+    # registering a deployment and making or revoking the API tokens it posts its trajectories with
+    "traffic.deploy": frozenset({OPERATOR, ML_ENGINEER, ADMIN}),
+    # labelling cases in an annotation queue, feeding queues and exporting a labelled set as a dataset
+    "annotation.label": frozenset({REVIEWER, ADMIN}),
+    # measuring a judge against a labelled set
+    "judge.calibrate": frozenset({REVIEWER, ML_ENGINEER, ADMIN}),
 }
 
 

@@ -48,6 +48,7 @@ class Gate:
     detail: str
     run_id: int | None = None  # the studio run (TrainingRun) whose result fed the gate
     stage_id: int | None = None  # the evolution stage whose comparison fed the business gate
+    judged: bool = False  # its figures were scored by the evaluation judge (the judge-calibration gate reads it)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -55,7 +56,7 @@ class Gate:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Gate:
         return cls(name=data["name"], status=data["status"], detail=data["detail"], run_id=data.get("run_id"),
-                   stage_id=data.get("stage_id"))
+                   stage_id=data.get("stage_id"), judged=data.get("judged", False))
 
 
 def business_gate(*, comparison: dict[str, Any], tolerance: float) -> Gate:
@@ -66,9 +67,9 @@ def business_gate(*, comparison: dict[str, Any], tolerance: float) -> Gate:
     if drops:
         shown = ", ".join(f"{k} {v:+.2f}" for k, v in sorted(drops.items()))
         return Gate("business regression", "fail",
-                    f"AVG drops beyond the {100 * tolerance:.1f}-point tolerance: {shown}")
+                    f"AVG drops beyond the {100 * tolerance:.1f}-point tolerance: {shown}", judged=True)
     return Gate("business regression", "pass",
-                f"no category's AVG drops more than {100 * tolerance:.1f} points")
+                f"no category's AVG drops more than {100 * tolerance:.1f} points", judged=True)
 
 
 def version_business_gate(*, version) -> Gate:
@@ -256,9 +257,9 @@ def ifeval_gate(*, checkpoint: Path | None = None, why: str = "") -> Gate:
 def checkpoint_release_gates(*, version, checkpoint: str | Path, fingerprint: str | None = None) -> list[Gate]:
     """The gates of a release: ``checkpoint`` (a final/ folder) served under ``version``."""
     path = Path(checkpoint).resolve()
-    return [version_business_gate(version=version), latency_gate(version=version, checkpoint=path,
-                                                                 fingerprint=fingerprint),
-            ifeval_gate(checkpoint=path), compatibility_gate(version=version, checkpoint=path)]
+    return with_judge_gate([version_business_gate(version=version), latency_gate(version=version, checkpoint=path,
+                                                                                 fingerprint=fingerprint),
+                            ifeval_gate(checkpoint=path), compatibility_gate(version=version, checkpoint=path)])
 
 
 def production_checkpoint(*, harness) -> tuple[Path | None, str]:
@@ -284,12 +285,12 @@ def _model_gates(*, version) -> list[Gate]:
 
 def release_gates(*, comparison: dict[str, Any], tolerance: float, version) -> list[Gate]:
     """The gates of an evolution stage's candidate ``version`` (its business gate is the stage's comparison)."""
-    return [business_gate(comparison=comparison, tolerance=tolerance), *_model_gates(version=version)]
+    return with_judge_gate([business_gate(comparison=comparison, tolerance=tolerance), *_model_gates(version=version)])
 
 
 def version_release_gates(*, version) -> list[Gate]:
     """The gates of a version promoted outside a stage decision (the Harness page, the API)."""
-    return [version_business_gate(version=version), *_model_gates(version=version)]
+    return with_judge_gate([version_business_gate(version=version), *_model_gates(version=version)])
 
 
 def gates_blocking(gates: list[Gate]) -> list[Gate]:
@@ -361,15 +362,33 @@ def compatibility_gate(*, version, checkpoint: str | Path | None = None) -> Gate
     cell, reference, change = found["cell"], found["reference"], found["change"]
     if reference is None:
         return Gate("compatibility", "pass", f"{cell.endpoint.name} on v{version.number}: AVG {cell_avg(cell):.1f} in "
-                    f"compatibility run #{cell.run_id}; there is no production version to compare with yet")
+                    f"compatibility run #{cell.run_id}; there is no production version to compare with yet",
+                    judged=True)
     if change is None:
         return Gate("compatibility", "pass", f"{cell.endpoint.name} on v{version.number} is the production pair "
-                    f"(compatibility run #{cell.run_id})")
+                    f"(compatibility run #{cell.run_id})", judged=True)
     avg = change["avg"]
     shown = (f"{cell.endpoint.name} on v{version.number}: AVG {avg['candidate']:.1f} vs {avg['parent']:.1f} for the "
              f"production pair (v{reference.version.number}), delta {avg['delta']:+.1f} "
              f"[{avg['low']:+.1f}, {avg['high']:+.1f}] on {change['n']} paired cases of compatibility set "
              f"{cell.set_version} (runs #{cell.run_id} and #{reference.run_id})")
     if change["verdict"] == "worse":
-        return Gate("compatibility", "fail", f"worse than the production pair beyond the interval: {shown}")
-    return Gate("compatibility", "pass", f"{change['verdict']}: {shown}")
+        return Gate("compatibility", "fail", f"worse than the production pair beyond the interval: {shown}",
+                    judged=True)
+    return Gate("compatibility", "pass", f"{change['verdict']}: {shown}", judged=True)
+
+
+def with_judge_gate(gates: list[Gate]) -> list[Gate]:
+    """``gates`` and the judge-calibration gate: where a gate read judged figures, the studio's evaluation
+    judge must be calibrated against human labels at the configured agreement
+    (``studio.annotation.selectors.judge_standing``); uncalibrated is "no data", below agreement "fail",
+    so a promotion on such figures needs a reviewer's override as any other."""
+    from studio.annotation.selectors import judge_standing
+    from studio.evolution.runs import EVAL_JUDGE
+
+    judged = [g.name for g in gates if g.judged]
+    if not judged:
+        return [*gates, Gate("judge calibration", "pass", "no figure of these gates was scored by a judge")]
+    standing = judge_standing(EVAL_JUDGE)
+    status = "pass" if standing.ok else "no data" if standing.calibration is None else "fail"
+    return [*gates, Gate("judge calibration", status, f"{' and '.join(judged)}: {standing.text}")]

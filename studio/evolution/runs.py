@@ -59,6 +59,11 @@ eval_run_scored = Signal()
 logger = logging.getLogger(__name__)
 
 
+EVAL_JUDGE = "programmatic"
+"""The judge every studio evaluation run scores with (``evaluation.judges.make_judge`` spec); pages and the
+release gates read its calibration (``studio.annotation.selectors.judge_standing``)."""
+
+
 class EvaluationError(ValueError):
     """A run cannot start or resume; the message names the field and what is valid."""
 
@@ -173,7 +178,7 @@ def _scorer(run: EvalRun) -> ScorerPool:
     bundle, catalogue, registry = bundle_load(version_files(version=run.version)), catalogue_for(run.dataset), \
         mcp_registry()
     return ScorerPool(CaseScorer.for_bundle(bundle=bundle, policy=policy_for_endpoint(run.endpoint),
-                                            catalogue=catalogue, mcp_registry=registry)
+                                            catalogue=catalogue, judge=EVAL_JUDGE, mcp_registry=registry)
                       for _ in range(settings.EVAL_CASES_AT_ONCE))
 
 

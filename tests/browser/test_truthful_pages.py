@@ -101,7 +101,8 @@ def test_production_with_no_data_gates_is_refused_without_an_override_and_record
     page = sign_in("rafael")
     page.goto(f"/evolution/stages/{stage.pk}/")
     page.wait_for_selector("#report-chart[data-rendered=yes]")
-    assert "3 release gates did not pass" in page.inner_text("#gate-override-field")  # latency, capability, compatibility
+    # latency, capability, compatibility, and the judge calibration of the stage's judged figures
+    assert "4 release gates did not pass" in page.inner_text("#gate-override-field")
     page.select_option("#decision", "promote_production")
     page.fill("input[name=reason]", "prices grounded again")
     page.click("#decide")

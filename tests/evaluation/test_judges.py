@@ -68,6 +68,25 @@ def test_calibration_reports_a_judge_that_disagrees():
     assert report["accuracy_agreement_by_defect"] == {"good": 1.0, "wrong_price": 0.0}
 
 
+def test_calibration_shows_the_judge_a_labelled_replys_trajectory():
+    """A reply labelled from real traffic keeps its trajectory; the judge sees it, as in evaluation."""
+    seen = []
+
+    class Recording:
+        name = "recording"
+
+        def judge(self, *, case, reply, route="public", trajectory=None):
+            seen.append(trajectory)
+            return Verdict(accuracy=1, effectiveness=1.0)
+
+    trajectory = {"request_id": "req-17", "tool_calls": [{"name": "get_product_info_by_link_id"}]}
+    cases = [{"id": "a", "candidates": [{"id": "c1", "reply": "x", "trajectory": trajectory,
+                                          "human": {"accuracy": 1, "effectiveness": 1}}]},
+             {"id": "b", "candidates": [{"id": "c1", "reply": "y", "human": {"accuracy": 1, "effectiveness": 1}}]}]
+    calibrate_judge(cases=cases, judge=Recording())
+    assert seen == [trajectory, None]
+
+
 class StubClient:
     """An OpenAI-compatible client double: answers scripted messages in order, records requests."""
 

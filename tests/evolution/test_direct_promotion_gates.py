@@ -11,6 +11,7 @@ import pytest
 from evolution_testing import client_for
 
 from studio.accounts.services import api_token_create
+from studio.annotation.testing import calibrated_judge
 from studio.audit.models import AuditEvent
 from studio.compatibility.testing import passing_compatibility
 from studio.harnesses.models import Label
@@ -76,6 +77,7 @@ def test_passing_gates_need_no_override(personas, v1, monkeypatch, tmp_path):
     replay_run(tmp_path / "replay", checkpoint=model, harness_version=v1, walls={1: [4.2]})
     ifeval_run(tmp_path / "eval", model=model, prompt_strict=70.0)
     passing_compatibility(version=v1, folder=tmp_path)
+    calibrated_judge(actor=personas.admin)
     passing = gates.Gate("business regression", "pass", "stage 1 of evolution #1")
     monkeypatch.setattr(gates, "version_business_gate", lambda *, version: passing)
     move(client_for(personas.admin), reason="all green")

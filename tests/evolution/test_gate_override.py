@@ -7,6 +7,7 @@ the production label's move and on the stage, and the evolution ends "promoted" 
 import pytest
 from evolution_testing import client_for, small_world
 
+from studio.annotation.testing import calibrated_judge
 from studio.audit.models import AuditEvent
 from studio.compatibility.testing import passing_compatibility
 from studio.evolution.decisions import proposal_review, stage_decide
@@ -37,6 +38,7 @@ def evaluated(personas, demo_sets_dir, defect_files, tmp_path, django_capture_on
         candidate_build(stage=Stage.objects.get(pk=stage.pk), actor=personas.reviewer)
     stage = Stage.objects.get(pk=stage.pk)
     assert stage.comparison
+    calibrated_judge(actor=personas.admin)  # the judged figures are trusted: these tests are about the other gates
     return stage
 
 

@@ -101,7 +101,8 @@ def test_a_release_fed_by_its_replay_and_ifeval_run_is_drafted_approved_and_down
     assert manifest["harness"] == {"name": "livestream-avatar", "number": 1, "digest": demo_version.digest}
     assert manifest["release"]["status"] == "approved" and manifest["release"]["decided_by"] == "rafael"
     assert {g["name"]: g["run_id"] for g in manifest["gates"]} == {
-        "business regression": None, "latency": replay.pk, "general capability": evaluation.pk, "compatibility": None}
+        "business regression": None, "latency": replay.pk, "general capability": evaluation.pk, "compatibility": None,
+        "judge calibration": None}
     again = rafael.post(f"/releases/{release.pk}/decide/", {"decision": "reject", "reason": "changed my mind"})
     assert again.status_code == 400 and "was already approved by rafael" in again.content.decode()
 

@@ -1,0 +1,1 @@
+"""Human labels: annotation queues, labels with their labeller, agreement, labelled sets and judge calibration."""

@@ -1,0 +1,206 @@
+"""Writes of annotation: queues fed from traffic, a run's failing cases or a dataset; labels; exports.
+
+An item's *case* is the request in the evaluation case format (``evaluation.cases``) with the gold
+the labels will fill in; its *reply* is what is being labelled. An export writes the settled items
+(``selectors.item_settled``) as a new dataset through ``studio.evolution.datasets.dataset_import``,
+the one importer, so a labelled set is checked exactly as an uploaded case file is.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from django.contrib.auth.models import User
+from django.db import transaction
+from django.db.models import Max
+
+from studio.annotation.models import AnnotationQueue, CaseLabel, QueueExport, QueueItem
+from studio.audit.services import audit_record
+
+
+class AnnotationError(ValueError):
+    """A queue, label or export the studio refuses; the message names the field and what is valid."""
+
+
+EFFECTIVENESS_VALUES = (0.0, 0.5, 1.0)
+
+
+def _case_id(text: str) -> str:
+    """A case id from a request id: the characters URLs and case files take, at most 120."""
+    return re.sub(r"[^A-Za-z0-9._:-]+", "-", text).strip("-")[:120] or "case"
+
+
+@transaction.atomic
+def queue_create(*, name: str, actor: User, description: str = "", source: str = "",
+                 catalogue: dict | None = None) -> AnnotationQueue:
+    name = name.strip().lower()
+    if not re.fullmatch(r"[a-z0-9][a-z0-9_-]{0,49}", name):
+        raise AnnotationError(f"name: use 1-50 of a-z, 0-9, '-' or '_' (e.g. live-room-june), not {name!r}")
+    if AnnotationQueue.objects.filter(name=name).exists():
+        raise AnnotationError(f"name: a queue called {name!r} exists already")
+    queue = AnnotationQueue.objects.create(name=name, description=description.strip(), source=source[:300],
+                                           catalogue=catalogue, created_by=actor)
+    audit_record(actor=actor, action="annotation.queue.create", target=f"queue {name}", data={"source": source})
+    return queue
+
+
+def _add(queue: AnnotationQueue, items: list[dict[str, Any]]) -> int:
+    """Append items whose case id the queue does not hold yet; returns how many were added."""
+    known = set(queue.items.values_list("case_id", flat=True))
+    start = (queue.items.aggregate(m=Max("position"))["m"] or 0) + 1
+    rows = []
+    for item in items:
+        if item["case_id"] in known:
+            continue
+        known.add(item["case_id"])
+        rows.append(QueueItem(queue=queue, position=start + len(rows), **item))
+    QueueItem.objects.bulk_create(rows)
+    return len(rows)
+
+
+def traffic_case(trajectory) -> dict[str, Any]:
+    """A stored trajectory as a case: its request, with the gold left to label (the route it took meanwhile)."""
+    from evaluation.cases import CASE_FORMAT, CATEGORIES, REQUEST_FIELDS
+
+    request = trajectory.record.get("request") or {}
+    case_id = _case_id(f"{trajectory.deployment.name}-{trajectory.request_id}")
+    case = {"format": CASE_FORMAT, "id": case_id, "set": "traffic",
+            "category": trajectory.category if trajectory.category in CATEGORIES else "",
+            **{k: request[k] for k in REQUEST_FIELDS if k in request and k != "id"},
+            "gold": {"route": trajectory.route}}
+    return case
+
+
+@transaction.atomic
+def queue_add_traffic(*, queue: AnnotationQueue, trajectories, actor: User) -> int:
+    items = [{"case_id": (case := traffic_case(t))["id"], "case": case, "reply": t.reply, "route": t.route,
+              "trajectory": t.record, "origin": f"traffic {t.deployment.name}/{t.request_id}"[:200], "traffic": t}
+             for t in trajectories]
+    added = _add(queue, items)
+    audit_record(actor=actor, action="annotation.queue.add", target=f"queue {queue.name}",
+                 data={"from": "traffic", "added": added})
+    return added
+
+
+@transaction.atomic
+def queue_add_run_failures(*, queue: AnnotationQueue, run, actor: User) -> int:
+    """The cases of an evaluation run that did not pass (Accuracy and Effectiveness not both 1)."""
+    from studio.evolution.models import DatasetCase
+
+    cases = {c.case_id: c.data for c in DatasetCase.objects.filter(dataset=run.dataset)}
+    items = []
+    for result in run.results.order_by("id"):
+        if result.passed or result.case_id not in cases:
+            continue
+        items.append({"case_id": result.case_id, "case": cases[result.case_id], "reply": result.reply,
+                      "route": result.route if result.route in ("public", "private", "silent") else "public",
+                      "trajectory": result.trajectory, "origin": f"run #{run.pk}"})
+    if queue.catalogue is None and run.dataset.catalogue is not None:
+        AnnotationQueue.objects.filter(pk=queue.pk).update(catalogue=run.dataset.catalogue)
+    added = _add(queue, items)
+    audit_record(actor=actor, action="annotation.queue.add", target=f"queue {queue.name}",
+                 data={"from": f"run #{run.pk}", "added": added})
+    return added
+
+
+@transaction.atomic
+def queue_add_dataset(*, queue: AnnotationQueue, dataset, actor: User, limit: int = 200) -> int:
+    """A dataset's cases; the reply labelled is a case's first candidate reply, where it has one."""
+    items = []
+    for row in dataset.cases.order_by("position")[:limit]:
+        candidate = next(iter(row.data.get("candidates") or []), None) or {}
+        items.append({"case_id": row.case_id, "case": row.data, "reply": candidate.get("reply", ""),
+                      "route": candidate.get("route", "public"), "trajectory": None,
+                      "origin": f"dataset {dataset.name}"})
+    if queue.catalogue is None and dataset.catalogue is not None:
+        AnnotationQueue.objects.filter(pk=queue.pk).update(catalogue=dataset.catalogue)
+    added = _add(queue, items)
+    audit_record(actor=actor, action="annotation.queue.add", target=f"queue {queue.name}",
+                 data={"from": f"dataset {dataset.name}", "added": added})
+    return added
+
+
+def _names(text: str | list, field: str) -> list[str]:
+    names = text if isinstance(text, list) else re.split(r"[,\s]+", text or "")
+    names = [n.strip() for n in names if n.strip()]
+    bad = [n for n in names if not re.fullmatch(r"[A-Za-z0-9_.:-]{1,80}", n)]
+    if bad:
+        raise AnnotationError(f"{field}: {bad[0]!r} is not a name; list names separated by commas, e.g. item_qa")
+    return list(dict.fromkeys(names))
+
+
+def label_save(*, item: QueueItem, labeller: User, accuracy: Any, effectiveness: Any, category: str, route: str,
+               reply_skills: str | list = "", tools: str | list = "", note: str = "") -> CaseLabel:
+    """One person's label of one item (a second save by the same person replaces theirs)."""
+    from evaluation.cases import CATEGORIES, ROUTES
+
+    if str(accuracy) not in ("0", "1"):
+        raise AnnotationError(f"accuracy: 1 when every fact the reply states is supported, else 0; got {accuracy!r}")
+    try:
+        eff = float(effectiveness)
+    except (TypeError, ValueError):
+        eff = -1.0
+    if eff not in EFFECTIVENESS_VALUES:
+        raise AnnotationError(f"effectiveness: 0, 0.5 or 1; got {effectiveness!r}")
+    if category not in CATEGORIES:
+        raise AnnotationError(f"category: one of {', '.join(CATEGORIES)}; got {category!r}")
+    if route not in ROUTES:
+        raise AnnotationError(f"route: one of {', '.join(ROUTES)}; got {route!r}")
+    values = {"accuracy": int(accuracy), "effectiveness": eff, "category": category, "route": route,
+              "reply_skills": _names(reply_skills, "reply_skills"), "tools": _names(tools, "tools"),
+              "note": note.strip()[:2000]}
+    with transaction.atomic():
+        label, _ = CaseLabel.objects.update_or_create(item=item, labeller=labeller, defaults=values)
+    return label
+
+
+def _export_case(item: QueueItem, label: dict[str, Any]) -> dict[str, Any]:
+    case = {k: v for k, v in item.case.items() if k != "candidates"}
+    gold = dict(case.get("gold") or {})
+    gold["route"] = label["route"]
+    if label["reply_skills"]:
+        gold["reply_skills"] = label["reply_skills"]
+    if label["tools"]:
+        gold["tool_calls"] = [{"name": name} for name in label["tools"]]
+    case.update(format="hs-case/1", id=item.case_id, category=label["category"], gold=gold)
+    human = {"accuracy": label["accuracy"], "effectiveness": label["effectiveness"]}
+    if label["note"]:
+        human["reason"] = label["note"]
+    candidate = {"id": "labelled", "reply": item.reply, "route": item.route, "human": human}
+    if item.trajectory:
+        candidate["trajectory"] = item.trajectory
+    case["candidates"] = [candidate]
+    return case
+
+
+@transaction.atomic
+def queue_export(*, queue: AnnotationQueue, actor: User, heldout_share: float = 0.2) -> QueueExport:
+    """The queue's settled items as a new dataset ``<queue>-v<N>``: each case's gold from its labels and
+    its labelled reply as a candidate with the human labels (what judge calibration reads)."""
+    from evaluation.cases import CaseFileError
+    from studio.annotation.selectors import item_settled
+    from studio.evolution.datasets import dataset_import
+    from studio.evolution.errors import EvolutionError
+
+    cases = []
+    for item in queue.items.prefetch_related("labels").order_by("position"):
+        settled = item_settled(item)
+        if settled is not None:
+            cases.append(_export_case(item, settled))
+    if not cases:
+        raise AnnotationError(f"queue {queue.name}: no item has a settled label yet; label some first")
+    version = (queue.exports.aggregate(m=Max("version"))["m"] or 0) + 1
+    try:
+        dataset = dataset_import(name=f"{queue.name}-v{version}", text="\n".join(json.dumps(c) for c in cases),
+                                 source=f"annotation queue {queue.name} v{version}", actor=actor,
+                                 catalogue=queue.catalogue, heldout_share=heldout_share,
+                                 description=f"{len(cases)} cases labelled by people in queue {queue.name}")
+    except (EvolutionError, CaseFileError) as error:
+        raise AnnotationError(str(error)) from None
+    export = QueueExport.objects.create(queue=queue, version=version, dataset=dataset, items=len(cases),
+                                        created_by=actor)
+    audit_record(actor=actor, action="annotation.queue.export", target=f"queue {queue.name}",
+                 data={"dataset": dataset.name, "cases": len(cases)})
+    return export

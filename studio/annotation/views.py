@@ -1,0 +1,248 @@
+"""Pages of annotation: queues, labelling from the keyboard, agreement, exports and judge calibration.
+
+Views parse, authorise and delegate (``selectors`` reads, ``services`` and ``calibration`` write).
+"""
+
+from __future__ import annotations
+
+import json
+
+from django.contrib import messages
+from django.http import Http404
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from studio.accounts.decorators import requires
+from studio.annotation import selectors
+from studio.annotation.calibration import CalibrationError, calibration_start
+from studio.annotation.models import AnnotationQueue, JudgeCalibration, QueueItem
+from studio.annotation.services import (
+    AnnotationError,
+    label_save,
+    queue_add_dataset,
+    queue_add_run_failures,
+    queue_add_traffic,
+    queue_create,
+    queue_export,
+)
+from studio.evolution.models import Dataset, EvalRun
+from studio.harnesses.lookups import parse_int
+from studio.harnesses.services.errors import StudioError
+from studio.traffic.models import TrafficTrajectory
+
+
+def _queue(name: str) -> AnnotationQueue:
+    return get_object_or_404(AnnotationQueue, name=name)
+
+
+def _target_queue(request, *, source: str, catalogue: dict | None = None) -> AnnotationQueue:
+    """The queue the form names (``queue``), or a new one (``new_queue``)."""
+    name = request.POST.get("queue", "").strip()
+    if name:
+        queue = AnnotationQueue.objects.filter(name=name).first()
+        if queue is None:
+            raise AnnotationError(f"queue: no queue named {name!r}")
+        return queue
+    return queue_create(name=request.POST.get("new_queue", ""), actor=request.user, source=source,
+                        catalogue=catalogue)
+
+
+@require_GET
+@requires("traffic.view")
+def queue_list(request):
+    queues = [(q, selectors.queue_counts(queue=q)) for q in AnnotationQueue.objects.all()]
+    return render(request, "annotation/queue_list.html", {
+        "queues": queues, "datasets": Dataset.objects.order_by("name"),
+        "runs": EvalRun.objects.filter(status=EvalRun.SUCCEEDED).select_related("dataset", "version__harness")[:50]})
+
+
+@require_POST
+@requires("annotation.label")
+def queue_add_traffic_view(request):
+    ids = [i for i in request.POST.getlist("trajectory") if i.isdigit()]
+    rows = list(TrafficTrajectory.objects.select_related("deployment").filter(pk__in=ids).order_by("received_at"))
+    if not rows:
+        messages.error(request, "trajectory: select at least one trajectory")
+        return redirect("traffic:traffic_list")
+    try:
+        queue = _target_queue(request, source="traffic")
+        added = queue_add_traffic(queue=queue, trajectories=rows, actor=request.user)
+    except AnnotationError as error:
+        messages.error(request, str(error))
+        return redirect("traffic:traffic_list")
+    messages.success(request, f"{added} case(s) added to queue {queue.name}"
+                     + (f" ({len(rows) - added} were in it already)" if added < len(rows) else ""))
+    return redirect("annotation:queue_detail", name=queue.name)
+
+
+@require_POST
+@requires("annotation.label")
+def queue_add_source_view(request):
+    """Feed a queue from a run's failing cases (``run``) or from a dataset (``dataset``)."""
+    try:
+        if request.POST.get("run"):
+            run = EvalRun.objects.select_related("dataset").filter(pk=parse_int(request.POST["run"], field="run")).first()
+            if run is None:
+                raise AnnotationError(f"run: no evaluation run #{request.POST['run']}")
+            queue = _target_queue(request, source=f"failing cases of run #{run.pk}", catalogue=run.dataset.catalogue)
+            added = queue_add_run_failures(queue=queue, run=run, actor=request.user)
+        elif request.POST.get("dataset"):
+            dataset = Dataset.objects.filter(name=request.POST["dataset"]).first()
+            if dataset is None:
+                raise AnnotationError(f"dataset: no dataset named {request.POST['dataset']!r}")
+            queue = _target_queue(request, source=f"dataset {dataset.name}", catalogue=dataset.catalogue)
+            added = queue_add_dataset(queue=queue, dataset=dataset, actor=request.user)
+        else:
+            raise AnnotationError("source: choose an evaluation run (its failing cases) or a dataset")
+    except (AnnotationError, StudioError) as error:
+        messages.error(request, str(error))
+        return redirect("annotation:queue_list")
+    messages.success(request, f"{added} case(s) added to queue {queue.name}")
+    return redirect("annotation:queue_detail", name=queue.name)
+
+
+@require_GET
+@requires("traffic.view")
+def queue_detail(request, name: str):
+    queue = _queue(name)
+    items = list(queue.items.prefetch_related("labels__labeller").order_by("position"))
+    rows = [(item, selectors.item_status(item)) for item in items]
+    return render(request, "annotation/queue_detail.html", {
+        "queue": queue, "rows": rows, "counts": selectors.queue_counts(queue=queue),
+        "agreement": selectors.queue_agreement(queue=queue), "exports": queue.exports.select_related("dataset"),
+        "next": selectors.queue_next_item(queue=queue, user=request.user)})
+
+
+@require_GET
+@requires("annotation.label")
+def queue_next(request, name: str):
+    queue = _queue(name)
+    item = selectors.queue_next_item(queue=queue, user=request.user)
+    if item is None:
+        messages.success(request, f"Nothing left for you to label in queue {queue.name}.")
+        return redirect("annotation:queue_detail", name=queue.name)
+    return redirect("annotation:item_label", name=queue.name, position=item.position)
+
+
+def _product_facts(queue: AnnotationQueue, case: dict) -> list[dict]:
+    """The catalogue entries of the products the request names (its link ids, the room's current link)."""
+    from harness.livestream import Catalogue, demo_catalogue
+
+    catalogue = Catalogue.from_dict(queue.catalogue, source=f"queue {queue.name}") if queue.catalogue \
+        else demo_catalogue()
+    links = list(case.get("products") or [])
+    current = (case.get("room") or {}).get("current_link_id")
+    if current is not None and current not in links:
+        links.append(current)
+    facts = []
+    for link in links[:6]:
+        product = catalogue.product(link) if isinstance(link, int) else None
+        if product is not None:
+            facts.append({"link": link, "name": product.name,
+                          "json": json.dumps(product.to_dict(), indent=1, ensure_ascii=False)})
+    return facts
+
+
+@require_http_methods(["GET", "POST"])
+@requires("annotation.label")
+def item_label(request, name: str, position: int):
+    from evaluation.cases import CATEGORIES, ROUTES
+    from studio.playground.presenters import trajectory_steps
+
+    queue = _queue(name)
+    item = get_object_or_404(QueueItem, queue=queue, position=position)
+    mine = item.labels.filter(labeller=request.user).first()
+    error = ""
+    if request.method == "POST":
+        try:
+            label_save(item=item, labeller=request.user, accuracy=request.POST.get("accuracy"),
+                       effectiveness=request.POST.get("effectiveness"), category=request.POST.get("category", ""),
+                       route=request.POST.get("route", ""), reply_skills=request.POST.get("reply_skills", ""),
+                       tools=request.POST.get("tools", ""), note=request.POST.get("note", ""))
+        except AnnotationError as exc:
+            error = str(exc)
+        else:
+            return redirect("annotation:queue_next", name=queue.name)
+    traj = item.trajectory or {}
+    defaults = {
+        "category": mine.category if mine else item.case.get("category") or "",
+        "route": mine.route if mine else (item.case.get("gold") or {}).get("route") or item.route,
+        "reply_skills": ", ".join(mine.reply_skills) if mine else ", ".join(
+            s["skill"] for s in traj.get("skill_loads", []) if s.get("ok")),
+        "tools": ", ".join(mine.tools) if mine else ", ".join(
+            dict.fromkeys(t["name"] for t in traj.get("tool_calls", []) if not t.get("error"))),
+        "accuracy": str(mine.accuracy) if mine else "", "effectiveness": f"{mine.effectiveness:g}" if mine else "",
+        "note": mine.note if mine else "",
+    }
+    if request.method == "POST":
+        defaults.update({k: request.POST.get(k, v) for k, v in defaults.items()})
+    return render(request, "annotation/item_label.html", {
+        "queue": queue, "item": item, "status": selectors.item_status(item), "case": item.case, "traj": traj,
+        "steps": trajectory_steps(traj) if traj else [], "facts": _product_facts(queue, item.case),
+        "others": item.labels.exclude(labeller=request.user).select_related("labeller"),
+        "categories": CATEGORIES, "routes": ROUTES, "values": defaults, "error": error, "mine": mine,
+        "total": queue.items.count()}, status=400 if error else 200)
+
+
+@require_POST
+@requires("annotation.label")
+def queue_export_view(request, name: str):
+    queue = _queue(name)
+    try:
+        export = queue_export(queue=queue, actor=request.user)
+    except AnnotationError as error:
+        messages.error(request, str(error))
+        return redirect("annotation:queue_detail", name=queue.name)
+    messages.success(request, f"Dataset {export.dataset.name}: {export.items} labelled case(s); evaluate it, "
+                              "start an evolution on it, or calibrate a judge against it.")
+    return redirect("evolution:dataset_detail", name=export.dataset.name)
+
+
+# -- calibration ---------------------------------------------------------------------------------------------
+
+
+@require_GET
+@requires("traffic.view")
+def calibration_list(request):
+    from studio.annotation.models import QueueExport
+    from studio.evolution.runs import EVAL_JUDGE
+
+    labelled = Dataset.objects.filter(pk__in=QueueExport.objects.values("dataset_id")).order_by("name")
+    return render(request, "annotation/calibration_list.html", {
+        "calibrations": selectors.calibration_list(), "datasets": labelled, "standing": selectors.judge_standing(EVAL_JUDGE),
+        "eval_judge": EVAL_JUDGE})
+
+
+@require_POST
+@requires("judge.calibrate")
+def calibration_start_view(request):
+    dataset = Dataset.objects.filter(name=request.POST.get("dataset", "")).first()
+    try:
+        if dataset is None:
+            raise CalibrationError(f"dataset: no dataset named {request.POST.get('dataset', '')!r}")
+        job = calibration_start(judge=request.POST.get("judge", ""), dataset=dataset, actor=request.user)
+    except CalibrationError as error:
+        messages.error(request, str(error))
+        return redirect("annotation:calibration_list")
+    messages.success(request, f"Calibration queued as job #{job.pk}; its result appears here when it ends.")
+    return redirect(reverse("annotation:calibration_list"))
+
+
+@require_GET
+@requires("traffic.view")
+def calibration_detail(request, calibration_id: int):
+    row = JudgeCalibration.objects.select_related("dataset", "created_by").filter(pk=calibration_id).first()
+    if row is None:
+        raise Http404(f"no calibration #{calibration_id}")
+    report = row.report
+    disagreements = []
+    for dim in ("accuracy", "effectiveness"):
+        for d in report.get(dim, {}).get("disagreements", []):
+            case_id = d["id"].rsplit("/", 1)[0]
+            disagreements.append({**d, "dimension": dim, "case_id": case_id})
+    confusion = {dim: list(zip(report[dim]["labels"], report[dim]["confusion"], strict=True))
+                 for dim in ("accuracy", "effectiveness") if dim in report}
+    return render(request, "annotation/calibration_detail.html", {
+        "row": row, "report": report, "confusion": confusion, "disagreements": disagreements,
+        "minimum": selectors.judge_standing(row.judge).minimum})

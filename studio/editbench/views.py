@@ -1,0 +1,55 @@
+"""The held-out edit benchmark page: a stage and two models in, the four runs and their figures out."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from studio.accounts.decorators import requires
+from studio.editbench.services import EditBenchmarkError, edit_benchmark, edit_benchmark_start
+from studio.endpoints.models import ModelEndpoint
+from studio.evolution.models import Stage
+
+
+def _choice(request, source) -> tuple[Stage | None, list[ModelEndpoint]]:
+    stage_id = source.get("stage", "")
+    stage = Stage.objects.select_related("evolution__dataset", "parent_version__harness", "candidate_version") \
+        .filter(pk=int(stage_id)).first() if stage_id.isdigit() else None
+    ids = [source.get("a", ""), source.get("b", "")]
+    endpoints = {str(e.pk): e for e in ModelEndpoint.objects.filter(pk__in=[i for i in ids if i.isdigit()])}
+    return stage, [endpoints[i] for i in ids if i in endpoints]
+
+
+@require_GET
+@requires("evolution.view")
+def benchmark_view(request):
+    stage, endpoints = _choice(request, request.GET)
+    bench, error = None, ""
+    if stage is not None:
+        try:
+            bench = edit_benchmark(stage=stage, endpoints=endpoints)
+        except EditBenchmarkError as exc:
+            error = str(exc)
+    stages = Stage.objects.filter(candidate_version__isnull=False).select_related("evolution").order_by("-pk")[:100]
+    return render(request, "editbench/benchmark.html", {
+        "stage": stage, "endpoints": ModelEndpoint.objects.order_by("name"), "chosen": endpoints, "bench": bench,
+        "error": error, "stages": stages})
+
+
+@require_POST
+@requires("evolution.run")
+def benchmark_start(request):
+    stage, endpoints = _choice(request, request.POST)
+    if stage is None:
+        messages.error(request, "stage: choose a stage whose candidate is committed")
+        return redirect("editbench:benchmark")
+    try:
+        bench = edit_benchmark_start(stage=get_object_or_404(Stage, pk=stage.pk), endpoints=endpoints, actor=request.user)
+    except EditBenchmarkError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"{4 - bench.missing} of 4 runs in hand; the page fills in as workers score them.")
+    query = f"?stage={stage.pk}&a={request.POST.get('a', '')}&b={request.POST.get('b', '')}"
+    return redirect(reverse("editbench:benchmark") + query)

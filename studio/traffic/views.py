@@ -1,0 +1,89 @@
+"""Pages of production traffic: the filtered list, one trajectory, deployments and their tokens.
+
+Views parse, authorise and delegate (``selectors`` reads, ``services`` writes).
+"""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.core.paginator import Paginator
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from studio.accounts.decorators import requires
+from studio.traffic import selectors
+from studio.traffic.models import Deployment, DeploymentToken, TrafficTrajectory
+from studio.traffic.services import (
+    TrafficError,
+    deployment_create,
+    deployment_token_create,
+    deployment_token_revoke,
+)
+
+
+@require_GET
+@requires("traffic.view")
+def traffic_list(request):
+    from studio.annotation.models import AnnotationQueue
+
+    filters, problems = selectors.TrafficFilters.from_query(request.GET)
+    page = Paginator(selectors.traffic_list(filters=filters), 50).get_page(request.GET.get("page"))
+    query = request.GET.copy()
+    query.pop("page", None)
+    return render(request, "traffic/traffic_list.html", {
+        "page": page, "filters": filters, "problems": problems, "facets": selectors.traffic_facets(),
+        "queues": AnnotationQueue.objects.order_by("name"), "query": query.urlencode()})
+
+
+@require_GET
+@requires("traffic.view")
+def traffic_detail(request, trajectory_id: int):
+    from studio.annotation.models import AnnotationQueue
+    from studio.playground.presenters import system_prompt, trajectory_steps
+
+    row = get_object_or_404(TrafficTrajectory.objects.select_related("deployment", "harness_version__harness"),
+                            pk=trajectory_id)
+    traj = row.record
+    return render(request, "traffic/traffic_detail.html", {
+        "row": row, "traj": traj, "steps": trajectory_steps(traj), "system_prompt": system_prompt(traj),
+        "trajectory_run": {"version": row.version_label, "endpoint": row.model_name or "unknown model"},
+        "queues": AnnotationQueue.objects.order_by("name")})
+
+
+@require_GET
+@requires("traffic.view")
+def deployment_list(request):
+    deployments = Deployment.objects.prefetch_related("tokens")
+    return render(request, "traffic/deployment_list.html", {"deployments": deployments})
+
+
+@require_POST
+@requires("traffic.deploy")
+def deployment_create_view(request):
+    try:
+        deployment = deployment_create(name=request.POST.get("name", ""), actor=request.user,
+                                       description=request.POST.get("description", ""))
+    except TrafficError as error:
+        messages.error(request, str(error))
+    else:
+        messages.success(request, f"Deployment {deployment.name} registered; make it a token to post with.")
+    return redirect("traffic:deployment_list")
+
+
+@require_POST
+@requires("traffic.deploy")
+def token_create_view(request, name: str):
+    deployment = get_object_or_404(Deployment, name=name)
+    _, token = deployment_token_create(deployment=deployment, actor=request.user)
+    return render(request, "traffic/deployment_list.html", {
+        "deployments": Deployment.objects.prefetch_related("tokens"), "new_token": token,
+        "new_token_deployment": deployment})
+
+
+@require_POST
+@requires("traffic.deploy")
+def token_revoke_view(request, token_id: int):
+    token = get_object_or_404(DeploymentToken.objects.select_related("deployment"), pk=token_id)
+    deployment_token_revoke(token=token, actor=request.user)
+    messages.success(request, f"Token {token.prefix}... of {token.deployment.name} revoked.")
+    return redirect("traffic:deployment_list")
