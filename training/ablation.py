@@ -59,6 +59,10 @@ class Ablation(AblationTable):
 
     # -- models ------------------------------------------------------------------------------
     def model_dir(self, name: str) -> Path:
+        if name in self.config.checkpoints:  # trained elsewhere: scored, not trained
+            from harness.checkpoints import resolve_checkpoint
+
+            return resolve_checkpoint(self.config.checkpoints[name])
         if name == "base":
             from harness.checkpoints import resolve_checkpoint
 
@@ -119,7 +123,7 @@ class Ablation(AblationTable):
         def ev(model: str, set_name: str) -> tuple[str, Any]:
             return f"eval:{model}:{set_name}", self._eval_step(model, set_name)
 
-        return [
+        steps = [
             ("train:fixed_sft", lambda: self._sft("fixed_sft", 0)),
             ("train:hsa_sft", lambda: self._sft("hsa_sft", self.config.hsa_variants)),
             *([("train:fixed_sft_2", lambda: self._sft2("fixed_sft")),
@@ -133,6 +137,15 @@ class Ablation(AblationTable):
             *[ev(m, "ifeval") for m in ("fixed_sft", "hsa_sft", "opd")],
             *[ev(m, "prompt_robustness") for m in MODELS],
         ]
+        return [(name, step) for name, step in steps if self._planned(name)]
+
+    def _planned(self, step: str) -> bool:
+        """A step of a model this ablation covers (``models``) that is not given as a checkpoint."""
+        kind, rest = step.split(":", 1)
+        model = rest.split(":")[0].removesuffix("_2")
+        if kind == "train":
+            return model in self.config.models and model not in self.config.checkpoints
+        return model == "base" or model in self.config.models
 
     def _eval_step(self, model: str, set_name: str):
         def run() -> None:

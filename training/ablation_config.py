@@ -56,6 +56,13 @@ class AblationConfig:
     max_new_tokens: int = field(default=64, metadata={"help": "Tokens per model call at evaluation (a 220-character "
                                                                    "reply or a tool call fits in 64)."})
     resamples: int = field(default=10_000, metadata={"help": "Bootstrap resamples."})
+    checkpoints: dict[str, str] = field(default_factory=dict, metadata={"help": (
+        "Models already trained, scored instead of trained: model -> checkpoint or adapter folder, e.g. "
+        "{fixed_sft: models/demo-adapter-fixed, hsa_sft: models/demo-adapter}. The models: "
+        + ", ".join(MODELS[1:]) + ".")})
+    models: list[str] = field(default_factory=lambda: list(MODELS), metadata={"help": (
+        "The models this ablation trains and scores (base is always scored); the others stay 'pending' in "
+        "the table. E.g. [base, fixed_sft, hsa_sft] for the SFT comparison alone.")})
 
     @classmethod
     def help_texts(cls) -> dict[str, str]:
@@ -76,6 +83,12 @@ class AblationConfig:
         for name in ("sft_lr", "sft2_lr"):
             if not getattr(self, name) > 0:
                 return f"{name}: must be above 0, got {getattr(self, name)}"
+        unknown = sorted(set(self.models) - set(MODELS)) or sorted(set(self.checkpoints) - set(MODELS[1:]))
+        if unknown:
+            return (f"{'models' if set(unknown) - set(self.checkpoints) else 'checkpoints'}: "
+                    f"{', '.join(unknown)} is not one of {', '.join(MODELS)} (checkpoints: not base)")
+        if "rl" in self.models and "opd" not in self.models and "opd" not in self.checkpoints:
+            return "models: rl trains from opd's model; add opd or give its checkpoint"
         if self.resamples < 100:
             return f"resamples: at least 100 bootstrap resamples, got {self.resamples}"
         return ""
@@ -83,6 +96,12 @@ class AblationConfig:
 
 PRESETS: dict[str, AblationConfig] = {
     "cpu-small": AblationConfig(),
+    # the shipped demo adapter against its Fixed-SFT comparison and the base model (docs/training.md, "The demo
+    # adapter"): nothing is trained, T1/T2 on 100 held-out cases each and IFEval on 100 prompts are scored
+    "demo-adapter": AblationConfig(output_dir="runs/ablation-demo-adapter", models=["base", "fixed_sft", "hsa_sft"],
+                                   checkpoints={"fixed_sft": "models/demo-adapter-fixed",
+                                                "hsa_sft": "models/demo-adapter"},
+                                   eval_ifeval=100, eval_prompt_robustness=50),
     # a smoke run of the whole machinery on the tiny model (minutes, numbers meaningless)
     "tiny-smoke": AblationConfig(model="tiny", output_dir="runs/ablation-tiny-smoke", train_cases=8,
                                  hsa_variants=1, sft_steps=2, sft2_steps=1, sft2_schedule_steps=2,

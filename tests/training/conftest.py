@@ -35,3 +35,22 @@ def sft_run(tmp_path_factory, tiny_dir):
                 examples=price_examples())
 
     return artefacts.build_once(tmp_path_factory, "tiny-sft", build)
+
+
+@pytest.fixture(scope="session")
+def lora_run(tmp_path_factory, tiny_dir):
+    """A two-step SFT run of a rank-4 LoRA adapter on the tiny model (built once, like sft_run)."""
+    from training.sft_config import SFTStageConfig
+    from training.sft_trainer import run_sft
+
+    def build(out):
+        run_sft(SFTStageConfig(model="tiny", output_dir=str(out), max_steps=2, save_steps=2, learning_rate=5e-2,
+                               lora_rank=4, lora_target_modules=["q_proj", "v_proj", "down_proj"]),
+                examples=price_examples())
+
+    return artefacts.build_once(tmp_path_factory, "tiny-lora-sft", build)
+
+
+@pytest.fixture(scope="session")
+def lora_adapter(lora_run):
+    return lora_run / "final"

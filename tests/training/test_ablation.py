@@ -121,3 +121,20 @@ def test_the_table_says_how_requests_ended(tmp_path):
     markdown = (tmp_path / "table.md").read_text() if ablation.write_table() else ""
     assert "## How requests ended" in markdown
     assert "| HSA-SFT | pending | 2 (1 effective) / 1 / 1 / 1 of 5 |" in markdown
+
+
+def test_given_checkpoints_are_scored_not_trained_and_other_models_are_left_out(tmp_path, lora_adapter):
+    from training.ablation import Ablation
+    from training.ablation_config import AblationConfig
+
+    config = AblationConfig(model="tiny", output_dir=str(tmp_path), models=["base", "fixed_sft", "hsa_sft"],
+                            checkpoints={"hsa_sft": str(lora_adapter)})
+    assert config.check() == ""
+    plan = [name for name, _ in Ablation(config).plan()]
+    assert "train:fixed_sft" in plan and "train:hsa_sft" not in plan and "train:hsa_sft_2" not in plan
+    assert not any(":opd" in n or ":rl" in n for n in plan)  # neither trained nor scored
+    assert {"eval:hsa_sft:variant_qa", "eval:base:ifeval", "eval:fixed_sft:live_qa"} <= set(plan)
+    merged = Ablation(config).model_dir("hsa_sft")
+    assert (merged / "model.safetensors").is_file()  # the adapter, merged with its base
+    assert AblationConfig(models=["base", "rl"]).check().startswith("models: rl trains from opd")
+    assert AblationConfig(checkpoints={"base": "x"}).check().startswith("checkpoints: base")

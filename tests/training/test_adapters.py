@@ -15,22 +15,7 @@ import pytest
 
 from harness import adapters
 from harness.checkpoints import CheckpointError, checkpoint_problem, fingerprint, resolve_checkpoint
-from tests import artefacts
-from tests.training.conftest import price_examples
 from training.runs import is_finished, read_model_card
-
-
-@pytest.fixture(scope="module")
-def lora_run(tmp_path_factory, tiny_dir):
-    from training.sft_config import SFTStageConfig
-    from training.sft_trainer import run_sft
-
-    def build(out):
-        run_sft(SFTStageConfig(model="tiny", output_dir=str(out), max_steps=2, save_steps=2, learning_rate=5e-2,
-                               lora_rank=4, lora_target_modules=["q_proj", "v_proj", "down_proj"]),
-                examples=price_examples())
-
-    return artefacts.build_once(tmp_path_factory, "tiny-lora-sft", build)
 
 
 def test_a_lora_run_saves_only_the_adapter_and_names_its_base(lora_run, tiny_dir):
