@@ -64,6 +64,11 @@ def field_problem(kind: str, name: str, value: Any) -> str:
     """Why a field's value cannot be used by a run started from the studio ('' when it can)."""
     field = name.rpartition(".")[2]
     where = f"{name}: "
+    if field == "checkpoints" and isinstance(value, dict):  # the ablation's models trained elsewhere
+        for model, folder in value.items():
+            if problem := model_problem(str(folder)):
+                return f"{name}.{model}: {problem}"
+        return ""
     if not isinstance(value, str):  # numbers and lists were checked by their type already
         return ""
     if field == "model":

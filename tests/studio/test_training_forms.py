@@ -317,3 +317,12 @@ def test_the_registry_offers_a_replay_and_a_release_of_each_checkpoint_to_whoeve
     assert f'value="local:{run.final_dir}"' in replay_form.content.decode()
     operator = page_text(client_for(personas.operator).get("/training/checkpoints/"))
     assert "/training/new/replay/" not in operator and "/releases/new/" not in operator
+
+
+def test_the_ablations_given_checkpoints_are_checked_like_any_model_field(tmp_path):
+    from studio.training.services import field_problem
+
+    assert field_problem("ablation", "checkpoints", {"hsa_sft": "models/demo-adapter"}).startswith(
+        "checkpoints.hsa_sft: 'models/demo-adapter' is not a model")
+    assert "does not exist" in field_problem("ablation", "checkpoints", {"fixed_sft": str(tmp_path / "none")})
+    assert field_problem("ablation", "checkpoints", {"hsa_sft": "local"}) == ""
