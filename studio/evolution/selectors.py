@@ -276,7 +276,23 @@ def stage_state(*, stage: Stage, parent_run: EvalRun | None = None, candidate_ru
         "decisions": Stage.DECISIONS,
         "closed": stage.decision in CLOSING_DECISIONS or stage.evolution.status != Evolution.ACTIVE,
         "next_stage": stage_next(stage=stage),
+        "draft_diff": stage_draft_diff(stage=stage),
     }
+
+
+def stage_draft_diff(*, stage: Stage) -> dict[str, str]:
+    """The stage's open editor draft against the parent version (path -> unified diff), or {} without one.
+
+    Once an operator edits a proposal in the editor the candidate is this draft, not the proposals' diffs.
+    """
+    from harness.diff import diff_files
+    from studio.harnesses.models import Draft
+    from studio.harnesses.selectors import version_files
+
+    draft = stage.draft
+    if draft is None or draft.status != Draft.OPEN:
+        return {}
+    return diff_files(version_files(version=stage.parent_version), draft.files).files
 
 
 def _about(seconds: float) -> str:
