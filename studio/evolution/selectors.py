@@ -277,7 +277,36 @@ def stage_state(*, stage: Stage, parent_run: EvalRun | None = None, candidate_ru
         "closed": stage.decision in CLOSING_DECISIONS or stage.evolution.status != Evolution.ACTIVE,
         "next_stage": stage_next(stage=stage),
         "draft_diff": stage_draft_diff(stage=stage),
+        "planted": planted_defect_scenario(exclude_version=stage.parent_version),
     }
+
+
+PLANTED_CASES = 100  # an even spread of the dev-set: the whole stage in about a minute on the shortcut policy
+
+
+def planted_defect_scenario(*, exclude_version=None) -> dict[str, Any] | None:
+    """The demo's planted-defect scenario (``seed_evolution_demo``): the version labelled ``planted-defect``,
+    the dev-set and the shortcut endpoint, with the link that fills the start form; None when any is missing
+    (or the version is ``exclude_version``, the one a stage already starts from)."""
+    from urllib.parse import urlencode
+
+    from django.urls import reverse
+
+    from studio.endpoints.models import ModelEndpoint
+    from studio.evolution.seeding import DEMO_SETS, PLANTED_LABEL, SHORTCUT_ENDPOINT
+    from studio.harnesses.models import Label
+
+    label = Label.objects.filter(name=PLANTED_LABEL).select_related("version__harness").order_by("pk").first()
+    dataset = Dataset.objects.filter(name=DEMO_SETS["dev"][0]).first()
+    endpoint = ModelEndpoint.objects.filter(name=SHORTCUT_ENDPOINT).first()
+    if label is None or dataset is None or endpoint is None:
+        return None
+    if exclude_version is not None and label.version_id == exclude_version.pk:
+        return None
+    query = urlencode({"name": "planted defect", "version": label.version_id, "dataset": dataset.name,
+                       "endpoint": endpoint.pk, "limit": PLANTED_CASES})
+    return {"version": label.version, "dataset": dataset, "endpoint": endpoint, "cases": PLANTED_CASES,
+            "url": f"{reverse('evolution:evolution_new')}?{query}"}
 
 
 def stage_draft_diff(*, stage: Stage) -> dict[str, str]:

@@ -118,8 +118,9 @@ def stage_draft_with_edits(*, stage: Stage, edits: list[dict], actor: User) -> D
 @transaction.atomic
 def stage_edit_by_hand(*, stage: Stage, actor: User) -> Draft:
     """The stage's editor draft of its parent version (made once), for a candidate edited by hand when the
-    diagnosis proposed nothing; "Commit the candidate" on the stage page then commits and evaluates it."""
-    stage_require(actor, "evolution.review", "editing the candidate by hand")
+    diagnosis proposed nothing; "Commit the candidate" on the stage page then commits and evaluates it.
+    Editing is an operator's (the editor saves need ``harness.edit``); a reviewer commits the result."""
+    stage_require(actor, "evolution.edit", "editing the candidate by hand")
     stage_check_open(stage)
     if stage.candidate_version_id:
         raise EvolutionError(f"stage {stage.number} already has its candidate v{stage.candidate_version.number}")

@@ -55,14 +55,16 @@ def _proposal(proposal_id: int):
 @requires("evolution.view")
 def evolution_list(request):
     return render(request, "evolution/evolution_list.html", {
-        "evolutions": selectors.evolution_list(), "datasets": selectors.dataset_list(), "can": _can(request)})
+        "evolutions": selectors.evolution_list(), "datasets": selectors.dataset_list(), "can": _can(request),
+        "planted": selectors.planted_defect_scenario()})
 
 
 @require_http_methods(["GET", "POST"])
 @requires("evolution.run")
 def evolution_new(request):
-    form = EvolutionForm(request.POST or None, initial={"dataset": request.GET.get("dataset"),
-                                                        "version": request.GET.get("version")})
+    # a link may fill the form (a dataset's page, the planted-defect scenario); nothing starts before a POST
+    form = EvolutionForm(request.POST or None, initial={
+        key: request.GET.get(key) for key in ("name", "dataset", "version", "endpoint", "limit")})
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
@@ -76,7 +78,8 @@ def evolution_new(request):
         else:
             return redirect("evolution:stage_detail", stage_id=evolution.stages.get(number=1).pk)
     return render(request, "evolution/evolution_new.html", {
-        "form": form, "estimates": selectors.run_time_estimates(dataset_name=form["dataset"].value())})
+        "form": form, "estimates": selectors.run_time_estimates(dataset_name=form["dataset"].value()),
+        "planted": selectors.planted_defect_scenario(), "can": _can(request)})
 
 
 @require_GET
@@ -256,7 +259,7 @@ def stage_candidate(request, stage_id: int):
 
 
 @require_POST
-@requires("evolution.review")
+@requires("evolution.edit")
 def stage_edit(request, stage_id: int):
     """Edit the candidate by hand (the diagnosis proposed nothing): the stage's draft in the editor."""
     stage = _stage(stage_id)
@@ -266,7 +269,7 @@ def stage_edit(request, stage_id: int):
         messages.error(request, str(error))
         return redirect("evolution:stage_detail", stage_id=stage.pk)
     messages.success(request, f"Draft #{draft.pk} of v{stage.parent_version.number} is this stage's candidate; edit "
-                              "it, then commit it from the stage page.")
+                              "and save it here, then a reviewer commits it from the stage page.")
     return redirect("harnesses:draft_edit", draft_id=draft.pk)
 
 
