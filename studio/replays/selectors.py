@@ -21,6 +21,7 @@ from typing import Any
 from django.db.models import QuerySet
 
 from studio.filecache import FileCache, file_stats
+from studio.jobs.fallback import replay_flag
 from studio.training.models import TrainingRun
 
 REQUESTS_READ_BYTES = 16 * 1024 * 1024
@@ -63,6 +64,7 @@ class ReplayRow:
     harness_version: Any
     harness_digest: str
     levels: list[tuple[str, float | None]]  # (level, wall P95), or the planned levels with None
+    fallback_flag: str = ""  # studio.jobs.fallback's flag when a level's requests mostly fell back
 
     @property
     def state(self) -> str:
@@ -82,7 +84,8 @@ def replay_rows(*, limit: int = 200) -> list[ReplayRow]:
             levels = [(str(level), None) for level in config.get("concurrency", [])]
         rows.append(ReplayRow(run=run, route=stored.get("route") or config.get("route") or run.model,
                               checkpoint=stored.get("checkpoint") or "", harness_version=run.harness_version,
-                              harness_digest=stored.get("harness_digest") or "", levels=levels))
+                              harness_digest=stored.get("harness_digest") or "", levels=levels,
+                              fallback_flag=replay_flag(stored.get("levels") or {})))
     digests = {r.harness_digest for r in rows if r.harness_version is None} - {""}
     versions = {v.digest: v for v in HarnessVersion.objects.filter(digest__in=digests).select_related("harness")}
     for row in rows:
