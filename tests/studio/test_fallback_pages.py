@@ -175,6 +175,19 @@ def test_the_replay_list_flags_a_replay_that_fell_back_before_its_p95(personas, 
     assert row.index("Mostly fallback") < row.index("C=1: 1.950 s") and "status-succeeded" not in row
     assert "Mostly fallback" not in _row_of(listing, f'data-run="{answered.pk}"')
 
+    # the training run list: the replay's job, its outcome written as the job service writes it
+    from studio.jobs.models import Job
+    from studio.jobs.registry import JOB_KINDS
+
+    for run in (fell, answered):
+        Job.objects.filter(pk=run.job_id).update(outcome=JOB_KINDS["replay_run"].outcome_of({"summary": run.summary}))
+    runs = unescape(client_for(personas.reviewer).get("/training/").content.decode())
+    row = _row_of(runs, f'href="/training/runs/{fell.pk}/"')
+    assert FLAG in row and "C=1: 3 of 3 requests fell back" in row and "status-succeeded" not in row
+    assert "Mostly fallback" not in _row_of(runs, f'href="/training/runs/{answered.pk}/"')
+    dashboard = unescape(client_for(personas.reviewer).get(f"/replay/{fell.pk}/").content.decode())
+    assert "<strong>Mostly fallback:</strong> " + WARNING in dashboard
+
 
 def test_a_compatibility_cell_whose_cases_fell_back_is_flagged_before_its_avg(personas, demo_version, settings,
                                                                               tmp_path):
