@@ -99,7 +99,9 @@ def replay_state(run: TrainingRun) -> tuple[str, str]:
     if job is None:
         return "failed", "the run has no job (it was never queued)"
     if job.status == job.QUEUED:
-        return "queued", "queued: waiting for a worker on the train queue"
+        from studio.jobs.selectors import job_wait
+
+        return "queued", f"queued: {job_wait(job=job).sentence}"
     if job.is_active:
         return "running", "running: the figures below are of the requests measured so far; the page updates itself"
     if job.status == job.CANCELLED:

@@ -120,4 +120,6 @@ def _eta(run: TrainingRun, done: int, total: int) -> str:
 
 def live_context(run: TrainingRun) -> dict[str, Any]:
     """The live panel's context: the run, its job and where it stands."""
-    return {"run": run, "job": run.job, "live": run_live(run)}
+    from studio.jobs.selectors import job_wait
+
+    return {"run": run, "job": run.job, "live": run_live(run), "wait": job_wait(job=run.job) if run.job else None}
