@@ -226,6 +226,9 @@ def eval_run_execute(*, run_id: int, progress, log, in_worker: bool = False, wor
                     if claim.taken_from:
                         log(f"chunk {claim.chunk.index} claimed again: no heartbeat from {claim.taken_from} for "
                             f"{settings.JOB_LEASE_S:g} s (its scored cases are kept)")
+                    elif claim.chunk.claims > 1:  # handed back, not lost: its job stopped or failed before
+                        log(f"chunk {claim.chunk.index} claimed again: handed back by a job that stopped or failed "
+                            "(its scored cases are kept)")
                     try:
                         chunk_score(claim=claim, scorer=scorer, attempt=attempt, worker=worker, on_case=report,
                                     heartbeat=in_worker)

@@ -215,7 +215,8 @@ def run_eta(*, run: EvalRun | None, now=None) -> float | None:
 
 def run_workers(*, run: EvalRun | None) -> dict[str, Any]:
     """Which workers scored the run's cases and how its chunks stand: {"workers": [(worker, cases), ...]
-    (most cases first), "chunks", "done", "reclaimed" (chunks claimed again after their worker was lost)}."""
+    (most cases first), "chunks", "done", "reclaimed" (chunks claimed more than once: after their worker was
+    lost, or handed back when their job stopped or failed and the run resumed)}."""
     if run is None:
         return {"workers": [], "chunks": 0, "done": 0, "reclaimed": 0}
     workers = (run.results.exclude(worker="").values_list("worker").annotate(n=Count("id")).order_by("-n", "worker"))

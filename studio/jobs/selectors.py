@@ -20,6 +20,25 @@ def job_get(*, job_id: int) -> Job:
     return Job.objects.select_related("created_by").get(pk=job_id)
 
 
+def job_title(*, job: Job) -> str:
+    """The job's title as it stands now: a kind whose title counts progress (JobKind.title) is counted at
+    this read, so the title never says fewer scored cases than the page beside it; the stored title else."""
+    from studio.jobs.registry import JOB_KINDS
+
+    kind = JOB_KINDS.get(job.kind)
+    if kind is None or kind.title is None or not job.is_active:
+        return job.title
+    return kind.title(job)[:200] or job.title
+
+
+def jobs_titled(jobs) -> list[Job]:
+    """``jobs`` with the titles of the active ones counted now (``job_title``), for a list."""
+    jobs = list(jobs)
+    for job in jobs:
+        job.title = job_title(job=job)
+    return jobs
+
+
 @dataclass
 class QueueWait:
     """Why a queued job waits: its place in its queue and the jobs the queue's workers are running now."""

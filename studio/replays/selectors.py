@@ -108,7 +108,7 @@ def replay_state(run: TrainingRun) -> tuple[str, str]:
         return "cancelled", f"cancelled{': ' + job.error if job.error else ''}; what it measured before is below"
     if job.status == job.FAILED:
         return "failed", f"failed: {job.error or 'the job ended with an error'}"
-    return "finished", "finished"
+    return "finished", "every planned level was measured; the figures below are final"
 
 
 # -- one replay's folder -----------------------------------------------------------------------------------
