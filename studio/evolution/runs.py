@@ -95,9 +95,9 @@ def _queue(*, run: EvalRun, actor: User | None) -> Job:
 def eval_run_resume(*, run: EvalRun, actor: User | None) -> EvalRun:
     """Queue a new job for an unfinished run; cases already scored are kept and skipped."""
     if run.status == EvalRun.SUCCEEDED:
-        raise EvaluationError(f"run #{run.pk} has finished; start a new run to score again")
+        raise EvaluationError(f"evaluation run #{run.pk} has finished; start a new run to score again")
     if run.job is not None and run.job.is_active:
-        raise EvaluationError(f"run #{run.pk} is already {run.job.status} as job #{run.job.pk}")
+        raise EvaluationError(f"evaluation run #{run.pk} is already {run.job.status} as job #{run.job.pk}")
     audit_record(actor=actor, action="evolution.run.resume", harness=run.version.harness,
                  target=f"eval run #{run.pk}", data={"done": run.results.count(), "total": run.total})
     _queue(run=run, actor=actor)

@@ -195,7 +195,7 @@ def run_resume(request, run_id: int):
     except USER_ERRORS as error:
         messages.error(request, str(error))
     else:
-        messages.success(request, f"Run #{run.pk} resumed: {selectors.run_done(run=run)} finished case(s) are kept.")
+        messages.success(request, f"Evaluation run #{run.pk} resumed: {selectors.run_done(run=run)} finished case(s) are kept.")
     return redirect("evolution:run_detail", run_id=run.pk)
 
 

@@ -93,6 +93,37 @@ def replay_rows(*, limit: int = 200) -> list[ReplayRow]:
     return rows
 
 
+def replay_time_estimate(*, route: str, concurrency: list[int], warmup: int, measured: int,
+                         request_timeout: float) -> dict[str, Any]:
+    """How long a replay of these settings would take, for its form: each level runs warm-up + measured requests
+    C at a time, so about ceil(n / C) request times. The request time is the wall P50 the newest finished
+    replay on the same route measured at that level (its lowest level's where it did not run this one);
+    with none, only the bound every request's timeout sets. {"requests", "estimate", "basis"}."""
+    import math
+
+    from studio.training.selectors import eta_text
+
+    per_level = warmup + measured
+    rounds = {c: math.ceil(per_level / c) for c in concurrency if c > 0}
+    requests = per_level * len(rounds)
+    about = lambda seconds: eta_text(seconds).removesuffix(" left")  # noqa: E731 (the one time format)
+    for run in replay_list(limit=50):
+        stored = (run.summary or {}).get("replay") or {}
+        levels = {str(k): v for k, v in (stored.get("levels") or {}).items() if isinstance(v, dict)}
+        walls = {k: v.get("wall_p50_s") for k, v in levels.items() if isinstance(v.get("wall_p50_s"), int | float)}
+        if stored.get("route") != route or not walls or run.job is None or run.job.status != run.job.SUCCEEDED:
+            continue
+        lowest = walls[min(walls, key=int)]
+        seconds = sum(n * walls.get(str(c), lowest) for c, n in rounds.items())
+        return {"requests": requests, "estimate": about(seconds),
+                "basis": f"from training run #{run.pk} on {route}: wall P50 "
+                         + ", ".join(f"C={k}: {v:.2f} s" for k, v in sorted(walls.items(), key=lambda i: int(i[0])))}
+    bound = sum(rounds.values()) * request_timeout
+    return {"requests": requests, "estimate": f"at most {about(bound)}",
+            "basis": f"no replay on {route} has finished yet to measure from; every request is cut at the "
+                     f"request timeout ({request_timeout:g} s)"}
+
+
 def replay_state(run: TrainingRun) -> tuple[str, str]:
     """(state, sentence): queued, running, finished, failed or cancelled, from the run's job."""
     job = run.job
