@@ -106,7 +106,9 @@ def replay_time_estimate(*, route: str, concurrency: list[int], warmup: int, mea
     per_level = warmup + measured
     rounds = {c: math.ceil(per_level / c) for c in concurrency if c > 0}
     requests = per_level * len(rounds)
-    about = lambda seconds: eta_text(seconds).removesuffix(" left")  # noqa: E731 (the one time format)
+    def about(seconds: float) -> str:  # the studio's one way of saying a time ("about 7 min")
+        return eta_text(seconds).removesuffix(" left")
+
     for run in replay_list(limit=50):
         stored = (run.summary or {}).get("replay") or {}
         levels = {str(k): v for k, v in (stored.get("levels") or {}).items() if isinstance(v, dict)}
