@@ -1,11 +1,15 @@
 """Root URLs of Harness Studio."""
 
+from django.templatetags.static import static
 from django.urls import include, path
+from django.views.generic.base import RedirectView
 
 from studio.harnesses import views as harness_views
 
 urlpatterns = [
     path("", harness_views.home, name="home"),
+    # browsers and tools that ask for /favicon.ico without reading a page's <link rel="icon">
+    path("favicon.ico", RedirectView.as_view(url=static("studio/favicon.svg"), permanent=True)),
     path("accounts/", include("studio.accounts.urls")),
     path("", include("studio.harnesses.urls")),
     path("jobs/", include("studio.jobs.urls")),

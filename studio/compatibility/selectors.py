@@ -181,6 +181,13 @@ class MatrixCell:
             return "none"
         return self.cell.run.status
 
+    @property
+    def fallback_flag(self) -> str:
+        """studio.jobs.fallback's flag when most of the cell's base cases fell back, else ''."""
+        from studio.jobs.fallback import summary_flag
+
+        return summary_flag({"": self.figures.get("base")})
+
 
 @dataclass
 class MatrixRow:

@@ -3,7 +3,7 @@
 ``source_dataset`` imports the first cases of the generated world's dev-set under the name the settings
 read (``COMPATIBILITY_SOURCE_DATASET``). ``finished_cell`` writes what an evaluation run of the
 compatibility set leaves behind (a succeeded ``EvalRun`` with one ``CaseResult`` per case, whose
-trajectory says the agent replied) with the scores a test chooses, so the gate, the colours and the
+trajectory says how the agent's request ended: replied unless the test says otherwise) with the scores a test chooses, so the gate, the colours and the
 alarm read it exactly as they read a run the workers scored.
 """
 
@@ -39,9 +39,11 @@ def source_dataset(n: int = 40, *, seed: int = 7) -> Dataset:
                           source="dev.jsonl", actor=None, catalogue=catalogue)
 
 
-def finished_cell(*, endpoint, version, avg: Callable[[str], float], reason: str = "test") -> Cell:
+def finished_cell(*, endpoint, version, avg: Callable[[str], float], reason: str = "test",
+                  outcome: Callable[[str], str] = lambda case_id: "replied") -> Cell:
     """A finished cell of ``endpoint`` on ``version`` whose case ``id`` scored AVG ``avg(id)`` (0, 0.5 or 1:
-    Accuracy 1 and Effectiveness ``2 * avg - 1``, or both 0)."""
+    Accuracy 1 and Effectiveness ``2 * avg - 1``, or both 0) and ended as ``outcome(id)`` says (replied,
+    fallback, ...)."""
     current, dataset = compat_dataset_ensure()
     ids = [c["id"] for c in current.cases]
     now = timezone.now()
@@ -58,7 +60,8 @@ def finished_cell(*, endpoint, version, avg: Callable[[str], float], reason: str
         results.append(CaseResult(run=run, case_id=case_id, category=category[case_id], accuracy=accuracy,
                                   effectiveness=effectiveness, avg=score, verdict=verdict, reply="ok",
                                   route="public", latency_s=0.5,
-                                  trajectory={"outcome": "replied", "outcome_reason": "", "model_calls": []}))
+                                  trajectory={"outcome": outcome(case_id), "outcome_reason": "",
+                                              "model_calls": []}))
     CaseResult.objects.bulk_create(results)
     return Cell.objects.create(model_fingerprint=model_fingerprint(endpoint), endpoint=endpoint, version=version,
                                version_digest=version.digest, set_version=current.version, dataset=dataset, run=run,

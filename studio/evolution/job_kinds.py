@@ -20,10 +20,11 @@ def eval_run_title(job) -> str:
 def eval_run_outcome(result: dict[str, Any]) -> str:
     """How the run's requests ended, with the warning when most of them fell back."""
     from evaluation.summary import outcome_line
+    from studio.jobs.fallback import fallback_first, summary_flag
 
     if not result.get("outcomes"):
         return ""
-    return outcome_line(result) + (" - mostly fallback" if result.get("mostly_fallback") else "")
+    return fallback_first(outcome_line(result), flag=summary_flag({"": result}))
 
 
 def present_eval_run_result(result: dict[str, Any]) -> dict[str, Any]:

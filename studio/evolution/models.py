@@ -93,9 +93,12 @@ class EvalRun(models.Model):
 
     @property
     def badge(self) -> str:
-        """The status to show: a run ended by cancelling its job says cancelled, not failed."""
+        """The status to show: a run ended by cancelling its job says cancelled, not failed; a run whose job
+        a worker already runs says running, not queued (the run's own row moves at its first scored chunk)."""
         if self.status == self.FAILED and self.job is not None and self.job.status == Job.CANCELLED:
             return Job.CANCELLED
+        if self.status == self.QUEUED and self.job is not None and self.job.status == Job.RUNNING:
+            return self.RUNNING
         return self.status
 
 

@@ -100,9 +100,9 @@ def _queue(*, run: EvalRun, actor: User | None) -> Job:
 def eval_run_resume(*, run: EvalRun, actor: User | None) -> EvalRun:
     """Queue a new job for an unfinished run; cases already scored are kept and skipped."""
     if run.status == EvalRun.SUCCEEDED:
-        raise EvaluationError(f"run #{run.pk} has finished; start a new run to score again")
+        raise EvaluationError(f"evaluation run #{run.pk} has finished; start a new run to score again")
     if run.job is not None and run.job.is_active:
-        raise EvaluationError(f"run #{run.pk} is already {run.job.status} as job #{run.job.pk}")
+        raise EvaluationError(f"evaluation run #{run.pk} is already {run.job.status} as job #{run.job.pk}")
     audit_record(actor=actor, action="evolution.run.resume", harness=run.version.harness,
                  target=f"eval run #{run.pk}", data={"done": run.results.count(), "total": run.total})
     _queue(run=run, actor=actor)
@@ -231,6 +231,9 @@ def eval_run_execute(*, run_id: int, progress, log, in_worker: bool = False, wor
                     if claim.taken_from:
                         log(f"chunk {claim.chunk.index} claimed again: no heartbeat from {claim.taken_from} for "
                             f"{settings.JOB_LEASE_S:g} s (its scored cases are kept)")
+                    elif claim.chunk.claims > 1:  # handed back, not lost: its job stopped or failed before
+                        log(f"chunk {claim.chunk.index} claimed again: handed back by a job that stopped or failed "
+                            "(its scored cases are kept)")
                     try:
                         chunk_score(claim=claim, scorer=scorer, attempt=attempt, worker=worker, on_case=report,
                                     heartbeat=in_worker)

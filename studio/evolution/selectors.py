@@ -215,7 +215,8 @@ def run_eta(*, run: EvalRun | None, now=None) -> float | None:
 
 def run_workers(*, run: EvalRun | None) -> dict[str, Any]:
     """Which workers scored the run's cases and how its chunks stand: {"workers": [(worker, cases), ...]
-    (most cases first), "chunks", "done", "reclaimed" (chunks claimed again after their worker was lost)}."""
+    (most cases first), "chunks", "done", "reclaimed" (chunks claimed more than once: after their worker was
+    lost, or handed back when their job stopped or failed and the run resumed)}."""
     if run is None:
         return {"workers": [], "chunks": 0, "done": 0, "reclaimed": 0}
     workers = (run.results.exclude(worker="").values_list("worker").annotate(n=Count("id")).order_by("-n", "worker"))
@@ -276,7 +277,52 @@ def stage_state(*, stage: Stage, parent_run: EvalRun | None = None, candidate_ru
         "decisions": Stage.DECISIONS,
         "closed": stage.decision in CLOSING_DECISIONS or stage.evolution.status != Evolution.ACTIVE,
         "next_stage": stage_next(stage=stage),
+        "draft_diff": stage_draft_diff(stage=stage),
+        "planted": planted_defect_scenario(exclude_version=stage.parent_version),
     }
+
+
+PLANTED_CASES = 100  # an even spread of the dev-set: the whole stage in about a minute on the shortcut policy
+
+
+def planted_defect_scenario(*, exclude_version=None) -> dict[str, Any] | None:
+    """The demo's planted-defect scenario (``seed_evolution_demo``): the version labelled ``planted-defect``,
+    the dev-set and the shortcut endpoint, with the link that fills the start form; None when any is missing
+    (or the version is ``exclude_version``, the one a stage already starts from)."""
+    from urllib.parse import urlencode
+
+    from django.urls import reverse
+
+    from studio.endpoints.models import ModelEndpoint
+    from studio.evolution.seeding import DEMO_SETS, PLANTED_LABEL, SHORTCUT_ENDPOINT
+    from studio.harnesses.models import Label
+
+    label = Label.objects.filter(name=PLANTED_LABEL).select_related("version__harness").order_by("pk").first()
+    dataset = Dataset.objects.filter(name=DEMO_SETS["dev"][0]).first()
+    endpoint = ModelEndpoint.objects.filter(name=SHORTCUT_ENDPOINT).first()
+    if label is None or dataset is None or endpoint is None:
+        return None
+    if exclude_version is not None and label.version_id == exclude_version.pk:
+        return None
+    query = urlencode({"name": "planted defect", "version": label.version_id, "dataset": dataset.name,
+                       "endpoint": endpoint.pk, "limit": PLANTED_CASES})
+    return {"version": label.version, "dataset": dataset, "endpoint": endpoint, "cases": PLANTED_CASES,
+            "url": f"{reverse('evolution:evolution_new')}?{query}"}
+
+
+def stage_draft_diff(*, stage: Stage) -> dict[str, str]:
+    """The stage's open editor draft against the parent version (path -> unified diff), or {} without one.
+
+    Once an operator edits a proposal in the editor the candidate is this draft, not the proposals' diffs.
+    """
+    from harness.diff import diff_files
+    from studio.harnesses.models import Draft
+    from studio.harnesses.selectors import version_files
+
+    draft = stage.draft
+    if draft is None or draft.status != Draft.OPEN:
+        return {}
+    return diff_files(version_files(version=stage.parent_version), draft.files).files
 
 
 def _about(seconds: float) -> str:

@@ -118,8 +118,9 @@ def stage_draft_with_edits(*, stage: Stage, edits: list[dict], actor: User) -> D
 @transaction.atomic
 def stage_edit_by_hand(*, stage: Stage, actor: User) -> Draft:
     """The stage's editor draft of its parent version (made once), for a candidate edited by hand when the
-    diagnosis proposed nothing; "Commit the candidate" on the stage page then commits and evaluates it."""
-    stage_require(actor, "evolution.review", "editing the candidate by hand")
+    diagnosis proposed nothing; "Commit the candidate" on the stage page then commits and evaluates it.
+    Editing is an operator's (the editor saves need ``harness.edit``); a reviewer commits the result."""
+    stage_require(actor, "evolution.edit", "editing the candidate by hand")
     stage_check_open(stage)
     if stage.candidate_version_id:
         raise EvolutionError(f"stage {stage.number} already has its candidate v{stage.candidate_version.number}")
@@ -152,7 +153,10 @@ def candidate_build(*, stage: Stage, actor: User, message: str = "") -> Stage:
                 raise EvolutionError("proposals: accept at least one proposal (or edit one in the editor) first")
             draft = stage_draft_with_edits(stage=stage, edits=edits, actor=actor)
         try:
-            version = draft_commit(draft=draft, actor=actor, message=message)
+            # the reviewer commits the stage's draft whoever edited it (an operator, "Edit in the editor"):
+            # deciding the candidate is the reviewer's right here, editing Harnesses is not needed for it
+            version = draft_commit(draft=draft, actor=actor, message=message,
+                                   authorised_as=f"reviewer of evolution #{stage.evolution_id} stage {stage.number}")
         except StudioError as error:
             raise EvolutionError(f"candidate: {error}") from None
     stage.draft = draft

@@ -56,15 +56,18 @@ def _proposal(proposal_id: int):
 @requires("evolution.view")
 def evolution_list(request):
     return render(request, "evolution/evolution_list.html", {
-        "evolutions": selectors.evolution_list(), "datasets": selectors.dataset_list(), "can": _can(request)})
+        "evolutions": selectors.evolution_list(), "datasets": selectors.dataset_list(), "can": _can(request),
+        "planted": selectors.planted_defect_scenario()})
 
 
 @require_http_methods(["GET", "POST"])
 @requires("evolution.run")
 def evolution_new(request):
-    form = EvolutionForm(request.POST or None, initial={"dataset": request.GET.get("dataset"),
-                                                        "endpoint": endpoint_default(),
-                                                        "version": request.GET.get("version")})
+    # a link may fill the form (a dataset's page, the planted-defect scenario); nothing starts before a POST;
+    # the endpoint defaults to the demo's model (endpoint_default)
+    initial = {key: request.GET.get(key) for key in ("name", "dataset", "version", "endpoint", "limit")}
+    initial["endpoint"] = initial["endpoint"] or endpoint_default()
+    form = EvolutionForm(request.POST or None, initial=initial)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
@@ -78,7 +81,8 @@ def evolution_new(request):
         else:
             return redirect("evolution:stage_detail", stage_id=evolution.stages.get(number=1).pk)
     return render(request, "evolution/evolution_new.html", {
-        "form": form, "estimates": selectors.run_time_estimates(dataset_name=form["dataset"].value())})
+        "form": form, "estimates": selectors.run_time_estimates(dataset_name=form["dataset"].value()),
+        "planted": selectors.planted_defect_scenario(), "can": _can(request)})
 
 
 @require_GET
@@ -194,7 +198,7 @@ def run_resume(request, run_id: int):
     except USER_ERRORS as error:
         messages.error(request, str(error))
     else:
-        messages.success(request, f"Run #{run.pk} resumed: {selectors.run_done(run=run)} finished case(s) are kept.")
+        messages.success(request, f"Evaluation run #{run.pk} resumed: {selectors.run_done(run=run)} finished case(s) are kept.")
     return redirect("evolution:run_detail", run_id=run.pk)
 
 
@@ -258,7 +262,7 @@ def stage_candidate(request, stage_id: int):
 
 
 @require_POST
-@requires("evolution.review")
+@requires("evolution.edit")
 def stage_edit(request, stage_id: int):
     """Edit the candidate by hand (the diagnosis proposed nothing): the stage's draft in the editor."""
     stage = _stage(stage_id)
@@ -268,7 +272,7 @@ def stage_edit(request, stage_id: int):
         messages.error(request, str(error))
         return redirect("evolution:stage_detail", stage_id=stage.pk)
     messages.success(request, f"Draft #{draft.pk} of v{stage.parent_version.number} is this stage's candidate; edit "
-                              "it, then commit it from the stage page.")
+                              "and save it here, then a reviewer commits it from the stage page.")
     return redirect("harnesses:draft_edit", draft_id=draft.pk)
 
 

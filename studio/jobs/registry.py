@@ -7,8 +7,8 @@ raises is a bug, logged with its traceback.
 
 A job's own status says whether the job ran (queued, running, ran, failed,
 cancelled); what the work did is a separate line, the kind's ``outcome`` of
-its result (a playground run that ran and whose agent fell back: "ran - the
-agent fell back"). A kind whose title counts progress gives ``title``: the
+its result (a playground run that ran and whose agent fell back: "Mostly
+fallback: 1 of 1 request fell back", flagged first by studio.jobs.fallback). A kind whose title counts progress gives ``title``: the
 title is rewritten from the job at each progress report and when it ends.
 
 A kind that would hold a worker for long (training, a deployment replay) names
@@ -67,9 +67,14 @@ AGENT_OUTCOMES = {"replied": "the agent replied", "fallback": "the agent fell ba
 
 
 def agent_outcome(result: Any) -> str:
-    """What the agent did, for a result that carries its trajectory (``{"trajectory": {"outcome": ...}}``)."""
+    """What the agent did, for a result that carries its trajectory (``{"trajectory": {"outcome": ...}}``);
+    a request that fell back is flagged as every run that mostly fell back is (studio.jobs.fallback)."""
+    from studio.jobs.fallback import fallback_flag
+
     trajectory = result.get("trajectory") if isinstance(result, dict) else None
     outcome = trajectory.get("outcome") if isinstance(trajectory, dict) else None
+    if outcome == "fallback":
+        return fallback_flag(counts=[("", 1, 1)])
     return AGENT_OUTCOMES.get(outcome, "")
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from django.db.models import QuerySet
 
 from studio.jobs.models import Job
@@ -16,3 +18,65 @@ def job_list(*, kind: str | None = None, limit: int = 100) -> QuerySet[Job]:
 
 def job_get(*, job_id: int) -> Job:
     return Job.objects.select_related("created_by").get(pk=job_id)
+
+
+def job_title(*, job: Job) -> str:
+    """The job's title as it stands now: a kind whose title counts progress (JobKind.title) is counted at
+    this read, so the title never says fewer scored cases than the page beside it; the stored title else."""
+    from studio.jobs.registry import JOB_KINDS
+
+    kind = JOB_KINDS.get(job.kind)
+    if kind is None or kind.title is None or not job.is_active:
+        return job.title
+    return kind.title(job)[:200] or job.title
+
+
+def jobs_titled(jobs) -> list[Job]:
+    """``jobs`` with the titles of the active ones counted now (``job_title``), for a list."""
+    jobs = list(jobs)
+    for job in jobs:
+        job.title = job_title(job=job)
+    return jobs
+
+
+@dataclass
+class QueueWait:
+    """Why a queued job waits: its place in its queue and the jobs the queue's workers are running now."""
+
+    queue: str  # the Celery queue's name ("celery", the default, or the train queue's)
+    position: int  # 1: it is the next one a free worker takes
+    queued: int  # jobs waiting in the queue, this one included
+    running: list[Job] = field(default_factory=list)
+    start_command: str = "celery -A studio worker"
+
+    @property
+    def sentence(self) -> str:
+        place = f"number {self.position} of {self.queued} waiting in the {self.queue} queue"
+        if not self.running:
+            # nothing of this queue runs, so no worker has taken its jobs: there may be none
+            return f"{place}; no worker is running a job of this queue (start one with {self.start_command})"
+        busy = ", ".join(f"job #{j.pk} ({j.title})" for j in self.running[:3])
+        more = f" and {len(self.running) - 3} more" if len(self.running) > 3 else ""
+        return f"{place}; its workers are busy with {busy}{more}"
+
+
+def job_wait(*, job: Job) -> QueueWait | None:
+    """Where a queued job stands in its queue (None once it is not queued): the jobs of the kinds sharing its
+    queue that were queued before it, and those running now (jobs run in the order they were queued)."""
+    from django.conf import settings
+
+    from studio.jobs.registry import JOB_KINDS, queue_of
+
+    if job.status != Job.QUEUED:
+        return None
+    kind = JOB_KINDS.get(job.kind)
+    queue = queue_of(kind) if kind is not None else None
+    same_queue = [name for name, k in JOB_KINDS.items() if queue_of(k) == queue]
+    jobs = Job.objects.filter(kind__in=same_queue).defer("log_tail", "result", "params")
+    waiting = jobs.filter(status=Job.QUEUED)
+    ahead = waiting.filter(created_at__lt=job.created_at).count() + waiting.filter(
+        created_at=job.created_at, pk__lt=job.pk).count()
+    running = list(jobs.filter(status=Job.RUNNING).order_by("started_at", "pk"))
+    name = queue or getattr(settings, "CELERY_TASK_DEFAULT_QUEUE", "") or "celery"
+    return QueueWait(queue=name, position=ahead + 1, queued=waiting.count(), running=running,
+                     start_command="celery -A studio worker" + (f" --queues {queue}" if queue else ""))

@@ -22,7 +22,8 @@ from studio.lookups import found_or_404
 def _job_context(job: Job, user=None) -> dict:
     """The job plus how its kind presents a result (e.g. a trajectory for playground runs)."""
     kind = JOB_KINDS.get(job.kind)
-    context = {"job": job, "result_template": None, "can_cancel": job_can_cancel(job=job, user=user)}
+    context = {"job": job, "result_template": None, "can_cancel": job_can_cancel(job=job, user=user),
+               "wait": selectors.job_wait(job=job)}
     if kind is not None and kind.result_template and job.result is not None:
         context["result_template"] = kind.result_template
         context.update(kind.present(job.result) if kind.present else {"result": job.result})
@@ -30,14 +31,17 @@ def _job_context(job: Job, user=None) -> dict:
 
 
 def _job(job_id: int) -> Job:
-    return found_or_404(selectors.job_get, f"no job #{job_id}", job_id=job_id)
+    job = found_or_404(selectors.job_get, f"no job #{job_id}", job_id=job_id)
+    job.title = selectors.job_title(job=job)  # counted now, as the page beside it counts
+    return job
 
 
 @require_GET
 @requires("studio.view")
 def job_list(request):
     kind = request.GET.get("kind") or None
-    return render(request, "jobs/job_list.html", {"jobs": selectors.job_list(kind=kind), "kinds": JOB_KINDS, "kind": kind})
+    return render(request, "jobs/job_list.html", {"jobs": selectors.jobs_titled(selectors.job_list(kind=kind)),
+                                                  "kinds": JOB_KINDS, "kind": kind})
 
 
 @require_GET

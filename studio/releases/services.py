@@ -231,7 +231,8 @@ def release_decide(*, release: Release, decision: str, reason: str, override_rea
                                                override_reason=override_reason, action="Approving a release",
                                                verb="approve it")
         except ValueError as refused:
-            raise ReleaseRefused({"override_reason": f"override_reason: {refused}"}) from None
+            # a refusal of the gates, not a malformed field: the message starts with what was refused
+            raise ReleaseRefused({"override_reason": str(refused)}) from None
         for name, path, recorded in (("checkpoint", release.checkpoint_path, release.checkpoint_files),
                                      ("draft_head", release.draft_head_path, release.draft_head_files)):
             changes = folder_changes(path=path, recorded=recorded) if path else []

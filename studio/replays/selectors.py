@@ -21,6 +21,7 @@ from typing import Any
 from django.db.models import QuerySet
 
 from studio.filecache import FileCache, file_stats
+from studio.jobs.fallback import replay_flag
 from studio.training.models import TrainingRun
 
 REQUESTS_READ_BYTES = 16 * 1024 * 1024
@@ -63,6 +64,7 @@ class ReplayRow:
     harness_version: Any
     harness_digest: str
     levels: list[tuple[str, float | None]]  # (level, wall P95), or the planned levels with None
+    fallback_flag: str = ""  # studio.jobs.fallback's flag when a level's requests mostly fell back
 
     @property
     def state(self) -> str:
@@ -82,12 +84,46 @@ def replay_rows(*, limit: int = 200) -> list[ReplayRow]:
             levels = [(str(level), None) for level in config.get("concurrency", [])]
         rows.append(ReplayRow(run=run, route=stored.get("route") or config.get("route") or run.model,
                               checkpoint=stored.get("checkpoint") or "", harness_version=run.harness_version,
-                              harness_digest=stored.get("harness_digest") or "", levels=levels))
+                              harness_digest=stored.get("harness_digest") or "", levels=levels,
+                              fallback_flag=replay_flag(stored.get("levels") or {})))
     digests = {r.harness_digest for r in rows if r.harness_version is None} - {""}
     versions = {v.digest: v for v in HarnessVersion.objects.filter(digest__in=digests).select_related("harness")}
     for row in rows:
         row.harness_version = row.harness_version or versions.get(row.harness_digest)
     return rows
+
+
+def replay_time_estimate(*, route: str, concurrency: list[int], warmup: int, measured: int,
+                         request_timeout: float) -> dict[str, Any]:
+    """How long a replay of these settings would take, for its form: each level runs warm-up + measured requests
+    C at a time, so about ceil(n / C) request times. The request time is the wall P50 the newest finished
+    replay on the same route measured at that level (its lowest level's where it did not run this one);
+    with none, only the bound every request's timeout sets. {"requests", "estimate", "basis"}."""
+    import math
+
+    from studio.training.selectors import eta_text
+
+    per_level = warmup + measured
+    rounds = {c: math.ceil(per_level / c) for c in concurrency if c > 0}
+    requests = per_level * len(rounds)
+    def about(seconds: float) -> str:  # the studio's one way of saying a time ("about 7 min")
+        return eta_text(seconds).removesuffix(" left")
+
+    for run in replay_list(limit=50):
+        stored = (run.summary or {}).get("replay") or {}
+        levels = {str(k): v for k, v in (stored.get("levels") or {}).items() if isinstance(v, dict)}
+        walls = {k: v.get("wall_p50_s") for k, v in levels.items() if isinstance(v.get("wall_p50_s"), int | float)}
+        if stored.get("route") != route or not walls or run.job is None or run.job.status != run.job.SUCCEEDED:
+            continue
+        lowest = walls[min(walls, key=int)]
+        seconds = sum(n * walls.get(str(c), lowest) for c, n in rounds.items())
+        return {"requests": requests, "estimate": about(seconds),
+                "basis": f"from training run #{run.pk} on {route}: wall P50 "
+                         + ", ".join(f"C={k}: {v:.2f} s" for k, v in sorted(walls.items(), key=lambda i: int(i[0])))}
+    bound = sum(rounds.values()) * request_timeout
+    return {"requests": requests, "estimate": f"at most {about(bound)}",
+            "basis": f"no replay on {route} has finished yet to measure from; every request is cut at the "
+                     f"request timeout ({request_timeout:g} s)"}
 
 
 def replay_state(run: TrainingRun) -> tuple[str, str]:
@@ -96,14 +132,16 @@ def replay_state(run: TrainingRun) -> tuple[str, str]:
     if job is None:
         return "failed", "the run has no job (it was never queued)"
     if job.status == job.QUEUED:
-        return "queued", "queued: waiting for a worker on the train queue"
+        from studio.jobs.selectors import job_wait
+
+        return "queued", f"queued: {job_wait(job=job).sentence}"
     if job.is_active:
         return "running", "running: the figures below are of the requests measured so far; the page updates itself"
     if job.status == job.CANCELLED:
         return "cancelled", f"cancelled{': ' + job.error if job.error else ''}; what it measured before is below"
     if job.status == job.FAILED:
         return "failed", f"failed: {job.error or 'the job ended with an error'}"
-    return "finished", "finished"
+    return "finished", "every planned level was measured; the figures below are final"
 
 
 # -- one replay's folder -----------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from studio.jobs.fallback import fallback_first, replay_flag, summary_flag
 from studio.jobs.registry import JobContext, job_kind
 
 
@@ -33,17 +34,17 @@ def run_outcome(result: dict[str, Any]) -> str:
             return f"pipeline finished; its last stage ({card.get('stage')}) trained {counted}: model in final/"
         return f"trained {counted} ({card.get('stage')}): model in final/"
     if "evaluation" in summary:
-        scores = summary["evaluation"]
+        scores = {name: s for name, s in summary["evaluation"].items() if isinstance(s, dict)}
         parts = [f"{name} AVG {s['avg']:.1f}" if "avg" in s else f"{name} strict {s.get('prompt_strict', 0):.1f}"
-                 for name, s in scores.items() if isinstance(s, dict)]
-        return ", ".join(parts)
+                 for name, s in scores.items()]
+        return fallback_first(", ".join(parts), flag=summary_flag(scores))
     if "replay" in summary:
         levels = summary["replay"].get("levels", {})
         parts = []
         for level, metrics in levels.items():
             p95 = metrics.get("wall_p95_s")
             parts.append(f"C={level}" + (f" p95 {p95:.2f} s" if isinstance(p95, int | float) else ""))
-        return "replayed " + ", ".join(parts)
+        return fallback_first("replayed " + ", ".join(parts), flag=replay_flag(levels))
     return "the run folder holds no result"
 
 

@@ -73,10 +73,26 @@ def _eval_counts(run: TrainingRun) -> tuple[int, int]:
             continue
         total += planned[name]
         done += min(planned[name], _lines(folder / f"{name}.jsonl"))
-        if name == "ifeval" and (folder / "ifeval_base.jsonl").is_file():  # the base answers the same prompts
+        if name == "ifeval" and _base_answers_ifeval(config, folder):  # the base answers the same prompts
             total += planned[name]
             done += min(planned[name], _lines(folder / "ifeval_base.jsonl"))
     return done, total
+
+
+def _base_answers_ifeval(config: dict[str, Any], folder: Path) -> bool:
+    """Whether the evaluation will also have the checkpoint's base answer the instruction-following prompts
+    (``training.self_eval``: ``ifeval_base``, and a model whose card names another base), known before the
+    base starts, so the planned count does not grow mid-run."""
+    from training.runs import base_model_of
+
+    if (folder / "ifeval_base.jsonl").is_file():
+        return True
+    if str(config.get("ifeval_base", True)).lower() in ("false", "0", "no"):
+        return False
+    model = Path(str(config.get("model") or "")).expanduser()
+    if not model.is_dir():  # 'local', 'tiny': a base model itself
+        return False
+    return Path(base_model_of(model)).resolve() != model.resolve()
 
 
 def _replay_counts(run: TrainingRun) -> tuple[int, int]:
@@ -120,4 +136,6 @@ def _eta(run: TrainingRun, done: int, total: int) -> str:
 
 def live_context(run: TrainingRun) -> dict[str, Any]:
     """The live panel's context: the run, its job and where it stands."""
-    return {"run": run, "job": run.job, "live": run_live(run)}
+    from studio.jobs.selectors import job_wait
+
+    return {"run": run, "job": run.job, "live": run_live(run), "wait": job_wait(job=run.job) if run.job else None}

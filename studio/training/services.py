@@ -243,9 +243,9 @@ def run_resume(*, run: TrainingRun, actor: User) -> TrainingRun:
     if run.kind == TrainingRun.REPLAY:
         raise RunRefused("a replay is measured in one go and cannot be resumed; start a new replay")
     if run.job is not None and run.job.is_active:
-        raise RunRefused(f"run #{run.pk} is still {run.job.get_status_display()} (job #{run.job.pk})")
+        raise RunRefused(f"training run #{run.pk} is still {run.job.get_status_display()} (job #{run.job.pk})")
     if run.job is not None and run.job.status == Job.SUCCEEDED:
-        raise RunRefused(f"run #{run.pk} ran to its end; start a new run to train more")
+        raise RunRefused(f"training run #{run.pk} ran to its end; start a new run to train more")
     with transaction.atomic():
         run.job = job_create(kind=JOB_KIND[run.kind], title=f"{run.title} (attempt {run.attempts + 1})",
                              params={"run_id": run.pk, "resume": True}, created_by=actor)
@@ -343,10 +343,10 @@ def checkpoint_endpoint_create(*, run: TrainingRun, actor: User):
 
     final = run.final_dir
     if not run.is_policy:
-        raise RunRefused(f"run #{run.pk} is an {run.get_kind_display()} run: its final/ is a draft head, not a "
+        raise RunRefused(f"training run #{run.pk} is an {run.get_kind_display()} run: its final/ is a draft head, not a "
                          "model to serve; serve the policy it drafts for with --draft-head (docs/serving.md)")
     if final is None or not (final / "config.json").is_file():
-        raise RunRefused(f"run #{run.pk} has no trained model yet (no {final})")
+        raise RunRefused(f"training run #{run.pk} has no trained model yet (no {final})")
     existing = ModelEndpoint.objects.filter(route=ModelEndpoint.LOCAL, model=str(final)).first()
     if existing is not None:
         return existing

@@ -103,7 +103,14 @@ def _preview(kind: str, config, preset) -> dict:
         file = folder / f"{name}.yaml"
         argv, _ = step_argv(kind, step, folder=folder, config_file=file)
         out.append({"name": name, "file": str(file), "yaml": configs.config_yaml(step), "command": command_text(argv)})
-    return {"preview_steps": out}
+    estimate = None
+    if kind == TrainingRun.REPLAY and config is not None:
+        from studio.replays.selectors import replay_time_estimate
+
+        estimate = replay_time_estimate(route=config.route, concurrency=list(config.concurrency),
+                                        warmup=config.warmup, measured=config.measured,
+                                        request_timeout=config.request_timeout)
+    return {"preview_steps": out, "replay_estimate": estimate}
 
 
 def _form_context(kind: str, *, preset, config, fields, errors=None) -> dict:
@@ -220,7 +227,7 @@ def run_resume_view(request, run_id: int):
     except RunRefused as refusal:
         messages.error(request, str(refusal))
         return redirect("training:run_detail", run_id=run.pk)
-    messages.success(request, f"run #{run.pk} resumes from its last checkpoint (attempt {run.attempts})")
+    messages.success(request, f"training run #{run.pk} resumes from its last checkpoint (attempt {run.attempts})")
     return redirect("training:run_detail", run_id=run.pk)
 
 
@@ -240,9 +247,9 @@ def _checkpoint_param(request, name: str) -> TrainingRun | str:
         return f"{name}: {valid}, got {raw[:40]!r}"
     run = TrainingRun.objects.select_related("job").filter(pk=run_id).first()
     if run is None:
-        return f"{name}: there is no run #{raw}; {valid}"
+        return f"{name}: there is no training run #{raw}; {valid}"
     if not run.is_policy or not (run.final_dir / "config.json").is_file():
-        return f"{name}: run #{raw} ({run.get_kind_display()}) has no trained checkpoint; {valid}"
+        return f"{name}: training run #{raw} ({run.get_kind_display()}) has no trained checkpoint; {valid}"
     return run
 
 
@@ -267,11 +274,21 @@ def checkpoint_compare(request):
 @requires("endpoint.manage")
 def checkpoint_endpoint(request, run_id: int):
     """Make a model endpoint of the run's final model, then open the endpoint list."""
+    from django.urls import reverse
+    from django.utils import timezone
+
     run = _run_or_404(run_id)
+    asked_at = timezone.now()
     try:
         endpoint = checkpoint_endpoint_create(run=run, actor=request.user)
     except (RunRefused, EndpointError) as refusal:
         messages.error(request, str(refusal))
         return redirect("training:checkpoint_list")
-    messages.success(request, f"endpoint {endpoint.name} serves {endpoint.model}; use it in the playground")
-    return redirect("endpoints:endpoint_list")
+    if endpoint.created_at >= asked_at:
+        messages.success(request, f"Made endpoint {endpoint.name}: the local route serving training run "
+                                  f"#{run.pk}'s model ({endpoint.model}). Try it in the playground, or ask for its "
+                                  "compatibility cells.")
+    else:
+        messages.info(request, f"Endpoint {endpoint.name} already serves training run #{run.pk}'s model "
+                               f"({endpoint.model}); nothing new was made.")
+    return redirect(f"{reverse('endpoints:endpoint_list')}?made={endpoint.pk}#endpoint-{endpoint.pk}")

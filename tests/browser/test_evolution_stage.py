@@ -9,6 +9,7 @@ regression report, promotes the candidate to staging and sees the record chart.
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -78,3 +79,55 @@ def test_one_stage_from_evaluation_to_staging(evolution_world, sign_in):
         assert "promote to staging" in record
     staging = Label.objects.get(harness=version.harness, name="staging")
     assert staging.version.parent_id == version.pk
+
+
+def test_an_operator_edits_a_proposal_and_the_reviewer_commits_it_and_decides(evolution_world, people, sign_in):
+    """Issue 38, item 4: olivia (operator) presses "Edit in the editor" and saves; rafael (reviewer) sees the
+    edited diff on the stage page, commits that draft as the candidate and decides, on a real worker."""
+    from studio.evolution.diagnosis import diagnosis_start
+    from studio.evolution.models import Diagnosis, EvalRun
+    from studio.evolution.stages import evolution_start
+    from studio.harnesses.models import Label
+    from studio.jobs.testing import celery_worker
+
+    def until(check, what: str, timeout_s: float = 90.0):
+        deadline = time.monotonic() + timeout_s
+        while not check():
+            assert time.monotonic() < deadline, f"{what} did not happen in {timeout_s:.0f} s"
+            time.sleep(0.3)
+
+    version, dataset, endpoint = evolution_world
+    with celery_worker():
+        evolution = evolution_start(name="edited by hand", version=version, dataset=dataset, endpoint=endpoint,
+                                    actor=people["reviewer"])
+        stage = evolution.stages.get()
+        until(lambda: EvalRun.objects.get(pk=stage.parent_run_id).status == EvalRun.SUCCEEDED, "the base evaluation")
+        diagnosis = diagnosis_start(stage=stage, actor=people["reviewer"])
+        until(lambda: Diagnosis.objects.get(pk=diagnosis.pk).status == "succeeded", "the diagnosis")
+        olivia = sign_in("olivia")
+        olivia.goto(f"/evolution/stages/{stage.pk}/")
+        olivia.wait_for_selector("#proposal-1")
+        assert olivia.locator("#proposal-1 button.accept").count() == 0  # accepting is the reviewer's
+        olivia.locator("#proposal-1 button.edit").click()
+        olivia.wait_for_selector("#editor")
+        olivia.goto(olivia.url.split("?")[0] + "?path=skills/item_qa/SKILL.md")
+        text = olivia.input_value("#editor")
+        olivia.fill("#editor", text + "\n- Quote the tool's price exactly. {#quote-exactly}\n")
+        olivia.click("#save")
+        olivia.wait_for_load_state()
+        olivia.goto(f"/evolution/stages/{stage.pk}/")
+        assert "A reviewer commits the candidate" in olivia.inner_text("#candidate-by-reviewer")
+
+        rafael = sign_in("rafael")
+        rafael.goto(f"/evolution/stages/{stage.pk}/")
+        edited = rafael.inner_text("#draft-diff")
+        assert "edited by olivia" in edited and "Quote the tool's price exactly." in edited
+        rafael.click("#build-candidate")
+        rafael.wait_for_selector("#regression-report", timeout=90_000)
+        rafael.select_option("#decision", "promote_staging")
+        rafael.fill("input[name=reason]", "prices grounded, quoted exactly")
+        rafael.click("#decide")
+        rafael.wait_for_selector("#record")
+        assert "promote to staging" in rafael.inner_text("#record")
+    staging = Label.objects.get(harness=version.harness, name="staging")
+    assert staging.version.parent_id == version.pk and staging.version.author == people["reviewer"]

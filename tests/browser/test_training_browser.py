@@ -87,7 +87,7 @@ def test_the_ml_engineers_path_from_a_tiny_sft_run_to_a_release_a_reviewer_appro
         expect(page.locator("#eval-set-label")).to_have_text(
             "generated instruction-following set (IFEval checkers), seed 0")
         expect(page.locator("#eval-base")).to_contain_text("on the same prompts")
-        expect(page.locator("#run-facts")).to_contain_text(f"from run #{run_id}")
+        expect(page.locator("#run-facts")).to_contain_text(f"from training run #{run_id}")
         page.goto("/training/checkpoints/")
         eval_id = re.search(r"/training/runs/(\d+)/$", eval_path).group(1)
         expect(page.locator("#checkpoint-table tbody tr").first).to_contain_text(f"#{eval_id}: ")

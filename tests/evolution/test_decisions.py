@@ -134,3 +134,31 @@ def test_stopping_advice_after_a_regression_on_long_tail_failures(diagnosed):
     diagnosis.clusters = [{"size": 30}]
     diagnosis.save()
     assert stopping_advice(stages=[diagnosed]) == ""  # failures are not long-tail: more stages may help
+
+
+def test_a_reviewer_commits_the_draft_an_operator_edited_and_the_stage_shows_the_edited_diff(
+        diagnosed, personas, django_capture_on_commit_callbacks):
+    """Issue 38, item 4: the operator edits a proposal in the editor and saves; the reviewer (who may not
+    edit Harnesses) commits that draft as the candidate, and the stage page shows the edited diff."""
+    from evolution_testing import client_for
+
+    from studio.harnesses.selectors import version_files
+
+    top = Proposal.objects.get(diagnosis__stage=diagnosed, index=0)
+    draft = proposal_edit_in_editor(proposal=top, actor=personas.operator)
+    text = draft.files["skills/item_qa/SKILL.md"] + "\n- Quote the tool's price exactly. {#quote-exactly}\n"
+    draft_file_save(draft=draft, path="skills/item_qa/SKILL.md", text=text, base_revision=draft.revision,
+                    actor=personas.operator)
+    page = client_for(personas.reviewer).get(f"/evolution/stages/{diagnosed.pk}/").content.decode()
+    assert 'id="draft-diff"' in page and "Quote the tool&#x27;s price exactly." in page
+    assert f"edited by {personas.operator.username}" in page
+    operator_page = client_for(personas.operator).get(f"/evolution/stages/{diagnosed.pk}/").content.decode()
+    assert 'id="candidate-by-reviewer"' in operator_page and 'id="build-candidate"' not in operator_page
+
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client_for(personas.reviewer).post(f"/evolution/stages/{diagnosed.pk}/candidate/", {"message": ""})
+    assert response.status_code == 302
+    stage = Stage.objects.get(pk=diagnosed.pk)
+    assert stage.candidate_version is not None, [str(m) for m in response.wsgi_request._messages]
+    assert "quote-exactly" in version_files(version=stage.candidate_version)["skills/item_qa/SKILL.md"]
+    assert stage.draft.status == "committed" and stage.candidate_version.author == personas.reviewer

@@ -56,7 +56,7 @@ def test_a_run_that_only_fell_back_says_so_on_its_headline(personas, demo_sets_d
     assert f"(0/{run.total} done)" not in job and f"({run.total}/{run.total} scored)" in job
     assert 'id="job-state">ran</span>' in job
     listing = client_for(personas.reviewer).get("/jobs/").content.decode()
-    assert "(0/6 done)" not in listing and "mostly fallback" in listing
+    assert "(0/6 done)" not in listing and "Mostly fallback</span> <span class=\"small\">6 of 6 cases fell back" in listing
 
 
 def test_a_run_that_replied_shows_its_outcomes_without_the_warning(personas, demo_sets_dir, defect_files, tmp_path,

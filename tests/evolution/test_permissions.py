@@ -37,7 +37,7 @@ MATRIX = [
     ("evolution:stage_status", "get", "/evolution/stages/{stage}/status/", "evolution.view", None),
     ("evolution:stage_diagnose", "post", "/evolution/stages/{stage}/diagnose/", "evolution.run", {}),
     ("evolution:stage_candidate", "post", "/evolution/stages/{stage}/candidate/", "evolution.review", {}),
-    ("evolution:stage_edit", "post", "/evolution/stages/{stage}/edit/", "evolution.review", {}),
+    ("evolution:stage_edit", "post", "/evolution/stages/{stage}/edit/", "evolution.edit", {}),
     ("evolution:stage_decide", "post", "/evolution/stages/{stage}/decide/", "evolution.review", {"decision": "stop"}),
     ("evolution:proposal_review", "post", "/evolution/proposals/{proposal}/review/", "evolution.review",
      {"action": "accept"}),

@@ -23,3 +23,38 @@ def test_seed_imports_the_482_case_dev_set_once(personas, tmp_path, settings, ca
     again = evolution_demo_seed(actor=personas.admin, sets=("dev",))
     assert again.imported == [] and again.present == ["dev-482"]
     assert (tmp_path / "evolution-demo" / "seed-7" / "shortcut-dev.json").exists()
+
+
+def test_the_demo_seeds_the_planted_defect_and_the_pages_offer_it(tmp_path, settings, capsys):
+    """Issue 38, item 5: the shipped demo Harness gives the shortcut policy nothing to fail, so the demo
+    seeds the planted-defect version and the evolution pages offer it with the steps, one click from the
+    start form filled in."""
+    from evolution_testing import client_for
+
+    from studio.evolution.seeding import PLANTED_LABEL
+    from studio.harnesses.models import Label
+    from studio.harnesses.selectors import version_files
+
+    settings.VAR_DIR = tmp_path
+    call_command("seed_demo")
+    call_command("seed_evolution_demo", "--sets", "dev")
+    out = capsys.readouterr().out
+    assert "Planted-defect scenario:" in out and "(label planted-defect" in out, out
+    label = Label.objects.get(name=PLANTED_LABEL)
+    planted = label.version
+    assert planted.parent.labels.filter(name="production").exists()  # a child of the shipped version
+    hooks = version_files(version=planted)["hooks.yaml"]
+    assert "price-needs-tool" not in hooks and "numbers-grounded" not in hooks
+    call_command("seed_evolution_demo", "--sets", "dev")  # idempotent
+    assert Label.objects.filter(name=PLANTED_LABEL).get().version == planted
+    assert planted.harness.versions.count() == 2
+
+    from django.contrib.auth.models import User
+    rafael = User.objects.get(username="rafael")
+    listing = client_for(rafael).get("/evolution/").content.decode()
+    assert 'id="planted-defect"' in listing and 'id="start-planted"' in listing
+    url = listing.split('id="start-planted" href="')[1].split('"')[0].replace("&amp;", "&")
+    form = client_for(rafael).get(url).content.decode()
+    assert f'<option value="{planted.pk}" selected>' in form
+    assert 'value="dev-482" selected' in form and 'name="limit" value="100"' in form
+    assert 'id="start-planted"' not in form  # the form is already filled in for it

@@ -161,8 +161,11 @@ def test_moving_request_text_ahead_of_static_blocks_is_a_warning_with_its_cost(p
     draft.refresh_from_db()
     assert not draft.problems  # a warning, not a problem: the block order is the operator's
     editor = client.get(f"/drafts/{draft.pk}/?path=prompt.yaml").content.decode()
-    assert 'id="prompt-sharing" class="warning">' in editor
-    assert "warning: static block(s) skills, tools come after request-dependent text" in editor
+    # issue 38 item 10: a warning is shown as one, beside the "valid" banner, not as grey side-pane text
+    banner = editor.split('id="draft-valid">valid</span>', 1)[1][:600]
+    assert '<p class="msg msg-warning" id="prompt-cost-warning"><strong>Warning, prompt cost:</strong>' in banner
+    assert 'id="prompt-sharing"' not in editor
+    assert "warning: static block(s) skills, tools come after request-dependent text" in banner
     changes = client.get(f"/drafts/{draft.pk}/changes/").content.decode()
     assert "prompt prefix shared by every request: " in changes
     assert "warning: static block(s) skills, tools now follow request-dependent text: every request prefills" in changes

@@ -1,5 +1,6 @@
 """A job's own status (ran, failed, cancelled) apart from what the work did: a playground run that ran and
-whose agent fell back shows "ran - the agent fell back", on its page and in the job list."""
+whose agent fell back shows the "Mostly fallback" flag first and a plain (not green) "ran", on its page and
+in the job list (the one rule of studio.jobs.fallback)."""
 
 from __future__ import annotations
 
@@ -28,10 +29,11 @@ def test_a_playground_job_whose_agent_fell_back_ran_and_says_the_agent_fell_back
     job = Job.objects.get(kind="playground_run")
     assert job.status == Job.SUCCEEDED and job.result["trajectory"]["outcome"] == "fallback", job.error
     page = client.get(f"/jobs/{job.pk}/").content.decode()
-    assert 'id="job-state">ran</span> <span id="job-outcome">- the agent fell back</span>' in page
-    assert "succeeded" not in page.split('id="job-state"')[1][:40]
+    flag = '<span class="status status-fallback">Mostly fallback</span> <span class="small">1 of 1 request fell back'
+    assert '<span id="job-outcome"><span class="fallback-flag" data-fallback="mostly">' + flag in page
+    assert '<span class="status" id="job-state">ran</span>' in page
     listing = client.get("/jobs/").content.decode()
-    assert ">ran</span> <span class=\"small\">- the agent fell back</span>" in listing
+    assert '<td class="job-state"><span class="fallback-flag" data-fallback="mostly">' + flag in listing
 
 
 def test_the_polled_status_carries_the_title(personas):

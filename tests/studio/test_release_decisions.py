@@ -60,4 +60,6 @@ def test_a_refused_approval_speaks_of_approving_the_release(personas, demo_versi
         "decision": "approve", "reason": "looks fine", "override_reason": ""}).content.decode()
     assert "Approving a release needs every gate to pass; to approve it anyway, a reviewer must write why" in page
     assert "Promotion to production" not in page
+    # issue 38 item 10: the refusal starts with what was refused, not with the form field's name
+    assert '<li data-field="override_reason">release gates did not pass: ' in page and "override_reason:" not in page
     assert Release.objects.get(pk=release.pk).status == Release.DRAFT

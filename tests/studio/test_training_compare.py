@@ -118,8 +118,8 @@ def test_checkpoints_scored_on_no_common_item_get_a_message_not_an_interval(pers
 @pytest.mark.parametrize(("query", "message"), [
     ("a=x&b={b}", "a: give the id of a training run whose checkpoint is in the registry (run #N), got 'x'"),
     ("b={b}", "a: give the id of a training run whose checkpoint is in the registry (run #N), got ''"),
-    ("a={a}&b=999999", "b: there is no run #999999"),
-    ("a={a}&b={eval}", "b: run #{eval} (Checkpoint evaluation) has no trained checkpoint"),
+    ("a={a}&b=999999", "b: there is no training run #999999"),
+    ("a={a}&b={eval}", "b: training run #{eval} (Checkpoint evaluation) has no trained checkpoint"),
     ("a={a}&b={a}", "b: the same run as a"),
 ])
 def test_a_bad_id_answers_400_naming_the_parameter(personas, tmp_path, scored, query, message):

@@ -63,10 +63,16 @@ def draft_create(*, harness: Harness, base_version: HarnessVersion, owner: User,
     return draft
 
 
-def draft_check_writable(*, draft: Draft, actor: User) -> None:
+def draft_check_writable(*, draft: Draft, actor: User, authorised_as: str = "") -> None:
+    """StudioError unless the draft is open; PermissionDenied unless ``actor`` owns it or may edit Harnesses.
+
+    ``authorised_as`` names the caller's own, already checked, right to act on this draft (an
+    evolution stage's reviewer committing the candidate an operator edited); it replaces the
+    owner-or-editor check, never the status check.
+    """
     if draft.status != Draft.OPEN:
         raise StudioError(f"draft #{draft.pk} is {draft.status}; start a new draft to make more changes")
-    if draft.owner_id != actor.pk and not user_can(actor, "harness.edit"):
+    if not authorised_as and draft.owner_id != actor.pk and not user_can(actor, "harness.edit"):
         raise PermissionDenied("only the draft's owner or an editor may change it")
 
 
@@ -256,9 +262,12 @@ def draft_conflict_resolve(*, conflict: DraftConflict, text: str, actor: User) -
 
 
 @transaction.atomic
-def draft_commit(*, draft: Draft, actor: User, message: str) -> HarnessVersion:
-    """Turn a valid draft into a new version whose parent is the draft's base version."""
-    draft_check_writable(draft=draft, actor=actor)
+def draft_commit(*, draft: Draft, actor: User, message: str, authorised_as: str = "") -> HarnessVersion:
+    """Turn a valid draft into a new version whose parent is the draft's base version.
+
+    ``authorised_as``: see :func:`draft_check_writable`; it is kept in the audit record.
+    """
+    draft_check_writable(draft=draft, actor=actor, authorised_as=authorised_as)
     draft = Draft.objects.select_for_update().get(pk=draft.pk)
     problems = bundle_problems(draft.files)
     if problems:
@@ -283,7 +292,8 @@ def draft_commit(*, draft: Draft, actor: User, message: str) -> HarnessVersion:
         action="draft.commit",
         harness=draft.harness,
         target=f"draft #{draft.pk} -> v{version.number}",
-        data={"version": version.number, "message": version.message},
+        data={"version": version.number, "message": version.message,
+              **({"authorised_as": authorised_as} if authorised_as else {})},
     )
     return version
 

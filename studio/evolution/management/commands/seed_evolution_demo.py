@@ -27,3 +27,6 @@ class Command(BaseCommand):
             self.stdout.write(f"  dataset {name} already present")
         if report.endpoint:
             self.stdout.write(f"Endpoint {report.endpoint.name}: scripted policy {report.endpoint.script_path}")
+        if report.planted:
+            self.stdout.write(f"Planted-defect scenario: {report.planted.harness.name} v{report.planted.number} "
+                              "(label planted-defect, the price grounding removed; docs/evolution.md)")
