@@ -10,17 +10,23 @@ only its caller can do); with IMMEDIATE transactions it holds the lock already a
 
 So a job's progress, heartbeat and result writes, a scored case and a web save wait for the other
 process's write instead of failing the job or answering 500. PostgreSQL is untouched.
+
+A unit of work that is safe to run again (its writes find what an earlier try wrote) can be run again
+whole when a lock still ends it inside a transaction: ``run_again_when_locked``.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
+from typing import TypeVar
 
 from django.conf import settings
 from django.db import OperationalError
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 LOCKED = ("database is locked", "database table is locked")
 FIRST_WAIT_S = 0.05
@@ -53,3 +59,20 @@ def install(sender, connection, **_kwargs) -> None:
     """``connection_created`` receiver: SQLite connections retry locked statements."""
     if connection.vendor == "sqlite" and retry_when_locked not in connection.execute_wrappers:
         connection.execute_wrappers.append(retry_when_locked)
+
+
+def run_again_when_locked(work: Callable[[], T], *, what: str, log: Callable[[str], None] | None = None) -> T:
+    """``work()``, run again after a growing wait while it fails on a locked SQLite database, for up to
+    ``DB_LOCK_RETRY_S`` seconds; ``work`` must be safe to run again (idempotent writes)."""
+    wait_s, waited_s = FIRST_WAIT_S, 0.0
+    while True:
+        try:
+            return work()
+        except OperationalError as error:
+            if not is_locked(error) or waited_s >= settings.DB_LOCK_RETRY_S:
+                raise
+            (log or logger.warning)(f"{what}: the database was locked by another process's write ({error}); "
+                                    f"trying again in {wait_s:.2f} s")
+            time.sleep(wait_s)
+            waited_s += wait_s
+            wait_s = min(wait_s * 2, LONGEST_WAIT_S)
