@@ -473,16 +473,16 @@ def stop_all_calls() -> None:
 
 @atexit.register
 def close_all(timeout_s: float = CLOSE_WAIT_S) -> None:
-    """Stop every call of this process's llama.cpp servers and join their threads, then unload the models.
-    Run at interpreter exit (before Python stops its threads: a thread stopped inside llama.cpp aborts the
-    process), and by the Celery worker and the engine server when they shut down."""
-    with _SERVERS_LOCK:
-        _SERVERS.clear()
+    """Stop every call of this process's llama.cpp servers and join their threads. Run at interpreter exit
+    (before Python stops its threads: a thread stopped inside llama.cpp aborts the process), and by the
+    Celery worker and the engine server when they shut down. The models stay loaded (unloading one takes
+    seconds, and the process is ending); a later call on them ends at once as ``cancelled``."""
     servers = list(_LIVE)
     for server in servers:
         server.stop_calls()
     for server in servers:
-        server.close(timeout_s)
+        if not server.join_calls(timeout_s):
+            logger.warning("llama.cpp: a call on %s did not end within %g s of its stop", server.gguf, timeout_s)
 
 
 def llama_server_for(gguf: str | Path, *, slots: int | None = None, slot_context: int = DEFAULT_SLOT_CONTEXT,
