@@ -19,9 +19,12 @@ import sys
 import time
 
 import httpx
+import pytest
 
 from serving.transformers_server import free_port
 from tests.engine.slow_llama import ROOT, late_stop_env
+
+pytestmark = pytest.mark.slow  # each starts a process that loads the tiny model (5-15 s)
 
 
 def _late_stop_env() -> dict[str, str]:

@@ -55,6 +55,7 @@ def test_a_lock_inside_a_transaction_another_error_or_a_lock_past_the_limit_is_r
     assert 2 <= len(calls) <= 6  # 0.05 + 0.1 + 0.2 s of backoff
 
 
+@pytest.mark.slow  # two Django processes
 def test_every_process_on_a_sqlite_url_takes_the_write_lock_when_a_transaction_begins(tmp_path):
     """The workers reach SQLite through DATABASE_URL (scripts/demo.sh's layout, studio.jobs.testing), the web
     server through the default: both open the file in WAL mode with IMMEDIATE transactions."""
