@@ -118,6 +118,8 @@ def celery_worker(
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+        for schedule in log_dir.glob(f"beat-{node}*"):  # the beat's schedule files (shelve: .dat, .dir, .bak)
+            schedule.unlink(missing_ok=True)
 
 
 def wait_for(predicate, *, timeout: float, what: str, interval: float = 0.05):
