@@ -226,7 +226,7 @@ class LlamaServer:
         self.threads = threads or default_threads()
         self.flash_attn = default_flash_attn() if flash_attn is None else flash_attn
         self.stats = ServerStats()
-        self._closing = threading.Event()  # set by close: every call stops at llama.cpp's next event
+        self._closing = threading.Event()  # set by stop_calls: every call stops at llama.cpp's next event
         self._calls: set[threading.Thread] = set()  # llama.cpp threads of calls not ended yet
         self._calls_lock = threading.Lock()
         self._slots = [_Slot() for _ in range(slots)]
