@@ -37,6 +37,7 @@ import argparse
 import asyncio
 import json
 import re
+import signal
 import threading
 import time
 import uuid
@@ -492,6 +493,15 @@ def run(args: argparse.Namespace) -> int:
     import uvicorn
 
     from harness.checkpoints import resolve_checkpoint
+    from serving.llama_cpp import close_all, stop_all_calls
+
+    class StoppingServer(uvicorn.Server):
+        """On SIGTERM or Ctrl-C uvicorn waits for its open responses; the running llama.cpp calls are stopped
+        first, so those end at llama.cpp's next prefill batch or token rather than at ``max_tokens``."""
+
+        def handle_exit(self, sig, frame) -> None:
+            stop_all_calls()  # sets events only: safe in a signal handler
+            super().handle_exit(sig, frame)
 
     if args.threads and (args.quantization in TORCH_QUANTIZATIONS or args.draft_head):
         import torch  # the torch engine's threads; llama.cpp takes them as a parameter (2 s of start-up saved)
@@ -500,6 +510,10 @@ def run(args: argparse.Namespace) -> int:
     app = build_app(resolve_checkpoint(args.checkpoint), quantization=args.quantization,
                     max_tokens_cap=args.max_tokens_cap, draft_head=args.draft_head, threads=args.threads,
                     read_timeout_s=args.read_timeout)
-    uvicorn.run(app, host=args.host, port=args.port, log_level="info", limit_concurrency=args.max_connections,
-                timeout_keep_alive=5)
+    config = uvicorn.Config(app, host=args.host, port=args.port, log_level="info",
+                            limit_concurrency=args.max_connections, timeout_keep_alive=5)
+    for sig in (signal.SIGTERM, signal.SIGINT):  # uvicorn hands the signal it stopped for back to this
+        signal.signal(sig, lambda *_: None)      # handler when it is done: the server then exits 0 below
+    StoppingServer(config).run()
+    close_all()  # join the llama.cpp threads of the stopped calls before the interpreter exits
     return 0

@@ -26,13 +26,16 @@ llama.cpp's prefill progress, and stopping the stream cancels the slot's task.
 
 from __future__ import annotations
 
+import atexit
 import json
+import logging
 import os
 import secrets
 import shutil
 import tempfile
 import threading
 import time
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -50,6 +53,11 @@ MAX_SEED = 2**32 - 1
 SLOTS_ENV = "HARNESS_LLAMA_SLOTS"
 THREADS_ENV = "HARNESS_LLAMA_THREADS"
 FLASH_ATTN_ENV = "HARNESS_LLAMA_FLASH_ATTN"
+#: Seconds ``close`` waits for a call's llama.cpp thread to reach its next event and end (one prefill
+#: batch or token: under a second here, more on a loaded machine).
+CLOSE_WAIT_S = 60.0
+
+logger = logging.getLogger(__name__)
 
 
 class LlamaCppError(PolicyError):
@@ -218,6 +226,9 @@ class LlamaServer:
         self.threads = threads or default_threads()
         self.flash_attn = default_flash_attn() if flash_attn is None else flash_attn
         self.stats = ServerStats()
+        self._closing = threading.Event()  # set by stop_calls: every call stops at llama.cpp's next event
+        self._calls: set[threading.Thread] = set()  # llama.cpp threads of calls not ended yet
+        self._calls_lock = threading.Lock()
         self._slots = [_Slot() for _ in range(slots)]
         self._slots_free = threading.Condition()
         self._socket_dir = tempfile.mkdtemp(prefix="llama-")  # 0700: only this user reaches the socket
@@ -241,6 +252,7 @@ class LlamaServer:
             shutil.rmtree(self._socket_dir, ignore_errors=True)
             raise GgufError(f"llama.cpp could not load {self.gguf} ({exc}); expected a GGUF file of a model "
                             "llama.cpp runs (python -m serving.gguf exports a checkpoint)") from None
+        _LIVE.add(self)
 
     def complete(self, prompt: list[int], *, max_new_tokens: int, temperature: float = 0.0, top_p: float = 1.0,
                  seed: int | None = None, deadline: float | None = None,
@@ -271,7 +283,7 @@ class LlamaServer:
         state: dict[str, Any] = {"first": None, "finish": None, "cached": 0, "error": None, "stopped": None}
 
         def stop_now() -> bool:
-            if cancel is not None and cancel.is_set():
+            if (cancel is not None and cancel.is_set()) or self._closing.is_set():
                 state["stopped"] = "cancelled"
             elif deadline is not None and time.perf_counter() >= deadline:
                 state["stopped"] = "timeout"
@@ -324,11 +336,16 @@ class LlamaServer:
                         kept = prompt + ids[:-1] if ids and state["error"] is None else prompt[: state["cached"]]
                     self._give_slot(slot, kept, owner)  # only now: llama.cpp may still hold the slot until its next event
                     ended.set()
+                    with self._calls_lock:
+                        self._calls.discard(threading.current_thread())
 
             # llama.cpp reports between prefill batches and tokens only, which a loaded machine can stretch
             # to seconds: the caller gets its answer at the deadline or the cancel (the engine server's
             # client went away), and the task stops at its next event, its slot marked as stopping
-            threading.Thread(target=run, name=f"llama-slot-{slot}", daemon=True).start()
+            thread = threading.Thread(target=run, name=f"llama-slot-{slot}", daemon=True)
+            with self._calls_lock:
+                self._calls.add(thread)
+            thread.start()
             if not _ended_in_time(ended, deadline, cancel):
                 with guard:
                     stop_now()
@@ -409,13 +426,63 @@ class LlamaServer:
             owner.over = True
             self._slots_free.notify_all()
 
-    def close(self) -> None:
+    def stop_calls(self) -> None:
+        """Every running call, and every call still to come, stops at once for its caller and in llama.cpp at
+        its next prefill batch or token (its finish reason: ``cancelled``)."""
+        self._closing.set()
+        with self._slots_free:
+            self._slots_free.notify_all()  # calls waiting for a slot look at their stop at once
+
+    def join_calls(self, timeout_s: float = CLOSE_WAIT_S) -> bool:
+        """Wait for the llama.cpp threads of stopped calls to end; False if one is still running."""
+        give_up = time.monotonic() + timeout_s
+        while True:
+            with self._calls_lock:
+                running = [t for t in self._calls if t.is_alive()]
+            if not running:
+                return True
+            for thread in running:
+                thread.join(max(0.0, give_up - time.monotonic()))
+            if time.monotonic() >= give_up:
+                with self._calls_lock:
+                    return not any(t.is_alive() for t in self._calls)
+
+    def close(self, timeout_s: float = CLOSE_WAIT_S) -> None:
+        """Stop the calls, join their threads, then unload the model: a process may exit after this."""
+        self.stop_calls()
+        if not self.join_calls(timeout_s):
+            logger.warning("llama.cpp: a call on %s did not end within %g s of its stop", self.gguf, timeout_s)
+            return  # unloading the model under a running call would crash; the process keeps it
         self._server = None
         shutil.rmtree(self._socket_dir, ignore_errors=True)
+        _LIVE.discard(self)
 
 
 _SERVERS: dict[tuple[str, int, int, int, bool], LlamaServer] = {}
 _SERVERS_LOCK = threading.Lock()
+#: Every server of this process not closed yet (the shared ones and those made directly).
+_LIVE: weakref.WeakSet[LlamaServer] = weakref.WeakSet()
+
+
+def stop_all_calls() -> None:
+    """Stop every call on every llama.cpp server of this process (a SIGTERM handler may call this: it only
+    sets events); ``close_all`` then waits for them."""
+    for server in list(_LIVE):
+        server.stop_calls()
+
+
+@atexit.register
+def close_all(timeout_s: float = CLOSE_WAIT_S) -> None:
+    """Stop every call of this process's llama.cpp servers and join their threads. Run at interpreter exit
+    (before Python stops its threads: a thread stopped inside llama.cpp aborts the process), and by the
+    Celery worker and the engine server when they shut down. The models stay loaded (unloading one takes
+    seconds, and the process is ending); a later call on them ends at once as ``cancelled``."""
+    servers = list(_LIVE)
+    for server in servers:
+        server.stop_calls()
+    for server in servers:
+        if not server.join_calls(timeout_s):
+            logger.warning("llama.cpp: a call on %s did not end within %g s of its stop", server.gguf, timeout_s)
 
 
 def llama_server_for(gguf: str | Path, *, slots: int | None = None, slot_context: int = DEFAULT_SLOT_CONTEXT,
@@ -594,6 +661,7 @@ class LlamaCppPolicy(Policy):
     def generate(self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None = None,
                  settings: GenerationSettings | None = None, timeout_s: float | None = None) -> PolicyOutput:
         self.server()  # a first call exports and loads the model (seconds, once): not out of this call's budget
+        self.tokenizer  # noqa: B018 - loaded once (1-2 s): not out of the first call's budget either
         started = time.perf_counter()
         deadline = None if timeout_s is None else started + max(0.01, timeout_s)
         done = self.complete(messages, tools=tools, settings=settings, deadline=deadline)

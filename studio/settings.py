@@ -141,20 +141,21 @@ _DATABASE_URL = env_str("DATABASE_URL", "")
 if _DATABASE_URL:
     DATABASES = {"default": dj_database_url.parse(_DATABASE_URL, conn_max_age=60)}
 else:
-    DATABASES = {
-        "default": {
-            "ENGINE": "django.db.backends.sqlite3",
-            "NAME": VAR_DIR / "studio.sqlite3",
-            "OPTIONS": {"timeout": 30},
-        }
-    }
+    DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": VAR_DIR / "studio.sqlite3"}}
 # Test databases are named per test process: several test runs may share this
 # checkout at once. SQLite's is a file (not :memory:) so a real Celery worker
 # process started by a test can open it too.
 _TEST_SUFFIX = env_str("HS_TEST_DB_SUFFIX", str(os.getpid()))
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / f"test-studio-{_TEST_SUFFIX}.sqlite3")}
-    DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 30
+    # The demo's processes (two Celery worker processes, the training worker, the web server) all write
+    # this one file. A transaction that reads and then writes cannot wait for another writer: SQLite
+    # answers "database is locked" at once, whatever the timeout. So every transaction takes the write
+    # lock as it begins (IMMEDIATE) and waits up to the busy timeout for it; WAL lets readers go on beside
+    # the writer. A statement that still meets the lock is run again with backoff (studio/dblocks.py).
+    # More than one host: PostgreSQL (docs/workers.md).
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        timeout=30, transaction_mode="IMMEDIATE", init_command="PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL")
 else:
     DATABASES["default"]["TEST"] = {"NAME": f"test_{DATABASES['default']['NAME']}_{_TEST_SUFFIX}"}
 
@@ -220,6 +221,9 @@ CELERY_BEAT_SCHEDULE = {
 JOB_HEARTBEAT_S = env_float("JOB_HEARTBEAT_S", 2.0, minimum=0.1)
 JOB_LEASE_S = env_float("JOB_LEASE_S", 20.0, minimum=0.5)
 JOB_LOG_TAIL_CHARS = env_int("JOB_LOG_TAIL_CHARS", 20000, minimum=1000)
+# How long a statement that meets a locked SQLite database is retried (with backoff) before it fails:
+# a lock is held at most as long as one write transaction (studio/dblocks.py).
+DB_LOCK_RETRY_S = env_float("DB_LOCK_RETRY_S", 120.0, minimum=0.0)
 # An evaluation run's cases are split into chunks of at most EVAL_CHUNK_CASES cases that any
 # worker claims (docs/workers.md): small enough that N workers end within one chunk of each other.
 EVAL_CHUNK_CASES = env_int("EVAL_CHUNK_CASES", 8, minimum=1)

@@ -11,7 +11,7 @@ Cells are asked for by a person (``cell_request``), and automatically:
   the Harness's production and staging labels on that version, with the production pair itself (the
   reference every cell is coloured against) and the production model on the version it was trained on
   (what the retrain alarm compares with);
-- when a checkpoint enters the registry (``cells_for_checkpoint``, when its training run finishes): its
+- when a checkpoint enters the registry (``cells_for_checkpoint``, in a job of its own after its training run): its
   endpoint (made as the registry's "make an endpoint" does) on every production and staging version.
 """
 

@@ -16,8 +16,11 @@ releases (``studio.releases``: a checkpoint, its draft head and a Harness versio
   compared with its base model on the same prompts (the run scores both): the checkpoint minus the
   base, paired prompt by prompt, with the paired-bootstrap 95% interval. It fails when the whole
   interval lies below zero (the training cost instruction following, beyond chance), not against
-  an absolute floor that a small model never meets. A base model evaluated on its own passes with
-  its score shown: nothing was trained away;
+  an absolute floor that a small model never meets. It passes only when the interval rules out a
+  loss of more than ``CAPABILITY_TOLERANCE_POINTS``; an interval that still allows one (a few
+  prompts: IFE-P 0% against its base's 10% on 10 prompts is one prompt) is "not enough data",
+  so a drop that large never passes. A base model evaluated on its own passes with its score
+  shown: nothing was trained away;
 - *compatibility*: the pair being promoted (the production model, or a release's checkpoint, on the
   Harness version) has a finished cell of the compatibility matrix (``studio.compatibility``) and is
   not worse than the production pair's cell beyond the paired bootstrap interval.
@@ -38,13 +41,17 @@ from typing import Any
 
 LATENCY_BOUND_S = 15.0
 CAPABILITY_RESAMPLES = 2000  # paired bootstrap of the capability gate (a gate is read on every release page)
+#: The largest loss of IFE-P strict (percentage points, checkpoint minus its base) the capability gate lets
+#: pass; the paired interval must rule out any larger one.
+CAPABILITY_TOLERANCE_POINTS = 5.0
+NOT_ENOUGH_DATA = "not enough data"
 RECENT_RUNS = 200  # finished runs looked through, newest first, for the one that fed a gate
 
 
 @dataclass
 class Gate:
     name: str
-    status: str  # pass | fail | no data
+    status: str  # pass | fail | no data | not enough data
     detail: str
     run_id: int | None = None  # the studio run (TrainingRun) whose result fed the gate
     stage_id: int | None = None  # the evolution stage whose comparison fed the business gate
@@ -214,6 +221,20 @@ def capability_comparison(ifeval: dict[str, Any]) -> dict[str, Any] | None:
             "base_model": base.get("model", ""), "base_strict": base.get("prompt_strict")}
 
 
+def capability_verdict(paired: dict[str, Any]) -> tuple[str, str]:
+    """The capability gate's status and its reason from ``capability_comparison``: fail when the whole
+    interval lies below zero; pass when it rules out a loss of more than ``CAPABILITY_TOLERANCE_POINTS``
+    (the measured drop included); otherwise the prompts are too few to decide."""
+    if paired["high"] < 0:
+        return "fail", "fewer instructions followed than its base, beyond chance"
+    worst = min(paired["low"], paired["delta"])
+    if worst >= -CAPABILITY_TOLERANCE_POINTS:
+        return "pass", f"a loss of more than {CAPABILITY_TOLERANCE_POINTS:g} points is ruled out"
+    return NOT_ENOUGH_DATA, (f"{NOT_ENOUGH_DATA}: on {paired['n']} prompts the interval still allows a loss of "
+                             f"{-worst:.1f} points, more than the {CAPABILITY_TOLERANCE_POINTS:g} allowed; evaluate "
+                             "the checkpoint on more instruction-following prompts")
+
+
 def ifeval_gate(*, checkpoint: Path | None = None, why: str = "") -> Gate:
     """The capability gate from the newest finished evaluation run with the instruction-following set of
     ``checkpoint`` (any model when None): the checkpoint against its base on the same prompts."""
@@ -244,9 +265,8 @@ def ifeval_gate(*, checkpoint: Path | None = None, why: str = "") -> Gate:
         if paired is None:
             return Gate("general capability", "no data", f"{measured} {where}, but its base's answers are not on "
                         "the same prompts; evaluate the checkpoint again", run_id=run.pk)
-        ok = paired["high"] >= 0
-        verdict = "no loss beyond chance" if ok else "fewer instructions followed than its base, beyond chance"
-        return Gate("general capability", "pass" if ok else "fail",
+        status, verdict = capability_verdict(paired)
+        return Gate("general capability", status,
                     f"{measured} vs its base {paired['base_strict']:.1f}% on the same prompts: "
                     f"{paired['delta']:+.1f} points, paired 95% interval [{paired['low']:+.1f}, {paired['high']:+.1f}] "
                     f"({verdict}) {where}", run_id=run.pk)

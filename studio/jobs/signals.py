@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import logging
+import sys
 
-from celery.signals import worker_ready, worker_shutting_down
+from celery.signals import (
+    worker_process_shutdown,
+    worker_ready,
+    worker_shutdown,
+    worker_shutting_down,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -27,3 +33,15 @@ def fail_on_shutdown(sender=None, sig=None, how=None, **_kwargs) -> None:
     from studio.jobs.services import job_fail_for_worker
 
     job_fail_for_worker(node=str(sender), reason=f"the worker shut down ({sig}) while the job was running")
+
+
+@worker_shutdown.connect
+@worker_process_shutdown.connect
+def stop_llama_calls(**_kwargs) -> None:
+    """A worker process that ran the llama.cpp route stops its calls and joins their threads before it exits
+    (a call cut at its budget is still inside llama.cpp for up to a prefill batch, and a process that exits
+    then aborts). ``worker_shutdown``: the worker's main process (the solo pool); ``worker_process_shutdown``:
+    a prefork child, which ends with ``os._exit`` and never runs the interpreter's exit handlers."""
+    llama = sys.modules.get("serving.llama_cpp")  # loaded only where a job used the route
+    if llama is not None:
+        llama.close_all()

@@ -61,13 +61,15 @@ class WorkerProcess:
 @contextmanager
 def celery_worker(
     *, queue: str | None = None, heartbeat_s: float = 0.3, lease_s: float = 2.0, extra_env: dict | None = None,
-    node: str | None = None, also_queues: tuple[str, ...] = (),
+    node: str | None = None, also_queues: tuple[str, ...] = (), processes: int | None = None, beat: bool = False,
 ) -> Iterator[WorkerProcess]:
     """Start `celery worker --pool solo` on a private queue; route this process's tasks there too.
 
     Several workers share a queue when given the same ``queue`` and each its own ``node`` name
     (the worker's node is ``<node>@<host>``; ``node`` defaults to the queue). ``also_queues``: more
-    queues the worker reads (a test's private train queue, ``CELERY_TRAIN_QUEUE``).
+    queues the worker reads (a test's private train queue, ``CELERY_TRAIN_QUEUE``). ``processes``: the
+    prefork pool with that many worker processes instead of solo, and ``beat`` the beat schedule
+    beside them, as ``scripts/demo.sh`` starts its worker.
     """
     from studio.celery import app
 
@@ -86,8 +88,11 @@ def celery_worker(
         "PYTHONPATH": str(ROOT),
         **(extra_env or {}),
     }
+    pool = ["--pool", "solo"] if processes is None else ["--pool", "prefork", "--concurrency", str(processes)]
+    if beat:
+        pool += ["--beat", "--schedule", str(log_dir / f"beat-{node}")]
     command = [
-        sys.executable, "-m", "celery", "-A", "studio", "worker", "--pool", "solo", "--queues", ",".join((queue, *also_queues)),
+        sys.executable, "-m", "celery", "-A", "studio", "worker", *pool, "--queues", ",".join((queue, *also_queues)),
         "--hostname", f"{node}@%h", "--without-gossip", "--without-mingle", "--loglevel", "INFO",
     ]
     with open(log_path, "w") as log_file:
@@ -113,6 +118,8 @@ def celery_worker(
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+        for schedule in log_dir.glob(f"beat-{node}*"):  # the beat's schedule files (shelve: .dat, .dir, .bak)
+            schedule.unlink(missing_ok=True)
 
 
 def wait_for(predicate, *, timeout: float, what: str, interval: float = 0.05):

@@ -323,14 +323,14 @@ def run_execute(*, run_id: int, context: JobContext) -> dict[str, Any]:
     TrainingRun.objects.filter(pk=run.pk).update(summary=summary)
     if run.is_training:
         run_dashboard(run, ended=True)  # the finished run's curves, kept beside its metrics for every web process
-    if run.is_policy:  # a checkpoint entered the registry: its cells on the production and staging versions
-        from studio.compatibility.services import cells_for_checkpoint
-
-        cells = cells_for_checkpoint(run_id=run.pk)
-        if cells:
-            context.log(f"compatibility: {len(cells)} cell(s) asked for (evaluation runs "
-                        f"{', '.join(f'#{c.run_id}' for c in cells)})")
-    return {"run_id": run.pk, "kind": run.kind, "summary": summary}
+    result = {"run_id": run.pk, "kind": run.kind, "summary": summary}
+    if run.is_policy:  # a checkpoint entered the registry: its cells on the production and staging versions,
+        # a job of their own: the training is done whatever happens to them
+        follow_on = job_create(kind="compatibility_checkpoint", title=f"Compatibility cells of run #{run.pk}",
+                               params={"run_id": run.pk}, created_by=run.created_by)
+        context.log(f"compatibility: its cells are asked for in job #{follow_on.pk}, a step of their own")
+        result["follow_on_jobs"] = [follow_on.pk]
+    return result
 
 
 # -- the registry's one click ------------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
@@ -167,3 +168,29 @@ def test_ml_engineers_cancel_each_others_training_runs_and_an_operator_cannot(pe
     # a kind without a cancel permission stays with its starter and the admins
     check = job_create(kind="worker_check", title="t", params={"seconds": 1}, created_by=other)
     assert mei.post(f"/jobs/{check.pk}/cancel/").status_code == 403
+
+
+@pytest.mark.services
+@pytest.mark.django_db(transaction=True)
+def test_a_celery_worker_exits_0_on_shutdown_after_a_llama_cpp_call_cut_at_its_budget(personas, demo_version):
+    """The worker stops and joins its llama.cpp calls when it shuts down (tests/engine/test_llama_cpp_exit.py:
+    llama.cpp computes on for a while after a call is cut, as on a loaded machine); it used to abort."""
+    from harness.policies.models import tiny_model_dir
+    from studio.endpoints.services import endpoint_save
+    from studio.playground.services import playground_run_start
+    from tests.engine.slow_llama import ROOT, late_stop_env
+
+    endpoint = endpoint_save(endpoint=None, name="tiny", route="local", base_url="", model=str(tiny_model_dir()),
+                             description="", actor=personas.ml_engineer)
+    request = json.loads((ROOT / "examples/requests/product_price.json").read_text())
+    with celery_worker(extra_env=late_stop_env(stop_s=8)) as worker:  # outlasts a warm shutdown
+        job = playground_run_start(version=demo_version, endpoint=endpoint, request=request,
+                                   actor=personas.operator, budget_s=2)
+        wait_for(lambda: "loading" in Job.objects.get(pk=job.pk).log_tail, timeout=120, what="the run to start")
+        # Ctrl-C in scripts/demo.sh mid-run: a warm shutdown lets the run end (at its budget), then exits
+        worker.process.send_signal(signal.SIGTERM)
+        code = worker.process.wait(timeout=120)
+    job.refresh_from_db()
+    assert job.status == Job.SUCCEEDED, job.error
+    assert job.result["trajectory"]["outcome"] == "fallback"  # its call was cut at the budget
+    assert code == 0, f"exit {code}: {worker.log()[-2000:]}"

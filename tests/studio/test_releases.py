@@ -265,3 +265,44 @@ def test_deciding_and_refreshing_lock_the_release_in_their_own_transaction(perso
     approved = client_for(personas.reviewer).post(f"/releases/{release.pk}/decide/", {
         "decision": "approve", "reason": "r", "override_reason": "no evolution stage for v1 yet"})
     assert approved.status_code == 302 and Release.objects.get().status == Release.APPROVED
+
+
+def _paired(base: list[bool], mine: list[bool]) -> dict:
+    from studio.evolution.gates import capability_comparison
+
+    return capability_comparison({"per_prompt": mine, "base": {"per_prompt": base, "prompt_strict": 0.0}})
+
+
+def test_the_capability_gate_never_passes_a_large_drop_and_says_when_the_prompts_are_too_few():
+    """On every small sample (2 to 30 prompts) where the checkpoint follows fewer instructions than its base
+    by 5 points or more, the gate does not pass; where the sample cannot tell, it says so."""
+    from studio.evolution.gates import CAPABILITY_TOLERANCE_POINTS, capability_verdict
+
+    for n in range(2, 31):
+        for base_passes in range(1, n + 1):
+            for lost in range(1, base_passes + 1):
+                if 100 * lost / n < CAPABILITY_TOLERANCE_POINTS:
+                    continue
+                base = [True] * base_passes + [False] * (n - base_passes)
+                mine = [True] * (base_passes - lost) + [False] * (n - base_passes + lost)
+                status, why = capability_verdict(_paired(base, mine))
+                assert status in ("fail", "not enough data"), (n, base_passes, lost, status)
+                if status == "not enough data":
+                    assert f"on {n} prompts the interval still allows a loss of" in why
+    assert capability_verdict(_paired([True] * 10, [True] * 10))[0] == "pass"  # the same answers: no loss
+    many = [True, False] * 200  # 400 prompts, half followed by the base; the checkpoint loses 2 of them
+    assert capability_verdict(_paired(many, [False, False] + many[2:]))[0] == "pass"
+    assert capability_verdict(_paired(many, [False] * 40 + many[40:]))[0] == "fail"  # 20 lost: 5 points
+
+
+def test_ifep_zero_against_a_base_of_ten_percent_on_ten_prompts_is_not_enough_data_and_blocks(
+        personas, demo_version, checkpoint, tmp_path):
+    """Issue 38: the gate passed at IFE-P 0.0% against its base's 10% (one prompt of ten)."""
+    ifeval_run(tmp_path / "eval", model=checkpoint.final_dir, prompt_strict=0.0, base_strict=10.0, n=10)
+    client_for(personas.ml_engineer).post("/releases/new/", {**_form(checkpoint, demo_version), "action": "draft"})
+    gate = _gates(Release.objects.get())["general capability"]
+    assert gate["status"] == "not enough data"
+    assert "IFE-P strict 0.0% on 10 prompts" in gate["detail"] and "vs its base 10.0%" in gate["detail"]
+    assert "not enough data: on 10 prompts the interval still allows a loss of" in gate["detail"]
+    page = client_for(personas.reviewer).get(f"/releases/{Release.objects.get().pk}/").content.decode()
+    assert 'data-gate="general capability" data-status="not enough data"' in page
