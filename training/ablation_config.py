@@ -98,7 +98,7 @@ PRESETS: dict[str, AblationConfig] = {
     "cpu-small": AblationConfig(),
     # the shipped demo adapter against its Fixed-SFT comparison and the base model (docs/training.md, "The demo
     # adapter"): nothing is trained, T1/T2 on 100 held-out cases each and IFEval on 100 prompts are scored
-    "demo-adapter": AblationConfig(output_dir="runs/ablation-demo-adapter", models=["base", "fixed_sft", "hsa_sft"],
+    "demo-adapter": AblationConfig(output_dir="results/ablation-demo-adapter", models=["base", "fixed_sft", "hsa_sft"],
                                    checkpoints={"fixed_sft": "models/demo-adapter-fixed",
                                                 "hsa_sft": "models/demo-adapter"},
                                    eval_ifeval=100, eval_prompt_robustness=50),
