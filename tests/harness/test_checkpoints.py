@@ -37,7 +37,8 @@ def test_names_resolve_to_the_model_cache_and_a_bad_folder_says_what_is_valid(tm
     assert resolve_checkpoint("tiny") == tiny_model_dir()
     assert resolve_checkpoint(str(tiny_model_dir())) == tiny_model_dir().resolve()
     with pytest.raises(CheckpointError, match=r"'/no/such' is not a model \(/no/such does not exist\): expected "
-                                              r"'local', 'tiny' or a checkpoint folder"):
+                                              r"'local', 'tiny', a checkpoint folder with config.json and weights, "
+                                              r"or a LoRA adapter folder \(harness.adapters\)"):
         resolve_checkpoint("/no/such")
     (tmp_path / "config.json").write_text("{}")
     assert checkpoint_problem(tmp_path).endswith("has config.json but no weights (model.safetensors, "
