@@ -18,6 +18,15 @@ LOSS_RTOL = 1e-6
 GRAD_RTOL = 1e-4
 
 
+@pytest.fixture(autouse=True)
+def trained_positions_only(monkeypatch):
+    """Score only the labelled positions, as the stages do on CPU (training.cpu_scoring): the same
+    numbers (tests/training/test_cpu_scoring.py), a fraction of the time."""
+    import trl.trainer.utils as utils
+
+    monkeypatch.setattr(utils, "_use_triton", lambda device: True)
+
+
 def _fused(model_dir, *, lora: bool = False):
     from transformers import AutoModelForCausalLM
     from trl.trainer.utils import add_fused_lm_head
