@@ -35,6 +35,21 @@ class HarnessGRPOTrainer(SharedPrefixMixin, GRPOTrainer):
         self.drop_zero_advantage = drop_zero_advantage
         self.use_shared_prefix = shared_prefix
 
+    def _prepare_inputs(self, generation_batch):
+        """With shared_prefix, the generation batch is shuffled by whole groups before TRL cuts it into
+        micro-batches (``training.shared_prefix.shuffle_groups``), so a group stays in one."""
+        if not self.use_shared_prefix:
+            return super()._prepare_inputs(generation_batch)
+        import trl.trainer.grpo_trainer as grpo
+
+        from training.shared_prefix import shuffle_groups
+
+        original, grpo.shuffle_sequence_dict = grpo.shuffle_sequence_dict, shuffle_groups
+        try:
+            return super()._prepare_inputs(generation_batch)
+        finally:
+            grpo.shuffle_sequence_dict = original
+
     def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, *args,
                                            **kwargs):
         with self.shared_prefix_scoring(model):

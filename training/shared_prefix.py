@@ -205,6 +205,28 @@ class SharedPrefixMixin:
             yield stats
 
 
+def shuffle_groups(batch: dict[str, Any]) -> dict[str, Any]:
+    """TRL's ``shuffle_sequence_dict`` by whole groups: runs of rows with the same ``prompt_ids`` keep
+    together, in their order, and the runs are shuffled. GRPO splits its generation batch into
+    ``steps_per_generation`` micro-batches after shuffling; row by row, a group's rollouts would land in
+    different ones and share nothing. The step's gradient is the same either way (the micro-batches'
+    losses add up to the step's)."""
+    prompts = batch["prompt_ids"]
+    starts = [0] + [i for i in range(1, len(prompts)) if not torch.equal(prompts[i], prompts[i - 1])]
+    runs = [list(range(a, b)) for a, b in zip(starts, [*starts[1:], len(prompts)], strict=True)]
+    order = torch.randperm(len(runs)).tolist()
+    permutation = torch.tensor([i for run in order for i in runs[run]])
+
+    def permute(value):
+        if value is None or (isinstance(value, torch.Tensor) and value.ndim == 0):
+            return value
+        if isinstance(value, torch.Tensor):
+            return value[permutation]
+        return [value[i] for i in permutation]
+
+    return {key: permute(value) for key, value in batch.items()}
+
+
 def message_head(ids: Sequence[int]) -> tuple[int, ...]:
     """The tokens of a sequence's first chat message: up to the next occurrence of its first token (ChatML
     and Qwen templates open every message with the same token), else the whole sequence. Under the

@@ -207,3 +207,18 @@ def test_a_grpo_group_runs_under_one_harness_state():
         module.rollout_engine = original
     assert [e for _, e in seen] == ["entry1"] * 4 + ["entry2"] * 4
     assert out["harness"] == ["entry1"] * 4 + ["entry2"] * 4
+
+
+def test_grpo_micro_batches_keep_a_group_together():
+    from training.shared_prefix import shuffle_groups
+
+    prompts = torch.tensor([[1, 1]] * 4 + [[2, 2]] * 4 + [[3, 3]] * 2)  # a group of 2 after zero-advantage drops
+    batch = {"prompt_ids": prompts, "advantages": torch.arange(10.0), "case": list("aaaabbbbcc"),
+             "num_items_in_batch": torch.tensor(10)}
+    torch.manual_seed(0)
+    shuffled = shuffle_groups(batch)
+    runs = "".join(shuffled["case"])
+    assert sorted(runs) == sorted("aaaabbbbcc") and all(c * runs.count(c) in runs for c in "abc")
+    assert [int(p[0]) for p in shuffled["prompt_ids"]] == [" abc".index(c) for c in runs]
+    assert shuffled["advantages"].tolist() == sorted(range(10), key=lambda i: runs.index("aaaabbbbcc"[i]))
+    assert int(shuffled["num_items_in_batch"]) == 10
