@@ -295,6 +295,13 @@ def compare(env: dict[str, str], users: list[User], args) -> None:
             figures = summarize(samples, args.seconds)
             rows.append((name, figures))
             print(f"  {figures['requests']} requests in {args.seconds:.0f} s; {_load_average()} after")
+            by_page = {}
+            for sample in samples:
+                by_page.setdefault(re.sub(r"/\d+/", "/N/", sample.what.split("?")[0]), []).append(sample)
+            for what, page_samples in by_page.items():
+                ordered = sorted(s.seconds for s in page_samples)
+                print(f"    {what:<28} n={len(ordered):<5} p50 {_percentile(ordered, 0.5) * 1000:6.0f} ms  "
+                      f"p95 {_percentile(ordered, 0.95) * 1000:6.0f} ms")
             failed = sorted({s.what for s in samples if not s.ok})
             if failed:
                 print(f"  errors on: {', '.join(failed)}")
