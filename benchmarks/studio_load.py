@@ -82,7 +82,7 @@ from studio.harnesses.models import HarnessVersion
 version = HarnessVersion.objects.get(harness__name=sys.argv[1], number=1)
 dataset = Dataset.objects.filter(name="dev-482").order_by("-pk").first()
 cases = list(DatasetCase.objects.filter(dataset=dataset).order_by("pk").values_list("case_id", flat=True))
-run = eval_runServer(version=version, dataset=dataset, endpoint=ModelEndpoint.objects.get(name=sys.argv[2]),
+run = eval_run_start(version=version, dataset=dataset, endpoint=ModelEndpoint.objects.get(name=sys.argv[2]),
                      case_ids=cases, actor=None)
 print(f"evaluation run #{run.pk}: {len(cases)} cases of {dataset.name} on {sys.argv[2]}")
 """
@@ -102,7 +102,8 @@ def _load_average() -> str:
 def _run(env: dict[str, str], *argv: str) -> str:
     done = subprocess.run([sys.executable, *argv], env=env, cwd=ROOT, capture_output=True, text=True)
     if done.returncode != 0:
-        raise SystemExit(f"{' '.join(argv[:3])} failed:\n{done.stderr[-3000:]}")
+        what = "a setup script" if argv[0] == "-c" else " ".join(argv[:2])
+        raise SystemExit(f"{what} failed:\n{done.stderr[-3000:]}")
     return done.stdout
 
 
