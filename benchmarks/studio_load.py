@@ -382,7 +382,7 @@ def main() -> None:
     var = Path(args.var).resolve()
     var.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "HARNESS_STUDIO_VAR": str(var), "LOG_LEVEL": "WARNING", "PYTHONPATH": str(ROOT),
-           "DJANGO_SETTINGS_MODULE": "studio.settings", "PYTHON": sys.executable,
+           "DJANGO_SETTINGS_MODULE": "studio.settings", "VENV": str(Path(sys.executable).parent.parent),
            "WEB_ACCESS_LOG": str(var / "web-access.log"), "WEB_HOST": "127.0.0.1"}
     env.pop("DATABASE_URL", None)  # the scratch SQLite database, as the demo has it
     env.pop("HARNESS_STUDIO_PRODUCTION", None)

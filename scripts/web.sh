@@ -6,7 +6,7 @@
 # (scripts/services.sh). SIGTERM or Ctrl-C stops it once the requests in flight end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PY=${PYTHON:-.venv/bin/python}
+PY=${VENV:-.venv}/bin/python  # the virtualenv scripts/bootstrap.sh made (VENV, as there)
 # Hashed static names unless told otherwise; collectstatic writes the manifest they come from.
 export STATIC_MANIFEST=${STATIC_MANIFEST:-1}
 $PY manage.py collectstatic --noinput -v0

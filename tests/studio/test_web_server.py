@@ -44,7 +44,7 @@ def _server_env(var: Path, port: int) -> dict[str, str]:
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(var),
         "PYTHONPATH": str(ROOT),
-        "PYTHON": sys.executable,
+        "VENV": str(Path(sys.executable).parent.parent),
         "DJANGO_SETTINGS_MODULE": "studio.settings",
         **env,
         "HARNESS_STUDIO_VAR": str(var),
