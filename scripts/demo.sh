@@ -2,7 +2,7 @@
 # Sets up and starts Harness Studio on this machine: Redis, migrations, demo
 # data (roles, demo users printed with their passwords, the demo Harness v1 at
 # production, the local model endpoint), a Celery worker with its beat
-# scheduler, and the web server on 0.0.0.0:${PORT:-8000}. Ctrl-C stops both.
+# scheduler, and the web server (gunicorn, scripts/web.sh) on 127.0.0.1:${PORT:-8000}. Ctrl-C stops all.
 # Idempotent: a second run reuses the virtualenv, database and demo data.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -46,12 +46,10 @@ say "Celery training worker, one job at a time, queue ${CELERY_TRAIN_QUEUE:-trai
 $PY -m celery -A studio worker --queues "${CELERY_TRAIN_QUEUE:-train}" --hostname "train@%h" \
   --concurrency 1 --loglevel INFO >>var/log/celery-train.log 2>&1 &
 pids+=($!)
-say "web server on http://127.0.0.1:$PORT/ (Ctrl-C stops everything)"
-# DEBUG stays off, as in production: errors show the studio's own pages. With DEBUG
-# off, Django's development server serves /static/ (CSS, htmx, Chart.js) only when
-# asked with --insecure; a production deployment serves collectstatic's folder from
-# its HTTPS proxy instead (examples/production.env).
-$PY manage.py runserver "0.0.0.0:$PORT" --noreload --insecure &
+say "web server (gunicorn) on http://${WEB_HOST:-127.0.0.1}:$PORT/ (access log: var/log/web-access.log; Ctrl-C stops everything)"
+# The production server (docs/deploy.md): DEBUG off, static files hashed and served by WhiteNoise,
+# workers and threads from the cores (WEB_WORKERS, WEB_THREADS); WEB_HOST=0.0.0.0 opens it to the network.
+PORT=$PORT WEB_ACCESS_LOG=${WEB_ACCESS_LOG:-var/log/web-access.log} bash scripts/web.sh &
 pids+=($!)
 # Return as soon as either process ends; the trap then stops the other.
 wait -n "${pids[@]}"

@@ -108,6 +108,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Static files from collectstatic's folder, served by the application server itself (docs/deploy.md).
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -172,7 +174,16 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = VAR_DIR / "staticfiles"
+STATIC_ROOT = Path(env_str("STATIC_ROOT", str(VAR_DIR / "staticfiles")))
+# Hashed names (studio.<hash>.css, cached for a year by WhiteNoise, gzip beside them) need collectstatic's
+# manifest before any page renders: on in production and in scripts/web.sh (the demo), which collect
+# first; off for tests and `runserver`, which serve static/ as it is.
+STATIC_MANIFEST = env_bool("STATIC_MANIFEST", PRODUCTION)
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage" if STATIC_MANIFEST
+                    else "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
 
 LOGIN_URL = "accounts:login"
 LOGIN_REDIRECT_URL = "home"

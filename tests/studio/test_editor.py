@@ -88,6 +88,27 @@ def test_second_save_of_the_same_revision_gets_the_conflict_page_and_loses_nothi
     assert draft.files[SKILL] == mine and draft.revision == 3 and conflict.resolved_at is not None
 
 
+def test_a_save_that_lands_while_another_is_validated_is_a_conflict_not_a_loss(personas, draft, monkeypatch):
+    """The bundle is validated before the write lock is taken (on SQLite it is the whole database's), so
+    another save may land meanwhile: the first one then becomes a conflict, and neither text is lost."""
+    from studio.harnesses.services import drafts
+
+    theirs = draft.files[SKILL] + "\n- Their rule, saved during the validation.\n"
+    mine = draft.files[SKILL] + "\n- My rule.\n"
+    validate = drafts.bundle_problems
+
+    def validate_while_someone_saves(files):
+        monkeypatch.setattr(drafts, "bundle_problems", validate)
+        draft_file_save(draft=draft, path=SKILL, text=theirs, base_revision=1, actor=personas.operator)
+        return validate(files)
+
+    monkeypatch.setattr(drafts, "bundle_problems", validate_while_someone_saves)
+    result = draft_file_save(draft=draft, path=SKILL, text=mine, base_revision=1, actor=personas.operator)
+    assert result.conflict is not None and result.conflict.my_text == mine
+    draft.refresh_from_db()
+    assert draft.revision == 2 and draft.files[SKILL] == theirs
+
+
 def test_conflicting_save_of_another_file_is_kept_too(personas, draft):
     draft_file_save(draft=draft, path=SKILL, text=draft.files[SKILL] + "\n", base_revision=1, actor=personas.operator)
     result = draft_file_save(draft=draft, path="tools.yaml", text="tools: []\n", base_revision=1, actor=personas.operator)

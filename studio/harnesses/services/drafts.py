@@ -98,6 +98,13 @@ def draft_file_save(
     if size > MAX_FILE_BYTES:
         raise StudioError(f"{path}: the text is {size} bytes, larger than {MAX_FILE_BYTES // 1024} KiB "
                           "(the limit per bundle file); nothing was saved")
+    # Validating the bundle takes tens of milliseconds. Inside the transaction it would hold the
+    # write lock for all of them, and on SQLite (the demo's database) that lock is the whole
+    # database's: every save, job heartbeat and sign-in of the studio would queue behind it. So the
+    # files as they stand at base_revision are validated first; the transaction only checks that
+    # the draft is still at that revision (its files change only with its revision) and stores.
+    seen = Draft.objects.only("files", "revision").get(pk=draft.pk)
+    checked = _checked_files(seen.files, path, text) if seen.revision == base_revision else None
     with transaction.atomic():
         current = Draft.objects.select_for_update().get(pk=draft.pk)
         if current.revision != base_revision:
@@ -118,15 +125,7 @@ def draft_file_save(
                 data={"base_revision": base_revision, "current_revision": current.revision},
             )
             return SaveResult(draft=current, conflict=conflict, problems=current.problems)
-        files = dict(current.files)
-        files[path] = text
-        found = bundle_problems(files)
-        refused = next((p for p in found if p.file == path and p.field == REFUSED), None)
-        if refused is not None:
-            # text the reader refuses (aliases, too deep) can never become valid, and once
-            # stored, every page and job that reads the draft would have to refuse it again
-            raise StudioError(f"{refused}; nothing was saved")
-        problems = problems_to_json(found)
+        files, problems = checked if checked is not None else _checked_files(current.files, path, text)
         draft_files_store(draft=current, files=files, problems=problems, actor=actor)
     audit_record(
         actor=actor,
@@ -136,6 +135,18 @@ def draft_file_save(
         data={"revision": current.revision, "problems": len(problems)},
     )
     return SaveResult(draft=current, conflict=None, problems=problems)
+
+
+def _checked_files(files: dict[str, str], path: str, text: str) -> tuple[dict[str, str], list[dict]]:
+    """The draft's files with ``path`` set to ``text``, and their problems; refused text raises."""
+    files = {**files, path: text}
+    found = bundle_problems(files)
+    refused = next((p for p in found if p.file == path and p.field == REFUSED), None)
+    if refused is not None:
+        # text the reader refuses (aliases, too deep) can never become valid, and once
+        # stored, every page and job that reads the draft would have to refuse it again
+        raise StudioError(f"{refused}; nothing was saved")
+    return files, problems_to_json(found)
 
 
 def draft_files_store(*, draft: Draft, files: dict[str, str], problems: list[dict], actor: User) -> Draft:
