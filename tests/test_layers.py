@@ -101,3 +101,15 @@ def test_metrics_jsonl_has_one_writer():
     writers = [name for name, text in _sources(*LIBRARIES, "studio").items()
                if "metrics.jsonl" in text and ('open("a"' in text or "open('a'" in text)]
     assert writers == ["training/runs.py"]
+
+
+def test_checkpoint_folders_are_checked_only_by_harness_checkpoints():
+    """A folder with config.json and no weights is no checkpoint: every check of a model folder goes
+    through harness.checkpoints (is_checkpoint, checkpoint_problem, checkpoint_config), none tests for
+    config.json itself."""
+    import re
+
+    bare = re.compile(r"""["']config\.json["']\)\.(is_file|exists|read_text|open|read_bytes)\(""")
+    wrong = [f"{name}:{n}" for name, text in _sources(*LIBRARIES, "studio").items() if name != "harness/checkpoints.py"
+             for n, line in enumerate(text.splitlines(), 1) if bare.search(line)]
+    assert not wrong, wrong
