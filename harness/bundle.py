@@ -350,7 +350,7 @@ def _cross_check(skills: dict[str, Skill], tools: ToolRegistry, hooks: HookSet |
                                             f"hook '{hook.id}' names skill '{skill}', which has "
                                             "no skills/<name>/SKILL.md"))
             if (hook.matcher and hook.event in ("before_tool", "after_tool")
-                    and not any(re.fullmatch(hook.matcher, n) for n in names)):
+                    and not any(hook.matches(n) for n in names)):
                     problems.append(Problem("hooks.yaml", hooks.line_of.line(("hooks", i, "matcher")),
                                             f"hooks[{i}].matcher",
                                             f"matcher '{hook.matcher}' matches no declared tool"))
