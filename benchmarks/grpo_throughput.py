@@ -57,7 +57,7 @@ def group(tokenizer, rollouts: int):
     return prompt_ids, out_ids, out_mask
 
 
-def one_step(model: str, *, shared: bool, rollouts: int, out: Path):
+def one_step(model: str, *, shared: bool, rollouts: int, out: Path, micro: int):
     import torch  # noqa: F401
     from datasets import Dataset
     from transformers import AutoTokenizer
@@ -68,8 +68,10 @@ def one_step(model: str, *, shared: bool, rollouts: int, out: Path):
     from training.stage_common import start_stage
 
     cpu_scoring.enable()
+    micro = rollouts if shared else micro  # the shared path takes the group in one forward
     config = RLStageConfig(model=model, output_dir=str(out), max_steps=1, num_generations=rollouts,
-                           per_device_train_batch_size=rollouts, shared_prefix=shared)
+                           per_device_train_batch_size=micro, gradient_accumulation_steps=rollouts // micro,
+                           shared_prefix=shared)
     run = start_stage(config, stage="rl")
     tokenizer = AutoTokenizer.from_pretrained(run.model_dir, padding_side="left")
     prompt_ids, completions, masks = group(tokenizer, rollouts)
@@ -103,12 +105,16 @@ def main() -> int:
     parser.add_argument("--model", default="tiny")
     parser.add_argument("--rollouts", type=int, default=4)
     parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--micro-batch", type=int, default=0,
+                        help="the plain path takes the group in micro-batches of this size (gradient accumulation: "
+                             "the same step, less memory); 0: the whole group at once")
     args = parser.parse_args()
     results: dict[bool, list[dict]] = {False: [], True: []}
     with tempfile.TemporaryDirectory() as tmp:
         for repeat in range(args.repeats):
             for shared in (False, True):
-                r = one_step(args.model, shared=shared, rollouts=args.rollouts, out=Path(tmp) / f"{shared}{repeat}")
+                r = one_step(args.model, shared=shared, rollouts=args.rollouts, out=Path(tmp) / f"{shared}{repeat}",
+                             micro=args.micro_batch or args.rollouts)
                 results[shared].append(r)
                 print(f"  {'shared prefix' if shared else 'plain path':<14} run {repeat}: {r['runtime']:7.1f} s, "
                       f"loss {r['loss']:.6g}, grad norm {r['grad_norm']:.8g}", flush=True)

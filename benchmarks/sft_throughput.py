@@ -17,7 +17,10 @@ tokens/s counts every real (unpadded) token of the batches, the way the plain pa
 over the train loop's wall time (``train_runtime``: forward, backward, optimizer); trained tokens/s
 counts the tokens the loss is on. Every run scores only the trained positions (``training.cpu_scoring``
 is on for the whole process) and none checkpoints activations, so what differs is the stage's own:
-packing turns by trajectory, and the shared prefix. The figure the issue sets is the stage's trained tokens/s over
+packing turns by trajectory, and the shared prefix. ``--micro-batch`` lets the two plain runs take the
+batch in gradient-accumulation micro-batches where the whole batch's activations do not fit (the
+same step; CPU tokens/s barely depends on the micro-batch); the shared-prefix run always takes the
+whole batch in one forward, since only rows of one forward share their prefix. The figure the issue sets is the stage's trained tokens/s over
 plain TRL's (target: at least 2.5x at batch 8). The losses of each step are printed too: the stage's
 two paths see the same batches only when the sampler draws the same ones, so compare losses with
 ``tests/training/test_shared_prefix.py``, which holds the batch fixed.
@@ -74,7 +77,7 @@ def examples(cases: int, variants: int):
     return built
 
 
-def plain_trl(model: str, data, *, batch: int, steps: int, out: Path):
+def plain_trl(model: str, data, *, batch: int, steps: int, out: Path, micro: int):
     from transformers import AutoTokenizer
     from trl import SFTConfig, SFTTrainer
 
@@ -83,7 +86,8 @@ def plain_trl(model: str, data, *, batch: int, steps: int, out: Path):
     from training.stage_common import checkpointing_args
 
     path = resolve_checkpoint(model)
-    args = SFTConfig(output_dir=str(out), max_steps=steps, per_device_train_batch_size=batch, max_length=4096,
+    args = SFTConfig(output_dir=str(out), max_steps=steps, per_device_train_batch_size=micro,
+                     gradient_accumulation_steps=batch // micro, max_length=4096,
                      learning_rate=5e-5, logging_steps=1, save_strategy="no", report_to=[],
                      bf16=False, use_cpu=True, seed=0, data_seed=0, completion_only_loss=True,
                      disable_tqdm=True, **checkpointing_args(False))
@@ -92,7 +96,7 @@ def plain_trl(model: str, data, *, batch: int, steps: int, out: Path):
     return trainer.train().metrics["train_runtime"]
 
 
-def stage(model: str, data, *, batch: int, steps: int, out: Path, shared: bool):
+def stage(model: str, data, *, batch: int, steps: int, out: Path, shared: bool, micro: int):
     from transformers import AutoTokenizer
 
     from training import cpu_scoring
@@ -101,8 +105,9 @@ def stage(model: str, data, *, batch: int, steps: int, out: Path, shared: bool):
     from training.stage_common import start_stage
 
     cpu_scoring.enable()
-    config = SFTStageConfig(model=model, output_dir=str(out), max_steps=steps, per_device_train_batch_size=batch,
-                            shared_prefix=shared)
+    micro = batch if shared else micro  # the shared prefix is shared within one forward
+    config = SFTStageConfig(model=model, output_dir=str(out), max_steps=steps, per_device_train_batch_size=micro,
+                            gradient_accumulation_steps=batch // micro, shared_prefix=shared)
     run = start_stage(config, stage="sft")
     tokenizer = AutoTokenizer.from_pretrained(run.model_dir)
     dataset, _ = sft_dataset(data, tokenizer=tokenizer)
@@ -116,6 +121,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="tiny")
     parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--micro-batch", type=int, default=0,
+                        help="plain TRL and the stage's plain path take the batch in micro-batches of this size "
+                             "(gradient accumulation: the same step, less memory); 0: the whole batch at once")
     parser.add_argument("--steps", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--cases", type=int, default=24)
@@ -129,6 +137,9 @@ def main() -> int:
 
     cpu_scoring.enable()  # every run scores only the trained positions: the differences are the stage's own
     data = examples(args.cases, args.hsa_variants)
+    micro = args.micro_batch or args.batch
+    if args.batch % micro:
+        parser.error("--micro-batch must divide --batch")
     counter = Counter()
     counter.install()
     names = {"trl": "plain TRL SFTTrainer", "plain": "stage, plain path", "shared": "stage, shared prefix"}
@@ -142,10 +153,10 @@ def main() -> int:
                 out = Path(tmp) / f"{run}{repeat}"
                 started = time.perf_counter()
                 if run == "trl":
-                    runtime = plain_trl(args.model, data, batch=args.batch, steps=args.steps, out=out)
+                    runtime = plain_trl(args.model, data, batch=args.batch, steps=args.steps, out=out, micro=micro)
                 else:
                     runtime, stats = stage(args.model, data, batch=args.batch, steps=args.steps, out=out,
-                                           shared=run == "shared")
+                                           shared=run == "shared", micro=micro)
                     if stats:
                         notes[run] = stats
                 results[run].append({"tokens_s": counter.tokens / runtime, "trained_s": counter.trained / runtime,
@@ -155,7 +166,7 @@ def main() -> int:
                       f"{counter.trained} trained, losses {counter.losses}", flush=True)
     import os
 
-    print(f"\nmodel {args.model}, batch {args.batch}, {args.steps} steps, {len(data)} per-turn examples of "
+    print(f"\nmodel {args.model}, batch {args.batch} (plain runs in micro-batches of {micro}), {args.steps} steps, {len(data)} per-turn examples of "
           f"{args.cases} cases (hsa_variants {args.hsa_variants}); torch threads {torch.get_num_threads()}; "
           f"load average {os.getloadavg()[0]:.2f}")
     median = {r: {k: statistics.median(x[k] for x in results[r]) for k in ("tokens_s", "trained_s")}

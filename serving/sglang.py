@@ -176,8 +176,23 @@ def check_draft_head(head_dir: str | Path, model_path: str | Path | None = None)
             problems.append(f"draft_head: {exc}")
     algorithm = ALGORITHM_FOR_LAYOUT[config.layout]
     model = Path(model_path) if model_path else None
-    from harness.checkpoints import CheckpointError, checkpoint_config, fingerprint, is_checkpoint
+    from harness import adapters
+    from harness.checkpoints import (
+        CheckpointError,
+        checkpoint_config,
+        checkpoint_problem,
+        fingerprint,
+        is_checkpoint,
+        resolve_checkpoint,
+    )
 
+    if model is not None and adapters.is_adapter(model) and checkpoint_problem(model) is None:
+        # an adapter runs merged with its base on every route (built once in the model cache), and the MTP
+        # stage adapts a head to that merged policy: check the head against it
+        try:
+            model = resolve_checkpoint(str(model))
+        except CheckpointError as exc:
+            return algorithm, problems + [f"model_path: {exc}"]
     if model is not None and is_checkpoint(model):  # the policy is on this host: check against it
         from types import SimpleNamespace
 

@@ -70,8 +70,6 @@ def unsupported(decoder) -> str:
     """Why this decoder cannot take the shared-prefix path ('' when it can)."""
     import inspect
 
-    from transformers.cache_utils import DynamicCache  # noqa: F401  (the cache this path builds)
-
     params = inspect.signature(type(decoder).forward).parameters
     if "cache" not in params:
         return f"{type(decoder).__name__}.forward takes no 'cache' (a transformers 5 decoder with a KV cache)"

@@ -100,3 +100,27 @@ def test_prepare_merges_and_exports_once_and_sglang_serves_the_merged_folder(lor
     assert argv[argv.index("--model-path") + 1] == str(resolve_checkpoint(adapter))
     assert argv[argv.index("--served-model-name") + 1] == "final"
     assert "a LoRA adapter; serving it merged with its base" in out.err
+
+
+@pytest.mark.slow
+def test_a_draft_head_adapted_to_an_adapter_passes_the_check_releases_and_the_launcher_make(lora_run, tmp_path):
+    """``python -m training mtp --model ADAPTER`` adapts a head to the merged policy the adapter runs as; the
+    check a release and ``sglang-command --draft-head`` make, given the adapter folder, accepts that head."""
+    import subprocess
+    import sys
+
+    from serving.sglang import check_draft_head
+    from tests.artefacts import TINY_MTP_ARGS
+
+    adapter = lora_run / "final"
+    args = list(TINY_MTP_ARGS)
+    args[args.index("--model") + 1] = str(adapter)
+    args[args.index("--max-steps") + 1] = "2"
+    done = subprocess.run([sys.executable, "-m", "training", "mtp", *args, "--output-dir", str(tmp_path / "mtp")],
+                          capture_output=True, text=True, timeout=500)
+    assert done.returncode == 0, done.stderr[-2000:]
+    head = tmp_path / "mtp" / "final"
+    card = json.loads((head / "card.json").read_text())
+    assert card["policy_fingerprint"] == fingerprint(resolve_checkpoint(str(adapter)))
+    algorithm, problems = check_draft_head(head, adapter)
+    assert problems == [] and algorithm == "EAGLE"
