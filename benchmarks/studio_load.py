@@ -88,6 +88,11 @@ print(f"evaluation run #{run.pk}: {len(cases)} cases of {dataset.name} on {sys.a
 """
 
 
+# Every case any evaluation scored: a worker starting on the scratch database first resumes a run an
+# earlier soak left unfinished, so "this run's progress" would say nothing about the worker's work.
+_SCORED = "import django; django.setup(); from studio.evolution.models import CaseResult; print(CaseResult.objects.count())"
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -332,6 +337,7 @@ def soak(env: dict[str, str], users: list[User], args) -> None:
         for user in users:
             user.sign_in(server.url)
         print(_run(env, "-c", _EVALUATE, HARNESS, args.soak_endpoint).strip())
+        scored_before = int(_run(env, "-c", _SCORED).strip().splitlines()[-1])
         print(f"soak: {len(users)} clients on {server.url} for {args.soak:g} min; {_load_average()}\n")
         print("| minute | pages/s | p95 | errors | web PSS | load 1 min |\n|---|---|---|---|---|---|")
         memory: list[float] = []
@@ -348,17 +354,16 @@ def soak(env: dict[str, str], users: list[User], args) -> None:
                        window=args.window)
         figures = summarize(samples, args.soak * 60)
         growth = (memory[-1] - memory[0]) / memory[0] * 100 if len(memory) > 1 else float("nan")
-        progress = _run(env, "-c", "import django; django.setup(); from studio.evolution.models import EvalRun; "
-                        "r = EvalRun.objects.order_by('-pk').first(); print(r.results.count(), r.status)").strip()
+        scored = int(_run(env, "-c", _SCORED).strip().splitlines()[-1]) - scored_before
         print(f"\nsoak: {figures['requests']} requests, {figures['errors']} errors, p95 {figures['p95_ms']:.0f} ms; "
               f"web memory {memory[0]:.0f} -> {memory[-1]:.0f} MB ({growth:+.1f}%); "
-              f"evaluation meanwhile: {progress} (cases scored, status)")
+              f"the worker scored {scored} evaluation cases meanwhile")
     finally:
         if server:
             server.stop()
-        os.killpg(worker.pid, signal.SIGTERM)
+        os.kill(worker.pid, signal.SIGQUIT)  # cold shutdown: the chunk in hand is claimed again later
         try:
-            worker.wait(60)
+            worker.wait(30)
         except subprocess.TimeoutExpired:
             os.killpg(worker.pid, signal.SIGKILL)
         subprocess.run(["redis-cli", "-p", str(redis_port), "shutdown", "nosave"], capture_output=True)
