@@ -297,10 +297,14 @@ def compare(env: dict[str, str], users: list[User], args) -> None:
                 for user in users:  # once, against the first server; the session is in the shared database
                     user.sign_in(server.url)
             print(f"{name}: {server.url}, {len(server.pids())} process(es); {_load_average()} before")
+            client_cpu = time.process_time()
             samples = load(users, server.url, warmup=args.warmup, seconds=args.seconds)
+            client_cpu = time.process_time() - client_cpu
             figures = summarize(samples, args.seconds)
             rows.append((name, figures))
-            print(f"  {figures['requests']} requests in {args.seconds:.0f} s; {_load_average()} after")
+            # the load client shares the cores: its own CPU seconds say how much it took from the server
+            print(f"  {figures['requests']} requests in {args.seconds:.0f} s; the load client used {client_cpu:.1f} "
+                  f"CPU-s in {args.warmup + args.seconds:.0f} s; {_load_average()} after")
             by_page = {}
             for sample in samples:
                 by_page.setdefault(re.sub(r"/\d+/", "/N/", sample.what.split("?")[0]), []).append(sample)
