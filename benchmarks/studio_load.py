@@ -157,6 +157,17 @@ class Server:
                 children.append(int(stat.parent.name))
         return [self.process.pid, *children]
 
+    def cpu_seconds(self) -> float:
+        """User + system CPU time of the server's processes so far."""
+        ticks = 0
+        for pid in self.pids():
+            try:
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            ticks += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of stat)
+        return ticks / os.sysconf("SC_CLK_TCK")
+
     def pss_mb(self) -> float:
         total_kb = 0
         for pid in self.pids():
@@ -289,6 +300,8 @@ def compare(env: dict[str, str], users: list[User], args) -> None:
         ("runserver --insecure", [sys.executable, "manage.py", "runserver", "127.0.0.1:{port}", "--noreload",
                                   "--insecure"], {"STATIC_MANIFEST": "0"}),
     ]
+    if args.server != "both":
+        servers = [entry for entry in servers if entry[0].startswith(args.server)]
     rows = []
     for name, argv, extra in servers:
         server = Server(name, argv, {**env, **extra}, var / f"{name.split()[0]}.log")
@@ -297,21 +310,25 @@ def compare(env: dict[str, str], users: list[User], args) -> None:
                 for user in users:  # once, against the first server; the session is in the shared database
                     user.sign_in(server.url)
             print(f"{name}: {server.url}, {len(server.pids())} process(es); {_load_average()} before")
-            client_cpu = time.process_time()
+            client_cpu, server_cpu = time.process_time(), server.cpu_seconds()
             samples = load(users, server.url, warmup=args.warmup, seconds=args.seconds)
-            client_cpu = time.process_time() - client_cpu
+            client_cpu, server_cpu = time.process_time() - client_cpu, server.cpu_seconds() - server_cpu
             figures = summarize(samples, args.seconds)
             rows.append((name, figures))
             # the load client shares the cores: its own CPU seconds say how much it took from the server
-            print(f"  {figures['requests']} requests in {args.seconds:.0f} s; the load client used {client_cpu:.1f} "
-                  f"CPU-s in {args.warmup + args.seconds:.0f} s; {_load_average()} after")
+            # Under contention each session gets one share of the cores (Linux autogroups), whatever its
+            # number of processes: the server's CPU seconds say what it got, requests per CPU second
+            # what it did with them.
+            print(f"  {figures['requests']} requests in {args.seconds:.0f} s; in {args.warmup + args.seconds:.0f} s the "
+                  f"server used {server_cpu:.1f} CPU-s ({figures['requests'] / max(server_cpu, 0.01):.0f} "
+                  f"requests/CPU-s counting the warm-up's CPU), the load client {client_cpu:.1f}; {_load_average()} after")
             by_page = {}
             for sample in samples:
                 by_page.setdefault(re.sub(r"/\d+/", "/N/", sample.what.split("?")[0]), []).append(sample)
             for what, page_samples in by_page.items():
                 ordered = sorted(s.seconds for s in page_samples)
                 print(f"    {what:<28} n={len(ordered):<5} p50 {_percentile(ordered, 0.5) * 1000:6.0f} ms  "
-                      f"p95 {_percentile(ordered, 0.95) * 1000:6.0f} ms")
+                      f"p95 {_percentile(ordered, 0.95) * 1000:6.0f} ms  max {ordered[-1] * 1000:6.0f} ms")
             failed = sorted({s.what for s in samples if not s.ok})
             if failed:
                 print(f"  errors on: {', '.join(failed)}")
@@ -378,6 +395,8 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=16, help="signed-in users walking the pages at once")
     parser.add_argument("--seconds", type=float, default=30, help="measured seconds per server")
     parser.add_argument("--warmup", type=float, default=5, help="seconds of load before measuring")
+    parser.add_argument("--server", choices=("both", "gunicorn", "runserver"), default="both",
+                        help="measure one server only")
     parser.add_argument("--soak", type=float, default=0, metavar="MINUTES",
                         help="gunicorn only, for this long, while a Celery worker runs an evaluation")
     parser.add_argument("--window", type=float, default=60, help="seconds per row of the soak's table")
