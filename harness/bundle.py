@@ -37,6 +37,12 @@ REQUIRED_FILES = ("manifest.yaml", "tools.yaml", "prompt.yaml", "hooks.yaml")
 MAX_FILE_BYTES = 256 * 1024
 _SKILL_PATH = re.compile(r"^skills/([^/]+)/SKILL\.md$")
 _SKILL_FILE_PATH = re.compile(r"^skills/([^/]+)/(.+)$")
+# One rule for a bundle file's path at every door (editor, imports, zip, validate): a path is shown on
+# pages, put in links and forms, and written under a folder, so it holds only these characters.
+_PATH_PART = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}")
+MAX_PATH_CHARS = 255
+PATH_RULE = ("a relative path of '/'-separated names of A-Z, a-z, 0-9, '_', '-' and '.' (not first), "
+             f"at most {MAX_PATH_CHARS} characters, e.g. skills/aftersale/references/returns.md")
 
 MANIFEST_SCHEMA = {
     "type": "object",
@@ -204,8 +210,21 @@ def dump_dir(files: dict[str, str], path: str | Path) -> Path:
     return root
 
 
+def path_problem(path: str) -> str | None:
+    """Why ``path`` is not a well-formed bundle path (characters, '..', '//', dot-files, length), or None."""
+    if not isinstance(path, str) or not path:
+        return f"an empty path; give {PATH_RULE}"
+    if len(path) > MAX_PATH_CHARS:
+        return f"the path is {len(path)} characters; give {PATH_RULE}"
+    if not all(_PATH_PART.fullmatch(part) for part in path.split("/")):
+        return f"not a safe bundle path ({path!r}); give {PATH_RULE}"
+    return None
+
+
 def _path_problem(path: str, text: str) -> str | None:
     """Why ``path`` cannot be a file of a bundle, or None."""
+    if malformed := path_problem(path):
+        return malformed
     if path in REQUIRED_FILES or path == "README.md" or _SKILL_PATH.match(path):
         return None
     skill_file = _SKILL_FILE_PATH.match(path)
@@ -350,7 +369,7 @@ def _cross_check(skills: dict[str, Skill], tools: ToolRegistry, hooks: HookSet |
                                             f"hook '{hook.id}' names skill '{skill}', which has "
                                             "no skills/<name>/SKILL.md"))
             if (hook.matcher and hook.event in ("before_tool", "after_tool")
-                    and not any(re.fullmatch(hook.matcher, n) for n in names)):
+                    and not any(hook.matches(n) for n in names)):
                     problems.append(Problem("hooks.yaml", hooks.line_of.line(("hooks", i, "matcher")),
                                             f"hooks[{i}].matcher",
                                             f"matcher '{hook.matcher}' matches no declared tool"))

@@ -9,7 +9,8 @@ everywhere:
   test model (both from ``harness.policies.models``' cache), else a checkpoint folder; a LoRA
   adapter folder resolves to its base merged with it (``harness.adapters``), built once;
 - ``checkpoint_problem(path)``: why a folder is not a checkpoint transformers can load (one
-  sentence), or None;
+  sentence), or None; ``is_checkpoint(path)`` the same as a yes or no, and ``checkpoint_config(path)``
+  its ``config.json``. No other module tests a folder for ``config.json``;
 - ``folder_files(path)``: every file under a folder as (name, size, sha256 of every byte), sorted by
   name; ``fingerprint`` is the sha256 of that list, so any changed, added, removed or renamed file
   changes it, and ``files_differences`` names which. Digests are kept in memory per file, keyed by
@@ -65,6 +66,33 @@ def checkpoint_problem(path: str | Path) -> str | None:
     except OSError as error:
         return f"{path} cannot be read: {error.strerror or error}"
     return None
+
+
+def is_checkpoint(path: str | Path | None) -> bool:
+    """Whether ``path`` is a checkpoint folder (config.json and weights) or a LoRA adapter folder."""
+    return path is not None and checkpoint_problem(path) is None
+
+
+def checkpoint_config(path: str | Path) -> dict[str, Any]:
+    """The model's ``config.json`` as a dict; CheckpointError when the folder is no checkpoint (no
+    weights), a LoRA adapter folder (its config is its base's: ``resolve_checkpoint`` merges them) or the
+    file is not a JSON object."""
+    path = Path(path)
+    problem = checkpoint_problem(path)
+    if problem:
+        raise CheckpointError(problem)
+    from harness import adapters
+
+    if adapters.is_adapter(path):
+        raise CheckpointError(f"{path} is a LoRA adapter: its model config is its base's (resolve_checkpoint "
+                              "merges the two)")
+    try:
+        config = json.loads((path / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise CheckpointError(f"{path / 'config.json'}: not readable JSON ({error})") from None
+    if not isinstance(config, dict):
+        raise CheckpointError(f"{path / 'config.json'}: not a JSON object")
+    return config
 
 
 def resolve_checkpoint(name: str) -> Path:

@@ -11,11 +11,11 @@ use and what happens when they run out.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 from harness.errors import Problem
 from harness.hook_catalogue import ACTIONS, EVENTS, HOOK_TYPES
+from harness.regex import user_fullmatch, user_regex_problem
 from harness.schema import schema_problems
 from harness.text_edit import ID_HINT, ID_PATTERN
 from harness.yamlio import LineMap, load_yaml
@@ -83,7 +83,7 @@ class HookSpec:
     description: str = ""
 
     def matches(self, name: str | None) -> bool:
-        return self.matcher is None or name is None or re.fullmatch(self.matcher, name) is not None
+        return self.matcher is None or name is None or user_fullmatch(self.matcher, name)
 
 
 @dataclass(frozen=True)
@@ -140,11 +140,11 @@ def parse_hooks(text: str) -> tuple[HookSet | None, list[Problem]]:
         for key in ("patterns",):
             for j, pattern in enumerate(params.get(key) or []):
                 problems += _regex_problem(pattern, linemap.line((*where, "params", key, j)),
-                                           f"hooks[{i}].params.{key}[{j}]")
+                                           f"hooks[{i}].params.{key}[{j}]", item.get("id", i))
         matcher = item.get("matcher")
         if matcher is not None:
             problems += _regex_problem(matcher, linemap.line((*where, "matcher")),
-                                       f"hooks[{i}].matcher")
+                                       f"hooks[{i}].matcher", item.get("id", i))
         on_fail = item.get("on_fail") or {}
         action = on_fail.get("action", htype.default_action)
         if item["event"] == "input" and action == "retry":
@@ -164,11 +164,10 @@ def parse_hooks(text: str) -> tuple[HookSet | None, list[Problem]]:
     return HookSet(hooks, policy, linemap), []
 
 
-def _regex_problem(pattern: str, line: int, field_: str) -> list[Problem]:
-    try:
-        re.compile(pattern)
-    except re.error as exc:
-        return [Problem(FILE, line, field_, f"not a valid regular expression: {exc}")]
+def _regex_problem(pattern: str, line: int, field_: str, hook_id: str) -> list[Problem]:
+    # RE2 (harness/regex.py): a Harness's pattern must match in linear time, on the web server and workers
+    if problem := user_regex_problem(pattern):
+        return [Problem(FILE, line, field_, f"hook '{hook_id}': {problem}")]
     return []
 
 

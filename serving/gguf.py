@@ -34,7 +34,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from harness.checkpoints import checkpoint_problem
+from harness.checkpoints import (
+    CheckpointError,
+    checkpoint_config,
+    checkpoint_problem,
+    fingerprint,
+    is_checkpoint,
+)
 from harness.policies.factory import env_choice
 from harness.policies.models import (
     ModelUnavailableError,
@@ -145,17 +151,6 @@ def header_values(path: Path, want: Callable[[str], bool],
     return found
 
 
-def _weights_stamp(checkpoint: Path) -> str:
-    stamps = []
-    for name in sorted(os.listdir(checkpoint)):
-        if name.endswith((".safetensors", ".bin", ".json")):
-            stat = (checkpoint / name).stat()
-            stamps.append(f"{name}:{stat.st_size}:{stat.st_mtime_ns}")
-    import hashlib
-
-    return hashlib.sha256("|".join(stamps).encode()).hexdigest()[:16]
-
-
 def gguf_for_checkpoint(checkpoint: Path, *, quantization: str = DEFAULT_QUANTIZATION) -> Path:
     """The GGUF file that runs ``checkpoint``: the shipped file for the default model, else an export
     in the model cache (written on first use, under a lock, renamed into place when complete)."""
@@ -173,7 +168,10 @@ def gguf_for_checkpoint(checkpoint: Path, *, quantization: str = DEFAULT_QUANTIZ
         raise GgufError(f"cannot export to GGUF: {problem}")
     folder = model_cache_dir() / "gguf"
     folder.mkdir(parents=True, exist_ok=True)
-    target = folder / _export_name(checkpoint, quantization)
+    try:
+        target = folder / _export_name(checkpoint, quantization)
+    except CheckpointError as error:
+        raise GgufError(f"cannot export to GGUF: {error}") from None
     if target.is_file():
         return target
     with _locked(f"gguf-{target.name}"):
@@ -192,7 +190,9 @@ def gguf_for_checkpoint(checkpoint: Path, *, quantization: str = DEFAULT_QUANTIZ
 
 
 def _export_name(checkpoint: Path, quantization: str) -> str:
-    return f"{checkpoint.name}-{_weights_stamp(checkpoint)}-v{EXPORT_VERSION}.{quantization}.gguf"
+    """Keyed on the checkpoint's identity everywhere else (``harness.checkpoints.fingerprint``: every
+    file's bytes), so a retrained folder gets a new export and a copied one reuses it."""
+    return f"{checkpoint.name}-{fingerprint(checkpoint)[:16]}-v{EXPORT_VERSION}.{quantization}.gguf"
 
 
 def prune_stale_exports(*, keep: Path | None = None, now: float | None = None) -> list[Path]:
@@ -217,7 +217,10 @@ def prune_stale_exports(*, keep: Path | None = None, now: float | None = None) -
         if not stale and source_file.is_file():
             source = Path(source_file.read_text(encoding="utf-8").strip())
             quantization = path.name.rsplit(".", 2)[-2]
-            stale = not (source / "config.json").is_file() or _export_name(source, quantization) != path.name
+            try:
+                stale = not is_checkpoint(source) or _export_name(source, quantization) != path.name
+            except CheckpointError:  # a folder that cannot be read now asks for no export
+                stale = True
         if stale:
             for gone in (path, source_file, model_cache_dir() / f".gguf-{path.name}.lock"):
                 gone.unlink(missing_ok=True)
@@ -251,7 +254,7 @@ def export_gguf(checkpoint: Path, out: Path, *, quantization: str = DEFAULT_QUAN
     import numpy as np
     from gguf import quants
 
-    config = json.loads((checkpoint / "config.json").read_text())
+    config = checkpoint_config(checkpoint)
     if config.get("model_type") != "llama":
         raise GgufError(f"{checkpoint}/config.json: model_type {config.get('model_type')!r}: only 'llama' "
                         "checkpoints (SmolLM2 and its fine-tunes) are exported to GGUF")

@@ -147,7 +147,6 @@ def check_draft_head(head_dir: str | Path, model_path: str | Path | None = None)
     """Validate an adapted draft-head folder for serving: the speculative algorithm its layout needs
     and every problem (tensor names and shapes, dimensions against the policy, the policy
     fingerprint in its card), each naming the file and field."""
-    import json
 
     from serving.engine.draft_head import (
         CARD_FILE,
@@ -177,16 +176,15 @@ def check_draft_head(head_dir: str | Path, model_path: str | Path | None = None)
             problems.append(f"draft_head: {exc}")
     algorithm = ALGORITHM_FOR_LAYOUT[config.layout]
     model = Path(model_path) if model_path else None
-    from harness.checkpoints import CheckpointError, checkpoint_problem, fingerprint
+    from harness.checkpoints import CheckpointError, checkpoint_config, fingerprint, is_checkpoint
 
-    if model is not None and checkpoint_problem(model) is None:  # the policy is on this host: check against it
+    if model is not None and is_checkpoint(model):  # the policy is on this host: check against it
         from types import SimpleNamespace
 
-
         try:
-            policy = json.loads((model / "config.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            return algorithm, problems + [f"model_path: {model / 'config.json'}: not readable JSON ({exc})"]
+            policy = checkpoint_config(model)
+        except CheckpointError as exc:
+            return algorithm, problems + [f"model_path: {exc}"]
         problems += [f"draft_head: {head / CONFIG_FILE}: {p}" for p in policy_mismatch(config, SimpleNamespace(**policy))]
         archs = [str(a) for a in policy.get("architectures") or []]
         if algorithm == "NEXTN" and not any(a.startswith(NEXTN_FAMILIES) for a in archs):
@@ -249,14 +247,12 @@ def checkpoint_flags(model_path: str | Path) -> CheckpointFlags | None:
       the prompt and reads ``<tool_call>`` text itself);
     - a reasoning parser only for a template that opens a ``<think>`` block (qwen3 for the Qwen3
       family, deepseek-r1 for DeepSeek)."""
-    import json
+    from harness.checkpoints import CheckpointError, checkpoint_config
 
     folder = Path(model_path)
     try:
-        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(config, dict):
+        config = checkpoint_config(folder)
+    except CheckpointError:
         return None
     archs = [a for a in config.get("architectures") or [] if isinstance(a, str)]
     family = str(config.get("model_type") or "")

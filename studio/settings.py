@@ -89,6 +89,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django_htmx",
+    "csp",
     "studio.accounts",
     "studio.audit",
     "studio.harnesses",
@@ -116,8 +117,30 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
 ]
+
+# Content-Security-Policy (django-csp): scripts only from the studio's own static files, so text that
+# reaches a page (a file path, a skill body) can never run as script, even where escaping would not
+# protect it (a JavaScript string inside an attribute). No inline <script>, no on* attributes, no eval;
+# behaviour is declared with data attributes and wired in static/studio/studio.js. Styles allow inline
+# style attributes (htmx adds its indicator style); <script type="application/json"> data blocks
+# (json_script) are data, not script, and need no allowance.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'", "'unsafe-inline'"],
+        "img-src": ["'self'", "data:"],
+        "connect-src": ["'self'"],
+        "font-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'none'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    },
+}
 
 ROOT_URLCONF = "studio.urls"
 WSGI_APPLICATION = "studio.wsgi.application"

@@ -79,3 +79,37 @@ def test_the_studio_starts_without_torch():
                           env={**os.environ, "DJANGO_SETTINGS_MODULE": "studio.settings"})
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip().splitlines()[-1] == "[]", done.stdout
+
+
+def _sources(*packages: str) -> dict[str, str]:
+    return {str(path.relative_to(ROOT)): path.read_text(encoding="utf-8")
+            for package in packages for path in sorted((ROOT / package).rglob("*.py"))}
+
+
+PROJECT = (*LIBRARIES, "studio", "tests", "benchmarks", "scripts")
+
+
+def test_nothing_imports_pyarrow():
+    """metrics.jsonl has one reader (training.runs.parse_metrics); pyarrow is no second one."""
+    wrong = [where for package in PROJECT if (ROOT / package).is_dir()
+             for where, _, top in _imports(package) if top == "pyarrow"]
+    assert not wrong, wrong
+
+
+def test_metrics_jsonl_has_one_writer():
+    """Every trainer appends its rows through training.runs.append_metrics."""
+    writers = [name for name, text in _sources(*LIBRARIES, "studio").items()
+               if "metrics.jsonl" in text and ('open("a"' in text or "open('a'" in text)]
+    assert writers == ["training/runs.py"]
+
+
+def test_checkpoint_folders_are_checked_only_by_harness_checkpoints():
+    """A folder with config.json and no weights is no checkpoint: every check of a model folder goes
+    through harness.checkpoints (is_checkpoint, checkpoint_problem, checkpoint_config), none tests for
+    config.json itself."""
+    import re
+
+    bare = re.compile(r"""["']config\.json["']\)\.(is_file|exists|read_text|open|read_bytes)\(""")
+    wrong = [f"{name}:{n}" for name, text in _sources(*LIBRARIES, "studio").items() if name != "harness/checkpoints.py"
+             for n, line in enumerate(text.splitlines(), 1) if bare.search(line)]
+    assert not wrong, wrong

@@ -6,7 +6,6 @@ import transformers and torch (seconds per process) to do so.
 
 from __future__ import annotations
 
-import json
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -14,7 +13,7 @@ from typing import Any
 
 from transformers import TrainerCallback
 
-from training.runs import drop_metrics_after
+from training.runs import append_metrics, drop_metrics_after
 
 
 class StopAfterSteps(TrainerCallback):
@@ -63,5 +62,4 @@ class MetricsLogger(TrainerCallback):
         if self._last_time is not None and now > self._last_time and tokens > self._last_tokens:
             row["tokens_per_s"] = round((tokens - self._last_tokens) / (now - self._last_time), 2)
         self._last_time, self._last_tokens = now, tokens
-        with self.path.open("a", encoding="utf-8") as handle:
-            handle.write(json.dumps(row, sort_keys=True) + "\n")
+        append_metrics(self.path, row)

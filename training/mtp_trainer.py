@@ -79,7 +79,13 @@ def run_mtp(config: MTPStageConfig, *, log=None) -> Path:
     from harness.checkpoints import checkpoint_info
     from serving.engine.draft_head import DraftHead, load_head
     from serving.engine.policy import load_model
-    from training.runs import ModelCard, base_model_of, checkpoint_step, drop_metrics_after
+    from training.runs import (
+        ModelCard,
+        append_metrics,
+        base_model_of,
+        checkpoint_step,
+        drop_metrics_after,
+    )
     from training.stage_common import resolve_harness_dir, start_stage
 
     log = log or (lambda text: print(text, file=sys.stderr, flush=True))
@@ -154,8 +160,7 @@ def run_mtp(config: MTPStageConfig, *, log=None) -> Path:
                 if n:
                     row[f"loss_step_{k + 1}"] = round(sum(s[k]["ce"] for s in window) / n, 5)
                     row[f"accuracy_step_{k + 1}"] = round(sum(s[k]["correct"] for s in window) / n, 5)
-            with metrics_path.open("a", encoding="utf-8") as handle:
-                handle.write(json.dumps(row, sort_keys=True) + "\n")
+            append_metrics(metrics_path, row)
             log(f"step {step}/{last_steps}: loss {row['loss']} "
                 + " ".join(f"acc{k + 1} {row.get(f'accuracy_step_{k + 1}')}" for k in range(config.draft_steps)))
             window, window_loss, window_z = [], 0.0, 0.0

@@ -25,6 +25,10 @@ class OPDStageConfig(StageConfig):
         "Generalised JSD interpolation: 1.0 = reverse KL (the HAT recipe), 0.0 = forward KL.")})
     max_completion_length: int = field(default=96, metadata={"help": "Tokens the student samples per prompt."})
     temperature: float = field(default=1.0, metadata={"help": "Student sampling temperature."})
+    shared_prefix: bool = field(default=True, metadata={"help": (
+        "Encode the tokens every sequence of a batch starts with once, for the student and the teacher: the "
+        "same loss and gradients as the plain path. Prompts of different lengths are left-padded and share "
+        "no start, so such batches run the plain path (docs/training.md, 'Shared-prefix batches').")})
     learning_rate: float = field(default=1e-5, metadata={"help": "Peak learning rate (AdamW)."})
 
     def check(self) -> str:

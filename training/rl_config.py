@@ -45,6 +45,12 @@ class RLStageConfig(StageConfig):
             + ", ".join(REWARD_NAMES) + ".")})
     drop_zero_advantage: bool = field(default=True, metadata={"help": (
         "Drop samples whose advantage is zero before the update (they carry no learning signal).")})
+    shared_prefix: bool = field(default=True, metadata={"help": (
+        "Run a GRPO group's rollouts under one Harness state (drawn per group rather than per rollout, so "
+        "augmented_fraction holds over groups) and encode the prompt they share once per batch, for the "
+        "policy and the reference model: the same loss and gradients for a batch as the plain path. A batch "
+        "holding more than one group shares only what their prompts share; too little runs the plain path "
+        "(docs/training.md, 'Shared-prefix batches').")})
     learning_rate: float = field(default=1e-6, metadata={"help": "Peak learning rate (AdamW)."})
     per_device_train_batch_size: int = field(default=4, metadata={"help": (
         "Rollouts per optimizer step (a multiple of num_generations).")})

@@ -6,7 +6,9 @@ reward dimension within its group before the weighted sum. GSPO:
 ``HarnessGRPOTrainer`` adds one step TRL does not have: samples whose
 advantage is zero are dropped before the update (``training.advantages``).
 Tool results and hook messages are in the sequence for context but masked out
-of the loss through the rollout's ``env_mask``.
+of the loss through the rollout's ``env_mask``. With ``shared_prefix`` a group's
+rollouts share one Harness state and the prompt they share is encoded once
+(``training.shared_prefix``).
 """
 
 from __future__ import annotations
@@ -20,15 +22,39 @@ from trl import GRPOTrainer
 from training import cpu_scoring
 from training.advantages import drop_zero_advantage
 from training.rl_config import RLStageConfig
+from training.shared_prefix import SharedPrefixMixin
 from training.stage_common import resolve_harness_dir, start_stage
 
 
-class HarnessGRPOTrainer(GRPOTrainer):
-    """GRPOTrainer that drops zero-advantage samples after scoring."""
+class HarnessGRPOTrainer(SharedPrefixMixin, GRPOTrainer):
+    """GRPOTrainer that drops zero-advantage samples after scoring and encodes the prompt a group's
+    rollouts share once (``training.shared_prefix``; the same loss and gradients as the plain path)."""
 
-    def __init__(self, *args, drop_zero_advantage: bool = True, **kwargs) -> None:
+    def __init__(self, *args, drop_zero_advantage: bool = True, shared_prefix: bool = False, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.drop_zero_advantage = drop_zero_advantage
+        self.use_shared_prefix = shared_prefix
+
+    def _prepare_inputs(self, generation_batch):
+        """With shared_prefix, the generation batch is shuffled by whole groups before TRL cuts it into
+        micro-batches (``training.shared_prefix.shuffle_groups``), so a group stays in one."""
+        if not self.use_shared_prefix:
+            return super()._prepare_inputs(generation_batch)
+        import trl.trainer.grpo_trainer as grpo
+
+        from training.shared_prefix import shuffle_groups
+
+        original, grpo.shuffle_sequence_dict = grpo.shuffle_sequence_dict, shuffle_groups
+        try:
+            return super()._prepare_inputs(generation_batch)
+        finally:
+            grpo.shuffle_sequence_dict = original
+
+    def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, *args,
+                                           **kwargs):
+        with self.shared_prefix_scoring(model):
+            return super()._get_per_token_logps_and_entropies(model, input_ids, attention_mask, logits_to_keep,
+                                                              *args, **kwargs)
 
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
         batch = super()._generate_and_score_completions(inputs)
@@ -86,7 +112,8 @@ def run_rl(config: RLStageConfig, *, extra_rewards: dict[str, tuple[Callable, fl
                                     "generation": settings})
     rollout = HarnessRollout(pool=pool, cases={c["id"]: c for c in source.cases}, tokenizer=tokenizer,
                              settings=settings, augmented_fraction=config.augmented_fraction,
-                             failure_rate=config.failure_rate, seed=config.seed)
+                             failure_rate=config.failure_rate, seed=config.seed,
+                             harness_per_group=config.shared_prefix)
     judge = judge_for(bundle, catalogue=source.catalogue)
     funcs = make_reward_funcs(judge=judge, tokenizer=tokenizer)
     rewards = [(funcs[name], weight) for name, weight in config.reward_weights.items()]
@@ -99,7 +126,8 @@ def run_rl(config: RLStageConfig, *, extra_rewards: dict[str, tuple[Callable, fl
             args=build_rl_args(config, run, max_rounds=rounds, weights=[w for _, w in rewards]),
             train_dataset=Dataset.from_list([{"prompt": c["id"]} for c in source.cases]),
             processing_class=tokenizer, callbacks=run.callbacks(), rollout_func=rollout,
-            drop_zero_advantage=config.drop_zero_advantage, peft_config=config.peft_config())
+            drop_zero_advantage=config.drop_zero_advantage, peft_config=config.peft_config(),
+            shared_prefix=config.shared_prefix)
         run.train(trainer)
         final = run.finish(trainer, tokenizer, config=config, harness_dir=harness_dir,
                            data={"tasks": source.name, "n_tasks": len(source.cases),
@@ -107,6 +135,7 @@ def run_rl(config: RLStageConfig, *, extra_rewards: dict[str, tuple[Callable, fl
                                  "failure_rate": config.failure_rate, "rollouts": rollout.calls_made},
                            trainer_name="trl.GRPOTrainer (rollout_func, GDPO, GSPO, zero-advantage drop)",
                            extra={"reward_weights": config.reward_weights, "beta": config.beta,
+                                  "shared_prefix": config.shared_prefix and trainer.shared_prefix_stats.to_dict(),
                                   "variant_pool": [e.name for e in pool.variants]})
     finally:
         pool.close()

@@ -9,7 +9,9 @@ calls into one sequence: the first call's prompt, then each sampled output
 (env_mask 1) followed by whatever the runtime added before the next call -
 tool results, hook feedback, the next turn header (env_mask 0). The runtime
 re-renders the system prompt each round (loaded skills); the sequence keeps
-the first round's, the usual approximation of multi-turn GRPO.
+the first round's, the usual approximation of multi-turn GRPO. With
+``harness_per_group`` the rollouts of one task in a row (a GRPO group) share one
+draw, so they share their prompt and the trainer encodes it once.
 """
 
 from __future__ import annotations
@@ -85,6 +87,9 @@ class HarnessRollout:
     augmented_fraction: float
     failure_rate: float
     seed: int = 0
+    #: rollouts of one task in a row (a GRPO group) run under one Harness state, so that they share their
+    #: prompt (training.shared_prefix); otherwise each rollout draws its own
+    harness_per_group: bool = False
     calls_made: int = field(default=0)
 
     def _failures(self, draw: int):
@@ -94,11 +99,12 @@ class HarnessRollout:
         return FailureInjection(timeout=share, malformed=share, permission_denied=share,
                                 seed=self.seed * 100003 + draw)
 
-    def run_one(self, model, case_id: str, *, rng: random.Random, draw: int, engine: Any = None) -> dict[str, Any]:
+    def run_one(self, model, case_id: str, *, rng: random.Random, draw: int, engine: Any = None,
+                entry: Any = None) -> dict[str, Any]:
         from evaluation.cases import case_request
 
         case = self.cases[case_id]
-        entry = self.pool.draw(rng, self.augmented_fraction)
+        entry = entry if entry is not None else self.pool.draw(rng, self.augmented_fraction)
         try:
             case_v = entry.remap_case(case)
         except ValueError:  # a gold skill masked in this variant: fall back to the original
@@ -123,9 +129,14 @@ class HarnessRollout:
         engine = rollout_engine(model)  # the weights are fixed until this batch returns
         try:
             results = []
+            previous, entry = None, None
             for prompt in prompts:
                 self.calls_made += 1
-                results.append(self.run_one(model, str(prompt), rng=rng, draw=self.calls_made, engine=engine))
+                if self.harness_per_group and str(prompt) != previous:
+                    entry = self.pool.draw(rng, self.augmented_fraction)
+                previous = str(prompt)
+                results.append(self.run_one(model, str(prompt), rng=rng, draw=self.calls_made, engine=engine,
+                                            entry=entry if self.harness_per_group else None))
         finally:
             if engine is not None:
                 engine.close()

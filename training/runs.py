@@ -4,7 +4,7 @@ A stage run owns one folder::
 
     RUN/config.json        the resolved config (every field, defaults included)
     RUN/metrics.jsonl      one JSON object per logging step (loss, rewards, KL, lengths, tokens/s;
-                       written by training.callbacks.MetricsLogger)
+                       written by training.runs.append_metrics)
     RUN/checkpoint-N/      resumable trainer checkpoints (safetensors + optimizer state)
     RUN/final/             the trained model (safetensors) + tokenizer, loadable by the runtime
     RUN/MODEL_CARD.md      base model, data, Harness version digest, stage and parent checkpoint
@@ -75,6 +75,14 @@ def drop_metrics_after(path: str | Path, step: int) -> None:
     if path.is_file():
         kept = [row for row in parse_metrics(path.read_bytes()) if row.get("step", 0) <= step]
         path.write_text("".join(json.dumps(row, sort_keys=True) + "\n" for row in kept), encoding="utf-8")
+
+
+def append_metrics(path: str | Path, row: dict[str, Any]) -> None:
+    """Append one row to metrics.jsonl: the one writer of the file (every trainer's log step, the MTP
+    stage's included). One line a row, keys sorted, written in one call so a reader sees it whole or
+    not at all (``parse_metrics`` leaves a half-written last line for the next read)."""
+    with Path(path).open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps(row, sort_keys=True) + "\n")
 
 
 def parse_metrics(data: bytes) -> list[dict[str, Any]]:

@@ -45,6 +45,11 @@ class SFTStageConfig(StageConfig):
         "Train the turns of one trajectory as one sequence when each turn's context extends the previous "
         "one: the same trained tokens with the same contexts, without repeating the shared prefix (on the "
         "demo Harness's gold data 1.8x fewer tokens per epoch). false: one sequence per turn.")})
+    shared_prefix: bool = field(default=True, metadata={"help": (
+        "Form each batch from sequences of the same Harness state and encode the prefix they share (the "
+        "system prompt, about 1,350 tokens on the demo Harness) once per batch instead of once per sequence: "
+        "the same loss and gradients as the plain path, fewer tokens through the model. A batch that shares "
+        "too little runs the plain path (docs/training.md, 'Shared-prefix batches').")})
     learning_rate: float = field(default=5e-5, metadata={"help": "Peak learning rate (AdamW)."})
     eval_fraction: float = field(default=0.0, metadata={"help": (
         "Share of the training cases held out for an evaluation loss (eval_loss in metrics.jsonl), split by "

@@ -7,7 +7,9 @@ the completion is what the model wrote. The loss is on the completion tokens onl
 model's own chat template (the one the runtime serves with). With ``pack_turns``
 (the default) the turns of one trajectory are trained as one sequence
 (``training.conversations``); otherwise ``SFTTrainer`` renders each pair itself.
-Fixed-Harness SFT is the same stage with ``hsa_variants: 0``.
+Fixed-Harness SFT is the same stage with ``hsa_variants: 0``. With ``shared_prefix`` (the
+default) a batch holds sequences of one Harness state and their shared system prompt is encoded
+once (``training.shared_prefix``): the same loss and gradients, fewer tokens through the model.
 
 With ``eval_fraction`` a share of the cases is held out (``split_eval``: whole cases, so
 no turn of a held-out trajectory is trained) and built into a dataset the way the
@@ -23,10 +25,34 @@ import random
 from pathlib import Path
 from typing import Any
 
+from trl import SFTTrainer
+
 from harness.jsonl import jsonl_records
 from training import cpu_scoring
 from training.sft_config import SFTStageConfig
+from training.shared_prefix import PrefixGroupedSampler, SharedPrefixMixin
 from training.stage_common import resolve_harness_dir, start_stage
+
+
+class HarnessSFTTrainer(SharedPrefixMixin, SFTTrainer):
+    """SFTTrainer whose batches are formed by Harness state and encode their shared prefix once
+    (``training.shared_prefix``; the same loss and gradients as the plain path)."""
+
+    def __init__(self, *args, shared_prefix: bool = False, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.use_shared_prefix = shared_prefix
+
+    def _get_train_sampler(self, train_dataset=None):
+        if not self.use_shared_prefix:
+            return super()._get_train_sampler(train_dataset)
+        dataset = train_dataset if train_dataset is not None else self.train_dataset
+        return PrefixGroupedSampler(dataset["input_ids"], batch_size=self.args.per_device_train_batch_size,
+                                    seed=self.args.seed)
+
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        with self.shared_prefix_scoring(model):
+            return super().compute_loss(model, inputs, return_outputs=return_outputs,
+                                        num_items_in_batch=num_items_in_batch)
 
 
 def read_examples(path: str | Path) -> list[dict[str, Any]]:
@@ -129,7 +155,6 @@ def build_sft_args(config: SFTStageConfig, run, **overrides):
 def run_sft(config: SFTStageConfig, *, examples: list[dict[str, Any]] | None = None) -> Path:
     """Train stage 1 and return the final model folder."""
     from transformers import AutoTokenizer
-    from trl import SFTTrainer
 
     cpu_scoring.enable()
     run = start_stage(config, stage="sft")
@@ -160,13 +185,15 @@ def run_sft(config: SFTStageConfig, *, examples: list[dict[str, Any]] | None = N
                                     **({"eval_packed": eval_packing} if eval_packing else {})}
     dataset, packing = sft_dataset(examples, tokenizer=packer)
     data_facts["packed"] = packing
-    trainer = SFTTrainer(model=str(run.model_dir), args=build_sft_args(config, run),
-                         train_dataset=dataset, eval_dataset=eval_dataset, processing_class=tokenizer,
-                         callbacks=run.callbacks(), peft_config=config.peft_config())
+    trainer = HarnessSFTTrainer(model=str(run.model_dir), args=build_sft_args(config, run),
+                                train_dataset=dataset, eval_dataset=eval_dataset, processing_class=tokenizer,
+                                callbacks=run.callbacks(), peft_config=config.peft_config(),
+                                shared_prefix=config.shared_prefix)
     run.train(trainer)
     final = run.finish(trainer, tokenizer, config=config, harness_dir=harness_dir, data=data_facts,
                        trainer_name="trl.SFTTrainer",
                        extra={"fixed_harness": config.hsa_variants == 0,
+                              "shared_prefix": config.shared_prefix and trainer.shared_prefix_stats.to_dict(),
                               **best_eval(trainer.state.log_history)})
     if config.evaluate_after:
         from training.self_eval import evaluate_run

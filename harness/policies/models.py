@@ -74,10 +74,10 @@ def _locked(name: str):
 
 def _build_once(name: str, build: Callable[[Path], None]) -> Path:
     target = model_cache_dir() / name
-    if (target / "config.json").is_file():
+    if target.is_dir():  # renamed into place whole: a folder there is a complete build
         return target
     with _locked(name):
-        if (target / "config.json").is_file():
+        if target.is_dir():
             return target
         tmp = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=model_cache_dir()))
         try:

@@ -20,6 +20,7 @@ import jsonschema
 from harness.hook_catalogue import HOOK_TYPES
 from harness.hooks import HookSpec
 from harness.livestream import Request, RoomState
+from harness.regex import user_search
 from harness.tools import ToolSpec
 
 
@@ -104,7 +105,7 @@ def prompt_injection_guard(hook: HookSpec, check: HookCheck) -> HookResult:
     if hook.params.get("use_default_patterns", True):
         patterns += DEFAULT_INJECTION_PATTERNS
     comments = check.request.comments
-    bad = [i for i, c in enumerate(comments) if any(re.search(p, c.text) for p in patterns)]
+    bad = [i for i, c in enumerate(comments) if any(user_search(p, c.text) for p in patterns)]
     if not bad:
         return PASS
     users = ", ".join(comments[i].user for i in bad)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from django.contrib.auth.models import User
 from django.db import transaction
 
+from harness.bundle import path_problem
 from harness.skill_import import (
     ImportedSkill,
     SkillImportError,
@@ -84,6 +85,9 @@ def draft_skill_import(
             imported = skill_import(source, bundle_files=current.files, kind=kind, ask_kind=ASK_KIND)
         except SkillImportError as error:
             problems += error.problems
+        else:  # the bundle path rule, as at every other door
+            problems += [Problem(path, 0, "(file)", refused) for path in imported.files
+                         if (refused := path_problem(path))]
         if problems:
             raise InvalidBundle(sorted(set(problems)))
         files = {**current.files, **imported.files}

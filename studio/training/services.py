@@ -24,6 +24,7 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import transaction
 
+from harness.checkpoints import is_checkpoint
 from studio.audit.services import audit_record
 from studio.jobs.models import Job
 from studio.jobs.registry import JobContext, JobFailed
@@ -265,7 +266,7 @@ def _step_finished(run: TrainingRun, step: dict[str, Any]) -> bool:
     if not run.is_training:
         return False
     if step["name"].startswith(TrainingRun.PIPELINE):  # the pipeline skips its own finished stages
-        return (run.final_dir / "config.json").is_file()
+        return is_checkpoint(run.final_dir)
     return is_finished(run.path / step["output"])
 
 
@@ -345,7 +346,7 @@ def checkpoint_endpoint_create(*, run: TrainingRun, actor: User):
     if not run.is_policy:
         raise RunRefused(f"training run #{run.pk} is an {run.get_kind_display()} run: its final/ is a draft head, not a "
                          "model to serve; serve the policy it drafts for with --draft-head (docs/serving.md)")
-    if final is None or not (final / "config.json").is_file():
+    if not is_checkpoint(final):
         raise RunRefused(f"training run #{run.pk} has no trained model yet (no {final})")
     existing = ModelEndpoint.objects.filter(route=ModelEndpoint.LOCAL, model=str(final)).first()
     if existing is not None:

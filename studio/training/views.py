@@ -11,6 +11,7 @@ from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from harness.checkpoints import is_checkpoint
 from harness.numbers import decimal_int
 from serving.metrics import fallback_warning
 from studio.accounts.decorators import requires
@@ -189,7 +190,7 @@ def run_detail(request, run_id: int):
         "can_cancel": job is not None and job_can_cancel(job=job, user=request.user), "can_resume": can_resume,
         "summary": summary, "eval_rows": evaluation_rows((summary or {}).get("evaluation")),
         "replay_warning": fallback_warning(((summary or {}).get("replay") or {}).get("levels") or {}),
-        "has_model": run.is_policy and (run.final_dir / "config.json").is_file(),
+        "has_model": run.is_policy and is_checkpoint(run.final_dir),
         "ablation": selectors.ablation_dashboard(run) if run.kind == TrainingRun.ABLATION else None,
         "eval_labels": configs.EVAL_SET_LABELS})
 
@@ -248,7 +249,7 @@ def _checkpoint_param(request, name: str) -> TrainingRun | str:
     run = TrainingRun.objects.select_related("job").filter(pk=run_id).first()
     if run is None:
         return f"{name}: there is no training run #{raw}; {valid}"
-    if not run.is_policy or not (run.final_dir / "config.json").is_file():
+    if not run.is_policy or not is_checkpoint(run.final_dir):
         return f"{name}: training run #{raw} ({run.get_kind_display()}) has no trained checkpoint; {valid}"
     return run
 

@@ -49,8 +49,8 @@ def _label_by_keyboard(page, accuracy: str, effectiveness_key: str) -> None:
     page.wait_for_selector("#label-form[data-keyboard=ready]")
     page.keyboard.press(accuracy)
     page.keyboard.press(effectiveness_key)
-    page.keyboard.press("Enter")
-    page.wait_for_load_state()
+    with page.expect_navigation():  # the submit's page, not the one it leaves (a goto next aborted it)
+        page.keyboard.press("Enter")
 
 
 def test_traffic_to_labels_to_an_evaluated_dataset(deployment_world, sign_in, live_server):

@@ -56,7 +56,7 @@ def test_the_ml_engineers_path_from_a_tiny_sft_run_to_a_release_a_reviewer_appro
         expect(row).to_contain_text("sft")
         run_id = re.search(r"/training/runs/(\d+)/$", run_path).group(1)
         row.locator("button", has_text="Make endpoint").click()
-        expect(page).to_have_url(re.compile(r"/endpoints/$"))
+        expect(page).to_have_url(re.compile(r"/endpoints/(\?made=\d+)?(#endpoint-\d+)?$"))
         expect(page.locator("body")).to_contain_text(f"run-{run_id}-sft")
 
         # the endpoint runs the agent in the playground (4 steps of a random 2-layer model: it falls back)

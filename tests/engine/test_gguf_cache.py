@@ -7,6 +7,7 @@ import os
 import shutil
 import time
 
+from harness.checkpoints import fingerprint
 from harness.policies.models import tiny_model_dir
 from serving import gguf
 from serving.gguf import EXPORT_VERSION, STALE_AFTER_S, gguf_for_checkpoint, prune_stale_exports
@@ -28,13 +29,17 @@ def test_exports_of_retrained_or_deleted_checkpoints_are_removed_once_not_new(tm
     old_first = gguf_for_checkpoint(first, quantization="F32")
     second_f32 = gguf_for_checkpoint(second, quantization="F32")
     assert (folder / f"{old_first.name}.source").read_text().strip() == str(first)
+    assert f"first-{fingerprint(first)[:16]}-v{EXPORT_VERSION}." in old_first.name
     old_version = folder / "first-0123456789abcdef.Q8_0.gguf"  # written before EXPORT_VERSION 2
     old_version.write_bytes(b"GGUF")
     assert f"-v{EXPORT_VERSION}." not in old_version.name
 
-    # retrained: the weights change, so the next export has another name
+    # keyed on harness.checkpoints' fingerprint: a touched file with the same bytes asks for the same export
     weights = next(first.glob("*.safetensors"))
     os.utime(weights, (time.time() + 5, time.time() + 5))
+    assert gguf_for_checkpoint(first, quantization="F32") == old_first
+    # retrained: the weights change, so the next export has another name
+    weights.write_bytes(weights.read_bytes() + b" ")
     new_first = gguf_for_checkpoint(first, quantization="F32")
     assert new_first != old_first
     assert old_first.is_file() and old_version.is_file()  # not removed while new: a process may have just resolved it

@@ -27,15 +27,17 @@ from tests.engine.slow_llama import ROOT, late_stop_env
 pytestmark = pytest.mark.slow  # each starts a process that loads the tiny model (5-15 s)
 
 
-def _late_stop_env() -> dict[str, str]:
-    return {**os.environ, **late_stop_env()}
+def _late_stop_env(**kwargs: float) -> dict[str, str]:
+    return {**os.environ, **late_stop_env(**kwargs)}
 
 
 def test_the_cli_exits_0_after_a_call_cut_at_its_budget():
     done = subprocess.run(
         [sys.executable, "-m", "harness", "run", "--request", "examples/requests/product_price.json",
          "--policy", "tiny", "--budget-s", "3", "--max-new-tokens", "2000"],
-        cwd=ROOT, env=_late_stop_env(), capture_output=True, text=True, timeout=300)
+        # round 1's prefill is held past the budget: on a fast machine the tiny model finished its rounds
+        # inside 3 s and the test saw no cut call (CI: four rounds in 2.65 s)
+        cwd=ROOT, env=_late_stop_env(first_event_s=4.0), capture_output=True, text=True, timeout=300)
     assert "trajectory budget of 3 s used up during round 1" in done.stdout, done.stdout + done.stderr
     assert done.returncode == 0, f"exit {done.returncode}: {done.stderr[-2000:]}"
 

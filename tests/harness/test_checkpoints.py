@@ -21,10 +21,12 @@ import pytest
 
 from harness.checkpoints import (
     CheckpointError,
+    checkpoint_config,
     checkpoint_problem,
     files_differences,
     fingerprint,
     folder_files,
+    is_checkpoint,
     resolve_checkpoint,
 )
 from harness.policies.models import default_model_dir, tiny_model_dir
@@ -37,12 +39,28 @@ def test_names_resolve_to_the_model_cache_and_a_bad_folder_says_what_is_valid(tm
     assert resolve_checkpoint("tiny") == tiny_model_dir()
     assert resolve_checkpoint(str(tiny_model_dir())) == tiny_model_dir().resolve()
     with pytest.raises(CheckpointError, match=r"'/no/such' is not a model \(/no/such does not exist\): expected "
-                                              r"'local', 'tiny' or a checkpoint folder"):
+                                              r"'local', 'tiny', a checkpoint folder with config.json and weights, "
+                                              r"or a LoRA adapter folder \(harness.adapters\)"):
         resolve_checkpoint("/no/such")
     (tmp_path / "config.json").write_text("{}")
     assert checkpoint_problem(tmp_path).endswith("has config.json but no weights (model.safetensors, "
                                                  "model.safetensors.index.json, pytorch_model.bin, "
                                                  "pytorch_model.bin.index.json)")
+
+
+def test_a_folder_with_config_json_and_no_weights_is_no_checkpoint_and_its_config_is_not_read(tmp_path):
+    """is_checkpoint and checkpoint_config are the one test of a model folder (the studio's registry,
+    run pages and endpoints, the GGUF export, sglang-command): config.json alone is not enough."""
+    (tmp_path / "config.json").write_text('{"model_type": "llama"}')
+    assert not is_checkpoint(tmp_path) and not is_checkpoint(None) and not is_checkpoint(tmp_path / "none")
+    with pytest.raises(CheckpointError, match="has config.json but no weights"):
+        checkpoint_config(tmp_path)
+    (tmp_path / "model.safetensors").write_bytes(b"")
+    assert is_checkpoint(tmp_path) and checkpoint_config(tmp_path) == {"model_type": "llama"}
+    (tmp_path / "config.json").write_text("[1]")
+    with pytest.raises(CheckpointError, match="config.json: not a JSON object"):
+        checkpoint_config(tmp_path)
+    assert checkpoint_config(tiny_model_dir())["num_hidden_layers"] == 2
 
 
 def test_the_fingerprint_covers_every_byte_and_the_differences_name_the_file(tmp_path):

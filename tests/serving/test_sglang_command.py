@@ -139,6 +139,7 @@ def test_a_qwen3_next_checkpoint_gets_nextn_and_the_parsers_its_template_uses(tm
     model.mkdir()
     (model / "config.json").write_text(json.dumps({"architectures": ["Qwen3NextForCausalLM"],
                                                     "model_type": "qwen3_next"}))
+    (model / "model.safetensors.index.json").write_text("{}")  # its weights, sharded
     (model / "chat_template.jinja").write_text("{{ '<think>' }}{{ '<tool_call>\\n<function=' }}")
     assert main(["sglang-command", "--model", str(model), "--json"]) == 0
     values = _flag_values(json.loads(capsys.readouterr().out))

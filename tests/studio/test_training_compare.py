@@ -38,6 +38,7 @@ def _checkpoint(tmp_path: Path, name: str) -> TrainingRun:
     folder = tmp_path / name
     (folder / "sft" / "final").mkdir(parents=True)
     (folder / "sft" / "final" / "config.json").write_text("{}")
+    (folder / "sft" / "final" / "model.safetensors").write_bytes(b"")
     job = Job.objects.create(kind="train_sft", title=name, status=Job.SUCCEEDED, params={})
     return TrainingRun.objects.create(kind="sft", title=name, folder=str(folder), config_digest="0" * 64, job=job,
                                       steps=[{"name": "sft", "argv": [], "config_file": "sft.yaml", "output": "sft"}],

@@ -175,25 +175,36 @@ def test_each_stage_of_a_pipeline_is_drawn_on_its_own_y_axis(personas, tmp_path)
     assert [set(s) for s in single[0]["series"]] == [{"name", "n", "points"}]
 
 
-@pytest.mark.parametrize("text", [
-    "".join(json.dumps({"step": s, "time": f"2026-12-01T10:00:{s:02d}+00:00", "loss": 1 / s, "epoch": s // 2,
-                        "stage": "sft", "done": s == 3}) + "\n" for s in range(1, 6)),
-    '{"step": 1, "loss": 2}\n{"step": 2, "loss": 1.5, "kl": 0.1}\n{"loss": 9}\n{"step": 3, "loss": null}\n',
-    '{"step": 1, "loss": NaN}\n{"step": 2, "loss": Infinity, "reward": 1}\n',  # json reads these; not values
-    '{"step": 1, "loss": "high"}\n{"step": 2, "loss": 1.0}\n',                     # a string is not a value
-    '{"step": 1, "loss": 1.0}\n[1, 2]\n{"step": true, "loss": 3.0}\n{"step": 2.5}\n{"step": 4, "loss": 0.5}\n',
+NAN, INF = float("nan"), float("inf")
+
+
+@pytest.mark.parametrize(("text", "steps", "columns", "last_loss"), [
+    ("".join(json.dumps({"step": s, "time": f"2026-12-01T10:00:{s:02d}+00:00", "loss": 1 / s, "epoch": s // 2,
+                         "stage": "sft", "done": s == 3}) + "\n" for s in range(1, 6)),
+     [1, 2, 3, 4, 5], {"loss": [1, 1 / 2, 1 / 3, 1 / 4, 1 / 5], "epoch": [0, 1, 1, 2, 2]}, 0.2),
+    ('{"step": 1, "loss": 2}\n{"step": 2, "loss": 1.5, "kl": 0.1}\n{"loss": 9}\n{"step": 3, "loss": null}\n',
+     [1, 2, 3], {"loss": [2, 1.5, NAN], "kl": [NAN, 0.1, NAN]}, 1.5),
+    ('{"step": 1, "loss": NaN}\n{"step": 2, "loss": Infinity, "reward": 1}\n',  # json reads these; not values
+     [1, 2], {"loss": [NAN, INF], "reward": [NAN, 1]}, None),
+    ('{"step": 1, "loss": "high"}\n{"step": 2, "loss": 1.0}\n',                     # a string is not a value
+     [1, 2], {"loss": [NAN, 1.0]}, 1.0),
+    ('{"step": 1, "loss": 1.0}\n[1, 2]\n{"step": true, "loss": 3.0}\n{"step": 2.5}\n{"step": 4, "loss": 0.5}\n',
+     [1, 4], {"loss": [1.0, 0.5]}, 0.5),
 ])
-def test_the_fast_metrics_reader_reads_exactly_what_the_json_reader_does(text):
+def test_metrics_columns_are_the_rows_of_the_one_reader(text, steps, columns, last_loss):
+    """The dashboards' columns come from training.runs.parse_metrics' rows (no second parser): rows
+    without an integer step, lines that are not objects and values that are not numbers are left out."""
     import numpy as np
 
-    from studio.training.selectors.metrics import _parse_json, parse_metrics
+    from studio.training.selectors.metrics import parse_metrics
 
-    fast, exact = parse_metrics(text.encode()), _parse_json(text.encode())
-    assert fast.steps.tolist() == exact.steps.tolist()
-    assert sorted(fast.columns) == sorted(exact.columns)
-    for name, values in exact.columns.items():
-        np.testing.assert_array_equal(fast.columns[name], values)
-    assert (fast.first_time, fast.last_time, fast.last_loss) == (exact.first_time, exact.last_time, exact.last_loss)
+    metrics = parse_metrics(text.encode())
+    assert metrics.steps.tolist() == steps
+    assert sorted(metrics.columns) == sorted(columns)
+    for name, values in columns.items():
+        np.testing.assert_array_equal(metrics.columns[name], np.asarray(values, dtype=float))
+    assert metrics.last_loss == last_loss
+    assert parse_metrics(b"").steps.tolist() == []
 
 
 @pytest.mark.django_db

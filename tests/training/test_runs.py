@@ -1,10 +1,11 @@
-"""metrics.jsonl is read by one reader (training.runs.parse_metrics) while a trainer appends to it."""
+"""metrics.jsonl is written by one writer (training.runs.append_metrics) and read by one reader
+(training.runs.parse_metrics) while a trainer appends to it."""
 
 from __future__ import annotations
 
 import json
 
-from training.runs import drop_metrics_after, parse_metrics, read_metrics
+from training.runs import append_metrics, drop_metrics_after, parse_metrics, read_metrics
 
 
 def _rows(*steps: int) -> str:
@@ -34,3 +35,11 @@ def test_resume_drops_the_rows_after_the_checkpoint_and_a_line_torn_by_the_kill(
     path.write_text(_rows(1, 2, 3, 4) + '{"loss": 0.2, "stage": "sft", "st')
     drop_metrics_after(path, 2)
     assert path.read_text() == _rows(1, 2)
+
+
+def test_the_writer_appends_one_sorted_line_a_row_that_the_reader_reads_back(tmp_path):
+    path = tmp_path / "metrics.jsonl"
+    for step in (1, 2):
+        append_metrics(path, {"step": step, "stage": "sft", "loss": 1.0 / step})
+    assert path.read_text() == _rows(1, 2)
+    assert read_metrics(tmp_path) == [{"loss": 1.0, "stage": "sft", "step": 1}, {"loss": 0.5, "stage": "sft", "step": 2}]

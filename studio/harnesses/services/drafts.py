@@ -18,6 +18,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from harness.bundle import path_problem
 from harness.text_edit import (
     TextEditError,
     hook_action_problem,
@@ -163,10 +164,11 @@ def draft_files_store(*, draft: Draft, files: dict[str, str], problems: list[dic
 
 
 def _clean_path(path: str) -> str:
+    """The bundle path rule (harness.bundle.path_problem), before anything is stored: a path with a
+    quote or a '<' once ran as script in the editor's page."""
     path = path.strip().strip("/")
-    parts = path.split("/")
-    if not path or any(part in ("", ".", "..") or part.startswith(".") for part in parts):
-        raise StudioError(f"path: {path!r} is not a relative file path inside the bundle")
+    if problem := path_problem(path):
+        raise StudioError(f"path: {problem}; nothing was saved")
     return path
 
 

@@ -3,8 +3,7 @@ columns (``Metrics``), parsed once per change and then only from where the last 
 run's progress with the time left.
 
 The rows are those of the one reader of the file (``training.runs.parse_metrics``: a half-written
-last line waits for the next read); pyarrow's JSON reader is the fast path to the same columns,
-tested equal to it.
+last line waits for the next read), turned into columns here; there is no second parser.
 """
 
 from __future__ import annotations
@@ -96,58 +95,22 @@ def _last_loss(columns: dict[str, Any]) -> float | None:
     return float(loss[finite[-1]]) if len(finite) else None
 
 
-def _parse_arrow(data: bytes) -> Metrics:
-    """Parse a block of complete JSON lines into columns with pyarrow's reader (C++, straight to
-    columns, three times faster on 10,000 rows); raises on anything it cannot read exactly as
-    ``_parse_json`` would (then that one is used)."""
-    import io
-
-    import pyarrow as pa
-    import pyarrow.json as pj
-
-    table = pj.read_json(io.BytesIO(data), read_options=pj.ReadOptions(block_size=len(data) + 1),
-                         parse_options=pj.ParseOptions(explicit_schema=pa.schema([("time", pa.string())])))
-    if "step" not in table.column_names:
-        return Metrics.empty()
-    if not pa.types.is_integer(table.schema.field("step").type):
-        raise ValueError("step: not an integer on every row")  # json keeps the rows that have one
-    if table.column("step").null_count:
-        table = table.filter(table.column("step").is_valid())
-    columns = {}
-    for name in table.column_names:
-        kind = table.schema.field(name).type
-        if name != "step" and (pa.types.is_integer(kind) or pa.types.is_floating(kind)):
-            columns[name] = table.column(name).cast(pa.float64()).to_numpy()
-    times = table.column("time").to_pylist() if "time" in table.column_names and table.num_rows else [None]
-    return Metrics(table.column("step").to_numpy().astype("int64"), columns, first_time=times[0],
-                   last_time=times[-1], last_loss=_last_loss(columns))
-
-
-def _parse_json(data: bytes) -> Metrics:
-    """The same from the rows of the one metrics.jsonl reader (``training.runs.parse_metrics``)."""
+def parse_metrics(data: bytes) -> Metrics:
+    """JSON lines of a metrics.jsonl as ``Metrics``: the rows of the file's one reader
+    (``training.runs.parse_metrics``, which leaves out a line that is not a JSON object), those without
+    an integer step left out."""
     import numpy as np
 
     from studio.training.series import columns_of
     from training.runs import parse_metrics as metrics_rows
 
-    rows = [row for row in metrics_rows(data) if type(row.get("step")) is int]
+    rows = [row for row in metrics_rows(data) if type(row.get("step")) is int] if data else []
     if not rows:
         return Metrics.empty()
     columns = columns_of(rows)
     columns.pop("step", None)
     return Metrics(np.array([row["step"] for row in rows], dtype=np.int64), columns,
                    first_time=rows[0].get("time"), last_time=rows[-1].get("time"), last_loss=_last_loss(columns))
-
-
-def parse_metrics(data: bytes) -> Metrics:
-    """JSON lines of a metrics.jsonl as ``Metrics`` (rows without an integer step left out, and the
-    lines ``training.runs.parse_metrics`` leaves out)."""
-    if not data:
-        return Metrics.empty()
-    try:
-        return _parse_arrow(data)
-    except Exception:  # noqa: BLE001 - pyarrow missing, NaN, mixed types, a broken line: the exact, slower reader
-        return _parse_json(data)
 
 
 @dataclass

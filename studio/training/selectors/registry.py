@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.checkpoints import is_checkpoint
 from studio.training.models import TrainingRun
 from studio.training.selectors.runs import run_list
 
@@ -69,11 +70,12 @@ def head_for_checkpoint(path: Path, heads: list[DraftHeadEntry]) -> tuple[DraftH
     here, but a good start for re-adapting (``init_head``)."""
     from types import SimpleNamespace
 
+    from harness.checkpoints import CheckpointError, checkpoint_config
     from harness.draft_head_files import policy_mismatch
 
     try:
-        policy = SimpleNamespace(**json.loads((path / "config.json").read_text(encoding="utf-8")))
-    except (OSError, ValueError, TypeError):
+        policy = SimpleNamespace(**checkpoint_config(path))
+    except (CheckpointError, TypeError):
         return None, None
     fits = []
     for head in heads:
@@ -115,7 +117,7 @@ def checkpoint_registry(*, with_heads: bool = True) -> list[CheckpointEntry]:
     entries = []
     for run in runs:
         final = run.final_dir
-        if final is None or not (final / "config.json").is_file():
+        if not is_checkpoint(final):
             continue
         card = (run.summary or {}).get("model_card")
         if card is None:
