@@ -3,8 +3,8 @@
 N signed-in users, each in its own thread with its own keep-alive connection, walk the main
 pages in turn (home, a Harness, a version, evolution, training, compatibility, jobs, their
 draft in the editor) and save their draft once per round (a POST that validates the whole
-bundle). Each user signs in once, through the sign-in form, and keeps its session cookie:
-the studio throttles repeated sign-ins, and a browser does not sign in per page either.
+bundle). Each user signs in once, through the sign-in form, and keeps its session cookie, as a
+browser does (and a sign-in throttle per address would refuse one sign-in per round).
 Loopback only; the load client runs on the same machine and shares its cores.
 
     .venv/bin/python benchmarks/studio_load.py [--clients 16] [--seconds 30] [--warmup 5]
@@ -13,7 +13,9 @@ Loopback only; the load client runs on the same machine and shares its cores.
 The first form measures `bash scripts/web.sh` (gunicorn, studio/gunicorn_conf.py) and then
 `manage.py runserver --insecure` (the demo before issue 44) on one scratch database
 (var/bench-load/, the demo's data from seed_demo and seed_evolution_demo) and prints
-pages/s, p50, p95, max and errors for each, side by side.
+pages/s, p50, p95, max and errors for each, side by side (--server gunicorn|runserver: one),
+with each page's latencies and the CPU seconds the server and the load client used: on a
+contended machine requests per server CPU-second is the figure that moves least.
 
 --soak MINUTES starts a private Redis and a Celery worker, queues an evaluation of the demo
 Harness on the dev-set with --soak-endpoint (local-default: the base model on llama.cpp, which
