@@ -3,8 +3,8 @@
 N signed-in users, each in its own thread with its own keep-alive connection, walk the main
 pages in turn (home, a Harness, a version, evolution, training, compatibility, jobs, their
 draft in the editor) and save their draft once per round (a POST that validates the whole
-bundle). Each user signs in once, through the sign-in form, and keeps its session cookie:
-the studio throttles repeated sign-ins, and a browser does not sign in per page either.
+bundle). Each user signs in once, through the sign-in form, and keeps its session cookie, as a
+browser does (and a sign-in throttle per address would refuse one sign-in per round).
 Loopback only; the load client runs on the same machine and shares its cores.
 
     .venv/bin/python benchmarks/studio_load.py [--clients 16] [--seconds 30] [--warmup 5]
@@ -13,7 +13,9 @@ Loopback only; the load client runs on the same machine and shares its cores.
 The first form measures `bash scripts/web.sh` (gunicorn, studio/gunicorn_conf.py) and then
 `manage.py runserver --insecure` (the demo before issue 44) on one scratch database
 (var/bench-load/, the demo's data from seed_demo and seed_evolution_demo) and prints
-pages/s, p50, p95, max and errors for each, side by side.
+pages/s, p50, p95, max and errors for each, side by side (--server gunicorn|runserver: one),
+with each page's latencies and the CPU seconds the server and the load client used: on a
+contended machine requests per server CPU-second is the figure that moves least.
 
 --soak MINUTES starts a private Redis and a Celery worker, queues an evaluation of the demo
 Harness on the dev-set with --soak-endpoint (local-default: the base model on llama.cpp, which
@@ -88,6 +90,11 @@ print(f"evaluation run #{run.pk}: {len(cases)} cases of {dataset.name} on {sys.a
 """
 
 
+# Every case any evaluation scored: a worker starting on the scratch database first resumes a run an
+# earlier soak left unfinished, so "this run's progress" would say nothing about the worker's work.
+_SCORED = "import django; django.setup(); from studio.evolution.models import CaseResult; print(CaseResult.objects.count())"
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -151,6 +158,17 @@ class Server:
             if int(fields[1]) == self.process.pid:
                 children.append(int(stat.parent.name))
         return [self.process.pid, *children]
+
+    def cpu_seconds(self) -> float:
+        """User + system CPU time of the server's processes so far."""
+        ticks = 0
+        for pid in self.pids():
+            try:
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            ticks += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of stat)
+        return ticks / os.sysconf("SC_CLK_TCK")
 
     def pss_mb(self) -> float:
         total_kb = 0
@@ -284,6 +302,8 @@ def compare(env: dict[str, str], users: list[User], args) -> None:
         ("runserver --insecure", [sys.executable, "manage.py", "runserver", "127.0.0.1:{port}", "--noreload",
                                   "--insecure"], {"STATIC_MANIFEST": "0"}),
     ]
+    if args.server != "both":
+        servers = [entry for entry in servers if entry[0].startswith(args.server)]
     rows = []
     for name, argv, extra in servers:
         server = Server(name, argv, {**env, **extra}, var / f"{name.split()[0]}.log")
@@ -292,17 +312,25 @@ def compare(env: dict[str, str], users: list[User], args) -> None:
                 for user in users:  # once, against the first server; the session is in the shared database
                     user.sign_in(server.url)
             print(f"{name}: {server.url}, {len(server.pids())} process(es); {_load_average()} before")
+            client_cpu, server_cpu = time.process_time(), server.cpu_seconds()
             samples = load(users, server.url, warmup=args.warmup, seconds=args.seconds)
+            client_cpu, server_cpu = time.process_time() - client_cpu, server.cpu_seconds() - server_cpu
             figures = summarize(samples, args.seconds)
             rows.append((name, figures))
-            print(f"  {figures['requests']} requests in {args.seconds:.0f} s; {_load_average()} after")
+            # the load client shares the cores: its own CPU seconds say how much it took from the server
+            # Under contention each session gets one share of the cores (Linux autogroups), whatever its
+            # number of processes: the server's CPU seconds say what it got, requests per CPU second
+            # what it did with them.
+            print(f"  {figures['requests']} requests in {args.seconds:.0f} s; in {args.warmup + args.seconds:.0f} s the "
+                  f"server used {server_cpu:.1f} CPU-s ({figures['requests'] / max(server_cpu, 0.01):.0f} "
+                  f"requests/CPU-s counting the warm-up's CPU), the load client {client_cpu:.1f}; {_load_average()} after")
             by_page = {}
             for sample in samples:
                 by_page.setdefault(re.sub(r"/\d+/", "/N/", sample.what.split("?")[0]), []).append(sample)
             for what, page_samples in by_page.items():
                 ordered = sorted(s.seconds for s in page_samples)
                 print(f"    {what:<28} n={len(ordered):<5} p50 {_percentile(ordered, 0.5) * 1000:6.0f} ms  "
-                      f"p95 {_percentile(ordered, 0.95) * 1000:6.0f} ms")
+                      f"p95 {_percentile(ordered, 0.95) * 1000:6.0f} ms  max {ordered[-1] * 1000:6.0f} ms")
             failed = sorted({s.what for s in samples if not s.ok})
             if failed:
                 print(f"  errors on: {', '.join(failed)}")
@@ -332,6 +360,7 @@ def soak(env: dict[str, str], users: list[User], args) -> None:
         for user in users:
             user.sign_in(server.url)
         print(_run(env, "-c", _EVALUATE, HARNESS, args.soak_endpoint).strip())
+        scored_before = int(_run(env, "-c", _SCORED).strip().splitlines()[-1])
         print(f"soak: {len(users)} clients on {server.url} for {args.soak:g} min; {_load_average()}\n")
         print("| minute | pages/s | p95 | errors | web PSS | load 1 min |\n|---|---|---|---|---|---|")
         memory: list[float] = []
@@ -348,17 +377,16 @@ def soak(env: dict[str, str], users: list[User], args) -> None:
                        window=args.window)
         figures = summarize(samples, args.soak * 60)
         growth = (memory[-1] - memory[0]) / memory[0] * 100 if len(memory) > 1 else float("nan")
-        progress = _run(env, "-c", "import django; django.setup(); from studio.evolution.models import EvalRun; "
-                        "r = EvalRun.objects.order_by('-pk').first(); print(r.results.count(), r.status)").strip()
+        scored = int(_run(env, "-c", _SCORED).strip().splitlines()[-1]) - scored_before
         print(f"\nsoak: {figures['requests']} requests, {figures['errors']} errors, p95 {figures['p95_ms']:.0f} ms; "
               f"web memory {memory[0]:.0f} -> {memory[-1]:.0f} MB ({growth:+.1f}%); "
-              f"evaluation meanwhile: {progress} (cases scored, status)")
+              f"the worker scored {scored} evaluation cases meanwhile")
     finally:
         if server:
             server.stop()
-        os.killpg(worker.pid, signal.SIGTERM)
+        os.kill(worker.pid, signal.SIGQUIT)  # cold shutdown: the chunk in hand is claimed again later
         try:
-            worker.wait(60)
+            worker.wait(30)
         except subprocess.TimeoutExpired:
             os.killpg(worker.pid, signal.SIGKILL)
         subprocess.run(["redis-cli", "-p", str(redis_port), "shutdown", "nosave"], capture_output=True)
@@ -369,6 +397,8 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=16, help="signed-in users walking the pages at once")
     parser.add_argument("--seconds", type=float, default=30, help="measured seconds per server")
     parser.add_argument("--warmup", type=float, default=5, help="seconds of load before measuring")
+    parser.add_argument("--server", choices=("both", "gunicorn", "runserver"), default="both",
+                        help="measure one server only")
     parser.add_argument("--soak", type=float, default=0, metavar="MINUTES",
                         help="gunicorn only, for this long, while a Celery worker runs an evaluation")
     parser.add_argument("--window", type=float, default=60, help="seconds per row of the soak's table")

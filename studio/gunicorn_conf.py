@@ -8,7 +8,7 @@ plain synchronous Django view over SQLite or PostgreSQL and the live parts poll 
 nothing streams or holds a connection open, so an event loop would only add a thread hop
 to each view. Threads (gthread) rather than more processes because a page spends much of
 its time waiting on the database or on a file, and each process holds its own copy of
-the studio (about 100 MB); benchmarks/studio_load.py measures the choice.
+the studio (about 120 MB); benchmarks/studio_load.py measures the choice.
 
 Variables (all optional):
   WEB_HOST          address to bind, 127.0.0.1 (a proxy in front serves the world)
