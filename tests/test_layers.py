@@ -159,3 +159,10 @@ def test_no_import_circle_between_a_module_and_the_one_built_on_it(low, high):
     graph = _module_graph("harness", "serving")
     assert _reaches(graph, high, low), f"{high} no longer builds on {low}: update this test"
     assert not _reaches(graph, low, high), f"{low} reaches {high}: an import circle"
+
+
+def test_cross_process_locks_are_filelock():
+    """The model cache, run folders' JSON and the test artefacts lock with filelock, not flock helpers."""
+    wrong = [where for package in PROJECT if (ROOT / package).is_dir()
+             for where, _, top in _imports(package) if top == "fcntl"]
+    assert not wrong, wrong
