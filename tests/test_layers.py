@@ -166,3 +166,9 @@ def test_cross_process_locks_are_filelock():
     wrong = [where for package in PROJECT if (ROOT / package).is_dir()
              for where, _, top in _imports(package) if top == "fcntl"]
     assert not wrong, wrong
+
+
+def test_views_answer_404_through_one_helper():
+    """studio.lookups.found_or_404 is the one way a view turns a missing object into a 404."""
+    wrong = [name for name, text in _sources("studio").items() if "get_object_or_404(" in text]
+    assert not wrong, wrong
