@@ -63,7 +63,7 @@ def private_copy(source: Path, destination: Path) -> Path:
 
 
 def world(tmp_path_factory: pytest.TempPathFactory, seed: int) -> Path:
-    """``python -m evaluation generate --seed SEED``'s folder (catalogue and every SPEC §6 set), once
+    """``python -m evaluation generate --seed SEED``'s folder (catalogue and every docs/architecture.md §6 set), once
     per run (the generator's own tests, tests/evaluation/test_world.py, generate theirs)."""
     from evaluation.world.sets import generate
 

@@ -1,4 +1,4 @@
-"""The layers of DESIGN.md, checked on every import statement (lazy ones included): the Harness library
+"""The layers of docs/architecture.md §1, checked on every import statement (lazy ones included): the Harness library
 imports none of the others and holds no inference engine; the local routes reach it as plug-ins."""
 
 from __future__ import annotations
@@ -172,3 +172,18 @@ def test_views_answer_404_through_one_helper():
     """studio.lookups.found_or_404 is the one way a view turns a missing object into a 404."""
     wrong = [name for name, text in _sources("studio").items() if "get_object_or_404(" in text]
     assert not wrong, wrong
+
+
+def test_the_code_cites_the_projects_own_documents():
+    """Comments and docstrings cite docs/ (docs/architecture.md §N), not the external specification or design
+    document a clone lacks; every section cited is there."""
+    import re
+
+    sources = _sources(*PROJECT)
+    stale = re.compile("SPEC" + r" §|DESIGN" + r"\.md|\bthe " + "SPEC" + r"\b")  # split: this file names them
+    wrong = [name for name, text in sources.items() if stale.search(text)]
+    assert not wrong, wrong
+    architecture = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    cited = {int(n) for text in sources.values() for n in re.findall(r"docs/architecture\.md §(\d+)", text)}
+    missing = [n for n in sorted(cited) if f"## §{n} " not in architecture]
+    assert cited and not missing, missing
