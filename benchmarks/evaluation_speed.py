@@ -4,7 +4,7 @@
 
 - paired bootstrap, 10,000 resamples over a 978-case set: vectorised vs the
   slow reference (timed on 300 resamples and scaled);
-- generating the whole synthetic world (every set of SPEC §6);
+- generating the whole synthetic world (every set of docs/architecture.md §6);
 - the programmatic judge over the 482 dev-set candidates.
 """
 

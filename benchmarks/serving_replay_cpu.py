@@ -3,7 +3,7 @@
 Generates the evaluation world's replay set (110 cases, 10 warm-up + 100 measured
 in order) once into --world, then runs `serving.service.replay_run` on the first
 --warmup + --measured cases at each concurrency level and prints the Table-5-style
-table. The full SPEC §10 run is `--warmup 10 --measured 100 --concurrency 1,2,4,8`
+table. The full docs/architecture.md §10 run is `--warmup 10 --measured 100 --concurrency 1,2,4,8`
 (hours on 2 CPU cores); the defaults are a small run that finishes in minutes.
 
     .venv/bin/python benchmarks/serving_replay_cpu.py                   # cpu-local, C=1,2, 1 + 8 cases

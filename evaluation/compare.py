@@ -1,4 +1,4 @@
-"""The paired comparison of two evaluation runs on the same cases (the regression check of SPEC §5).
+"""The paired comparison of two evaluation runs on the same cases (the regression check of docs/architecture.md §5).
 
 One comparison for the whole project: ``python -m evaluation compare``, the
 studio's regression report (and the release gates that read it) and training

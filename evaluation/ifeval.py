@@ -1,4 +1,4 @@
-"""IFEval (SPEC §6, T4): general instruction following scored with lm-eval's official checkers.
+"""IFEval (docs/architecture.md §6, T4): general instruction following scored with lm-eval's official checkers.
 
 The checkers are used from the ``lm-eval`` package, not copied. Prompts come from, in order of
 preference: an explicit ``source`` (``--source``: a JSONL path in the official format,

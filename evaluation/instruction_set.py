@@ -1,6 +1,6 @@
 """The project's own instruction-following set: verifiable instructions built by lm-eval's IFEval checkers.
 
-The official IFEval prompts (541, SPEC §6 T4) are not part of a clone, and nothing may be
+The official IFEval prompts (541, docs/architecture.md §6 T4) are not part of a clone, and nothing may be
 downloaded at run time, so the default instruction-following set is generated here, seeded and
 offline. Each prompt is one of this project's own writing tasks (:data:`TASKS`, written for it,
 none taken from IFEval) followed by one to three instructions. The instructions are not ours:

@@ -17,7 +17,7 @@ import argparse
 import os
 from pathlib import Path
 
-from harness.policies.models import studio_home
+from harness.model_cache import studio_home
 
 _FILES = ("abbrev_types.txt", "collocations.tab", "sent_starters.txt", "ortho_context.tab")
 

@@ -1,4 +1,4 @@
-"""The Harness-Variant set (SPEC §6, T2): every case bound to an augmented Harness.
+"""The Harness-Variant set (docs/architecture.md §6, T2): every case bound to an augmented Harness.
 
 ``make_variant_set(set_path=..., harness_dir=..., variants=K, out=...)`` reads a
 case file, makes K variants of the Harness per case with HSA (each protecting

@@ -99,20 +99,20 @@ def _sha256_file(path: Path) -> str:
 
 def base_record(base_name: str, base_dir: str | Path) -> dict[str, Any]:
     """What ``adapter_base.json`` records for a base: the default model by its GGUF, else by fingerprint."""
+    from harness import model_cache
     from harness.checkpoints import DEFAULT_NAMES, fingerprint
-    from harness.policies import models
 
     base_dir = Path(base_dir)
-    if base_name in (*DEFAULT_NAMES, models.DEFAULT_MODEL_NAME) or models.is_default_model(base_dir):
-        return {"format": "hs-adapter-base/1", "base": "local", "gguf_file": models.GGUF_FILE,
+    if base_name in (*DEFAULT_NAMES, model_cache.DEFAULT_MODEL_NAME) or model_cache.is_default_model(base_dir):
+        return {"format": "hs-adapter-base/1", "base": "local", "gguf_file": model_cache.GGUF_FILE,
                 "gguf_sha256": default_gguf_sha256()}
     return {"format": "hs-adapter-base/1", "base": str(base_dir), "fingerprint": fingerprint(base_dir)}
 
 
 def default_gguf_sha256() -> str:
-    from harness.policies import models
+    from harness import model_cache
 
-    return _sha256_file(models.gguf_path())
+    return _sha256_file(model_cache.gguf_path())
 
 
 def base_identity(record: dict[str, Any]) -> str:
@@ -161,20 +161,20 @@ def merged_checkpoint(path: str | Path) -> Path:
     """Base + adapter merged into a normal checkpoint in the model cache, built once (under a lock,
     written to a temporary folder and renamed), named by the adapter's fingerprint, which covers
     both. Torch and PEFT are imported only when the merge has to be done."""
-    from harness.policies import models
+    from harness import model_cache
 
     path = Path(path).resolve()
     key = adapter_fingerprint(path)
     name = f"{MERGED_DIR}/{key[:24]}"
-    target = models.model_cache_dir() / name
+    target = model_cache.model_cache_dir() / name
     if (target / MERGED_RECORD).is_file():
         return target
     base_dir = resolve_base(path)
-    (models.model_cache_dir() / MERGED_DIR).mkdir(parents=True, exist_ok=True)
-    with models._locked(name.replace("/", "-")):
+    (model_cache.model_cache_dir() / MERGED_DIR).mkdir(parents=True, exist_ok=True)
+    with model_cache.cache_lock(name.replace("/", "-")):
         if (target / MERGED_RECORD).is_file():
             return target
-        tmp = Path(tempfile.mkdtemp(prefix=f".{key[:12]}-", dir=models.model_cache_dir() / MERGED_DIR))
+        tmp = Path(tempfile.mkdtemp(prefix=f".{key[:12]}-", dir=model_cache.model_cache_dir() / MERGED_DIR))
         try:
             _merge(path, base_dir, tmp)
             (tmp / MERGED_RECORD).write_text(json.dumps(

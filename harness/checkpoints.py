@@ -6,7 +6,7 @@ this module, so a name means the same model everywhere and a fingerprint is the 
 everywhere:
 
 - ``resolve_checkpoint(name)``: ``local`` / ``default`` -> the default model, ``tiny`` -> the tiny
-  test model (both from ``harness.policies.models``' cache), else a checkpoint folder; a LoRA
+  test model (both from ``harness.model_cache``), else a checkpoint folder; a LoRA
   adapter folder resolves to its base merged with it (``harness.adapters``), built once;
 - ``checkpoint_problem(path)``: why a folder is not a checkpoint transformers can load (one
   sentence), or None; ``is_checkpoint(path)`` the same as a yes or no, and ``checkpoint_config(path)``
@@ -33,6 +33,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness import model_cache
+
+# the one error type of model folders: defined in the model cache, below this module; raised by both
+from harness.model_cache import CheckpointError
+
 # What save_pretrained writes: one weights file, or an index naming the shards.
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
                 "pytorch_model.bin.index.json")
@@ -40,10 +45,6 @@ DEFAULT_NAMES = ("local", "default")
 TINY_NAMES = ("tiny",)
 MAX_FILES = 10_000  # a checkpoint or draft head holds a few dozen files
 _CHUNK = 1 << 20
-
-
-class CheckpointError(ValueError):
-    """A name that is no model, a folder that is no checkpoint, or a file that cannot be read."""
 
 
 def checkpoint_problem(path: str | Path) -> str | None:
@@ -98,12 +99,10 @@ def checkpoint_config(path: str | Path) -> dict[str, Any]:
 def resolve_checkpoint(name: str) -> Path:
     """``local`` / ``default`` -> the default model, ``tiny`` -> the tiny model, else a checkpoint folder
     (absolute); CheckpointError saying what would be valid."""
-    from harness.policies import models  # the model cache (builds on first use)
-
-    if name in (*DEFAULT_NAMES, models.DEFAULT_MODEL_NAME):
-        return models.default_model_dir()
-    if name in (*TINY_NAMES, models.TINY_MODEL_NAME):
-        return models.tiny_model_dir()
+    if name in (*DEFAULT_NAMES, model_cache.DEFAULT_MODEL_NAME):
+        return model_cache.default_model_dir()  # builds on first use
+    if name in (*TINY_NAMES, model_cache.TINY_MODEL_NAME):
+        return model_cache.tiny_model_dir()
     path = Path(name).expanduser()
     problem = checkpoint_problem(path) if name else "no name given"
     if problem:

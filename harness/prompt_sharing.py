@@ -71,7 +71,7 @@ def _tokenizer() -> Any:
     try:
         from tokenizers import Tokenizer
 
-        from harness.policies.models import DEFAULT_MODEL_NAME, model_cache_dir
+        from harness.model_cache import DEFAULT_MODEL_NAME, model_cache_dir
 
         path = model_cache_dir() / DEFAULT_MODEL_NAME / "tokenizer.json"
         return Tokenizer.from_file(str(path)) if path.is_file() else None

@@ -11,7 +11,7 @@
                                      the same for an approved studio release (checkpoint + draft head), its
                                      signature and every file of its folders checked
     replay --route R --harness DIR --cases FILE [--concurrency 1,2,4,8] [--warmup 10] [--measured 100]
-                                     the deployment replay of SPEC §10; writes a run folder
+                                     the deployment replay of docs/architecture.md §10; writes a run folder
     compare RUN_A RUN_B              per-metric ratios B / A of two runs
     runs                             list the replay runs under runs/serving
     report RUN                       recompute a run's summary, table and chart from its raw timings
@@ -84,7 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--check-paths", action="store_true", help="also require the folders to exist on this host")
     p.add_argument("--json", action="store_true", help="print the argv as a JSON list")
 
-    p = sub.add_parser("replay", help="the deployment replay (SPEC §10)")
+    p = sub.add_parser("replay", help="the deployment replay (docs/architecture.md §10)")
     from serving.replay_config import add_arguments as add_replay_arguments
 
     add_replay_arguments(p)  # one flag per field of serving.replay_config.ReplayConfig (the studio's form too)

@@ -27,7 +27,7 @@ from serving.transformers_server import EngineServer, TransformersServer
 
 @dataclass(frozen=True)
 class GenerationSettings:
-    """Sampling settings of every model call in a replay (SPEC §10: 1.0 / 0.95)."""
+    """Sampling settings of every model call in a replay (docs/architecture.md §10: 1.0 / 0.95)."""
 
     temperature: float = 1.0
     top_p: float = 0.95

@@ -41,14 +41,14 @@ from harness.checkpoints import (
     fingerprint,
     is_checkpoint,
 )
-from harness.policies.factory import env_choice
-from harness.policies.models import (
+from harness.model_cache import (
     ModelUnavailableError,
-    _locked,
+    cache_lock,
     gguf_path,
     is_default_model,
     model_cache_dir,
 )
+from harness.policies.factory import env_choice
 
 QUANTIZATIONS = ("F32", "F16", "Q8_0", "Q5_0", "Q4_1", "Q4_0")
 #: Part of an export's file name: a change to what an export writes makes every cached export stale.
@@ -174,7 +174,7 @@ def gguf_for_checkpoint(checkpoint: Path, *, quantization: str = DEFAULT_QUANTIZ
         raise GgufError(f"cannot export to GGUF: {error}") from None
     if target.is_file():
         return target
-    with _locked(f"gguf-{target.name}"):
+    with cache_lock(f"gguf-{target.name}"):
         if not target.is_file():
             handle, tmp = tempfile.mkstemp(prefix=f".{target.name}-", dir=folder)
             os.close(handle)

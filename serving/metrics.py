@@ -1,4 +1,4 @@
-"""The deployment-replay metrics (SPEC §10), computed from raw per-request records.
+"""The deployment-replay metrics (docs/architecture.md §10), computed from raw per-request records.
 
 A request record is one line of a run's requests.jsonl:
 

@@ -6,7 +6,7 @@ level, validated with evaluation.cases; the replay set of the synthetic world is
 one), or a mapping with an `id` and a `request` (a harness.livestream request).
 Either way each case comes back with `id` and `request` (the request mapping the
 agent answers) beside its other fields. The first
-`warmup` cases warm the server up, the next `measured` are measured (SPEC §10:
+`warmup` cases warm the server up, the next `measured` are measured (docs/architecture.md §10:
 10 + 100 of 110). The manifest digest is sha256 over the canonical JSON of the
 cases actually used, so two runs with the same digest replayed the same requests.
 """

@@ -1,4 +1,4 @@
-"""The deployment replay's settings (SPEC §10): one dataclass that ``python -m serving replay``'s flags
+"""The deployment replay's settings (docs/architecture.md §10): one dataclass that ``python -m serving replay``'s flags
 and the studio's replay form are both built from, with one set of defaults, help texts and ranges.
 
 Every field is a flag (``--max-tokens``); ``check()`` names the first field out of range, and the

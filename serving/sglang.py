@@ -1,4 +1,4 @@
-"""The SGLang launch command for serving a checkpoint on one GPU (SPEC §9).
+"""The SGLang launch command for serving a checkpoint on one GPU (docs/architecture.md §9).
 
 SGLang cannot run on the CPU machines this project is developed on (it pins its
 own torch and transformers and needs CUDA), so serving/ does not start it: it

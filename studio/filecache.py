@@ -1,18 +1,20 @@
-"""The one in-process cache of what the studio computes from files (curves, a replay's figures, an
-ablation table, a loaded Harness bundle).
+"""What the studio computes from files (curves, a replay's figures, an ablation table, a loaded Harness
+bundle), kept in Django's cache framework (``settings.CACHES``).
 
 A web process serves requests from several threads and reads the same run folders again on every
 poll, so each such value is computed once per change of the files it came from: the key holds
 what the value depends on (``file_stats``: each file's inode, size and modification time, read
-without opening it), and a changed file is a new key. The cache is bounded (least recently used out
-first) and thread-safe; a value is computed outside the lock, so two threads asking for the same
-new key at once may each compute it once, and no thread waits on another's computation.
+without opening it), and a changed file is a new key. ``FileCache(name)`` keeps its values in the
+``default`` cache (Redis when ``REDIS_URL`` is set, so every web process and worker shares them;
+local memory otherwise); ``alias="local"`` keeps them in this process's memory, for values only
+worth keeping beside the code that reads them (a metrics file's parsed columns, a loaded bundle).
+The backend bounds them (``MAX_ENTRIES``, least recently used out first on local memory). A value is
+computed outside any lock: two threads asking for the same new key at once may each compute it once.
 """
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
+import hashlib
 from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -22,27 +24,28 @@ _MISSING = object()
 
 
 class FileCache:
-    """A bounded, thread-safe mapping of keys to computed values, least recently used out first."""
+    """Values under keys of one name in one of Django's caches (``alias``), kept until evicted."""
 
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self._items: OrderedDict[Hashable, Any] = OrderedDict()
-        self._lock = threading.Lock()
+    def __init__(self, name: str, *, alias: str = "default") -> None:
+        self.name = name
+        self.alias = alias
+
+    @property
+    def backend(self):
+        from django.core.cache import caches
+
+        return caches[self.alias]
+
+    def key(self, key: Hashable) -> str:
+        """The cache key of ``key``: any hashable whose repr says what the value depends on."""
+        return f"filecache:{self.name}:{hashlib.sha256(repr(key).encode()).hexdigest()}"
 
     def get(self, key: Hashable, default: Any = None) -> Any:
-        with self._lock:
-            value = self._items.get(key, _MISSING)
-            if value is _MISSING:
-                return default
-            self._items.move_to_end(key)
-            return value
+        value = self.backend.get(self.key(key), _MISSING)
+        return default if value is _MISSING else value
 
     def put(self, key: Hashable, value: T) -> T:
-        with self._lock:
-            self._items[key] = value
-            self._items.move_to_end(key)
-            while len(self._items) > self.size:
-                self._items.popitem(last=False)
+        self.backend.set(self.key(key), value)  # the alias's TIMEOUT: none on local memory, a week on Redis
         return value
 
     def get_or_compute(self, key: Hashable, compute: Callable[[], T]) -> T:
@@ -50,16 +53,8 @@ class FileCache:
         value = self.get(key, _MISSING)
         return self.put(key, compute()) if value is _MISSING else value
 
-    def clear(self) -> None:
-        with self._lock:
-            self._items.clear()
-
-    def __len__(self) -> int:
-        return len(self._items)
-
     def __contains__(self, key: Hashable) -> bool:
-        with self._lock:
-            return key in self._items
+        return self.backend.has_key(self.key(key))
 
 
 def file_stats(*paths: Path) -> tuple[tuple, ...]:

@@ -3,7 +3,9 @@
 A selector returns the object it is asked for or raises the model's own ``DoesNotExist`` (it knows
 nothing of HTTP, so services, tasks and commands can call it too); a view that looks an object up
 from its URL calls it through ``found_or_404``, which answers 404 with a message naming what is
-missing ("no stage #12"), shown on the studio's 404 page.
+missing ("no stage #12"), shown on the studio's 404 page. Django's ``get_object_or_404`` is not used
+(its message names the model class, not the object). A URL part that names no object at all (an
+unknown run kind, a file a version does not hold) raises ``Http404`` with such a message itself.
 """
 
 from __future__ import annotations

@@ -237,6 +237,23 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "studio")
 # Training and deployment-replay jobs go here; only workers started with `-Q train` read it (docs/workers.md).
 CELERY_TRAIN_QUEUE = env_str("CELERY_TRAIN_QUEUE", "train")
+
+# --- Caches (studio/filecache.py, harnesses/diffs.py) -------------------------
+# What the studio computes from files and versions (training curves, replay figures, ablation tables,
+# diff summaries) is kept in "default": on Redis when REDIS_URL is set in the environment (every web
+# process and worker shares it), in this process's memory otherwise. "local" is always this process's
+# memory: values only worth keeping beside the code that reads them (parsed metrics columns, loaded
+# bundles). Keys name what the value was computed from, so nothing here needs clearing.
+_CACHE_REDIS_URL = os.environ.get("REDIS_URL", "")
+CACHES = {
+    "default": ({"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": _CACHE_REDIS_URL,
+                 "KEY_PREFIX": "studio-cache", "TIMEOUT": 7 * 24 * 3600}
+                if _CACHE_REDIS_URL else
+                {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "studio-default",
+                 "TIMEOUT": None, "OPTIONS": {"MAX_ENTRIES": 1000}}),
+    "local": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "studio-local",
+              "TIMEOUT": None, "OPTIONS": {"MAX_ENTRIES": 300}},
+}
 # Run folders of the training, evaluation and replay runs started from the studio (one folder per run;
 # the workers that run them and the web process must see the same path: a shared disk across hosts).
 TRAINING_RUNS_DIR = Path(env_str("TRAINING_RUNS_DIR", str(BASE_DIR / "runs" / "studio")))

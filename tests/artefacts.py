@@ -13,17 +13,16 @@ Tests that *change* an artefact (a resumed run, an edited folder) copy it first
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import shutil
 import subprocess
 import sys
 from collections.abc import Callable
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 
 
 def shared_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -35,16 +34,6 @@ def shared_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-@contextmanager
-def _locked(path: Path):
-    with open(path, "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 def build_once(tmp_path_factory: pytest.TempPathFactory, name: str, build: Callable[[Path], None]) -> Path:
     """The folder ``name``, built by ``build(folder)`` the first time any worker asks for it."""
     root = shared_root(tmp_path_factory)
@@ -52,7 +41,7 @@ def build_once(tmp_path_factory: pytest.TempPathFactory, name: str, build: Calla
     done = root / f"{name}.done"
     if done.exists():
         return target
-    with _locked(root / f"{name}.lock"):
+    with FileLock(root / f"{name}.lock"):
         if done.exists():
             return target
         if target.exists():  # a build that failed part-way: start again
@@ -74,7 +63,7 @@ def private_copy(source: Path, destination: Path) -> Path:
 
 
 def world(tmp_path_factory: pytest.TempPathFactory, seed: int) -> Path:
-    """``python -m evaluation generate --seed SEED``'s folder (catalogue and every SPEC §6 set), once
+    """``python -m evaluation generate --seed SEED``'s folder (catalogue and every docs/architecture.md §6 set), once
     per run (the generator's own tests, tests/evaluation/test_world.py, generate theirs)."""
     from evaluation.world.sets import generate
 

@@ -1,4 +1,4 @@
-"""The layers of DESIGN.md, checked on every import statement (lazy ones included): the Harness library
+"""The layers of docs/architecture.md §1, checked on every import statement (lazy ones included): the Harness library
 imports none of the others and holds no inference engine; the local routes reach it as plug-ins."""
 
 from __future__ import annotations
@@ -113,3 +113,77 @@ def test_checkpoint_folders_are_checked_only_by_harness_checkpoints():
     wrong = [f"{name}:{n}" for name, text in _sources(*LIBRARIES, "studio").items() if name != "harness/checkpoints.py"
              for n, line in enumerate(text.splitlines(), 1) if bare.search(line)]
     assert not wrong, wrong
+
+
+def _module_graph(*packages: str) -> dict[str, set[str]]:
+    """module -> the project modules it imports (function-level imports included), each edge to the
+    module named (``from a import b``: ``a.b`` when that is a module), not to the packages above it."""
+    paths = {}
+    for package in packages:
+        for path in (ROOT / package).rglob("*.py"):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            paths[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    graph: dict[str, set[str]] = {}
+    for module, path in paths.items():
+        edges = graph.setdefault(module, set())
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+            if isinstance(node, ast.Import):
+                edges |= {alias.name for alias in node.names if alias.name in paths}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module in paths:
+                named = {f"{node.module}.{alias.name}" for alias in node.names} & set(paths)
+                edges |= named or {node.module}
+                if len(named) < len(node.names):
+                    edges.add(node.module)
+        edges.discard(module)
+    return graph
+
+
+def _reaches(graph: dict[str, set[str]], start: str, goal: str) -> bool:
+    seen, todo = set(), [start]
+    while todo:
+        module = todo.pop()
+        if module == goal:
+            return True
+        if module not in seen:
+            seen.add(module)
+            todo.extend(graph.get(module, ()))
+    return False
+
+
+@pytest.mark.parametrize(("low", "high"), [
+    ("harness.model_cache", "harness.checkpoints"),   # the model cache is not a policy and needs no checkpoints
+    ("serving.engine.sampling", "serving.engine.speculative"),
+    ("serving.engine.speculative", "serving.engine.engine"),
+])
+def test_no_import_circle_between_a_module_and_the_one_built_on_it(low, high):
+    graph = _module_graph("harness", "serving")
+    assert _reaches(graph, high, low), f"{high} no longer builds on {low}: update this test"
+    assert not _reaches(graph, low, high), f"{low} reaches {high}: an import circle"
+
+
+def test_cross_process_locks_are_filelock():
+    """The model cache, run folders' JSON and the test artefacts lock with filelock, not flock helpers."""
+    wrong = [where for package in PROJECT if (ROOT / package).is_dir()
+             for where, _, top in _imports(package) if top == "fcntl"]
+    assert not wrong, wrong
+
+
+def test_views_answer_404_through_one_helper():
+    """studio.lookups.found_or_404 is the one way a view turns a missing object into a 404."""
+    wrong = [name for name, text in _sources("studio").items() if "get_object_or_404(" in text]
+    assert not wrong, wrong
+
+
+def test_the_code_cites_the_projects_own_documents():
+    """Comments and docstrings cite docs/ (docs/architecture.md §N), not the external specification or design
+    document a clone lacks; every section cited is there."""
+    import re
+
+    sources = _sources(*PROJECT)
+    stale = re.compile("SPEC" + r" §|DESIGN" + r"\.md|\bthe " + "SPEC" + r"\b")  # split: this file names them
+    wrong = [name for name, text in sources.items() if stale.search(text)]
+    assert not wrong, wrong
+    architecture = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    cited = {int(n) for text in sources.values() for n in re.findall(r"docs/architecture\.md §(\d+)", text)}
+    missing = [n for n in sorted(cited) if f"## §{n} " not in architecture]
+    assert cited and not missing, missing

@@ -9,7 +9,7 @@ from training.base_config import StageConfig
 
 @dataclass
 class MTPStageConfig(StageConfig):
-    """Adapt a speculative-decoding draft head to a (trained) policy (SPEC §9)."""
+    """Adapt a speculative-decoding draft head to a (trained) policy (docs/architecture.md §9)."""
 
     model: str = field(default="local", metadata={"help": (
         "The policy the head drafts for (kept frozen): 'local' (SmolLM2-135M-Instruct), 'tiny', or a "
@@ -27,7 +27,7 @@ class MTPStageConfig(StageConfig):
         "K: draft steps trained (and drafted per cycle when serving; SGLang's --speculative-num-steps).")})
     step_weight_decay: float = field(default=1.0, metadata={"help": (
         "Weight of draft step k is decay**(k-1) (FastMTP-style; later steps count less). 1.0 = the "
-        "uniform loss of SPEC §9.")})
+        "uniform loss of docs/architecture.md §9.")})
     cases: str = field(default="", metadata={"help": (
         "Cases whose rollouts the head learns from (evaluation case JSONL). Empty: the synthetic "
         "world's Live-Stream QA cases that are not held out for evaluation.")})

@@ -1,4 +1,4 @@
-"""MTP adaptation, step 2: the draft head's chained forward pass, SPEC §9's loss and the acceptance
+"""MTP adaptation, step 2: the draft head's chained forward pass, docs/architecture.md §9's loss and the acceptance
 it would get when serving (``training.mtp_trainer``).
 """
 

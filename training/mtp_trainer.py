@@ -1,4 +1,4 @@
-"""MTP draft-head adaptation: the policy frozen, the head trained on the policy's own rollouts (SPEC §9).
+"""MTP draft-head adaptation: the policy frozen, the head trained on the policy's own rollouts (docs/architecture.md §9).
 
 Three steps, each resumable in the run folder (step 1 in ``training.mtp_rollouts``, step 2's
 forward pass, loss and acceptance in ``training.mtp_loss``, the stage that runs them here):
@@ -15,7 +15,7 @@ forward pass, loss and acceptance in ``training.mtp_loss``, the stage that runs 
    of the head sees ``(h_t, y_{t+1})`` and predicts ``y_{t+2}``; step k sees step k-1's
    output and ``y_{t+k}`` and predicts ``y_{t+1+k}``. Attention is what the engine does at
    serving time: step k at anchor t attends over step 1's keys of positions <= t (the
-   real ones) and its own chain's earlier steps. The loss is SPEC §9's,
+   real ones) and its own chain's earlier steps. The loss is docs/architecture.md §9's,
    ``L = -(1/Z) sum_k w_k sum_t log p_k(y_{t+1+k} | ...)``, ``Z = sum_k w_k n_k``, with
    ``w_k = step_weight_decay ** (k-1)`` (1: uniform). AdamW, warm-up then cosine decay;
    ``metrics.jsonl`` has loss and top-1 accuracy per step k.

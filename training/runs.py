@@ -46,11 +46,10 @@ def checkpoint_step(checkpoint: str | Path) -> int:
 def update_json(path: str | Path, update: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
     """Read-modify-write the JSON object in ``path`` under an exclusive lock on ``path``.lock, re-reading
     it first, so processes running side by side (``ablation --step``) keep each other's changes."""
-    import fcntl
+    from filelock import FileLock
 
     path = Path(path)
-    with open(path.with_suffix(".lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with FileLock(path.with_suffix(".lock")):
         data = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
         update(data)
         path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")

@@ -1,6 +1,6 @@
 """The verdict every judge returns, and the judge protocol.
 
-A verdict carries the two scores of SPEC §6 (Accuracy 0/1, Effectiveness
+A verdict carries the two scores of docs/architecture.md §6 (Accuracy 0/1, Effectiveness
 0/0.5/1, their per-sample mean AVG), per-dimension scores, T3 rubric results
 (ACQ, RC, TC, FI, TCO and their mean) and reason codes. Reason codes are short
 stable strings (``unsupported_price``, ``missing_required_fact`` ...) that the

@@ -1,4 +1,4 @@
-"""A panel of judges combined by majority vote (SPEC §6).
+"""A panel of judges combined by majority vote (docs/architecture.md §6).
 
 Accuracy: the majority of 0/1 votes; a tie counts as 0 (a fact-check that half
 the panel fails is not trusted). Effectiveness: the median vote, which for

@@ -1,4 +1,4 @@
-"""Case builders, one per intent category of SPEC §2, each producing the request and its gold.
+"""Case builders, one per intent category of docs/architecture.md §2, each producing the request and its gold.
 
 A builder returns a *draft*: the request fields, the gold labels (skills and
 tools named as in the demo Harness), a reference reply, and the focus product

@@ -1,10 +1,10 @@
-"""Assembles the evaluation sets of SPEC §6 from a seed and writes them as case files.
+"""Assembles the evaluation sets of docs/architecture.md §6 from a seed and writes them as case files.
 
 Sets (sizes as in the report): dev-set 482 (with one labelled candidate reply
 per case, for judge calibration and evolution), Live-Stream QA 978, Tool
 Robustness 1,532 (distractor and unseen tools), Prompt Robustness 491 (active
 instructions and tool-call order), deployment replay 110 (10 warm-up + 100
-measured). Every set follows the intent mix of SPEC §2.
+measured). Every set follows the intent mix of docs/architecture.md §2.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from evaluation.world.intents import CaseFactory, Draft, price_fact
 from evaluation.world.tool_sets import add_constraints, add_extra_tools
 from evaluation.world.variety import variety_report
 
-# SPEC §2 (report Table 1), in percent; "greeting" (greet / thanks) takes the
+# docs/architecture.md §2 (report Table 1), in percent; "greeting" (greet / thanks) takes the
 # remainder that the report's categories leave unassigned.
 INTENT_MIX: dict[str, float] = {
     "product_qa": 46.0, "chitchat": 19.0, "clarification": 16.0, "aftersale": 7.0,

@@ -1,4 +1,4 @@
-"""What makes a case a Tool Robustness or Prompt Robustness case (SPEC §6, T3).
+"""What makes a case a Tool Robustness or Prompt Robustness case (docs/architecture.md §6, T3).
 
 Tool Robustness: each case brings extra tools the Harness has never shown the
 model: distractors that look useful but are wrong for the request (a legacy

@@ -1,6 +1,6 @@
 """Policies behind one base class (``Policy``): local transformers, OpenAI-compatible, scripted.
 
-``make_policy(spec)`` builds one from a string; ``harness.policies.models``
+``make_policy(spec)`` builds one from a string; ``harness.model_cache``
 holds the cached local checkpoints (default SmolLM2-135M-Instruct, tiny model).
 """
 

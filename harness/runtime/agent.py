@@ -1,4 +1,4 @@
-"""The agent loop of SPEC §4: one request under one Harness with one policy.
+"""The agent loop of docs/architecture.md §4: one request under one Harness with one policy.
 
 ``Agent(bundle=..., policy=..., catalogue=...).run(request) -> Trajectory``.
 

@@ -25,9 +25,7 @@ from serving.engine.engine import (
     Engine,
     EngineError,
     Request,
-    SamplingParams,
     engine_for,
-    sample,
 )
 from serving.engine.model import (
     QUANTIZATIONS,
@@ -37,6 +35,7 @@ from serving.engine.model import (
     unsupported_reason,
 )
 from serving.engine.prefix import MIN_REUSED_PREFIX, PrefixStore
+from serving.engine.sampling import SamplingParams, sample
 from serving.engine.speculative import SpecStats, Speculator
 
 __all__ = [

@@ -1,4 +1,4 @@
-"""The MTP draft head: one decoder block that guesses the policy's next tokens (SPEC §9).
+"""The MTP draft head: one decoder block that guesses the policy's next tokens (docs/architecture.md §9).
 
 SmolLM2 and the other Llama-family policies ship no multi-token-prediction layers,
 so the head is added beside the frozen policy, as EAGLE does and as SGLang serves

@@ -34,6 +34,7 @@ from typing import Any
 import torch
 
 from serving.engine.model import EngineModel, SequenceKV, cached_attention, causal_bias
+from serving.engine.sampling import sampling_logprobs
 
 
 @dataclass
@@ -121,8 +122,6 @@ class Speculator:
         ``x_P`` (not in the cache; ``seq.length`` is P). Returns the new tokens (the kept drafts and the
         policy's token), their log-probabilities under the policy's distribution, the new pending
         hidden states and this cycle's counts."""
-        from serving.engine.engine import sampling_logprobs
-
         head, k_steps = self.head, self.steps
         greedy = params.temperature <= 0
         p_len, start = seq.length, seq.draft_length

@@ -1,9 +1,9 @@
 // The studio's line charts over Chart.js (static/vendor/chart-4.4.7.umd.min.js, loaded first): one palette,
 // the server's series [{name, points: [[x, y], ...], n, axis?, axis_title?}] (already bounded and downsampled
 // there; axis: a pipeline stage's own y axis) as datasets,
-// and a linear x axis with its title. The training dashboard (training/dashboard.js) and the replay
-// dashboard (replays/charts.js) draw with it; each passes only what differs (a style per series, y axis,
-// plugins).
+// and a linear x axis with its title. The training dashboard (training/dashboard.js), the replay
+// dashboard (replays/charts.js) and the evolution record (evolution/record_chart.js, named stages on x)
+// draw with it; each passes only what differs (a style per series, y axis, plugins).
 window.StudioCharts = (function () {
   var COLORS = ["#3056d3", "#c0392b", "#16794c", "#8a5a00", "#8e44ad", "#2c3e50", "#d35400", "#7f8c8d"];
 
@@ -17,7 +17,8 @@ window.StudioCharts = (function () {
     });
   }
 
-  // options: xLabel ("step"), xStep, yLabel, yFromZero, style(series, i) -> dataset fields, plugins.
+  // options: xLabel ("step"), xStep, xNames (x = 0, 1, ... shown as these names), yLabel, yFromZero,
+  // ySuggested ([min, max]), style(series, i) -> dataset fields, plugins.
   // A series with an axis (a pipeline's stage: {axis, axis_title}) gets a y axis of its own, titled with
   // its stage, alternately left and right, so stages of very different scales each fill the chart.
   function line(canvas, series, options) {
@@ -25,8 +26,13 @@ window.StudioCharts = (function () {
     var y = {};
     if (options.yFromZero) y.beginAtZero = true;
     if (options.yLabel) y.title = { display: true, text: options.yLabel };
-    var scales = { x: { type: "linear", title: { display: true, text: options.xLabel || "step" },
-                        ticks: options.xStep ? { stepSize: options.xStep } : {} }, y: y };
+    if (options.ySuggested) { y.suggestedMin = options.ySuggested[0]; y.suggestedMax = options.ySuggested[1]; }
+    var ticks = options.xStep ? { stepSize: options.xStep } : {};
+    if (options.xNames) {
+      ticks = { stepSize: 1, callback: function (value) { return options.xNames[value]; } };
+    }
+    var scales = { x: { type: "linear", title: { display: true, text: options.xLabel || "step" }, ticks: ticks },
+                   y: y };
     stageAxes(scales, series);
     return new Chart(canvas, {
       type: "line", data: { datasets: datasets(series, options.style) }, plugins: options.plugins || [],

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth import views as auth_views
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
 from studio.accounts.decorators import requires
 from studio.accounts.models import ApiToken
 from studio.accounts.services import api_token_create, api_token_revoke
+from studio.lookups import found_or_404
 
 
 class LoginView(auth_views.LoginView):
@@ -37,7 +38,7 @@ def token_list(request):
 @require_POST
 @requires("studio.view")
 def token_revoke(request, token_id: int):
-    token = get_object_or_404(ApiToken, pk=token_id, user=request.user)
+    token = found_or_404(ApiToken.objects.get, f"no API token #{token_id}", pk=token_id, user=request.user)
     api_token_revoke(token=token, actor=request.user)
     messages.info(request, f"Revoked token {token.name}.")
     return redirect("accounts:token_list")

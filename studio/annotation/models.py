@@ -1,4 +1,4 @@
-"""Rows of human labelling (SPEC §6's rubric, applied by people).
+"""Rows of human labelling (docs/architecture.md §6's rubric, applied by people).
 
 A *queue* holds *items*: a case to label (the request, in the evaluation case format, with its gold
 left to fill) and the reply the agent gave with its trajectory. Each *label* is one person's: Accuracy

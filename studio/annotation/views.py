@@ -8,8 +8,7 @@ from __future__ import annotations
 import json
 
 from django.contrib import messages
-from django.http import Http404
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -29,11 +28,12 @@ from studio.annotation.services import (
 from studio.evolution.models import Dataset, EvalRun
 from studio.harnesses.lookups import parse_int
 from studio.harnesses.services.errors import StudioError
+from studio.lookups import found_or_404
 from studio.traffic.models import TrafficTrajectory
 
 
 def _queue(name: str) -> AnnotationQueue:
-    return get_object_or_404(AnnotationQueue, name=name)
+    return found_or_404(AnnotationQueue.objects.get, f"no annotation queue {name!r}", name=name)
 
 
 def _target_queue(request, *, source: str, catalogue: dict | None = None) -> AnnotationQueue:
@@ -151,7 +151,7 @@ def item_label(request, name: str, position: int):
     from studio.playground.presenters import trajectory_steps
 
     queue = _queue(name)
-    item = get_object_or_404(QueueItem, queue=queue, position=position)
+    item = found_or_404(QueueItem.objects.get, f"{queue.name} has no item {position}", queue=queue, position=position)
     mine = item.labels.filter(labeller=request.user).first()
     error = ""
     if request.method == "POST":
@@ -232,9 +232,8 @@ def calibration_start_view(request):
 @require_GET
 @requires("traffic.view")
 def calibration_detail(request, calibration_id: int):
-    row = JudgeCalibration.objects.select_related("dataset", "created_by").filter(pk=calibration_id).first()
-    if row is None:
-        raise Http404(f"no calibration #{calibration_id}")
+    row = found_or_404(JudgeCalibration.objects.select_related("dataset", "created_by").get,
+                       f"no calibration #{calibration_id}", pk=calibration_id)
     report = row.report
     disagreements = []
     for dim in ("accuracy", "effectiveness"):

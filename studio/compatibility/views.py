@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpResponseBadRequest
+from django.http import HttpResponseBadRequest
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
@@ -25,14 +25,12 @@ from studio.endpoints.models import ModelEndpoint
 from studio.harnesses.lookups import parse_int
 from studio.harnesses.models import Harness, HarnessVersion
 from studio.harnesses.services.errors import StudioError
+from studio.lookups import found_or_404
 
 
 def _harness(name: str | None) -> Harness | None:
     if name:
-        harness = Harness.objects.filter(name=name).first()
-        if harness is None:
-            raise Http404(f"no Harness named {name!r}")
-        return harness
+        return found_or_404(Harness.objects.get, f"no Harness named {name!r}", name=name)
     return (Harness.objects.filter(labels__name="production").order_by("name").first()
             or Harness.objects.order_by("name").first())
 

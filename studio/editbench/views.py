@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.contrib import messages
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
@@ -11,6 +11,7 @@ from studio.accounts.decorators import requires
 from studio.editbench.services import EditBenchmarkError, edit_benchmark, edit_benchmark_start
 from studio.endpoints.models import ModelEndpoint
 from studio.evolution.models import Stage
+from studio.lookups import found_or_404
 
 
 def _choice(request, source) -> tuple[Stage | None, list[ModelEndpoint]]:
@@ -46,7 +47,7 @@ def benchmark_start(request):
         messages.error(request, "stage: choose a stage whose candidate is committed")
         return redirect("editbench:benchmark")
     try:
-        bench = edit_benchmark_start(stage=get_object_or_404(Stage, pk=stage.pk), endpoints=endpoints, actor=request.user)
+        bench = edit_benchmark_start(stage=found_or_404(Stage.objects.get, f"no stage #{stage.pk}", pk=stage.pk), endpoints=endpoints, actor=request.user)
     except EditBenchmarkError as exc:
         messages.error(request, str(exc))
     else:

@@ -21,8 +21,8 @@ from django.contrib.auth.models import User
 from django.utils import timezone
 
 from harness.checkpoints import checkpoint_problem
+from harness.model_cache import default_model_dir, tiny_model_dir
 from harness.policies.base import Policy
-from harness.policies.models import default_model_dir, tiny_model_dir
 from studio.audit.services import audit_record
 from studio.endpoints.models import EndpointSecret, ModelEndpoint
 from studio.jobs.models import Job

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.contrib import messages
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from studio.accounts.decorators import requires
@@ -16,6 +16,7 @@ from studio.endpoints.services import (
     endpoint_secret_save,
     endpoint_test_start,
 )
+from studio.lookups import found_or_404
 
 
 @require_GET
@@ -59,13 +60,13 @@ def endpoint_create(request):
 @require_http_methods(["GET", "POST"])
 @requires("endpoint.manage")
 def endpoint_edit(request, endpoint_id: int):
-    return _form(request, get_object_or_404(ModelEndpoint, pk=endpoint_id))
+    return _form(request, found_or_404(ModelEndpoint.objects.get, f"no endpoint #{endpoint_id}", pk=endpoint_id))
 
 
 @require_POST
 @requires("endpoint.manage")
 def endpoint_test(request, endpoint_id: int):
-    endpoint = get_object_or_404(ModelEndpoint, pk=endpoint_id)
+    endpoint = found_or_404(ModelEndpoint.objects.get, f"no endpoint #{endpoint_id}", pk=endpoint_id)
     job = endpoint_test_start(endpoint=endpoint, actor=request.user)
     return redirect("jobs:job_detail", job_id=job.pk)
 
@@ -101,13 +102,13 @@ def secret_create(request):
 @require_http_methods(["GET", "POST"])
 @requires("endpoint_secret.manage")
 def secret_edit(request, secret_id: int):
-    return _secret_form(request, get_object_or_404(EndpointSecret, pk=secret_id))
+    return _secret_form(request, found_or_404(EndpointSecret.objects.get, f"no secret #{secret_id}", pk=secret_id))
 
 
 @require_POST
 @requires("endpoint_secret.manage")
 def secret_delete(request, secret_id: int):
-    secret = get_object_or_404(EndpointSecret, pk=secret_id)
+    secret = found_or_404(EndpointSecret.objects.get, f"no secret #{secret_id}", pk=secret_id)
     try:
         endpoint_secret_delete(secret=secret, actor=request.user)
     except EndpointError as error:

@@ -1,4 +1,4 @@
-"""Release gates before promotion to production, and the stopping advice of SPEC §5.
+"""Release gates before promotion to production, and the stopping advice of docs/architecture.md §5.
 
 One definition of each gate, used by the evolution loop's promotions of a Harness version and by
 releases (``studio.releases``: a checkpoint, its draft head and a Harness version):
@@ -7,7 +7,7 @@ releases (``studio.releases``: a checkpoint, its draft head and a Harness versio
   parent, from the newest evolution stage that evaluated the version as a candidate;
 - *latency*: the P95 wall time of a finished studio replay run (``TrainingRun`` kind ``replay``, its
   record read from ``RUN/replay`` by ``serving.record``) that served the checkpoint under the Harness
-  version. The SLA of the SPEC is per request (every request answered within 15 s), so the level
+  version. The SLA is per request (every request answered within 15 s; docs/architecture.md §10), so the level
   that counts is the *worst* concurrency level's P95: a deployment that meets the bound at C=1 but
   not at C=8 does not meet it at the load it was replayed for. A replay whose requests mostly fell
   back to the Harness's fallback reply at any level fails: it timed the fallback, not answers;

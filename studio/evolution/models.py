@@ -1,4 +1,4 @@
-"""Rows of the Harness Evolution loop (SPEC §5).
+"""Rows of the Harness Evolution loop (docs/architecture.md §5).
 
 A *dataset* holds imported cases (the evaluation case format) and the catalogue
 they refer to. An *evolution* fixes a Harness, a dataset, a case subset and a

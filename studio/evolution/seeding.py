@@ -1,6 +1,6 @@
 """The evolution demo data: the generated case sets as datasets, and the shortcut-script endpoint.
 
-``evolution_demo_seed`` generates the SPEC §6 sets with the evaluation world
+``evolution_demo_seed`` generates the docs/architecture.md §6 sets with the evaluation world
 (same seed, byte-identical files), imports each set with its catalogue, writes
 the shortcut policy script for the dev-set (``studio.evolution.scripted``) and
 registers it as the endpoint ``scripted-shortcut``. Idempotent: sets already

@@ -115,7 +115,7 @@ def _summary(old_files: dict[str, str], new_files: dict[str, str]) -> tuple[list
     return list(summarise(old_bundle, new_bundle)), ""
 
 
-_BUNDLES = FileCache(8)  # loaded bundles by digest (a version's files never change)
+_BUNDLES = FileCache("bundles", alias="local")  # loaded bundles by digest (a version's files never change)
 
 
 def bundle_remember(bundle) -> None:

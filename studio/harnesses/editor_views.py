@@ -13,7 +13,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -55,10 +55,12 @@ from studio.harnesses.services import (
     draft_skill_add,
 )
 from studio.harnesses.skill_import import draft_skill_import
+from studio.lookups import found_or_404
 
 
 def _draft(request, draft_id: int, *, for_write: bool = False) -> Draft:
-    draft = get_object_or_404(Draft.objects.select_related("harness", "base_version", "owner"), pk=draft_id)
+    draft = found_or_404(Draft.objects.select_related("harness", "base_version", "owner").get, f"no draft #{draft_id}",
+                         pk=draft_id)
     if for_write and draft.owner_id != request.user.pk and not user_can(request.user, "harness.edit"):
         raise PermissionDenied("only the draft's owner may change it")
     return draft
@@ -367,7 +369,8 @@ def draft_discard_view(request, draft_id: int):
 @require_http_methods(["GET", "POST"])
 @requires("harness.edit")
 def conflict_detail(request, conflict_id: int):
-    conflict = get_object_or_404(DraftConflict.objects.select_related("draft", "draft__harness", "author"), pk=conflict_id)
+    conflict = found_or_404(DraftConflict.objects.select_related("draft", "draft__harness", "author").get,
+                            f"no conflict #{conflict_id}", pk=conflict_id)
     draft = conflict.draft
     if conflict.author_id != request.user.pk and not user_can(request.user, "harness.edit"):
         raise PermissionDenied("this conflict belongs to someone else")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from django.shortcuts import get_object_or_404
-
 from harness.numbers import decimal_int
 from studio.harnesses import selectors
 from studio.harnesses.models import Harness, HarnessVersion
@@ -33,7 +31,7 @@ def file_kind(path: str) -> str:
 
 
 def harness_or_404(name: str) -> Harness:
-    return get_object_or_404(Harness, name=name)
+    return found_or_404(Harness.objects.get, f"no Harness named {name!r}", name=name)
 
 
 def version_or_404(harness: Harness, number: int) -> HarnessVersion:

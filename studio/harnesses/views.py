@@ -12,7 +12,7 @@ from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.http import Http404, HttpResponse, HttpResponseBadRequest
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -38,6 +38,7 @@ from studio.harnesses.services import (
     label_move,
     label_rollback,
 )
+from studio.lookups import found_or_404
 from studio.redirects import redirect_to_next
 
 VERSIONS_PER_PAGE = 50
@@ -221,7 +222,7 @@ def label_move_view(request, name: str):
 @requires("label.move")
 def label_rollback_view(request, name: str, label: str):
     harness = harness_or_404(name)
-    target = get_object_or_404(Label, harness=harness, name=label)
+    target = found_or_404(Label.objects.get, f"{harness.name} has no label {label!r}", harness=harness, name=label)
     try:
         moved = label_rollback(label=target, actor=request.user, reason=request.POST.get("reason", ""))
     except (StudioError, PermissionDenied) as error:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from django.contrib import messages
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from studio.accounts.decorators import requires
+from studio.lookups import found_or_404
 from studio.mcpservers.models import McpServer
 from studio.mcpservers.selectors import mcp_registry_file, mcp_registry_path, mcp_server_usage
 from studio.mcpservers.services import (
@@ -62,13 +63,13 @@ def server_create(request):
 @require_http_methods(["GET", "POST"])
 @requires("mcp.manage")
 def server_edit(request, server_id: int):
-    return _form(request, get_object_or_404(McpServer, pk=server_id))
+    return _form(request, found_or_404(McpServer.objects.get, f"no MCP server #{server_id}", pk=server_id))
 
 
 @require_POST
 @requires("mcp.manage")
 def server_delete(request, server_id: int):
-    server = get_object_or_404(McpServer, pk=server_id)
+    server = found_or_404(McpServer.objects.get, f"no MCP server #{server_id}", pk=server_id)
     mcp_server_delete(server=server, actor=request.user)
     messages.success(request, f"Unregistered MCP server {server.name}; Harness versions naming it are refused "
                               "until it is registered again.")

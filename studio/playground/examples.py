@@ -1,6 +1,6 @@
 """The example viewer requests the playground offers: the project's ``examples/requests``.
 
-One request per intent of SPEC §2 (on the demo catalogue), each with its gold
+One request per intent of docs/architecture.md §2 (on the demo catalogue), each with its gold
 script in ``examples/requests/scripts/`` (the runtime tests run every one under
 the demo Harness). A scripted endpoint answers these examples with those
 scripts, so any endpoint can run them in the playground.

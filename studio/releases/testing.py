@@ -39,7 +39,7 @@ def _read_summary(run: TrainingRun) -> TrainingRun:
 
 def trained_checkpoint(folder: Path) -> TrainingRun:
     """A finished SFT run whose final/ is the tiny test model (so fingerprints and head checks are real)."""
-    from harness.policies.models import tiny_model_dir
+    from harness.model_cache import tiny_model_dir
 
     final = folder / "sft" / "final"
     shutil.copytree(tiny_model_dir(), final)

@@ -160,7 +160,7 @@ class FolderFigures:
     capped: bool
 
 
-_FIGURES = FileCache(16)  # a folder's figures, once per change of run.json or requests.jsonl
+_FIGURES = FileCache("replay-figures")  # a folder's figures, once per change of run.json or requests.jsonl
 
 
 def folder_figures(folder: Path, *, max_bytes: int | None = None, cdf_points: int | None = None) -> FolderFigures:

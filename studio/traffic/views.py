@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.core.paginator import Paginator
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from studio.accounts.decorators import requires
+from studio.lookups import found_or_404
 from studio.traffic import selectors
 from studio.traffic.models import Deployment, DeploymentToken, TrafficTrajectory
 from studio.traffic.services import (
@@ -41,8 +42,8 @@ def traffic_detail(request, trajectory_id: int):
     from studio.annotation.models import AnnotationQueue
     from studio.playground.presenters import system_prompt, trajectory_steps
 
-    row = get_object_or_404(TrafficTrajectory.objects.select_related("deployment", "harness_version__harness"),
-                            pk=trajectory_id)
+    row = found_or_404(TrafficTrajectory.objects.select_related("deployment", "harness_version__harness").get,
+                       f"no trajectory #{trajectory_id}", pk=trajectory_id)
     traj = row.record
     return render(request, "traffic/traffic_detail.html", {
         "row": row, "traj": traj, "steps": trajectory_steps(traj), "system_prompt": system_prompt(traj),
@@ -73,7 +74,7 @@ def deployment_create_view(request):
 @require_POST
 @requires("traffic.deploy")
 def token_create_view(request, name: str):
-    deployment = get_object_or_404(Deployment, name=name)
+    deployment = found_or_404(Deployment.objects.get, f"no deployment named {name!r}", name=name)
     _, token = deployment_token_create(deployment=deployment, actor=request.user)
     return render(request, "traffic/deployment_list.html", {
         "deployments": Deployment.objects.prefetch_related("tokens"), "new_token": token,
@@ -83,7 +84,8 @@ def token_create_view(request, name: str):
 @require_POST
 @requires("traffic.deploy")
 def token_revoke_view(request, token_id: int):
-    token = get_object_or_404(DeploymentToken.objects.select_related("deployment"), pk=token_id)
+    token = found_or_404(DeploymentToken.objects.select_related("deployment").get, f"no deployment token #{token_id}",
+                         pk=token_id)
     deployment_token_revoke(token=token, actor=request.user)
     messages.success(request, f"Token {token.prefix}... of {token.deployment.name} revoked.")
     return redirect("traffic:deployment_list")

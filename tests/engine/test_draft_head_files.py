@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from harness.policies.models import tiny_model_dir
+from harness.model_cache import tiny_model_dir
 from serving.engine.draft_head import (
     DraftHead,
     head_tensors,

@@ -13,7 +13,7 @@ import threading
 import pytest
 import torch
 
-from harness.policies.models import tiny_model_dir
+from harness.model_cache import tiny_model_dir
 from serving.engine import Engine, EngineError, EngineModel, SamplingParams, UnsupportedModel
 from serving.engine.policy import load_model
 

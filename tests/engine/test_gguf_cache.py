@@ -8,7 +8,7 @@ import shutil
 import time
 
 from harness.checkpoints import fingerprint
-from harness.policies.models import tiny_model_dir
+from harness.model_cache import tiny_model_dir
 from serving import gguf
 from serving.gguf import EXPORT_VERSION, STALE_AFTER_S, gguf_for_checkpoint, prune_stale_exports
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from harness import demo_harness_dir, load_dir
+from harness.model_cache import tiny_model_dir
 from harness.policies import GenerationSettings, make_policy
-from harness.policies.models import tiny_model_dir
 from harness.runtime import Agent
 from serving.engine import Engine, EngineModel, SamplingParams
 from serving.engine.policy import TransformersPolicy, load_model
@@ -280,7 +280,7 @@ def test_the_header_reader_reads_what_the_gguf_package_reads_without_decoding_th
     an export, and says so when a header ends early."""
     import gguf
 
-    from harness.policies.models import gguf_path
+    from harness.model_cache import gguf_path
 
     for path in (gguf_path(), _tiny_f32()):
         fields = gguf.GGUFReader(str(path)).fields

@@ -17,7 +17,7 @@ import random
 import pytest
 import torch
 
-from harness.policies.models import tiny_model_dir
+from harness.model_cache import tiny_model_dir
 from serving.engine import Engine, EngineModel, SamplingParams, Speculator
 from serving.engine.draft_head import DraftHead, load_head
 from serving.engine.policy import load_model

@@ -33,7 +33,7 @@ def _offline_nltk(tmp_path, monkeypatch):
     """A data home of the test's own, so that NLTK's data is written there (from the bundled package,
     never downloaded), holding the models already built (a fresh home would build them again: 30 s;
     tests/harness/test_model_cache.py builds them in a fresh one)."""
-    from harness.policies.models import model_cache_dir
+    from harness.model_cache import model_cache_dir
 
     home = tmp_path / "home"
     home.mkdir()

@@ -1,4 +1,4 @@
-"""The synthetic world: deterministic, at SPEC sizes and mix, varied, labelled with real names."""
+"""The synthetic world: deterministic, at the sizes and mix of docs/architecture.md §6, varied, labelled with real names."""
 
 import json
 

@@ -29,7 +29,7 @@ from harness.checkpoints import (
     is_checkpoint,
     resolve_checkpoint,
 )
-from harness.policies.models import default_model_dir, tiny_model_dir
+from harness.model_cache import default_model_dir, tiny_model_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -10,14 +10,14 @@ import sys
 
 import pytest
 
-from harness.policies.models import DEFAULT_MODEL_NAME, TINY_MODEL_NAME, tiny_model_dir
+from harness.model_cache import DEFAULT_MODEL_NAME, TINY_MODEL_NAME, tiny_model_dir
 
 
 @pytest.mark.slow
 def test_a_fresh_data_home_builds_both_models_from_the_installed_package(tmp_path):
     home = tmp_path / "home"
     env = {**os.environ, "HARNESS_STUDIO_HOME": str(home), "HF_HUB_OFFLINE": "1"}
-    done = subprocess.run([sys.executable, "-m", "harness.policies.models"], capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-m", "harness.model_cache"], capture_output=True, text=True,
                           env=env, timeout=300)
     assert done.returncode == 0, done.stderr
     models = home / "models"

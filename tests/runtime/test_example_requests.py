@@ -1,4 +1,4 @@
-"""Every example request (one per intent of SPEC §2) runs under the demo Harness with its gold script."""
+"""Every example request (one per intent of docs/architecture.md §2) runs under the demo Harness with its gold script."""
 
 from __future__ import annotations
 

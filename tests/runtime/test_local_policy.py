@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from harness.model_cache import tiny_model_dir
 from harness.policies import GenerationSettings, PolicyError
-from harness.policies.models import tiny_model_dir
 from serving.engine import MIN_REUSED_PREFIX, Engine, EngineModel, UnsupportedModel
 from serving.engine.policy import TransformersPolicy, load_model
 

@@ -12,8 +12,8 @@ import httpx
 import pytest
 
 from harness.livestream import demo_catalogue
+from harness.model_cache import tiny_model_dir
 from harness.policies import GenerationSettings, PolicyError, make_policy
-from harness.policies.models import tiny_model_dir
 from harness.runtime import Agent
 
 from .helpers import price_request, with_constraints

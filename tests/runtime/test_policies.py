@@ -7,6 +7,7 @@ import json
 import pytest
 
 from harness.livestream import demo_catalogue
+from harness.model_cache import tiny_model_dir
 from harness.policies import (
     GenerationSettings,
     PolicyError,
@@ -14,7 +15,6 @@ from harness.policies import (
     make_policy,
     parse_reply,
 )
-from harness.policies.models import tiny_model_dir
 from harness.runtime import Agent
 from harness.runtime.trajectory_replay import replay_trajectory, same_behaviour
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from harness.model_cache import tiny_model_dir
 from harness.policies import GenerationSettings
-from harness.policies.models import tiny_model_dir
 from harness.policies.openai_chat import OpenAIChatPolicy
 from serving.endpoint import open_endpoint
 from serving.engine_server import BadRequest, parse_body

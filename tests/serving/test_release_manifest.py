@@ -17,7 +17,7 @@ from subprocess import CompletedProcess
 import pytest
 import torch
 
-from harness.policies.models import tiny_model_dir
+from harness.model_cache import tiny_model_dir
 from serving.engine.draft_head import DraftHead
 from serving.engine.policy import load_model
 from serving.release import (

@@ -51,7 +51,7 @@ def harness_dir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def run_dir(case_file, harness_dir, tmp_path_factory):
-    from harness.policies.models import tiny_model_dir
+    from harness.model_cache import tiny_model_dir
 
     tiny_model_dir()
     return replay_run(

@@ -23,7 +23,7 @@ def _alive(pid):
 
 
 def test_sigterm_mid_run_stops_transformers_serve_and_the_mcp_server(tmp_path):
-    from harness.policies.models import tiny_model_dir
+    from harness.model_cache import tiny_model_dir
 
     tiny_model_dir()
     cases = tmp_path / "cases.jsonl"

@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from harness import demo_harness_dir
+from harness.model_cache import tiny_model_dir
 from harness.policies import GenerationSettings
-from harness.policies.models import tiny_model_dir
 from harness.policies.openai_chat import OpenAIChatPolicy
 from serving.endpoint import GenerationSettings as ReplaySettings
 from serving.endpoint import open_endpoint

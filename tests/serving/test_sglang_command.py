@@ -124,7 +124,7 @@ def test_cli_takes_model_and_draft_head_from_the_builtin_sglang_profile(capsys):
 def test_a_smollm2_checkpoint_with_no_head_gets_no_nextn_and_no_qwen_parsers(capsys):
     """SmolLM2 (LlamaForCausalLM, a ChatML template without tools or thinking): no MTP layers, so no
     speculative decoding, and no parser of another model family."""
-    from harness.policies.models import tiny_model_dir
+    from harness.model_cache import tiny_model_dir
 
     assert main(["sglang-command", "--model", str(tiny_model_dir()), "--json"]) == 0
     out, err = capsys.readouterr()

@@ -17,7 +17,7 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from harness.policies.models import tiny_model_dir
+from harness.model_cache import tiny_model_dir
 from serving.__main__ import main
 from serving.engine.draft_head import DraftHead, head_tensors
 from serving.engine.policy import load_model

@@ -15,7 +15,7 @@ from serving.transformers_server import ServerStartError, TransformersServer, fr
 
 @pytest.fixture(scope="module")
 def tiny_dir():
-    from harness.policies.models import tiny_model_dir
+    from harness.model_cache import tiny_model_dir
 
     return tiny_model_dir()
 

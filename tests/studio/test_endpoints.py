@@ -89,7 +89,7 @@ def test_field_errors_name_the_field(personas):
 
 
 def test_a_local_endpoint_can_serve_a_checkpoint_folder(personas, tmp_path, django_capture_on_commit_callbacks):
-    from harness.policies.models import tiny_model_dir
+    from harness.model_cache import tiny_model_dir
 
     client = client_for(personas.ml_engineer)
     relative = client.post("/endpoints/new/", {"name": "trained", "route": "local", "base_url": "",

@@ -175,7 +175,7 @@ def test_ml_engineers_cancel_each_others_training_runs_and_an_operator_cannot(pe
 def test_a_celery_worker_exits_0_on_shutdown_after_a_llama_cpp_call_cut_at_its_budget(personas, demo_version):
     """The worker stops and joins its llama.cpp calls when it shuts down (tests/engine/test_llama_cpp_exit.py:
     llama.cpp computes on for a while after a call is cut, as on a loaded machine); it used to abort."""
-    from harness.policies.models import tiny_model_dir
+    from harness.model_cache import tiny_model_dir
     from studio.endpoints.services import endpoint_save
     from studio.playground.services import playground_run_start
     from tests.engine.slow_llama import ROOT, late_stop_env

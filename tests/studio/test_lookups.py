@@ -21,6 +21,14 @@ pytestmark = pytest.mark.django_db
     ("/training/runs/999999/", "no training run #999999"),
     ("/jobs/999999/", "no job #999999"),
     ("/releases/999999/", "no release #999999"),
+    ("/endpoints/999999/edit/", "no endpoint #999999"),
+    ("/endpoints/secrets/999999/edit/", "no secret #999999"),
+    ("/mcp-servers/999999/edit/", "no MCP server #999999"),
+    ("/traffic/999999/", "no trajectory #999999"),
+    ("/annotation/calibrations/999999/", "no calibration #999999"),
+    ("/annotation/q/no-such-queue/", "no annotation queue 'no-such-queue'"),
+    ("/h/no-such-harness/", "no Harness named 'no-such-harness'"),
+    ("/drafts/999999/", "no draft #999999"),
 ])
 def test_a_missing_object_is_a_404_naming_it(personas, url, message):
     client = client_for(personas.admin)

@@ -25,7 +25,7 @@ from training.mtp_config import MTPStageConfig
 
 @pytest.fixture(scope="module")
 def tiny_policy():
-    from harness.policies.models import tiny_model_dir
+    from harness.model_cache import tiny_model_dir
 
     return Path(tiny_model_dir())
 

@@ -97,10 +97,11 @@ def test_a_growing_metrics_file_is_read_from_where_it_ended_and_a_resumed_one_ag
 
 
 @pytest.mark.django_db
-def test_a_finished_runs_curves_are_kept_beside_its_metrics_and_redone_when_they_change(tmp_path):
+def test_a_finished_runs_curves_are_kept_in_the_studio_cache_and_redone_when_they_change(tmp_path, monkeypatch):
+    from django.core.cache import caches
+
     from studio.training import selectors
     from studio.training.selectors import dashboard
-    from studio.training.selectors import metrics as metrics_module
 
     folder = tmp_path / "run"
     (folder / "sft").mkdir(parents=True)
@@ -111,11 +112,11 @@ def test_a_finished_runs_curves_are_kept_beside_its_metrics_and_redone_when_they
                                      steps=[{"name": "sft", "argv": [], "config_file": "sft.yaml", "output": "sft"}],
                                      config={"sft": {"max_steps": 2}})
     first = selectors.run_dashboard(run)
-    cache = folder / selectors.DASHBOARD_CACHE
-    assert cache.is_file()
-    dashboard._CURVES.clear()  # another web process: it reads the kept curves, not the metrics
-    metrics_module._PARSED.clear()
-    assert selectors.run_dashboard(run)["charts"] == first["charts"] and not len(metrics_module._PARSED)
+    assert not list(folder.glob("dashboard-cache*"))  # Django's cache framework, no file of its own
+    caches["local"].clear()  # another web process: it reads the kept curves (Redis), not the metrics
+    with monkeypatch.context() as patch:
+        patch.setattr(dashboard, "run_metrics", lambda run: pytest.fail("the metrics were parsed again"))
+        assert selectors.run_dashboard(run)["charts"] == first["charts"]
     metrics.write_text('{"step": 1, "loss": 4.0}\n{"step": 2, "loss": 1.5}\n{"step": 3, "loss": 1.0}\n')
     loss = next(c for c in selectors.run_dashboard(run)["charts"] if c["key"] == "loss")
     assert [p[1] for p in loss["series"][0]["points"]] == [4.0, 1.5, 1.0]
@@ -208,7 +209,7 @@ def test_metrics_columns_are_the_rows_of_the_one_reader(text, steps, columns, la
 
 
 @pytest.mark.django_db
-def test_eval_loss_is_a_curve_each_evaluation_is_marked_and_the_best_kept_checkpoint_is_named(tmp_path):
+def test_eval_loss_is_a_curve_each_evaluation_is_marked_and_the_best_kept_checkpoint_is_named(tmp_path, monkeypatch):
     """An SFT run with eval_fraction: eval_loss rows every 2 steps. The lowest eval_loss (step 2) is a
     checkpoint rotated away and step 5's is no checkpoint at all, and checkpoint-7 is torn: the best one
     is checkpoint-8, the lowest of those on disk."""
@@ -245,11 +246,14 @@ def test_eval_loss_is_a_curve_each_evaluation_is_marked_and_the_best_kept_checkp
     assert [(m["x"], m["checkpoint"], m["label"]) for m in best] == [
         (8, "checkpoint-8", "best checkpoint: checkpoint-8 (eval_loss 2.2500)")]
     assert [m[0] for m in marks] == sorted(m[0] for m in marks)  # in step order, as the list shows them
-    from studio.training.selectors import dashboard, metrics
+    from django.core.cache import caches
 
-    dashboard._CURVES.clear()  # another web process: the evaluations are kept with the curves, not parsed again
-    metrics._PARSED.clear()
-    assert run_dashboard(run)["marks"] == data["marks"] and not len(metrics._PARSED)
+    from studio.training.selectors import dashboard
+
+    caches["local"].clear()  # another web process: the evaluations are kept with the curves, not parsed again
+    with monkeypatch.context() as patch:
+        patch.setattr(dashboard, "stage_eval_losses", lambda run: pytest.fail("the metrics were parsed again"))
+        assert run_dashboard(run)["marks"] == data["marks"]
 
     # checkpoint-8 goes (rotated, deleted by hand): the best is the lowest left, checkpoint-4
     import shutil

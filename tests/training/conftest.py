@@ -9,7 +9,7 @@ from tests import artefacts
 
 @pytest.fixture(scope="session")
 def tiny_dir():
-    from harness.policies.models import tiny_model_dir
+    from harness.model_cache import tiny_model_dir
 
     return tiny_model_dir()
 

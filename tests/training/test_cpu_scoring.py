@@ -15,7 +15,7 @@ def fused_tiny_model():
     from transformers import AutoModelForCausalLM
     from trl.trainer.utils import add_fused_lm_head
 
-    from harness.policies.models import tiny_model_dir
+    from harness.model_cache import tiny_model_dir
 
     model = AutoModelForCausalLM.from_pretrained(tiny_model_dir())
     add_fused_lm_head(model, outputs=("log_probs", "entropy", "is_top1"))

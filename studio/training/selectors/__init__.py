@@ -18,7 +18,6 @@ from studio.training.selectors.comparison import (
     checkpoint_compare,
 )
 from studio.training.selectors.dashboard import (
-    DASHBOARD_CACHE,
     run_dashboard,
     run_dashboard_json,
     run_marks,
@@ -42,7 +41,7 @@ from studio.training.selectors.registry import (
 from studio.training.selectors.runs import read_folder_summary, run_get, run_list
 
 __all__ = [
-    "COMPARE_RESAMPLES", "DASHBOARD_CACHE", "CheckpointEntry", "DraftHeadEntry", "Metrics", "Progress",
+    "COMPARE_RESAMPLES", "CheckpointEntry", "DraftHeadEntry", "Metrics", "Progress",
     "SetComparison", "ablation_dashboard", "ablation_data", "ablation_progress", "checkpoint_choices",
     "checkpoint_compare", "checkpoint_registry", "draft_heads", "eta_text", "head_for_checkpoint",
     "read_folder_summary", "run_dashboard", "run_dashboard_json", "run_get", "run_list", "run_marks",

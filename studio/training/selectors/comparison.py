@@ -12,7 +12,7 @@ from typing import Any
 from studio.filecache import FileCache, file_stats
 from studio.training.models import TrainingRun
 
-_ABLATIONS = FileCache(128)  # the table per change of the files it reads
+_ABLATIONS = FileCache("ablation-tables")  # the table per change of the files it reads
 
 
 def _ablation_key(folder: Path) -> tuple:

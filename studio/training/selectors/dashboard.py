@@ -1,6 +1,5 @@
 """A training run's dashboard: its curves downsampled on the server (``studio.training.series``), kept
-as JSON text per change of its metrics files (in memory, and in the run folder once the run has
-ended), and the marks on them (held-out evaluations, kept and best checkpoints, the final model,
+as JSON text per change of its metrics files (in the studio's cache, ``studio.filecache``), and the marks on them (held-out evaluations, kept and best checkpoints, the final model,
 self-evaluations, an MTP head's acceptance).
 """
 
@@ -21,8 +20,7 @@ from studio.training.selectors.metrics import (
 )
 from studio.training.series import DEFAULT_POINTS, curves_from_columns
 
-DASHBOARD_CACHE = "dashboard-cache.json"
-_CURVES = FileCache(128)  # (run, _stat_key) -> (the curves, the eval_loss rows) as JSON text
+_CURVES = FileCache("dashboard-curves")  # (run, _stat_key) -> (the curves, the eval_loss rows) as JSON text
 
 
 def _stat_key(run: TrainingRun, max_points: int) -> str:
@@ -34,33 +32,23 @@ def run_dashboard_json(run: TrainingRun, *, max_points: int = DEFAULT_POINTS, en
     """What the dashboard draws, as the JSON the browser gets: downsampled curves, stage boundaries,
     progress, the marks on the curves and whether the run is still going.
 
-    The curves are computed once per change of the run's metrics files and kept as JSON text: in
-    memory, and for a run that has ended also in ``RUN/dashboard-cache.json`` (written by the job when
-    it ends, or by the first view), so a finished run's first view in any web process reads 150 KB
-    instead of parsing 10,000 rows. Kept as text, not as lists of points: a web process holding many
-    runs' curves as Python objects pays for them in every full garbage collection (a 200-300 ms stall
-    of a random request). ``ended``: the caller knows the run has ended (its job, about to finish)."""
+    The curves are computed once per change of the run's metrics files and kept as JSON text in the
+    studio's cache (``studio.filecache``: on Redis every web process shares them, so a finished run's
+    first view in another process reads 150 KB instead of parsing 10,000 rows; its job computes them
+    as it ends). Kept as text, not as lists of points: a web process holding many runs' curves as
+    Python objects pays for them in every full garbage collection (a 200-300 ms stall of a random
+    request). ``ended``: the caller knows the run has ended (its job, about to finish)."""
     key = _stat_key(run, max_points)
     active = bool(run.job and run.job.is_active) and not ended
     memo = (run.pk, key)
-    text, evaluations = _CURVES.get(memo) or (None, "")
-    cache_file = run.path / DASHBOARD_CACHE
-    if text is None and cache_file.is_file():
-        try:  # line 1: what the curves were computed from; line 2: the curves; line 3: the eval_loss rows
-            stored_key, _, rest = cache_file.read_text(encoding="utf-8").partition("\n")
-            stored, _, evaluations = rest.partition("\n")
-            text = stored if stored and evaluations and stored_key == key else None
-        except (ValueError, OSError):
-            text = None
-    if text is None:
+    kept = _CURVES.get(memo)
+    if kept is None:
         metrics, boundaries = run_metrics(run)
         text = json.dumps({"charts": curves_from_columns(metrics.steps, metrics.columns, max_points=max_points,
                                                                stages=boundaries),
                            "boundaries": boundaries, "progress": run_progress(run).as_dict(), "rows": len(metrics)})
-        evaluations = json.dumps(stage_eval_losses(run))
-        if not active and len(metrics) and max_points == DEFAULT_POINTS:
-            _write_cache(cache_file, key + "\n" + text + "\n" + evaluations)
-    _CURVES.put(memo, (text, evaluations))
+        kept = _CURVES.put(memo, (text, json.dumps(stage_eval_losses(run))))
+    text, evaluations = kept
     marks = run_marks(run, eval_losses={name: dict(rows) for name, rows in json.loads(evaluations).items()})
     extra = json.dumps({"run": run.pk, "marks": marks, "active": active})
     return text[:-1] + ", " + extra[1:]  # both are JSON objects: one object with the keys of both
@@ -164,10 +152,3 @@ def _evaluation_marks(path: Path, *, x0: int, x: int, stage: str) -> list[dict[s
     return marks
 
 
-def _write_cache(path: Path, content: str) -> None:
-    import contextlib
-
-    with contextlib.suppress(OSError):  # a read-only or full disk only costs the next view a parse
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(content, encoding="utf-8")
-        tmp.replace(path)

