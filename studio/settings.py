@@ -272,6 +272,9 @@ HS_MCP_REGISTRY = env_str("HS_MCP_REGISTRY", "")
 # host verifies with its public half, /releases/signing-key.pem (docs/security.md, "Release manifests").
 RELEASE_SIGNING_KEY = Path(env_str("RELEASE_SIGNING_KEY", str(VAR_DIR / "release-signing-key.pem")))
 DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_IMPORT_BYTES
+# The Fernet key stored endpoint secret values are encrypted with (studio/endpoints/crypto.py); empty: the
+# file var/endpoint-secrets.key, made once (owner-only) locally, required in production.
+ENDPOINT_SECRETS_KEY = env_str("ENDPOINT_SECRETS_KEY", "")
 # The compatibility set (evaluation/compatibility.py) is drawn from this dataset (the demo's dev-set), about
 # COMPATIBILITY_CASES cases plus each of them under one HSA variant; another size is another set version.
 COMPATIBILITY_SOURCE_DATASET = env_str("COMPATIBILITY_SOURCE_DATASET", "dev-482")
