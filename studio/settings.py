@@ -79,7 +79,7 @@ if PRODUCTION:
             "comma-separated, e.g. studio.example.com"
         )
 else:
-    ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "0.0.0.0", "[::1]", "testserver"])
+    ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
 INSTALLED_APPS = [
@@ -217,7 +217,15 @@ if PRODUCTION:
         SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
 # --- Celery (broker: Redis) ---------------------------------------------------
-REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
+
+def _local_redis_url() -> str:
+    """The Redis scripts/services.sh starts: on loopback with the password it keeps in var/redis.password."""
+    password_file = VAR_DIR / "redis.password"
+    password = password_file.read_text().strip() if password_file.exists() else ""
+    return f"redis://:{password}@127.0.0.1:6379/0" if password else "redis://127.0.0.1:6379/0"
+
+
+REDIS_URL = env_str("REDIS_URL", "") or _local_redis_url()
 CELERY_BROKER_URL = REDIS_URL
 CELERY_TASK_IGNORE_RESULT = True  # job state lives in the database, not a result backend
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
