@@ -116,6 +116,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
+    "studio.limits.RequestLimitsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
 ]
 
@@ -252,6 +253,16 @@ CELERY_BEAT_SCHEDULE = {
 JOB_HEARTBEAT_S = env_float("JOB_HEARTBEAT_S", 2.0, minimum=0.1)
 JOB_LEASE_S = env_float("JOB_LEASE_S", 20.0, minimum=0.5)
 JOB_LOG_TAIL_CHARS = env_int("JOB_LOG_TAIL_CHARS", 20000, minimum=1000)
+# Jobs one person may have queued or running at once (0: no limit); past it, starting one is a 429 naming the
+# limit and the jobs (studio/limits.py). Six 300 s playground runs once kept another user's 0.5 s job waiting 49 s.
+JOB_QUOTA_PER_USER = env_int("JOB_QUOTA_PER_USER", 3, minimum=0)
+# Follow-on jobs the studio queues by itself (a finished policy run's compatibility cells, a label move's
+# cells): off with FOLLOW_ON_JOBS=0. They never run ahead of a person's queued job: one waits this long and
+# is sent again.
+FOLLOW_ON_JOBS = env_bool("FOLLOW_ON_JOBS", True)
+AUTOMATIC_JOB_YIELD_S = env_float("AUTOMATIC_JOB_YIELD_S", 5.0, minimum=0.1)
+# The longest wait the worker check may ask for.
+WORKER_CHECK_MAX_S = env_float("WORKER_CHECK_MAX_S", 30.0, minimum=1.0)
 # How long a statement that meets a locked SQLite database is retried (with backoff) before it fails:
 # a lock is held at most as long as one write transaction (studio/dblocks.py).
 DB_LOCK_RETRY_S = env_float("DB_LOCK_RETRY_S", 120.0, minimum=0.0)
@@ -280,6 +291,10 @@ HS_MCP_REGISTRY = env_str("HS_MCP_REGISTRY", "")
 # host verifies with its public half, /releases/signing-key.pem (docs/security.md, "Release manifests").
 RELEASE_SIGNING_KEY = Path(env_str("RELEASE_SIGNING_KEY", str(VAR_DIR / "release-signing-key.pem")))
 DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_IMPORT_BYTES
+# A request body larger than this is refused by its Content-Length before any of it is read (413,
+# studio/limits.py): a 300 MiB upload was once written to /tmp in full before its 400. The imports' own
+# cap (MAX_IMPORT_BYTES) plus room for the form's other fields and the multipart framing.
+MAX_REQUEST_BYTES = env_int("MAX_REQUEST_BYTES", MAX_IMPORT_BYTES + 1024 * 1024, minimum=1024)
 # The Fernet key stored endpoint secret values are encrypted with (studio/endpoints/crypto.py); empty: the
 # file var/endpoint-secrets.key, made once (owner-only) locally, required in production.
 ENDPOINT_SECRETS_KEY = env_str("ENDPOINT_SECRETS_KEY", "")
