@@ -203,12 +203,18 @@ LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "accounts:login"
 
 SESSION_COOKIE_HTTPONLY = True
+# Sign-in throttling (studio/accounts/services.py): this many failures for a username (four times as many from
+# one address) within the window refuse further attempts, the right password included, until it passes.
+SIGN_IN_MAX_FAILURES = env_int("SIGN_IN_MAX_FAILURES", 5, minimum=1)
+SIGN_IN_WINDOW_S = env_int("SIGN_IN_WINDOW_S", 15 * 60, minimum=60)
+# How long a session lasts without signing in again (Django's default is two weeks; production.env: 8 hours).
+SESSION_COOKIE_AGE = env_int("SESSION_COOKIE_AGE", 14 * 24 * 3600 if not PRODUCTION else 8 * 3600, minimum=300)
 CSRF_COOKIE_HTTPONLY = False  # htmx reads the token from the page, not the cookie
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 if PRODUCTION:
-    SESSION_COOKIE_SECURE = True
-    CSRF_COOKIE_SECURE = True
+    SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", True)
+    CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", True)
     SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", True)
     SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 365 * 24 * 3600, minimum=0)
     SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", True)
