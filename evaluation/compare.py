@@ -130,8 +130,9 @@ run_rows = _rows
 def compare_runs(*, run_a: str | Path, run_b: str | Path, resamples: int = DEFAULT_RESAMPLES,
                  seed: int = 0) -> dict[str, Any]:
     """``paired_comparison`` of two run folders (or results files) of ``evaluation run``."""
+    parent, candidate = _rows(run_a), _rows(run_b)  # a damaged file's own error names its file and line
     try:
-        result = paired_comparison(parent=_rows(run_a), candidate=_rows(run_b), resamples=resamples, seed=seed)
+        result = paired_comparison(parent=parent, candidate=candidate, resamples=resamples, seed=seed)
     except ValueError:
         raise ValueError(f"{run_a} and {run_b} share no case ids; compare runs of the same set") from None
     return {"run_a": str(run_a), "run_b": str(run_b), **result}

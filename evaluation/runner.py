@@ -30,8 +30,9 @@ from evaluation import report as R
 from evaluation.cases import load_cases
 from evaluation.scoring import CaseScorer, judge_for
 from evaluation.summary import summarize
-from harness.jsonl import finished_records
+from harness.jsonl import finished_lines
 from harness.mcp_registry import McpRegistry
+from harness.userfiles import InputFileError
 
 RESULTS = "results.jsonl"
 
@@ -49,8 +50,16 @@ class RunOutcome:
 
 
 def load_results(path: Path) -> list[dict]:
-    """Finished rows of a results file; a torn last line (killed mid-write) is ignored."""
-    return finished_records(path)
+    """Finished rows of a results file; a torn last line (killed mid-write) is ignored. A row that is not an
+    object with the ``id`` of its case is an InputFileError naming ``file:line`` (not a KeyError later)."""
+    rows = []
+    for number, row in finished_lines(path, what="results file"):
+        if not isinstance(row, dict) or not isinstance(row.get("id"), str) or not row["id"]:
+            shown = "an object without 'id'" if isinstance(row, dict) else f"a JSON {type(row).__name__}"
+            raise InputFileError(f"{path}:{number}: {shown}; each line of a results file is a JSON object with "
+                                 "the 'id' of the case it scored, as 'evaluation run' writes it")
+        rows.append(row)
+    return rows
 
 
 def _sha256(path: Path) -> str:

@@ -160,10 +160,13 @@ def _file_sha256(path: Path, expected: os.stat_result) -> str:
 def folder_files(path: str | Path) -> list[FileDigest]:
     """Every file under ``path`` (sub-folders included) with its size and full sha256, sorted by name.
 
-    CheckpointError names the entry when the folder is missing, holds a link to a folder, a FIFO,
+    CheckpointError names the entry when the folder is missing or is itself a link, holds a symbolic link
+    (to a file or a folder: the bytes would live outside the folder that was checked and approved), a FIFO,
     socket or device, more than MAX_FILES files, or a file that cannot be read."""
     root = Path(path)
     try:
+        if root.is_symlink():
+            raise CheckpointError(f"{root} is a symbolic link to {os.readlink(root)}; give the folder itself")
         if not root.is_dir():
             raise CheckpointError(f"{root} is not a folder on this host")
     except OSError as error:
@@ -181,7 +184,10 @@ def folder_files(path: str | Path) -> list[FileDigest]:
                     raise CheckpointError(f"{Path(folder, name)} is a link to a folder; copy the files in instead")
             for name in sorted(files):
                 full = Path(folder, name)
-                info = full.stat()  # follows a link to a file: its content is what is served
+                if full.is_symlink():  # a link's bytes live elsewhere, and can change there after approval
+                    raise CheckpointError(f"{full} is a symbolic link to {os.readlink(full)}; copy the file in "
+                                          "instead (a checkpoint folder holds its own files)")
+                info = full.stat()
                 if not stat.S_ISREG(info.st_mode):
                     raise CheckpointError(f"{full} is not a regular file (a FIFO, socket or device); remove it")
                 entries.append(FileDigest(full.relative_to(root).as_posix(), info.st_size, _file_sha256(full, info)))

@@ -7,8 +7,10 @@ Two readers, for the two kinds of file the project keeps:
   raises the caller's error class naming ``file:line`` and the parser's reason
   (read through :mod:`harness.userfiles`: size cap, UTF-8, bounded nesting);
 - :func:`finished_records` for append-only results files the project writes
-  itself as each item finishes: a line torn by a killed run is skipped, so the
-  run resumes and does that item again.
+  itself as each item finishes: only finished lines (ending in a line break) are
+  read, so a line torn by a killed run is skipped and the run does that item
+  again; the file is read bounded (``MAX_LINES_BYTES``) and a finished line that
+  is not UTF-8 (a damaged or binary file) is an error naming ``file:line``.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from harness.userfiles import MAX_LINES_BYTES, parse_json, read_text
+from harness.userfiles import MAX_LINES_BYTES, InputFileError, parse_json, read_text
 
 
 def split_lines(text: str) -> list[str]:
@@ -45,15 +47,40 @@ def jsonl_records(path: str | Path, *, error: type[Exception] = ValueError,
         yield number, parse_json(line, source=str(path), line=number, what="JSON Lines record", error=error)
 
 
-def finished_records(path: str | Path) -> list[Any]:
-    """The complete records of an append-only results file; [] when it does not exist yet."""
+def finished_lines(path: str | Path, *, what: str = "results file",
+                   error: type[Exception] = InputFileError) -> list[tuple[int, Any]]:
+    """``(line number, record)`` of each finished JSON line of an append-only results file; [] when it does
+    not exist yet. A last line without its line break (torn by a kill) is not read; a finished line that is
+    not JSON (a torn line a resumed run appended to) is skipped, its item runs again. ``error`` names
+    ``file:line`` for a file over MAX_LINES_BYTES or a finished line that is not UTF-8."""
     path = Path(path)
     if not path.is_file():
         return []
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(MAX_LINES_BYTES + 1)
+    except OSError as exc:
+        raise error(f"{path}: cannot read the {what} ({exc.strerror or exc})") from None
+    if len(data) > MAX_LINES_BYTES:
+        raise error(f"{path}: larger than {MAX_LINES_BYTES >> 20} MiB, the most a {what} may hold")
+    finished = data[:data.rfind(b"\n") + 1]
     records = []
-    for line in split_lines(path.read_text(encoding="utf-8")):
+    for number, raw in enumerate(finished.split(b"\n")[:-1], start=1):
         try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue  # a line torn by a kill; its item runs again
+            line = raw.decode("utf-8").removesuffix("\r")
+        except UnicodeDecodeError as exc:
+            raise error(f"{path}:{number}: not UTF-8 text ({exc.reason} at byte {exc.start} of the line); a "
+                        f"{what} holds JSON Lines (is this the file written by the run?)") from None
+        if not line.strip():
+            continue
+        try:
+            records.append((number, json.loads(line)))
+        except (json.JSONDecodeError, RecursionError):
+            continue  # a line torn by a kill that a resumed run appended to; its item runs again
     return records
+
+
+def finished_records(path: str | Path, *, what: str = "results file",
+                     error: type[Exception] = InputFileError) -> list[Any]:
+    """The finished records of an append-only results file (``finished_lines`` without line numbers)."""
+    return [record for _number, record in finished_lines(path, what=what, error=error)]

@@ -2,18 +2,39 @@
 # Sets up and starts Harness Studio on this machine: Redis, migrations, demo
 # data (roles, demo users printed with their passwords, the demo Harness v1 at
 # production, the local model endpoint), a Celery worker with its beat
-# scheduler, and the web server (gunicorn, scripts/web.sh) on 127.0.0.1:${PORT:-8000}. Ctrl-C stops all.
+# scheduler, and the web server (gunicorn, scripts/web.sh) on ${HOST:-127.0.0.1}:${PORT:-8000}. Ctrl-C stops all.
 # Idempotent: a second run reuses the virtualenv, database and demo data.
+#
+# Not open to the network: the web server listens on loopback unless HOST says otherwise
+# (HOST=0.0.0.0 with ALLOWED_HOSTS naming the host names it is reached by), Django's ALLOWED_HOSTS
+# names what it binds, Redis and PostgreSQL have generated passwords (scripts/services.sh), and var/
+# (the SQLite database, the keys, the logs) is readable by its owner only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+umask 077  # every file the demo makes (database, keys, logs) is its owner's only
 bash scripts/bootstrap.sh
+mkdir -p var/log
+# Files made by an earlier run under a looser umask (the database was 0644) become owner-only too.
+chmod 700 var
+chmod -R go-rwx var
 service_env=$(bash scripts/services.sh)
 eval "$service_env"
 export REDIS_URL
 if [ -n "${DATABASE_URL:-}" ]; then export DATABASE_URL; fi
 PY=.venv/bin/python
 PORT=${PORT:-8000}
-mkdir -p var/log
+HOST=${HOST:-127.0.0.1}
+if [ -z "${ALLOWED_HOSTS:-}" ]; then
+  case "$HOST" in
+    127.0.0.1|localhost) ALLOWED_HOSTS="127.0.0.1,localhost" ;;
+    0.0.0.0|::)
+      echo "[demo] HOST=$HOST listens on every interface: set ALLOWED_HOSTS to the host names it is reached by" \
+           "(e.g. ALLOWED_HOSTS=studio.lan HOST=$HOST bash scripts/demo.sh)" >&2
+      exit 2 ;;
+    *) ALLOWED_HOSTS="$HOST,127.0.0.1,localhost" ;;
+  esac
+fi
+export ALLOWED_HOSTS
 
 say() { printf '\033[1m[demo]\033[0m %s\n' "$*"; }
 say "migrations"
@@ -46,10 +67,10 @@ say "Celery training worker, one job at a time, queue ${CELERY_TRAIN_QUEUE:-trai
 $PY -m celery -A studio worker --queues "${CELERY_TRAIN_QUEUE:-train}" --hostname "train@%h" \
   --concurrency 1 --loglevel INFO >>var/log/celery-train.log 2>&1 &
 pids+=($!)
-say "web server (gunicorn) on http://${WEB_HOST:-127.0.0.1}:$PORT/ (access log: var/log/web-access.log; Ctrl-C stops everything)"
+say "web server (gunicorn) on http://$HOST:$PORT/ (Host names accepted: $ALLOWED_HOSTS; access log: var/log/web-access.log; Ctrl-C stops everything)"
 # The production server (docs/deploy.md): DEBUG off, static files hashed and served by WhiteNoise,
-# workers and threads from the cores (WEB_WORKERS, WEB_THREADS); WEB_HOST=0.0.0.0 opens it to the network.
-PORT=$PORT WEB_ACCESS_LOG=${WEB_ACCESS_LOG:-var/log/web-access.log} bash scripts/web.sh &
+# workers and threads from the cores (WEB_WORKERS, WEB_THREADS), bound to HOST (loopback unless told).
+WEB_HOST=$HOST PORT=$PORT WEB_ACCESS_LOG=${WEB_ACCESS_LOG:-var/log/web-access.log} bash scripts/web.sh &
 pids+=($!)
 # Return as soon as either process ends; the trap then stops the other.
 wait -n "${pids[@]}"

@@ -3,8 +3,13 @@
 #   redis   - the Celery broker (always)
 #   postgres - the production database (with the argument "postgres")
 # Prints the environment to export, e.g.  eval "$(scripts/services.sh postgres)"
+# Both listen on loopback only and get passwords generated once and kept in var/
+# (var/redis.password, var/postgres.password; owner-only files in an owner-only
+# folder), which the exported URLs carry; studio/settings.py reads
+# var/redis.password too when REDIS_URL is not set.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+umask 077
 # Only the export lines go to stdout, printed at the very end: everything the
 # servers' own tools print (pg_ctlcluster says "Removed stale pid file.") goes
 # to stderr, so that `eval "$(...)"` never runs a server's chatter as a command.
@@ -13,17 +18,42 @@ cd "$(dirname "$0")/.."
 # caller wait for ever (bash keeps its saved copy of fd 1 close-on-exec).
 EXPORTS=()
 
+# password FILE: the password kept in FILE, made once (128 random bits as 32 hex digits: no URL escaping).
+password() {
+  if [ ! -s "$1" ]; then
+    (umask 077; head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$1.new" && mv "$1.new" "$1")
+  fi
+  chmod 600 "$1"
+  cat "$1"
+}
+
 start_services() {
 mkdir -p var/redis var/log
+chmod 700 var
 REDIS_PORT=${REDIS_PORT:-6379}
+REDIS_PASSWORD=$(password var/redis.password)
+# redis-cli reads the password from REDISCLI_AUTH, so it never shows in `ps`.
+ours() { REDISCLI_AUTH=$REDIS_PASSWORD redis-cli --no-auth-warning -p "$REDIS_PORT" ping 2>/dev/null | grep -q PONG; }
 
-if ! redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1; then
-  redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --daemonize yes \
-    --dir "$(pwd)/var/redis" --logfile "$(pwd)/var/log/redis.log" --save "" --appendonly no
-  for _ in $(seq 50); do redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
-  redis-cli -p "$REDIS_PORT" ping >/dev/null || { echo "redis-server did not start (var/log/redis.log)" >&2; exit 1; }
+REDIS_AUTH=":$REDIS_PASSWORD@"
+if ours; then
+  :
+elif redis-cli -p "$REDIS_PORT" ping 2>/dev/null | grep -q PONG; then
+  # Started by hand or by an older services.sh: used as it is (stopping it could cut off its other users),
+  # and said loudly.
+  echo "services.sh: WARNING: the Redis on port $REDIS_PORT has no password; any local user can read and" \
+       "queue jobs. Stop it (redis-cli -p $REDIS_PORT shutdown nosave) and run this again to start it with" \
+       "var/redis.password" >&2
+  REDIS_AUTH=""
+else
+  # The password goes in an owner-only config file, not on redis-server's command line (`ps` shows that).
+  printf 'port %s\nbind 127.0.0.1\nprotected-mode yes\nrequirepass %s\ndaemonize yes\ndir %s\nlogfile %s\nsave ""\nappendonly no\n' \
+    "$REDIS_PORT" "$REDIS_PASSWORD" "$(pwd)/var/redis" "$(pwd)/var/log/redis.log" >var/redis/redis.conf
+  redis-server var/redis/redis.conf
+  for _ in $(seq 50); do ours && break; sleep 0.1; done
+  ours || { echo "redis-server did not start on port $REDIS_PORT (var/log/redis.log)" >&2; exit 1; }
 fi
-EXPORTS+=("export REDIS_URL=redis://127.0.0.1:$REDIS_PORT/0")
+EXPORTS+=("export REDIS_URL=redis://${REDIS_AUTH}127.0.0.1:$REDIS_PORT/0")
 
 if [ "${1:-}" = postgres ]; then
   PGVER=$(ls /usr/lib/postgresql | sort -n | tail -1)
@@ -34,12 +64,16 @@ if [ "${1:-}" = postgres ]; then
     pg_ctlcluster "$PGVER" main start
   fi
   for _ in $(seq 50); do su postgres -c "psql -qtAc 'select 1'" >/dev/null 2>&1 && break; sleep 0.2; done
+  PG_PASSWORD=$(password var/postgres.password)
+  # The role's password is var/postgres.password's (set again on every start, so an old 'harness' goes);
+  # sent on psql's stdin, never on a command line.
   su postgres -c "psql -qtAc \"select 1 from pg_roles where rolname='harness'\"" | grep -q 1 \
-    || su postgres -c "psql -qc \"create role harness login createdb password 'harness'\"" >/dev/null
+    || su postgres -c "psql -qc 'create role harness login createdb'" >/dev/null
+  printf "alter role harness password '%s';\n" "$PG_PASSWORD" | su postgres -c "psql -q" >/dev/null
   su postgres -c "psql -qtAc \"select 1 from pg_database where datname='harness_studio'\"" | grep -q 1 \
     || su postgres -c "createdb -O harness harness_studio"
   PGPORT=$(pg_lsclusters -h | awk -v v="$PGVER" '$1==v && $2=="main" {print $3}')
-  EXPORTS+=("export DATABASE_URL=postgres://harness:harness@127.0.0.1:$PGPORT/harness_studio")
+  EXPORTS+=("export DATABASE_URL=postgres://harness:$PG_PASSWORD@127.0.0.1:$PGPORT/harness_studio")
 fi
 }
 

@@ -28,7 +28,11 @@ Bounds (docs/security.md): a body is refused by its ``Content-Length`` before it
 while it is read, past ``MAX_BODY_BYTES`` (413); a body not received within ``READ_TIMEOUT_S`` is a
 408; a prompt longer than the context is a 400 before any prefill (a cheap bound on characters
 first, then the token count); uvicorn answers 503 past ``--max-connections``; a client that goes
-away cancels its request, during prefill as well as decode.
+away cancels its request, during prefill as well as decode. A connection whose request headers are
+not complete within ``HEADER_TIMEOUT_S`` is answered 408 and closed, and one client address holds at
+most ``MAX_CONNECTIONS_PER_CLIENT`` connections (more get a 503 at once): 64 sockets that sent only a
+request line and a ``Host`` header once held every slot, and every other client got 503 for 30 s or
+more (``GuardedH11Protocol``).
 """
 
 from __future__ import annotations
@@ -56,6 +60,8 @@ KNOWN_REQUESTS = 1024
 _REQUEST_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 READ_TIMEOUT_S = 10.0
 MAX_CONNECTIONS = 64
+HEADER_TIMEOUT_S = 5.0
+MAX_CONNECTIONS_PER_CLIENT = 16
 MAX_SEED = 2**32 - 1  # llama.cpp's seed is 32-bit; the torch engine takes the same range
 TORCH_QUANTIZATIONS = ("none", "int8")
 # "gguf": the route's own format ($HARNESS_GGUF_QUANTIZATION, else Q8_0; the shipped file for the default model)
@@ -472,6 +478,18 @@ def main(argv: list[str] | None = None) -> int:
     return run(parser.parse_args(argv))
 
 
+def _positive(kind: type) -> Callable[[str], Any]:
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a {kind.__name__}; give a number above 0") from None
+        if not value > 0:
+            raise argparse.ArgumentTypeError(f"{text!r}: give a number above 0")
+        return value
+    return parse
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("checkpoint", help="checkpoint folder, or 'default' / 'tiny'")
     parser.add_argument("--host", default="127.0.0.1")
@@ -487,6 +505,83 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="connections and requests at once; more get a 503")
     parser.add_argument("--read-timeout", type=float, default=READ_TIMEOUT_S,
                         help="seconds a request body may take to arrive (then 408)")
+    parser.add_argument("--header-timeout", type=_positive(float), default=HEADER_TIMEOUT_S,
+                        help="seconds a request's headers may take to arrive (then 408 and the connection closes)")
+    parser.add_argument("--max-connections-per-client", type=_positive(int), default=MAX_CONNECTIONS_PER_CLIENT,
+                        help="connections one client address may hold at once; more get a 503")
+
+
+def guarded_protocol(*, header_timeout_s: float, per_client: int) -> type:
+    """uvicorn's h11 protocol with a header timeout and a per-client connection cap (one class per server:
+    the count of open connections per client address is shared by its connections)."""
+    from collections import Counter
+
+    import h11
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    open_by_client: Counter[str] = Counter()
+
+    def _refuse(transport, status: int, message: str) -> None:
+        body = (json.dumps({"error": {"message": message, "type": "invalid_request_error", "code": status}})
+                .encode())
+        phrase = {408: b"Request Timeout", 503: b"Service Unavailable"}[status]
+        transport.write(b"HTTP/1.1 %d %s\r\ncontent-type: application/json\r\ncontent-length: %d\r\n"
+                        b"connection: close\r\n\r\n%s" % (status, phrase, len(body), body))
+        transport.close()
+
+    class GuardedH11Protocol(H11Protocol):
+        _counted = False
+        _header_timer = None
+
+        def connection_made(self, transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            self._client_host = self.client[0] if self.client else ""
+            if open_by_client[self._client_host] >= per_client:
+                _refuse(transport, 503, f"this client already holds {per_client} connections (the limit per "
+                                        "client); reuse one or close one")
+                return
+            open_by_client[self._client_host] += 1
+            self._counted = True
+            self._arm_header_timer()
+
+        def _arm_header_timer(self) -> None:
+            self._cancel_header_timer()
+            self._header_timer = self.loop.call_later(header_timeout_s, self._headers_too_slow)
+
+        def _cancel_header_timer(self) -> None:
+            if self._header_timer is not None:
+                self._header_timer.cancel()
+                self._header_timer = None
+
+        def _headers_too_slow(self) -> None:
+            self._header_timer = None
+            waiting = self.cycle is None or self.cycle.response_complete
+            if waiting and not self.transport.is_closing():
+                if self.conn.their_state is h11.IDLE and not self.conn.trailing_data[0]:
+                    self.transport.close()  # an idle keep-alive connection: nothing was started
+                else:
+                    _refuse(self.transport, 408, f"request headers not received within {header_timeout_s:g} s")
+
+        def handle_events(self) -> None:
+            super().handle_events()
+            if self.cycle is not None and not self.cycle.response_complete:
+                self._cancel_header_timer()  # a request's headers are in; its body has read_body's timeout
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            if not self.transport.is_closing():
+                self._arm_header_timer()  # the next request's headers get the same bound
+
+        def connection_lost(self, exc) -> None:
+            self._cancel_header_timer()
+            if self._counted:
+                self._counted = False
+                open_by_client[self._client_host] -= 1
+                if open_by_client[self._client_host] <= 0:
+                    del open_by_client[self._client_host]
+            super().connection_lost(exc)
+
+    return GuardedH11Protocol
 
 
 def run(args: argparse.Namespace) -> int:
@@ -510,7 +605,8 @@ def run(args: argparse.Namespace) -> int:
     app = build_app(resolve_checkpoint(args.checkpoint), quantization=args.quantization,
                     max_tokens_cap=args.max_tokens_cap, draft_head=args.draft_head, threads=args.threads,
                     read_timeout_s=args.read_timeout)
-    config = uvicorn.Config(app, host=args.host, port=args.port, log_level="info",
+    http = guarded_protocol(header_timeout_s=args.header_timeout, per_client=args.max_connections_per_client)
+    config = uvicorn.Config(app, host=args.host, port=args.port, log_level="info", http=http,
                             limit_concurrency=args.max_connections, timeout_keep_alive=5)
     for sig in (signal.SIGTERM, signal.SIGINT):  # uvicorn hands the signal it stopped for back to this
         signal.signal(sig, lambda *_: None)      # handler when it is done: the server then exits 0 below

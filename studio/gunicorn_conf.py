@@ -31,7 +31,8 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "studio.settings")
 
 _CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
-bind = f"{env_str('WEB_HOST', '127.0.0.1')}:{env_int('PORT', 8000, minimum=1)}"
+_host = env_str('WEB_HOST', '127.0.0.1')
+bind = f"{f'[{_host}]' if ':' in _host else _host}:{env_int('PORT', 8000, minimum=1)}"  # an IPv6 address bracketed
 workers = env_int("WEB_WORKERS", _CORES + 1, minimum=1)
 threads = env_int("WEB_THREADS", 4, minimum=1)
 worker_class = "gthread"

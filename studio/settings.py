@@ -79,7 +79,7 @@ if PRODUCTION:
             "comma-separated, e.g. studio.example.com"
         )
 else:
-    ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "0.0.0.0", "[::1]", "testserver"])
+    ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
 INSTALLED_APPS = [
@@ -118,6 +118,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
+    "studio.limits.RequestLimitsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
 ]
 
@@ -213,12 +214,18 @@ LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "accounts:login"
 
 SESSION_COOKIE_HTTPONLY = True
+# Sign-in throttling (studio/accounts/services.py): this many failures for a username (four times as many from
+# one address) within the window refuse further attempts, the right password included, until it passes.
+SIGN_IN_MAX_FAILURES = env_int("SIGN_IN_MAX_FAILURES", 5, minimum=1)
+SIGN_IN_WINDOW_S = env_int("SIGN_IN_WINDOW_S", 15 * 60, minimum=60)
+# How long a session lasts without signing in again (Django's default is two weeks; production.env: 8 hours).
+SESSION_COOKIE_AGE = env_int("SESSION_COOKIE_AGE", 14 * 24 * 3600 if not PRODUCTION else 8 * 3600, minimum=300)
 CSRF_COOKIE_HTTPONLY = False  # htmx reads the token from the page, not the cookie
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 if PRODUCTION:
-    SESSION_COOKIE_SECURE = True
-    CSRF_COOKIE_SECURE = True
+    SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", True)
+    CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", True)
     SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", True)
     SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 365 * 24 * 3600, minimum=0)
     SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", True)
@@ -228,7 +235,15 @@ if PRODUCTION:
         SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
 # --- Celery (broker: Redis) ---------------------------------------------------
-REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
+
+def _local_redis_url() -> str:
+    """The Redis scripts/services.sh starts: on loopback with the password it keeps in var/redis.password."""
+    password_file = VAR_DIR / "redis.password"
+    password = password_file.read_text().strip() if password_file.exists() else ""
+    return f"redis://:{password}@127.0.0.1:6379/0" if password else "redis://127.0.0.1:6379/0"
+
+
+REDIS_URL = env_str("REDIS_URL", "") or _local_redis_url()
 CELERY_BROKER_URL = REDIS_URL
 CELERY_TASK_IGNORE_RESULT = True  # job state lives in the database, not a result backend
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
@@ -272,6 +287,16 @@ CELERY_BEAT_SCHEDULE = {
 JOB_HEARTBEAT_S = env_float("JOB_HEARTBEAT_S", 2.0, minimum=0.1)
 JOB_LEASE_S = env_float("JOB_LEASE_S", 20.0, minimum=0.5)
 JOB_LOG_TAIL_CHARS = env_int("JOB_LOG_TAIL_CHARS", 20000, minimum=1000)
+# Jobs one person may have queued or running at once (0: no limit); past it, starting one is a 429 naming the
+# limit and the jobs (studio/limits.py). Six 300 s playground runs once kept another user's 0.5 s job waiting 49 s.
+JOB_QUOTA_PER_USER = env_int("JOB_QUOTA_PER_USER", 3, minimum=0)
+# Follow-on jobs the studio queues by itself (a finished policy run's compatibility cells, a label move's
+# cells): off with FOLLOW_ON_JOBS=0. They never run ahead of a person's queued job: one waits this long and
+# is sent again.
+FOLLOW_ON_JOBS = env_bool("FOLLOW_ON_JOBS", True)
+AUTOMATIC_JOB_YIELD_S = env_float("AUTOMATIC_JOB_YIELD_S", 5.0, minimum=0.1)
+# The longest wait the worker check may ask for.
+WORKER_CHECK_MAX_S = env_float("WORKER_CHECK_MAX_S", 30.0, minimum=1.0)
 # How long a statement that meets a locked SQLite database is retried (with backoff) before it fails:
 # a lock is held at most as long as one write transaction (studio/dblocks.py).
 DB_LOCK_RETRY_S = env_float("DB_LOCK_RETRY_S", 120.0, minimum=0.0)
@@ -300,6 +325,13 @@ HS_MCP_REGISTRY = env_str("HS_MCP_REGISTRY", "")
 # host verifies with its public half, /releases/signing-key.pem (docs/security.md, "Release manifests").
 RELEASE_SIGNING_KEY = Path(env_str("RELEASE_SIGNING_KEY", str(VAR_DIR / "release-signing-key.pem")))
 DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_IMPORT_BYTES
+# A request body larger than this is refused by its Content-Length before any of it is read (413,
+# studio/limits.py): a 300 MiB upload was once written to /tmp in full before its 400. The imports' own
+# cap (MAX_IMPORT_BYTES) plus room for the form's other fields and the multipart framing.
+MAX_REQUEST_BYTES = env_int("MAX_REQUEST_BYTES", MAX_IMPORT_BYTES + 1024 * 1024, minimum=1024)
+# The Fernet key stored endpoint secret values are encrypted with (studio/endpoints/crypto.py); empty: the
+# file var/endpoint-secrets.key, made once (owner-only) locally, required in production.
+ENDPOINT_SECRETS_KEY = env_str("ENDPOINT_SECRETS_KEY", "")
 # The compatibility set (evaluation/compatibility.py) is drawn from this dataset (the demo's dev-set), about
 # COMPATIBILITY_CASES cases plus each of them under one HSA variant; another size is another set version.
 COMPATIBILITY_SOURCE_DATASET = env_str("COMPATIBILITY_SOURCE_DATASET", "dev-482")

@@ -23,6 +23,13 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
         os.environ.setdefault(_name, "1")
 
 
+@pytest.fixture(autouse=True)
+def _no_job_quota(settings):
+    """Tests start many jobs per persona that no worker takes (they stay queued), so the per-user job quota
+    (JOB_QUOTA_PER_USER) is off in tests; tests/security/test_per_user_limits.py turns the default back on."""
+    settings.JOB_QUOTA_PER_USER = 0
+
+
 @pytest.fixture
 def fake_openai():
     """A started fake OpenAI-compatible server (tests/fake_openai.py): ``.url``, ``.answers``, ``.requests``."""

@@ -92,8 +92,11 @@ class FakeOpenAI:
 
     @property
     def authorizations(self) -> list[str]:
-        """The Authorization header of every request ('' when none was sent)."""
-        return [r.headers.get("Authorization", "") for r in self.requests]
+        """The Authorization header of every request ('' when none was sent). Header names are read
+        without regard to case: the OpenAI client sends ``authorization``, and a case-sensitive lookup
+        read its key as none sent."""
+        return [next((value for name, value in r.headers.items() if name.lower() == "authorization"), "")
+                for r in self.requests]
 
     def _handle(self, handler: BaseHTTPRequestHandler, body: Any) -> None:
         self.requests.append(Recorded(handler.command, handler.path, dict(handler.headers), body))

@@ -110,7 +110,9 @@ def make_policy(spec: str, *, settings: GenerationSettings | None = None) -> Pol
                              "e.g. openai:http://127.0.0.1:8000/v1:my-model")
         from harness.policies.openai_chat import OpenAIChatPolicy
 
-        return OpenAIChatPolicy(base_url=base_url, model=model, settings=settings)
+        # the CLIs' spec: the person running it chose both the URL and their environment's key
+        return OpenAIChatPolicy(base_url=base_url, model=model, settings=settings,
+                                api_key=os.environ.get("OPENAI_API_KEY"))
     if spec.startswith("scripted:"):
         from harness.policies.scripted import ScriptedPolicy
 

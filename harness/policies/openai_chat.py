@@ -4,8 +4,11 @@ SGLang on a GPU, vLLM, vendor APIs, or ``transformers serve`` on CPU. Streaming
 makes time to first token and decode tokens/s client-observed, per call. The
 tool specs are sent natively; when the server returns native tool calls they
 are used, otherwise the runtime parses the text protocol from the content.
-The API key comes from ``api_key`` or ``$OPENAI_API_KEY`` (a placeholder for
-local servers that need none).
+The API key is ``api_key`` and nothing else: a policy made without one sends a
+placeholder, never ``$OPENAI_API_KEY`` from the environment (a keyless studio
+endpoint on someone's own server once received the worker's key that way). The
+CLIs' ``openai:URL:MODEL`` spec passes ``$OPENAI_API_KEY`` explicitly
+(``make_policy``): there the person running the command owns the environment.
 
 Each call names the agent request it belongs to in the header
 ``X-Harness-Request`` (a random id per request, nothing from the request), and
@@ -18,7 +21,6 @@ in-process policy uses ``begin_request``: a request that is over holds no slot.
 from __future__ import annotations
 
 import json
-import os
 import threading
 import time
 import uuid
@@ -36,6 +38,10 @@ from harness.policies.base import (
 #: The agent request a call belongs to, and (on a request's first call) the one before it in its thread.
 REQUEST_HEADER = "X-Harness-Request"
 ENDED_HEADER = "X-Harness-Request-Ended"
+
+
+# What a keyless policy sends as its bearer token (the client needs one); no server can learn anything from it.
+KEYLESS = "not-needed"
 
 
 class OpenAIChatPolicy(Policy):
@@ -57,7 +63,7 @@ class OpenAIChatPolicy(Policy):
         self.extra_body = dict(extra_body or {})
         self.name = name or f"openai:{self.base_url}:{model}"
         self.client = OpenAI(base_url=self.base_url,
-                             api_key=api_key or os.environ.get("OPENAI_API_KEY") or "not-needed",
+                             api_key=api_key or KEYLESS,
                              timeout=timeout_s, max_retries=0)
         self._request = threading.local()  # the agent runs each request in one thread
 

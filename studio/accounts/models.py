@@ -1,4 +1,4 @@
-"""API tokens for scripts and CI: only a SHA-256 of the token is stored."""
+"""API tokens for scripts and CI (only a SHA-256 of the token is stored), and failed sign-ins (throttling)."""
 
 from __future__ import annotations
 
@@ -20,3 +20,18 @@ class ApiToken(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.prefix}...)"
+
+
+class SignInFailure(models.Model):
+    """One failed sign-in: the name typed (lower-cased) and the client address. Recent ones throttle sign-in
+    (``studio.accounts.services.sign_in_refusal``); a successful sign-in clears its name's."""
+
+    username = models.CharField(max_length=150, db_index=True)
+    address = models.CharField(max_length=64, db_index=True)
+    at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-at"]
+
+    def __str__(self) -> str:
+        return f"failed sign-in as {self.username} from {self.address} at {self.at:%Y-%m-%d %H:%M:%S}"

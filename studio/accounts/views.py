@@ -9,13 +9,37 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from studio.accounts.decorators import requires
 from studio.accounts.models import ApiToken
-from studio.accounts.services import api_token_create, api_token_revoke
+from studio.accounts.services import (
+    api_token_create,
+    api_token_revoke,
+    sign_in_failed,
+    sign_in_refusal,
+    sign_in_succeeded,
+)
 from studio.lookups import found_or_404
 
 
 class LoginView(auth_views.LoginView):
+    """Django's sign-in, throttled: past the failures allowed the form answers 429 without checking the
+    password (studio.accounts.services.sign_in_refusal)."""
+
     template_name = "accounts/login.html"
     redirect_authenticated_user = True
+
+    def post(self, request, *args, **kwargs):
+        refusal = sign_in_refusal(request=request, username=request.POST.get("username", ""))
+        if refusal:
+            form = self.get_form_class()(request, initial={"username": request.POST.get("username", "")})
+            return self.render_to_response(self.get_context_data(form=form, throttled=refusal), status=429)
+        return super().post(request, *args, **kwargs)
+
+    def form_invalid(self, form):
+        sign_in_failed(request=self.request, username=self.request.POST.get("username", ""))
+        return super().form_invalid(form)
+
+    def form_valid(self, form):
+        sign_in_succeeded(username=form.get_user().get_username())
+        return super().form_valid(form)
 
 
 class LogoutView(auth_views.LogoutView):

@@ -14,10 +14,17 @@ from django.db import models
 
 class EndpointSecret(models.Model):
     """An API key endpoints may send, registered by an admin: a stored value, or the name of a variable
-    of the workers' environment the admin chose for it. Never rendered back, never in the audit log."""
+    of the workers' environment the admin chose for it. Never rendered back, never in the audit log.
+
+    A secret is bound to the origins (scheme, host, port) it was made for: an endpoint whose URL is
+    elsewhere cannot send it. A stored value is encrypted at rest (``studio/endpoints/crypto.py``)."""
 
     name = models.SlugField(max_length=64, unique=True, help_text="What an endpoint's key field names.")
-    value = models.TextField(blank=True, help_text="The key itself (write-only: no page shows it).")
+    value = models.TextField(blank=True, help_text=(
+        "The key itself, stored encrypted (fernet:...; write-only: no page shows it)."))
+    allowed_origins = models.TextField(blank=True, help_text=(
+        "The origins this key may be sent to, one per line, as scheme://host:port (e.g. "
+        "https://api.openai.com:443); an endpoint elsewhere cannot name it. Empty: sent nowhere."))
     from_env = models.CharField(max_length=100, blank=True, help_text=(
         "Or: the name of the workers' environment variable that holds the key (chosen by an admin)."))
     description = models.TextField(blank=True)
@@ -29,6 +36,22 @@ class EndpointSecret(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def save(self, *args, **kwargs):
+        from studio.endpoints.crypto import encrypt
+
+        self.value = encrypt(self.value)  # a plain value never reaches the database
+        super().save(*args, **kwargs)
+
+    def plain_value(self) -> str:
+        """The stored key, decrypted (on the process that sends it); SecretUnreadable naming the secret."""
+        from studio.endpoints.crypto import decrypt
+
+        return decrypt(self.value, name=self.name)
+
+    @property
+    def origins(self) -> list[str]:
+        return [line.strip() for line in self.allowed_origins.splitlines() if line.strip()]
 
     @property
     def source(self) -> str:

@@ -15,6 +15,7 @@ import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx
 from django.contrib.auth.models import User
@@ -24,6 +25,7 @@ from harness.checkpoints import checkpoint_problem
 from harness.model_cache import default_model_dir, tiny_model_dir
 from harness.policies.base import Policy
 from studio.audit.services import audit_record
+from studio.endpoints.crypto import SecretUnreadable
 from studio.endpoints.models import EndpointSecret, ModelEndpoint
 from studio.jobs.models import Job
 from studio.jobs.services import job_create
@@ -41,6 +43,50 @@ class EndpointError(ValueError):
     """A field of an endpoint is not valid; the message names it."""
 
 
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def url_origin(url: str) -> str | None:
+    """``scheme://host:port`` of an http(s) URL, the port always written (so :443 and no port agree);
+    None for anything else."""
+    try:
+        parts = urlsplit(url.strip())
+        port = parts.port
+    except ValueError:
+        return None
+    scheme, host = parts.scheme.lower(), (parts.hostname or "").lower()
+    if scheme not in _DEFAULT_PORTS or not host or parts.username or parts.password:
+        return None
+    if ":" in host:
+        host = f"[{host}]"
+    return f"{scheme}://{host}:{port or _DEFAULT_PORTS[scheme]}"
+
+
+def _parse_origins(text: str) -> tuple[list[str], list[str]]:
+    """(origins, errors) of the allowed_origins field: one origin per line, or comma-separated."""
+    origins, errors = [], []
+    for item in (part.strip() for line in text.splitlines() for part in line.split(",")):
+        if not item:
+            continue
+        origin = url_origin(item)
+        if origin is None or urlsplit(item).path.strip("/") or urlsplit(item).query:
+            errors.append(f"allowed_origins: {item!r} is not an origin; write scheme://host:port, e.g. "
+                          "https://api.openai.com:443 or http://10.0.0.5:8001 (no path)")
+        elif origin not in origins:
+            origins.append(origin)
+    return origins, errors
+
+
+def secret_origin_problem(secret: EndpointSecret, url: str) -> str | None:
+    """Why the secret may not be sent to ``url`` (not one of the origins an admin bound it to), or None."""
+    origin = url_origin(url) or url
+    if origin in secret.origins:
+        return None
+    bound = ", ".join(secret.origins) or "no host yet"
+    return (f"api_key_secret: endpoint secret {secret.name} may be sent only to {bound}, not to {origin}; "
+            "an admin adds that origin on the secret's page, or choose another secret")
+
+
 def _validate(*, name: str, route: str, base_url: str, model: str, api_key_secret: str, script_path: str) -> list[str]:
     errors = []
     if not re.fullmatch(r"[a-z0-9][a-z0-9_-]{0,63}", name):
@@ -52,10 +98,13 @@ def _validate(*, name: str, route: str, base_url: str, model: str, api_key_secre
             errors.append("base_url: an http(s) URL of an OpenAI-compatible server, e.g. http://127.0.0.1:8001/v1")
         if not model.strip():
             errors.append("model: the model name the server expects, e.g. Qwen/Qwen3-8B")
-    if api_key_secret and not EndpointSecret.objects.filter(name=api_key_secret).exists():
+    secret = EndpointSecret.objects.filter(name=api_key_secret).first() if api_key_secret else None
+    if api_key_secret and secret is None:
         registered = ", ".join(EndpointSecret.objects.values_list("name", flat=True)[:20]) or "none yet"
         errors.append(f"api_key_secret: not a registered endpoint secret (registered: {registered}): choose one an "
                       "admin registered, or leave it empty for no key (never a key or a variable name)")
+    elif secret is not None and route == ModelEndpoint.OPENAI and (problem := secret_origin_problem(secret, base_url)):
+        errors.append(problem)
     if route == ModelEndpoint.LOCAL and model:
         if not model.startswith("/"):
             errors.append("model: for the local route, leave empty for the default model or give the absolute path "
@@ -183,13 +232,20 @@ class ConnectionCheck:
 
 def endpoint_api_key(endpoint: ModelEndpoint) -> str | None:
     """The key of the endpoint's secret, read on the process that calls the endpoint (the worker): the stored
-    value, or the workers' variable the admin named; None without a secret or when that variable is unset."""
+    value (decrypted), or the workers' variable the admin named; None without a secret or when that variable
+    is unset. EndpointError when the endpoint's URL is not an origin the secret is bound to (checked here
+    as well as on save: the secret's origins may have changed since) or the stored value is unreadable."""
     secret = endpoint.api_key_secret
     if secret is None:
         return None
+    if problem := secret_origin_problem(secret, endpoint.base_url):
+        raise EndpointError(f"endpoint {endpoint.name}: {problem}; nothing was sent")
     if secret.from_env:
         return os.environ.get(secret.from_env) or None
-    return secret.value or None
+    try:
+        return secret.plain_value() or None
+    except SecretUnreadable as error:
+        raise EndpointError(str(error)) from None
 
 
 def policy_for_endpoint(endpoint: ModelEndpoint) -> Policy:
@@ -231,7 +287,10 @@ def endpoint_check(*, endpoint: ModelEndpoint, timeout_s: float = 10.0) -> Conne
 
 
 def _check_openai(endpoint: ModelEndpoint, *, timeout_s: float, started: float) -> ConnectionCheck:
-    key = endpoint_api_key(endpoint)
+    try:
+        key = endpoint_api_key(endpoint)
+    except EndpointError as error:
+        return ConnectionCheck(False, str(error))
     if endpoint.api_key_secret is not None and key is None:
         return ConnectionCheck(False, f"endpoint secret {endpoint.api_key_secret.name} has no key on this worker "
                                       "(its variable is not set here); an admin checks it on the Secrets page")
@@ -274,13 +333,17 @@ MAX_SECRET_CHARS = 4096
 
 
 def endpoint_secret_save(*, secret: EndpointSecret | None, name: str, value: str, from_env: str, description: str,
-                         actor: User | None) -> EndpointSecret:
-    """Register or change an endpoint secret: a stored value or the name of a workers' variable, not both.
-    Editing with an empty value keeps the stored one (a value is never put back into a form). The audit
-    event names the secret and where its key comes from, never the key."""
+                         actor: User | None, allowed_origins: str = "") -> EndpointSecret:
+    """Register or change an endpoint secret: a stored value or the name of a workers' variable, not both,
+    and the origins (scheme://host:port) it may be sent to. Editing with an empty value keeps the stored
+    one (a value is never put back into a form). The audit event names the secret, where its key comes
+    from and its origins, never the key."""
     name, from_env, description = name.strip(), from_env.strip(), description.strip()
     value = value.strip()
-    errors = []
+    origins, errors = _parse_origins(allowed_origins)
+    if not origins and not errors:
+        errors.append("allowed_origins: the origins this key may be sent to, one per line as scheme://host:port "
+                      "(e.g. https://api.openai.com:443); an endpoint elsewhere cannot send it")
     if not re.fullmatch(r"[a-z0-9][a-z0-9_-]{0,63}", name):
         errors.append("name: 1-64 of a-z, 0-9, '-', '_' starting with a letter or digit (e.g. openai-prod)")
     elif EndpointSecret.objects.filter(name=name).exclude(pk=secret.pk if secret else None).exists():
@@ -300,13 +363,14 @@ def endpoint_secret_save(*, secret: EndpointSecret | None, name: str, value: str
         raise EndpointError("; ".join(errors))
     created = secret is None
     secret = secret or EndpointSecret(created_by=actor)
-    value_changed = bool(value) and value != secret.value
+    value_changed = bool(value) and (not secret.value or value != secret.plain_value())
     secret.name, secret.description, secret.from_env = name, description, from_env
+    secret.allowed_origins = "\n".join(origins)
     secret.value = "" if from_env else (value or secret.value)
-    secret.save()
+    secret.save()  # encrypts the value (EndpointSecret.save)
     audit_record(actor=actor, action="endpoint_secret.create" if created else "endpoint_secret.update",
                  target=f"endpoint secret {secret.name}",
-                 data={"source": secret.source, "value_changed": value_changed})
+                 data={"source": secret.source, "value_changed": value_changed, "allowed_origins": origins})
     return secret
 
 

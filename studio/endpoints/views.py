@@ -80,7 +80,8 @@ def secret_list(request):
 
 def _secret_form(request, secret: EndpointSecret | None):
     if request.method == "POST":
-        values = {name: request.POST.get(name, "") for name in ("name", "value", "from_env", "description")}
+        values = {name: request.POST.get(name, "")
+                  for name in ("name", "value", "from_env", "allowed_origins", "description")}
         try:
             saved = endpoint_secret_save(secret=secret, actor=request.user, **values)
         except EndpointError as error:
@@ -89,7 +90,8 @@ def _secret_form(request, secret: EndpointSecret | None):
                           {"secret": secret, "values": values, "errors": str(error).split("; ")}, status=400)
         messages.success(request, f"Saved endpoint secret {saved.name}.")
         return redirect("endpoints:secret_list")
-    values = {"name": secret.name, "from_env": secret.from_env, "description": secret.description} if secret else {}
+    values = {"name": secret.name, "from_env": secret.from_env, "allowed_origins": secret.allowed_origins,
+              "description": secret.description} if secret else {}
     return render(request, "endpoints/secret_form.html", {"secret": secret, "values": values})
 
 

@@ -67,9 +67,13 @@ def diagnoser_endpoint_problem(endpoint: ModelEndpoint) -> str:
     """Why an OpenAI-compatible endpoint cannot serve the LLM diagnoser now, or ""."""
     if not endpoint.base_url or not endpoint.model:
         return f"{endpoint.name} has no base URL or model name"
-    from studio.endpoints.services import endpoint_api_key
+    from studio.endpoints.services import EndpointError, endpoint_api_key
 
-    if endpoint.api_key_secret is not None and endpoint_api_key(endpoint) is None:
+    try:
+        key = endpoint_api_key(endpoint)
+    except EndpointError as error:
+        return str(error)
+    if endpoint.api_key_secret is not None and key is None:
         return f"{endpoint.name}'s endpoint secret {endpoint.api_key_secret.name} has no key here (its variable is unset)"
     if endpoint.last_check_ok is False:
         return f"{endpoint.name}'s last connection test failed: {endpoint.last_check_message[:200]}"

@@ -29,6 +29,9 @@ class Job(models.Model):
     outcome = models.CharField(max_length=300, blank=True,
                                help_text="What the work did, in its kind's words, written when the job ran to its end.")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    automatic = models.BooleanField(default=False, help_text=(
+        "Queued by the studio itself (a follow-on of another job), not by a person: outside the per-user quota, "
+        "and it waits while a person's job is queued on its queue."))
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

@@ -34,6 +34,11 @@ class UnknownJobKind(ValueError):
     pass
 
 
+class JobQuotaExceeded(Exception):
+    """A person already has as many jobs queued or running as JOB_QUOTA_PER_USER allows; the message names the
+    limit and those jobs (studio.limits answers it with a 429 wherever it is raised)."""
+
+
 class JobCancelled(Exception):
     """Raised inside a running job at its next progress or log report after a cancel request."""
 
@@ -47,14 +52,42 @@ def worker_identity(*, node: str | None = None) -> str:
     return f"{node or socket.gethostname()} pid {os.getpid()}"
 
 
-def job_create(*, kind: str, title: str, params: dict[str, Any], created_by: User | None) -> Job:
-    """Persist a queued job and send it to the worker once the transaction commits."""
+def job_create(*, kind: str, title: str, params: dict[str, Any], created_by: User | None,
+               automatic: bool = False) -> Job:
+    """Persist a queued job and send it to the worker once the transaction commits.
+
+    A person's job counts against their quota (``JOB_QUOTA_PER_USER`` queued or running at once;
+    JobQuotaExceeded past it); an ``automatic`` one (a follow-on the studio queues itself) does not, and
+    it waits while a person's job is queued on its queue (``job_run``)."""
     if kind not in JOB_KINDS:
         raise UnknownJobKind(f"kind: {kind!r} is not a job kind; known: {', '.join(sorted(JOB_KINDS))}")
-    job = Job.objects.create(kind=kind, title=title[:200], params=params, created_by=created_by)
+    if created_by is not None and not automatic:
+        _check_quota(created_by)
+    job = Job.objects.create(kind=kind, title=title[:200], params=params, created_by=created_by, automatic=automatic)
     audit_record(actor=created_by, action="job.create", target=f"job #{job.pk} {kind}", data={"title": job.title})
     transaction.on_commit(lambda: job_enqueue(job_id=job.pk))
     return job
+
+
+def _check_quota(user: User) -> None:
+    limit = settings.JOB_QUOTA_PER_USER
+    if not limit:
+        return
+    active = list(Job.objects.filter(created_by=user, automatic=False, status__in=Job.ACTIVE).order_by("pk")[:limit])
+    if len(active) >= limit:
+        listed = ", ".join(f"#{job.pk} {job.title} ({job.status})" for job in active)
+        raise JobQuotaExceeded(f"jobs: {user.username} already has {len(active)} jobs queued or running, the limit "
+                               f"per user (JOB_QUOTA_PER_USER={limit}): {listed}; wait for one to finish or cancel "
+                               "one, then start this again")
+
+
+def _waits_for_a_person(job: Job) -> bool:
+    """An automatic job yields while a person's job is queued on its queue (it is sent again a little later)."""
+    if not job.automatic:
+        return False
+    queue = queue_of(JOB_KINDS[job.kind])
+    kinds = [name for name, kind in JOB_KINDS.items() if queue_of(kind) == queue]
+    return Job.objects.filter(status=Job.QUEUED, automatic=False, kind__in=kinds).exists()
 
 
 def job_enqueue(*, job_id: int) -> None:
@@ -166,6 +199,15 @@ def job_run(*, job_id: int, worker: str | None = None, heartbeat: bool = True) -
     separate worker can die there, and a second connection writing beside the
     caller's open transaction would only contend for the database lock.
     """
+    waiting = Job.objects.filter(pk=job_id, status=Job.QUEUED).first()
+    if waiting is not None and heartbeat and _waits_for_a_person(waiting):
+        from studio.jobs.tasks import run_job
+
+        queue = queue_of(JOB_KINDS[waiting.kind])
+        options = {"queue": queue} if queue else {}
+        run_job.apply_async((job_id,), countdown=settings.AUTOMATIC_JOB_YIELD_S, **options)
+        logger.info("job %s (automatic) waits: a person's job is queued on its queue", job_id)
+        return None
     now = timezone.now()
     claimed = Job.objects.filter(pk=job_id, status=Job.QUEUED).update(
         status=Job.RUNNING, started_at=now, heartbeat_at=now, worker=worker or worker_identity()

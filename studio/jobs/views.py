@@ -84,9 +84,17 @@ def job_cancel_view(request, job_id: int):
 @require_POST
 @requires("job.diagnose")
 def worker_check_start(request):
+    from django.conf import settings
+    from django.http import HttpResponseBadRequest
+
+    longest = settings.WORKER_CHECK_MAX_S
+    raw = request.POST.get("seconds", "5")
     try:
-        seconds = min(600.0, max(0.5, float(request.POST.get("seconds", "5"))))
+        seconds = float(raw)
     except ValueError:
-        seconds = 5.0
+        seconds = float("nan")
+    if not 0.5 <= seconds <= longest:  # NaN fails this too
+        return HttpResponseBadRequest(f"seconds: a number from 0.5 to {longest:g}, not {raw[:40]!r}",
+                                      content_type="text/plain; charset=utf-8")
     job = job_create(kind="worker_check", title=f"Worker check ({seconds:g} s)", params={"seconds": seconds}, created_by=request.user)
     return redirect("jobs:job_detail", job_id=job.pk)

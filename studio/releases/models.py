@@ -39,6 +39,10 @@ class Release(models.Model):
     decided_at = models.DateTimeField(null=True, blank=True)
     decision_reason = models.TextField(blank=True)
     override_reason = models.TextField(blank=True, help_text="Why it was approved although a gate blocked it.")
+    signed_manifest = models.JSONField(null=True, blank=True, help_text=(
+        "The manifest as signed when the release was decided (release_decide); downloads serve exactly this. "
+        "A decided release without it (set in the database alone, or decided before signing moved here) has "
+        "only an unsigned manifest, which the launcher refuses."))
 
     class Meta:
         ordering = ["-created_at", "-id"]

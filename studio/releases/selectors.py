@@ -37,8 +37,16 @@ def _when(value) -> str | None:
 
 
 def release_manifest(release: Release) -> dict[str, Any]:
-    """The manifest's content (format: ``serving.release``); a decided release's is signed with the
-    studio's key (``studio.releases.signing``), a draft's never is (the launcher refuses it)."""
+    """The manifest a download serves: a decided release's as it was signed when the reviewer decided
+    (``release_decide`` stores it; a selector never signs), else the unsigned content (a draft, or a row
+    whose status was set without a decision), which the launcher refuses with ``signature: missing``."""
+    if release.status != Release.DRAFT and release.signed_manifest:
+        return release.signed_manifest
+    return release_manifest_content(release)
+
+
+def release_manifest_content(release: Release) -> dict[str, Any]:
+    """The manifest's content from the row (format: ``serving.release``), unsigned."""
     from harness.draft_head_files import TOKEN_MAP_FILE
     from serving.release import FORMAT
 
@@ -65,9 +73,4 @@ def release_manifest(release: Release) -> dict[str, Any]:
         "gates": release.gates,
         "gates_at": _when(release.gates_at),
     }
-    if release.status == Release.DRAFT:
-        return manifest
-    from serving.release import sign_manifest
-    from studio.releases.signing import release_signing_key
-
-    return sign_manifest(manifest, release_signing_key())
+    return manifest

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from django.contrib.auth.models import User
+from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
 from django.utils import timezone
 
@@ -246,10 +247,23 @@ def release_decide(*, release: Release, decision: str, reason: str, override_rea
     release.decided_by, release.decided_at = actor, timezone.now()
     release.decision_reason = reason
     release.override_reason = override_reason if overridden else ""
-    release.save(update_fields=["status", "decided_by", "decided_at", "decision_reason", "override_reason"])
+    # What the decision vouches for is signed now, once, and stored: a download serves these bytes, so a
+    # row edited later (a status set in the database alone) never gets a valid signature.
+    from serving.release import key_id, sign_manifest
+    from studio.releases.selectors import release_manifest_content
+    from studio.releases.signing import release_signing_key
+
+    try:
+        key = release_signing_key()
+    except ImproperlyConfigured as error:  # a missing key file is never silently replaced
+        raise ReleaseRefused({"decision": f"decision: the studio cannot sign the manifest: {error}"}) from None
+    release.signed_manifest = sign_manifest(release_manifest_content(release), key)
+    release.save(update_fields=["status", "decided_by", "decided_at", "decision_reason", "override_reason",
+                                "signed_manifest"])
     audit_record(actor=actor, action=f"release.{decision}", harness=release.harness_version.harness,
                  target=f"release #{release.pk}",
                  data={"reason": reason, "override_reason": release.override_reason,
                        "overridden": [f"{g.name} {g.status}" for g in overridden],
-                       "version": release.harness_version.number, "checkpoint": release.checkpoint_path})
+                       "version": release.harness_version.number, "checkpoint": release.checkpoint_path,
+                       "key_id": key_id(key.public_key())})
     return release

@@ -1,9 +1,12 @@
 """The studio's release signing key: made once on the studio host, its public half given to GPU hosts.
 
-``settings.RELEASE_SIGNING_KEY`` names a PEM file holding an Ed25519 private key. It is made on
-first use (readable by its owner only, linked into place atomically so two processes starting at
-once keep the same key); ``serving.release.sign_manifest`` signs a decided release's manifest with
-it, and ``sglang-command --release`` verifies with ``release_public_key_pem()``.
+``settings.RELEASE_SIGNING_KEY`` names a PEM file holding an Ed25519 private key. Locally it is made
+on first use (readable by its owner only, linked into place atomically so two processes starting at
+once keep the same key), but only while no release has been signed: a key file that went missing
+after that is an error, never a new key, since a new key breaks every earlier signature. In
+production a missing key is always an error that says how to provide one.
+``release_decide`` signs a decided release's manifest with it once, and ``sglang-command --release``
+verifies with ``release_public_key_pem()``.
 """
 
 from __future__ import annotations
@@ -33,6 +36,25 @@ def _make_key(path: Path) -> None:
         os.unlink(draft)
 
 
+_PROVIDE = ("restore the key file from a backup, or give its path in RELEASE_SIGNING_KEY; to make a first key: "
+            "python -c \"from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey as K; "
+            "from cryptography.hazmat.primitives import serialization as s; import sys; sys.stdout.buffer.write("
+            "K.generate().private_bytes(s.Encoding.PEM, s.PrivateFormat.PKCS8, s.NoEncryption()))\" > FILE "
+            "(mode 0600); GPU hosts then need its public key")
+
+
+def _refuse_a_new_key_if_one_was_used(path: Path) -> None:
+    if getattr(settings, "PRODUCTION", False):
+        raise ImproperlyConfigured(f"RELEASE_SIGNING_KEY {path} does not exist; {_PROVIDE}")
+    from studio.releases.models import Release
+
+    signed = Release.objects.exclude(signed_manifest=None).count()
+    if signed:
+        raise ImproperlyConfigured(
+            f"RELEASE_SIGNING_KEY {path} does not exist, but {signed} release(s) were signed with a key: a new key "
+            f"would break every earlier signature, so none is made; {_PROVIDE}")
+
+
 def release_signing_key():
     """The studio's Ed25519 private key (made on first use)."""
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -40,6 +62,7 @@ def release_signing_key():
 
     path = Path(settings.RELEASE_SIGNING_KEY)
     if not path.exists():
+        _refuse_a_new_key_if_one_was_used(path)
         _make_key(path)
     try:
         key = load_pem_private_key(path.read_bytes(), password=None)

@@ -131,8 +131,14 @@ def release_manifest(request, release_id: int):
 def release_signing_key(request):
     """The public half of the studio's release signing key, for the GPU host
     (``sglang-command --release FILE --release-key release-signing-key.pem``)."""
+    from django.core.exceptions import ImproperlyConfigured
+
     from studio.releases.signing import release_public_key_pem
 
-    response = HttpResponse(release_public_key_pem(), content_type="application/x-pem-file")
+    try:
+        pem = release_public_key_pem()
+    except ImproperlyConfigured as error:  # a missing key in production, or after releases were signed
+        return HttpResponse(f"{error}\n", status=503, content_type="text/plain; charset=utf-8")
+    response = HttpResponse(pem, content_type="application/x-pem-file")
     response["Content-Disposition"] = 'attachment; filename="release-signing-key.pem"'
     return response

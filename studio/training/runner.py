@@ -28,6 +28,28 @@ ROOT = Path(__file__).resolve().parents[2]
 _NOISE = ("it/s]", "s/it]", "Writing model shards", "Loading weights")
 
 
+# The child's environment is allow-listed, as an MCP server's is: a training command needs the paths, locale,
+# thread counts, accelerator and model-cache settings, never the worker's secrets (SECRET_KEY, DATABASE_URL,
+# REDIS_URL, ENDPOINT_SECRETS_KEY, OPENAI_API_KEY: an ``openai:`` SFT teacher on someone's own server would
+# otherwise receive the worker's key).
+CHILD_ENV_NAMES = frozenset({
+    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TMPDIR", "TERM", "VIRTUAL_ENV",
+    "PYTHONHASHSEED", "PYTHONWARNINGS", "PYTHONDONTWRITEBYTECODE", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS", "TOKENIZERS_PARALLELISM", "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "LD_LIBRARY_PATH",
+})
+CHILD_ENV_PREFIXES = ("LC_", "XDG_", "HF_", "TRANSFORMERS_", "TORCH", "PYTORCH_", "CUDA_", "NCCL_", "ACCELERATE_",
+                      "HARNESS_", "NLTK_")
+_NEVER = ("KEY", "TOKEN", "SECRET", "PASSWORD")
+
+
+def child_env() -> dict[str, str]:
+    """The worker's variables a training command may see (no name holding KEY/TOKEN/SECRET/PASSWORD)."""
+    allowed = {name: value for name, value in os.environ.items()
+               if (name in CHILD_ENV_NAMES or name.startswith(CHILD_ENV_PREFIXES))
+               and not any(word in name.upper() for word in _NEVER)}
+    return {**allowed, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1", "TQDM_DISABLE": "1"}
+
+
 def _die_with_parent() -> None:  # runs in the child between fork and exec
     with contextlib.suppress(Exception):
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
@@ -61,7 +83,7 @@ def run_command(argv: list[str], *, log: Callable[[str], None], on_tick: Callabl
 
     ``log`` and ``on_tick`` may raise (the job was cancelled): the child is stopped and the error goes on.
     """
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1", "TQDM_DISABLE": "1"}
+    env = child_env()
     process = subprocess.Popen(command_argv(argv, launcher=launcher), cwd=ROOT, env=env, stdin=subprocess.DEVNULL,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
                                start_new_session=True, preexec_fn=_die_with_parent)

@@ -325,10 +325,13 @@ def run_execute(*, run_id: int, context: JobContext) -> dict[str, Any]:
     if run.is_training:
         run_dashboard(run, ended=True)  # the finished run's curves, kept beside its metrics for every web process
     result = {"run_id": run.pk, "kind": run.kind, "summary": summary}
-    if run.is_policy:  # a checkpoint entered the registry: its cells on the production and staging versions,
-        # a job of their own: the training is done whatever happens to them
+    if run.is_policy and not settings.FOLLOW_ON_JOBS:
+        context.log("compatibility: follow-on jobs are turned off (FOLLOW_ON_JOBS=0); ask for its cells on "
+                    "the compatibility page")
+    elif run.is_policy:  # a checkpoint entered the registry: its cells on the production and staging versions,
+        # a job of their own (automatic: outside the quota, never ahead of a person's queued job)
         follow_on = job_create(kind="compatibility_checkpoint", title=f"Compatibility cells of run #{run.pk}",
-                               params={"run_id": run.pk}, created_by=run.created_by)
+                               params={"run_id": run.pk}, created_by=run.created_by, automatic=True)
         context.log(f"compatibility: its cells are asked for in job #{follow_on.pk}, a step of their own")
         result["follow_on_jobs"] = [follow_on.pk]
     return result

@@ -48,7 +48,8 @@ def test_the_form_says_which_diagnosers_can_run_before_anything_runs(personas, d
     monkeypatch.delenv("DIAGNOSER_KEY", raising=False)
     from studio.endpoints.models import EndpointSecret
 
-    secret = EndpointSecret.objects.create(name="diagnoser-key", from_env="DIAGNOSER_KEY")
+    secret = EndpointSecret.objects.create(name="diagnoser-key", from_env="DIAGNOSER_KEY",
+                                           allowed_origins="http://127.0.0.1:9")
     keyed = ModelEndpoint.objects.create(name="vendor", route=ModelEndpoint.OPENAI, base_url="http://127.0.0.1:9/v1",
                                          model="big", api_key_secret=secret)
     page = operator.get("/evolution/new/").content.decode()

@@ -38,9 +38,12 @@ def test_starting_redis_returns_only_the_export_lines_and_does_not_hang():
             timeout=30,
         )
     finally:
-        subprocess.run(["redis-cli", "-p", str(port), "shutdown", "nosave"], capture_output=True)
+        password = (ROOT / "var" / "redis.password").read_text().strip()
+        subprocess.run(["redis-cli", "-p", str(port), "shutdown", "nosave"], capture_output=True,
+                       env={"PATH": "/usr/bin:/bin", "REDISCLI_AUTH": password})
     assert done.returncode == 0, done.stderr
-    assert done.stdout == f"export REDIS_URL=redis://127.0.0.1:{port}/0"
+    # the password scripts/services.sh made once and keeps in var/ (docs/security.md)
+    assert done.stdout == f"export REDIS_URL=redis://:{password}@127.0.0.1:{port}/0"
 
 
 def test_a_redis_that_cannot_start_fails_the_caller_with_the_reason():

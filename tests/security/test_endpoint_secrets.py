@@ -15,6 +15,7 @@ import json
 import pytest
 
 from studio.endpoints.models import ModelEndpoint
+from studio.endpoints.services import url_origin
 from studio.jobs.models import Job
 from studio.jobs.testing import celery_worker, redis_url, wait_for
 from tests.studio.studio_testing import client_for
@@ -76,20 +77,25 @@ def test_an_admin_registers_secrets_that_endpoints_name_and_no_page_shows(person
     for who in (personas.ml_engineer, personas.operator, personas.reviewer):
         assert client_for(who).get("/endpoints/secrets/").status_code == 403
         assert client_for(who).post("/endpoints/secrets/new/", {"name": "x", "value": "y"}).status_code == 403
+    origin = url_origin(attacker_server)  # here the engineer's server is the host the admin bound the keys to
     assert admin.post("/endpoints/secrets/new/", {"name": "vendor-key", "value": SECRET, "from_env": "",
+                                                  "allowed_origins": origin,
                                                   "description": "the vendor's API key"}).status_code == 302
     assert admin.post("/endpoints/secrets/new/", {"name": "worker-key", "value": "", "from_env": "HS_WORKER_KEY",
+                                                  "allowed_origins": origin,
                                                   "description": "set on the GPU workers"}).status_code == 302
-    both = admin.post("/endpoints/secrets/new/", {"name": "both", "value": "v", "from_env": "X", "description": ""})
+    both = admin.post("/endpoints/secrets/new/", {"name": "both", "value": "v", "from_env": "X", "description": "",
+                                                  "allowed_origins": origin})
     assert both.status_code == 400 and "either" in both.content.decode()
     secret = EndpointSecret.objects.get(name="vendor-key")
     # editing without a value keeps the stored one (it is never put back into the form)
     form = admin.get(f"/endpoints/secrets/{secret.pk}/edit/").content.decode()
     assert SECRET not in form
     assert admin.post(f"/endpoints/secrets/{secret.pk}/edit/", {"name": "vendor-key", "value": "", "from_env": "",
+                                                                "allowed_origins": origin,
                                                                 "description": "renamed"}).status_code == 302
     secret.refresh_from_db()
-    assert secret.value == SECRET and secret.description == "renamed"
+    assert secret.plain_value() == SECRET and secret.description == "renamed"
 
     assert mei.post("/endpoints/new/", _endpoint_form(attacker_server, api_key_secret="vendor-key")).status_code == 302
     assert mei.post("/endpoints/new/", _endpoint_form(attacker_server, name="from-env",

@@ -7,7 +7,7 @@ import pytest
 from studio_testing import client_for
 
 from studio.endpoints.models import EndpointSecret, ModelEndpoint
-from studio.endpoints.services import EndpointError, endpoint_save
+from studio.endpoints.services import EndpointError, endpoint_save, url_origin
 from studio.jobs.models import Job
 
 pytestmark = pytest.mark.django_db
@@ -36,7 +36,7 @@ def test_a_pasted_key_is_refused_and_never_echoed(personas):
 
 def test_keys_come_from_a_registered_secret_and_never_reach_a_page(personas, fake_openai, fake_openai_server,
                                                                    django_capture_on_commit_callbacks):
-    EndpointSecret.objects.create(name="vendor", value=SECRET)
+    EndpointSecret.objects.create(name="vendor", value=SECRET, allowed_origins=url_origin(fake_openai_server))
     client = client_for(personas.ml_engineer)
     assert _create(client, base_url=fake_openai_server, api_key_secret="vendor").status_code == 302
     endpoint = ModelEndpoint.objects.get(name="remote")
@@ -56,7 +56,7 @@ def test_keys_come_from_a_registered_secret_and_never_reach_a_page(personas, fak
 def test_a_secret_whose_variable_is_unset_fails_the_test_with_its_name(personas, monkeypatch, fake_openai_server,
                                                                       django_capture_on_commit_callbacks):
     monkeypatch.delenv("HS_MISSING_KEY", raising=False)
-    EndpointSecret.objects.create(name="missing", from_env="HS_MISSING_KEY")
+    EndpointSecret.objects.create(name="missing", from_env="HS_MISSING_KEY", allowed_origins=url_origin(fake_openai_server))
     endpoint = endpoint_save(
         endpoint=None, name="nokey", route="openai", base_url=fake_openai_server, model="demo-model",
         api_key_secret="missing", description="", actor=personas.ml_engineer,
