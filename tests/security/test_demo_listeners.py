@@ -5,7 +5,8 @@ The demo's web server listened on 0.0.0.0:8000 with the passwords the README pub
 no password and PostgreSQL's was ``harness``. Runs the real ``scripts/demo.sh`` and
 ``scripts/services.sh`` in a copy of the scripts, with a real redis-server, and a stand-in for the
 virtualenv's python that records how each command was started (umask, ALLOWED_HOSTS, REDIS_URL) and
-serves the runserver address with a plain HTTP listener, so what is checked is the script's own doing:
+serves the address gunicorn is given (``WEB_HOST``:``PORT``, which studio/gunicorn_conf.py binds) with a
+plain HTTP listener, so what is checked is the script's own doing:
 the address it binds, the modes it leaves, the passwords it makes.
 """
 
@@ -32,8 +33,8 @@ pytestmark = pytest.mark.skipif(
 FAKE_PYTHON = f"""#!/usr/bin/env bash
 printf '%s|%s|%s|%s\\n' "$(umask)" "$ALLOWED_HOSTS" "$REDIS_URL" "$*" >>var/calls.log
 case "$*" in
-  *runserver*) bind=$3; host=${{bind%:*}}; port=${{bind##*:}}; host=${{host#[}}; host=${{host%]}}
-               exec {sys.executable} -m http.server --bind "$host" "$port" ;;
+  *gunicorn*) printf '%s:%s\n' "$WEB_HOST" "$PORT" >>var/bind.log
+              exec {sys.executable} -m http.server --bind "$WEB_HOST" "$PORT" ;;
   *celery*) exec sleep 600 ;;
   *) touch var/made-by-"$2" 2>/dev/null; exit 0 ;;
 esac
@@ -68,7 +69,7 @@ def _answers(host: str, port: int) -> bool:
 @pytest.fixture
 def demo_tree(tmp_path):
     (tmp_path / "scripts").mkdir()
-    for name in ("demo.sh", "services.sh"):
+    for name in ("demo.sh", "services.sh", "web.sh"):
         shutil.copy(ROOT / "scripts" / name, tmp_path / "scripts" / name)
     (tmp_path / "scripts" / "bootstrap.sh").write_text("exit 0\n")
     python = tmp_path / ".venv" / "bin" / "python"
@@ -115,7 +116,8 @@ def test_the_demo_listens_on_loopback_with_private_files_and_passwords(demo_tree
             assert mask == "0077"
             assert allowed_hosts == "127.0.0.1,localhost"
             assert redis_url == f"redis://:{password}@127.0.0.1:{redis_port}/0"
-        assert any(f"runserver 127.0.0.1:{port}" in args for *_, args in calls)
+        assert any("-m gunicorn -c studio/gunicorn_conf.py" in args for *_, args in calls)
+        assert (var / "bind.log").read_text().split() == [f"127.0.0.1:{port}"]
 
         anonymous = subprocess.run(["redis-cli", "-p", str(redis_port), "get", "x"], capture_output=True, text=True)
         assert "NOAUTH" in anonymous.stdout + anonymous.stderr
