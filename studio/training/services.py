@@ -323,7 +323,7 @@ def run_execute(*, run_id: int, context: JobContext) -> dict[str, Any]:
     summary = read_folder_summary(run)
     TrainingRun.objects.filter(pk=run.pk).update(summary=summary)
     if run.is_training:
-        run_dashboard(run, ended=True)  # the finished run's curves, kept beside its metrics for every web process
+        run_dashboard(run, ended=True)  # the finished run's curves, kept in the studio's cache (shared on Redis)
     result = {"run_id": run.pk, "kind": run.kind, "summary": summary}
     if run.is_policy:  # a checkpoint entered the registry: its cells on the production and staging versions,
         # a job of their own: the training is done whatever happens to them
