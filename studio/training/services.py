@@ -323,7 +323,7 @@ def run_execute(*, run_id: int, context: JobContext) -> dict[str, Any]:
     summary = read_folder_summary(run)
     TrainingRun.objects.filter(pk=run.pk).update(summary=summary)
     if run.is_training:
-        run_dashboard(run, ended=True)  # the finished run's curves, kept beside its metrics for every web process
+        run_dashboard(run, ended=True)  # the finished run's curves, kept in the studio's cache (shared on Redis)
     result = {"run_id": run.pk, "kind": run.kind, "summary": summary}
     if run.is_policy and not settings.FOLLOW_ON_JOBS:
         context.log("compatibility: follow-on jobs are turned off (FOLLOW_ON_JOBS=0); ask for its cells on "

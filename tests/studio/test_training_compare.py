@@ -130,3 +130,20 @@ def test_a_bad_id_answers_400_naming_the_parameter(personas, tmp_path, scored, q
     response = client_for(personas.operator).get("/training/checkpoints/compare/?" + query.format(**ids))
     assert response.status_code == 400
     assert message.format(**ids) in page_text(response)
+
+
+def test_a_final_folder_with_config_json_and_no_weights_is_no_checkpoint(personas, tmp_path):
+    """harness.checkpoints decides (is_checkpoint): the registry, the compare form, the run page and the
+    endpoint action all refuse a final/ that holds config.json and no weights."""
+    from studio.training.selectors import checkpoint_registry
+    from studio.training.services import RunRefused, checkpoint_endpoint_create
+
+    a, weightless = _checkpoint(tmp_path, "a"), _checkpoint(tmp_path, "weightless")
+    (weightless.final_dir / "model.safetensors").unlink()
+    assert [entry.run.pk for entry in checkpoint_registry(with_heads=False)] == [a.pk]
+    client = client_for(personas.operator)
+    response = client.get(f"/training/checkpoints/compare/?a={a.pk}&b={weightless.pk}")
+    assert response.status_code == 400 and f"training run #{weightless.pk} (HSA-SFT) has no trained checkpoint" in (
+        page_text(response))
+    with pytest.raises(RunRefused, match="has no trained model yet"):
+        checkpoint_endpoint_create(run=weightless, actor=personas.operator)
