@@ -102,7 +102,8 @@ def shared_prefix_forward(original, decoder, prefix: int, input_ids: torch.Tenso
                     position_ids=None if position_ids is None else position_ids[:1, :prefix], **kwargs)
     for layer in cache.layers:
         if type(layer) is not DynamicLayer:
-            raise RuntimeError(f"cache layer {type(layer).__name__}")
+            raise RuntimeError(f"shared_prefix: {type(decoder).__name__}'s cache has {type(layer).__name__} layers, "
+                               "which keep only part of a prefix; train with shared_prefix: false")
         layer.keys = layer.keys.expand(rows, -1, -1, -1)
         layer.values = layer.values.expand(rows, -1, -1, -1)
     if position_ids is None:
@@ -123,7 +124,7 @@ class SharedPrefixStats:
     def __init__(self) -> None:
         self.shared_batches = 0
         self.plain_batches = 0
-        self.tokens_encoded_once = 0  # prefix tokens the plain path would have encoded once per extra row
+        self.prefix_tokens_not_reencoded = 0  # what the plain path would have encoded again, row after row
         self.reasons: dict[str, int] = {}
 
     def plain(self, reason: str) -> None:
@@ -134,7 +135,7 @@ class SharedPrefixStats:
 
     def to_dict(self) -> dict[str, Any]:
         return {"shared_batches": self.shared_batches, "plain_batches": self.plain_batches,
-                "prefix_tokens_not_reencoded": self.tokens_encoded_once, "plain_reasons": dict(self.reasons)}
+                "prefix_tokens_not_reencoded": self.prefix_tokens_not_reencoded, "plain_reasons": dict(self.reasons)}
 
 
 @contextmanager
@@ -166,7 +167,7 @@ def shared_prefix(model, stats: SharedPrefixStats | None = None, *, min_tokens: 
             return original(input_ids=input_ids, attention_mask=attention_mask, **kwargs)
         out = shared_prefix_forward(original, decoder, prefix, input_ids, attention_mask, **kwargs)
         stats.shared_batches += 1
-        stats.tokens_encoded_once += prefix * (input_ids.shape[0] - 1)
+        stats.prefix_tokens_not_reencoded += prefix * (input_ids.shape[0] - 1)
         return out
 
     decoder.forward = forward

@@ -88,7 +88,7 @@ def _assert_same_training(model, batch):
 
 def test_loss_and_every_gradient_match_the_plain_path_on_the_tiny_model(tiny_dir):
     stats = _assert_same_training(_fused(tiny_dir), _batch())
-    assert stats.tokens_encoded_once == 200 * 3
+    assert stats.prefix_tokens_not_reencoded == 200 * 3
 
 
 def test_loss_and_every_adapter_gradient_match_with_a_lora_adapter(tiny_dir):
