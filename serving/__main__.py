@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
 import threading
@@ -344,8 +345,12 @@ COMMANDS = {
 }
 
 
+_TERMINATED: list[int] = []
+
+
 def _exit_on_sigterm(signum, _frame):
     # SystemExit unwinds the with-blocks, so managed servers are stopped and the run record closed.
+    _TERMINATED.append(128 + signum)
     raise SystemExit(128 + signum)
 
 
@@ -358,6 +363,15 @@ def main(argv: list[str] | None = None) -> int:
     except USER_ERRORS as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except SystemExit:
+        if not _TERMINATED:
+            raise
+        # Stopped by SIGTERM, with its servers stopped and its run closed by the with-blocks above. Request
+        # threads cut mid-call may still sit in native code (tokenizers, torch); finalizing the interpreter
+        # under them aborted the process now and then (exit -6 instead of 143 in the suite), so end here.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(_TERMINATED[0])
 
 
 if __name__ == "__main__":

@@ -99,7 +99,7 @@ def test_loss_and_every_adapter_gradient_match_with_a_lora_adapter(tiny_dir):
 
 @pytest.mark.slow
 def test_loss_and_every_gradient_match_on_the_default_model():
-    from harness.policies.models import default_model_dir
+    from harness.model_cache import default_model_dir
 
     _assert_same_training(_fused(default_model_dir()), _batch(rows=2, prefix=300, suffix=50, seed=2))
 
