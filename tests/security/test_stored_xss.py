@@ -110,3 +110,18 @@ def test_the_json_import_refuses_the_same_paths(personas, demo_files, path):
     assert response.status_code == 400, response.content[:500]
     assert "safe bundle path" in response.content.decode()
     assert not HarnessVersion.objects.exists()
+
+
+@pytest.mark.slow
+def test_the_studios_pages_run_under_the_policy_without_a_violation(people, demo, sign_in):
+    page = sign_in("ada")
+    violations = []
+    page.on("console", lambda message: violations.append(f"{page.url}: {message.text}")
+            if "Content Security Policy" in message.text else None)
+    for url in ["/", "/endpoints/", "/endpoints/secrets/", "/jobs/", "/playground/", "/audit/", "/evolution/",
+                "/training/", "/replay/", "/releases/", "/compatibility/", "/traffic/", "/annotation/",
+                "/mcp-servers/", "/edit-benchmark/", f"/h/{demo.harness.name}/", f"/h/{demo.harness.name}/v/1/", "/import/", "/drafts/"]:
+        response = page.goto(url)
+        assert response.status < 400, url
+        page.wait_for_load_state("networkidle")
+    assert not violations, violations
