@@ -65,14 +65,27 @@ if [ "${1:-}" = postgres ]; then
   fi
   for _ in $(seq 50); do su postgres -c "psql -qtAc 'select 1'" >/dev/null 2>&1 && break; sleep 0.2; done
   PG_PASSWORD=$(password var/postgres.password)
-  # The role's password is var/postgres.password's (set again on every start, so an old 'harness' goes);
-  # sent on psql's stdin, never on a command line.
+  PGPORT=$(pg_lsclusters -h | awk -v v="$PGVER" '$1==v && $2=="main" {print $3}')
   su postgres -c "psql -qtAc \"select 1 from pg_roles where rolname='harness'\"" | grep -q 1 \
     || su postgres -c "psql -qc 'create role harness login createdb'" >/dev/null
-  printf "alter role harness password '%s';\n" "$PG_PASSWORD" | su postgres -c "psql -q" >/dev/null
   su postgres -c "psql -qtAc \"select 1 from pg_database where datname='harness_studio'\"" | grep -q 1 \
     || su postgres -c "createdb -O harness harness_studio"
-  PGPORT=$(pg_lsclusters -h | awk -v v="$PGVER" '$1==v && $2=="main" {print $3}')
+  # PGPASSWORD, not a command-line argument: `ps` never shows a password.
+  logs_in() { PGPASSWORD=$1 psql -h 127.0.0.1 -p "$PGPORT" -U harness -d harness_studio -qtAc 'select 1' >/dev/null 2>&1; }
+  if ! logs_in "$PG_PASSWORD"; then
+    # A new role, or one with the password older scripts published ('harness'), gets var/postgres.password's,
+    # sent on psql's stdin. A role another checkout gave its own password is left alone: changing it would cut
+    # off that checkout's running processes.
+    unset_password=$(su postgres -c "psql -qtAc \"select 1 from pg_authid where rolname='harness' and rolpassword is null\"")
+    if [ "$unset_password" = 1 ] || logs_in harness; then
+      printf "alter role harness password '%s';\n" "$PG_PASSWORD" | su postgres -c "psql -q" >/dev/null
+    fi
+    logs_in "$PG_PASSWORD" || {
+      echo "services.sh: the PostgreSQL role 'harness' has a password other than var/postgres.password's (another" \
+           "checkout set it); copy that checkout's var/postgres.password here" >&2
+      exit 1
+    }
+  fi
   EXPORTS+=("export DATABASE_URL=postgres://harness:$PG_PASSWORD@127.0.0.1:$PGPORT/harness_studio")
 fi
 }
