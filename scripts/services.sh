@@ -57,28 +57,30 @@ EXPORTS+=("export REDIS_URL=redis://${REDIS_AUTH}127.0.0.1:$REDIS_PORT/0")
 
 if [ "${1:-}" = postgres ]; then
   PGVER=$(ls /usr/lib/postgresql | sort -n | tail -1)
-  if ! pg_lsclusters -h 2>/dev/null | grep -q "^$PGVER main"; then
-    pg_createcluster "$PGVER" main >/dev/null
+  PG_CLUSTER=${HS_PG_CLUSTER:-main}  # Debian's cluster name (another one keeps a test away from the shared cluster)
+  if ! pg_lsclusters -h 2>/dev/null | grep -q "^$PGVER $PG_CLUSTER "; then
+    pg_createcluster "$PGVER" "$PG_CLUSTER" >/dev/null
   fi
-  if ! pg_lsclusters -h | grep -q "^$PGVER main .* online"; then
-    pg_ctlcluster "$PGVER" main start
+  if ! pg_lsclusters -h | grep -q "^$PGVER $PG_CLUSTER .* online"; then
+    pg_ctlcluster "$PGVER" "$PG_CLUSTER" start
   fi
-  for _ in $(seq 50); do su postgres -c "psql -qtAc 'select 1'" >/dev/null 2>&1 && break; sleep 0.2; done
+  PGPORT=$(pg_lsclusters -h | awk -v v="$PGVER" -v c="$PG_CLUSTER" '$1==v && $2==c {print $3}')
+  psql_admin() { su postgres -c "psql -p $PGPORT $*"; }
+  for _ in $(seq 50); do psql_admin "-qtAc 'select 1'" >/dev/null 2>&1 && break; sleep 0.2; done
   PG_PASSWORD=$(password var/postgres.password)
-  PGPORT=$(pg_lsclusters -h | awk -v v="$PGVER" '$1==v && $2=="main" {print $3}')
-  su postgres -c "psql -qtAc \"select 1 from pg_roles where rolname='harness'\"" | grep -q 1 \
-    || su postgres -c "psql -qc 'create role harness login createdb'" >/dev/null
-  su postgres -c "psql -qtAc \"select 1 from pg_database where datname='harness_studio'\"" | grep -q 1 \
-    || su postgres -c "createdb -O harness harness_studio"
+  psql_admin "-qtAc \"select 1 from pg_roles where rolname='harness'\"" | grep -q 1 \
+    || psql_admin "-qc 'create role harness login createdb'" >/dev/null
+  psql_admin "-qtAc \"select 1 from pg_database where datname='harness_studio'\"" | grep -q 1 \
+    || su postgres -c "createdb -p $PGPORT -O harness harness_studio"
   # PGPASSWORD, not a command-line argument: `ps` never shows a password.
   logs_in() { PGPASSWORD=$1 psql -h 127.0.0.1 -p "$PGPORT" -U harness -d harness_studio -qtAc 'select 1' >/dev/null 2>&1; }
   if ! logs_in "$PG_PASSWORD"; then
     # A new role, or one with the password older scripts published ('harness'), gets var/postgres.password's,
     # sent on psql's stdin. A role another checkout gave its own password is left alone: changing it would cut
     # off that checkout's running processes.
-    unset_password=$(su postgres -c "psql -qtAc \"select 1 from pg_authid where rolname='harness' and rolpassword is null\"")
+    unset_password=$(psql_admin "-qtAc \"select 1 from pg_authid where rolname='harness' and rolpassword is null\"")
     if [ "$unset_password" = 1 ] || logs_in harness; then
-      printf "alter role harness password '%s';\n" "$PG_PASSWORD" | su postgres -c "psql -q" >/dev/null
+      printf "alter role harness password '%s';\n" "$PG_PASSWORD" | psql_admin "-q" >/dev/null
     fi
     logs_in "$PG_PASSWORD" || {
       echo "services.sh: the PostgreSQL role 'harness' has a password other than var/postgres.password's (another" \
