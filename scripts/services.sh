@@ -36,15 +36,16 @@ REDIS_PASSWORD=$(password var/redis.password)
 ours() { REDISCLI_AUTH=$REDIS_PASSWORD redis-cli --no-auth-warning -p "$REDIS_PORT" ping 2>/dev/null | grep -q PONG; }
 
 REDIS_AUTH=":$REDIS_PASSWORD@"
-if ours; then
-  :
-elif redis-cli -p "$REDIS_PORT" ping 2>/dev/null | grep -q PONG; then
+# Asked without a password first: a Redis without one accepts any password, so `ours` alone would pass it.
+if redis-cli -p "$REDIS_PORT" ping 2>/dev/null | grep -q PONG; then
   # Started by hand or by an older services.sh: used as it is (stopping it could cut off its other users),
   # and said loudly.
   echo "services.sh: WARNING: the Redis on port $REDIS_PORT has no password; any local user can read and" \
        "queue jobs. Stop it (redis-cli -p $REDIS_PORT shutdown nosave) and run this again to start it with" \
        "var/redis.password" >&2
   REDIS_AUTH=""
+elif ours; then
+  :
 else
   # The password goes in an owner-only config file, not on redis-server's command line (`ps` shows that).
   printf 'port %s\nbind 127.0.0.1\nprotected-mode yes\nrequirepass %s\ndaemonize yes\ndir %s\nlogfile %s\nsave ""\nappendonly no\n' \
