@@ -8,6 +8,7 @@ how CI once sat for 90 minutes after "Removed stale pid file.".
 import shutil
 import socket
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -69,6 +70,7 @@ def test_a_redis_already_running_without_a_password_is_used_with_a_warning():
         for _ in range(50):
             if subprocess.run(["redis-cli", "-p", str(port), "ping"], capture_output=True, text=True).stdout.strip():
                 break
+            time.sleep(0.1)
         done = subprocess.run(["bash", "-c", "service_env=$(bash scripts/services.sh) && printf %s \"$service_env\""],
                               cwd=ROOT, env={"PATH": "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",
                                              "REDIS_PORT": str(port)},
