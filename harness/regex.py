@@ -1,4 +1,5 @@
-"""Regular expressions a Harness supplies (hook ``matcher`` and ``patterns``), compiled in one place.
+"""Regular expressions a Harness supplies (hook ``matcher`` and ``patterns``, a tool's parameter schema's
+``pattern`` and ``patternProperties``), compiled in one place.
 
 Python's ``re`` backtracks: ``(a|a)*Z`` against 25 ``a`` took 2.9 s in a draft save and doubles with
 every character, so a pattern from a Harness could pin a core of the web server or a worker. Every
@@ -60,3 +61,55 @@ def user_fullmatch(pattern: str, text: str) -> bool:
 
 def user_search(pattern: str, text: str) -> bool:
     return compile_user_regex(pattern).search(text) is not None
+
+
+def schema_pattern_problems(schema, where: str = "") -> list[str]:
+    """``where: why`` for every ``pattern`` / ``patternProperties`` regex in a JSON Schema that RE2 refuses."""
+    found: list[str] = []
+    if isinstance(schema, dict):
+        for key, value in schema.items():
+            here = f"{where}/{key}" if where else key
+            if key == "pattern" and isinstance(value, str):
+                if problem := user_regex_problem(value):
+                    found.append(f"{here}: {problem}")
+            elif key == "patternProperties" and isinstance(value, dict):
+                for pattern, sub in value.items():
+                    if problem := user_regex_problem(pattern):
+                        found.append(f"{here}/{pattern}: {problem}")
+                    found += schema_pattern_problems(sub, f"{here}/{pattern}")
+            else:
+                found += schema_pattern_problems(value, here)
+    elif isinstance(schema, list):
+        for i, item in enumerate(schema):
+            found += schema_pattern_problems(item, f"{where}/{i}")
+    return found
+
+
+def _pattern(validator, pattern, instance, schema):
+    from jsonschema.exceptions import ValidationError
+
+    if validator.is_type(instance, "string") and not user_search(pattern, instance):
+        yield ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+def _pattern_properties(validator, pattern_properties, instance, schema):
+    if not validator.is_type(instance, "object"):
+        return
+    for pattern, subschema in pattern_properties.items():
+        for key, value in instance.items():
+            if user_search(pattern, key):
+                yield from validator.descend(value, subschema, path=key, schema_path=pattern)
+
+
+@lru_cache(maxsize=1)
+def _linear_validator_class():
+    import jsonschema
+
+    return jsonschema.validators.extend(jsonschema.Draft202012Validator,
+                                        {"pattern": _pattern, "patternProperties": _pattern_properties})
+
+
+def linear_schema_validator(schema: dict):
+    """A draft 2020-12 validator for a Harness's JSON Schema whose ``pattern`` and ``patternProperties``
+    match with RE2 (jsonschema's own use Python's backtracking ``re``)."""
+    return _linear_validator_class()(schema)

@@ -52,6 +52,10 @@ def parameter_schema_error(schema) -> str | None:
         return f"{error.message}" + (f" (at {where})" if where else "")
     if not isinstance(schema, dict) or schema.get("type") != "object":
         return "the top level must be {type: object, properties: ...}"
+    from harness.regex import schema_pattern_problems
+
+    if regex_problems := schema_pattern_problems(schema):
+        return regex_problems[0]  # the arguments are matched with RE2 (harness/regex.py)
     return None
 
 

@@ -36,15 +36,16 @@ REDIS_PASSWORD=$(password var/redis.password)
 ours() { REDISCLI_AUTH=$REDIS_PASSWORD redis-cli --no-auth-warning -p "$REDIS_PORT" ping 2>/dev/null | grep -q PONG; }
 
 REDIS_AUTH=":$REDIS_PASSWORD@"
-if ours; then
-  :
-elif redis-cli -p "$REDIS_PORT" ping 2>/dev/null | grep -q PONG; then
+# Asked without a password first: a Redis without one accepts any password, so `ours` alone would pass it.
+if redis-cli -p "$REDIS_PORT" ping 2>/dev/null | grep -q PONG; then
   # Started by hand or by an older services.sh: used as it is (stopping it could cut off its other users),
   # and said loudly.
   echo "services.sh: WARNING: the Redis on port $REDIS_PORT has no password; any local user can read and" \
        "queue jobs. Stop it (redis-cli -p $REDIS_PORT shutdown nosave) and run this again to start it with" \
        "var/redis.password" >&2
   REDIS_AUTH=""
+elif ours; then
+  :
 else
   # The password goes in an owner-only config file, not on redis-server's command line (`ps` shows that).
   printf 'port %s\nbind 127.0.0.1\nprotected-mode yes\nrequirepass %s\ndaemonize yes\ndir %s\nlogfile %s\nsave ""\nappendonly no\n' \
@@ -57,22 +58,37 @@ EXPORTS+=("export REDIS_URL=redis://${REDIS_AUTH}127.0.0.1:$REDIS_PORT/0")
 
 if [ "${1:-}" = postgres ]; then
   PGVER=$(ls /usr/lib/postgresql | sort -n | tail -1)
-  if ! pg_lsclusters -h 2>/dev/null | grep -q "^$PGVER main"; then
-    pg_createcluster "$PGVER" main >/dev/null
+  PG_CLUSTER=${HS_PG_CLUSTER:-main}  # Debian's cluster name (another one keeps a test away from the shared cluster)
+  if ! pg_lsclusters -h 2>/dev/null | grep -q "^$PGVER $PG_CLUSTER "; then
+    pg_createcluster "$PGVER" "$PG_CLUSTER" >/dev/null
   fi
-  if ! pg_lsclusters -h | grep -q "^$PGVER main .* online"; then
-    pg_ctlcluster "$PGVER" main start
+  if ! pg_lsclusters -h | grep -q "^$PGVER $PG_CLUSTER .* online"; then
+    pg_ctlcluster "$PGVER" "$PG_CLUSTER" start
   fi
-  for _ in $(seq 50); do su postgres -c "psql -qtAc 'select 1'" >/dev/null 2>&1 && break; sleep 0.2; done
+  PGPORT=$(pg_lsclusters -h | awk -v v="$PGVER" -v c="$PG_CLUSTER" '$1==v && $2==c {print $3}')
+  psql_admin() { su postgres -c "psql -p $PGPORT $*"; }
+  for _ in $(seq 50); do psql_admin "-qtAc 'select 1'" >/dev/null 2>&1 && break; sleep 0.2; done
   PG_PASSWORD=$(password var/postgres.password)
-  # The role's password is var/postgres.password's (set again on every start, so an old 'harness' goes);
-  # sent on psql's stdin, never on a command line.
-  su postgres -c "psql -qtAc \"select 1 from pg_roles where rolname='harness'\"" | grep -q 1 \
-    || su postgres -c "psql -qc 'create role harness login createdb'" >/dev/null
-  printf "alter role harness password '%s';\n" "$PG_PASSWORD" | su postgres -c "psql -q" >/dev/null
-  su postgres -c "psql -qtAc \"select 1 from pg_database where datname='harness_studio'\"" | grep -q 1 \
-    || su postgres -c "createdb -O harness harness_studio"
-  PGPORT=$(pg_lsclusters -h | awk -v v="$PGVER" '$1==v && $2=="main" {print $3}')
+  psql_admin "-qtAc \"select 1 from pg_roles where rolname='harness'\"" | grep -q 1 \
+    || psql_admin "-qc 'create role harness login createdb'" >/dev/null
+  psql_admin "-qtAc \"select 1 from pg_database where datname='harness_studio'\"" | grep -q 1 \
+    || su postgres -c "createdb -p $PGPORT -O harness harness_studio"
+  # PGPASSWORD, not a command-line argument: `ps` never shows a password.
+  logs_in() { PGPASSWORD=$1 psql -h 127.0.0.1 -p "$PGPORT" -U harness -d harness_studio -qtAc 'select 1' >/dev/null 2>&1; }
+  if ! logs_in "$PG_PASSWORD"; then
+    # A new role, or one with the password older scripts published ('harness'), gets var/postgres.password's,
+    # sent on psql's stdin. A role another checkout gave its own password is left alone: changing it would cut
+    # off that checkout's running processes.
+    unset_password=$(psql_admin "-qtAc \"select 1 from pg_authid where rolname='harness' and rolpassword is null\"")
+    if [ "$unset_password" = 1 ] || logs_in harness; then
+      printf "alter role harness password '%s';\n" "$PG_PASSWORD" | psql_admin "-q" >/dev/null
+    fi
+    logs_in "$PG_PASSWORD" || {
+      echo "services.sh: the PostgreSQL role 'harness' has a password other than var/postgres.password's (another" \
+           "checkout set it); copy that checkout's var/postgres.password here" >&2
+      exit 1
+    }
+  fi
   EXPORTS+=("export DATABASE_URL=postgres://harness:$PG_PASSWORD@127.0.0.1:$PGPORT/harness_studio")
 fi
 }

@@ -29,7 +29,21 @@ from studio.envreaders import env_bool, env_float, env_int, env_list, env_str
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("HARNESS_STUDIO_VAR", str(BASE_DIR / "var")))
 
+
+def _owner_only(folder: Path) -> None:
+    """var/ holds the SQLite database (stored secrets, session keys), the keys and the logs: owner-only (0700),
+    whichever command makes it first, so a file made under a looser umask is still out of other users' reach."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        if folder.stat().st_uid == os.getuid() and folder.stat().st_mode & 0o077:
+            folder.chmod(0o700)
+    except OSError:
+        pass  # a read-only or foreign folder: the deployment's own permissions apply
+
+
 PRODUCTION = env_bool("HARNESS_STUDIO_PRODUCTION", False)
+if not PRODUCTION:  # in production the folder's modes are the deployment's (its proxy serves staticfiles/ there)
+    _owner_only(VAR_DIR)
 DEBUG = env_bool("DEBUG", False)
 if PRODUCTION and DEBUG:
     raise ImproperlyConfigured(

@@ -15,12 +15,10 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-import jsonschema
-
 from harness.hook_catalogue import HOOK_TYPES
 from harness.hooks import HookSpec
 from harness.livestream import Request, RoomState
-from harness.regex import user_search
+from harness.regex import linear_schema_validator, user_search
 from harness.tools import ToolSpec
 
 
@@ -137,7 +135,7 @@ def tool_call_format(hook: HookSpec, check: HookCheck) -> HookResult:
 @hook_type("tool_args_schema")
 def tool_args_schema(hook: HookSpec, check: HookCheck) -> HookResult:
     assert check.tool is not None
-    validator = jsonschema.Draft202012Validator(check.tool.parameters)
+    validator = linear_schema_validator(check.tool.parameters)  # the schema's regexes run on RE2
     errors = sorted(validator.iter_errors(check.arguments), key=lambda e: list(e.path))
     if errors:
         parts = [f"{'.'.join(str(p) for p in e.path) or 'arguments'}: {e.message}" for e in errors[:3]]

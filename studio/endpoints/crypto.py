@@ -78,15 +78,14 @@ def encrypt(value: str) -> str:
     return PREFIX + fernet().encrypt(value.encode("utf-8")).decode("ascii")
 
 
-def decrypt(stored: str, *, name: str = "") -> str:
+def decrypt(stored: str) -> str:
     """The plain value of a stored one; SecretUnreadable when this key cannot read it."""
     if not stored:
         return ""
     if not stored.startswith(PREFIX):
-        raise SecretUnreadable(f"endpoint secret {name}: its stored value is not encrypted; an admin saves its "
-                               "key again on the Secrets page")
+        raise SecretUnreadable("its stored value is not encrypted; an admin saves its key again on the Secrets page")
     try:
         return fernet().decrypt(stored[len(PREFIX):].encode("ascii")).decode("utf-8")
     except (InvalidToken, ValueError):
-        raise SecretUnreadable(f"endpoint secret {name}: its stored value cannot be decrypted with this "
-                               "ENDPOINT_SECRETS_KEY (another key made it); an admin saves its key again") from None
+        raise SecretUnreadable("its stored value cannot be decrypted with this ENDPOINT_SECRETS_KEY (another key "
+                               "made it); an admin saves its key again on the Secrets page") from None

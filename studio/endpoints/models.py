@@ -44,10 +44,10 @@ class EndpointSecret(models.Model):
         super().save(*args, **kwargs)
 
     def plain_value(self) -> str:
-        """The stored key, decrypted (on the process that sends it); SecretUnreadable naming the secret."""
+        """The stored key, decrypted (on the process that sends it); SecretUnreadable saying why not."""
         from studio.endpoints.crypto import decrypt
 
-        return decrypt(self.value, name=self.name)
+        return decrypt(self.value)
 
     @property
     def origins(self) -> list[str]:

@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 
 import httpx
 from django.contrib.auth.models import User
+from django.core.exceptions import ImproperlyConfigured
 from django.utils import timezone
 
 from harness.checkpoints import checkpoint_problem
@@ -244,8 +245,8 @@ def endpoint_api_key(endpoint: ModelEndpoint) -> str | None:
         return os.environ.get(secret.from_env) or None
     try:
         return secret.plain_value() or None
-    except SecretUnreadable as error:
-        raise EndpointError(str(error)) from None
+    except (SecretUnreadable, ImproperlyConfigured) as error:
+        raise EndpointError(f"endpoint secret {secret.name}: {error}") from None
 
 
 def policy_for_endpoint(endpoint: ModelEndpoint) -> Policy:
@@ -367,7 +368,10 @@ def endpoint_secret_save(*, secret: EndpointSecret | None, name: str, value: str
     secret.name, secret.description, secret.from_env = name, description, from_env
     secret.allowed_origins = "\n".join(origins)
     secret.value = "" if from_env else (value or secret.value)
-    secret.save()  # encrypts the value (EndpointSecret.save)
+    try:
+        secret.save()  # encrypts the value (EndpointSecret.save)
+    except ImproperlyConfigured as error:  # production without ENDPOINT_SECRETS_KEY: nothing is stored
+        raise EndpointError(f"value: the studio cannot encrypt keys: {error}") from None
     audit_record(actor=actor, action="endpoint_secret.create" if created else "endpoint_secret.update",
                  target=f"endpoint secret {secret.name}",
                  data={"source": secret.source, "value_changed": value_changed, "allowed_origins": origins})

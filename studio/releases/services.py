@@ -267,3 +267,32 @@ def release_decide(*, release: Release, decision: str, reason: str, override_rea
                        "version": release.harness_version.number, "checkpoint": release.checkpoint_path,
                        "key_id": key_id(key.public_key())})
     return release
+
+
+def releases_sign_decided(*, actor: User | None = None) -> tuple[list[int], list[str]]:
+    """Sign, once, the decided releases that have no stored signed manifest (decided before signing moved to
+    the decision), but only those whose decision is on record: a decider and the audit event of that
+    decision. (signed release ids, why each other one was left unsigned). A row whose status was set in the
+    database alone stays unsigned, and the launcher refuses it."""
+    from studio.audit.models import AuditEvent
+
+    signed, skipped = [], []
+    for release in Release.objects.exclude(status=Release.DRAFT).filter(signed_manifest__isnull=True).order_by("pk"):
+        action = "release.approve" if release.status == Release.APPROVED else "release.reject"
+        recorded = AuditEvent.objects.filter(action=action, target=f"release #{release.pk}").exists()
+        if release.decided_by is None or not recorded:
+            skipped.append(f"release #{release.pk}: {release.status} with no {'decider' if release.decided_by is None else action + ' audit event'}; "
+                           "left unsigned (draft it again and decide it in the studio)")
+            continue
+        from serving.release import key_id, sign_manifest
+        from studio.releases.selectors import release_manifest_content
+        from studio.releases.signing import release_signing_key
+
+        key = release_signing_key()
+        release.signed_manifest = sign_manifest(release_manifest_content(release), key)
+        release.save(update_fields=["signed_manifest"])
+        audit_record(actor=actor, action="release.sign", harness=release.harness_version.harness,
+                     target=f"release #{release.pk}",
+                     data={"key_id": key_id(key.public_key()), "why": "decided before signing at decision time"})
+        signed.append(release.pk)
+    return signed, skipped

@@ -48,7 +48,7 @@ def _refuse_a_new_key_if_one_was_used(path: Path) -> None:
         raise ImproperlyConfigured(f"RELEASE_SIGNING_KEY {path} does not exist; {_PROVIDE}")
     from studio.releases.models import Release
 
-    signed = Release.objects.exclude(signed_manifest=None).count()
+    signed = Release.objects.filter(signed_manifest__isnull=False).count()
     if signed:
         raise ImproperlyConfigured(
             f"RELEASE_SIGNING_KEY {path} does not exist, but {signed} release(s) were signed with a key: a new key "

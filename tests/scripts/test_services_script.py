@@ -8,6 +8,7 @@ how CI once sat for 90 minutes after "Removed stale pid file.".
 import shutil
 import socket
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -59,3 +60,23 @@ def test_a_redis_that_cannot_start_fails_the_caller_with_the_reason():
     assert done.returncode != 0
     assert "reached" not in done.stdout
     assert "70000" in done.stderr  # redis-server says what is wrong with the port
+
+
+def test_a_redis_already_running_without_a_password_is_used_with_a_warning():
+    port = _free_port()
+    subprocess.run(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--daemonize", "yes",
+                    "--save", "", "--appendonly", "no"], check=True, capture_output=True)
+    try:
+        for _ in range(50):
+            if subprocess.run(["redis-cli", "-p", str(port), "ping"], capture_output=True, text=True).stdout.strip():
+                break
+            time.sleep(0.1)
+        done = subprocess.run(["bash", "-c", "service_env=$(bash scripts/services.sh) && printf %s \"$service_env\""],
+                              cwd=ROOT, env={"PATH": "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",
+                                             "REDIS_PORT": str(port)},
+                              capture_output=True, text=True, timeout=30)
+    finally:
+        subprocess.run(["redis-cli", "-p", str(port), "shutdown", "nosave"], capture_output=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"export REDIS_URL=redis://127.0.0.1:{port}/0"
+    assert f"WARNING: the Redis on port {port} has no password" in done.stderr

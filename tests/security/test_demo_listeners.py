@@ -140,3 +140,15 @@ def test_listening_on_every_interface_needs_the_host_names(demo_tree):
                    env=_env(REDISCLI_AUTH=password_file.read_text().strip() if password_file.exists() else ""))
     assert done.returncode == 2
     assert "set ALLOWED_HOSTS to the host names it is reached by" in done.stderr
+
+
+def test_any_command_leaves_var_owner_only(tmp_path):
+    var = tmp_path / "var"
+    var.mkdir(mode=0o755)
+    os.chmod(var, 0o755)
+    done = subprocess.run([sys.executable, "-c", "import django; django.setup()"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120,
+                          env=_env(PYTHONPATH=str(ROOT), DJANGO_SETTINGS_MODULE="studio.settings",
+                                   HARNESS_STUDIO_VAR=str(var)))
+    assert done.returncode == 0, done.stderr
+    assert stat.S_IMODE(var.stat().st_mode) == 0o700

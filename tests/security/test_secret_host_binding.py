@@ -111,3 +111,13 @@ def test_a_stored_value_is_encrypted_with_a_key_outside_the_database(personas):
     if connection.vendor == "sqlite":  # the database file alone does not hold the key
         database = sqlite3.connect(connection.settings_dict["NAME"])
         assert SECRET not in str(database.execute("SELECT value FROM endpoints_endpointsecret").fetchall())
+
+
+@pytest.mark.django_db
+def test_in_production_a_missing_encryption_key_refuses_the_secret_and_stores_nothing(personas, settings, tmp_path):
+    settings.PRODUCTION, settings.ENDPOINT_SECRETS_KEY, settings.VAR_DIR = True, "", tmp_path
+    refused = _register(client_for(personas.admin), "https://api.vendor.example/v1")
+    page = refused.content.decode()
+    assert refused.status_code == 400
+    assert "value: the studio cannot encrypt keys: ENDPOINT_SECRETS_KEY is not set" in page
+    assert not EndpointSecret.objects.exists() and not (tmp_path / "endpoint-secrets.key").exists()

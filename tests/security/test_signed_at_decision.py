@@ -86,3 +86,25 @@ def test_in_production_a_missing_key_is_an_error_that_says_how_to_provide_one(se
     with pytest.raises(ImproperlyConfigured, match="does not exist; restore the key file from a backup"):
         release_signing_key()
     assert not own_key.exists()
+
+
+def test_releases_decided_before_the_change_are_signed_once_only_with_their_decision_on_record(
+        personas, demo_version, checkpoint, tmp_path):
+    from django.core.management import call_command
+
+    assert _draft(personas, demo_version, checkpoint).status_code == 302
+    assert _draft(personas, demo_version, checkpoint).status_code == 302
+    recorded, forged = Release.objects.order_by("pk")
+    _approve(personas, recorded)
+    Release.objects.filter(pk=recorded.pk).update(signed_manifest=None)  # as decided before this change
+    Release.objects.filter(pk=forged.pk).update(status=Release.APPROVED)  # the database alone
+    import io
+
+    out, err = io.StringIO(), io.StringIO()
+    call_command("release_sign_decided", stdout=out, stderr=err)
+    assert out.getvalue().strip() == f"signed 1 release(s): #{recorded.pk}"
+    assert f"release #{forged.pk}: approved with no decider; left unsigned" in err.getvalue()
+    manifest, key = _download(personas, recorded, tmp_path)
+    assert _launch(manifest, key).returncode == 0
+    forged_manifest, _ = _download(personas, forged, tmp_path)
+    assert "signature: missing" in _launch(forged_manifest, key).stderr

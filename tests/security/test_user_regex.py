@@ -75,3 +75,31 @@ def test_the_runtime_matches_in_linear_time():
     started = time.perf_counter()
     assert not hook.matches("a" * 26)  # about 6 s under re
     assert time.perf_counter() - started < 0.5
+
+
+def test_a_tool_parameter_pattern_is_matched_in_linear_time_on_the_worker():
+    from types import SimpleNamespace
+
+    from harness.runtime.hook_impls import HOOK_IMPLS, HookCheck
+    from harness.tools import ToolSpec
+
+    tool = ToolSpec("lookup", "", {"type": "object", "properties": {"q": {"type": "string", "pattern": "^(a|a)*Z$"}},
+                                   "patternProperties": {"^(b|b)*Z$": {"type": "integer"}}}, None, "livestream.x")
+    check = HookCheck(event="before_tool", request=SimpleNamespace(), room=SimpleNamespace(), constraints={},
+                      link_ids=[], tool=tool, arguments={"q": "a" * 28, "b" * 28: 1})
+    hook = HookSpec("args", "before_tool", "tool_args_schema", None, {}, "retry", "", None)
+    started = time.perf_counter()
+    result = HOOK_IMPLS["tool_args_schema"](hook, check)
+    assert time.perf_counter() - started < 0.5  # about 23 s each under re
+    assert not result.ok and "does not match '^(a|a)*Z$'" in str(result)
+
+
+def test_a_tool_parameter_pattern_outside_re2_is_an_editor_problem(personas, demo_version):
+    draft = draft_create(harness=demo_version.harness, base_version=demo_version, owner=personas.operator, title="x")
+    operator = client_for(personas.operator)
+    tools = draft.files["tools.yaml"].replace("query: {type: string, minLength: 1, description: Words to search for.}",
+                                              "query: {type: string, minLength: 1, pattern: '(?<=x)y'}", 1)
+    assert tools != draft.files["tools.yaml"]
+    _save(operator, draft, "tools.yaml", tools)
+    editor = html.unescape(operator.get(f"/drafts/{draft.pk}/?path=tools.yaml").content.decode())
+    assert "properties/query/pattern: not a supported regular expression (invalid perl operator: (?<=)" in editor
