@@ -350,7 +350,9 @@ def soak(env: dict[str, str], users: list[User], args) -> None:
                            cwd=ROOT, capture_output=True, text=True)
     if redis.returncode != 0:
         raise SystemExit(f"scripts/services.sh: {redis.stderr[-2000:]}")
-    env = {**env, "REDIS_URL": f"redis://127.0.0.1:{redis_port}/0"}
+    # the URL services.sh prints, with the password it keeps in var/redis.password (docs/security.md)
+    urls = re.findall(r"^export REDIS_URL=(\S+)$", redis.stdout, re.MULTILINE)
+    env = {**env, "REDIS_URL": urls[-1] if urls else f"redis://127.0.0.1:{redis_port}/0"}
     worker = subprocess.Popen([sys.executable, "-m", "celery", "-A", "studio", "worker", "--concurrency", "1",
                                "--loglevel", "INFO"], env=env, cwd=ROOT, stdout=(var / "celery.log").open("w"),
                               stderr=subprocess.STDOUT, start_new_session=True)
@@ -389,7 +391,7 @@ def soak(env: dict[str, str], users: list[User], args) -> None:
             worker.wait(30)
         except subprocess.TimeoutExpired:
             os.killpg(worker.pid, signal.SIGKILL)
-        subprocess.run(["redis-cli", "-p", str(redis_port), "shutdown", "nosave"], capture_output=True)
+        subprocess.run(["redis-cli", "-u", env["REDIS_URL"], "shutdown", "nosave"], capture_output=True)
 
 
 def main() -> None:
