@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import os
 import secrets
-import tempfile
 from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from studio.envreaders import env_bool, env_float, env_int, env_list, env_str
+from studio.keyfiles import create_once
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("HARNESS_STUDIO_VAR", str(BASE_DIR / "var")))
@@ -56,16 +56,7 @@ _MAKE_A_KEY = 'make one with: python -c "import secrets; print(secrets.token_url
 def _local_secret_key(path: Path) -> str:
     """The key made once for this checkout: random, readable by its owner only, shared by every process."""
     if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handle, draft = tempfile.mkstemp(dir=path.parent, prefix=".secret_key-")  # mode 0600
-        with os.fdopen(handle, "w") as out:
-            out.write(secrets.token_urlsafe(50) + "\n")
-        try:
-            os.link(draft, path)  # atomic: when two processes start at once, the first key wins
-        except FileExistsError:
-            pass
-        finally:
-            os.unlink(draft)
+        create_once(path, (secrets.token_urlsafe(50) + "\n").encode())
     key = path.read_text().strip()
     if len(key) < 50:
         raise ImproperlyConfigured(f"{path}: the secret key there is shorter than 50 characters; delete the file "

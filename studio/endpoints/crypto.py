@@ -14,14 +14,14 @@ twice never encrypts twice.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from functools import lru_cache
 from pathlib import Path
 
 from cryptography.fernet import Fernet, InvalidToken
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
+
+from studio.keyfiles import create_once
 
 PREFIX = "fernet:"
 MAKE_A_KEY = ("make one with: python -c \"from cryptography.fernet import Fernet; "
@@ -37,16 +37,7 @@ def _key_file() -> Path:
 
 
 def _make_key_file(path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, draft = tempfile.mkstemp(dir=path.parent, prefix=".endpoint-secrets-")  # mode 0600
-    with os.fdopen(handle, "wb") as out:
-        out.write(Fernet.generate_key() + b"\n")
-    try:
-        os.link(draft, path)  # atomic: when two processes start at once, the first key wins
-    except FileExistsError:
-        pass
-    finally:
-        os.unlink(draft)
+    create_once(path, Fernet.generate_key() + b"\n")
 
 
 @lru_cache(maxsize=4)

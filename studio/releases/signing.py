@@ -11,29 +11,19 @@ verifies with ``release_public_key_pem()``.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
+
+from studio.keyfiles import create_once
 
 
 def _make_key(path: Path) -> None:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
     from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    pem = Ed25519PrivateKey.generate().private_bytes(Encoding.PEM, PrivateFormat.PKCS8, NoEncryption())
-    handle, draft = tempfile.mkstemp(dir=path.parent, prefix=".release-signing-key-")  # mode 0600
-    with os.fdopen(handle, "wb") as out:
-        out.write(pem)
-    try:
-        os.link(draft, path)  # the first process's key wins
-    except FileExistsError:
-        pass
-    finally:
-        os.unlink(draft)
+    create_once(path, Ed25519PrivateKey.generate().private_bytes(Encoding.PEM, PrivateFormat.PKCS8, NoEncryption()))
 
 
 _PROVIDE = ("restore the key file from a backup, or give its path in RELEASE_SIGNING_KEY; to make a first key: "
