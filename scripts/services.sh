@@ -52,7 +52,16 @@ else
     "$REDIS_PORT" "$REDIS_PASSWORD" "$(pwd)/var/redis" "$(pwd)/var/log/redis.log" >var/redis/redis.conf
   redis-server var/redis/redis.conf
   for _ in $(seq 50); do ours && break; sleep 0.1; done
-  ours || { echo "redis-server did not start on port $REDIS_PORT (var/log/redis.log)" >&2; exit 1; }
+  if ! ours; then
+    if redis-cli -p "$REDIS_PORT" ping 2>&1 | grep -q NOAUTH; then
+      # Redis cannot be told a new password without the old one, as PostgreSQL's role can.
+      echo "services.sh: a Redis with another password (another checkout's var/redis.password) already listens" \
+           "on port $REDIS_PORT; copy that checkout's var/redis.password here, or set REDIS_PORT to a free port" >&2
+    else
+      echo "redis-server did not start on port $REDIS_PORT (var/log/redis.log)" >&2
+    fi
+    exit 1
+  fi
 fi
 EXPORTS+=("export REDIS_URL=redis://${REDIS_AUTH}127.0.0.1:$REDIS_PORT/0")
 
@@ -76,16 +85,21 @@ if [ "${1:-}" = postgres ]; then
   # PGPASSWORD, not a command-line argument: `ps` never shows a password.
   logs_in() { PGPASSWORD=$1 psql -h 127.0.0.1 -p "$PGPORT" -U harness -d harness_studio -qtAc 'select 1' >/dev/null 2>&1; }
   if ! logs_in "$PG_PASSWORD"; then
-    # A new role, or one with the password older scripts published ('harness'), gets var/postgres.password's,
-    # sent on psql's stdin. A role another checkout gave its own password is left alone: changing it would cut
-    # off that checkout's running processes.
-    unset_password=$(psql_admin "-qtAc \"select 1 from pg_authid where rolname='harness' and rolpassword is null\"")
-    if [ "$unset_password" = 1 ] || logs_in harness; then
-      printf "alter role harness password '%s';\n" "$PG_PASSWORD" | psql_admin "-q" >/dev/null
+    # The role gets var/postgres.password's password, sent on psql's stdin: a new role, one with the password
+    # older scripts published ('harness'), and one whose password this checkout does not know (another
+    # checkout's, or a cluster kept from an earlier machine image, as a CI machine may have). This script
+    # administers the cluster as its superuser, so it never has to stop here; another checkout that set the
+    # role's password loses its login and is told how to get it back.
+    if ! { psql_admin "-qtAc \"select 1 from pg_authid where rolname='harness' and rolpassword is null\"" | grep -q 1 \
+           || logs_in harness; }; then
+      echo "services.sh: the PostgreSQL role 'harness' had a password other than var/postgres.password's" \
+           "(another checkout's, or an earlier machine's); it now has this checkout's. Another checkout on this" \
+           "machine that uses the role logs in again with a copy of $(pwd)/var/postgres.password" >&2
     fi
+    printf "alter role harness password '%s';\n" "$PG_PASSWORD" | psql_admin "-q" >/dev/null
     logs_in "$PG_PASSWORD" || {
-      echo "services.sh: the PostgreSQL role 'harness' has a password other than var/postgres.password's (another" \
-           "checkout set it); copy that checkout's var/postgres.password here" >&2
+      echo "services.sh: the PostgreSQL role 'harness' does not log in on 127.0.0.1:$PGPORT with" \
+           "var/postgres.password's password even after it was set; check the cluster's pg_hba.conf" >&2
       exit 1
     }
   fi
