@@ -187,3 +187,52 @@ def test_the_code_cites_the_projects_own_documents():
     cited = {int(n) for text in sources.values() for n in re.findall(r"docs/architecture\.md §(\d+)", text)}
     missing = [n for n in sorted(cited) if f"## §{n} " not in architecture]
     assert cited and not missing, missing
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import circles of ``graph``: its strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        for other in sorted(graph.get(module, ())):
+            if other not in index:
+                visit(other)
+                low[module] = min(low[module], low[other])
+            elif other in stack:
+                low[module] = min(low[module], index[other])
+        if low[module] == index[module]:
+            component = []
+            while True:
+                other = stack.pop()
+                component.append(other)
+                if other == module:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    return found
+
+
+def _app(module: str) -> str:
+    return module.split(".")[1] if module.count(".") else module
+
+
+def test_no_studio_import_circle_crosses_apps_or_spans_more_than_two_modules():
+    """docs/architecture.md §1: a studio app reaches another through its selectors and services, and another
+    app's reaction to its events through signals, so no import (function-level ones included) forms a circle
+    across two apps; within one app a circle is at most a module and its task module (a task module imports
+    the service that runs it, which queues the task)."""
+    graph = {module: edges for module, edges in _module_graph("studio").items() if ".migrations." not in module}
+    circles = _circles(graph)
+    across = [c for c in circles if len({_app(m) for m in c}) > 1]
+    long = [c for c in circles if len(c) > 2]
+    assert not across, f"import circles across studio apps: {across}"
+    assert not long, f"import circles of more than two modules within an app: {long}"

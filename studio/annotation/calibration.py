@@ -57,7 +57,7 @@ def calibration_run(*, judge: str, dataset_id: int, actor_id: int | None = None)
     """Measure ``judge`` against the set's labelled replies and store the result."""
     from evaluation.calibration import calibrate_judge
     from evaluation.judges import make_judge
-    from studio.evolution.selectors import catalogue_for
+    from studio.evolution.rows import catalogue_for
 
     dataset = Dataset.objects.get(pk=dataset_id)
     cases = [row.data for row in dataset.cases.order_by("position")]

@@ -104,7 +104,7 @@ def cell_find(*, endpoint: ModelEndpoint, version: HarnessVersion, set_version: 
 
 def cell_rows(cell: Cell) -> list[dict[str, Any]]:
     """The cell's results as the evaluation core's rows."""
-    from studio.evolution.runs import result_row
+    from studio.evolution.rows import result_row
 
     return [result_row(r) for r in cell.run.results.all()]
 

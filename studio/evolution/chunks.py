@@ -141,7 +141,7 @@ def chunk_score(*, claim: Claim, scorer, attempt: int, worker: str, on_case: Cal
     ``heartbeat`` starts a side thread renewing the lease (only in a worker of its own: inline in a
     test's transaction the thread's connection would not see the chunk).
     """
-    from studio.evolution.runs import result_fields
+    from studio.evolution.rows import result_fields
     from studio.jobs.services import Heartbeat
 
     scorers = list(scorer) if isinstance(scorer, list | tuple) else [scorer]

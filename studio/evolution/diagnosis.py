@@ -118,7 +118,7 @@ def _replay(proposals, *, run: EvalRun, files: dict[str, str], cases: dict[str, 
     from evaluation.diagnosis import prediction_text, replay_proposal
     from evaluation.scoring import CaseScorer
     from studio.endpoints.services import policy_for_endpoint
-    from studio.evolution.selectors import catalogue_for
+    from studio.evolution.rows import catalogue_for
     from studio.mcpservers.selectors import mcp_registry
 
     catalogue = catalogue_for(run.dataset)

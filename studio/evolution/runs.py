@@ -45,8 +45,8 @@ from studio.evolution.chunks import (
     chunks_ensure,
     chunks_unfinished,
 )
-from studio.evolution.models import CaseResult, Dataset, DatasetCase, EvalChunk, EvalRun
-from studio.evolution.selectors import catalogue_for
+from studio.evolution.models import Dataset, DatasetCase, EvalChunk, EvalRun
+from studio.evolution.rows import catalogue_for, result_row
 from studio.harnesses.models import HarnessVersion
 from studio.jobs.models import Job
 from studio.jobs.registry import JobFailed
@@ -161,10 +161,6 @@ def _resume_locked(*, run_id: int) -> bool:
             return False
         eval_run_resume(run=run, actor=None)
     return True
-
-
-def _reason_field(codes: list[str]) -> str:
-    return ("," + ",".join(dict.fromkeys(codes)) + ",")[:500] if codes else ""
 
 
 def _scorer(run: EvalRun) -> ScorerPool:
@@ -371,27 +367,6 @@ def eval_run_score_chunk(*, run_id: int, worker: str, heartbeat: bool = True) ->
             scorer.close()
     eval_run_resume_if_stalled(EvalRun.objects.select_related("job").get(pk=run_id))
     return scored
-
-
-def result_fields(row: dict[str, Any]) -> dict[str, Any]:
-    """The ``CaseResult`` columns of a scorer row."""
-    verdict = row["verdict"]
-    return dict(accuracy=float(verdict["accuracy"]), effectiveness=float(verdict["effectiveness"]),
-                avg=float(verdict["avg"]), reason_codes=_reason_field([r["code"] for r in verdict["reasons"]]),
-                verdict=verdict, reply=row["reply"], route=row["route"], trajectory=row["trajectory"] or {},
-                latency_s=row["latency_s"])
-
-
-def result_row(result: CaseResult) -> dict[str, Any]:
-    """A stored ``CaseResult`` as the evaluation core's row (``evaluation.scoring``)."""
-    from evaluation.scoring import request_outcome
-
-    error = next((r.get("detail", "") for r in result.verdict.get("reasons", []) if r.get("code") == "run_error"),
-                 None) if result.route == "error" else None
-    return {"id": result.case_id, "category": result.category, "split": result.split, "reply": result.reply,
-            "route": result.route, "outcome": request_outcome(result.trajectory, error=error),
-            "verdict": result.verdict, "trajectory": result.trajectory or None, "latency_s": result.latency_s,
-            **({"error": error} if error else {})}
 
 
 def run_summary(*, run: EvalRun) -> dict[str, Any]:

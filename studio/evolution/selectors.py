@@ -357,11 +357,3 @@ def run_time_estimates(*, dataset_name: str | None = None) -> dict[str, Any]:
                      "runs": measured[endpoint.pk]["runs"] if per_case is not None else 0,
                      "estimate": _about(per_case * dataset.case_count) if per_case is not None and dataset else None})
     return {"rows": rows, "dataset": dataset}
-
-
-def catalogue_for(dataset: Dataset):
-    """The catalogue a dataset's cases refer to: its own snapshot, else the demo catalogue."""
-    from harness.livestream import Catalogue, demo_catalogue
-
-    return Catalogue.from_dict(dataset.catalogue, source=f"dataset {dataset.name}") if dataset.catalogue \
-        else demo_catalogue()

@@ -37,7 +37,7 @@ class PlaygroundError(ValueError):
 def playground_catalogue(*, dataset: Dataset | None):
     """The catalogue a request runs with: the dataset's, or the demo catalogue."""
     from harness.livestream import demo_catalogue
-    from studio.evolution.selectors import catalogue_for
+    from studio.evolution.rows import catalogue_for
 
     return catalogue_for(dataset) if dataset is not None else demo_catalogue()
 
