@@ -234,3 +234,25 @@ def load_run(run: str | Path, *, root: str | Path = DEFAULT_RUNS_DIR) -> tuple[d
     """(run.json, summary) of a run; the summary is recomputed from requests.jsonl."""
     read = read_run(run, root=root)
     return read.meta, read.summary
+
+
+def read_replay_timing(data: dict[str, Any], *, source: str):
+    """The ``replay`` block of a replay run's summary as the latency gate's evidence
+    (``evaluation.gates.ReplayTiming``); ``evaluation.gates.EvidenceError`` naming the field on a shape this
+    reader does not know."""
+    from evaluation.gates import NUMBER, EvidenceError, ReplayTiming, field_of
+    from serving.metrics import fallback_warning
+
+    levels = field_of(data, "levels", dict, source)
+    p95: dict[str, float | None] = {}
+    for level, block in levels.items():
+        if not isinstance(block, dict):
+            raise EvidenceError(f"{source}: field 'levels.{level}' is {type(block).__name__}, expected an object")
+        value = block.get("wall_p95_s")
+        if value is not None and (isinstance(value, bool) or not isinstance(value, NUMBER)):
+            raise EvidenceError(f"{source}: field 'levels.{level}.wall_p95_s' is {type(value).__name__}, "
+                                "expected a number or null")
+        p95[str(level)] = None if value is None else float(value)
+    digest = data.get("harness_digest")
+    return ReplayTiming(wall_p95_s=p95, fallback_warning=fallback_warning(levels),
+                        harness_digest=digest if isinstance(digest, str) else "")

@@ -20,3 +20,8 @@ def endpoint_default() -> ModelEndpoint | None:
         if endpoint := ModelEndpoint.objects.filter(name=name).first():
             return endpoint
     return ModelEndpoint.objects.order_by("name").first()
+
+
+def endpoint_serving(*, model_dir: str) -> ModelEndpoint | None:
+    """The local-route endpoint that serves the model folder ``model_dir``, if one was made."""
+    return ModelEndpoint.objects.filter(route=ModelEndpoint.LOCAL, model=model_dir).first()

@@ -145,7 +145,8 @@ def production_promote(*, harness, version, actor: User, reason: str, override_r
     override goes into the label move's reason and the audit log (``evolution.gates.override``).
     Returns the gates overridden. Rolling production back (``label_rollback``) is not gated.
     """
-    from studio.evolution.gates import gates_check_promotion, version_release_gates
+    from evaluation.gates import gates_check_promotion
+    from studio.evolution.gates import version_release_gates
 
     label_check_permission(actor=actor, name=Label.PRODUCTION)
     reason, override_reason = reason.strip(), override_reason.strip()

@@ -254,7 +254,8 @@ def stage_state(*, stage: Stage, parent_run: EvalRun | None = None, candidate_ru
     ``active`` is true while a run or the diagnosis is going, or the candidate's report is being written;
     ``closed`` once a decision ended the stage or the evolution is no longer active.
     """
-    from studio.evolution.gates import gates_blocking, release_gates
+    from evaluation.gates import gates_blocking
+    from studio.evolution.gates import release_gates
     from studio.evolution.stages import CLOSING_DECISIONS
 
     parent_run = parent_run or stage.parent_run
@@ -357,3 +358,9 @@ def run_time_estimates(*, dataset_name: str | None = None) -> dict[str, Any]:
                      "runs": measured[endpoint.pk]["runs"] if per_case is not None else 0,
                      "estimate": _about(per_case * dataset.case_count) if per_case is not None and dataset else None})
     return {"rows": rows, "dataset": dataset}
+
+
+def stage_newest_for_candidate(*, version) -> Stage | None:
+    """The newest evolution stage that evaluated ``version`` as a candidate against its parent."""
+    return (Stage.objects.select_related("evolution").filter(candidate_version=version)
+            .exclude(comparison={}).order_by("-pk").first())

@@ -91,3 +91,8 @@ def draft_changed_paths(*, draft: Draft) -> dict[str, str]:
 
 def draft_open_conflicts(*, draft: Draft) -> QuerySet[DraftConflict]:
     return draft.conflicts.filter(resolved_at__isnull=True).select_related("author")
+
+
+def label_production(*, harness_id: int) -> Label | None:
+    """The production label of a Harness, with its version; None before anything was promoted."""
+    return Label.objects.select_related("version").filter(harness_id=harness_id, name=Label.PRODUCTION).first()

@@ -17,8 +17,9 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from studio.accounts.decorators import requires
+from studio.audit.selectors import gate_overrides
 from studio.evolution.decisions import production_promote
-from studio.evolution.gates import version_gate_overrides, version_release_gates
+from studio.evolution.gates import version_release_gates
 from studio.harnesses import selectors
 from studio.harnesses.bundles import BundleArchiveError, files_to_zip
 from studio.harnesses.diffs import ChangeSet, version_diff, version_summary
@@ -141,7 +142,7 @@ def version_detail(request, name: str, number: int):
             "labels": version.labels.all(),
             "other_labels": harness.labels.exclude(version=version),
             "gates": version_release_gates(version=version),
-            "gate_overrides": version_gate_overrides(version=version),
+            "gate_overrides": gate_overrides(version=version),
         },
     )
 

@@ -74,3 +74,9 @@ def release_manifest_content(release: Release) -> dict[str, Any]:
         "gates_at": _when(release.gates_at),
     }
     return manifest
+
+
+def release_newest_approved(*, harness) -> Release | None:
+    """The newest approved release of ``harness``: what production serves."""
+    return (Release.objects.filter(harness_version__harness=harness, status=Release.APPROVED)
+            .order_by("-decided_at", "-pk").first())

@@ -18,9 +18,10 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
 from django.utils import timezone
 
+from evaluation.gates import Gate, gates_check_promotion
 from harness.checkpoints import CheckpointError
 from studio.audit.services import audit_record
-from studio.evolution.gates import Gate, checkpoint_release_gates, gates_check_promotion
+from studio.evolution.gates import checkpoint_release_gates
 from studio.releases.models import Release
 
 MAX_TEXT = 2000

@@ -31,8 +31,12 @@ def evaluation_rows(evaluation: dict[str, Any] | None) -> list[dict[str, Any]]:
         if name == "ifeval" and not row["error"]:
             row["set_label"] = (scores.get("set") or {}).get("label", "")
             if isinstance(scores.get("base"), dict):
-                from studio.evolution.gates import capability_comparison
+                from evaluation.gates import EvidenceError, capability_comparison, read_ifeval
 
-                row["base"] = {**scores["base"], "paired": capability_comparison(scores)}
+                try:
+                    paired = capability_comparison(read_ifeval(scores, source=f"the {label} set"))
+                except EvidenceError:
+                    paired = None  # the gate names what is wrong with the block; the page shows the scores
+                row["base"] = {**scores["base"], "paired": paired.as_dict() if paired else None}
         rows.append(row)
     return rows

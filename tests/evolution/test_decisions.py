@@ -116,12 +116,25 @@ def _block(delta_avg, n=10, errors=1):
 
 
 def test_business_gate_names_the_category_that_dropped():
-    report = {"per_category": {"product_qa": _block(+5.0), "aftersale": _block(-4.0)}}
+    report = {"overall": _block(+0.5), "per_category": {"product_qa": _block(+5.0), "aftersale": _block(-4.0)}}
     gate = business_gate(comparison=report, tolerance=0.02)
     assert gate.status == "fail" and "aftersale -4.00" in gate.detail and "product_qa" not in gate.detail
     assert business_gate(comparison=report, tolerance=0.05).status == "pass"
     assert business_gate(comparison={}, tolerance=0.02).status == "no data"
     assert ifeval_gate().status == "no data"
+
+
+def test_a_comparison_of_a_shape_the_gate_does_not_know_blocks_naming_the_field():
+    """Issue 42: a gate read untyped JSON paths and said "no data" when their shape changed; its reader
+    (evaluation.gates.read_comparison) now names the field, and the gate is "unreadable", which blocks."""
+    renamed = {"overall": _block(+0.5), "per_category": {"aftersale": {**_block(-4.0), "avg": {"change": -4.0}}}}
+    gate = business_gate(comparison=renamed, tolerance=0.02, source="evolution #3 stage 2's comparison")
+    assert gate.status == "unreadable"
+    assert gate.detail.startswith("evolution #3 stage 2's comparison, per_category['aftersale']: no field "
+                                  "'avg.delta' (expected a number at 'avg.delta')")
+    from evaluation.gates import gates_blocking
+
+    assert gates_blocking([gate]) == [gate]
 
 
 def test_stopping_advice_after_a_regression_on_long_tail_failures(diagnosed):

@@ -78,7 +78,9 @@ def test_passing_gates_need_no_override(personas, v1, monkeypatch, tmp_path):
     ifeval_run(tmp_path / "eval", model=model, prompt_strict=70.0)
     passing_compatibility(version=v1, folder=tmp_path)
     calibrated_judge(actor=personas.admin)
-    passing = gates.Gate("business regression", "pass", "stage 1 of evolution #1")
+    from evaluation.gates import Gate
+
+    passing = Gate("business regression", "pass", "stage 1 of evolution #1")
     monkeypatch.setattr(gates, "version_business_gate", lambda *, version: passing)
     move(client_for(personas.admin), reason="all green")
     assert Label.objects.get(name="production").version == v1

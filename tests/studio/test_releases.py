@@ -268,15 +268,16 @@ def test_deciding_and_refreshing_lock_the_release_in_their_own_transaction(perso
 
 
 def _paired(base: list[bool], mine: list[bool]) -> dict:
-    from studio.evolution.gates import capability_comparison
+    from evaluation.gates import capability_comparison, read_ifeval
 
-    return capability_comparison({"per_prompt": mine, "base": {"per_prompt": base, "prompt_strict": 0.0}})
+    return capability_comparison(read_ifeval({"n": len(mine), "prompt_strict": 0.0, "per_prompt": mine,
+                                              "base": {"per_prompt": base, "prompt_strict": 0.0}}, source="test"))
 
 
 def test_the_capability_gate_never_passes_a_large_drop_and_says_when_the_prompts_are_too_few():
     """On every small sample (2 to 30 prompts) where the checkpoint follows fewer instructions than its base
     by 5 points or more, the gate does not pass; where the sample cannot tell, it says so."""
-    from studio.evolution.gates import CAPABILITY_TOLERANCE_POINTS, capability_verdict
+    from evaluation.gates import CAPABILITY_TOLERANCE_POINTS, capability_verdict
 
     for n in range(2, 31):
         for base_passes in range(1, n + 1):
