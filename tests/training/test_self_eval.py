@@ -20,6 +20,11 @@ def test_evaluate_run_writes_scores_and_resumes(sft_run, tmp_path):
     for name in ("live_qa", "variant_qa", "prompt_robustness"):
         assert saved[name]["n"] >= 1 and 0 <= saved[name]["avg"] <= 100
     assert saved["ifeval"]["n"] == 1 and len(saved["ifeval"]["per_prompt"]) == 1
+    # the writer's block is what the capability gate's one reader knows (evaluation.gates.read_ifeval)
+    from evaluation.gates import read_ifeval
+
+    scores = read_ifeval(saved["ifeval"], source="eval.json")
+    assert scores.n == 1 and scores.checkpoint.per_prompt == tuple(saved["ifeval"]["per_prompt"])
     rows = [json.loads(line) for line in (run / "eval" / "variant_qa.jsonl").read_text().splitlines()]
     assert [r["id"] for r in rows] == [c["id"] for c in held_out_cases()[:2]]
     assert all(r["harness"].startswith("hsa") for r in rows)  # T2 runs under variants
