@@ -114,14 +114,17 @@ def cell_done(cell: Cell | None) -> bool:
 
 
 def cell_figures(cell: Cell) -> dict[str, Any]:
-    """``evaluation.compatibility.cell_figures`` of a finished cell (kept on the row); {} before."""
+    """``evaluation.compatibility.cell_figures`` of a finished cell: as its row keeps them (stored when its
+    run scored, ``services.cell_figures_store``), else computed once into the studio's cache; {} before it
+    finished. A selector only reads: it never writes the row."""
     if cell.figures or not cell_done(cell):
         return cell.figures
+    from django.core.cache import cache
+
     from evaluation.compatibility import cell_figures as figures_of
 
-    cell.figures = figures_of(cell_rows(cell))
-    Cell.objects.filter(pk=cell.pk).update(figures=cell.figures)
-    return cell.figures
+    return cache.get_or_set(f"compatibility:figures:{cell.pk}:{cell.run_id}", lambda: figures_of(cell_rows(cell)),
+                            timeout=None)
 
 
 def cell_avg(cell: Cell) -> float:
@@ -131,17 +134,15 @@ def cell_avg(cell: Cell) -> float:
 
 def cell_change(cell: Cell, reference: Cell) -> dict[str, Any] | None:
     """``evaluation.compatibility.cell_change`` of ``cell`` against ``reference`` (both finished, same set),
-    kept under the reference's id; None when either is unfinished."""
+    computed once per pair of runs into the studio's cache; None when either is unfinished."""
     if not (cell_done(cell) and cell_done(reference)) or cell.set_version != reference.set_version:
         return None
-    key = f"change:{reference.pk}"
-    if key not in cell.figures:
-        from evaluation.compatibility import cell_change as change_of
+    from django.core.cache import cache
 
-        cell_figures(cell)
-        cell.figures[key] = change_of(reference=cell_rows(reference), rows=cell_rows(cell))
-        Cell.objects.filter(pk=cell.pk).update(figures=cell.figures)
-    return cell.figures[key]
+    from evaluation.compatibility import cell_change as change_of
+
+    return cache.get_or_set(f"compatibility:change:{cell.pk}:{cell.run_id}:{reference.pk}:{reference.run_id}",
+                            lambda: change_of(reference=cell_rows(reference), rows=cell_rows(cell)), timeout=None)
 
 
 @dataclass

@@ -194,3 +194,13 @@ def cells_for_checkpoint(*, run_id: int) -> list[Cell]:
         if cell is not None and cell not in cells:
             cells.append(cell)
     return cells
+
+
+def cell_figures_store(*, run_id: int) -> None:
+    """A cell's run scored its cases (``studio.evolution.runs.eval_run_scored``): its figures are kept on the
+    row, so the matrix and the gate read them without scoring the rows again."""
+    from evaluation.compatibility import cell_figures as figures_of
+
+    for cell in Cell.objects.select_related("run").filter(run_id=run_id):
+        cell.figures = figures_of(selectors.cell_rows(cell))
+        cell.save(update_fields=["figures"])

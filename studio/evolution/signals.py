@@ -1,10 +1,14 @@
-"""A (re)started worker resumes the evaluation runs its predecessor left unfinished."""
+"""A (re)started worker resumes the evaluation runs its predecessor left unfinished; a run whose job was
+cancelled while queued ends saying so."""
 
 from __future__ import annotations
 
 import logging
 
 from celery.signals import worker_process_shutdown, worker_ready
+from django.dispatch import receiver
+
+from studio.jobs.events import job_cancelled
 
 logger = logging.getLogger(__name__)
 
@@ -24,3 +28,13 @@ def close_chunk_scorer(**_kwargs) -> None:
     from studio.evolution.runs import _drop_chunk_scorer
 
     _drop_chunk_scorer()
+
+
+@receiver(job_cancelled, dispatch_uid="evolution_run_job_cancelled")
+def end_runs_of_a_cancelled_job(*, job_id: int, reason: str, **_signal) -> None:
+    from studio.evolution.models import EvalRun
+    from studio.evolution.runs import eval_run_note_cancelled
+
+    for run in EvalRun.objects.select_related("job").filter(job_id=job_id, status__in=(EvalRun.QUEUED,
+                                                                                        EvalRun.RUNNING)):
+        eval_run_note_cancelled(run)

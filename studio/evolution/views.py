@@ -21,7 +21,7 @@ from studio.evolution.errors import EvolutionError
 from studio.evolution.forms import DatasetImportForm, EvolutionForm
 from studio.evolution.gates import release_gates, stopping_advice
 from studio.evolution.models import EvalRun
-from studio.evolution.runs import EvaluationError, eval_run_resume, eval_run_resume_if_stalled
+from studio.evolution.runs import EvaluationError, eval_run_resume
 from studio.evolution.stages import candidate_build, evolution_start, stage_edit_by_hand
 from studio.lookups import found_or_404
 from studio.playground.presenters import system_prompt, trajectory_steps
@@ -32,13 +32,6 @@ USER_ERRORS = (EvolutionError, EvaluationError, PermissionDenied)
 def _can(request) -> dict[str, bool]:
     return {name.split(".")[1]: user_can(request.user, name)
             for name in ("evolution.run", "evolution.review", "evolution.edit")}
-
-
-def _refresh(run: EvalRun | None) -> EvalRun | None:
-    """Notice a lost worker while someone watches: reap its job and resume the run."""
-    if run is None or not eval_run_resume_if_stalled(run):
-        return run
-    return selectors.run_get(run_id=run.pk)
 
 
 def _stage(stage_id: int):
@@ -164,7 +157,7 @@ def dataset_case(request, name: str, case_id: str):
 
 
 def _run(run_id: int) -> EvalRun:
-    return _refresh(found_or_404(selectors.run_get, f"no evaluation run #{run_id}", run_id=run_id))
+    return found_or_404(selectors.run_get, f"no evaluation run #{run_id}", run_id=run_id)
 
 
 @require_GET
@@ -220,8 +213,8 @@ def run_case(request, run_id: int, case_id: str):
 
 def _stage_context(request, stage_id: int) -> dict:
     stage = _stage(stage_id)
-    state = selectors.stage_state(stage=stage, parent_run=_refresh(stage.parent_run),
-                                  candidate_run=_refresh(stage.candidate_run))
+    state = selectors.stage_state(stage=stage, parent_run=stage.parent_run,
+                                  candidate_run=stage.candidate_run)
     return {**state, "can": _can(request)}
 
 

@@ -80,3 +80,16 @@ def job_wait(*, job: Job) -> QueueWait | None:
     name = queue or getattr(settings, "CELERY_TASK_DEFAULT_QUEUE", "") or "celery"
     return QueueWait(queue=name, position=ahead + 1, queued=waiting.count(), running=running,
                      start_command="celery -A studio worker" + (f" --queues {queue}" if queue else ""))
+
+
+def job_silent_s(*, job: Job, now=None) -> float | None:
+    """Seconds a running job's heartbeat is past its lease (None while it beats, or when not running): a
+    page says so; the reaper (beat, ``reap-stale-jobs``) marks it failed, never a page's GET."""
+    from django.conf import settings
+    from django.utils import timezone
+
+    if job.status != Job.RUNNING:
+        return None
+    since = job.heartbeat_at or job.started_at or job.created_at
+    silent = ((now or timezone.now()) - since).total_seconds()
+    return silent if silent > settings.JOB_LEASE_S else None

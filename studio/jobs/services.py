@@ -279,6 +279,9 @@ def job_cancel(*, job: Job, actor: User) -> Job:
     if _finish(job_id=job.pk, status=Job.CANCELLED, error=f"cancelled by {actor} before it started",
                only_from=(Job.QUEUED,)):
         _append_log(job.pk, f"cancelled by {actor} before a worker took it")
+        from studio.jobs.events import job_cancelled
+
+        job_cancelled.send(sender=Job, job_id=job.pk, reason=f"cancelled by {actor} before it started")
     else:
         _append_log(job.pk, f"cancel requested by {actor}; the job stops at its next report")
     audit_record(actor=actor, action="job.cancel", target=f"job #{job.pk} {job.kind}", data={"status": job.status})

@@ -15,6 +15,7 @@ from celery.signals import (
 logger = logging.getLogger(__name__)
 
 
+
 @worker_ready.connect
 def reap_on_worker_start(**_kwargs) -> None:
     """A (re)started worker fails the jobs whose worker died without a word."""

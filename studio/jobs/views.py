@@ -14,7 +14,6 @@ from studio.jobs.services import (
     job_can_cancel,
     job_cancel,
     job_create,
-    job_reap_stale,
 )
 from studio.lookups import found_or_404
 
@@ -23,7 +22,7 @@ def _job_context(job: Job, user=None) -> dict:
     """The job plus how its kind presents a result (e.g. a trajectory for playground runs)."""
     kind = JOB_KINDS.get(job.kind)
     context = {"job": job, "result_template": None, "can_cancel": job_can_cancel(job=job, user=user),
-               "wait": selectors.job_wait(job=job)}
+               "wait": selectors.job_wait(job=job), "silent_s": selectors.job_silent_s(job=job)}
     if kind is not None and kind.result_template and job.result is not None:
         context["result_template"] = kind.result_template
         context.update(kind.present(job.result) if kind.present else {"result": job.result})
@@ -48,8 +47,6 @@ def job_list(request):
 @requires("studio.view")
 def job_detail(request, job_id: int):
     job = _job(job_id)
-    if job.status == Job.RUNNING and job_reap_stale(job=job):
-        job = _job(job_id)
     return render(request, "jobs/job_detail.html", _job_context(job, request.user))
 
 
@@ -58,8 +55,6 @@ def job_detail(request, job_id: int):
 def job_status(request, job_id: int):
     """The part of the job page that htmx polls; polling stops once the job has ended."""
     job = _job(job_id)
-    if job.status == Job.RUNNING and job_reap_stale(job=job):
-        job = _job(job_id)
     # the title too (out of band): a title that counts progress changes while the job runs and when it ends
     response = render(request, "jobs/_job_status.html", {**_job_context(job, request.user), "oob_title": True})
     if not job.is_active:

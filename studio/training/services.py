@@ -328,12 +328,14 @@ def run_execute(*, run_id: int, context: JobContext) -> dict[str, Any]:
     if run.is_policy and not settings.FOLLOW_ON_JOBS:
         context.log("compatibility: follow-on jobs are turned off (FOLLOW_ON_JOBS=0); ask for its cells on "
                     "the compatibility page")
-    elif run.is_policy:  # a checkpoint entered the registry: its cells on the production and staging versions,
-        # a job of their own (automatic: outside the quota, never ahead of a person's queued job)
-        follow_on = job_create(kind="compatibility_checkpoint", title=f"Compatibility cells of run #{run.pk}",
-                               params={"run_id": run.pk}, created_by=run.created_by, automatic=True)
-        context.log(f"compatibility: its cells are asked for in job #{follow_on.pk}, a step of their own")
-        result["follow_on_jobs"] = [follow_on.pk]
+    elif run.is_policy:  # a checkpoint entered the registry: the apps that react to it queue their jobs
+        from studio.training.signals import checkpoint_registered
+
+        follow_on = [answer for _, answer in checkpoint_registered.send(sender=TrainingRun, run=run) if answer]
+        for _job, sentence in follow_on:
+            context.log(sentence)
+        if follow_on:
+            result["follow_on_jobs"] = [job.pk for job, _ in follow_on]
     return result
 
 

@@ -98,3 +98,27 @@ def test_the_api_applies_the_same_gates(personas, v1, client):
                      content_type="application/json", **headers)
     assert ok.status_code == 200 and ok.json()["version"] == 1
     assert AuditEvent.objects.get(action="evolution.gates.override").data["reason"] == "staged rollout"
+
+
+def test_pages_that_read_gates_and_cells_write_nothing(personas, v1, tmp_path):
+    """Issue 42: selectors only read. The compatibility selectors kept a cell's figures and changes on its row
+    while a page read them; now the cell's figures are stored when its run scored (a receiver of
+    ``eval_run_scored``) and anything else is computed into the cache, so a GET runs no write."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from studio.compatibility.models import Cell
+    from studio.evolution.gates import compatibility_gate
+
+    cell = passing_compatibility(version=v1, folder=tmp_path)
+    Cell.objects.filter(pk=cell.pk).update(figures={})  # a cell scored before its figures were stored
+    admin = client_for(personas.admin)
+    with CaptureQueriesContext(connection) as queries:
+        for url in ("/compatibility/", "/h/livestream-avatar/v/1/", "/h/livestream-avatar/"):
+            assert admin.get(url).status_code == 200, url
+        gate = compatibility_gate(version=v1)
+    writes = [q["sql"][:120] for q in queries.captured_queries
+              if q["sql"].lstrip().upper().startswith(("INSERT", "UPDATE", "DELETE"))]
+    assert not writes, writes
+    assert gate.status == "pass" and "AVG 100.0" in gate.detail
+    assert Cell.objects.get(pk=cell.pk).figures == {}

@@ -54,19 +54,27 @@ def test_an_unreachable_broker_fails_the_job_saying_so(personas, monkeypatch, dj
     assert "could not reach the Celery broker" in job.error and "Connection refused" in job.error
 
 
-def test_the_job_page_reaps_a_job_whose_heartbeat_stopped(personas, settings):
+def test_the_job_page_says_a_heartbeat_stopped_and_the_reaper_not_the_page_marks_it_failed(personas, settings):
+    """Issue 42: a GET wrote (the job page reaped the job it showed). The page now only says the worker is
+    silent; the beat's reaper (``reap-stale-jobs``, every 10 s) marks the job failed, and the page shows that."""
     settings.JOB_LEASE_S = 5
     stale = timezone.now() - timedelta(seconds=30)
     job = Job.objects.create(
         kind="worker_check", title="t", status=Job.RUNNING, started_at=stale, heartbeat_at=stale, worker="w@h pid 1"
     )
     fresh = Job.objects.create(kind="worker_check", title="t", status=Job.RUNNING, heartbeat_at=timezone.now())
-    page = client_for(personas.operator).get(f"/jobs/{job.pk}/status/").content.decode()
+    operator = client_for(personas.operator)
+    page = operator.get(f"/jobs/{job.pk}/status/").content.decode()
+    job.refresh_from_db()
+    assert job.status == Job.RUNNING  # a GET writes nothing
+    assert "its worker has not answered for 3" in page and "hx-trigger" in page  # 30 s, or 31 on a slow machine
+    assert "has not answered" not in operator.get(f"/jobs/{fresh.pk}/status/").content.decode()
+    assert job_reap_stale() == 1
+    page = operator.get(f"/jobs/{job.pk}/status/").content.decode()
     job.refresh_from_db()
     assert job.status == Job.FAILED and "worker lost: no heartbeat from w@h pid 1" in job.error
     assert 'data-status="failed"' in page and "worker lost" in page
     assert "hx-trigger" not in page  # polling stops once the job has ended
-    assert job_reap_stale() == 0
     fresh.refresh_from_db()
     assert fresh.status == Job.RUNNING
 
