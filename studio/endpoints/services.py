@@ -25,6 +25,7 @@ from django.utils import timezone
 from harness.checkpoints import checkpoint_problem
 from harness.model_cache import default_model_dir, tiny_model_dir
 from harness.policies.base import Policy
+from harness.policies.roles import RoleModel
 from studio.audit.services import audit_record
 from studio.endpoints.crypto import SecretUnreadable
 from studio.endpoints.models import EndpointSecret, ModelEndpoint
@@ -249,16 +250,28 @@ def endpoint_api_key(endpoint: ModelEndpoint) -> str | None:
         raise EndpointError(f"endpoint secret {secret.name}: {error}") from None
 
 
+def _endpoint_key(endpoint: ModelEndpoint) -> str | None:
+    """What an OpenAI-compatible endpoint sends as its key: its secret's, else the keyless placeholder (never
+    the worker's ``$OPENAI_API_KEY``, which the factory sends for a spec given no key); None for other routes."""
+    from harness.policies.openai_chat import KEYLESS
+
+    return (endpoint_api_key(endpoint) or KEYLESS) if endpoint.route == ModelEndpoint.OPENAI else None
+
+
 def policy_for_endpoint(endpoint: ModelEndpoint) -> Policy:
-    """The runtime policy an endpoint names (local, tiny, OpenAI-compatible, scripted); its key is its
-    endpoint secret's (``endpoint_api_key``)."""
+    """The runtime policy an endpoint names (local, tiny, OpenAI-compatible, scripted), built by the one
+    factory (``harness.policies.make_policy``); its key is its endpoint secret's (``endpoint_api_key``)."""
     from harness.policies import make_policy
 
-    if endpoint.route == ModelEndpoint.OPENAI:
-        from harness.policies.openai_chat import OpenAIChatPolicy
+    return make_policy(endpoint.policy_spec, api_key=_endpoint_key(endpoint))
 
-        return OpenAIChatPolicy(base_url=endpoint.base_url, model=endpoint.model, api_key=endpoint_api_key(endpoint))
-    return make_policy(endpoint.policy_spec)
+
+def endpoint_role_model(*, role: str, endpoint: ModelEndpoint) -> RoleModel:
+    """The model a role (judge, diagnoser) calls on this endpoint, any route: ``harness.policies.role_model``
+    with the role's timeout, retries and usage record, and the endpoint's key."""
+    from harness.policies import role_model
+
+    return role_model(role, endpoint.policy_spec, api_key=_endpoint_key(endpoint))
 
 
 def endpoint_check(*, endpoint: ModelEndpoint, timeout_s: float = 10.0) -> ConnectionCheck:
