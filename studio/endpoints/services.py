@@ -28,7 +28,7 @@ from harness.policies.base import Policy
 from harness.policies.roles import RoleModel
 from studio.audit.services import audit_record
 from studio.endpoints.crypto import SecretUnreadable
-from studio.endpoints.models import EndpointSecret, ModelEndpoint
+from studio.endpoints.models import EndpointSecret, ModelEndpoint, RoleEndpoint
 from studio.jobs.models import Job
 from studio.jobs.services import job_create
 
@@ -272,6 +272,27 @@ def endpoint_role_model(*, role: str, endpoint: ModelEndpoint) -> RoleModel:
     from harness.policies import role_model
 
     return role_model(role, endpoint.policy_spec, api_key=_endpoint_key(endpoint))
+
+
+def role_endpoint_set(*, role: str, endpoint_name: str, actor: User | None) -> RoleEndpoint | None:
+    """Choose the endpoint a model role calls (``endpoint_name`` empty: none, the studio's behaviour without
+    one); EndpointError naming the field and what is valid."""
+    roles = dict(RoleEndpoint.ROLES)
+    if role not in roles:
+        raise EndpointError(f"role: {role!r} is not one of {', '.join(roles)}")
+    endpoint_name = endpoint_name.strip()
+    endpoint = ModelEndpoint.objects.filter(name=endpoint_name).first() if endpoint_name else None
+    if endpoint_name and endpoint is None:
+        known = ", ".join(ModelEndpoint.objects.values_list("name", flat=True)[:20]) or "none yet"
+        raise EndpointError(f"endpoint: no endpoint called {endpoint_name!r} (endpoints: {known}); "
+                            "or leave it empty for none")
+    audit_record(actor=actor, action="endpoint.role", target=f"model role {role}",
+                 data={"endpoint": endpoint.name if endpoint else ""})
+    if endpoint is None:
+        RoleEndpoint.objects.filter(role=role).delete()
+        return None
+    chosen, _ = RoleEndpoint.objects.update_or_create(role=role, defaults={"endpoint": endpoint, "updated_by": actor})
+    return chosen
 
 
 def endpoint_check(*, endpoint: ModelEndpoint, timeout_s: float = 10.0) -> ConnectionCheck:
