@@ -157,16 +157,11 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
 
 
 def _cmd_ifeval(args: argparse.Namespace) -> int:
-    from evaluation.ifeval import load_ifeval_prompts, run_ifeval
-    from harness.policies import GenerationSettings, make_policy
+    from evaluation.ifeval import ifeval_answerer, load_ifeval_prompts, run_ifeval
+    from harness.policies import role_model
 
     prompts = load_ifeval_prompts(source=args.source, limit=args.limit)  # a missing file is said before a model loads
-    settings = GenerationSettings(temperature=0.0, max_new_tokens=args.max_new_tokens)
-    policy = make_policy(args.policy, settings=settings)
-
-    def generate(prompt: str) -> str:
-        return policy.generate([{"role": "user", "content": prompt}], settings=settings).text
-
+    generate = ifeval_answerer(role_model("ifeval", args.policy), max_new_tokens=args.max_new_tokens)
     responses = None
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
@@ -204,7 +199,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--set", required=True, type=Path, help="case file (JSONL)")
     p.add_argument("--policy", required=True, help="local | tiny | openai:BASE_URL:MODEL | scripted:FILE")
     p.add_argument("--out", required=True, type=Path, help="run folder; rerun with the same folder to resume")
-    p.add_argument("--judge", default="programmatic", help="programmatic | llm:BASE_URL:MODEL | panel:A|B|C")
+    p.add_argument("--judge", default="programmatic", help="programmatic | llm:BASE_URL:MODEL | llm:POLICY_SPEC | panel:A|B|C")
     p.add_argument("--concurrency", type=int, default=1)
     p.add_argument("--limit", type=int, default=None, help="only the first N cases")
     p.add_argument("--max-new-tokens", type=int, default=None, help="per model call (default: the policy's)")

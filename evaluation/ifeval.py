@@ -32,6 +32,7 @@ from pathlib import Path
 
 from evaluation.nltk_data import ensure_nltk_data
 from harness.jsonl import finished_records, jsonl_records
+from harness.policies import GenerationSettings, RoleModel
 from harness.userfiles import InputFileError
 
 IFEVAL_PATH_ENV = "HARNESS_IFEVAL_PATH"
@@ -182,6 +183,18 @@ def score_responses(*, prompts: Sequence[dict], responses: Sequence[str]) -> IFE
         per_family_strict={k: sum(v) / len(v) for k, v in sorted(family.items())},
         rows=rows,
     )
+
+
+def ifeval_answerer(model: RoleModel, *, max_new_tokens: int) -> Callable[[str], str]:
+    """How an IFEval prompt is answered, by the CLI and by training's self-evaluation alike: the prompt as
+    the one user turn, greedy, ``max_new_tokens`` at most, through the ifeval role's model
+    (``harness.policies.role_model("ifeval", spec)``, or ``RoleModel`` over a policy already loaded)."""
+    generation = GenerationSettings(temperature=0.0, max_new_tokens=max_new_tokens)
+
+    def answer(prompt: str) -> str:
+        return model.chat([{"role": "user", "content": prompt}], generation=generation).text
+
+    return answer
 
 
 def run_ifeval(

@@ -47,11 +47,12 @@ def _append(path: Path, row: dict[str, Any]) -> None:
 
 
 def _policy(model_dir: str | Path, max_new_tokens: int):
+    """The checkpoint on the torch route (the factory's ``torch:DIR``), greedy: the agent's and IFEval's model."""
     from harness.policies import GenerationSettings
-    from serving.engine.policy import TransformersPolicy
+    from harness.policies.factory import make_local_policy
 
-    return TransformersPolicy(model_dir, name=f"local:{model_dir}",
-                              settings=GenerationSettings(temperature=0.0, max_new_tokens=max_new_tokens))
+    return make_local_policy(str(model_dir), engine="torch", name=f"local:{model_dir}",
+                             settings=GenerationSettings(temperature=0.0, max_new_tokens=max_new_tokens))
 
 
 def _stored(row: dict[str, Any], *, harness: str) -> dict[str, Any]:
@@ -138,7 +139,7 @@ def evaluate_model(*, model_dir: str | Path, out_dir: str | Path, harness_dir: s
                                            scorer_for=scorers.__getitem__))
 
         def ifeval() -> dict[str, Any]:
-            scores = _ifeval(policy, out_dir / "ifeval.jsonl", n_ifeval)
+            scores = _ifeval(policy, out_dir / "ifeval.jsonl", n_ifeval, max_new_tokens)
             base = ifeval_base and _ifeval_base(model_dir, out_dir / "ifeval_base.jsonl", n_ifeval, max_new_tokens)
             return {**scores, "base": base} if base else scores
 
@@ -180,12 +181,12 @@ def set_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return {**summary["overall"], "outcomes": summary["outcomes"], "mostly_fallback": summary["mostly_fallback"]}
 
 
-def _ifeval(policy, path: Path, limit: int) -> dict[str, Any]:
+def _ifeval(policy, path: Path, limit: int, max_new_tokens: int) -> dict[str, Any]:
     """The first ``limit`` prompts of the configured instruction-following set, answered by ``policy``."""
     from evaluation.ifeval import describe_source, load_ifeval_prompts
 
     prompts = load_ifeval_prompts(limit=limit)
-    return {**_answer_and_score(policy, path, prompts), "set": describe_source(prompts=prompts)}
+    return {**_answer_and_score(policy, path, prompts, max_new_tokens), "set": describe_source(prompts=prompts)}
 
 
 def _ifeval_base(model_dir: str | Path, path: Path, limit: int, max_new_tokens: int) -> dict[str, Any] | None:
@@ -196,20 +197,22 @@ def _ifeval_base(model_dir: str | Path, path: Path, limit: int, max_new_tokens: 
     base = Path(base_model_of(model_dir))
     if base.resolve() == Path(model_dir).resolve():
         return None
-    scores = _answer_and_score(_policy(base, max_new_tokens), path, load_ifeval_prompts(limit=limit))
+    scores = _answer_and_score(_policy(base, max_new_tokens), path, load_ifeval_prompts(limit=limit), max_new_tokens)
     return {"model": str(base), **scores}
 
 
-def _answer_and_score(policy, path: Path, prompts: list[dict]) -> dict[str, Any]:
-    from evaluation.ifeval import score_responses
+def _answer_and_score(policy, path: Path, prompts: list[dict], max_new_tokens: int) -> dict[str, Any]:
+    """Each prompt answered as the IFEval CLI answers it (``evaluation.ifeval.ifeval_answerer``), resumably."""
+    from evaluation.ifeval import ifeval_answerer, score_responses
+    from harness.policies import RoleModel
 
+    answer = ifeval_answerer(RoleModel(role="ifeval", policy=policy, label=policy.name), max_new_tokens=max_new_tokens)
     done = read_rows(path)
     for prompt in prompts:
         key = str(prompt["key"])
         if key in done:
             continue
-        output = policy.generate([{"role": "user", "content": prompt["prompt"]}])
-        row = {"id": key, "response": output.text}
+        row = {"id": key, "response": answer(prompt["prompt"])}
         _append(path, row)
         done[key] = row
     result = score_responses(prompts=prompts, responses=[done[str(p["key"])]["response"] for p in prompts])

@@ -1,4 +1,4 @@
-"""The LLM diagnoser: a JSON-mode prompt to any OpenAI-compatible chat endpoint.
+"""The LLM diagnoser: a JSON prompt to the diagnoser role's model (any route).
 
 The prompt shows the model the Harness (skills with their rule ids, hooks,
 constraints), the catalogue of edit operations with their fields, and the
@@ -7,19 +7,20 @@ ranked failure clusters with representative cases; the model answers with
 edit is parsed with :func:`edit_from_dict`; a proposal whose JSON is malformed
 is kept with its problem (``valid`` false) so the reviewer sees what the model
 tried, and ``diagnose`` validates the rest against the Harness before they are
-shown. The API key comes from an environment variable, never from settings.
+shown. The model is ``harness.policies.role_model("diagnoser", spec)``: the role's timeout, retries,
+key and usage record are set there, and an OpenAI-compatible server is asked for JSON mode
+(``response_format``); a local model is asked by the prompt alone.
 """
 
 from __future__ import annotations
 
 import json
-import os
-from typing import Any
 
 from evaluation.diagnosis.clustering import Cluster
 from evaluation.diagnosis.edits import EditError, edit_from_dict
 from evaluation.diagnosis.proposals import Proposal
 from harness.bundle import Bundle
+from harness.policies import RoleModel, strip_reasoning
 
 EDIT_CATALOGUE = """\
 add_skill_rule {skill, rule_id, text, section?}: add "- text {#rule_id}" to skills/<skill>/SKILL.md
@@ -104,27 +105,14 @@ def parse_proposals(text: str, *, clusters: list[Cluster], diagnoser: str) -> li
 
 
 class LLMDiagnoser:
-    """Asks a chat model (OpenAI-compatible, JSON mode) for proposals."""
+    """Asks the diagnoser role's model (``harness.policies.RoleModel``) for proposals in JSON."""
 
-    def __init__(self, *, base_url: str, model: str, api_key_env: str = "", api_key: str | None = None,
-                 timeout_s: float = 120.0, client: Any = None) -> None:
-        self.base_url, self.model = base_url, model
-        self.name = f"llm:{model}"
-        self.api_key_env, self.api_key, self.timeout_s = api_key_env, api_key, timeout_s
-        self._client = client
+    def __init__(self, *, model: RoleModel) -> None:
+        self.model = model
+        self.name = f"llm:{model.label}"
 
     def _chat(self, messages: list[dict[str, str]]) -> str:
-        if self._client is None:
-            from openai import OpenAI
-
-            key = self.api_key or (os.environ.get(self.api_key_env, "") if self.api_key_env else "")
-            self._client = OpenAI(base_url=self.base_url, api_key=key or "not-needed",
-                                  timeout=self.timeout_s, max_retries=1)
-        response = self._client.chat.completions.create(
-            model=self.model, messages=messages, temperature=0.0,
-            response_format={"type": "json_object"},
-        )
-        return response.choices[0].message.content or ""
+        return strip_reasoning(self.model.chat(messages).text)[0]
 
     def messages(self, *, clusters: list[Cluster], bundle: Bundle) -> list[dict[str, str]]:
         return [

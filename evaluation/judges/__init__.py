@@ -1,33 +1,52 @@
-"""Judges: programmatic (catalogue + trajectory checks), LLM over an OpenAI-compatible endpoint, panel.
+"""Judges: programmatic (catalogue + trajectory checks), LLM over any model route, panel.
 
 ``make_judge(spec, catalogue=...)`` builds one from a spec string:
-``programmatic``; ``llm:BASE_URL:MODEL`` (for example ``llm:http://localhost:8000/v1:qwen``);
-``panel:SPEC|SPEC|SPEC`` (majority vote of the listed judges).
+``programmatic``; ``llm:MODEL`` where MODEL is ``BASE_URL:MODEL`` (an OpenAI-compatible server, for
+example ``llm:http://localhost:8000/v1:qwen``) or any policy spec (``llm:local``, ``llm:torch:DIR``,
+``llm:openai:BASE_URL:MODEL``); ``panel:SPEC|SPEC|SPEC`` (majority vote of the listed judges).
+An LLM judge's model is the judge role's (``harness.policies.role_model``): its timeout, retries and
+usage record are set there. ``judge_model`` turns what follows ``llm`` into that model: by default
+the CLIs' reading above; the studio's reads its endpoint registry (``studio/endpoints``).
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from evaluation.judges.base import Judge, Reason, Verdict
 from evaluation.judges.llm import LLMJudge
 from evaluation.judges.panel import PanelJudge
 from evaluation.judges.programmatic import ProgrammaticJudge
 from harness.livestream.catalogue import Catalogue
+from harness.policies import RoleModel, role_model
 
 __all__ = ["Judge", "LLMJudge", "PanelJudge", "ProgrammaticJudge", "Reason", "Verdict", "make_judge"]
 
+JUDGE_SPECS = "programmatic, llm:BASE_URL:MODEL, llm:POLICY_SPEC, panel:A|B|C"
 
-def make_judge(spec: str, *, catalogue: Catalogue, max_reply_chars: int = 220) -> Judge:
-    """Build a judge from ``programmatic`` | ``llm:BASE_URL:MODEL`` | ``panel:A|B|C``."""
+
+def cli_judge_model(target: str) -> RoleModel:
+    """The CLIs' reading of ``llm:TARGET``: an OpenAI-compatible ``BASE_URL:MODEL`` or a policy spec."""
+    if not target:
+        raise ValueError("judge spec 'llm' names no model: write llm:BASE_URL:MODEL "
+                         "(e.g. llm:http://localhost:8000/v1:qwen) or llm:POLICY_SPEC (e.g. llm:local)")
+    return role_model("judge", target)
+
+
+def make_judge(spec: str, *, catalogue: Catalogue, max_reply_chars: int = 220,
+               judge_model: Callable[[str], RoleModel] = cli_judge_model) -> Judge:
+    """Build a judge from ``programmatic`` | ``llm[:TARGET]`` | ``panel:A|B|C``; ``judge_model(TARGET)`` is an
+    LLM judge's model (TARGET empty for a bare ``llm``)."""
     if spec == "programmatic":
         return ProgrammaticJudge(catalogue=catalogue, max_reply_chars=max_reply_chars)
     if spec.startswith("panel:"):
         parts = [p for p in spec[len("panel:"):].split("|") if p]
-        return PanelJudge(judges=[make_judge(p, catalogue=catalogue, max_reply_chars=max_reply_chars)
-                                  for p in parts])
-    if spec.startswith("llm:"):
-        rest = spec[len("llm:"):]
-        base_url, sep, model = rest.rpartition(":")
-        if not sep or not base_url or not model:
-            raise ValueError(f"judge spec {spec!r}: write llm:BASE_URL:MODEL, e.g. llm:http://localhost:8000/v1:qwen")
-        return LLMJudge.from_url(base_url=base_url, model=model, catalogue=catalogue)
-    raise ValueError(f"unknown judge {spec!r}; valid: programmatic, llm:BASE_URL:MODEL, panel:A|B|C")
+        return PanelJudge(judges=[make_judge(p, catalogue=catalogue, max_reply_chars=max_reply_chars,
+                                             judge_model=judge_model) for p in parts])
+    if spec == "llm" or spec.startswith("llm:"):
+        try:
+            model = judge_model(spec[len("llm:"):])
+        except ValueError as error:
+            raise ValueError(f"judge spec {spec!r}: {error}") from None
+        return LLMJudge(model=model, catalogue=catalogue)
+    raise ValueError(f"unknown judge {spec!r}; valid: {JUDGE_SPECS}")

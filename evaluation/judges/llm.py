@@ -1,4 +1,4 @@
-"""An LLM judge over any OpenAI-compatible endpoint, with a rubric prompt and evidence tools.
+"""An LLM judge over any model route, with a rubric prompt and evidence tools.
 
 The judge model sees the case (comments, room, gold facts, forbidden claims,
 reference reply) and the reply, may call evidence tools that read the
@@ -7,8 +7,11 @@ and must answer with one JSON object:
 ``{"accuracy": 0|1, "effectiveness": 0|0.5|1, "reasons": [codes], "explanation": "..."}``.
 Reason codes outside the documented list are kept but prefixed ``llm:``.
 
-``client`` is anything with ``chat.completions.create(...)`` (an ``openai.OpenAI``
-pointed at SGLang, vLLM, ``transformers serve`` or a vendor); tests pass a stub.
+``model`` is the judge role's model (``harness.policies.role_model("judge", spec)``): an
+OpenAI-compatible server (SGLang, vLLM, ``transformers serve``, a vendor) or a local checkpoint in
+process, with the judge's timeout, retries and usage record (``harness.policies.roles``). Evidence
+tool calls come back native from a server, or in the text protocol from a local model
+(``harness.policies.text_protocol``); the judge answers both.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from typing import Any
 
 from evaluation.judges.base import ACCURACY_REASONS, EFFECTIVENESS_REASONS, Reason, Verdict
 from harness.livestream.catalogue import Catalogue
+from harness.policies import RoleModel, parse_reply
 
 RUBRIC = f"""You are a strict evaluator of replies given by an AI live-stream host.
 Score the REPLY to the viewer COMMENTS.
@@ -84,22 +88,14 @@ def parse_verdict_json(text: str, *, judge: str) -> Verdict:
 
 
 class LLMJudge:
-    """Judge with one model behind an OpenAI-compatible chat-completions endpoint."""
+    """Judge with one model (the judge role's, ``harness.policies.RoleModel``)."""
 
-    def __init__(self, *, client: Any, model: str, catalogue: Catalogue, max_tool_rounds: int = 3,
-                 temperature: float = 0.0, name: str | None = None) -> None:
-        self.client = client
+    def __init__(self, *, model: RoleModel, catalogue: Catalogue, max_tool_rounds: int = 3,
+                 name: str | None = None) -> None:
         self.model = model
         self.catalogue = catalogue
         self.max_tool_rounds = max_tool_rounds
-        self.temperature = temperature
-        self.name = name or f"llm:{model}"
-
-    @classmethod
-    def from_url(cls, *, base_url: str, model: str, catalogue: Catalogue, api_key: str = "EMPTY") -> LLMJudge:
-        import openai
-
-        return cls(client=openai.OpenAI(base_url=base_url, api_key=api_key), model=model, catalogue=catalogue)
+        self.name = name or f"llm:{model.label}"
 
     def _case_text(self, case: dict, reply: str, route: str) -> str:
         gold = case.get("gold") or {}
@@ -120,22 +116,23 @@ class LLMJudge:
             {"role": "user", "content": self._case_text(case, reply, route)},
         ]
         for _ in range(self.max_tool_rounds + 1):
-            response = self.client.chat.completions.create(
-                model=self.model, messages=messages, tools=EVIDENCE_TOOLS, temperature=self.temperature)
-            message = response.choices[0].message
-            calls = getattr(message, "tool_calls", None) or []
+            output = self.model.chat(messages, tools=EVIDENCE_TOOLS)
+            parsed = parse_reply(output.text)
+            native = bool(output.tool_calls)
+            calls = output.tool_calls if native else parsed.tool_calls
             if not calls:
-                return parse_verdict_json(message.content or "", judge=self.name)
-            messages.append({"role": "assistant", "content": message.content or "",
-                             "tool_calls": [{"id": c.id, "type": "function",
-                                             "function": {"name": c.function.name, "arguments": c.function.arguments}}
-                                            for c in calls]})
-            for call in calls:
-                try:
-                    args = json.loads(call.function.arguments or "{}")
-                except json.JSONDecodeError:
-                    args = {}
-                result = evidence_call(self.catalogue, call.function.name, args)
-                messages.append({"role": "tool", "tool_call_id": call.id,
-                                 "content": json.dumps(result, ensure_ascii=False)})
+                return parse_verdict_json(parsed.text, judge=self.name)
+            assistant: dict[str, Any] = {"role": "assistant", "content": output.text}
+            ids = [call.id or f"call_{len(messages)}_{i}" for i, call in enumerate(calls)]
+            if native:
+                assistant["tool_calls"] = [
+                    {"id": cid, "type": "function",
+                     "function": {"name": c.name, "arguments": json.dumps(c.arguments, ensure_ascii=False)}}
+                    for cid, c in zip(ids, calls, strict=True)]
+            messages.append(assistant)
+            for cid, call in zip(ids, calls, strict=True):
+                result = json.dumps(evidence_call(self.catalogue, call.name, call.arguments), ensure_ascii=False)
+                # a local model reads tool results as the agent's do (harness.runtime.agent): a user turn
+                messages.append({"role": "tool", "tool_call_id": cid, "content": result} if native
+                                else {"role": "user", "content": result})
         raise ValueError(f"{self.name} kept calling tools after {self.max_tool_rounds} rounds without a verdict")

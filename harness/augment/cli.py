@@ -39,9 +39,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "valid: their skills are not masked, limits cover their replies")
     p.add_argument("--mapping", metavar="FILE",
                    help="where to write the mapping JSON (default: DIR2.mapping.json)")
-    p.add_argument("--llm", metavar="BASE_URL:MODEL",
-                   help="paraphrase with an OpenAI-compatible endpoint, e.g. "
-                        "http://localhost:8000/v1:qwen (falls back to the offline engine)")
+    p.add_argument("--llm", metavar="BASE_URL:MODEL|POLICY",
+                   help="paraphrase with an OpenAI-compatible endpoint, e.g. http://localhost:8000/v1:qwen, "
+                        "or a policy spec (local, torch:DIR); falls back to the offline engine")
     p.add_argument("--force", action="store_true", help="replace an existing --out directory")
     p.add_argument("--quiet", action="store_true", help="print only the output paths")
     p.set_defaults(func=cmd_augment)

@@ -1,24 +1,26 @@
-"""An optional paraphrase source: any OpenAI-compatible chat-completions endpoint.
+"""An optional paraphrase source: the paraphraser role's model, on any route.
 
-``LLMRewriter(base_url=..., model=...)`` asks the model for one rewrite of a
+``LLMRewriter(model=role_model("paraphraser", spec))`` (``LLMRewriter.from_spec(spec)``: an
+OpenAI-compatible ``BASE_URL:MODEL`` or any policy spec) asks the model for one rewrite of a
 rule, description or message, naming the tokens it must keep. Its answers go
 through the same constraint check as the offline engine
 (:func:`harness.augment.paraphrase.checked_rewrite`): a rewrite that drops a
 number, a negation or a name is refused and asked again; when the endpoint
 fails, the offline engine takes over, so augmentation never stops on a
 network error. The request's ``seed`` comes from the caller's random state,
-so servers that honour seeds give reproducible variants.
+so servers that honour seeds give reproducible variants. The role's timeout, retries, key and
+usage record are set in ``harness.policies.roles``.
 """
 
 from __future__ import annotations
 
-import os
 import random
 import re
 from collections.abc import Sequence
 
 from harness.augment.paraphrase import RewriteUnavailable
 from harness.augment.preserve import name_counts
+from harness.policies import GenerationSettings, PolicyError, RoleModel, role_model
 
 SYSTEM = (
     "You rewrite instructions for an AI host of a live e-commerce stream. Rewrite the user's "
@@ -29,43 +31,30 @@ SYSTEM = (
 
 
 class LLMRewriter:
-    """Paraphrases through ``POST {base_url}/chat/completions``."""
+    """Paraphrases with the paraphraser role's model (``harness.policies.RoleModel``)."""
 
-    def __init__(self, *, base_url: str, model: str, api_key: str | None = None,
-                 temperature: float = 0.9, timeout_s: float = 30.0) -> None:
-        from openai import OpenAI
-
-        self.name = f"llm:{model}"
+    def __init__(self, *, model: RoleModel, temperature: float = 0.9) -> None:
         self.model = model
+        self.name = f"llm:{model.label}"
         self.temperature = temperature
-        self.client = OpenAI(base_url=base_url.rstrip("/"),
-                             api_key=api_key or os.environ.get("OPENAI_API_KEY") or "not-needed",
-                             timeout=timeout_s, max_retries=0)
 
     @classmethod
     def from_spec(cls, spec: str) -> LLMRewriter:
-        """``BASE_URL:MODEL``, e.g. ``http://localhost:8000/v1:Qwen2.5-7B-Instruct``."""
-        base, sep, model = spec.rpartition(":")
-        if not sep or not base.startswith(("http://", "https://")) or not model or "/" in model \
-                and model.startswith("/"):
-            raise ValueError(f"{spec!r} is not BASE_URL:MODEL (e.g. http://localhost:8000/v1:qwen)")
-        return cls(base_url=base, model=model)
+        """``BASE_URL:MODEL`` (e.g. ``http://localhost:8000/v1:Qwen2.5-7B-Instruct``) or a policy spec
+        (``local``, ``torch:DIR``, ``openai:BASE_URL:MODEL``)."""
+        return cls(model=role_model("paraphraser", spec))
 
     def rewrite(self, text: str, *, rng: random.Random, names: Sequence[str] = ()) -> str:
-        from openai import OpenAIError
-
         keep = sorted(name_counts(text, names))
         user = text if not keep else f"{text}\n\n(Keep these names exactly: {', '.join(keep)})"
+        generation = GenerationSettings(temperature=self.temperature, max_new_tokens=self.model.settings.max_new_tokens,
+                                        seed=rng.randrange(2**31))
         try:
-            response = self.client.chat.completions.create(
-                model=self.model, temperature=self.temperature, max_tokens=400,
-                seed=rng.randrange(2**31),
-                messages=[{"role": "system", "content": SYSTEM},
-                          {"role": "user", "content": user}])
-        except OpenAIError as exc:
+            output = self.model.chat([{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}],
+                                     generation=generation)
+        except PolicyError as exc:
             raise RewriteUnavailable(f"endpoint error: {exc}") from exc
-        content = (response.choices[0].message.content or "") if response.choices else ""
-        cleaned = clean_answer(content)
+        cleaned = clean_answer(output.text)
         if not cleaned:
             raise RewriteUnavailable("the endpoint returned no text")
         return cleaned

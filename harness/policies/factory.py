@@ -11,6 +11,12 @@ faster than the torch engine at the agent's context length, measured in
 project's torch engine instead (``serving.engine``: fp32 reference, int8, MTP
 draft heads), and ``llama:`` names the llama.cpp route explicitly.
 
+Every model call goes through this module: the agent's policy (``make_policy``) and the other roles'
+models (``role_model``: the judge, the diagnoser, the paraphraser, IFEval), each with its role's
+timeout, retries and usage record (``harness.policies.roles``). An OpenAI-compatible spec sends
+``api_key`` when the caller gives one (a studio endpoint's secret, or ``KEYLESS``), else
+``$OPENAI_API_KEY``: the CLIs' spec, where the person running the command owns the environment.
+
 The Harness library holds no inference engine. A local route is a plug-in: an
 entry point of the group ``harness.local_routes`` names a ``Policy`` class
 that takes ``(checkpoint, *, name=, settings=)``; this project's two routes
@@ -24,6 +30,7 @@ import os
 from importlib.metadata import EntryPoint, entry_points
 
 from harness.policies.base import GenerationSettings, Policy
+from harness.policies.roles import RoleModel, role_settings
 
 SPEC_HELP = ("local | tiny | local:CHECKPOINT_DIR | torch:local|tiny|DIR | llama:local|tiny|DIR "
              "| openai:BASE_URL:MODEL | scripted:FILE")
@@ -93,9 +100,13 @@ def policy_model(spec: str) -> dict[str, str]:
     return {"name": spec, "fingerprint": fingerprint(resolve_checkpoint(target))}
 
 
-def make_policy(spec: str, *, settings: GenerationSettings | None = None) -> Policy:
-    """Build the policy a spec names; ``ValueError`` says what valid specs look like."""
+def make_policy(spec: str, *, settings: GenerationSettings | None = None, role: str = "agent",
+                api_key: str | None = None) -> Policy:
+    """Build the policy a spec names; ``ValueError`` says what valid specs look like. An OpenAI-compatible
+    one calls with ``role``'s timeout, retries and request fields (``harness.policies.roles``) and sends
+    ``api_key``, or ``$OPENAI_API_KEY`` when it is None."""
     spec = spec.strip()
+    calls = role_settings(role)
     if spec in ("local", "tiny") or spec.startswith("local:"):
         target = spec.split(":", 1)[1] if spec.startswith("local:") else spec
         return make_local_policy(target, name=spec, settings=settings)
@@ -103,18 +114,47 @@ def make_policy(spec: str, *, settings: GenerationSettings | None = None) -> Pol
         if spec.startswith(f"{engine}:"):
             return make_local_policy(spec.split(":", 1)[1], engine=engine, name=spec, settings=settings)
     if spec.startswith("openai:"):
-        rest = spec[len("openai:"):]
-        base_url, sep, model = rest.rpartition(":")
-        if not sep or not base_url.startswith(("http://", "https://")) or not model:
-            raise ValueError(f"bad policy {spec!r}: expected openai:BASE_URL:MODEL, "
-                             "e.g. openai:http://127.0.0.1:8000/v1:my-model")
+        base_url, model = _openai_target(spec)
         from harness.policies.openai_chat import OpenAIChatPolicy
 
-        # the CLIs' spec: the person running it chose both the URL and their environment's key
         return OpenAIChatPolicy(base_url=base_url, model=model, settings=settings,
-                                api_key=os.environ.get("OPENAI_API_KEY"))
+                                api_key=os.environ.get("OPENAI_API_KEY") if api_key is None else api_key,
+                                timeout_s=calls.timeout_s, retries=calls.retries, extra_body=calls.extra_body())
     if spec.startswith("scripted:"):
         from harness.policies.scripted import ScriptedPolicy
 
         return ScriptedPolicy.load(spec[len("scripted:"):])
     raise ValueError(f"unknown policy {spec!r}; valid: {SPEC_HELP}")
+
+
+def _openai_target(spec: str) -> tuple[str, str]:
+    """(base URL, model) of an ``openai:BASE_URL:MODEL`` spec; the model is what follows the last colon."""
+    base_url, sep, model = spec[len("openai:"):].rpartition(":")
+    if not sep or not base_url.startswith(("http://", "https://")) or not model:
+        raise ValueError(f"bad policy {spec!r}: expected openai:BASE_URL:MODEL, "
+                         "e.g. openai:http://127.0.0.1:8000/v1:my-model")
+    return base_url, model
+
+
+def call_spec(text: str) -> str:
+    """A role's model as its CLI flag names it: ``BASE_URL:MODEL`` (an OpenAI-compatible server, the
+    judge's and paraphraser's first form) is ``openai:BASE_URL:MODEL``; anything else is a policy spec."""
+    text = text.strip()
+    return f"openai:{text}" if text.startswith(("http://", "https://")) else text
+
+
+def role_model(role: str, spec: str, *, api_key: str | None = None) -> RoleModel:
+    """The model a role (judge, diagnoser, paraphraser, ifeval) calls: the policy ``spec`` names, built as
+    ``make_policy`` builds the agent's, with the role's settings and usage record (``RoleModel``)."""
+    spec = call_spec(spec)
+    calls = role_settings(role)
+    policy = make_policy(spec, role=role, api_key=api_key,
+                         settings=GenerationSettings(temperature=0.0, max_new_tokens=calls.max_new_tokens))
+    return RoleModel(role=role, policy=policy, label=spec_label(spec))
+
+
+def spec_label(spec: str) -> str:
+    """How verdicts and proposals name a role's model (``llm:<label>``): an OpenAI-compatible spec's model
+    name, else the spec."""
+    spec = call_spec(spec)
+    return _openai_target(spec)[1] if spec.startswith("openai:") else spec

@@ -45,11 +45,12 @@ KEYLESS = "not-needed"
 
 
 class OpenAIChatPolicy(Policy):
-    # ``timeout_s`` bounds each streamed call (connect and read)
+    # ``timeout_s`` bounds each streamed call (connect and read); ``retries`` is the client's retries of a
+    # failed request. Both are a role's (harness.policies.roles) when the factory builds the policy.
     accepts_timeout = True
 
     def __init__(self, *, base_url: str, model: str, api_key: str | None = None,
-                 settings: GenerationSettings | None = None, timeout_s: float = 60.0,
+                 settings: GenerationSettings | None = None, timeout_s: float = 60.0, retries: int = 0,
                  native_tools: bool = True, name: str | None = None,
                  extra_body: dict[str, Any] | None = None) -> None:
         from openai import OpenAI
@@ -64,7 +65,7 @@ class OpenAIChatPolicy(Policy):
         self.name = name or f"openai:{self.base_url}:{model}"
         self.client = OpenAI(base_url=self.base_url,
                              api_key=api_key or KEYLESS,
-                             timeout=timeout_s, max_retries=0)
+                             timeout=timeout_s, max_retries=retries)
         self._request = threading.local()  # the agent runs each request in one thread
 
     def begin_request(self, request_id: str) -> None:

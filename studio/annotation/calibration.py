@@ -11,6 +11,7 @@ from django.contrib.auth.models import User
 
 from studio.annotation.models import JudgeCalibration
 from studio.audit.services import audit_record
+from studio.endpoints.models import RoleEndpoint
 from studio.evolution.models import Dataset
 from studio.jobs.models import Job
 
@@ -19,16 +20,44 @@ class CalibrationError(ValueError):
     """A calibration the studio cannot start; the message names the field."""
 
 
+STUDIO_JUDGES = ("programmatic, llm (the judge role's endpoint, chosen on the Endpoints page), "
+                 "llm:BASE_URL:MODEL or panel:A|B|C")
+
+
+def studio_judge_model(target: str, *, build: bool = True):
+    """An LLM judge's model in the studio (``make_judge``'s ``judge_model``): a bare ``llm`` calls the endpoint
+    chosen for the judge role (``studio.endpoints``, with its secret); ``llm:BASE_URL:MODEL`` an
+    OpenAI-compatible server without a key, as before. ``build=False`` checks without loading a local model."""
+    from harness.policies import Policy, RoleModel, role_model
+    from harness.policies.factory import spec_label
+    from harness.policies.openai_chat import KEYLESS
+    from studio.endpoints.selectors import role_endpoint
+    from studio.endpoints.services import endpoint_role_model
+
+    if target and not target.startswith(("http://", "https://")):
+        raise ValueError("in the studio write llm (the judge role's endpoint) or llm:BASE_URL:MODEL")
+    endpoint = None if target else role_endpoint(RoleEndpoint.JUDGE)
+    if not target and endpoint is None:
+        raise ValueError("no endpoint is chosen for the judge role: an ML engineer chooses one on the Endpoints "
+                         "page, or write llm:BASE_URL:MODEL")
+    if not build:  # the spec is valid; the model is built where it runs (the worker)
+        return RoleModel(role="judge", policy=Policy(), label=spec_label(endpoint.policy_spec if endpoint else target))
+    if endpoint is not None:
+        return endpoint_role_model(role="judge", endpoint=endpoint)
+    return role_model("judge", target, api_key=KEYLESS)
+
+
 def judge_check(spec: str) -> str:
-    """The judge spec, checked by building it (``evaluation.judges.make_judge``); CalibrationError if invalid."""
+    """The judge spec, checked by parsing it as ``evaluation.judges.make_judge`` does, without loading a model;
+    CalibrationError if invalid."""
     from evaluation.judges import make_judge
     from harness.livestream import demo_catalogue
 
     spec = spec.strip()
     if not spec:
-        raise CalibrationError("judge: name one: programmatic, llm:BASE_URL:MODEL or panel:A|B|C")
+        raise CalibrationError(f"judge: name one: {STUDIO_JUDGES}")
     try:
-        make_judge(spec, catalogue=demo_catalogue())
+        make_judge(spec, catalogue=demo_catalogue(), judge_model=lambda target: studio_judge_model(target, build=False))
     except ValueError as error:
         raise CalibrationError(f"judge: {error}") from None
     return spec
@@ -61,7 +90,8 @@ def calibration_run(*, judge: str, dataset_id: int, actor_id: int | None = None)
 
     dataset = Dataset.objects.get(pk=dataset_id)
     cases = [row.data for row in dataset.cases.order_by("position")]
-    report = calibrate_judge(cases=cases, judge=make_judge(judge, catalogue=catalogue_for(dataset)))
+    report = calibrate_judge(cases=cases, judge=make_judge(judge, catalogue=catalogue_for(dataset),
+                                                           judge_model=studio_judge_model))
     acc, eff = report["accuracy"], report["effectiveness"]
     return JudgeCalibration.objects.create(
         judge=judge, dataset=dataset, n=report["n"], accuracy_agreement=acc["agreement"],

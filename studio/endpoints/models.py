@@ -107,3 +107,25 @@ class ModelEndpoint(models.Model):
         if self.route == self.LOCAL and self.model:
             return f"local:{self.model}"
         return self.route
+
+
+class RoleEndpoint(models.Model):
+    """Which endpoint a model role calls in the studio (``harness.policies.roles``): the judge a calibration's
+    bare ``llm`` spec names, the diagnoser an evolution's form pre-selects. No row: the role has no
+    endpoint chosen, and the studio behaves as before (a judge spec names its server; the form asks)."""
+
+    JUDGE = "judge"
+    DIAGNOSER = "diagnoser"
+    ROLES = [(JUDGE, "judge (LLM judge: a calibration's judge spec 'llm')"),
+             (DIAGNOSER, "diagnoser (LLM diagnoser: pre-selected on a new evolution)")]
+
+    role = models.CharField(max_length=20, choices=ROLES, unique=True)
+    endpoint = models.ForeignKey(ModelEndpoint, on_delete=models.PROTECT, related_name="roles")
+    updated_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["role"]
+
+    def __str__(self) -> str:
+        return f"{self.role}: {self.endpoint.name}"

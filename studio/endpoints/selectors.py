@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.db.models import QuerySet
 
-from studio.endpoints.models import ModelEndpoint
+from studio.endpoints.models import ModelEndpoint, RoleEndpoint
 
 
 def endpoint_list() -> QuerySet[ModelEndpoint]:
@@ -25,3 +25,15 @@ def endpoint_default() -> ModelEndpoint | None:
 def endpoint_serving(*, model_dir: str) -> ModelEndpoint | None:
     """The local-route endpoint that serves the model folder ``model_dir``, if one was made."""
     return ModelEndpoint.objects.filter(route=ModelEndpoint.LOCAL, model=model_dir).first()
+
+
+def role_endpoints() -> list[tuple[str, str, ModelEndpoint | None]]:
+    """Each model role the studio assigns (role, label, its endpoint or None), in ``RoleEndpoint.ROLES`` order."""
+    chosen = {row.role: row.endpoint for row in RoleEndpoint.objects.select_related("endpoint")}
+    return [(role, label, chosen.get(role)) for role, label in RoleEndpoint.ROLES]
+
+
+def role_endpoint(role: str) -> ModelEndpoint | None:
+    """The endpoint chosen for ``role``, or None."""
+    row = RoleEndpoint.objects.select_related("endpoint").filter(role=role).first()
+    return row.endpoint if row else None

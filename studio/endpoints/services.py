@@ -25,9 +25,10 @@ from django.utils import timezone
 from harness.checkpoints import checkpoint_problem
 from harness.model_cache import default_model_dir, tiny_model_dir
 from harness.policies.base import Policy
+from harness.policies.roles import RoleModel
 from studio.audit.services import audit_record
 from studio.endpoints.crypto import SecretUnreadable
-from studio.endpoints.models import EndpointSecret, ModelEndpoint
+from studio.endpoints.models import EndpointSecret, ModelEndpoint, RoleEndpoint
 from studio.jobs.models import Job
 from studio.jobs.services import job_create
 
@@ -249,16 +250,49 @@ def endpoint_api_key(endpoint: ModelEndpoint) -> str | None:
         raise EndpointError(f"endpoint secret {secret.name}: {error}") from None
 
 
+def _endpoint_key(endpoint: ModelEndpoint) -> str | None:
+    """What an OpenAI-compatible endpoint sends as its key: its secret's, else the keyless placeholder (never
+    the worker's ``$OPENAI_API_KEY``, which the factory sends for a spec given no key); None for other routes."""
+    from harness.policies.openai_chat import KEYLESS
+
+    return (endpoint_api_key(endpoint) or KEYLESS) if endpoint.route == ModelEndpoint.OPENAI else None
+
+
 def policy_for_endpoint(endpoint: ModelEndpoint) -> Policy:
-    """The runtime policy an endpoint names (local, tiny, OpenAI-compatible, scripted); its key is its
-    endpoint secret's (``endpoint_api_key``)."""
+    """The runtime policy an endpoint names (local, tiny, OpenAI-compatible, scripted), built by the one
+    factory (``harness.policies.make_policy``); its key is its endpoint secret's (``endpoint_api_key``)."""
     from harness.policies import make_policy
 
-    if endpoint.route == ModelEndpoint.OPENAI:
-        from harness.policies.openai_chat import OpenAIChatPolicy
+    return make_policy(endpoint.policy_spec, api_key=_endpoint_key(endpoint))
 
-        return OpenAIChatPolicy(base_url=endpoint.base_url, model=endpoint.model, api_key=endpoint_api_key(endpoint))
-    return make_policy(endpoint.policy_spec)
+
+def endpoint_role_model(*, role: str, endpoint: ModelEndpoint) -> RoleModel:
+    """The model a role (judge, diagnoser) calls on this endpoint, any route: ``harness.policies.role_model``
+    with the role's timeout, retries and usage record, and the endpoint's key."""
+    from harness.policies import role_model
+
+    return role_model(role, endpoint.policy_spec, api_key=_endpoint_key(endpoint))
+
+
+def role_endpoint_set(*, role: str, endpoint_name: str, actor: User | None) -> RoleEndpoint | None:
+    """Choose the endpoint a model role calls (``endpoint_name`` empty: none, the studio's behaviour without
+    one); EndpointError naming the field and what is valid."""
+    roles = dict(RoleEndpoint.ROLES)
+    if role not in roles:
+        raise EndpointError(f"role: {role!r} is not one of {', '.join(roles)}")
+    endpoint_name = endpoint_name.strip()
+    endpoint = ModelEndpoint.objects.filter(name=endpoint_name).first() if endpoint_name else None
+    if endpoint_name and endpoint is None:
+        known = ", ".join(ModelEndpoint.objects.values_list("name", flat=True)[:20]) or "none yet"
+        raise EndpointError(f"endpoint: no endpoint called {endpoint_name!r} (endpoints: {known}); "
+                            "or leave it empty for none")
+    audit_record(actor=actor, action="endpoint.role", target=f"model role {role}",
+                 data={"endpoint": endpoint.name if endpoint else ""})
+    if endpoint is None:
+        RoleEndpoint.objects.filter(role=role).delete()
+        return None
+    chosen, _ = RoleEndpoint.objects.update_or_create(role=role, defaults={"endpoint": endpoint, "updated_by": actor})
+    return chosen
 
 
 def endpoint_check(*, endpoint: ModelEndpoint, timeout_s: float = 10.0) -> ConnectionCheck:

@@ -9,6 +9,7 @@ app_name = "endpoints"
 urlpatterns = [
     path("", views.endpoint_list, name="endpoint_list"),
     path("new/", views.endpoint_create, name="endpoint_create"),
+    path("roles/", views.role_set, name="role_set"),
     path("<int:endpoint_id>/edit/", views.endpoint_edit, name="endpoint_edit"),
     path("<int:endpoint_id>/test/", views.endpoint_test, name="endpoint_test"),
     path("secrets/", views.secret_list, name="secret_list"),

@@ -9,20 +9,40 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from studio.accounts.decorators import requires
 from studio.endpoints.models import EndpointSecret, ModelEndpoint
 from studio.endpoints.selectors import endpoint_list as select_endpoints
+from studio.endpoints.selectors import role_endpoints
 from studio.endpoints.services import (
     EndpointError,
     endpoint_save,
     endpoint_secret_delete,
     endpoint_secret_save,
     endpoint_test_start,
+    role_endpoint_set,
 )
 from studio.lookups import found_or_404
+
+
+def _list_page(request, errors: list[str] | None = None, status: int = 200):
+    return render(request, "endpoints/endpoint_list.html",
+                  {"endpoints": select_endpoints(), "roles": role_endpoints(), "errors": errors or []}, status=status)
 
 
 @require_GET
 @requires("studio.view")
 def endpoint_list(request):
-    return render(request, "endpoints/endpoint_list.html", {"endpoints": select_endpoints()})
+    return _list_page(request)
+
+
+@require_POST
+@requires("endpoint.manage")
+def role_set(request):
+    """Choose the endpoint a model role (judge, diagnoser) calls."""
+    role = request.POST.get("role", "")
+    try:
+        chosen = role_endpoint_set(role=role, endpoint_name=request.POST.get("endpoint", ""), actor=request.user)
+    except EndpointError as error:
+        return _list_page(request, errors=[str(error)], status=400)
+    messages.success(request, f"The {role} calls {chosen.endpoint.name}." if chosen else f"The {role} has no endpoint.")
+    return redirect("endpoints:endpoint_list")
 
 
 def _form(request, endpoint: ModelEndpoint | None):

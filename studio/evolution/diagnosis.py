@@ -17,6 +17,7 @@ from typing import Any
 from django.contrib.auth.models import User
 from django.db import transaction
 
+from harness.policies.factory import spec_label
 from studio.endpoints.models import ModelEndpoint
 from studio.evolution.errors import EvolutionError
 from studio.evolution.models import (
@@ -44,7 +45,7 @@ def diagnosis_start(*, stage: Stage, actor: User) -> Diagnosis:
         raise EvolutionError(f"stage {stage.number} already has a candidate; decide, then start another stage")
     evolution = stage.evolution
     name = evolution.diagnoser if evolution.diagnoser == Evolution.RULE_BASED else \
-        f"llm:{evolution.diagnoser_endpoint.model}"
+        f"llm:{spec_label(evolution.diagnoser_endpoint.policy_spec)}"
     diagnosis = Diagnosis.objects.create(stage=stage, run=run, diagnoser=name, created_by=actor)
     job = job_create(kind="evolution_diagnose", title=f"Diagnose {stage} ({name})",
                      params={"diagnosis_id": diagnosis.pk}, created_by=actor)
@@ -106,10 +107,9 @@ def _diagnoser_for(evolution: Evolution):
     from evaluation.diagnosis import LLMDiagnoser, RuleBasedDiagnoser
 
     if evolution.diagnoser == Evolution.LLM:
-        endpoint = evolution.diagnoser_endpoint
-        from studio.endpoints.services import endpoint_api_key
+        from studio.endpoints.services import endpoint_role_model
 
-        return LLMDiagnoser(base_url=endpoint.base_url, model=endpoint.model, api_key=endpoint_api_key(endpoint))
+        return LLMDiagnoser(model=endpoint_role_model(role="diagnoser", endpoint=evolution.diagnoser_endpoint))
     return RuleBasedDiagnoser()
 
 
@@ -135,7 +135,7 @@ def _replay(proposals, *, run: EvalRun, files: dict[str, str], cases: dict[str, 
 
 def diagnosis_execute(*, diagnosis_id: int, log) -> dict[str, Any]:
     """The diagnosis job's body: cluster dev-split failures, propose and validate edits, store them."""
-    from evaluation.diagnosis import diagnose, failures_from_results
+    from evaluation.diagnosis import LLMDiagnoser, diagnose, failures_from_results
 
     diagnosis = Diagnosis.objects.select_related("stage__evolution", "run__version").get(pk=diagnosis_id)
     Diagnosis.objects.filter(pk=diagnosis.pk).update(status=EvalRun.RUNNING)
@@ -148,8 +148,10 @@ def diagnosis_execute(*, diagnosis_id: int, log) -> dict[str, Any]:
         failures = failures_from_results(results=rows, cases=cases)
         log(f"{len(failures)} of {len(rows)} dev-split case(s) failed; held-out cases are left out of diagnosis")
         files = version_files(version=diagnosis.run.version)
-        found = diagnose(failures=failures, total=len(rows), files=files,
-                         diagnoser=_diagnoser_for(diagnosis.stage.evolution))
+        diagnoser = _diagnoser_for(diagnosis.stage.evolution)
+        found = diagnose(failures=failures, total=len(rows), files=files, diagnoser=diagnoser)
+        if isinstance(diagnoser, LLMDiagnoser):
+            log(f"model calls: {diagnoser.model.usage()}")
         if found.finding:
             log(found.finding)
         _replay(found.proposals, run=diagnosis.run, files=files, cases=cases, log=log)

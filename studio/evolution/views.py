@@ -12,7 +12,8 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from studio.accounts.decorators import requires
 from studio.accounts.roles import user_can
-from studio.endpoints.selectors import endpoint_default
+from studio.endpoints.models import RoleEndpoint
+from studio.endpoints.selectors import endpoint_default, role_endpoint
 from studio.evolution import selectors
 from studio.evolution.datasets import dataset_catalogue_from_text, dataset_import, problems_listed
 from studio.evolution.decisions import proposal_edit_in_editor, proposal_review, stage_decide
@@ -60,6 +61,7 @@ def evolution_new(request):
     # the endpoint defaults to the demo's model (endpoint_default)
     initial = {key: request.GET.get(key) for key in ("name", "dataset", "version", "endpoint", "limit")}
     initial["endpoint"] = initial["endpoint"] or endpoint_default()
+    initial["diagnoser_endpoint"] = role_endpoint(RoleEndpoint.DIAGNOSER)  # the Endpoints page's choice, if any
     form = EvolutionForm(request.POST or None, initial=initial)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data

@@ -8,6 +8,7 @@ import pytest
 
 from harness.augment import augment_bundle, checked_rewrite
 from harness.augment.llm import LLMRewriter, clean_answer
+from harness.policies.roles import ROLES
 
 
 @pytest.fixture
@@ -26,7 +27,7 @@ def test_good_llm_rewrite_is_used_and_names_are_requested(stub):
     state.answers = ['"Rewritten: Before replying, call search_faq; never guess, keep 48 hours."']
     rule = "Call search_faq before replying; never guess and keep 48 hours."
     result = checked_rewrite(rule, rng=random.Random(0), names=["search_faq"],
-                             rewriter=LLMRewriter(base_url=url, model="m"))
+                             rewriter=LLMRewriter.from_spec(f"{url}:m"))
     assert result.text == "Before replying, call search_faq; never guess, keep 48 hours."
     assert result.source == "llm:m"
     assert "Keep these names exactly: search_faq" in state.bodies[0]["messages"][-1]["content"]
@@ -39,7 +40,7 @@ def test_llm_rewrite_that_breaks_a_constraint_is_refused_and_asked_again(stub):
                      "Before replying, call search_faq; do not guess; 48 hours."]
     rule = "Call search_faq before replying; never guess and keep 48 hours."
     result = checked_rewrite(rule, rng=random.Random(0), names=["search_faq"],
-                             rewriter=LLMRewriter(base_url=url, model="m"))
+                             rewriter=LLMRewriter.from_spec(f"{url}:m"))
     assert result.text == "Before replying, call search_faq; do not guess; 48 hours."
     assert len(result.rejected) == 2
     assert "referenced names changed" in result.rejected[0]
@@ -47,7 +48,7 @@ def test_llm_rewrite_that_breaks_a_constraint_is_refused_and_asked_again(stub):
 
 
 def test_unreachable_endpoint_falls_back_to_the_offline_engine():
-    rewriter = LLMRewriter(base_url="http://127.0.0.1:9/v1", model="m", timeout_s=2)
+    rewriter = LLMRewriter.from_spec("http://127.0.0.1:9/v1:m")
     rule = "Call search_faq before replying; never guess."
     result = checked_rewrite(rule, rng=random.Random(1), names=["search_faq"], rewriter=rewriter)
     assert result.changed and result.source == "offline"
@@ -57,7 +58,7 @@ def test_unreachable_endpoint_falls_back_to_the_offline_engine():
 def test_augment_with_the_llm_rewriter(stub, demo_bundle):
     url, state = stub
     variant = augment_bundle(bundle=demo_bundle, seed=2, dims=["skill-content"],
-                             rewriter=LLMRewriter(base_url=url, model="m"))
+                             rewriter=LLMRewriter.from_spec(f"{url}:m"))
     rewritten = [r.text for s in variant.bundle.skills.values() for r in s.rules
                  if r.text.startswith("Please note: ")]
     assert rewritten and len(state.bodies) >= len(rewritten)
@@ -65,7 +66,9 @@ def test_augment_with_the_llm_rewriter(stub, demo_bundle):
 
 def test_spec_parsing_and_answer_cleaning():
     r = LLMRewriter.from_spec("http://localhost:8000/v1:qwen2.5")
-    assert r.model == "qwen2.5"
+    assert r.name == "llm:qwen2.5" and r.model.policy.model == "qwen2.5"
+    client = r.model.policy.client
+    assert (client.timeout, client.max_retries) == (ROLES["paraphraser"].timeout_s, ROLES["paraphraser"].retries)
     with pytest.raises(ValueError, match="BASE_URL:MODEL"):
         LLMRewriter.from_spec("qwen")
     assert clean_answer("<think>hmm</think>\n```\nDo it.\n```") == "Do it."

@@ -1,8 +1,8 @@
 """Judges: known answers from a fixture file, calibration on the generated dev-set, LLM judge, panel."""
 
 import json
+from dataclasses import replace
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
@@ -11,6 +11,8 @@ from evaluation.cases import load_cases
 from evaluation.judges import LLMJudge, PanelJudge, ProgrammaticJudge, Verdict, make_judge
 from evaluation.world.sets import generate
 from harness.livestream.catalogue import Catalogue
+from harness.policies import Policy, PolicyOutput, RoleModel, ToolCall
+from harness.policies.roles import ROLES
 
 TESTDATA = Path(__file__).parent / "testdata"
 KNOWN = [json.loads(line) for line in (TESTDATA / "judge_known_answers.jsonl").read_text().splitlines()]
@@ -87,45 +89,77 @@ def test_calibration_shows_the_judge_a_labelled_replys_trajectory():
     assert seen == [trajectory, None]
 
 
-class StubClient:
-    """An OpenAI-compatible client double: answers scripted messages in order, records requests."""
+class Recording(Policy):
+    """A policy double: answers the given outputs in order and records each call's messages and tools."""
 
-    def __init__(self, messages):
-        self.messages = list(messages)
+    def __init__(self, outputs):
+        self.outputs = list(outputs)
         self.requests = []
-        self.chat = SimpleNamespace(completions=SimpleNamespace(create=self._create))
 
-    def _create(self, **kwargs):
-        self.requests.append(kwargs)
-        return SimpleNamespace(choices=[SimpleNamespace(message=self.messages.pop(0))])
+    def generate(self, messages, *, tools=None, settings=None):
+        self.requests.append({"messages": [dict(m) for m in messages], "tools": tools, "settings": settings})
+        return self.outputs.pop(0)
 
 
-def _tool_call(name, args):
-    return SimpleNamespace(id="call_1", function=SimpleNamespace(name=name, arguments=json.dumps(args)))
+def judge_with(policy, label="judge-m"):
+    return LLMJudge(model=RoleModel(role="judge", policy=policy, label=label), catalogue=CATALOGUE)
+
+
+VERDICT = 'Checked. {"accuracy": 0, "effectiveness": 0.5, "reasons": ["unsupported_price", "made_up"], "explanation": "says 79"}'
 
 
 def test_llm_judge_uses_evidence_tools_and_parses_its_verdict():
-    client = StubClient([
-        SimpleNamespace(content="", tool_calls=[_tool_call("get_product", {"link_id": 1})]),
-        SimpleNamespace(content='Checked. {"accuracy": 0, "effectiveness": 0.5, '
-                                '"reasons": ["unsupported_price", "made_up"], "explanation": "says 79"}',
-                        tool_calls=None),
-    ])
-    judge = LLMJudge(client=client, model="judge-m", catalogue=CATALOGUE)
+    policy = Recording([PolicyOutput(text="", tool_calls=[ToolCall("get_product", {"link_id": 1}, "call_1")]),
+                        PolicyOutput(text=VERDICT, input_tokens=30, output_tokens=12)])
+    judge = judge_with(policy)
     row = next(r for r in KNOWN if r["name"] == "wrong price")
     verdict = judge.judge(case=row["case"], reply=row["reply"])
     assert (verdict.accuracy, verdict.effectiveness) == (0, 0.5)
-    assert verdict.reason_codes == ["unsupported_price", "llm:made_up"]
-    tool_message = client.requests[1]["messages"][-1]
+    assert verdict.reason_codes == ["unsupported_price", "llm:made_up"] and verdict.judge == "llm:judge-m"
+    tool_message = policy.requests[1]["messages"][-1]
     assert tool_message["role"] == "tool" and '"price": 89.0' in tool_message["content"]
-    assert "Luma SPF50" not in client.requests[0]["messages"][0]["content"]  # rubric is case-free
+    assert policy.requests[1]["messages"][-2]["tool_calls"][0]["function"]["name"] == "get_product"
+    assert "Luma SPF50" not in policy.requests[0]["messages"][0]["content"]  # rubric is case-free
+    assert policy.requests[0]["settings"].temperature == 0.0
+    assert judge.model.usage() == {"role": "judge", "model": "judge-m", "calls": 2, "failed": 0,
+                                   "input_tokens": 30, "output_tokens": 12, "seconds": 0.0}
+
+
+def test_llm_judge_reads_tool_calls_a_local_model_writes_in_the_text_protocol():
+    policy = Recording([PolicyOutput(text='<tool_call>{"name": "get_product", "arguments": {"link_id": 1}}</tool_call>'),
+                        PolicyOutput(text="<think>89 it is</think>" + VERDICT)])
+    verdict = judge_with(policy).judge(case=KNOWN[0]["case"], reply="x")
+    assert (verdict.accuracy, verdict.effectiveness) == (0, 0.5)
+    result = policy.requests[1]["messages"][-1]
+    assert result["role"] == "user" and '"price": 89.0' in result["content"]
 
 
 def test_llm_judge_rejects_out_of_range_scores():
-    client = StubClient([SimpleNamespace(content='{"accuracy": 3, "effectiveness": 1}', tool_calls=None)])
-    judge = LLMJudge(client=client, model="m", catalogue=CATALOGUE)
+    judge = judge_with(Recording([PolicyOutput(text='{"accuracy": 3, "effectiveness": 1}')]), label="m")
     with pytest.raises(ValueError, match="out of range"):
         judge.judge(case=KNOWN[0]["case"], reply="x")
+
+
+def test_llm_judge_over_an_openai_compatible_server_with_the_judge_roles_client(fake_openai):
+    fake_openai.answers.append('{"accuracy": 1, "effectiveness": 1, "reasons": [], "explanation": "fine"}')
+    judge = make_judge(f"llm:{fake_openai.url}:demo-model", catalogue=CATALOGUE)
+    verdict = judge.judge(case=KNOWN[0]["case"], reply="x")
+    assert (verdict.accuracy, verdict.effectiveness, verdict.judge) == (1, 1.0, "llm:demo-model")
+    body = fake_openai.bodies[-1]
+    assert body["model"] == "demo-model" and [t["function"]["name"] for t in body["tools"]] == [
+        "get_product", "get_promotions", "search_faq"]
+    client = judge.model.policy.client
+    assert (client.timeout, client.max_retries) == (ROLES["judge"].timeout_s, ROLES["judge"].retries) == (600.0, 2)
+
+
+def test_llm_judge_on_the_local_route_calls_the_model_in_process():
+    """The tiny random model answers no JSON: the judge says so, after calling the model on the torch route."""
+    judge = make_judge("llm:torch:tiny", catalogue=CATALOGUE)
+    assert type(judge.model.policy).__name__ == "TransformersPolicy"
+    judge.model.settings = replace(judge.model.settings, max_new_tokens=4)
+    with pytest.raises(ValueError, match="judge answer holds no JSON object"):
+        judge.judge(case=KNOWN[0]["case"], reply="x")
+    assert judge.model.usage()["calls"] == 1 and judge.model.calls[0].output_tokens > 0
 
 
 def test_panel_majority_vote_and_failed_members():
@@ -151,3 +185,7 @@ def test_make_judge_specs():
     assert make_judge("panel:programmatic|programmatic", catalogue=CATALOGUE).name.startswith("panel(")
     with pytest.raises(ValueError, match="valid: programmatic"):
         make_judge("gpt", catalogue=CATALOGUE)
+    with pytest.raises(ValueError, match="judge spec 'llm': .*names no model"):
+        make_judge("llm", catalogue=CATALOGUE)
+    with pytest.raises(ValueError, match="judge spec 'llm:qwen': unknown policy 'qwen'"):
+        make_judge("llm:qwen", catalogue=CATALOGUE)

@@ -15,6 +15,7 @@ from evaluation.diagnosis import (
 from evaluation.diagnosis.edits import ChangeSkillRule, apply_edits
 from evaluation.diagnosis.planted import drop_hooks, without_price_grounding
 from harness import demo_harness_dir, load_mapping, read_dir
+from harness.policies import role_model
 
 
 def failure(case_id, reason, comment, reply, category="product_qa", acc=0.0, eff=0.5, skill="item_qa", **kw):
@@ -111,10 +112,11 @@ def test_llm_diagnoser_over_http_validates_what_the_model_proposes(defect_files,
          "edits": [{"op": "change_skill_rule", "skill": "item_qa", "rule_id": "ghost", "text": "x"}]},
     ]}
     fake_openai.answers.append(json.dumps(answer))
-    diagnoser = LLMDiagnoser(base_url=fake_openai.url, model="judge-m")
+    diagnoser = LLMDiagnoser(model=role_model("diagnoser", f"{fake_openai.url}:judge-m"))
     diagnosis = diagnose(failures=PRICE + REFUSED, total=20, files=defect_files, diagnoser=diagnoser)
     request = fake_openai.bodies[-1]
     assert request["response_format"] == {"type": "json_object"}
+    assert diagnoser.model.usage()["calls"] == 1 and diagnoser.model.usage()["output_tokens"] == 2
     assert "fetch-before-facts" not in request["messages"][1]["content"]
     assert "price_without_tool" in request["messages"][1]["content"]
     good, bad_op, ghost = diagnosis.proposals

@@ -66,6 +66,7 @@ MATRIX = [
     ("endpoints:endpoint_create", "get", "/endpoints/new/", "endpoint.manage", None),
     ("endpoints:endpoint_edit", "get", "/endpoints/{endpoint}/edit/", "endpoint.manage", None),
     ("endpoints:endpoint_test", "post", "/endpoints/{endpoint}/test/", "endpoint.manage", {}),
+    ("endpoints:role_set", "post", "/endpoints/roles/", "endpoint.manage", {"role": "judge", "endpoint": ""}),
     ("endpoints:secret_list", "get", "/endpoints/secrets/", "endpoint_secret.manage", None),
     ("endpoints:secret_create", "get", "/endpoints/secrets/new/", "endpoint_secret.manage", None),
     ("endpoints:secret_edit", "get", "/endpoints/secrets/{secret}/edit/", "endpoint_secret.manage", None),

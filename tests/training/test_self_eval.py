@@ -44,7 +44,7 @@ def test_side_by_side_evaluations_of_one_model_keep_each_others_scores(sft_run, 
     out = tmp_path / "eval"
     out.mkdir()
 
-    def ifeval_while_another_process_finishes(policy, path, limit):
+    def ifeval_while_another_process_finishes(policy, path, limit, max_new_tokens):
         # the other process finishes its T1 evaluation while this one is running
         (out / "summary.json").write_text(json.dumps({"live_qa": {"n": 3, "avg": 40.0}}))
         return {"n": 1, "prompt_strict": 100.0, "inst_strict": 100.0, "per_prompt": [True]}
