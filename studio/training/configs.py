@@ -31,7 +31,7 @@ from harness.checkpoints import checkpoint_problem
 from harness.yamlio import dump_yaml, load_yaml
 from serving.replay_config import ReplayConfig
 from training.ablation import AblationConfig
-from training.base_config import ConfigError, coerce
+from harness.config_schema import ConfigError, coerce
 from training.eval_config import EvalConfig
 from training.mtp_config import MTPStageConfig
 from training.opd_config import OPDStageConfig

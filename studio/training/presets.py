@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from training.ablation import PRESETS as ABLATION_PRESETS
-from training.base_config import load_config
+from harness.config_schema import load_config
 
 ROOT = Path(__file__).resolve().parents[2]
 

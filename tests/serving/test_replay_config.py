@@ -8,7 +8,8 @@ import dataclasses
 import pytest
 
 from serving.__main__ import build_parser, main
-from serving.replay_config import ReplayConfig, from_arguments
+from harness.config_schema import from_flags
+from serving.replay_config import ReplayConfig
 
 
 def test_every_field_is_a_flag_with_its_help_and_default():
@@ -18,7 +19,7 @@ def test_every_field_is_a_flag_with_its_help_and_default():
     for f in dataclasses.fields(ReplayConfig):
         assert f.name in flags and f.metadata["help"] in flags[f.name].help
     args = parser.parse_args(["replay", "--cases", "/x.jsonl", "--concurrency", "1,3", "--top-p", "0.5"])
-    assert from_arguments(args) == ReplayConfig(cases="/x.jsonl", concurrency=[1, 3], top_p=0.5)
+    assert from_flags(ReplayConfig, args) == ReplayConfig(cases="/x.jsonl", concurrency=[1, 3], top_p=0.5)
 
 
 @pytest.mark.parametrize(("argv", "message"), [

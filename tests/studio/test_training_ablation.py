@@ -19,7 +19,7 @@ from studio.training.models import TrainingRun
 from studio.training.testing import assert_form_refused, run_ended
 from tests import artefacts
 from training.ablation import PRESETS, AblationConfig
-from training.base_config import load_config
+from harness.config_schema import load_config
 
 
 @pytest.mark.django_db

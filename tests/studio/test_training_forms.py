@@ -13,7 +13,7 @@ from studio_testing import client_for, page_text
 from studio.jobs.models import Job
 from studio.jobs.registry import JOB_KINDS, queue_of
 from studio.training.models import TrainingRun
-from training.base_config import load_config
+from harness.config_schema import load_config
 from training.pipeline_config import PipelineConfig
 from training.sft_config import SFTStageConfig
 
