@@ -265,10 +265,10 @@ def _release_model(args) -> tuple[str, str | None]:
 
 def cmd_replay(args) -> int:
     from harness import demo_harness_dir
+    from harness.config_schema import from_flags
     from serving.endpoint import GenerationSettings
     from serving.profiles import resolve_route
     from serving.replay import ReplayPlan
-    from harness.config_schema import from_flags
     from serving.replay_config import DEMO_HARNESS, ReplayConfig
     from serving.service import replay_run
 
