@@ -120,6 +120,8 @@ def coerce(value: Any, tp: Any, *, where: str) -> Any:
             raise ConfigError(f"{where}: expected a list, got {value!r}")
         return [coerce(v, item, where=f"{where}[{i}]") for i, v in enumerate(value)]
     if origin is dict:
+        if isinstance(value, str):  # a flag's or a form's text: YAML, one 'name: value' a line or {name: value}
+            value = _mapping(value, where=where)
         if not isinstance(value, dict):
             raise ConfigError(f"{where}: expected a mapping, got {value!r}")
         key_type, value_type = typing.get_args(tp) or (Any, Any)
@@ -156,6 +158,15 @@ def coerce(value: Any, tp: Any, *, where: str) -> Any:
             return str(value)
         raise ConfigError(f"{where}: expected a string, got {value!r}")
     return value
+
+
+def _mapping(text: str, *, where: str) -> Any:
+    data, _lines, problems = load_yaml(text.strip() or "{}", file=where)
+    if problems:
+        raise ConfigError(f"{where}: " + "; ".join(f"line {p.line}: {p.message}" for p in problems)
+                          + " (write one 'name: value' a line, e.g. 'accuracy: 1.0', or {name: value, ...}; "
+                            "{} for none)")
+    return {} if data is None else data
 
 
 def choice_problem(field: SchemaField, values: list[Any], *, where: str) -> str:

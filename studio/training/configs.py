@@ -37,7 +37,7 @@ from harness.config_schema import (
     fields_of,
     value_text,
 )
-from harness.yamlio import dump_yaml, load_yaml
+from harness.yamlio import dump_yaml
 from serving.replay_config import ReplayConfig
 from training.ablation import AblationConfig
 from training.eval_config import SET_LABELS as EVAL_SET_LABELS
@@ -253,11 +253,7 @@ class ConfigValueField(forms.Field):
                 raise ConfigError(f"{name}: one line, without line breaks"
                                   + (" (a list is comma-separated: a, b, c)" if kind in ("list", "choices") else ""))
         if kind == "mapping":
-            data, _lines, problems = load_yaml(_with_line_breaks(raw or "{}"), file=name)
-            if problems:
-                raise ConfigError(f"{name}: " + "; ".join(f"line {p.line}: {p.message}" for p in problems)
-                                  + " (write one 'name: value' a line, e.g. 'accuracy: 1.0', or {} for none)")
-            return coerce({} if data is None else data, self.schema.type, where=name)
+            return coerce(_with_line_breaks(raw), self.schema.type, where=name)
         if kind in ("int", "float") and not raw.strip():
             raise ConfigError(f"{name}: a value is required")
         return coerce(raw.strip() if isinstance(raw, str) else raw, self.schema.type, where=name)
