@@ -10,7 +10,14 @@ import dataclasses
 import pytest
 
 from harness.config_schema import KINDS, fields_of, from_flags, value_text
-from studio.training.configs import CONFIG_CLASSES, KIND_CHECKS, PIPELINE_OWNED, STUDIO_OWNED, RunForm, value_problem
+from studio.training.configs import (
+    CONFIG_CLASSES,
+    KIND_CHECKS,
+    PIPELINE_OWNED,
+    STUDIO_OWNED,
+    RunForm,
+    value_problem,
+)
 
 #: The command each studio run kind's config is the flags of.
 COMMANDS = {"sft": "sft", "opd": "opd", "rl": "rl", "mtp": "mtp", "pipeline": "pipeline", "ablation": "ablation",
