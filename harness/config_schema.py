@@ -164,8 +164,7 @@ def _mapping(text: str, *, where: str) -> Any:
     data, _lines, problems = load_yaml(text.strip() or "{}", file=where)
     if problems:
         raise ConfigError(f"{where}: " + "; ".join(f"line {p.line}: {p.message}" for p in problems)
-                          + " (write one 'name: value' a line, e.g. 'accuracy: 1.0', or {name: value, ...}; "
-                            "{} for none)")
+                          + " (write one 'name: value' a line, e.g. 'accuracy: 1.0', or {} for none)")
     return {} if data is None else data
 
 
