@@ -3,8 +3,8 @@
 A run's settings (``training/*_config.py``, ``serving/replay_config.py``) are one dataclass each,
 and each field's ``metadata`` is its schema: ``help`` (the flag's and the form's text) and, where
 the value names something outside the config, a ``kind`` (``KINDS``: a checkpoint, a route, a
-file, ...) with ``aliases`` (names a checkpoint field also takes, e.g. ``base``) and ``required``
-(a file that must be given); ``choices`` are the values a field's items are picked from.
+file, ...) with ``aliases`` (names a checkpoint field also takes, e.g. ``base``); ``choices`` are
+the values a field's items are picked from.
 ``fields_of`` is the one reading of that metadata; from it come the ``python -m`` flags
 (``add_flags``, ``from_flags``, ``to_argv``), the reading of a YAML or JSON file
 (``load_config``), and the studio's Django forms and its per-kind checks
@@ -39,7 +39,7 @@ KINDS = {
     "checkpoint": "a model: local, tiny (or an alias) or the absolute path of a checkpoint folder",
     "teacher": "'gold' or openai:BASE_URL:MODEL",
     "harness": "'demo', a Harness folder, or in the studio a stored version NAME@vN",
-    "file": "the absolute path of an existing file (empty: the field's default, unless required)",
+    "file": "the absolute path of an existing file (empty: the field's default)",
     "prompts": "'builtin', an existing file or folder, or a hub dataset name (org/name)",
     "route": "a serving profile, or local:CHECKPOINT / transformers:CHECKPOINT",
     "draft-head": "the absolute path of a draft-head folder (empty: a new head)",
@@ -61,7 +61,6 @@ class SchemaField:
     kind: str = ""
     choices: tuple[tuple[str, str], ...] = ()   # (value, label)
     aliases: tuple[str, ...] = ()
-    required: bool = False
 
     @property
     def flag(self) -> str:
@@ -89,7 +88,7 @@ def fields_of(cls: type) -> list[SchemaField]:
         default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
         out.append(SchemaField(name=f.name, type=hints[f.name], default=default, help=f.metadata.get("help", ""),
                                kind=kind, choices=_choices(f.metadata.get("choices")),
-                               aliases=tuple(f.metadata.get("aliases", ())), required=f.metadata.get("required", False)))
+                               aliases=tuple(f.metadata.get("aliases", ()))))
     return out
 
 

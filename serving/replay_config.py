@@ -27,7 +27,7 @@ class ReplayConfig:
     harness: str = field(default=DEMO_HARNESS, metadata={"kind": "harness", "help": (
         "Harness the agent runs under: 'demo' (the shipped livestream-avatar) or a Harness folder; the studio "
         "also takes a studio version, NAME@vN.")})
-    cases: str = field(default="", metadata={"kind": "file", "required": True, "help": (
+    cases: str = field(default="", metadata={"kind": "file", "help": (
         "Replay case file (JSONL or a JSON list); `python -m evaluation generate` writes data/world/replay.jsonl, "
         "`manage.py seed_evolution_demo` the studio demo's 110 cases.")})
     concurrency: list[int] = field(default_factory=lambda: [1, 2, 4, 8], metadata={"help": (
