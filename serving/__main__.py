@@ -86,9 +86,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the argv as a JSON list")
 
     p = sub.add_parser("replay", help="the deployment replay (docs/architecture.md §10)")
-    from serving.replay_config import add_arguments as add_replay_arguments
+    from harness.config_schema import add_flags
+    from serving.replay_config import ReplayConfig
 
-    add_replay_arguments(p)  # one flag per field of serving.replay_config.ReplayConfig (the studio's form too)
+    add_flags(p, ReplayConfig)  # one flag per field of serving.replay_config.ReplayConfig (the studio's form too)
     p.add_argument("--seed", type=int)
     p.add_argument("--profiles", help="profiles YAML file")
     p.add_argument("--out", default=str(DEFAULT_RUNS_DIR), help=f"runs folder (default {DEFAULT_RUNS_DIR})")
@@ -264,13 +265,14 @@ def _release_model(args) -> tuple[str, str | None]:
 
 def cmd_replay(args) -> int:
     from harness import demo_harness_dir
+    from harness.config_schema import from_flags
     from serving.endpoint import GenerationSettings
     from serving.profiles import resolve_route
     from serving.replay import ReplayPlan
-    from serving.replay_config import DEMO_HARNESS, from_arguments
+    from serving.replay_config import DEMO_HARNESS, ReplayConfig
     from serving.service import replay_run
 
-    config = from_arguments(args)
+    config = from_flags(ReplayConfig, args)
     traffic = None
     if args.post:
         from harness.runtime.traffic import TrafficPoster, TrafficPostError, traffic_token

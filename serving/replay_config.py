@@ -1,5 +1,6 @@
 """The deployment replay's settings (docs/architecture.md §10): one dataclass that ``python -m serving replay``'s flags
-and the studio's replay form are both built from, with one set of defaults, help texts and ranges.
+and the studio's replay form are both built from (``harness/config_schema.py``), with one set of defaults, help
+texts and ranges.
 
 Every field is a flag (``--max-tokens``); ``check()`` names the first field out of range, and the
 CLI refuses it with that message as the studio's form does. What only a command line has (the runs
@@ -9,10 +10,9 @@ the CLI.
 
 from __future__ import annotations
 
-import argparse
-import dataclasses
 from dataclasses import dataclass, field
-from typing import Any
+
+from harness.config_schema import to_argv
 
 DEMO_HARNESS = "demo"
 
@@ -21,13 +21,13 @@ DEMO_HARNESS = "demo"
 class ReplayConfig:
     """The deployment replay: fixed cases at fixed concurrency, the complete agent per request."""
 
-    route: str = field(default="cpu-engine", metadata={"help": (
+    route: str = field(default="cpu-engine", metadata={"kind": "route", "help": (
         "Serving route: a profile from `python -m serving profiles` (cpu-engine, cpu-engine-tiny, gpu-sglang, ...), "
         "transformers:CHECKPOINT, local:CHECKPOINT, sglang:URL:MODEL or openai:URL:MODEL[:KEY_ENV].")})
-    harness: str = field(default=DEMO_HARNESS, metadata={"help": (
+    harness: str = field(default=DEMO_HARNESS, metadata={"kind": "harness", "help": (
         "Harness the agent runs under: 'demo' (the shipped livestream-avatar) or a Harness folder; the studio "
         "also takes a studio version, NAME@vN.")})
-    cases: str = field(default="", metadata={"help": (
+    cases: str = field(default="", metadata={"kind": "file", "help": (
         "Replay case file (JSONL or a JSON list); `python -m evaluation generate` writes data/world/replay.jsonl, "
         "`manage.py seed_evolution_demo` the studio demo's 110 cases.")})
     concurrency: list[int] = field(default_factory=lambda: [1, 2, 4, 8], metadata={"help": (
@@ -65,47 +65,4 @@ class ReplayConfig:
 
     def argv(self, *, out: str, run_id: str = "replay") -> list[str]:
         """``python -m serving replay`` with these settings (after ``python -m``)."""
-        argv = ["serving", "replay"]
-        for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
-            if f.name == "harness" and value == DEMO_HARNESS:
-                continue  # the CLI's own default
-            text = ",".join(str(v) for v in value) if isinstance(value, list) else (
-                f"{value:g}" if isinstance(value, float) else str(value))
-            argv += [_flag(f.name), text]
-        return [*argv, "--out", out, "--run-id", run_id]
-
-
-def _flag(name: str) -> str:
-    return "--" + name.replace("_", "-")
-
-
-def _levels(text: str) -> list[int]:
-    try:
-        return [int(part) for part in text.split(",") if part.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected comma-separated integers, e.g. 1,2,4,8") from None
-
-
-_PARSERS: dict[str, Any] = {"int": int, "float": float, "str": str, "list[int]": _levels}  # field types as written
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """One flag per field, its help text and default from the dataclass."""
-    defaults = ReplayConfig()
-    for f in dataclasses.fields(ReplayConfig):
-        default = getattr(defaults, f.name)
-        shown = ",".join(map(str, default)) if isinstance(default, list) else (default or "none")
-        parser.add_argument(_flag(f.name), dest=f.name, default=None, metavar="VALUE",
-                            type=_PARSERS[str(f.type)],
-                            help=f"{f.metadata['help']} (default: {shown})")
-
-
-def from_arguments(args: argparse.Namespace) -> ReplayConfig:
-    """The config the flags describe (the defaults where a flag is not given); ValueError naming the field."""
-    config = ReplayConfig(**{f.name: getattr(args, f.name) for f in dataclasses.fields(ReplayConfig)
-                             if getattr(args, f.name, None) is not None})
-    problem = config.check()
-    if problem:
-        raise ValueError(problem)
-    return config
+        return ["serving", "replay", *to_argv(self, omit_defaults=("harness",)), "--out", out, "--run-id", run_id]

@@ -205,7 +205,7 @@ def read_ablation(folder: str | Path) -> dict[str, Any] | None:
     """What an ablation folder holds, rebuilt from its files by the code that writes table.md: the
     config it ran with (ablation_config.json), the table's data (``Ablation.table``), every step of
     the plan with its state, and the Markdown. None when the folder holds no ablation yet."""
-    from training.base_config import config_from_dict
+    from harness.config_schema import config_from_dict
 
     config_path = Path(folder) / "ablation_config.json"
     if not config_path.is_file():

@@ -7,7 +7,6 @@ the studio's form are built from it) and its presets (``cpu-small``, ``tiny-smok
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 
 MODELS = ("base", "fixed_sft", "hsa_sft", "opd", "rl")
@@ -33,9 +32,9 @@ OUTCOME_SETS = ("live_qa", "variant_qa")
 class AblationConfig:
     """Sizes of one ablation run (a preset fills them; flags override)."""
 
-    model: str = field(default="local", metadata={"help": "Base model ('local' = SmolLM2-135M-Instruct)."})
+    model: str = field(default="local", metadata={"kind": "checkpoint", "help": "Base model ('local' = SmolLM2-135M-Instruct)."})
     output_dir: str = field(default="runs/ablation-cpu-small", metadata={"help": "Ablation folder."})
-    harness: str = field(default="demo", metadata={"help": "Harness folder."})
+    harness: str = field(default="demo", metadata={"kind": "harness", "help": "Harness folder."})
     train_cases: int = field(default=200, metadata={"help": "Training cases for SFT data and RL tasks."})
     hsa_variants: int = field(default=3, metadata={"help": "HSA variants per case for HSA-SFT."})
     sft_steps: int = field(default=24, metadata={"help": "Optimizer steps of each SFT run."})
@@ -56,17 +55,13 @@ class AblationConfig:
     max_new_tokens: int = field(default=64, metadata={"help": "Tokens per model call at evaluation (a 220-character "
                                                                    "reply or a tool call fits in 64)."})
     resamples: int = field(default=10_000, metadata={"help": "Bootstrap resamples."})
-    checkpoints: dict[str, str] = field(default_factory=dict, metadata={"help": (
+    checkpoints: dict[str, str] = field(default_factory=dict, metadata={"kind": "checkpoint", "help": (
         "Models already trained, scored instead of trained: model -> checkpoint or adapter folder, e.g. "
         "{fixed_sft: models/demo-adapter-fixed, hsa_sft: models/demo-adapter}. The models: "
         + ", ".join(MODELS[1:]) + ".")})
     models: list[str] = field(default_factory=lambda: list(MODELS), metadata={"help": (
         "The models this ablation trains and scores (base is always scored); the others stay 'pending' in "
         "the table. E.g. [base, fixed_sft, hsa_sft] for the SFT comparison alone.")})
-
-    @classmethod
-    def help_texts(cls) -> dict[str, str]:
-        return {f.name: f.metadata.get("help", "") for f in dataclasses.fields(cls)}
 
     def check(self) -> str:
         """The first problem with the sizes, as ``field: what is wrong``, or ''."""

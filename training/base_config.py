@@ -1,43 +1,31 @@
-"""Fields every training stage shares, and loading a stage config from YAML/JSON.
+"""Fields every training stage shares.
 
-Each stage has a ``<stage>_config.py`` dataclass that extends ``StageConfig``;
-every field carries a ``help`` text, which is also what ``python -m training
-<stage> --help`` prints. ``load_config`` reads a YAML or JSON file (JSON is
-YAML), rejects unknown keys and wrong types with the file, line and field, and
-lists what would be valid.
+Each stage has a ``<stage>_config.py`` dataclass that extends ``StageConfig``; every field carries
+a ``help`` text and, where its value names something (a checkpoint, a Harness, a file), a ``kind``:
+the schema that ``python -m training <stage>``'s flags, ``load_config``'s reading of a YAML or
+JSON file and the studio's form are all built from (``harness/config_schema.py``).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
-import types
-import typing
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-from harness.numbers import decimal_int
-from harness.userfiles import read_text
-from harness.yamlio import load_yaml
-
-C = TypeVar("C", bound="StageConfig")
-
-
-class ConfigError(ValueError):
-    """A config file or flag that cannot be used; the message names file, line and field."""
+#: Trackers the studio's form offers for ``report_to`` (the command line passes any name on to transformers).
+TRACKERS = ("none", "tensorboard", "mlflow", "wandb", "trackio")
 
 
 @dataclass
 class StageConfig:
     """Settings shared by the SFT, OPD and RL stages."""
 
-    model: str = field(default="local", metadata={"help": (
+    model: str = field(default="local", metadata={"kind": "checkpoint", "help": (
         "Model to start from: 'local' (SmolLM2-135M-Instruct, the default model), 'tiny' "
         "(2-layer random model for tests) or a checkpoint folder (e.g. the previous stage's final/).")})
     output_dir: str = field(default="runs/hat", metadata={"help": (
         "Run folder: resolved config, metrics.jsonl, checkpoints, final model and model card.")})
-    harness: str = field(default="demo", metadata={"help": (
+    harness: str = field(default="demo", metadata={"kind": "harness", "help": (
         "Harness folder the stage trains under ('demo' = the shipped livestream-avatar Harness).")})
     max_steps: int = field(default=60, metadata={"help": "Optimizer steps of this stage."})
     stop_after_steps: int = field(default=0, metadata={"help": (
@@ -58,7 +46,7 @@ class StageConfig:
     resume: bool = field(default=True, metadata={"help": (
         "Resume from the run folder's last checkpoint when one exists.")})
     seed: int = field(default=0, metadata={"help": "Seed for data order, sampling and augmentation."})
-    report_to: list[str] = field(default_factory=lambda: ["none"], metadata={"help": (
+    report_to: list[str] = field(default_factory=lambda: ["none"], metadata={"choices": TRACKERS, "help": (
         "Trackers TRL reports to (passed through to transformers): e.g. ['wandb'], ['tensorboard'], "
         "['trackio'], or ['none'].")})
     lora_rank: int = field(default=0, metadata={"help": (
@@ -87,10 +75,6 @@ class StageConfig:
                           lora_dropout=self.lora_dropout, task_type="CAUSAL_LM",
                           target_modules="all-linear" if targets == ["all-linear"] else list(targets))
 
-    @classmethod
-    def help_texts(cls) -> dict[str, str]:
-        return {f.name: f.metadata.get("help", "") for f in dataclasses.fields(cls)}
-
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
@@ -118,119 +102,3 @@ class StageConfig:
             return (f"stop_after_steps: must be between 0 (off) and max_steps ({self.max_steps}), "
                     f"got {self.stop_after_steps}")
         return ""
-
-
-def _type_name(tp: Any) -> str:
-    return getattr(tp, "__name__", str(tp)).replace("typing.", "")
-
-
-def coerce(value: Any, tp: Any, *, where: str) -> Any:
-    """Check (and gently convert) one value against a field type; ``ConfigError`` otherwise."""
-    origin = typing.get_origin(tp)
-    if origin in (typing.Union, types.UnionType):
-        options = typing.get_args(tp)
-        if value is None and type(None) in options:
-            return None
-        for option in options:
-            if option is type(None):
-                continue
-            try:
-                return coerce(value, option, where=where)
-            except ConfigError:
-                continue
-        raise ConfigError(f"{where}: {value!r} is not one of {', '.join(_type_name(o) for o in options)}")
-    if origin is list:
-        (item,) = typing.get_args(tp) or (Any,)
-        if isinstance(value, str):
-            value = [v.strip() for v in value.split(",") if v.strip()]
-        if not isinstance(value, list):
-            raise ConfigError(f"{where}: expected a list, got {value!r}")
-        return [coerce(v, item, where=f"{where}[{i}]") for i, v in enumerate(value)]
-    if origin is dict:
-        if not isinstance(value, dict):
-            raise ConfigError(f"{where}: expected a mapping, got {value!r}")
-        key_type, value_type = typing.get_args(tp) or (Any, Any)
-        return {coerce(k, key_type, where=where): coerce(v, value_type, where=f"{where}.{k}")
-                for k, v in value.items()}
-    if tp is Any:
-        return value
-    if tp is bool:
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, str) and value.lower() in ("true", "false", "1", "0", "yes", "no"):
-            return value.lower() in ("true", "1", "yes")
-        raise ConfigError(f"{where}: expected true or false, got {value!r}")
-    if tp is int:
-        if isinstance(value, bool):
-            raise ConfigError(f"{where}: expected an integer, got {value!r}")
-        if isinstance(value, int):
-            return value
-        number = decimal_int(value, max_digits=18)
-        if number is not None:
-            return number
-        raise ConfigError(f"{where}: expected an integer, got {str(value)[:60]!r}")
-    if tp is float:
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            return float(value)
-        try:
-            return float(value)
-        except (TypeError, ValueError):
-            raise ConfigError(f"{where}: expected a number, got {value!r}") from None
-    if tp is str:
-        if isinstance(value, str):
-            return value
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            return str(value)
-        raise ConfigError(f"{where}: expected a string, got {value!r}")
-    return value
-
-
-def _resolved_hints(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls)
-
-
-def config_from_dict(cls: type[C], data: dict[str, Any], *, source: str = "config",
-                     lines: dict[str, int] | None = None) -> C:
-    """Build ``cls`` from a mapping; unknown keys and bad values name their line and the valid fields."""
-    if not isinstance(data, dict):
-        raise ConfigError(f"{source}: a config is a mapping of field: value, got {type(data).__name__}")
-    hints = _resolved_hints(cls)
-    names = [f.name for f in dataclasses.fields(cls)]
-    kwargs: dict[str, Any] = {}
-    for key, value in data.items():
-        line = (lines or {}).get(key)
-        where = f"{source}:{line}: {key}" if line else f"{source}: {key}"
-        if key not in names:
-            raise ConfigError(f"{where}: unknown field for {cls.__name__}; valid fields: {', '.join(names)}")
-        tp = hints[key]
-        if dataclasses.is_dataclass(tp) and isinstance(value, dict):
-            kwargs[key] = config_from_dict(tp, value, source=f"{source} ({key})")
-        else:
-            kwargs[key] = coerce(value, tp, where=where)
-    config = cls(**kwargs)
-    check = getattr(config, "check", None)
-    if callable(check):
-        problem = check()
-        if problem:  # "field: what is wrong": point at the field's line when the file has it
-            line = (lines or {}).get(problem.split(":", 1)[0])
-            raise ConfigError(f"{source}:{line}: {problem}" if line else f"{source}: {problem}")
-    return config
-
-
-def load_config(cls: type[C], path: str | Path) -> C:
-    """Read a YAML or JSON config file into ``cls``."""
-    path = Path(path)
-    text = read_text(path, what="config file", error=ConfigError)
-    data, linemap, problems = load_yaml(text, file=str(path))
-    if problems:
-        raise ConfigError("; ".join(str(p) for p in problems))
-    if data is None:
-        data = {}
-    lines = {key: linemap.line((key,)) for key in data} if isinstance(data, dict) else {}
-    return config_from_dict(cls, data, source=str(path), lines=lines)
-
-
-def dump_config(config: Any, path: str | Path) -> None:
-    """Write the resolved config as JSON (what was actually run)."""
-    Path(path).write_text(json.dumps(dataclasses.asdict(config), indent=2, sort_keys=True) + "\n",
-                          encoding="utf-8")

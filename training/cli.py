@@ -8,40 +8,18 @@ of its config dataclass, a ``--field-name VALUE`` flag that overrides the file;
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import sys
-import typing
 from typing import Any
 
-from training.base_config import ConfigError, coerce, config_from_dict, load_config
-
-
-def _add_fields(parser: argparse.ArgumentParser, cls: type) -> None:
-    hints = typing.get_type_hints(cls)
-    for f in dataclasses.fields(cls):
-        if dataclasses.is_dataclass(hints[f.name]):
-            continue
-        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
-        parser.add_argument(f"--{f.name.replace('_', '-')}", dest=f.name, default=None, metavar="VALUE",
-                            help=f"{f.metadata.get('help', '')} (default: {default})")
+from harness.config_schema import ConfigError, add_flags, from_flags, load_config
 
 
 def _build(cls: type, args: argparse.Namespace, base: Any = None):
+    """The config of ``--config FILE`` (else ``base``, else the defaults) with the flags given over it."""
     if getattr(args, "config", None):
         base = load_config(cls, args.config)
-    base = base if base is not None else cls()
-    hints = typing.get_type_hints(cls)
-    overrides = {}
-    for f in dataclasses.fields(cls):
-        value = getattr(args, f.name, None)
-        if value is not None:
-            overrides[f.name] = coerce(value, hints[f.name], where=f"--{f.name.replace('_', '-')}")
-    config = dataclasses.replace(base, **overrides)
-    check = getattr(config, "check", None)
-    if callable(check) and check():
-        raise ConfigError(check())
-    return config
+    return from_flags(cls, args, base=base)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -62,16 +40,16 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--config", help="YAML or JSON file with the config fields")
         if name == "data":
             p.add_argument("--out", required=True, help="examples JSONL to write")
-        _add_fields(p, cls)
+        add_flags(p, cls)
     from training.mtp_config import MTPStageConfig
 
     text = "MTP draft-head adaptation: the policy frozen, the head trained on its own rollouts"
     p = sub.add_parser("mtp", help=text, description=text)
     p.add_argument("--config", help="YAML or JSON file with the config fields")
-    _add_fields(p, MTPStageConfig)
+    add_flags(p, MTPStageConfig)
     p = sub.add_parser("pipeline", help="SFT -> OPD -> RL, resumable stage by stage")
     p.add_argument("--config", help="YAML or JSON: top-level fields plus sft:, opd:, rl: sections")
-    _add_fields(p, PipelineConfig)
+    add_flags(p, PipelineConfig)
     p = sub.add_parser("ablation", help="Table-4-like ablation: Base, Fixed SFT, HSA-SFT, +OPD, +RL")
     p.add_argument("--preset", default="cpu-small", choices=sorted(PRESETS))
     p.add_argument("--config", help="YAML or JSON file with the config fields (instead of a preset)")
@@ -79,11 +57,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--step", action="append", default=[], metavar="NAME",
                    help="run only this step if not done (repeatable), e.g. eval:hsa_sft:variant_qa; two "
                         "processes with OMP_NUM_THREADS=1 can run two independent steps on two cores")
-    _add_fields(p, AblationConfig)
+    add_flags(p, AblationConfig)
     p = sub.add_parser("eval", help="Score a checkpoint on held-out subsets (resumable)")
     p.add_argument("--out", required=True, help="folder for per-item JSONL and summary.json")
     p.add_argument("--config", help="YAML or JSON file with the config fields")
-    _add_fields(p, EvalConfig)  # the studio's evaluation form is the same dataclass
+    add_flags(p, EvalConfig)  # the studio's evaluation form is the same dataclass
     p.add_argument("--no-ifeval-base", dest="ifeval_base", action="store_const", const="false",
                    help="the same as --ifeval-base false")
     return parser
@@ -158,4 +136,4 @@ def _dispatch(args: argparse.Namespace) -> int:
     return 0
 
 
-__all__ = ["build_parser", "config_from_dict", "main"]
+__all__ = ["build_parser", "main"]

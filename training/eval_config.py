@@ -5,23 +5,26 @@ ranges (``check()`` names the first field out of range, on the command line as i
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 
+from harness.config_schema import to_argv
 from training.self_eval import SETS
+
+SET_LABELS = {"live_qa": "T1 Live-Stream QA", "variant_qa": "T2 Harness-Variant QA",
+              "prompt_robustness": "Prompt Robustness", "ifeval": "Instruction following (IFEval checkers)"}
 
 
 @dataclass
 class EvalConfig:
     """Scores a checkpoint on held-out subsets with the evaluation library (``python -m training eval``)."""
 
-    model: str = field(default="tiny", metadata={"help": (
+    model: str = field(default="tiny", metadata={"kind": "checkpoint", "help": (
         "Checkpoint to score: 'local' (SmolLM2-135M-Instruct), 'tiny' (the test model) or the path of a "
         "checkpoint folder (a run's final/, listed in the studio's checkpoint registry).")})
-    harness: str = field(default="demo", metadata={"help": (
+    harness: str = field(default="demo", metadata={"kind": "harness", "help": (
         "Harness the cases run under: 'demo' (the shipped livestream-avatar) or a Harness folder; the studio "
         "also takes a studio version, NAME@vN.")})
-    sets: list[str] = field(default_factory=lambda: list(SETS), metadata={"help": (
+    sets: list[str] = field(default_factory=lambda: list(SETS), metadata={"choices": SET_LABELS, "help": (
         "Sets to score: live_qa (T1), variant_qa (T2, each case under an unseen HSA variant), prompt_robustness, "
         "ifeval (instruction following, lm-eval's IFEval checkers, prompt-level strict: the project's generated "
         "prompts unless the workers' HARNESS_IFEVAL_PATH names the official file; the checkpoint's base model "
@@ -46,10 +49,4 @@ class EvalConfig:
 
     def argv(self, *, out: str) -> list[str]:
         """``python -m training eval`` with these settings (after ``python -m``)."""
-        argv = ["training", "eval"]
-        for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
-            text = ",".join(value) if isinstance(value, list) else str(value).lower() if isinstance(value, bool) \
-                else str(value)
-            argv += ["--" + f.name.replace("_", "-"), text]
-        return [*argv, "--out", out]
+        return ["training", "eval", *to_argv(self), "--out", out]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from harness.augment.pipeline import DIMS as HSA_DIMS
 from training.base_config import StageConfig
 
 
@@ -11,13 +12,13 @@ from training.base_config import StageConfig
 class MTPStageConfig(StageConfig):
     """Adapt a speculative-decoding draft head to a (trained) policy (docs/architecture.md §9)."""
 
-    model: str = field(default="local", metadata={"help": (
+    model: str = field(default="local", metadata={"kind": "checkpoint", "help": (
         "The policy the head drafts for (kept frozen): 'local' (SmolLM2-135M-Instruct), 'tiny', or a "
         "checkpoint folder such as a HAT run's final/.")})
     output_dir: str = field(default="runs/mtp", metadata={"help": (
         "Run folder: config, rollouts/, metrics.jsonl, checkpoint-N/, final/ (the head, in the format "
         "SGLang loads) and model_card.json.")})
-    init_head: str = field(default="", metadata={"help": (
+    init_head: str = field(default="", metadata={"kind": "draft-head", "help": (
         "A head folder to start from (transplant, e.g. the base model's head onto a trained policy). "
         "Empty: a new head that starts as the policy's own next-token guess (serving.engine.draft_head).")})
     layout: str = field(default="eagle", metadata={"help": (
@@ -28,7 +29,7 @@ class MTPStageConfig(StageConfig):
     step_weight_decay: float = field(default=1.0, metadata={"help": (
         "Weight of draft step k is decay**(k-1) (FastMTP-style; later steps count less). 1.0 = the "
         "uniform loss of docs/architecture.md §9.")})
-    cases: str = field(default="", metadata={"help": (
+    cases: str = field(default="", metadata={"kind": "file", "help": (
         "Cases whose rollouts the head learns from (evaluation case JSONL). Empty: the synthetic "
         "world's Live-Stream QA cases that are not held out for evaluation.")})
     max_cases: int = field(default=48, metadata={"help": "Roll out at most this many cases."})
@@ -36,7 +37,7 @@ class MTPStageConfig(StageConfig):
         "Share of rollouts run under an HSA variant of the Harness (the head then sees the prompts it "
         "will serve under edited Harnesses); the rest use the original.")})
     hsa_dims: list[str] = field(default_factory=lambda: ["skills", "skill-content", "tools", "prompt", "hooks"],
-                                metadata={"help": "HSA transformation families of the variants."})
+                                metadata={"choices": HSA_DIMS, "help": "HSA transformation families of the variants."})
     variant_pool_size: int = field(default=4, metadata={"help": "HSA variants built for the rollouts."})
     rollout_max_new_tokens: int = field(default=96, metadata={"help": (
         "Tokens the policy may write per model call during rollouts.")})

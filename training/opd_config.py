@@ -11,10 +11,10 @@ from training.base_config import StageConfig
 class OPDStageConfig(StageConfig):
     """The student samples on general prompts and minimises reverse KL to the frozen base model."""
 
-    teacher: str = field(default="base", metadata={"help": (
+    teacher: str = field(default="base", metadata={"kind": "checkpoint", "aliases": ("base",), "help": (
         "The frozen model to distil towards: 'base' (the base model the student descends from, read from "
         "the model card chain), 'local', 'tiny' or a checkpoint folder.")})
-    prompts: str = field(default="builtin", metadata={"help": (
+    prompts: str = field(default="builtin", metadata={"kind": "prompts", "help": (
         "General-domain prompts: 'builtin' (the project's set of writing, reasoning, formatting, "
         "summarisation and chit-chat prompts), a local JSONL/JSON/Parquet file or folder with a 'prompt' "
         "or 'messages' column, or a datasets hub name such as allenai/tulu-3-sft-mixture where a hub is "

@@ -6,7 +6,7 @@ import dataclasses
 import json
 from pathlib import Path
 
-from training.base_config import dump_config
+from harness.config_schema import dump_config
 from training.pipeline_config import PipelineConfig
 from training.runs import final_model_dir, is_finished
 

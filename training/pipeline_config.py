@@ -4,33 +4,30 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from training.base_config import TRACKERS
 from training.opd_config import OPDStageConfig
 from training.rl_config import RLStageConfig
 from training.sft_config import SFTStageConfig
+
+STAGES = {"sft": "sft: HSA-SFT", "opd": "opd: General OPD", "rl": "rl: HSA-RL"}
 
 
 @dataclass
 class PipelineConfig:
     """HSA-SFT -> General OPD -> HSA-RL; each stage starts from the previous stage's final model."""
 
-    model: str = field(default="local", metadata={"help": "Base model of stage 1 (and OPD's frozen teacher)."})
+    model: str = field(default="local", metadata={"kind": "checkpoint", "help": "Base model of stage 1 (and OPD's frozen teacher)."})
     output_dir: str = field(default="runs/hat-pipeline", metadata={"help": (
         "Pipeline folder; stages run in <output_dir>/sft, /opd, /rl. A finished stage is skipped on re-run, "
         "an unfinished one resumes from its last checkpoint.")})
-    harness: str = field(default="demo", metadata={"help": "Harness folder every stage trains under."})
-    stages: list[str] = field(default_factory=lambda: ["sft", "opd", "rl"], metadata={"help": (
+    harness: str = field(default="demo", metadata={"kind": "harness", "help": "Harness folder every stage trains under."})
+    stages: list[str] = field(default_factory=lambda: ["sft", "opd", "rl"], metadata={"choices": STAGES, "help": (
         "Stages to run, in order (a subset of sft, opd, rl).")})
-    report_to: list[str] = field(default_factory=lambda: ["none"], metadata={"help": (
+    report_to: list[str] = field(default_factory=lambda: ["none"], metadata={"choices": TRACKERS, "help": (
         "Trackers for every stage (overrides the sections' report_to).")})
     sft: SFTStageConfig = field(default_factory=SFTStageConfig, metadata={"help": "Stage 1 settings."})
     opd: OPDStageConfig = field(default_factory=OPDStageConfig, metadata={"help": "Stage 2 settings."})
     rl: RLStageConfig = field(default_factory=RLStageConfig, metadata={"help": "Stage 3 settings."})
-
-    @classmethod
-    def help_texts(cls) -> dict[str, str]:
-        import dataclasses
-
-        return {f.name: f.metadata.get("help", "") for f in dataclasses.fields(cls)}
 
     def check(self) -> str:
         if not self.stages:

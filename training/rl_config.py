@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from harness.augment.pipeline import DIMS as HSA_DIMS
 from training.base_config import StageConfig
 
 REWARD_NAMES = ("accuracy", "effectiveness", "tool_rationality", "skill_selection", "cot_length")
@@ -13,14 +14,15 @@ REWARD_NAMES = ("accuracy", "effectiveness", "tool_rationality", "skill_selectio
 class RLStageConfig(StageConfig):
     """GRPO whose rollouts run the project's runtime under original and augmented Harnesses."""
 
-    cases: str = field(default="", metadata={"help": (
+    cases: str = field(default="", metadata={"kind": "file", "help": (
         "RL task cases (the evaluation case JSONL format). Empty: the synthetic world's Live-Stream QA "
         "cases that are not held out for evaluation.")})
     max_cases: int = field(default=200, metadata={"help": "Use at most this many RL tasks."})
     augmented_fraction: float = field(default=0.5, metadata={"help": (
         "Share of rollouts run under an augmented Harness (HSA); the rest use the original Harness.")})
     hsa_dims: list[str] = field(default_factory=lambda: ["skills", "skill-content", "tools", "prompt", "hooks"],
-                                metadata={"help": "HSA transformation families for the augmented rollouts."})
+                                metadata={"choices": HSA_DIMS,
+                                          "help": "HSA transformation families for the augmented rollouts."})
     variant_pool_size: int = field(default=4, metadata={"help": (
         "HSA variants built (each with its own agent) for the augmented rollouts.")})
     trajectory_budget_s: float = field(default=600.0, metadata={"help": (

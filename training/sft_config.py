@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from harness.augment.pipeline import DIMS as HSA_DIMS
 from training.base_config import StageConfig
 
 
@@ -11,10 +12,10 @@ from training.base_config import StageConfig
 class SFTStageConfig(StageConfig):
     """Supervised fine-tuning on judged teacher trajectories under original and augmented Harnesses."""
 
-    examples: str = field(default="", metadata={"help": (
+    examples: str = field(default="", metadata={"kind": "file", "help": (
         "A prebuilt examples JSONL (prompt/completion chat messages, from `python -m training data`). "
         "When empty, examples are built from `cases` with the settings below.")})
-    cases: str = field(default="", metadata={"help": (
+    cases: str = field(default="", metadata={"kind": "file", "help": (
         "Training cases (the evaluation case JSONL format). Empty: the synthetic world's "
         "Live-Stream QA cases that are not held out for evaluation.")})
     max_cases: int = field(default=200, metadata={"help": "Use at most this many training cases."})
@@ -25,8 +26,8 @@ class SFTStageConfig(StageConfig):
         "seed*1000 .. seed*1000+pool-1). 0: 2K, at least 4. A larger pool shows the model more Harness "
         "states; each variant runs one agent (with its MCP server process) while the data is built.")})
     hsa_dims: list[str] = field(default_factory=lambda: ["skills", "skill-content", "tools", "prompt", "hooks"],
-                                metadata={"help": "HSA transformation families to apply."})
-    teacher: str = field(default="gold", metadata={"help": (
+                                metadata={"choices": HSA_DIMS, "help": "HSA transformation families to apply."})
+    teacher: str = field(default="gold", metadata={"kind": "teacher", "help": (
         "Teacher policy: 'gold' (offline: the case's gold trajectory replayed under each variant, remapped "
         "by the HSA mapping, labelled teacher=gold-replay) or 'openai:BASE_URL:MODEL' (any "
         "OpenAI-compatible model run through the runtime).")})

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from training.base_config import StageConfig, dump_config
+from harness.config_schema import dump_config
+from training.base_config import StageConfig
 from training.callbacks import MetricsLogger, StopAfterSteps
 from training.runs import (
     ModelCard,

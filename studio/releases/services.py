@@ -52,17 +52,6 @@ class ReleasePlan:
     gates: list[Gate] = field(default_factory=list)
 
 
-def _version(value: str):
-    from studio.harnesses.models import HarnessVersion
-    from studio.training.services import HARNESS_REF
-
-    match = HARNESS_REF.match(value)
-    if match is None:
-        return None
-    return (HarnessVersion.objects.select_related("harness")
-            .filter(harness__name=match["name"], number=int(match["number"])).first())
-
-
 def _checkpoint_entry(value: str):
     from studio.training.selectors import checkpoint_registry
 
@@ -92,6 +81,7 @@ def draft_head_problem(head: Path, checkpoint: Path) -> str:
 def release_check(*, checkpoint: str, draft_head: str, harness_version: str) -> ReleasePlan:
     """The release these fields describe, with its gates now; ReleaseRefused naming every bad field."""
     from serving.release import folder_entry
+    from studio.training.configs import harness_version as version_named
 
     errors: dict[str, str] = {}
     checkpoint, draft_head, harness_version = checkpoint.strip(), draft_head.strip(), harness_version.strip()
@@ -99,7 +89,7 @@ def release_check(*, checkpoint: str, draft_head: str, harness_version: str) -> 
     if entry is None:
         errors["checkpoint"] = ("checkpoint: choose a checkpoint of the registry (/training/checkpoints/): the final/ "
                                 "folder of a studio training run" + (f", not {checkpoint[:200]!r}" if checkpoint else ""))
-    version = _version(harness_version) if harness_version else None
+    version = version_named(harness_version) if harness_version else None
     if version is None:
         errors["harness_version"] = ("harness_version: choose a studio Harness version as NAME@vN, e.g. "
                                      "livestream-avatar@v1" + (f", not {harness_version[:100]!r}" if harness_version

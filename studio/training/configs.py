@@ -1,37 +1,46 @@
-"""Forms generated from the config dataclasses: one field per dataclass field, its help text and default.
+"""The run forms: Django forms generated from the config dataclasses, and the checks of what a value names.
 
-A training form is ``training/*_config.py``'s dataclass (``SFTStageConfig``, ``OPDStageConfig``,
+A run's settings are ``training/*_config.py``'s dataclass (``SFTStageConfig``, ``OPDStageConfig``,
 ``RLStageConfig``, ``PipelineConfig`` with its stage sections, ``MTPStageConfig``; the ablation's
-``training.ablation.AblationConfig``); the evaluation and replay forms are
-the evaluation's and the replay's own configs (``training.eval_config.EvalConfig``,
-``serving.replay_config.ReplayConfig``), which ``python -m training eval``'s and ``python -m serving
-replay``'s flags are built from. Values are checked field by field with the training library's own
-``coerce`` and then the dataclass's own ``check()``, so the studio says exactly what the command line
-says (``max_steps: must be at least 1, got 0``), every message naming its field.
+``training.ablation.AblationConfig``), the evaluation's (``training.eval_config.EvalConfig``) or the
+replay's (``serving.replay_config.ReplayConfig``); ``python -m training``'s and ``python -m serving
+replay``'s flags are built from the same schema (``harness/config_schema.py``). ``RunForm`` has one
+input per field, with its help text and default; each value is read with the schema's own ``coerce``
+and then the dataclass's own ``check()`` runs, so the studio says exactly what the command line says
+(``max_steps: must be at least 1, got 0``), every message naming its field.
 
 The studio adds what a shared, multi-user service needs on top: it owns the run folder
-(``output_dir``) and resuming (``resume``), and every field that names a file, folder or model on
-the workers is checked against what may be named there (``local``, ``tiny``, an existing absolute
-checkpoint folder, ...). Nothing a user types reaches a shell: a run is argv lists over files the
-studio writes.
+(``output_dir``) and resuming (``resume``); a field's ``choices`` are the only values its checkboxes
+take; and every field with a ``kind`` (a checkpoint, a route, a file, ...) is checked against what may
+be named on the workers (``KIND_CHECKS``: ``local``, ``tiny``, an existing absolute checkpoint
+folder, ...). Nothing a user types reaches a shell: a run is argv lists over files the studio writes.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import re
-import typing
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from harness.augment.pipeline import DIMS as HSA_DIMS
+from django import forms
+from django.core.exceptions import ValidationError
+
 from harness.checkpoints import checkpoint_problem
-from harness.yamlio import dump_yaml, load_yaml
+from harness.config_schema import (
+    ConfigError,
+    SchemaField,
+    check_problem,
+    choice_problem,
+    coerce,
+    fields_of,
+    value_text,
+)
+from harness.yamlio import dump_yaml
 from serving.replay_config import ReplayConfig
 from training.ablation import AblationConfig
-from training.base_config import ConfigError, coerce
+from training.eval_config import SET_LABELS as EVAL_SET_LABELS
 from training.eval_config import EvalConfig
 from training.mtp_config import MTPStageConfig
 from training.opd_config import OPDStageConfig
@@ -40,251 +49,34 @@ from training.rl_config import RLStageConfig
 from training.sft_config import SFTStageConfig
 
 MAX_VALUE_CHARS = 2000
-TRACKERS = ("none", "tensorboard", "mlflow", "wandb", "trackio")
-EVAL_SET_LABELS = {"live_qa": "T1 Live-Stream QA", "variant_qa": "T2 Harness-Variant QA",
-                   "prompt_robustness": "Prompt Robustness", "ifeval": "Instruction following (IFEval checkers)"}
+MAX_TITLE_CHARS = 200
 # Fields the studio sets itself: the run folder is TRAINING_RUNS_DIR/run-N, and its Resume button resumes.
 STUDIO_OWNED = frozenset({"output_dir", "resume"})
 # A pipeline sets these on every stage; its sections do not show them.
 PIPELINE_OWNED = frozenset({"model", "output_dir", "harness", "report_to", "resume"})
 
-
-EvalRunConfig = EvalConfig  # the evaluation form is the training library's own config
-ReplayRunConfig = ReplayConfig  # the replay form is the serving library's own config
-
-
 CONFIG_CLASSES: dict[str, type] = {"sft": SFTStageConfig, "opd": OPDStageConfig, "rl": RLStageConfig,
                                    "pipeline": PipelineConfig, "mtp": MTPStageConfig, "ablation": AblationConfig,
-                                   "eval": EvalRunConfig,
-                                   "replay": ReplayRunConfig}
-SECTIONS = ("sft", "opd", "rl")
+                                   "eval": EvalConfig, "replay": ReplayConfig}
+__all__ = ["CONFIG_CLASSES", "EVAL_SET_LABELS", "KIND_CHECKS", "RunForm", "config_yaml", "value_problem"]
 
 
-@dataclass(frozen=True)
-class FormField:
-    """One input of a generated form."""
+# -- what a value names, checked by its field's kind -------------------------------------------------------
 
-    name: str            # the POST key: "max_steps", or "sft.max_steps" in a pipeline section
-    label: str
-    help: str
-    widget: str          # "int", "float", "bool", "text", "list", "mapping", "choices"
-    value: str           # what the input holds (the default, a preset's value or what was posted)
-    choices: tuple[tuple[str, str], ...] = ()
-    selected: tuple[str, ...] = ()
-    section: str = ""
+HARNESS_REF = re.compile(r"^(?P<name>[a-z0-9][a-z0-9_-]{0,63})@v(?P<number>\d{1,9})$")
+OPENAI_TEACHER = re.compile(r"^openai:https?://[^\s:/]+(:\d+)?/\S*:[^\s:]+$")
+HUB_NAME = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
 
-# Fields whose values are a fixed set: (value, label) choices, shown as checkboxes.
-CHOICES: dict[str, tuple[tuple[str, str], ...]] = {
-    "report_to": tuple((t, t) for t in TRACKERS),
-    "hsa_dims": tuple((d, d) for d in HSA_DIMS),
-    "stages": (("sft", "sft: HSA-SFT"), ("opd", "opd: General OPD"), ("rl", "rl: HSA-RL")),
-    "sets": tuple(EVAL_SET_LABELS.items()),
-}
+def harness_version(value: str):
+    """The studio's Harness version that ``NAME@vN`` names, or None."""
+    from studio.harnesses.models import HarnessVersion
 
-
-def _default(f: dataclasses.Field) -> Any:
-    if f.default is not dataclasses.MISSING:
-        return f.default
-    return f.default_factory()  # type: ignore[misc]
-
-
-def _widget(name: str, tp: Any) -> str:
-    if name in CHOICES:
-        return "choices"
-    origin = typing.get_origin(tp)
-    if origin is list:
-        return "list"
-    if origin is dict:
-        return "mapping"
-    return {bool: "bool", int: "int", float: "float"}.get(tp, "text")
-
-
-def show_value(value: Any) -> str:
-    """A value as its input holds it: lists comma-separated, mappings as YAML, booleans true/false."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, list):
-        return ", ".join(str(v) for v in value)
-    if isinstance(value, dict):
-        return dump_yaml(value).strip() if value else "{}"
-    return "" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
-
-
-def _fields_of(cls: type, *, values: Mapping[str, Any], prefix: str = "", hidden=STUDIO_OWNED) -> list[FormField]:
-    hints = typing.get_type_hints(cls)
-    out = []
-    for f in dataclasses.fields(cls):
-        if f.name in hidden or dataclasses.is_dataclass(hints[f.name]):
-            continue
-        value = values.get(f.name, _default(f))
-        widget = _widget(f.name, hints[f.name])
-        out.append(FormField(
-            name=prefix + f.name, label=f.name, help=f.metadata.get("help", ""), widget=widget,
-            value=show_value(value), choices=CHOICES.get(f.name, ()),
-            selected=tuple(str(v) for v in value) if widget == "choices" else (), section=prefix.rstrip(".")))
-    return out
-
-
-def form_fields(kind: str, config: Any = None) -> list[FormField]:
-    """The form of ``kind`` showing ``config``'s values (the dataclass defaults when None)."""
-    cls = CONFIG_CLASSES[kind]
-    config = config if config is not None else cls()
-    fields = _fields_of(cls, values=dataclasses.asdict(config))
-    if kind == "pipeline":
-        for section in SECTIONS:
-            stage = getattr(config, section)
-            fields += _fields_of(type(stage), values=dataclasses.asdict(stage), prefix=f"{section}.",
-                                 hidden=PIPELINE_OWNED)
-    return fields
-
-
-def with_posted(fields: list[FormField], data: Mapping[str, Any]) -> list[FormField]:
-    """The fields holding what was posted (a form shown again with its errors keeps the user's input)."""
-    out = []
-    for f in fields:
-        if f.widget == "choices":
-            posted = data.getlist(f.name) if hasattr(data, "getlist") else data.get(f.name)
-            if f.name in data:
-                posted = [posted] if isinstance(posted, str) else posted
-            f = dataclasses.replace(f, selected=tuple(v for v in posted if v))
-        elif isinstance(data.get(f.name), str):
-            f = dataclasses.replace(f, value=data[f.name][:MAX_VALUE_CHARS])
-        out.append(f)
-    return out
-
-
-# -- parsing a posted form ------------------------------------------------------------------------------
-
-
-class FormErrors(ValueError):
-    """Problems of a posted form, by field name (``sft.max_steps`` in a pipeline section)."""
-
-    def __init__(self, errors: dict[str, str]):
-        super().__init__("; ".join(errors.values()))
-        self.errors = errors
-
-
-def _raw(data: Mapping[str, Any], name: str, widget: str) -> Any:
-    """What the browser sent for one field, or None when it sent nothing (the default stays)."""
-    if name not in data:
+    match = HARNESS_REF.match(value)
+    if match is None:
         return None
-    if widget == "choices":
-        values = data.getlist(name) if hasattr(data, "getlist") else data.get(name)
-        # the form sends an empty marker beside the checkboxes, so that none checked reads as []
-        return [v for v in ([values] if isinstance(values, str) else list(values)) if v != ""]
-    return data.get(name)
-
-
-def _one_line(text: str) -> str:
-    # browsers send a textarea's line breaks as CRLF: a line break is a line break however it is spelled
-    return text.replace("\r\n", "\n").replace("\r", "\n")
-
-
-def _parse_value(name: str, raw: Any, tp: Any, widget: str) -> Any:
-    texts = raw if isinstance(raw, list) else [raw]
-    for text in texts:
-        if not isinstance(text, str):
-            raise ConfigError(f"{name}: expected text, got {type(text).__name__}")
-        if len(text) > MAX_VALUE_CHARS:
-            raise ConfigError(f"{name}: at most {MAX_VALUE_CHARS} characters, got {len(text)}")
-        text = _one_line(text)
-        if any(ord(c) < 32 and c not in "\n\t" for c in text):
-            raise ConfigError(f"{name}: control characters are not allowed")
-        if "\n" in text and widget != "mapping":
-            raise ConfigError(f"{name}: one line, without line breaks"
-                              + (" (a list is comma-separated: a, b, c)" if widget in ("list", "choices") else ""))
-    if widget == "mapping":
-        data, _lines, problems = load_yaml(_one_line(raw or "{}"), file=name)
-        if problems:
-            raise ConfigError(f"{name}: " + "; ".join(f"line {p.line}: {p.message}" for p in problems)
-                              + " (write one 'name: value' a line, e.g. 'accuracy: 1.0', or {} for none)")
-        return coerce({} if data is None else data, tp, where=name)
-    if widget in ("int", "float") and not raw.strip():
-        raise ConfigError(f"{name}: a value is required")
-    return coerce(raw.strip() if isinstance(raw, str) else raw, tp, where=name)
-
-
-def _parse_dataclass(cls: type, data: Mapping[str, Any], *, prefix: str, hidden, base: Any,
-                     errors: dict[str, str]) -> dict[str, Any]:
-    hints = typing.get_type_hints(cls)
-    values = dataclasses.asdict(base) if base is not None else {}
-    for f in dataclasses.fields(cls):
-        if f.name in hidden or dataclasses.is_dataclass(hints[f.name]):
-            continue
-        name = prefix + f.name
-        widget = _widget(f.name, hints[f.name])
-        raw = _raw(data, name, widget)
-        if raw is None:
-            continue
-        try:
-            value = _parse_value(name, raw, hints[f.name], widget)
-        except ConfigError as error:
-            errors[name] = str(error)
-            continue
-        if f.name in CHOICES and isinstance(value, list):
-            valid = [c for c, _label in CHOICES[f.name]]
-            wrong = [v for v in value if str(v) not in valid]
-            if wrong:
-                errors[name] = f"{name}: {', '.join(map(str, wrong))} is not one of {', '.join(valid)}"
-                continue
-        values[f.name] = value
-    return values
-
-
-def _check_into(config: Any, errors: dict[str, str], *, prefix: str = "") -> None:
-    problem = config.check() if hasattr(config, "check") else ""
-    if problem:
-        name = problem.split(":", 1)[0].strip()
-        key = prefix + name if " " not in name else prefix + "__all__"
-        errors.setdefault(key, f"{prefix}{problem}" if prefix else problem)
-
-
-def parse_form(kind: str, data: Mapping[str, Any], *, field_check: Callable[[str, str, Any], str] | None = None,
-               base: Any = None) -> Any:
-    """The config a posted form describes; ``FormErrors`` naming every field that is wrong.
-
-    ``base``: the config the form started from (a preset's values); fields not posted keep them.
-    ``field_check(kind, field_name, value)``: the studio's checks of paths and models ('' when fine)."""
-    cls = CONFIG_CLASSES[kind]
-    base = base if base is not None else cls()
-    errors: dict[str, str] = {}
-    values = _parse_dataclass(cls, data, prefix="", hidden=STUDIO_OWNED, base=base, errors=errors)
-    sections = {}
-    if kind == "pipeline":
-        for section in SECTIONS:
-            stage_base = getattr(base, section)
-            stage_values = _parse_dataclass(type(stage_base), data, prefix=f"{section}.", hidden=PIPELINE_OWNED,
-                                            base=stage_base, errors=errors)
-            sections[section] = stage_values
-    if field_check is not None:
-        for name, value in list(values.items()) + [(f"{s}.{k}", v) for s, vs in sections.items()
-                                                   for k, v in vs.items()]:
-            if name in errors or name.rpartition(".")[2] in STUDIO_OWNED:
-                continue
-            problem = field_check(kind, name, value)
-            if problem:
-                errors[name] = problem
-    # the config's own checks run even when a field could not be read (it keeps its default meanwhile),
-    # so every problem is listed at once; a check's message about a field already named is not repeated
-    if kind == "pipeline":
-        hints = typing.get_type_hints(cls)
-        for section, stage_values in sections.items():
-            values[section] = hints[section](**stage_values)
-            _check_into(values[section], errors, prefix=f"{section}.")
-    config = cls(**values)
-    _check_into(config, errors)
-    if errors:
-        raise FormErrors(errors)
-    return config
-
-
-# -- what is shown beside the form ------------------------------------------------------------------------
-
-
-def config_yaml(config: Any) -> str:
-    """The config file a run is started with (every field, defaults included)."""
-    return dump_yaml(dataclasses.asdict(config))
+    return (HarnessVersion.objects.select_related("harness")
+            .filter(harness__name=match["name"], number=int(match["number"])).first())
 
 
 def is_absolute_file(value: str) -> str:
@@ -308,10 +100,6 @@ def model_problem(value: str, *, also: tuple[str, ...] = ()) -> str:
     return f"{problem}; give an existing checkpoint folder (a run's final/)" if problem else ""
 
 
-OPENAI_TEACHER = re.compile(r"^openai:https?://[^\s:/]+(:\d+)?/\S*:[^\s:]+$")
-HUB_NAME = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
-
-
 def head_problem(value: str) -> str:
     """'' when ``value`` is empty (a new head) or an existing draft-head folder, else why not.
 
@@ -329,3 +117,233 @@ def head_problem(value: str) -> str:
     except DraftHeadError as error:
         return str(error)
     return f"{value}: " + "; ".join(problems) if problems else ""
+
+
+def route_problem(route: str) -> str:
+    """'' when ``route`` is a serving profile or local:/transformers: with a checkpoint folder, else why not."""
+    from serving.profiles import ProfileError, load_profiles
+
+    engine, _, rest = route.partition(":")
+    if rest and engine in ("local", "transformers"):
+        return model_problem(rest)
+    try:
+        names = sorted(load_profiles())
+    except ProfileError as error:
+        return f"the serving profiles cannot be read: {error}"
+    if route in names:
+        return ""
+    return f"{route!r} is not a route: use one of {', '.join(names)}, or local:CHECKPOINT / transformers:CHECKPOINT"
+
+
+def _teacher_problem(value: str) -> str:
+    return "" if value == "gold" or OPENAI_TEACHER.match(value) else (
+        f"{value!r}: use 'gold' (the cases' gold trajectories) or openai:BASE_URL:MODEL, "
+        "e.g. openai:http://127.0.0.1:30000/v1:policy")
+
+
+def _harness_problem(value: str) -> str:
+    return "" if value == "demo" or harness_version(value) else (
+        f"{value!r} is not a Harness here: use 'demo' or a studio version as NAME@vN, e.g. livestream-avatar@v1")
+
+
+def _prompts_problem(value: str) -> str:
+    return "" if value == "builtin" or HUB_NAME.match(value) or (value.startswith("/") and Path(value).exists()) else (
+        f"{value!r}: use 'builtin', an existing absolute file or folder, or a hub dataset name (org/name)")
+
+
+#: One check per field kind (harness/config_schema.KINDS): '' when a value may be used by a run started here.
+KIND_CHECKS: dict[str, Callable[[SchemaField, str], str]] = {
+    "checkpoint": lambda field, value: model_problem(value, also=field.aliases),
+    "teacher": lambda field, value: _teacher_problem(value),
+    "harness": lambda field, value: _harness_problem(value),
+    "file": lambda field, value: is_absolute_file(value) if value else "",  # empty: the field's default
+    "prompts": lambda field, value: _prompts_problem(value),
+    "route": lambda field, value: route_problem(value),
+    "draft-head": lambda field, value: head_problem(value),
+}
+
+
+def value_problem(field: SchemaField, value: Any, *, name: str) -> str:
+    """Why ``value`` of ``field`` cannot be used by a run started from the studio, as ``name: why`` ('' if it can).
+
+    A mapping's values are checked one by one (the ablation's ``checkpoints``: ``checkpoints.hsa_sft: ...``)."""
+    check = KIND_CHECKS.get(field.kind)
+    if check is None:
+        return ""
+    if isinstance(value, dict):
+        return next((p for key, item in value.items() if (p := value_problem(field, item, name=f"{name}.{key}"))), "")
+    problem = check(field, value) if isinstance(value, str) else ""
+    return f"{name}: {problem}" if problem else ""
+
+
+# -- the generated form --------------------------------------------------------------------------------------
+
+
+class _NotPosted:
+    """A field the browser did not send: the config keeps the form's starting value."""
+
+
+NOT_POSTED = _NotPosted()
+
+
+class Checklist(forms.CheckboxSelectMultiple):
+    """Checkboxes; the form sends an empty marker beside them, so none checked reads as [] and a field
+    not sent at all keeps its default."""
+
+    def value_from_datadict(self, data, files, name):
+        if name not in data:
+            return None
+        values = data.getlist(name) if hasattr(data, "getlist") else data.get(name)
+        return [values] if isinstance(values, str) else list(values)
+
+
+def _widget_kind(field: SchemaField) -> str:
+    if field.choices:
+        return "choices"
+    origin = getattr(field.type, "__origin__", None)
+    if origin is list:
+        return "list"
+    if origin is dict:
+        return "mapping"
+    return {bool: "bool", int: "int", float: "float"}.get(field.type, "text")
+
+
+def _with_line_breaks(text: str) -> str:
+    # browsers send a textarea's line breaks as CRLF: a line break is a line break however it is spelled
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+class ConfigValueField(forms.Field):
+    """One input of a generated form: one config field, read as its type with the schema's ``coerce``."""
+
+    def __init__(self, *, name: str, field: SchemaField, value: Any, section: str = ""):
+        self.name, self.schema, self.section = name, field, section
+        self.widget_kind = _widget_kind(field)
+        self.choices = field.choices
+        initial = [str(v) for v in value] if self.widget_kind == "choices" else value_text(value)
+        super().__init__(required=False, label=field.name, help_text=field.help, initial=initial,
+                         widget=Checklist(choices=field.choices) if field.choices else forms.TextInput)
+
+    def bound_data(self, data, initial):
+        return initial if data is None else data  # a form shown again keeps what was typed, the rest its values
+
+    def clean(self, value):
+        if value is None:
+            return NOT_POSTED
+        try:
+            parsed = self._parse([v for v in value if v != ""] if self.widget_kind == "choices" else value)
+        except ConfigError as error:
+            raise ValidationError(str(error)) from None
+        problem = choice_problem(self.schema, parsed, where=self.name) if self.choices else ""
+        if problem:
+            raise ValidationError(problem)
+        return parsed
+
+    def _parse(self, raw: Any) -> Any:
+        name, kind = self.name, self.widget_kind
+        for text in raw if isinstance(raw, list) else [raw]:
+            if not isinstance(text, str):
+                raise ConfigError(f"{name}: expected text, got {type(text).__name__}")
+            if len(text) > MAX_VALUE_CHARS:
+                raise ConfigError(f"{name}: at most {MAX_VALUE_CHARS} characters, got {len(text)}")
+            text = _with_line_breaks(text)
+            if any(ord(c) < 32 and c not in "\n\t" for c in text):
+                raise ConfigError(f"{name}: control characters are not allowed")
+            if "\n" in text and kind != "mapping":
+                raise ConfigError(f"{name}: one line, without line breaks"
+                                  + (" (a list is comma-separated: a, b, c)" if kind in ("list", "choices") else ""))
+        if kind == "mapping":
+            return coerce(_with_line_breaks(raw), self.schema.type, where=name)
+        if kind in ("int", "float") and not raw.strip():
+            raise ConfigError(f"{name}: a value is required")
+        return coerce(raw.strip() if isinstance(raw, str) else raw, self.schema.type, where=name)
+
+
+def _title(value: str) -> str:
+    if len(value) > MAX_TITLE_CHARS or any(ord(c) < 32 for c in value):
+        raise ValidationError(f"title: at most {MAX_TITLE_CHARS} characters, on one line")
+    return value
+
+
+class RunForm(forms.Form):
+    """The form of one run kind: a title and one input per field of its config dataclass (a pipeline's
+    stage sections as ``sft.max_steps``), generated from the dataclass and starting from ``base`` (a
+    preset's values; the defaults when None). Once valid, ``config`` is the config it describes;
+    a recipe preset (``with_config=False``) has a title only."""
+
+    title = forms.CharField(required=False, strip=True, validators=[_title])
+
+    def __init__(self, kind: str, data=None, *, base: Any = None, with_config: bool = True):
+        super().__init__(data)
+        self.kind = kind
+        self.base = None if not with_config else base if base is not None else CONFIG_CLASSES[kind]()
+        self.config: Any = None
+        if self.base is not None:
+            self._add_inputs(self.base, hidden=STUDIO_OWNED)
+
+    def _add_inputs(self, config: Any, *, hidden: frozenset[str], section: str = "") -> None:
+        for field in fields_of(type(config)):
+            if field.section is not None:
+                self._add_inputs(getattr(config, field.name), hidden=PIPELINE_OWNED, section=field.name)
+            elif field.name not in hidden:
+                name = f"{section}.{field.name}" if section else field.name
+                self.fields[name] = ConfigValueField(name=name, field=field, value=getattr(config, field.name),
+                                                     section=section)
+
+    def sections(self) -> dict[str, list]:
+        """The inputs by section ('' first: the config's own fields), as the template shows them."""
+        out: dict[str, list] = {}
+        for bound in self:
+            if isinstance(bound.field, ConfigValueField):
+                out.setdefault(bound.field.section, []).append(bound)
+        return out
+
+    @property
+    def problems(self) -> dict[str, str]:
+        """Each wrong field's message (the first where there are more)."""
+        return {name: errors[0] for name, errors in self.errors.items()} if self.is_bound else {}
+
+    def clean(self) -> dict:
+        data = super().clean()
+        if self.base is None:
+            return data
+        inputs = {n: f for n, f in self.fields.items() if isinstance(f, ConfigValueField)}
+        chosen = {n: data[n] for n in inputs if n in data and data[n] is not NOT_POSTED}
+
+        def build(config: Any, section: str = "") -> Any:
+            values = {f.schema.name: chosen[n] for n, f in inputs.items() if f.section == section and n in chosen}
+            for field in fields_of(type(config)):
+                if field.section is not None:
+                    values[field.name] = build(getattr(config, field.name), field.name)
+            return dataclasses.replace(config, **values)
+
+        config = build(self.base)
+        for name, field in inputs.items():  # what each named value names: posted ones and the starting ones
+            owner = getattr(config, field.section) if field.section else config
+            if name not in self.errors and (problem := value_problem(field.schema, getattr(owner, field.schema.name),
+                                                                     name=name)):
+                self.add_error(name, problem)
+        # the config's own checks run even when a field could not be read (it keeps its starting value
+        # meanwhile), so every problem is listed at once; a message about a field already named is not repeated
+        for section in [f.name for f in fields_of(type(config)) if f.section is not None]:
+            self._add_check(getattr(config, section), prefix=f"{section}.")
+        self._add_check(config)
+        if not self.errors:
+            self.config = config
+        return data
+
+    def _add_check(self, config: Any, *, prefix: str = "") -> None:
+        problem = check_problem(config)
+        if not problem:
+            return
+        name = prefix + problem.split(":", 1)[0].strip()
+        if name not in self.errors:
+            self.add_error(name if name in self.fields else None, f"{prefix}{problem}")
+
+
+# -- what is shown beside the form ------------------------------------------------------------------------
+
+
+def config_yaml(config: Any) -> str:
+    """The config file a run is started with (every field, defaults included)."""
+    return dump_yaml(dataclasses.asdict(config))

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.config_schema import load_config
 from training.ablation import PRESETS as ABLATION_PRESETS
-from training.base_config import load_config
 
 ROOT = Path(__file__).resolve().parents[2]
 

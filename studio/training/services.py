@@ -30,94 +30,16 @@ from studio.jobs.models import Job
 from studio.jobs.registry import JobContext, JobFailed
 from studio.jobs.services import job_create
 from studio.training import configs
-from studio.training.configs import (
-    CONFIG_CLASSES,
-    OPENAI_TEACHER,
-    head_problem,
-    is_absolute_file,
-    model_problem,
-)
+from studio.training.configs import CONFIG_CLASSES, HARNESS_REF, harness_version
 from studio.training.models import TrainingRun
 from studio.training.presets import Preset, recipe_steps
 
 JOB_KIND = {"sft": "train_sft", "opd": "train_opd", "rl": "train_rl", "pipeline": "train_pipeline",
             "mtp": "train_mtp", "ablation": "ablation_run", "eval": "checkpoint_eval", "replay": "replay_run"}
-HARNESS_REF = re.compile(r"^(?P<name>[a-z0-9][a-z0-9_-]{0,63})@v(?P<number>\d{1,9})$")
 
 
 class RunRefused(ValueError):
     """The run cannot start or resume; the message says why."""
-
-
-# -- checks of the fields that name things on the workers --------------------------------------------------
-
-
-def _harness_version(value: str):
-    from studio.harnesses.models import HarnessVersion
-
-    match = HARNESS_REF.match(value)
-    if not match:
-        return None
-    return HarnessVersion.objects.filter(harness__name=match["name"], number=int(match["number"])).first()
-
-
-def field_problem(kind: str, name: str, value: Any) -> str:
-    """Why a field's value cannot be used by a run started from the studio ('' when it can)."""
-    field = name.rpartition(".")[2]
-    where = f"{name}: "
-    if field == "checkpoints" and isinstance(value, dict):  # the ablation's models trained elsewhere
-        for model, folder in value.items():
-            if problem := model_problem(str(folder)):
-                return f"{name}.{model}: {problem}"
-        return ""
-    if not isinstance(value, str):  # numbers and lists were checked by their type already
-        return ""
-    if field == "model":
-        problem = model_problem(value)
-    elif field == "teacher" and (kind == "opd" or name == "opd.teacher"):
-        problem = model_problem(value, also=("base",))
-    elif field == "teacher":
-        problem = "" if value == "gold" or OPENAI_TEACHER.match(value) else (
-            f"{value!r}: use 'gold' (the cases' gold trajectories) or openai:BASE_URL:MODEL, "
-            "e.g. openai:http://127.0.0.1:30000/v1:policy")
-    elif field == "harness":
-        problem = "" if value == "demo" or _harness_version(value) else (
-            f"{value!r} is not a Harness here: use 'demo' or a studio version as NAME@vN, e.g. livestream-avatar@v1")
-    elif field in ("examples", "cases"):
-        problem = is_absolute_file(value) if value or (kind == "replay" and field == "cases") else ""
-        if kind == "replay" and not value:
-            problem = "give the absolute path of a replay case file on the workers"
-    elif field == "prompts":
-        problem = "" if value == "builtin" or configs.HUB_NAME.match(value) or (
-            value.startswith("/") and Path(value).exists()) else (
-            f"{value!r}: use 'builtin', an existing absolute file or folder, or a hub dataset name (org/name)")
-    elif field == "route":
-        problem = _route_problem(value)
-    elif field == "init_head":
-        problem = head_problem(value)
-    else:
-        problem = ""
-    return where + problem if problem else ""
-
-
-def _route_problem(route: str) -> str:
-    from serving.profiles import ProfileError, load_profiles
-
-    engine, _, rest = route.partition(":")
-    if rest and engine in ("local", "transformers"):
-        return model_problem(rest)
-    try:
-        names = sorted(load_profiles())
-    except ProfileError as error:
-        return f"the serving profiles cannot be read: {error}"
-    if route in names:
-        return ""
-    return f"{route!r} is not a route: use one of {', '.join(names)}, or local:CHECKPOINT / transformers:CHECKPOINT"
-
-
-def parse_run_form(kind: str, data, *, base: Any = None) -> Any:
-    """The config a posted form describes, with the studio's checks; ``configs.FormErrors`` otherwise."""
-    return configs.parse_form(kind, data, field_check=field_problem, base=base)
 
 
 # -- starting ------------------------------------------------------------------------------------------
@@ -131,7 +53,7 @@ def _write_harness(folder: Path, value: str):
     """A studio version's files as a Harness folder of the run (the commands take folders)."""
     from studio.harnesses.selectors import version_files
 
-    version = _harness_version(value)
+    version = harness_version(value)
     target = (folder / "harness" / version.harness.name).resolve()
     for path, text in version_files(version=version).items():
         file = (target / path).resolve()

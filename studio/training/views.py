@@ -27,7 +27,6 @@ from studio.training.services import (
     RunRefused,
     checkpoint_endpoint_create,
     command_text,
-    parse_run_form,
     run_resume,
     run_start,
     step_argv,
@@ -114,14 +113,15 @@ def _preview(kind: str, config, preset) -> dict:
     return {"preview_steps": out, "replay_estimate": estimate}
 
 
-def _form_context(kind: str, *, preset, config, fields, errors=None) -> dict:
+def _run_form(kind: str, preset, base, data=None) -> configs.RunForm:
+    return configs.RunForm(kind, data, base=base, with_config=not (preset is not None and preset.is_recipe))
+
+
+def _form_context(kind: str, *, preset, config, form: configs.RunForm) -> dict:
     from studio.harnesses.models import HarnessVersion
 
-    sections: dict[str, list] = {}
-    for f in fields:
-        sections.setdefault(f.section, []).append(f)
     return {"kind": kind, "kind_label": KIND_LABELS[kind], "preset": preset, "presets": presets_for(kind),
-            "sections": sections, "errors": errors or {}, **_preview(kind, config, preset),
+            "sections": form.sections(), "errors": form.problems, **_preview(kind, config, preset),
             "checkpoints": selectors.checkpoint_choices(),
             "harness_versions": [f"{v.harness.name}@v{v.number}" for v in
                                  HarnessVersion.objects.select_related("harness").order_by("harness__name", "-number")[:50]]}
@@ -134,25 +134,14 @@ def run_new(request, kind: str):
     preset = _preset(request, kind)
     base = _base_config(kind, preset, request)
     if request.method == "GET":
-        fields = [] if preset is not None and preset.is_recipe else configs.form_fields(kind, base)
-        return render(request, "training/run_new.html", _form_context(kind, preset=preset, config=base, fields=fields))
-    if preset is not None and preset.is_recipe:
-        config = None
-    else:
-        try:
-            config = parse_run_form(kind, request.POST, base=base)
-        except configs.FormErrors as problems:
-            fields = configs.with_posted(configs.form_fields(kind, base), request.POST)
-            return render(request, "training/run_new.html",
-                          _form_context(kind, preset=preset, config=base, fields=fields, errors=problems.errors),
-                          status=400)
-    title = request.POST.get("title", "").strip()
-    if len(title) > 200 or any(ord(c) < 32 for c in title):
-        fields = configs.with_posted(configs.form_fields(kind, base), request.POST) if config is not None else []
-        errors = {"title": "title: at most 200 characters, on one line"}
         return render(request, "training/run_new.html",
-                      _form_context(kind, preset=preset, config=base, fields=fields, errors=errors), status=400)
-    run = run_start(kind=kind, config=config, actor=request.user, preset=preset, title=title)
+                      _form_context(kind, preset=preset, config=base, form=_run_form(kind, preset, base)))
+    form = _run_form(kind, preset, base, request.POST)
+    if not form.is_valid():
+        return render(request, "training/run_new.html", _form_context(kind, preset=preset, config=base, form=form),
+                      status=400)
+    run = run_start(kind=kind, config=form.config, actor=request.user, preset=preset,
+                    title=form.cleaned_data["title"])
     return redirect("training:run_detail", run_id=run.pk)
 
 
@@ -163,11 +152,10 @@ def run_preview(request, kind: str):
     kind = _kind_or_404(kind)
     preset = _preset(request, kind)
     base = _base_config(kind, preset, request)
-    try:
-        config = parse_run_form(kind, request.POST, base=base) if not (preset and preset.is_recipe) else base
-    except configs.FormErrors as problems:
-        return render(request, "training/_preview.html", {"errors": problems.errors}, status=400)
-    return render(request, "training/_preview.html", _preview(kind, config, preset))
+    form = _run_form(kind, preset, base, request.POST)
+    if not form.is_valid():
+        return render(request, "training/_preview.html", {"errors": form.problems}, status=400)
+    return render(request, "training/_preview.html", _preview(kind, form.config or base, preset))
 
 
 @require_GET

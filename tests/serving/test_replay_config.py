@@ -7,8 +7,9 @@ import dataclasses
 
 import pytest
 
+from harness.config_schema import from_flags
 from serving.__main__ import build_parser, main
-from serving.replay_config import ReplayConfig, from_arguments
+from serving.replay_config import ReplayConfig
 
 
 def test_every_field_is_a_flag_with_its_help_and_default():
@@ -18,7 +19,7 @@ def test_every_field_is_a_flag_with_its_help_and_default():
     for f in dataclasses.fields(ReplayConfig):
         assert f.name in flags and f.metadata["help"] in flags[f.name].help
     args = parser.parse_args(["replay", "--cases", "/x.jsonl", "--concurrency", "1,3", "--top-p", "0.5"])
-    assert from_arguments(args) == ReplayConfig(cases="/x.jsonl", concurrency=[1, 3], top_p=0.5)
+    assert from_flags(ReplayConfig, args) == ReplayConfig(cases="/x.jsonl", concurrency=[1, 3], top_p=0.5)
 
 
 @pytest.mark.parametrize(("argv", "message"), [
@@ -28,11 +29,10 @@ def test_every_field_is_a_flag_with_its_help_and_default():
     ([], "cases: give a replay case file (JSONL or a JSON list)"),
 ])
 def test_the_cli_refuses_what_the_studio_form_refuses_with_the_same_message(argv, message, capsys):
-    from studio.training.configs import FormErrors, parse_form
+    from studio.training.configs import RunForm
 
     assert main(["replay", *argv]) == 2
     assert capsys.readouterr().err.strip() == f"error: {message}"
     posted = {flag.removeprefix("--").replace("-", "_"): value for flag, value in zip(argv[::2], argv[1::2], strict=True)}
-    with pytest.raises(FormErrors) as refused:
-        parse_form("replay", posted)
-    assert message in refused.value.errors.values()
+    form = RunForm("replay", posted)
+    assert not form.is_valid() and message in form.problems.values()

@@ -16,9 +16,9 @@ from studio_testing import client_for
 
 from serving.charts import format_figure
 from serving.record import RunWriter, load_run
+from serving.replay_config import ReplayConfig
 from studio.jobs.models import Job
 from studio.replays import selectors
-from studio.training.configs import ReplayRunConfig
 from studio.training.models import TrainingRun
 from studio.training.selectors import read_folder_summary
 from tests import artefacts
@@ -33,7 +33,7 @@ def tiny_replay(tmp_path_factory):
     """A replay folder made by the real command on the tiny CPU route: levels 1 and 2, 2 measured each."""
     cases = artefacts.replay_cases(tmp_path_factory, 3)
     out = tmp_path_factory.mktemp("replay")
-    argv = ReplayRunConfig(route="cpu-engine-tiny", cases=str(cases), concurrency=[1, 2], warmup=1, measured=2,
+    argv = ReplayConfig(route="cpu-engine-tiny", cases=str(cases), concurrency=[1, 2], warmup=1, measured=2,
                            max_tokens=16).argv(out=str(out))
     done = subprocess.run([sys.executable, "-m", *argv], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -12,6 +12,7 @@ import re
 import pytest
 from studio_testing import client_for, page_text
 
+from harness.config_schema import load_config
 from studio.jobs.models import Job
 from studio.jobs.registry import JOB_KINDS, queue_of
 from studio.jobs.testing import celery_worker
@@ -19,7 +20,6 @@ from studio.training.models import TrainingRun
 from studio.training.testing import assert_form_refused, run_ended
 from tests import artefacts
 from training.ablation import PRESETS, AblationConfig
-from training.base_config import load_config
 
 
 @pytest.mark.django_db

@@ -10,10 +10,10 @@ import re
 import pytest
 from studio_testing import client_for, page_text
 
+from harness.config_schema import load_config
 from studio.jobs.models import Job
 from studio.jobs.registry import JOB_KINDS, queue_of
 from studio.training.models import TrainingRun
-from training.base_config import load_config
 from training.pipeline_config import PipelineConfig
 from training.sft_config import SFTStageConfig
 
@@ -320,9 +320,12 @@ def test_the_registry_offers_a_replay_and_a_release_of_each_checkpoint_to_whoeve
 
 
 def test_the_ablations_given_checkpoints_are_checked_like_any_model_field(tmp_path):
-    from studio.training.services import field_problem
+    from harness.config_schema import fields_of
+    from studio.training.configs import value_problem
+    from training.ablation import AblationConfig
 
-    assert field_problem("ablation", "checkpoints", {"hsa_sft": "models/demo-adapter"}).startswith(
+    (field,) = [f for f in fields_of(AblationConfig) if f.name == "checkpoints"]
+    assert value_problem(field, {"hsa_sft": "models/demo-adapter"}, name="checkpoints").startswith(
         "checkpoints.hsa_sft: 'models/demo-adapter' is not a model")
-    assert "does not exist" in field_problem("ablation", "checkpoints", {"fixed_sft": str(tmp_path / "none")})
-    assert field_problem("ablation", "checkpoints", {"hsa_sft": "local"}) == ""
+    assert "does not exist" in value_problem(field, {"fixed_sft": str(tmp_path / "none")}, name="checkpoints")
+    assert value_problem(field, {"hsa_sft": "local"}, name="checkpoints") == ""

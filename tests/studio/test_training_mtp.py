@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 from studio_testing import client_for, page_text
 
+from harness.config_schema import load_config
 from studio.jobs.models import Job
 from studio.jobs.registry import JOB_KINDS, queue_of
 from studio.jobs.testing import celery_worker
 from studio.training.models import TrainingRun
 from studio.training.testing import assert_form_refused, run_ended
-from training.base_config import load_config
 from training.mtp_config import MTPStageConfig
 
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from training.base_config import ConfigError, load_config
+from harness.config_schema import ConfigError, fields_of, load_config
 from training.opd_config import OPDStageConfig
 from training.rl_config import RLStageConfig
 from training.sft_config import SFTStageConfig
@@ -52,7 +52,7 @@ def test_wrong_type_and_out_of_range_values(tmp_path):
 
 def test_every_field_has_help_text():
     for cls in (SFTStageConfig, OPDStageConfig, RLStageConfig):
-        empty = [name for name, text in cls.help_texts().items() if not text.strip()]
+        empty = [f.name for f in fields_of(cls) if not f.help.strip()]
         assert not empty, f"{cls.__name__} fields without help: {empty}"
 
 

@@ -217,7 +217,7 @@ def test_bad_eval_settings_are_refused_naming_the_field(values, message):
 
 
 def test_a_bad_eval_fraction_in_a_config_file_names_its_line(tmp_path):
-    from training.base_config import ConfigError, load_config
+    from harness.config_schema import ConfigError, load_config
 
     path = tmp_path / "sft.yaml"
     path.write_text("model: tiny\neval_fraction: 1.5\n")

@@ -32,8 +32,8 @@ def ablation_data(run: TrainingRun) -> dict[str, Any] | None:
 
 def ablation_progress(run: TrainingRun) -> tuple[int, int]:
     """(steps done, steps planned) of an ablation run, from its folder (no table built)."""
+    from harness.config_schema import ConfigError, load_config
     from training.ablation import Ablation, AblationConfig
-    from training.base_config import ConfigError, load_config
 
     config_file = run.path / run.steps[0]["config_file"] if run.steps else None
     try:
