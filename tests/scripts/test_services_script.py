@@ -26,6 +26,14 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def _wait_for_redis(port: int) -> None:
+    """Until the Redis started on ``port`` answers (PONG, or NOAUTH when it wants a password)."""
+    for _ in range(50):
+        if subprocess.run(["redis-cli", "-p", str(port), "ping"], capture_output=True, text=True).stdout.strip():
+            return
+        time.sleep(0.1)
+
+
 def test_starting_redis_returns_only_the_export_lines_and_does_not_hang():
     port = _free_port()
     caller = 'service_env=$(bash scripts/services.sh) && printf "%s" "$service_env"'
@@ -67,10 +75,7 @@ def test_a_redis_already_running_without_a_password_is_used_with_a_warning():
     subprocess.run(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--daemonize", "yes",
                     "--save", "", "--appendonly", "no"], check=True, capture_output=True)
     try:
-        for _ in range(50):
-            if subprocess.run(["redis-cli", "-p", str(port), "ping"], capture_output=True, text=True).stdout.strip():
-                break
-            time.sleep(0.1)
+        _wait_for_redis(port)
         done = subprocess.run(["bash", "-c", "service_env=$(bash scripts/services.sh) && printf %s \"$service_env\""],
                               cwd=ROOT, env={"PATH": "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",
                                              "REDIS_PORT": str(port)},
@@ -89,10 +94,7 @@ def test_a_redis_with_another_checkouts_password_is_named_with_the_way_out():
     conf.write_text(f"port {port}\nbind 127.0.0.1\nrequirepass another-checkouts\ndaemonize yes\nsave \"\"\n")
     subprocess.run(["redis-server", str(conf)], check=True, capture_output=True)
     try:
-        for _ in range(50):
-            if subprocess.run(["redis-cli", "-p", str(port), "ping"], capture_output=True, text=True).stdout.strip():
-                break
-            time.sleep(0.1)
+        _wait_for_redis(port)
         done = subprocess.run(["bash", "-c", "service_env=$(bash scripts/services.sh) && echo reached"],
                               cwd=ROOT, env={"PATH": "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",
                                              "REDIS_PORT": str(port)},
