@@ -113,6 +113,15 @@ def cell_done(cell: Cell | None) -> bool:
     return cell is not None and cell.run.status == EvalRun.SUCCEEDED
 
 
+def _run_key(cell: Cell) -> str:
+    """What a cell's figures were computed from, as a cache key: its run's id and times with the cell's
+    identity (a database rebuilt from scratch reuses ids; the cache on Redis outlives it)."""
+    run = cell.run
+    stamp = f"{run.pk}@{run.created_at.timestamp():.6f}-{run.finished_at.timestamp() if run.finished_at else 0:.6f}"
+    return hashlib.sha256(f"{stamp}|{cell.model_fingerprint}|{cell.version_digest}|{cell.set_version}".encode()
+                          ).hexdigest()[:32]
+
+
 def cell_figures(cell: Cell) -> dict[str, Any]:
     """``evaluation.compatibility.cell_figures`` of a finished cell: as its row keeps them (stored when its
     run scored, ``services.cell_figures_store``), else computed once into the studio's cache; {} before it
@@ -123,7 +132,7 @@ def cell_figures(cell: Cell) -> dict[str, Any]:
 
     from evaluation.compatibility import cell_figures as figures_of
 
-    return cache.get_or_set(f"compatibility:figures:{cell.pk}:{cell.run_id}", lambda: figures_of(cell_rows(cell)),
+    return cache.get_or_set(f"compatibility:figures:{_run_key(cell)}", lambda: figures_of(cell_rows(cell)),
                             timeout=None)
 
 
@@ -141,7 +150,7 @@ def cell_change(cell: Cell, reference: Cell) -> dict[str, Any] | None:
 
     from evaluation.compatibility import cell_change as change_of
 
-    return cache.get_or_set(f"compatibility:change:{cell.pk}:{cell.run_id}:{reference.pk}:{reference.run_id}",
+    return cache.get_or_set(f"compatibility:change:{_run_key(cell)}:{_run_key(reference)}",
                             lambda: change_of(reference=cell_rows(reference), rows=cell_rows(cell)), timeout=None)
 
 
