@@ -42,6 +42,19 @@ def form_problems(form: forms.Form) -> list[str]:
             for name, errors in form.errors.items() for message in errors]
 
 
+def field_problems(form: forms.Form) -> dict[str, str]:
+    """Each wrong field's message (the first where there are more), for a page that shows it beside the field."""
+    return {name: errors[0] for name, errors in form.errors.items()} if form.is_bound else {}
+
+
 def form_problem(form: forms.Form) -> str:
     """The problems of an invalid form as one message (the studio's flash messages hold one line)."""
     return "; ".join(form_problems(form))
+
+
+def valid_data(form: forms.Form, *, error: type[Exception]) -> dict:
+    """The form's cleaned data, or ``error`` raised with its problems: for a view whose error path is
+    already the ``except`` of its service's errors, so an unreadable field is shown the same way."""
+    if not form.is_valid():
+        raise error(form_problem(form))
+    return form.cleaned_data
