@@ -39,6 +39,7 @@ from harness.config_schema import (
 )
 from harness.yamlio import dump_yaml
 from serving.replay_config import ReplayConfig
+from studio.forms import field_problems
 from training.ablation import AblationConfig
 from training.eval_config import SET_LABELS as EVAL_SET_LABELS
 from training.eval_config import EvalConfig
@@ -301,7 +302,7 @@ class RunForm(forms.Form):
     @property
     def problems(self) -> dict[str, str]:
         """Each wrong field's message (the first where there are more)."""
-        return {name: errors[0] for name, errors in self.errors.items()} if self.is_bound else {}
+        return field_problems(self)
 
     def clean(self) -> dict:
         data = super().clean()
