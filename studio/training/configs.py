@@ -266,6 +266,15 @@ def _title(value: str) -> str:
     return value
 
 
+class PresetChoiceForm(forms.Form):
+    """The preset a run form starts from (a link's ``?preset=``, or the form's hidden input)."""
+
+    preset = forms.CharField(required=False, strip=False)
+
+    def chosen(self) -> str:
+        return self.cleaned_data["preset"] if self.is_valid() else ""
+
+
 class RunForm(forms.Form):
     """The form of one run kind: a title and one input per field of its config dataclass (a pipeline's
     stage sections as ``sft.max_steps``), generated from the dataclass and starting from ``base`` (a
