@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
+from typing import TypeVar
+
 from django.contrib import messages
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -21,6 +25,8 @@ from studio.endpoints.services import (
 )
 from studio.forms import form_problems
 from studio.lookups import found_or_404
+
+T = TypeVar("T")
 
 
 def _list_page(request, errors: list[str] | None = None, status: int = 200):
@@ -50,20 +56,27 @@ def role_set(request):
     return redirect("endpoints:endpoint_list")
 
 
+def _saved(form, save: Callable[..., T]) -> tuple[T | None, list[str]]:
+    """What ``save(**form.cleaned_data)`` saved, or each problem as a line naming its field (the form's
+    first: nothing is saved while a field cannot be read; then the service's)."""
+    errors = form_problems(form)
+    if errors:
+        return None, errors
+    try:
+        return save(**form.cleaned_data), []
+    except EndpointError as error:
+        return None, str(error).split("; ")
+
+
 def _form(request, endpoint: ModelEndpoint | None):
     context = {"endpoint": endpoint, "routes": ModelEndpoint.ROUTES,
                "secrets": list(EndpointSecret.objects.values_list("name", flat=True))}
     if request.method == "POST":
         form = EndpointForm(request.POST)
-        errors = form_problems(form)
-        if not errors:
-            try:
-                saved = endpoint_save(endpoint=endpoint, actor=request.user, **form.cleaned_data)
-            except EndpointError as error:
-                errors = str(error).split("; ")
-            else:
-                messages.success(request, f"Saved endpoint {saved.name}.")
-                return redirect("endpoints:endpoint_list")
+        saved, errors = _saved(form, partial(endpoint_save, endpoint=endpoint, actor=request.user))
+        if saved is not None:
+            messages.success(request, f"Saved endpoint {saved.name}.")
+            return redirect("endpoints:endpoint_list")
         return render(request, "endpoints/endpoint_form.html",
                       {**context, "values": form.cleaned_data, "errors": errors}, status=400)
     values = {"route": ModelEndpoint.OPENAI}
@@ -103,15 +116,10 @@ def secret_list(request):
 def _secret_form(request, secret: EndpointSecret | None):
     if request.method == "POST":
         form = SecretForm(request.POST)
-        errors = form_problems(form)
-        if not errors:
-            try:
-                saved = endpoint_secret_save(secret=secret, actor=request.user, **form.cleaned_data)
-            except EndpointError as error:
-                errors = str(error).split("; ")
-            else:
-                messages.success(request, f"Saved endpoint secret {saved.name}.")
-                return redirect("endpoints:secret_list")
+        saved, errors = _saved(form, partial(endpoint_secret_save, secret=secret, actor=request.user))
+        if saved is not None:
+            messages.success(request, f"Saved endpoint secret {saved.name}.")
+            return redirect("endpoints:secret_list")
         values = {**form.cleaned_data, "value": ""}  # a key typed in is not sent back, even on an error
         return render(request, "endpoints/secret_form.html", {"secret": secret, "values": values, "errors": errors},
                       status=400)
