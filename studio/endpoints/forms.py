@@ -17,7 +17,7 @@ class RoleEndpointForm(forms.Form):
 
 class EndpointForm(forms.Form):
     name = TypedText()
-    route = TypedText(help_text="Empty: an OpenAI-compatible endpoint.")
+    route = TypedText(help_text="Not sent: an OpenAI-compatible endpoint.")
     base_url = TypedText()
     model = TypedText()
     api_key_secret = TypedText(help_text="The name of the endpoint secret sent as the API key.")
@@ -25,7 +25,7 @@ class EndpointForm(forms.Form):
     description = TypedText()
 
     def clean_route(self) -> str:
-        return self.cleaned_data["route"] or ModelEndpoint.OPENAI
+        return self.cleaned_data["route"] if "route" in self.data else ModelEndpoint.OPENAI
 
 
 class SecretForm(forms.Form):
