@@ -10,13 +10,22 @@ sign-in and sign-out views are Django's, which run the same check.
 
 from __future__ import annotations
 
+from django import forms
 from django.http import HttpRequest, HttpResponseRedirect
 from django.utils.http import url_has_allowed_host_and_scheme
 
 
+class NextForm(forms.Form):
+    next = forms.CharField(required=False)
+
+    def target(self) -> str:
+        """The ``next`` asked for, stripped ('' when none, or when it cannot be read)."""
+        return self.cleaned_data["next"] if self.is_valid() else ""
+
+
 def redirect_to_next(request: HttpRequest, *, fallback: str) -> HttpResponseRedirect:
     """Redirect to the request's `next` (POST, then GET) if it stays on this site, else to `fallback`."""
-    target = (request.POST.get("next") or request.GET.get("next") or "").strip()
+    target = NextForm(request.POST).target() or NextForm(request.GET).target()
     on_site = url_has_allowed_host_and_scheme(
         target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
     )

@@ -238,3 +238,30 @@ def test_no_studio_import_circle_crosses_apps_or_spans_more_than_two_modules():
     long = [c for c in circles if len(c) > 2]
     assert not across, f"import circles across studio apps: {across}"
     assert not long, f"import circles of more than two modules within an app: {long}"
+
+
+
+
+def _hand_read_posts(tree: ast.AST) -> list[int]:
+    """Lines of ``<...>.POST[...]``, ``<...>.POST.get(...)`` and ``<...>.POST.getlist(...)``."""
+    def is_post(node: ast.AST) -> bool:
+        return isinstance(node, ast.Attribute) and node.attr == "POST"
+
+    return [node.lineno for node in ast.walk(tree)
+            if (isinstance(node, ast.Subscript) and is_post(node.value))
+            or (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("get", "getlist") and is_post(node.func.value))]
+
+
+def test_studio_views_parse_posted_fields_through_forms():
+    """A view reads ``form.cleaned_data``, not ``request.POST[...]`` / ``request.POST.get(...)``: a field read
+    by hand skips the form's checks, and its error is not named like the others. Passing ``request.POST``
+    itself to a form is what should be done; each app's forms.py holds its forms (docs/architecture.md)."""
+    reads = [f"{path.relative_to(ROOT)}:{line}" for path in sorted((ROOT / "studio").rglob("*.py"))
+             for line in _hand_read_posts(ast.parse(path.read_text(encoding="utf-8")))]
+    assert not reads, "\n".join(reads)
+
+
+def test_a_hand_read_post_is_counted():
+    source = "request.POST['a']\nrequest.POST.get('b', '')\nself.request.POST.getlist('c')\nForm(request.POST)\n"
+    assert _hand_read_posts(ast.parse(source)) == [1, 2, 3]

@@ -8,6 +8,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
 from studio.accounts.decorators import requires
+from studio.accounts.forms import ApiTokenForm, SignInAttemptForm
 from studio.accounts.models import ApiToken
 from studio.accounts.services import (
     api_token_create,
@@ -16,6 +17,7 @@ from studio.accounts.services import (
     sign_in_refusal,
     sign_in_succeeded,
 )
+from studio.forms import valid_data
 from studio.lookups import found_or_404
 
 
@@ -27,14 +29,15 @@ class LoginView(auth_views.LoginView):
     redirect_authenticated_user = True
 
     def post(self, request, *args, **kwargs):
-        refusal = sign_in_refusal(request=request, username=request.POST.get("username", ""))
+        username = SignInAttemptForm(request.POST).attempted_username()
+        refusal = sign_in_refusal(request=request, username=username)
         if refusal:
-            form = self.get_form_class()(request, initial={"username": request.POST.get("username", "")})
+            form = self.get_form_class()(request, initial={"username": username})
             return self.render_to_response(self.get_context_data(form=form, throttled=refusal), status=429)
         return super().post(request, *args, **kwargs)
 
     def form_invalid(self, form):
-        sign_in_failed(request=self.request, username=self.request.POST.get("username", ""))
+        sign_in_failed(request=self.request, username=SignInAttemptForm(self.request.POST).attempted_username())
         return super().form_invalid(form)
 
     def form_valid(self, form):
@@ -52,7 +55,8 @@ def token_list(request):
     new_token = None
     if request.method == "POST":
         try:
-            _, new_token = api_token_create(user=request.user, name=request.POST.get("name", ""))
+            name = valid_data(ApiTokenForm(request.POST), error=ValueError)["name"]
+            _, new_token = api_token_create(user=request.user, name=name)
         except ValueError as error:
             messages.error(request, str(error))
     tokens = ApiToken.objects.filter(user=request.user, revoked_at__isnull=True)

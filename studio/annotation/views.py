@@ -15,6 +15,12 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from studio.accounts.decorators import requires
 from studio.annotation import selectors
 from studio.annotation.calibration import CalibrationError, calibration_start
+from studio.annotation.forms import (
+    CalibrationForm,
+    LabelForm,
+    SourceToQueueForm,
+    TrafficToQueueForm,
+)
 from studio.annotation.models import AnnotationQueue, JudgeCalibration, QueueItem
 from studio.annotation.services import (
     AnnotationError,
@@ -26,7 +32,7 @@ from studio.annotation.services import (
     queue_export,
 )
 from studio.evolution.models import Dataset, EvalRun
-from studio.harnesses.lookups import parse_int
+from studio.forms import form_problem
 from studio.harnesses.services.errors import StudioError
 from studio.lookups import found_or_404
 from studio.traffic.models import TrafficTrajectory
@@ -36,16 +42,14 @@ def _queue(name: str) -> AnnotationQueue:
     return found_or_404(AnnotationQueue.objects.get, f"no annotation queue {name!r}", name=name)
 
 
-def _target_queue(request, *, source: str, catalogue: dict | None = None) -> AnnotationQueue:
+def _target_queue(request, data: dict, *, source: str, catalogue: dict | None = None) -> AnnotationQueue:
     """The queue the form names (``queue``), or a new one (``new_queue``)."""
-    name = request.POST.get("queue", "").strip()
-    if name:
+    if name := data["queue"]:
         queue = AnnotationQueue.objects.filter(name=name).first()
         if queue is None:
             raise AnnotationError(f"queue: no queue named {name!r}")
         return queue
-    return queue_create(name=request.POST.get("new_queue", ""), actor=request.user, source=source,
-                        catalogue=catalogue)
+    return queue_create(name=data["new_queue"], actor=request.user, source=source, catalogue=catalogue)
 
 
 @require_GET
@@ -60,13 +64,17 @@ def queue_list(request):
 @require_POST
 @requires("annotation.label")
 def queue_add_traffic_view(request):
-    ids = [i for i in request.POST.getlist("trajectory") if i.isdigit()]
-    rows = list(TrafficTrajectory.objects.select_related("deployment").filter(pk__in=ids).order_by("received_at"))
+    form = TrafficToQueueForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, form_problem(form))
+        return redirect("traffic:traffic_list")
+    rows = list(TrafficTrajectory.objects.select_related("deployment")
+                .filter(pk__in=form.cleaned_data["trajectory"]).order_by("received_at"))
     if not rows:
         messages.error(request, "trajectory: select at least one trajectory")
         return redirect("traffic:traffic_list")
     try:
-        queue = _target_queue(request, source="traffic")
+        queue = _target_queue(request, form.cleaned_data, source="traffic")
         added = queue_add_traffic(queue=queue, trajectories=rows, actor=request.user)
     except AnnotationError as error:
         messages.error(request, str(error))
@@ -80,18 +88,21 @@ def queue_add_traffic_view(request):
 @requires("annotation.label")
 def queue_add_source_view(request):
     """Feed a queue from a run's failing cases (``run``) or from a dataset (``dataset``)."""
+    form = SourceToQueueForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, form_problem(form))
+        return redirect("annotation:queue_list")
+    data = form.cleaned_data
     try:
-        if request.POST.get("run"):
-            run = EvalRun.objects.select_related("dataset").filter(pk=parse_int(request.POST["run"], field="run")).first()
+        if data["run"] is not None:
+            run = EvalRun.objects.select_related("dataset").filter(pk=data["run"]).first()
             if run is None:
-                raise AnnotationError(f"run: no evaluation run #{request.POST['run']}")
-            queue = _target_queue(request, source=f"failing cases of run #{run.pk}", catalogue=run.dataset.catalogue)
+                raise AnnotationError(f"run: no evaluation run #{data['run']}")
+            queue = _target_queue(request, data, source=f"failing cases of run #{run.pk}",
+                                  catalogue=run.dataset.catalogue)
             added = queue_add_run_failures(queue=queue, run=run, actor=request.user)
-        elif request.POST.get("dataset"):
-            dataset = Dataset.objects.filter(name=request.POST["dataset"]).first()
-            if dataset is None:
-                raise AnnotationError(f"dataset: no dataset named {request.POST['dataset']!r}")
-            queue = _target_queue(request, source=f"dataset {dataset.name}", catalogue=dataset.catalogue)
+        elif (dataset := data["dataset"]) is not None:
+            queue = _target_queue(request, data, source=f"dataset {dataset.name}", catalogue=dataset.catalogue)
             added = queue_add_dataset(queue=queue, dataset=dataset, actor=request.user)
         else:
             raise AnnotationError("source: choose an evaluation run (its failing cases) or a dataset")
@@ -154,12 +165,12 @@ def item_label(request, name: str, position: int):
     item = found_or_404(QueueItem.objects.get, f"{queue.name} has no item {position}", queue=queue, position=position)
     mine = item.labels.filter(labeller=request.user).first()
     error = ""
-    if request.method == "POST":
+    form = LabelForm(request.POST if request.method == "POST" else None)
+    if form.is_bound and not form.is_valid():
+        error = form_problem(form)
+    elif form.is_bound:
         try:
-            label_save(item=item, labeller=request.user, accuracy=request.POST.get("accuracy"),
-                       effectiveness=request.POST.get("effectiveness"), category=request.POST.get("category", ""),
-                       route=request.POST.get("route", ""), reply_skills=request.POST.get("reply_skills", ""),
-                       tools=request.POST.get("tools", ""), note=request.POST.get("note", ""))
+            label_save(item=item, labeller=request.user, **form.cleaned_data)
         except AnnotationError as exc:
             error = str(exc)
         else:
@@ -175,8 +186,8 @@ def item_label(request, name: str, position: int):
         "accuracy": str(mine.accuracy) if mine else "", "effectiveness": f"{mine.effectiveness:g}" if mine else "",
         "note": mine.note if mine else "",
     }
-    if request.method == "POST":
-        defaults.update({k: request.POST.get(k, v) for k, v in defaults.items()})
+    if form.is_bound:  # what was typed is shown again beside the error
+        defaults.update({k: v for k, v in form.cleaned_data.items() if k in defaults})
     return render(request, "annotation/item_label.html", {
         "queue": queue, "item": item, "status": selectors.item_status(item), "case": item.case, "traj": traj,
         "steps": trajectory_steps(traj) if traj else [], "facts": _product_facts(queue, item.case),
@@ -217,11 +228,13 @@ def calibration_list(request):
 @require_POST
 @requires("judge.calibrate")
 def calibration_start_view(request):
-    dataset = Dataset.objects.filter(name=request.POST.get("dataset", "")).first()
+    form = CalibrationForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, form_problem(form))
+        return redirect("annotation:calibration_list")
     try:
-        if dataset is None:
-            raise CalibrationError(f"dataset: no dataset named {request.POST.get('dataset', '')!r}")
-        job = calibration_start(judge=request.POST.get("judge", ""), dataset=dataset, actor=request.user)
+        job = calibration_start(judge=form.cleaned_data["judge"], dataset=form.cleaned_data["dataset"],
+                                actor=request.user)
     except CalibrationError as error:
         messages.error(request, str(error))
         return redirect("annotation:calibration_list")

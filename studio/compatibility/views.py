@@ -15,6 +15,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from studio.accounts.decorators import requires
 from studio.compatibility import selectors
+from studio.compatibility.forms import CellRequestForm, LabelServerForm
 from studio.compatibility.services import (
     CompatibilityError,
     NoCompatibilitySet,
@@ -22,9 +23,8 @@ from studio.compatibility.services import (
     label_server_set,
 )
 from studio.endpoints.models import ModelEndpoint
-from studio.harnesses.lookups import parse_int
+from studio.forms import form_problem, valid_data
 from studio.harnesses.models import Harness, HarnessVersion
-from studio.harnesses.services.errors import StudioError
 from studio.lookups import found_or_404
 
 
@@ -54,20 +54,14 @@ def matrix_view(request):
     return render(request, template, context)
 
 
-def _pk(request, field: str) -> int:
-    try:
-        return parse_int(request.POST.get(field), field=field)
-    except StudioError as error:
-        raise CompatibilityError(str(error)) from None
-
-
 @require_POST
 @requires("compatibility.request")
 def cell_request_view(request):
     """Ask for the cell of an endpoint on a version (the existing cell when there is one)."""
     try:
-        endpoint = ModelEndpoint.objects.filter(pk=_pk(request, "endpoint")).first()
-        version = HarnessVersion.objects.select_related("harness").filter(pk=_pk(request, "version")).first()
+        ids = valid_data(CellRequestForm(request.POST), error=CompatibilityError)
+        endpoint = ModelEndpoint.objects.filter(pk=ids["endpoint"]).first()
+        version = HarnessVersion.objects.select_related("harness").filter(pk=ids["version"]).first()
         if endpoint is None:
             raise CompatibilityError("endpoint: no such endpoint; pick one of the Endpoints page")
         if version is None:
@@ -88,20 +82,21 @@ def cell_request_view(request):
 @requires("endpoint.manage")
 def label_server_view(request):
     """Name the endpoint that serves a Harness's production or staging label (empty: none)."""
-    harness = Harness.objects.filter(name=request.POST.get("harness", "")).first()
-    if harness is None:
-        return HttpResponseBadRequest("harness: no Harness of that name")
+    form = LabelServerForm(request.POST)
+    if not form.is_valid():
+        return HttpResponseBadRequest(form_problem(form))
+    harness, label = form.cleaned_data["harness"], form.cleaned_data["label"]
     try:
         endpoint = None
-        if request.POST.get("endpoint"):
-            endpoint = ModelEndpoint.objects.filter(pk=_pk(request, "endpoint")).first()
+        if form.cleaned_data["endpoint"] is not None:
+            endpoint = ModelEndpoint.objects.filter(pk=form.cleaned_data["endpoint"]).first()
             if endpoint is None:
                 raise CompatibilityError("endpoint: no such endpoint; pick one of the Endpoints page")
-        label_server_set(harness=harness, label=request.POST.get("label", ""), endpoint=endpoint, actor=request.user)
+        label_server_set(harness=harness, label=label, endpoint=endpoint, actor=request.user)
     except CompatibilityError as error:
         return HttpResponseBadRequest(str(error))
     except PermissionDenied:
         raise
-    messages.success(request, f"{harness.name}@{request.POST.get('label')} is served by "
+    messages.success(request, f"{harness.name}@{label} is served by "
                               f"{endpoint.name if endpoint else 'no endpoint named'}.")
     return redirect(_matrix_url(harness))

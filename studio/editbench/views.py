@@ -5,20 +5,23 @@ from __future__ import annotations
 from django.contrib import messages
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_POST
 
 from studio.accounts.decorators import requires
+from studio.editbench.forms import BenchmarkChoiceForm
 from studio.editbench.services import EditBenchmarkError, edit_benchmark, edit_benchmark_start
 from studio.endpoints.models import ModelEndpoint
 from studio.evolution.models import Stage
 from studio.lookups import found_or_404
 
 
-def _choice(request, source) -> tuple[Stage | None, list[ModelEndpoint]]:
-    stage_id = source.get("stage", "")
+def _choice(form: BenchmarkChoiceForm) -> tuple[Stage | None, list[ModelEndpoint]]:
+    chosen = {name: form.cleaned_data.get(name, "") for name in form.fields} if form.is_valid() else {}
+    stage_id = chosen.get("stage", "")
     stage = Stage.objects.select_related("evolution__dataset", "parent_version__harness", "candidate_version") \
         .filter(pk=int(stage_id)).first() if stage_id.isdigit() else None
-    ids = [source.get("a", ""), source.get("b", "")]
+    ids = [chosen.get("a", ""), chosen.get("b", "")]
     endpoints = {str(e.pk): e for e in ModelEndpoint.objects.filter(pk__in=[i for i in ids if i.isdigit()])}
     return stage, [endpoints[i] for i in ids if i in endpoints]
 
@@ -26,7 +29,7 @@ def _choice(request, source) -> tuple[Stage | None, list[ModelEndpoint]]:
 @require_GET
 @requires("evolution.view")
 def benchmark_view(request):
-    stage, endpoints = _choice(request, request.GET)
+    stage, endpoints = _choice(BenchmarkChoiceForm(request.GET))
     bench, error = None, ""
     if stage is not None:
         try:
@@ -42,7 +45,8 @@ def benchmark_view(request):
 @require_POST
 @requires("evolution.run")
 def benchmark_start(request):
-    stage, endpoints = _choice(request, request.POST)
+    form = BenchmarkChoiceForm(request.POST)
+    stage, endpoints = _choice(form)
     if stage is None:
         messages.error(request, "stage: choose a stage whose candidate is committed")
         return redirect("editbench:benchmark")
@@ -52,5 +56,5 @@ def benchmark_start(request):
         messages.error(request, str(exc))
     else:
         messages.success(request, f"{4 - bench.missing} of 4 runs in hand; the page fills in as workers score them.")
-    query = f"?stage={stage.pk}&a={request.POST.get('a', '')}&b={request.POST.get('b', '')}"
-    return redirect(reverse("editbench:benchmark") + query)
+    query = urlencode({"stage": stage.pk, "a": form.cleaned_data["a"], "b": form.cleaned_data["b"]})
+    return redirect(f"{reverse('editbench:benchmark')}?{query}")

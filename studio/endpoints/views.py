@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
+from typing import TypeVar
+
 from django.contrib import messages
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from studio.accounts.decorators import requires
+from studio.endpoints.forms import EndpointForm, RoleEndpointForm, SecretForm
 from studio.endpoints.models import EndpointSecret, ModelEndpoint
 from studio.endpoints.selectors import endpoint_list as select_endpoints
 from studio.endpoints.selectors import role_endpoints
@@ -18,7 +23,10 @@ from studio.endpoints.services import (
     endpoint_test_start,
     role_endpoint_set,
 )
+from studio.forms import form_problems
 from studio.lookups import found_or_404
+
+T = TypeVar("T")
 
 
 def _list_page(request, errors: list[str] | None = None, status: int = 200):
@@ -36,37 +44,44 @@ def endpoint_list(request):
 @requires("endpoint.manage")
 def role_set(request):
     """Choose the endpoint a model role (judge, diagnoser) calls."""
-    role = request.POST.get("role", "")
+    form = RoleEndpointForm(request.POST)
+    if not form.is_valid():
+        return _list_page(request, errors=form_problems(form), status=400)
+    role = form.cleaned_data["role"]
     try:
-        chosen = role_endpoint_set(role=role, endpoint_name=request.POST.get("endpoint", ""), actor=request.user)
+        chosen = role_endpoint_set(role=role, endpoint_name=form.cleaned_data["endpoint"], actor=request.user)
     except EndpointError as error:
         return _list_page(request, errors=[str(error)], status=400)
     messages.success(request, f"The {role} calls {chosen.endpoint.name}." if chosen else f"The {role} has no endpoint.")
     return redirect("endpoints:endpoint_list")
 
 
+def _saved(form, save: Callable[..., T]) -> tuple[T | None, list[str]]:
+    """What ``save(**form.cleaned_data)`` saved, or each problem as a line naming its field (the form's
+    first: nothing is saved while a field cannot be read; then the service's)."""
+    errors = form_problems(form)
+    if errors:
+        return None, errors
+    try:
+        return save(**form.cleaned_data), []
+    except EndpointError as error:
+        return None, str(error).split("; ")
+
+
 def _form(request, endpoint: ModelEndpoint | None):
-    values = {
-        "name": request.POST.get("name", ""),
-        "route": request.POST.get("route", ModelEndpoint.OPENAI),
-        "base_url": request.POST.get("base_url", ""),
-        "model": request.POST.get("model", ""),
-        "api_key_secret": request.POST.get("api_key_secret", ""),
-        "script_path": request.POST.get("script_path", ""),
-        "description": request.POST.get("description", ""),
-    }
     context = {"endpoint": endpoint, "routes": ModelEndpoint.ROUTES,
                "secrets": list(EndpointSecret.objects.values_list("name", flat=True))}
     if request.method == "POST":
-        try:
-            saved = endpoint_save(endpoint=endpoint, actor=request.user, **values)
-        except EndpointError as error:
-            return render(request, "endpoints/endpoint_form.html",
-                          {**context, "values": values, "errors": str(error).split("; ")}, status=400)
-        messages.success(request, f"Saved endpoint {saved.name}.")
-        return redirect("endpoints:endpoint_list")
+        form = EndpointForm(request.POST)
+        saved, errors = _saved(form, partial(endpoint_save, endpoint=endpoint, actor=request.user))
+        if saved is not None:
+            messages.success(request, f"Saved endpoint {saved.name}.")
+            return redirect("endpoints:endpoint_list")
+        return render(request, "endpoints/endpoint_form.html",
+                      {**context, "values": form.cleaned_data, "errors": errors}, status=400)
+    values = {"route": ModelEndpoint.OPENAI}
     if endpoint is not None:
-        values = {k: getattr(endpoint, k) for k in values if k != "api_key_secret"}
+        values = {k: getattr(endpoint, k) for k in EndpointForm.base_fields if k != "api_key_secret"}
         values["api_key_secret"] = endpoint.api_key_secret.name if endpoint.api_key_secret else ""
     return render(request, "endpoints/endpoint_form.html", {**context, "values": values})
 
@@ -100,16 +115,14 @@ def secret_list(request):
 
 def _secret_form(request, secret: EndpointSecret | None):
     if request.method == "POST":
-        values = {name: request.POST.get(name, "")
-                  for name in ("name", "value", "from_env", "allowed_origins", "description")}
-        try:
-            saved = endpoint_secret_save(secret=secret, actor=request.user, **values)
-        except EndpointError as error:
-            values["value"] = ""  # a key typed in is not sent back, even on an error
-            return render(request, "endpoints/secret_form.html",
-                          {"secret": secret, "values": values, "errors": str(error).split("; ")}, status=400)
-        messages.success(request, f"Saved endpoint secret {saved.name}.")
-        return redirect("endpoints:secret_list")
+        form = SecretForm(request.POST)
+        saved, errors = _saved(form, partial(endpoint_secret_save, secret=secret, actor=request.user))
+        if saved is not None:
+            messages.success(request, f"Saved endpoint secret {saved.name}.")
+            return redirect("endpoints:secret_list")
+        values = {**form.cleaned_data, "value": ""}  # a key typed in is not sent back, even on an error
+        return render(request, "endpoints/secret_form.html", {"secret": secret, "values": values, "errors": errors},
+                      status=400)
     values = {"name": secret.name, "from_env": secret.from_env, "allowed_origins": secret.allowed_origins,
               "description": secret.description} if secret else {}
     return render(request, "endpoints/secret_form.html", {"secret": secret, "values": values})

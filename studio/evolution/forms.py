@@ -1,4 +1,4 @@
-"""Forms of the evolution pages: starting an evolution, importing a dataset."""
+"""Forms of the evolution pages: starting an evolution, importing a dataset, a reviewer's decisions."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from django import forms
 
 from studio.endpoints.models import ModelEndpoint
 from studio.evolution.models import Dataset, Evolution
+from studio.forms import TypedText
 from studio.harnesses.models import HarnessVersion
 
 
@@ -75,3 +76,27 @@ class DatasetImportForm(forms.Form):
 
     def clean_catalogue(self):
         return self._capped("catalogue")
+
+
+class ReasonForm(forms.Form):
+    """Why a person decides as they do; ``override_reason`` is what a blocking release gate asks for
+    (``studio.evolution.decisions`` says when one is needed)."""
+
+    reason = TypedText()
+    override_reason = TypedText()
+
+
+class DecisionForm(ReasonForm):
+    """A reviewer's decision of a stage or a release draft (the service names the decisions it takes)."""
+
+    decision = TypedText()
+
+
+class CandidateForm(forms.Form):
+    message = TypedText(help_text="The commit message of the candidate version.")
+
+
+class ProposalReviewForm(forms.Form):
+    action = forms.ChoiceField(choices=[("accept", "accept"), ("reject", "reject")], error_messages={
+        "required": "must be accept or reject", "invalid_choice": "must be accept or reject"})
+    reason = TypedText()

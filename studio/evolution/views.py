@@ -19,11 +19,18 @@ from studio.evolution.datasets import dataset_catalogue_from_text, dataset_impor
 from studio.evolution.decisions import proposal_edit_in_editor, proposal_review, stage_decide
 from studio.evolution.diagnosis import diagnosis_start
 from studio.evolution.errors import EvolutionError
-from studio.evolution.forms import DatasetImportForm, EvolutionForm
+from studio.evolution.forms import (
+    CandidateForm,
+    DatasetImportForm,
+    DecisionForm,
+    EvolutionForm,
+    ProposalReviewForm,
+)
 from studio.evolution.gates import release_gates, stopping_advice
 from studio.evolution.models import EvalRun
 from studio.evolution.runs import EvaluationError, eval_run_resume
 from studio.evolution.stages import candidate_build, evolution_start, stage_edit_by_hand
+from studio.forms import valid_data
 from studio.lookups import found_or_404
 from studio.playground.presenters import system_prompt, trajectory_steps
 
@@ -248,7 +255,8 @@ def stage_diagnose(request, stage_id: int):
 def stage_candidate(request, stage_id: int):
     stage = _stage(stage_id)
     try:
-        candidate_build(stage=stage, actor=request.user, message=request.POST.get("message", ""))
+        candidate = valid_data(CandidateForm(request.POST), error=EvolutionError)
+        candidate_build(stage=stage, actor=request.user, message=candidate["message"])
     except USER_ERRORS as error:
         messages.error(request, str(error))
     else:
@@ -276,8 +284,7 @@ def stage_edit(request, stage_id: int):
 def stage_decide_view(request, stage_id: int):
     stage = _stage(stage_id)
     try:
-        stage_decide(stage=stage, decision=request.POST.get("decision", ""), actor=request.user,
-                     reason=request.POST.get("reason", ""), override_reason=request.POST.get("override_reason", ""))
+        stage_decide(stage=stage, actor=request.user, **valid_data(DecisionForm(request.POST), error=EvolutionError))
     except USER_ERRORS as error:
         messages.error(request, str(error))
         return redirect("evolution:stage_detail", stage_id=stage.pk)
@@ -293,15 +300,12 @@ def stage_decide_view(request, stage_id: int):
 @requires("evolution.review")
 def proposal_review_view(request, proposal_id: int):
     proposal = _proposal(proposal_id)
-    action = request.POST.get("action")
-    if action not in ("accept", "reject"):
-        messages.error(request, "action: must be accept or reject")
-    else:
-        try:
-            proposal_review(proposal=proposal, actor=request.user, accept=action == "accept",
-                            reason=request.POST.get("reason", ""))
-        except USER_ERRORS as error:
-            messages.error(request, str(error))
+    try:
+        review = valid_data(ProposalReviewForm(request.POST), error=EvolutionError)
+        proposal_review(proposal=proposal, actor=request.user, accept=review["action"] == "accept",
+                        reason=review["reason"])
+    except USER_ERRORS as error:
+        messages.error(request, str(error))
     return redirect("evolution:stage_detail", stage_id=proposal.diagnosis.stage_id)
 
 

@@ -29,14 +29,25 @@ from harness.skills import (
 from harness.tool_catalogue import BUILTIN_TOOLS
 from studio.accounts.decorators import requires
 from studio.accounts.roles import user_can
+from studio.forms import form_problem, valid_data
 from studio.harnesses import selectors
 from studio.harnesses.bundles import MAX_FILE_BYTES, bundle_load
 from studio.harnesses.diffs import files_diff
+from studio.harnesses.forms import (
+    ConflictResolveForm,
+    DraftCommitForm,
+    DraftCreateForm,
+    FileDeleteForm,
+    FileSaveForm,
+    HookAddForm,
+    SkillAddForm,
+    SkillImportForm,
+    SkillPreviewForm,
+)
 from studio.harnesses.lookups import (
     file_kind,
     file_sort_key,
     harness_or_404,
-    parse_int,
     version_or_404,
 )
 from studio.harnesses.markdown import render_skill_preview
@@ -71,8 +82,9 @@ def _draft(request, draft_id: int, *, for_write: bool = False) -> Draft:
 def draft_create_view(request, name: str):
     harness = harness_or_404(name)
     try:
-        base = version_or_404(harness, parse_int(request.POST.get("base"), field="base"))
-        draft = draft_create(harness=harness, base_version=base, owner=request.user, title=request.POST.get("title", ""))
+        typed = valid_data(DraftCreateForm(request.POST), error=StudioError)
+        base = version_or_404(harness, typed["base"])
+        draft = draft_create(harness=harness, base_version=base, owner=request.user, title=typed["title"])
     except StudioError as error:
         messages.error(request, str(error))
         return redirect("harnesses:harness_detail", name=harness.name)
@@ -178,10 +190,11 @@ def _refused(request, draft: Draft, error: StudioError, *, path: str, text: str 
 @requires("harness.edit")
 def draft_save(request, draft_id: int):
     draft = _draft(request, draft_id, for_write=True)
-    path = request.POST.get("path", "")
-    text = request.POST.get("text", "")
+    form = FileSaveForm(request.POST)
+    form.is_valid()
+    path, text = form.cleaned_data.get("path", ""), form.cleaned_data.get("text", "")
     try:
-        revision = parse_int(request.POST.get("revision"), field="revision")
+        revision = valid_data(form, error=StudioError)["revision"]
         result = draft_file_save(draft=draft, path=path, text=text, base_revision=revision, actor=request.user)
     except StudioError as error:
         return _refused(request, draft, error, path=path, text=text)
@@ -203,7 +216,9 @@ def draft_save(request, draft_id: int):
 @requires("studio.view")
 def draft_preview(request, draft_id: int):
     _draft(request, draft_id)
-    preview = render_skill_preview(request.POST.get("text", ""))
+    form = SkillPreviewForm(request.POST)
+    preview = render_skill_preview(form.cleaned_data["text"]) if form.is_valid() else \
+        {"front": None, "html": "", "refused": form_problem(form)}
     # a refusal is a 400 (the editor's htmx swaps it in all the same, so the reason shows)
     return render(request, "harnesses/_skill_preview.html", {"preview": preview},
                   status=400 if preview["refused"] else 200)
@@ -214,19 +229,14 @@ def draft_preview(request, draft_id: int):
 def draft_skill_add_view(request, draft_id: int):
     draft = _draft(request, draft_id, for_write=True)
     try:
-        result = draft_skill_add(
-            draft=draft,
-            name=request.POST.get("name", ""),
-            kind=request.POST.get("kind", ""),
-            description=request.POST.get("description", ""),
-            base_revision=parse_int(request.POST.get("revision"), field="revision"),
-            actor=request.user,
-        )
+        typed = valid_data(SkillAddForm(request.POST), error=StudioError)
+        result = draft_skill_add(draft=draft, name=typed["name"], kind=typed["kind"], description=typed["description"],
+                                 base_revision=typed["revision"], actor=request.user)
     except StudioError as error:
         return _refused(request, draft, error, path="")
     if result.conflict is not None:
         return redirect("harnesses:conflict_detail", conflict_id=result.conflict.pk)
-    path = f"skills/{request.POST.get('name', '').strip()}/SKILL.md"
+    path = f"skills/{typed['name'].strip()}/SKILL.md"
     messages.success(request, f"Added {path}.")
     return redirect(f"{reverse('harnesses:draft_edit', args=[draft.pk])}?path={path}")
 
@@ -245,23 +255,17 @@ def draft_skill_import_view(request, draft_id: int):
     }
     if request.method == "GET":
         return render(request, "harnesses/draft_skill_import.html", context)
-    upload = request.FILES.get("skill")
-    kind = request.POST.get("kind") or None
+    form = SkillImportForm(request.POST, request.FILES)
+    form.is_valid()
+    kind = form.cleaned_data.get("kind") or None
     context["chosen_kind"] = kind or ""
-    if upload is None:
-        context["error"] = "skill: choose a .zip of an Agent Skills folder (the folder that holds SKILL.md)"
-    elif upload.size > settings.MAX_IMPORT_BYTES:
-        context["error"] = f"skill: the file is larger than {settings.MAX_IMPORT_BYTES} bytes"
+    if form.errors:
+        context["error"] = form_problem(form)
     else:
         try:
-            result = draft_skill_import(
-                draft=draft,
-                data=upload.read(),
-                kind=kind,
-                base_revision=parse_int(request.POST.get("revision"), field="revision"),
-                actor=request.user,
-                max_bytes=settings.MAX_IMPORT_BYTES,
-            )
+            result = draft_skill_import(draft=draft, data=form.cleaned_data["skill"].read(), kind=kind,
+                                        base_revision=form.cleaned_data["revision"], actor=request.user,
+                                        max_bytes=settings.MAX_IMPORT_BYTES)
         except InvalidBundle as error:
             context["problems"] = error.problems
             context["ask_kind"] = any(p.field == "kind" for p in error.problems)
@@ -283,16 +287,17 @@ def draft_hook_add_view(request, draft_id: int):
     draft = _draft(request, draft_id, for_write=True)
     url = f"{reverse('harnesses:draft_edit', args=[draft.pk])}?path=hooks.yaml"
     try:
+        hook = valid_data(HookAddForm(request.POST), error=StudioError)
         result = draft_hook_add(
             draft=draft,
-            hook_id=request.POST.get("id", "").strip(),
-            event=request.POST.get("event", ""),
-            hook_type=request.POST.get("type", ""),
-            matcher=request.POST.get("matcher", ""),
-            params_text=request.POST.get("params", ""),
-            action=request.POST.get("action", ""),
-            message=request.POST.get("message", ""),
-            base_revision=parse_int(request.POST.get("revision"), field="revision"),
+            hook_id=hook["id"],
+            event=hook["event"],
+            hook_type=hook["type"],
+            matcher=hook["matcher"],
+            params_text=hook["params"],
+            action=hook["action"],
+            message=hook["message"],
+            base_revision=hook["revision"],
             actor=request.user,
         )
     except StudioError as error:
@@ -301,9 +306,9 @@ def draft_hook_add_view(request, draft_id: int):
         return redirect("harnesses:conflict_detail", conflict_id=result.conflict.pk)
     problems = [p for p in result.problems if p["file"] == "hooks.yaml"]
     if problems:
-        messages.warning(request, f"Added hook {request.POST.get('id')}; hooks.yaml now has {len(problems)} problem(s), shown below.")
+        messages.warning(request, f"Added hook {hook['id']}; hooks.yaml now has {len(problems)} problem(s), shown below.")
     else:
-        messages.success(request, f"Added hook {request.POST.get('id')} to hooks.yaml.")
+        messages.success(request, f"Added hook {hook['id']} to hooks.yaml.")
     return redirect(url)
 
 
@@ -311,11 +316,12 @@ def draft_hook_add_view(request, draft_id: int):
 @requires("harness.edit")
 def draft_file_delete_view(request, draft_id: int):
     draft = _draft(request, draft_id, for_write=True)
-    path = request.POST.get("path", "")
+    form = FileDeleteForm(request.POST)
+    form.is_valid()
+    path = form.cleaned_data.get("path", "")
     try:
-        draft_file_delete(
-            draft=draft, path=path, base_revision=parse_int(request.POST.get("revision"), field="revision"), actor=request.user
-        )
+        revision = valid_data(form, error=StudioError)["revision"]
+        draft_file_delete(draft=draft, path=path, base_revision=revision, actor=request.user)
     except StudioError as error:
         messages.error(request, str(error))
         return redirect(f"{reverse('harnesses:draft_edit', args=[draft.pk])}?path={path}")
@@ -338,7 +344,8 @@ def draft_changes(request, draft_id: int):
 def draft_commit_view(request, draft_id: int):
     draft = _draft(request, draft_id, for_write=True)
     try:
-        version = draft_commit(draft=draft, actor=request.user, message=request.POST.get("message", ""))
+        message = valid_data(DraftCommitForm(request.POST), error=StudioError)["message"]
+        version = draft_commit(draft=draft, actor=request.user, message=message)
     except InvalidBundle as error:
         messages.error(request, f"Cannot commit: {len(error.problems)} validation problem(s). First: {error.problems[0]}")
         return redirect("harnesses:draft_changes", draft_id=draft.pk)
@@ -375,9 +382,13 @@ def conflict_detail(request, conflict_id: int):
     if conflict.author_id != request.user.pk and not user_can(request.user, "harness.edit"):
         raise PermissionDenied("this conflict belongs to someone else")
     status = 200
-    if request.method == "POST" and conflict.resolved_at is None:
-        choice = request.POST.get("choice", "merged")
-        text = {"mine": conflict.my_text, "theirs": None}.get(choice, request.POST.get("text", ""))
+    form = ConflictResolveForm(request.POST if request.method == "POST" else None)
+    if form.is_bound and conflict.resolved_at is None and not form.is_valid():
+        messages.error(request, form_problem(form))
+        status = 400
+    elif form.is_bound and conflict.resolved_at is None:
+        typed = form.cleaned_data
+        text = {"mine": conflict.my_text, "theirs": None}.get(typed["choice"], typed["text"])
         if text is None:  # keep theirs: nothing to save, the conflict is settled
             conflict.resolved_at = timezone.now()
             conflict.save(update_fields=["resolved_at"])

@@ -19,10 +19,13 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from studio.accounts.decorators import requires
 from studio.audit.selectors import gate_overrides
 from studio.evolution.decisions import production_promote
+from studio.evolution.forms import ReasonForm
 from studio.evolution.gates import version_release_gates
+from studio.forms import form_problems, valid_data
 from studio.harnesses import selectors
 from studio.harnesses.bundles import BundleArchiveError, files_to_zip
 from studio.harnesses.diffs import ChangeSet, version_diff, version_summary
+from studio.harnesses.forms import BundleImportForm, LabelMoveForm
 from studio.harnesses.lookups import (
     file_kind,
     file_sort_key,
@@ -93,17 +96,14 @@ def harness_history(request, name: str):
 @requires("harness.edit")
 def harness_import(request):
     if request.method == "POST":
-        upload = request.FILES.get("bundle")
-        message = request.POST.get("message", "").strip() or "Imported from a .zip"
-        if upload is None:
-            messages.error(request, "bundle: choose a .zip of a Harness directory")
-        elif upload.size > settings.MAX_IMPORT_BYTES:
-            messages.error(request, f"bundle: the file is larger than {settings.MAX_IMPORT_BYTES} bytes")
+        form = BundleImportForm(request.POST, request.FILES)
+        if not form.is_valid():
+            for problem in form_problems(form):
+                messages.error(request, problem)
         else:
             try:
-                result = harness_import_zip(
-                    data=upload.read(), author=request.user, message=message, max_bytes=settings.MAX_IMPORT_BYTES
-                )
+                result = harness_import_zip(data=form.cleaned_data["bundle"].read(), author=request.user,
+                                            message=form.cleaned_data["message"], max_bytes=settings.MAX_IMPORT_BYTES)
             except InvalidBundle as error:
                 return render(request, "harnesses/import.html", {"problems": error.problems}, status=400)
             except (BundleArchiveError, StudioError) as error:
@@ -199,23 +199,22 @@ def version_diff_summary(request, name: str):
 @requires("label.move")
 def label_move_view(request, name: str):
     harness = harness_or_404(name)
-    name = request.POST.get("label", "").strip().lower()
     try:
-        version = version_or_404(harness, parse_int(request.POST.get("version"), field="version"))
+        move = valid_data(LabelMoveForm(request.POST), error=StudioError)
+        name = move["label"]
+        version = version_or_404(harness, move["version"])
         if name == Label.PRODUCTION:  # through the release gates (studio.evolution.decisions)
-            production_promote(harness=harness, version=version, actor=request.user,
-                               reason=request.POST.get("reason", ""),
-                               override_reason=request.POST.get("override_reason", ""))
+            production_promote(harness=harness, version=version, actor=request.user, reason=move["reason"],
+                               override_reason=move["override_reason"])
         else:
-            label_move(harness=harness, name=name, version=version, actor=request.user,
-                       reason=request.POST.get("reason", ""))
+            label_move(harness=harness, name=name, version=version, actor=request.user, reason=move["reason"])
     except StudioError as error:
         messages.error(request, str(error))
     except PermissionDenied as error:
         messages.error(request, str(error))
         return redirect("harnesses:harness_detail", name=harness.name)
     else:
-        messages.success(request, f"{request.POST.get('label')} now points at v{version.number}.")
+        messages.success(request, f"{name} now points at v{version.number}.")
     return redirect_to_next(request, fallback=reverse("harnesses:harness_detail", args=[harness.name]))
 
 
@@ -225,7 +224,8 @@ def label_rollback_view(request, name: str, label: str):
     harness = harness_or_404(name)
     target = found_or_404(Label.objects.get, f"{harness.name} has no label {label!r}", harness=harness, name=label)
     try:
-        moved = label_rollback(label=target, actor=request.user, reason=request.POST.get("reason", ""))
+        moved = label_rollback(label=target, actor=request.user,
+                               reason=valid_data(ReasonForm(request.POST), error=StudioError)["reason"])
     except (StudioError, PermissionDenied) as error:
         messages.error(request, str(error))
     else:

@@ -79,17 +79,14 @@ def job_cancel_view(request, job_id: int):
 @require_POST
 @requires("job.diagnose")
 def worker_check_start(request):
-    from django.conf import settings
     from django.http import HttpResponseBadRequest
 
-    longest = settings.WORKER_CHECK_MAX_S
-    raw = request.POST.get("seconds", "5")
-    try:
-        seconds = float(raw)
-    except ValueError:
-        seconds = float("nan")
-    if not 0.5 <= seconds <= longest:  # NaN fails this too
-        return HttpResponseBadRequest(f"seconds: a number from 0.5 to {longest:g}, not {raw[:40]!r}",
-                                      content_type="text/plain; charset=utf-8")
+    from studio.forms import form_problem
+    from studio.jobs.forms import WorkerCheckForm
+
+    form = WorkerCheckForm(request.POST)
+    if not form.is_valid():
+        return HttpResponseBadRequest(form_problem(form), content_type="text/plain; charset=utf-8")
+    seconds = form.cleaned_data["seconds"]
     job = job_create(kind="worker_check", title=f"Worker check ({seconds:g} s)", params={"seconds": seconds}, created_by=request.user)
     return redirect("jobs:job_detail", job_id=job.pk)

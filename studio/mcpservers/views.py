@@ -8,6 +8,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from studio.accounts.decorators import requires
 from studio.lookups import found_or_404
+from studio.mcpservers.forms import McpServerForm
 from studio.mcpservers.models import McpServer
 from studio.mcpservers.selectors import mcp_registry_file, mcp_registry_path, mcp_server_usage
 from studio.mcpservers.services import (
@@ -42,8 +43,12 @@ def _values_of(server: McpServer) -> dict[str, str]:
 def _form(request, server: McpServer | None):
     context = {"server": server, "transports": McpServer.TRANSPORTS}
     if request.method == "POST":
-        values = {name: request.POST.get(name, "") for name in FIELDS}
+        form = McpServerForm(request.POST)
+        form.is_valid()
+        values = {name: form.cleaned_data.get(name, "") for name in FIELDS}  # a field it cannot read: empty
         try:
+            if form.errors:
+                raise McpServerFormError({name: list(errors) for name, errors in form.errors.items()})
             saved = mcp_server_save(server=server, values=values, actor=request.user)
         except McpServerFormError as error:
             return render(request, "mcpservers/server_form.html",

@@ -18,8 +18,10 @@ from studio.accounts.decorators import requires
 from studio.endpoints.models import ModelEndpoint
 from studio.endpoints.selectors import endpoint_default
 from studio.evolution.models import Dataset
+from studio.forms import form_problem
 from studio.harnesses.models import HarnessVersion
 from studio.playground.examples import DEFAULT_EXAMPLE, example_request, examples
+from studio.playground.forms import PlaygroundForm
 from studio.playground.services import (
     MAX_EXPLORATORY_BUDGET_S,
     PlaygroundError,
@@ -45,18 +47,19 @@ def playground(request):
     versions = HarnessVersion.objects.select_related("harness").defer("tree").order_by("harness__name", "-number")[:200]
     endpoints = ModelEndpoint.objects.all()
     datasets = Dataset.objects.only("pk", "name", "case_count").order_by("name")
-    data = request.POST if request.method == "POST" else request.GET
+    form = PlaygroundForm(request.POST if request.method == "POST" else request.GET)
+    form.is_valid()  # a field that cannot be read is shown empty, and named below
+    typed = {name: form.cleaned_data.get(name, "") for name in form.fields}
     example = request.GET.get("example") if request.GET.get("example") in examples() else DEFAULT_EXAMPLE
     values = {
-        "version": data.get("version", ""),
-        "draft": data.get("draft", ""),
-        "endpoint": data.get("endpoint") or (default.pk if (default := endpoint_default()) else ""),
-        "dataset": data.get("dataset", ""),
-        "case": data.get("case", "").strip(),
-        "budget_s": data.get("budget_s", "").strip(),
-        "request_json": request.POST.get("request_json") or json.dumps(example_request(name=example), indent=2),
+        **typed,
+        "endpoint": typed["endpoint"] or (default.pk if (default := endpoint_default()) else ""),
+        "request_json": (typed["request_json"] if request.method == "POST" else "")
+        or json.dumps(example_request(name=example), indent=2),
     }
     try:
+        if form.errors:
+            raise PlaygroundError(form_problem(form))
         dataset = Dataset.objects.filter(pk=_pk(values["dataset"], "dataset")).first() if values["dataset"] else None
         if values["dataset"] and dataset is None:
             raise PlaygroundError("dataset: choose one of the listed datasets, or the demo catalogue")
@@ -104,6 +107,6 @@ def _start(request, *, values: dict[str, str], dataset: Dataset | None):
         text = json.dumps(playground_case_request(dataset=dataset, case_id=values["case"]))
     else:
         text = values["request_json"]
-    parsed = playground_request_parse(text=text, dataset=dataset, comment=request.POST.get("comment", ""))
+    parsed = playground_request_parse(text=text, dataset=dataset, comment=values["comment"])
     return playground_run_start(version=version, endpoint=endpoint, request=parsed, actor=request.user,
                                 dataset=dataset, draft=draft, budget_s=budget_s)

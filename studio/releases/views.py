@@ -14,8 +14,11 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from serving.release import ReleaseManifestError, manifest_text
 from studio.accounts.decorators import requires
+from studio.evolution.forms import DecisionForm
+from studio.forms import field_problems
 from studio.lookups import found_or_404
 from studio.releases import selectors
+from studio.releases.forms import ReleaseForm
 from studio.releases.models import Release
 from studio.releases.services import (
     ReleaseRefused,
@@ -43,13 +46,16 @@ def release_list(request):
 def release_new(request):
     """GET: the form (fields may come prefilled from a link). POST ``action=check``: the gates the
     release would have, nothing saved; POST ``action=draft``: save it and open its page."""
-    source = request.POST if request.method == "POST" else request.GET
-    values = {name: source.get(name, "") for name in FIELDS}  # lengths are the service's to check
-    context = {"values": values, **selectors.release_form_choices(), "errors": {}, "plan": None}
+    form = ReleaseForm(request.POST if request.method == "POST" else request.GET)
+    form.is_valid()
+    values = {name: form.cleaned_data.get(name, "") for name in FIELDS}  # lengths are the service's to check
+    context = {"values": values, **selectors.release_form_choices(), "errors": field_problems(form), "plan": None}
     if request.method == "GET":
         return render(request, "releases/release_new.html", context)
+    if context["errors"]:
+        return render(request, "releases/release_new.html", context, status=400)
     try:
-        if request.POST.get("action") == "check":
+        if form.cleaned_data["action"] == "check":
             context["plan"] = release_check(checkpoint=values["checkpoint"], draft_head=values["draft_head"],
                                             harness_version=values["harness_version"])
             return render(request, "releases/release_new.html", context)
@@ -72,11 +78,12 @@ def _manifest_or_why(release: Release) -> tuple[str | None, str]:
                       "release of the same checkpoint")
 
 
-def _detail_page(request, release: Release, *, errors: dict | None = None, status: int = 200):
+def _detail_page(request, release: Release, *, errors: dict | None = None, posted: dict | None = None,
+                 status: int = 200):
     manifest, why = _manifest_or_why(release)
     return render(request, "releases/release_detail.html", {
         "release": release, "manifest": manifest if manifest is not None else why,
-        "errors": errors or {}, "posted": request.POST if errors else {}}, status=status)
+        "errors": errors or {}, "posted": posted if errors else {}}, status=status)
 
 
 @require_GET
@@ -89,12 +96,15 @@ def release_detail(request, release_id: int):
 @requires("release.approve")
 def release_decide_view(request, release_id: int):
     release = _release_or_404(release_id)
-    decision = request.POST.get("decision", "")
+    form = DecisionForm(request.POST)
     try:
-        release_decide(release=release, decision=decision, reason=request.POST.get("reason", ""),
-                       override_reason=request.POST.get("override_reason", ""), actor=request.user)
+        if not form.is_valid():
+            raise ReleaseRefused(field_problems(form))
+        release_decide(release=release, actor=request.user, **form.cleaned_data)
     except ReleaseRefused as refused:
-        return _detail_page(request, _release_or_404(release_id), errors=refused.errors, status=400)
+        return _detail_page(request, _release_or_404(release_id), errors=refused.errors, posted=form.cleaned_data,
+                            status=400)
+    decision = form.cleaned_data["decision"]
     messages.success(request, f"release #{release.pk} {'approved' if decision == 'approve' else 'rejected'}")
     return redirect("releases:release_detail", release_id=release.pk)
 

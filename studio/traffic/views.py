@@ -11,8 +11,10 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from studio.accounts.decorators import requires
+from studio.forms import valid_data
 from studio.lookups import found_or_404
 from studio.traffic import selectors
+from studio.traffic.forms import DeploymentForm
 from studio.traffic.models import Deployment, DeploymentToken, TrafficTrajectory
 from studio.traffic.services import (
     TrafficError,
@@ -62,8 +64,8 @@ def deployment_list(request):
 @requires("traffic.deploy")
 def deployment_create_view(request):
     try:
-        deployment = deployment_create(name=request.POST.get("name", ""), actor=request.user,
-                                       description=request.POST.get("description", ""))
+        typed = valid_data(DeploymentForm(request.POST), error=TrafficError)
+        deployment = deployment_create(name=typed["name"], actor=request.user, description=typed["description"])
     except TrafficError as error:
         messages.error(request, str(error))
     else:

@@ -39,6 +39,7 @@ from harness.config_schema import (
 )
 from harness.yamlio import dump_yaml
 from serving.replay_config import ReplayConfig
+from studio.forms import field_problems
 from training.ablation import AblationConfig
 from training.eval_config import SET_LABELS as EVAL_SET_LABELS
 from training.eval_config import EvalConfig
@@ -265,6 +266,15 @@ def _title(value: str) -> str:
     return value
 
 
+class PresetChoiceForm(forms.Form):
+    """The preset a run form starts from (a link's ``?preset=``, or the form's hidden input)."""
+
+    preset = forms.CharField(required=False, strip=False)
+
+    def chosen(self) -> str:
+        return self.cleaned_data["preset"] if self.is_valid() else ""
+
+
 class RunForm(forms.Form):
     """The form of one run kind: a title and one input per field of its config dataclass (a pipeline's
     stage sections as ``sft.max_steps``), generated from the dataclass and starting from ``base`` (a
@@ -301,7 +311,7 @@ class RunForm(forms.Form):
     @property
     def problems(self) -> dict[str, str]:
         """Each wrong field's message (the first where there are more)."""
-        return {name: errors[0] for name, errors in self.errors.items()} if self.is_bound else {}
+        return field_problems(self)
 
     def clean(self) -> dict:
         data = super().clean()

@@ -59,7 +59,7 @@ def run_list(request):
 
 
 def _preset(request, kind: str):
-    name = request.GET.get("preset") or request.POST.get("preset") or ""
+    name = configs.PresetChoiceForm(request.GET).chosen() or configs.PresetChoiceForm(request.POST).chosen()
     if not name:
         return None
     preset = PRESETS.get(name)

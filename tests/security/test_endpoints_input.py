@@ -188,3 +188,10 @@ def test_a_connection_test_of_a_server_with_a_strange_answer_reports_one_line(
     assert client.post("/endpoints/new/", data).status_code == 302
     job = _run_connection_test(client, ModelEndpoint.objects.get(name="odd"), django_capture_on_commit_callbacks)
     assert job.status == Job.FAILED and reason in job.error and "\n" not in job.error
+
+
+def test_a_field_that_cannot_be_read_is_named_and_nothing_is_saved(personas):
+    response = _client(personas.ml_engineer).post("/endpoints/new/", _local("", name="bad\x00name"))
+    assert response.status_code == 400
+    assert "name: Null characters are not allowed." in response.content.decode()
+    assert not ModelEndpoint.objects.filter(name__startswith="bad").exists()

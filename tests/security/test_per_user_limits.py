@@ -112,3 +112,12 @@ def test_follow_on_jobs_can_be_turned_off_and_never_run_ahead_of_a_persons_job(p
     before = Job.objects.count()
     label_moved(sender=None, instance=_Label())
     assert Job.objects.count() == before
+
+
+@pytest.mark.django_db
+def test_the_worker_check_without_seconds_sleeps_five_and_an_empty_one_is_refused(personas):
+    admin = client_for(personas.admin)
+    refused = admin.post("/jobs/worker-check/", {"seconds": ""})
+    assert refused.status_code == 400 and "seconds: a number from 0.5 to 30, not ''" in refused.content.decode()
+    assert admin.post("/jobs/worker-check/", {}).status_code == 302
+    assert Job.objects.get().params == {"seconds": 5.0}

@@ -175,3 +175,15 @@ def test_calibration_refuses_a_bad_judge_and_a_set_without_labels(personas):
                                  follow=True))
     assert "bare has no reply with human labels" in page
     assert not JudgeCalibration.objects.exists()
+
+
+def test_a_feed_or_a_calibration_that_cannot_be_read_names_the_field(personas):
+    reviewer = client_for(personas.reviewer)
+    page = page_text(reviewer.post("/annotation/add/", {"run": "12x", "new_queue": "x"}, follow=True))
+    assert "run: expected a whole number, got '12x'" in page
+    page = page_text(reviewer.post("/annotation/add/", {"dataset": "nope", "new_queue": "x"}, follow=True))
+    assert "dataset: no dataset named 'nope'" in page
+    page = page_text(client_for(personas.ml_engineer).post("/annotation/calibrations/start/",
+                                                           {"judge": "programmatic", "dataset": "nope"}, follow=True))
+    assert "dataset: no dataset named 'nope'" in page and not JudgeCalibration.objects.exists()
+    assert not AnnotationQueue.objects.exists()

@@ -241,3 +241,14 @@ def test_the_hook_form_refuses_bad_input_naming_the_field(personas, draft):
     assert "params: not YAML" in page
     draft.refresh_from_db()
     assert draft.revision == 1
+
+
+@pytest.mark.parametrize("revision", ["2nd", ""])
+def test_a_save_whose_revision_is_no_number_is_refused_naming_it_and_keeps_the_text(personas, draft, revision):
+    text = draft.files[SKILL] + "\nmore\n"
+    response = save(client_for(personas.operator), draft, text, revision=revision)
+    page = response.content.decode()
+    assert response.status_code == 400 and "revision: expected a whole number" in page
+    assert "more" in page  # the typed text is shown again, not lost
+    draft.refresh_from_db()
+    assert draft.revision == 1 and draft.files[SKILL] != text

@@ -23,3 +23,12 @@ def test_a_slug_label_is_moved(personas, demo_version):
     client_for(personas.operator).post("/h/livestream-avatar/labels/move/",
                                        {"label": "Canary-EU", "version": demo_version.number, "reason": ""})
     assert Label.objects.get(name="canary-eu").version == demo_version
+
+
+@pytest.mark.parametrize(("version", "message"), [("2x", "version: expected a whole number, got &#x27;2x&#x27;"),
+                                                  ("", "version: expected a whole number, got nothing")])
+def test_a_version_that_is_no_number_is_named_and_nothing_moves(personas, demo_version, version, message):
+    page = client_for(personas.operator).post("/h/livestream-avatar/labels/move/",
+                                              {"label": "staging", "version": version, "reason": ""}, follow=True)
+    assert message in page.content.decode()
+    assert not Label.objects.exclude(name="production").exists()
