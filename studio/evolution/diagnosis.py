@@ -64,8 +64,18 @@ class DiagnoserOption:
     why: str
 
 
+def diagnoser_endpoints():
+    """The endpoints the LLM diagnoser may call: every OpenAI-compatible one, and the endpoint the registry
+    chose for the diagnoser role (``RoleEndpoint``), whatever its route, the local one included."""
+    from django.db.models import Q
+
+    return ModelEndpoint.objects.filter(Q(route=ModelEndpoint.OPENAI) | Q(roles__role="diagnoser")).distinct()
+
+
 def diagnoser_endpoint_problem(endpoint: ModelEndpoint) -> str:
-    """Why an OpenAI-compatible endpoint cannot serve the LLM diagnoser now, or ""."""
+    """Why an endpoint cannot serve the LLM diagnoser now, or ""."""
+    if endpoint.route != ModelEndpoint.OPENAI:
+        return "" if endpoint.model else f"{endpoint.name} names no model"
     if not endpoint.base_url or not endpoint.model:
         return f"{endpoint.name} has no base URL or model name"
     from studio.endpoints.services import EndpointError, endpoint_api_key
@@ -86,11 +96,12 @@ def diagnoser_options() -> list[DiagnoserOption]:
     rule = DiagnoserOption(Evolution.RULE_BASED, "rule-based (offline)", True,
                            "needs no endpoint: maps the judges' reason codes to edits that the failing "
                            "trajectories back, and says when the failures are the model's, not the Harness's")
-    endpoints = list(ModelEndpoint.objects.filter(route=ModelEndpoint.OPENAI).order_by("name"))
+    endpoints = list(diagnoser_endpoints().order_by("name"))
     if not endpoints:
         return [rule, DiagnoserOption(Evolution.LLM, "LLM over an endpoint", False,
                                       "not usable: no OpenAI-compatible endpoint is configured (add one on the "
-                                      "Endpoints page with route 'OpenAI-compatible server'); the demo has none")]
+                                      "Endpoints page with route 'OpenAI-compatible server', or choose any endpoint "
+                                      "for the diagnoser role there); the demo has none")]
     problems = {e.name: diagnoser_endpoint_problem(e) for e in endpoints}
     ready = [name for name, problem in problems.items() if not problem]
     if not ready:

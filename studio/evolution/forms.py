@@ -21,15 +21,15 @@ class EvolutionForm(forms.Form):
                                help_text="Use an even spread of this many cases (empty: all).")
     categories = forms.CharField(required=False, help_text="Comma-separated categories (empty: all).")
     diagnoser = forms.ChoiceField(choices=Evolution._meta.get_field("diagnoser").choices)
-    diagnoser_endpoint = forms.ModelChoiceField(queryset=ModelEndpoint.objects.filter(route=ModelEndpoint.OPENAI),
-                                                required=False)
+    diagnoser_endpoint = forms.ModelChoiceField(queryset=ModelEndpoint.objects.none(), required=False)
     tolerance = forms.FloatField(min_value=0, max_value=1, initial=0.02,
                                  help_text="Largest per-category AVG drop the business gate allows (0.02 = 2 points).")
 
     def __init__(self, *args, **kwargs) -> None:
-        from studio.evolution.diagnosis import diagnoser_options
+        from studio.evolution.diagnosis import diagnoser_endpoints, diagnoser_options
 
         super().__init__(*args, **kwargs)
+        self.fields["diagnoser_endpoint"].queryset = diagnoser_endpoints()
         self.diagnosers = diagnoser_options()  # shown beside the field: usable or not, and why, before any run
         self.fields["diagnoser"].choices = [
             (o.value, o.label if o.usable else f"{o.label} (not usable here)") for o in self.diagnosers]
@@ -47,7 +47,8 @@ class EvolutionForm(forms.Form):
         elif data.get("diagnoser") == Evolution.LLM:
             endpoint = data.get("diagnoser_endpoint")
             if endpoint is None:
-                self.add_error("diagnoser_endpoint", "the LLM diagnoser needs the OpenAI-compatible endpoint it calls")
+                self.add_error("diagnoser_endpoint", "the LLM diagnoser needs the endpoint it calls (an "
+                               "OpenAI-compatible one, or the diagnoser role's)")
             elif diagnoser_endpoint_problem(endpoint):
                 self.add_error("diagnoser_endpoint", f"not usable: {diagnoser_endpoint_problem(endpoint)}")
         return data

@@ -57,8 +57,12 @@ def evolution_start(
     case_ids = _subset(dataset, limit=limit, categories=categories)
     if not case_ids:
         raise EvolutionError(f"cases: dataset {dataset.name} has no case in the chosen categories")
-    if diagnoser == Evolution.LLM and (diagnoser_endpoint is None or diagnoser_endpoint.route != ModelEndpoint.OPENAI):
-        raise EvolutionError("diagnoser_endpoint: the LLM diagnoser needs an OpenAI-compatible endpoint")
+    if diagnoser == Evolution.LLM:
+        from studio.evolution.diagnosis import diagnoser_endpoints
+
+        if diagnoser_endpoint is None or not diagnoser_endpoints().filter(pk=diagnoser_endpoint.pk).exists():
+            raise EvolutionError("diagnoser_endpoint: the LLM diagnoser needs an OpenAI-compatible endpoint or the "
+                                 "endpoint chosen for the diagnoser role (Endpoints page)")
     if not 0 <= tolerance <= 1:
         raise EvolutionError(f"tolerance: {tolerance} must be between 0 and 1 (0.02 = 2 points)")
     evolution = Evolution.objects.create(

@@ -75,3 +75,30 @@ def test_a_new_evolution_preselects_the_diagnoser_roles_endpoint(personas):
     RoleEndpoint.objects.create(role="diagnoser", endpoint=endpoint)
     page = client_for(personas.ml_engineer).get("/evolution/new/").content.decode()
     assert f'<option value="{endpoint.pk}" selected>diagnoser-server</option>' in page
+
+
+def test_a_local_endpoint_chosen_for_the_diagnoser_role_is_offered_and_diagnoses(personas):
+    """Issue 42 §2: a diagnoser can use any route an endpoint can, the local one included, once the registry
+    chose it for the diagnoser role; a local endpoint no role names is still not offered."""
+    from evaluation.diagnosis import LLMDiagnoser
+    from studio.endpoints.services import endpoint_role_model
+    from studio.evolution.diagnosis import diagnoser_endpoints, diagnoser_options
+
+    from harness.model_cache import tiny_model_dir
+
+    tiny = str(tiny_model_dir())
+    chosen = endpoint_save(endpoint=None, name="local-diagnoser", route=ModelEndpoint.LOCAL, base_url="",
+                           model=tiny, description="", actor=None)
+    other = endpoint_save(endpoint=None, name="local-other", route=ModelEndpoint.LOCAL, base_url="", model=tiny,
+                          description="", actor=None)
+    assert not diagnoser_options()[1].usable  # no OpenAI-compatible endpoint and no role chosen: as the demo
+    RoleEndpoint.objects.create(role="diagnoser", endpoint=chosen)
+    assert list(diagnoser_endpoints()) == [chosen]
+    option = diagnoser_options()[1]
+    assert option.usable and "usable with local-diagnoser" in option.why
+    page = client_for(personas.ml_engineer).get("/evolution/new/").content.decode()
+    assert f'<option value="{chosen.pk}" selected>local-diagnoser</option>' in page
+    assert f'value="{other.pk}">local-other</option>' not in page.split('name="diagnoser_endpoint"')[1].split(
+        "</select>")[0]
+    diagnoser = LLMDiagnoser(model=endpoint_role_model(role="diagnoser", endpoint=chosen))
+    assert diagnoser.model.role == "diagnoser"
