@@ -38,8 +38,13 @@ def per_variant(samples: int = 30) -> dict[str, float]:
     bundle = load_dir(demo_harness_dir())
     totals: dict[str, float] = {}
     for seed in range(samples):
-        ctx = AugmentContext(draft=Draft(bundle), seed=seed, envelope=default_envelope(),
-                             requirements=Requirements(), mapping=HarnessMapping())
+        ctx = AugmentContext(
+            draft=Draft(bundle),
+            seed=seed,
+            envelope=default_envelope(),
+            requirements=Requirements(),
+            mapping=HarnessMapping(),
+        )
         for dim in _ORDER:
             t = time.process_time()
             _APPLY[dim](ctx)
@@ -56,37 +61,54 @@ def per_variant(samples: int = 30) -> dict[str, float]:
 def build(set_path: Path, out: Path, *, share: int, workers: int | None) -> None:
     load1 = os.getloadavg()[0]
     wall, cpu = time.perf_counter(), cpu_seconds()
-    manifest = make_variant_set(set_path=set_path, harness_dir=demo_harness_dir(), variants=1,
-                                out=out, share=share, workers=workers, force=True)
+    manifest = make_variant_set(
+        set_path=set_path,
+        harness_dir=demo_harness_dir(),
+        variants=1,
+        out=out,
+        share=share,
+        workers=workers,
+        force=True,
+    )
     wall, cpu = time.perf_counter() - wall, cpu_seconds() - cpu
     t = manifest["timings"]
     verdict = "within" if wall < 10 else "over"
-    print(f"  share={share}: {manifest['cases']} cases, {manifest['distinct_harnesses']} distinct "
-          f"variants, {t['workers']} worker(s): wall {wall:.2f} s ({verdict} the 10 s target), "
-          f"CPU {cpu:.2f} s, augment {t['augment_s']:.2f} s + write {t['write_s']:.2f} s, "
-          f"load average {load1:.1f} -> {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    print(
+        f"  share={share}: {manifest['cases']} cases, {manifest['distinct_harnesses']} distinct "
+        f"variants, {t['workers']} worker(s): wall {wall:.2f} s ({verdict} the 10 s target), "
+        f"CPU {cpu:.2f} s, augment {t['augment_s']:.2f} s + write {t['write_s']:.2f} s, "
+        f"load average {load1:.1f} -> {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--share", type=int, default=8, help="cases per shared variant")
     parser.add_argument("--workers", type=int, default=None)
-    parser.add_argument("--also-unshared", action="store_true",
-                        help="also build with a distinct variant for every case (share=1)")
+    parser.add_argument(
+        "--also-unshared",
+        action="store_true",
+        help="also build with a distinct variant for every case (share=1)",
+    )
     args = parser.parse_args()
     split = per_variant()
-    print("one variant of the demo Harness, CPU ms: "
-          + ", ".join(f"{k} {v:.1f}" for k, v in split.items())
-          + f"; total {sum(split.values()):.1f}")
+    print(
+        "one variant of the demo Harness, CPU ms: "
+        + ", ".join(f"{k} {v:.1f}" for k, v in split.items())
+        + f"; total {sum(split.values()):.1f}"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         generate(out=root / "world", seed=0)
         print("978-case Harness-Variant set from live_qa.jsonl, one variant per case:")
-        build(root / "world" / "live_qa.jsonl", root / "t2", share=args.share,
-              workers=args.workers)
+        build(root / "world" / "live_qa.jsonl", root / "t2", share=args.share, workers=args.workers)
         if args.also_unshared:
-            build(root / "world" / "live_qa.jsonl", root / "t2-unshared", share=1,
-                  workers=args.workers)
+            build(
+                root / "world" / "live_qa.jsonl",
+                root / "t2-unshared",
+                share=1,
+                workers=args.workers,
+            )
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""Benchmark: what fingerprinting every byte of a checkpoint costs, first and when its digests are kept.
+"""Benchmark: what fingerprinting every byte of a checkpoint costs, first and when its digests are
+kept.
 
 A release covers every file of its checkpoint and draft-head folders (issue 28 item 2), so
 ``harness.checkpoints.fingerprint`` reads every byte once per process and keeps each file's digest
@@ -71,11 +72,22 @@ def main() -> int:
         checkpoints._DIGESTS.clear()
         first += _timed(lambda: checkpoints.fingerprint(folder), 1)
     kept = _timed(lambda: checkpoints.fingerprint(folder), args.repeats)
-    print(f"checkpoint {folder} ({len(checkpoints.folder_files(folder))} files, {size / 1e6:.0f} MB)")
-    print(f"  baseline: sampled fingerprint (2 MiB per weight file)   median {statistics.median(sampled) * 1000:8.1f} ms")
-    print(f"  every byte, first read in a process                 median {statistics.median(first) * 1000:8.1f} ms"
-          f"  ({size / statistics.median(first) / 1e6:.0f} MB/s)")
-    print(f"  every byte, digests kept (a page's repeat view)     median {statistics.median(kept) * 1000:8.1f} ms")
+    print(
+        f"checkpoint {folder} ({len(checkpoints.folder_files(folder))} files, {size / 1e6:.0f} MB)"
+    )
+    print(
+        "  baseline: sampled fingerprint (2 MiB per weight file)   "
+        f"median {statistics.median(sampled) * 1000:8.1f} ms"
+    )
+    print(
+        "  every byte, first read in a process                 "
+        f"median {statistics.median(first) * 1000:8.1f} ms"
+        f"  ({size / statistics.median(first) / 1e6:.0f} MB/s)"
+    )
+    print(
+        "  every byte, digests kept (a page's repeat view)     "
+        f"median {statistics.median(kept) * 1000:8.1f} ms"
+    )
     return 0
 
 

@@ -34,8 +34,10 @@ def main() -> None:
     started = time.perf_counter()
     paired_bootstrap_reference(baseline=a, candidate=b, resamples=300)
     slow = (time.perf_counter() - started) * 10_000 / 300
-    print(f"paired bootstrap, n=978, 10,000 resamples: vectorised {fast:.3f} s, "
-          f"reference ~{slow:.1f} s (x{slow / fast:.0f})")
+    print(
+        f"paired bootstrap, n=978, 10,000 resamples: vectorised {fast:.3f} s, "
+        f"reference ~{slow:.1f} s (x{slow / fast:.0f})"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         started = time.perf_counter()
         manifest = generate(out=tmp, seed=0)
@@ -46,11 +48,14 @@ def main() -> None:
         started = time.perf_counter()
         report = calibrate_judge(cases=cases, judge=judge)
         took = time.perf_counter() - started
-        print(f"programmatic judge: {report['n']} dev candidates in {took:.2f} s "
-              f"({1000 * took / report['n']:.2f} ms each); Accuracy agreement "
-              f"{100 * report['accuracy']['agreement']:.2f}% (kappa {report['accuracy']['kappa']:.3f}), "
-              f"Effectiveness {100 * report['effectiveness']['agreement']:.2f}% "
-              f"(kappa {report['effectiveness']['kappa']:.3f})")
+        print(
+            f"programmatic judge: {report['n']} dev candidates in {took:.2f} s "
+            f"({1000 * took / report['n']:.2f} ms each); Accuracy agreement "
+            f"{100 * report['accuracy']['agreement']:.2f}% "
+            f"(kappa {report['accuracy']['kappa']:.3f}), "
+            f"Effectiveness {100 * report['effectiveness']['agreement']:.2f}% "
+            f"(kappa {report['effectiveness']['kappa']:.3f})"
+        )
 
 
 if __name__ == "__main__":

@@ -49,12 +49,19 @@ def _setup(var: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--policy", choices=["local", "scripted", "tiny"], default="local")
-    parser.add_argument("--cases", type=int, default=100, help="size of the even-spread dev-set subset")
+    parser.add_argument(
+        "--cases", type=int, default=100, help="size of the even-spread dev-set subset"
+    )
     parser.add_argument("--seed", type=int, default=7, help="world seed of the dev-set")
-    parser.add_argument("--checkpoint", type=Path,
-                        help="with --policy local: a checkpoint folder (e.g. a training run's final/) instead of "
-                             "the default model")
-    parser.add_argument("--plant-defect", action="store_true", help="start from the Harness without price grounding")
+    parser.add_argument(
+        "--checkpoint",
+        type=Path,
+        help="with --policy local: a checkpoint folder (e.g. a training run's final/) instead of "
+        "the default model",
+    )
+    parser.add_argument(
+        "--plant-defect", action="store_true", help="start from the Harness without price grounding"
+    )
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
 
@@ -79,30 +86,46 @@ def main() -> None:
     reviewer = user_create(username="bench-reviewer", password="x" * 12, roles=[REVIEWER])
     from studio.mcpservers.services import mcp_server_ensure_demo
 
-    mcp_server_ensure_demo(actor=admin)  # the demo Harness names the marketing server; the studio must know it
+    mcp_server_ensure_demo(
+        actor=admin
+    )  # the demo Harness names the marketing server; the studio must know it
     timings: dict[str, float] = {}
     started = time.perf_counter()
     seed = evolution_demo_seed(actor=admin, seed=args.seed, sets=("dev",), folder=var / "sets")
     files, _ = read_dir(demo_harness_dir())
-    version = harness_import(files=without_price_grounding(files) if args.plant_defect else files, author=admin,
-                             message="benchmark base").version
+    version = harness_import(
+        files=without_price_grounding(files) if args.plant_defect else files,
+        author=admin,
+        message="benchmark base",
+    ).version
     if args.policy == "scripted":
         endpoint = seed.endpoint
     else:
         model = str(args.checkpoint.resolve()) if args.checkpoint and args.policy == "local" else ""
-        endpoint = ModelEndpoint.objects.create(name=f"bench-{args.policy}", route=args.policy, model=model)
+        endpoint = ModelEndpoint.objects.create(
+            name=f"bench-{args.policy}", route=args.policy, model=model
+        )
     timings["setup_s"] = time.perf_counter() - started
 
     from studio.evolution.models import Dataset
 
     step = time.perf_counter()
     with transaction.atomic():
-        evolution = evolution_start(name="benchmark", version=version, dataset=Dataset.objects.get(name="dev-482"),
-                                    endpoint=endpoint, actor=admin, limit=args.cases)
+        evolution = evolution_start(
+            name="benchmark",
+            version=version,
+            dataset=Dataset.objects.get(name="dev-482"),
+            endpoint=endpoint,
+            actor=admin,
+            limit=args.cases,
+        )
     stage = Stage.objects.get(evolution=evolution)
     base = EvalRun.objects.get(pk=stage.parent_run_id)
     timings["evaluate_base_s"] = time.perf_counter() - step
-    print(f"base v{version.number}: {base.status}, {json.dumps(base.summary.get('overall'))}", flush=True)
+    print(
+        f"base v{version.number}: {base.status}, {json.dumps(base.summary.get('overall'))}",
+        flush=True,
+    )
 
     step = time.perf_counter()
     with transaction.atomic():
@@ -111,9 +134,13 @@ def main() -> None:
     timings["diagnose_s"] = time.perf_counter() - step
     proposals = list(diagnosis.proposals.all())
     for proposal in proposals:
-        print(f"proposal {proposal.index + 1} [{proposal.diagnoser}] valid={proposal.valid}: {proposal.title} "
-              f"-> {len(proposal.target_case_ids)} case(s), {proposal.prediction or 'not replayed'}; "
-              f"{'; '.join(proposal.summary)}", flush=True)
+        print(
+            f"proposal {proposal.index + 1} [{proposal.diagnoser}] "
+            f"valid={proposal.valid}: {proposal.title} "
+            f"-> {len(proposal.target_case_ids)} case(s), {proposal.prediction or 'not replayed'}; "
+            f"{'; '.join(proposal.summary)}",
+            flush=True,
+        )
         if proposal.valid:
             proposal_review(proposal=proposal, actor=reviewer, accept=True)
     if diagnosis.finding:
@@ -128,21 +155,45 @@ def main() -> None:
     timings["evaluate_candidate_s"] = time.perf_counter() - step
     timings["total_s"] = time.perf_counter() - started
     report = stage.comparison
-    print(f"candidate v{stage.candidate_version.number}: {json.dumps(stage.candidate_run.summary.get('overall'))}")
-    for scope, block in [("overall", report["overall"]), *report["per_split"].items(),
-                         *report["per_category"].items()]:
-        print(f"  {scope:<20} n={block['n']:<4} " + "  ".join(
-            f"{m[:3]} {block[m]['parent']:6.2f} -> {block[m]['candidate']:6.2f} "
-            f"({block[m]['delta']:+.2f} [{block[m]['low']:+.2f}, {block[m]['high']:+.2f}])"
-            for m in ("accuracy", "effectiveness", "avg")))
-    print(f"  newly passing {len(report['newly_passing'])}, newly failing {len(report['newly_failing'])}")
+    print(
+        f"candidate v{stage.candidate_version.number}: "
+        f"{json.dumps(stage.candidate_run.summary.get('overall'))}"
+    )
+    for scope, block in [
+        ("overall", report["overall"]),
+        *report["per_split"].items(),
+        *report["per_category"].items(),
+    ]:
+        print(
+            f"  {scope:<20} n={block['n']:<4} "
+            + "  ".join(
+                f"{m[:3]} {block[m]['parent']:6.2f} -> {block[m]['candidate']:6.2f} "
+                f"({block[m]['delta']:+.2f} [{block[m]['low']:+.2f}, {block[m]['high']:+.2f}])"
+                for m in ("accuracy", "effectiveness", "avg")
+            )
+        )
+    print(
+        f"  newly passing {len(report['newly_passing'])}, "
+        f"newly failing {len(report['newly_failing'])}"
+    )
     for p in report["proposals"]:
         print(f"  proposal '{p['title']}': fixed {p['fixed']} of {p['targeted']} targeted case(s)")
     print("timings: " + ", ".join(f"{k} {v:.1f}" for k, v in timings.items()))
     if args.json:
-        args.json.write_text(json.dumps({"policy": args.policy, "cases": args.cases, "plant_defect": args.plant_defect,
-                                         "base": base.summary, "candidate": stage.candidate_run.summary,
-                                         "report": report, "timings": timings}, indent=2))
+        args.json.write_text(
+            json.dumps(
+                {
+                    "policy": args.policy,
+                    "cases": args.cases,
+                    "plant_defect": args.plant_defect,
+                    "base": base.summary,
+                    "candidate": stage.candidate_run.summary,
+                    "report": report,
+                    "timings": timings,
+                },
+                indent=2,
+            )
+        )
 
 
 if __name__ == "__main__":

@@ -16,9 +16,10 @@ the live-room replay cases, demo Harness):
    P50 / P95 / share within 15 s, and the route's acceptance under sampling.
 
     .venv/bin/python benchmarks/mtp.py \\
-        --base-head runs/mtp/base-head/final \\
-        --policy runs/demo-sft-2/final --head runs/mtp/demo-readapted/final      # ~25 min on 2 cores
-    .venv/bin/python benchmarks/mtp.py --policy tiny --head HEAD --base-policy tiny --base-head HEAD \\
+        --base-head runs/mtp/base-head/final \\ --policy runs/demo-sft-2/final --head
+        runs/mtp/demo-readapted/final      # ~25 min on 2 cores
+    .venv/bin/python benchmarks/mtp.py --policy tiny --head HEAD --base-policy tiny --base-head HEAD
+    \\
         --prompts 2 --agent-cases 1                                              # plumbing
 """
 
@@ -43,9 +44,11 @@ from serving.engine.draft_head import load_head, read_card  # noqa: E402
 from serving.engine.policy import load_model, stop_ids_of  # noqa: E402
 
 
-def run_prompts(engine: Engine, prompts: list[list[int]], *, max_new_tokens: int, stop: tuple[int, ...]
-                ) -> dict[str, Any]:
-    """Greedy completions of every prompt, one at a time: ids, decode seconds and speculation counts."""
+def run_prompts(
+    engine: Engine, prompts: list[list[int]], *, max_new_tokens: int, stop: tuple[int, ...]
+) -> dict[str, Any]:
+    """Greedy completions of every prompt, one at a time: ids, decode seconds and speculation
+    counts."""
     outputs, decode_s, tokens = [], 0.0, 0
     spec = SpecStats()
     for prompt in prompts:
@@ -56,30 +59,54 @@ def run_prompts(engine: Engine, prompts: list[list[int]], *, max_new_tokens: int
             tokens += len(done.ids) - 1
         if done.spec is not None:
             spec.add(done.spec)
-    return {"ids": outputs, "decode_tok_s": tokens / decode_s if decode_s else None, "tokens": tokens,
-            "spec": spec.to_dict() if spec.cycles else None}
+    return {
+        "ids": outputs,
+        "decode_tok_s": tokens / decode_s if decode_s else None,
+        "tokens": tokens,
+        "spec": spec.to_dict() if spec.cycles else None,
+    }
 
 
 def acceptance_row(label: str, result: dict[str, Any]) -> str:
     s = result["spec"]
     per = " / ".join(f"{r:.2f}" for r in s["acceptance_rate_per_position"])
-    return (f"| {label} | {s['acceptance_length']:.2f} | {s['acceptance_rate']:.3f} | {per} | {s['cycles']} | "
-            f"{result['decode_tok_s']:.1f} |")
+    return (
+        f"| {label} | {s['acceptance_length']:.2f} | "
+        f"{s['acceptance_rate']:.3f} | {per} | {s['cycles']} | "
+        f"{result['decode_tok_s']:.1f} |"
+    )
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--policy", default="runs/demo-sft-2/final", help="the trained checkpoint")
-    parser.add_argument("--head", default="runs/mtp/demo-readapted/final", help="its re-adapted head")
-    parser.add_argument("--base-policy", default="local", help="the base model ('local' = SmolLM2-135M)")
-    parser.add_argument("--base-head", default="runs/mtp/base-head/final", help="the head adapted to the base model")
-    parser.add_argument("--prompts", type=int, default=12, help="replay cases whose first agent call is decoded")
+    parser.add_argument(
+        "--head", default="runs/mtp/demo-readapted/final", help="its re-adapted head"
+    )
+    parser.add_argument(
+        "--base-policy", default="local", help="the base model ('local' = SmolLM2-135M)"
+    )
+    parser.add_argument(
+        "--base-head", default="runs/mtp/base-head/final", help="the head adapted to the base model"
+    )
+    parser.add_argument(
+        "--prompts", type=int, default=12, help="replay cases whose first agent call is decoded"
+    )
     parser.add_argument("--max-new-tokens", type=int, default=96)
     parser.add_argument("--steps", type=int, default=0, help="draft steps K (0: the head's own)")
-    parser.add_argument("--agent-cases", type=int, default=10, help="measured cases of the complete agent (0: skip)")
-    parser.add_argument("--agent-budget-s", type=float, default=0, help=(
-        "also replay under the demo Harness with this trajectory budget (0: only its own 10 s), to see the "
-        "head's effect on requests that are not all cut at the budget"))
+    parser.add_argument(
+        "--agent-cases", type=int, default=10, help="measured cases of the complete agent (0: skip)"
+    )
+    parser.add_argument(
+        "--agent-budget-s",
+        type=float,
+        default=0,
+        help=(
+            "also replay under the demo Harness with this "
+            "trajectory budget (0: only its own 10 s), to see the "
+            "head's effect on requests that are not all cut at the budget"
+        ),
+    )
     parser.add_argument("--agent-only", action="store_true", help="only the complete agent part")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--world", default=str(ROOT / "var" / "world"))
@@ -98,41 +125,62 @@ def main() -> int:
         return 0
     results: dict[str, dict[str, Any]] = {}
     rows = []
-    for label, checkpoint, head in (("base head on the base model", base, args.base_head),
-                                    ("base head on the trained checkpoint (stale)", policy, args.base_head),
-                                    ("re-adapted head on the trained checkpoint", policy, args.head)):
+    for label, checkpoint, head in (
+        ("base head on the base model", base, args.base_head),
+        ("base head on the trained checkpoint (stale)", policy, args.base_head),
+        ("re-adapted head on the trained checkpoint", policy, args.head),
+    ):
         model, tokenizer = load_model(checkpoint)
         prompts = agent_prompts(checkpoint, cases, args.prompts)
         stop = stop_ids_of(model, tokenizer)
         engine_model = EngineModel(model)
         key = str(checkpoint)
-        if key not in results:  # head off: the reference outputs and decode speed of this checkpoint
+        if (
+            key not in results
+        ):  # head off: the reference outputs and decode speed of this checkpoint
             plain = Engine(engine_model, threads=args.threads, name="plain")
             plain.generate(prompts[0][:64], SamplingParams(max_new_tokens=4))  # warm-up
-            results[key] = run_prompts(plain, prompts, max_new_tokens=args.max_new_tokens, stop=stop)
+            results[key] = run_prompts(
+                plain, prompts, max_new_tokens=args.max_new_tokens, stop=stop
+            )
             plain.close()
-        engine = Engine(engine_model, threads=args.threads, name="mtp",
-                        draft=Speculator(load_head(head, model), steps=steps))
+        engine = Engine(
+            engine_model,
+            threads=args.threads,
+            name="mtp",
+            draft=Speculator(load_head(head, model), steps=steps),
+        )
         engine.generate(prompts[0][:64], SamplingParams(max_new_tokens=4))
         result = run_prompts(engine, prompts, max_new_tokens=args.max_new_tokens, stop=stop)
         engine.close()
-        result["identical"] = sum(a == b for a, b in zip(result["ids"], results[key]["ids"], strict=True))
+        result["identical"] = sum(
+            a == b for a, b in zip(result["ids"], results[key]["ids"], strict=True)
+        )
         result["head_off_tok_s"] = results[key]["decode_tok_s"]
         result["card"] = read_card(head).get("acceptance_held_out")
         rows.append((label, checkpoint, head, result))
         print(f"measured: {label}", file=sys.stderr, flush=True)
 
     n = args.prompts
-    print(f"\n### Stale head (greedy, K = {len(rows[0][3]['spec']['acceptance_rate_per_position'])}, "
-          f"first agent call of {n} replay cases, up to {args.max_new_tokens} new tokens)\n")
-    print("| head -> policy | acceptance length | acceptance rate | rate per draft position | cycles | "
-          "decode tok/s, head on |")
+    print(
+        f"\n### Stale head (greedy, K = {len(rows[0][3]['spec']['acceptance_rate_per_position'])}, "
+        f"first agent call of {n} replay cases, up to {args.max_new_tokens} new tokens)\n"
+    )
+    print(
+        "| head -> policy | acceptance length | acceptance "
+        "rate | rate per draft position | cycles | "
+        "decode tok/s, head on |"
+    )
     print("|---|---:|---:|---|---:|---:|")
     for label, _checkpoint, _head, result in rows:
         print(acceptance_row(label, result))
-    print("\nheld-out acceptance in each head's card (its own rollouts, offline): "
-          + "; ".join(f"{Path(h).parent.name}: {r['card']['acceptance_length'] if r['card'] else 'n/a'}"
-                      for _label, _c, h, r in rows[::2]))
+    print(
+        "\nheld-out acceptance in each head's card (its own rollouts, offline): "
+        + "; ".join(
+            f"{Path(h).parent.name}: {r['card']['acceptance_length'] if r['card'] else 'n/a'}"
+            for _label, _c, h, r in rows[::2]
+        )
+    )
 
     label, checkpoint, head, on = rows[2]
     off = results[str(checkpoint)]
@@ -145,8 +193,12 @@ def main() -> int:
 
     if args.agent_cases:
         agent_tables(checkpoint, head, cases, args)
-    json.dump({label: {k: v for k, v in r.items() if k != "ids"} for label, _c, _h, r in rows},
-              sys.stderr, indent=1, default=str)
+    json.dump(
+        {label: {k: v for k, v in r.items() if k != "ids"} for label, _c, _h, r in rows},
+        sys.stderr,
+        indent=1,
+        default=str,
+    )
     print(file=sys.stderr)
     return 0
 
@@ -164,7 +216,9 @@ def _budget_harness(budget_s: float) -> Path:
     prompt, _lines, _problems = load_yaml(bundle.files["prompt.yaml"], file="prompt.yaml")
     prompt["constraints"]["trajectory_budget_s"] = budget_s
     out = Path(tempfile.mkdtemp(prefix="mtp-budget-")) / "livestream-avatar"
-    bundle.with_files({"prompt.yaml": yaml.safe_dump(prompt, sort_keys=False, allow_unicode=True)}).dump_dir(out)
+    bundle.with_files(
+        {"prompt.yaml": yaml.safe_dump(prompt, sort_keys=False, allow_unicode=True)}
+    ).dump_dir(out)
     return out
 
 
@@ -173,15 +227,32 @@ def agent_tables(checkpoint: Path, head: str, cases: Path, args) -> None:
     for budget in budgets:
         harness_dir = _budget_harness(budget) if budget else None
         agents = {}
-        # the CPU route's default (llama.cpp, which cannot run our head) against the torch engine with it
-        for name, quantization, draft in (("llama.cpp (no head)", "gguf", None), ("head off", "none", None),
-                                          ("head on", "none", head)):
-            agents[name] = complete_agent(checkpoint, quantization, cases, args.agent_cases, args.threads,
-                                          draft_head=draft, harness_dir=harness_dir)
+        # the CPU route's default (llama.cpp, which cannot run our head) against the torch engine
+        # with it
+        for name, quantization, draft in (
+            ("llama.cpp (no head)", "gguf", None),
+            ("head off", "none", None),
+            ("head on", "none", head),
+        ):
+            agents[name] = complete_agent(
+                checkpoint,
+                quantization,
+                cases,
+                args.agent_cases,
+                args.threads,
+                draft_head=draft,
+                harness_dir=harness_dir,
+            )
             print(f"measured: complete agent, {name}", file=sys.stderr, flush=True)
-        budget_text = f"a {budget:g} s trajectory budget (not the Harness's)" if budget else "the Harness's 10 s budget"
-        print(f"\n### Complete agent: replay C=1, {args.agent_cases} cases, {budget_text}, "
-              "temperature 1.0 / top-p 0.95\n")
+        budget_text = (
+            f"a {budget:g} s trajectory budget (not the Harness's)"
+            if budget
+            else "the Harness's 10 s budget"
+        )
+        print(
+            f"\n### Complete agent: replay C=1, {args.agent_cases} cases, {budget_text}, "
+            "temperature 1.0 / top-p 0.95\n"
+        )
         print("| | P50 s | P95 s | within 15 s | success | fallback | acceptance length |")
         print("|---|---:|---:|---:|---:|---:|---:|")
         for name, result in agents.items():
@@ -191,13 +262,22 @@ def agent_tables(checkpoint: Path, head: str, cases: Path, args) -> None:
             def fmt(value, pattern="{:.2f}"):
                 return "n/a" if value is None else pattern.format(value)
 
-            print(f"| {name} | {fmt(level.get('wall_p50_s'))} | {fmt(level.get('wall_p95_s'))} | "
-                  f"{fmt(level.get('share_within_sla'), '{:.0%}')} | {fmt(level.get('success_rate'), '{:.0%}')} | "
-                  f"{fmt(level.get('fallback_rate'), '{:.0%}')} | {fmt(spec.get('acceptance_length'))} |")
-        p50 = [agents[k]["summary"]["levels"]["1"].get("wall_p50_s") for k in ("head off", "head on",
-                                                                              "llama.cpp (no head)")]
+            print(
+                f"| {name} | {fmt(level.get('wall_p50_s'))} | {fmt(level.get('wall_p95_s'))} | "
+                f"{fmt(level.get('share_within_sla'), '{:.0%}')} "
+                f"| {fmt(level.get('success_rate'), '{:.0%}')} | "
+                f"{fmt(level.get('fallback_rate'), '{:.0%}')} "
+                f"| {fmt(spec.get('acceptance_length'))} |"
+            )
+        p50 = [
+            agents[k]["summary"]["levels"]["1"].get("wall_p50_s")
+            for k in ("head off", "head on", "llama.cpp (no head)")
+        ]
         if all(p50):
-            print(f"\nP50 head on / head off: {p50[1] / p50[0]:.2f}; head on / llama.cpp: {p50[1] / p50[2]:.2f}")
+            print(
+                f"\nP50 head on / head off: {p50[1] / p50[0]:.2f}; "
+                f"head on / llama.cpp: {p50[1] / p50[2]:.2f}"
+            )
         print("run folders: " + ", ".join(a["run"] for a in agents.values()), flush=True)
 
 

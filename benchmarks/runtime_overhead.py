@@ -62,8 +62,9 @@ def bare_loop(agent: Agent, policy: ScriptedPolicy, raw: dict) -> tuple[float, i
     started = time.perf_counter()
     model_s = 0.0
     request = Request.from_dict(raw)
-    ctx = ToolContext(catalogue=agent.catalogue, room=request.room, request=request,
-                      skills=agent.bundle.skills)
+    ctx = ToolContext(
+        catalogue=agent.catalogue, room=request.room, request=request, skills=agent.bundle.skills
+    )
     policy.begin_request(request.id)
     messages = [{"role": "user", "content": request.text}]
     rounds = 0
@@ -83,7 +84,9 @@ def bare_loop(agent: Agent, policy: ScriptedPolicy, raw: dict) -> tuple[float, i
             if spec.builtin:
                 result = BUILTIN_IMPLS[spec.builtin](ctx, dict(call.arguments))
             else:
-                result = agent.hub.call(spec.mcp_server, spec.mcp_tool, dict(call.arguments), timeout_s=5)
+                result = agent.hub.call(
+                    spec.mcp_server, spec.mcp_tool, dict(call.arguments), timeout_s=5
+                )
             messages.append({"role": "user", "content": json.dumps(result)})
     return time.perf_counter() - started - model_s, rounds
 
@@ -97,8 +100,9 @@ def main() -> int:
     bundle = load_dir(demo_harness_dir())
     requests, scripts = load_cases(args.requests + args.warmup, with_mcp=not args.no_mcp)
     policy = ScriptedPolicy(scripts)
-    with Agent(bundle=bundle, policy=policy, catalogue=demo_catalogue(),
-               connect_mcp=not args.no_mcp) as agent:
+    with Agent(
+        bundle=bundle, policy=policy, catalogue=demo_catalogue(), connect_mcp=not args.no_mcp
+    ) as agent:
         bare_policy = ScriptedPolicy(scripts)
         agent_non_model, agent_runtime, agent_rounds = [], [], []
         bare_non_model, bare_rounds = [], []
@@ -122,19 +126,25 @@ def main() -> int:
         per_round = [s / max(r, 1) for s, r in zip(per_request, rounds, strict=True)]
         med, p95 = statistics.median(per_request), percentile(per_request, 0.95)
         rmed, rp95 = statistics.median(per_round), percentile(per_round, 0.95)
-        print(f"{label:<44} {med * 1e3:8.3f} {p95 * 1e3:8.3f}   {rmed * 1e3:8.3f} {rp95 * 1e3:8.3f}")
+        print(
+            f"{label:<44} {med * 1e3:8.3f} {p95 * 1e3:8.3f}   {rmed * 1e3:8.3f} {rp95 * 1e3:8.3f}"
+        )
         return med, rmed
 
     n = len(agent_runtime)
-    print(f"runtime overhead: {n} measured requests (+{args.warmup} warm-up), "
-          f"{sum(agent_rounds)} rounds, outcomes {outcomes}, wall {wall:.1f} s")
+    print(
+        f"runtime overhead: {n} measured requests (+{args.warmup} warm-up), "
+        f"{sum(agent_rounds)} rounds, outcomes {outcomes}, wall {wall:.1f} s"
+    )
     print(f"{'':<44} {'per request (ms)':>17}   {'per round (ms)':>17}")
     print(f"{'':<44} {'median':>8} {'p95':>8}   {'median':>8} {'p95':>8}")
     a_med, a_rmed = row("agent: everything but the model", agent_non_model, agent_rounds)
     r_med, r_rmed = row("agent: runtime only (no model, no tools)", agent_runtime, agent_rounds)
     b_med, b_rmed = row("bare loop: everything but the model", bare_non_model, bare_rounds)
-    print(f"ratio agent/bare (median, everything but the model): per request "
-          f"{a_med / b_med:.1f}x, per round {a_rmed / b_rmed:.1f}x")
+    print(
+        f"ratio agent/bare (median, everything but the model): per request "
+        f"{a_med / b_med:.1f}x, per round {a_rmed / b_rmed:.1f}x"
+    )
     verdict = "OK" if r_rmed < 0.002 else "OVER"
     print(f"median runtime overhead per round: {r_rmed * 1e3:.3f} ms (target < 2 ms: {verdict})")
     return 0

@@ -6,8 +6,9 @@ in order) once into --world, then runs `serving.service.replay_run` on the first
 table. The full docs/architecture.md §10 run is `--warmup 10 --measured 100 --concurrency 1,2,4,8`
 (hours on 2 CPU cores); the defaults are a small run that finishes in minutes.
 
-    .venv/bin/python benchmarks/serving_replay_cpu.py                   # cpu-local, C=1,2, 1 + 8 cases
-    .venv/bin/python benchmarks/serving_replay_cpu.py --route cpu-tiny  # plumbing check, seconds
+    .venv/bin/python benchmarks/serving_replay_cpu.py                   # cpu-local, C=1,2, 1 + 8
+    cases .venv/bin/python benchmarks/serving_replay_cpu.py --route cpu-tiny  # plumbing check,
+    seconds
 """
 
 from __future__ import annotations
@@ -28,7 +29,9 @@ from serving.service import replay_run  # noqa: E402
 
 
 def main() -> int:
-    signal.signal(signal.SIGTERM, lambda signum, _frame: sys.exit(128 + signum))  # stop servers cleanly
+    signal.signal(
+        signal.SIGTERM, lambda signum, _frame: sys.exit(128 + signum)
+    )  # stop servers cleanly
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--route", default="cpu-local")
     parser.add_argument("--concurrency", default="1,2")
@@ -36,12 +39,17 @@ def main() -> int:
     parser.add_argument("--measured", type=int, default=8)
     parser.add_argument("--max-tokens", type=int, default=256)
     parser.add_argument("--request-timeout", type=float, default=120.0)
-    parser.add_argument("--world", default=str(ROOT / "var" / "world"), help="where the world's sets are written")
+    parser.add_argument(
+        "--world", default=str(ROOT / "var" / "world"), help="where the world's sets are written"
+    )
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--out", default=str(ROOT / "runs" / "serving"))
-    parser.add_argument("--trajectory-budget", type=float,
-                        help="replay a copy of the demo Harness with this trajectory budget (s); the "
-                             "report's 10 s assumes a GPU, and on a busy CPU no call finishes within it")
+    parser.add_argument(
+        "--trajectory-budget",
+        type=float,
+        help="replay a copy of the demo Harness with this trajectory budget (s); the "
+        "report's 10 s assumes a GPU, and on a busy CPU no call finishes within it",
+    )
     args = parser.parse_args()
 
     world = Path(args.world)
@@ -58,8 +66,12 @@ def main() -> int:
         profile=resolve_route(args.route),
         harness_dir=harness_dir,
         cases_path=cases,
-        plan=ReplayPlan(concurrency=tuple(int(c) for c in args.concurrency.split(",")),
-                        warmup=args.warmup, measured=args.measured, request_timeout_s=args.request_timeout),
+        plan=ReplayPlan(
+            concurrency=tuple(int(c) for c in args.concurrency.split(",")),
+            warmup=args.warmup,
+            measured=args.measured,
+            request_timeout_s=args.request_timeout,
+        ),
         settings=GenerationSettings(temperature=1.0, top_p=0.95, max_tokens=args.max_tokens),
         out_root=args.out,
         progress=lambda msg: print(msg, file=sys.stderr, flush=True),
@@ -78,7 +90,9 @@ def _harness_with_budget(budget_s: float, root: Path) -> Path:
     bundle = load_dir(demo_harness_dir())
     prompt = yaml.safe_load(bundle.files["prompt.yaml"])
     prompt["constraints"]["trajectory_budget_s"] = budget_s
-    variant = bundle.with_files({"prompt.yaml": yaml.safe_dump(prompt, sort_keys=False, allow_unicode=True)})
+    variant = bundle.with_files(
+        {"prompt.yaml": yaml.safe_dump(prompt, sort_keys=False, allow_unicode=True)}
+    )
     path = root / f"budget-{budget_s:g}s"
     if path.exists():
         import shutil

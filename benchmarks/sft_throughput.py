@@ -15,14 +15,15 @@ stage without shared prefix, the stage with it, then again), so machine load hit
 
 tokens/s counts every real (unpadded) token of the batches, the way the plain path would see them,
 over the train loop's wall time (``train_runtime``: forward, backward, optimizer); trained tokens/s
-counts the tokens the loss is on. Every run scores only the trained positions (``training.cpu_scoring``
-is on for the whole process) and none checkpoints activations, so what differs is the stage's own:
-packing turns by trajectory, and the shared prefix. ``--micro-batch`` lets the two plain runs take the
-batch in gradient-accumulation micro-batches where the whole batch's activations do not fit (the
-same step; CPU tokens/s barely depends on the micro-batch); the shared-prefix run always takes the
-whole batch in one forward, since only rows of one forward share their prefix. The figure the issue sets is the stage's trained tokens/s over
-plain TRL's (target: at least 2.5x at batch 8). The losses of each step are printed too: the stage's
-two paths see the same batches only when the sampler draws the same ones, so compare losses with
+counts the tokens the loss is on. Every run scores only the trained positions
+(``training.cpu_scoring`` is on for the whole process) and none checkpoints activations, so what
+differs is the stage's own: packing turns by trajectory, and the shared prefix. ``--micro-batch``
+lets the two plain runs take the batch in gradient-accumulation micro-batches where the whole
+batch's activations do not fit (the same step; CPU tokens/s barely depends on the micro-batch); the
+shared-prefix run always takes the whole batch in one forward, since only rows of one forward share
+their prefix. The figure the issue sets is the stage's trained tokens/s over plain TRL's (target: at
+least 2.5x at batch 8). The losses of each step are printed too: the stage's two paths see the same
+batches only when the sampler draws the same ones, so compare losses with
 ``tests/training/test_shared_prefix.py``, which holds the batch fixed.
 """
 
@@ -53,7 +54,9 @@ class Counter:
 
         def training_step(trainer, model, inputs, *args, **kwargs):
             mask = inputs.get("attention_mask")
-            counter.tokens += int(mask.sum()) if mask is not None else int(inputs["input_ids"].numel())
+            counter.tokens += (
+                int(mask.sum()) if mask is not None else int(inputs["input_ids"].numel())
+            )
             counter.trained += int((inputs["labels"][:, 1:] != -100).sum())
             counter.steps += 1
             loss = original(trainer, model, inputs, *args, **kwargs)
@@ -72,8 +75,10 @@ def examples(cases: int, variants: int):
     from training.stage_common import resolve_harness_dir
     from training.trajectory_data import build_sft_examples
 
-    built, _ = build_sft_examples(config=SFTStageConfig(max_cases=cases, hsa_variants=variants),
-                                  harness_dir=resolve_harness_dir("demo"))
+    built, _ = build_sft_examples(
+        config=SFTStageConfig(max_cases=cases, hsa_variants=variants),
+        harness_dir=resolve_harness_dir("demo"),
+    )
     return built
 
 
@@ -86,13 +91,30 @@ def plain_trl(model: str, data, *, batch: int, steps: int, out: Path, micro: int
     from training.stage_common import checkpointing_args
 
     path = resolve_checkpoint(model)
-    args = SFTConfig(output_dir=str(out), max_steps=steps, per_device_train_batch_size=micro,
-                     gradient_accumulation_steps=batch // micro, max_length=4096,
-                     learning_rate=5e-5, logging_steps=1, save_strategy="no", report_to=[],
-                     bf16=False, use_cpu=True, seed=0, data_seed=0, completion_only_loss=True,
-                     disable_tqdm=True, **checkpointing_args(False))
-    trainer = SFTTrainer(model=str(path), args=args, train_dataset=sft_dataset(data)[0],
-                         processing_class=AutoTokenizer.from_pretrained(path))
+    args = SFTConfig(
+        output_dir=str(out),
+        max_steps=steps,
+        per_device_train_batch_size=micro,
+        gradient_accumulation_steps=batch // micro,
+        max_length=4096,
+        learning_rate=5e-5,
+        logging_steps=1,
+        save_strategy="no",
+        report_to=[],
+        bf16=False,
+        use_cpu=True,
+        seed=0,
+        data_seed=0,
+        completion_only_loss=True,
+        disable_tqdm=True,
+        **checkpointing_args(False),
+    )
+    trainer = SFTTrainer(
+        model=str(path),
+        args=args,
+        train_dataset=sft_dataset(data)[0],
+        processing_class=AutoTokenizer.from_pretrained(path),
+    )
     return trainer.train().metrics["train_runtime"]
 
 
@@ -106,13 +128,24 @@ def stage(model: str, data, *, batch: int, steps: int, out: Path, shared: bool, 
 
     cpu_scoring.enable()
     micro = batch if shared else micro  # the shared prefix is shared within one forward
-    config = SFTStageConfig(model=model, output_dir=str(out), max_steps=steps, per_device_train_batch_size=micro,
-                            gradient_accumulation_steps=batch // micro, shared_prefix=shared)
+    config = SFTStageConfig(
+        model=model,
+        output_dir=str(out),
+        max_steps=steps,
+        per_device_train_batch_size=micro,
+        gradient_accumulation_steps=batch // micro,
+        shared_prefix=shared,
+    )
     run = start_stage(config, stage="sft")
     tokenizer = AutoTokenizer.from_pretrained(run.model_dir)
     dataset, _ = sft_dataset(data, tokenizer=tokenizer)
-    trainer = HarnessSFTTrainer(model=str(run.model_dir), args=build_sft_args(config, run, save_strategy="no"),
-                                train_dataset=dataset, processing_class=tokenizer, shared_prefix=shared)
+    trainer = HarnessSFTTrainer(
+        model=str(run.model_dir),
+        args=build_sft_args(config, run, save_strategy="no"),
+        train_dataset=dataset,
+        processing_class=tokenizer,
+        shared_prefix=shared,
+    )
     runtime = trainer.train().metrics["train_runtime"]
     return runtime, trainer.shared_prefix_stats.to_dict() if shared else None
 
@@ -121,28 +154,41 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="tiny")
     parser.add_argument("--batch", type=int, default=8)
-    parser.add_argument("--micro-batch", type=int, default=0,
-                        help="plain TRL and the stage's plain path take the batch in micro-batches of this size "
-                             "(gradient accumulation: the same step, less memory); 0: the whole batch at once")
+    parser.add_argument(
+        "--micro-batch",
+        type=int,
+        default=0,
+        help="plain TRL and the stage's plain path take the batch in micro-batches of this size "
+        "(gradient accumulation: the same step, less memory); 0: the whole batch at once",
+    )
     parser.add_argument("--steps", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--cases", type=int, default=24)
     parser.add_argument("--hsa-variants", type=int, default=0)
-    parser.add_argument("--runs", default="trl,plain,shared",
-                        help="which of trl, plain, shared to run (a machine short of time or memory can split them)")
+    parser.add_argument(
+        "--runs",
+        default="trl,plain,shared",
+        help="which of trl, plain, shared to run (a machine "
+        "short of time or memory can split them)",
+    )
     args = parser.parse_args()
     import torch
 
     from training import cpu_scoring
 
-    cpu_scoring.enable()  # every run scores only the trained positions: the differences are the stage's own
+    # every run scores only the trained positions: the differences are the stage's own
+    cpu_scoring.enable()
     data = examples(args.cases, args.hsa_variants)
     micro = args.micro_batch or args.batch
     if args.batch % micro:
         parser.error("--micro-batch must divide --batch")
     counter = Counter()
     counter.install()
-    names = {"trl": "plain TRL SFTTrainer", "plain": "stage, plain path", "shared": "stage, shared prefix"}
+    names = {
+        "trl": "plain TRL SFTTrainer",
+        "plain": "stage, plain path",
+        "shared": "stage, shared prefix",
+    }
     wanted = [r for r in args.runs.split(",") if r in names]
     results: dict[str, list[dict]] = {r: [] for r in wanted}
     notes: dict[str, object] = {}
@@ -153,35 +199,70 @@ def main() -> int:
                 out = Path(tmp) / f"{run}{repeat}"
                 started = time.perf_counter()
                 if run == "trl":
-                    runtime = plain_trl(args.model, data, batch=args.batch, steps=args.steps, out=out, micro=micro)
+                    runtime = plain_trl(
+                        args.model, data, batch=args.batch, steps=args.steps, out=out, micro=micro
+                    )
                 else:
-                    runtime, stats = stage(args.model, data, batch=args.batch, steps=args.steps, out=out,
-                                           shared=run == "shared", micro=micro)
+                    runtime, stats = stage(
+                        args.model,
+                        data,
+                        batch=args.batch,
+                        steps=args.steps,
+                        out=out,
+                        shared=run == "shared",
+                        micro=micro,
+                    )
                     if stats:
                         notes[run] = stats
-                results[run].append({"tokens_s": counter.tokens / runtime, "trained_s": counter.trained / runtime,
-                                     "tokens": counter.tokens, "trained": counter.trained, "runtime": runtime,
-                                     "losses": counter.losses, "wall": time.perf_counter() - started})
-                print(f"  {names[run]:<22} run {repeat}: {runtime:7.1f} s, {counter.tokens} tokens, "
-                      f"{counter.trained} trained, losses {counter.losses}", flush=True)
+                results[run].append(
+                    {
+                        "tokens_s": counter.tokens / runtime,
+                        "trained_s": counter.trained / runtime,
+                        "tokens": counter.tokens,
+                        "trained": counter.trained,
+                        "runtime": runtime,
+                        "losses": counter.losses,
+                        "wall": time.perf_counter() - started,
+                    }
+                )
+                print(
+                    f"  {names[run]:<22} run {repeat}: {runtime:7.1f} s, {counter.tokens} tokens, "
+                    f"{counter.trained} trained, losses {counter.losses}",
+                    flush=True,
+                )
     import os
 
-    print(f"\nmodel {args.model}, batch {args.batch} (plain runs in micro-batches of {micro}), {args.steps} steps, {len(data)} per-turn examples of "
-          f"{args.cases} cases (hsa_variants {args.hsa_variants}); torch threads {torch.get_num_threads()}; "
-          f"load average {os.getloadavg()[0]:.2f}")
-    median = {r: {k: statistics.median(x[k] for x in results[r]) for k in ("tokens_s", "trained_s")}
-              for r in wanted}
+    print(
+        f"\nmodel {args.model}, batch {args.batch} (plain runs in micro-batches "
+        f"of {micro}), {args.steps} steps, {len(data)} per-turn examples of "
+        f"{args.cases} cases (hsa_variants {args.hsa_variants}); "
+        f"torch threads {torch.get_num_threads()}; "
+        f"load average {os.getloadavg()[0]:.2f}"
+    )
+    median = {
+        r: {k: statistics.median(x[k] for x in results[r]) for k in ("tokens_s", "trained_s")}
+        for r in wanted
+    }
     for run in wanted:
-        print(f"{names[run]:<22}: {median[run]['tokens_s']:8.1f} tokens/s  {median[run]['trained_s']:7.2f} "
-              f"trained tokens/s")
+        print(
+            f"{names[run]:<22}: {median[run]['tokens_s']:8.1f} "
+            f"tokens/s  {median[run]['trained_s']:7.2f} "
+            f"trained tokens/s"
+        )
     for run in ("plain", "shared"):
         if run in median and "trl" in median:
-            print(f"{names[run]} / plain TRL: trained tokens/s x{median[run]['trained_s'] / median['trl']['trained_s']:.2f}"
-                  f"  tokens/s x{median[run]['tokens_s'] / median['trl']['tokens_s']:.2f}"
-                  + ("  (target >= 2.5 trained)" if run == "shared" else ""))
+            print(
+                f"{names[run]} / plain TRL: trained tokens/s "
+                f"x{median[run]['trained_s'] / median['trl']['trained_s']:.2f}"
+                f"  tokens/s x{median[run]['tokens_s'] / median['trl']['tokens_s']:.2f}"
+                + ("  (target >= 2.5 trained)" if run == "shared" else "")
+            )
     if "plain" in median and "shared" in median:
-        print(f"shared prefix / plain path (the stage): x{median['shared']['tokens_s'] / median['plain']['tokens_s']:.2f} "
-              f"tokens/s")
+        print(
+            "shared prefix / plain path (the stage): "
+            f"x{median['shared']['tokens_s'] / median['plain']['tokens_s']:.2f} "
+            f"tokens/s"
+        )
     if "shared" in notes:
         print(f"shared prefix: {notes['shared']}")
     return 0

@@ -8,7 +8,8 @@ browser does (and a sign-in throttle per address would refuse one sign-in per ro
 Loopback only; the load client runs on the same machine and shares its cores.
 
     .venv/bin/python benchmarks/studio_load.py [--clients 16] [--seconds 30] [--warmup 5]
-    .venv/bin/python benchmarks/studio_load.py --soak 10      # gunicorn only, while a worker evaluates
+    .venv/bin/python benchmarks/studio_load.py --soak 10      # gunicorn only, while a worker
+    evaluates
 
 The first form measures `bash scripts/web.sh` (gunicorn, studio/gunicorn_conf.py) and then
 `manage.py runserver --insecure` (the demo before issue 44) on one scratch database
@@ -47,7 +48,15 @@ import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
 HARNESS = "livestream-avatar"
-PAGES = ["/", f"/h/{HARNESS}/", f"/h/{HARNESS}/v/1/", "/evolution/", "/training/", "/compatibility/", "/jobs/"]
+PAGES = [
+    "/",
+    f"/h/{HARNESS}/",
+    f"/h/{HARNESS}/v/1/",
+    "/evolution/",
+    "/training/",
+    "/compatibility/",
+    "/jobs/",
+]
 EDITED_PATH = "prompt.yaml"
 EDIT_MARK = "# edited by benchmarks/studio_load.py\n"
 PASSWORD = "bench-load-password"
@@ -83,16 +92,21 @@ from studio.harnesses.models import HarnessVersion
 
 version = HarnessVersion.objects.get(harness__name=sys.argv[1], number=1)
 dataset = Dataset.objects.filter(name="dev-482").order_by("-pk").first()
-cases = list(DatasetCase.objects.filter(dataset=dataset).order_by("pk").values_list("case_id", flat=True))
-run = eval_run_start(version=version, dataset=dataset, endpoint=ModelEndpoint.objects.get(name=sys.argv[2]),
-                     case_ids=cases, actor=None)
+cases = list(DatasetCase.objects.filter(dataset=dataset).order_by("pk")
+             .values_list("case_id", flat=True))
+endpoint = ModelEndpoint.objects.get(name=sys.argv[2])
+run = eval_run_start(version=version, dataset=dataset, endpoint=endpoint, case_ids=cases,
+                     actor=None)
 print(f"evaluation run #{run.pk}: {len(cases)} cases of {dataset.name} on {sys.argv[2]}")
 """
 
 
 # Every case any evaluation scored: a worker starting on the scratch database first resumes a run an
 # earlier soak left unfinished, so "this run's progress" would say nothing about the worker's work.
-_SCORED = "import django; django.setup(); from studio.evolution.models import CaseResult; print(CaseResult.objects.count())"
+_SCORED = (
+    "import django; django.setup(); from studio.evolution.models "
+    "import CaseResult; print(CaseResult.objects.count())"
+)
 
 
 def _free_port() -> int:
@@ -107,7 +121,9 @@ def _load_average() -> str:
 
 
 def _run(env: dict[str, str], *argv: str) -> str:
-    done = subprocess.run([sys.executable, *argv], env=env, cwd=ROOT, capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, *argv], env=env, cwd=ROOT, capture_output=True, text=True
+    )
     if done.returncode != 0:
         what = "a setup script" if argv[0] == "-c" else " ".join(argv[:2])
         raise SystemExit(f"{what} failed:\n{done.stderr[-3000:]}")
@@ -115,14 +131,19 @@ def _run(env: dict[str, str], *argv: str) -> str:
 
 
 def prepare(env: dict[str, str], clients: int) -> dict[str, int]:
-    """The demo's data in the scratch database (idempotent) and one user with one draft per client."""
+    """The demo's data in the scratch database (idempotent) and one user with one draft per
+    client."""
     started = time.perf_counter()
     _run(env, "manage.py", "migrate", "--noinput", "-v0")
     _run(env, "manage.py", "seed_demo")
     _run(env, "manage.py", "seed_evolution_demo")
-    drafts = json.loads(_run(env, "-c", _PREPARE, HARNESS, str(clients), PASSWORD).strip().splitlines()[-1])
-    print(f"prepared {env['HARNESS_STUDIO_VAR']}: demo data, {clients} users with a draft each "
-          f"({time.perf_counter() - started:.0f} s)")
+    drafts = json.loads(
+        _run(env, "-c", _PREPARE, HARNESS, str(clients), PASSWORD).strip().splitlines()[-1]
+    )
+    print(
+        f"prepared {env['HARNESS_STUDIO_VAR']}: demo data, {clients} users with a draft each "
+        f"({time.perf_counter() - started:.0f} s)"
+    )
     return drafts
 
 
@@ -134,8 +155,14 @@ class Server:
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         argv = [a.replace("{port}", str(self.port)) for a in argv]
-        self.process = subprocess.Popen(argv, env={**env, "PORT": str(self.port)}, cwd=ROOT,
-                                        stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
+        self.process = subprocess.Popen(
+            argv,
+            env={**env, "PORT": str(self.port)},
+            cwd=ROOT,
+            stdout=log.open("w"),
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         deadline = time.monotonic() + 120
         while True:
             try:
@@ -144,7 +171,9 @@ class Server:
             except httpx.TransportError:
                 if self.process.poll() is not None or time.monotonic() > deadline:
                     self.stop()
-                    raise SystemExit(f"{name} did not answer on {self.url}:\n{log.read_text()[-3000:]}") from None
+                    raise SystemExit(
+                        f"{name} did not answer on {self.url}:\n{log.read_text()[-3000:]}"
+                    ) from None
                 time.sleep(0.3)
 
     def pids(self) -> list[int]:
@@ -210,17 +239,32 @@ class User:
         with httpx.Client(base_url=base_url, timeout=60) as http:
             form = http.get("/accounts/login/")
             token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form.text).group(1)
-            signed = http.post("/accounts/login/", data={"csrfmiddlewaretoken": token, "username": self.username,
-                                                         "password": PASSWORD, "next": "/"})
+            signed = http.post(
+                "/accounts/login/",
+                data={
+                    "csrfmiddlewaretoken": token,
+                    "username": self.username,
+                    "password": PASSWORD,
+                    "next": "/",
+                },
+            )
             if signed.status_code != 302 or "sessionid" not in http.cookies:
-                raise SystemExit(f"signing in as {self.username} answered {signed.status_code}: {signed.text[:300]}")
+                raise SystemExit(
+                    f"signing in as {self.username} answered "
+                    f"{signed.status_code}: {signed.text[:300]}"
+                )
             self.cookies = dict(http.cookies)
 
 
 def _walk(user: User, base_url: str, stop: threading.Event, samples: list[Sample]) -> None:
     """Round after round: every page, the editor, one save. Errors are counted, never retried."""
-    headers = {"Cookie": "; ".join(f"{k}={v}" for k, v in user.cookies.items()), "Referer": base_url + "/"}
-    with httpx.Client(base_url=base_url, timeout=30, headers=headers, follow_redirects=False) as http:
+    headers = {
+        "Cookie": "; ".join(f"{k}={v}" for k, v in user.cookies.items()),
+        "Referer": base_url + "/",
+    }
+    with httpx.Client(
+        base_url=base_url, timeout=30, headers=headers, follow_redirects=False
+    ) as http:
         while not stop.is_set():
             editor_url = f"/drafts/{user.draft_id}/?path={EDITED_PATH}"
             editor_text = ""
@@ -237,7 +281,9 @@ def _walk(user: User, base_url: str, stop: threading.Event, samples: list[Sample
                 if stop.is_set():
                     return
             revision = re.search(r'name="revision" value="(\d+)"', editor_text)
-            text = re.search(r"<textarea[^>]*name=\"text\"[^>]*>(.*?)</textarea>", editor_text, re.S)
+            text = re.search(
+                r"<textarea[^>]*name=\"text\"[^>]*>(.*?)</textarea>", editor_text, re.S
+            )
             if not (revision and text):
                 samples.append(Sample(time.monotonic(), 0.0, False, "editor form"))
                 continue
@@ -245,10 +291,16 @@ def _walk(user: User, base_url: str, stop: threading.Event, samples: list[Sample
             body = current.replace(EDIT_MARK, "") if EDIT_MARK in current else current + EDIT_MARK
             started = time.perf_counter()
             try:
-                saved = http.post(f"/drafts/{user.draft_id}/save/", data={
-                    "path": EDITED_PATH, "text": body, "revision": revision.group(1),
-                    "csrfmiddlewaretoken": user.cookies.get("csrftoken", "")},
-                    headers={"X-CSRFToken": user.cookies.get("csrftoken", "")})
+                saved = http.post(
+                    f"/drafts/{user.draft_id}/save/",
+                    data={
+                        "path": EDITED_PATH,
+                        "text": body,
+                        "revision": revision.group(1),
+                        "csrfmiddlewaretoken": user.cookies.get("csrftoken", ""),
+                    },
+                    headers={"X-CSRFToken": user.cookies.get("csrftoken", "")},
+                )
                 ok = saved.status_code == 302 and "/drafts/" in saved.headers.get("location", "")
             except httpx.HTTPError:
                 ok = False
@@ -256,23 +308,42 @@ def _walk(user: User, base_url: str, stop: threading.Event, samples: list[Sample
 
 
 def _percentile(ordered: list[float], q: float) -> float:
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))] if ordered else float("nan")
+    return (
+        ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+        if ordered
+        else float("nan")
+    )
 
 
 def summarize(samples: list[Sample], seconds: float) -> dict:
     ordered = sorted(s.seconds for s in samples)
-    return {"requests": len(samples), "pages_per_s": len(samples) / seconds,
-            "p50_ms": _percentile(ordered, 0.5) * 1000, "p95_ms": _percentile(ordered, 0.95) * 1000,
-            "max_ms": (ordered[-1] if ordered else float("nan")) * 1000,
-            "errors": sum(not s.ok for s in samples)}
+    return {
+        "requests": len(samples),
+        "pages_per_s": len(samples) / seconds,
+        "p50_ms": _percentile(ordered, 0.5) * 1000,
+        "p95_ms": _percentile(ordered, 0.95) * 1000,
+        "max_ms": (ordered[-1] if ordered else float("nan")) * 1000,
+        "errors": sum(not s.ok for s in samples),
+    }
 
 
-def load(users: list[User], base_url: str, *, warmup: float, seconds: float,
-         on_window=None, window: float = 0.0) -> list[Sample]:
-    """Every user walks for warmup + seconds; the samples that started after the warm-up are returned."""
+def load(
+    users: list[User],
+    base_url: str,
+    *,
+    warmup: float,
+    seconds: float,
+    on_window=None,
+    window: float = 0.0,
+) -> list[Sample]:
+    """Every user walks for warmup + seconds; the samples that started after the warm-up are
+    returned."""
     stop = threading.Event()
     samples: list[Sample] = []
-    threads = [threading.Thread(target=_walk, args=(user, base_url, stop, samples), daemon=True) for user in users]
+    threads = [
+        threading.Thread(target=_walk, args=(user, base_url, stop, samples), daemon=True)
+        for user in users
+    ]
     started = time.monotonic()
     for thread in threads:
         thread.start()
@@ -282,7 +353,10 @@ def load(users: list[User], base_url: str, *, warmup: float, seconds: float,
     while (now := time.monotonic()) < ends:
         time.sleep(max(0.0, min(ends, next_window) - now))
         if on_window and time.monotonic() >= next_window:
-            on_window([s for s in samples if next_window - window <= s.at - s.seconds < next_window], window)
+            on_window(
+                [s for s in samples if next_window - window <= s.at - s.seconds < next_window],
+                window,
+            )
             next_window += window
     stop.set()
     for thread in threads:
@@ -291,16 +365,29 @@ def load(users: list[User], base_url: str, *, warmup: float, seconds: float,
 
 
 def _row(name: str, figures: dict) -> str:
-    return (f"| {name} | {figures['pages_per_s']:.1f} | {figures['p50_ms']:.0f} ms | {figures['p95_ms']:.0f} ms "
-            f"| {figures['max_ms'] / 1000:.2f} s | {figures['errors']} |")
+    return (
+        f"| {name} | {figures['pages_per_s']:.1f} | "
+        f"{figures['p50_ms']:.0f} ms | {figures['p95_ms']:.0f} ms "
+        f"| {figures['max_ms'] / 1000:.2f} s | {figures['errors']} |"
+    )
 
 
 def compare(env: dict[str, str], users: list[User], args) -> None:
     var = Path(env["HARNESS_STUDIO_VAR"])
     servers = [
         ("gunicorn (scripts/web.sh)", ["bash", "scripts/web.sh"], {}),
-        ("runserver --insecure", [sys.executable, "manage.py", "runserver", "127.0.0.1:{port}", "--noreload",
-                                  "--insecure"], {"STATIC_MANIFEST": "0"}),
+        (
+            "runserver --insecure",
+            [
+                sys.executable,
+                "manage.py",
+                "runserver",
+                "127.0.0.1:{port}",
+                "--noreload",
+                "--insecure",
+            ],
+            {"STATIC_MANIFEST": "0"},
+        ),
     ]
     if args.server != "both":
         servers = [entry for entry in servers if entry[0].startswith(args.server)]
@@ -309,35 +396,56 @@ def compare(env: dict[str, str], users: list[User], args) -> None:
         server = Server(name, argv, {**env, **extra}, var / f"{name.split()[0]}.log")
         try:
             if not users[0].cookies:
-                for user in users:  # once, against the first server; the session is in the shared database
+                for (
+                    user
+                ) in users:  # once, against the first server; the session is in the shared database
                     user.sign_in(server.url)
-            print(f"{name}: {server.url}, {len(server.pids())} process(es); {_load_average()} before")
+            print(
+                f"{name}: {server.url}, {len(server.pids())} process(es); {_load_average()} before"
+            )
             client_cpu, server_cpu = time.process_time(), server.cpu_seconds()
             samples = load(users, server.url, warmup=args.warmup, seconds=args.seconds)
-            client_cpu, server_cpu = time.process_time() - client_cpu, server.cpu_seconds() - server_cpu
+            client_cpu, server_cpu = (
+                time.process_time() - client_cpu,
+                server.cpu_seconds() - server_cpu,
+            )
             figures = summarize(samples, args.seconds)
             rows.append((name, figures))
-            # the load client shares the cores: its own CPU seconds say how much it took from the server
-            # Under contention each session gets one share of the cores (Linux autogroups), whatever its
-            # number of processes: the server's CPU seconds say what it got, requests per CPU second
-            # what it did with them.
-            print(f"  {figures['requests']} requests in {args.seconds:.0f} s; in {args.warmup + args.seconds:.0f} s the "
-                  f"server used {server_cpu:.1f} CPU-s ({figures['requests'] / max(server_cpu, 0.01):.0f} "
-                  f"requests/CPU-s counting the warm-up's CPU), the load client {client_cpu:.1f}; {_load_average()} after")
+            # the load client shares the cores: its own CPU seconds say how much it took from the
+            # server Under contention each session gets one share of the cores (Linux autogroups),
+            # whatever its number of processes: the server's CPU seconds say what it got, requests
+            # per CPU second what it did with them.
+            print(
+                f"  {figures['requests']} requests in {args.seconds:.0f} "
+                f"s; in {args.warmup + args.seconds:.0f} s the "
+                f"server used {server_cpu:.1f} CPU-s "
+                f"({figures['requests'] / max(server_cpu, 0.01):.0f} "
+                "requests/CPU-s counting the warm-up's CPU), the load "
+                f"client {client_cpu:.1f}; {_load_average()} after"
+            )
             by_page = {}
             for sample in samples:
-                by_page.setdefault(re.sub(r"/\d+/", "/N/", sample.what.split("?")[0]), []).append(sample)
+                by_page.setdefault(re.sub(r"/\d+/", "/N/", sample.what.split("?")[0]), []).append(
+                    sample
+                )
             for what, page_samples in by_page.items():
                 ordered = sorted(s.seconds for s in page_samples)
-                print(f"    {what:<28} n={len(ordered):<5} p50 {_percentile(ordered, 0.5) * 1000:6.0f} ms  "
-                      f"p95 {_percentile(ordered, 0.95) * 1000:6.0f} ms  max {ordered[-1] * 1000:6.0f} ms")
+                print(
+                    f"    {what:<28} n={len(ordered):<5} p50 "
+                    f"{_percentile(ordered, 0.5) * 1000:6.0f} ms  "
+                    f"p95 {_percentile(ordered, 0.95) * 1000:6.0f} "
+                    f"ms  max {ordered[-1] * 1000:6.0f} ms"
+                )
             failed = sorted({s.what for s in samples if not s.ok})
             if failed:
                 print(f"  errors on: {', '.join(failed)}")
         finally:
             server.stop()
-    print(f"\n{len(users)} signed-in clients, {args.seconds:.0f} s each after {args.warmup:.0f} s warm-up, "
-          f"{len(PAGES) + 1} pages and one draft save per round\n")
+    print(
+        f"\n{len(users)} signed-in clients, {args.seconds:.0f} "
+        f"s each after {args.warmup:.0f} s warm-up, "
+        f"{len(PAGES) + 1} pages and one draft save per round\n"
+    )
     print("| server | pages/s | p50 | p95 | max | errors |\n|---|---|---|---|---|---|")
     for name, figures in rows:
         print(_row(name, figures))
@@ -346,16 +454,38 @@ def compare(env: dict[str, str], users: list[User], args) -> None:
 def soak(env: dict[str, str], users: list[User], args) -> None:
     var = Path(env["HARNESS_STUDIO_VAR"])
     redis_port = _free_port()
-    redis = subprocess.run(["bash", "scripts/services.sh"], env={**os.environ, "REDIS_PORT": str(redis_port)},
-                           cwd=ROOT, capture_output=True, text=True)
+    redis = subprocess.run(
+        ["bash", "scripts/services.sh"],
+        env={**os.environ, "REDIS_PORT": str(redis_port)},
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     if redis.returncode != 0:
         raise SystemExit(f"scripts/services.sh: {redis.stderr[-2000:]}")
-    # the URL services.sh prints, with the password it keeps in var/redis.password (docs/security.md)
+    # the URL services.sh prints, with the password it keeps in var/redis.password
+    # (docs/security.md)
     urls = re.findall(r"^export REDIS_URL=(\S+)$", redis.stdout, re.MULTILINE)
     env = {**env, "REDIS_URL": urls[-1] if urls else f"redis://127.0.0.1:{redis_port}/0"}
-    worker = subprocess.Popen([sys.executable, "-m", "celery", "-A", "studio", "worker", "--concurrency", "1",
-                               "--loglevel", "INFO"], env=env, cwd=ROOT, stdout=(var / "celery.log").open("w"),
-                              stderr=subprocess.STDOUT, start_new_session=True)
+    worker = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "studio",
+            "worker",
+            "--concurrency",
+            "1",
+            "--loglevel",
+            "INFO",
+        ],
+        env=env,
+        cwd=ROOT,
+        stdout=(var / "celery.log").open("w"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     server = None
     try:
         server = Server("gunicorn", ["bash", "scripts/web.sh"], env, var / "gunicorn-soak.log")
@@ -363,64 +493,114 @@ def soak(env: dict[str, str], users: list[User], args) -> None:
             user.sign_in(server.url)
         print(_run(env, "-c", _EVALUATE, HARNESS, args.soak_endpoint).strip())
         scored_before = int(_run(env, "-c", _SCORED).strip().splitlines()[-1])
-        print(f"soak: {len(users)} clients on {server.url} for {args.soak:g} min; {_load_average()}\n")
-        print("| minute | pages/s | p95 | errors | web PSS | load 1 min |\n|---|---|---|---|---|---|")
+        print(
+            f"soak: {len(users)} clients on {server.url} for {args.soak:g} min; {_load_average()}\n"
+        )
+        print(
+            "| minute | pages/s | p95 | errors | web PSS | load 1 min |\n|---|---|---|---|---|---|"
+        )
         memory: list[float] = []
         started = time.monotonic()
 
         def window(samples: list[Sample], seconds: float) -> None:
             figures = summarize(samples, seconds)
             memory.append(server.pss_mb())
-            print(f"| {(time.monotonic() - started) / 60:.1f} | {figures['pages_per_s']:.1f} | "
-                  f"{figures['p95_ms']:.0f} ms | {figures['errors']} | {memory[-1]:.0f} MB | "
-                  f"{os.getloadavg()[0]:.2f} |", flush=True)
+            print(
+                f"| {(time.monotonic() - started) / 60:.1f} | {figures['pages_per_s']:.1f} | "
+                f"{figures['p95_ms']:.0f} ms | {figures['errors']} | {memory[-1]:.0f} MB | "
+                f"{os.getloadavg()[0]:.2f} |",
+                flush=True,
+            )
 
-        samples = load(users, server.url, warmup=args.warmup, seconds=args.soak * 60, on_window=window,
-                       window=args.window)
+        samples = load(
+            users,
+            server.url,
+            warmup=args.warmup,
+            seconds=args.soak * 60,
+            on_window=window,
+            window=args.window,
+        )
         figures = summarize(samples, args.soak * 60)
         growth = (memory[-1] - memory[0]) / memory[0] * 100 if len(memory) > 1 else float("nan")
         scored = int(_run(env, "-c", _SCORED).strip().splitlines()[-1]) - scored_before
-        print(f"\nsoak: {figures['requests']} requests, {figures['errors']} errors, p95 {figures['p95_ms']:.0f} ms; "
-              f"web memory {memory[0]:.0f} -> {memory[-1]:.0f} MB ({growth:+.1f}%); "
-              f"the worker scored {scored} evaluation cases meanwhile")
+        print(
+            f"\nsoak: {figures['requests']} requests, {figures['errors']} "
+            f"errors, p95 {figures['p95_ms']:.0f} ms; "
+            f"web memory {memory[0]:.0f} -> {memory[-1]:.0f} MB ({growth:+.1f}%); "
+            f"the worker scored {scored} evaluation cases meanwhile"
+        )
     finally:
         if server:
             server.stop()
-        os.kill(worker.pid, signal.SIGQUIT)  # cold shutdown: the chunk in hand is claimed again later
+        os.kill(
+            worker.pid, signal.SIGQUIT
+        )  # cold shutdown: the chunk in hand is claimed again later
         try:
             worker.wait(30)
         except subprocess.TimeoutExpired:
             os.killpg(worker.pid, signal.SIGKILL)
-        subprocess.run(["redis-cli", "-u", env["REDIS_URL"], "shutdown", "nosave"], capture_output=True)
+        subprocess.run(
+            ["redis-cli", "-u", env["REDIS_URL"], "shutdown", "nosave"], capture_output=True
+        )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--clients", type=int, default=16, help="signed-in users walking the pages at once")
+    parser.add_argument(
+        "--clients", type=int, default=16, help="signed-in users walking the pages at once"
+    )
     parser.add_argument("--seconds", type=float, default=30, help="measured seconds per server")
     parser.add_argument("--warmup", type=float, default=5, help="seconds of load before measuring")
-    parser.add_argument("--server", choices=("both", "gunicorn", "runserver"), default="both",
-                        help="measure one server only")
-    parser.add_argument("--soak", type=float, default=0, metavar="MINUTES",
-                        help="gunicorn only, for this long, while a Celery worker runs an evaluation")
-    parser.add_argument("--window", type=float, default=60, help="seconds per row of the soak's table")
-    parser.add_argument("--soak-endpoint", default="local-default", help="the model endpoint the evaluation uses")
-    parser.add_argument("--var", default=str(ROOT / "var" / "bench-load"),
-                        help="the scratch folder (HARNESS_STUDIO_VAR): database, collected static files, logs")
+    parser.add_argument(
+        "--server",
+        choices=("both", "gunicorn", "runserver"),
+        default="both",
+        help="measure one server only",
+    )
+    parser.add_argument(
+        "--soak",
+        type=float,
+        default=0,
+        metavar="MINUTES",
+        help="gunicorn only, for this long, while a Celery worker runs an evaluation",
+    )
+    parser.add_argument(
+        "--window", type=float, default=60, help="seconds per row of the soak's table"
+    )
+    parser.add_argument(
+        "--soak-endpoint", default="local-default", help="the model endpoint the evaluation uses"
+    )
+    parser.add_argument(
+        "--var",
+        default=str(ROOT / "var" / "bench-load"),
+        help="the scratch folder (HARNESS_STUDIO_VAR): database, collected static files, logs",
+    )
     args = parser.parse_args()
     if not 1 <= args.clients <= 64 or not 0 < args.seconds <= 600 or args.soak > 60:
-        raise SystemExit("bounded on purpose: --clients 1..64, --seconds up to 600, --soak up to 60 minutes")
+        raise SystemExit(
+            "bounded on purpose: --clients 1..64, --seconds up to 600, --soak up to 60 minutes"
+        )
 
     var = Path(args.var).resolve()
     var.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "HARNESS_STUDIO_VAR": str(var), "LOG_LEVEL": "WARNING", "PYTHONPATH": str(ROOT),
-           "DJANGO_SETTINGS_MODULE": "studio.settings", "VENV": str(Path(sys.executable).parent.parent),
-           "WEB_ACCESS_LOG": str(var / "web-access.log"), "WEB_HOST": "127.0.0.1"}
+    env = {
+        **os.environ,
+        "HARNESS_STUDIO_VAR": str(var),
+        "LOG_LEVEL": "WARNING",
+        "PYTHONPATH": str(ROOT),
+        "DJANGO_SETTINGS_MODULE": "studio.settings",
+        "VENV": str(Path(sys.executable).parent.parent),
+        "WEB_ACCESS_LOG": str(var / "web-access.log"),
+        "WEB_HOST": "127.0.0.1",
+    }
     env.pop("DATABASE_URL", None)  # the scratch SQLite database, as the demo has it
     env.pop("HARNESS_STUDIO_PRODUCTION", None)
     drafts = prepare(env, args.clients)
     users = [User(username, draft_id) for username, draft_id in drafts.items()]
-    print(f"machine: {os.cpu_count()} cores; {_load_average()} (other work on the machine shares them)")
+    print(
+        f"machine: {os.cpu_count()} cores; {_load_average()} "
+        "(other work on the machine shares them)"
+    )
     if args.soak:
         soak(env, users, args)
     else:

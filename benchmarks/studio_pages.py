@@ -7,16 +7,17 @@ Django's test client, which includes URL routing, permission checks, queries
 and template rendering but no network. Prints median and p95 per page.
 
     .venv/bin/python benchmarks/studio_pages.py [--skills 200] [--versions 500] [--samples 60]
-    .venv/bin/python benchmarks/studio_pages.py --only training [--training-runs 50] [--metric-points 10000]
+    .venv/bin/python benchmarks/studio_pages.py --only training [--training-runs 50]
+    [--metric-points 10000]
 
 Target (issue 6): p95 under 200 ms for the diff and editor pages.
 
-The training part (issue 18) writes 50 run folders of 10,000 metrics.jsonl rows each (SFT-like
-and RL-like metrics) and times the dashboard's JSON (first view of each run: the file parsed into columns and
-downsampled; first view in a fresh process: the curves kept beside the metrics as JSON text, as a
-run's job leaves them; repeat views: from memory), the run page, the run list and the checkpoint
-registry, beside the job list measured in the same process as the baseline.
-Target (issue 18): dashboard p95 under 300 ms.
+The training part (issue 18) writes 50 run folders of 10,000 metrics.jsonl rows each (SFT-like and
+RL-like metrics) and times the dashboard's JSON (first view of each run: the file parsed into
+columns and downsampled; first view in a fresh process: the curves kept beside the metrics as JSON
+text, as a run's job leaves them; repeat views: from memory), the run page, the run list and the
+checkpoint registry, beside the job list measured in the same process as the baseline. Target (issue
+18): dashboard p95 under 300 ms.
 """
 
 from __future__ import annotations
@@ -61,12 +62,13 @@ metadata:
 ## Rules
 
 {rules}
-"""
+"""  # noqa: E501 (a skill file's front matter: its description is one line)
 
 
 def _skill_text(name: str, kind: str, i: int, rules: int = 8) -> str:
     body = "\n".join(
-        f"- Rule {r} of {name}: check the tool result for topic {i} before saying anything about it, "
+        f"- Rule {r} of {name}: check the tool result "
+        f"for topic {i} before saying anything about it, "
         f"and keep the reply under the length limit. {{#r{r}}}"
         for r in range(1, rules + 1)
     )
@@ -98,7 +100,8 @@ def build_history(*, skills: int, versions: int, seed: int = 7):
     from studio.harnesses.services import blobs_store, draft_create, harness_import
     from studio.mcpservers.services import mcp_server_ensure_demo
 
-    mcp_server_ensure_demo()  # the demo Harness names the marketing server, as seed_demo registers it
+    # the demo Harness names the marketing server, as seed_demo registers it
+    mcp_server_ensure_demo()
     operator = user_create(username="bench-operator", password="bench", roles=[OPERATOR, ADMIN])
     files = build_files(skills)
     first = harness_import(files=files, author=operator, message="v1").version
@@ -110,12 +113,23 @@ def build_history(*, skills: int, versions: int, seed: int = 7):
         for number in range(2, versions + 1):
             path = rng.choice(skill_paths)
             files = dict(files)
-            files[path] = files[path].rstrip("\n") + f"\n- Added in v{number}: never promise a delivery date. {{#v{number}}}\n"
-            parent = HarnessVersion.objects.create(
-                harness=first.harness, number=number, parent=parent, digest=files_digest(files),
-                tree=blobs_store(files=files), message=f"edit {path}", author=operator, summary=summary,
+            files[path] = (
+                files[path].rstrip("\n")
+                + f"\n- Added in v{number}: never promise a delivery date. {{#v{number}}}\n"
             )
-    draft = draft_create(harness=first.harness, base_version=parent, owner=operator, title="bench draft")
+            parent = HarnessVersion.objects.create(
+                harness=first.harness,
+                number=number,
+                parent=parent,
+                digest=files_digest(files),
+                tree=blobs_store(files=files),
+                message=f"edit {path}",
+                author=operator,
+                summary=summary,
+            )
+    draft = draft_create(
+        harness=first.harness, base_version=parent, owner=operator, title="bench draft"
+    )
     return operator, first.harness, draft, skill_paths
 
 
@@ -131,11 +145,15 @@ def _time(client, url: str) -> float:
 def _report(name: str, samples: list[float]) -> str:
     ordered = sorted(samples)
     p95 = ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))]
-    return f"{name:<44} n={len(samples):<4} median {statistics.median(samples):7.1f} ms   p95 {p95:7.1f} ms"
+    return (
+        f"{name:<44} n={len(samples):<4} median "
+        f"{statistics.median(samples):7.1f} ms   p95 {p95:7.1f} ms"
+    )
 
 
 def build_training_runs(*, runs: int, points: int, folder: Path, owner, seed: int = 7) -> list:
-    """``runs`` finished SFT runs, each folder with ``points`` metrics rows, a final model's files and its card."""
+    """``runs`` finished SFT runs, each folder with ``points`` metrics rows, a final model's files
+    and its card."""
     import json
     import math
     import shutil
@@ -154,29 +172,78 @@ def build_training_runs(*, runs: int, points: int, folder: Path, owner, seed: in
         rl_like = index % 2 == 1
         with (stage / "metrics.jsonl").open("w") as handle:
             for step in range(1, points + 1):
-                row = {"stage": "rl" if rl_like else "sft", "step": step,
-                       "time": f"2026-12-01T{step // 3600 % 24:02d}:{step // 60 % 60:02d}:{step % 60:02d}+00:00",
-                       "loss": 2.5 * math.exp(-step / 3000) + rng.random() * 0.2,
-                       "learning_rate": 2e-4 * (1 - step / points), "grad_norm": 1 + rng.random(),
-                       "tokens_per_s": 400 + rng.random() * 20, "epoch": step / 100}
+                row = {
+                    "stage": "rl" if rl_like else "sft",
+                    "step": step,
+                    "time": f"2026-12-01T{step // 3600 % 24:02d}:{step // 60 % 60:02d}:"
+                    f"{step % 60:02d}+00:00",
+                    "loss": 2.5 * math.exp(-step / 3000) + rng.random() * 0.2,
+                    "learning_rate": 2e-4 * (1 - step / points),
+                    "grad_norm": 1 + rng.random(),
+                    "tokens_per_s": 400 + rng.random() * 20,
+                    "epoch": step / 100,
+                }
                 if rl_like:
-                    row.update({f"rewards/{d}/mean": rng.random() for d in
-                                ("accuracy", "effectiveness", "tool_rationality", "skill_selection")})
-                    row.update({"kl": rng.random() * 0.01, "completions/mean_length": 40 + rng.random() * 20,
-                                "frac_reward_zero_std": rng.random() * 0.5})
+                    row.update(
+                        {
+                            f"rewards/{d}/mean": rng.random()
+                            for d in (
+                                "accuracy",
+                                "effectiveness",
+                                "tool_rationality",
+                                "skill_selection",
+                            )
+                        }
+                    )
+                    row.update(
+                        {
+                            "kl": rng.random() * 0.01,
+                            "completions/mean_length": 40 + rng.random() * 20,
+                            "frac_reward_zero_std": rng.random() * 0.5,
+                        }
+                    )
                 handle.write(json.dumps(row) + "\n")
-        card = {"stage": "sft", "base_model": "/models/SmolLM2-135M-Instruct", "parent_checkpoint": "local",
-                "data": {"n_examples": 418, "hsa_variants": 0}, "harness_name": "livestream-avatar",
-                "harness_digest": "0" * 64, "steps": points, "wall_time_s": 3600.0, "trainer": "trl.SFTTrainer"}
+        card = {
+            "stage": "sft",
+            "base_model": "/models/SmolLM2-135M-Instruct",
+            "parent_checkpoint": "local",
+            "data": {"n_examples": 418, "hsa_variants": 0},
+            "harness_name": "livestream-avatar",
+            "harness_digest": "0" * 64,
+            "steps": points,
+            "wall_time_s": 3600.0,
+            "trainer": "trl.SFTTrainer",
+        }
         (stage / "model_card.json").write_text(json.dumps(card))
-        job = Job.objects.create(kind="train_sft", title=f"bench {index}", status=Job.SUCCEEDED, progress=100,
-                                 params={}, created_by=owner)
-        made.append(TrainingRun.objects.create(
-            kind="sft", title=f"bench run {index}", folder=str(run_dir), config_digest=f"{index:064x}",
-            steps=[{"name": "sft", "argv": ["training", "sft", "--config", str(run_dir / "sft.yaml")],
-                    "config_file": "sft.yaml", "output": "sft"}],
-            config={"sft": {"max_steps": points, "model": "local"}}, model="local", job=job, created_by=owner,
-            summary={"model_card": card}))
+        job = Job.objects.create(
+            kind="train_sft",
+            title=f"bench {index}",
+            status=Job.SUCCEEDED,
+            progress=100,
+            params={},
+            created_by=owner,
+        )
+        made.append(
+            TrainingRun.objects.create(
+                kind="sft",
+                title=f"bench run {index}",
+                folder=str(run_dir),
+                config_digest=f"{index:064x}",
+                steps=[
+                    {
+                        "name": "sft",
+                        "argv": ["training", "sft", "--config", str(run_dir / "sft.yaml")],
+                        "config_file": "sft.yaml",
+                        "output": "sft",
+                    }
+                ],
+                config={"sft": {"max_steps": points, "model": "local"}},
+                model="local",
+                job=job,
+                created_by=owner,
+                summary={"model_card": card},
+            )
+        )
         job.params = {"run_id": made[-1].pk}
         job.save(update_fields=["params"])
     return made
@@ -190,9 +257,17 @@ def time_training_pages(*, runs: int, points: int, samples: int, seed: int) -> N
 
     engineer = user_create(username="bench-ml", password="bench", roles=[ML_ENGINEER])
     started = time.perf_counter()
-    made = build_training_runs(runs=runs, points=points, folder=ROOT / "var" / "bench-training-runs", owner=engineer,
-                               seed=seed)
-    print(f"built {runs} training runs x {points} metric points in {time.perf_counter() - started:.1f} s")
+    made = build_training_runs(
+        runs=runs,
+        points=points,
+        folder=ROOT / "var" / "bench-training-runs",
+        owner=engineer,
+        seed=seed,
+    )
+    print(
+        f"built {runs} training runs x {points} metric "
+        f"points in {time.perf_counter() - started:.1f} s"
+    )
     client = Client()
     client.force_login(engineer)
     rng = random.Random(seed + 2)
@@ -202,12 +277,14 @@ def time_training_pages(*, runs: int, points: int, samples: int, seed: int) -> N
     first = [_time(client, f"/training/runs/{run.pk}/metrics.json") for run in made]
     from django.core.cache import caches
 
-    # a web process that never saw these runs' metrics: the curves their first view kept in the studio's
-    # cache (on Redis, shared by every web process; what a run's job computes when it ends) instead of
-    # the 10,000 rows
+    # a web process that never saw these runs' metrics: the curves their first view kept in the
+    # studio's cache (on Redis, shared by every web process; what a run's job computes when it ends)
+    # instead of the 10,000 rows
     caches["local"].clear()
     kept = [_time(client, f"/training/runs/{run.pk}/metrics.json") for run in made]
-    repeat = [_time(client, f"/training/runs/{rng.choice(made).pk}/metrics.json") for _ in range(samples)]
+    repeat = [
+        _time(client, f"/training/runs/{rng.choice(made).pk}/metrics.json") for _ in range(samples)
+    ]
     page = [_time(client, f"/training/runs/{rng.choice(made).pk}/") for _ in range(samples)]
     listing = [_time(client, "/training/") for _ in range(samples // 3)]
     registry = [_time(client, "/training/checkpoints/") for _ in range(samples // 3)]
@@ -216,8 +293,11 @@ def time_training_pages(*, runs: int, points: int, samples: int, seed: int) -> N
     data = response.json()
     drawn = sum(len(s["points"]) for c in data["charts"] for s in c["series"])
     read = sum(s["n"] for c in data["charts"] for s in c["series"])
-    print(f"dashboard of an RL-like run: {len(data['charts'])} charts, {read} points read, {drawn} sent "
-          f"({len(response.content) / 1024:.0f} KiB)")
+    print(
+        f"dashboard of an RL-like run: {len(data['charts'])} "
+        f"charts, {read} points read, {drawn} sent "
+        f"({len(response.content) / 1024:.0f} KiB)"
+    )
     print(_report("baseline: job list (same process)", baseline))
     print(_report("dashboard JSON, first view, metrics parsed", first))
     print(_report("dashboard JSON, first view, kept curves", kept))
@@ -234,8 +314,12 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=60, help="requests timed per page")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--only", choices=("harness", "training"), help="time one part only")
-    parser.add_argument("--training-runs", type=int, default=50, help="training runs with dashboards")
-    parser.add_argument("--metric-points", type=int, default=10_000, help="metrics.jsonl rows per run")
+    parser.add_argument(
+        "--training-runs", type=int, default=50, help="training runs with dashboards"
+    )
+    parser.add_argument(
+        "--metric-points", type=int, default=10_000, help="metrics.jsonl rows per run"
+    )
     args = parser.parse_args()
 
     _setup_django(ROOT / "var" / "bench-studio.sqlite3")
@@ -245,12 +329,19 @@ def main() -> None:
     settings.ALLOWED_HOSTS = ["*"]
     settings.TRAINING_RUNS_DIR = ROOT / "var" / "bench-training-runs"
     if args.only != "harness":
-        time_training_pages(runs=args.training_runs, points=args.metric_points, samples=args.samples, seed=args.seed)
+        time_training_pages(
+            runs=args.training_runs, points=args.metric_points, samples=args.samples, seed=args.seed
+        )
     if args.only == "training":
         return
     started = time.perf_counter()
-    operator, harness, draft, skill_paths = build_history(skills=args.skills, versions=args.versions, seed=args.seed)
-    print(f"built {harness.name}: {args.skills} skills, {args.versions} versions in {time.perf_counter() - started:.1f} s")
+    operator, harness, draft, skill_paths = build_history(
+        skills=args.skills, versions=args.versions, seed=args.seed
+    )
+    print(
+        f"built {harness.name}: {args.skills} skills, {args.versions} "
+        f"versions in {time.perf_counter() - started:.1f} s"
+    )
 
     client = Client()
     client.force_login(operator)
@@ -275,25 +366,41 @@ def main() -> None:
     fresh = [rng.randint(2, args.versions) for _ in range(args.samples)]
     for n in set(fresh):
         version = HarnessVersion.objects.get(harness=harness, number=n)
-        summary = summary_against_parent(parent=version.parent, bundle=bundle_load(version_files(version=version)))
+        summary = summary_against_parent(
+            parent=version.parent, bundle=bundle_load(version_files(version=version))
+        )
         HarnessVersion.objects.filter(pk=version.pk).update(parent_summary=summary)
     cold_diff = [_time(client, f"/h/{name}/diff/?a={n - 1}&b={n}") for n in fresh]
     warm_diff = [_time(client, f"/h/{name}/diff/?a={n - 1}&b={n}") for n in fresh]
     split_diff = [_time(client, f"/h/{name}/diff/?a={n - 1}&b={n}&mode=split") for n in fresh]
-    far = [(rng.randint(1, args.versions // 2), rng.randint(args.versions // 2 + 1, args.versions)) for _ in range(args.samples // 3)]
+    far = [
+        (rng.randint(1, args.versions // 2), rng.randint(args.versions // 2 + 1, args.versions))
+        for _ in range(args.samples // 3)
+    ]
     far_diff = [_time(client, f"/h/{name}/diff/?a={a}&b={b}") for a, b in far]
     far_summaries = [_time(client, f"/h/{name}/diff/summary/?a={a}&b={b}") for a, b in far]
-    editor = [_time(client, f"/drafts/{draft.pk}/?path={rng.choice(skill_paths)}") for _ in range(args.samples)]
-    editor_top = [_time(client, f"/drafts/{draft.pk}/?path=hooks.yaml") for _ in range(args.samples // 3)]
+    editor = [
+        _time(client, f"/drafts/{draft.pk}/?path={rng.choice(skill_paths)}")
+        for _ in range(args.samples)
+    ]
+    editor_top = [
+        _time(client, f"/drafts/{draft.pk}/?path=hooks.yaml") for _ in range(args.samples // 3)
+    ]
     history = [_time(client, f"/h/{name}/") for _ in range(args.samples // 3)]
 
     save_ms = []
     for _ in range(max(5, args.samples // 6)):
         draft.refresh_from_db()
         path = rng.choice(skill_paths)
-        text = draft.files[path] + "- Benchmark edit. {#bench}\n" if "{#bench}" not in draft.files[path] else draft.files[path].replace("- Benchmark edit. {#bench}\n", "")
+        text = (
+            draft.files[path] + "- Benchmark edit. {#bench}\n"
+            if "{#bench}" not in draft.files[path]
+            else draft.files[path].replace("- Benchmark edit. {#bench}\n", "")
+        )
         t0 = time.perf_counter()
-        response = client.post(f"/drafts/{draft.pk}/save/", {"path": path, "text": text, "revision": draft.revision})
+        response = client.post(
+            f"/drafts/{draft.pk}/save/", {"path": path, "text": text, "revision": draft.revision}
+        )
         save_ms.append((time.perf_counter() - t0) * 1000)
         assert response.status_code == 302, response.status_code
 

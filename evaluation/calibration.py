@@ -23,13 +23,22 @@ def calibrate_judge(*, cases: list[dict], judge: Judge) -> dict[str, Any]:
             if "human" not in cand:
                 continue
             key = f"{case['id']}/{cand['id']}"
-            # a labelled reply from real traffic keeps its trajectory: the judge sees what it sees in evaluation
-            verdict = judge.judge(case=case, reply=cand["reply"], route=cand.get("route", "public"),
-                                  trajectory=cand.get("trajectory"))
+            # a labelled reply from real traffic keeps its trajectory: the judge sees what it sees
+            # in evaluation
+            verdict = judge.judge(
+                case=case,
+                reply=cand["reply"],
+                route=cand.get("route", "public"),
+                trajectory=cand.get("trajectory"),
+            )
             human_acc[key], judge_acc[key] = cand["human"]["accuracy"], verdict.accuracy
-            human_eff[key], judge_eff[key] = float(cand["human"]["effectiveness"]), verdict.effectiveness
+            human_eff[key], judge_eff[key] = (
+                float(cand["human"]["effectiveness"]),
+                verdict.effectiveness,
+            )
             by_defect.setdefault(cand.get("defect") or "good", []).append(
-                verdict.accuracy == cand["human"]["accuracy"])
+                verdict.accuracy == cand["human"]["accuracy"]
+            )
             reasons[key] = verdict.reason_codes
     if not human_acc:
         raise ValueError("no case carries a candidate with human labels (candidates[].human)")
@@ -38,8 +47,10 @@ def calibrate_judge(*, cases: list[dict], judge: Judge) -> dict[str, Any]:
     for row in acc.disagreements + eff.disagreements:
         row["judge_reasons"] = reasons[row["id"]]
     return {
-        "judge": judge.name, "n": acc.n,
-        "accuracy": acc.to_dict(), "effectiveness": eff.to_dict(),
+        "judge": judge.name,
+        "n": acc.n,
+        "accuracy": acc.to_dict(),
+        "effectiveness": eff.to_dict(),
         "accuracy_agreement_by_defect": {k: sum(v) / len(v) for k, v in sorted(by_defect.items())},
     }
 
@@ -47,19 +58,30 @@ def calibrate_judge(*, cases: list[dict], judge: Judge) -> dict[str, Any]:
 def calibration_markdown(report: dict[str, Any]) -> str:
     acc, eff = report["accuracy"], report["effectiveness"]
     lines = [
-        f"# Judge calibration: {report['judge']}", "",
-        f"{report['n']} labelled candidate replies.", "",
-        "| label | agreement | Cohen's kappa |", "|---|---|---|",
+        f"# Judge calibration: {report['judge']}",
+        "",
+        f"{report['n']} labelled candidate replies.",
+        "",
+        "| label | agreement | Cohen's kappa |",
+        "|---|---|---|",
         f"| Accuracy | {100 * acc['agreement']:.2f}% | {acc['kappa']:.3f} |",
-        f"| Effectiveness | {100 * eff['agreement']:.2f}% | {eff['kappa']:.3f} |", "",
+        f"| Effectiveness | {100 * eff['agreement']:.2f}% | {eff['kappa']:.3f} |",
+        "",
         "Accuracy confusion (rows human, columns judge; labels 0, 1): " + str(acc["confusion"]),
-        "", "Effectiveness confusion (labels 0, 0.5, 1): " + str(eff["confusion"]), "",
-        "| candidate defect | Accuracy agreement |", "|---|---|",
+        "",
+        "Effectiveness confusion (labels 0, 0.5, 1): " + str(eff["confusion"]),
+        "",
+        "| candidate defect | Accuracy agreement |",
+        "|---|---|",
     ]
-    lines += [f"| {k} | {100 * v:.1f}% |" for k, v in report["accuracy_agreement_by_defect"].items()]
+    lines += [
+        f"| {k} | {100 * v:.1f}% |" for k, v in report["accuracy_agreement_by_defect"].items()
+    ]
     dis = acc["disagreements"] + eff["disagreements"]
     if dis:
         lines += ["", "## Disagreements", ""]
-        lines += [f"- {d['id']}: human {d['human']}, judge {d['judge']} ({', '.join(d['judge_reasons'])})"
-                  for d in dis[:100]]
+        lines += [
+            f"- {d['id']}: human {d['human']}, judge {d['judge']} ({', '.join(d['judge_reasons'])})"
+            for d in dis[:100]
+        ]
     return "\n".join(lines) + "\n"

@@ -5,10 +5,11 @@ Robustness case brings instructions. ``bundle_for_case`` returns the base
 bundle with those added (tools appended to ``tools.yaml``, instructions as a
 prompt block right after the persona), validated like any user edit.
 
-A case with ``harness_variant`` ({seed, dims}: the compatibility set, ``evaluation/compatibility.py``)
-runs under an HSA variant of whatever Harness is being evaluated, made with that seed and those
-families while protecting the case's gold skills and limits, and is judged on its gold remapped to
-the variant's names (``harness_variant_of``), as the Harness-Variant set does with fixed bundles.
+A case with ``harness_variant`` ({seed, dims}: the compatibility set,
+``evaluation/compatibility.py``) runs under an HSA variant of whatever Harness is being evaluated,
+made with that seed and those families while protecting the case's gold skills and limits, and is
+judged on its gold remapped to the variant's names (``harness_variant_of``), as the Harness-Variant
+set does with fixed bundles.
 
 Extra tools answer with the canned ``result`` the case gives. The tool format
 only binds tools to built-ins or MCP servers, so an extra tool is declared
@@ -43,17 +44,25 @@ def bundle_for_case(base: Bundle, case: dict) -> Bundle:
         for tool in extra:
             if tool["name"] in known:
                 continue
-            tools["tools"].append({
-                "name": tool["name"], "description": tool["description"],
-                "parameters": tool.get("parameters") or {"type": "object", "properties": {}},
-                "binding": {"builtin": PLACEHOLDER_BUILTIN},
-            })
+            tools["tools"].append(
+                {
+                    "name": tool["name"],
+                    "description": tool["description"],
+                    "parameters": tool.get("parameters") or {"type": "object", "properties": {}},
+                    "binding": {"builtin": PLACEHOLDER_BUILTIN},
+                }
+            )
         files["tools.yaml"] = yaml.safe_dump(tools, sort_keys=False, allow_unicode=True)
     if constraints or order:
         prompt = yaml.safe_load(files["prompt.yaml"])
-        lines = [f"- {c['text']}".replace("{", "{{").replace("}", "}}") for c in constraints + order]
-        block = {"id": INSTRUCTIONS_BLOCK, "title": "Active instructions for this stream",
-                 "template": "Follow these instructions in every reply:\n" + "\n".join(lines) + "\n"}
+        lines = [
+            f"- {c['text']}".replace("{", "{{").replace("}", "}}") for c in constraints + order
+        ]
+        block = {
+            "id": INSTRUCTIONS_BLOCK,
+            "title": "Active instructions for this stream",
+            "template": "Follow these instructions in every reply:\n" + "\n".join(lines) + "\n",
+        }
         blocks = [b for b in prompt["blocks"] if b.get("id") != INSTRUCTIONS_BLOCK]
         blocks.insert(1 if blocks else 0, block)
         prompt["blocks"] = blocks
@@ -62,16 +71,21 @@ def bundle_for_case(base: Bundle, case: dict) -> Bundle:
 
 
 def harness_variant_of(base: Bundle, case: dict) -> tuple[Bundle, dict]:
-    """(the Harness the case runs under, the case as judged there): ``base`` and the case itself, or for a
-    case with ``harness_variant`` the HSA variant of ``base`` and the case with its gold remapped."""
+    """(the Harness the case runs under, the case as judged there): ``base`` and the case itself, or
+    for a case with ``harness_variant`` the HSA variant of ``base`` and the case with its gold
+    remapped."""
     spec = case.get("harness_variant")
     if not spec:
         return base, case
     from harness.augment import augment_bundle, requirements_from_case
 
     load_tools = tuple(t.name for t in base.tool_registry.by_role("load_skill"))
-    variant = augment_bundle(bundle=base, seed=int(spec["seed"]), dims=spec["dims"],
-                             requirements=requirements_from_case(case, load_tools=load_tools))
+    variant = augment_bundle(
+        bundle=base,
+        seed=int(spec["seed"]),
+        dims=spec["dims"],
+        requirements=requirements_from_case(case, load_tools=load_tools),
+    )
     return variant.bundle, variant.mapping.remap_case(case)
 
 
@@ -95,6 +109,9 @@ class CannedToolRunner:
         from harness.runtime.tool_runner import ToolOutcome
 
         if injected == "permission_denied":
-            return ToolOutcome(error=f"permission denied: this room may not call {spec.name}",
-                               error_kind="permission_denied", injected=injected)
+            return ToolOutcome(
+                error=f"permission denied: this room may not call {spec.name}",
+                error_kind="permission_denied",
+                injected=injected,
+            )
         return ToolOutcome(result=json.loads(json.dumps(self.canned[spec.name])), injected=injected)

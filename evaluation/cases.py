@@ -28,26 +28,64 @@ from harness.userfiles import MAX_LINES_BYTES, InputFileError, parse_json, read_
 
 CASE_FORMAT = "hs-case/1"
 CATEGORIES = (
-    "product_qa", "chitchat", "clarification", "aftersale", "promotion",
-    "presentation_order", "faq", "silent_refusal", "greeting",
+    "product_qa",
+    "chitchat",
+    "clarification",
+    "aftersale",
+    "promotion",
+    "presentation_order",
+    "faq",
+    "silent_refusal",
+    "greeting",
 )
 ROUTES = ("public", "private", "silent")
 RUBRICS = ("ACQ", "RC", "TC", "FI", "TCO")
 FACT_KINDS = ("price", "stock", "spec", "promotion", "faq", "link", "question", "order", "text")
 CONSTRAINT_KINDS = (
-    "max_chars", "end_with", "start_with", "must_mention", "forbid_word", "numbered_list",
-    "mention_link_id", "no_exclamation", "tool_order",
+    "max_chars",
+    "end_with",
+    "start_with",
+    "must_mention",
+    "forbid_word",
+    "numbered_list",
+    "mention_link_id",
+    "no_exclamation",
+    "tool_order",
 )
 REQUEST_FIELDS = (
-    "id", "mode", "comments", "room", "history", "anchor_utterances", "products", "faq", "locale",
+    "id",
+    "mode",
+    "comments",
+    "room",
+    "history",
+    "anchor_utterances",
+    "products",
+    "faq",
+    "locale",
 )
 TOP_FIELDS = set(REQUEST_FIELDS) | {
-    "format", "set", "category", "gold", "candidates", "extra_tools", "constraints", "replay",
-    "tags", "catalogue", "harness_variant",
+    "format",
+    "set",
+    "category",
+    "gold",
+    "candidates",
+    "extra_tools",
+    "constraints",
+    "replay",
+    "tags",
+    "catalogue",
+    "harness_variant",
 }
 GOLD_FIELDS = {
-    "route", "reply_skills", "strategy_skills", "tool_calls", "tool_order", "required_facts",
-    "forbidden_claims", "reference_reply", "rubrics",
+    "route",
+    "reply_skills",
+    "strategy_skills",
+    "tool_calls",
+    "tool_order",
+    "required_facts",
+    "forbidden_claims",
+    "reference_reply",
+    "rubrics",
 }
 
 
@@ -101,7 +139,9 @@ def _check_gold(reader: FieldReader, gold: Any) -> None:
         reader.unknown_keys(call, path, {"name", "arguments", "optional"})
         reader.string(call, "name", path)
         if not isinstance(call.get("arguments", {}), dict):
-            reader.problem(f"{path}.arguments", "must be an object of argument name -> expected value")
+            reader.problem(
+                f"{path}.arguments", "must be an object of argument name -> expected value"
+            )
         if not isinstance(call.get("optional", False), bool):
             reader.problem(f"{path}.optional", "must be true or false")
     _str_list(reader, data, "tool_order", "gold")
@@ -132,7 +172,9 @@ def _check_gold(reader: FieldReader, gold: Any) -> None:
     reader.string(data, "reference_reply", "gold", required=False, allow_empty=True)
     for i, rubric in enumerate(reader.listing(data, "rubrics", "gold")):
         if rubric not in RUBRICS:
-            reader.problem(f"gold.rubrics[{i}]", f"must be one of {', '.join(RUBRICS)}, got {rubric!r}")
+            reader.problem(
+                f"gold.rubrics[{i}]", f"must be one of {', '.join(RUBRICS)}, got {rubric!r}"
+            )
 
 
 def _check_candidates(reader: FieldReader, candidates: list) -> None:
@@ -157,7 +199,9 @@ def _check_candidates(reader: FieldReader, candidates: list) -> None:
                 if acc not in (0, 1) or isinstance(acc, bool):
                     reader.problem(f"{path}.human.accuracy", f"must be 0 or 1, got {acc!r}")
                 if eff not in (0, 0.5, 1) or isinstance(eff, bool):
-                    reader.problem(f"{path}.human.effectiveness", f"must be 0, 0.5 or 1, got {eff!r}")
+                    reader.problem(
+                        f"{path}.human.effectiveness", f"must be 0, 0.5 or 1, got {eff!r}"
+                    )
                 reader.string(human, "reason", f"{path}.human", required=False)
 
 
@@ -167,7 +211,9 @@ def _check_extra_tools(reader: FieldReader, tools: list) -> None:
         tool = reader.mapping(tool, path)
         if tool is None:
             continue
-        reader.unknown_keys(tool, path, {"name", "description", "parameters", "result", "distractor"})
+        reader.unknown_keys(
+            tool, path, {"name", "description", "parameters", "result", "distractor"}
+        )
         reader.string(tool, "name", path)
         reader.string(tool, "description", path)
         if not isinstance(tool.get("parameters", {}), dict):
@@ -189,7 +235,8 @@ def _check_constraints(reader: FieldReader, constraints: list) -> None:
 
 
 def _check_harness_variant(reader: FieldReader, case: dict) -> None:
-    """``harness_variant``: the case runs under an HSA variant of the evaluated Harness (seed, families)."""
+    """``harness_variant``: the case runs under an HSA variant of the evaluated Harness (seed,
+    families)."""
     if "harness_variant" not in case:
         return
     from harness.augment import DIMS
@@ -202,7 +249,9 @@ def _check_harness_variant(reader: FieldReader, case: dict) -> None:
     dims = reader.listing(spec, "dims", "harness_variant", required=True)
     for i, dim in enumerate(dims):
         if dim not in DIMS:
-            reader.problem(f"harness_variant.dims[{i}]", f"must be one of {', '.join(DIMS)}, got {dim!r}")
+            reader.problem(
+                f"harness_variant.dims[{i}]", f"must be one of {', '.join(DIMS)}, got {dim!r}"
+            )
     if isinstance(spec.get("dims"), list) and not dims:
         reader.problem("harness_variant.dims", f"must name at least one of {', '.join(DIMS)}")
 
@@ -237,7 +286,8 @@ def validate_case(data: Any) -> list[tuple[str, str]]:
 
 
 def case_request_data(case: dict) -> dict:
-    """The request part of a case as JSON data, not yet validated (its category as the intent label)."""
+    """The request part of a case as JSON data, not yet validated (its category as the intent
+    label)."""
     data = {k: case[k] for k in REQUEST_FIELDS if k in case}
     if isinstance(case.get("category"), str):
         data["intent"] = case["category"]
@@ -266,8 +316,14 @@ def parse_cases(lines: Iterable[str], *, source: str = "<cases>") -> list[dict]:
         problems += [CaseProblem(lineno, f, m, source) for f, m in found]
         if isinstance(data, dict) and isinstance(data.get("id"), str):
             if data["id"] in first_line:
-                problems.append(CaseProblem(
-                    lineno, "id", f"duplicate id {data['id']!r} (first on line {first_line[data['id']]})", source))
+                problems.append(
+                    CaseProblem(
+                        lineno,
+                        "id",
+                        f"duplicate id {data['id']!r} (first on line {first_line[data['id']]})",
+                        source,
+                    )
+                )
             else:
                 first_line[data["id"]] = lineno
         if not found:

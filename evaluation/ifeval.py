@@ -1,4 +1,5 @@
-"""IFEval (docs/architecture.md §6, T4): general instruction following scored with lm-eval's official checkers.
+"""IFEval (docs/architecture.md §6, T4): general instruction following scored with lm-eval's
+official checkers.
 
 The checkers are used from the ``lm-eval`` package, not copied. Prompts come from, in order of
 preference: an explicit ``source`` (``--source``: a JSONL path in the official format,
@@ -43,11 +44,13 @@ _REQUIRED = ("key", "prompt", "instruction_id_list", "kwargs")
 
 
 class IFEvalSourceMissing(InputFileError):
-    """The IFEval prompt file is not where it was looked for; the message says how to point at one."""
+    """The IFEval prompt file is not where it was looked for; the message says how to point at
+    one."""
 
 
 def configured_source() -> str:
-    """The prompts a run reads when it is given no source: $HARNESS_IFEVAL_PATH, else the generated set."""
+    """The prompts a run reads when it is given no source: $HARNESS_IFEVAL_PATH, else the generated
+    set."""
     return os.environ.get(IFEVAL_PATH_ENV, "").strip() or GENERATED
 
 
@@ -64,11 +67,15 @@ def _generated_seed(source: str) -> int | None:
 
     value = decimal_int(seed)
     if value is None:
-        raise InputFileError(f"IFEval source {source!r}: the seed after 'generated:' must be a whole number")
+        raise InputFileError(
+            f"IFEval source {source!r}: the seed after 'generated:' must be a whole number"
+        )
     return value
 
 
-def load_ifeval_prompts(*, source: str | Path | None = None, limit: int | None = None) -> list[dict]:
+def load_ifeval_prompts(
+    *, source: str | Path | None = None, limit: int | None = None
+) -> list[dict]:
     """Load IFEval prompts as dicts with key, prompt, instruction_id_list and kwargs.
 
     ``source`` is a JSONL path, ``"google/IFEval"`` (through ``datasets``), ``"generated"`` /
@@ -87,10 +94,15 @@ def load_ifeval_prompts(*, source: str | Path | None = None, limit: int | None =
     else:
         path = Path(name).expanduser()
         if not path.is_file():
-            where = "given as the source" if source is not None else f"from the setting {IFEVAL_PATH_ENV}"
+            where = (
+                "given as the source"
+                if source is not None
+                else f"from the setting {IFEVAL_PATH_ENV}"
+            )
             raise IFEvalSourceMissing(
                 f"IFEval prompts not found at {path} ({where}); give a JSONL file in the official "
-                f"format (fields {', '.join(_REQUIRED)}), '{HUB_DATASET}' where `datasets` can load it, "
+                f"format (fields {', '.join(_REQUIRED)}), "
+                f"'{HUB_DATASET}' where `datasets` can load it, "
                 f"or leave {IFEVAL_PATH_ENV} unset for the project's generated set"
             )
         rows = []
@@ -103,8 +115,8 @@ def load_ifeval_prompts(*, source: str | Path | None = None, limit: int | None =
 
 
 def describe_source(*, prompts: Sequence[dict], source: str | Path | None = None) -> dict:
-    """What a score is on, for pages and pairing: ``kind`` (generated | file | hub), ``label``, where
-    it came from and the digest of the prompts as scored."""
+    """What a score is on, for pages and pairing: ``kind`` (generated | file | hub), ``label``,
+    where it came from and the digest of the prompts as scored."""
     from evaluation.instruction_set import LABEL, prompts_digest
 
     name = str(source) if source is not None else configured_source()
@@ -115,8 +127,14 @@ def describe_source(*, prompts: Sequence[dict], source: str | Path | None = None
         kind, label = "hub", f"{OFFICIAL_LABEL}, {HUB_DATASET}"
     else:
         kind, label = "file", f"IFEval prompts from {Path(name).name}"
-    return {"kind": kind, "label": label, "source": name, "seed": seed, "n": len(prompts),
-            "digest": prompts_digest(list(prompts))}
+    return {
+        "kind": kind,
+        "label": label,
+        "source": name,
+        "seed": seed,
+        "n": len(prompts),
+        "digest": prompts_digest(list(prompts)),
+    }
 
 
 def _process_results():
@@ -138,7 +156,9 @@ class IFEvalResult:
     per_family_strict: dict[str, float] = field(default_factory=dict)
     rows: list[dict] = field(default_factory=list)
     seconds: float = 0.0
-    source: dict = field(default_factory=dict)  # describe_source(): which prompts these scores are on
+    source: dict = field(
+        default_factory=dict
+    )  # describe_source(): which prompts these scores are on
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -186,9 +206,10 @@ def score_responses(*, prompts: Sequence[dict], responses: Sequence[str]) -> IFE
 
 
 def ifeval_answerer(model: RoleModel, *, max_new_tokens: int) -> Callable[[str], str]:
-    """How an IFEval prompt is answered, by the CLI and by training's self-evaluation alike: the prompt as
-    the one user turn, greedy, ``max_new_tokens`` at most, through the ifeval role's model
-    (``harness.policies.role_model("ifeval", spec)``, or ``RoleModel`` over a policy already loaded)."""
+    """How an IFEval prompt is answered, by the CLI and by training's self-evaluation alike: the
+    prompt as the one user turn, greedy, ``max_new_tokens`` at most, through the ifeval role's model
+    (``harness.policies.role_model("ifeval", spec)``, or ``RoleModel`` over a policy already
+    loaded)."""
     generation = GenerationSettings(temperature=0.0, max_new_tokens=max_new_tokens)
 
     def answer(prompt: str) -> str:
@@ -224,8 +245,13 @@ def run_ifeval(
     path = Path(responses_path) if responses_path else None
     if path is not None and path.exists():
         done = {row["key"]: row["response"] for row in finished_records(path)}
-        path.write_text("".join(json.dumps({"key": k, "response": v}, ensure_ascii=False) + "\n"
-                                for k, v in done.items()), encoding="utf-8")  # drop a torn tail
+        path.write_text(
+            "".join(
+                json.dumps({"key": k, "response": v}, ensure_ascii=False) + "\n"
+                for k, v in done.items()
+            ),
+            encoding="utf-8",
+        )  # drop a torn tail
     started = time.perf_counter()
     responses = []
     for prompt in tqdm(prompts, desc="ifeval", disable=not progress):
@@ -233,8 +259,13 @@ def run_ifeval(
             done[prompt["key"]] = generate(prompt["prompt"])
             if path is not None:
                 with path.open("a", encoding="utf-8") as handle:
-                    handle.write(json.dumps({"key": prompt["key"], "response": done[prompt["key"]]},
-                                            ensure_ascii=False) + "\n")
+                    handle.write(
+                        json.dumps(
+                            {"key": prompt["key"], "response": done[prompt["key"]]},
+                            ensure_ascii=False,
+                        )
+                        + "\n"
+                    )
         responses.append(done[prompt["key"]])
     result = score_responses(prompts=prompts, responses=responses)
     result.seconds = time.perf_counter() - started

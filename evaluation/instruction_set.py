@@ -1,10 +1,11 @@
-"""The project's own instruction-following set: verifiable instructions built by lm-eval's IFEval checkers.
+"""The project's own instruction-following set: verifiable instructions built by lm-eval's IFEval
+checkers.
 
-The official IFEval prompts (541, docs/architecture.md §6 T4) are not part of a clone, and nothing may be
-downloaded at run time, so the default instruction-following set is generated here, seeded and
-offline. Each prompt is one of this project's own writing tasks (:data:`TASKS`, written for it,
-none taken from IFEval) followed by one to three instructions. The instructions are not ours:
-each is an instruction class of lm-eval's IFEval registry (``INSTRUCTION_DICT``), whose
+The official IFEval prompts (541, docs/architecture.md §6 T4) are not part of a clone, and nothing
+may be downloaded at run time, so the default instruction-following set is generated here, seeded
+and offline. Each prompt is one of this project's own writing tasks (:data:`TASKS`, written for it,
+none taken from IFEval) followed by one to three instructions. The instructions are not ours: each
+is an instruction class of lm-eval's IFEval registry (``INSTRUCTION_DICT``), whose
 ``build_description()`` writes the instruction's text and picks its arguments, and whose
 ``get_instruction_args()`` gives the ``kwargs`` stored with the prompt. Combinations the registry
 lists as conflicting (``INSTRUCTION_CONFLICTS``) are never drawn together. The rows are in the
@@ -88,13 +89,14 @@ TASKS = (
 
 
 class InstructionSetError(ValueError):
-    """A generated set was asked for with a bad seed or size; the message says what would be valid."""
+    """A generated set was asked for with a bad seed or size; the message says what would be
+    valid."""
 
 
 @contextmanager
 def _seeded_random(seed: str) -> Iterator[None]:
-    """lm-eval's checkers draw their arguments from the ``random`` module; seed it for one prompt and
-    give every other user of ``random`` its state back."""
+    """lm-eval's checkers draw their arguments from the ``random`` module; seed it for one prompt
+    and give every other user of ``random`` its state back."""
     state = random.getstate()
     random.seed(seed)
     try:
@@ -108,7 +110,10 @@ def _registry():
     from lm_eval.tasks.ifeval.instructions_registry import INSTRUCTION_CONFLICTS, INSTRUCTION_DICT
 
     conflicts = {key: set(value) | {key} for key, value in INSTRUCTION_CONFLICTS.items()}
-    for key, value in INSTRUCTION_CONFLICTS.items():  # symmetric, without touching lm-eval's own dict
+    for (
+        key,
+        value,
+    ) in INSTRUCTION_CONFLICTS.items():  # symmetric, without touching lm-eval's own dict
         for other in value:
             conflicts.setdefault(other, {other}).add(key)
     return INSTRUCTION_DICT, conflicts
@@ -118,8 +123,12 @@ def _draw_ids(rng: random.Random, ids: list[str], conflicts: dict[str, set[str]]
     count = rng.choices((1, 2, 3), weights=(5, 4, 1))[0]
     chosen: list[str] = []
     for _ in range(count):
-        allowed = [i for i in ids if i not in chosen and not any(i in conflicts.get(c, ()) or c in conflicts.get(i, ())
-                                                                 for c in chosen)]
+        allowed = [
+            i
+            for i in ids
+            if i not in chosen
+            and not any(i in conflicts.get(c, ()) or c in conflicts.get(i, ()) for c in chosen)
+        ]
         if not allowed:
             break
         chosen.append(rng.choice(allowed))
@@ -132,14 +141,22 @@ def _scorable(registry, instruction_id: str, text: str, args: dict) -> bool:
     the paragraph count), so the rebuilt text must be the same; and no "less than 1" count (no
     sentence, no word, no letter), which no answer can meet."""
     relation = args.get("relation") or args.get("let_relation") or args.get("capital_relation")
-    counts = [v for k, v in args.items() if k in ("num_sentences", "num_words", "frequency", "let_frequency",
-                                                    "capital_frequency")]
+    counts = [
+        v
+        for k, v in args.items()
+        if k in ("num_sentences", "num_words", "frequency", "let_frequency", "capital_frequency")
+    ]
     if relation == "less than" and any(isinstance(c, int) and c <= 1 for c in counts):
         return False
-    if "nth_paragraph" in args and not 1 <= args["nth_paragraph"] <= (args.get("num_paragraphs") or 0):
-        return False  # lm-eval draws such a paragraph number (up to the count + 1) and redraws it when scoring
+    if "nth_paragraph" in args and not 1 <= args["nth_paragraph"] <= (
+        args.get("num_paragraphs") or 0
+    ):
+        # lm-eval draws such a paragraph number (up to the count + 1) and redraws it when scoring
+        return False
     kept = {k: v for k, v in args.items() if v}
-    for attempt in range(3):  # lm-eval redraws inconsistent arguments at random: any redraw shows up as a change
+    for attempt in range(
+        3
+    ):  # lm-eval redraws inconsistent arguments at random: any redraw shows up as a change
         with _seeded_random(f"rebuild:{attempt}"):
             if registry[instruction_id](instruction_id).build_description(**kept) != text:
                 return False
@@ -163,25 +180,43 @@ def generated_prompt(index: int, *, seed: int = DEFAULT_SEED) -> dict:
                 text = checker.build_description(prompt_to_repeat=" ".join(texts))
             else:
                 text = checker.build_description()
-                while not _scorable(registry, instruction_id, text, checker.get_instruction_args() or {}):
+                while not _scorable(
+                    registry, instruction_id, text, checker.get_instruction_args() or {}
+                ):
                     text = checker.build_description()  # the next draw of lm-eval's own arguments
             texts.append(text)
-            kwargs.append({k: v for k, v in (checker.get_instruction_args() or {}).items() if v is not None})
-    return {"key": index + 1, "prompt": " ".join(texts), "instruction_id_list": chosen, "kwargs": kwargs}
+            kwargs.append(
+                {k: v for k, v in (checker.get_instruction_args() or {}).items() if v is not None}
+            )
+    return {
+        "key": index + 1,
+        "prompt": " ".join(texts),
+        "instruction_id_list": chosen,
+        "kwargs": kwargs,
+    }
 
 
 def generated_prompts(*, size: int | None = None, seed: int = DEFAULT_SEED) -> list[dict]:
     """The first ``size`` prompts (default :data:`DEFAULT_SIZE`) of the set with ``seed``."""
     size = DEFAULT_SIZE if size is None else size
     if isinstance(size, bool) or not isinstance(size, int) or not 0 <= size <= 100_000:
-        raise InstructionSetError(f"size: give a whole number of prompts between 0 and 100000, got {size!r}")
+        raise InstructionSetError(
+            f"size: give a whole number of prompts between 0 and 100000, got {size!r}"
+        )
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**31:
-        raise InstructionSetError(f"seed: give a whole number between 0 and {2**31 - 1}, got {seed!r}")
+        raise InstructionSetError(
+            f"seed: give a whole number between 0 and {2**31 - 1}, got {seed!r}"
+        )
     return [generated_prompt(i, seed=seed) for i in range(size)]
 
 
 def prompts_digest(prompts: list[dict]) -> str:
-    """sha256 of the prompts as scored (text, instructions, arguments): two runs pair only on equal digests."""
-    text = json.dumps([[p["prompt"], p["instruction_id_list"], p["kwargs"]] for p in prompts], sort_keys=True,
-                      ensure_ascii=False, default=str)
+    """sha256 of the prompts as scored (text, instructions, arguments): two runs pair only on equal
+    digests."""
+    text = json.dumps(
+        [[p["prompt"], p["instruction_id_list"], p["kwargs"]] for p in prompts],
+        sort_keys=True,
+        ensure_ascii=False,
+        default=str,
+    )
     return hashlib.sha256(text.encode("utf-8")).hexdigest()

@@ -35,26 +35,42 @@ def markdown(summary: dict[str, Any]) -> str:
     if warning:
         lines += [f"> **Warning: {warning}.**", ""]
     lines += [
-        f"Accuracy {_fmt(overall.get('accuracy'))} · Effectiveness {_fmt(overall.get('effectiveness'))} · "
-        f"AVG {_fmt(overall.get('avg'))} · {summary['failed']} of {summary['n']} failed", "",
+        f"Accuracy {_fmt(overall.get('accuracy'))} · "
+        f"Effectiveness {_fmt(overall.get('effectiveness'))} · "
+        f"AVG {_fmt(overall.get('avg'))} · {summary['failed']} of {summary['n']} failed",
+        "",
         f"- Outcomes: {outcome_line(summary)}",
         f"- Harness: {cfg.get('harness_name', '?')} ({str(cfg.get('harness_digest', ''))[:12]})",
         f"- Policy: {cfg.get('policy', '?')}; judge: {cfg.get('judge', '?')}",
         f"- Cases: {summary['n']} (errors: {summary['errors']})"
         + (" - unfinished run" if cfg.get("partial") else ""),
-        f"- Latency per case: p50 {_seconds(latency['p50'])}, p95 {_seconds(latency['p95'])}", "",
-        "| category | n | Accuracy | Effectiveness | AVG | rubric AVG |", "|---|---|---|---|---|---|",
+        f"- Latency per case: p50 {_seconds(latency['p50'])}, p95 {_seconds(latency['p95'])}",
+        "",
+        "| category | n | Accuracy | Effectiveness | AVG | rubric AVG |",
+        "|---|---|---|---|---|---|",
     ]
     for cat, block in _scopes(summary):
-        lines.append(f"| {cat} | {block['n']} | " + " | ".join(_fmt(block.get(m)) for m in METRICS) + " |")
+        lines.append(
+            f"| {cat} | {block['n']} | " + " | ".join(_fmt(block.get(m)) for m in METRICS) + " |"
+        )
     if summary["per_split"]:
-        lines += ["", "| split | n | Accuracy | Effectiveness | AVG | rubric AVG |", "|---|---|---|---|---|---|"]
+        lines += [
+            "",
+            "| split | n | Accuracy | Effectiveness | AVG | rubric AVG |",
+            "|---|---|---|---|---|---|",
+        ]
         for name, block in sorted(summary["per_split"].items()):
-            lines.append(f"| {name} | {block['n']} | " + " | ".join(_fmt(block.get(m)) for m in METRICS) + " |")
+            lines.append(
+                f"| {name} | {block['n']} | "
+                + " | ".join(_fmt(block.get(m)) for m in METRICS)
+                + " |"
+            )
     o = summary["outcomes"]
     lines += ["", "## How the requests ended", "", "| outcome | cases |", "|---|---|"]
-    lines += [f"| {name} | {o[name]} |" for name in ("replied", "effective", "fallback", "suppressed", "silent",
-                                                      "error")]
+    lines += [
+        f"| {name} | {o[name]} |"
+        for name in ("replied", "effective", "fallback", "suppressed", "silent", "error")
+    ]
     if summary["reason_counts"]:
         lines += ["", "## Reason codes", "", "| code | cases |", "|---|---|"]
         lines += [f"| {k} | {v} |" for k, v in summary["reason_counts"].items()]
@@ -73,7 +89,12 @@ def category_chart(summary: dict[str, Any], path: str | Path) -> Path:
     width = 0.27
     for i, metric in enumerate(("accuracy", "effectiveness", "avg")):
         values = [block.get(metric) or 0 for _, block in scopes]
-        ax.bar([x + (i - 1) * width for x in range(len(scopes))], values, width, label=metric.capitalize())
+        ax.bar(
+            [x + (i - 1) * width for x in range(len(scopes))],
+            values,
+            width,
+            label=metric.capitalize(),
+        )
     ax.set_xticks(range(len(scopes)))
     ax.set_xticklabels([f"{c}\n(n={block['n']})" for c, block in scopes], fontsize=7)
     ax.set_ylim(0, 100)

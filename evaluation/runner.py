@@ -50,14 +50,21 @@ class RunOutcome:
 
 
 def load_results(path: Path) -> list[dict]:
-    """Finished rows of a results file; a torn last line (killed mid-write) is ignored. A row that is not an
-    object with the ``id`` of its case is an InputFileError naming ``file:line`` (not a KeyError later)."""
+    """Finished rows of a results file; a torn last line (killed mid-write) is ignored. A row that
+    is not an object with the ``id`` of its case is an InputFileError naming ``file:line`` (not a
+    KeyError later)."""
     rows = []
     for number, row in finished_lines(path, what="results file"):
         if not isinstance(row, dict) or not isinstance(row.get("id"), str) or not row["id"]:
-            shown = "an object without 'id'" if isinstance(row, dict) else f"a JSON {type(row).__name__}"
-            raise InputFileError(f"{path}:{number}: {shown}; each line of a results file is a JSON object with "
-                                 "the 'id' of the case it scored, as 'evaluation run' writes it")
+            shown = (
+                "an object without 'id'"
+                if isinstance(row, dict)
+                else f"a JSON {type(row).__name__}"
+            )
+            raise InputFileError(
+                f"{path}:{number}: {shown}; each line of a results file is a JSON object with "
+                "the 'id' of the case it scored, as 'evaluation run' writes it"
+            )
         rows.append(row)
     return rows
 
@@ -71,11 +78,15 @@ def resolve_catalogue(set_path: Path, cases: list[dict]):
 
     names = {c.get("catalogue") for c in cases if c.get("catalogue")}
     if len(names) > 1:
-        raise ValueError(f"{set_path}: cases name several catalogues {sorted(names)}; one set, one catalogue")
+        raise ValueError(
+            f"{set_path}: cases name several catalogues {sorted(names)}; one set, one catalogue"
+        )
     if names:
         path = (set_path.parent / names.pop()).resolve()
         if not path.exists():
-            raise FileNotFoundError(f"{set_path}: catalogue file {path} named by the cases does not exist")
+            raise FileNotFoundError(
+                f"{set_path}: catalogue file {path} named by the cases does not exist"
+            )
         return Catalogue.load(path)
     return None  # the Agent's default: the demo catalogue
 
@@ -113,11 +124,20 @@ def run_set(
     cases = load_cases(set_path)[:limit] if limit else load_cases(set_path)
     catalogue = resolve_catalogue(set_path, cases)
     config = {
-        "harness_dir": str(harness_dir), "harness_name": bundle.name, "harness_digest": bundle.digest,
-        "set": str(set_path), "set_name": set_path.stem, "set_sha256": _sha256(set_path),
-        "policy": policy, "judge": judge, "limit": limit, "cases": len(cases),
-        "max_new_tokens": max_new_tokens, "concurrency": concurrency,
-        "trajectory_budget_s": trajectory_budget_s or bundle.prompt.constraints.get("trajectory_budget_s"),
+        "harness_dir": str(harness_dir),
+        "harness_name": bundle.name,
+        "harness_digest": bundle.digest,
+        "set": str(set_path),
+        "set_name": set_path.stem,
+        "set_sha256": _sha256(set_path),
+        "policy": policy,
+        "judge": judge,
+        "limit": limit,
+        "cases": len(cases),
+        "max_new_tokens": max_new_tokens,
+        "concurrency": concurrency,
+        "trajectory_budget_s": trajectory_budget_s
+        or bundle.prompt.constraints.get("trajectory_budget_s"),
     }
     out.mkdir(parents=True, exist_ok=True)
     run_file = out / "run.json"
@@ -126,8 +146,10 @@ def run_set(
         for key in ("harness_digest", "set_sha256", "policy", "judge"):
             if old.get(key) != config[key]:
                 raise RunConfigError(
-                    f"{out} holds a run with a different {key} ({old.get(key)!r} != {config[key]!r}); "
-                    "use a new --out folder")
+                    f"{out} holds a run with a different {key} "
+                    f"({old.get(key)!r} != {config[key]!r}); "
+                    "use a new --out folder"
+                )
         config["started_at"] = old.get("started_at")
     else:
         config["started_at"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
@@ -149,14 +171,21 @@ def run_set(
     write_lock = threading.Lock()
     # rewrite the file without a torn tail before appending
     if results_path.exists():
-        results_path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in done_rows),
-                                encoding="utf-8")
+        results_path.write_text(
+            "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in done_rows), encoding="utf-8"
+        )
 
     def run_one(case: dict) -> dict:
         if not hasattr(local, "scorer"):
             local.scorer = CaseScorer.for_bundle(
-                bundle=bundle, policy=factory(), catalogue=catalogue, judge=judge_obj, connect_mcp=connect_mcp,
-                trajectory_budget_s=trajectory_budget_s, **mcp)
+                bundle=bundle,
+                policy=factory(),
+                catalogue=catalogue,
+                judge=judge_obj,
+                connect_mcp=connect_mcp,
+                trajectory_budget_s=trajectory_budget_s,
+                **mcp,
+            )
             scorers.append(local.scorer)
         row = local.scorer.score(case)
         with write_lock, results_path.open("a", encoding="utf-8") as handle:
@@ -166,7 +195,9 @@ def run_set(
 
     from tqdm import tqdm
 
-    bar = tqdm(total=len(cases), initial=len(cases) - len(todo), desc=set_path.stem, disable=not progress)
+    bar = tqdm(
+        total=len(cases), initial=len(cases) - len(todo), desc=set_path.stem, disable=not progress
+    )
     try:
         with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
             futures = [pool.submit(run_one, case) for case in todo]
@@ -203,11 +234,18 @@ def rejudge_run(*, run: str | Path, judge: str | None = None) -> list[dict]:
     for row in rows:
         if row.get("error") or row["id"] not in cases:
             continue
-        verdict = judge_obj.judge(case=cases[row["id"]], reply=row.get("reply", ""),
-                                  route=row.get("route", "public"), trajectory=row.get("trajectory"))
+        verdict = judge_obj.judge(
+            case=cases[row["id"]],
+            reply=row.get("reply", ""),
+            route=row.get("route", "public"),
+            trajectory=row.get("trajectory"),
+        )
         row["verdict"] = verdict.to_dict()
     tmp = run / (RESULTS + ".tmp")
-    tmp.write_text("".join(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in rows), encoding="utf-8")
+    tmp.write_text(
+        "".join(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in rows),
+        encoding="utf-8",
+    )
     tmp.replace(run / RESULTS)
     return rows
 

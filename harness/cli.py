@@ -70,8 +70,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("validate", help="check one or more bundle directories")
     p.add_argument("dirs", nargs="+", metavar="DIR")
-    p.add_argument("--full-paths", action="store_true",
-                   help="print problems with the bundle directory in front of each file")
+    p.add_argument(
+        "--full-paths",
+        action="store_true",
+        help="print problems with the bundle directory in front of each file",
+    )
     p.set_defaults(func=cmd_validate)
     p = sub.add_parser("diff", help="unified diff per changed file between two bundles")
     p.add_argument("dir_a", metavar="DIR_A")

@@ -1,4 +1,5 @@
-"""Config schemas: a settings dataclass whose fields say what they hold, read the same way everywhere.
+"""Config schemas: a settings dataclass whose fields say what they hold, read the same way
+everywhere.
 
 A run's settings (``training/*_config.py``, ``serving/replay_config.py``) are one dataclass each,
 and each field's ``metadata`` is its schema: ``help`` (the flag's and the form's text) and, where
@@ -34,7 +35,8 @@ from harness.yamlio import dump_yaml, load_yaml
 
 C = TypeVar("C")
 
-#: What a field's value names, and what the studio accepts for it (studio/training/configs.py checks each).
+#: What a field's value names, and what the studio accepts for it (studio/training/configs.py checks
+#: each).
 KINDS = {
     "checkpoint": "a model: local, tiny (or an alias) or the absolute path of a checkpoint folder",
     "teacher": "'gold' or openai:BASE_URL:MODEL",
@@ -47,7 +49,8 @@ KINDS = {
 
 
 class ConfigError(ValueError):
-    """A config file, flag or form value that cannot be used; the message names file, line and field."""
+    """A config file, flag or form value that cannot be used; the message names file, line and
+    field."""
 
 
 @dataclass(frozen=True)
@@ -59,7 +62,7 @@ class SchemaField:
     default: Any
     help: str
     kind: str = ""
-    choices: tuple[tuple[str, str], ...] = ()   # (value, label)
+    choices: tuple[tuple[str, str], ...] = ()  # (value, label)
     aliases: tuple[str, ...] = ()
 
     @property
@@ -74,7 +77,9 @@ class SchemaField:
 
 def _choices(raw: Any) -> tuple[tuple[str, str], ...]:
     items = raw.items() if isinstance(raw, dict) else raw
-    return tuple((str(c[0]), str(c[1])) if isinstance(c, tuple) else (str(c), str(c)) for c in items or ())
+    return tuple(
+        (str(c[0]), str(c[1])) if isinstance(c, tuple) else (str(c), str(c)) for c in items or ()
+    )
 
 
 def fields_of(cls: type) -> list[SchemaField]:
@@ -84,11 +89,21 @@ def fields_of(cls: type) -> list[SchemaField]:
     for f in dataclasses.fields(cls):
         kind = f.metadata.get("kind", "")
         if kind and kind not in KINDS:
-            raise TypeError(f"{cls.__name__}.{f.name}: kind {kind!r} is not one of {', '.join(KINDS)}")
+            raise TypeError(
+                f"{cls.__name__}.{f.name}: kind {kind!r} is not one of {', '.join(KINDS)}"
+            )
         default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
-        out.append(SchemaField(name=f.name, type=hints[f.name], default=default, help=f.metadata.get("help", ""),
-                               kind=kind, choices=_choices(f.metadata.get("choices")),
-                               aliases=tuple(f.metadata.get("aliases", ()))))
+        out.append(
+            SchemaField(
+                name=f.name,
+                type=hints[f.name],
+                default=default,
+                help=f.metadata.get("help", ""),
+                kind=kind,
+                choices=_choices(f.metadata.get("choices")),
+                aliases=tuple(f.metadata.get("aliases", ())),
+            )
+        )
     return out
 
 
@@ -110,7 +125,9 @@ def coerce(value: Any, tp: Any, *, where: str) -> Any:
                 return coerce(value, option, where=where)
             except ConfigError:
                 continue
-        raise ConfigError(f"{where}: {value!r} is not one of {', '.join(_type_name(o) for o in options)}")
+        raise ConfigError(
+            f"{where}: {value!r} is not one of {', '.join(_type_name(o) for o in options)}"
+        )
     if origin is list:
         (item,) = typing.get_args(tp) or (Any,)
         if isinstance(value, str):
@@ -119,13 +136,17 @@ def coerce(value: Any, tp: Any, *, where: str) -> Any:
             raise ConfigError(f"{where}: expected a list, got {value!r}")
         return [coerce(v, item, where=f"{where}[{i}]") for i, v in enumerate(value)]
     if origin is dict:
-        if isinstance(value, str):  # a flag's or a form's text: YAML, one 'name: value' a line or {name: value}
+        if isinstance(
+            value, str
+        ):  # a flag's or a form's text: YAML, one 'name: value' a line or {name: value}
             value = _mapping(value, where=where)
         if not isinstance(value, dict):
             raise ConfigError(f"{where}: expected a mapping, got {value!r}")
         key_type, value_type = typing.get_args(tp) or (Any, Any)
-        return {coerce(k, key_type, where=where): coerce(v, value_type, where=f"{where}.{k}")
-                for k, v in value.items()}
+        return {
+            coerce(k, key_type, where=where): coerce(v, value_type, where=f"{where}.{k}")
+            for k, v in value.items()
+        }
     if tp is Any:
         return value
     if tp is bool:
@@ -162,13 +183,17 @@ def coerce(value: Any, tp: Any, *, where: str) -> Any:
 def _mapping(text: str, *, where: str) -> Any:
     data, _lines, problems = load_yaml(text.strip() or "{}", file=where)
     if problems:
-        raise ConfigError(f"{where}: " + "; ".join(f"line {p.line}: {p.message}" for p in problems)
-                          + " (write one 'name: value' a line, e.g. 'accuracy: 1.0', or {} for none)")
+        raise ConfigError(
+            f"{where}: "
+            + "; ".join(f"line {p.line}: {p.message}" for p in problems)
+            + " (write one 'name: value' a line, e.g. 'accuracy: 1.0', or {} for none)"
+        )
     return {} if data is None else data
 
 
 def choice_problem(field: SchemaField, values: list[Any], *, where: str) -> str:
-    """'' when every item is one of the field's choices (or it has none), else ``where: x is not one of ...``."""
+    """'' when every item is one of the field's choices (or it has none), else ``where: x is not one
+    of ...``."""
     valid = [value for value, _label in field.choices]
     wrong = [str(v) for v in values if str(v) not in valid] if valid else []
     return f"{where}: {', '.join(wrong)} is not one of {', '.join(valid)}" if wrong else ""
@@ -181,7 +206,8 @@ def check_problem(config: Any) -> str:
 
 
 def value_text(value: Any, *, separator: str = ", ") -> str:
-    """A value as a flag or a form input takes it back: lists joined, mappings as YAML, booleans true/false."""
+    """A value as a flag or a form input takes it back: lists joined, mappings as YAML, booleans
+    true/false."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, list):
@@ -194,21 +220,32 @@ def value_text(value: Any, *, separator: str = ", ") -> str:
     return "" if value is None else str(value)
 
 
-# -- files -----------------------------------------------------------------------------------------------
+# -- files
+# -----------------------------------------------------------------------------------------------
 
 
-def config_from_dict(cls: type[C], data: dict[str, Any], *, source: str = "config",
-                     lines: dict[str, int] | None = None) -> C:
-    """Build ``cls`` from a mapping; unknown keys and bad values name their line and the valid fields."""
+def config_from_dict(
+    cls: type[C],
+    data: dict[str, Any],
+    *,
+    source: str = "config",
+    lines: dict[str, int] | None = None,
+) -> C:
+    """Build ``cls`` from a mapping; unknown keys and bad values name their line and the valid
+    fields."""
     if not isinstance(data, dict):
-        raise ConfigError(f"{source}: a config is a mapping of field: value, got {type(data).__name__}")
+        raise ConfigError(
+            f"{source}: a config is a mapping of field: value, got {type(data).__name__}"
+        )
     schema = {f.name: f for f in fields_of(cls)}
     kwargs: dict[str, Any] = {}
     for key, value in data.items():
         line = (lines or {}).get(key)
         where = f"{source}:{line}: {key}" if line else f"{source}: {key}"
         if key not in schema:
-            raise ConfigError(f"{where}: unknown field for {cls.__name__}; valid fields: {', '.join(schema)}")
+            raise ConfigError(
+                f"{where}: unknown field for {cls.__name__}; valid fields: {', '.join(schema)}"
+            )
         section = schema[key].section
         if section is not None and isinstance(value, dict):
             kwargs[key] = config_from_dict(section, value, source=f"{source} ({key})")
@@ -237,11 +274,13 @@ def load_config(cls: type[C], path: str | Path) -> C:
 
 def dump_config(config: Any, path: str | Path) -> None:
     """Write the resolved config as JSON (what was actually run)."""
-    Path(path).write_text(json.dumps(dataclasses.asdict(config), indent=2, sort_keys=True) + "\n",
-                          encoding="utf-8")
+    Path(path).write_text(
+        json.dumps(dataclasses.asdict(config), indent=2, sort_keys=True) + "\n", encoding="utf-8"
+    )
 
 
-# -- command lines ---------------------------------------------------------------------------------------
+# -- command lines
+# ---------------------------------------------------------------------------------------
 
 
 def add_flags(parser: argparse.ArgumentParser, cls: type) -> None:
@@ -251,15 +290,24 @@ def add_flags(parser: argparse.ArgumentParser, cls: type) -> None:
             continue
         shown = value_text(f.default, separator=",") or "none"
         choices = f" (one or more of: {', '.join(v for v, _ in f.choices)})" if f.choices else ""
-        parser.add_argument(f.flag, dest=f.name, default=None, metavar="VALUE",
-                            help=f"{f.help}{choices} (default: {shown})")
+        parser.add_argument(
+            f.flag,
+            dest=f.name,
+            default=None,
+            metavar="VALUE",
+            help=f"{f.help}{choices} (default: {shown})",
+        )
 
 
 def from_flags(cls: type[C], args: argparse.Namespace, *, base: Any = None) -> C:
-    """``base`` (the defaults when None) with each flag given; ``ConfigError`` naming the flag or field."""
+    """``base`` (the defaults when None) with each flag given; ``ConfigError`` naming the flag or
+    field."""
     base = base if base is not None else cls()
-    overrides = {f.name: coerce(getattr(args, f.name), f.type, where=f.flag) for f in fields_of(cls)
-                 if f.section is None and getattr(args, f.name, None) is not None}
+    overrides = {
+        f.name: coerce(getattr(args, f.name), f.type, where=f.flag)
+        for f in fields_of(cls)
+        if f.section is None and getattr(args, f.name, None) is not None
+    }
     config = dataclasses.replace(base, **overrides)
     problem = check_problem(config)
     if problem:
@@ -268,7 +316,8 @@ def from_flags(cls: type[C], args: argparse.Namespace, *, base: Any = None) -> C
 
 
 def to_argv(config: Any, *, omit_defaults: tuple[str, ...] = ()) -> list[str]:
-    """The flags that give ``config``'s values (``omit_defaults``: fields left out while at their default)."""
+    """The flags that give ``config``'s values (``omit_defaults``: fields left out while at their
+    default)."""
     argv = []
     for f in fields_of(type(config)):
         value = getattr(config, f.name)

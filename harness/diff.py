@@ -32,8 +32,13 @@ class BundleDiff:
 def unified_file_diff(path: str, old: str | None, new: str | None, *, context: int = 3) -> str:
     a = (old or "").splitlines(keepends=True)
     b = (new or "").splitlines(keepends=True)
-    lines = difflib.unified_diff(a, b, fromfile="/dev/null" if old is None else f"a/{path}",
-                                 tofile="/dev/null" if new is None else f"b/{path}", n=context)
+    lines = difflib.unified_diff(
+        a,
+        b,
+        fromfile="/dev/null" if old is None else f"a/{path}",
+        tofile="/dev/null" if new is None else f"b/{path}",
+        n=context,
+    )
     out = "".join(line if line.endswith("\n") else line + "\n" for line in lines)
     return out
 
@@ -73,8 +78,10 @@ def summarise(old: Bundle, new: Bundle) -> list[str]:
         if sa.description != sb.description:
             out.append(f"skill {name}: description changed")
         if sa.allowed_tools != sb.allowed_tools:
-            out.append(f"skill {name}: allowed-tools {' '.join(sa.allowed_tools) or '-'} -> "
-                       f"{' '.join(sb.allowed_tools) or '-'}")
+            out.append(
+                f"skill {name}: allowed-tools {' '.join(sa.allowed_tools) or '-'} -> "
+                f"{' '.join(sb.allowed_tools) or '-'}"
+            )
         ra = {r.id: r for r in sa.rules}
         rb = {r.id: r for r in sb.rules}
         for rid in rb.keys() - ra.keys():
@@ -88,8 +95,15 @@ def summarise(old: Bundle, new: Bundle) -> list[str]:
         if common != [r for r in rb if r in ra]:
             out.append(f"skill {name}: rules reordered")
         for path in sorted(set(sa.files) | set(sb.files)):
-            change = ("added" if path not in sa.files else "removed" if path not in sb.files
-                      else "changed" if sa.files[path] != sb.files[path] else None)
+            change = (
+                "added"
+                if path not in sa.files
+                else "removed"
+                if path not in sb.files
+                else "changed"
+                if sa.files[path] != sb.files[path]
+                else None
+            )
             if change:
                 out.append(f"skill {name}: file {change} {path}")
     ta = {t.name: t for t in old.tools}
@@ -118,8 +132,9 @@ def summarise(old: Bundle, new: Bundle) -> list[str]:
             out.append(f"prompt block {bid}: template changed")
     if [x for x in ba if x in bb] != [x for x in bb if x in ba]:
         out.append("prompt blocks reordered")
-    if list(ba) != list(bb) or any(ba[k].template != bb[k].template or ba[k].when != bb[k].when
-                                   for k in ba if k in bb):
+    if list(ba) != list(bb) or any(
+        ba[k].template != bb[k].template or ba[k].when != bb[k].when for k in ba if k in bb
+    ):
         out += _sharing_change(old, new)
     ha = {h.id: h for h in old.hooks}
     hb = {h.id: h for h in new.hooks}
@@ -129,9 +144,20 @@ def summarise(old: Bundle, new: Bundle) -> list[str]:
         out.append(f"hook removed: {hid}")
     for hid in [x for x in ha if x in hb]:
         if ha[hid] != hb[hid]:
-            changed = [f for f in ("event", "type", "matcher", "params", "action", "message",
-                                   "fallback_reply", "enabled")
-                       if getattr(ha[hid], f) != getattr(hb[hid], f)]
+            changed = [
+                f
+                for f in (
+                    "event",
+                    "type",
+                    "matcher",
+                    "params",
+                    "action",
+                    "message",
+                    "fallback_reply",
+                    "enabled",
+                )
+                if getattr(ha[hid], f) != getattr(hb[hid], f)
+            ]
             out.append(f"hook {hid}: {', '.join(changed)} changed")
     if old.hook_set.retry != new.hook_set.retry:
         out.append("retry policy changed")
@@ -139,22 +165,31 @@ def summarise(old: Bundle, new: Bundle) -> list[str]:
 
 
 def _sharing_change(old: Bundle, new: Bundle) -> list[str]:
-    """What a prompt change does to the prefix every request shares (harness.prompt_sharing): a line when
-    the shared prefix changes, and what it costs each request when static text now follows request text.
-    A warning, never an error: the block order is the operator's."""
+    """What a prompt change does to the prefix every request shares (harness.prompt_sharing): a line
+    when the shared prefix changes, and what it costs each request when static text now follows
+    request text. A warning, never an error: the block order is the operator's."""
     from harness.prompt_sharing import PREFILL_TOK_S, prompt_sharing
 
     before, after = prompt_sharing(old), prompt_sharing(new)
-    if (before.shared_tokens, before.static_after_tokens) == (after.shared_tokens, after.static_after_tokens):
+    if (before.shared_tokens, before.static_after_tokens) == (
+        after.shared_tokens,
+        after.static_after_tokens,
+    ):
         return []
     approx = "" if after.exact else "~"
-    lines = [f"prompt prefix shared by every request: {approx}{before.shared_tokens:,} -> "
-             f"{approx}{after.shared_tokens:,} of {approx}{after.total_tokens:,} tokens"]
+    lines = [
+        f"prompt prefix shared by every request: {approx}{before.shared_tokens:,} -> "
+        f"{approx}{after.shared_tokens:,} of {approx}{after.total_tokens:,} tokens"
+    ]
     more = after.static_after_tokens - before.static_after_tokens
     if more > 0:
-        lines.append(f"warning: static block(s) {', '.join(after.static_after)} now follow request-dependent text: "
-                     f"every request prefills {approx}{more:,} more tokens (~{more / PREFILL_TOK_S:.1f} s at "
-                     f"{PREFILL_TOK_S:.0f} tok/s on the CPU route); put static blocks first")
+        lines.append(
+            f"warning: static block(s) {', '.join(after.static_after)} "
+            "now follow request-dependent text: "
+            f"every request prefills {approx}{more:,} more "
+            f"tokens (~{more / PREFILL_TOK_S:.1f} s at "
+            f"{PREFILL_TOK_S:.0f} tok/s on the CPU route); put static blocks first"
+        )
     return lines
 
 

@@ -1,9 +1,9 @@
-"""A draft head's folder, read without torch: its file names, its config (``DraftConfig``), its card,
-the tensor names and shapes each layout needs, and whether it fits a policy.
+"""A draft head's folder, read without torch: its file names, its config (``DraftConfig``), its
+card, the tensor names and shapes each layout needs, and whether it fits a policy.
 
 The web process lists heads, matches them to checkpoints and names their files in release manifests
-with these; the head itself (``serving.engine.draft_head.DraftHead``, torch) is only loaded to train or
-serve it. ``serving.engine.draft_head`` re-exports every name here.
+with these; the head itself (``serving.engine.draft_head.DraftHead``, torch) is only loaded to train
+or serve it. ``serving.engine.draft_head`` re-exports every name here.
 """
 
 from __future__ import annotations
@@ -18,7 +18,9 @@ DEFAULT_STEPS = 3
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
 CARD_FILE = "card.json"
-TOKEN_MAP_FILE = "hot_token_map.pt"  # SGLang's --speculative-token-map: the draft vocabulary's token ids
+TOKEN_MAP_FILE = (
+    "hot_token_map.pt"  # SGLang's --speculative-token-map: the draft vocabulary's token ids
+)
 
 
 class DraftHeadError(ValueError):
@@ -40,31 +42,46 @@ class DraftConfig:
     hot_vocab_size: int = 0  # drafts only among these most frequent tokens (TOKEN_MAP_FILE); 0: all
 
     @classmethod
-    def for_policy(cls, config: Any, *, layout: str = "eagle", steps: int = DEFAULT_STEPS) -> DraftConfig:
+    def for_policy(
+        cls, config: Any, *, layout: str = "eagle", steps: int = DEFAULT_STEPS
+    ) -> DraftConfig:
         if layout not in LAYOUTS:
             raise DraftHeadError(f"layout: {layout!r} is not one of {', '.join(LAYOUTS)}")
         heads = config.num_attention_heads
-        return cls(hidden_size=config.hidden_size, intermediate_size=config.intermediate_size,
-                   num_attention_heads=heads, num_key_value_heads=config.num_key_value_heads,
-                   head_dim=getattr(config, "head_dim", None) or config.hidden_size // heads,
-                   rms_norm_eps=float(config.rms_norm_eps), rope_theta=rope_theta_of(config),
-                   vocab_size=config.vocab_size, layout=layout, steps=steps)
+        return cls(
+            hidden_size=config.hidden_size,
+            intermediate_size=config.intermediate_size,
+            num_attention_heads=heads,
+            num_key_value_heads=config.num_key_value_heads,
+            head_dim=getattr(config, "head_dim", None) or config.hidden_size // heads,
+            rms_norm_eps=float(config.rms_norm_eps),
+            rope_theta=rope_theta_of(config),
+            vocab_size=config.vocab_size,
+            layout=layout,
+            steps=steps,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
 def rope_theta_of(config: Any) -> float:
-    """The RoPE base of a model config (``rope_parameters.rope_theta`` in transformers 5, else ``rope_theta``)."""
+    """The RoPE base of a model config (``rope_parameters.rope_theta`` in transformers 5, else
+    ``rope_theta``)."""
     rope = getattr(config, "rope_parameters", None) or {}
     return float(rope.get("rope_theta", getattr(config, "rope_theta", 10000.0)))
 
 
-_BLOCK = {"q_proj.weight": "self_attn.q_proj.weight", "k_proj.weight": "self_attn.k_proj.weight",
-          "v_proj.weight": "self_attn.v_proj.weight", "o_proj.weight": "self_attn.o_proj.weight",
-          "gate_proj.weight": "mlp.gate_proj.weight", "up_proj.weight": "mlp.up_proj.weight",
-          "down_proj.weight": "mlp.down_proj.weight",
-          "post_attention_layernorm": "post_attention_layernorm.weight"}
+_BLOCK = {
+    "q_proj.weight": "self_attn.q_proj.weight",
+    "k_proj.weight": "self_attn.k_proj.weight",
+    "v_proj.weight": "self_attn.v_proj.weight",
+    "o_proj.weight": "self_attn.o_proj.weight",
+    "gate_proj.weight": "mlp.gate_proj.weight",
+    "up_proj.weight": "mlp.up_proj.weight",
+    "down_proj.weight": "mlp.down_proj.weight",
+    "post_attention_layernorm": "post_attention_layernorm.weight",
+}
 
 
 def tensor_names(layout: str) -> dict[str, str]:
@@ -79,9 +96,13 @@ def tensor_names(layout: str) -> dict[str, str]:
         names.update({k: f"layers.0.{v}" for k, v in _BLOCK.items()})
         return names
     if layout == "nextn":
-        names = {"fc.weight": "mtp.fc.weight", "enorm": "mtp.pre_fc_norm_embedding.weight",
-                 "hnorm": "mtp.pre_fc_norm_hidden.weight", "input_layernorm": "mtp.layers.0.input_layernorm.weight",
-                 "norm": "mtp.norm.weight"}
+        names = {
+            "fc.weight": "mtp.fc.weight",
+            "enorm": "mtp.pre_fc_norm_embedding.weight",
+            "hnorm": "mtp.pre_fc_norm_hidden.weight",
+            "input_layernorm": "mtp.layers.0.input_layernorm.weight",
+            "norm": "mtp.norm.weight",
+        }
         names.update({k: f"mtp.layers.0.{v}" for k, v in _BLOCK.items()})
         return names
     raise DraftHeadError(f"layout: {layout!r} is not one of {', '.join(LAYOUTS)}")
@@ -91,9 +112,17 @@ def expected_shapes(config: DraftConfig) -> dict[str, tuple[int, ...]]:
     """Every tensor the head's weights file must hold, by its file name, with its shape."""
     h, d, inter = config.hidden_size, config.head_dim, config.intermediate_size
     q, kv = config.num_attention_heads * d, config.num_key_value_heads * d
-    shapes = {"fc.weight": (h, 2 * h), "q_proj.weight": (q, h), "k_proj.weight": (kv, h), "v_proj.weight": (kv, h),
-              "o_proj.weight": (h, q), "gate_proj.weight": (inter, h), "up_proj.weight": (inter, h),
-              "down_proj.weight": (h, inter), "post_attention_layernorm": (h,)}
+    shapes = {
+        "fc.weight": (h, 2 * h),
+        "q_proj.weight": (q, h),
+        "k_proj.weight": (kv, h),
+        "v_proj.weight": (kv, h),
+        "o_proj.weight": (h, q),
+        "gate_proj.weight": (inter, h),
+        "up_proj.weight": (inter, h),
+        "down_proj.weight": (h, inter),
+        "post_attention_layernorm": (h,),
+    }
     if config.layout == "eagle":
         shapes["fc.bias"] = (h,)
     else:
@@ -103,12 +132,22 @@ def expected_shapes(config: DraftConfig) -> dict[str, tuple[int, ...]]:
 
 
 def tensor_problems(config: DraftConfig, shapes: dict[str, tuple[int, ...]]) -> list[str]:
-    """What is wrong with a weights file's tensors for this layout (missing, unexpected, misshapen)."""
+    """What is wrong with a weights file's tensors for this layout (missing, unexpected,
+    misshapen)."""
     wanted = expected_shapes(config)
-    problems = [f"{name}: missing (layout {config.layout} needs it)" for name in sorted(set(wanted) - set(shapes))]
-    problems += [f"{name}: unexpected for layout {config.layout}" for name in sorted(set(shapes) - set(wanted))]
-    problems += [f"{name}: shape {list(shapes[name])}, expected {list(wanted[name])}"
-                 for name in sorted(set(wanted) & set(shapes)) if tuple(shapes[name]) != wanted[name]]
+    problems = [
+        f"{name}: missing (layout {config.layout} needs it)"
+        for name in sorted(set(wanted) - set(shapes))
+    ]
+    problems += [
+        f"{name}: unexpected for layout {config.layout}"
+        for name in sorted(set(shapes) - set(wanted))
+    ]
+    problems += [
+        f"{name}: shape {list(shapes[name])}, expected {list(wanted[name])}"
+        for name in sorted(set(wanted) & set(shapes))
+        if tuple(shapes[name]) != wanted[name]
+    ]
     return problems
 
 
@@ -121,8 +160,8 @@ def layout_of_names(names: set[str]) -> str | None:
 
 
 def sglang_config(policy_config: Any, config: DraftConfig) -> dict[str, Any]:
-    """The head's config.json: the policy's, with the draft architecture and one layer (what SGLang's
-    draft model runner reads), and this project's ``harness_draft`` section."""
+    """The head's config.json: the policy's, with the draft architecture and one layer (what
+    SGLang's draft model runner reads), and this project's ``harness_draft`` section."""
     data = policy_config.to_dict() if hasattr(policy_config, "to_dict") else dict(policy_config)
     data = {k: v for k, v in data.items() if not k.startswith("_")}
     if config.layout == "eagle":
@@ -148,29 +187,37 @@ def read_config(head_dir: str | Path) -> DraftConfig:
     folder = Path(head_dir)
     path = folder / CONFIG_FILE
     if not path.is_file():
-        raise DraftHeadError(f"{folder}: no {CONFIG_FILE}; a draft-head folder has config.json, "
-                             f"{WEIGHTS_FILE} and {CARD_FILE} (python -m training mtp writes one)")
+        raise DraftHeadError(
+            f"{folder}: no {CONFIG_FILE}; a draft-head folder has config.json, "
+            f"{WEIGHTS_FILE} and {CARD_FILE} (python -m training mtp writes one)"
+        )
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise DraftHeadError(f"{path}: not readable JSON ({exc})") from exc
     section = raw.get("harness_draft") if isinstance(raw, dict) else None
     if not isinstance(section, dict):
-        raise DraftHeadError(f"{path}: harness_draft: missing; this config was not written by "
-                             "python -m training mtp")
+        raise DraftHeadError(
+            f"{path}: harness_draft: missing; this config was not written by python -m training mtp"
+        )
     try:
         config = DraftConfig(**section)
     except TypeError as exc:
         raise DraftHeadError(f"{path}: harness_draft: {exc}") from exc
     if config.layout not in LAYOUTS:
-        raise DraftHeadError(f"{path}: harness_draft.layout: {config.layout!r} is not one of {', '.join(LAYOUTS)}")
+        raise DraftHeadError(
+            f"{path}: harness_draft.layout: {config.layout!r} is not one of {', '.join(LAYOUTS)}"
+        )
     if not isinstance(config.steps, int) or config.steps < 1:
-        raise DraftHeadError(f"{path}: harness_draft.steps: {config.steps!r} must be an integer >= 1")
+        raise DraftHeadError(
+            f"{path}: harness_draft.steps: {config.steps!r} must be an integer >= 1"
+        )
     return config
 
 
 def head_tensors(head_dir: str | Path) -> dict[str, tuple[int, ...]]:
-    """Tensor names and shapes in the head's weights file (read from the header; no weights loaded)."""
+    """Tensor names and shapes in the head's weights file (read from the header; no weights
+    loaded)."""
     from safetensors import SafetensorError, safe_open
 
     path = Path(head_dir) / WEIGHTS_FILE
@@ -186,7 +233,17 @@ def head_tensors(head_dir: str | Path) -> dict[str, tuple[int, ...]]:
 def policy_mismatch(config: DraftConfig, policy_config: Any) -> list[str]:
     """Where the head's dimensions differ from the policy's (a head made for another model)."""
     expected = DraftConfig.for_policy(policy_config, layout=config.layout, steps=config.steps)
-    return [f"harness_draft.{name}: the head has {getattr(config, name)}, the policy {getattr(expected, name)}; "
-            "this head was made for another model"
-            for name in ("hidden_size", "intermediate_size", "num_attention_heads", "num_key_value_heads",
-                         "head_dim", "vocab_size") if getattr(config, name) != getattr(expected, name)]
+    return [
+        f"harness_draft.{name}: the head has {getattr(config, name)}, "
+        f"the policy {getattr(expected, name)}; "
+        "this head was made for another model"
+        for name in (
+            "hidden_size",
+            "intermediate_size",
+            "num_attention_heads",
+            "num_key_value_heads",
+            "head_dim",
+            "vocab_size",
+        )
+        if getattr(config, name) != getattr(expected, name)
+    ]

@@ -109,9 +109,14 @@ def parse_hooks(text: str) -> tuple[HookSet | None, list[Problem]]:
     if problems:
         return None, problems
     if not isinstance(data, dict):
-        return None, [Problem(FILE, 1, "(top level)",
-                              "hooks.yaml must be a mapping with a 'hooks' list (and optional "
-                              "'retry')")]
+        return None, [
+            Problem(
+                FILE,
+                1,
+                "(top level)",
+                "hooks.yaml must be a mapping with a 'hooks' list (and optional 'retry')",
+            )
+        ]
     problems = schema_problems(data, SCHEMA, linemap=linemap, file=FILE)
     if problems:
         return None, problems
@@ -120,52 +125,96 @@ def parse_hooks(text: str) -> tuple[HookSet | None, list[Problem]]:
         where = ("hooks", i)
         at = linemap.line((*where, "id"))
         if item["id"] in seen:
-            problems.append(Problem(FILE, at, f"hooks[{i}].id",
-                                    f"duplicate hook id '{item['id']}' (first at line "
-                                    f"{seen[item['id']]})"))
+            problems.append(
+                Problem(
+                    FILE,
+                    at,
+                    f"hooks[{i}].id",
+                    f"duplicate hook id '{item['id']}' (first at line {seen[item['id']]})",
+                )
+            )
         seen.setdefault(item["id"], at)
         htype = HOOK_TYPES.get(item["type"])
         if htype is None:
-            problems.append(Problem(FILE, linemap.line((*where, "type")), f"hooks[{i}].type",
-                                    f"unknown hook type '{item['type']}'; known types: "
-                                    + ", ".join(sorted(HOOK_TYPES))))
+            problems.append(
+                Problem(
+                    FILE,
+                    linemap.line((*where, "type")),
+                    f"hooks[{i}].type",
+                    f"unknown hook type '{item['type']}'; known types: "
+                    + ", ".join(sorted(HOOK_TYPES)),
+                )
+            )
             continue
         if item["event"] not in htype.events:
-            problems.append(Problem(FILE, linemap.line((*where, "event")), f"hooks[{i}].event",
-                                    f"hook type '{htype.name}' runs at "
-                                    + " or ".join(htype.events) + f", not at '{item['event']}'"))
+            problems.append(
+                Problem(
+                    FILE,
+                    linemap.line((*where, "event")),
+                    f"hooks[{i}].event",
+                    f"hook type '{htype.name}' runs at "
+                    + " or ".join(htype.events)
+                    + f", not at '{item['event']}'",
+                )
+            )
         params = item.get("params") or {}
-        problems += schema_problems(params, htype.params, linemap=linemap, file=FILE,
-                                    prefix=(*where, "params"))
+        problems += schema_problems(
+            params, htype.params, linemap=linemap, file=FILE, prefix=(*where, "params")
+        )
         for key in ("patterns",):
             for j, pattern in enumerate(params.get(key) or []):
-                problems += _regex_problem(pattern, linemap.line((*where, "params", key, j)),
-                                           f"hooks[{i}].params.{key}[{j}]", item.get("id", i))
+                problems += _regex_problem(
+                    pattern,
+                    linemap.line((*where, "params", key, j)),
+                    f"hooks[{i}].params.{key}[{j}]",
+                    item.get("id", i),
+                )
         matcher = item.get("matcher")
         if matcher is not None:
-            problems += _regex_problem(matcher, linemap.line((*where, "matcher")),
-                                       f"hooks[{i}].matcher", item.get("id", i))
+            problems += _regex_problem(
+                matcher, linemap.line((*where, "matcher")), f"hooks[{i}].matcher", item.get("id", i)
+            )
         on_fail = item.get("on_fail") or {}
         action = on_fail.get("action", htype.default_action)
         if item["event"] == "input" and action == "retry":
-            problems.append(Problem(FILE, linemap.line((*where, "on_fail", "action")),
-                                    f"hooks[{i}].on_fail.action",
-                                    "an input hook runs before any model round, so it cannot "
-                                    "retry; use fallback or suppress"))
-        hooks.append(HookSpec(item["id"], item["event"], item["type"], matcher, params, action,
-                              on_fail.get("message", htype.doc), on_fail.get("fallback_reply"),
-                              item.get("enabled", True), item.get("description", "")))
+            problems.append(
+                Problem(
+                    FILE,
+                    linemap.line((*where, "on_fail", "action")),
+                    f"hooks[{i}].on_fail.action",
+                    "an input hook runs before any model round, so it cannot "
+                    "retry; use fallback or suppress",
+                )
+            )
+        hooks.append(
+            HookSpec(
+                item["id"],
+                item["event"],
+                item["type"],
+                matcher,
+                params,
+                action,
+                on_fail.get("message", htype.doc),
+                on_fail.get("fallback_reply"),
+                item.get("enabled", True),
+                item.get("description", ""),
+            )
+        )
     retry = data.get("retry") or {}
-    policy = RetryPolicy(retry.get("max_retries", 2), retry.get("on_exhausted", "fallback"),
-                         retry.get("fallback_reply", DEFAULT_FALLBACK),
-                         retry.get("message_prefix", ""))
+    policy = RetryPolicy(
+        retry.get("max_retries", 2),
+        retry.get("on_exhausted", "fallback"),
+        retry.get("fallback_reply", DEFAULT_FALLBACK),
+        retry.get("message_prefix", ""),
+    )
     if problems:
         return None, problems
     return HookSet(hooks, policy, linemap), []
 
 
 def _regex_problem(pattern: str, line: int, field_: str, hook_id: str) -> list[Problem]:
-    # RE2 (harness/regex.py): a Harness's pattern must match in linear time, on the web server and workers
+    # RE2 (harness/regex.py): a Harness's pattern must match in linear time, on the web server and
+    # workers
     if problem := user_regex_problem(pattern):
         return [Problem(FILE, line, field_, f"hook '{hook_id}': {problem}")]
     return []

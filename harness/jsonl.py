@@ -32,9 +32,11 @@ def split_lines(text: str) -> list[str]:
     return [line.removesuffix("\n") for line in io.StringIO(text, newline=None)]
 
 
-def jsonl_records(path: str | Path, *, error: type[Exception] = ValueError,
-                  text: str | None = None) -> Iterator[tuple[int, Any]]:
-    """``(line number, value)`` for each non-blank line of ``path`` (or of ``text``, named as ``path``).
+def jsonl_records(
+    path: str | Path, *, error: type[Exception] = ValueError, text: str | None = None
+) -> Iterator[tuple[int, Any]]:
+    """``(line number, value)`` for each non-blank line of ``path`` (or of ``text``, named as
+    ``path``).
 
     A line that is not JSON raises ``error("PATH:LINE: not valid JSON (REASON)")``; a file
     that is missing, too large or not UTF-8 raises ``error`` naming the file too.
@@ -44,15 +46,20 @@ def jsonl_records(path: str | Path, *, error: type[Exception] = ValueError,
     for number, line in enumerate(split_lines(text), start=1):
         if not line.strip():
             continue
-        yield number, parse_json(line, source=str(path), line=number, what="JSON Lines record", error=error)
+        yield (
+            number,
+            parse_json(line, source=str(path), line=number, what="JSON Lines record", error=error),
+        )
 
 
-def finished_lines(path: str | Path, *, what: str = "results file",
-                   error: type[Exception] = InputFileError) -> list[tuple[int, Any]]:
-    """``(line number, record)`` of each finished JSON line of an append-only results file; [] when it does
-    not exist yet. A last line without its line break (torn by a kill) is not read; a finished line that is
-    not JSON (a torn line a resumed run appended to) is skipped, its item runs again. ``error`` names
-    ``file:line`` for a file over MAX_LINES_BYTES or a finished line that is not UTF-8."""
+def finished_lines(
+    path: str | Path, *, what: str = "results file", error: type[Exception] = InputFileError
+) -> list[tuple[int, Any]]:
+    """``(line number, record)`` of each finished JSON line of an append-only results file; [] when
+    it does not exist yet. A last line without its line break (torn by a kill) is not read; a
+    finished line that is not JSON (a torn line a resumed run appended to) is skipped, its item runs
+    again. ``error`` names ``file:line`` for a file over MAX_LINES_BYTES or a finished line that is
+    not UTF-8."""
     path = Path(path)
     if not path.is_file():
         return []
@@ -63,14 +70,17 @@ def finished_lines(path: str | Path, *, what: str = "results file",
         raise error(f"{path}: cannot read the {what} ({exc.strerror or exc})") from None
     if len(data) > MAX_LINES_BYTES:
         raise error(f"{path}: larger than {MAX_LINES_BYTES >> 20} MiB, the most a {what} may hold")
-    finished = data[:data.rfind(b"\n") + 1]
+    finished = data[: data.rfind(b"\n") + 1]
     records = []
     for number, raw in enumerate(finished.split(b"\n")[:-1], start=1):
         try:
             line = raw.decode("utf-8").removesuffix("\r")
         except UnicodeDecodeError as exc:
-            raise error(f"{path}:{number}: not UTF-8 text ({exc.reason} at byte {exc.start} of the line); a "
-                        f"{what} holds JSON Lines (is this the file written by the run?)") from None
+            raise error(
+                f"{path}:{number}: not UTF-8 text ({exc.reason} "
+                f"at byte {exc.start} of the line); a "
+                f"{what} holds JSON Lines (is this the file written by the run?)"
+            ) from None
         if not line.strip():
             continue
         try:
@@ -80,7 +90,9 @@ def finished_lines(path: str | Path, *, what: str = "results file",
     return records
 
 
-def finished_records(path: str | Path, *, what: str = "results file",
-                     error: type[Exception] = InputFileError) -> list[Any]:
-    """The finished records of an append-only results file (``finished_lines`` without line numbers)."""
+def finished_records(
+    path: str | Path, *, what: str = "results file", error: type[Exception] = InputFileError
+) -> list[Any]:
+    """The finished records of an append-only results file (``finished_lines`` without line
+    numbers)."""
     return [record for _number, record in finished_lines(path, what=what, error=error)]

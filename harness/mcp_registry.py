@@ -51,16 +51,33 @@ SERVER_SCHEMA = {
     "required": ["transport"],
     "properties": {
         "transport": {"enum": ["stdio", "http"]},
-        "command": {"type": "array", "items": {"type": "string", "minLength": 1}, "minItems": 1,
-                    "maxItems": 64},
-        "url": {"type": "string", "pattern": "^https?://", "maxLength": 2048,
-                "x-hint": "an http:// or https:// URL"},
-        "env": {"type": "object", "maxProperties": 64,
-                "propertyNames": {"pattern": ENV_NAME_PATTERN},
-                "additionalProperties": {"type": "string", "maxLength": 4096}},
-        "pass_env": {"type": "array", "maxItems": 64,
-                     "items": {"type": "string", "pattern": ENV_NAME_PATTERN,
-                               "x-hint": "an environment variable name (A-Z, 0-9, _)"}},
+        "command": {
+            "type": "array",
+            "items": {"type": "string", "minLength": 1},
+            "minItems": 1,
+            "maxItems": 64,
+        },
+        "url": {
+            "type": "string",
+            "pattern": "^https?://",
+            "maxLength": 2048,
+            "x-hint": "an http:// or https:// URL",
+        },
+        "env": {
+            "type": "object",
+            "maxProperties": 64,
+            "propertyNames": {"pattern": ENV_NAME_PATTERN},
+            "additionalProperties": {"type": "string", "maxLength": 4096},
+        },
+        "pass_env": {
+            "type": "array",
+            "maxItems": 64,
+            "items": {
+                "type": "string",
+                "pattern": ENV_NAME_PATTERN,
+                "x-hint": "an environment variable name (A-Z, 0-9, _)",
+            },
+        },
         "description": {"type": "string", "maxLength": 2048},
     },
 }
@@ -78,8 +95,9 @@ SCHEMA = {
     },
 }
 
-CLI_HOW_TO_REGISTER = (f"register it in a registry file named by ${REGISTRY_ENV} "
-                       "(docs/security.md, 'MCP servers')")
+CLI_HOW_TO_REGISTER = (
+    f"register it in a registry file named by ${REGISTRY_ENV} (docs/security.md, 'MCP servers')"
+)
 CLI_HOW_TO_TRUST = f"for a bundle you wrote yourself, pass {TRUST_FLAG} to run it as it is"
 
 
@@ -88,8 +106,10 @@ class McpServerRefused(HarnessValidationError):
 
     def __init__(self, problems: list[Problem]):
         super().__init__(problems)
-        self.args = ("MCP servers refused; nothing was started:\n"
-                     + "\n".join(f"  {p}" for p in self.problems),)
+        self.args = (
+            "MCP servers refused; nothing was started:\n"
+            + "\n".join(f"  {p}" for p in self.problems),
+        )
 
 
 class McpRegistryError(HarnessValidationError):
@@ -97,8 +117,10 @@ class McpRegistryError(HarnessValidationError):
 
     def __init__(self, problems: list[Problem]):
         super().__init__(problems)
-        self.args = (f"{len(self.problems)} problem(s) in the MCP server registry:\n"
-                     + "\n".join(f"  {p}" for p in self.problems),)
+        self.args = (
+            f"{len(self.problems)} problem(s) in the MCP server registry:\n"
+            + "\n".join(f"  {p}" for p in self.problems),
+        )
 
 
 @dataclass(frozen=True)
@@ -114,32 +136,48 @@ class McpRegistry:
     @classmethod
     def builtin(cls) -> McpRegistry:
         """This project's marketing MCP server, started with this interpreter."""
-        spec = McpServerSpec("marketing", "stdio", (sys.executable, "-m", "harness", "serve-mcp"),
-                             description="Campaign rules and promotion arithmetic "
-                                         "(this project's marketing MCP server).")
+        spec = McpServerSpec(
+            "marketing",
+            "stdio",
+            (sys.executable, "-m", "harness", "serve-mcp"),
+            description="Campaign rules and promotion arithmetic "
+            "(this project's marketing MCP server).",
+        )
         return cls({"marketing": spec}, {"marketing": "built in"})
 
     @classmethod
     def parse(cls, text: str, *, file: str) -> tuple[McpRegistry | None, list[Problem]]:
         """A registry file's text -> (registry, problems); problems name file:line and field."""
         if len(text.encode("utf-8", "surrogatepass")) > MAX_REGISTRY_BYTES:
-            return None, [Problem(file, 0, "(file)",
-                                  f"larger than {MAX_REGISTRY_BYTES} bytes; a registry lists servers, "
-                                  "not data")]
+            return None, [
+                Problem(
+                    file,
+                    0,
+                    "(file)",
+                    f"larger than {MAX_REGISTRY_BYTES} bytes; a registry lists servers, not data",
+                )
+            ]
         data, linemap, problems = load_yaml(text, file=file)
         if problems:
             return None, problems
         if not isinstance(data, dict):
-            return None, [Problem(file, 1, "(top level)",
-                                  "an MCP registry is a mapping with a 'servers' mapping "
-                                  "(name -> transport, command or url, env, pass_env)")]
+            return None, [
+                Problem(
+                    file,
+                    1,
+                    "(top level)",
+                    "an MCP registry is a mapping with a 'servers' mapping "
+                    "(name -> transport, command or url, env, pass_env)",
+                )
+            ]
         problems = schema_problems(data, SCHEMA, linemap=linemap, file=file)
         if problems:
             return None, problems
         servers, sources = {}, {}
         for name, entry in data["servers"].items():
-            spec, entry_problems = server_from_mapping(name, entry, file=file, linemap=linemap,
-                                                       path=("servers", name))
+            spec, entry_problems = server_from_mapping(
+                name, entry, file=file, linemap=linemap, path=("servers", name)
+            )
             problems += entry_problems
             if spec is not None:
                 servers[name] = spec
@@ -157,12 +195,20 @@ class McpRegistry:
                 raw = fh.read(MAX_REGISTRY_BYTES + 1)
             text = raw.decode("utf-8")
         except UnicodeDecodeError:
-            raise McpRegistryError([Problem(str(path), 0, "(file)",
-                                                  "not UTF-8 text; a registry file is YAML")]) from None
+            raise McpRegistryError(
+                [Problem(str(path), 0, "(file)", "not UTF-8 text; a registry file is YAML")]
+            ) from None
         except OSError as exc:
-            raise McpRegistryError([Problem(str(path), 0, "(file)",
-                                                  f"cannot read the MCP registry: {exc.strerror or exc}")]
-                                         ) from None
+            raise McpRegistryError(
+                [
+                    Problem(
+                        str(path),
+                        0,
+                        "(file)",
+                        f"cannot read the MCP registry: {exc.strerror or exc}",
+                    )
+                ]
+            ) from None
         registry, problems = cls.parse(text, file=str(path))
         if problems:
             raise McpRegistryError(problems)
@@ -177,27 +223,35 @@ class McpRegistry:
 
     def merged(self, other: McpRegistry) -> McpRegistry:
         """This registry with ``other``'s servers added; ``other`` wins on a shared name."""
-        return replace(self, servers={**self.servers, **other.servers},
-                       sources={**self.sources, **other.sources})
+        return replace(
+            self,
+            servers={**self.servers, **other.servers},
+            sources={**self.sources, **other.sources},
+        )
 
     def with_hints(self, *, how_to_register: str, how_to_trust: str) -> McpRegistry:
         """The same servers, with what a refusal tells the reader to do (the studio's own words)."""
         return replace(self, how_to_register=how_to_register, how_to_trust=how_to_trust)
 
     # --- resolving a bundle's servers -----------------------------------------
-    def problems(self, tools: ToolRegistry, *, trust_harness_commands: bool = False) -> list[Problem]:
+    def problems(
+        self, tools: ToolRegistry, *, trust_harness_commands: bool = False
+    ) -> list[Problem]:
         """Why some of a bundle's MCP servers would not start (empty when all resolve)."""
         return self._resolve(tools, trust_harness_commands)[1]
 
-    def resolve(self, tools: ToolRegistry, *, trust_harness_commands: bool = False
-                ) -> dict[str, McpServerSpec]:
+    def resolve(
+        self, tools: ToolRegistry, *, trust_harness_commands: bool = False
+    ) -> dict[str, McpServerSpec]:
         """The bundle's servers as this registry starts them; raises ``McpServerRefused``."""
         resolved, problems = self._resolve(tools, trust_harness_commands)
         if problems:
             raise McpServerRefused(problems)
         return resolved
 
-    def _resolve(self, tools: ToolRegistry, trust: bool) -> tuple[dict[str, McpServerSpec], list[Problem]]:
+    def _resolve(
+        self, tools: ToolRegistry, trust: bool
+    ) -> tuple[dict[str, McpServerSpec], list[Problem]]:
         resolved: dict[str, McpServerSpec] = {}
         problems: list[Problem] = []
         for name, spec in tools.mcp_servers.items():
@@ -206,22 +260,34 @@ class McpRegistry:
                 entry = self.servers.get(spec.registered)
                 if entry is None:
                     known = ", ".join(sorted(self.servers)) or "none"
-                    problems.append(Problem("tools.yaml", line, f"mcp_servers.{name}.registered",
-                                            f"'{spec.registered}' is not a registered MCP server here "
-                                            f"(registered: {known}); {self.how_to_register}"))
+                    problems.append(
+                        Problem(
+                            "tools.yaml",
+                            line,
+                            f"mcp_servers.{name}.registered",
+                            f"'{spec.registered}' is not a registered MCP server here "
+                            f"(registered: {known}); {self.how_to_register}",
+                        )
+                    )
                     continue
                 resolved[name] = replace(entry, name=name, registered=spec.registered)
             elif trust:
                 resolved[name] = spec
             else:
                 what = (" ".join(spec.command) if spec.transport == "stdio" else spec.url)[:120]
-                problems.append(Problem(
-                    "tools.yaml", line, f"mcp_servers.{name}",
-                    f"declares its own {'command' if spec.transport == 'stdio' else 'URL'} ({what}); "
-                    "a Harness is data and its server commands are not run. Name a registered "
-                    f"server instead with 'registered: <name>' (registered: "
-                    f"{', '.join(sorted(self.servers)) or 'none'}; to add one, "
-                    f"{self.how_to_register}); {self.how_to_trust}"))
+                problems.append(
+                    Problem(
+                        "tools.yaml",
+                        line,
+                        f"mcp_servers.{name}",
+                        "declares its own "
+                        f"{'command' if spec.transport == 'stdio' else 'URL'} ({what}); "
+                        "a Harness is data and its server commands are not run. Name a registered "
+                        f"server instead with 'registered: <name>' (registered: "
+                        f"{', '.join(sorted(self.servers)) or 'none'}; to add one, "
+                        f"{self.how_to_register}); {self.how_to_trust}",
+                    )
+                )
         return resolved, problems
 
 
@@ -235,10 +301,14 @@ def server_environment(spec: McpServerSpec, extra: dict[str, str] | None = None)
 
 def add_trust_flag(parser: argparse.ArgumentParser) -> None:
     """The CLIs' one opt-in to run a bundle's inline MCP server commands."""
-    parser.add_argument(TRUST_FLAG, dest="trust_harness_commands", action="store_true",
-                        help="start MCP servers the Harness declares inline (its own command or "
-                             "URL); only for a bundle you trust. Without it only servers from the "
-                             f"registry (built in, or ${REGISTRY_ENV}) are started")
+    parser.add_argument(
+        TRUST_FLAG,
+        dest="trust_harness_commands",
+        action="store_true",
+        help="start MCP servers the Harness declares inline (its own command or "
+        "URL); only for a bundle you trust. Without it only servers from the "
+        f"registry (built in, or ${REGISTRY_ENV}) are started",
+    )
 
 
 __all__ = [

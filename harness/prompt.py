@@ -47,17 +47,18 @@ SCHEMA = {
     "required": ["blocks", "constraints"],
     "additionalProperties": False,
     "properties": {
-        "variables": {"type": "object",
-                      "propertyNames": {"pattern": r"^[a-z][a-z0-9_]{0,63}$"},
-                      "additionalProperties": {"type": ["string", "number"]}},
+        "variables": {
+            "type": "object",
+            "propertyNames": {"pattern": r"^[a-z][a-z0-9_]{0,63}$"},
+            "additionalProperties": {"type": ["string", "number"]},
+        },
         "constraints": {
             "type": "object",
             "required": list(CONSTRAINTS),
             "propertyNames": {"pattern": r"^[a-z][a-z0-9_]{0,63}$"},
             "additionalProperties": {"type": "number"},
             "properties": {
-                name: {"type": "integer" if kind is int else "number",
-                       "minimum": lo, "maximum": hi}
+                name: {"type": "integer" if kind is int else "number", "minimum": lo, "maximum": hi}
                 for name, (kind, lo, hi, _doc) in CONSTRAINTS.items()
             },
         },
@@ -69,12 +70,17 @@ SCHEMA = {
                 "additionalProperties": False,
                 "required": ["id", "template"],
                 "properties": {
-                    "id": {"type": "string", "pattern": r"^[a-z][a-z0-9_-]{0,63}$",
-                           "x-hint": "lower-case letters, digits, '_' or '-'"},
+                    "id": {
+                        "type": "string",
+                        "pattern": r"^[a-z][a-z0-9_-]{0,63}$",
+                        "x-hint": "lower-case letters, digits, '_' or '-'",
+                    },
                     "title": {"type": "string"},
                     "template": {"type": "string"},
-                    "when": {"type": "string", "x-doc": "a context slot; the block is "
-                             "left out when that slot is empty"},
+                    "when": {
+                        "type": "string",
+                        "x-doc": "a context slot; the block is left out when that slot is empty",
+                    },
                 },
             },
         },
@@ -120,9 +126,11 @@ class PromptPipeline:
 
     def render(self, context: dict[str, str]) -> list[tuple[PromptBlock, str]]:
         """Fill every block; returns (block, text) for the blocks that are shown."""
-        values = {**{k: str(v) for k, v in self.variables.items()},
-                  **{k: _fmt_number(v) for k, v in self.constraints.items()},
-                  **{k: str(v) for k, v in context.items()}}
+        values = {
+            **{k: str(v) for k, v in self.variables.items()},
+            **{k: _fmt_number(v) for k, v in self.constraints.items()},
+            **{k: str(v) for k, v in context.items()},
+        }
         out = []
         for block in self.blocks:
             if block.when and not str(context.get(block.when, "")).strip():
@@ -145,6 +153,7 @@ def render_template(template: str, values: dict[str, str]) -> str:
         if m.group(1) is None:
             return token
         return values.get(m.group(1), "")
+
     return _SLOT.sub(sub, template)
 
 
@@ -153,8 +162,14 @@ def parse_prompt(text: str) -> tuple[PromptPipeline | None, list[Problem]]:
     if problems:
         return None, problems
     if not isinstance(data, dict):
-        return None, [Problem(FILE, 1, "(top level)",
-                              "prompt.yaml must be a mapping with 'blocks' and 'constraints'")]
+        return None, [
+            Problem(
+                FILE,
+                1,
+                "(top level)",
+                "prompt.yaml must be a mapping with 'blocks' and 'constraints'",
+            )
+        ]
     problems = schema_problems(data, SCHEMA, linemap=linemap, file=FILE)
     if problems:
         return None, problems
@@ -163,31 +178,52 @@ def parse_prompt(text: str) -> tuple[PromptPipeline | None, list[Problem]]:
     known = set(CONTEXT_SLOTS) | set(variables) | set(constraints)
     blocks, seen = [], {}
     for i, item in enumerate(data["blocks"]):
-        block = PromptBlock(item["id"], item.get("title", item["id"]), item["template"],
-                            item.get("when"))
+        block = PromptBlock(
+            item["id"], item.get("title", item["id"]), item["template"], item.get("when")
+        )
         at = linemap.line(("blocks", i, "id"))
         if block.id in seen:
-            problems.append(Problem(FILE, at, f"blocks[{i}].id",
-                                    f"duplicate block id '{block.id}' (first at line {seen[block.id]})"))
+            problems.append(
+                Problem(
+                    FILE,
+                    at,
+                    f"blocks[{i}].id",
+                    f"duplicate block id '{block.id}' (first at line {seen[block.id]})",
+                )
+            )
         seen.setdefault(block.id, at)
         tline = linemap.value_line(("blocks", i, "template"))
         for m in _SLOT.finditer(block.template):
             slot = m.group(1)
             if m.group(0) in ("{", "}"):
-                problems.append(Problem(FILE, tline + block.template.count("\n", 0, m.start()),
-                                        f"blocks[{i}].template",
-                                        "unmatched brace: write {{ or }} for a literal brace"))
+                problems.append(
+                    Problem(
+                        FILE,
+                        tline + block.template.count("\n", 0, m.start()),
+                        f"blocks[{i}].template",
+                        "unmatched brace: write {{ or }} for a literal brace",
+                    )
+                )
             elif slot is not None and slot not in known:
-                problems.append(Problem(FILE, tline + block.template.count("\n", 0, m.start()),
-                                        f"blocks[{i}].template",
-                                        f"unknown slot {{{slot}}}; valid slots: "
-                                        + ", ".join(sorted(known))))
+                problems.append(
+                    Problem(
+                        FILE,
+                        tline + block.template.count("\n", 0, m.start()),
+                        f"blocks[{i}].template",
+                        f"unknown slot {{{slot}}}; valid slots: " + ", ".join(sorted(known)),
+                    )
+                )
         if block.when is not None and block.when not in CONTEXT_SLOTS:
-            problems.append(Problem(FILE, linemap.line(("blocks", i, "when")), f"blocks[{i}].when",
-                                    f"unknown context slot '{block.when}'; valid: "
-                                    + ", ".join(sorted(CONTEXT_SLOTS))))
+            problems.append(
+                Problem(
+                    FILE,
+                    linemap.line(("blocks", i, "when")),
+                    f"blocks[{i}].when",
+                    f"unknown context slot '{block.when}'; valid: "
+                    + ", ".join(sorted(CONTEXT_SLOTS)),
+                )
+            )
         blocks.append(block)
     if problems:
         return None, problems
     return PromptPipeline(blocks, constraints, variables, linemap), []
-

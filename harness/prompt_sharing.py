@@ -22,7 +22,8 @@ from harness.prompt import CONTEXT_SLOTS
 #: Slots that come from the Harness, not the request: the same text for every request.
 HARNESS_SLOTS = ("skill_list", "tool_list")
 REQUEST_SLOTS = tuple(s for s in CONTEXT_SLOTS if s not in HARNESS_SLOTS)
-#: Prefill rate of the CPU route (llama.cpp, SmolLM2-135M Q4_1, 2 cores; benchmarks/local_engine.py).
+#: Prefill rate of the CPU route (llama.cpp, SmolLM2-135M Q4_1, 2 cores;
+#: benchmarks/local_engine.py).
 PREFILL_TOK_S = 367.0
 CHARS_PER_TOKEN = 4  # the estimate used when no tokenizer is at hand
 
@@ -33,7 +34,9 @@ _FILLER = {"A": "Alpha request text " * 12, "B": "Bravo request text " * 12}
 @dataclass(frozen=True)
 class PromptSharing:
     shared_tokens: int
-    total_tokens: int  # of the whole prompt for a typical request (the fillers stand in for request text)
+    total_tokens: (
+        int  # of the whole prompt for a typical request (the fillers stand in for request text)
+    )
     request_blocks: list[str]  # ids of the blocks that depend on the request
     static_after: list[str]  # static blocks that come after a request-dependent one
     static_after_tokens: int  # what those cost every request in prefill
@@ -45,20 +48,33 @@ class PromptSharing:
 
     def summary(self) -> str:
         approx = "" if self.exact else "~"
-        line = (f"prompt: shared by every request: {approx}{self.shared_tokens:,} of {approx}{self.total_tokens:,} "
-                f"tokens (request-dependent blocks: {', '.join(self.request_blocks) or 'none'})")
+        line = (
+            f"prompt: shared by every request: {approx}{self.shared_tokens:,} "
+            f"of {approx}{self.total_tokens:,} "
+            f"tokens (request-dependent blocks: {', '.join(self.request_blocks) or 'none'})"
+        )
         if self.static_after:
-            line += (f"; warning: static block(s) {', '.join(self.static_after)} come after request-dependent "
-                     f"text, so every request prefills their {approx}{self.static_after_tokens:,} tokens again "
-                     f"(~{self.seconds_per_request:.1f} s at {PREFILL_TOK_S:.0f} tok/s on the CPU route); "
-                     "put static blocks first")
+            line += (
+                f"; warning: static block(s) {', '.join(self.static_after)} "
+                "come after request-dependent "
+                "text, so every request prefills their "
+                f"{approx}{self.static_after_tokens:,} tokens again "
+                f"(~{self.seconds_per_request:.1f} s at "
+                f"{PREFILL_TOK_S:.0f} tok/s on the CPU route); "
+                "put static blocks first"
+            )
         return line
 
     def to_dict(self) -> dict[str, Any]:
-        return {"shared_tokens": self.shared_tokens, "total_tokens": self.total_tokens,
-                "request_blocks": self.request_blocks, "static_after": self.static_after,
-                "static_after_tokens": self.static_after_tokens, "exact": self.exact,
-                "seconds_per_request": round(self.seconds_per_request, 2)}
+        return {
+            "shared_tokens": self.shared_tokens,
+            "total_tokens": self.total_tokens,
+            "request_blocks": self.request_blocks,
+            "static_after": self.static_after,
+            "static_after_tokens": self.static_after_tokens,
+            "exact": self.exact,
+            "seconds_per_request": round(self.seconds_per_request, 2),
+        }
 
 
 def _depends_on_request(block) -> bool:
@@ -87,7 +103,8 @@ def _count(text: str) -> tuple[int, bool]:
 
 
 def prompt_sharing(bundle) -> PromptSharing:
-    """The shared prefix of ``bundle``'s system prompt across requests, and what its block order costs."""
+    """The shared prefix of ``bundle``'s system prompt across requests, and what its block order
+    costs."""
     from harness.runtime.context import harness_slots
 
     pipeline = bundle.prompt
@@ -96,7 +113,9 @@ def prompt_sharing(bundle) -> PromptSharing:
     def render(which: str) -> str:
         context = {slot: _FILLER[which] for slot in REQUEST_SLOTS}
         context.update(harness_values)
-        return "\n\n".join(f"## {block.title}\n{text.strip()}" for block, text in pipeline.render(context))
+        return "\n\n".join(
+            f"## {block.title}\n{text.strip()}" for block, text in pipeline.render(context)
+        )
 
     first, second = render("A"), render("B")
     common = 0
@@ -118,5 +137,11 @@ def prompt_sharing(bundle) -> PromptSharing:
             static_after.append(block.id)
             static_text.append(f"## {block.title}\n{text.strip()}")
     static_after_tokens = _count("\n\n".join(static_text))[0] if static_text else 0
-    return PromptSharing(shared_tokens=shared, total_tokens=total, request_blocks=request_blocks,
-                         static_after=static_after, static_after_tokens=static_after_tokens, exact=exact)
+    return PromptSharing(
+        shared_tokens=shared,
+        total_tokens=total,
+        request_blocks=request_blocks,
+        static_after=static_after,
+        static_after_tokens=static_after_tokens,
+        exact=exact,
+    )

@@ -1,5 +1,5 @@
-"""Regular expressions a Harness supplies (hook ``matcher`` and ``patterns``, a tool's parameter schema's
-``pattern`` and ``patternProperties``), compiled in one place.
+"""Regular expressions a Harness supplies (hook ``matcher`` and ``patterns``, a tool's parameter
+schema's ``pattern`` and ``patternProperties``), compiled in one place.
 
 Python's ``re`` backtracks: ``(a|a)*Z`` against 25 ``a`` took 2.9 s in a draft save and doubles with
 every character, so a pattern from a Harness could pin a core of the web server or a worker. Every
@@ -20,8 +20,11 @@ import re2
 # Bounded so that a pathological but valid pattern cannot take more than a few MiB to compile.
 MAX_PATTERN_CHARS = 1000
 _MAX_PROGRAM_BYTES = 8 << 20
-SUPPORTED = ("RE2 syntax (https://github.com/google/re2/wiki/Syntax): no look-around such as (?=...), (?<!...) "
-             "and no backreferences such as \\1")
+SUPPORTED = (
+    "RE2 syntax (https://github.com/google/re2/wiki/Syntax): "
+    "no look-around such as (?=...), (?<!...) "
+    "and no backreferences such as \\1"
+)
 
 
 class UserRegexError(ValueError):
@@ -30,20 +33,28 @@ class UserRegexError(ValueError):
 
 @lru_cache(maxsize=1024)
 def compile_user_regex(pattern: str) -> re2._Regexp:
-    """The pattern compiled with RE2 (linear-time matching); UserRegexError when it is outside RE2's syntax."""
+    """The pattern compiled with RE2 (linear-time matching); UserRegexError when it is outside RE2's
+    syntax."""
     if not isinstance(pattern, str):
         raise UserRegexError(f"a pattern must be a string, not {type(pattern).__name__}")
     if len(pattern) > MAX_PATTERN_CHARS:
-        raise UserRegexError(f"the pattern is {len(pattern)} characters; the limit is {MAX_PATTERN_CHARS}")
+        raise UserRegexError(
+            f"the pattern is {len(pattern)} characters; the limit is {MAX_PATTERN_CHARS}"
+        )
     options = re2.Options()
     options.log_errors = False  # the reason goes into the problem, not onto the process's stderr
     options.max_mem = _MAX_PROGRAM_BYTES
     try:
         return re2.compile(pattern, options)
     except re2.error as error:
-        reason = error.args[0].decode("utf-8", "replace") if error.args and isinstance(error.args[0], bytes) \
+        reason = (
+            error.args[0].decode("utf-8", "replace")
+            if error.args and isinstance(error.args[0], bytes)
             else str(error)
-        raise UserRegexError(f"not a supported regular expression ({reason}); patterns use {SUPPORTED}") from None
+        )
+        raise UserRegexError(
+            f"not a supported regular expression ({reason}); patterns use {SUPPORTED}"
+        ) from None
 
 
 def user_regex_problem(pattern: str) -> str | None:
@@ -64,7 +75,8 @@ def user_search(pattern: str, text: str) -> bool:
 
 
 def schema_pattern_problems(schema, where: str = "") -> list[str]:
-    """``where: why`` for every ``pattern`` / ``patternProperties`` regex in a JSON Schema that RE2 refuses."""
+    """``where: why`` for every ``pattern`` / ``patternProperties`` regex in a JSON Schema that RE2
+    refuses."""
     found: list[str] = []
     if isinstance(schema, dict):
         for key, value in schema.items():
@@ -105,11 +117,13 @@ def _pattern_properties(validator, pattern_properties, instance, schema):
 def _linear_validator_class():
     import jsonschema
 
-    return jsonschema.validators.extend(jsonschema.Draft202012Validator,
-                                        {"pattern": _pattern, "patternProperties": _pattern_properties})
+    return jsonschema.validators.extend(
+        jsonschema.Draft202012Validator,
+        {"pattern": _pattern, "patternProperties": _pattern_properties},
+    )
 
 
 def linear_schema_validator(schema: dict):
-    """A draft 2020-12 validator for a Harness's JSON Schema whose ``pattern`` and ``patternProperties``
-    match with RE2 (jsonschema's own use Python's backtracking ``re``)."""
+    """A draft 2020-12 validator for a Harness's JSON Schema whose ``pattern`` and
+    ``patternProperties`` match with RE2 (jsonschema's own use Python's backtracking ``re``)."""
     return _linear_validator_class()(schema)

@@ -17,8 +17,10 @@ def _message(error: jsonschema.ValidationError) -> str:
     v = error.validator
     if v == "enum":
         hint = error.schema.get("x-hint")
-        return (f"{error.instance!r} is not valid; use one of: {', '.join(map(str, error.validator_value))}"
-                + (f" ({hint})" if hint else ""))
+        return (
+            f"{error.instance!r} is not valid; use one of: "
+            f"{', '.join(map(str, error.validator_value))}" + (f" ({hint})" if hint else "")
+        )
     if v == "type":
         want = error.validator_value
         want = " or ".join(want) if isinstance(want, list) else want
@@ -28,7 +30,9 @@ def _message(error: jsonschema.ValidationError) -> str:
         return f"{error.instance!r} is not valid: {hint}"
     if v == "additionalProperties":
         allowed = sorted(error.schema.get("properties", {}))
-        extra = sorted(set(error.instance) - set(allowed)) if isinstance(error.instance, dict) else []
+        extra = (
+            sorted(set(error.instance) - set(allowed)) if isinstance(error.instance, dict) else []
+        )
         return f"unknown field(s) {', '.join(map(repr, extra))}; allowed: {', '.join(allowed)}"
     if v in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
         return f"{error.instance!r} is out of range: {v} is {error.validator_value}"

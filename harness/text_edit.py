@@ -33,7 +33,9 @@ from harness.yamlio import dump_yaml, load_yaml
 NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,63}$"
 NAME_HINT = "1-64 characters of a-z, 0-9, '_' or '-', starting with a letter or digit"
 ID_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,63}$"
-ID_HINT = "use 1-64 lower-case letters (a-z), digits, '.', '_' or '-', starting with a letter or digit"
+ID_HINT = (
+    "use 1-64 lower-case letters (a-z), digits, '.', '_' or '-', starting with a letter or digit"
+)
 SKILL_KINDS = ("reply", "strategy")
 HOOKS_FILE = "hooks.yaml"
 
@@ -92,14 +94,33 @@ def split_front_matter(text: str, *, file: str) -> tuple[str | None, str, int, l
     """Returns (front matter text, body, line where the body starts, problems)."""
     lines = text.split("\n")
     if not lines or lines[0].strip() != "---":
-        return None, text, 1, [Problem(file, 1, "(front matter)",
-                                       "SKILL.md must start with a '---' line, then YAML front "
-                                       "matter (name, description, kind), then a closing '---'")]
+        return (
+            None,
+            text,
+            1,
+            [
+                Problem(
+                    file,
+                    1,
+                    "(front matter)",
+                    "SKILL.md must start with a '---' line, then YAML front "
+                    "matter (name, description, kind), then a closing '---'",
+                )
+            ],
+        )
     for i in range(1, len(lines)):
         if lines[i].strip() == "---":
-            return "\n".join(lines[1:i]), "\n".join(lines[i + 1:]), i + 2, []
-    return None, text, 1, [Problem(file, 1, "(front matter)",
-                                   "front matter is not closed: add a '---' line after it")]
+            return "\n".join(lines[1:i]), "\n".join(lines[i + 1 :]), i + 2, []
+    return (
+        None,
+        text,
+        1,
+        [
+            Problem(
+                file, 1, "(front matter)", "front matter is not closed: add a '---' line after it"
+            )
+        ],
+    )
 
 
 def rule_auto_id(text: str) -> str:
@@ -147,18 +168,34 @@ def scan_rules(body: str, *, first_line: int = 0) -> list[RuleSpan]:
             section = heading.group(1)
         elif not in_code and (m := _RULE_START.match(line)):
             end = i + 1
-            while (end < len(lines) and lines[end].strip() and lines[end][:1] in (" ", "\t")
-                   and not lines[end].lstrip().startswith("```")):
+            while (
+                end < len(lines)
+                and lines[end].strip()
+                and lines[end][:1] in (" ", "\t")
+                and not lines[end].lstrip().startswith("```")
+            ):
                 end += 1
-            text = " ".join([m.group(3).strip(), *(s.strip() for s in lines[i + 1:end])]).strip()
+            text = " ".join([m.group(3).strip(), *(s.strip() for s in lines[i + 1 : end])]).strip()
             explicit = _RULE_ID.search(text)
-            bad = "" if explicit else (b.group(0).strip() if (b := _BAD_RULE_ID.search(text)) else "")
+            bad = (
+                "" if explicit else (b.group(0).strip() if (b := _BAD_RULE_ID.search(text)) else "")
+            )
             if explicit:
                 rule_id, text = explicit.group(1), _RULE_ID.sub("", text).strip()
             else:
                 rule_id = rule_auto_id(text)
-            spans.append(RuleSpan(first_line + i, first_line + end, m.group(1), text, rule_id,
-                                  bool(explicit), section, bad))
+            spans.append(
+                RuleSpan(
+                    first_line + i,
+                    first_line + end,
+                    m.group(1),
+                    text,
+                    rule_id,
+                    bool(explicit),
+                    section,
+                    bad,
+                )
+            )
             i = end
             continue
         i += 1
@@ -170,7 +207,9 @@ def strip_rule_ids(body: str) -> str:
     return "\n".join(_RULE_ID.sub("", line) for line in body.splitlines()).strip() + "\n"
 
 
-def render_skill(front_matter: dict, body: str, *, dump: Callable[[object], str] = dump_yaml) -> str:
+def render_skill(
+    front_matter: dict, body: str, *, dump: Callable[[object], str] = dump_yaml
+) -> str:
     """SKILL.md text from front matter and body (the template, augmentation)."""
     return "---\n" + dump(front_matter) + "---\n" + body.lstrip("\n")
 
@@ -181,8 +220,10 @@ def new_skill_text(*, name: str, kind: str, description: str = "") -> str:
         if problem:
             raise TextEditError(f"{field}: {problem}")
     description = " ".join(description.split()) or f"When to use {name}."
-    return render_skill({"name": name, "description": description, "kind": kind,
-                         "metadata": {"version": 1}}, SKILL_TEMPLATE_BODY.format(name=name))
+    return render_skill(
+        {"name": name, "description": description, "kind": kind, "metadata": {"version": 1}},
+        SKILL_TEMPLATE_BODY.format(name=name),
+    )
 
 
 def _skill_rules(text: str, file: str) -> tuple[list[str], list[RuleSpan]]:
@@ -192,9 +233,11 @@ def _skill_rules(text: str, file: str) -> tuple[list[str], list[RuleSpan]]:
     return text.split("\n"), scan_rules(body, first_line=body_line - 1)
 
 
-def insert_rule(skill_text: str, *, rule_id: str, text: str, section: str = "",
-                file: str = "SKILL.md") -> str:
-    """``skill_text`` with the rule ``- <text> {#rule_id}`` added after the last rule of ``section``.
+def insert_rule(
+    skill_text: str, *, rule_id: str, text: str, section: str = "", file: str = "SKILL.md"
+) -> str:
+    """``skill_text`` with the rule ``- <text> {#rule_id}`` added after the last rule of
+    ``section``.
 
     Without ``section`` the rule goes after the skill's last rule. A section
     whose heading has no rules yet gets it at its end; a section with no
@@ -209,20 +252,29 @@ def insert_rule(skill_text: str, *, rule_id: str, text: str, section: str = "",
     new = f"- {line} {{#{rule_id}}}"
     lines, rules = _skill_rules(skill_text, file)
     if any(r.id == rule_id for r in rules):
-        raise TextEditError(f"{file}: the skill already has rule {{#{rule_id}}}; change that rule "
-                            "instead, or pick another id")
+        raise TextEditError(
+            f"{file}: the skill already has rule {{#{rule_id}}}; change that rule "
+            "instead, or pick another id"
+        )
     anchor = [r for r in rules if r.section == section] if section else rules
     if anchor:
-        lines[anchor[-1].end:anchor[-1].end] = [new]
+        lines[anchor[-1].end : anchor[-1].end] = [new]
         return "\n".join(lines)
-    heading = next((i for i, text_line in enumerate(lines)
-                    if section and (m := _HEADING.match(text_line)) and m.group(1) == section), None)
+    heading = next(
+        (
+            i
+            for i, text_line in enumerate(lines)
+            if section and (m := _HEADING.match(text_line)) and m.group(1) == section
+        ),
+        None,
+    )
     if heading is None:  # a new section (or a skill without rules): at the end of the file
         end = len(lines)
         block = ["", f"## {section}", "", new] if section else ["", new]
     else:  # at the end of the section, before the next heading
-        end = next((i for i in range(heading + 1, len(lines)) if _HEADING.match(lines[i])),
-                   len(lines))
+        end = next(
+            (i for i in range(heading + 1, len(lines)) if _HEADING.match(lines[i])), len(lines)
+        )
         block = ["", new]
     at = end
     while at > 0 and not lines[at - 1].strip():
@@ -242,7 +294,7 @@ def replace_rule(skill_text: str, *, rule_id: str, text: str, file: str = "SKILL
         raise TextEditError(f"{file}: the skill has no rule {{#{rule_id}}} (rules: {known})")
     marker = f" {{#{rule_id}}}" if rule.explicit_id else ""
     line = " ".join(text.split())
-    lines[rule.start:rule.end] = [f"{rule.prefix}{line}{marker}"] if line else []
+    lines[rule.start : rule.end] = [f"{rule.prefix}{line}{marker}"] if line else []
     return "\n".join(lines)
 
 
@@ -265,19 +317,23 @@ def _hooks_layout(text: str, file: str) -> _HooksLayout:
     if problems:
         raise TextEditError(str(problems[0]))
     if not isinstance(data, dict) or "hooks" not in data:
-        raise TextEditError(f"{file}: has no top-level 'hooks:' list to add to; start one with a "
-                            "'hooks:' line")
+        raise TextEditError(
+            f"{file}: has no top-level 'hooks:' list to add to; start one with a 'hooks:' line"
+        )
     lines = text.split("\n")
     key = linemap.line(("hooks",)) - 1
     hooks = data["hooks"] if data["hooks"] is not None else []
-    rest = lines[key][len("hooks:"):] if lines[key].startswith("hooks:") else None
+    rest = lines[key][len("hooks:") :] if lines[key].startswith("hooks:") else None
     if rest is None or not isinstance(hooks, list):
-        raise TextEditError(f"{file}:{key + 1}: hooks: must be a list of hooks ('hooks:' then "
-                            "'- id: ...' items)")
+        raise TextEditError(
+            f"{file}:{key + 1}: hooks: must be a list of hooks ('hooks:' then '- id: ...' items)"
+        )
     flow = _EMPTY_OR_COMMENT.match(rest)
     if flow is None:
-        raise TextEditError(f"{file}: line {key + 1}: the hooks list is written in flow style "
-                            "([...]); write it as a block list ('- id: ...' lines) to add to it here")
+        raise TextEditError(
+            f"{file}: line {key + 1}: the hooks list is written in flow style "
+            "([...]); write it as a block list ('- id: ...' lines) to add to it here"
+        )
     if flow.group(1):  # 'hooks: []': the list becomes a block list
         lines[key] = "hooks:" + rest.replace(flow.group(1), "", 1)
     starts = []
@@ -286,11 +342,17 @@ def _hooks_layout(text: str, file: str) -> _HooksLayout:
         while line > key and not lines[line].lstrip().startswith("-"):
             line -= 1
         starts.append(line)
-    end = next((i for i in range(key + 1, len(lines))
-                if lines[i][:1] not in ("", " ", "\t", "#", "-")), len(lines))
+    end = next(
+        (i for i in range(key + 1, len(lines)) if lines[i][:1] not in ("", " ", "\t", "#", "-")),
+        len(lines),
+    )
     while end > key + 1 and (not lines[end - 1].strip() or lines[end - 1].startswith("#")):
         end -= 1
-    indent = lines[starts[0]][:len(lines[starts[0]]) - len(lines[starts[0]].lstrip())] if starts else "  "
+    indent = (
+        lines[starts[0]][: len(lines[starts[0]]) - len(lines[starts[0]].lstrip())]
+        if starts
+        else "  "
+    )
     return _HooksLayout(lines, hooks, starts, end, indent)
 
 
@@ -320,9 +382,11 @@ def insert_hook(text: str, hook: dict, *, file: str = HOOKS_FILE) -> str:
     hook_id = _check_hook(hook, file)
     layout = _hooks_layout(text, file)
     if any(isinstance(h, dict) and h.get("id") == hook_id for h in layout.hooks):
-        raise TextEditError(f"{file}: already has a hook with id {hook_id!r}; change that hook "
-                            "instead, or pick another id")
-    layout.lines[layout.end:layout.end] = _render_hook(hook, layout.indent)
+        raise TextEditError(
+            f"{file}: already has a hook with id {hook_id!r}; change that hook "
+            "instead, or pick another id"
+        )
+    layout.lines[layout.end : layout.end] = _render_hook(hook, layout.indent)
     return "\n".join(layout.lines)
 
 
@@ -332,13 +396,15 @@ def replace_hook(text: str, hook_id: str, hook: dict, *, file: str = HOOKS_FILE)
     layout = _hooks_layout(text, file)
     ids = [h.get("id") if isinstance(h, dict) else None for h in layout.hooks]
     if hook_id not in ids:
-        raise TextEditError(f"{file}: has no hook {hook_id!r} (hooks: "
-                            f"{', '.join(str(i) for i in ids) or 'none'})")
+        raise TextEditError(
+            f"{file}: has no hook {hook_id!r} (hooks: {', '.join(str(i) for i in ids) or 'none'})"
+        )
     n = ids.index(hook_id)
     start = layout.starts[n]
     end = layout.starts[n + 1] if n + 1 < len(layout.starts) else layout.end
-    while end > start + 1 and (not layout.lines[end - 1].strip()
-                               or layout.lines[end - 1].lstrip().startswith("#")):
+    while end > start + 1 and (
+        not layout.lines[end - 1].strip() or layout.lines[end - 1].lstrip().startswith("#")
+    ):
         end -= 1  # blank lines and comments before the next item belong to it
     layout.lines[start:end] = _render_hook(hook, layout.indent)
     return "\n".join(layout.lines)

@@ -35,12 +35,18 @@ SCHEMA = {
                 "type": "object",
                 "additionalProperties": False,
                 "properties": {
-                    "registered": {"type": "string", "pattern": SERVER_NAME_PATTERN,
-                                   "x-hint": "the name of a server in the deployment's MCP registry"},
+                    "registered": {
+                        "type": "string",
+                        "pattern": SERVER_NAME_PATTERN,
+                        "x-hint": "the name of a server in the deployment's MCP registry",
+                    },
                     "transport": {"enum": ["stdio", "http"]},
                     "command": {"type": "array", "items": {"type": "string"}, "minItems": 1},
-                    "url": {"type": "string", "pattern": "^https?://",
-                            "x-hint": "an http:// or https:// URL"},
+                    "url": {
+                        "type": "string",
+                        "pattern": "^https?://",
+                        "x-hint": "an http:// or https:// URL",
+                    },
                     "env": {"type": "object", "additionalProperties": {"type": "string"}},
                     "description": {"type": "string"},
                 },
@@ -53,8 +59,11 @@ SCHEMA = {
                 "additionalProperties": False,
                 "required": ["name", "description", "binding"],
                 "properties": {
-                    "name": {"type": "string", "pattern": TOOL_NAME_PATTERN,
-                             "x-hint": "1-64 of A-Z, a-z, 0-9 or '_', not starting with a digit"},
+                    "name": {
+                        "type": "string",
+                        "pattern": TOOL_NAME_PATTERN,
+                        "x-hint": "1-64 of A-Z, a-z, 0-9 or '_', not starting with a digit",
+                    },
                     "description": {"type": "string", "minLength": 1, "maxLength": 2048},
                     "parameters": {"type": "object"},
                     "timeout_s": {"type": "number", "exclusiveMinimum": 0, "maximum": 120},
@@ -65,8 +74,11 @@ SCHEMA = {
                         "maxProperties": 1,
                         "properties": {
                             "builtin": {"type": "string"},
-                            "mcp": {"type": "string", "pattern": r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$",
-                                    "x-hint": "'<server>/<tool>' with a server from mcp_servers"},
+                            "mcp": {
+                                "type": "string",
+                                "pattern": r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$",
+                                "x-hint": "'<server>/<tool>' with a server from mcp_servers",
+                            },
                         },
                     },
                 },
@@ -106,7 +118,9 @@ class ToolSpec:
 
     @property
     def binding(self) -> str:
-        return f"builtin:{self.builtin}" if self.builtin else f"mcp:{self.mcp_server}/{self.mcp_tool}"
+        return (
+            f"builtin:{self.builtin}" if self.builtin else f"mcp:{self.mcp_server}/{self.mcp_tool}"
+        )
 
     @property
     def role(self) -> str:
@@ -115,8 +129,14 @@ class ToolSpec:
 
     def openai_schema(self) -> dict:
         """The tool as an OpenAI-style function definition."""
-        return {"type": "function", "function": {"name": self.name, "description": self.description,
-                                                 "parameters": self.parameters}}
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            },
+        }
 
 
 @dataclass
@@ -141,9 +161,14 @@ def parse_tools(text: str) -> tuple[ToolRegistry | None, list[Problem]]:
     if problems:
         return None, problems
     if not isinstance(data, dict):
-        return None, [Problem(FILE, 1, "(top level)",
-                              "tools.yaml must be a mapping with a 'tools' list "
-                              "(and optional 'mcp_servers')")]
+        return None, [
+            Problem(
+                FILE,
+                1,
+                "(top level)",
+                "tools.yaml must be a mapping with a 'tools' list (and optional 'mcp_servers')",
+            )
+        ]
     problems = schema_problems(data, SCHEMA, linemap=linemap, file=FILE)
     if problems:
         return None, problems
@@ -153,20 +178,35 @@ def parse_tools(text: str) -> tuple[ToolRegistry | None, list[Problem]]:
         if entry.get("registered"):
             extra = sorted(set(entry) - {"registered", "description"})
             if extra:
-                problems.append(Problem(FILE, linemap.line((*path, extra[0])), f"mcp_servers.{name}",
-                                        f"a registered server takes only 'registered' and "
-                                        f"'description'; remove {', '.join(map(repr, extra))} (how it "
-                                        "starts is the deployment's MCP registry's business)"))
-            servers[name] = McpServerSpec(name, registered=entry["registered"],
-                                          description=entry.get("description", ""))
+                problems.append(
+                    Problem(
+                        FILE,
+                        linemap.line((*path, extra[0])),
+                        f"mcp_servers.{name}",
+                        f"a registered server takes only 'registered' and "
+                        f"'description'; remove {', '.join(map(repr, extra))} (how it "
+                        "starts is the deployment's MCP registry's business)",
+                    )
+                )
+            servers[name] = McpServerSpec(
+                name, registered=entry["registered"], description=entry.get("description", "")
+            )
             continue
         if "transport" not in entry:
-            problems.append(Problem(FILE, linemap.line(path), f"mcp_servers.{name}",
-                                    "name a server of the deployment's MCP registry with "
-                                    "'registered: <name>' (or, for local use with a trusted "
-                                    "bundle, declare 'transport' with a 'command' or 'url')"))
+            problems.append(
+                Problem(
+                    FILE,
+                    linemap.line(path),
+                    f"mcp_servers.{name}",
+                    "name a server of the deployment's MCP registry with "
+                    "'registered: <name>' (or, for local use with a trusted "
+                    "bundle, declare 'transport' with a 'command' or 'url')",
+                )
+            )
             continue
-        spec, entry_problems = server_from_mapping(name, entry, file=FILE, linemap=linemap, path=path)
+        spec, entry_problems = server_from_mapping(
+            name, entry, file=FILE, linemap=linemap, path=path
+        )
         problems += entry_problems
         if spec is not None:
             servers[name] = spec
@@ -175,52 +215,84 @@ def parse_tools(text: str) -> tuple[ToolRegistry | None, list[Problem]]:
         where = ("tools", i)
         name = item["name"]
         if name in seen:
-            problems.append(Problem(FILE, linemap.line((*where, "name")), f"tools[{i}].name",
-                                    f"duplicate tool name '{name}' (first declared at line "
-                                    f"{seen[name]})"))
+            problems.append(
+                Problem(
+                    FILE,
+                    linemap.line((*where, "name")),
+                    f"tools[{i}].name",
+                    f"duplicate tool name '{name}' (first declared at line {seen[name]})",
+                )
+            )
         seen.setdefault(name, linemap.line((*where, "name")))
         params = item.get("parameters", {"type": "object", "properties": {}})
         reason = parameter_schema_error(params)
         if reason:
-            problems.append(Problem(FILE, linemap.line((*where, "parameters")),
-                                    f"tools[{i}].parameters",
-                                    f"not a valid JSON Schema for arguments: {reason}"))
+            problems.append(
+                Problem(
+                    FILE,
+                    linemap.line((*where, "parameters")),
+                    f"tools[{i}].parameters",
+                    f"not a valid JSON Schema for arguments: {reason}",
+                )
+            )
         binding = item["binding"]
         builtin, server, mtool = binding.get("builtin"), None, None
         if builtin is not None and builtin not in BUILTIN_TOOLS:
-            problems.append(Problem(FILE, linemap.line((*where, "binding", "builtin")),
-                                    f"tools[{i}].binding.builtin",
-                                    f"unknown built-in '{builtin}'; known: "
-                                    + ", ".join(sorted(BUILTIN_TOOLS))))
+            problems.append(
+                Problem(
+                    FILE,
+                    linemap.line((*where, "binding", "builtin")),
+                    f"tools[{i}].binding.builtin",
+                    f"unknown built-in '{builtin}'; known: " + ", ".join(sorted(BUILTIN_TOOLS)),
+                )
+            )
         if "mcp" in binding:
             server, mtool = binding["mcp"].split("/", 1)
             if server not in servers:
-                problems.append(Problem(FILE, linemap.line((*where, "binding", "mcp")),
-                                        f"tools[{i}].binding.mcp",
-                                        f"MCP server '{server}' is not declared in mcp_servers"
-                                        + (f" (declared: {', '.join(servers)})" if servers else "")))
-        tools.append(ToolSpec(name, item["description"], params, item.get("timeout_s"),
-                              builtin, server, mtool))
+                problems.append(
+                    Problem(
+                        FILE,
+                        linemap.line((*where, "binding", "mcp")),
+                        f"tools[{i}].binding.mcp",
+                        f"MCP server '{server}' is not declared in mcp_servers"
+                        + (f" (declared: {', '.join(servers)})" if servers else ""),
+                    )
+                )
+        tools.append(
+            ToolSpec(
+                name, item["description"], params, item.get("timeout_s"), builtin, server, mtool
+            )
+        )
     if problems:
         return None, problems
     return ToolRegistry(tools, servers, linemap), []
 
 
-def server_from_mapping(name: str, entry: dict, *, file: str, linemap: LineMap | None = None,
-                        path: tuple = ()) -> tuple[McpServerSpec | None, list[Problem]]:
-    """One schema-checked inline or registry entry -> its spec (stdio needs a command, http a url)."""
+def server_from_mapping(
+    name: str, entry: dict, *, file: str, linemap: LineMap | None = None, path: tuple = ()
+) -> tuple[McpServerSpec | None, list[Problem]]:
+    """One schema-checked inline or registry entry -> its spec (stdio needs a command, http a
+    url)."""
     linemap = linemap or LineMap()
     at = linemap.line(path)
     where = dotted(path) or name
     problems = []
     if entry["transport"] == "stdio" and not entry.get("command"):
-        problems.append(Problem(file, at, f"{where}.command",
-                                "a stdio server needs a command (a list of strings)"))
+        problems.append(
+            Problem(
+                file, at, f"{where}.command", "a stdio server needs a command (a list of strings)"
+            )
+        )
     if entry["transport"] == "http" and not entry.get("url"):
         problems.append(Problem(file, at, f"{where}.url", "an http server needs a url"))
     if problems:
         return None, problems
-    return McpServerSpec(name, entry["transport"], tuple(entry.get("command") or ()),
-                         entry.get("url", ""), dict(entry.get("env") or {}),
-                         pass_env=tuple(entry.get("pass_env") or ()),
-                         description=entry.get("description", "")), []
+    return McpServerSpec(
+        name,
+        entry["transport"],
+        tuple(entry.get("command") or ()),
+        entry.get("url", ""),
+        dict(entry.get("env") or {}),
+        pass_env=tuple(entry.get("pass_env") or ()),
+        description=entry.get("description", ""),
+    ), []

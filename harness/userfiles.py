@@ -51,8 +51,13 @@ def _size(n: int) -> str:
     return f"{n // (1024 * 1024)} MiB" if n >= 1024 * 1024 else f"{n // 1024} KiB"
 
 
-def read_text(path: str | Path, *, what: str = "file", max_bytes: int = MAX_DOCUMENT_BYTES,
-              error: type[Exception] = InputFileError) -> str:
+def read_text(
+    path: str | Path,
+    *,
+    what: str = "file",
+    max_bytes: int = MAX_DOCUMENT_BYTES,
+    error: type[Exception] = InputFileError,
+) -> str:
     """The UTF-8 text of ``path``; at most ``max_bytes`` are read.
 
     ``what`` names the file's role in messages ("request file", "catalogue").
@@ -65,7 +70,11 @@ def read_text(path: str | Path, *, what: str = "file", max_bytes: int = MAX_DOCU
             if stat.S_ISDIR(mode):
                 raise IsADirectoryError
             if not stat.S_ISREG(mode):
-                raise _fail(error, str(path), f"is not a regular file (a FIFO, socket or device); expected a {what}")
+                raise _fail(
+                    error,
+                    str(path),
+                    f"is not a regular file (a FIFO, socket or device); expected a {what}",
+                )
             data = handle.read(max_bytes + 1)
     except FileNotFoundError:
         raise _fail(error, str(path), f"no such {what}") from None
@@ -79,12 +88,22 @@ def read_text(path: str | Path, *, what: str = "file", max_bytes: int = MAX_DOCU
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
-        raise _fail(error, f"{path}:{line}", f"not UTF-8 text ({exc.reason} at byte {exc.start}); "
-                                             f"a {what} must be UTF-8 text") from None
+        raise _fail(
+            error,
+            f"{path}:{line}",
+            f"not UTF-8 text ({exc.reason} at byte {exc.start}); a {what} must be UTF-8 text",
+        ) from None
 
 
-def parse_json(text: str, *, source: str, line: int | None = None, what: str = "file",
-               max_depth: int = MAX_JSON_DEPTH, error: type[Exception] = InputFileError) -> Any:
+def parse_json(
+    text: str,
+    *,
+    source: str,
+    line: int | None = None,
+    what: str = "file",
+    max_depth: int = MAX_JSON_DEPTH,
+    error: type[Exception] = InputFileError,
+) -> Any:
     """The JSON value of ``text`` (read from ``source``; ``line`` for one line of JSON Lines).
 
     Raises ``error("SOURCE:LINE[:COLUMN]: not valid JSON (REASON)")``, or a
@@ -96,8 +115,12 @@ def parse_json(text: str, *, source: str, line: int | None = None, what: str = "
     except json.JSONDecodeError as exc:
         if line is not None:
             raise _fail(error, where, f"not valid JSON ({exc.msg} at column {exc.colno})") from None
-        hint = "; the file ends before the JSON is complete" if exc.pos >= len(text.rstrip()) else ""
-        raise _fail(error, f"{where}:{exc.lineno}:{exc.colno}", f"not valid JSON ({exc.msg}){hint}") from None
+        hint = (
+            "; the file ends before the JSON is complete" if exc.pos >= len(text.rstrip()) else ""
+        )
+        raise _fail(
+            error, f"{where}:{exc.lineno}:{exc.colno}", f"not valid JSON ({exc.msg}){hint}"
+        ) from None
     except RecursionError:
         raise _fail(error, where, _too_deep(what, max_depth)) from None
     except ValueError as exc:  # e.g. an integer with more digits than Python converts
@@ -108,8 +131,13 @@ def parse_json(text: str, *, source: str, line: int | None = None, what: str = "
     return value
 
 
-def read_json(path: str | Path, *, what: str = "file", max_bytes: int = MAX_DOCUMENT_BYTES,
-              error: type[Exception] = InputFileError) -> Any:
+def read_json(
+    path: str | Path,
+    *,
+    what: str = "file",
+    max_bytes: int = MAX_DOCUMENT_BYTES,
+    error: type[Exception] = InputFileError,
+) -> Any:
     """The JSON value of the file ``path`` (bounded size and nesting)."""
     text = read_text(path, what=what, max_bytes=max_bytes, error=error)
     return parse_json(text, source=str(path), what=what, error=error)
@@ -123,22 +151,29 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _shape_problem(value: Any, limit: int, what: str) -> str | None:
-    """Nesting deeper than ``limit``, or a string or key holding a lone surrogate (JSON's ``"\\ud800"``
-    escape without its pair: not a character, so printing or storing it fails later), named by its path."""
+    """Nesting deeper than ``limit``, or a string or key holding a lone surrogate (JSON's
+    ``"\\ud800"`` escape without its pair: not a character, so printing or storing it fails later),
+    named by its path."""
     stack: list[tuple[Any, int, str]] = [(value, 1, "")]
     while stack:
         item, depth, where = stack.pop()
         if isinstance(item, str):
             if _SURROGATE.search(item):
-                return (f"{where or '(top level)'}: holds a lone surrogate (a \\ud800-\\udfff escape without its "
-                        "pair), which is not a Unicode character; write the character itself")
+                return (
+                    f"{where or '(top level)'}: holds a lone "
+                    "surrogate (a \\ud800-\\udfff escape without its "
+                    "pair), which is not a Unicode character; write the character itself"
+                )
             continue
         if isinstance(item, dict):
             children = []
             for key, child in item.items():
                 if _SURROGATE.search(key):
-                    return (f"{where or '(top level)'}: a key holds a lone surrogate (a \\ud800-\\udfff escape "
-                            "without its pair), which is not a Unicode character")
+                    return (
+                        f"{where or '(top level)'}: a key holds a "
+                        "lone surrogate (a \\ud800-\\udfff escape "
+                        "without its pair), which is not a Unicode character"
+                    )
                 children.append((child, f"{where}.{key}" if where else key))
         elif isinstance(item, list):
             children = [(child, f"{where}[{i}]") for i, child in enumerate(item)]

@@ -64,8 +64,10 @@ class _Refused(ValueError):
         self.line = line
 
 
-_ALIAS = ("YAML anchors and aliases (&name / *name) are not read: the value anchored here is used "
-          "again, and aliases can expand a few lines into gigabytes; write it out where it is needed")
+_ALIAS = (
+    "YAML anchors and aliases (&name / *name) are not read: the value anchored here is used "
+    "again, and aliases can expand a few lines into gigabytes; write it out where it is needed"
+)
 _DEEP = f"nested deeper than {MAX_YAML_DEPTH} levels (the limit); flatten the structure"
 
 
@@ -88,27 +90,44 @@ def _construct(node, path, linemap: LineMap, problems: list[Problem], file: str,
                 raise _Refused(key_node.start_mark.line + 1 + linemap.offset, _ALIAS)
             seen.add(id(key_node))
             if not isinstance(key_node, yaml.ScalarNode):
-                problems.append(Problem(file, key_node.start_mark.line + 1 + linemap.offset,
-                                        _dotted(path) or "(top level)",
-                                        "mapping keys must be plain strings"))
+                problems.append(
+                    Problem(
+                        file,
+                        key_node.start_mark.line + 1 + linemap.offset,
+                        _dotted(path) or "(top level)",
+                        "mapping keys must be plain strings",
+                    )
+                )
                 continue
             if key_node.tag == "tag:yaml.org,2002:merge":
-                problems.append(Problem(file, key_node.start_mark.line + 1 + linemap.offset,
-                                        _dotted(path) or "(top level)",
-                                        "YAML merge keys (<<) are not supported"))
+                problems.append(
+                    Problem(
+                        file,
+                        key_node.start_mark.line + 1 + linemap.offset,
+                        _dotted(path) or "(top level)",
+                        "YAML merge keys (<<) are not supported",
+                    )
+                )
                 continue
             key = str(yaml.SafeLoader.construct_scalar(loader, key_node))
             if key in out:
-                problems.append(Problem(file, key_node.start_mark.line + 1 + linemap.offset,
-                                        _dotted((*path, key)),
-                                        f"duplicate key '{key}' (already set above)"))
+                problems.append(
+                    Problem(
+                        file,
+                        key_node.start_mark.line + 1 + linemap.offset,
+                        _dotted((*path, key)),
+                        f"duplicate key '{key}' (already set above)",
+                    )
+                )
                 continue
             linemap.lines[(*path, key)] = key_node.start_mark.line + 1
             out[key] = _construct(value_node, (*path, key), linemap, problems, file, loader, seen)
         return out
     if isinstance(node, yaml.SequenceNode):
-        return [_construct(item, (*path, i), linemap, problems, file, loader, seen)
-                for i, item in enumerate(node.value)]
+        return [
+            _construct(item, (*path, i), linemap, problems, file, loader, seen)
+            for i, item in enumerate(node.value)
+        ]
     return loader.construct_object(node, deep=True)
 
 
@@ -137,7 +156,9 @@ def dotted(path) -> str:
 _UNCLOSED = ("while scanning", "while parsing a flow")
 
 
-def load_yaml(text: str, *, file: str, line_offset: int = 0) -> tuple[object, LineMap, list[Problem]]:
+def load_yaml(
+    text: str, *, file: str, line_offset: int = 0
+) -> tuple[object, LineMap, list[Problem]]:
     """Parse one YAML document; returns (data, line map, problems).
 
     ``data`` is None when the text could not be parsed at all, or was refused
@@ -147,9 +168,19 @@ def load_yaml(text: str, *, file: str, line_offset: int = 0) -> tuple[object, Li
     problems: list[Problem] = []
     size = len(text.encode("utf-8", "surrogatepass"))
     if size > MAX_YAML_BYTES:
-        return None, linemap, [Problem(file, 1 + line_offset, REFUSED,
-                                       f"the YAML is {size} bytes; the limit is {MAX_YAML_BYTES} "
-                                       f"bytes ({MAX_YAML_BYTES // 1024} KiB)")]
+        return (
+            None,
+            linemap,
+            [
+                Problem(
+                    file,
+                    1 + line_offset,
+                    REFUSED,
+                    f"the YAML is {size} bytes; the limit is {MAX_YAML_BYTES} "
+                    f"bytes ({MAX_YAML_BYTES // 1024} KiB)",
+                )
+            ],
+        )
     try:
         nodes = list(yaml.compose_all(text, Loader=_COMPOSER))
     except yaml.YAMLError as exc:
@@ -172,8 +203,14 @@ def load_yaml(text: str, *, file: str, line_offset: int = 0) -> tuple[object, Li
     except (ValueError, RecursionError) as exc:  # e.g. unreadable characters
         return None, linemap, [Problem(file, 1 + line_offset, "(syntax)", f"invalid YAML: {exc}")]
     if len(nodes) > 1:
-        problems.append(Problem(file, nodes[1].start_mark.line + 1 + line_offset, "(syntax)",
-                                "expected one YAML document, found several (remove the '---')"))
+        problems.append(
+            Problem(
+                file,
+                nodes[1].start_mark.line + 1 + line_offset,
+                "(syntax)",
+                "expected one YAML document, found several (remove the '---')",
+            )
+        )
     if not nodes or nodes[0] is None:
         return None, linemap, problems
     try:
@@ -183,12 +220,16 @@ def load_yaml(text: str, *, file: str, line_offset: int = 0) -> tuple[object, Li
     except _Refused as exc:
         return None, linemap, [Problem(file, exc.line, REFUSED, str(exc))]
     except (yaml.YAMLError, ValueError, TypeError, RecursionError) as exc:
-        return None, linemap, [*problems, Problem(file, 1 + line_offset, "(syntax)",
-                                                  f"invalid YAML value: {exc}")]
+        return (
+            None,
+            linemap,
+            [*problems, Problem(file, 1 + line_offset, "(syntax)", f"invalid YAML value: {exc}")],
+        )
     return data, linemap, problems
 
 
 def dump_yaml(data) -> str:
     """Canonical YAML text: block style, keys in the given order, unicode kept."""
-    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, default_flow_style=False,
-                          width=100)
+    return yaml.safe_dump(
+        data, sort_keys=False, allow_unicode=True, default_flow_style=False, width=100
+    )

@@ -15,8 +15,9 @@ else
 fi
 export REDIS_URL DATABASE_URL
 . .venv/bin/activate
-echo "[test] ruff check"
+echo "[test] ruff check, ruff format --check"
 ruff check .
+ruff format --check . >/dev/null || { ruff format --check .; echo "[test] run: ruff format ." >&2; exit 1; }
 # Two pytest-xdist workers (one per core; each runs torch on one thread: tests/conftest.py), whole
 # files to a worker so that a module's fixtures are built once, in the order tests/conftest.py gives them
 # (longest first; xdist would otherwise reorder them by test count); HS_TEST_WORKERS=0 runs in one process.

@@ -46,8 +46,15 @@ def _is_project_mcp_server(command: tuple[str, ...]) -> bool:
 class ReplayServices:
     """The MCP server process(es) and the agents of one run; closed when the run ends."""
 
-    def __init__(self, *, bundle, run_dir: Path, catalogue_path: str | None,
-                 registry: McpRegistry | None = None, trust_harness_commands: bool = False):
+    def __init__(
+        self,
+        *,
+        bundle,
+        run_dir: Path,
+        catalogue_path: str | None,
+        registry: McpRegistry | None = None,
+        trust_harness_commands: bool = False,
+    ):
         self.bundle = bundle
         self.run_dir = Path(run_dir)
         self.catalogue_path = catalogue_path
@@ -66,8 +73,9 @@ class ReplayServices:
         from harness.livestream import Catalogue, demo_catalogue
 
         # Refuses (McpServerRefused) before any process starts.
-        resolved = self.base_registry.resolve(self.bundle.tool_registry,
-                                              trust_harness_commands=self.trust_harness_commands)
+        resolved = self.base_registry.resolve(
+            self.bundle.tool_registry, trust_harness_commands=self.trust_harness_commands
+        )
         if self.catalogue_path:
             self.catalogue = Catalogue.load(self.catalogue_path)
         else:
@@ -76,15 +84,27 @@ class ReplayServices:
             self.catalogue.dump(self.catalogue_path)
         over_http = {}
         for name, spec in resolved.items():
-            if spec.registered and spec.transport == "stdio" and _is_project_mcp_server(spec.command):
+            if (
+                spec.registered
+                and spec.transport == "stdio"
+                and _is_project_mcp_server(spec.command)
+            ):
                 url, proc, log = self._start_http_server(name)
                 self.processes[name] = proc
                 over_http[spec.registered] = McpServerSpec(spec.registered, "http", url=url)
-                self.servers[name] = {"transport": "http", "url": url, "pid": proc.pid, "log": str(log),
-                                      "catalogue": self.catalogue_path}
+                self.servers[name] = {
+                    "transport": "http",
+                    "url": url,
+                    "pid": proc.pid,
+                    "log": str(log),
+                    "catalogue": self.catalogue_path,
+                }
             else:
-                self.servers[name] = {"transport": spec.transport, "url": spec.url or None,
-                                      "command": list(spec.command)}
+                self.servers[name] = {
+                    "transport": spec.transport,
+                    "url": spec.url or None,
+                    "command": list(spec.command),
+                }
         if over_http:
             self.registry = self.base_registry.merged(McpRegistry(over_http))
         return self
@@ -92,22 +112,44 @@ class ReplayServices:
     def _start_http_server(self, name: str) -> tuple[str, subprocess.Popen, Path]:
         port = free_port()
         log = self.run_dir / f"mcp-{name}.log"
-        argv = [sys.executable, "-m", MCP_MODULE, "--http", str(port), "--host", "127.0.0.1",
-                "--catalogue", str(self.catalogue_path)]
+        argv = [
+            sys.executable,
+            "-m",
+            MCP_MODULE,
+            "--http",
+            str(port),
+            "--host",
+            "127.0.0.1",
+            "--catalogue",
+            str(self.catalogue_path),
+        ]
         with open(log, "ab") as fh:
             fh.write(f"$ {' '.join(argv)}\n".encode())
-            proc = subprocess.Popen(argv, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    start_new_session=True, preexec_fn=die_with_parent)
+            proc = subprocess.Popen(
+                argv,
+                stdout=fh,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                preexec_fn=die_with_parent,
+            )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if proc.poll() is not None:
-                raise RuntimeError(f"MCP server {name} exited with code {proc.returncode}; log {log}:\n"
-                                   + log.read_text(errors="replace")[-2000:])
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+                raise RuntimeError(
+                    f"MCP server {name} exited with code {proc.returncode}; log {log}:\n"
+                    + log.read_text(errors="replace")[-2000:]
+                )
+            with (
+                contextlib.suppress(OSError),
+                socket.create_connection(("127.0.0.1", port), timeout=1),
+            ):
                 return f"http://127.0.0.1:{port}/mcp", proc, log
             time.sleep(0.1)
         proc.kill()
-        raise RuntimeError(f"MCP server {name} did not listen on port {port} within 60 s; log {log}")
+        raise RuntimeError(
+            f"MCP server {name} did not listen on port {port} within 60 s; log {log}"
+        )
 
     def register(self, agent: Any) -> None:
         with self._lock:
@@ -134,10 +176,20 @@ class ReplayServices:
 
 
 @contextlib.contextmanager
-def shared_services(*, endpoint: Endpoint, bundle, run_dir: Path, catalogue_path: str | None = None,
-                    trust_harness_commands: bool = False) -> Iterator[ReplayServices]:
-    services = ReplayServices(bundle=bundle, run_dir=run_dir, catalogue_path=catalogue_path,
-                              trust_harness_commands=trust_harness_commands)
+def shared_services(
+    *,
+    endpoint: Endpoint,
+    bundle,
+    run_dir: Path,
+    catalogue_path: str | None = None,
+    trust_harness_commands: bool = False,
+) -> Iterator[ReplayServices]:
+    services = ReplayServices(
+        bundle=bundle,
+        run_dir=run_dir,
+        catalogue_path=catalogue_path,
+        trust_harness_commands=trust_harness_commands,
+    )
     try:
         yield services.start()
     finally:
@@ -149,16 +201,26 @@ def make_policy(*, endpoint: Endpoint, settings: GenerationSettings):
     from harness.policies import GenerationSettings as PolicySettings
     from harness.policies.openai_chat import OpenAIChatPolicy
 
-    policy_settings = PolicySettings(temperature=settings.temperature, top_p=settings.top_p,
-                                     max_new_tokens=settings.max_tokens, seed=settings.seed)
+    policy_settings = PolicySettings(
+        temperature=settings.temperature,
+        top_p=settings.top_p,
+        max_new_tokens=settings.max_tokens,
+        seed=settings.seed,
+    )
     extra_body = endpoint.extra_body(settings)
     kwargs: dict[str, Any] = {}
     accepts_extra_body = "extra_body" in inspect.signature(OpenAIChatPolicy.__init__).parameters
     if extra_body and accepts_extra_body:
         kwargs["extra_body"] = extra_body
-    policy = OpenAIChatPolicy(base_url=endpoint.base_url, model=endpoint.model, api_key=endpoint.api_key,
-                              settings=policy_settings, timeout_s=POLICY_TIMEOUT_S,
-                              name=f"{endpoint.engine}:{endpoint.profile.name}", **kwargs)
+    policy = OpenAIChatPolicy(
+        base_url=endpoint.base_url,
+        model=endpoint.model,
+        api_key=endpoint.api_key,
+        settings=policy_settings,
+        timeout_s=POLICY_TIMEOUT_S,
+        name=f"{endpoint.engine}:{endpoint.profile.name}",
+        **kwargs,
+    )
     if extra_body and not accepts_extra_body:
         # Until the policy takes extra_body itself (notes/serving-needs.md): add it on each call.
         _add_extra_body(policy.client, extra_body)
@@ -192,34 +254,52 @@ def outcome_from_trajectory(traj: dict[str, Any]) -> RequestOutcome:
     else:
         status, error = "fallback", f"{outcome}: {reason}" if reason else outcome
     calls = [
-        {"ttft_s": c.get("ttft_s"), "latency_s": c.get("latency_s"), "input_tokens": c.get("input_tokens"),
-         "output_tokens": c.get("output_tokens"), "cached_tokens": c.get("cached_tokens"), "error": c.get("error")}
+        {
+            "ttft_s": c.get("ttft_s"),
+            "latency_s": c.get("latency_s"),
+            "input_tokens": c.get("input_tokens"),
+            "output_tokens": c.get("output_tokens"),
+            "cached_tokens": c.get("cached_tokens"),
+            "error": c.get("error"),
+        }
         for c in model_calls
     ]
     tools = traj.get("tool_calls", [])
     return RequestOutcome(
-        status=status, calls=calls, error=error, rounds=traj.get("rounds"), reply_route=traj.get("route"),
-        reply_chars=len(traj.get("reply") or ""), tool_calls=len(tools),
+        status=status,
+        calls=calls,
+        error=error,
+        rounds=traj.get("rounds"),
+        reply_route=traj.get("route"),
+        reply_chars=len(traj.get("reply") or ""),
+        tool_calls=len(tools),
         tool_errors=sum(1 for t in tools if t.get("error")),
     )
 
 
-def agent_worker_factory(*, endpoint: Endpoint, bundle, settings: GenerationSettings,
-                         context: ReplayServices) -> WorkerFactory:
+def agent_worker_factory(
+    *, endpoint: Endpoint, bundle, settings: GenerationSettings, context: ReplayServices
+) -> WorkerFactory:
     """Each call makes one worker's request function: its own Agent and policy."""
     from harness.runtime import Agent
 
     def factory():
         policy, policy_settings = make_policy(endpoint=endpoint, settings=settings)
-        agent = Agent(bundle=context.bundle, policy=policy, catalogue=context.catalogue,
-                      generation=policy_settings, mcp_registry=context.registry,
-                      trust_harness_commands=context.trust_harness_commands)
+        agent = Agent(
+            bundle=context.bundle,
+            policy=policy,
+            catalogue=context.catalogue,
+            generation=policy_settings,
+            mcp_registry=context.registry,
+            trust_harness_commands=context.trust_harness_commands,
+        )
         context.register(agent)
 
         def run(case: dict[str, Any]) -> RequestOutcome:
             request = case["request"]
             if context.traffic is not None and not request.get("id"):
-                # a request without an id is named "request": the studio would keep one trajectory of the run
+                # a request without an id is named "request": the studio would keep one trajectory
+                # of the run
                 request = {**request, "id": case["id"]}
             trajectory = agent.run(request).to_dict()
             if context.traffic is not None:

@@ -28,23 +28,41 @@ def table_markdown(summary: dict[str, Any]) -> str:
     header = ["Route", "Checkpoint", "C", "n", *labels.values()]
     lines = [
         f"Deployment replay `{summary['run_id']}`: Harness `{summary['harness_digest'][:12]}`, "
-        f"cases `{summary['case_manifest_digest'][:12]}`, temperature {summary['generation']['temperature']}, "
+        f"cases `{summary['case_manifest_digest'][:12]}`, "
+        f"temperature {summary['generation']['temperature']}, "
         f"top-p {summary['generation']['top_p']}.",
         "",
         "| " + " | ".join(header) + " |",
         "|" + "|".join("---" if i < 2 else "---:" for i in range(len(header))) + "|",
     ]
     for level, metrics in summary["levels"].items():
-        row = [summary["route"], str(summary.get("checkpoint") or ""), str(level), str(metrics["n_measured"])]
+        row = [
+            summary["route"],
+            str(summary.get("checkpoint") or ""),
+            str(level),
+            str(metrics["n_measured"]),
+        ]
         row += [format_figure(key, metrics.get(key)) for key in labels]
         lines.append("| " + " | ".join(row) + " |")
-    spec = [(level, m["speculative"]) for level, m in summary["levels"].items() if m.get("speculative")]
+    spec = [
+        (level, m["speculative"]) for level, m in summary["levels"].items() if m.get("speculative")
+    ]
     if spec:
-        lines += ["", "Speculative decoding (MTP draft head), per level, warm-up included: "
-                  + "; ".join(f"C={level}: acceptance length {format_figure('x', s.get('acceptance_length'))}"
-                              + (f" of {len(s['acceptance_rate_per_position']) + 1}, rate "
-                                 f"{100 * s['acceptance_rate']:.1f}%" if s.get("acceptance_rate") is not None else "")
-                              for level, s in spec) + "."]
+        lines += [
+            "",
+            "Speculative decoding (MTP draft head), per level, warm-up included: "
+            + "; ".join(
+                f"C={level}: acceptance length {format_figure('x', s.get('acceptance_length'))}"
+                + (
+                    f" of {len(s['acceptance_rate_per_position']) + 1}, rate "
+                    f"{100 * s['acceptance_rate']:.1f}%"
+                    if s.get("acceptance_rate") is not None
+                    else ""
+                )
+                for level, s in spec
+            )
+            + ".",
+        ]
     from serving.metrics import fallback_warning
 
     warning = fallback_warning(summary["levels"])
@@ -52,16 +70,20 @@ def table_markdown(summary: dict[str, Any]) -> str:
         lines += ["", f"**Warning:** {warning}."]
     lines += [
         "",
-        "Success = final answer returned (a Harness fallback reply counts, and is also shown as Fallback); "
+        "Success = final answer returned (a Harness fallback "
+        "reply counts, and is also shown as Fallback); "
         "Answered = the agent's own final answer (no fallback), over all measured requests; "
         "wall percentiles over successful requests; the SLA share and success over all measured "
-        "requests (errors and timeouts count against both); TTFT of each request's first model call; "
+        "requests (errors and timeouts count against "
+        "both); TTFT of each request's first model call; "
         "decode tok/s = (output tokens - 1) / (call latency - TTFT), mean over calls.",
     ]
     return "\n".join(lines) + "\n"
 
 
-def latency_cdf_png(*, records: list[dict[str, Any]], path: str | Path, title: str, sla_s: float = 15.0) -> Path:
+def latency_cdf_png(
+    *, records: list[dict[str, Any]], path: str | Path, title: str, sla_s: float = 15.0
+) -> Path:
     """Wall-clock latency CDF, one line per concurrency level, over all measured requests.
 
     Failed requests never reach 1.0 on the y axis: the curve's top is the share of
@@ -79,8 +101,12 @@ def latency_cdf_png(*, records: list[dict[str, Any]], path: str | Path, title: s
             continue  # nothing succeeded at this level: no curve (the table says 0%)
         walls = [p[0] for p in curve["points"]]
         longest = max(longest, walls[-1])
-        ax.step([0.0, *walls], [0.0, *(p[1] for p in curve["points"])], where="post",
-                label=f"C={level} (n={curve['n']})")
+        ax.step(
+            [0.0, *walls],
+            [0.0, *(p[1] for p in curve["points"])],
+            where="post",
+            label=f"C={level} (n={curve['n']})",
+        )
     ax.axvline(sla_s, color="grey", linestyle="--", linewidth=1)
     ax.text(sla_s, 0.97, f"{sla_s:g} s ", color="grey", ha="right", va="top")
     ax.set_xlabel("wall-clock latency per request (s)")

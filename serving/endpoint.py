@@ -66,7 +66,11 @@ class Endpoint:
         if path is not None and (path / "generation_config.json").is_file():
             config = json.loads((path / "generation_config.json").read_text(encoding="utf-8"))
         config.pop("transformers_version", None)
-        config.update(do_sample=settings.temperature > 0, temperature=settings.temperature, top_p=settings.top_p)
+        config.update(
+            do_sample=settings.temperature > 0,
+            temperature=settings.temperature,
+            top_p=settings.top_p,
+        )
         if settings.max_tokens is not None:
             config["max_new_tokens"] = settings.max_tokens
         return {"generation_config": json.dumps(config, sort_keys=True)}
@@ -78,18 +82,26 @@ class Endpoint:
         if self.engine not in ("local", "sglang"):
             return None
         root = self.base_url[: -len("/v1")] if self.base_url.endswith("/v1") else self.base_url
-        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key and self.api_key != "EMPTY" else {}
+        headers = (
+            {"Authorization": f"Bearer {self.api_key}"}
+            if self.api_key and self.api_key != "EMPTY"
+            else {}
+        )
         try:
             response = httpx.get(f"{root}/get_server_info", headers=headers, timeout=5.0)
             info = response.json() if response.status_code == 200 else None
         except (httpx.HTTPError, ValueError):
             return None
         states = (info or {}).get("internal_states") or [{}]
-        state = states[0] if isinstance(states, list) and states and isinstance(states[0], dict) else {}
+        state = (
+            states[0] if isinstance(states, list) and states and isinstance(states[0], dict) else {}
+        )
         if state.get("avg_spec_accept_length") is None and not state.get("speculative"):
             return None
-        return {"avg_spec_accept_length": state.get("avg_spec_accept_length"),
-                "counts": state.get("speculative")}
+        return {
+            "avg_spec_accept_length": state.get("avg_spec_accept_length"),
+            "counts": state.get("speculative"),
+        }
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -110,25 +122,40 @@ def open_endpoint(*, profile: ServingProfile, log_dir: str | Path) -> Iterator[E
     log_dir = Path(log_dir)
     if profile.engine in MANAGED_ENGINES:
         path = resolve_checkpoint(profile.checkpoint or "")
-        common = dict(checkpoint=path, host=profile.host, port=profile.port,
-                      startup_timeout_s=profile.startup_timeout_s, extra_args=profile.extra_args,
-                      threads=profile.threads)
+        common = dict(
+            checkpoint=path,
+            host=profile.host,
+            port=profile.port,
+            startup_timeout_s=profile.startup_timeout_s,
+            extra_args=profile.extra_args,
+            threads=profile.threads,
+        )
         if profile.engine == "local":
             log_path = log_dir / "engine-server.log"
-            server = EngineServer(log_path=log_path, quantization=profile.quantization,
-                                  draft_head=profile.draft_head, **common)
+            server = EngineServer(
+                log_path=log_path,
+                quantization=profile.quantization,
+                draft_head=profile.draft_head,
+                **common,
+            )
         else:
             log_path = log_dir / "transformers-serve.log"
-            server = TransformersServer(log_path=log_path, continuous_batching=profile.continuous_batching,
-                                        dtype=profile.dtype, **common)
+            server = TransformersServer(
+                log_path=log_path,
+                continuous_batching=profile.continuous_batching,
+                dtype=profile.dtype,
+                **common,
+            )
         with server:
             yield Endpoint(
                 profile=profile,
                 base_url=server.base_url,
                 model=server.model,
                 api_key="EMPTY",
-                checkpoint=dict(checkpoint_info(path, label=profile.checkpoint),
-                                **({"draft_head": profile.draft_head} if profile.draft_head else {})),
+                checkpoint=dict(
+                    checkpoint_info(path, label=profile.checkpoint),
+                    **({"draft_head": profile.draft_head} if profile.draft_head else {}),
+                ),
                 server_log=str(log_path),
                 server_pid=server.pid,
             )
@@ -145,7 +172,13 @@ def open_endpoint(*, profile: ServingProfile, log_dir: str | Path) -> Iterator[E
             checkpoint["draft_head"] = profile.draft_head
     elif profile.engine == "openai":
         checkpoint = {"name": f"vendor:{model}", "path": None, "fingerprint": None}
-    yield Endpoint(profile=profile, base_url=base_url, model=model, api_key=api_key or "EMPTY", checkpoint=checkpoint)
+    yield Endpoint(
+        profile=profile,
+        base_url=base_url,
+        model=model,
+        api_key=api_key or "EMPTY",
+        checkpoint=checkpoint,
+    )
 
 
 def check_reachable(*, base_url: str, api_key: str | None, route: str) -> None:
@@ -159,6 +192,10 @@ def check_reachable(*, base_url: str, api_key: str | None, route: str) -> None:
             "is the server running (see docs/serving.md for the SGLang launch command)?"
         ) from None
     if response.status_code in (401, 403):
-        raise ProfileError(f"route {route}: {base_url} refused the API key (HTTP {response.status_code})")
+        raise ProfileError(
+            f"route {route}: {base_url} refused the API key (HTTP {response.status_code})"
+        )
     if response.status_code >= 400:
-        raise ProfileError(f"route {route}: GET {base_url}/models answered HTTP {response.status_code}")
+        raise ProfileError(
+            f"route {route}: GET {base_url}/models answered HTTP {response.status_code}"
+        )

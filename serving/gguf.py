@@ -52,13 +52,14 @@ from harness.policies.factory import env_choice
 
 QUANTIZATIONS = ("F32", "F16", "Q8_0", "Q5_0", "Q4_1", "Q4_0")
 #: Part of an export's file name: a change to what an export writes makes every cached export stale.
-#: 2: the RoPE base from transformers 5's ``rope_parameters`` (version 1 wrote the default 10,000 for
-#: SmolLM2's 100,000 whenever the config held it there, as every checkpoint trained here does).
+#: 2: the RoPE base from transformers 5's ``rope_parameters`` (version 1 wrote the default 10,000
+#: for SmolLM2's 100,000 whenever the config held it there, as every checkpoint trained here does).
 EXPORT_VERSION = 2
 DEFAULT_QUANTIZATION = "Q8_0"
 #: Beside each export: the checkpoint folder it was written from (``prune_stale_exports``).
 SOURCE_SUFFIX = ".source"
-#: A stale export is removed only this long after it was written (a process may have just resolved it).
+#: A stale export is removed only this long after it was written (a process may have just resolved
+#: it).
 STALE_AFTER_S = 600.0
 #: The format trained checkpoints are exported to (the default model always runs its shipped file).
 QUANTIZATION_ENV = "HARNESS_GGUF_QUANTIZATION"
@@ -70,7 +71,8 @@ class GgufError(ModelUnavailableError):
 
 
 def default_quantization() -> str:
-    """``$HARNESS_GGUF_QUANTIZATION``, or ``Q8_0``; a value that is not a format is a ``ValueError``."""
+    """``$HARNESS_GGUF_QUANTIZATION``, or ``Q8_0``; a value that is not a format is a
+    ``ValueError``."""
     return env_choice(QUANTIZATION_ENV, QUANTIZATIONS, DEFAULT_QUANTIZATION)
 
 
@@ -91,22 +93,37 @@ def gguf_problem(path: Path) -> str | None:
 
 
 #: GGUF's metadata value types: struct format of each fixed-size one (8: string, 9: array)
-_GGUF_SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q",
-                 12: "<d"}
+_GGUF_SCALARS = {
+    0: "<B",
+    1: "<b",
+    2: "<H",
+    3: "<h",
+    4: "<I",
+    5: "<i",
+    6: "<f",
+    7: "<?",
+    10: "<Q",
+    11: "<q",
+    12: "<d",
+}
 _GGUF_STRING, _GGUF_ARRAY = 8, 9
 
 
-def header_values(path: Path, want: Callable[[str], bool],
-                  enough: Callable[[dict[str, Any]], bool] = lambda found: False) -> dict[str, Any]:
-    """``{key: value}`` of the metadata keys a GGUF file's header holds for which ``want(key)``, read in
-    order until ``enough(found so far)`` or the header's end. Arrays (the tokenizer's
+def header_values(
+    path: Path,
+    want: Callable[[str], bool],
+    enough: Callable[[dict[str, Any]], bool] = lambda found: False,
+) -> dict[str, Any]:
+    """``{key: value}`` of the metadata keys a GGUF file's header holds for which ``want(key)``,
+    read in order until ``enough(found so far)`` or the header's end. Arrays (the tokenizer's
     vocabulary and merges) are skipped, not decoded: the ``gguf`` package's reader decodes the whole
-    header, 4 s for SmolLM2's, and llama.cpp's start needs two numbers. Raises ``GgufError`` on a file
-    that is not a little-endian GGUF or ends inside its header."""
+    header, 4 s for SmolLM2's, and llama.cpp's start needs two numbers. Raises ``GgufError`` on a
+    file that is not a little-endian GGUF or ends inside its header."""
     import struct
 
     found: dict[str, Any] = {}
     with open(path, "rb") as handle:
+
         def read(fmt: str):
             size = struct.calcsize(fmt)
             raw = handle.read(size)
@@ -132,14 +149,18 @@ def header_values(path: Path, want: Callable[[str], bool],
                         value(item)
                 return None
             if kind not in _GGUF_SCALARS:
-                raise GgufError(f"{path}: unknown GGUF metadata type {kind}; export the checkpoint again")
+                raise GgufError(
+                    f"{path}: unknown GGUF metadata type {kind}; export the checkpoint again"
+                )
             return read(_GGUF_SCALARS[kind])
 
         if handle.read(4) != GGUF_MAGIC:
             raise GgufError(f"{path} is not a GGUF file")
         version = read("<I")
         if not 1 <= version <= 0xFFFF:  # a big-endian file reads as a huge version
-            raise GgufError(f"{path}: GGUF version {version} is not a little-endian GGUF this reader knows")
+            raise GgufError(
+                f"{path}: GGUF version {version} is not a little-endian GGUF this reader knows"
+            )
         read("<Q")  # tensor count
         for _ in range(read("<Q")):
             key = string()
@@ -152,8 +173,9 @@ def header_values(path: Path, want: Callable[[str], bool],
 
 
 def gguf_for_checkpoint(checkpoint: Path, *, quantization: str = DEFAULT_QUANTIZATION) -> Path:
-    """The GGUF file that runs ``checkpoint``: the shipped file for the default model, else an export
-    in the model cache (written on first use, under a lock, renamed into place when complete)."""
+    """The GGUF file that runs ``checkpoint``: the shipped file for the default model, else an
+    export in the model cache (written on first use, under a lock, renamed into place when
+    complete)."""
     if quantization not in QUANTIZATIONS:
         raise GgufError(f"quantization: {quantization!r} is not one of {', '.join(QUANTIZATIONS)}")
     checkpoint = Path(checkpoint).resolve()
@@ -161,7 +183,9 @@ def gguf_for_checkpoint(checkpoint: Path, *, quantization: str = DEFAULT_QUANTIZ
         return gguf_path()
     from harness import adapters
 
-    if adapters.is_adapter(checkpoint):  # its base merged with it, once: the export is keyed by that folder
+    if adapters.is_adapter(
+        checkpoint
+    ):  # its base merged with it, once: the export is keyed by that folder
         checkpoint = adapters.merged_checkpoint(checkpoint)
     problem = checkpoint_problem(checkpoint)
     if problem:
@@ -180,7 +204,9 @@ def gguf_for_checkpoint(checkpoint: Path, *, quantization: str = DEFAULT_QUANTIZ
             os.close(handle)
             try:
                 export_gguf(checkpoint, Path(tmp), quantization=quantization)
-                target.with_name(target.name + SOURCE_SUFFIX).write_text(f"{checkpoint}\n", encoding="utf-8")
+                target.with_name(target.name + SOURCE_SUFFIX).write_text(
+                    f"{checkpoint}\n", encoding="utf-8"
+                )
                 os.replace(tmp, target)
             finally:
                 if os.path.exists(tmp):
@@ -190,8 +216,8 @@ def gguf_for_checkpoint(checkpoint: Path, *, quantization: str = DEFAULT_QUANTIZ
 
 
 def _export_name(checkpoint: Path, quantization: str) -> str:
-    """Keyed on the checkpoint's identity everywhere else (``harness.checkpoints.fingerprint``: every
-    file's bytes), so a retrained folder gets a new export and a copied one reuses it."""
+    """Keyed on the checkpoint's identity everywhere else (``harness.checkpoints.fingerprint``:
+    every file's bytes), so a retrained folder gets a new export and a copied one reuses it."""
     return f"{checkpoint.name}-{fingerprint(checkpoint)[:16]}-v{EXPORT_VERSION}.{quantization}.gguf"
 
 
@@ -229,10 +255,14 @@ def prune_stale_exports(*, keep: Path | None = None, now: float | None = None) -
 
 
 def _permute(weights, n_head: int):
-    """transformers' rotate-half layout -> llama.cpp's interleaved pairs (as llama.cpp's converter does)."""
+    """transformers' rotate-half layout -> llama.cpp's interleaved pairs (as llama.cpp's converter
+    does)."""
     rows = weights.shape[0]
-    return (weights.reshape(n_head, 2, rows // n_head // 2, *weights.shape[1:])
-            .swapaxes(1, 2).reshape(weights.shape))
+    return (
+        weights.reshape(n_head, 2, rows // n_head // 2, *weights.shape[1:])
+        .swapaxes(1, 2)
+        .reshape(weights.shape)
+    )
 
 
 _LAYER_TENSORS = {
@@ -249,21 +279,26 @@ _LAYER_TENSORS = {
 
 
 def export_gguf(checkpoint: Path, out: Path, *, quantization: str = DEFAULT_QUANTIZATION) -> None:
-    """Write ``checkpoint`` (a Llama-family transformers folder with SmolLM2's tokenizer) as GGUF to ``out``."""
+    """Write ``checkpoint`` (a Llama-family transformers folder with SmolLM2's tokenizer) as GGUF to
+    ``out``."""
     import gguf
     import numpy as np
     from gguf import quants
 
     config = checkpoint_config(checkpoint)
     if config.get("model_type") != "llama":
-        raise GgufError(f"{checkpoint}/config.json: model_type {config.get('model_type')!r}: only 'llama' "
-                        "checkpoints (SmolLM2 and its fine-tunes) are exported to GGUF")
+        raise GgufError(
+            f"{checkpoint}/config.json: model_type {config.get('model_type')!r}: only 'llama' "
+            "checkpoints (SmolLM2 and its fine-tunes) are exported to GGUF"
+        )
     rope_theta = _rope_theta(checkpoint, config)
     source = gguf.GGUFReader(str(gguf_path()))
     tokens = source.fields["tokenizer.ggml.tokens"]
     if int(config["vocab_size"]) != len(tokens.data):
-        raise GgufError(f"{checkpoint}/config.json: vocab_size {config['vocab_size']} differs from the shipped "
-                        f"tokenizer's {len(tokens.data)}; only checkpoints that keep SmolLM2's tokenizer export")
+        raise GgufError(
+            f"{checkpoint}/config.json: vocab_size {config['vocab_size']} differs from the shipped "
+            f"tokenizer's {len(tokens.data)}; only checkpoints that keep SmolLM2's tokenizer export"
+        )
     tensors = _read_weights(checkpoint)
     n_head, n_kv = int(config["num_attention_heads"]), int(config["num_key_value_heads"])
     hidden = int(config["hidden_size"])
@@ -284,8 +319,16 @@ def export_gguf(checkpoint: Path, out: Path, *, quantization: str = DEFAULT_QUAN
     writer.add_rope_freq_base(rope_theta)
     writer.add_layer_norm_rms_eps(float(config.get("rms_norm_eps", 1e-5)))
     writer.add_vocab_size(int(config["vocab_size"]))
-    writer.add_file_type(getattr(gguf.LlamaFileType, "ALL_F32" if quantization == "F32" else
-                                 "MOSTLY_F16" if quantization == "F16" else f"MOSTLY_{quantization}"))
+    writer.add_file_type(
+        getattr(
+            gguf.LlamaFileType,
+            "ALL_F32"
+            if quantization == "F32"
+            else "MOSTLY_F16"
+            if quantization == "F16"
+            else f"MOSTLY_{quantization}",
+        )
+    )
     for key, field in source.fields.items():
         if key.startswith("tokenizer.") and key != "tokenizer.chat_template":
             _copy_field(writer, key, field)
@@ -296,7 +339,11 @@ def export_gguf(checkpoint: Path, out: Path, *, quantization: str = DEFAULT_QUAN
 
     def add(name: str, array, quantize: bool) -> None:
         array = np.ascontiguousarray(array.astype(np.float32))
-        kind = qtype if quantize and array.ndim == 2 and array.shape[-1] % 32 == 0 else gguf.GGMLQuantizationType.F32
+        kind = (
+            qtype
+            if quantize and array.ndim == 2 and array.shape[-1] % 32 == 0
+            else gguf.GGMLQuantizationType.F32
+        )
         if kind == gguf.GGMLQuantizationType.F16:
             writer.add_tensor(name, array.astype(np.float16))
         elif kind == gguf.GGMLQuantizationType.F32:
@@ -319,7 +366,10 @@ def export_gguf(checkpoint: Path, out: Path, *, quantization: str = DEFAULT_QUAN
             add(f"blk.{layer}.{gguf_name}", array, not hf_name.endswith("layernorm.weight"))
     leftover = [name for name in tensors if not name.endswith("rotary_emb.inv_freq")]
     if leftover:
-        raise GgufError(f"{checkpoint}: tensors the llama layout has no place for: {', '.join(sorted(leftover)[:5])}")
+        raise GgufError(
+            f"{checkpoint}: tensors the llama layout has no "
+            f"place for: {', '.join(sorted(leftover)[:5])}"
+        )
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
@@ -327,17 +377,23 @@ def export_gguf(checkpoint: Path, out: Path, *, quantization: str = DEFAULT_QUAN
 
 
 def _rope_theta(checkpoint: Path, config: dict) -> float:
-    """The RoPE base (``harness.draft_head_files.rope_theta_of``: in ``rope_parameters`` as transformers 5
-    and training here write it, else at the top of config.json); only the default rotary type exports."""
+    """The RoPE base (``harness.draft_head_files.rope_theta_of``: in ``rope_parameters`` as
+    transformers 5 and training here write it, else at the top of config.json); only the default
+    rotary type exports."""
     from types import SimpleNamespace
 
     from harness.draft_head_files import rope_theta_of
 
     parameters = config.get("rope_parameters") or {}
     scaling = config.get("rope_scaling") or {}
-    kind = parameters.get("rope_type") or scaling.get("rope_type") or scaling.get("type") or "default"
+    kind = (
+        parameters.get("rope_type") or scaling.get("rope_type") or scaling.get("type") or "default"
+    )
     if kind != "default":
-        raise GgufError(f"{checkpoint}/config.json: rope type {kind!r} is not exported; only the default RoPE is")
+        raise GgufError(
+            f"{checkpoint}/config.json: rope type {kind!r} "
+            "is not exported; only the default RoPE is"
+        )
     return rope_theta_of(SimpleNamespace(**config))
 
 
@@ -381,8 +437,9 @@ def _copy_field(writer, key: str, field) -> None:
         writer.add_key_value(key, field.contents(), kind)
 
 
-
-if __name__ == "__main__":  # python -m serving.gguf CHECKPOINT [QUANTIZATION]: export once, print the file
+if (
+    __name__ == "__main__"
+):  # python -m serving.gguf CHECKPOINT [QUANTIZATION]: export once, print the file
     import sys
 
     from harness.checkpoints import resolve_checkpoint
@@ -390,7 +447,11 @@ if __name__ == "__main__":  # python -m serving.gguf CHECKPOINT [QUANTIZATION]: 
     if not 2 <= len(sys.argv) <= 3:
         sys.exit(f"usage: python -m serving.gguf CHECKPOINT [{'|'.join(QUANTIZATIONS)}]")
     try:
-        print(gguf_for_checkpoint(resolve_checkpoint(sys.argv[1]),
-                                  quantization=sys.argv[2] if len(sys.argv) == 3 else DEFAULT_QUANTIZATION))
+        print(
+            gguf_for_checkpoint(
+                resolve_checkpoint(sys.argv[1]),
+                quantization=sys.argv[2] if len(sys.argv) == 3 else DEFAULT_QUANTIZATION,
+            )
+        )
     except (GgufError, ValueError) as error:
         sys.exit(f"error: {error}")

@@ -53,8 +53,8 @@ MAX_SEED = 2**32 - 1
 SLOTS_ENV = "HARNESS_LLAMA_SLOTS"
 THREADS_ENV = "HARNESS_LLAMA_THREADS"
 FLASH_ATTN_ENV = "HARNESS_LLAMA_FLASH_ATTN"
-#: Seconds ``close`` waits for a call's llama.cpp thread to reach its next event and end (one prefill
-#: batch or token: under a second here, more on a loaded machine).
+#: Seconds ``close`` waits for a call's llama.cpp thread to reach its next event and end (one
+#: prefill batch or token: under a second here, more on a loaded machine).
 CLOSE_WAIT_S = 60.0
 
 logger = logging.getLogger(__name__)
@@ -99,17 +99,25 @@ class ServerStats:
             self.decode_tokens += len(done.ids)
 
     def to_dict(self) -> dict[str, int]:
-        return {"requests": self.requests, "prefill_tokens": self.prompt_tokens - self.cached_tokens,
-                "cached_tokens": self.cached_tokens, "decode_tokens": self.decode_tokens}
+        return {
+            "requests": self.requests,
+            "prefill_tokens": self.prompt_tokens - self.cached_tokens,
+            "cached_tokens": self.cached_tokens,
+            "decode_tokens": self.decode_tokens,
+        }
 
 
 def trained_context(gguf: Path) -> int | None:
     """The ``<arch>.context_length`` a GGUF file declares (None when it declares none)."""
+
     def key(found: dict) -> str:
         return f"{found.get('general.architecture')}.context_length"
 
-    values = header_values(gguf, lambda k: k == "general.architecture" or k.endswith(".context_length"),
-                           lambda found: key(found) in found)
+    values = header_values(
+        gguf,
+        lambda k: k == "general.architecture" or k.endswith(".context_length"),
+        lambda found: key(found) in found,
+    )
     length = values.get(key(values))
     return int(length) if length is not None else None
 
@@ -128,9 +136,9 @@ def default_threads() -> int:
 
 
 def default_flash_attn() -> bool:
-    """Flash attention, on unless ``$HARNESS_LLAMA_FLASH_ATTN`` is 0/off. Measured on 2 cores with the demo
-    checkpoint (docs/serving.md): it prefills the agent's request tokens ~1.4x faster after the Harness
-    prefix and decodes ~25% slower there; prefill is most of an agent request's time."""
+    """Flash attention, on unless ``$HARNESS_LLAMA_FLASH_ATTN`` is 0/off. Measured on 2 cores with
+    the demo checkpoint (docs/serving.md): it prefills the agent's request tokens ~1.4x faster after
+    the Harness prefix and decodes ~25% slower there; prefill is most of an agent request's time."""
     raw = os.environ.get(FLASH_ATTN_ENV, "").strip().lower()
     if raw in ("", "1", "on", "true", "yes"):
         return True
@@ -139,25 +147,28 @@ def default_flash_attn() -> bool:
     raise ValueError(f"${FLASH_ATTN_ENV}: {raw!r} is not on or off (1 or 0)")
 
 
-#: Prompt tokens llama.cpp prefills between two reports (``n_batch`` = ``n_ubatch``). A call stopped at its
-#: deadline or cancel stops only at the next report, and until then it slows the next request's prefill
-#: on the same cores: 128 tokens is under a second here, 512 were 2-4 s, and prefill ran no slower with
-#: 128 (docs/serving.md).
+#: Prompt tokens llama.cpp prefills between two reports (``n_batch`` = ``n_ubatch``). A call stopped
+#: at its deadline or cancel stops only at the next report, and until then it slows the next
+#: request's prefill on the same cores: 128 tokens is under a second here, 512 were 2-4 s, and
+#: prefill ran no slower with 128 (docs/serving.md).
 PREFILL_BATCH = 128
-#: Seconds after a call during which its slot is kept for the request's next call (tools run in between).
+#: Seconds after a call during which its slot is kept for the request's next call (tools run in
+#: between).
 HOLD_S = 3.0
-#: A new prompt waits for a slot whose call was just stopped at its deadline (llama.cpp frees it at its
-#: next prefill batch or token) when that slot shares this many more tokens with the prompt than
+#: A new prompt waits for a slot whose call was just stopped at its deadline (llama.cpp frees it at
+#: its next prefill batch or token) when that slot shares this many more tokens with the prompt than
 #: the best idle slot does: prefilling them costs seconds, the wait at most one batch.
 WAIT_FOR_SHARED_TOKENS = 256
 #: ... and for this long at most.
 WAIT_FOR_STOPPING_S = 5.0
-#: How often a waiting call (for a slot, or for llama.cpp to end it) looks at its deadline and cancel.
+#: How often a waiting call (for a slot, or for llama.cpp to end it) looks at its deadline and
+#: cancel.
 STOP_POLL_S = 0.05
 
 
 class RequestOwner:
-    """Marks the calls of one request (``LlamaCppPolicy.begin_request``); ``over`` once the next began."""
+    """Marks the calls of one request (``LlamaCppPolicy.begin_request``); ``over`` once the next
+    began."""
 
     __slots__ = ("over",)
 
@@ -172,17 +183,23 @@ class _Slot:
     used_at: float = float("-inf")
     busy: bool = False
     owner: RequestOwner | None = None  # the request whose conversation it holds (None: not told)
-    stopping: bool = False  # busy with a call whose deadline passed: llama.cpp frees it at its next event
+    stopping: bool = (
+        False  # busy with a call whose deadline passed: llama.cpp frees it at its next event
+    )
 
     def held_against(self, owner: RequestOwner | None, now: float) -> bool:
-        """Kept for another request's next call: used within ``HOLD_S`` by a request not known to be over."""
+        """Kept for another request's next call: used within ``HOLD_S`` by a request not known to be
+        over."""
         mine = owner is not None and self.owner is owner
         over = self.owner is not None and self.owner.over
         return now - self.used_at < HOLD_S and not mine and not over
 
 
-def _ended_in_time(ended: threading.Event, deadline: float | None, cancel: threading.Event | None) -> bool:
-    """Wait for llama.cpp to end a call: False once its deadline passes or its cancel is set first."""
+def _ended_in_time(
+    ended: threading.Event, deadline: float | None, cancel: threading.Event | None
+) -> bool:
+    """Wait for llama.cpp to end a call: False once its deadline passes or its cancel is set
+    first."""
     while True:
         wait_s = None if deadline is None else deadline - time.perf_counter()
         if cancel is not None:
@@ -204,11 +221,19 @@ def _common_prefix(a: list[int], b: list[int]) -> int:
 
 
 class LlamaServer:
-    """One GGUF file loaded in llama.cpp with ``slots`` parallel sequences. Thread-safe: each caller's
-    ``complete`` blocks its own thread (llama.cpp releases the GIL) while the slots run together."""
+    """One GGUF file loaded in llama.cpp with ``slots`` parallel sequences. Thread-safe: each
+    caller's ``complete`` blocks its own thread (llama.cpp releases the GIL) while the slots run
+    together."""
 
-    def __init__(self, gguf: str | Path, *, slots: int = DEFAULT_SLOTS, slot_context: int = DEFAULT_SLOT_CONTEXT,
-                 threads: int | None = None, flash_attn: bool | None = None) -> None:
+    def __init__(
+        self,
+        gguf: str | Path,
+        *,
+        slots: int = DEFAULT_SLOTS,
+        slot_context: int = DEFAULT_SLOT_CONTEXT,
+        threads: int | None = None,
+        flash_attn: bool | None = None,
+    ) -> None:
         import xllamacpp
 
         self.gguf = Path(gguf)
@@ -219,19 +244,25 @@ class LlamaServer:
         try:
             trained = trained_context(self.gguf)
         except Exception as exc:  # noqa: BLE001 - the gguf reader fails in many ways on a damaged file
-            raise GgufError(f"llama.cpp could not load {self.gguf}: its GGUF header cannot be read "
-                            f"({type(exc).__name__}: {exc}); export the checkpoint again") from None
+            raise GgufError(
+                f"llama.cpp could not load {self.gguf}: its GGUF header cannot be read "
+                f"({type(exc).__name__}: {exc}); export the checkpoint again"
+            ) from None
         # llama.cpp caps a slot at the context the model was trained for
         self.slot_context = min(slot_context, trained or slot_context)
         self.threads = threads or default_threads()
         self.flash_attn = default_flash_attn() if flash_attn is None else flash_attn
         self.stats = ServerStats()
-        self._closing = threading.Event()  # set by stop_calls: every call stops at llama.cpp's next event
+        self._closing = (
+            threading.Event()
+        )  # set by stop_calls: every call stops at llama.cpp's next event
         self._calls: set[threading.Thread] = set()  # llama.cpp threads of calls not ended yet
         self._calls_lock = threading.Lock()
         self._slots = [_Slot() for _ in range(slots)]
         self._slots_free = threading.Condition()
-        self._socket_dir = tempfile.mkdtemp(prefix="llama-")  # 0700: only this user reaches the socket
+        self._socket_dir = tempfile.mkdtemp(
+            prefix="llama-"
+        )  # 0700: only this user reaches the socket
         params = xllamacpp.CommonParams()
         params.model.path = str(self.gguf)
         params.n_parallel = slots
@@ -239,9 +270,14 @@ class LlamaServer:
         params.cpuparams.n_threads = self.threads
         params.cpuparams_batch.n_threads = self.threads
         params.n_batch = params.n_ubatch = PREFILL_BATCH
-        params.cache_ram_mib = 0  # the RAM prompt cache can restore another conversation (see above)
-        params.flash_attn_type = (xllamacpp.llama_flash_attn_type.LLAMA_FLASH_ATTN_TYPE_ENABLED if flash_attn
-                                  else xllamacpp.llama_flash_attn_type.LLAMA_FLASH_ATTN_TYPE_DISABLED)
+        params.cache_ram_mib = (
+            0  # the RAM prompt cache can restore another conversation (see above)
+        )
+        params.flash_attn_type = (
+            xllamacpp.llama_flash_attn_type.LLAMA_FLASH_ATTN_TYPE_ENABLED
+            if flash_attn
+            else xllamacpp.llama_flash_attn_type.LLAMA_FLASH_ATTN_TYPE_DISABLED
+        )
         params.hostnames = [os.path.join(self._socket_dir, "llama.sock")]
         params.api_keys = [secrets.token_hex(16)]
         params.verbosity = -1
@@ -250,37 +286,66 @@ class LlamaServer:
             self._server = xllamacpp.Server(params)
         except Exception as exc:  # noqa: BLE001 - llama.cpp says only "failed to init"
             shutil.rmtree(self._socket_dir, ignore_errors=True)
-            raise GgufError(f"llama.cpp could not load {self.gguf} ({exc}); expected a GGUF file of a model "
-                            "llama.cpp runs (python -m serving.gguf exports a checkpoint)") from None
+            raise GgufError(
+                f"llama.cpp could not load {self.gguf} ({exc}); expected a GGUF file of a model "
+                "llama.cpp runs (python -m serving.gguf exports a checkpoint)"
+            ) from None
         _LIVE.add(self)
 
-    def complete(self, prompt: list[int], *, max_new_tokens: int, temperature: float = 0.0, top_p: float = 1.0,
-                 seed: int | None = None, deadline: float | None = None,
-                 cancel: threading.Event | None = None,
-                 on_tokens: Callable[[list[int], str], None] | None = None,
-                 owner: RequestOwner | None = None) -> Completion:
-        """Generate after ``prompt`` (token ids). ``deadline`` (a ``time.perf_counter`` value) and ``cancel``
-        end the call at once with what it has, and stop it in llama.cpp at its next prefill batch or token
-        (its slot counts as stopping until then: see ``_take_slot``); ``on_tokens(ids, text)`` streams.
-        ``owner``: the request this call belongs to (see ``release``)."""
+    def complete(
+        self,
+        prompt: list[int],
+        *,
+        max_new_tokens: int,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        seed: int | None = None,
+        deadline: float | None = None,
+        cancel: threading.Event | None = None,
+        on_tokens: Callable[[list[int], str], None] | None = None,
+        owner: RequestOwner | None = None,
+    ) -> Completion:
+        """Generate after ``prompt`` (token ids). ``deadline`` (a ``time.perf_counter`` value) and
+        ``cancel`` end the call at once with what it has, and stop it in llama.cpp at its next
+        prefill batch or token (its slot counts as stopping until then: see ``_take_slot``);
+        ``on_tokens(ids, text)`` streams. ``owner``: the request this call belongs to (see
+        ``release``)."""
         if not prompt:
             raise LlamaCppError("prompt: at least one token is needed")
         if len(prompt) + 1 > self.slot_context:
-            raise LlamaCppError(f"prompt: {len(prompt)} tokens do not fit the {self.slot_context}-token context "
-                                "of a slot")
+            raise LlamaCppError(
+                f"prompt: {len(prompt)} tokens do not fit the {self.slot_context}-token context "
+                "of a slot"
+            )
         if seed is not None and not 0 <= seed <= MAX_SEED:
             raise LlamaCppError(f"seed: expected an integer from 0 to {MAX_SEED}")
         max_new_tokens = max(1, min(max_new_tokens, self.slot_context - len(prompt)))
-        body = {"prompt": prompt, "max_tokens": max_new_tokens, "temperature": float(temperature),
-                "top_p": float(top_p), "top_k": 0, "min_p": 0.0, "seed": -1 if seed is None else int(seed),
-                "stream": True, "n_probs": 1, "return_progress": True, "cache_prompt": True,
-                "stream_options": {"include_usage": True}}
+        body = {
+            "prompt": prompt,
+            "max_tokens": max_new_tokens,
+            "temperature": float(temperature),
+            "top_p": float(top_p),
+            "top_k": 0,
+            "min_p": 0.0,
+            "seed": -1 if seed is None else int(seed),
+            "stream": True,
+            "n_probs": 1,
+            "return_progress": True,
+            "cache_prompt": True,
+            "stream_options": {"include_usage": True},
+        }
         submitted = time.perf_counter()
         ids: list[int] = []
         logprobs: list[float] = []
         texts: list[str] = []
         guard = threading.Lock()
-        state: dict[str, Any] = {"first": None, "finish": None, "cached": 0, "error": None, "stopped": None}
+        state: dict[str, Any] = {
+            "first": None,
+            "finish": None,
+            "cached": 0,
+            "error": None,
+            "stopped": None,
+        }
 
         def stop_now() -> bool:
             if (cancel is not None and cancel.is_set()) or self._closing.is_set():
@@ -296,14 +361,18 @@ class LlamaServer:
         def handle(event: dict[str, Any]) -> bool:
             if "error" in event or "code" in event and "message" in event:
                 error = event.get("error", event)
-                state["error"] = error.get("message", str(error)) if isinstance(error, dict) else str(error)
+                state["error"] = (
+                    error.get("message", str(error)) if isinstance(error, dict) else str(error)
+                )
                 return True
             progress = event.get("prompt_progress")
             if isinstance(progress, dict):
                 state["cached"] = int(progress.get("cache") or 0)
             usage = event.get("usage")
             if usage:
-                state["cached"] = int((usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0)
+                state["cached"] = int(
+                    (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
+                )
             for choice in event.get("choices") or []:
                 content = (choice.get("logprobs") or {}).get("content") or []
                 new = [int(item["id"]) for item in content]
@@ -333,15 +402,22 @@ class LlamaServer:
                     state["error"] = f"{type(exc).__name__}: {exc}"
                 finally:
                     with guard:
-                        kept = prompt + ids[:-1] if ids and state["error"] is None else prompt[: state["cached"]]
-                    self._give_slot(slot, kept, owner)  # only now: llama.cpp may still hold the slot until its next event
+                        kept = (
+                            prompt + ids[:-1]
+                            if ids and state["error"] is None
+                            else prompt[: state["cached"]]
+                        )
+                    self._give_slot(
+                        slot, kept, owner
+                    )  # only now: llama.cpp may still hold the slot until its next event
                     ended.set()
                     with self._calls_lock:
                         self._calls.discard(threading.current_thread())
 
-            # llama.cpp reports between prefill batches and tokens only, which a loaded machine can stretch
-            # to seconds: the caller gets its answer at the deadline or the cancel (the engine server's
-            # client went away), and the task stops at its next event, its slot marked as stopping
+            # llama.cpp reports between prefill batches and tokens only, which a loaded machine can
+            # stretch to seconds: the caller gets its answer at the deadline or the cancel (the
+            # engine server's client went away), and the task stops at its next event, its slot
+            # marked as stopping
             thread = threading.Thread(target=run, name=f"llama-slot-{slot}", daemon=True)
             with self._calls_lock:
                 self._calls.add(thread)
@@ -355,28 +431,40 @@ class LlamaServer:
                 raise LlamaCppError(f"llama.cpp: {state['error']}")
             finish = state["stopped"] or ("stop" if state["finish"] == "stop" else "length")
         with guard:
-            done = Completion(prompt_tokens=len(prompt), ids=list(ids), logprobs=list(logprobs), finish_reason=finish,
-                              cached_tokens=state["cached"], submitted_at=submitted, first_token_at=state["first"],
-                              finished_at=time.perf_counter(), text="".join(texts))
+            done = Completion(
+                prompt_tokens=len(prompt),
+                ids=list(ids),
+                logprobs=list(logprobs),
+                finish_reason=finish,
+                cached_tokens=state["cached"],
+                submitted_at=submitted,
+                first_token_at=state["first"],
+                finished_at=time.perf_counter(),
+                text="".join(texts),
+            )
         self.stats.add(done)
         return done
 
-    def _take_slot(self, prompt: list[int], owner: RequestOwner | None = None,
-                   stop_now: Callable[[], bool] | None = None) -> int | None:
-        """The idle slot this prompt should run in. It waits while every slot is busy (or for a stopping
-        slot, below) until ``stop_now()``, the call's deadline or cancel checked every ``STOP_POLL_S``,
-        says to give up: then None, and the call ends without running.
+    def _take_slot(
+        self,
+        prompt: list[int],
+        owner: RequestOwner | None = None,
+        stop_now: Callable[[], bool] | None = None,
+    ) -> int | None:
+        """The idle slot this prompt should run in. It waits while every slot is busy (or for a
+        stopping slot, below) until ``stop_now()``, the call's deadline or cancel checked every
+        ``STOP_POLL_S``, says to give up: then None, and the call ends without running.
 
         The slot whose cached tokens this prompt shares most with, except that a slot another
         conversation used within ``HOLD_S`` (its request may be between two calls, running a tool)
-        counts the tokens it would lose against it: a new request takes a slot a finished request left
-        with the same Harness prefix before it takes the slot of a request that is still going on.
-        llama.cpp's own choice by similarity would hand a new request the slot of a request in progress,
-        whose next call would then prefill its whole conversation again. A request that is over
-        (``release``) holds nothing. A slot whose call was just stopped is waited for (at most
-        ``WAIT_FOR_STOPPING_S``) when it shares ``WAIT_FOR_SHARED_TOKENS`` more tokens than any idle slot:
-        after a request ends at its budget, the next one would otherwise prefill the whole Harness
-        prompt into an empty slot, and end at its budget too."""
+        counts the tokens it would lose against it: a new request takes a slot a finished request
+        left with the same Harness prefix before it takes the slot of a request that is still going
+        on. llama.cpp's own choice by similarity would hand a new request the slot of a request in
+        progress, whose next call would then prefill its whole conversation again. A request that is
+        over (``release``) holds nothing. A slot whose call was just stopped is waited for (at most
+        ``WAIT_FOR_STOPPING_S``) when it shares ``WAIT_FOR_SHARED_TOKENS`` more tokens than any idle
+        slot: after a request ends at its budget, the next one would otherwise prefill the whole
+        Harness prompt into an empty slot, and end at its budget too."""
         give_up_waiting = time.perf_counter() + WAIT_FOR_STOPPING_S
         with self._slots_free:
             while True:
@@ -388,14 +476,21 @@ class LlamaServer:
                         if slot.stopping:
                             stopping_shared = max(stopping_shared, shared)
                         continue
-                    score = shared - (len(slot.tokens) - shared if slot.held_against(owner, now) else 0)
+                    score = shared - (
+                        len(slot.tokens) - shared if slot.held_against(owner, now) else 0
+                    )
                     if best_score is None or score > best_score:
                         best, best_score, best_shared = index, score, shared
-                worth_waiting = (now < give_up_waiting
-                                 and stopping_shared - max(0, best_score or 0) >= WAIT_FOR_SHARED_TOKENS)
+                worth_waiting = (
+                    now < give_up_waiting
+                    and stopping_shared - max(0, best_score or 0) >= WAIT_FOR_SHARED_TOKENS
+                )
                 if best is not None and not worth_waiting:
                     slot = self._slots[best]
-                    slot.busy, slot.tokens = True, prompt[:best_shared]  # llama.cpp reuses this much of it
+                    slot.busy, slot.tokens = (
+                        True,
+                        prompt[:best_shared],
+                    )  # llama.cpp reuses this much of it
                     return best
                 if stop_now is not None and stop_now():  # waited for a slot until the call's end
                     return None
@@ -407,7 +502,12 @@ class LlamaServer:
     def _give_slot(self, index: int, tokens: list[int], owner: RequestOwner | None = None) -> None:
         with self._slots_free:
             slot = self._slots[index]
-            slot.busy, slot.stopping, slot.tokens, slot.used_at = False, False, tokens, time.perf_counter()
+            slot.busy, slot.stopping, slot.tokens, slot.used_at = (
+                False,
+                False,
+                tokens,
+                time.perf_counter(),
+            )
             slot.owner = owner
             self._slots_free.notify_all()
 
@@ -419,16 +519,17 @@ class LlamaServer:
                 self._slots_free.notify_all()
 
     def release(self, owner: RequestOwner) -> None:
-        """``owner``'s request is over: its slots keep their cache but are no longer held for its next
-        call (also a slot still finishing its stopped last call), so the next request may take the slot
-        that shares the most with it rather than prefill the whole prompt into an empty one."""
+        """``owner``'s request is over: its slots keep their cache but are no longer held for its
+        next call (also a slot still finishing its stopped last call), so the next request may take
+        the slot that shares the most with it rather than prefill the whole prompt into an empty
+        one."""
         with self._slots_free:
             owner.over = True
             self._slots_free.notify_all()
 
     def stop_calls(self) -> None:
-        """Every running call, and every call still to come, stops at once for its caller and in llama.cpp at
-        its next prefill batch or token (its finish reason: ``cancelled``)."""
+        """Every running call, and every call still to come, stops at once for its caller and in
+        llama.cpp at its next prefill batch or token (its finish reason: ``cancelled``)."""
         self._closing.set()
         with self._slots_free:
             self._slots_free.notify_all()  # calls waiting for a slot look at their stop at once
@@ -448,10 +549,13 @@ class LlamaServer:
                     return not any(t.is_alive() for t in self._calls)
 
     def close(self, timeout_s: float = CLOSE_WAIT_S) -> None:
-        """Stop the calls, join their threads, then unload the model: a process may exit after this."""
+        """Stop the calls, join their threads, then unload the model: a process may exit after
+        this."""
         self.stop_calls()
         if not self.join_calls(timeout_s):
-            logger.warning("llama.cpp: a call on %s did not end within %g s of its stop", self.gguf, timeout_s)
+            logger.warning(
+                "llama.cpp: a call on %s did not end within %g s of its stop", self.gguf, timeout_s
+            )
             return  # unloading the model under a running call would crash; the process keeps it
         self._server = None
         shutil.rmtree(self._socket_dir, ignore_errors=True)
@@ -465,28 +569,39 @@ _LIVE: weakref.WeakSet[LlamaServer] = weakref.WeakSet()
 
 
 def stop_all_calls() -> None:
-    """Stop every call on every llama.cpp server of this process (a SIGTERM handler may call this: it only
-    sets events); ``close_all`` then waits for them."""
+    """Stop every call on every llama.cpp server of this process (a SIGTERM handler may call this:
+    it only sets events); ``close_all`` then waits for them."""
     for server in list(_LIVE):
         server.stop_calls()
 
 
 @atexit.register
 def close_all(timeout_s: float = CLOSE_WAIT_S) -> None:
-    """Stop every call of this process's llama.cpp servers and join their threads. Run at interpreter exit
-    (before Python stops its threads: a thread stopped inside llama.cpp aborts the process), and by the
-    Celery worker and the engine server when they shut down. The models stay loaded (unloading one takes
-    seconds, and the process is ending); a later call on them ends at once as ``cancelled``."""
+    """Stop every call of this process's llama.cpp servers and join their threads. Run at
+    interpreter exit (before Python stops its threads: a thread stopped inside llama.cpp aborts the
+    process), and by the Celery worker and the engine server when they shut down. The models stay
+    loaded (unloading one takes seconds, and the process is ending); a later call on them ends at
+    once as ``cancelled``."""
     servers = list(_LIVE)
     for server in servers:
         server.stop_calls()
     for server in servers:
         if not server.join_calls(timeout_s):
-            logger.warning("llama.cpp: a call on %s did not end within %g s of its stop", server.gguf, timeout_s)
+            logger.warning(
+                "llama.cpp: a call on %s did not end within %g s of its stop",
+                server.gguf,
+                timeout_s,
+            )
 
 
-def llama_server_for(gguf: str | Path, *, slots: int | None = None, slot_context: int = DEFAULT_SLOT_CONTEXT,
-                     threads: int | None = None, flash_attn: bool | None = None) -> LlamaServer:
+def llama_server_for(
+    gguf: str | Path,
+    *,
+    slots: int | None = None,
+    slot_context: int = DEFAULT_SLOT_CONTEXT,
+    threads: int | None = None,
+    flash_attn: bool | None = None,
+) -> LlamaServer:
     """The process's llama.cpp server for a GGUF file (loaded on first use)."""
     slots = slots or env_int(SLOTS_ENV, DEFAULT_SLOTS, 1, 64)
     threads = threads or default_threads()
@@ -495,8 +610,9 @@ def llama_server_for(gguf: str | Path, *, slots: int | None = None, slot_context
     with _SERVERS_LOCK:
         server = _SERVERS.get(key)
         if server is None:
-            server = _SERVERS[key] = LlamaServer(gguf, slots=slots, slot_context=slot_context, threads=threads,
-                                                 flash_attn=flash_attn)
+            server = _SERVERS[key] = LlamaServer(
+                gguf, slots=slots, slot_context=slot_context, threads=threads, flash_attn=flash_attn
+            )
         return server
 
 
@@ -504,23 +620,28 @@ _TOKENIZERS: dict[str, Any] = {}
 _TOKENIZERS_LOCK = threading.Lock()
 
 
-#: The tokenizer classes a checkpoint's tokenizer_config.json names that are transformers' fast tokenizer itself
+#: The tokenizer classes a checkpoint's tokenizer_config.json names that are transformers' fast
+#: tokenizer itself
 FAST_TOKENIZER_CLASSES = ("TokenizersBackend", "PreTrainedTokenizerFast")
 
 
 def load_tokenizer(model_dir: str | Path) -> Any:
-    """The checkpoint's tokenizer, once per process. When its tokenizer_config.json names the fast tokenizer
-    class (every checkpoint here), that class reads it directly: AutoTokenizer would load the model's
-    config first to choose the same class, and with the config module, torch (2 s of an engine
-    server's start that the llama.cpp route does not otherwise need)."""
+    """The checkpoint's tokenizer, once per process. When its tokenizer_config.json names the fast
+    tokenizer class (every checkpoint here), that class reads it directly: AutoTokenizer would load
+    the model's config first to choose the same class, and with the config module, torch (2 s of an
+    engine server's start that the llama.cpp route does not otherwise need)."""
     key = str(Path(model_dir).resolve())
     with _TOKENIZERS_LOCK:
         if key not in _TOKENIZERS:
             try:
-                named = json.loads((Path(key) / "tokenizer_config.json").read_text(encoding="utf-8"))
+                named = json.loads(
+                    (Path(key) / "tokenizer_config.json").read_text(encoding="utf-8")
+                )
             except (OSError, ValueError):
                 named = {}
-            fast = isinstance(named, dict) and named.get("tokenizer_class") in FAST_TOKENIZER_CLASSES
+            fast = (
+                isinstance(named, dict) and named.get("tokenizer_class") in FAST_TOKENIZER_CLASSES
+            )
             if fast:
                 from transformers import PreTrainedTokenizerFast as tokenizer_class
             else:  # AutoTokenizer's module imports torch
@@ -530,8 +651,8 @@ def load_tokenizer(model_dir: str | Path) -> Any:
 
 
 class TokenContext:
-    """The tokens of recent calls, under the text they render to, so a call that extends an earlier one
-    reuses its exact tokens (prompt and output) and tokenizes only what was appended."""
+    """The tokens of recent calls, under the text they render to, so a call that extends an earlier
+    one reuses its exact tokens (prompt and output) and tokenizes only what was appended."""
 
     def __init__(self, tokenizer: Any, *, keep: int = 256) -> None:
         self.tokenizer = tokenizer
@@ -549,7 +670,7 @@ class TokenContext:
             base = list(self._entries[best]) if best else []
             if best:
                 self._entries.move_to_end(best)
-        rest = text[len(best):]
+        rest = text[len(best) :]
         reused = len(base)
         if rest:
             base += self.tokenizer(rest, add_special_tokens=False)["input_ids"]
@@ -564,15 +685,23 @@ class TokenContext:
 
 
 class LlamaCppPolicy(Policy):
-    """A local checkpoint on llama.cpp. Tools are rendered into the prompt by the runtime (text protocol)."""
+    """A local checkpoint on llama.cpp. Tools are rendered into the prompt by the runtime (text
+    protocol)."""
 
     accepts_timeout = True
 
-    def __init__(self, model_dir: str | Path, *, gguf: str | Path | None = None, name: str | None = None,
-                 settings: GenerationSettings | None = None, server: LlamaServer | None = None,
-                 quantization: str | None = None) -> None:
-        """``model_dir``: the checkpoint whose tokenizer and chat template render prompts; ``gguf``: the
-        file llama.cpp runs (default: ``serving.gguf.gguf_for_checkpoint(model_dir)``)."""
+    def __init__(
+        self,
+        model_dir: str | Path,
+        *,
+        gguf: str | Path | None = None,
+        name: str | None = None,
+        settings: GenerationSettings | None = None,
+        server: LlamaServer | None = None,
+        quantization: str | None = None,
+    ) -> None:
+        """``model_dir``: the checkpoint whose tokenizer and chat template render prompts; ``gguf``:
+        the file llama.cpp runs (default: ``serving.gguf.gguf_for_checkpoint(model_dir)``)."""
         self.model_dir = Path(model_dir)
         self.name = name or f"local:{self.model_dir.name}"
         self.settings = settings or GenerationSettings()
@@ -580,7 +709,9 @@ class LlamaCppPolicy(Policy):
         self._quantization = quantization
         self._server = server
         self._context: TokenContext | None = None
-        self._request = threading.local()  # the agent runs each request in one thread: its owner token
+        self._request = (
+            threading.local()
+        )  # the agent runs each request in one thread: its owner token
         self.last_cached_tokens = 0
 
     def begin_request(self, request_id: str) -> None:
@@ -591,12 +722,14 @@ class LlamaCppPolicy(Policy):
         self._request.owner = RequestOwner()
 
     def gguf_file(self) -> Path:
-        """The file llama.cpp runs: the one given, else the checkpoint's export in the route's format
-        (``$HARNESS_GGUF_QUANTIZATION``; exported on first use)."""
+        """The file llama.cpp runs: the one given, else the checkpoint's export in the route's
+        format (``$HARNESS_GGUF_QUANTIZATION``; exported on first use)."""
         if self._gguf is None:
             from serving.gguf import default_quantization, gguf_for_checkpoint
 
-            self._gguf = gguf_for_checkpoint(self.model_dir, quantization=self._quantization or default_quantization())
+            self._gguf = gguf_for_checkpoint(
+                self.model_dir, quantization=self._quantization or default_quantization()
+            )
         return self._gguf
 
     def server(self) -> LlamaServer:
@@ -608,45 +741,70 @@ class LlamaCppPolicy(Policy):
     def tokenizer(self) -> Any:
         return load_tokenizer(self.model_dir)
 
-    def render_text(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> str:
+    def render_text(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+    ) -> str:
         """The prompt as text: the chat template with the generation prompt."""
         tokenizer = self.tokenizer
         chat = [{"role": m["role"], "content": str(m.get("content") or "")} for m in messages]
         kwargs: dict[str, Any] = {}
         if tools and "tools" in (tokenizer.chat_template or ""):
             kwargs["tools"] = tools
-        return tokenizer.apply_chat_template(chat, add_generation_prompt=True, tokenize=False, **kwargs)
+        return tokenizer.apply_chat_template(
+            chat, add_generation_prompt=True, tokenize=False, **kwargs
+        )
 
-    def prompt_ids(self, messages: list[dict[str, Any]],
-                   tools: list[dict[str, Any]] | None = None) -> tuple[str, list[int]]:
-        """The prompt's text and ids, reusing an earlier call's tokens where this prompt extends it."""
+    def prompt_ids(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+    ) -> tuple[str, list[int]]:
+        """The prompt's text and ids, reusing an earlier call's tokens where this prompt extends
+        it."""
         if self._context is None:
             self._context = TokenContext(self.tokenizer)
         text = self.render_text(messages, tools)
         ids, _reused = self._context.tokens(text)
         return text, ids
 
-    def complete(self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None = None,
-                 settings: GenerationSettings | None = None, deadline: float | None = None,
-                 cancel: threading.Event | None = None,
-                 on_tokens: Callable[[list[int], str], None] | None = None,
-                 owner: RequestOwner | None = None) -> Completion:
-        """One call on llama.cpp, streamed to ``on_tokens``; the engine server's entry point. ``owner``: the
-        request the call belongs to (default: this thread's, from ``begin_request``)."""
+    def complete(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        settings: GenerationSettings | None = None,
+        deadline: float | None = None,
+        cancel: threading.Event | None = None,
+        on_tokens: Callable[[list[int], str], None] | None = None,
+        owner: RequestOwner | None = None,
+    ) -> Completion:
+        """One call on llama.cpp, streamed to ``on_tokens``; the engine server's entry point.
+        ``owner``: the request the call belongs to (default: this thread's, from
+        ``begin_request``)."""
         settings = settings or self.settings
         server = self.server()
         text, prompt = self.prompt_ids(messages, tools)
-        done = server.complete(prompt, max_new_tokens=settings.max_new_tokens, temperature=settings.temperature,
-                               top_p=settings.top_p, seed=settings.seed, deadline=deadline, cancel=cancel,
-                               on_tokens=on_tokens, owner=owner or getattr(self._request, "owner", None))
+        done = server.complete(
+            prompt,
+            max_new_tokens=settings.max_new_tokens,
+            temperature=settings.temperature,
+            top_p=settings.top_p,
+            seed=settings.seed,
+            deadline=deadline,
+            cancel=cancel,
+            on_tokens=on_tokens,
+            owner=owner or getattr(self._request, "owner", None),
+        )
         output = list(done.ids)
         end = self._end_token()
         if done.finish_reason == "stop" and end is not None and (not output or output[-1] != end):
             output.append(end)  # llama.cpp does not stream the end-of-turn token it stopped at
         done.ids = output
-        raw = self.tokenizer.decode(output, skip_special_tokens=False, clean_up_tokenization_spaces=False)
+        raw = self.tokenizer.decode(
+            output, skip_special_tokens=False, clean_up_tokenization_spaces=False
+        )
         self._context.remember(text + raw, prompt + output)
-        done.text = self.tokenizer.decode(output, skip_special_tokens=True, clean_up_tokenization_spaces=False)
+        done.text = self.tokenizer.decode(
+            output, skip_special_tokens=True, clean_up_tokenization_spaces=False
+        )
         self.last_cached_tokens = done.cached_tokens
         return done
 
@@ -658,16 +816,29 @@ class LlamaCppPolicy(Policy):
                 return token_id
         return tokenizer.eos_token_id
 
-    def generate(self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None = None,
-                 settings: GenerationSettings | None = None, timeout_s: float | None = None) -> PolicyOutput:
-        self.server()  # a first call exports and loads the model (seconds, once): not out of this call's budget
+    def generate(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        settings: GenerationSettings | None = None,
+        timeout_s: float | None = None,
+    ) -> PolicyOutput:
+        # a first call exports and loads the model (seconds, once): not out of this call's budget
+        self.server()
         self.tokenizer  # noqa: B018 - loaded once (1-2 s): not out of the first call's budget either
         started = time.perf_counter()
         deadline = None if timeout_s is None else started + max(0.01, timeout_s)
         done = self.complete(messages, tools=tools, settings=settings, deadline=deadline)
         latency = time.perf_counter() - started
         ttft = None if done.first_token_at is None else done.first_token_at - started
-        return PolicyOutput(text=done.text, input_tokens=done.prompt_tokens, output_tokens=len(done.ids),
-                            latency_s=latency, ttft_s=ttft, decode_tokens_per_s=decode_rate(len(done.ids), ttft,
-                                                                                            latency),
-                            finish_reason=done.finish_reason, cached_tokens=done.cached_tokens)
+        return PolicyOutput(
+            text=done.text,
+            input_tokens=done.prompt_tokens,
+            output_tokens=len(done.ids),
+            latency_s=latency,
+            ttft_s=ttft,
+            decode_tokens_per_s=decode_rate(len(done.ids), ttft, latency),
+            finish_reason=done.finish_reason,
+            cached_tokens=done.cached_tokens,
+        )

@@ -64,7 +64,8 @@ METRIC_LABELS = {
 """The reported metrics, in table order, with their column labels."""
 
 FIGURE_LABELS = {**METRIC_LABELS, "ttft_p50_s": "TTFT P50 (s)"}
-"""Every per-level figure summarise() reports with a label: Table 5's columns, then those beyond it."""
+"""Every per-level figure summarise() reports with a label: Table 5's columns, then those beyond
+it."""
 
 LOWER_IS_BETTER = {"wall_p50_s", "wall_p95_s", "ttft_p50_s", "ttft_p95_s"}
 
@@ -135,16 +136,24 @@ def summarise(records: Iterable[dict[str, Any]], *, sla_s: float = DEFAULT_SLA_S
 
 
 def fallback_warning(levels: dict[Any, dict[str, Any]]) -> str:
-    """A sentence for every page and gate that shows a replay's figures when a level's requests mostly
-    fell back to the Harness's fallback reply; "" when none did."""
-    fell = [(level, m) for level, m in levels.items() if isinstance(m, dict) and (
-        m.get("mostly_fallback") or (m.get("fallback_rate") or 0) > 0.5)]
+    """A sentence for every page and gate that shows a replay's figures when a level's requests
+    mostly fell back to the Harness's fallback reply; "" when none did."""
+    fell = [
+        (level, m)
+        for level, m in levels.items()
+        if isinstance(m, dict) and (m.get("mostly_fallback") or (m.get("fallback_rate") or 0) > 0.5)
+    ]
     if not fell:
         return ""
-    shown = ", ".join(f"C={level}: {round(100 * (m.get('fallback_rate') or 0))}% of {m.get('n_measured')}"
-                      for level, m in fell)
-    return (f"Most requests fell back to the Harness's fallback reply ({shown}): the wall times, the SLA "
-            "share and Success time the fallback, not the model's answers; see Answered")
+    shown = ", ".join(
+        f"C={level}: {round(100 * (m.get('fallback_rate') or 0))}% of {m.get('n_measured')}"
+        for level, m in fell
+    )
+    return (
+        "Most requests fell back to the Harness's fallback "
+        f"reply ({shown}): the wall times, the SLA "
+        "share and Success time the fallback, not the model's answers; see Answered"
+    )
 
 
 def summarise_by_concurrency(
@@ -157,7 +166,9 @@ def summarise_by_concurrency(
     return {c: summarise(rs, sla_s=sla_s) for c, rs in sorted(levels.items())}
 
 
-def latency_cdf(records: Iterable[dict[str, Any]], *, max_points: int | None = None) -> dict[int, dict[str, Any]]:
+def latency_cdf(
+    records: Iterable[dict[str, Any]], *, max_points: int | None = None
+) -> dict[int, dict[str, Any]]:
     """Per concurrency level, the wall-clock latency CDF over its measured requests.
 
     ``{level: {"n": measured, "n_success": successful, "points": [[wall_s, share], ...]}}``: one
@@ -182,7 +193,9 @@ def latency_cdf(records: Iterable[dict[str, Any]], *, max_points: int | None = N
     return cdf
 
 
-def speculative_level(before: dict[str, Any] | None, after: dict[str, Any] | None) -> dict[str, Any] | None:
+def speculative_level(
+    before: dict[str, Any] | None, after: dict[str, Any] | None
+) -> dict[str, Any] | None:
     """A level's speculative-decoding figures from the server's counters read before and after it
     (warm-up requests included). The engine server's counts give the level's own acceptance;
     SGLang reports only its running ``avg_spec_accept_length``, taken as read at the level's end."""
@@ -190,7 +203,10 @@ def speculative_level(before: dict[str, Any] | None, after: dict[str, Any] | Non
         return None
     counts, prior = after.get("counts"), (before or {}).get("counts") or {}
     if not counts:
-        return {"acceptance_length": after.get("avg_spec_accept_length"), "source": "avg_spec_accept_length"}
+        return {
+            "acceptance_length": after.get("avg_spec_accept_length"),
+            "source": "avg_spec_accept_length",
+        }
     cycles = counts["cycles"] - prior.get("cycles", 0)
     drafted = counts["drafted"] - prior.get("drafted", 0)
     accepted = counts["accepted"] - prior.get("accepted", 0)
@@ -199,10 +215,19 @@ def speculative_level(before: dict[str, Any] | None, after: dict[str, Any] | Non
     per_before = prior.get("acceptance_rate_per_position") or []
     per_after = counts.get("acceptance_rate_per_position") or []
     per_position = []
-    for i, rate in enumerate(per_after):  # rates are per cycle: back to counts, then the level's share
-        kept = rate * counts["cycles"] - (per_before[i] * prior.get("cycles", 0) if i < len(per_before) else 0.0)
+    for i, rate in enumerate(
+        per_after
+    ):  # rates are per cycle: back to counts, then the level's share
+        kept = rate * counts["cycles"] - (
+            per_before[i] * prior.get("cycles", 0) if i < len(per_before) else 0.0
+        )
         per_position.append(round(kept / cycles, 4))
-    return {"cycles": cycles, "drafted": drafted, "accepted": accepted,
-            "acceptance_length": round((accepted + cycles) / cycles, 4),
-            "acceptance_rate": round(accepted / drafted, 4) if drafted else None,
-            "acceptance_rate_per_position": per_position, "source": "engine counters"}
+    return {
+        "cycles": cycles,
+        "drafted": drafted,
+        "accepted": accepted,
+        "acceptance_length": round((accepted + cycles) / cycles, 4),
+        "acceptance_rate": round(accepted / drafted, 4) if drafted else None,
+        "acceptance_rate_per_position": per_position,
+        "source": "engine counters",
+    }

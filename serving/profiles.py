@@ -14,12 +14,11 @@ A profile is one of four routes:
 - `openai`: any vendor API speaking OpenAI chat completions: base URL, model,
   and the API key read from an environment variable (never stored).
 
-Profiles live in a YAML file (`profiles:` mapping name -> fields); the
-built-in file serving/profiles.yaml ships `cpu-engine` (llama.cpp), `cpu-engine-fp32`,
-`cpu-engine-int8`, `cpu-engine-tiny`, `cpu-engine-tiny-torch`, `cpu-local`, `cpu-tiny` and `gpu-sglang`. A route given on the
-command line is a profile name, or one of the inline forms `local:CHECKPOINT`,
-`transformers:CHECKPOINT`, `sglang:BASE_URL:MODEL`,
-`openai:BASE_URL:MODEL[:KEY_ENV]`.
+Profiles live in a YAML file (`profiles:` mapping name -> fields); the built-in file
+serving/profiles.yaml ships `cpu-engine` (llama.cpp), `cpu-engine-fp32`, `cpu-engine-int8`,
+`cpu-engine-tiny`, `cpu-engine-tiny-torch`, `cpu-local`, `cpu-tiny` and `gpu-sglang`. A route given
+on the command line is a profile name, or one of the inline forms `local:CHECKPOINT`,
+`transformers:CHECKPOINT`, `sglang:BASE_URL:MODEL`, `openai:BASE_URL:MODEL[:KEY_ENV]`.
 """
 
 from __future__ import annotations
@@ -69,8 +68,8 @@ class ServingProfile:
     """transformers: serve with --continuous-batching (paged attention)."""
     dtype: str = "auto"
     quantization: str = "none"
-    """local: 'gguf' (llama.cpp, the default for engine local) or a GGUF format (Q8_0, Q4_1, ...); 'none'
-    (the torch engine, fp32) or 'int8' (the torch engine's int8 weights)."""
+    """local: 'gguf' (llama.cpp, the default for engine local) or a GGUF format (Q8_0, Q4_1, ...);
+    'none' (the torch engine, fp32) or 'int8' (the torch engine's int8 weights)."""
     threads: int | None = None
     """local/transformers: CPU threads of the server (OMP/MKL/torch); None lets torch decide.
     On a small shared box 1 avoids OpenMP oversubscription, which can slow decoding ~10x."""
@@ -101,9 +100,20 @@ def _plain(value: Any) -> Any:
 
 
 _FIELD_TYPES = {
-    "engine": str, "checkpoint": str, "draft_head": str, "base_url": str, "model": str,
-    "api_key_env": str, "host": str, "port": int, "continuous_batching": bool, "dtype": str, "quantization": str, "threads": int,
-    "startup_timeout_s": (int, float), "extra_args": list,
+    "engine": str,
+    "checkpoint": str,
+    "draft_head": str,
+    "base_url": str,
+    "model": str,
+    "api_key_env": str,
+    "host": str,
+    "port": int,
+    "continuous_batching": bool,
+    "dtype": str,
+    "quantization": str,
+    "threads": int,
+    "startup_timeout_s": (int, float),
+    "extra_args": list,
 }
 
 
@@ -117,8 +127,10 @@ def profile_from_mapping(name: str, data: Any, *, source: str) -> ServingProfile
         raise ProfileError(f"{where}: unknown field(s) {unknown}; valid: {sorted(_FIELD_TYPES)}")
     for key, value in data.items():
         expected = _FIELD_TYPES[key]
-        if value is not None and not isinstance(value, expected) or (
-            expected is int and isinstance(value, bool)
+        if (
+            value is not None
+            and not isinstance(value, expected)
+            or (expected is int and isinstance(value, bool))
         ):
             raise ProfileError(f"{where}.{key}: {value!r} has the wrong type")
     engine = data.get("engine")
@@ -136,36 +148,58 @@ def profile_from_mapping(name: str, data: Any, *, source: str) -> ServingProfile
 def _check_profile(p: ServingProfile, where: str) -> None:
     if p.engine in MANAGED_ENGINES:
         if not p.checkpoint:
-            raise ProfileError(f"{where}.checkpoint: required for engine {p.engine} ('default', 'tiny' or a folder)")
+            raise ProfileError(
+                f"{where}.checkpoint: required for engine "
+                f"{p.engine} ('default', 'tiny' or a folder)"
+            )
         if p.base_url:
-            raise ProfileError(f"{where}.base_url: not used by engine {p.engine} (it picks its own port)")
+            raise ProfileError(
+                f"{where}.base_url: not used by engine {p.engine} (it picks its own port)"
+            )
     else:
         if not p.base_url:
-            raise ProfileError(f"{where}.base_url: required for engine {p.engine}, e.g. http://127.0.0.1:30000/v1")
+            raise ProfileError(
+                f"{where}.base_url: required for engine {p.engine}, e.g. http://127.0.0.1:30000/v1"
+            )
         if not p.base_url.startswith(("http://", "https://")):
-            raise ProfileError(f"{where}.base_url: {p.base_url!r} must start with http:// or https://")
+            raise ProfileError(
+                f"{where}.base_url: {p.base_url!r} must start with http:// or https://"
+            )
     if p.engine == "openai":
         if not p.model:
-            raise ProfileError(f"{where}.model: required for engine openai (the vendor's model name)")
+            raise ProfileError(
+                f"{where}.model: required for engine openai (the vendor's model name)"
+            )
         if not p.api_key_env:
-            raise ProfileError(f"{where}.api_key_env: required for engine openai (name of the env var with the key)")
+            raise ProfileError(
+                f"{where}.api_key_env: required for engine "
+                "openai (name of the env var with the key)"
+            )
     if p.engine == "sglang" and not (p.model or p.checkpoint):
-        raise ProfileError(f"{where}: engine sglang needs model or checkpoint (the served model name)")
+        raise ProfileError(
+            f"{where}: engine sglang needs model or checkpoint (the served model name)"
+        )
     if p.draft_head and p.engine not in ("sglang", "local"):
         raise ProfileError(f"{where}.draft_head: only engines sglang and local serve a draft head")
     if p.threads is not None and p.threads < 1:
         raise ProfileError(f"{where}.threads: {p.threads} must be >= 1")
     if p.threads is not None and p.engine not in MANAGED_ENGINES:
-        raise ProfileError(f"{where}.threads: only engines local and transformers run here with a thread count")
+        raise ProfileError(
+            f"{where}.threads: only engines local and transformers run here with a thread count"
+        )
     from serving.engine_server import QUANTIZATIONS
 
     if p.quantization not in QUANTIZATIONS:
-        raise ProfileError(f"{where}.quantization: {p.quantization!r} is not one of {', '.join(QUANTIZATIONS)}")
+        raise ProfileError(
+            f"{where}.quantization: {p.quantization!r} is not one of {', '.join(QUANTIZATIONS)}"
+        )
     if p.quantization != "none" and p.engine != "local":
         raise ProfileError(f"{where}.quantization: only engine local quantizes its weights")
     if p.continuous_batching and p.engine != "transformers":
-        raise ProfileError(f"{where}.continuous_batching: only engine transformers has this switch "
-                           "(engine local always batches concurrent requests)")
+        raise ProfileError(
+            f"{where}.continuous_batching: only engine transformers has this switch "
+            "(engine local always batches concurrent requests)"
+        )
     if p.port is not None and not 1 <= p.port <= 65535:
         raise ProfileError(f"{where}.port: {p.port} is outside 1..65535")
 
@@ -195,7 +229,8 @@ def resolve_route(route: str, *, profiles_path: str | Path | None = None) -> Ser
         source = profiles_path or BUILTIN_PROFILES
         raise ProfileError(
             f"route {route!r}: not a profile in {source} (known: {', '.join(sorted(profiles))}) "
-            "and not an inline route (local:CHECKPOINT, transformers:CHECKPOINT, sglang:BASE_URL:MODEL, "
+            "and not an inline route (local:CHECKPOINT, "
+            "transformers:CHECKPOINT, sglang:BASE_URL:MODEL, "
             "openai:BASE_URL:MODEL[:KEY_ENV])"
         )
     return profiles[route]
@@ -203,7 +238,9 @@ def resolve_route(route: str, *, profiles_path: str | Path | None = None) -> Ser
 
 def _inline_profile(route: str, engine: str, rest: str) -> ServingProfile:
     if engine in MANAGED_ENGINES:
-        return profile_from_mapping(route, {"engine": engine, "checkpoint": rest}, source="<inline>")
+        return profile_from_mapping(
+            route, {"engine": engine, "checkpoint": rest}, source="<inline>"
+        )
     # BASE_URL has ':' in it (scheme, port), so it must carry a path (/v1) to end unambiguously.
     match = _INLINE_URL.match(rest)
     if match is None or (engine != "openai" and match.group(3)):

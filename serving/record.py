@@ -86,7 +86,9 @@ class RunWriter:
         try:
             self.dir.mkdir()
         except FileExistsError:
-            raise RunRecordError(f"{self.dir}: a run with this id exists; choose another --run-id") from None
+            raise RunRecordError(
+                f"{self.dir}: a run with this id exists; choose another --run-id"
+            ) from None
         self._lock = threading.Lock()
         self._requests = open(self.dir / "requests.jsonl", "a", encoding="utf-8")  # noqa: SIM115
 
@@ -94,14 +96,17 @@ class RunWriter:
         line = json.dumps({"run_id": self.run_id, **record}, ensure_ascii=False, sort_keys=True)
         with self._lock:
             if self._requests.closed:
-                return  # a request abandoned by an aborted run finished late: not part of the record
+                # a request abandoned by an aborted run finished late: not part of the record
+                return
             self._requests.write(line + "\n")
             self._requests.flush()
 
     def write_json(self, name: str, data: dict[str, Any]) -> Path:
         path = self.dir / name
         tmp = path.with_suffix(path.suffix + ".tmp")
-        tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False, sort_keys=False) + "\n", encoding="utf-8")
+        tmp.write_text(
+            json.dumps(data, indent=2, ensure_ascii=False, sort_keys=False) + "\n", encoding="utf-8"
+        )
         tmp.replace(path)
         return path
 
@@ -124,7 +129,8 @@ class RequestsRead:
 
     @property
     def capped(self) -> bool:
-        """The file is larger than the reader was allowed to read: the records are its first ones."""
+        """The file is larger than the reader was allowed to read: the records are its first
+        ones."""
         return self.max_bytes is not None and self.bytes_total > self.max_bytes
 
 
@@ -162,7 +168,9 @@ def build_summary(*, run_meta: dict[str, Any], records: list[dict[str, Any]]) ->
     """summary.json content: identity of the run plus metrics per concurrency level."""
     sla_s = run_meta.get("sla_s", DEFAULT_SLA_S)
     levels = summarise_by_concurrency(records, sla_s=sla_s)
-    for level in run_meta.get("levels") or []:  # the server's speculative-decoding figures per level
+    for level in (
+        run_meta.get("levels") or []
+    ):  # the server's speculative-decoding figures per level
         if level.get("speculative") and level.get("concurrency") in levels:
             levels[level["concurrency"]]["speculative"] = level["speculative"]
     return {
@@ -191,7 +199,8 @@ def resolve_run_dir(run: str | Path, *, root: str | Path = DEFAULT_RUNS_DIR) -> 
 
 @dataclass(frozen=True)
 class RunRead:
-    """A run folder as read: run.json, the request records read and the summary recomputed from them."""
+    """A run folder as read: run.json, the request records read and the summary recomputed from
+    them."""
 
     dir: Path
     meta: dict[str, Any]
@@ -202,35 +211,51 @@ class RunRead:
 MAX_RUN_JSON_BYTES = 4 * 1024 * 1024
 
 
-def read_run(run: str | Path, *, root: str | Path = DEFAULT_RUNS_DIR,
-             max_request_bytes: int | None = None) -> RunRead:
+def read_run(
+    run: str | Path, *, root: str | Path = DEFAULT_RUNS_DIR, max_request_bytes: int | None = None
+) -> RunRead:
     """run.json, the request records (the first ``max_request_bytes`` of them when given) and the
     summary of those records. RunRecordError says why a folder cannot be read."""
     run_dir = resolve_run_dir(run, root=root)
     meta_path = run_dir / "run.json"
     if not meta_path.is_file():
         raise RunRecordError(f"{run_dir}: no run.json; the run did not finish writing its record")
-    text = read_text(meta_path, what="run record", max_bytes=MAX_RUN_JSON_BYTES, error=RunRecordError)
+    text = read_text(
+        meta_path, what="run record", max_bytes=MAX_RUN_JSON_BYTES, error=RunRecordError
+    )
     try:
         meta = json.loads(text)
     except ValueError as exc:
-        raise RunRecordError(f"{meta_path}: not valid JSON ({exc}); the run record is damaged") from None
+        raise RunRecordError(
+            f"{meta_path}: not valid JSON ({exc}); the run record is damaged"
+        ) from None
     if not isinstance(meta, dict):
-        raise RunRecordError(f"{meta_path}: not a run record (a JSON object); the run record is damaged")
+        raise RunRecordError(
+            f"{meta_path}: not a run record (a JSON object); the run record is damaged"
+        )
     if "route" not in meta:
         if meta.get("status") == "running":
-            raise RunRecordError(f"{run_dir}: the replay is still opening its route; nothing is measured yet")
-        raise RunRecordError(f"{run_dir}: the run stopped before its route opened ({meta.get('error')}); nothing was measured")
+            raise RunRecordError(
+                f"{run_dir}: the replay is still opening its route; nothing is measured yet"
+            )
+        raise RunRecordError(
+            f"{run_dir}: the run stopped before its route "
+            f"opened ({meta.get('error')}); nothing was measured"
+        )
     requests = read_requests_upto(run_dir, max_bytes=max_request_bytes)
     try:
         summary = build_summary(run_meta=meta, records=requests.records)
     except (KeyError, TypeError, ValueError) as exc:
-        raise RunRecordError(f"{run_dir}: run.json or requests.jsonl lacks a field the metrics need "
-                             f"({type(exc).__name__}: {exc})") from None
+        raise RunRecordError(
+            f"{run_dir}: run.json or requests.jsonl lacks a field the metrics need "
+            f"({type(exc).__name__}: {exc})"
+        ) from None
     return RunRead(run_dir, meta, requests, summary)
 
 
-def load_run(run: str | Path, *, root: str | Path = DEFAULT_RUNS_DIR) -> tuple[dict[str, Any], dict[str, Any]]:
+def load_run(
+    run: str | Path, *, root: str | Path = DEFAULT_RUNS_DIR
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """(run.json, summary) of a run; the summary is recomputed from requests.jsonl."""
     read = read_run(run, root=root)
     return read.meta, read.summary
@@ -238,8 +263,8 @@ def load_run(run: str | Path, *, root: str | Path = DEFAULT_RUNS_DIR) -> tuple[d
 
 def read_replay_timing(data: dict[str, Any], *, source: str):
     """The ``replay`` block of a replay run's summary as the latency gate's evidence
-    (``evaluation.gates.ReplayTiming``); ``evaluation.gates.EvidenceError`` naming the field on a shape this
-    reader does not know."""
+    (``evaluation.gates.ReplayTiming``); ``evaluation.gates.EvidenceError`` naming the field on a
+    shape this reader does not know."""
     from evaluation.gates import NUMBER, EvidenceError, ReplayTiming, field_of
     from serving.metrics import fallback_warning
 
@@ -247,12 +272,19 @@ def read_replay_timing(data: dict[str, Any], *, source: str):
     p95: dict[str, float | None] = {}
     for level, block in levels.items():
         if not isinstance(block, dict):
-            raise EvidenceError(f"{source}: field 'levels.{level}' is {type(block).__name__}, expected an object")
+            raise EvidenceError(
+                f"{source}: field 'levels.{level}' is {type(block).__name__}, expected an object"
+            )
         value = block.get("wall_p95_s")
         if value is not None and (isinstance(value, bool) or not isinstance(value, NUMBER)):
-            raise EvidenceError(f"{source}: field 'levels.{level}.wall_p95_s' is {type(value).__name__}, "
-                                "expected a number or null")
+            raise EvidenceError(
+                f"{source}: field 'levels.{level}.wall_p95_s' is {type(value).__name__}, "
+                "expected a number or null"
+            )
         p95[str(level)] = None if value is None else float(value)
     digest = data.get("harness_digest")
-    return ReplayTiming(wall_p95_s=p95, fallback_warning=fallback_warning(levels),
-                        harness_digest=digest if isinstance(digest, str) else "")
+    return ReplayTiming(
+        wall_p95_s=p95,
+        fallback_warning=fallback_warning(levels),
+        harness_digest=digest if isinstance(digest, str) else "",
+    )

@@ -5,15 +5,16 @@ and decided, and read by ``python -m serving sglang-command --release FILE`` on 
 
     {"format": "harness-release/2",
      "release": {"id": 3, "status": "approved", "drafted_by": "mei", "drafted_at": "...",
-                 "decided_by": "rafael", "decided_at": "...", "reason": "...", "override_reason": ""},
+                 "decided_by": "rafael", "decided_at": "...", "reason": "...", "override_reason":
+                 ""},
      "checkpoint": {"path": "/runs/run-4/sft/final", "fingerprint": "<sha256>", "run_id": 4,
                     "files": [{"name": "config.json", "size": 861, "sha256": "<sha256>"}, ...]},
-     "draft_head": null | {"path": "/runs/run-5/mtp/final", "fingerprint": "<sha256>", "files": [...],
+     "draft_head": null | {"path": "/runs/run-5/mtp/final", "fingerprint": "<sha256>", "files":
+     [...],
                            "card": {...}, "token_map": "hot_token_map.pt" | null},
-     "harness": {"name": "livestream-avatar", "number": 2, "digest": "<sha256>"},
-     "gates": [{"name": "latency", "status": "pass", "detail": "...", "run_id": 7, "stage_id": null}, ...],
-     "gates_at": "...",
-     "signature": {"algorithm": "ed25519", "key_id": "<16 hex>", "value": "<base64>"}}
+     "harness": {"name": "livestream-avatar", "number": 2, "digest": "<sha256>"}, "gates": [{"name":
+     "latency", "status": "pass", "detail": "...", "run_id": 7, "stage_id": null}, ...], "gates_at":
+     "...", "signature": {"algorithm": "ed25519", "key_id": "<16 hex>", "value": "<base64>"}}
 
 ``files`` lists every file of the folder with its size and the sha256 of all its bytes
 (``harness.checkpoints.folder_files``; ``fingerprint`` is the digest of that list), so the launcher
@@ -52,41 +53,60 @@ class ReleaseManifestError(ValueError):
 
     def __init__(self, where: str, problems: list[str]):
         self.problems = problems
-        super().__init__(f"{where}: not a usable release manifest:\n" + "\n".join(f"  - {p}" for p in problems))
+        super().__init__(
+            f"{where}: not a usable release manifest:\n" + "\n".join(f"  - {p}" for p in problems)
+        )
 
 
 def _text(data: dict, key: str, where: str, problems: list[str], *, empty: bool = False) -> None:
     value = data.get(key)
     if not isinstance(value, str) or (not empty and not value):
-        problems.append(f"{where}.{key}: expected {'a' if empty else 'a non-empty'} string, got {value!r:.60}")
+        problems.append(
+            f"{where}.{key}: expected {'a' if empty else 'a non-empty'} string, got {value!r:.60}"
+        )
 
 
 def _is_sha(value: Any) -> bool:
-    return isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)
+    return (
+        isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)
+    )
 
 
 def _sha(data: dict, key: str, where: str, problems: list[str]) -> None:
     value = data.get(key)
     if not _is_sha(value):
-        problems.append(f"{where}.{key}: expected a sha256 hex digest (64 characters), got {value!r:.70}")
+        problems.append(
+            f"{where}.{key}: expected a sha256 hex digest (64 characters), got {value!r:.70}"
+        )
 
 
 def _files(entry: dict, where: str, problems: list[str]) -> None:
-    """``files``: every file of the folder as {name, size, sha256}, matching the recorded fingerprint."""
+    """``files``: every file of the folder as {name, size, sha256}, matching the recorded
+    fingerprint."""
     files = entry.get("files")
     if not isinstance(files, list) or not files or len(files) > MAX_FILES:
-        problems.append(f"{where}.files: expected the list of the folder's files (1 to {MAX_FILES} of "
-                        "{name, size, sha256}); a manifest from before releases recorded every file is not "
-                        "launched: draft and approve a new release")
+        problems.append(
+            f"{where}.files: expected the list of the folder's files (1 to {MAX_FILES} of "
+            "{name, size, sha256}); a manifest from before releases recorded every file is not "
+            "launched: draft and approve a new release"
+        )
         return
     for i, item in enumerate(files):
-        if not (isinstance(item, dict) and isinstance(item.get("name"), str) and item["name"]
-                and isinstance(item.get("size"), int) and not isinstance(item["size"], bool) and item["size"] >= 0
-                and _is_sha(item.get("sha256"))):
+        if not (
+            isinstance(item, dict)
+            and isinstance(item.get("name"), str)
+            and item["name"]
+            and isinstance(item.get("size"), int)
+            and not isinstance(item["size"], bool)
+            and item["size"] >= 0
+            and _is_sha(item.get("sha256"))
+        ):
             problems.append(f"{where}.files[{i}]: expected {{name, size (bytes), sha256 (64 hex)}}")
             return
     if _is_sha(entry.get("fingerprint")) and files_fingerprint(files) != entry["fingerprint"]:
-        problems.append(f"{where}.fingerprint: does not match {where}.files (the digest of the file list)")
+        problems.append(
+            f"{where}.fingerprint: does not match {where}.files (the digest of the file list)"
+        )
 
 
 def manifest_problems(data: Any) -> list[str]:
@@ -103,7 +123,10 @@ def manifest_problems(data: Any) -> list[str]:
         if not isinstance(release.get("id"), int):
             problems.append(f"release.id: expected an integer, got {release.get('id')!r:.60}")
         if release.get("status") not in STATUSES:
-            problems.append(f"release.status: expected one of {', '.join(STATUSES)}, got {release.get('status')!r:.60}")
+            problems.append(
+                f"release.status: expected one of {', '.join(STATUSES)}, "
+                f"got {release.get('status')!r:.60}"
+            )
         for key in ("drafted_by", "drafted_at"):
             _text(release, key, "release", problems)
     checkpoint = data.get("checkpoint")
@@ -123,33 +146,49 @@ def manifest_problems(data: Any) -> list[str]:
         if not isinstance(head.get("card"), dict):
             problems.append("draft_head.card: expected the head's card.json (an object)")
         if head.get("token_map") is not None and not isinstance(head.get("token_map"), str):
-            problems.append("draft_head.token_map: expected null or a file name in the head's folder")
+            problems.append(
+                "draft_head.token_map: expected null or a file name in the head's folder"
+            )
     harness = data.get("harness")
     if not isinstance(harness, dict):
         problems.append("harness: expected an object with name, number and digest")
     else:
         _text(harness, "name", "harness", problems)
         if not isinstance(harness.get("number"), int):
-            problems.append(f"harness.number: expected an integer, got {harness.get('number')!r:.60}")
+            problems.append(
+                f"harness.number: expected an integer, got {harness.get('number')!r:.60}"
+            )
         _sha(harness, "digest", "harness", problems)
     gates = data.get("gates")
     if not isinstance(gates, list):
         problems.append("gates: expected a list of {name, status, detail, run_id}")
     else:
         for i, gate in enumerate(gates):
-            if not isinstance(gate, dict) or gate.get("status") not in GATE_STATUSES or not isinstance(
-                    gate.get("name"), str):
-                problems.append(f"gates[{i}]: expected {{name, status ({', '.join(GATE_STATUSES)}), detail}}")
+            if (
+                not isinstance(gate, dict)
+                or gate.get("status") not in GATE_STATUSES
+                or not isinstance(gate.get("name"), str)
+            ):
+                problems.append(
+                    f"gates[{i}]: expected {{name, status ({', '.join(GATE_STATUSES)}), detail}}"
+                )
     signature = data.get("signature")
     if signature is not None and not (
-            isinstance(signature, dict) and signature.get("algorithm") == SIGNATURE_ALGORITHM
-            and isinstance(signature.get("key_id"), str) and isinstance(signature.get("value"), str)):
-        problems.append(f"signature: expected null or {{algorithm: {SIGNATURE_ALGORITHM}, key_id, value (base64)}}")
+        isinstance(signature, dict)
+        and signature.get("algorithm") == SIGNATURE_ALGORITHM
+        and isinstance(signature.get("key_id"), str)
+        and isinstance(signature.get("value"), str)
+    ):
+        problems.append(
+            "signature: expected null or {algorithm: "
+            f"{SIGNATURE_ALGORITHM}, key_id, value (base64)}}"
+        )
     return problems
 
 
 def manifest_text(data: dict[str, Any]) -> str:
-    """The manifest as the file holds it; ReleaseManifestError if the content is not a valid manifest."""
+    """The manifest as the file holds it; ReleaseManifestError if the content is not a valid
+    manifest."""
     problems = manifest_problems(data)
     if problems:
         raise ReleaseManifestError("manifest", problems)
@@ -166,7 +205,8 @@ def write_manifest(path: str | Path, data: dict[str, Any]) -> Path:
 
 
 def read_manifest(path: str | Path) -> dict[str, Any]:
-    """A manifest file's content, validated; ReleaseManifestError naming the file and each bad field."""
+    """A manifest file's content, validated; ReleaseManifestError naming the file and each bad
+    field."""
     from harness.userfiles import InputFileError, read_json
 
     try:
@@ -185,21 +225,30 @@ def folder_fingerprint(path: str | Path) -> str:
 
 
 def folder_entry(path: str | Path) -> dict[str, Any]:
-    """What a manifest records of a folder: its path, every file (name, size, sha256) and their fingerprint."""
+    """What a manifest records of a folder: its path, every file (name, size, sha256) and their
+    fingerprint."""
     files = folder_files(path)
-    return {"path": str(path), "fingerprint": files_fingerprint(files), "files": [f.to_dict() for f in files]}
+    return {
+        "path": str(path),
+        "fingerprint": files_fingerprint(files),
+        "files": [f.to_dict() for f in files],
+    }
 
 
-# -- the signature ---------------------------------------------------------------------------------------
+# -- the signature
+# ---------------------------------------------------------------------------------------
+
 
 def signed_bytes(data: dict[str, Any]) -> bytes:
-    """What is signed: the manifest without its signature, as canonical JSON (sorted keys, no spaces)."""
+    """What is signed: the manifest without its signature, as canonical JSON (sorted keys, no
+    spaces)."""
     body = {key: value for key, value in data.items() if key != "signature"}
     return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
 
 
 def key_id(public_key) -> str:
-    """A short name of an Ed25519 public key: the first 16 hex digits of the sha256 of its raw bytes."""
+    """A short name of an Ed25519 public key: the first 16 hex digits of the sha256 of its raw
+    bytes."""
     import hashlib
 
     from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
@@ -208,12 +257,19 @@ def key_id(public_key) -> str:
 
 
 def sign_manifest(data: dict[str, Any], private_key) -> dict[str, Any]:
-    """The manifest with its Ed25519 signature (``private_key``: cryptography's Ed25519PrivateKey)."""
+    """The manifest with its Ed25519 signature (``private_key``: cryptography's
+    Ed25519PrivateKey)."""
     import base64
 
     value = base64.b64encode(private_key.sign(signed_bytes(data))).decode()
-    return {**data, "signature": {"algorithm": SIGNATURE_ALGORITHM, "key_id": key_id(private_key.public_key()),
-                                  "value": value}}
+    return {
+        **data,
+        "signature": {
+            "algorithm": SIGNATURE_ALGORITHM,
+            "key_id": key_id(private_key.public_key()),
+            "value": value,
+        },
+    }
 
 
 def load_public_key(path: str | Path):
@@ -231,7 +287,9 @@ def load_public_key(path: str | Path):
     except ValueError as exc:
         raise ReleaseManifestError(str(path), [f"not a PEM public key ({exc})"]) from None
     if not isinstance(key, Ed25519PublicKey):
-        raise ReleaseManifestError(str(path), [f"an {type(key).__name__}, not the studio's Ed25519 public key"])
+        raise ReleaseManifestError(
+            str(path), [f"an {type(key).__name__}, not the studio's Ed25519 public key"]
+        )
     return key
 
 
@@ -244,29 +302,43 @@ def signature_problems(data: dict[str, Any], public_key) -> list[str]:
 
     signature = data.get("signature")
     if signature is None:
-        return ["signature: missing: the studio signs a manifest when a reviewer decides the release; a draft, "
-                "or a file written by hand, is never launched (download it again from the release's page)"]
+        return [
+            "signature: missing: the studio signs a manifest "
+            "when a reviewer decides the release; a draft, "
+            "or a file written by hand, is never launched "
+            "(download it again from the release's page)"
+        ]
     if signature["key_id"] != key_id(public_key):
-        return [f"signature: made with key {signature['key_id'][:16]!r}, not with the public key given "
-                f"({key_id(public_key)}); give the public key of the studio that decided the release"]
+        return [
+            f"signature: made with key {signature['key_id'][:16]!r}, not with the public key given "
+            f"({key_id(public_key)}); give the public key of the studio that decided the release"
+        ]
     try:
         public_key.verify(base64.b64decode(signature["value"], validate=True), signed_bytes(data))
     except (InvalidSignature, binascii.Error, ValueError):
-        return ["signature: does not match the manifest's content: the file was changed after the studio signed "
-                "it (a status, a path or a digest edited); download it again from the release's page"]
+        return [
+            "signature: does not match the manifest's content: "
+            "the file was changed after the studio signed "
+            "it (a status, a path or a digest edited); download it again from the release's page"
+        ]
     return []
 
 
 def launch_problems(data: dict[str, Any], public_key) -> list[str]:
-    """Why a valid manifest must not be launched on this host: not signed by the studio's key, not approved,
-    or a file of its checkpoint or draft head on disk differs from what was approved (each file named)."""
+    """Why a valid manifest must not be launched on this host: not signed by the studio's key, not
+    approved, or a file of its checkpoint or draft head on disk differs from what was approved (each
+    file named)."""
     problems = signature_problems(data, public_key)
     if problems:
         return problems  # nothing else in an unsigned or altered file can be trusted
     release = data["release"]
     if release["status"] != "approved":
-        problems.append(f"release.status: release #{release['id']} is {release['status']}, not approved; a reviewer "
-                        f"approves it in the studio (/releases/{release['id']}/) and the manifest is downloaded again")
+        problems.append(
+            f"release.status: release #{release['id']} is "
+            f"{release['status']}, not approved; a reviewer "
+            f"approves it in the studio (/releases/{release['id']}/) "
+            "and the manifest is downloaded again"
+        )
     for key in ("checkpoint", "draft_head"):
         entry = data.get(key)
         if entry is None:
@@ -275,13 +347,18 @@ def launch_problems(data: dict[str, Any], public_key) -> list[str]:
         try:
             now = folder_files(folder)
         except CheckpointError as exc:
-            problems.append(f"{key}.path: {exc}; copy the folder the manifest names here (same path)")
+            problems.append(
+                f"{key}.path: {exc}; copy the folder the manifest names here (same path)"
+            )
             continue
         changed = files_differences(entry["files"], now)
         problems += [f"{key}.files: {folder}/{change}" for change in changed[:20]]
         if len(changed) > 20:
             problems.append(f"{key}.files: ... and {len(changed) - 20} more files differ")
         if changed:
-            problems.append(f"{key}: {folder} is not the folder that was approved; copy the approved files again, "
-                            "or draft and approve a new release for it")
+            problems.append(
+                f"{key}: {folder} is not the folder that was "
+                "approved; copy the approved files again, "
+                "or draft and approve a new release for it"
+            )
     return problems

@@ -171,14 +171,23 @@ def run_level(
                     _cancel(fn)
                     fn = None  # the abandoned request may still be using it
                     record.update(
-                        ok=False, status="timeout", wall_s=None, elapsed_s=ended - started,
-                        has_trajectory=False, calls=[],
+                        ok=False,
+                        status="timeout",
+                        wall_s=None,
+                        elapsed_s=ended - started,
+                        has_trajectory=False,
+                        calls=[],
                         error=f"no final answer within the {request_timeout_s:g} s request timeout",
                     )
                 elif isinstance(result, BaseException):
                     record.update(
-                        ok=False, status="error", wall_s=None, elapsed_s=ended - started,
-                        has_trajectory=False, calls=[], error=f"{type(result).__name__}: {result}",
+                        ok=False,
+                        status="error",
+                        wall_s=None,
+                        elapsed_s=ended - started,
+                        has_trajectory=False,
+                        calls=[],
+                        error=f"{type(result).__name__}: {result}",
                     )
                 else:
                     outcome: RequestOutcome = result

@@ -49,7 +49,9 @@ class CaseManifest:
             "digest": self.digest,
             "catalogue": self.catalogue_path,
             "catalogue_sha256": (
-                hashlib.sha256(Path(self.catalogue_path).read_bytes()).hexdigest() if self.catalogue_path else None
+                hashlib.sha256(Path(self.catalogue_path).read_bytes()).hexdigest()
+                if self.catalogue_path
+                else None
             ),
             "warmup_ids": [c["id"] for c in self.warmup],
             "measured_ids": [c["id"] for c in self.measured],
@@ -77,13 +79,17 @@ def load_cases(path: str | Path) -> list[dict[str, Any]]:
     for position, (lineno, item) in enumerate(raw):
         where = f"{path}:{lineno}" if lineno else f"{path}: item {position}"
         if not isinstance(item, dict):
-            raise CaseFileError(f"{where}: expected a JSON object per case, got {type(item).__name__}")
+            raise CaseFileError(
+                f"{where}: expected a JSON object per case, got {type(item).__name__}"
+            )
         case_id = item.get("id", item.get("case_id"))
         if case_id is None:
             raise CaseFileError(f"{where}: field 'id' is missing; every case needs a unique id")
         case_id = str(case_id)
         if case_id in seen:
-            raise CaseFileError(f"{where}: id {case_id!r} repeats the case at position {seen[case_id]}")
+            raise CaseFileError(
+                f"{where}: id {case_id!r} repeats the case at position {seen[case_id]}"
+            )
         seen[case_id] = position
         if item.get("format") == "hs-case/1":
             request = _evaluation_case_request(item, where)
@@ -119,7 +125,8 @@ def load_manifest(path: str | Path, *, warmup: int, measured: int) -> CaseManife
     need = warmup + measured
     if len(cases) < need:
         raise CaseFileError(
-            f"{path}: has {len(cases)} cases, but --warmup {warmup} + --measured {measured} needs {need}; "
+            f"{path}: has {len(cases)} cases, but --warmup "
+            f"{warmup} + --measured {measured} needs {need}; "
             "lower them or generate a larger case file"
         )
     if all(isinstance(c.get("replay"), dict) and "order" in c["replay"] for c in cases):

@@ -1,6 +1,6 @@
-"""The deployment replay's settings (docs/architecture.md §10): one dataclass that ``python -m serving replay``'s flags
-and the studio's replay form are both built from (``harness/config_schema.py``), with one set of defaults, help
-texts and ranges.
+"""The deployment replay's settings (docs/architecture.md §10): one dataclass that ``python -m
+serving replay``'s flags and the studio's replay form are both built from
+(``harness/config_schema.py``), with one set of defaults, help texts and ranges.
 
 Every field is a flag (``--max-tokens``); ``check()`` names the first field out of range, and the
 CLI refuses it with that message as the studio's form does. What only a command line has (the runs
@@ -21,29 +21,67 @@ DEMO_HARNESS = "demo"
 class ReplayConfig:
     """The deployment replay: fixed cases at fixed concurrency, the complete agent per request."""
 
-    route: str = field(default="cpu-engine", metadata={"kind": "route", "help": (
-        "Serving route: a profile from `python -m serving profiles` (cpu-engine, cpu-engine-tiny, gpu-sglang, ...), "
-        "transformers:CHECKPOINT, local:CHECKPOINT, sglang:URL:MODEL or openai:URL:MODEL[:KEY_ENV].")})
-    harness: str = field(default=DEMO_HARNESS, metadata={"kind": "harness", "help": (
-        "Harness the agent runs under: 'demo' (the shipped livestream-avatar) or a Harness folder; the studio "
-        "also takes a studio version, NAME@vN.")})
-    cases: str = field(default="", metadata={"kind": "file", "help": (
-        "Replay case file (JSONL or a JSON list); `python -m evaluation generate` writes data/world/replay.jsonl, "
-        "`manage.py seed_evolution_demo` the studio demo's 110 cases.")})
-    concurrency: list[int] = field(default_factory=lambda: [1, 2, 4, 8], metadata={"help": (
-        "Concurrency levels, comma-separated: C requests in flight at once.")})
+    route: str = field(
+        default="cpu-engine",
+        metadata={
+            "kind": "route",
+            "help": (
+                "Serving route: a profile from `python -m serving "
+                "profiles` (cpu-engine, cpu-engine-tiny, gpu-sglang, ...), "
+                "transformers:CHECKPOINT, local:CHECKPOINT, "
+                "sglang:URL:MODEL or openai:URL:MODEL[:KEY_ENV]."
+            ),
+        },
+    )
+    harness: str = field(
+        default=DEMO_HARNESS,
+        metadata={
+            "kind": "harness",
+            "help": (
+                "Harness the agent runs under: 'demo' (the shipped "
+                "livestream-avatar) or a Harness folder; the studio "
+                "also takes a studio version, NAME@vN."
+            ),
+        },
+    )
+    cases: str = field(
+        default="",
+        metadata={
+            "kind": "file",
+            "help": (
+                "Replay case file (JSONL or a JSON list); `python -m "
+                "evaluation generate` writes data/world/replay.jsonl, "
+                "`manage.py seed_evolution_demo` the studio demo's 110 cases."
+            ),
+        },
+    )
+    concurrency: list[int] = field(
+        default_factory=lambda: [1, 2, 4, 8],
+        metadata={"help": ("Concurrency levels, comma-separated: C requests in flight at once.")},
+    )
     warmup: int = field(default=10, metadata={"help": "Warm-up cases per level (not measured)."})
     measured: int = field(default=100, metadata={"help": "Measured cases per level."})
-    temperature: float = field(default=1.0, metadata={"help": "Sampling temperature of every model call."})
-    top_p: float = field(default=0.95, metadata={"help": "Nucleus sampling share of every model call."})
+    temperature: float = field(
+        default=1.0, metadata={"help": "Sampling temperature of every model call."}
+    )
+    top_p: float = field(
+        default=0.95, metadata={"help": "Nucleus sampling share of every model call."}
+    )
     max_tokens: int = field(default=256, metadata={"help": "Most new tokens per model call."})
-    request_timeout: float = field(default=60.0, metadata={"help": "Seconds before a request counts as timed out."})
-    sla: float = field(default=15.0, metadata={"help": "Latency bound of the attainment share, in seconds."})
+    request_timeout: float = field(
+        default=60.0, metadata={"help": "Seconds before a request counts as timed out."}
+    )
+    sla: float = field(
+        default=15.0, metadata={"help": "Latency bound of the attainment share, in seconds."}
+    )
 
     def check(self) -> str:
         """The first problem, as ``field: what is wrong``, or ''."""
         if not self.route.strip():
-            return "route: give a profile name or ENGINE:CHECKPOINT (python -m serving profiles lists them)"
+            return (
+                "route: give a profile name or ENGINE:CHECKPOINT "
+                "(python -m serving profiles lists them)"
+            )
         if not self.cases.strip():
             return "cases: give a replay case file (JSONL or a JSON list)"
         if not self.concurrency or any(not 1 <= c <= 256 for c in self.concurrency):
@@ -60,9 +98,19 @@ class ReplayConfig:
             return f"max_tokens: must be between 1 and 32768, got {self.max_tokens}"
         for name in ("request_timeout", "sla"):
             if not 0 < getattr(self, name) <= 3600:
-                return f"{name}: must be above 0 and at most 3600 seconds, got {getattr(self, name):g}"
+                return (
+                    f"{name}: must be above 0 and at most 3600 seconds, got {getattr(self, name):g}"
+                )
         return ""
 
     def argv(self, *, out: str, run_id: str = "replay") -> list[str]:
         """``python -m serving replay`` with these settings (after ``python -m``)."""
-        return ["serving", "replay", *to_argv(self, omit_defaults=("harness",)), "--out", out, "--run-id", run_id]
+        return [
+            "serving",
+            "replay",
+            *to_argv(self, omit_defaults=("harness",)),
+            "--out",
+            out,
+            "--run-id",
+            run_id,
+        ]

@@ -36,13 +36,14 @@ from serving.replay import ReplayPlan, WorkerFactory, run_level
 from serving.replay_cases import load_manifest
 
 FactoryBuilder = Callable[..., WorkerFactory]
-"""(endpoint=, bundle=, settings=, context=) -> WorkerFactory; agent_runner.agent_worker_factory
-by default. `services(endpoint=, bundle=, run_dir=, catalogue_path=)` is a context manager for what all
+"""(endpoint=, bundle=, settings=, context=) -> WorkerFactory; agent_runner.agent_worker_factory by
+default. `services(endpoint=, bundle=, run_dir=, catalogue_path=)` is a context manager for what all
 requests of a run share (the MCP server process); its value is passed as `context`."""
 
 
 def _post_traffic(traffic: TrafficPoster, say: Callable[[str], None]) -> dict[str, Any]:
-    """Post what is left and say how it went; a studio that refused is recorded, not a failed replay."""
+    """Post what is left and say how it went; a studio that refused is recorded, not a failed
+    replay."""
     from harness.runtime.traffic import TrafficPostError
 
     try:
@@ -50,8 +51,15 @@ def _post_traffic(traffic: TrafficPoster, say: Callable[[str], None]) -> dict[st
     except TrafficPostError as error:
         say(f"posting trajectories: {error}")
         return {"url": traffic.url, "stored": len(traffic.stored), "error": str(error)}
-    say(f"posted to {traffic.url}: {len(result['stored'])} stored, {len(result['duplicates'])} already there")
-    return {"url": traffic.url, "stored": len(result["stored"]), "duplicates": len(result["duplicates"])}
+    say(
+        f"posted to {traffic.url}: {len(result['stored'])} "
+        f"stored, {len(result['duplicates'])} already there"
+    )
+    return {
+        "url": traffic.url,
+        "stored": len(result["stored"]),
+        "duplicates": len(result["duplicates"]),
+    }
 
 
 def replay_run(
@@ -69,24 +77,29 @@ def replay_run(
     trust_harness_commands: bool = False,
     traffic: TrafficPoster | None = None,
 ) -> Path:
-    """Replay `cases_path` against `profile` under the Harness in `harness_dir`; returns the run folder.
+    """Replay `cases_path` against `profile` under the Harness in `harness_dir`; returns the run
+    folder.
 
     The Harness's MCP servers are checked against the MCP registry before the route starts
     (``McpServerRefused``); its inline server commands run only with ``trust_harness_commands``.
-    ``traffic``: every request's trajectory is also posted to a studio deployment, with the served model."""
+    ``traffic``: every request's trajectory is also posted to a studio deployment, with the served
+    model."""
     from harness import load_dir
     from harness.mcp_registry import McpRegistry
 
     say = progress or (lambda _msg: None)
     bundle = load_dir(harness_dir)  # raises HarnessValidationError listing every problem
-    McpRegistry.default().resolve(bundle.tool_registry, trust_harness_commands=trust_harness_commands)
+    McpRegistry.default().resolve(
+        bundle.tool_registry, trust_harness_commands=trust_harness_commands
+    )
     manifest = load_manifest(cases_path, warmup=plan.warmup, measured=plan.measured)
     if factory_builder is None:
         from serving import agent_runner
 
         factory_builder = agent_runner.agent_worker_factory
-        services = services or functools.partial(agent_runner.shared_services,
-                                                 trust_harness_commands=trust_harness_commands)
+        services = services or functools.partial(
+            agent_runner.shared_services, trust_harness_commands=trust_harness_commands
+        )
     services = services or (lambda **_kw: contextlib.nullcontext(None))
     run_id = run_id or new_run_id(profile.name)
     writer = RunWriter(root=out_root, run_id=run_id)
@@ -94,7 +107,11 @@ def replay_run(
     meta: dict[str, Any] = {
         "run_id": run_id,
         "status": "running",
-        "harness": {"name": bundle.name, "digest": bundle.digest, "dir": str(Path(harness_dir).resolve())},
+        "harness": {
+            "name": bundle.name,
+            "digest": bundle.digest,
+            "dir": str(Path(harness_dir).resolve()),
+        },
         "cases": manifest.describe(),
         "concurrency": list(plan.concurrency),
         "warmup": plan.warmup,
@@ -115,27 +132,48 @@ def replay_run(
         with open_endpoint(profile=profile, log_dir=writer.dir) as endpoint:
             meta["route"] = endpoint.describe()
             writer.write_json("run.json", meta)
-            say(f"route {profile.name}: {endpoint.engine} at {endpoint.base_url} serving {endpoint.model}")
-            with services(endpoint=endpoint, bundle=bundle, run_dir=writer.dir,
-                          catalogue_path=manifest.catalogue_path) as context:
+            say(
+                f"route {profile.name}: {endpoint.engine} at "
+                f"{endpoint.base_url} serving {endpoint.model}"
+            )
+            with services(
+                endpoint=endpoint,
+                bundle=bundle,
+                run_dir=writer.dir,
+                catalogue_path=manifest.catalogue_path,
+            ) as context:
                 meta["services"] = context.describe() if hasattr(context, "describe") else None
                 if traffic is not None:
-                    traffic.model = {k: v for k, v in {"name": endpoint.model, "fingerprint": (
-                        endpoint.checkpoint or {}).get("fingerprint")}.items() if v}
+                    traffic.model = {
+                        k: v
+                        for k, v in {
+                            "name": endpoint.model,
+                            "fingerprint": (endpoint.checkpoint or {}).get("fingerprint"),
+                        }.items()
+                        if v
+                    }
                     context.traffic = traffic
                 writer.write_json("run.json", meta)
                 for level in plan.concurrency:
-                    factory = factory_builder(endpoint=endpoint, bundle=bundle, settings=settings, context=context)
+                    factory = factory_builder(
+                        endpoint=endpoint, bundle=bundle, settings=settings, context=context
+                    )
                     level_meta = {"concurrency": level, "started_at": utc_now()}
                     spec_before = endpoint.speculative_counters()
-                    say(f"C={level}: {len(manifest.warmup)} warm-up + {len(manifest.measured)} measured requests")
+                    say(
+                        f"C={level}: {len(manifest.warmup)} warm-up + "
+                        f"{len(manifest.measured)} measured requests"
+                    )
                     records = run_level(
                         concurrency=level,
                         warmup_cases=manifest.warmup,
                         measured_cases=manifest.measured,
                         worker_factory=factory,
                         request_timeout_s=plan.request_timeout_s,
-                        on_record=lambda record: (writer.record(record), say(_progress_line(record))),
+                        on_record=lambda record: (
+                            writer.record(record),
+                            say(_progress_line(record)),
+                        ),
                     )
                     level_meta["ended_at"] = utc_now()
                     level_meta["load_average"] = load_average()
@@ -163,8 +201,10 @@ def replay_run(
 
 def _progress_line(record: dict[str, Any]) -> str:
     took = record.get("wall_s") or record.get("elapsed_s") or 0.0
-    return (f"  C={record['concurrency']} {record['phase']:<8} {record['case_id']}: {record['status']} "
-            f"in {took:.2f} s, {len(record.get('calls') or [])} model call(s)")
+    return (
+        f"  C={record['concurrency']} {record['phase']:<8} {record['case_id']}: {record['status']} "
+        f"in {took:.2f} s, {len(record.get('calls') or [])} model call(s)"
+    )
 
 
 def _write_outputs(run_dir: Path, meta: dict[str, Any]) -> None:
@@ -191,7 +231,9 @@ def rebuild_outputs(run: str | Path, *, root: str | Path = DEFAULT_RUNS_DIR) -> 
     return run_dir
 
 
-def runs_compare(*, run_a: str | Path, run_b: str | Path, root: str | Path = DEFAULT_RUNS_DIR) -> tuple[dict, str]:
+def runs_compare(
+    *, run_a: str | Path, run_b: str | Path, root: str | Path = DEFAULT_RUNS_DIR
+) -> tuple[dict, str]:
     """(comparison dict, Markdown) of two runs; ratios are B / A per metric and level."""
     _, a = load_run(run_a, root=root)
     _, b = load_run(run_b, root=root)
@@ -208,18 +250,20 @@ def runs_list(*, root: str | Path = DEFAULT_RUNS_DIR) -> list[dict[str, Any]]:
         except (OSError, ValueError):
             continue  # a run being written right now
         route = meta.get("route") or {}
-        rows.append({
-            "run_id": meta.get("run_id", meta_path.parent.name),
-            "status": meta.get("status"),
-            "route": route.get("route"),
-            "checkpoint": (route.get("checkpoint") or {}).get("name"),
-            "concurrency": meta.get("concurrency"),
-            "measured": meta.get("measured"),
-            "started_at": meta.get("started_at"),
-            "ended_at": meta.get("ended_at"),
-            "error": meta.get("error"),
-            "path": str(meta_path.parent),
-        })
+        rows.append(
+            {
+                "run_id": meta.get("run_id", meta_path.parent.name),
+                "status": meta.get("status"),
+                "route": route.get("route"),
+                "checkpoint": (route.get("checkpoint") or {}).get("name"),
+                "concurrency": meta.get("concurrency"),
+                "measured": meta.get("measured"),
+                "started_at": meta.get("started_at"),
+                "ended_at": meta.get("ended_at"),
+                "error": meta.get("error"),
+                "path": str(meta_path.parent),
+            }
+        )
     rows.sort(key=lambda r: r["started_at"] or "", reverse=True)
     return rows
 

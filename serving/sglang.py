@@ -22,11 +22,30 @@ SGLANG_DTYPES = ("auto", "half", "float16", "bfloat16", "float", "float32")
 DTYPE_ALIASES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
 SPECULATIVE_ALGORITHMS = ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM")
 REASONING_PARSERS = (
-    "deepseek-r1", "deepseek-v3", "glm45", "gpt-oss", "kimi", "qwen3", "qwen3-thinking", "step3",
+    "deepseek-r1",
+    "deepseek-v3",
+    "glm45",
+    "gpt-oss",
+    "kimi",
+    "qwen3",
+    "qwen3-thinking",
+    "step3",
 )
 TOOL_CALL_PARSERS = (
-    "deepseekv3", "deepseekv31", "glm", "glm45", "glm47", "gpt-oss", "kimi_k2", "llama3",
-    "mistral", "pythonic", "qwen", "qwen25", "qwen3_coder", "step3",
+    "deepseekv3",
+    "deepseekv31",
+    "glm",
+    "glm45",
+    "glm47",
+    "gpt-oss",
+    "kimi_k2",
+    "llama3",
+    "mistral",
+    "pythonic",
+    "qwen",
+    "qwen25",
+    "qwen3_coder",
+    "step3",
 )
 
 
@@ -35,7 +54,9 @@ class SGLangCommandError(ValueError):
 
     def __init__(self, problems: list[str]):
         self.problems = problems
-        super().__init__("invalid SGLang launch settings:\n" + "\n".join(f"  - {p}" for p in problems))
+        super().__init__(
+            "invalid SGLang launch settings:\n" + "\n".join(f"  - {p}" for p in problems)
+        )
 
 
 @dataclass(frozen=True)
@@ -85,14 +106,18 @@ def validate_launch(launch: SGLangLaunch, *, check_paths: bool = False) -> list[
         problems.append("model_path: empty; give the checkpoint folder or hub id")
     dtype = DTYPE_ALIASES.get(launch.dtype, launch.dtype)
     if dtype not in SGLANG_DTYPES:
-        problems.append(f"dtype: {launch.dtype!r} is not one of {', '.join(SGLANG_DTYPES)} (or bf16/fp16/fp32)")
+        problems.append(
+            f"dtype: {launch.dtype!r} is not one of {', '.join(SGLANG_DTYPES)} (or bf16/fp16/fp32)"
+        )
     if launch.tool_call_parser is not None and launch.tool_call_parser not in TOOL_CALL_PARSERS:
         problems.append(
-            f"tool_call_parser: {launch.tool_call_parser!r} is not one of {', '.join(TOOL_CALL_PARSERS)}"
+            f"tool_call_parser: {launch.tool_call_parser!r} "
+            f"is not one of {', '.join(TOOL_CALL_PARSERS)}"
         )
     if launch.reasoning_parser is not None and launch.reasoning_parser not in REASONING_PARSERS:
         problems.append(
-            f"reasoning_parser: {launch.reasoning_parser!r} is not one of {', '.join(REASONING_PARSERS)}"
+            f"reasoning_parser: {launch.reasoning_parser!r} "
+            f"is not one of {', '.join(REASONING_PARSERS)}"
         )
     if not 1 <= launch.port <= 65535:
         problems.append(f"port: {launch.port} is outside 1..65535")
@@ -108,7 +133,11 @@ def validate_launch(launch: SGLangLaunch, *, check_paths: bool = False) -> list[
             problems.append(
                 f"speculative_algorithm: {algo!r} is not one of {', '.join(SPECULATIVE_ALGORITHMS)}"
             )
-        for name in ("speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens"):
+        for name in (
+            "speculative_num_steps",
+            "speculative_eagle_topk",
+            "speculative_num_draft_tokens",
+        ):
             if getattr(launch, name) < 1:
                 problems.append(f"{name}: {getattr(launch, name)} must be >= 1")
         # With top-k 1 the draft is a chain: SGLang needs num_steps + 1 draft tokens.
@@ -122,7 +151,10 @@ def validate_launch(launch: SGLangLaunch, *, check_paths: bool = False) -> list[
                 f"not {launch.speculative_num_draft_tokens}"
             )
     elif launch.draft_head is not None:
-        problems.append("draft_head: given, but speculative_algorithm is None; a draft head needs EAGLE or NEXTN")
+        problems.append(
+            "draft_head: given, but speculative_algorithm "
+            "is None; a draft head needs EAGLE or NEXTN"
+        )
     if check_paths:
         from harness.checkpoints import checkpoint_problem
 
@@ -136,14 +168,17 @@ def validate_launch(launch: SGLangLaunch, *, check_paths: bool = False) -> list[
     return problems
 
 
-# The speculative algorithm SGLang serves a draft head of each layout with (serving.engine.draft_head).
+# The speculative algorithm SGLang serves a draft head of each layout with
+# (serving.engine.draft_head).
 ALGORITHM_FOR_LAYOUT = {"eagle": "EAGLE", "nextn": "NEXTN"}
 # Model families SGLang 0.5.x serves with NEXTN: those that ship MTP layers (deepseek_nextn.py,
 # qwen3_next_mtp.py, glm4_moe_nextn.py, ...). A Llama-family policy's head is served as EAGLE.
 NEXTN_FAMILIES = ("Deepseek", "Qwen3Next", "Qwen3_5", "Glm4Moe", "MiMo", "BailingMoe", "ExaoneMoe")
 
 
-def check_draft_head(head_dir: str | Path, model_path: str | Path | None = None) -> tuple[str | None, list[str]]:
+def check_draft_head(
+    head_dir: str | Path, model_path: str | Path | None = None
+) -> tuple[str | None, list[str]]:
     """Validate an adapted draft-head folder for serving: the speculative algorithm its layout needs
     and every problem (tensor names and shapes, dimensions against the policy, the policy
     fingerprint in its card), each naming the file and field."""
@@ -187,8 +222,8 @@ def check_draft_head(head_dir: str | Path, model_path: str | Path | None = None)
     )
 
     if model is not None and adapters.is_adapter(model) and checkpoint_problem(model) is None:
-        # an adapter runs merged with its base on every route (built once in the model cache), and the MTP
-        # stage adapts a head to that merged policy: check the head against it
+        # an adapter runs merged with its base on every route (built once in the model cache), and
+        # the MTP stage adapts a head to that merged policy: check the head against it
         try:
             model = resolve_checkpoint(str(model))
         except CheckpointError as exc:
@@ -200,25 +235,37 @@ def check_draft_head(head_dir: str | Path, model_path: str | Path | None = None)
             policy = checkpoint_config(model)
         except CheckpointError as exc:
             return algorithm, problems + [f"model_path: {exc}"]
-        problems += [f"draft_head: {head / CONFIG_FILE}: {p}" for p in policy_mismatch(config, SimpleNamespace(**policy))]
+        problems += [
+            f"draft_head: {head / CONFIG_FILE}: {p}"
+            for p in policy_mismatch(config, SimpleNamespace(**policy))
+        ]
         archs = [str(a) for a in policy.get("architectures") or []]
         if algorithm == "NEXTN" and not any(a.startswith(NEXTN_FAMILIES) for a in archs):
-            problems.append(f"draft_head: {head / CONFIG_FILE}: harness_draft.layout: nextn, but SGLang serves "
-                            f"NEXTN only for models that ship MTP layers, not {archs or 'this model'}; adapt an "
-                            "eagle-layout head (python -m training mtp --layout eagle)")
+            problems.append(
+                f"draft_head: {head / CONFIG_FILE}: harness_draft.layout: nextn, but SGLang serves "
+                "NEXTN only for models that ship MTP layers, "
+                f"not {archs or 'this model'}; adapt an "
+                "eagle-layout head (python -m training mtp --layout eagle)"
+            )
         try:
             policy_fingerprint = fingerprint(model)
         except CheckpointError as exc:
             return algorithm, problems + [f"model_path: {exc}"]
         made_for = card.get("policy_fingerprint")
         if not made_for:
-            problems.append(f"draft_head: {head / CARD_FILE}: policy_fingerprint: missing; the card must say which "
-                            "policy the head was adapted to")
+            problems.append(
+                f"draft_head: {head / CARD_FILE}: policy_fingerprint: "
+                "missing; the card must say which "
+                "policy the head was adapted to"
+            )
         elif made_for != policy_fingerprint:
             problems.append(
-                f"draft_head: {head / CARD_FILE}: policy_fingerprint: the head was adapted to {card.get('policy')} "
-                f"({made_for[:12]}), not to {model} ({policy_fingerprint[:12]}): it is stale for this policy; re-adapt "
-                f"it with python -m training mtp --model {model} --init-head {head}")
+                f"draft_head: {head / CARD_FILE}: policy_fingerprint: "
+                f"the head was adapted to {card.get('policy')} "
+                f"({made_for[:12]}), not to {model} ({policy_fingerprint[:12]}): "
+                "it is stale for this policy; re-adapt "
+                f"it with python -m training mtp --model {model} --init-head {head}"
+            )
     return algorithm, problems
 
 
@@ -244,8 +291,14 @@ def _chat_template(folder: Path) -> str:
         return ""
     template = config.get("chat_template") if isinstance(config, dict) else None
     if isinstance(template, list):  # named templates: the default one
-        template = next((t.get("template") for t in template if isinstance(t, dict) and t.get("name") == "default"),
-                        None)
+        template = next(
+            (
+                t.get("template")
+                for t in template
+                if isinstance(t, dict) and t.get("name") == "default"
+            ),
+            None,
+        )
     return template if isinstance(template, str) else ""
 
 
@@ -255,11 +308,12 @@ def checkpoint_flags(model_path: str | Path) -> CheckpointFlags | None:
     the folder is not on this host (a hub id, another host's path): the report's settings stand.
 
     - NEXTN only for families that ship MTP layers (``NEXTN_FAMILIES``); without them and without a
-      draft head there is no speculative decoding (SGLang refuses NEXTN for a model with no MTP layers);
-    - the tool-call parser of the template's format: ``<function=`` (Qwen3-Coder XML) -> qwen3_coder,
-      ``<tool_call>`` JSON in a Qwen template -> qwen25, ``[TOOL_CALLS]`` -> mistral, ``<|python_tag|>``
-      -> llama3; none when the template has no tool format (the Harness then renders the tools into
-      the prompt and reads ``<tool_call>`` text itself);
+      draft head there is no speculative decoding (SGLang refuses NEXTN for a model with no MTP
+      layers);
+    - the tool-call parser of the template's format: ``<function=`` (Qwen3-Coder XML) ->
+      qwen3_coder, ``<tool_call>`` JSON in a Qwen template -> qwen25, ``[TOOL_CALLS]`` -> mistral,
+      ``<|python_tag|>`` -> llama3; none when the template has no tool format (the Harness then
+      renders the tools into the prompt and reads ``<tool_call>`` text itself);
     - a reasoning parser only for a template that opens a ``<think>`` block (qwen3 for the Qwen3
       family, deepseek-r1 for DeepSeek)."""
     from harness.checkpoints import CheckpointError, checkpoint_config
@@ -279,8 +333,10 @@ def checkpoint_flags(model_path: str | Path) -> CheckpointFlags | None:
         notes.append(f"{shown} ships MTP layers: NEXTN speculative decoding on its own head")
     else:
         speculative = None
-        notes.append(f"{shown} has no MTP layers and no draft head was given: no speculative decoding "
-                     "(adapt a head with `python -m training mtp` and pass --draft-head)")
+        notes.append(
+            f"{shown} has no MTP layers and no draft head was given: no speculative decoding "
+            "(adapt a head with `python -m training mtp` and pass --draft-head)"
+        )
     if "<function=" in template:
         tool = "qwen3_coder"
     elif "<tool_call>" in template and family.startswith("qwen"):
@@ -291,17 +347,24 @@ def checkpoint_flags(model_path: str | Path) -> CheckpointFlags | None:
         tool = "llama3"
     else:
         tool = None
-    notes.append(f"tool calls: {tool} (the chat template's format)" if tool else
-                 "the chat template has no tool-call format: no --tool-call-parser (the Harness renders the "
-                 "tools into the prompt and reads <tool_call> text itself)")
+    notes.append(
+        f"tool calls: {tool} (the chat template's format)"
+        if tool
+        else "the chat template has no tool-call format: no "
+        "--tool-call-parser (the Harness renders the "
+        "tools into the prompt and reads <tool_call> text itself)"
+    )
     if "<think>" in template and family.startswith("qwen3"):
         reasoning = "qwen3"
     elif "<think>" in template and family.startswith("deepseek"):
         reasoning = "deepseek-r1"
     else:
         reasoning = None
-    notes.append(f"reasoning: {reasoning} (the template opens <think>)" if reasoning else
-                 "the chat template has no thinking block: no --reasoning-parser")
+    notes.append(
+        f"reasoning: {reasoning} (the template opens <think>)"
+        if reasoning
+        else "the chat template has no thinking block: no --reasoning-parser"
+    )
     return CheckpointFlags(tool, reasoning, speculative, tuple(notes))
 
 
@@ -311,13 +374,21 @@ def sglang_launch_argv(launch: SGLangLaunch, *, check_paths: bool = False) -> li
     if problems:
         raise SGLangCommandError(problems)
     argv = [
-        "python", "-m", "sglang.launch_server",
-        "--model-path", launch.model_path,
-        "--served-model-name", launch.model_name,
-        "--dtype", DTYPE_ALIASES.get(launch.dtype, launch.dtype),
-        "--host", launch.host,
-        "--port", str(launch.port),
-        "--tp-size", str(launch.tp_size),
+        "python",
+        "-m",
+        "sglang.launch_server",
+        "--model-path",
+        launch.model_path,
+        "--served-model-name",
+        launch.model_name,
+        "--dtype",
+        DTYPE_ALIASES.get(launch.dtype, launch.dtype),
+        "--host",
+        launch.host,
+        "--port",
+        str(launch.port),
+        "--tp-size",
+        str(launch.tp_size),
     ]
     if launch.tool_call_parser:
         argv += ["--tool-call-parser", launch.tool_call_parser]
@@ -325,10 +396,14 @@ def sglang_launch_argv(launch: SGLangLaunch, *, check_paths: bool = False) -> li
         argv += ["--reasoning-parser", launch.reasoning_parser]
     if launch.speculative_algorithm:
         argv += [
-            "--speculative-algorithm", launch.speculative_algorithm,
-            "--speculative-num-steps", str(launch.speculative_num_steps),
-            "--speculative-eagle-topk", str(launch.speculative_eagle_topk),
-            "--speculative-num-draft-tokens", str(launch.speculative_num_draft_tokens),
+            "--speculative-algorithm",
+            launch.speculative_algorithm,
+            "--speculative-num-steps",
+            str(launch.speculative_num_steps),
+            "--speculative-eagle-topk",
+            str(launch.speculative_eagle_topk),
+            "--speculative-num-draft-tokens",
+            str(launch.speculative_num_draft_tokens),
         ]
         if launch.draft_head:
             argv += ["--speculative-draft-model-path", launch.draft_head]

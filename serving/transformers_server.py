@@ -75,7 +75,9 @@ class TransformersServer:
     ):
         problem = checkpoint_problem(checkpoint)
         if problem:
-            raise ServerStartError(f"checkpoint: {problem}; give a saved transformers checkpoint folder")
+            raise ServerStartError(
+                f"checkpoint: {problem}; give a saved transformers checkpoint folder"
+            )
         self.checkpoint = str(Path(checkpoint).resolve())
         self.log_path = Path(log_path)
         self.host = host
@@ -108,12 +110,21 @@ class TransformersServer:
         """The exact argv the server is started with."""
         port = self.port if self.port is not None else 0
         argv = [
-            sys.executable, "-m", "transformers.cli.transformers", "serve", self.checkpoint,
-            "--host", self.host,
-            "--port", str(port),
-            "--device", "cpu",
-            "--dtype", self.dtype,
-            "--log-level", "info",
+            sys.executable,
+            "-m",
+            "transformers.cli.transformers",
+            "serve",
+            self.checkpoint,
+            "--host",
+            self.host,
+            "--port",
+            str(port),
+            "--device",
+            "cpu",
+            "--dtype",
+            self.dtype,
+            "--log-level",
+            "info",
             "--continuous-batching" if self.continuous_batching else "--no-continuous-batching",
         ]
         return argv + list(self.extra_args)
@@ -166,7 +177,9 @@ class TransformersServer:
                         f"log {self.log_path}:\n{_log_tail(self.log_path)}"
                     )
                 try:
-                    if client.get(f"{self.root_url}/health").status_code == 200 and self._model_loaded(client):
+                    if client.get(
+                        f"{self.root_url}/health"
+                    ).status_code == 200 and self._model_loaded(client):
                         return
                     last_error = "model not listed as loaded yet"
                 except httpx.HTTPError as exc:
@@ -223,19 +236,32 @@ def _signal_group(proc: subprocess.Popen, sig: int) -> None:
 
 
 class EngineServer(TransformersServer):
-    """The local engine's OpenAI-compatible server (``python -m serving engine-server``) as a managed process."""
+    """The local engine's OpenAI-compatible server (``python -m serving engine-server``) as a
+    managed process."""
 
     label = "engine-server"
 
-    def __init__(self, *, quantization: str = "none", draft_head: str | None = None, **kwargs) -> None:
+    def __init__(
+        self, *, quantization: str = "none", draft_head: str | None = None, **kwargs
+    ) -> None:
         super().__init__(**kwargs)
         self.quantization = quantization
         self.draft_head = draft_head
 
     def command(self) -> list[str]:
-        argv = [sys.executable, "-m", "serving", "engine-server", self.checkpoint,
-                "--host", self.host, "--port", str(self.port if self.port is not None else 0),
-                "--quantization", self.quantization]
+        argv = [
+            sys.executable,
+            "-m",
+            "serving",
+            "engine-server",
+            self.checkpoint,
+            "--host",
+            self.host,
+            "--port",
+            str(self.port if self.port is not None else 0),
+            "--quantization",
+            self.quantization,
+        ]
         if self.threads is not None:
             argv += ["--threads", str(self.threads)]
         if self.draft_head:

@@ -35,7 +35,8 @@ def env_bool(name: str, default: bool = False) -> bool:
     if lowered in _FALSE:
         return False
     raise ImproperlyConfigured(
-        f"environment variable {name}={value!r} is not a boolean; use one of 1/0, true/false, yes/no, on/off"
+        f"environment variable {name}={value!r} is not a "
+        "boolean; use one of 1/0, true/false, yes/no, on/off"
     )
 
 
@@ -51,7 +52,9 @@ def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
             f"environment variable {name}={value!r} is not an integer"
         ) from None
     if minimum is not None and number < minimum:
-        raise ImproperlyConfigured(f"environment variable {name}={number} must be at least {minimum}")
+        raise ImproperlyConfigured(
+            f"environment variable {name}={number} must be at least {minimum}"
+        )
     return number
 
 
@@ -63,9 +66,13 @@ def env_float(name: str, default: float, *, minimum: float | None = None) -> flo
     try:
         number = float(value.strip())
     except ValueError:
-        raise ImproperlyConfigured(f"environment variable {name}={value!r} is not a number") from None
+        raise ImproperlyConfigured(
+            f"environment variable {name}={value!r} is not a number"
+        ) from None
     if minimum is not None and number < minimum:
-        raise ImproperlyConfigured(f"environment variable {name}={number} must be at least {minimum}")
+        raise ImproperlyConfigured(
+            f"environment variable {name}={number} must be at least {minimum}"
+        )
     return number
 
 

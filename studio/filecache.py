@@ -1,5 +1,5 @@
-"""What the studio computes from files (curves, a replay's figures, an ablation table, a loaded Harness
-bundle), kept in Django's cache framework (``settings.CACHES``).
+"""What the studio computes from files (curves, a replay's figures, an ablation table, a loaded
+Harness bundle), kept in Django's cache framework (``settings.CACHES``).
 
 A web process serves requests from several threads and reads the same run folders again on every
 poll, so each such value is computed once per change of the files it came from: the key holds
@@ -45,7 +45,9 @@ class FileCache:
         return default if value is _MISSING else value
 
     def put(self, key: Hashable, value: T) -> T:
-        self.backend.set(self.key(key), value)  # the alias's TIMEOUT: none on local memory, a week on Redis
+        self.backend.set(
+            self.key(key), value
+        )  # the alias's TIMEOUT: none on local memory, a week on Redis
         return value
 
     def get_or_compute(self, key: Hashable, compute: Callable[[], T]) -> T:
@@ -58,8 +60,8 @@ class FileCache:
 
 
 def file_stats(*paths: Path) -> tuple[tuple, ...]:
-    """What a value computed from ``paths`` depends on: (path, inode, size, mtime in ns) for each file,
-    (path,) for one that does not exist or cannot be read."""
+    """What a value computed from ``paths`` depends on: (path, inode, size, mtime in ns) for each
+    file, (path,) for one that does not exist or cannot be read."""
     out = []
     for path in paths:
         try:

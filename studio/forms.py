@@ -23,7 +23,8 @@ class TypedText(forms.CharField):
 
 
 class WholeNumberField(forms.Field):
-    """A whole number of at most 18 digits (what a database integer holds), surrounding spaces ignored."""
+    """A whole number of at most 18 digits (what a database integer holds), surrounding spaces
+    ignored."""
 
     default_error_messages = {"required": "expected a whole number, got nothing"}
 
@@ -32,29 +33,37 @@ class WholeNumberField(forms.Field):
             return None
         number = decimal_int(value, max_digits=18)
         if number is None:
-            raise forms.ValidationError(f"expected a whole number, got {str(value)[:40]!r}", code="invalid")
+            raise forms.ValidationError(
+                f"expected a whole number, got {str(value)[:40]!r}", code="invalid"
+            )
         return number
 
 
 def form_problems(form: forms.Form) -> list[str]:
     """Each problem of a bound form as one line naming its field (a whole-form problem as it is)."""
-    return [message if name == NON_FIELD_ERRORS else f"{name}: {message}"
-            for name, errors in form.errors.items() for message in errors]
+    return [
+        message if name == NON_FIELD_ERRORS else f"{name}: {message}"
+        for name, errors in form.errors.items()
+        for message in errors
+    ]
 
 
 def field_problems(form: forms.Form) -> dict[str, str]:
-    """Each wrong field's message (the first where there are more), for a page that shows it beside the field."""
+    """Each wrong field's message (the first where there are more), for a page that shows it beside
+    the field."""
     return {name: errors[0] for name, errors in form.errors.items()} if form.is_bound else {}
 
 
 def form_problem(form: forms.Form) -> str:
-    """The problems of an invalid form as one message (the studio's flash messages hold one line)."""
+    """The problems of an invalid form as one message (the studio's flash messages hold one
+    line)."""
     return "; ".join(form_problems(form))
 
 
 def valid_data(form: forms.Form, *, error: type[Exception]) -> dict:
-    """The form's cleaned data, or ``error`` raised with its problems: for a view whose error path is
-    already the ``except`` of its service's errors, so an unreadable field is shown the same way."""
+    """The form's cleaned data, or ``error`` raised with its problems: for a view whose error path
+    is already the ``except`` of its service's errors, so an unreadable field is shown the same
+    way."""
     if not form.is_valid():
         raise error(form_problem(form))
     return form.cleaned_data

@@ -31,8 +31,9 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "studio.settings")
 
 _CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
-_host = env_str('WEB_HOST', '127.0.0.1')
-bind = f"{f'[{_host}]' if ':' in _host else _host}:{env_int('PORT', 8000, minimum=1)}"  # an IPv6 address bracketed
+_host = env_str("WEB_HOST", "127.0.0.1")
+# an IPv6 address bracketed
+bind = f"{f'[{_host}]' if ':' in _host else _host}:{env_int('PORT', 8000, minimum=1)}"
 workers = env_int("WEB_WORKERS", _CORES + 1, minimum=1)
 threads = env_int("WEB_THREADS", 4, minimum=1)
 worker_class = "gthread"
@@ -60,13 +61,15 @@ control_socket_disable = True
 
 
 def on_starting(server) -> None:
-    """Refuse to start with hashed static names but no collected manifest: every page would be a 500."""
+    """Refuse to start with hashed static names but no collected manifest: every page would be a
+    500."""
     from django.conf import settings
 
     manifest = Path(settings.STATIC_ROOT) / "staticfiles.json"
     if settings.STATIC_MANIFEST and not manifest.is_file():
         raise SystemExit(
-            f"{manifest} is missing: the studio's pages name their static files by the hashes it lists. "
+            f"{manifest} is missing: the studio's pages name "
+            "their static files by the hashes it lists. "
             "Run `python manage.py collectstatic --noinput` with the same environment first "
             "(scripts/web.sh does), or set STATIC_MANIFEST=0 to serve unhashed names."
         )

@@ -1,12 +1,12 @@
 """Per-request and per-user limits, answered before or around the view: one middleware.
 
-- A request body over ``MAX_REQUEST_BYTES`` is refused by its ``Content-Length`` with a 413 before any of
-  it is read, so an oversized upload is never written to a temporary file (a 300 MiB multipart upload
-  sent as a reviewer was once written to /tmp in full before its 400). Django's WSGI request reads at
-  most ``Content-Length`` bytes, so a body cannot outgrow the header.
-- ``JobQuotaExceeded`` (``studio.jobs.services.job_create``: a person's jobs queued or running at once,
-  ``JOB_QUOTA_PER_USER``) raised by any view becomes a 429 naming the limit and the jobs that hold it,
-  as JSON under ``/api/`` and as a page elsewhere.
+- A request body over ``MAX_REQUEST_BYTES`` is refused by its ``Content-Length`` with a 413 before
+  any of it is read, so an oversized upload is never written to a temporary file (a 300 MiB
+  multipart upload sent as a reviewer was once written to /tmp in full before its 400). Django's
+  WSGI request reads at most ``Content-Length`` bytes, so a body cannot outgrow the header.
+- ``JobQuotaExceeded`` (``studio.jobs.services.job_create``: a person's jobs queued or running at
+  once, ``JOB_QUOTA_PER_USER``) raised by any view becomes a 429 naming the limit and the jobs that
+  hold it, as JSON under ``/api/`` and as a page elsewhere.
 """
 
 from __future__ import annotations
@@ -35,10 +35,14 @@ class RequestLimitsMiddleware:
         except ValueError:
             length = 0
         if length > settings.MAX_REQUEST_BYTES:
-            return _refusal(request, 413, "Request too large",
-                            f"the request body is {length} bytes; the studio accepts at most "
-                            f"{settings.MAX_REQUEST_BYTES} bytes (MAX_REQUEST_BYTES; an import is at most "
-                            f"MAX_IMPORT_BYTES = {settings.MAX_IMPORT_BYTES}); nothing was read or saved")
+            return _refusal(
+                request,
+                413,
+                "Request too large",
+                f"the request body is {length} bytes; the studio accepts at most "
+                f"{settings.MAX_REQUEST_BYTES} bytes (MAX_REQUEST_BYTES; an import is at most "
+                f"MAX_IMPORT_BYTES = {settings.MAX_IMPORT_BYTES}); nothing was read or saved",
+            )
         return self.get_response(request)
 
     def process_exception(self, request, exception):

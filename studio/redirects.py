@@ -24,7 +24,8 @@ class NextForm(forms.Form):
 
 
 def redirect_to_next(request: HttpRequest, *, fallback: str) -> HttpResponseRedirect:
-    """Redirect to the request's `next` (POST, then GET) if it stays on this site, else to `fallback`."""
+    """Redirect to the request's `next` (POST, then GET) if it stays on this site, else to
+    `fallback`."""
     target = NextForm(request.POST).target() or NextForm(request.GET).target()
     on_site = url_has_allowed_host_and_scheme(
         target, allowed_hosts={request.get_host()}, require_https=request.is_secure()

@@ -8,8 +8,8 @@ from studio.harnesses import views as harness_views
 
 
 def favicon(request):
-    # The icon's URL is looked up per request, not when the URLs load: with hashed names it comes from
-    # collectstatic's manifest, which `manage.py check` and migrations must not need.
+    # The icon's URL is looked up per request, not when the URLs load: with hashed names it comes
+    # from collectstatic's manifest, which `manage.py check` and migrations must not need.
     return HttpResponsePermanentRedirect(static("studio/favicon.svg"))
 
 

@@ -34,7 +34,9 @@ def shared_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def build_once(tmp_path_factory: pytest.TempPathFactory, name: str, build: Callable[[Path], None]) -> Path:
+def build_once(
+    tmp_path_factory: pytest.TempPathFactory, name: str, build: Callable[[Path], None]
+) -> Path:
     """The folder ``name``, built by ``build(folder)`` the first time any worker asks for it."""
     root = shared_root(tmp_path_factory)
     target = root / name
@@ -63,11 +65,14 @@ def private_copy(source: Path, destination: Path) -> Path:
 
 
 def world(tmp_path_factory: pytest.TempPathFactory, seed: int) -> Path:
-    """``python -m evaluation generate --seed SEED``'s folder (catalogue and every docs/architecture.md §6 set), once
-    per run (the generator's own tests, tests/evaluation/test_world.py, generate theirs)."""
+    """``python -m evaluation generate --seed SEED``'s folder (catalogue and every
+    docs/architecture.md §6 set), once per run (the generator's own tests,
+    tests/evaluation/test_world.py, generate theirs)."""
     from evaluation.world.sets import generate
 
-    return build_once(tmp_path_factory, f"world-{seed}", lambda out: generate(out=out, seed=seed, check=False))
+    return build_once(
+        tmp_path_factory, f"world-{seed}", lambda out: generate(out=out, seed=seed, check=False)
+    )
 
 
 def replay_cases(tmp_path_factory: pytest.TempPathFactory, n: int, *, seed: int = 3) -> Path:
@@ -84,43 +89,93 @@ def replay_cases(tmp_path_factory: pytest.TempPathFactory, n: int, *, seed: int 
 
 
 #: ``python -m training mtp`` on the tiny model: 3 cases, 4 steps, a checkpoint every 2 (both kept).
-TINY_MTP_ARGS = ("--model", "tiny", "--max-cases", "3", "--max-steps", "4", "--logging-steps", "2",
-                 "--save-steps", "2", "--save-total-limit", "2", "--rollout-max-new-tokens", "12",
-                 "--variant-pool-size", "1", "--learning-rate", "1e-3")
+TINY_MTP_ARGS = (
+    "--model",
+    "tiny",
+    "--max-cases",
+    "3",
+    "--max-steps",
+    "4",
+    "--logging-steps",
+    "2",
+    "--save-steps",
+    "2",
+    "--save-total-limit",
+    "2",
+    "--rollout-max-new-tokens",
+    "12",
+    "--variant-pool-size",
+    "1",
+    "--learning-rate",
+    "1e-3",
+)
 
 
-def _training_command(tmp_path_factory: pytest.TempPathFactory, name: str, command: str,
-                      args: tuple[str, ...], folder: str) -> tuple[Path, subprocess.CompletedProcess]:
-    """``python -m training COMMAND ARGS --output-dir .../FOLDER`` run once per test run (a failure is
-    raised with its stderr), and what it printed."""
+def _training_command(
+    tmp_path_factory: pytest.TempPathFactory,
+    name: str,
+    command: str,
+    args: tuple[str, ...],
+    folder: str,
+) -> tuple[Path, subprocess.CompletedProcess]:
+    """``python -m training COMMAND ARGS --output-dir .../FOLDER`` run once per test run (a failure
+    is raised with its stderr), and what it printed."""
 
     def build(out: Path) -> None:
-        done = subprocess.run([sys.executable, "-m", "training", command, *args, "--output-dir",
-                               str(out / folder)], capture_output=True, text=True, timeout=500)
-        (out / "command.json").write_text(json.dumps(
-            {"returncode": done.returncode, "stdout": done.stdout, "stderr": done.stderr}))
+        done = subprocess.run(
+            [sys.executable, "-m", "training", command, *args, "--output-dir", str(out / folder)],
+            capture_output=True,
+            text=True,
+            timeout=500,
+        )
+        (out / "command.json").write_text(
+            json.dumps(
+                {"returncode": done.returncode, "stdout": done.stdout, "stderr": done.stderr}
+            )
+        )
         if done.returncode != 0:
-            raise AssertionError(f"python -m training {command} exited {done.returncode}:\n{done.stderr[-3000:]}")
+            raise AssertionError(
+                f"python -m training {command} exited {done.returncode}:\n{done.stderr[-3000:]}"
+            )
 
     built = build_once(tmp_path_factory, name, build)
     printed = json.loads((built / "command.json").read_text())
-    return built / folder, subprocess.CompletedProcess([], printed["returncode"], printed["stdout"], printed["stderr"])
+    return built / folder, subprocess.CompletedProcess(
+        [], printed["returncode"], printed["stdout"], printed["stderr"]
+    )
 
 
-def tiny_mtp_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess]:
-    """A real ``python -m training mtp`` run folder on the tiny model (``TINY_MTP_ARGS``, about 25 s),
-    and what the command printed. Read it, or resume a :func:`private_copy` of it."""
+def tiny_mtp_run(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[Path, subprocess.CompletedProcess]:
+    """A real ``python -m training mtp`` run folder on the tiny model (``TINY_MTP_ARGS``, about 25
+    s), and what the command printed. Read it, or resume a :func:`private_copy` of it."""
     return _training_command(tmp_path_factory, "tiny-mtp", "mtp", TINY_MTP_ARGS, "run")
 
 
-#: ``python -m training ablation`` on the tiny-smoke preset with fewer items (every step still runs).
-TINY_ABLATION_ARGS = ("--preset", "tiny-smoke", "--eval-cases", "2", "--eval-prompt-robustness", "1",
-                      "--eval-ifeval", "2", "--train-cases", "4")
+#: ``python -m training ablation`` on the tiny-smoke preset with fewer items (every step still
+#: runs).
+TINY_ABLATION_ARGS = (
+    "--preset",
+    "tiny-smoke",
+    "--eval-cases",
+    "2",
+    "--eval-prompt-robustness",
+    "1",
+    "--eval-ifeval",
+    "2",
+    "--train-cases",
+    "4",
+)
 
 
-def tiny_ablation(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess]:
-    """A finished tiny ablation folder made by the real command (``TINY_ABLATION_ARGS``: two SFT cells of
-    two phases each, OPD, RL and every evaluation), and what the command printed. The library's test
-    reads it and resumes a copy; the studio's shows a copy on a run page after a real worker ran the
-    command over it."""
-    return _training_command(tmp_path_factory, "tiny-ablation", "ablation", TINY_ABLATION_ARGS, "ablation")
+def tiny_ablation(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[Path, subprocess.CompletedProcess]:
+    """A finished tiny ablation folder made by the real command (``TINY_ABLATION_ARGS``: two SFT
+    cells of two phases each, OPD, RL and every evaluation), and what the command printed. The
+    library's test reads it and resumes a copy; the studio's shows a copy on a run page after a real
+    worker ran the command over it."""
+    return _training_command(
+        tmp_path_factory, "tiny-ablation", "ablation", TINY_ABLATION_ARGS, "ablation"
+    )

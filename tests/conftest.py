@@ -25,14 +25,16 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 
 @pytest.fixture(autouse=True)
 def _no_job_quota(settings):
-    """Tests start many jobs per persona that no worker takes (they stay queued), so the per-user job quota
-    (JOB_QUOTA_PER_USER) is off in tests; tests/security/test_per_user_limits.py turns the default back on."""
+    """Tests start many jobs per persona that no worker takes (they stay queued), so the per-user
+    job quota (JOB_QUOTA_PER_USER) is off in tests; tests/security/test_per_user_limits.py turns the
+    default back on."""
     settings.JOB_QUOTA_PER_USER = 0
 
 
 @pytest.fixture
 def fake_openai():
-    """A started fake OpenAI-compatible server (tests/fake_openai.py): ``.url``, ``.answers``, ``.requests``."""
+    """A started fake OpenAI-compatible server (tests/fake_openai.py): ``.url``, ``.answers``,
+    ``.requests``."""
     from tests.fake_openai import FakeOpenAI
 
     with FakeOpenAI() as server:
@@ -41,16 +43,20 @@ def fake_openai():
 
 # Each test's seconds (setup + call + teardown) on the 2-core CI machine, as a run with
 # --store-durations wrote them (pytest-split's idea, without its dependency). They decide two
-# things: a test recorded at SLOW_S or more is ``slow`` (the quick tier leaves it out), and the files
-# run longest first. Refresh after adding or speeding up a long test:
+# things: a test recorded at SLOW_S or more is ``slow`` (the quick tier leaves it out), and the
+# files run longest first. Refresh after adding or speeding up a long test:
 #   bash scripts/test.sh --store-durations
 DURATIONS = Path(__file__).with_name("durations.json")
 SLOW_S = 2.0
 
 
 def pytest_addoption(parser):
-    parser.addoption("--store-durations", action="store_true",
-                     help=f"write each test's seconds of this run into {DURATIONS.name} (merged with the file's)")
+    parser.addoption(
+        "--store-durations",
+        action="store_true",
+        help="write each test's seconds of this run into "
+        f"{DURATIONS.name} (merged with the file's)",
+    )
 
 
 def _recorded() -> dict[str, float]:
@@ -58,21 +64,29 @@ def _recorded() -> dict[str, float]:
         data = json.loads(DURATIONS.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
-    return {k: v for k, v in data.items() if isinstance(v, (int, float))} if isinstance(data, dict) else {}
+    return (
+        {k: v for k, v in data.items() if isinstance(v, (int, float))}
+        if isinstance(data, dict)
+        else {}
+    )
 
 
 def pytest_collection_modifyitems(config, items):
     """Every browser or real-worker test, and every test recorded at SLOW_S or more, is ``slow``
-    (``-m "not slow"`` is the quick tier). Files run longest first (their recorded seconds, the files
-    holding slow tests before the others): under ``-n 2 --dist loadfile --no-loadscope-reorder`` the
-    long files start at once and the short ones fill the gaps, instead of one long file starting last
-    and running alone at the end."""
+    (``-m "not slow"`` is the quick tier). Files run longest first (their recorded seconds, the
+    files holding slow tests before the others): under ``-n 2 --dist loadfile
+    --no-loadscope-reorder`` the long files start at once and the short ones fill the gaps, instead
+    of one long file starting last and running alone at the end."""
     recorded = _recorded()
     seconds: dict = defaultdict(float)
     for item in items:
         took = recorded.get(item.nodeid, 0.0)
         seconds[item.path] += took
-        if item.get_closest_marker("browser") or item.get_closest_marker("services") or took >= SLOW_S:
+        if (
+            item.get_closest_marker("browser")
+            or item.get_closest_marker("services")
+            or took >= SLOW_S
+        ):
             item.add_marker(pytest.mark.slow)
     slow_files = {item.path for item in items if item.get_closest_marker("slow")}
     # stable, and one key per file: a file's tests stay together and in their order
@@ -80,8 +94,8 @@ def pytest_collection_modifyitems(config, items):
 
 
 class _DurationRecorder:
-    """Sums each test's phases as the reports arrive (under xdist, at the controller) and merges them
-    into DURATIONS when the session ends."""
+    """Sums each test's phases as the reports arrive (under xdist, at the controller) and merges
+    them into DURATIONS when the session ends."""
 
     def __init__(self) -> None:
         self.seconds: dict[str, float] = defaultdict(float)
@@ -92,7 +106,9 @@ class _DurationRecorder:
     def pytest_sessionfinish(self, session) -> None:
         if self.seconds:
             merged = {**_recorded(), **{k: round(v, 2) for k, v in self.seconds.items()}}
-            DURATIONS.write_text(json.dumps(dict(sorted(merged.items())), indent=0) + "\n", encoding="utf-8")
+            DURATIONS.write_text(
+                json.dumps(dict(sorted(merged.items())), indent=0) + "\n", encoding="utf-8"
+            )
 
 
 def pytest_configure(config):

@@ -1,10 +1,10 @@
 """One fake OpenAI-compatible server for the tests: a real HTTP server on a free loopback port.
 
 ``GET /v1/models`` lists ``models`` (401 when ``api_key`` is set and the request's bearer key is
-another); ``POST /v1/chat/completions`` answers with the next of ``answers`` (or ``answer(body)``, or
-"Hi there"), as one JSON completion or, when the request asks to stream, as chunks (``chunks`` replaces
-the default ones, which end with a usage chunk of 5 prompt and 2 completion tokens). Every request is
-recorded in ``requests`` (method, path, headers, parsed body).
+another); ``POST /v1/chat/completions`` answers with the next of ``answers`` (or ``answer(body)``,
+or "Hi there"), as one JSON completion or, when the request asks to stream, as chunks (``chunks``
+replaces the default ones, which end with a usage chunk of 5 prompt and 2 completion tokens). Every
+request is recorded in ``requests`` (method, path, headers, parsed body).
 
     with FakeOpenAI() as server:            # or the ``fake_openai`` fixture (tests/conftest.py)
         server.answers.append("Link 3 is 89 yuan.")
@@ -93,26 +93,51 @@ class FakeOpenAI:
     @property
     def authorizations(self) -> list[str]:
         """The Authorization header of every request ('' when none was sent). Header names are read
-        without regard to case: the OpenAI client sends ``authorization``, and a case-sensitive lookup
-        read its key as none sent."""
-        return [next((value for name, value in r.headers.items() if name.lower() == "authorization"), "")
-                for r in self.requests]
+        without regard to case: the OpenAI client sends ``authorization``, and a case-sensitive
+        lookup read its key as none sent."""
+        return [
+            next(
+                (value for name, value in r.headers.items() if name.lower() == "authorization"), ""
+            )
+            for r in self.requests
+        ]
 
     def _handle(self, handler: BaseHTTPRequestHandler, body: Any) -> None:
         self.requests.append(Recorded(handler.command, handler.path, dict(handler.headers), body))
-        if self.api_key is not None and handler.headers.get("Authorization") != f"Bearer {self.api_key}":
+        if (
+            self.api_key is not None
+            and handler.headers.get("Authorization") != f"Bearer {self.api_key}"
+        ):
             return self._send(handler, 401, {"error": {"message": "invalid API key"}})
         if handler.command == "GET" and handler.path == "/v1/models":
-            return self._send(handler, 200, {"object": "list", "data": [{"id": m} for m in self.models]})
+            return self._send(
+                handler, 200, {"object": "list", "data": [{"id": m} for m in self.models]}
+            )
         if handler.command == "POST" and handler.path == "/v1/chat/completions":
             if isinstance(body, dict) and body.get("stream"):
                 return self._stream(handler, body)
             text = self._next_answer(body)
-            return self._send(handler, 200, {
-                "id": "c1", "object": "chat.completion", "created": 0, "model": body.get("model", ""),
-                "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
-                "usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7}})
-        return self._send(handler, 404, {"error": {"message": f"no {handler.command} {handler.path} here"}})
+            return self._send(
+                handler,
+                200,
+                {
+                    "id": "c1",
+                    "object": "chat.completion",
+                    "created": 0,
+                    "model": body.get("model", ""),
+                    "choices": [
+                        {
+                            "index": 0,
+                            "finish_reason": "stop",
+                            "message": {"role": "assistant", "content": text},
+                        }
+                    ],
+                    "usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7},
+                },
+            )
+        return self._send(
+            handler, 404, {"error": {"message": f"no {handler.command} {handler.path} here"}}
+        )
 
     def _next_answer(self, body: Any) -> str:
         if self.answers:
@@ -124,15 +149,30 @@ class FakeOpenAI:
             chunks = self.chunks
         elif self.answers or self.answer is not None:
             text = self._next_answer(body)
-            chunks = [{"choices": [{"index": 0, "delta": {"role": "assistant", "content": text},
-                                    "finish_reason": "stop"}]}, DEFAULT_CHUNKS[2]]
+            chunks = [
+                {
+                    "choices": [
+                        {
+                            "index": 0,
+                            "delta": {"role": "assistant", "content": text},
+                            "finish_reason": "stop",
+                        }
+                    ]
+                },
+                DEFAULT_CHUNKS[2],
+            ]
         else:
             chunks = list(DEFAULT_CHUNKS)
         handler.send_response(200)
         handler.send_header("Content-Type", "text/event-stream")
         handler.end_headers()
         for chunk in chunks:
-            base = {"id": "c1", "object": "chat.completion.chunk", "created": 0, "model": body.get("model", "")}
+            base = {
+                "id": "c1",
+                "object": "chat.completion.chunk",
+                "created": 0,
+                "model": body.get("model", ""),
+            }
             handler.wfile.write(f"data: {json.dumps({**base, **chunk})}\n\n".encode())
         handler.wfile.write(b"data: [DONE]\n\n")
 

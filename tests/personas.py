@@ -27,8 +27,14 @@ class Personas:
     outsider: User
 
     def by_role(self) -> dict[str, User | None]:
-        return {"operator": self.operator, "reviewer": self.reviewer, "ml_engineer": self.ml_engineer,
-                "admin": self.admin, "outsider": self.outsider, "anonymous": None}
+        return {
+            "operator": self.operator,
+            "reviewer": self.reviewer,
+            "ml_engineer": self.ml_engineer,
+            "admin": self.admin,
+            "outsider": self.outsider,
+            "anonymous": None,
+        }
 
 
 def make_personas() -> Personas:

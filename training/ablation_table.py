@@ -24,11 +24,12 @@ from training.ablation_config import (
 )
 
 
-def item_scores(eval_dir: str | Path, set_name: str, *,
-                rows: dict[str, dict[str, Any]] | None = None) -> dict[str, float] | None:
+def item_scores(
+    eval_dir: str | Path, set_name: str, *, rows: dict[str, dict[str, Any]] | None = None
+) -> dict[str, float] | None:
     """Per-item scores (item id -> value in [0, 1]) of one set scored by ``python -m training eval``
-    into ``eval_dir`` (None if that set is not there): a case's AVG on T1/T2, its rubric AVG on Prompt
-    Robustness, and prompt-level strict pass/fail on IFEval (item id: the prompt's position).
+    into ``eval_dir`` (None if that set is not there): a case's AVG on T1/T2, its rubric AVG on
+    Prompt Robustness, and prompt-level strict pass/fail on IFEval (item id: the prompt's position).
     ``rows``: the set's per-item rows, if already read."""
     eval_dir = Path(eval_dir)
     if set_name == "ifeval":
@@ -51,10 +52,12 @@ def item_scores(eval_dir: str | Path, set_name: str, *,
 
 
 class AblationTable:
-    """Table 4 from what is done: the per-item scores of each finished evaluation and the differences."""
+    """Table 4 from what is done: the per-item scores of each finished evaluation and the
+    differences."""
 
     def _rows(self, model: str, set_name: str) -> dict[str, dict[str, Any]] | None:
-        """The per-item rows (id -> row) of a finished evaluation, read once per table, else None."""
+        """The per-item rows (id -> row) of a finished evaluation, read once per table, else
+        None."""
         if not self._step_done(f"eval:{model}:{set_name}"):
             return None
         key = (model, set_name)
@@ -79,25 +82,37 @@ class AblationTable:
             return None
         if name == "renamed_tool_called":
             renamed = self._renamed_tool_cases()
-            return {i: 0.0 if "missing_tool_call" in r["reasons"] else 1.0 for i, r in rows.items()
-                    if r.get("harness") in renamed.get(i, ())}
-        return {i: float(r["dimensions"][name]) for i, r in rows.items()
-                if (r.get("dimensions") or {}).get(name) is not None}
+            return {
+                i: 0.0 if "missing_tool_call" in r["reasons"] else 1.0
+                for i, r in rows.items()
+                if r.get("harness") in renamed.get(i, ())
+            }
+        return {
+            i: float(r["dimensions"][name])
+            for i, r in rows.items()
+            if (r.get("dimensions") or {}).get(name) is not None
+        }
 
     def _outcomes(self, model: str, set_name: str) -> dict[str, int] | None:
-        """How the requests of a finished T1/T2 evaluation ended (the runtime's outcome), else None."""
+        """How the requests of a finished T1/T2 evaluation ended (the runtime's outcome), else
+        None."""
         from evaluation.summary import outcome_counts
 
         rows = self._rows(model, set_name)
         if rows is None:
             return None
         # the one definition (evaluation.summary): effective = replied with Effectiveness 1
-        return outcome_counts([{"outcome": row.get("outcome"), "effectiveness": row.get("effectiveness")}
-                               for row in rows.values()])
+        return outcome_counts(
+            [
+                {"outcome": row.get("outcome"), "effectiveness": row.get("effectiveness")}
+                for row in rows.values()
+            ]
+        )
 
     def _renamed_tool_cases(self) -> dict[str, set[str]]:
-        """Held-out case id -> the evaluation variants under which a tool its gold needs has a new name.
-        The variants are rebuilt from their seeds as ``training.self_eval`` builds them (no agents)."""
+        """Held-out case id -> the evaluation variants under which a tool its gold needs has a new
+        name. The variants are rebuilt from their seeds as ``training.self_eval`` builds them (no
+        agents)."""
         if self._renamed is not None:
             return self._renamed
         from harness import load_dir
@@ -107,26 +122,37 @@ class AblationTable:
         from training.self_eval import EVAL_POOL_SIZE, EVAL_VARIANT_SEED, VARIANT_DIMS
         from training.stage_common import resolve_harness_dir
 
-        cases = held_out_cases()[:self.config.eval_cases]
-        bundle, requirements = load_dir(resolve_harness_dir(self.config.harness)), merged_requirements(cases)
+        cases = held_out_cases()[: self.config.eval_cases]
+        bundle, requirements = (
+            load_dir(resolve_harness_dir(self.config.harness)),
+            merged_requirements(cases),
+        )
 
         def needed(case: dict[str, Any]) -> list[str]:
-            return [t["name"] for t in (case.get("gold") or {}).get("tool_calls", []) if not t.get("optional")]
+            return [
+                t["name"]
+                for t in (case.get("gold") or {}).get("tool_calls", [])
+                if not t.get("optional")
+            ]
 
         self._renamed = {}
         for seed in variant_seeds(EVAL_VARIANT_SEED // 1000, EVAL_POOL_SIZE):
-            mapping = augment_bundle(bundle=bundle, seed=seed, dims=list(VARIANT_DIMS),
-                                     requirements=requirements).mapping
+            mapping = augment_bundle(
+                bundle=bundle, seed=seed, dims=list(VARIANT_DIMS), requirements=requirements
+            ).mapping
             for case in cases:
                 try:
                     if needed(mapping.remap_case(case)) != needed(case):
                         self._renamed.setdefault(case["id"], set()).add(f"hsa{seed}")
-                except ValueError:  # a gold skill masked in this variant: the case ran on the original
+                except (
+                    ValueError
+                ):  # a gold skill masked in this variant: the case ran on the original
                     continue
         return self._renamed
 
     def _bootstrap(self, base: dict[str, float], cand: dict[str, float]) -> dict[str, float]:
-        """``evaluation.compare.paired_difference``: over the items both scored, the rest counted."""
+        """``evaluation.compare.paired_difference``: over the items both scored, the rest
+        counted."""
         from evaluation.compare import paired_difference
 
         return paired_difference(base, cand, resamples=self.config.resamples)
@@ -139,8 +165,11 @@ class AblationTable:
         return table
 
     def table(self) -> dict[str, Any]:
-        """The table's data from the folder (per-item evaluation rows, steps.json); nothing is written."""
-        self._read: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}  # evaluation rows read for this table
+        """The table's data from the folder (per-item evaluation rows, steps.json); nothing is
+        written."""
+        self._read: dict[
+            tuple[str, str], dict[str, dict[str, Any]]
+        ] = {}  # evaluation rows read for this table
         table: dict[str, Any] = {"models": {}, "targets": {}, "wall_s": {}}
         for model in MODELS:
             row: dict[str, Any] = {}
@@ -148,7 +177,10 @@ class AblationTable:
                 scores = self._scores(model, set_name)
                 if scores is None:
                     continue
-                cell: dict[str, Any] = {"score": 100 * sum(scores.values()) / len(scores), "n": len(scores)}
+                cell: dict[str, Any] = {
+                    "score": 100 * sum(scores.values()) / len(scores),
+                    "n": len(scores),
+                }
                 base = self._scores("base", set_name)
                 if model != "base" and base is not None:
                     cell["vs_base"] = self._bootstrap(base, scores)
@@ -161,63 +193,115 @@ class AblationTable:
             for name in STEP_DIMENSIONS:
                 values = self._dimension(model, name)
                 if values == {}:
-                    cells[name] = {"score": None, "n": 0}  # scored, but the judge had nothing to grade
+                    cells[name] = {
+                        "score": None,
+                        "n": 0,
+                    }  # scored, but the judge had nothing to grade
                 elif values:
-                    cells[name] = {"score": 100 * sum(values.values()) / len(values), "n": len(values)}
+                    cells[name] = {
+                        "score": 100 * sum(values.values()) / len(values),
+                        "n": len(values),
+                    }
                     if model != "fixed_sft" and fixed_dims[name]:
                         cells[name]["vs_fixed_sft"] = self._bootstrap(fixed_dims[name], values)
             table["t2_steps"][model] = cells
-        table["outcomes"] = {model: {set_name: counts for set_name in OUTCOME_SETS
-                                     if (counts := self._outcomes(model, set_name)) is not None}
-                             for model in MODELS}
+        table["outcomes"] = {
+            model: {
+                set_name: counts
+                for set_name in OUTCOME_SETS
+                if (counts := self._outcomes(model, set_name)) is not None
+            }
+            for model in MODELS
+        }
         fixed, hsa = self._scores("fixed_sft", "variant_qa"), self._scores("hsa_sft", "variant_qa")
         if fixed and hsa:
-            table["targets"]["hsa_sft_vs_fixed_sft_on_T2"] = {**self._bootstrap(fixed, hsa), "target": ">= +5"}
+            table["targets"]["hsa_sft_vs_fixed_sft_on_T2"] = {
+                **self._bootstrap(fixed, hsa),
+                "target": ">= +5",
+            }
         base_if, full_if = self._scores("base", "ifeval"), self._scores("rl", "ifeval")
         if base_if and full_if:
             table["targets"]["full_pipeline_vs_base_on_IFE-P"] = {
-                **self._bootstrap(base_if, full_if), "target": "within 2 points or interval includes 0"}
-        table["wall_s"] = {name: round(info.get("wall_s", 0.0), 1) for name, info in self.steps.items()}
+                **self._bootstrap(base_if, full_if),
+                "target": "within 2 points or interval includes 0",
+            }
+        table["wall_s"] = {
+            name: round(info.get("wall_s", 0.0), 1) for name, info in self.steps.items()
+        }
         return table
 
     def markdown(self, table: dict[str, Any]) -> str:
         header = "| Model | " + " | ".join(SET_LABELS.values()) + " |"
-        lines = [f"# HAT ablation ({self.config.model}, {self.root.name})", "",
-                 "Scores x100; in brackets: paired-bootstrap 95% interval of the difference to Base "
-                 f"({self.config.resamples} resamples).", "", header,
-                 "|" + "---|" * (len(SET_LABELS) + 1)]
+        lines = [
+            f"# HAT ablation ({self.config.model}, {self.root.name})",
+            "",
+            "Scores x100; in brackets: paired-bootstrap 95% interval of the difference to Base "
+            f"({self.config.resamples} resamples).",
+            "",
+            header,
+            "|" + "---|" * (len(SET_LABELS) + 1),
+        ]
         for model in MODELS:
-            cells = [_cell_text(table["models"].get(model, {}).get(s), against="vs_base", with_n=False)
-                     for s in SET_LABELS]
+            cells = [
+                _cell_text(table["models"].get(model, {}).get(s), against="vs_base", with_n=False)
+                for s in SET_LABELS
+            ]
             lines.append(f"| {LABELS[model]} | " + " | ".join(cells) + " |")
-        lines += ["", "## T2 step-level dimensions", "",
-                  "Judge dimensions on Harness-Variant QA (x100); in brackets: the difference to Fixed-Harness SFT "
-                  "with its paired-bootstrap 95% interval.", "",
-                  "| Model | " + " | ".join(STEP_DIMENSIONS.values()) + " |", "|" + "---|" * (len(STEP_DIMENSIONS) + 1)]
+        lines += [
+            "",
+            "## T2 step-level dimensions",
+            "",
+            "Judge dimensions on Harness-Variant QA (x100); "
+            "in brackets: the difference to Fixed-Harness SFT "
+            "with its paired-bootstrap 95% interval.",
+            "",
+            "| Model | " + " | ".join(STEP_DIMENSIONS.values()) + " |",
+            "|" + "---|" * (len(STEP_DIMENSIONS) + 1),
+        ]
         for model in MODELS:
-            cells = [_cell_text(table.get("t2_steps", {}).get(model, {}).get(name), against="vs_fixed_sft", with_n=True)
-                     for name in STEP_DIMENSIONS]
+            cells = [
+                _cell_text(
+                    table.get("t2_steps", {}).get(model, {}).get(name),
+                    against="vs_fixed_sft",
+                    with_n=True,
+                )
+                for name in STEP_DIMENSIONS
+            ]
             lines.append(f"| {LABELS[model]} | " + " | ".join(cells) + " |")
-        lines += ["", "## How requests ended", "",
-                  "Replied (of which effective) / fallback reply / suppressed / silent, of n requests. A fallback "
-                  "is accurate but not effective, so a model that never finishes scores AVG ~50.", "",
-                  "| Model | " + " | ".join(SET_LABELS[s].removesuffix(" AVG") for s in OUTCOME_SETS) + " |",
-                  "|" + "---|" * (len(OUTCOME_SETS) + 1)]
+        lines += [
+            "",
+            "## How requests ended",
+            "",
+            "Replied (of which effective) / fallback reply / "
+            "suppressed / silent, of n requests. A fallback "
+            "is accurate but not effective, so a model that never finishes scores AVG ~50.",
+            "",
+            "| Model | "
+            + " | ".join(SET_LABELS[s].removesuffix(" AVG") for s in OUTCOME_SETS)
+            + " |",
+            "|" + "---|" * (len(OUTCOME_SETS) + 1),
+        ]
         for model in MODELS:
             cells = []
             for set_name in OUTCOME_SETS:
                 c = table.get("outcomes", {}).get(model, {}).get(set_name)
                 other = c and c["n"] - sum(c[name] for name in OUTCOMES)
-                cells.append("pending" if c is None else
-                             f"{c['replied']} ({c['effective']} effective) / {c['fallback']} / "
-                             f"{c['suppressed']} / {c['silent']}" + (f" / {c['error']} error" if c['error'] else "")
-                             + (f" / {other} other" if other else "")
-                             + f" of {c['n']}")
+                cells.append(
+                    "pending"
+                    if c is None
+                    else f"{c['replied']} ({c['effective']} effective) / {c['fallback']} / "
+                    f"{c['suppressed']} / {c['silent']}"
+                    + (f" / {c['error']} error" if c["error"] else "")
+                    + (f" / {other} other" if other else "")
+                    + f" of {c['n']}"
+                )
             lines.append(f"| {LABELS[model]} | " + " | ".join(cells) + " |")
         lines += ["", "## Targets", ""]
         for name, t in table["targets"].items():
-            lines.append(f"- {name}: delta {t['delta']:+.1f} [{t['low']:+.1f}, {t['high']:+.1f}], "
-                         f"P(delta<=0)={t['p_delta_le_zero']:.3f}, n={t['n']} (target {t['target']})")
+            lines.append(
+                f"- {name}: delta {t['delta']:+.1f} [{t['low']:+.1f}, {t['high']:+.1f}], "
+                f"P(delta<=0)={t['p_delta_le_zero']:.3f}, n={t['n']} (target {t['target']})"
+            )
         if not table["targets"]:
             lines.append("- pending")
         lines += ["", "## Wall time per step", ""]
@@ -226,15 +310,21 @@ class AblationTable:
 
 
 def _cell_text(cell: dict[str, Any] | None, *, against: str, with_n: bool) -> str:
-    """A table cell: 'pending', 'n/a' (scored, nothing to grade) or the score, then its difference."""
+    """A table cell: 'pending', 'n/a' (scored, nothing to grade) or the score, then its
+    difference."""
     if cell is None:
         return "pending"
-    text = "n/a" if cell["score"] is None else f"{cell['score']:.1f}" + (f" (n={cell['n']})" if with_n else "")
+    text = (
+        "n/a"
+        if cell["score"] is None
+        else f"{cell['score']:.1f}" + (f" (n={cell['n']})" if with_n else "")
+    )
     return text + (_difference_text(cell[against]) if against in cell else "")
 
 
 def _difference_text(difference: dict[str, Any]) -> str:
-    """' (+1.2 [-0.5, +2.9])', naming how many items were paired when one side scored items the other did not."""
+    """' (+1.2 [-0.5, +2.9])', naming how many items were paired when one side scored items the
+    other did not."""
     text = f" ({difference['delta']:+.1f} [{difference['low']:+.1f}, {difference['high']:+.1f}]"
     if difference.get("only_in_parent") or difference.get("only_in_candidate"):
         text += f" on the {difference['n']} items both scored"

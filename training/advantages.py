@@ -19,7 +19,8 @@ EPS = 1e-6
 
 
 def drop_zero_advantage(batch: dict[str, Any], *, multiple: int = 1) -> tuple[dict[str, Any], int]:
-    """Return (filtered batch, number dropped). Tensors/lists with the batch dimension are indexed."""
+    """Return (filtered batch, number dropped). Tensors/lists with the batch dimension are
+    indexed."""
     advantages: torch.Tensor = batch["advantages"]
     size = int(advantages.shape[0])
     nonzero = advantages.abs() > EPS
@@ -46,6 +47,7 @@ def drop_zero_advantage(batch: dict[str, Any], *, multiple: int = 1) -> tuple[di
         mask = out["completion_mask"]
         if out.get("tool_mask") is not None:
             mask = mask * out["tool_mask"]
-        out["num_items_in_batch"] = mask.sum().to(torch.as_tensor(batch["num_items_in_batch"]).dtype)
+        out["num_items_in_batch"] = mask.sum().to(
+            torch.as_tensor(batch["num_items_in_batch"]).dtype
+        )
     return out, size - int(keep.sum())
-

@@ -1,7 +1,8 @@
-"""The trainer callbacks every stage registers: a metrics.jsonl row per log, and a stop after N steps.
+"""The trainer callbacks every stage registers: a metrics.jsonl row per log, and a stop after N
+steps.
 
-Apart from training.runs (which reads run folders) so that the studio, which reads them too, does not
-import transformers and torch (seconds per process) to do so.
+Apart from training.runs (which reads run folders) so that the studio, which reads them too, does
+not import transformers and torch (seconds per process) to do so.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from training.runs import append_metrics, drop_metrics_after
 
 
 class StopAfterSteps(TrainerCallback):
-    """Ends training after ``steps`` optimizer steps; the learning-rate schedule keeps its length."""
+    """Ends training after ``steps`` optimizer steps; the learning-rate schedule keeps its
+    length."""
 
     def __init__(self, steps: int) -> None:
         self.steps = steps
@@ -43,7 +45,9 @@ class MetricsLogger(TrainerCallback):
         self._last_tokens: float = 0.0
 
     def on_train_begin(self, args, state, control, **kwargs):
-        if not state.is_world_process_zero:  # one row per step under `accelerate launch`, not one per process
+        if (
+            not state.is_world_process_zero
+        ):  # one row per step under `accelerate launch`, not one per process
             return
         drop_metrics_after(self.path, state.global_step)
         self._last_time = time.perf_counter()
@@ -52,8 +56,11 @@ class MetricsLogger(TrainerCallback):
     def on_log(self, args, state, control, logs=None, **kwargs):
         if not logs or not state.is_world_process_zero:
             return
-        row: dict[str, Any] = {"stage": self.stage, "step": state.global_step,
-                               "time": datetime.now(UTC).isoformat(timespec="seconds")}
+        row: dict[str, Any] = {
+            "stage": self.stage,
+            "step": state.global_step,
+            "time": datetime.now(UTC).isoformat(timespec="seconds"),
+        }
         for key, value in logs.items():
             if isinstance(value, int | float | str | bool) or value is None:
                 row[key] = value

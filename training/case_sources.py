@@ -46,10 +46,14 @@ def held_out_cases(seed: int = WORLD_SEED) -> list[dict[str, Any]]:
 
 
 def training_cases(path: str = "", *, limit: int, seed: int = WORLD_SEED) -> CaseSource:
-    """Training cases: a user's file, or the world's Live-Stream QA cases after the held-out ones."""
+    """Training cases: a user's file, or the world's Live-Stream QA cases after the held-out
+    ones."""
     if not path:
-        return CaseSource(cases=world_set("live_qa", seed)[HELD_OUT:][:limit], catalogue=world_catalogue(seed),
-                          name=f"world:{seed}:live_qa[{HELD_OUT}:]")
+        return CaseSource(
+            cases=world_set("live_qa", seed)[HELD_OUT:][:limit],
+            catalogue=world_catalogue(seed),
+            name=f"world:{seed}:live_qa[{HELD_OUT}:]",
+        )
     from evaluation.cases import load_cases
     from harness.livestream import Catalogue, demo_catalogue
 

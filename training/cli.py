@@ -16,7 +16,8 @@ from harness.config_schema import ConfigError, add_flags, from_flags, load_confi
 
 
 def _build(cls: type, args: argparse.Namespace, base: Any = None):
-    """The config of ``--config FILE`` (else ``base``, else the defaults) with the flags given over it."""
+    """The config of ``--config FILE`` (else ``base``, else the defaults) with the flags given over
+    it."""
     if getattr(args, "config", None):
         base = load_config(cls, args.config)
     return from_flags(cls, args, base=base)
@@ -32,10 +33,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = argparse.ArgumentParser(prog="python -m training", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    for name, cls, text in (("sft", SFTStageConfig, "Stage 1: HSA-SFT (hsa_variants 0 = Fixed-Harness SFT)"),
-                            ("opd", OPDStageConfig, "Stage 2: General on-policy distillation to the base model"),
-                            ("rl", RLStageConfig, "Stage 3: HSA-RL with GRPO in the live-room simulator"),
-                            ("data", SFTStageConfig, "Build stage-1 examples only (writes --out JSONL)")):
+    for name, cls, text in (
+        ("sft", SFTStageConfig, "Stage 1: HSA-SFT (hsa_variants 0 = Fixed-Harness SFT)"),
+        ("opd", OPDStageConfig, "Stage 2: General on-policy distillation to the base model"),
+        ("rl", RLStageConfig, "Stage 3: HSA-RL with GRPO in the live-room simulator"),
+        ("data", SFTStageConfig, "Build stage-1 examples only (writes --out JSONL)"),
+    ):
         p = sub.add_parser(name, help=text, description=text)
         p.add_argument("--config", help="YAML or JSON file with the config fields")
         if name == "data":
@@ -50,20 +53,36 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("pipeline", help="SFT -> OPD -> RL, resumable stage by stage")
     p.add_argument("--config", help="YAML or JSON: top-level fields plus sft:, opd:, rl: sections")
     add_flags(p, PipelineConfig)
-    p = sub.add_parser("ablation", help="Table-4-like ablation: Base, Fixed SFT, HSA-SFT, +OPD, +RL")
+    p = sub.add_parser(
+        "ablation", help="Table-4-like ablation: Base, Fixed SFT, HSA-SFT, +OPD, +RL"
+    )
     p.add_argument("--preset", default="cpu-small", choices=sorted(PRESETS))
-    p.add_argument("--config", help="YAML or JSON file with the config fields (instead of a preset)")
-    p.add_argument("--table-only", action="store_true", help="rewrite the table from what is done; run nothing")
-    p.add_argument("--step", action="append", default=[], metavar="NAME",
-                   help="run only this step if not done (repeatable), e.g. eval:hsa_sft:variant_qa; two "
-                        "processes with OMP_NUM_THREADS=1 can run two independent steps on two cores")
+    p.add_argument(
+        "--config", help="YAML or JSON file with the config fields (instead of a preset)"
+    )
+    p.add_argument(
+        "--table-only", action="store_true", help="rewrite the table from what is done; run nothing"
+    )
+    p.add_argument(
+        "--step",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="run only this step if not done (repeatable), e.g. eval:hsa_sft:variant_qa; two "
+        "processes with OMP_NUM_THREADS=1 can run two independent steps on two cores",
+    )
     add_flags(p, AblationConfig)
     p = sub.add_parser("eval", help="Score a checkpoint on held-out subsets (resumable)")
     p.add_argument("--out", required=True, help="folder for per-item JSONL and summary.json")
     p.add_argument("--config", help="YAML or JSON file with the config fields")
     add_flags(p, EvalConfig)  # the studio's evaluation form is the same dataclass
-    p.add_argument("--no-ifeval-base", dest="ifeval_base", action="store_const", const="false",
-                   help="the same as --ifeval-base false")
+    p.add_argument(
+        "--no-ifeval-base",
+        dest="ifeval_base",
+        action="store_const",
+        const="false",
+        help="the same as --ifeval-base false",
+    )
     return parser
 
 
@@ -106,7 +125,9 @@ def _dispatch(args: argparse.Namespace) -> int:
         from training.trajectory_data import build_sft_examples, write_examples
 
         config = _build(SFTStageConfig, args)
-        examples, report = build_sft_examples(config=config, harness_dir=resolve_harness_dir(config.harness))
+        examples, report = build_sft_examples(
+            config=config, harness_dir=resolve_harness_dir(config.harness)
+        )
         write_examples(examples, args.out)
         print(json.dumps(report, indent=2))
     elif args.command == "pipeline":
@@ -128,10 +149,16 @@ def _dispatch(args: argparse.Namespace) -> int:
         from training.stage_common import resolve_harness_dir
 
         config = _build(EvalConfig, args)
-        summary = evaluate_model(model_dir=resolve_checkpoint(config.model), out_dir=args.out,
-                                 harness_dir=resolve_harness_dir(config.harness), sets=tuple(config.sets),
-                                 n_cases=config.cases, n_prompt_robustness=max(1, config.cases // 2),
-                                 n_ifeval=config.ifeval, ifeval_base=config.ifeval_base)
+        summary = evaluate_model(
+            model_dir=resolve_checkpoint(config.model),
+            out_dir=args.out,
+            harness_dir=resolve_harness_dir(config.harness),
+            sets=tuple(config.sets),
+            n_cases=config.cases,
+            n_prompt_robustness=max(1, config.cases // 2),
+            n_ifeval=config.ifeval,
+            ifeval_base=config.ifeval_base,
+        )
         print(json.dumps({k: v for k, v in summary.items()}, indent=2, default=str))
     return 0
 

@@ -39,7 +39,9 @@ class Chain:
 
 
 def _messages(example: dict[str, Any]) -> tuple[list[dict[str, str]], dict[str, str]]:
-    prompt = [{"role": m["role"], "content": str(m.get("content") or "")} for m in example["prompt"]]
+    prompt = [
+        {"role": m["role"], "content": str(m.get("content") or "")} for m in example["prompt"]
+    ]
     completion = example["completion"]
     if len(completion) != 1 or completion[0].get("role") != "assistant":
         raise ValueError("a per-turn example's completion must be one assistant message")
@@ -50,8 +52,13 @@ def _trajectory_key(example: dict[str, Any]) -> tuple | None:
     meta = example.get("meta") or {}
     if "turn" not in meta:
         return None  # not from a recorded trajectory: a sequence of its own
-    return (meta.get("case_id"), meta.get("request_id"), meta.get("harness"), meta.get("harness_digest"),
-            meta.get("teacher"))
+    return (
+        meta.get("case_id"),
+        meta.get("request_id"),
+        meta.get("harness"),
+        meta.get("harness_digest"),
+        meta.get("teacher"),
+    )
 
 
 def chains(examples: list[dict[str, Any]]) -> list[Chain]:
@@ -67,7 +74,7 @@ def chains(examples: list[dict[str, Any]]) -> list[Chain]:
         for example in members:
             prompt, completion = _messages(example)
             turn = int((example.get("meta") or {}).get("turn", 0))
-            if current is not None and prompt[:len(current.messages)] == current.messages:
+            if current is not None and prompt[: len(current.messages)] == current.messages:
                 current.messages = [*prompt, completion]
                 current.trained.append(len(prompt))
                 current.turns.append(turn)
@@ -81,27 +88,36 @@ def chains(examples: list[dict[str, Any]]) -> list[Chain]:
 
 
 def _render(tokenizer, messages: list[dict[str, str]], *, generation_prompt: bool = False) -> str:
-    return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=generation_prompt)
+    return tokenizer.apply_chat_template(
+        messages, tokenize=False, add_generation_prompt=generation_prompt
+    )
 
 
 def tokenize_chain(tokenizer, chain: Chain) -> dict[str, list[int]]:
     """``input_ids``, ``completion_mask`` (1 on every trained completion's tokens), ``turns``, and
-    ``turn_lengths``: the tokens each turn's per-turn example would have had (context + completion)."""
+    ``turn_lengths``: the tokens each turn's per-turn example would have had (context +
+    completion)."""
     text = _render(tokenizer, chain.messages)
     spans = []
     for index in chain.trained:
         before = _render(tokenizer, chain.messages[:index], generation_prompt=True)
-        through = _render(tokenizer, chain.messages[:index + 1])
+        through = _render(tokenizer, chain.messages[: index + 1])
         if not (through.startswith(before) and text.startswith(through)):
-            raise ValueError("the chat template does not render a conversation as a prefix of its "
-                             "continuation; train per-turn examples (pack_turns: false)")
+            raise ValueError(
+                "the chat template does not render a conversation as a prefix of its "
+                "continuation; train per-turn examples (pack_turns: false)"
+            )
         spans.append((len(before), len(through)))
     encoded = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
     starts = [a for a, _ in encoded["offset_mapping"]]
     mask = [int(any(start <= a < end for start, end in spans)) for a in starts]
     lengths = [sum(1 for a in starts if a < end) for _, end in spans]
-    return {"input_ids": list(encoded["input_ids"]), "completion_mask": mask, "turns": list(chain.turns),
-            "turn_lengths": lengths}
+    return {
+        "input_ids": list(encoded["input_ids"]),
+        "completion_mask": mask,
+        "turns": list(chain.turns),
+        "turn_lengths": lengths,
+    }
 
 
 def pack(tokenizer, examples: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, int]]:
@@ -112,7 +128,11 @@ def pack(tokenizer, examples: list[dict[str, Any]]) -> tuple[list[dict[str, Any]
         row = tokenize_chain(tokenizer, chain)
         per_turn_tokens += sum(row.pop("turn_lengths"))
         rows.append(row)
-    facts = {"sequences": len(rows), "turns": sum(len(r["turns"]) for r in rows),
-             "tokens": sum(len(r["input_ids"]) for r in rows), "per_turn_tokens": per_turn_tokens,
-             "trained_tokens": sum(sum(r["completion_mask"]) for r in rows)}
+    facts = {
+        "sequences": len(rows),
+        "turns": sum(len(r["turns"]) for r in rows),
+        "tokens": sum(len(r["input_ids"]) for r in rows),
+        "per_turn_tokens": per_turn_tokens,
+        "trained_tokens": sum(sum(r["completion_mask"]) for r in rows),
+    }
     return rows, facts

@@ -21,7 +21,11 @@ CATEGORIES = ("writing", "reasoning", "formatting", "summarisation", "chitchat")
 
 def builtin_prompts() -> list[dict[str, str]]:
     """Rows of ``{"id", "category", "prompt"}``."""
-    return [json.loads(line) for line in BUILTIN_PATH.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [
+        json.loads(line)
+        for line in BUILTIN_PATH.read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]
 
 
 def _prompt_of(row: dict[str, Any], *, where: str) -> list[dict[str, str]] | None:
@@ -39,8 +43,10 @@ def _prompt_of(row: dict[str, Any], *, where: str) -> list[dict[str, str]] | Non
             if role in ("system", "user"):
                 prompt.append({"role": role, "content": str(m.get("content", m.get("value", "")))})
         return prompt or None
-    raise ValueError(f"{where}: a prompt row needs a 'prompt' string or a 'messages' list; "
-                     f"it has {', '.join(sorted(row)) or 'no fields'}")
+    raise ValueError(
+        f"{where}: a prompt row needs a 'prompt' string or a 'messages' list; "
+        f"it has {', '.join(sorted(row)) or 'no fields'}"
+    )
 
 
 def _load_user_rows(source: str, split: str) -> list[dict[str, Any]]:
@@ -60,12 +66,15 @@ def _load_user_rows(source: str, split: str) -> list[dict[str, Any]]:
     try:
         return list(load_dataset(source, split=split))
     except Exception as exc:  # hub unreachable, unknown name: say what would work
-        raise ValueError(f"prompts: cannot load {source!r} ({type(exc).__name__}: {exc}); use 'builtin', a "
-                         "local file/folder, or a hub dataset name where a hub is reachable") from None
+        raise ValueError(
+            f"prompts: cannot load {source!r} ({type(exc).__name__}: {exc}); use 'builtin', a "
+            "local file/folder, or a hub dataset name where a hub is reachable"
+        ) from None
 
 
-def load_general_prompts(source: str = "builtin", *, limit: int, seed: int,
-                         split: str = "train") -> list[list[dict[str, str]]]:
+def load_general_prompts(
+    source: str = "builtin", *, limit: int, seed: int, split: str = "train"
+) -> list[list[dict[str, str]]]:
     """Chat-message prompts for OPD, shuffled by ``seed`` and cut to ``limit``."""
     if source in ("", "builtin"):
         rows: list[dict[str, Any]] = builtin_prompts()

@@ -1,4 +1,5 @@
-"""The offline teacher: a case's gold trajectory, recorded by the runtime and replayed under variants.
+"""The offline teacher: a case's gold trajectory, recorded by the runtime and replayed under
+variants.
 
 A case's gold labels (strategy and reply skills, tool calls, reference reply)
 become a script of model outputs in the text protocol: first the skill loads
@@ -29,10 +30,15 @@ TEACHER_GOLD = "gold-replay"
 
 
 def _comment_text(case: dict[str, Any]) -> str:
-    return " ".join(c.get("text", "") for c in case.get("comments", [])).strip() or "the viewer's question"
+    return (
+        " ".join(c.get("text", "") for c in case.get("comments", [])).strip()
+        or "the viewer's question"
+    )
 
 
-def filled_arguments(bundle: Bundle, name: str, arguments: dict[str, Any], case: dict[str, Any]) -> dict[str, Any]:
+def filled_arguments(
+    bundle: Bundle, name: str, arguments: dict[str, Any], case: dict[str, Any]
+) -> dict[str, Any]:
     """Gold arguments are constraints; fill the tool's other required parameters plausibly."""
     spec = next((t for t in bundle.tools if t.name == name), None)
     args = dict(arguments or {})
@@ -54,7 +60,8 @@ def filled_arguments(bundle: Bundle, name: str, arguments: dict[str, Any], case:
 
 
 def gold_script(case: dict[str, Any], bundle: Bundle, *, with_retry: bool = False) -> list[str]:
-    """The model outputs (text protocol) of the case's gold trajectory under ``bundle`` (parent names)."""
+    """The model outputs (text protocol) of the case's gold trajectory under ``bundle`` (parent
+    names)."""
     gold = case.get("gold") or {}
     load = next((t.name for t in bundle.tools if t.role == "load_skill"), "load_skill")
     silent = next((t.name for t in bundle.tools if t.role == "silent"), "stay_silent")
@@ -68,7 +75,12 @@ def gold_script(case: dict[str, Any], bundle: Bundle, *, with_retry: bool = Fals
     for tool in gold.get("tool_calls", []):
         if tool["name"] == silent:
             continue
-        first.append(call(tool["name"], filled_arguments(bundle, tool["name"], tool.get("arguments", {}), case)))
+        first.append(
+            call(
+                tool["name"],
+                filled_arguments(bundle, tool["name"], tool.get("arguments", {}), case),
+            )
+        )
     reply_load = [call(load, {"name": gold["reply_skills"][0]})] if gold.get("reply_skills") else []
     reply = gold.get("reference_reply") or ""
     if not with_retry or not reply_load:
@@ -81,7 +93,9 @@ def record_gold(agent, case: dict[str, Any], *, with_retry: bool = False) -> dic
     """Run the gold script through ``agent`` (original Harness); the trajectory as JSON."""
     from evaluation.cases import case_request
 
-    agent.policy = ScriptedPolicy(gold_script(case, agent.bundle, with_retry=with_retry), name=TEACHER_GOLD)
+    agent.policy = ScriptedPolicy(
+        gold_script(case, agent.bundle, with_retry=with_retry), name=TEACHER_GOLD
+    )
     trajectory = agent.run(case_request(case)).to_dict()
     trajectory["teacher"] = TEACHER_GOLD
     return trajectory

@@ -73,8 +73,17 @@ def variant_seeds(pool_seed: int, size: int) -> list[int]:
     return [pool_seed * 1000 + i for i in range(size)]
 
 
-def build_pool(*, bundle: Bundle, size: int, seed: int, dims: list[str], cases: list[dict[str, Any]],
-               catalogue: Any, policy: Any = None, agent_kwargs: dict[str, Any] | None = None) -> HarnessPool:
+def build_pool(
+    *,
+    bundle: Bundle,
+    size: int,
+    seed: int,
+    dims: list[str],
+    cases: list[dict[str, Any]],
+    catalogue: Any,
+    policy: Any = None,
+    agent_kwargs: dict[str, Any] | None = None,
+) -> HarnessPool:
     """The original plus ``size`` seeded variants, each with an ``Agent`` (policy set per run)."""
     from harness.policies import ScriptedPolicy
     from harness.runtime import Agent
@@ -90,7 +99,15 @@ def build_pool(*, bundle: Bundle, size: int, seed: int, dims: list[str], cases: 
         from harness.augment import augment_bundle
 
         for variant_seed in variant_seeds(seed, size):
-            variant = augment_bundle(bundle=bundle, seed=variant_seed, dims=dims, requirements=requirements)
-            pool.variants.append(PoolEntry(name=f"hsa{variant_seed}", bundle=variant.bundle,
-                                           mapping=variant.mapping, agent=agent_for(variant.bundle)))
+            variant = augment_bundle(
+                bundle=bundle, seed=variant_seed, dims=dims, requirements=requirements
+            )
+            pool.variants.append(
+                PoolEntry(
+                    name=f"hsa{variant_seed}",
+                    bundle=variant.bundle,
+                    mapping=variant.mapping,
+                    agent=agent_for(variant.bundle),
+                )
+            )
     return pool

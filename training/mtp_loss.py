@@ -1,5 +1,5 @@
-"""MTP adaptation, step 2: the draft head's chained forward pass, docs/architecture.md §9's loss and the acceptance
-it would get when serving (``training.mtp_trainer``).
+"""MTP adaptation, step 2: the draft head's chained forward pass, docs/architecture.md §9's loss and
+the acceptance it would get when serving (``training.mtp_trainer``).
 """
 
 from __future__ import annotations
@@ -16,13 +16,14 @@ def _expand(x: torch.Tensor, group: int) -> torch.Tensor:
     return x.repeat_interleave(group, dim=1) if group > 1 else x
 
 
-def chain_forward(head: Any, seq: RolloutSequence, *, steps: int, teacher_forced: bool
-                  ) -> tuple[torch.Tensor, list[torch.Tensor], list[torch.Tensor]]:
+def chain_forward(
+    head: Any, seq: RolloutSequence, *, steps: int, teacher_forced: bool
+) -> tuple[torch.Tensor, list[torch.Tensor], list[torch.Tensor]]:
     """The head's K draft steps at every anchor of ``seq``.
 
-    Returns the anchors ``[n]`` and, per step k, the logits ``[n, vocab]`` and the target ids ``[n]``
-    (-1 where ``t + 1 + k`` is past the sequence). ``teacher_forced``: step k is fed ``y_{t+k}``
-    (training); otherwise the head's own draft from step k-1 (what greedy serving does).
+    Returns the anchors ``[n]`` and, per step k, the logits ``[n, vocab]`` and the target ids
+    ``[n]`` (-1 where ``t + 1 + k`` is past the sequence). ``teacher_forced``: step k is fed
+    ``y_{t+k}`` (training); otherwise the head's own draft from step k-1 (what greedy serving does).
     """
     c = head.config
     tokens, length = seq.tokens, seq.tokens.shape[0]
@@ -55,7 +56,9 @@ def chain_forward(head: Any, seq: RolloutSequence, *, steps: int, teacher_forced
         main = torch.einsum("nhd,shd->nhs", q, k1e) * head.scale
         main = main.masked_fill(~visible[:, None, :], float("-inf"))
         if chain_k:
-            diag = torch.stack([(q * ck).sum(-1) for ck in chain_k], dim=-1) * head.scale  # [n, heads, k-1]
+            diag = (
+                torch.stack([(q * ck).sum(-1) for ck in chain_k], dim=-1) * head.scale
+            )  # [n, heads, k-1]
             main = torch.cat([main, diag], dim=-1)
         probs = torch.softmax(main, dim=-1)
         attn = torch.einsum("nhs,shd->nhd", probs[..., :slots], v1e)
@@ -64,12 +67,15 @@ def chain_forward(head: Any, seq: RolloutSequence, *, steps: int, teacher_forced
         out = head.finish(x, attn.reshape(n, -1))
         logits_per_step.append(head.logits(out))
         at = anchors + 1 + k
-        targets_per_step.append(torch.where(at <= length - 1, tokens[torch.clamp(at, max=length - 1)], -1))
+        targets_per_step.append(
+            torch.where(at <= length - 1, tokens[torch.clamp(at, max=length - 1)], -1)
+        )
     return anchors, logits_per_step, targets_per_step
 
 
-def sequence_loss(head: Any, seq: RolloutSequence, *, steps: int, weights: list[float]
-                  ) -> tuple[torch.Tensor, float, list[dict[str, float]]]:
+def sequence_loss(
+    head: Any, seq: RolloutSequence, *, steps: int, weights: list[float]
+) -> tuple[torch.Tensor, float, list[dict[str, float]]]:
     """The weighted sum of per-step cross-entropies, its normaliser Z, and per-step counts."""
     _, logits, targets = chain_forward(head, seq, steps=steps, teacher_forced=True)
     total = torch.zeros(())
@@ -90,7 +96,9 @@ def sequence_loss(head: Any, seq: RolloutSequence, *, steps: int, weights: list[
 
 
 @torch.no_grad()
-def offline_acceptance(head: Any, sequences: list[RolloutSequence], *, steps: int) -> dict[str, Any]:
+def offline_acceptance(
+    head: Any, sequences: list[RolloutSequence], *, steps: int
+) -> dict[str, Any]:
     """Greedy acceptance on rollouts: at each anchor the head drafts K tokens on its own, and the
     leading ones equal to what the policy wrote are accepted (what greedy speculative decoding
     keeps when a cycle starts there). Acceptance length counts the policy's own token too."""
@@ -105,7 +113,15 @@ def offline_acceptance(head: Any, sequences: list[RolloutSequence], *, steps: in
         cycles += int(targets[0].shape[0])
     accepted = sum(at_position)
     if not cycles:
-        return {"cycles": 0, "acceptance_length": None, "acceptance_rate": None, "acceptance_rate_per_position": []}
-    return {"cycles": cycles, "acceptance_length": round(1 + accepted / cycles, 4),
-            "acceptance_rate": round(accepted / (steps * cycles), 4),
-            "acceptance_rate_per_position": [round(a / cycles, 4) for a in at_position]}
+        return {
+            "cycles": 0,
+            "acceptance_length": None,
+            "acceptance_rate": None,
+            "acceptance_rate_per_position": [],
+        }
+    return {
+        "cycles": cycles,
+        "acceptance_length": round(1 + accepted / cycles, 4),
+        "acceptance_rate": round(accepted / (steps * cycles), 4),
+        "acceptance_rate_per_position": [round(a / cycles, 4) for a in at_position],
+    }

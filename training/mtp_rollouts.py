@@ -1,4 +1,5 @@
-"""MTP adaptation, step 1: the frozen policy's rollouts as training sequences (``training.mtp_trainer``).
+"""MTP adaptation, step 1: the frozen policy's rollouts as training sequences
+(``training.mtp_trainer``).
 
 The policy runs the live-room cases through the agent runtime on the local engine, greedy; every
 model call becomes one ``RolloutSequence`` (its prompt, the tokens the policy wrote, the policy's
@@ -34,14 +35,15 @@ class RolloutSequence:
         """Positions t whose next token the policy wrote and whose step-1 target exists."""
         length = self.tokens.shape[0]
         t = torch.arange(max(length - 2, 0))
-        return t[self.written[1: length - 1]]
+        return t[self.written[1 : length - 1]]
 
     def clipped(self, max_context: int) -> RolloutSequence:
         cut = max(self.tokens.shape[0] - max_context, 0)
         if not cut:
             return self
-        return RolloutSequence(self.tokens[cut:], self.states[cut:], self.written[cut:], self.offset + cut)
-
+        return RolloutSequence(
+            self.tokens[cut:], self.states[cut:], self.written[cut:], self.offset + cut
+        )
 
 
 class _StateCapture:
@@ -70,22 +72,32 @@ class _StateCapture:
 
     def generate(self, prompt: list[int], params: Any) -> Any:
         done = self.engine.generate(prompt, replace(params, keep_states=True))
-        states = done.states.half() if done.states is not None else torch.empty(0, self.engine_model.hidden)
+        states = (
+            done.states.half()
+            if done.states is not None
+            else torch.empty(0, self.engine_model.hidden)
+        )
         if done.cached_tokens:
-            states = torch.cat([self._prefix_states(torch.tensor(prompt[: done.cached_tokens])), states])
+            states = torch.cat(
+                [self._prefix_states(torch.tensor(prompt[: done.cached_tokens])), states]
+            )
         tokens = torch.tensor(list(prompt) + list(done.ids), dtype=torch.long)
         if states.shape[0] != tokens.shape[0] - 1:
-            raise RuntimeError(f"rollout call: {states.shape[0]} hidden states for {tokens.shape[0]} tokens")
+            raise RuntimeError(
+                f"rollout call: {states.shape[0]} hidden states for {tokens.shape[0]} tokens"
+            )
         written = torch.zeros(tokens.shape[0], dtype=torch.bool)
-        written[len(prompt):] = True
+        written[len(prompt) :] = True
         self.calls.append(RolloutSequence(tokens=tokens, states=states, written=written))
-        self.recent = (self.recent + [(tokens[:-1], states)])[-self.KEEP:]
+        self.recent = (self.recent + [(tokens[:-1], states)])[-self.KEEP :]
         return done
 
 
-def collect_rollouts(config: MTPStageConfig, *, run_dir: Path, hf_model: Any, tokenizer: Any,
-                     log=print) -> list[dict[str, Any]]:
-    """Roll out every case once (skipping those already on disk); the saved records, in case order."""
+def collect_rollouts(
+    config: MTPStageConfig, *, run_dir: Path, hf_model: Any, tokenizer: Any, log=print
+) -> list[dict[str, Any]]:
+    """Roll out every case once (skipping those already on disk); the saved records, in case
+    order."""
     from harness import load_dir
     from harness.policies import GenerationSettings
     from serving.engine import Engine, EngineModel
@@ -98,17 +110,31 @@ def collect_rollouts(config: MTPStageConfig, *, run_dir: Path, hf_model: Any, to
     folder.mkdir(parents=True, exist_ok=True)
     source = training_cases(config.cases, limit=config.max_cases)
     if len(source.cases) < 2:
-        raise ValueError(f"cases: {source.name} has {len(source.cases)} case(s); the MTP stage needs at least 2")
+        raise ValueError(
+            f"cases: {source.name} has {len(source.cases)} case(s); the MTP stage needs at least 2"
+        )
     todo = [i for i in range(len(source.cases)) if not (folder / f"{i:04d}.pt").is_file()]
     if todo:
         bundle = load_dir(resolve_harness_dir(config.harness))
         settings = GenerationSettings(temperature=0.0, max_new_tokens=config.rollout_max_new_tokens)
-        pool = build_pool(bundle=bundle, size=config.variant_pool_size if config.augmented_fraction > 0 else 0,
-                          seed=config.seed, dims=config.hsa_dims, cases=source.cases, catalogue=source.catalogue,
-                          agent_kwargs={"trajectory_budget_s": config.rollout_budget_s, "generation": settings})
-        rollout = HarnessRollout(pool=pool, cases={c["id"]: c for c in source.cases}, tokenizer=tokenizer,
-                                 settings=settings, augmented_fraction=config.augmented_fraction,
-                                 failure_rate=0.0, seed=config.seed)
+        pool = build_pool(
+            bundle=bundle,
+            size=config.variant_pool_size if config.augmented_fraction > 0 else 0,
+            seed=config.seed,
+            dims=config.hsa_dims,
+            cases=source.cases,
+            catalogue=source.catalogue,
+            agent_kwargs={"trajectory_budget_s": config.rollout_budget_s, "generation": settings},
+        )
+        rollout = HarnessRollout(
+            pool=pool,
+            cases={c["id"]: c for c in source.cases},
+            tokenizer=tokenizer,
+            settings=settings,
+            augmented_fraction=config.augmented_fraction,
+            failure_rate=0.0,
+            seed=config.seed,
+        )
         engine_model = EngineModel(hf_model)
         engine = Engine(engine_model, name="mtp-rollouts")
         capture = _StateCapture(engine, engine_model)
@@ -117,25 +143,40 @@ def collect_rollouts(config: MTPStageConfig, *, run_dir: Path, hf_model: Any, to
                 case = source.cases[i]
                 started = time.perf_counter()
                 capture.calls = []
-                result = rollout.run_one(hf_model, case["id"], rng=random.Random(f"{config.seed}:{i}"), draw=i,
-                                         engine=capture)
-                record = {"case": case["id"], "harness": result["harness"], "augmented": result["augmented"],
-                          "sequences": [{"tokens": s.tokens, "states": s.states, "written": s.written}
-                                        for s in capture.calls]}
+                result = rollout.run_one(
+                    hf_model,
+                    case["id"],
+                    rng=random.Random(f"{config.seed}:{i}"),
+                    draw=i,
+                    engine=capture,
+                )
+                record = {
+                    "case": case["id"],
+                    "harness": result["harness"],
+                    "augmented": result["augmented"],
+                    "sequences": [
+                        {"tokens": s.tokens, "states": s.states, "written": s.written}
+                        for s in capture.calls
+                    ],
+                }
                 tmp = folder / f"{i:04d}.pt.tmp"
                 torch.save(record, tmp)
                 tmp.replace(folder / f"{i:04d}.pt")
                 written = sum(int(s.written.sum()) for s in capture.calls)
-                log(f"rollout {n}/{len(todo)}: case {case['id']} under {result['harness']}: "
-                    f"{len(capture.calls)} call(s), {written} tokens written, {time.perf_counter() - started:.1f} s")
+                log(
+                    f"rollout {n}/{len(todo)}: case {case['id']} under {result['harness']}: "
+                    f"{len(capture.calls)} call(s), {written} tokens "
+                    f"written, {time.perf_counter() - started:.1f} s"
+                )
         finally:
             engine.close()
             pool.close()
     return [torch.load(folder / f"{i:04d}.pt", weights_only=True) for i in range(len(source.cases))]
 
 
-def split_rollouts(records: list[dict[str, Any]], *, held_out: float, seed: int, max_context: int
-                   ) -> tuple[list[RolloutSequence], list[RolloutSequence]]:
+def split_rollouts(
+    records: list[dict[str, Any]], *, held_out: float, seed: int, max_context: int
+) -> tuple[list[RolloutSequence], list[RolloutSequence]]:
     """Training and held-out sequences; whole cases are held out (their calls share a prompt)."""
     order = list(range(len(records)))
     random.Random(f"mtp-split:{seed}").shuffle(order)
@@ -144,14 +185,17 @@ def split_rollouts(records: list[dict[str, Any]], *, held_out: float, seed: int,
     train, test = [], []
     for i, record in enumerate(records):
         for s in record["sequences"]:
-            seq = RolloutSequence(tokens=s["tokens"], states=s["states"], written=s["written"]).clipped(max_context)
+            seq = RolloutSequence(
+                tokens=s["tokens"], states=s["states"], written=s["written"]
+            ).clipped(max_context)
             if seq.anchors().numel():
                 (test if i in held else train).append(seq)
     return train, test
 
 
 def hot_tokens(sequences: list[RolloutSequence], size: int, vocab_size: int) -> torch.Tensor | None:
-    """The draft vocabulary: the tokens the policy wrote, most frequent first, then prompt tokens."""
+    """The draft vocabulary: the tokens the policy wrote, most frequent first, then prompt
+    tokens."""
     from collections import Counter
 
     if not size or size >= vocab_size:

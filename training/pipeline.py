@@ -25,16 +25,27 @@ def run_pipeline(config: PipelineConfig) -> Path:
     root = Path(config.output_dir)
     root.mkdir(parents=True, exist_ok=True)
     dump_config(config, root / "pipeline_config.json")
-    runners = {"sft": (config.sft, run_sft), "opd": (config.opd, run_opd), "rl": (config.rl, run_rl)}
+    runners = {
+        "sft": (config.sft, run_sft),
+        "opd": (config.opd, run_opd),
+        "rl": (config.rl, run_rl),
+    }
     model = config.model
     dirs = stage_dirs(config)
     for stage in config.stages:
         section, run = runners[stage]
-        stage_config = dataclasses.replace(section, model=model, output_dir=str(dirs[stage]),
-                                           harness=config.harness, report_to=config.report_to)
+        stage_config = dataclasses.replace(
+            section,
+            model=model,
+            output_dir=str(dirs[stage]),
+            harness=config.harness,
+            report_to=config.report_to,
+        )
         if not is_finished(dirs[stage]):
             run(stage_config)
         model = str(final_model_dir(dirs[stage]))
-    (root / "pipeline_state.json").write_text(json.dumps({"final_model": model, "stages": config.stages},
-                                                         indent=2) + "\n", encoding="utf-8")
+    (root / "pipeline_state.json").write_text(
+        json.dumps({"final_model": model, "stages": config.stages}, indent=2) + "\n",
+        encoding="utf-8",
+    )
     return Path(model)

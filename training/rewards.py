@@ -44,12 +44,19 @@ class _VerdictCache:
 
     def _same_batch(self, trajectories: list[dict[str, Any]]) -> bool:
         return len(trajectories) == len(self._trajectories) and all(
-            a is b for a, b in zip(trajectories, self._trajectories, strict=True))
+            a is b for a, b in zip(trajectories, self._trajectories, strict=True)
+        )
 
-    def verdicts(self, trajectories: list[dict[str, Any]], cases: list[dict[str, Any]]) -> list[Any]:
+    def verdicts(
+        self, trajectories: list[dict[str, Any]], cases: list[dict[str, Any]]
+    ) -> list[Any]:
         if not self._same_batch(trajectories):
-            self._verdicts = [self.judge.judge(case=c, reply=t.get("reply", ""), route=t.get("route", "public"),
-                                               trajectory=t) for t, c in zip(trajectories, cases, strict=True)]
+            self._verdicts = [
+                self.judge.judge(
+                    case=c, reply=t.get("reply", ""), route=t.get("route", "public"), trajectory=t
+                )
+                for t, c in zip(trajectories, cases, strict=True)
+            ]
             self._trajectories = list(trajectories)
         return self._verdicts
 
@@ -71,9 +78,16 @@ def make_reward_funcs(*, judge, tokenizer) -> dict[str, Callable[..., list[float
         return [v.dimensions.get("skill_selection") for v in cache.verdicts(trajectory, case)]
 
     def cot_length(completions, trajectory, **kwargs) -> list[float]:
-        lengths = [len(tokenizer(t.get("reasoning") or "", add_special_tokens=False)["input_ids"])
-                   for t in trajectory]
+        lengths = [
+            len(tokenizer(t.get("reasoning") or "", add_special_tokens=False)["input_ids"])
+            for t in trajectory
+        ]
         return [-cot_length_q(n) for n in lengths]
 
-    return {"accuracy": accuracy, "effectiveness": effectiveness, "tool_rationality": tool_rationality,
-            "skill_selection": skill_selection, "cot_length": cot_length}
+    return {
+        "accuracy": accuracy,
+        "effectiveness": effectiveness,
+        "tool_rationality": tool_rationality,
+        "skill_selection": skill_selection,
+        "cot_length": cot_length,
+    }

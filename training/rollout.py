@@ -1,4 +1,5 @@
-"""GRPO rollouts through the project's runtime, and the token sequence (with env_mask) they train on.
+"""GRPO rollouts through the project's runtime, and the token sequence (with env_mask) they train
+on.
 
 ``HarnessRollout`` is the ``rollout_func`` given to ``GRPOTrainer``: for each
 task (a case id) it draws the original Harness or an HSA variant (the configured
@@ -33,31 +34,37 @@ class AssembledRollout:
 
 def _render(tokenizer, messages: list[dict[str, Any]], *, generation_prompt: bool) -> str:
     chat = [{"role": m["role"], "content": str(m.get("content") or "")} for m in messages]
-    return tokenizer.apply_chat_template(chat, add_generation_prompt=generation_prompt, tokenize=False)
+    return tokenizer.apply_chat_template(
+        chat, add_generation_prompt=generation_prompt, tokenize=False
+    )
 
 
 def environment_text(tokenizer, before: SampledCall, after: SampledCall) -> str:
-    """The text the runtime put between two model outputs (end-of-turn remnants, tool results, hooks)."""
+    """The text the runtime put between two model outputs (end-of-turn remnants, tool results,
+    hooks)."""
     n = len(before.messages)
     messages = after.messages
     head = _render(tokenizer, messages[:n], generation_prompt=True)
-    with_reply = _render(tokenizer, messages[:n + 1], generation_prompt=False)
+    with_reply = _render(tokenizer, messages[: n + 1], generation_prompt=False)
     full = _render(tokenizer, messages, generation_prompt=True)
     content = str(messages[n].get("content") or "") if len(messages) > n else ""
     if not (with_reply.startswith(head + content) and full.startswith(with_reply)):
         raise ValueError("the chat template does not render the conversation prefix-stably")
-    tail = with_reply[len(head) + len(content):]  # e.g. "<|im_end|>\n" after the assistant text
+    tail = with_reply[len(head) + len(content) :]  # e.g. "<|im_end|>\n" after the assistant text
     eos = tokenizer.eos_token or ""
     if before.finished and eos and tail.startswith(eos):
-        tail = tail[len(eos):]  # the sampled ids already end with it
-    return tail + full[len(with_reply):]
+        tail = tail[len(eos) :]  # the sampled ids already end with it
+    return tail + full[len(with_reply) :]
 
 
 def assemble_rollout(calls: list[SampledCall], tokenizer) -> AssembledRollout:
-    """Prompt ids of the first call; model tokens (mask 1) interleaved with runtime text (mask 0)."""
+    """Prompt ids of the first call; model tokens (mask 1) interleaved with runtime text (mask
+    0)."""
     if not calls:
         eos = tokenizer.eos_token_id
-        return AssembledRollout(prompt_ids=[eos], completion_ids=[eos], env_mask=[0], logprobs=[0.0])
+        return AssembledRollout(
+            prompt_ids=[eos], completion_ids=[eos], env_mask=[0], logprobs=[0.0]
+        )
     completion: list[int] = []
     mask: list[int] = []
     logprobs: list[float] = []
@@ -66,19 +73,26 @@ def assemble_rollout(calls: list[SampledCall], tokenizer) -> AssembledRollout:
         mask += [1] * len(call.ids)
         logprobs += call.logprobs
         if i + 1 < len(calls):
-            env_ids = tokenizer(environment_text(tokenizer, call, calls[i + 1]), add_special_tokens=False)["input_ids"]
+            env_ids = tokenizer(
+                environment_text(tokenizer, call, calls[i + 1]), add_special_tokens=False
+            )["input_ids"]
             completion += env_ids
             mask += [0] * len(env_ids)
             logprobs += [0.0] * len(env_ids)
     if not completion:
         completion, mask, logprobs = [tokenizer.eos_token_id], [0], [0.0]
-    return AssembledRollout(prompt_ids=list(calls[0].prompt_ids), completion_ids=completion, env_mask=mask,
-                            logprobs=logprobs)
+    return AssembledRollout(
+        prompt_ids=list(calls[0].prompt_ids),
+        completion_ids=completion,
+        env_mask=mask,
+        logprobs=logprobs,
+    )
 
 
 @dataclass
 class HarnessRollout:
-    """The ``rollout_func``: runs the runtime once per prompt (a case id) and returns tokens + extras."""
+    """The ``rollout_func``: runs the runtime once per prompt (a case id) and returns tokens +
+    extras."""
 
     pool: Any  # training.hsa.HarnessPool
     cases: dict[str, dict[str, Any]]
@@ -87,8 +101,8 @@ class HarnessRollout:
     augmented_fraction: float
     failure_rate: float
     seed: int = 0
-    #: rollouts of one task in a row (a GRPO group) run under one Harness state, so that they share their
-    #: prompt (training.shared_prefix); otherwise each rollout draws its own
+    #: rollouts of one task in a row (a GRPO group) run under one Harness state, so that they share
+    #: their prompt (training.shared_prefix); otherwise each rollout draws its own
     harness_per_group: bool = False
     calls_made: int = field(default=0)
 
@@ -96,11 +110,20 @@ class HarnessRollout:
         from harness.runtime import FailureInjection
 
         share = self.failure_rate / 3
-        return FailureInjection(timeout=share, malformed=share, permission_denied=share,
-                                seed=self.seed * 100003 + draw)
+        return FailureInjection(
+            timeout=share, malformed=share, permission_denied=share, seed=self.seed * 100003 + draw
+        )
 
-    def run_one(self, model, case_id: str, *, rng: random.Random, draw: int, engine: Any = None,
-                entry: Any = None) -> dict[str, Any]:
+    def run_one(
+        self,
+        model,
+        case_id: str,
+        *,
+        rng: random.Random,
+        draw: int,
+        engine: Any = None,
+        entry: Any = None,
+    ) -> dict[str, Any]:
         from evaluation.cases import case_request
 
         case = self.cases[case_id]
@@ -109,21 +132,39 @@ class HarnessRollout:
             case_v = entry.remap_case(case)
         except ValueError:  # a gold skill masked in this variant: fall back to the original
             entry, case_v = self.pool.original, case
-        policy = SamplingPolicy(model=model, tokenizer=self.tokenizer, settings=self.settings, engine=engine)
+        policy = SamplingPolicy(
+            model=model, tokenizer=self.tokenizer, settings=self.settings, engine=engine
+        )
         entry.agent.policy = policy
         entry.agent.generation = self.settings
         entry.agent.failure_injection = self._failures(draw)
         trajectory = entry.agent.run(case_request(case_v)).to_dict()
         assembled = assemble_rollout(policy.calls, self.tokenizer)
-        return {"assembled": assembled, "trajectory": trajectory, "case": case_v, "harness": entry.name,
-                "augmented": entry.augmented}
+        return {
+            "assembled": assembled,
+            "trajectory": trajectory,
+            "case": case_v,
+            "harness": entry.name,
+            "augmented": entry.augmented,
+        }
 
     def __call__(self, prompts: list[Any], trainer) -> dict[str, Any]:
         model = trainer.accelerator.unwrap_model(trainer.model)
         step = int(trainer.state.global_step)
         rng = random.Random(f"{self.seed}:{step}:{self.calls_made}")
-        out: dict[str, list[Any]] = {k: [] for k in ("prompt_ids", "completion_ids", "logprobs", "env_mask",
-                                                      "trajectory", "case", "harness", "augmented")}
+        out: dict[str, list[Any]] = {
+            k: []
+            for k in (
+                "prompt_ids",
+                "completion_ids",
+                "logprobs",
+                "env_mask",
+                "trajectory",
+                "case",
+                "harness",
+                "augmented",
+            )
+        }
         # The GRPO sampler repeats each task num_generations times: one group shares failure seeds
         # only through the request id, so every rollout gets its own draw.
         engine = rollout_engine(model)  # the weights are fixed until this batch returns
@@ -135,8 +176,16 @@ class HarnessRollout:
                 if self.harness_per_group and str(prompt) != previous:
                     entry = self.pool.draw(rng, self.augmented_fraction)
                 previous = str(prompt)
-                results.append(self.run_one(model, str(prompt), rng=rng, draw=self.calls_made, engine=engine,
-                                            entry=entry if self.harness_per_group else None))
+                results.append(
+                    self.run_one(
+                        model,
+                        str(prompt),
+                        rng=rng,
+                        draw=self.calls_made,
+                        engine=engine,
+                        entry=entry if self.harness_per_group else None,
+                    )
+                )
         finally:
             if engine is not None:
                 engine.close()

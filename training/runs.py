@@ -30,8 +30,11 @@ _CHECKPOINT = re.compile(r"checkpoint-(\d+)")
 
 def last_checkpoint(run_dir: str | Path) -> Path | None:
     """The highest-numbered complete ``checkpoint-N`` folder, or None."""
-    complete = [child for child in Path(run_dir).glob("checkpoint-*")
-                if _CHECKPOINT.fullmatch(child.name) and (child / "trainer_state.json").is_file()]
+    complete = [
+        child
+        for child in Path(run_dir).glob("checkpoint-*")
+        if _CHECKPOINT.fullmatch(child.name) and (child / "trainer_state.json").is_file()
+    ]
     return max(complete, key=checkpoint_step, default=None)
 
 
@@ -44,8 +47,9 @@ def checkpoint_step(checkpoint: str | Path) -> int:
 
 
 def update_json(path: str | Path, update: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
-    """Read-modify-write the JSON object in ``path`` under an exclusive lock on ``path``.lock, re-reading
-    it first, so processes running side by side (``ablation --step``) keep each other's changes."""
+    """Read-modify-write the JSON object in ``path`` under an exclusive lock on ``path``.lock,
+    re-reading it first, so processes running side by side (``ablation --step``) keep each other's
+    changes."""
     from filelock import FileLock
 
     path = Path(path)
@@ -64,7 +68,10 @@ def is_finished(run_dir: str | Path) -> bool:
     """A stage is finished when its final model and model card are written."""
     from harness.checkpoints import checkpoint_problem
 
-    return checkpoint_problem(final_model_dir(run_dir)) is None and (Path(run_dir) / "model_card.json").is_file()
+    return (
+        checkpoint_problem(final_model_dir(run_dir)) is None
+        and (Path(run_dir) / "model_card.json").is_file()
+    )
 
 
 def drop_metrics_after(path: str | Path, step: int) -> None:
@@ -73,13 +80,15 @@ def drop_metrics_after(path: str | Path, step: int) -> None:
     path = Path(path)
     if path.is_file():
         kept = [row for row in parse_metrics(path.read_bytes()) if row.get("step", 0) <= step]
-        path.write_text("".join(json.dumps(row, sort_keys=True) + "\n" for row in kept), encoding="utf-8")
+        path.write_text(
+            "".join(json.dumps(row, sort_keys=True) + "\n" for row in kept), encoding="utf-8"
+        )
 
 
 def append_metrics(path: str | Path, row: dict[str, Any]) -> None:
-    """Append one row to metrics.jsonl: the one writer of the file (every trainer's log step, the MTP
-    stage's included). One line a row, keys sorted, written in one call so a reader sees it whole or
-    not at all (``parse_metrics`` leaves a half-written last line for the next read)."""
+    """Append one row to metrics.jsonl: the one writer of the file (every trainer's log step, the
+    MTP stage's included). One line a row, keys sorted, written in one call so a reader sees it
+    whole or not at all (``parse_metrics`` leaves a half-written last line for the next read)."""
     with Path(path).open("a", encoding="utf-8") as handle:
         handle.write(json.dumps(row, sort_keys=True) + "\n")
 
@@ -92,7 +101,8 @@ def parse_metrics(data: bytes) -> list[dict[str, Any]]:
     and a killed run may leave a torn line: a line that is not a JSON object is left out (it is
     logged again, or read once it is complete)."""
     lines = [line for line in data.splitlines() if line.strip()]
-    try:  # one parse of the whole block (far faster than a call per line); line by line if one is broken
+    # one parse of the whole block (far faster than a call per line); line by line if one is broken
+    try:
         rows = json.loads(b"[" + b",".join(lines) + b"]") if lines else []
     except ValueError:
         rows = []
@@ -132,20 +142,26 @@ class ModelCard:
         run_dir = Path(run_dir)
         facts = dict(self.__dict__)
         facts["written"] = datetime.now(UTC).isoformat(timespec="seconds")
-        (run_dir / "model_card.json").write_text(json.dumps(facts, indent=2, sort_keys=True) + "\n",
-                                                 encoding="utf-8")
+        (run_dir / "model_card.json").write_text(
+            json.dumps(facts, indent=2, sort_keys=True) + "\n", encoding="utf-8"
+        )
         data_lines = "\n".join(f"- {k}: {v}" for k, v in sorted(self.data.items()))
-        text = (f"# Harness-Aware Training checkpoint: stage {self.stage}\n\n"
-                f"- stage: {self.stage} (trainer: {self.trainer})\n"
-                f"- base model: {self.base_model}\n"
-                f"- parent checkpoint: {self.parent_checkpoint}\n"
-                f"- Harness: {self.harness_name} (version digest {self.harness_digest})\n"
-                f"- steps: {self.steps}, wall time: {self.wall_time_s:.1f} s\n\n"
-                f"## Data\n\n{data_lines}\n\n"
-                + ("Serve with `--draft-head <this folder>/final` (`python -m serving engine-server`, "
-                   "`python -m serving sglang-command`).\n" if self.stage == "mtp" else
-                   "Load with `make_policy('local:<this folder>/final')` or "
-                   "`python -m harness run --policy local:<this folder>/final`.\n"))
+        text = (
+            f"# Harness-Aware Training checkpoint: stage {self.stage}\n\n"
+            f"- stage: {self.stage} (trainer: {self.trainer})\n"
+            f"- base model: {self.base_model}\n"
+            f"- parent checkpoint: {self.parent_checkpoint}\n"
+            f"- Harness: {self.harness_name} (version digest {self.harness_digest})\n"
+            f"- steps: {self.steps}, wall time: {self.wall_time_s:.1f} s\n\n"
+            f"## Data\n\n{data_lines}\n\n"
+            + (
+                "Serve with `--draft-head <this folder>/final` (`python -m serving engine-server`, "
+                "`python -m serving sglang-command`).\n"
+                if self.stage == "mtp"
+                else "Load with `make_policy('local:<this folder>/final')` or "
+                "`python -m harness run --policy local:<this folder>/final`.\n"
+            )
+        )
         (run_dir / "MODEL_CARD.md").write_text(text, encoding="utf-8")
         final = final_model_dir(run_dir)
         if final.is_dir():

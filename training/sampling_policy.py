@@ -41,7 +41,9 @@ class SamplingPolicy(Policy):
 
     model: Any
     tokenizer: Any
-    settings: GenerationSettings = field(default_factory=lambda: GenerationSettings(temperature=1.0))
+    settings: GenerationSettings = field(
+        default_factory=lambda: GenerationSettings(temperature=1.0)
+    )
     name: str = "rl-policy"
     calls: list[SampledCall] = field(default_factory=list)
     engine: Any = None  # a serving.engine.Engine over ``model``'s current weights, or None
@@ -51,16 +53,28 @@ class SamplingPolicy(Policy):
 
     def render(self, messages: list[dict[str, Any]]) -> list[int]:
         chat = [{"role": m["role"], "content": str(m.get("content") or "")} for m in messages]
-        encoded = self.tokenizer.apply_chat_template(chat, add_generation_prompt=True, return_dict=True)
+        encoded = self.tokenizer.apply_chat_template(
+            chat, add_generation_prompt=True, return_dict=True
+        )
         return list(encoded["input_ids"])
 
-    def _sample(self, prompt_ids: list[int], settings: GenerationSettings) -> tuple[list[int], list[float]]:
+    def _sample(
+        self, prompt_ids: list[int], settings: GenerationSettings
+    ) -> tuple[list[int], list[float]]:
         if self.engine is not None:
             from serving.engine import SamplingParams
 
-            done = self.engine.generate(prompt_ids, SamplingParams(
-                max_new_tokens=settings.max_new_tokens, temperature=settings.temperature, top_p=settings.top_p,
-                seed=settings.seed, stop_ids=(self.tokenizer.eos_token_id,), logprobs=True))
+            done = self.engine.generate(
+                prompt_ids,
+                SamplingParams(
+                    max_new_tokens=settings.max_new_tokens,
+                    temperature=settings.temperature,
+                    top_p=settings.top_p,
+                    seed=settings.seed,
+                    stop_ids=(self.tokenizer.eos_token_id,),
+                    logprobs=True,
+                ),
+            )
             return done.ids, done.logprobs
         import torch
 
@@ -68,18 +82,25 @@ class SamplingPolicy(Policy):
         self.model.eval()
         try:
             inputs = torch.tensor([prompt_ids], device=self.model.device)
-            gen: dict[str, Any] = dict(max_new_tokens=settings.max_new_tokens, output_scores=True,
-                                       return_dict_in_generate=True,
-                                       pad_token_id=self.tokenizer.pad_token_id or self.tokenizer.eos_token_id)
+            gen: dict[str, Any] = dict(
+                max_new_tokens=settings.max_new_tokens,
+                output_scores=True,
+                return_dict_in_generate=True,
+                pad_token_id=self.tokenizer.pad_token_id or self.tokenizer.eos_token_id,
+            )
             if settings.temperature > 0:
-                gen.update(do_sample=True, temperature=settings.temperature, top_p=settings.top_p, top_k=0)
+                gen.update(
+                    do_sample=True, temperature=settings.temperature, top_p=settings.top_p, top_k=0
+                )
             else:
                 gen.update(do_sample=False, temperature=None, top_p=None, top_k=None)
             with torch.no_grad():
                 out = self.model.generate(inputs, attention_mask=torch.ones_like(inputs), **gen)
-            new = out.sequences[0, len(prompt_ids):].tolist()
-            logprobs = [float(torch.log_softmax(score[0].float(), dim=-1)[token])
-                        for score, token in zip(out.scores, new, strict=False)]
+            new = out.sequences[0, len(prompt_ids) :].tolist()
+            logprobs = [
+                float(torch.log_softmax(score[0].float(), dim=-1)[token])
+                for score, token in zip(out.scores, new, strict=False)
+            ]
         finally:
             if was_training:
                 self.model.train()
@@ -89,23 +110,41 @@ class SamplingPolicy(Policy):
             new, logprobs = new[:cut], logprobs[:cut]
         return new, logprobs
 
-    def generate(self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None = None,
-                 settings: GenerationSettings | None = None) -> PolicyOutput:
+    def generate(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        settings: GenerationSettings | None = None,
+    ) -> PolicyOutput:
         settings = settings or self.settings
         started = time.perf_counter()
         prompt_ids = self.render(messages)
         ids, logprobs = self._sample(prompt_ids, settings)
         text = self.tokenizer.decode(ids, skip_special_tokens=True)
         finished = bool(ids) and ids[-1] == self.tokenizer.eos_token_id
-        self.calls.append(SampledCall(messages=[dict(m) for m in messages], prompt_ids=prompt_ids, ids=ids,
-                                      logprobs=logprobs, text=text, finished=finished))
-        return PolicyOutput(text=text, input_tokens=len(prompt_ids), output_tokens=len(ids),
-                            latency_s=time.perf_counter() - started,
-                            finish_reason="stop" if finished else "length")
+        self.calls.append(
+            SampledCall(
+                messages=[dict(m) for m in messages],
+                prompt_ids=prompt_ids,
+                ids=ids,
+                logprobs=logprobs,
+                text=text,
+                finished=finished,
+            )
+        )
+        return PolicyOutput(
+            text=text,
+            input_tokens=len(prompt_ids),
+            output_tokens=len(ids),
+            latency_s=time.perf_counter() - started,
+            finish_reason="stop" if finished else "length",
+        )
 
 
 def rollout_engine(model: Any) -> Any:
-    """An engine over ``model``'s current weights for one generation batch, or None where it cannot run."""
+    """An engine over ``model``'s current weights for one generation batch, or None where it cannot
+    run."""
     from serving.engine import Engine, EngineModel, UnsupportedModel
 
     try:

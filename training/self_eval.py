@@ -47,30 +47,48 @@ def _append(path: Path, row: dict[str, Any]) -> None:
 
 
 def _policy(model_dir: str | Path, max_new_tokens: int):
-    """The checkpoint on the torch route (the factory's ``torch:DIR``), greedy: the agent's and IFEval's model."""
+    """The checkpoint on the torch route (the factory's ``torch:DIR``), greedy: the agent's and
+    IFEval's model."""
     from harness.policies import GenerationSettings
     from harness.policies.factory import make_local_policy
 
-    return make_local_policy(str(model_dir), engine="torch", name=f"local:{model_dir}",
-                             settings=GenerationSettings(temperature=0.0, max_new_tokens=max_new_tokens))
+    return make_local_policy(
+        str(model_dir),
+        engine="torch",
+        name=f"local:{model_dir}",
+        settings=GenerationSettings(temperature=0.0, max_new_tokens=max_new_tokens),
+    )
 
 
 def _stored(row: dict[str, Any], *, harness: str) -> dict[str, Any]:
-    """A scorer row as this module stores it: the scores flat (the ablation table reads them), no trajectory."""
+    """A scorer row as this module stores it: the scores flat (the ablation table reads them), no
+    trajectory."""
     verdict, trajectory = row["verdict"], row["trajectory"] or {}
-    stored = {"id": row["id"], "category": row["category"], "harness": harness, "reply": row["reply"],
-              "route": row["route"], "outcome": row["outcome"], "accuracy": verdict["accuracy"],
-              "effectiveness": verdict["effectiveness"], "avg": verdict["avg"], "rubric_avg": verdict["rubric_avg"],
-              "reasons": [r["code"] for r in verdict["reasons"]], "rounds": trajectory.get("rounds", 0),
-              "latency_s": row["latency_s"], "dimensions": verdict["dimensions"]}
+    stored = {
+        "id": row["id"],
+        "category": row["category"],
+        "harness": harness,
+        "reply": row["reply"],
+        "route": row["route"],
+        "outcome": row["outcome"],
+        "accuracy": verdict["accuracy"],
+        "effectiveness": verdict["effectiveness"],
+        "avg": verdict["avg"],
+        "rubric_avg": verdict["rubric_avg"],
+        "reasons": [r["code"] for r in verdict["reasons"]],
+        "rounds": trajectory.get("rounds", 0),
+        "latency_s": row["latency_s"],
+        "dimensions": verdict["dimensions"],
+    }
     return {**stored, "error": row["error"]} if row.get("error") else stored
 
 
 def score_cases(*, items: list[tuple[dict, Any]], out: Path, scorer_for) -> list[dict[str, Any]]:
     """Score ``items`` (case with gold for its Harness, key of its scorer) into ``out``, resumably.
 
-    ``scorer_for(key)`` is an ``evaluation.scoring.CaseScorer``; it applies the case's Harness variant
-    and canned tools and judges with the Harness's settings. Returns the rows in ``items`` order."""
+    ``scorer_for(key)`` is an ``evaluation.scoring.CaseScorer``; it applies the case's Harness
+    variant and canned tools and judges with the Harness's settings. Returns the rows in ``items``
+    order."""
     rows = read_rows(out)
     # Cases under the same Harness run back to back so that the policy's prefix cache holds its
     # system prompt; scores are keyed by case id, so the order changes nothing else.
@@ -83,10 +101,19 @@ def score_cases(*, items: list[tuple[dict, Any]], out: Path, scorer_for) -> list
     return [rows[c["id"]] for c, _ in items]
 
 
-def evaluate_model(*, model_dir: str | Path, out_dir: str | Path, harness_dir: str | Path, sets: tuple[str, ...] = SETS,
-                   n_cases: int = 100, n_prompt_robustness: int = 50, n_ifeval: int = 50,
-                   max_new_tokens: int = 96, variant_pool: int = EVAL_POOL_SIZE,
-                   ifeval_base: bool = False) -> dict[str, Any]:
+def evaluate_model(
+    *,
+    model_dir: str | Path,
+    out_dir: str | Path,
+    harness_dir: str | Path,
+    sets: tuple[str, ...] = SETS,
+    n_cases: int = 100,
+    n_prompt_robustness: int = 50,
+    n_ifeval: int = 50,
+    max_new_tokens: int = 96,
+    variant_pool: int = EVAL_POOL_SIZE,
+    ifeval_base: bool = False,
+) -> dict[str, Any]:
     """Score ``model_dir`` on the requested sets; per-item rows in ``out_dir``; returns the summary.
 
     ``ifeval_base``: the checkpoint's base model answers the same instruction-following prompts too
@@ -103,7 +130,9 @@ def evaluate_model(*, model_dir: str | Path, out_dir: str | Path, harness_dir: s
     judge = judge_for(bundle, catalogue=catalogue)
     policy = _policy(model_dir, max_new_tokens)
     cases = held_out_cases()[:n_cases]
-    summary: dict[str, Any] = {"model": str(model_dir)}  # this call's scores; merged into summary.json
+    summary: dict[str, Any] = {
+        "model": str(model_dir)
+    }  # this call's scores; merged into summary.json
     scorers: dict[str, CaseScorer] = {}
     need_pool = "live_qa" in sets or "variant_qa" in sets or "prompt_robustness" in sets
 
@@ -119,13 +148,20 @@ def evaluate_model(*, model_dir: str | Path, out_dir: str | Path, harness_dir: s
 
     try:
         if need_pool:
-            pool = build_pool(bundle=bundle, size=variant_pool if "variant_qa" in sets else 0,
-                              seed=EVAL_VARIANT_SEED // 1000, dims=list(VARIANT_DIMS),
-                              cases=cases, catalogue=catalogue, agent_kwargs={"trajectory_budget_s": CPU_BUDGET_S})
+            pool = build_pool(
+                bundle=bundle,
+                size=variant_pool if "variant_qa" in sets else 0,
+                seed=EVAL_VARIANT_SEED // 1000,
+                dims=list(VARIANT_DIMS),
+                cases=cases,
+                catalogue=catalogue,
+                agent_kwargs={"trajectory_budget_s": CPU_BUDGET_S},
+            )
             for entry in [pool.original, *pool.variants]:
                 entry.agent.policy = policy
                 scorers[entry.name] = CaseScorer(agent=entry.agent, judge=judge)
             entries = {e.name: e for e in pool.variants}
+
         def variant_qa() -> dict[str, Any]:
             names = sorted(entries)
             items = []
@@ -135,21 +171,45 @@ def evaluate_model(*, model_dir: str | Path, out_dir: str | Path, harness_dir: s
                     items.append((entry.remap_case(case), entry.name))
                 except ValueError:  # a gold skill masked in this variant
                     items.append((case, "original"))
-            return set_summary(score_cases(items=items, out=out_dir / "variant_qa.jsonl",
-                                           scorer_for=scorers.__getitem__))
+            return set_summary(
+                score_cases(
+                    items=items, out=out_dir / "variant_qa.jsonl", scorer_for=scorers.__getitem__
+                )
+            )
 
         def ifeval() -> dict[str, Any]:
             scores = _ifeval(policy, out_dir / "ifeval.jsonl", n_ifeval, max_new_tokens)
-            base = ifeval_base and _ifeval_base(model_dir, out_dir / "ifeval_base.jsonl", n_ifeval, max_new_tokens)
+            base = ifeval_base and _ifeval_base(
+                model_dir, out_dir / "ifeval_base.jsonl", n_ifeval, max_new_tokens
+            )
             return {**scores, "base": base} if base else scores
 
-        attempt("live_qa", lambda: set_summary(score_cases(
-            items=[(c, "original") for c in cases], out=out_dir / "live_qa.jsonl", scorer_for=scorers.__getitem__)))
+        attempt(
+            "live_qa",
+            lambda: set_summary(
+                score_cases(
+                    items=[(c, "original") for c in cases],
+                    out=out_dir / "live_qa.jsonl",
+                    scorer_for=scorers.__getitem__,
+                )
+            ),
+        )
         attempt("variant_qa", variant_qa)
-        # each Prompt Robustness case's active instructions are added to the original Harness by the scorer
-        attempt("prompt_robustness", lambda: set_summary(score_cases(
-            items=[(c, "original") for c in world_set("prompt_robustness")[:n_prompt_robustness]],
-            out=out_dir / "prompt_robustness.jsonl", scorer_for=scorers.__getitem__)))
+        # each Prompt Robustness case's active instructions are added to the original Harness by the
+        # scorer
+        attempt(
+            "prompt_robustness",
+            lambda: set_summary(
+                score_cases(
+                    items=[
+                        (c, "original")
+                        for c in world_set("prompt_robustness")[:n_prompt_robustness]
+                    ],
+                    out=out_dir / "prompt_robustness.jsonl",
+                    scorer_for=scorers.__getitem__,
+                )
+            ),
+        )
         attempt("ifeval", ifeval)
     finally:
         for scorer in scorers.values():
@@ -168,45 +228,66 @@ class SetsFailed(RuntimeError):
 
     def __init__(self, failed: dict[str, dict[str, str]]) -> None:
         self.failed = failed
-        super().__init__("; ".join(f"{name} failed ({error['error']})" for name, error in failed.items())
-                         + " (the other sets' scores are kept in summary.json)")
+        super().__init__(
+            "; ".join(f"{name} failed ({error['error']})" for name, error in failed.items())
+            + " (the other sets' scores are kept in summary.json)"
+        )
 
 
 def set_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """n, Accuracy, Effectiveness, AVG (and rubric AVG where cases carry rubrics), percent, and how the
-    requests ended: the evaluation core's summary (``evaluation.summary.summarize``) of one set."""
+    """n, Accuracy, Effectiveness, AVG (and rubric AVG where cases carry rubrics), percent, and how
+    the requests ended: the evaluation core's summary (``evaluation.summary.summarize``) of one
+    set."""
     from evaluation.summary import summarize
 
     summary = summarize(rows)
-    return {**summary["overall"], "outcomes": summary["outcomes"], "mostly_fallback": summary["mostly_fallback"]}
+    return {
+        **summary["overall"],
+        "outcomes": summary["outcomes"],
+        "mostly_fallback": summary["mostly_fallback"],
+    }
 
 
 def _ifeval(policy, path: Path, limit: int, max_new_tokens: int) -> dict[str, Any]:
-    """The first ``limit`` prompts of the configured instruction-following set, answered by ``policy``."""
+    """The first ``limit`` prompts of the configured instruction-following set, answered by
+    ``policy``."""
     from evaluation.ifeval import describe_source, load_ifeval_prompts
 
     prompts = load_ifeval_prompts(limit=limit)
-    return {**_answer_and_score(policy, path, prompts, max_new_tokens), "set": describe_source(prompts=prompts)}
+    return {
+        **_answer_and_score(policy, path, prompts, max_new_tokens),
+        "set": describe_source(prompts=prompts),
+    }
 
 
-def _ifeval_base(model_dir: str | Path, path: Path, limit: int, max_new_tokens: int) -> dict[str, Any] | None:
-    """The same prompts answered by the checkpoint's base model (None when the model is a base itself)."""
+def _ifeval_base(
+    model_dir: str | Path, path: Path, limit: int, max_new_tokens: int
+) -> dict[str, Any] | None:
+    """The same prompts answered by the checkpoint's base model (None when the model is a base
+    itself)."""
     from evaluation.ifeval import load_ifeval_prompts
     from training.runs import base_model_of
 
     base = Path(base_model_of(model_dir))
     if base.resolve() == Path(model_dir).resolve():
         return None
-    scores = _answer_and_score(_policy(base, max_new_tokens), path, load_ifeval_prompts(limit=limit), max_new_tokens)
+    scores = _answer_and_score(
+        _policy(base, max_new_tokens), path, load_ifeval_prompts(limit=limit), max_new_tokens
+    )
     return {"model": str(base), **scores}
 
 
-def _answer_and_score(policy, path: Path, prompts: list[dict], max_new_tokens: int) -> dict[str, Any]:
-    """Each prompt answered as the IFEval CLI answers it (``evaluation.ifeval.ifeval_answerer``), resumably."""
+def _answer_and_score(
+    policy, path: Path, prompts: list[dict], max_new_tokens: int
+) -> dict[str, Any]:
+    """Each prompt answered as the IFEval CLI answers it (``evaluation.ifeval.ifeval_answerer``),
+    resumably."""
     from evaluation.ifeval import ifeval_answerer, score_responses
     from harness.policies import RoleModel
 
-    answer = ifeval_answerer(RoleModel(role="ifeval", policy=policy, label=policy.name), max_new_tokens=max_new_tokens)
+    answer = ifeval_answerer(
+        RoleModel(role="ifeval", policy=policy, label=policy.name), max_new_tokens=max_new_tokens
+    )
     done = read_rows(path)
     for prompt in prompts:
         key = str(prompt["key"])
@@ -215,18 +296,37 @@ def _answer_and_score(policy, path: Path, prompts: list[dict], max_new_tokens: i
         row = {"id": key, "response": answer(prompt["prompt"])}
         _append(path, row)
         done[key] = row
-    result = score_responses(prompts=prompts, responses=[done[str(p["key"])]["response"] for p in prompts])
-    return {"n": result.n_prompts, "prompt_strict": 100 * result.prompt_strict,
-            "inst_strict": 100 * result.inst_strict,
-            "per_prompt": [bool(r["prompt_level_strict_acc"]) for r in result.rows]}
+    result = score_responses(
+        prompts=prompts, responses=[done[str(p["key"])]["response"] for p in prompts]
+    )
+    return {
+        "n": result.n_prompts,
+        "prompt_strict": 100 * result.prompt_strict,
+        "inst_strict": 100 * result.inst_strict,
+        "per_prompt": [bool(r["prompt_level_strict_acc"]) for r in result.rows],
+    }
 
 
-def evaluate_run(*, run_dir: str | Path, harness_dir: str | Path, cases: int, seed: int = 0,
-                 max_new_tokens: int = 96) -> dict[str, Any]:
-    """A stage's self-evaluation after training: small subsets, scores written to ``run_dir/eval.json``."""
+def evaluate_run(
+    *,
+    run_dir: str | Path,
+    harness_dir: str | Path,
+    cases: int,
+    seed: int = 0,
+    max_new_tokens: int = 96,
+) -> dict[str, Any]:
+    """A stage's self-evaluation after training: small subsets, scores written to
+    ``run_dir/eval.json``."""
     run_dir = Path(run_dir)
-    summary = evaluate_model(model_dir=run_dir / "final", out_dir=run_dir / "eval", harness_dir=harness_dir,
-                             n_cases=cases, n_prompt_robustness=max(1, cases // 2), n_ifeval=max(1, cases // 2),
-                             variant_pool=min(EVAL_POOL_SIZE, max(1, cases)), max_new_tokens=max_new_tokens)
+    summary = evaluate_model(
+        model_dir=run_dir / "final",
+        out_dir=run_dir / "eval",
+        harness_dir=harness_dir,
+        n_cases=cases,
+        n_prompt_robustness=max(1, cases // 2),
+        n_ifeval=max(1, cases // 2),
+        variant_pool=min(EVAL_POOL_SIZE, max(1, cases)),
+        max_new_tokens=max_new_tokens,
+    )
     (run_dir / "eval.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     return summary

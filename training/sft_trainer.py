@@ -46,13 +46,17 @@ class HarnessSFTTrainer(SharedPrefixMixin, SFTTrainer):
         if not self.use_shared_prefix:
             return super()._get_train_sampler(train_dataset)
         dataset = train_dataset if train_dataset is not None else self.train_dataset
-        return PrefixGroupedSampler(dataset["input_ids"], batch_size=self.args.per_device_train_batch_size,
-                                    seed=self.args.seed)
+        return PrefixGroupedSampler(
+            dataset["input_ids"],
+            batch_size=self.args.per_device_train_batch_size,
+            seed=self.args.seed,
+        )
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
         with self.shared_prefix_scoring(model):
-            return super().compute_loss(model, inputs, return_outputs=return_outputs,
-                                        num_items_in_batch=num_items_in_batch)
+            return super().compute_loss(
+                model, inputs, return_outputs=return_outputs, num_items_in_batch=num_items_in_batch
+            )
 
 
 def read_examples(path: str | Path) -> list[dict[str, Any]]:
@@ -60,10 +64,15 @@ def read_examples(path: str | Path) -> list[dict[str, Any]]:
     path = Path(path)
     examples = []
     for number, row in jsonl_records(path):
-        if not (isinstance(row, dict) and isinstance(row.get("prompt"), list)
-                and isinstance(row.get("completion"), list)):
-            raise ValueError(f"{path}:{number}: an example needs 'prompt' and 'completion' lists of "
-                             "chat messages ({role, content})")
+        if not (
+            isinstance(row, dict)
+            and isinstance(row.get("prompt"), list)
+            and isinstance(row.get("completion"), list)
+        ):
+            raise ValueError(
+                f"{path}:{number}: an example needs 'prompt' and 'completion' lists of "
+                "chat messages ({role, content})"
+            )
         examples.append(row)
     if not examples:
         raise ValueError(f"{path}: no examples")
@@ -72,7 +81,8 @@ def read_examples(path: str | Path) -> list[dict[str, Any]]:
 
 def sft_dataset(examples: list[dict[str, Any]], *, tokenizer=None) -> tuple[Any, dict[str, int]]:
     """A datasets.Dataset of just the columns SFTTrainer reads (metadata stays in the JSONL), and
-    packing facts. With ``tokenizer`` the turns of each trajectory are packed into one tokenized sequence."""
+    packing facts. With ``tokenizer`` the turns of each trajectory are packed into one tokenized
+    sequence."""
     from datasets import Dataset
 
     if tokenizer is None:
@@ -81,8 +91,9 @@ def sft_dataset(examples: list[dict[str, Any]], *, tokenizer=None) -> tuple[Any,
     from training.conversations import pack
 
     packed, facts = pack(tokenizer, examples)
-    return Dataset.from_list([{"input_ids": r["input_ids"], "completion_mask": r["completion_mask"]}
-                              for r in packed]), facts
+    return Dataset.from_list(
+        [{"input_ids": r["input_ids"], "completion_mask": r["completion_mask"]} for r in packed]
+    ), facts
 
 
 def file_sha256(path: str | Path) -> str:
@@ -103,34 +114,51 @@ def _case_key(index: int, example: dict[str, Any]) -> tuple:
     return ("example", index)  # not from a recorded case: an example is its own unit
 
 
-def split_eval(examples: list[dict[str, Any]], fraction: float, *, seed: int
-               ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
-    """(train, held-out, facts): ``fraction`` of the cases (``meta.case_id``; an example without one is a
-    unit of its own) held out whole, chosen with ``seed``, at least one on each side; order kept.
+def split_eval(
+    examples: list[dict[str, Any]], fraction: float, *, seed: int
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
+    """(train, held-out, facts): ``fraction`` of the cases (``meta.case_id``; an example without one
+    is a unit of its own) held out whole, chosen with ``seed``, at least one on each side; order
+    kept.
 
-    A case's trajectories under the original Harness and its variants, and all their turns, land on the
-    same side, so the evaluation loss is on cases the model never trained on."""
+    A case's trajectories under the original Harness and its variants, and all their turns, land on
+    the same side, so the evaluation loss is on cases the model never trained on."""
     groups: dict[tuple, list[int]] = {}
     for index, example in enumerate(examples):
         groups.setdefault(_case_key(index, example), []).append(index)
     if len(groups) < 2:
-        raise ValueError(f"eval_fraction: holding out a share of the cases needs at least 2 cases, "
-                         f"the examples have {len(groups)}")
+        raise ValueError(
+            f"eval_fraction: holding out a share of the cases needs at least 2 cases, "
+            f"the examples have {len(groups)}"
+        )
     n_eval = min(len(groups) - 1, max(1, round(fraction * len(groups))))
     keys = list(groups)
     random.Random(seed).shuffle(keys)
     held = {i for key in keys[:n_eval] for i in groups[key]}
     train = [ex for i, ex in enumerate(examples) if i not in held]
     held_out = [ex for i, ex in enumerate(examples) if i in held]
-    return train, held_out, {"eval_fraction": fraction, "eval_cases": n_eval, "eval_examples": len(held_out),
-                             "train_cases": len(groups) - n_eval, "train_examples": len(train)}
+    return (
+        train,
+        held_out,
+        {
+            "eval_fraction": fraction,
+            "eval_cases": n_eval,
+            "eval_examples": len(held_out),
+            "train_cases": len(groups) - n_eval,
+            "train_examples": len(train),
+        },
+    )
 
 
 def best_eval(log_history: list[dict[str, Any]]) -> dict[str, Any]:
     """The lowest logged ``eval_loss`` and its step ({} when none was logged)."""
-    evals = [(row["eval_loss"], row["step"]) for row in log_history
-             if isinstance(row.get("eval_loss"), int | float) and math.isfinite(row["eval_loss"])
-             and isinstance(row.get("step"), int)]
+    evals = [
+        (row["eval_loss"], row["step"])
+        for row in log_history
+        if isinstance(row.get("eval_loss"), int | float)
+        and math.isfinite(row["eval_loss"])
+        and isinstance(row.get("step"), int)
+    ]
     if not evals:
         return {}
     loss, step = min(evals, key=lambda e: (e[0], e[1]))
@@ -141,13 +169,23 @@ def build_sft_args(config: SFTStageConfig, run, **overrides):
     from trl import SFTConfig
 
     args = run.common_trainer_args(config)
-    args.update(max_length=config.max_length, completion_only_loss=True, assistant_only_loss=False,
-                packing=False, dataset_num_proc=None)
+    args.update(
+        max_length=config.max_length,
+        completion_only_loss=True,
+        assistant_only_loss=False,
+        packing=False,
+        dataset_num_proc=None,
+    )
     if config.eval_fraction:
         # the held-out loss only: no predictions kept, no best-model reload, no early stopping
-        args.update(eval_strategy="steps", eval_steps=config.eval_steps or config.save_steps,
-                    per_device_eval_batch_size=config.per_device_train_batch_size, prediction_loss_only=True,
-                    load_best_model_at_end=False, eval_on_start=False)
+        args.update(
+            eval_strategy="steps",
+            eval_steps=config.eval_steps or config.save_steps,
+            per_device_eval_batch_size=config.per_device_train_batch_size,
+            prediction_loss_only=True,
+            load_best_model_at_end=False,
+            eval_on_start=False,
+        )
     args.update(overrides)
     return SFTConfig(**args)
 
@@ -162,15 +200,23 @@ def run_sft(config: SFTStageConfig, *, examples: list[dict[str, Any]] | None = N
     data_facts: dict[str, Any]
     if examples is None and config.examples:
         examples = read_examples(config.examples)
-        data_facts = {"examples_file": config.examples, "examples_sha256": file_sha256(config.examples)}
+        data_facts = {
+            "examples_file": config.examples,
+            "examples_sha256": file_sha256(config.examples),
+        }
     elif examples is None:
         from training.trajectory_data import build_sft_examples, write_examples
 
         examples, report = build_sft_examples(config=config, harness_dir=harness_dir)
         write_examples(examples, run.run_dir / "examples.jsonl")
-        (run.run_dir / "data_report.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-        data_facts = {"examples_file": str(run.run_dir / "examples.jsonl"),
-                      "examples_sha256": file_sha256(run.run_dir / "examples.jsonl"), **report}
+        (run.run_dir / "data_report.json").write_text(
+            json.dumps(report, indent=2) + "\n", encoding="utf-8"
+        )
+        data_facts = {
+            "examples_file": str(run.run_dir / "examples.jsonl"),
+            "examples_sha256": file_sha256(run.run_dir / "examples.jsonl"),
+            **report,
+        }
     else:
         data_facts = {"examples": "given in memory"}
     data_facts.setdefault("n_examples", len(examples))
@@ -181,22 +227,41 @@ def run_sft(config: SFTStageConfig, *, examples: list[dict[str, Any]] | None = N
     if config.eval_fraction:
         examples, held_out, split = split_eval(examples, config.eval_fraction, seed=config.seed)
         eval_dataset, eval_packing = sft_dataset(held_out, tokenizer=packer)
-        data_facts["eval_split"] = {**split, "eval_steps": config.eval_steps or config.save_steps,
-                                    **({"eval_packed": eval_packing} if eval_packing else {})}
+        data_facts["eval_split"] = {
+            **split,
+            "eval_steps": config.eval_steps or config.save_steps,
+            **({"eval_packed": eval_packing} if eval_packing else {}),
+        }
     dataset, packing = sft_dataset(examples, tokenizer=packer)
     data_facts["packed"] = packing
-    trainer = HarnessSFTTrainer(model=str(run.model_dir), args=build_sft_args(config, run),
-                                train_dataset=dataset, eval_dataset=eval_dataset, processing_class=tokenizer,
-                                callbacks=run.callbacks(), peft_config=config.peft_config(),
-                                shared_prefix=config.shared_prefix)
+    trainer = HarnessSFTTrainer(
+        model=str(run.model_dir),
+        args=build_sft_args(config, run),
+        train_dataset=dataset,
+        eval_dataset=eval_dataset,
+        processing_class=tokenizer,
+        callbacks=run.callbacks(),
+        peft_config=config.peft_config(),
+        shared_prefix=config.shared_prefix,
+    )
     run.train(trainer)
-    final = run.finish(trainer, tokenizer, config=config, harness_dir=harness_dir, data=data_facts,
-                       trainer_name="trl.SFTTrainer",
-                       extra={"fixed_harness": config.hsa_variants == 0,
-                              "shared_prefix": config.shared_prefix and trainer.shared_prefix_stats.to_dict(),
-                              **best_eval(trainer.state.log_history)})
+    final = run.finish(
+        trainer,
+        tokenizer,
+        config=config,
+        harness_dir=harness_dir,
+        data=data_facts,
+        trainer_name="trl.SFTTrainer",
+        extra={
+            "fixed_harness": config.hsa_variants == 0,
+            "shared_prefix": config.shared_prefix and trainer.shared_prefix_stats.to_dict(),
+            **best_eval(trainer.state.log_history),
+        },
+    )
     if config.evaluate_after:
         from training.self_eval import evaluate_run
 
-        evaluate_run(run_dir=run.run_dir, harness_dir=harness_dir, cases=config.eval_cases, seed=config.seed)
+        evaluate_run(
+            run_dir=run.run_dir, harness_dir=harness_dir, cases=config.eval_cases, seed=config.seed
+        )
     return final

@@ -45,8 +45,8 @@ MIN_SHARED_TOKENS = 32
 
 
 def common_prefix_length(input_ids: torch.Tensor, attention_mask: torch.Tensor | None) -> int:
-    """Tokens at the start that every row has, identical and unpadded (at most one less than the width,
-    so that every row keeps a suffix)."""
+    """Tokens at the start that every row has, identical and unpadded (at most one less than the
+    width, so that every row keeps a suffix)."""
     rows, width = input_ids.shape
     if rows < 2 or width < 2:
         return 0
@@ -72,24 +72,42 @@ def unsupported(decoder) -> str:
 
     params = inspect.signature(type(decoder).forward).parameters
     if "cache" not in params:
-        return f"{type(decoder).__name__}.forward takes no 'cache' (a transformers 5 decoder with a KV cache)"
+        return (
+            f"{type(decoder).__name__}.forward takes no 'cache' "
+            "(a transformers 5 decoder with a KV cache)"
+        )
     config = decoder.config
     layer_types = getattr(config, "layer_types", None) or []
-    if any(t != "full_attention" for t in layer_types) or getattr(config, "use_sliding_window", False):
-        return "sliding-window or linear attention layers (their cache keeps only part of the prefix)"
+    if any(t != "full_attention" for t in layer_types) or getattr(
+        config, "use_sliding_window", False
+    ):
+        return (
+            "sliding-window or linear attention layers (their cache keeps only part of the prefix)"
+        )
     if getattr(decoder, "gradient_checkpointing", False) and decoder.training:
         return "gradient checkpointing (a checkpointed layer would write the cache twice)"
     if decoder.training and getattr(config, "attention_dropout", 0.0):
-        return "attention dropout in training (one prefix pass would share one dropout mask across the batch)"
-    if decoder.training and any(isinstance(m, torch.nn.Dropout) and m.p > 0 and m.training
-                                for m in decoder.modules()):
+        return (
+            "attention dropout in training (one prefix pass "
+            "would share one dropout mask across the batch)"
+        )
+    if decoder.training and any(
+        isinstance(m, torch.nn.Dropout) and m.p > 0 and m.training for m in decoder.modules()
+    ):
         return "dropout in training (one prefix pass would share one dropout mask across the batch)"
     return ""
 
 
-def shared_prefix_forward(original, decoder, prefix: int, input_ids: torch.Tensor,
-                          attention_mask: torch.Tensor | None, **kwargs):
-    """The decoder's output for the batch, the first ``prefix`` tokens (shared by every row) encoded once."""
+def shared_prefix_forward(
+    original,
+    decoder,
+    prefix: int,
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    **kwargs,
+):
+    """The decoder's output for the batch, the first ``prefix`` tokens (shared by every row) encoded
+    once."""
     from transformers.cache_utils import DynamicCache, DynamicLayer
     from transformers.modeling_outputs import BaseModelOutputWithPast
 
@@ -98,33 +116,53 @@ def shared_prefix_forward(original, decoder, prefix: int, input_ids: torch.Tenso
     kwargs.pop("cache", None)
     position_ids = kwargs.pop("position_ids", None)
     cache = DynamicCache(config=decoder.config)
-    head = original(input_ids=input_ids[:1, :prefix], attention_mask=None, cache=cache, use_cache=True,
-                    position_ids=None if position_ids is None else position_ids[:1, :prefix], **kwargs)
+    head = original(
+        input_ids=input_ids[:1, :prefix],
+        attention_mask=None,
+        cache=cache,
+        use_cache=True,
+        position_ids=None if position_ids is None else position_ids[:1, :prefix],
+        **kwargs,
+    )
     for layer in cache.layers:
         if type(layer) is not DynamicLayer:
-            raise RuntimeError(f"shared_prefix: {type(decoder).__name__}'s cache has {type(layer).__name__} layers, "
-                               "which keep only part of a prefix; train with shared_prefix: false")
+            raise RuntimeError(
+                f"shared_prefix: {type(decoder).__name__}'s "
+                f"cache has {type(layer).__name__} layers, "
+                "which keep only part of a prefix; train with shared_prefix: false"
+            )
         layer.keys = layer.keys.expand(rows, -1, -1, -1)
         layer.values = layer.values.expand(rows, -1, -1, -1)
     if position_ids is None:
-        position_ids = torch.arange(prefix, width, device=input_ids.device).unsqueeze(0).expand(rows, -1)
+        position_ids = (
+            torch.arange(prefix, width, device=input_ids.device).unsqueeze(0).expand(rows, -1)
+        )
     else:
         position_ids = position_ids[:, prefix:]
     if attention_mask is None:
         attention_mask = torch.ones_like(input_ids)
-    tail = original(input_ids=input_ids[:, prefix:], attention_mask=attention_mask, cache=cache, use_cache=True,
-                    position_ids=position_ids, **kwargs)
+    tail = original(
+        input_ids=input_ids[:, prefix:],
+        attention_mask=attention_mask,
+        cache=cache,
+        use_cache=True,
+        position_ids=position_ids,
+        **kwargs,
+    )
     hidden = torch.cat([head.last_hidden_state.expand(rows, -1, -1), tail.last_hidden_state], dim=1)
     return BaseModelOutputWithPast(last_hidden_state=hidden)
 
 
 class SharedPrefixStats:
-    """What the path did over a run: batches that shared a prefix, batches that ran plain, and why."""
+    """What the path did over a run: batches that shared a prefix, batches that ran plain, and
+    why."""
 
     def __init__(self) -> None:
         self.shared_batches = 0
         self.plain_batches = 0
-        self.prefix_tokens_not_reencoded = 0  # what the plain path would have encoded again, row after row
+        self.prefix_tokens_not_reencoded = (
+            0  # what the plain path would have encoded again, row after row
+        )
         self.reasons: dict[str, int] = {}
 
     def plain(self, reason: str) -> None:
@@ -134,23 +172,33 @@ class SharedPrefixStats:
         self.reasons[reason] = self.reasons.get(reason, 0) + 1
 
     def to_dict(self) -> dict[str, Any]:
-        return {"shared_batches": self.shared_batches, "plain_batches": self.plain_batches,
-                "prefix_tokens_not_reencoded": self.prefix_tokens_not_reencoded, "plain_reasons": dict(self.reasons)}
+        return {
+            "shared_batches": self.shared_batches,
+            "plain_batches": self.plain_batches,
+            "prefix_tokens_not_reencoded": self.prefix_tokens_not_reencoded,
+            "plain_reasons": dict(self.reasons),
+        }
 
 
 @contextmanager
-def shared_prefix(model, stats: SharedPrefixStats | None = None, *, min_tokens: int = MIN_SHARED_TOKENS):
-    """Within the block, ``model``'s decoder encodes the prefix its batch shares once (exactly: see the
-    module docstring); a batch that shares fewer than ``min_tokens`` tokens, a generation call, or a
-    decoder that cannot (``unsupported``) runs the plain forward."""
+def shared_prefix(
+    model, stats: SharedPrefixStats | None = None, *, min_tokens: int = MIN_SHARED_TOKENS
+):
+    """Within the block, ``model``'s decoder encodes the prefix its batch shares once (exactly: see
+    the module docstring); a batch that shares fewer than ``min_tokens`` tokens, a generation call,
+    or a decoder that cannot (``unsupported``) runs the plain forward."""
     stats = stats if stats is not None else SharedPrefixStats()
     decoder = decoder_of(model)
     had_own = "forward" in vars(decoder)
     original = decoder.forward
 
     def forward(input_ids=None, attention_mask=None, **kwargs):
-        if input_ids is None or kwargs.get("inputs_embeds") is not None or kwargs.get("use_cache") \
-                or kwargs.get("cache") is not None:
+        if (
+            input_ids is None
+            or kwargs.get("inputs_embeds") is not None
+            or kwargs.get("use_cache")
+            or kwargs.get("cache") is not None
+        ):
             return original(input_ids=input_ids, attention_mask=attention_mask, **kwargs)
         reason = unsupported(decoder)
         prefix = 0 if reason else common_prefix_length(input_ids, attention_mask)
@@ -160,8 +208,10 @@ def shared_prefix(model, stats: SharedPrefixStats | None = None, *, min_tokens: 
             if not (positions[:, :prefix] == expected).all():
                 reason = "position ids that do not start at 0 (packed or left-padded rows)"
         if not reason and prefix < min_tokens:
-            reason = (f"batches whose rows share fewer than {min_tokens} tokens at the start "
-                      "(one row, different prompts, or left padding)")
+            reason = (
+                f"batches whose rows share fewer than {min_tokens} tokens at the start "
+                "(one row, different prompts, or left padding)"
+            )
         if reason:
             stats.plain(reason)
             return original(input_ids=input_ids, attention_mask=attention_mask, **kwargs)
@@ -205,13 +255,15 @@ class SharedPrefixMixin:
 
 
 def shuffle_groups(batch: dict[str, Any]) -> dict[str, Any]:
-    """TRL's ``shuffle_sequence_dict`` by whole groups: runs of rows with the same ``prompt_ids`` keep
-    together, in their order, and the runs are shuffled. GRPO splits its generation batch into
-    ``steps_per_generation`` micro-batches after shuffling; row by row, a group's rollouts would land in
-    different ones and share nothing. The step's gradient is the same either way (the micro-batches'
-    losses add up to the step's)."""
+    """TRL's ``shuffle_sequence_dict`` by whole groups: runs of rows with the same ``prompt_ids``
+    keep together, in their order, and the runs are shuffled. GRPO splits its generation batch into
+    ``steps_per_generation`` micro-batches after shuffling; row by row, a group's rollouts would
+    land in different ones and share nothing. The step's gradient is the same either way (the
+    micro-batches' losses add up to the step's)."""
     prompts = batch["prompt_ids"]
-    starts = [0] + [i for i in range(1, len(prompts)) if not torch.equal(prompts[i], prompts[i - 1])]
+    starts = [0] + [
+        i for i in range(1, len(prompts)) if not torch.equal(prompts[i], prompts[i - 1])
+    ]
     runs = [list(range(a, b)) for a, b in zip(starts, [*starts[1:], len(prompts)], strict=True)]
     order = torch.randperm(len(runs)).tolist()
     permutation = torch.tensor([i for run in order for i in runs[run]])
@@ -227,9 +279,10 @@ def shuffle_groups(batch: dict[str, Any]) -> dict[str, Any]:
 
 
 def message_head(ids: Sequence[int]) -> tuple[int, ...]:
-    """The tokens of a sequence's first chat message: up to the next occurrence of its first token (ChatML
-    and Qwen templates open every message with the same token), else the whole sequence. Under the
-    project's runtime the first message is the system prompt, so this is the sequence's Harness state."""
+    """The tokens of a sequence's first chat message: up to the next occurrence of its first token
+    (ChatML and Qwen templates open every message with the same token), else the whole sequence.
+    Under the project's runtime the first message is the system prompt, so this is the sequence's
+    Harness state."""
     ids = list(ids)
     if not ids:
         return ()
@@ -241,12 +294,14 @@ def message_head(ids: Sequence[int]) -> tuple[int, ...]:
 
 
 class PrefixGroupedSampler(torch.utils.data.Sampler[int]):
-    """Each epoch, batches of ``batch_size`` sequences that share their first message (the same Harness
-    state): within a state the order is shuffled and cut into batches; a state's remainder joins the
-    others' in an order sorted by tokens (so they still share what they can); the batches are then
-    shuffled. Every sequence appears once per epoch. ``set_epoch`` changes the draw."""
+    """Each epoch, batches of ``batch_size`` sequences that share their first message (the same
+    Harness state): within a state the order is shuffled and cut into batches; a state's remainder
+    joins the others' in an order sorted by tokens (so they still share what they can); the batches
+    are then shuffled. Every sequence appears once per epoch. ``set_epoch`` changes the draw."""
 
-    def __init__(self, input_ids: Sequence[Sequence[int]], *, batch_size: int, seed: int = 0) -> None:
+    def __init__(
+        self, input_ids: Sequence[Sequence[int]], *, batch_size: int, seed: int = 0
+    ) -> None:
         self.batch_size = max(1, int(batch_size))
         self.seed = seed
         self.epoch = 0
@@ -267,11 +322,11 @@ class PrefixGroupedSampler(torch.utils.data.Sampler[int]):
             members = members[:]
             rng.shuffle(members)
             whole = len(members) - len(members) % self.batch_size
-            batches += [members[i:i + self.batch_size] for i in range(0, whole, self.batch_size)]
+            batches += [members[i : i + self.batch_size] for i in range(0, whole, self.batch_size)]
             rest += members[whole:]
         rng.shuffle(rest)
         rest.sort(key=lambda i: self.ids[i])
-        batches += [rest[i:i + self.batch_size] for i in range(0, len(rest), self.batch_size)]
+        batches += [rest[i : i + self.batch_size] for i in range(0, len(rest), self.batch_size)]
         full = [b for b in batches if len(b) == self.batch_size]
         short = [b for b in batches if len(b) < self.batch_size]
         rng.shuffle(full)

@@ -33,7 +33,9 @@ def resolve_harness_dir(name: str) -> Path:
         return demo_harness_dir()
     path = Path(name).expanduser()
     if not path.is_dir():
-        raise FileNotFoundError(f"harness: {name!r} is not a folder; use 'demo' or a Harness folder")
+        raise FileNotFoundError(
+            f"harness: {name!r} is not a folder; use 'demo' or a Harness folder"
+        )
     return path
 
 
@@ -61,15 +63,26 @@ class StageRun:
     def common_trainer_args(self, config: StageConfig) -> dict[str, Any]:
         """Arguments every TRL config of ours takes from a ``StageConfig``."""
         return dict(
-            output_dir=str(self.run_dir), max_steps=config.max_steps, learning_rate=config.learning_rate,
+            output_dir=str(self.run_dir),
+            max_steps=config.max_steps,
+            learning_rate=config.learning_rate,
             per_device_train_batch_size=config.per_device_train_batch_size,
-            gradient_accumulation_steps=config.gradient_accumulation_steps, warmup_steps=config.warmup_steps,
-            logging_steps=config.logging_steps, save_strategy="steps", save_steps=config.save_steps,
-            save_total_limit=config.save_total_limit, seed=config.seed, data_seed=config.seed,
-            report_to=config.report_to, **checkpointing_args(config.gradient_checkpointing),
+            gradient_accumulation_steps=config.gradient_accumulation_steps,
+            warmup_steps=config.warmup_steps,
+            logging_steps=config.logging_steps,
+            save_strategy="steps",
+            save_steps=config.save_steps,
+            save_total_limit=config.save_total_limit,
+            seed=config.seed,
+            data_seed=config.seed,
+            report_to=config.report_to,
+            **checkpointing_args(config.gradient_checkpointing),
             bf16=_bf16_accelerator(),
-            dataloader_num_workers=0, disable_tqdm=True, include_num_input_tokens_seen="all",
-            use_cpu=not _has_accelerator())
+            dataloader_num_workers=0,
+            disable_tqdm=True,
+            include_num_input_tokens_seen="all",
+            use_cpu=not _has_accelerator(),
+        )
 
     def train(self, trainer) -> None:
         """``trainer.train``, resumed from the last checkpoint if there is one.
@@ -78,8 +91,11 @@ class StageRun:
         written) is the run's result: its weights and trainer state are loaded and no step is
         trained, since transformers' loop runs one step before any callback can stop it.
         """
-        if (self.resume_from and self.stop_after_steps
-                and checkpoint_step(self.resume_from) >= self.stop_after_steps):
+        if (
+            self.resume_from
+            and self.stop_after_steps
+            and checkpoint_step(self.resume_from) >= self.stop_after_steps
+        ):
             load_checkpoint(trainer, Path(self.resume_from))
             return
         trainer.train(resume_from_checkpoint=self.resume_from)
@@ -90,8 +106,17 @@ class StageRun:
             callbacks.append(StopAfterSteps(self.stop_after_steps))
         return callbacks
 
-    def finish(self, trainer, tokenizer, *, config: StageConfig, harness_dir: Path, data: dict[str, Any],
-               trainer_name: str, extra: dict[str, Any] | None = None) -> Path:
+    def finish(
+        self,
+        trainer,
+        tokenizer,
+        *,
+        config: StageConfig,
+        harness_dir: Path,
+        data: dict[str, Any],
+        trainer_name: str,
+        extra: dict[str, Any] | None = None,
+    ) -> Path:
         """Save the final model (safetensors) and write the model card."""
         from harness import load_dir
 
@@ -99,18 +124,28 @@ class StageRun:
         tokenizer.save_pretrained(str(self.final_dir))
         extra = dict(extra or {})
         if config.lora_rank:
-            extra["adapter"] = save_adapter_base(self.final_dir, base_name=config.model,
-                                                 base_dir=self.model_dir, config=config)
+            extra["adapter"] = save_adapter_base(
+                self.final_dir, base_name=config.model, base_dir=self.model_dir, config=config
+            )
         bundle = load_dir(harness_dir)
-        ModelCard(stage=self.stage, base_model=base_model_of(self.model_dir),
-                  parent_checkpoint=str(self.model_dir), data=data, harness_name=bundle.name,
-                  harness_digest=bundle.digest, steps=int(trainer.state.global_step),
-                  wall_time_s=time.perf_counter() - self.started, trainer=trainer_name,
-                  extra=extra).write(self.run_dir)
+        ModelCard(
+            stage=self.stage,
+            base_model=base_model_of(self.model_dir),
+            parent_checkpoint=str(self.model_dir),
+            data=data,
+            harness_name=bundle.name,
+            harness_digest=bundle.digest,
+            steps=int(trainer.state.global_step),
+            wall_time_s=time.perf_counter() - self.started,
+            trainer=trainer_name,
+            extra=extra,
+        ).write(self.run_dir)
         return self.final_dir
 
 
-def save_adapter_base(final: Path, *, base_name: str, base_dir: Path, config: StageConfig) -> dict[str, Any]:
+def save_adapter_base(
+    final: Path, *, base_name: str, base_dir: Path, config: StageConfig
+) -> dict[str, Any]:
     """Next to the adapter PEFT saved: ``adapter_base.json`` (which base, and how to recognise it on
     another machine), and ``adapter_config.json`` naming that base instead of this machine's cache
     path. Returns the facts for the model card."""
@@ -127,9 +162,15 @@ def save_adapter_base(final: Path, *, base_name: str, base_dir: Path, config: St
     if problem := adapters.adapter_problem(final):
         raise RuntimeError(f"the saved adapter is not usable: {problem}")
     size = sum(f.stat().st_size for f in final.iterdir() if f.name.startswith("adapter_model"))
-    return {"rank": config.lora_rank, "alpha": config.lora_alpha or 2 * config.lora_rank,
-            "dropout": config.lora_dropout, "target_modules": config.lora_target_modules,
-            "base": record["base"], "base_identity": adapters.base_identity(record), "weights_bytes": size}
+    return {
+        "rank": config.lora_rank,
+        "alpha": config.lora_alpha or 2 * config.lora_rank,
+        "dropout": config.lora_dropout,
+        "target_modules": config.lora_target_modules,
+        "base": record["base"],
+        "base_identity": adapters.base_identity(record),
+        "weights_bytes": size,
+    }
 
 
 def _has_accelerator() -> bool:
@@ -147,8 +188,9 @@ def _bf16_accelerator() -> bool:
 
 
 def load_checkpoint(trainer, checkpoint: Path) -> None:
-    """Load a ``checkpoint-N`` folder's weights (safetensors, one file or shards) and trainer state into
-    ``trainer`` without training. Only weights tied to a loaded one may be absent from the files."""
+    """Load a ``checkpoint-N`` folder's weights (safetensors, one file or shards) and trainer state
+    into ``trainer`` without training. Only weights tied to a loaded one may be absent from the
+    files."""
     from safetensors.torch import load_file
     from transformers import TrainerState
 
@@ -164,8 +206,10 @@ def load_checkpoint(trainer, checkpoint: Path) -> None:
     loaded = {current[name].data_ptr() for name in state if name in current}
     untied = [name for name in missing if current[name].data_ptr() not in loaded]
     if unexpected or untied:
-        raise ValueError(f"{checkpoint}: weights do not match the model (missing {untied}, "
-                         f"unexpected {list(unexpected)})")
+        raise ValueError(
+            f"{checkpoint}: weights do not match the model (missing {untied}, "
+            f"unexpected {list(unexpected)})"
+        )
     trainer.state = TrainerState.load_from_json(str(checkpoint / "trainer_state.json"))
 
 
@@ -177,11 +221,11 @@ def keep_freed_memory() -> bool:
     """Let this process reuse the big blocks it frees instead of giving them back to the kernel.
 
     glibc serves every allocation over 32 MB from its own ``mmap`` and unmaps it on ``free``, so a
-    training step's large temporaries (activations, log-prob tiles) are page-faulted and zeroed by the
-    kernel again at every step. Measured on 2 cores, 3 SFT steps of SmolLM2-135M (2 examples each,
-    training.cpu_scoring on): 179.6 s -> 147.8 s, kernel time 62.0 s -> 15.6 s, the same losses; the
-    peak stays mapped (8.9 -> 10.4 GB). Not done where glibc's own ``MALLOC_MMAP_MAX_`` is set, or
-    off glibc. Returns whether it was done."""
+    training step's large temporaries (activations, log-prob tiles) are page-faulted and zeroed by
+    the kernel again at every step. Measured on 2 cores, 3 SFT steps of SmolLM2-135M (2 examples
+    each, training.cpu_scoring on): 179.6 s -> 147.8 s, kernel time 62.0 s -> 15.6 s, the same
+    losses; the peak stays mapped (8.9 -> 10.4 GB). Not done where glibc's own ``MALLOC_MMAP_MAX_``
+    is set, or off glibc. Returns whether it was done."""
     if "MALLOC_MMAP_MAX_" in os.environ:
         return False
     try:
@@ -200,9 +244,14 @@ def start_stage(config: StageConfig, *, stage: str) -> StageRun:
     run_dir.mkdir(parents=True, exist_ok=True)
     dump_config(config, run_dir / "config.json")
     resume = last_checkpoint(run_dir) if config.resume else None
-    return StageRun(run_dir=run_dir, stage=stage, model_dir=resolve_model(config.model),
-                    started=time.perf_counter(), resume_from=str(resume) if resume else None,
-                    stop_after_steps=config.stop_after_steps)
+    return StageRun(
+        run_dir=run_dir,
+        stage=stage,
+        model_dir=resolve_model(config.model),
+        started=time.perf_counter(),
+        resume_from=str(resume) if resume else None,
+        stop_after_steps=config.stop_after_steps,
+    )
 
 
 def checkpointing_args(enabled: bool) -> dict[str, Any]:
@@ -210,7 +259,12 @@ def checkpointing_args(enabled: bool) -> dict[str, Any]:
     renamed ``gradient_checkpointing`` to ``activation_checkpointing`` and warn on the old name."""
     from transformers import TrainingArguments
 
-    prefix = ("activation" if "activation_checkpointing" in TrainingArguments.__dataclass_fields__
-              else "gradient")
-    return {f"{prefix}_checkpointing": enabled, f"{prefix}_checkpointing_kwargs": {"use_reentrant": False}}
-
+    prefix = (
+        "activation"
+        if "activation_checkpointing" in TrainingArguments.__dataclass_fields__
+        else "gradient"
+    )
+    return {
+        f"{prefix}_checkpointing": enabled,
+        f"{prefix}_checkpointing_kwargs": {"use_reentrant": False},
+    }

@@ -32,21 +32,33 @@ RETRY_FRACTION = 0.2  # share of gold cases recorded as a hook-retry recovery
 
 
 def judge_trajectory(judge, case: dict[str, Any], trajectory: dict[str, Any]):
-    return judge.judge(case=case, reply=trajectory.get("reply", ""), route=trajectory.get("route", "public"),
-                       trajectory=trajectory)
+    return judge.judge(
+        case=case,
+        reply=trajectory.get("reply", ""),
+        route=trajectory.get("route", "public"),
+        trajectory=trajectory,
+    )
 
 
-def examples_from_trajectory(trajectory: dict[str, Any], *, rng: random.Random, keep_retry_fraction: float,
-                             meta: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
+def examples_from_trajectory(
+    trajectory: dict[str, Any],
+    *,
+    rng: random.Random,
+    keep_retry_fraction: float,
+    meta: dict[str, Any],
+) -> tuple[list[dict[str, Any]], str]:
     """Per-turn examples; returns (examples, 'none' | 'kept' | 'stripped')."""
     if not has_retry(trajectory):
         return turn_examples(trajectory, strip_retries=False, meta=meta), "none"
     keep = rng.random() < keep_retry_fraction
-    return turn_examples(trajectory, strip_retries=not keep, meta=meta), "kept" if keep else "stripped"
+    return turn_examples(
+        trajectory, strip_retries=not keep, meta=meta
+    ), "kept" if keep else "stripped"
 
 
 def build_sft_examples(*, config, harness_dir: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Examples and a report of what was generated, rejected, stripped (``config``: SFTStageConfig)."""
+    """Examples and a report of what was generated, rejected, stripped (``config``:
+    SFTStageConfig)."""
     from evaluation.scoring import judge_for
     from harness import load_dir
     from harness.policies import make_policy
@@ -59,8 +71,14 @@ def build_sft_examples(*, config, harness_dir: Path) -> tuple[list[dict[str, Any
     judge = judge_for(bundle, catalogue=source.catalogue)
     rng = random.Random(config.seed)
     pool_size = (config.hsa_pool or max(2 * config.hsa_variants, 4)) if config.hsa_variants else 0
-    pool = build_pool(bundle=bundle, size=pool_size, seed=config.seed, dims=config.hsa_dims,
-                      cases=source.cases, catalogue=source.catalogue)
+    pool = build_pool(
+        bundle=bundle,
+        size=pool_size,
+        seed=config.seed,
+        dims=config.hsa_dims,
+        cases=source.cases,
+        catalogue=source.catalogue,
+    )
     teacher = None if config.teacher == "gold" else make_policy(config.teacher)
     counts: Counter = Counter()
     examples: list[dict[str, Any]] = []
@@ -69,7 +87,9 @@ def build_sft_examples(*, config, harness_dir: Path) -> tuple[list[dict[str, Any
             entries = [pool.original, *pool.choose_variants(rng, config.hsa_variants)]
             gold = None
             if teacher is None:
-                gold = record_gold(pool.original.agent, case, with_retry=rng.random() < RETRY_FRACTION)
+                gold = record_gold(
+                    pool.original.agent, case, with_retry=rng.random() < RETRY_FRACTION
+                )
             for entry in entries:
                 counts["trajectories"] += 1
                 try:
@@ -78,8 +98,11 @@ def build_sft_examples(*, config, harness_dir: Path) -> tuple[list[dict[str, Any
                     counts["unmappable"] += 1
                     continue
                 if teacher is None:
-                    trajectory = gold if not entry.augmented else replay_under(
-                        entry.agent, case_v, entry.remap_trajectory(gold))
+                    trajectory = (
+                        gold
+                        if not entry.augmented
+                        else replay_under(entry.agent, case_v, entry.remap_trajectory(gold))
+                    )
                 else:
                     from evaluation.cases import case_request
 
@@ -87,24 +110,39 @@ def build_sft_examples(*, config, harness_dir: Path) -> tuple[list[dict[str, Any
                     trajectory = entry.agent.run(case_request(case_v)).to_dict()
                     trajectory["teacher"] = config.teacher
                 verdict = judge_trajectory(judge, case_v, trajectory)
-                if verdict.accuracy < config.min_accuracy or verdict.effectiveness < config.min_effectiveness:
+                if (
+                    verdict.accuracy < config.min_accuracy
+                    or verdict.effectiveness < config.min_effectiveness
+                ):
                     counts["rejected_by_judge"] += 1
                     continue
                 counts["accepted"] += 1
-                meta = {"case_id": case["id"], "category": case.get("category", ""), "harness": entry.name,
-                        "harness_digest": entry.bundle.digest, "teacher": trajectory.get("teacher", ""),
-                        "accuracy": verdict.accuracy, "effectiveness": verdict.effectiveness}
-                turns, retry = examples_from_trajectory(trajectory, rng=rng,
-                                                        keep_retry_fraction=config.keep_retry_fraction,
-                                                        meta=meta)
+                meta = {
+                    "case_id": case["id"],
+                    "category": case.get("category", ""),
+                    "harness": entry.name,
+                    "harness_digest": entry.bundle.digest,
+                    "teacher": trajectory.get("teacher", ""),
+                    "accuracy": verdict.accuracy,
+                    "effectiveness": verdict.effectiveness,
+                }
+                turns, retry = examples_from_trajectory(
+                    trajectory, rng=rng, keep_retry_fraction=config.keep_retry_fraction, meta=meta
+                )
                 counts[f"retry_{retry}"] += 1
                 examples.extend(turns)
     finally:
         pool.close()
     rng.shuffle(examples)
-    report = {"cases": len(source.cases), "case_source": source.name, "teacher": config.teacher,
-              "hsa_variants_per_case": config.hsa_variants, "variant_pool": [e.name for e in pool.variants],
-              "examples": len(examples), **{k: counts[k] for k in sorted(counts)}}
+    report = {
+        "cases": len(source.cases),
+        "case_source": source.name,
+        "teacher": config.teacher,
+        "hsa_variants_per_case": config.hsa_variants,
+        "variant_pool": [e.name for e in pool.variants],
+        "examples": len(examples),
+        **{k: counts[k] for k in sorted(counts)},
+    }
     return examples, report
 
 

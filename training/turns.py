@@ -37,10 +37,16 @@ def failed_calls(trajectory: dict[str, Any]) -> list[int]:
     tool-call text that the runtime fed back also counts.
     """
     calls = trajectory.get("model_calls", [])
-    rounds_with_tools = {int(t.get("round", 0)) for t in trajectory.get("tool_calls", [])
-                         if t.get("error_kind") not in ("blocked",)}
-    blocked_rounds = {int(h.get("round", 0)) for h in trajectory.get("hook_decisions", [])
-                      if h.get("decision") in BLOCKING and h.get("event") in OUTPUT_EVENTS}
+    rounds_with_tools = {
+        int(t.get("round", 0))
+        for t in trajectory.get("tool_calls", [])
+        if t.get("error_kind") not in ("blocked",)
+    }
+    blocked_rounds = {
+        int(h.get("round", 0))
+        for h in trajectory.get("hook_decisions", [])
+        if h.get("decision") in BLOCKING and h.get("event") in OUTPUT_EVENTS
+    }
     failed = []
     for index, call in enumerate(calls[:-1]):  # the last call has no retry after it
         rnd = _round_of(call, index)
@@ -63,8 +69,9 @@ def _segments(calls: list[dict[str, Any]]) -> list[tuple[int, int]]:
     return spans
 
 
-def turn_examples(trajectory: dict[str, Any], *, strip_retries: bool,
-                  meta: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+def turn_examples(
+    trajectory: dict[str, Any], *, strip_retries: bool, meta: dict[str, Any] | None = None
+) -> list[dict[str, Any]]:
     """One prompt/completion example per accepted model call of ``trajectory``.
 
     Completions are the raw model text (tool calls in the text protocol included);
@@ -78,18 +85,26 @@ def turn_examples(trajectory: dict[str, Any], *, strip_retries: bool,
     for index, call in enumerate(calls):
         if index in failed or call.get("error") or not str(call.get("text", "")).strip():
             continue
-        messages = [dict(role=m["role"], content=str(m.get("content") or "")) for m in call["messages"]]
+        messages = [
+            dict(role=m["role"], content=str(m.get("content") or "")) for m in call["messages"]
+        ]
         if strip_retries:
             cut: set[int] = set()
             for k in failed:
                 if k < index:
                     cut.update(range(*spans[k]))
             messages = [m for i, m in enumerate(messages) if i not in cut]
-        examples.append({
-            "prompt": messages,
-            "completion": [{"role": "assistant", "content": str(call["text"])}],
-            "meta": {**(meta or {}), "request_id": trajectory.get("request_id", ""), "turn": index,
-                     "retry_kept": bool(failed) and not strip_retries,
-                     "retry_stripped": bool(failed) and strip_retries},
-        })
+        examples.append(
+            {
+                "prompt": messages,
+                "completion": [{"role": "assistant", "content": str(call["text"])}],
+                "meta": {
+                    **(meta or {}),
+                    "request_id": trajectory.get("request_id", ""),
+                    "turn": index,
+                    "retry_kept": bool(failed) and not strip_retries,
+                    "retry_stripped": bool(failed) and strip_retries,
+                },
+            }
+        )
     return examples

@@ -25,7 +25,53 @@ from evaluation.diagnosis.records import FailureCase
 
 _TOKEN = re.compile(r"[a-z][a-z']+|\d+")
 _STOP = frozenset(
-    ["a", "an", "and", "are", "as", "at", "be", "but", "by", "can", "do", "does", "for", "from", "has", "have", "how", "i", "if", "in", "is", "it", "its", "me", "my", "no", "not", "of", "on", "or", "so", "that", "the", "this", "to", "was", "we", "what", "when", "which", "will", "with", "you", "your", "yes"]
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "but",
+        "by",
+        "can",
+        "do",
+        "does",
+        "for",
+        "from",
+        "has",
+        "have",
+        "how",
+        "i",
+        "if",
+        "in",
+        "is",
+        "it",
+        "its",
+        "me",
+        "my",
+        "no",
+        "not",
+        "of",
+        "on",
+        "or",
+        "so",
+        "that",
+        "the",
+        "this",
+        "to",
+        "was",
+        "we",
+        "what",
+        "when",
+        "which",
+        "will",
+        "with",
+        "you",
+        "your",
+        "yes",
+    ]
 )
 NO_REASON = "unexplained"
 
@@ -99,31 +145,50 @@ class Cluster:
 
     def to_dict(self) -> dict:
         return {
-            "reason": self.reason, "label": self.label(), "size": len(self.cases),
-            "cost": round(self.cost, 3), "categories": dict(self.categories),
-            "top_terms": self.top_terms, "case_ids": self.case_ids,
+            "reason": self.reason,
+            "label": self.label(),
+            "size": len(self.cases),
+            "cost": round(self.cost, 3),
+            "categories": dict(self.categories),
+            "top_terms": self.top_terms,
+            "case_ids": self.case_ids,
             "representatives": [c.to_dict() for c in self.representatives],
         }
 
 
-def naming_terms(members: list[FailureCase], failures: list[FailureCase], *, most: int = 4) -> list[str]:
+def naming_terms(
+    members: list[FailureCase], failures: list[FailureCase], *, most: int = 4
+) -> list[str]:
     """Words that name a cluster: from its viewers' comments (what was asked, not the reply or the
     fallback text every failure shares), shared by several of its cases (a third, at least two, when
     it has more than one) and rare among all the failures, best first."""
+
     def words(case: FailureCase) -> set[str]:
-        return {w.strip("'") for w in _TOKEN.findall(case.comment.lower())
-                if len(w) > 2 and w not in _STOP and not w.isdigit()}
+        return {
+            w.strip("'")
+            for w in _TOKEN.findall(case.comment.lower())
+            if len(w) > 2 and w not in _STOP and not w.isdigit()
+        }
 
     everywhere = Counter(word for case in failures for word in words(case))
     here = Counter(word for case in members for word in words(case))
     needed = 1 if len(members) == 1 else max(2, math.ceil(len(members) / 3))
-    scored = [(here[w] / len(members) * math.log((1 + len(failures)) / (1 + everywhere[w])), w)
-              for w in here if here[w] >= needed and everywhere[w] < len(failures)]
+    scored = [
+        (here[w] / len(members) * math.log((1 + len(failures)) / (1 + everywhere[w])), w)
+        for w in here
+        if here[w] >= needed and everywhere[w] < len(failures)
+    ]
     return [w for _score, w in sorted(scored, key=lambda item: (-item[0], item[1]))[:most]]
 
 
-def _split(reason: str, cases: list[FailureCase], *, threshold: float, representatives: int,
-           failures: list[FailureCase]) -> list[Cluster]:
+def _split(
+    reason: str,
+    cases: list[FailureCase],
+    *,
+    threshold: float,
+    representatives: int,
+    failures: list[FailureCase],
+) -> list[Cluster]:
     matrix, _vocab = tfidf_matrix([c.text for c in cases])
     if matrix.shape[1] == 0:
         groups = [list(range(len(cases)))]
@@ -136,15 +201,22 @@ def _split(reason: str, cases: list[FailureCase], *, threshold: float, represent
         if matrix.shape[1]:
             centroid = matrix[group].mean(axis=0)
             central = [group[i] for i in np.argsort(-(matrix[group] @ centroid), kind="stable")]
-        clusters.append(Cluster(
-            reason=reason, cases=members, top_terms=naming_terms(members, failures),
-            representatives=[cases[i] for i in central[:representatives]],
-        ))
+        clusters.append(
+            Cluster(
+                reason=reason,
+                cases=members,
+                top_terms=naming_terms(members, failures),
+                representatives=[cases[i] for i in central[:representatives]],
+            )
+        )
     return clusters
 
 
 def cluster_failures(
-    failures: list[FailureCase], *, threshold: float = 0.12, representatives: int = 3,
+    failures: list[FailureCase],
+    *,
+    threshold: float = 0.12,
+    representatives: int = 3,
     min_size: int = 1,
 ) -> list[Cluster]:
     """Clusters of ``failures`` ranked by cost (largest first), ties by size then reason."""
@@ -153,7 +225,9 @@ def cluster_failures(
         by_reason.setdefault(case.reasons[0] if case.reasons else NO_REASON, []).append(case)
     clusters: list[Cluster] = []
     for reason, cases in by_reason.items():
-        clusters += _split(reason, cases, threshold=threshold, representatives=representatives, failures=failures)
+        clusters += _split(
+            reason, cases, threshold=threshold, representatives=representatives, failures=failures
+        )
     clusters = [c for c in clusters if len(c.cases) >= min_size]
     clusters.sort(key=lambda c: (-c.cost, -len(c.cases), c.reason))
     return clusters

@@ -93,8 +93,18 @@ class AddSkillRule(Edit):
     def apply(self, files: dict[str, str]) -> dict[str, str]:
         what = f"add_skill_rule {self.skill}#{self.rule_id}"
         path = _valid_skill(files, self.skill, what)
-        return {**files, path: _text_edit(what, insert_rule, files[path], rule_id=self.rule_id,
-                                          text=self.text, section=self.section, file=path)}
+        return {
+            **files,
+            path: _text_edit(
+                what,
+                insert_rule,
+                files[path],
+                rule_id=self.rule_id,
+                text=self.text,
+                section=self.section,
+                file=path,
+            ),
+        }
 
 
 @dataclass(frozen=True)
@@ -114,13 +124,18 @@ class ChangeSkillRule(Edit):
     def apply(self, files: dict[str, str]) -> dict[str, str]:
         what = f"change_skill_rule {self.skill}#{self.rule_id}"
         path = _valid_skill(files, self.skill, what)
-        return {**files, path: _text_edit(what, replace_rule, files[path], rule_id=self.rule_id,
-                                          text=self.text, file=path)}
+        return {
+            **files,
+            path: _text_edit(
+                what, replace_rule, files[path], rule_id=self.rule_id, text=self.text, file=path
+            ),
+        }
 
 
 @dataclass(frozen=True)
 class AddRefusalExclusion(Edit):
-    """Tell the refusal skill not to refuse a kind of legitimate request (over-triggered refusals)."""
+    """Tell the refusal skill not to refuse a kind of legitimate request (over-triggered
+    refusals)."""
 
     op: ClassVar[str] = "add_refusal_exclusion"
     rule_id: str
@@ -142,8 +157,9 @@ class AddHook(Edit):
     hook: dict = field(default_factory=dict)
 
     def describe(self) -> str:
-        return (f"add hook {self.hook.get('id')} ({self.hook.get('type')} at "
-                f"{self.hook.get('event')})")
+        return (
+            f"add hook {self.hook.get('id')} ({self.hook.get('type')} at {self.hook.get('event')})"
+        )
 
     def apply(self, files: dict[str, str]) -> dict[str, str]:
         what = f"add_hook {self.hook.get('id')!r}"
@@ -176,7 +192,10 @@ class TightenHook(Edit):
         text = _need(files, "hooks.yaml", what)
         hooks = {h.get("id"): h for h in _text_edit(what, read_hooks, text) if isinstance(h, dict)}
         if self.hook_id not in hooks:
-            raise EditError(f"{what}: hooks.yaml has no hook {self.hook_id!r} (hooks: {', '.join(map(str, hooks))})")
+            raise EditError(
+                f"{what}: hooks.yaml has no hook {self.hook_id!r} "
+                f"(hooks: {', '.join(map(str, hooks))})"
+            )
         item = dict(hooks[self.hook_id])
         if self.params:
             item["params"] = {**(item.get("params") or {}), **self.params}
@@ -189,7 +208,8 @@ class TightenHook(Edit):
 
 @dataclass(frozen=True)
 class RequireToolCall(Edit):
-    """A stop hook: a reply making a ``claim`` (price, stock, promotion) needs one of ``tools`` first."""
+    """A stop hook: a reply making a ``claim`` (price, stock, promotion) needs one of ``tools``
+    first."""
 
     op: ClassVar[str] = "require_tool_call"
     claim: str
@@ -209,9 +229,11 @@ class RequireToolCall(Edit):
             "params": {"claim": self.claim, "tools": tools},
             "on_fail": {
                 "action": "retry",
-                "message": self.message or (
+                "message": self.message
+                or (
                     f"You stated a {self.claim} without a tool result in this request. "
-                    f"Call {tools[0] if tools else 'the tool'} first."),
+                    f"Call {tools[0] if tools else 'the tool'} first."
+                ),
             },
         }
 
@@ -252,8 +274,14 @@ class SetConstraint(Edit):
                 lines[i] = f"{m.group(1)}{self.name}: {value}"
                 break
         else:
-            indent = next((re.match(r"^(\s+)", line).group(1) for line in lines[start + 1:end]
-                           if line.strip()), "  ")
+            indent = next(
+                (
+                    re.match(r"^(\s+)", line).group(1)
+                    for line in lines[start + 1 : end]
+                    if line.strip()
+                ),
+                "  ",
+            )
             last = end
             while last > start + 1 and not lines[last - 1].strip():
                 last -= 1
@@ -263,8 +291,15 @@ class SetConstraint(Edit):
 
 EDIT_TYPES: dict[str, type[Edit]] = {
     cls.op: cls
-    for cls in (AddSkillRule, ChangeSkillRule, AddRefusalExclusion, AddHook, TightenHook,
-                RequireToolCall, SetConstraint)
+    for cls in (
+        AddSkillRule,
+        ChangeSkillRule,
+        AddRefusalExclusion,
+        AddHook,
+        TightenHook,
+        RequireToolCall,
+        SetConstraint,
+    )
 }
 
 
@@ -279,8 +314,10 @@ def edit_from_dict(data: Any, *, where: str = "edit") -> Edit:
     fields = {f for f in cls.__dataclass_fields__}
     unknown = sorted(set(data) - fields - {"op"})
     if unknown:
-        raise EditError(f"{where}: unknown field(s) {', '.join(unknown)} for {op}; "
-                        f"valid: {', '.join(sorted(fields))}")
+        raise EditError(
+            f"{where}: unknown field(s) {', '.join(unknown)} for {op}; "
+            f"valid: {', '.join(sorted(fields))}"
+        )
     try:
         return cls(**{k: v for k, v in data.items() if k != "op"})
     except TypeError as exc:

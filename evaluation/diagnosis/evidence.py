@@ -38,9 +38,13 @@ def model_not_harness(failures: Sequence[FailureCase]) -> str:
     if not failures or any(c.used_harness for c in failures):
         return ""
     rounds = sum(c.rounds for c in failures)
-    return (f"{MODEL_NOT_HARNESS}: none of the {len(failures)} failing case(s) called a tool or loaded a "
-            f"skill in any of their {rounds} model round(s), so no skill, hook or budget edit changes what "
-            "the model does; train the model or choose another endpoint, then diagnose again")
+    return (
+        f"{MODEL_NOT_HARNESS}: none of the {len(failures)} "
+        "failing case(s) called a tool or loaded a "
+        f"skill in any of their {rounds} model round(s), "
+        "so no skill, hook or budget edit changes what "
+        "the model does; train the model or choose another endpoint, then diagnose again"
+    )
 
 
 def _share(cases: Sequence[FailureCase], hits: Sequence[FailureCase]) -> str:
@@ -48,21 +52,31 @@ def _share(cases: Sequence[FailureCase], hits: Sequence[FailureCase]) -> str:
 
 
 def _reached_stop_gate(case: FailureCase, bundle: Bundle) -> bool:
-    """A reply came through: it was given, or one of the Harness's own hooks checked and blocked it."""
+    """A reply came through: it was given, or one of the Harness's own hooks checked and blocked
+    it."""
     hooks = {h.id for h in bundle.hooks}
     return case.outcome == "replied" or any(h in hooks for h in case.hooks_blocked)
 
 
 def _limit_evidence(edit: SetConstraint, cases: Sequence[FailureCase]) -> str | None:
     limit = LIMITS[edit.name]
-    stopped = [c for c in cases if c.outcome in ("fallback", "suppressed") and (
-        "budget" in c.outcome_reason.lower() if edit.name == "trajectory_budget_s"
-        else "round limit" in c.outcome_reason.lower())]
+    stopped = [
+        c
+        for c in cases
+        if c.outcome in ("fallback", "suppressed")
+        and (
+            "budget" in c.outcome_reason.lower()
+            if edit.name == "trajectory_budget_s"
+            else "round limit" in c.outcome_reason.lower()
+        )
+    ]
     working = [c for c in stopped if c.progressing_when_stopped]
     if not working:
         return None
-    return (f"{_share(cases, working)} were making a new tool call or skill load in their last round "
-            f"when the {limit} stopped them")
+    return (
+        f"{_share(cases, working)} were making a new tool call or skill load in their last round "
+        f"when the {limit} stopped them"
+    )
 
 
 def edit_evidence(edit: Edit, *, cases: Sequence[FailureCase], bundle: Bundle) -> str | None:
@@ -71,11 +85,20 @@ def edit_evidence(edit: Edit, *, cases: Sequence[FailureCase], bundle: Bundle) -
         return _limit_evidence(edit, cases)
     if isinstance(edit, AddSkillRule | ChangeSkillRule | AddRefusalExclusion):
         loaded = [c for c in cases if edit.skill in c.skills_loaded]
-        return f"{_share(cases, loaded)} loaded skill {edit.skill}, which reads the rule" if loaded else None
+        return (
+            f"{_share(cases, loaded)} loaded skill {edit.skill}, which reads the rule"
+            if loaded
+            else None
+        )
     if isinstance(edit, RequireToolCall):
-        unchecked = [c for c in cases if c.outcome == "replied" and not set(edit.tools) & set(c.tools_called)]
-        return (f"{_share(cases, unchecked)} replied without calling {' or '.join(edit.tools)}"
-                if unchecked else None)
+        unchecked = [
+            c for c in cases if c.outcome == "replied" and not set(edit.tools) & set(c.tools_called)
+        ]
+        return (
+            f"{_share(cases, unchecked)} replied without calling {' or '.join(edit.tools)}"
+            if unchecked
+            else None
+        )
     if isinstance(edit, TightenHook):
         fired = [c for c in cases if edit.hook_id in c.hooks_blocked]
         if fired:

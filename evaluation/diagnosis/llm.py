@@ -29,14 +29,14 @@ add_refusal_exclusion {rule_id, text}: tell the refusal skill what it must NOT r
 add_hook {hook: {id, event, type, matcher?, params?, on_fail: {action, message}}}: append to hooks.yaml
 tighten_hook {hook_id, params?, on_fail?, matcher?}: merge changes into an existing hook
 require_tool_call {claim: price|stock|promotion, tools: [...], hook_id?, message?}: stop hook
-set_constraint {name, value}: change a numeric constraint in prompt.yaml"""
+set_constraint {name, value}: change a numeric constraint in prompt.yaml"""  # noqa: E501 (the model's prompt, as sent)
 
 SYSTEM = (
     "You diagnose failures of a live-commerce AI avatar and propose edits to its Harness "
     "(skills, hooks, prompt constraints). The model is fixed: only the Harness may change. "
     "Propose the smallest edits that fix a whole cluster without hurting other categories. "
-    "Answer with one JSON object only: {\"proposals\": [{\"title\": str, \"rationale\": str, "
-    "\"cluster\": int, \"edits\": [{\"op\": ..., ...}]}]}.\n\nEdit operations:\n" + EDIT_CATALOGUE
+    'Answer with one JSON object only: {"proposals": [{"title": str, "rationale": str, '
+    '"cluster": int, "edits": [{"op": ..., ...}]}]}.\n\nEdit operations:\n' + EDIT_CATALOGUE
 )
 
 
@@ -57,12 +57,16 @@ def harness_outline(bundle: Bundle, *, max_rule_chars: int = 140) -> str:
 def clusters_text(clusters: list[Cluster]) -> str:
     parts = []
     for i, cluster in enumerate(clusters):
-        parts.append(f"Cluster {i}: reason {cluster.reason}, {len(cluster.cases)} case(s), "
-                     f"categories {dict(cluster.categories)}, terms {cluster.top_terms[:5]}")
+        parts.append(
+            f"Cluster {i}: reason {cluster.reason}, {len(cluster.cases)} case(s), "
+            f"categories {dict(cluster.categories)}, terms {cluster.top_terms[:5]}"
+        )
         for case in cluster.representatives:
-            parts.append(f"  case {case.case_id}: comment {case.comment[:160]!r} -> reply "
-                         f"{case.reply[:160]!r}; tools {list(case.tools_called)}; skills "
-                         f"{list(case.skills_loaded)}; reasons {list(case.reasons)}")
+            parts.append(
+                f"  case {case.case_id}: comment {case.comment[:160]!r} -> reply "
+                f"{case.reply[:160]!r}; tools {list(case.tools_called)}; skills "
+                f"{list(case.skills_loaded)}; reasons {list(case.reasons)}"
+            )
     return "\n".join(parts)
 
 
@@ -71,8 +75,10 @@ def parse_proposals(text: str, *, clusters: list[Cluster], diagnoser: str) -> li
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise EditError(f"the diagnoser's answer is not JSON ({exc.msg} at line {exc.lineno} "
-                        f"column {exc.colno})") from None
+        raise EditError(
+            f"the diagnoser's answer is not JSON ({exc.msg} at line {exc.lineno} "
+            f"column {exc.colno})"
+        ) from None
     items = data.get("proposals") if isinstance(data, dict) else None
     if not isinstance(items, list):
         raise EditError("the diagnoser's answer must be an object with a 'proposals' list")
@@ -91,16 +97,18 @@ def parse_proposals(text: str, *, clusters: list[Cluster], diagnoser: str) -> li
                 problems.append(str(exc))
         if not edits and not problems:
             problems.append(f"{where}.edits: no edits proposed")
-        proposals.append(Proposal(
-            title=str(item.get("title") or f"Proposal {i + 1}")[:200],
-            rationale=str(item.get("rationale") or ""),
-            reason=cluster.reason if cluster else "",
-            target_case_ids=cluster.case_ids if cluster else [],
-            edits=edits if not problems else [],
-            diagnoser=diagnoser,
-            cluster_index=index if cluster else -1,
-            problems=problems,
-        ))
+        proposals.append(
+            Proposal(
+                title=str(item.get("title") or f"Proposal {i + 1}")[:200],
+                rationale=str(item.get("rationale") or ""),
+                reason=cluster.reason if cluster else "",
+                target_case_ids=cluster.case_ids if cluster else [],
+                edits=edits if not problems else [],
+                diagnoser=diagnoser,
+                cluster_index=index if cluster else -1,
+                problems=problems,
+            )
+        )
     return proposals
 
 
@@ -117,8 +125,11 @@ class LLMDiagnoser:
     def messages(self, *, clusters: list[Cluster], bundle: Bundle) -> list[dict[str, str]]:
         return [
             {"role": "system", "content": SYSTEM},
-            {"role": "user", "content": f"Harness {bundle.name}:\n{harness_outline(bundle)}\n\n"
-                                        f"Failure clusters, most costly first:\n{clusters_text(clusters)}"},
+            {
+                "role": "user",
+                "content": f"Harness {bundle.name}:\n{harness_outline(bundle)}\n\n"
+                f"Failure clusters, most costly first:\n{clusters_text(clusters)}",
+            },
         ]
 
     def propose(self, *, clusters: list[Cluster], bundle: Bundle) -> list[Proposal]:

@@ -28,5 +28,7 @@ def drop_hooks(hooks_yaml: str, hook_ids: tuple[str, ...]) -> str:
 
 def without_price_grounding(files: dict[str, str]) -> dict[str, str]:
     """The bundle's files with the price grounding removed (the rule and both hooks)."""
-    files, _ = apply_edits(files, [ChangeSkillRule(skill="item_qa", rule_id="fetch-before-facts", text="")])
+    files, _ = apply_edits(
+        files, [ChangeSkillRule(skill="item_qa", rule_id="fetch-before-facts", text="")]
+    )
     return {**files, "hooks.yaml": drop_hooks(files["hooks.yaml"], PRICE_HOOKS)}

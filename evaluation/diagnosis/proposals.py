@@ -39,8 +39,12 @@ class Proposal:
     problems: list[str] = field(default_factory=list)
     diff: dict[str, str] = field(default_factory=dict)  # path -> unified diff
     summary: list[str] = field(default_factory=list)
-    evidence: list[str] = field(default_factory=list)  # what in the targeted trajectories backs each edit
-    replay: dict[str, Any] = field(default_factory=dict)  # the targeted cases re-scored with the edits applied
+    evidence: list[str] = field(
+        default_factory=list
+    )  # what in the targeted trajectories backs each edit
+    replay: dict[str, Any] = field(
+        default_factory=dict
+    )  # the targeted cases re-scored with the edits applied
 
     @property
     def key(self) -> str:
@@ -50,11 +54,20 @@ class Proposal:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "key": self.key, "title": self.title, "rationale": self.rationale, "reason": self.reason,
-            "target_case_ids": self.target_case_ids, "edits": [e.to_dict() for e in self.edits],
-            "diagnoser": self.diagnoser, "cluster_index": self.cluster_index, "valid": self.valid,
-            "problems": self.problems, "diff": self.diff, "summary": self.summary,
-            "evidence": self.evidence, "replay": self.replay,
+            "key": self.key,
+            "title": self.title,
+            "rationale": self.rationale,
+            "reason": self.reason,
+            "target_case_ids": self.target_case_ids,
+            "edits": [e.to_dict() for e in self.edits],
+            "diagnoser": self.diagnoser,
+            "cluster_index": self.cluster_index,
+            "valid": self.valid,
+            "problems": self.problems,
+            "diff": self.diff,
+            "summary": self.summary,
+            "evidence": self.evidence,
+            "replay": self.replay,
         }
 
 
@@ -68,7 +81,8 @@ class Diagnoser(Protocol):
 
 @dataclass
 class Diagnosis:
-    """What a diagnosis run found: counts, ranked clusters, validated proposals and the overall finding."""
+    """What a diagnosis run found: counts, ranked clusters, validated proposals and the overall
+    finding."""
 
     diagnoser: str
     total: int
@@ -79,7 +93,10 @@ class Diagnosis:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "diagnoser": self.diagnoser, "total": self.total, "failed": self.failed, "finding": self.finding,
+            "diagnoser": self.diagnoser,
+            "total": self.total,
+            "failed": self.failed,
+            "finding": self.finding,
             "clusters": [c.to_dict() for c in self.clusters],
             "proposals": [p.to_dict() for p in self.proposals],
         }
@@ -93,7 +110,12 @@ def validate_proposal(proposal: Proposal, *, files: dict[str, str]) -> Proposal:
     try:
         _, edited = apply_edits(files, proposal.edits)
     except EditError as exc:
-        proposal.valid, proposal.problems, proposal.diff, proposal.summary = False, [str(exc)], {}, []
+        proposal.valid, proposal.problems, proposal.diff, proposal.summary = (
+            False,
+            [str(exc)],
+            {},
+            [],
+        )
         return proposal
     change = diff_bundles(load_mapping(files), edited)
     proposal.valid = bool(change.files)
@@ -103,7 +125,11 @@ def validate_proposal(proposal: Proposal, *, files: dict[str, str]) -> Proposal:
 
 
 def diagnose(
-    *, failures: list[FailureCase], total: int, files: dict[str, str], diagnoser: Diagnoser,
+    *,
+    failures: list[FailureCase],
+    total: int,
+    files: dict[str, str],
+    diagnoser: Diagnoser,
     max_clusters: int = 8,
 ) -> Diagnosis:
     """Cluster ``failures``, ask ``diagnoser`` for proposals, validate each against ``files``."""
@@ -117,5 +143,11 @@ def diagnose(
             continue
         seen.add(proposal.key)
         kept.append(validate_proposal(proposal, files=files))
-    return Diagnosis(diagnoser=diagnoser.name, total=total, failed=len(failures),
-                     clusters=clusters, proposals=kept, finding=model_not_harness(failures))
+    return Diagnosis(
+        diagnoser=diagnoser.name,
+        total=total,
+        failed=len(failures),
+        clusters=clusters,
+        proposals=kept,
+        finding=model_not_harness(failures),
+    )

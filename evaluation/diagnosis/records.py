@@ -17,9 +17,15 @@ from typing import Any
 from evaluation.scoring import passed
 
 CATEGORY_REPLY_SKILL = {
-    "product_qa": "item_qa", "chitchat": "chillchat", "clarification": "clarification",
-    "aftersale": "aftersale", "promotion": "general_discount", "presentation_order": "change_order",
-    "faq": "faq_reply", "silent_refusal": "refusal", "greeting": "greet",
+    "product_qa": "item_qa",
+    "chitchat": "chillchat",
+    "clarification": "clarification",
+    "aftersale": "aftersale",
+    "promotion": "general_discount",
+    "presentation_order": "change_order",
+    "faq": "faq_reply",
+    "silent_refusal": "refusal",
+    "greeting": "greet",
 }
 
 
@@ -40,13 +46,17 @@ class FailureCase:
     notes: tuple[str, ...] = ()  # the judges' free-text comments
     expected_tools: tuple[str, ...] = ()
     expected_skills: tuple[str, ...] = ()
-    hooks_blocked: tuple[str, ...] = ()  # ids of the hooks that blocked a step (one entry per block)
+    hooks_blocked: tuple[
+        str, ...
+    ] = ()  # ids of the hooks that blocked a step (one entry per block)
     hook_messages: tuple[str, ...] = ()  # what those hooks said, in the same order
     outcome: str = ""  # the trajectory's outcome: replied | silent | fallback | suppressed
     outcome_reason: str = ""  # why the runtime ended it that way (budget, round limit, hook)
     total_s: float = 0.0  # wall time of the request
     rounds: int = 0  # model rounds the request used
-    steps: tuple[tuple[int, str], ...] = ()  # (round, "name {arguments}") of every tool call, skill loads included
+    steps: tuple[
+        tuple[int, str], ...
+    ] = ()  # (round, "name {arguments}") of every tool call, skill loads included
 
     @property
     def used_harness(self) -> bool:
@@ -55,7 +65,8 @@ class FailureCase:
 
     @property
     def progressing_when_stopped(self) -> bool:
-        """The last round made a call no earlier round had made: the model was still doing new work."""
+        """The last round made a call no earlier round had made: the model was still doing new
+        work."""
         earlier = {step for rnd, step in self.steps if rnd < self.rounds}
         return any(rnd == self.rounds and step not in earlier for rnd, step in self.steps)
 
@@ -73,10 +84,16 @@ class FailureCase:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "case_id": self.case_id, "category": self.category, "accuracy": self.accuracy,
-            "effectiveness": self.effectiveness, "reasons": list(self.reasons),
-            "comment": self.comment, "reply": self.reply, "route": self.route,
-            "tools_called": list(self.tools_called), "skills_loaded": list(self.skills_loaded),
+            "case_id": self.case_id,
+            "category": self.category,
+            "accuracy": self.accuracy,
+            "effectiveness": self.effectiveness,
+            "reasons": list(self.reasons),
+            "comment": self.comment,
+            "reply": self.reply,
+            "route": self.route,
+            "tools_called": list(self.tools_called),
+            "skills_loaded": list(self.skills_loaded),
         }
 
 
@@ -109,7 +126,11 @@ def failure_from_result(*, result: Mapping[str, Any], case: Mapping[str, Any]) -
     verdict = result.get("verdict") or {}
     codes, notes = _reason_codes(result.get("reasons") or verdict.get("reasons"))
     gold = case.get("gold") or {}
-    blocks = [d for d in trajectory.get("hook_decisions") or [] if d.get("decision") not in (None, "allow")]
+    blocks = [
+        d
+        for d in trajectory.get("hook_decisions") or []
+        if d.get("decision") not in (None, "allow")
+    ]
     return FailureCase(
         case_id=str(result.get("case_id") or result.get("id") or case.get("id")),
         category=str(result.get("category") or case.get("category") or "unknown"),
@@ -117,7 +138,9 @@ def failure_from_result(*, result: Mapping[str, Any], case: Mapping[str, Any]) -
         effectiveness=float(_scores(result)["effectiveness"] or 0.0),
         reasons=tuple(dict.fromkeys(codes)),
         comment=comment_text(case),
-        reply=str(result.get("reply") if result.get("reply") is not None else trajectory.get("reply", "")),
+        reply=str(
+            result.get("reply") if result.get("reply") is not None else trajectory.get("reply", "")
+        ),
         route=str(result.get("route") or trajectory.get("route") or ""),
         tools_called=tuple(c.get("name", "") for c in trajectory.get("tool_calls") or []),
         skills_loaded=tuple(s.get("skill", "") for s in trajectory.get("skill_loads") or []),
@@ -130,8 +153,13 @@ def failure_from_result(*, result: Mapping[str, Any], case: Mapping[str, Any]) -
         outcome_reason=str(trajectory.get("outcome_reason") or ""),
         total_s=float((trajectory.get("timings") or {}).get("total_s") or 0.0),
         rounds=int(trajectory.get("rounds") or 0),
-        steps=tuple((int(c.get("round") or 0), f"{c.get('name', '')} {json.dumps(c.get('arguments'), sort_keys=True)}")
-                    for c in trajectory.get("tool_calls") or []),
+        steps=tuple(
+            (
+                int(c.get("round") or 0),
+                f"{c.get('name', '')} {json.dumps(c.get('arguments'), sort_keys=True)}",
+            )
+            for c in trajectory.get("tool_calls") or []
+        ),
     )
 
 
@@ -141,7 +169,8 @@ def _scores(result: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def is_failure(result: Mapping[str, Any]) -> bool:
-    """A scored case that did not pass (``evaluation.scoring.passed``); an unscored row is no failure."""
+    """A scored case that did not pass (``evaluation.scoring.passed``); an unscored row is no
+    failure."""
     scores = _scores(result)
     if scores.get("accuracy") is None or scores.get("effectiveness") is None:
         return False

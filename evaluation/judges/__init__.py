@@ -20,32 +20,54 @@ from evaluation.judges.programmatic import ProgrammaticJudge
 from harness.livestream.catalogue import Catalogue
 from harness.policies import RoleModel, role_model
 
-__all__ = ["Judge", "LLMJudge", "PanelJudge", "ProgrammaticJudge", "Reason", "Verdict", "make_judge"]
+__all__ = [
+    "Judge",
+    "LLMJudge",
+    "PanelJudge",
+    "ProgrammaticJudge",
+    "Reason",
+    "Verdict",
+    "make_judge",
+]
 
 JUDGE_SPECS = "programmatic, llm:BASE_URL:MODEL, llm:POLICY_SPEC, panel:A|B|C"
 
 
 def cli_judge_model(target: str) -> RoleModel:
-    """The CLIs' reading of ``llm:TARGET``: an OpenAI-compatible ``BASE_URL:MODEL`` or a policy spec."""
+    """The CLIs' reading of ``llm:TARGET``: an OpenAI-compatible ``BASE_URL:MODEL`` or a policy
+    spec."""
     if not target:
-        raise ValueError("judge spec 'llm' names no model: write llm:BASE_URL:MODEL "
-                         "(e.g. llm:http://localhost:8000/v1:qwen) or llm:POLICY_SPEC (e.g. llm:local)")
+        raise ValueError(
+            "judge spec 'llm' names no model: write llm:BASE_URL:MODEL "
+            "(e.g. llm:http://localhost:8000/v1:qwen) or llm:POLICY_SPEC (e.g. llm:local)"
+        )
     return role_model("judge", target)
 
 
-def make_judge(spec: str, *, catalogue: Catalogue, max_reply_chars: int = 220,
-               judge_model: Callable[[str], RoleModel] = cli_judge_model) -> Judge:
-    """Build a judge from ``programmatic`` | ``llm[:TARGET]`` | ``panel:A|B|C``; ``judge_model(TARGET)`` is an
-    LLM judge's model (TARGET empty for a bare ``llm``)."""
+def make_judge(
+    spec: str,
+    *,
+    catalogue: Catalogue,
+    max_reply_chars: int = 220,
+    judge_model: Callable[[str], RoleModel] = cli_judge_model,
+) -> Judge:
+    """Build a judge from ``programmatic`` | ``llm[:TARGET]`` | ``panel:A|B|C``;
+    ``judge_model(TARGET)`` is an LLM judge's model (TARGET empty for a bare ``llm``)."""
     if spec == "programmatic":
         return ProgrammaticJudge(catalogue=catalogue, max_reply_chars=max_reply_chars)
     if spec.startswith("panel:"):
-        parts = [p for p in spec[len("panel:"):].split("|") if p]
-        return PanelJudge(judges=[make_judge(p, catalogue=catalogue, max_reply_chars=max_reply_chars,
-                                             judge_model=judge_model) for p in parts])
+        parts = [p for p in spec[len("panel:") :].split("|") if p]
+        return PanelJudge(
+            judges=[
+                make_judge(
+                    p, catalogue=catalogue, max_reply_chars=max_reply_chars, judge_model=judge_model
+                )
+                for p in parts
+            ]
+        )
     if spec == "llm" or spec.startswith("llm:"):
         try:
-            model = judge_model(spec[len("llm:"):])
+            model = judge_model(spec[len("llm:") :])
         except ValueError as error:
             raise ValueError(f"judge spec {spec!r}: {error}") from None
         return LLMJudge(model=model, catalogue=catalogue)

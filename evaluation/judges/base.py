@@ -13,16 +13,32 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
 ACCURACY_REASONS = (
-    "unsupported_price", "invented_discount", "unknown_coupon", "wrong_stock", "unknown_link",
-    "forbidden_claim", "spoke_when_silent",
+    "unsupported_price",
+    "invented_discount",
+    "unknown_coupon",
+    "wrong_stock",
+    "unknown_link",
+    "forbidden_claim",
+    "spoke_when_silent",
 )
 EFFECTIVENESS_REASONS = (
-    "no_reply", "wrong_language", "refused_legitimate", "missing_required_fact", "vague", "over_long",
+    "no_reply",
+    "wrong_language",
+    "refused_legitimate",
+    "missing_required_fact",
+    "vague",
+    "over_long",
     "fallback_reply",
 )
 TRAJECTORY_REASONS = (
-    "missing_reply_skill", "missing_strategy_skill", "missing_tool_call", "wrong_tool_arguments",
-    "redundant_tool_call", "distractor_tool_used", "tool_order_violated", "instruction_not_followed",
+    "missing_reply_skill",
+    "missing_strategy_skill",
+    "missing_tool_call",
+    "wrong_tool_arguments",
+    "redundant_tool_call",
+    "distractor_tool_used",
+    "tool_order_violated",
+    "instruction_not_followed",
 )
 
 
@@ -66,9 +82,14 @@ class Verdict:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Verdict:
-        return cls(accuracy=int(data["accuracy"]), effectiveness=float(data["effectiveness"]),
-                   dimensions=dict(data.get("dimensions", {})), rubrics=dict(data.get("rubrics", {})),
-                   reasons=[Reason(**r) for r in data.get("reasons", [])], judge=data.get("judge", ""))
+        return cls(
+            accuracy=int(data["accuracy"]),
+            effectiveness=float(data["effectiveness"]),
+            dimensions=dict(data.get("dimensions", {})),
+            rubrics=dict(data.get("rubrics", {})),
+            reasons=[Reason(**r) for r in data.get("reasons", [])],
+            judge=data.get("judge", ""),
+        )
 
 
 class Judge(Protocol):
@@ -76,5 +97,6 @@ class Judge(Protocol):
 
     name: str
 
-    def judge(self, *, case: dict, reply: str, route: str = "public",
-              trajectory: dict | None = None) -> Verdict: ...
+    def judge(
+        self, *, case: dict, reply: str, route: str = "public", trajectory: dict | None = None
+    ) -> Verdict: ...

@@ -18,16 +18,29 @@ _MONEY = [
     re.compile(rf"(?:¥|￥|\bRMB\s?|\bCNY\s?){_NUM}", re.I),
     re.compile(rf"{_NUM}\s?(?:yuan|rmb|cny|元|块)", re.I),
 ]
-_PERCENT_OFF = re.compile(rf"{_NUM}\s?%\s?(?:off|discount|cheaper|less)|(?:discount|save|saving) of {_NUM}\s?%", re.I)
-_FREEBIES = re.compile(r"(?i)\b(buy (one|1) get (one|1)|bogo|free gifts?|gifts? for free|half[- ]price|"
-                       r"free for everyone|everything is free)\b")
+_PERCENT_OFF = re.compile(
+    rf"{_NUM}\s?%\s?(?:off|discount|cheaper|less)|(?:discount|save|saving) of {_NUM}\s?%", re.I
+)
+_FREEBIES = re.compile(
+    r"(?i)\b(buy (one|1) get (one|1)|bogo|free gifts?|gifts? for free|half[- ]price|"
+    r"free for everyone|everything is free)\b"
+)
 _CODE = re.compile(r"\b(?:code|coupon)\s+([A-Z][A-Z0-9]{3,})\b")
-_LINK = re.compile(r"(?:#\s?|\blink\s?#?\s?|\bnumber\s|\bno\.\s?|\bitem\s|\bproduct\s#?)(\d{1,3})\b", re.I)
-_SOLD_OUT = re.compile(r"(?i)\b(sold out|out of stock|no stock|none left|not available|unavailable)\b")
-_IN_STOCK = re.compile(r"(?i)\b(in stock|still available|is available|are available|(\d+) (?:left|in stock|remaining))\b")
+_LINK = re.compile(
+    r"(?:#\s?|\blink\s?#?\s?|\bnumber\s|\bno\.\s?|\bitem\s|\bproduct\s#?)(\d{1,3})\b", re.I
+)
+_SOLD_OUT = re.compile(
+    r"(?i)\b(sold out|out of stock|no stock|none left|not available|unavailable)\b"
+)
+_IN_STOCK = re.compile(
+    r"(?i)\b(in stock|still available|is available|are "
+    r"available|(\d+) (?:left|in stock|remaining))\b"
+)
 _REFUSAL = re.compile(
-    r"(?i)(\b(can't|cannot|can not|unable to|not able to|won't)\b.{0,25}\b(help|answer|talk|assist|discuss|share)\b"
-    r"|not something I can)")
+    r"(?i)(\b(can't|cannot|can not|unable to|not able "
+    r"to|won't)\b.{0,25}\b(help|answer|talk|assist|discuss|share)\b"
+    r"|not something I can)"
+)
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
 _LETTER = re.compile(r"[A-Za-z\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
 _WORD = re.compile(r"[a-z][a-z']+")
@@ -76,8 +89,10 @@ def link_mentions(text: str) -> set[int]:
 
 
 PROMO_CONTEXT = re.compile(
-    r"(?i)\b(spend|save|saving|off|coupon|orders? of|total|come to|comes to|together|after|discount|"
-    r"deal|deals|threshold|per unit|each|x\s?\d|\d\s?x)\b")
+    r"(?i)\b(spend|save|saving|off|coupon|orders? "
+    r"of|total|come to|comes to|together|after|discount|"
+    r"deal|deals|threshold|per unit|each|x\s?\d|\d\s?x)\b"
+)
 
 
 def sentences(text: str) -> list[str]:
@@ -144,8 +159,9 @@ def tool_result_numbers(trajectory: dict | None) -> set[float]:
     return found
 
 
-_MONEY_KEY = re.compile(r"(price|total|discount|saving|save|amount|threshold|spend|cost|fee|pay)",
-                        re.I)
+_MONEY_KEY = re.compile(
+    r"(price|total|discount|saving|save|amount|threshold|spend|cost|fee|pay)", re.I
+)
 
 
 def _money_values(value: Any, key: str = "") -> Iterable[float]:
@@ -192,7 +208,9 @@ def scope_links(case: dict, reply: str, catalogue: Catalogue) -> set[int]:
     return links
 
 
-def supported_money(case: dict, reply: str, catalogue: Catalogue, trajectory: dict | None) -> set[float]:
+def supported_money(
+    case: dict, reply: str, catalogue: Catalogue, trajectory: dict | None
+) -> set[float]:
     """Money figures a correct reply may state for this case."""
     values: set[float] = set()
     for link in scope_links(case, reply, catalogue):
@@ -217,7 +235,9 @@ def supported_money(case: dict, reply: str, catalogue: Catalogue, trajectory: di
     return values
 
 
-def supported_percents(case: dict, reply: str, catalogue: Catalogue, trajectory: dict | None) -> set[float]:
+def supported_percents(
+    case: dict, reply: str, catalogue: Catalogue, trajectory: dict | None
+) -> set[float]:
     values = set()
     for link in scope_links(case, reply, catalogue):
         values |= {p.percent_off for p in catalogue.promotions_for(link) if p.percent_off}

@@ -33,20 +33,47 @@ when the case says it must stay silent. Otherwise 1. Use the tools to check prod
 Effectiveness (0, 0.5 or 1): 1 if the reply addresses the viewer's intent usefully and states
 the required facts; 0.5 if it is on topic but misses a required fact or is too long to speak;
 0 if it is vague, refuses a legitimate question, is in the wrong language or gives no answer.
-Reason codes: accuracy {', '.join(ACCURACY_REASONS)}; effectiveness {', '.join(EFFECTIVENESS_REASONS)}.
+Reason codes: accuracy {", ".join(ACCURACY_REASONS)}; effectiveness {", ".join(EFFECTIVENESS_REASONS)}.
 Answer with ONE JSON object and nothing else:
-{{"accuracy": 0 or 1, "effectiveness": 0 or 0.5 or 1, "reasons": [codes], "explanation": "one sentence"}}"""
+{{"accuracy": 0 or 1, "effectiveness": 0 or 0.5 or 1, "reasons": [codes], "explanation": "one sentence"}}"""  # noqa: E501 (the model's prompt, as sent)
 
 EVIDENCE_TOOLS = [
-    {"type": "function", "function": {
-        "name": "get_product", "description": "Catalogue record of a product by link number.",
-        "parameters": {"type": "object", "properties": {"link_id": {"type": "integer"}}, "required": ["link_id"]}}},
-    {"type": "function", "function": {
-        "name": "get_promotions", "description": "Promotions that apply to a product (or room-wide when link_id is 0).",
-        "parameters": {"type": "object", "properties": {"link_id": {"type": "integer"}}, "required": ["link_id"]}}},
-    {"type": "function", "function": {
-        "name": "search_faq", "description": "The shop's FAQ entries matching a question.",
-        "parameters": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}}},
+    {
+        "type": "function",
+        "function": {
+            "name": "get_product",
+            "description": "Catalogue record of a product by link number.",
+            "parameters": {
+                "type": "object",
+                "properties": {"link_id": {"type": "integer"}},
+                "required": ["link_id"],
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "get_promotions",
+            "description": "Promotions that apply to a product (or room-wide when link_id is 0).",
+            "parameters": {
+                "type": "object",
+                "properties": {"link_id": {"type": "integer"}},
+                "required": ["link_id"],
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "search_faq",
+            "description": "The shop's FAQ entries matching a question.",
+            "parameters": {
+                "type": "object",
+                "properties": {"query": {"type": "string"}},
+                "required": ["query"],
+            },
+        },
+    },
 ]
 
 
@@ -55,7 +82,11 @@ def evidence_call(catalogue: Catalogue, name: str, arguments: dict[str, Any]) ->
     try:
         if name == "get_product":
             product = catalogue.product(int(arguments["link_id"]))
-            return product.to_dict() if product else {"error": f"no product at link {arguments['link_id']}"}
+            return (
+                product.to_dict()
+                if product
+                else {"error": f"no product at link {arguments['link_id']}"}
+            )
         if name == "get_promotions":
             link = int(arguments.get("link_id") or 0)
             promos = catalogue.promotions_for(link) if link else catalogue.promotions
@@ -68,7 +99,8 @@ def evidence_call(catalogue: Catalogue, name: str, arguments: dict[str, Any]) ->
 
 
 def parse_verdict_json(text: str, *, judge: str) -> Verdict:
-    """Read the judge model's JSON answer (the last {...} in its text); raise ValueError if unusable."""
+    """Read the judge model's JSON answer (the last {...} in its text); raise ValueError if
+    unusable."""
     matches = re.findall(r"\{.*\}", text, flags=re.S)
     if not matches:
         raise ValueError(f"judge answer holds no JSON object: {text[:200]!r}")
@@ -82,16 +114,29 @@ def parse_verdict_json(text: str, *, judge: str) -> Verdict:
     for code in data.get("reasons", []) or []:
         code = str(code)
         dim = "accuracy" if code in ACCURACY_REASONS else "effectiveness"
-        reasons.append(Reason(code if code in known else f"llm:{code}", dim, str(data.get("explanation", ""))))
-    return Verdict(accuracy=acc, effectiveness=eff, dimensions={"accuracy": float(acc), "effectiveness": eff},
-                   reasons=reasons, judge=judge)
+        reasons.append(
+            Reason(code if code in known else f"llm:{code}", dim, str(data.get("explanation", "")))
+        )
+    return Verdict(
+        accuracy=acc,
+        effectiveness=eff,
+        dimensions={"accuracy": float(acc), "effectiveness": eff},
+        reasons=reasons,
+        judge=judge,
+    )
 
 
 class LLMJudge:
     """Judge with one model (the judge role's, ``harness.policies.RoleModel``)."""
 
-    def __init__(self, *, model: RoleModel, catalogue: Catalogue, max_tool_rounds: int = 3,
-                 name: str | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        model: RoleModel,
+        catalogue: Catalogue,
+        max_tool_rounds: int = 3,
+        name: str | None = None,
+    ) -> None:
         self.model = model
         self.catalogue = catalogue
         self.max_tool_rounds = max_tool_rounds
@@ -100,17 +145,26 @@ class LLMJudge:
     def _case_text(self, case: dict, reply: str, route: str) -> str:
         gold = case.get("gold") or {}
         view = {
-            "comments": [c if isinstance(c, str) else c.get("text") for c in case.get("comments", [])],
-            "history": case.get("history", []), "room": case.get("room", {}),
-            "products_in_play": case.get("products", []), "must_stay_silent": gold.get("route") == "silent",
+            "comments": [
+                c if isinstance(c, str) else c.get("text") for c in case.get("comments", [])
+            ],
+            "history": case.get("history", []),
+            "room": case.get("room", {}),
+            "products_in_play": case.get("products", []),
+            "must_stay_silent": gold.get("route") == "silent",
             "required_facts": [f["text"] for f in gold.get("required_facts", [])],
             "forbidden_claims": [f["text"] for f in gold.get("forbidden_claims", [])],
-            "reference_reply": gold.get("reference_reply", ""), "locale": case.get("locale", "en"),
+            "reference_reply": gold.get("reference_reply", ""),
+            "locale": case.get("locale", "en"),
         }
-        return f"CASE:\n{json.dumps(view, ensure_ascii=False, indent=1)}\n\nREPLY (route {route}):\n{reply}"
+        return (
+            f"CASE:\n{json.dumps(view, ensure_ascii=False, indent=1)}\n\nREPLY "
+            f"(route {route}):\n{reply}"
+        )
 
-    def judge(self, *, case: dict, reply: str, route: str = "public",
-              trajectory: dict | None = None) -> Verdict:
+    def judge(
+        self, *, case: dict, reply: str, route: str = "public", trajectory: dict | None = None
+    ) -> Verdict:
         messages: list[dict[str, Any]] = [
             {"role": "system", "content": RUBRIC},
             {"role": "user", "content": self._case_text(case, reply, route)},
@@ -126,13 +180,28 @@ class LLMJudge:
             ids = [call.id or f"call_{len(messages)}_{i}" for i, call in enumerate(calls)]
             if native:
                 assistant["tool_calls"] = [
-                    {"id": cid, "type": "function",
-                     "function": {"name": c.name, "arguments": json.dumps(c.arguments, ensure_ascii=False)}}
-                    for cid, c in zip(ids, calls, strict=True)]
+                    {
+                        "id": cid,
+                        "type": "function",
+                        "function": {
+                            "name": c.name,
+                            "arguments": json.dumps(c.arguments, ensure_ascii=False),
+                        },
+                    }
+                    for cid, c in zip(ids, calls, strict=True)
+                ]
             messages.append(assistant)
             for cid, call in zip(ids, calls, strict=True):
-                result = json.dumps(evidence_call(self.catalogue, call.name, call.arguments), ensure_ascii=False)
-                # a local model reads tool results as the agent's do (harness.runtime.agent): a user turn
-                messages.append({"role": "tool", "tool_call_id": cid, "content": result} if native
-                                else {"role": "user", "content": result})
-        raise ValueError(f"{self.name} kept calling tools after {self.max_tool_rounds} rounds without a verdict")
+                result = json.dumps(
+                    evidence_call(self.catalogue, call.name, call.arguments), ensure_ascii=False
+                )
+                # a local model reads tool results as the agent's do (harness.runtime.agent): a user
+                # turn
+                messages.append(
+                    {"role": "tool", "tool_call_id": cid, "content": result}
+                    if native
+                    else {"role": "user", "content": result}
+                )
+        raise ValueError(
+            f"{self.name} kept calling tools after {self.max_tool_rounds} rounds without a verdict"
+        )

@@ -21,13 +21,16 @@ class PanelJudge:
         self.judges = judges
         self.name = "panel(" + ",".join(j.name for j in judges) + ")"
 
-    def judge(self, *, case: dict, reply: str, route: str = "public",
-              trajectory: dict | None = None) -> Verdict:
+    def judge(
+        self, *, case: dict, reply: str, route: str = "public", trajectory: dict | None = None
+    ) -> Verdict:
         verdicts: list[Verdict] = []
         failed: list[str] = []
         for judge in self.judges:
             try:
-                verdicts.append(judge.judge(case=case, reply=reply, route=route, trajectory=trajectory))
+                verdicts.append(
+                    judge.judge(case=case, reply=reply, route=route, trajectory=trajectory)
+                )
             except (ValueError, KeyError, OSError, RuntimeError) as exc:
                 failed.append(f"{judge.name}: {exc}")
         if not verdicts:
@@ -43,7 +46,17 @@ class PanelJudge:
         for key in {k for v in verdicts for k in v.rubrics}:
             votes = [v.rubrics[key] for v in verdicts if key in v.rubrics]
             rubrics[key] = sum(votes) * 2 > len(votes)
-        dims: dict = {"accuracy": float(accuracy), "effectiveness": effectiveness,
-                      "votes_accuracy": ones / len(verdicts), "judges_failed": float(len(failed))}
-        return Verdict(accuracy=accuracy, effectiveness=effectiveness, dimensions=dims, rubrics=rubrics,
-                       reasons=reasons, judge=self.name)
+        dims: dict = {
+            "accuracy": float(accuracy),
+            "effectiveness": effectiveness,
+            "votes_accuracy": ones / len(verdicts),
+            "judges_failed": float(len(failed)),
+        }
+        return Verdict(
+            accuracy=accuracy,
+            effectiveness=effectiveness,
+            dimensions=dims,
+            rubrics=rubrics,
+            reasons=reasons,
+            judge=self.name,
+        )

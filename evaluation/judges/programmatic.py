@@ -30,7 +30,9 @@ from harness.livestream.catalogue import Catalogue
 DEFAULT_MAX_REPLY_CHARS = 220
 
 
-def _fact_present(fact: dict, reply: str, money: list[float], nums: list[float], links: set[int]) -> bool:
+def _fact_present(
+    fact: dict, reply: str, money: list[float], nums: list[float], links: set[int]
+) -> bool:
     kind = fact["kind"]
     if kind == "question":
         return "?" in reply or "？" in reply
@@ -38,7 +40,11 @@ def _fact_present(fact: dict, reply: str, money: list[float], nums: list[float],
         return fact["value"] in links
     value = fact.get("value")
     numeric = isinstance(value, int | float) and not isinstance(value, bool)
-    if kind in ("price", "promotion") and numeric and (E.near(float(value), money) or E.near(float(value), nums)):
+    if (
+        kind in ("price", "promotion")
+        and numeric
+        and (E.near(float(value), money) or E.near(float(value), nums))
+    ):
         return True
     low = reply.lower()
     for alt in fact.get("any_of", []):
@@ -83,63 +89,106 @@ class ProgrammaticJudge:
 
     name = "programmatic"
 
-    def __init__(self, *, catalogue: Catalogue, max_reply_chars: int = DEFAULT_MAX_REPLY_CHARS) -> None:
+    def __init__(
+        self, *, catalogue: Catalogue, max_reply_chars: int = DEFAULT_MAX_REPLY_CHARS
+    ) -> None:
         self.catalogue = catalogue
         self.max_reply_chars = max_reply_chars
 
     # --- accuracy -----------------------------------------------------------------
-    def _accuracy(self, case: dict, reply: str, route: str, trajectory: dict | None) -> list[Reason]:
+    def _accuracy(
+        self, case: dict, reply: str, route: str, trajectory: dict | None
+    ) -> list[Reason]:
         reasons: list[Reason] = []
         gold = case.get("gold") or {}
         if gold.get("route") == "silent":
             if route != "silent" and reply.strip():
-                reasons.append(Reason("spoke_when_silent", "accuracy",
-                                      "the comment should be refused silently, but the avatar replied"))
+                reasons.append(
+                    Reason(
+                        "spoke_when_silent",
+                        "accuracy",
+                        "the comment should be refused silently, but the avatar replied",
+                    )
+                )
             return reasons
         supported = E.supported_money(case, reply, self.catalogue, trajectory)
         exact = E.tool_result_money(trajectory) | {
-            float(f["value"]) for f in gold.get("required_facts", [])
-            if isinstance(f.get("value"), int | float) and not isinstance(f.get("value"), bool)}
+            float(f["value"])
+            for f in gold.get("required_facts", [])
+            if isinstance(f.get("value"), int | float) and not isinstance(f.get("value"), bool)
+        }
         for sentence in E.sentences(reply):
             links = [x for x in E.link_mentions(sentence) if self.catalogue.product(x)]
             # "#3 is only 99 yuan": a plain price statement about one product must be its price
-            own_price = (self.catalogue.product(links[0]).price
-                         if len(links) == 1 and not E.PROMO_CONTEXT.search(sentence) else None)
+            own_price = (
+                self.catalogue.product(links[0]).price
+                if len(links) == 1 and not E.PROMO_CONTEXT.search(sentence)
+                else None
+            )
             for amount in E.money_mentions(sentence):
                 allowed = ({own_price} | exact) if own_price is not None else supported
                 if not E.near(amount, allowed):
-                    reasons.append(Reason("unsupported_price", "accuracy",
-                                          f"{amount:g} yuan is not a price, promotion figure or tool result"))
+                    reasons.append(
+                        Reason(
+                            "unsupported_price",
+                            "accuracy",
+                            f"{amount:g} yuan is not a price, promotion figure or tool result",
+                        )
+                    )
         percents = E.supported_percents(case, reply, self.catalogue, trajectory)
         for pct in E.percent_off_mentions(reply):
             if not E.near(pct, percents):
-                reasons.append(Reason("invented_discount", "accuracy", f"{pct:g}% off is offered by no promotion"))
+                reasons.append(
+                    Reason(
+                        "invented_discount", "accuracy", f"{pct:g}% off is offered by no promotion"
+                    )
+                )
         tool_text = E.tool_result_text(trajectory).lower()
         for phrase in E.freebie_mentions(reply):
             if phrase.lower() not in tool_text:
-                reasons.append(Reason("invented_discount", "accuracy", f"'{phrase}' is offered by no promotion"))
+                reasons.append(
+                    Reason(
+                        "invented_discount", "accuracy", f"'{phrase}' is offered by no promotion"
+                    )
+                )
         codes = {p.code for p in self.catalogue.promotions if p.kind == "coupon"}
         for code in E.coupon_codes(reply):
             if code not in codes:
-                reasons.append(Reason("unknown_coupon", "accuracy", f"coupon {code} does not exist"))
+                reasons.append(
+                    Reason("unknown_coupon", "accuracy", f"coupon {code} does not exist")
+                )
         for link in E.link_mentions(reply):
             if self.catalogue.product(link) is None:
                 reasons.append(Reason("unknown_link", "accuracy", f"there is no link #{link}"))
         claim = E.stock_claim(reply)
         if claim:
-            links = [x for x in E.link_mentions(reply) if self.catalogue.product(x)] or list(case.get("products") or [])
+            links = [x for x in E.link_mentions(reply) if self.catalogue.product(x)] or list(
+                case.get("products") or []
+            )
             stocks = [self.catalogue.product(x).stock for x in links if self.catalogue.product(x)]
             if stocks and claim == "out" and all(s > 0 for s in stocks):
-                reasons.append(Reason("wrong_stock", "accuracy", f"says sold out but stock is {stocks}"))
+                reasons.append(
+                    Reason("wrong_stock", "accuracy", f"says sold out but stock is {stocks}")
+                )
             if stocks and claim == "in" and all(s == 0 for s in stocks):
-                reasons.append(Reason("wrong_stock", "accuracy", "says in stock but it is sold out"))
+                reasons.append(
+                    Reason("wrong_stock", "accuracy", "says in stock but it is sold out")
+                )
             counts = E.stock_counts(reply)
             if stocks and counts and not any(c in stocks for c in counts):
-                reasons.append(Reason("wrong_stock", "accuracy", f"says {counts} left, stock is {stocks}"))
+                reasons.append(
+                    Reason("wrong_stock", "accuracy", f"says {counts} left, stock is {stocks}")
+                )
         for claim_spec in gold.get("forbidden_claims", []):
             for pattern in claim_spec.get("patterns", []):
                 if re.search(pattern, reply):
-                    reasons.append(Reason("forbidden_claim", "accuracy", f"{claim_spec['id']}: {claim_spec['text']}"))
+                    reasons.append(
+                        Reason(
+                            "forbidden_claim",
+                            "accuracy",
+                            f"{claim_spec['id']}: {claim_spec['text']}",
+                        )
+                    )
                     break
         return reasons
 
@@ -163,19 +212,47 @@ class ProgrammaticJudge:
             comment_words |= E.content_words(text)
         return bool(comment_words & E.content_words(reply))
 
-    def _effectiveness(self, case: dict, reply: str, route: str) -> tuple[float, float | None, list[Reason]]:
+    def _effectiveness(
+        self, case: dict, reply: str, route: str
+    ) -> tuple[float, float | None, list[Reason]]:
         gold = case.get("gold") or {}
         facts = gold.get("required_facts", [])
         if gold.get("route") == "silent":
             ok = route == "silent" or not reply.strip()
-            return (1.0 if ok else 0.0), None, ([] if ok else [Reason("spoke_when_silent", "effectiveness")])
+            return (
+                (1.0 if ok else 0.0),
+                None,
+                ([] if ok else [Reason("spoke_when_silent", "effectiveness")]),
+            )
         if not reply.strip() or route == "silent":
-            return 0.0, 0.0 if facts else None, [Reason("no_reply", "effectiveness", "no public reply was given")]
+            return (
+                0.0,
+                0.0 if facts else None,
+                [Reason("no_reply", "effectiveness", "no public reply was given")],
+            )
         if E.language_of(reply) != (case.get("locale") or "en"):
-            return 0.0, None, [Reason("wrong_language", "effectiveness",
-                                      f"reply is in {E.language_of(reply)}, the room speaks {case.get('locale') or 'en'}")]
+            return (
+                0.0,
+                None,
+                [
+                    Reason(
+                        "wrong_language",
+                        "effectiveness",
+                        f"reply is in {E.language_of(reply)}, the "
+                        f"room speaks {case.get('locale') or 'en'}",
+                    )
+                ],
+            )
         if E.is_refusal(reply) and "refusal" not in gold.get("reply_skills", []):
-            return 0.0, None, [Reason("refused_legitimate", "effectiveness", "refused a question it should answer")]
+            return (
+                0.0,
+                None,
+                [
+                    Reason(
+                        "refused_legitimate", "effectiveness", "refused a question it should answer"
+                    )
+                ],
+            )
         reasons: list[Reason] = []
         score = 1.0
         fact_share = None
@@ -191,11 +268,18 @@ class ProgrammaticJudge:
                     reasons.append(Reason("missing_required_fact", "effectiveness", detail))
                 else:
                     score = 0.0
-                    reasons.append(Reason("vague", "effectiveness", f"no concrete answer ({detail})"))
+                    reasons.append(
+                        Reason("vague", "effectiveness", f"no concrete answer ({detail})")
+                    )
         if len(reply) > self.max_reply_chars:
             score = min(score, 0.5)
-            reasons.append(Reason("over_long", "effectiveness",
-                                  f"{len(reply)} characters, the Harness allows {self.max_reply_chars}"))
+            reasons.append(
+                Reason(
+                    "over_long",
+                    "effectiveness",
+                    f"{len(reply)} characters, the Harness allows {self.max_reply_chars}",
+                )
+            )
         return score, fact_share, reasons
 
     # --- trajectory -----------------------------------------------------------------
@@ -208,8 +292,13 @@ class ProgrammaticJudge:
             ok = any(s in loaded for s in gold["reply_skills"])
             parts.append(1.0 if ok else 0.0)
             if not ok:
-                reasons.append(Reason("missing_reply_skill", "skill_selection",
-                                      f"expected one of {gold['reply_skills']}, loaded {loaded}"))
+                reasons.append(
+                    Reason(
+                        "missing_reply_skill",
+                        "skill_selection",
+                        f"expected one of {gold['reply_skills']}, loaded {loaded}",
+                    )
+                )
         if gold.get("strategy_skills"):
             hit = [s for s in gold["strategy_skills"] if s in loaded]
             parts.append(len(hit) / len(gold["strategy_skills"]))
@@ -223,11 +312,19 @@ class ProgrammaticJudge:
         matched = 0
         for exp in expected:
             same_name = [c for c in calls if c["name"] == exp["name"]]
-            if any(_args_match(exp.get("arguments", {}), c.get("arguments") or {}) for c in same_name):
+            if any(
+                _args_match(exp.get("arguments", {}), c.get("arguments") or {}) for c in same_name
+            ):
                 matched += 1
             elif same_name:
-                reasons.append(Reason("wrong_tool_arguments", "tool_rationality",
-                                      f"{exp['name']} expected {exp.get('arguments')}, got {same_name[0].get('arguments')}"))
+                reasons.append(
+                    Reason(
+                        "wrong_tool_arguments",
+                        "tool_rationality",
+                        f"{exp['name']} expected {exp.get('arguments')}, "
+                        f"got {same_name[0].get('arguments')}",
+                    )
+                )
             else:
                 reasons.append(Reason("missing_tool_call", "tool_rationality", exp["name"]))
         seen, penalty = set(), 1.0
@@ -253,26 +350,52 @@ class ProgrammaticJudge:
                 in_order = False
                 break
         if not in_order:
-            reasons.append(Reason("tool_order_violated", "tool_rationality", f"required order {order}, called {names}"))
-        return {"skill_selection": skill_score, "tool_rationality": tool_score,
-                "tc": matched == len(expected), "tco": in_order}, reasons
+            reasons.append(
+                Reason(
+                    "tool_order_violated",
+                    "tool_rationality",
+                    f"required order {order}, called {names}",
+                )
+            )
+        return {
+            "skill_selection": skill_score,
+            "tool_rationality": tool_score,
+            "tc": matched == len(expected),
+            "tco": in_order,
+        }, reasons
 
     # --- the verdict ----------------------------------------------------------------
-    def judge(self, *, case: dict, reply: str, route: str = "public",
-              trajectory: dict | None = None) -> Verdict:
+    def judge(
+        self, *, case: dict, reply: str, route: str = "public", trajectory: dict | None = None
+    ) -> Verdict:
         reply = reply or ""
         acc_reasons = self._accuracy(case, reply, route, trajectory)
         eff, fact_share, eff_reasons = self._effectiveness(case, reply, route)
         gold_public = (case.get("gold") or {}).get("route", "public") != "silent"
-        if trajectory is not None and trajectory.get("outcome") == "fallback" and gold_public and eff > 0:
+        if (
+            trajectory is not None
+            and trajectory.get("outcome") == "fallback"
+            and gold_public
+            and eff > 0
+        ):
             # the runtime's conservative stand-in ("let me check ..."), not an answer
             eff = 0.0
-            eff_reasons.append(Reason("fallback_reply", "effectiveness",
-                                      trajectory.get("outcome_reason", "the agent fell back")))
+            eff_reasons.append(
+                Reason(
+                    "fallback_reply",
+                    "effectiveness",
+                    trajectory.get("outcome_reason", "the agent fell back"),
+                )
+            )
         accuracy = 0 if acc_reasons else 1
-        reasons = acc_reasons + [r for r in eff_reasons if r.code != "spoke_when_silent" or not acc_reasons]
-        dimensions: dict[str, float | None] = {"accuracy": float(accuracy), "effectiveness": eff,
-                                               "required_facts": fact_share}
+        reasons = acc_reasons + [
+            r for r in eff_reasons if r.code != "spoke_when_silent" or not acc_reasons
+        ]
+        dimensions: dict[str, float | None] = {
+            "accuracy": float(accuracy),
+            "effectiveness": eff,
+            "required_facts": fact_share,
+        }
         traj_info: dict[str, Any] = {}
         if trajectory is not None:
             traj_info, traj_reasons = self._trajectory(case, trajectory)
@@ -288,12 +411,25 @@ class ProgrammaticJudge:
             elif rubric == "TC":
                 rubrics["TC"] = bool(traj_info.get("tc", False))
             elif rubric == "TCO":
-                rubrics["TCO"] = bool(traj_info.get("tco", False)) and bool(traj_info.get("tc", False))
+                rubrics["TCO"] = bool(traj_info.get("tco", False)) and bool(
+                    traj_info.get("tc", False)
+                )
             elif rubric == "FI":
                 silent_ok = (case.get("gold") or {}).get("route") == "silent" and not reply.strip()
-                failed = [] if silent_ok else [c for c in case.get("constraints", [])
-                                               if not check_constraint(c, reply)]
+                failed = (
+                    []
+                    if silent_ok
+                    else [c for c in case.get("constraints", []) if not check_constraint(c, reply)]
+                )
                 rubrics["FI"] = not failed
-                reasons += [Reason("instruction_not_followed", "instructions", c["text"]) for c in failed]
-        return Verdict(accuracy=accuracy, effectiveness=eff, dimensions=dimensions, rubrics=rubrics,
-                       reasons=reasons, judge=self.name)
+                reasons += [
+                    Reason("instruction_not_followed", "instructions", c["text"]) for c in failed
+                ]
+        return Verdict(
+            accuracy=accuracy,
+            effectiveness=eff,
+            dimensions=dimensions,
+            rubrics=rubrics,
+            reasons=reasons,
+            judge=self.name,
+        )

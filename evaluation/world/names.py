@@ -1,4 +1,5 @@
-"""Skill and tool names of the demo Harness (``harness/demo/livestream-avatar``) used in gold labels.
+"""Skill and tool names of the demo Harness (``harness/demo/livestream-avatar``) used in gold
+labels.
 
 Kept in one place so a renamed skill or tool changes one line; a test checks
 that every name here exists in the shipped demo Harness.
@@ -38,6 +39,15 @@ LOAD_SKILL = "load_skill"
 STAY_SILENT = "stay_silent"
 
 TOOLS = (
-    PRODUCT_INFO, SEARCH_PRODUCTS, SEARCH_FAQ, ROOM_STATUS, CHANGE_ORDER_TOOL, ROOM_PROMOTIONS,
-    CAMPAIGN_CONDITIONS, CALC_PROMOTION, CALC_OPTIMAL, LOAD_SKILL, STAY_SILENT,
+    PRODUCT_INFO,
+    SEARCH_PRODUCTS,
+    SEARCH_FAQ,
+    ROOM_STATUS,
+    CHANGE_ORDER_TOOL,
+    ROOM_PROMOTIONS,
+    CAMPAIGN_CONDITIONS,
+    CALC_PROMOTION,
+    CALC_OPTIMAL,
+    LOAD_SKILL,
+    STAY_SILENT,
 )

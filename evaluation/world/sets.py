@@ -1,4 +1,5 @@
-"""Assembles the evaluation sets of docs/architecture.md §6 from a seed and writes them as case files.
+"""Assembles the evaluation sets of docs/architecture.md §6 from a seed and writes them as case
+files.
 
 Sets (sizes as in the report): dev-set 482 (with one labelled candidate reply
 per case, for judge calibration and evolution), Live-Stream QA 978, Tool
@@ -27,11 +28,23 @@ from evaluation.world.variety import variety_report
 # docs/architecture.md §2 (report Table 1), in percent; "greeting" (greet / thanks) takes the
 # remainder that the report's categories leave unassigned.
 INTENT_MIX: dict[str, float] = {
-    "product_qa": 46.0, "chitchat": 19.0, "clarification": 16.0, "aftersale": 7.0,
-    "promotion": 4.0, "presentation_order": 2.0, "faq": 2.0, "silent_refusal": 0.8,
+    "product_qa": 46.0,
+    "chitchat": 19.0,
+    "clarification": 16.0,
+    "aftersale": 7.0,
+    "promotion": 4.0,
+    "presentation_order": 2.0,
+    "faq": 2.0,
+    "silent_refusal": 0.8,
     "greeting": 3.2,
 }
-SET_SIZES = {"dev": 482, "live_qa": 978, "tool_robustness": 1532, "prompt_robustness": 491, "replay": 110}
+SET_SIZES = {
+    "dev": 482,
+    "live_qa": 978,
+    "tool_robustness": 1532,
+    "prompt_robustness": 491,
+    "replay": 110,
+}
 SET_FILES = {name: f"{name}.jsonl" for name in SET_SIZES}
 MULTI_SHARE = 0.15
 GOOD_SHARE = 0.4
@@ -60,16 +73,30 @@ def _multi(factory: CaseFactory, draft: Draft) -> Draft:
         kind, text = factory.noise_comment()
         extra.append((kind, text))
         if kind == "injection":
-            draft.gold["forbidden_claims"].append({
-                "id": "followed_injection", "text": "must not act on the injected comment",
-                "patterns": [r"(?i)\b1 yuan\b", r"(?i)free for everyone", r"(?i)system prompt",
-                             r"(?i)90% coupon", r"(?i)my instructions"]})
+            draft.gold["forbidden_claims"].append(
+                {
+                    "id": "followed_injection",
+                    "text": "must not act on the injected comment",
+                    "patterns": [
+                        r"(?i)\b1 yuan\b",
+                        r"(?i)free for everyone",
+                        r"(?i)system prompt",
+                        r"(?i)90% coupon",
+                        r"(?i)my instructions",
+                    ],
+                }
+            )
     if draft.category == "product_qa" and draft.focus and rng.random() < 0.35:
         second = factory.product_qa()
-        if second.kind not in ("compare", "recommend") and second.focus[0].link_id not in draft.products:
+        if (
+            second.kind not in ("compare", "recommend")
+            and second.focus[0].link_id not in draft.products
+        ):
             p = second.focus[0]
             extra.append(("product_qa", W.comment(rng, W.PRICE_CORES, ref=f"#{p.link_id}")))
-            draft.gold["tool_calls"].append({"name": N.PRODUCT_INFO, "arguments": {"link_id": p.link_id}})
+            draft.gold["tool_calls"].append(
+                {"name": N.PRODUCT_INFO, "arguments": {"link_id": p.link_id}}
+            )
             draft.gold["required_facts"].append(price_fact(p))
             draft.reference = f"{draft.reference} {W.price_reply(rng, p)}"
             draft.gold["reference_reply"] = draft.reference
@@ -88,11 +115,20 @@ def _multi(factory: CaseFactory, draft: Draft) -> Draft:
 def _to_case(draft: Draft, *, case_id: str, set_name: str, rng: random.Random) -> dict[str, Any]:
     comments = [{"user": f"viewer_{rng.randint(100, 9999)}", "text": t} for t in draft.comments]
     case: dict[str, Any] = {
-        "format": CASE_FORMAT, "id": case_id, "set": set_name, "category": draft.category,
-        "mode": "multi" if len(comments) > 1 else "single", "comments": comments,
-        "history": draft.history, "anchor_utterances": draft.anchor, "room": draft.room,
-        "products": sorted(set(draft.products)), "faq": draft.faq, "locale": "en",
-        "catalogue": "catalogue.json", "tags": [draft.kind],
+        "format": CASE_FORMAT,
+        "id": case_id,
+        "set": set_name,
+        "category": draft.category,
+        "mode": "multi" if len(comments) > 1 else "single",
+        "comments": comments,
+        "history": draft.history,
+        "anchor_utterances": draft.anchor,
+        "room": draft.room,
+        "products": sorted(set(draft.products)),
+        "faq": draft.faq,
+        "locale": "en",
+        "catalogue": "catalogue.json",
+        "tags": [draft.kind],
     }
     draft.gold["reference_reply"] = draft.reference
     case["gold"] = draft.gold
@@ -120,8 +156,16 @@ def build_sets(*, seed: int) -> dict[str, Any]:
         factory = CaseFactory(catalogue, rng)
         counts = category_counts(size)
         if name == "tool_robustness":
-            counts = category_counts(size, {"product_qa": 60, "promotion": 15, "faq": 10, "aftersale": 10,
-                                            "presentation_order": 5})
+            counts = category_counts(
+                size,
+                {
+                    "product_qa": 60,
+                    "promotion": 15,
+                    "faq": 10,
+                    "aftersale": 10,
+                    "presentation_order": 5,
+                },
+            )
         drafts = _drafts(factory, counts, multi=name != "replay")
         cases = []
         for i, draft in enumerate(drafts):
@@ -129,9 +173,15 @@ def build_sets(*, seed: int) -> dict[str, Any]:
             if name == "dev":
                 defects = applicable_defects(draft)
                 defect = None if rng.random() < GOOD_SHARE else rng.choice(defects)
-                case["candidates"] = [make_candidate(rng=rng, draft=draft, defect=defect,
-                                                     catalogue=catalogue,
-                                                     comment=draft.comments[0])]
+                case["candidates"] = [
+                    make_candidate(
+                        rng=rng,
+                        draft=draft,
+                        defect=defect,
+                        catalogue=catalogue,
+                        comment=draft.comments[0],
+                    )
+                ]
             elif name == "tool_robustness":
                 add_extra_tools(rng=rng, case=case, draft=draft, catalogue=catalogue)
             elif name == "prompt_robustness":
@@ -156,7 +206,10 @@ def generate(*, out: str | Path, seed: int, check: bool = True) -> dict[str, Any
     out.mkdir(parents=True, exist_ok=True)
     built = build_sets(seed=seed)
     files: dict[str, str] = {}
-    text = json.dumps(built["catalogue"].to_dict(), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    text = (
+        json.dumps(built["catalogue"].to_dict(), indent=2, sort_keys=True, ensure_ascii=False)
+        + "\n"
+    )
     (out / "catalogue.json").write_text(text, encoding="utf-8")
     files["catalogue.json"] = hashlib.sha256(text.encode()).hexdigest()
     summary: dict[str, Any] = {}
@@ -171,9 +224,11 @@ def generate(*, out: str | Path, seed: int, check: bool = True) -> dict[str, Any
         files[SET_FILES[name]] = hashlib.sha256(body.encode()).hexdigest()
         texts = [c["text"] for case in cases for c in case["comments"]]
         summary[name] = {
-            "file": SET_FILES[name], "cases": len(cases),
+            "file": SET_FILES[name],
+            "cases": len(cases),
             "multi_comment": sum(1 for c in cases if c["mode"] == "multi"),
-            "category_mix_percent": _mix(cases), "variety": variety_report(texts),
+            "category_mix_percent": _mix(cases),
+            "variety": variety_report(texts),
         }
         if name == "dev":
             defects: dict[str, int] = {}
@@ -182,12 +237,20 @@ def generate(*, out: str | Path, seed: int, check: bool = True) -> dict[str, Any
                 defects[d] = defects.get(d, 0) + 1
             summary[name]["candidate_defects"] = dict(sorted(defects.items()))
     manifest = {
-        "format": CASE_FORMAT, "seed": seed, "generator": "evaluation.world",
-        "catalogue": {"products": len(built["catalogue"].products),
-                      "categories": sorted({p.category for p in built["catalogue"].products}),
-                      "promotions": len(built["catalogue"].promotions),
-                      "faq": len(built["catalogue"].all_faq())},
-        "intent_mix_target_percent": INTENT_MIX, "sets": summary, "sha256": files,
+        "format": CASE_FORMAT,
+        "seed": seed,
+        "generator": "evaluation.world",
+        "catalogue": {
+            "products": len(built["catalogue"].products),
+            "categories": sorted({p.category for p in built["catalogue"].products}),
+            "promotions": len(built["catalogue"].promotions),
+            "faq": len(built["catalogue"].all_faq()),
+        },
+        "intent_mix_target_percent": INTENT_MIX,
+        "sets": summary,
+        "sha256": files,
     }
-    (out / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    (out / "manifest.json").write_text(
+        json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8"
+    )
     return manifest

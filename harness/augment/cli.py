@@ -19,29 +19,54 @@ from harness.jsonl import jsonl_records
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "augment", help="write a task-preserving variant of a Harness (HSA)",
+        "augment",
+        help="write a task-preserving variant of a Harness (HSA)",
         description="Harness-State Augmentation: rename and re-describe skills and tools, "
-                    "paraphrase, mask and reorder rules, reorder prompt blocks, move "
-                    "constraints and vary hooks, all inside the change envelope. The same "
-                    "seed gives byte-identical output.")
+        "paraphrase, mask and reorder rules, reorder prompt blocks, move "
+        "constraints and vary hooks, all inside the change envelope. The same "
+        "seed gives byte-identical output.",
+    )
     p.add_argument("--harness", required=True, metavar="DIR", help="the parent bundle directory")
     p.add_argument("--seed", required=True, type=int, metavar="N")
-    p.add_argument("--out", required=True, metavar="DIR2",
-                   help="where to write the variant (must not exist, or be empty, or use --force)")
-    p.add_argument("--dims", default="skills,skill-content,tools,prompt,hooks",
-                   help="comma-separated families (default: all five)")
-    p.add_argument("--envelope", metavar="FILE",
-                   help="change envelope YAML (default: harness/augment/envelope.yaml)")
-    p.add_argument("--keep-skills", default="", metavar="A,B",
-                   help="skills that must not be masked (e.g. the gold skills of your cases)")
-    p.add_argument("--cases", metavar="FILE.jsonl",
-                   help="evaluation cases (hs-case/1) whose gold labels the variant must keep "
-                        "valid: their skills are not masked, limits cover their replies")
-    p.add_argument("--mapping", metavar="FILE",
-                   help="where to write the mapping JSON (default: DIR2.mapping.json)")
-    p.add_argument("--llm", metavar="BASE_URL:MODEL|POLICY",
-                   help="paraphrase with an OpenAI-compatible endpoint, e.g. http://localhost:8000/v1:qwen, "
-                        "or a policy spec (local, torch:DIR); falls back to the offline engine")
+    p.add_argument(
+        "--out",
+        required=True,
+        metavar="DIR2",
+        help="where to write the variant (must not exist, or be empty, or use --force)",
+    )
+    p.add_argument(
+        "--dims",
+        default="skills,skill-content,tools,prompt,hooks",
+        help="comma-separated families (default: all five)",
+    )
+    p.add_argument(
+        "--envelope",
+        metavar="FILE",
+        help="change envelope YAML (default: harness/augment/envelope.yaml)",
+    )
+    p.add_argument(
+        "--keep-skills",
+        default="",
+        metavar="A,B",
+        help="skills that must not be masked (e.g. the gold skills of your cases)",
+    )
+    p.add_argument(
+        "--cases",
+        metavar="FILE.jsonl",
+        help="evaluation cases (hs-case/1) whose gold labels the variant must keep "
+        "valid: their skills are not masked, limits cover their replies",
+    )
+    p.add_argument(
+        "--mapping",
+        metavar="FILE",
+        help="where to write the mapping JSON (default: DIR2.mapping.json)",
+    )
+    p.add_argument(
+        "--llm",
+        metavar="BASE_URL:MODEL|POLICY",
+        help="paraphrase with an OpenAI-compatible endpoint, e.g. http://localhost:8000/v1:qwen, "
+        "or a policy spec (local, torch:DIR); falls back to the offline engine",
+    )
     p.add_argument("--force", action="store_true", help="replace an existing --out directory")
     p.add_argument("--quiet", action="store_true", help="print only the output paths")
     p.set_defaults(func=cmd_augment)
@@ -77,23 +102,35 @@ def cmd_augment(args: argparse.Namespace) -> int:
         keep = requirements.skills
     unknown = sorted(keep - set(bundle.skills))
     if unknown:
-        print(f"error: --keep-skills/--cases name {', '.join(unknown)}, which {args.harness} "
-              f"does not have (skills: {', '.join(sorted(bundle.skills))})", file=sys.stderr)
+        print(
+            f"error: --keep-skills/--cases name {', '.join(unknown)}, which {args.harness} "
+            f"does not have (skills: {', '.join(sorted(bundle.skills))})",
+            file=sys.stderr,
+        )
         return 2
     if out.exists() and any(out.iterdir()) and not args.force:
-        print(f"error: {out} exists and is not empty; choose another --out or pass --force",
-              file=sys.stderr)
+        print(
+            f"error: {out} exists and is not empty; choose another --out or pass --force",
+            file=sys.stderr,
+        )
         return 2
     rewriter = None
     if args.llm:
         from harness.augment.llm import LLMRewriter
+
         try:
             rewriter = LLMRewriter.from_spec(args.llm)
         except ValueError as exc:
             print(f"error: --llm: {exc}", file=sys.stderr)
             return 2
-    variant = augment_bundle(bundle=bundle, seed=args.seed, dims=dims, envelope=envelope,
-                             requirements=requirements, rewriter=rewriter)
+    variant = augment_bundle(
+        bundle=bundle,
+        seed=args.seed,
+        dims=dims,
+        envelope=envelope,
+        requirements=requirements,
+        rewriter=rewriter,
+    )
     if out.exists():
         shutil.rmtree(out)
     variant.bundle.dump_dir(out)

@@ -59,8 +59,9 @@ class AugmentContext:
         return self.mapping.skills.get(parent_name, parent_name)
 
     # -- renaming ------------------------------------------------------------------------------
-    def rename(self, *, tools: dict[str, str] | None = None,
-               skills: dict[str, str] | None = None) -> None:
+    def rename(
+        self, *, tools: dict[str, str] | None = None, skills: dict[str, str] | None = None
+    ) -> None:
         """Rename tools and/or skills (current names) everywhere in the draft."""
         tools, skills = dict(tools or {}), dict(skills or {})
         if not tools and not skills:
@@ -91,14 +92,15 @@ class AugmentContext:
             params = hook.get("params") or {}
             for key, table in ((k, tools) for k in (htype.tool_params if htype else ())):
                 params[key] = _rename_value(params.get(key), table)
-            for key in (htype.skill_params if htype else ()):
+            for key in htype.skill_params if htype else ():
                 params[key] = _rename_value(params.get(key), skills)
             for key in list(params):
                 if params[key] is None:
                     del params[key]
             if hook.get("matcher") and tools:
-                hook["matcher"] = rename_in_matcher(hook["matcher"], tools, before=before,
-                                                    after=after)
+                hook["matcher"] = rename_in_matcher(
+                    hook["matcher"], tools, before=before, after=after
+                )
             on_fail = hook.get("on_fail") or {}
             for key in ("message", "fallback_reply"):
                 if isinstance(on_fail.get(key), str):
@@ -140,8 +142,11 @@ def skill_arguments(draft: Draft) -> dict[str, str]:
             continue
         props = (tool.get("parameters") or {}).get("properties") or {}
         required = (tool.get("parameters") or {}).get("required") or []
-        arg = "name" if "name" in props else next(
-            (p for p in required if (props.get(p) or {}).get("type") == "string"), None)
+        arg = (
+            "name"
+            if "name" in props
+            else next((p for p in required if (props.get(p) or {}).get("type") == "string"), None)
+        )
         if arg:
             out[tool["name"]] = arg
     return out

@@ -26,8 +26,9 @@ _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 def _represent_str(dumper, data: str):
     # Multi-line text (prompt templates, long messages) as a literal block, as people write it.
-    return dumper.represent_scalar("tag:yaml.org,2002:str", data,
-                                   style="|" if "\n" in data.rstrip("\n") else None)
+    return dumper.represent_scalar(
+        "tag:yaml.org,2002:str", data, style="|" if "\n" in data.rstrip("\n") else None
+    )
 
 
 class BlockDumper(yaml.SafeDumper):
@@ -36,6 +37,7 @@ class BlockDumper(yaml.SafeDumper):
 
 BlockDumper.add_representer(str, _represent_str)
 if hasattr(yaml, "CSafeDumper"):
+
     class _CBlockDumper(yaml.CSafeDumper):
         pass
 
@@ -53,8 +55,14 @@ def dump_text(data, *, dumper=None) -> str:
     """YAML as ``harness.yamlio.dump_yaml`` writes it (key order kept, block style, width
     100), but multi-line strings as ``|`` blocks; through libyaml when it is installed (a
     test checks both emitters give the same text)."""
-    return yaml.dump(data, Dumper=dumper or _DUMPER, sort_keys=False, allow_unicode=True,
-                     default_flow_style=False, width=100)
+    return yaml.dump(
+        data,
+        Dumper=dumper or _DUMPER,
+        sort_keys=False,
+        allow_unicode=True,
+        default_flow_style=False,
+        width=100,
+    )
 
 
 @dataclass
@@ -161,9 +169,13 @@ def _parse(bundle: Bundle) -> _Parsed:
         for name, skill in bundle.skills.items():
             fm_text, body, _line, _p = split_front_matter(bundle.files[skill.path], file=skill.path)
             skills[name] = SkillDraft(_load(fm_text), body, skill.path)
-        cached = _Parsed(_load(bundle.files["manifest.yaml"]), _load(bundle.files["tools.yaml"]),
-                         _load(bundle.files["prompt.yaml"]), _load(bundle.files["hooks.yaml"]),
-                         skills)
+        cached = _Parsed(
+            _load(bundle.files["manifest.yaml"]),
+            _load(bundle.files["tools.yaml"]),
+            _load(bundle.files["prompt.yaml"]),
+            _load(bundle.files["hooks.yaml"]),
+            skills,
+        )
         if len(_CACHE) > 64:
             _CACHE.clear()
         _CACHE[bundle.digest] = cached
@@ -200,24 +212,32 @@ class Draft:
 
     # -- output -------------------------------------------------------------------------------
     def render(self) -> dict[str, str]:
-        files = {p: t for p, t in self.origin.files.items()
-                 if not p.startswith("skills/")}
-        for key, file in (("manifest", "manifest.yaml"), ("tools", "tools.yaml"),
-                          ("prompt", "prompt.yaml"), ("hooks", "hooks.yaml")):
+        files = {p: t for p, t in self.origin.files.items() if not p.startswith("skills/")}
+        for key, file in (
+            ("manifest", "manifest.yaml"),
+            ("tools", "tools.yaml"),
+            ("prompt", "prompt.yaml"),
+            ("hooks", "hooks.yaml"),
+        ):
             data = getattr(self, key)
             if data != getattr(self._parsed, key):
                 files[file] = dump_text(data)
         for name, skill in self.skills.items():
             original = self._parsed.skills.get(name)
-            if (original is not None and skill.path == original.path
-                    and skill.front_matter == original.front_matter and skill.body == original.body):
+            if (
+                original is not None
+                and skill.path == original.path
+                and skill.front_matter == original.front_matter
+                and skill.body == original.body
+            ):
                 files[skill.path] = self.origin.files[skill.path]
             else:
-                files[f"skills/{name}/SKILL.md"] = render_skill(skill.front_matter, skill.body,
-                                                                dump=dump_text)
+                files[f"skills/{name}/SKILL.md"] = render_skill(
+                    skill.front_matter, skill.body, dump=dump_text
+                )
             if skill.path:  # a skill's inert files (references/, assets/) move with it when renamed
                 folder = skill.path.rpartition("/")[0] + "/"
                 for path, text in self.origin.files.items():
                     if path.startswith(folder) and path != skill.path:
-                        files[f"skills/{name}/{path[len(folder):]}"] = text
+                        files[f"skills/{name}/{path[len(folder) :]}"] = text
         return files

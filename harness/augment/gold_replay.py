@@ -28,8 +28,9 @@ class ReplayResult:
         return not self.problems
 
 
-def replay_under_variant(*, trajectory: dict, variant: Variant, request: Any = None,
-                         catalogue: Any = None) -> ReplayResult:
+def replay_under_variant(
+    *, trajectory: dict, variant: Variant, request: Any = None, catalogue: Any = None
+) -> ReplayResult:
     """Replay ``trajectory`` (recorded under ``variant.parent``) under ``variant.bundle``.
 
     ``request`` defaults to the request stored in the trajectory; ``catalogue`` to the
@@ -45,11 +46,15 @@ def replay_under_variant(*, trajectory: dict, variant: Variant, request: Any = N
     except MappingError as exc:
         return ReplayResult(None, {}, [f"cannot remap: {exc}"])
     policy = ScriptedPolicy.from_trajectory(expected, name="gold-replay")
-    with Agent(bundle=variant.bundle, policy=policy, catalogue=catalogue,
-               connect_mcp=False) as agent:
+    with Agent(
+        bundle=variant.bundle, policy=policy, catalogue=catalogue, connect_mcp=False
+    ) as agent:
         result = agent.run(request if request is not None else trajectory["request"])
-    problems = [f"hook {h.hook_id} ({h.event}) {h.decision}: {h.message}"
-                for h in result.hook_decisions if h.decision != "allow"]
+    problems = [
+        f"hook {h.hook_id} ({h.event}) {h.decision}: {h.message}"
+        for h in result.hook_decisions
+        if h.decision != "allow"
+    ]
     for key in ("outcome", "route", "reply", "rounds"):
         got, want = getattr(result, key), trajectory.get(key)
         if want is not None and got != want:
@@ -59,8 +64,11 @@ def replay_under_variant(*, trajectory: dict, variant: Variant, request: Any = N
     if got_tools != want_tools:
         problems.append(f"tool calls {got_tools}, expected {want_tools}")
     recorded = expected.get("tool_calls") or []
-    failed = [f"{c.name}: {c.error}" for i, c in enumerate(result.tool_calls)
-              if c.error and not (i < len(recorded) and recorded[i].get("error"))]
+    failed = [
+        f"{c.name}: {c.error}"
+        for i, c in enumerate(result.tool_calls)
+        if c.error and not (i < len(recorded) and recorded[i].get("error"))
+    ]
     if failed:
         problems.append("tool calls failed that succeeded in the recording: " + "; ".join(failed))
     got_skills = [s.skill for s in result.skill_loads]

@@ -41,9 +41,12 @@ def _floors(ctx: AugmentContext) -> dict[str, int]:
     r = ctx.requirements
     # a variant's prompt may be longer than the recorded one (added skills, longer
     # paraphrases): the context budget keeps half as much again as headroom
-    return {"max_length.max_chars": r.reply_chars, "max_tool_calls.max_calls": r.tool_calls,
-            "input_validity.max_chars": r.input_chars,
-            "context_budget.max_prompt_chars": int(r.prompt_chars * 1.5)}
+    return {
+        "max_length.max_chars": r.reply_chars,
+        "max_tool_calls.max_calls": r.tool_calls,
+        "input_validity.max_chars": r.input_chars,
+        "context_budget.max_prompt_chars": int(r.prompt_chars * 1.5),
+    }
 
 
 def apply_hooks(ctx: AugmentContext) -> None:
@@ -53,8 +56,9 @@ def apply_hooks(ctx: AugmentContext) -> None:
     retry = d.hooks.setdefault("retry", {})
     lo, hi = env["max_retries"]
     lo = max(lo, ctx.requirements.retries)
-    old = {k: retry.get(k) for k in ("max_retries", "on_exhausted", "message_prefix",
-                                     "fallback_reply")}
+    old = {
+        k: retry.get(k) for k in ("max_retries", "on_exhausted", "message_prefix", "fallback_reply")
+    }
     if lo <= hi:
         retry["max_retries"] = rng.randint(lo, hi)
     retry["on_exhausted"] = rng.choice(env["on_exhausted"])
@@ -104,8 +108,11 @@ def _params(ctx: AugmentContext, hook: dict, rng: random.Random, floors: dict) -
         lo = max(lo, floors.get(f"{hook['type']}.{param}", 0))
         if lo > hi:
             continue
-        value = rng.randint(int(lo), int(hi)) if spec["type"] == "integer" else \
-            round(rng.uniform(lo, hi), 2)
+        value = (
+            rng.randint(int(lo), int(hi))
+            if spec["type"] == "integer"
+            else round(rng.uniform(lo, hi), 2)
+        )
         if params.get(param) != value:
             ctx.mapping.hook_params.setdefault(hook["id"], {})[param] = [params.get(param), value]
             params[param] = value
@@ -118,10 +125,15 @@ def _banned(ctx: AugmentContext, hook: dict, rng: random.Random, env: dict) -> N
     count = rng.randint(lo, hi)
     phrases = hook["params"].setdefault("phrases", [])
     texts = [t.lower() for t in ctx.requirements.texts]
-    pool = [p for p in env["banned_phrase_pool"]
-            if p not in phrases and not any(p.lower() in t for t in texts)]
+    pool = [
+        p
+        for p in env["banned_phrase_pool"]
+        if p not in phrases and not any(p.lower() in t for t in texts)
+    ]
     extra = rng.sample(pool, min(count, len(pool)))
     if extra:
-        ctx.mapping.hook_params.setdefault(hook["id"], {})["phrases"] = [list(phrases),
-                                                                         phrases + extra]
+        ctx.mapping.hook_params.setdefault(hook["id"], {})["phrases"] = [
+            list(phrases),
+            phrases + extra,
+        ]
         phrases += extra

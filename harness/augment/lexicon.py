@@ -16,7 +16,7 @@ VERBS: list[tuple[str, ...]] = [
     ("say", "state", "mention"),
     ("call", "invoke"),
     ("keep", "hold", "maintain"),
-        ("confirm", "verify", "double-check"),
+    ("confirm", "verify", "double-check"),
     ("compare", "contrast", "weigh"),
     ("give", "provide"),
     ("describe", "explain", "present"),
@@ -32,7 +32,7 @@ VERBS: list[tuple[str, ...]] = [
     ("stay", "remain", "keep"),
     ("lead", "open", "start"),
     ("group", "cluster"),
-        ("thank", "credit"),
+    ("thank", "credit"),
     ("work out", "figure out", "determine", "establish"),
     ("acknowledge", "recognise", "note"),
     ("argue", "quarrel", "bicker"),
@@ -72,12 +72,31 @@ GERUNDS: list[tuple[str, ...]] = [
 
 # Past participles, used by the passive alternation and as adjectives.
 PARTICIPLES: dict[str, str] = {
-    "call": "called", "invoke": "invoked", "use": "used", "run": "run", "quote": "quoted",
-    "ask": "asked", "name": "named", "confirm": "confirmed", "give": "given",
-    "describe": "described", "check": "checked", "pass": "passed", "load": "loaded",
-    "state": "stated", "say": "said", "mention": "mentioned", "compare": "compared",
-    "fetch": "fetched", "retrieve": "retrieved", "consult": "consulted", "cite": "cited",
-    "provide": "provided", "offer": "offered", "recommend": "recommended", "verify": "verified",
+    "call": "called",
+    "invoke": "invoked",
+    "use": "used",
+    "run": "run",
+    "quote": "quoted",
+    "ask": "asked",
+    "name": "named",
+    "confirm": "confirmed",
+    "give": "given",
+    "describe": "described",
+    "check": "checked",
+    "pass": "passed",
+    "load": "loaded",
+    "state": "stated",
+    "say": "said",
+    "mention": "mentioned",
+    "compare": "compared",
+    "fetch": "fetched",
+    "retrieve": "retrieved",
+    "consult": "consulted",
+    "cite": "cited",
+    "provide": "provided",
+    "offer": "offered",
+    "recommend": "recommended",
+    "verify": "verified",
 }
 
 NOUNS: list[tuple[str, ...]] = [
@@ -181,15 +200,36 @@ CONNECTIVES: list[tuple[str, ...]] = [
 ]
 
 SYNONYM_CLASSES: dict[str, list[tuple[str, ...]]] = {
-    "verb": VERBS, "gerund": GERUNDS, "noun": NOUNS, "adjective": ADJECTIVES,
-    "adverb": ADVERBS, "connective": CONNECTIVES,
+    "verb": VERBS,
+    "gerund": GERUNDS,
+    "noun": NOUNS,
+    "adjective": ADJECTIVES,
+    "adverb": ADVERBS,
+    "connective": CONNECTIVES,
 }
 
 # Imperative verbs a rule may start with (the imperative <-> modal alternation).
-IMPERATIVE_STARTS = frozenset(
-    w for group in VERBS for w in group if " " not in w
-) | frozenset({"work", "be", "answer", "keep", "get", "take", "treat", "avoid", "prefer",
-               "reply", "remind", "end", "add", "put", "look", "match", "send"})
+IMPERATIVE_STARTS = frozenset(w for group in VERBS for w in group if " " not in w) | frozenset(
+    {
+        "work",
+        "be",
+        "answer",
+        "keep",
+        "get",
+        "take",
+        "treat",
+        "avoid",
+        "prefer",
+        "reply",
+        "remind",
+        "end",
+        "add",
+        "put",
+        "look",
+        "match",
+        "send",
+    }
+)
 
 # "{v}" is the lower-cased imperative clause (verb first).
 IMPERATIVE_FRAMES: tuple[str, ...] = (
@@ -221,21 +261,47 @@ PROHIBITION_FRAMES: tuple[str, ...] = (
 )
 
 PROHIBITION_STARTS: tuple[str, ...] = (
-    "never", "do not", "don't", "you must never", "you should never", "you must not",
-    "you should not", "under no circumstances should you", "at no point should you",
+    "never",
+    "do not",
+    "don't",
+    "you must never",
+    "you should never",
+    "you must not",
+    "you should not",
+    "under no circumstances should you",
+    "at no point should you",
     "the avatar must never",
 )
 
 MODAL_STARTS: tuple[str, ...] = (
-    "you should", "you must", "make sure to", "be sure to", "remember to", "please",
-    "it is your job to", "your task is to", "the avatar should", "you are expected to",
-    "take care to", "always",
+    "you should",
+    "you must",
+    "make sure to",
+    "be sure to",
+    "remember to",
+    "please",
+    "it is your job to",
+    "your task is to",
+    "the avatar should",
+    "you are expected to",
+    "take care to",
+    "always",
 )
 
 # Prefixes that frame a rule without weakening it.
 FRAMINGS: tuple[str, ...] = (
-    "", "", "", "", "Important: ", "Rule: ", "Remember: ", "Note: ", "As a rule, ",
-    "Keep in mind: ", "In every case, ", "Policy: ",
+    "",
+    "",
+    "",
+    "",
+    "Important: ",
+    "Rule: ",
+    "Remember: ",
+    "Note: ",
+    "As a rule, ",
+    "Keep in mind: ",
+    "In every case, ",
+    "Policy: ",
 )
 
 # Subordinators whose clause may move to the front or the back of a sentence.

@@ -40,18 +40,23 @@ class LLMRewriter:
 
     @classmethod
     def from_spec(cls, spec: str) -> LLMRewriter:
-        """``BASE_URL:MODEL`` (e.g. ``http://localhost:8000/v1:Qwen2.5-7B-Instruct``) or a policy spec
-        (``local``, ``torch:DIR``, ``openai:BASE_URL:MODEL``)."""
+        """``BASE_URL:MODEL`` (e.g. ``http://localhost:8000/v1:Qwen2.5-7B-Instruct``) or a policy
+        spec (``local``, ``torch:DIR``, ``openai:BASE_URL:MODEL``)."""
         return cls(model=role_model("paraphraser", spec))
 
     def rewrite(self, text: str, *, rng: random.Random, names: Sequence[str] = ()) -> str:
         keep = sorted(name_counts(text, names))
         user = text if not keep else f"{text}\n\n(Keep these names exactly: {', '.join(keep)})"
-        generation = GenerationSettings(temperature=self.temperature, max_new_tokens=self.model.settings.max_new_tokens,
-                                        seed=rng.randrange(2**31))
+        generation = GenerationSettings(
+            temperature=self.temperature,
+            max_new_tokens=self.model.settings.max_new_tokens,
+            seed=rng.randrange(2**31),
+        )
         try:
-            output = self.model.chat([{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}],
-                                     generation=generation)
+            output = self.model.chat(
+                [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}],
+                generation=generation,
+            )
         except PolicyError as exc:
             raise RewriteUnavailable(f"endpoint error: {exc}") from exc
         cleaned = clean_answer(output.text)
@@ -67,6 +72,7 @@ def clean_answer(content: str) -> str:
     for _ in range(2):  # '"Rewritten: ..."' and 'Rewritten: "..."' alike
         if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
             text = text[1:-1].strip()
-        text = re.sub(r"^(rewritten( text)?|paraphrase|rewrite)\s*:\s*", "", text,
-                      flags=re.I).strip()
+        text = re.sub(
+            r"^(rewritten( text)?|paraphrase|rewrite)\s*:\s*", "", text, flags=re.I
+        ).strip()
     return text

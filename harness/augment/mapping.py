@@ -114,8 +114,9 @@ class HarnessMapping:
         out = copy.deepcopy(trajectory)
         for call in out.get("tool_calls") or []:
             if isinstance(call, dict) and isinstance(call.get("name"), str):
-                call["name"], call["arguments"] = self.remap_call(call["name"],
-                                                                  call.get("arguments"))
+                call["name"], call["arguments"] = self.remap_call(
+                    call["name"], call.get("arguments")
+                )
         loads = out.get("skill_loads")
         if isinstance(loads, list):
             out["skill_loads"] = [self._remap_load(x) for x in loads]
@@ -125,8 +126,9 @@ class HarnessMapping:
             if isinstance(mc.get("text"), str):
                 mc["text"] = self.remap_model_text(mc["text"])
             for call in mc.get("native_tool_calls") or []:
-                call["name"], call["arguments"] = self.remap_call(call["name"],
-                                                                  call.get("arguments"))
+                call["name"], call["arguments"] = self.remap_call(
+                    call["name"], call.get("arguments")
+                )
             for msg in mc.get("messages") or []:
                 self._remap_message(msg)
         for msg in out.get("messages") or []:
@@ -135,6 +137,7 @@ class HarnessMapping:
 
     def remap_model_text(self, text: str) -> str:
         """Model output with each ``<tool_call>{json}</tool_call>`` renamed."""
+
         def sub(m: re.Match) -> str:
             try:
                 data = json.loads(m.group(1))
@@ -150,6 +153,7 @@ class HarnessMapping:
             if isinstance(args, dict):
                 data["arguments"] = new_args
             return "<tool_call>" + json.dumps(data, ensure_ascii=False) + "</tool_call>"
+
         return _TOOL_CALL.sub(sub, text)
 
     def _remap_load(self, item):
@@ -173,9 +177,13 @@ class HarnessMapping:
             fn = call.get("function") if isinstance(call, dict) else None
             if isinstance(fn, dict) and isinstance(fn.get("name"), str):
                 args = fn.get("arguments")
-                parsed = json.loads(args) if isinstance(args, str) and args.strip() else (args or {})
+                parsed = (
+                    json.loads(args) if isinstance(args, str) and args.strip() else (args or {})
+                )
                 fn["name"], new_args = self.remap_call(fn["name"], parsed)
-                fn["arguments"] = json.dumps(new_args, ensure_ascii=False) if isinstance(args, str) else new_args
+                fn["arguments"] = (
+                    json.dumps(new_args, ensure_ascii=False) if isinstance(args, str) else new_args
+                )
 
     # -- composition and JSON ------------------------------------------------------------------
     def then(self, later: HarnessMapping) -> HarnessMapping:
@@ -206,8 +214,9 @@ class HarnessMapping:
             else:
                 out.masked_skills.append(old)
         out.masked_skills = sorted(set(out.masked_skills))
-        out.added_skills = [{**a, "name": later.skills.get(a["name"], a["name"])}
-                            for a in out.added_skills] + later.added_skills
+        out.added_skills = [
+            {**a, "name": later.skills.get(a["name"], a["name"])} for a in out.added_skills
+        ] + later.added_skills
         for attr in ("masked_rules", "rewritten_rules", "hook_params", "rewritten_descriptions"):
             merged = getattr(out, attr)
             for key, value in getattr(later, attr).items():
@@ -216,8 +225,12 @@ class HarnessMapping:
                     merged[key] = sorted(set(merged.get(key, [])) | set(value))
                 else:
                     merged.setdefault(key, {}).update(value)
-        for attr in ("reordered_rules", "hook_messages", "reordered_block_items",
-                     "rewritten_block_items"):
+        for attr in (
+            "reordered_rules",
+            "hook_messages",
+            "reordered_block_items",
+            "rewritten_block_items",
+        ):
             setattr(out, attr, sorted(set(getattr(out, attr)) | set(getattr(later, attr))))
         for attr in ("constraints", "retry"):
             merged = getattr(out, attr)
@@ -226,7 +239,8 @@ class HarnessMapping:
         out.tool_order = later.tool_order or [later.tools.get(t, t) for t in out.tool_order]
         out.block_order = later.block_order or out.block_order
         out.skill_arguments = later.skill_arguments or {
-            later.tools.get(t, t): a for t, a in out.skill_arguments.items()}
+            later.tools.get(t, t): a for t, a in out.skill_arguments.items()
+        }
         return out
 
     def to_dict(self) -> dict[str, Any]:
@@ -244,6 +258,7 @@ class HarnessMapping:
         known = set(cls.__dataclass_fields__)
         unknown = sorted(set(data) - known)
         if unknown:
-            raise MappingError(f"unknown mapping field(s) {', '.join(unknown)}; known: "
-                               + ", ".join(sorted(known)))
+            raise MappingError(
+                f"unknown mapping field(s) {', '.join(unknown)}; known: " + ", ".join(sorted(known))
+            )
         return cls(**copy.deepcopy(data))

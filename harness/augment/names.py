@@ -82,8 +82,9 @@ def _join(words: list[str], style: str) -> str:
     return "_".join(words)
 
 
-def new_name(old: str, *, rng: random.Random, kind: str, taken: set[str],
-             attempts: int = 40) -> str:
+def new_name(
+    old: str, *, rng: random.Random, kind: str, taken: set[str], attempts: int = 40
+) -> str:
     """A fresh name for tool or skill ``old`` that is valid and not in ``taken``."""
     pattern = TOOL_NAME_PATTERN if kind == "tool" else NAME_PATTERN
     styles = ("snake", "snake", "camel") if kind == "tool" else ("snake", "snake", "kebab")

@@ -29,7 +29,9 @@ from harness.augment.preserve import name_pattern, violations
 _OPEN, _CLOSE = "\ue000", "\ue001"
 _MASKED = re.compile(_OPEN + r"(\d+)" + _CLOSE)
 _SPANS = [
-    re.compile(r"<(\w+)>.*?</\1>", re.DOTALL),  # markup with content, e.g. <tool_call>..</tool_call>
+    re.compile(
+        r"<(\w+)>.*?</\1>", re.DOTALL
+    ),  # markup with content, e.g. <tool_call>..</tool_call>
     re.compile(r"\{#[^}]*\}|\{\{|\}\}|\{[^{}]*\}"),  # rule ids and template slots
     re.compile(r"\"[^\"\n]*\"|“[^”\n]*”|`[^`\n]*`"),  # quoted text
     re.compile(r"https?://\S+"),
@@ -38,14 +40,55 @@ _SPANS = [
 ]
 _TOKEN = re.compile(_OPEN + r"\d+" + _CLOSE + r"|[A-Za-z][A-Za-z'-]*|\s+|.", re.DOTALL)
 _CLAUSE_SPLIT = re.compile(r"(;\s+|(?<=[.!?])\s+(?=[A-Z" + _OPEN + r"]))")
-DETERMINERS = frozenset({
-    "a", "an", "the", "this", "that", "these", "those", "every", "each", "any", "its", "their",
-    "your", "his", "her", "my", "our", "some", "another", "other", "one", "no",
-})
-VERBAL_CONTEXT = frozenset({
-    "to", "will", "would", "should", "must", "can", "could", "may", "might", "you", "we",
-    "they", "i", "not", "never", "do", "don't", "please", "then",
-})
+DETERMINERS = frozenset(
+    {
+        "a",
+        "an",
+        "the",
+        "this",
+        "that",
+        "these",
+        "those",
+        "every",
+        "each",
+        "any",
+        "its",
+        "their",
+        "your",
+        "his",
+        "her",
+        "my",
+        "our",
+        "some",
+        "another",
+        "other",
+        "one",
+        "no",
+    }
+)
+VERBAL_CONTEXT = frozenset(
+    {
+        "to",
+        "will",
+        "would",
+        "should",
+        "must",
+        "can",
+        "could",
+        "may",
+        "might",
+        "you",
+        "we",
+        "they",
+        "i",
+        "not",
+        "never",
+        "do",
+        "don't",
+        "please",
+        "then",
+    }
+)
 _NOUN_CLASSES = ("noun", "adjective")
 _VERB_CLASSES = ("verb", "gerund", "adverb", "connective", "adjective")
 
@@ -186,14 +229,14 @@ class OfflineParaphraser:
         low = clause.lower()
         for start in sorted(lexicon.PROHIBITION_STARTS, key=len, reverse=True):
             if low.startswith(start + " "):
-                rest = clause[len(start) + 1:]
+                rest = clause[len(start) + 1 :]
                 if rest.lower().startswith("ever "):
                     rest = rest[5:]
                 frame = rng.choice(lexicon.PROHIBITION_FRAMES)
                 return frame.format(v=_lower_first(rest), V=_cap(rest)), True
         for start in sorted(lexicon.MODAL_STARTS, key=len, reverse=True):
             if low.startswith(start + " "):
-                return self._frame(clause[len(start) + 1:], rng=rng), True
+                return self._frame(clause[len(start) + 1 :], rng=rng), True
         first_word = low.split(" ", 1)[0]
         if first_word in lexicon.IMPERATIVE_STARTS:
             return self._frame(clause, rng=rng), True
@@ -202,8 +245,12 @@ class OfflineParaphraser:
     def _frame(self, verb_clause: str, *, rng: random.Random) -> str:
         words = verb_clause.split(" ", 2)
         verb = words[0].lower()
-        if (len(words) >= 2 and verb in lexicon.PARTICIPLES and _MASKED.fullmatch(words[1])
-                and rng.random() < 0.3):
+        if (
+            len(words) >= 2
+            and verb in lexicon.PARTICIPLES
+            and _MASKED.fullmatch(words[1])
+            and rng.random() < 0.3
+        ):
             rest = (" " + words[2]) if len(words) > 2 else ""
             modal = rng.choice(("must be", "should be", "is to be", "has to be"))
             return f"{words[1]} {modal} {lexicon.PARTICIPLES[verb]}{rest}"
@@ -219,15 +266,17 @@ class OfflineParaphraser:
             replaced = False
             longest = _PHRASE_LENGTHS.get(tokens[words[k]].lower(), 0)
             for n in range(min(longest, len(words) - k), 0, -1):
-                span = words[k:k + n]
-                if any(not tokens[j].isspace() for j in range(span[0] + 1, span[-1]) if j not in span):
+                span = words[k : k + n]
+                if any(
+                    not tokens[j].isspace() for j in range(span[0] + 1, span[-1]) if j not in span
+                ):
                     continue  # punctuation inside: not one phrase
                 phrase = " ".join(tokens[j].lower() for j in span)
                 entry = _INDEX.get(phrase)
                 if not entry:
                     continue
                 prev = tokens[words[k - 1]].lower() if k > 0 else ""
-                between = "".join(tokens[words[k - 1] + 1:span[0]]) if k > 0 else ""
+                between = "".join(tokens[words[k - 1] + 1 : span[0]]) if k > 0 else ""
                 clause_start = not prev or bool(re.search(r"[,:;(]", between))
                 classes = _NOUN_CLASSES if prev in DETERMINERS else _VERB_CLASSES
                 if prev in VERBAL_CONTEXT:
@@ -259,8 +308,11 @@ class OfflineParaphraser:
 
 def _split_subordinate(clause: str) -> tuple[str, str, str]:
     """(front subordinate clause, main clause, back subordinate clause); one side is empty."""
-    m = re.match(r"^((?:if|when|whenever|before|after|unless|while)\s[^,:]*?),\s+(?:then\s+)?(.+)$",
-                 clause, re.IGNORECASE)
+    m = re.match(
+        r"^((?:if|when|whenever|before|after|unless|while)\s[^,:]*?),\s+(?:then\s+)?(.+)$",
+        clause,
+        re.IGNORECASE,
+    )
     if m and len(m.group(2).split()) >= 2:
         return m.group(1), m.group(2), ""
     subs = "|".join(lexicon.SUBORDINATORS)
@@ -269,9 +321,12 @@ def _split_subordinate(clause: str) -> tuple[str, str, str]:
         at = found[0]
         before = clause[: at.start()]
         prev_word = before.rsplit(" ", 1)[-1].lower() if before else ""
-        if (prev_word not in ("only", "even", "except", "and", "or", "just", "right", "but")
-                and len(before.split()) >= 3 and "," not in before[-2:]):
-            return "", before.rstrip(","), clause[at.start() + 1:]
+        if (
+            prev_word not in ("only", "even", "except", "and", "or", "just", "right", "but")
+            and len(before.split()) >= 3
+            and "," not in before[-2:]
+        ):
+            return "", before.rstrip(","), clause[at.start() + 1 :]
     return "", clause, ""
 
 
@@ -283,8 +338,14 @@ class RewriteResult:
     source: str = ""
 
 
-def checked_rewrite(text: str, *, rng: random.Random, names: Sequence[str] = (),
-                    rewriter: Rewriter | None = None, attempts: int = 6) -> RewriteResult:
+def checked_rewrite(
+    text: str,
+    *,
+    rng: random.Random,
+    names: Sequence[str] = (),
+    rewriter: Rewriter | None = None,
+    attempts: int = 6,
+) -> RewriteResult:
     """A rewrite that keeps numbers, negations, names, placeholders and quotes, or the text."""
     rewriter = rewriter or DEFAULT_PARAPHRASER
     rejected: list[str] = []

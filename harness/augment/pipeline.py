@@ -32,8 +32,13 @@ from harness.diff import summarise
 
 DIMS = ("skills", "skill-content", "tools", "prompt", "hooks")
 _ORDER = ("tools", "skills", "skill-content", "prompt", "hooks")
-_APPLY = {"tools": apply_tools, "skills": apply_skill_identifiers,
-          "skill-content": apply_skill_content, "prompt": apply_prompt, "hooks": apply_hooks}
+_APPLY = {
+    "tools": apply_tools,
+    "skills": apply_skill_identifiers,
+    "skill-content": apply_skill_content,
+    "prompt": apply_prompt,
+    "hooks": apply_hooks,
+}
 
 _DEFAULT_ENVELOPE: Envelope | None = None
 
@@ -53,8 +58,10 @@ def parse_dims(value: str | Iterable[str] | None) -> list[str]:
     items = [v for v in items if v]
     unknown = [v for v in items if v not in DIMS]
     if unknown or not items:
-        raise ValueError(f"unknown dimension(s) {', '.join(unknown) or '(none given)'}; "
-                         f"choose from: {', '.join(DIMS)}")
+        raise ValueError(
+            f"unknown dimension(s) {', '.join(unknown) or '(none given)'}; "
+            f"choose from: {', '.join(DIMS)}"
+        )
     return [d for d in DIMS if d in items]
 
 
@@ -75,70 +82,138 @@ class Variant:
         """This variant followed by ``later`` (which must be built on this variant's bundle)."""
         if later.parent.digest != self.bundle.digest:
             raise ValueError("the later variant was not made from this variant's bundle")
-        return Variant(later.bundle, self.mapping.then(later.mapping), self.parent,
-                       self.rejected_rewrites + later.rejected_rewrites)
+        return Variant(
+            later.bundle,
+            self.mapping.then(later.mapping),
+            self.parent,
+            self.rejected_rewrites + later.rejected_rewrites,
+        )
 
 
-def augment_bundle(*, bundle: Bundle, seed: int, dims: Iterable[str] | str | None = None,
-                   envelope: Envelope | None = None, requirements: Requirements | None = None,
-                   rewriter: Rewriter | None = None) -> Variant:
+def augment_bundle(
+    *,
+    bundle: Bundle,
+    seed: int,
+    dims: Iterable[str] | str | None = None,
+    envelope: Envelope | None = None,
+    requirements: Requirements | None = None,
+    rewriter: Rewriter | None = None,
+) -> Variant:
     """One validated variant of ``bundle``; the same arguments give byte-identical files."""
     chosen = parse_dims(dims)
-    ctx = AugmentContext(draft=Draft(bundle), seed=int(seed),
-                         envelope=envelope or default_envelope(),
-                         requirements=requirements or Requirements(),
-                         mapping=HarnessMapping(source_digest=bundle.digest, seed=int(seed),
-                                                dims=chosen),
-                         rewriter=rewriter)
+    ctx = AugmentContext(
+        draft=Draft(bundle),
+        seed=int(seed),
+        envelope=envelope or default_envelope(),
+        requirements=requirements or Requirements(),
+        mapping=HarnessMapping(source_digest=bundle.digest, seed=int(seed), dims=chosen),
+        rewriter=rewriter,
+    )
     for dim in _ORDER:
         if dim in chosen:
             _APPLY[dim](ctx)
-    variant_bundle = load_mapping(ctx.draft.render(), source=f"{bundle.source or bundle.name}"
-                                  f"~hsa{seed}")
+    variant_bundle = load_mapping(
+        ctx.draft.render(), source=f"{bundle.source or bundle.name}~hsa{seed}"
+    )
     ctx.mapping.variant_digest = variant_bundle.digest
     return Variant(variant_bundle, ctx.mapping, bundle, ctx.rejected_rewrites)
 
 
-def transform_skill_identifiers(*, bundle: Bundle, seed: int, envelope: Envelope | None = None,
-                                requirements: Requirements | None = None,
-                                rewriter: Rewriter | None = None) -> Variant:
+def transform_skill_identifiers(
+    *,
+    bundle: Bundle,
+    seed: int,
+    envelope: Envelope | None = None,
+    requirements: Requirements | None = None,
+    rewriter: Rewriter | None = None,
+) -> Variant:
     """Family 1: rename skills, rewrite their descriptions, add synthetic and noise skills,
     mask skills no gold label needs (``envelope.skills``)."""
-    return augment_bundle(bundle=bundle, seed=seed, dims=["skills"], envelope=envelope,
-                          requirements=requirements, rewriter=rewriter)
+    return augment_bundle(
+        bundle=bundle,
+        seed=seed,
+        dims=["skills"],
+        envelope=envelope,
+        requirements=requirements,
+        rewriter=rewriter,
+    )
 
 
-def transform_skill_content(*, bundle: Bundle, seed: int, envelope: Envelope | None = None,
-                            requirements: Requirements | None = None,
-                            rewriter: Rewriter | None = None) -> Variant:
+def transform_skill_content(
+    *,
+    bundle: Bundle,
+    seed: int,
+    envelope: Envelope | None = None,
+    requirements: Requirements | None = None,
+    rewriter: Rewriter | None = None,
+) -> Variant:
     """Family 2: paraphrase rules, mask non-essential rules, reorder rules
     (``envelope.skill_content``)."""
-    return augment_bundle(bundle=bundle, seed=seed, dims=["skill-content"], envelope=envelope,
-                          requirements=requirements, rewriter=rewriter)
+    return augment_bundle(
+        bundle=bundle,
+        seed=seed,
+        dims=["skill-content"],
+        envelope=envelope,
+        requirements=requirements,
+        rewriter=rewriter,
+    )
 
 
-def transform_tools(*, bundle: Bundle, seed: int, envelope: Envelope | None = None,
-                    requirements: Requirements | None = None,
-                    rewriter: Rewriter | None = None) -> Variant:
+def transform_tools(
+    *,
+    bundle: Bundle,
+    seed: int,
+    envelope: Envelope | None = None,
+    requirements: Requirements | None = None,
+    rewriter: Rewriter | None = None,
+) -> Variant:
     """Family 3: rename tools, rewrite tool and parameter descriptions, reorder the
     registry; bindings and argument schemas unchanged (``envelope.tools``)."""
-    return augment_bundle(bundle=bundle, seed=seed, dims=["tools"], envelope=envelope,
-                          requirements=requirements, rewriter=rewriter)
+    return augment_bundle(
+        bundle=bundle,
+        seed=seed,
+        dims=["tools"],
+        envelope=envelope,
+        requirements=requirements,
+        rewriter=rewriter,
+    )
 
 
-def transform_prompt(*, bundle: Bundle, seed: int, envelope: Envelope | None = None,
-                     requirements: Requirements | None = None,
-                     rewriter: Rewriter | None = None) -> Variant:
+def transform_prompt(
+    *,
+    bundle: Bundle,
+    seed: int,
+    envelope: Envelope | None = None,
+    requirements: Requirements | None = None,
+    rewriter: Rewriter | None = None,
+) -> Variant:
     """Family 4: reorder prompt blocks and their list items, paraphrase items, perturb
     numeric constraints (``envelope.prompt``)."""
-    return augment_bundle(bundle=bundle, seed=seed, dims=["prompt"], envelope=envelope,
-                          requirements=requirements, rewriter=rewriter)
+    return augment_bundle(
+        bundle=bundle,
+        seed=seed,
+        dims=["prompt"],
+        envelope=envelope,
+        requirements=requirements,
+        rewriter=rewriter,
+    )
 
 
-def transform_hooks(*, bundle: Bundle, seed: int, envelope: Envelope | None = None,
-                    requirements: Requirements | None = None,
-                    rewriter: Rewriter | None = None) -> Variant:
+def transform_hooks(
+    *,
+    bundle: Bundle,
+    seed: int,
+    envelope: Envelope | None = None,
+    requirements: Requirements | None = None,
+    rewriter: Rewriter | None = None,
+) -> Variant:
     """Family 5: retry budget and exhaustion, message wording and structure, hook
     parameters and banned phrases (``envelope.hooks``)."""
-    return augment_bundle(bundle=bundle, seed=seed, dims=["hooks"], envelope=envelope,
-                          requirements=requirements, rewriter=rewriter)
+    return augment_bundle(
+        bundle=bundle,
+        seed=seed,
+        dims=["hooks"],
+        envelope=envelope,
+        requirements=requirements,
+        rewriter=rewriter,
+    )

@@ -14,15 +14,53 @@ from collections import Counter
 from collections.abc import Iterable
 from functools import lru_cache
 
-NUMBER_WORDS = frozenset({
-    "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
-    "eleven", "twelve", "twenty", "thirty", "forty", "fifty", "hundred", "thousand",
-    "once", "twice", "first", "second", "third", "half", "single", "both", "double",
-})
-NEGATIONS = frozenset({
-    "no", "not", "never", "none", "nothing", "nobody", "nowhere", "neither", "nor",
-    "cannot", "without",
-})
+NUMBER_WORDS = frozenset(
+    {
+        "zero",
+        "one",
+        "two",
+        "three",
+        "four",
+        "five",
+        "six",
+        "seven",
+        "eight",
+        "nine",
+        "ten",
+        "eleven",
+        "twelve",
+        "twenty",
+        "thirty",
+        "forty",
+        "fifty",
+        "hundred",
+        "thousand",
+        "once",
+        "twice",
+        "first",
+        "second",
+        "third",
+        "half",
+        "single",
+        "both",
+        "double",
+    }
+)
+NEGATIONS = frozenset(
+    {
+        "no",
+        "not",
+        "never",
+        "none",
+        "nothing",
+        "nobody",
+        "nowhere",
+        "neither",
+        "nor",
+        "cannot",
+        "without",
+    }
+)
 _NUMBER = re.compile(r"(?<![A-Za-z_])\d+(?:[.,]\d+)*%?")
 _WORD = re.compile(r"[A-Za-z][A-Za-z'-]*")
 _PLACEHOLDER = re.compile(r"\{[^{}\s]*\}|\{\{|\}\}")
@@ -55,8 +93,9 @@ def name_pattern(names: Iterable[str]) -> re.Pattern | None:
 def _name_pattern(names: tuple[str, ...]) -> re.Pattern | None:
     if not names:
         return None
-    return re.compile(r"(?<![A-Za-z0-9_-])(" + "|".join(map(re.escape, names))
-                      + r")(?![A-Za-z0-9_]|-[A-Za-z0-9])")
+    return re.compile(
+        r"(?<![A-Za-z0-9_-])(" + "|".join(map(re.escape, names)) + r")(?![A-Za-z0-9_]|-[A-Za-z0-9])"
+    )
 
 
 def name_counts(text: str, names: Iterable[str]) -> Counter:

@@ -70,8 +70,10 @@ def apply_prompt(ctx: AugmentContext) -> None:
             if rewritten:
                 ctx.mapping.rewritten_block_items.append(block["id"])
     constraints = d.prompt["constraints"]
-    floors = {"max_reply_chars": ctx.requirements.reply_chars,
-              "max_rounds": ctx.requirements.rounds}
+    floors = {
+        "max_reply_chars": ctx.requirements.reply_chars,
+        "max_rounds": ctx.requirements.rounds,
+    }
     for name in sorted(constraints):
         rng_range = ctx.envelope.constraint_range(name)
         if rng_range is None or name not in CONSTRAINTS:

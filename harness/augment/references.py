@@ -77,8 +77,9 @@ def referenced(text: str, names: list[str]) -> set[str]:
     return {back[m] for m in re.findall("\ue010\\d+\ue011", out)}
 
 
-def rename_in_matcher(matcher: str, renames: dict[str, str], *, before: list[str],
-                      after: dict[str, str]) -> str:
+def rename_in_matcher(
+    matcher: str, renames: dict[str, str], *, before: list[str], after: dict[str, str]
+) -> str:
     """A tool matcher regex that matches the renamed versions of exactly what it matched.
 
     ``before``: tool names before renaming; ``after``: old -> new for every tool.
@@ -87,8 +88,11 @@ def rename_in_matcher(matcher: str, renames: dict[str, str], *, before: list[str
     becomes an explicit alternation of the new names.
     """
     want = sorted(after[n] for n in before if re.fullmatch(matcher, n))
-    candidate = rename_in_text(matcher, {k: v for k, v in renames.items() if is_identifier_like(k)}
-                               ) if renames else matcher
+    candidate = (
+        rename_in_text(matcher, {k: v for k, v in renames.items() if is_identifier_like(k)})
+        if renames
+        else matcher
+    )
     try:
         got = sorted(n for n in after.values() if re.fullmatch(candidate, n))
     except re.error:

@@ -17,8 +17,12 @@ from harness.augment.references import referenced
 
 
 def is_essential(text: str, *, names: list[str], rule_id: str, protected: set[str]) -> bool:
-    return (rule_id in protected or bool(numbers(text)) or negation_count(text) > 0
-            or bool(referenced(text, names)))
+    return (
+        rule_id in protected
+        or bool(numbers(text))
+        or negation_count(text) > 0
+        or bool(referenced(text, names))
+    )
 
 
 def apply_skill_content(ctx: AugmentContext) -> None:
@@ -38,10 +42,16 @@ def apply_skill_content(ctx: AugmentContext) -> None:
         if not rules:
             continue
         lo, hi = env["mask_fraction"]
-        maskable = [r for r in rules
-                    if not is_essential(r.text, names=names, rule_id=r.id, protected=protected)]
-        count = min(round(rng.uniform(lo, hi) * len(rules)), len(maskable),
-                    len(rules) - env["min_rules_per_skill"])
+        maskable = [
+            r
+            for r in rules
+            if not is_essential(r.text, names=names, rule_id=r.id, protected=protected)
+        ]
+        count = min(
+            round(rng.uniform(lo, hi) * len(rules)),
+            len(maskable),
+            len(rules) - env["min_rules_per_skill"],
+        )
         masked = {r.id for r in rng.sample(maskable, max(count, 0))} if count > 0 else set()
         for run in body.runs():
             run[:] = [r for r in run if r.id not in masked]

@@ -31,8 +31,9 @@ def apply_skill_identifiers(ctx: AugmentContext) -> None:
     renames: dict[str, str] = {}
     for name in list(d.skills):
         if rng.random() < env["rename_probability"]:
-            renames[name] = new_name(name, rng=rng, kind="skill",
-                                     taken=ctx.taken | set(renames.values()))
+            renames[name] = new_name(
+                name, rng=rng, kind="skill", taken=ctx.taken | set(renames.values())
+            )
     if not renames:
         name = rng.choice(sorted(d.skills))
         renames[name] = new_name(name, rng=rng, kind="skill", taken=ctx.taken)
@@ -63,7 +64,7 @@ def _mask(ctx: AugmentContext, rng: random.Random) -> None:
     protected = {ctx.current_skill(s) for s in ctx.requirements.skills} - {None}
     for hook in d.hooks["hooks"]:
         htype = HOOK_TYPES.get(hook["type"])
-        for key in (htype.skill_params if htype else ()):
+        for key in htype.skill_params if htype else ():
             value = (hook.get("params") or {}).get(key)
             protected |= {value} if isinstance(value, str) else set(value or [])
     candidates = sorted(set(d.skills) - protected)
@@ -79,8 +80,9 @@ def _mask(ctx: AugmentContext, rng: random.Random) -> None:
         del d.skills[name]
         masked.append(name)
     inverse = {v: k for k, v in ctx.mapping.skills.items()}
-    ctx.mapping.masked_skills = sorted(set(ctx.mapping.masked_skills)
-                                       | {inverse.get(n, n) for n in masked})
+    ctx.mapping.masked_skills = sorted(
+        set(ctx.mapping.masked_skills) | {inverse.get(n, n) for n in masked}
+    )
 
 
 def _removable(ctx: AugmentContext, name: str, min_reply: int) -> bool:
@@ -116,5 +118,6 @@ def _add(ctx: AugmentContext, rng: random.Random, pool, count_range, origin: str
         front, body = rendered
         d.skills[template.name] = SkillDraft(front, body, "")
         ctx.taken.add(template.name)
-        ctx.mapping.added_skills.append({"name": template.name, "kind": template.kind,
-                                         "origin": origin})
+        ctx.mapping.added_skills.append(
+            {"name": template.name, "kind": template.kind, "origin": origin}
+        )

@@ -24,7 +24,9 @@ def apply_tools(ctx: AugmentContext) -> None:
     renames: dict[str, str] = {}
     for name in names:
         if rng.random() < env["rename_probability"]:
-            renames[name] = new_name(name, rng=rng, kind="tool", taken=ctx.taken | set(renames.values()))
+            renames[name] = new_name(
+                name, rng=rng, kind="tool", taken=ctx.taken | set(renames.values())
+            )
     if not renames and names:  # every variant differs in every family it was asked for
         name = rng.choice(names)
         renames[name] = new_name(name, rng=rng, kind="tool", taken=ctx.taken)
@@ -39,8 +41,11 @@ def apply_tools(ctx: AugmentContext) -> None:
                 rewritten.append(inverse.get(tool["name"], tool["name"]))
         props = (tool.get("parameters") or {}).get("properties") or {}
         for _param, spec in sorted(props.items()):
-            if isinstance(spec, dict) and isinstance(spec.get("description"), str) \
-                    and rng.random() < env["rewrite_parameter_description_probability"]:
+            if (
+                isinstance(spec, dict)
+                and isinstance(spec.get("description"), str)
+                and rng.random() < env["rewrite_parameter_description_probability"]
+            ):
                 spec["description"] = ctx.rewrite(spec["description"], rng)
     if rewritten:
         ctx.mapping.rewritten_descriptions["tools"] = sorted(rewritten)

@@ -17,10 +17,25 @@ from harness.livestream.request import Comment, Request, RoomState, Turn, Viewer
 from harness.livestream.validation import DocumentValidationError, FieldProblem
 
 __all__ = [
-    "Campaign", "CartItem", "Catalogue", "Comment", "DocumentValidationError", "FaqEntry",
-    "FieldProblem", "PriceQuote", "Product", "Promotion", "PromotionError", "Request",
-    "RoomState", "Turn", "ViewerAction", "demo_catalogue", "demo_catalogue_path",
-    "optimal_quote", "price_cart",
+    "Campaign",
+    "CartItem",
+    "Catalogue",
+    "Comment",
+    "DocumentValidationError",
+    "FaqEntry",
+    "FieldProblem",
+    "PriceQuote",
+    "Product",
+    "Promotion",
+    "PromotionError",
+    "Request",
+    "RoomState",
+    "Turn",
+    "ViewerAction",
+    "demo_catalogue",
+    "demo_catalogue_path",
+    "optimal_quote",
+    "price_cart",
 ]
 
 

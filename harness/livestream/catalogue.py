@@ -71,8 +71,12 @@ class Product:
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {
-            "link_id": self.link_id, "product_id": self.product_id, "name": self.name,
-            "category": self.category, "price": self.price, "specs": dict(self.specs),
+            "link_id": self.link_id,
+            "product_id": self.product_id,
+            "name": self.name,
+            "category": self.category,
+            "price": self.price,
+            "specs": dict(self.specs),
             "stock": self.stock,
         }
         if self.description:
@@ -89,10 +93,22 @@ class Product:
         if data is None:
             return None
         before = len(reader.problems)
-        reader.unknown_keys(data, path, {
-            "link_id", "product_id", "name", "category", "price", "specs", "stock",
-            "promotions", "faq", "description",
-        })
+        reader.unknown_keys(
+            data,
+            path,
+            {
+                "link_id",
+                "product_id",
+                "name",
+                "category",
+                "price",
+                "specs",
+                "stock",
+                "promotions",
+                "faq",
+                "description",
+            },
+        )
         link_id = reader.integer(data, "link_id", path, minimum=1)
         product_id = reader.string(data, "product_id", path)
         name = reader.string(data, "name", path)
@@ -109,18 +125,30 @@ class Product:
                 reader.problem(f"{path}.promotions[{i}]", "must be a promotion id (string)")
             else:
                 promo_ids.append(pid)
-        faq = [FaqEntry.read(reader, f, f"{path}.faq[{i}]")
-               for i, f in enumerate(reader.listing(data, "faq", path))]
+        faq = [
+            FaqEntry.read(reader, f, f"{path}.faq[{i}]")
+            for i, f in enumerate(reader.listing(data, "faq", path))
+        ]
         description = reader.string(data, "description", path, required=False)
         if len(reader.problems) > before:
             return None
         faq_entries = tuple(
             f if f.link_id is not None else FaqEntry(f.id, f.question, f.answer, link_id, f.tags)
-            for f in faq if f is not None
+            for f in faq
+            if f is not None
         )
-        return cls(link_id=link_id, product_id=product_id, name=name, category=category,
-                   price=float(price), specs=dict(specs), stock=stock or 0,
-                   promotion_ids=tuple(promo_ids), faq=faq_entries, description=description)
+        return cls(
+            link_id=link_id,
+            product_id=product_id,
+            name=name,
+            category=category,
+            price=float(price),
+            specs=dict(specs),
+            stock=stock or 0,
+            promotion_ids=tuple(promo_ids),
+            faq=faq_entries,
+            description=description,
+        )
 
 
 @dataclass(frozen=True)
@@ -135,9 +163,12 @@ class Campaign:
     ends: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"id": self.id, "name": self.name,
-                                "conditions": list(self.conditions),
-                                "promotion_ids": list(self.promotion_ids)}
+        data: dict[str, Any] = {
+            "id": self.id,
+            "name": self.name,
+            "conditions": list(self.conditions),
+            "promotion_ids": list(self.promotion_ids),
+        }
         if self.starts:
             data["starts"] = self.starts
         if self.ends:
@@ -150,7 +181,9 @@ class Campaign:
         if data is None:
             return None
         before = len(reader.problems)
-        reader.unknown_keys(data, path, {"id", "name", "conditions", "promotion_ids", "starts", "ends"})
+        reader.unknown_keys(
+            data, path, {"id", "name", "conditions", "promotion_ids", "starts", "ends"}
+        )
         cid = reader.string(data, "id", path)
         name = reader.string(data, "name", path)
         conditions = [c for c in reader.listing(data, "conditions", path) if isinstance(c, str)]
@@ -197,8 +230,11 @@ class Catalogue:
         """Rules that can touch this product: its own plus room-wide ones."""
         product = self.product(link_id)
         own = set(product.promotion_ids) if product else set()
-        return [p for p in self.promotions
-                if p.id in own or (not p.link_ids and p.kind != "coupon") or link_id in p.link_ids]
+        return [
+            p
+            for p in self.promotions
+            if p.id in own or (not p.link_ids and p.kind != "coupon") or link_id in p.link_ids
+        ]
 
     def all_faq(self) -> list[FaqEntry]:
         entries = list(self.faq)
@@ -213,8 +249,16 @@ class Catalogue:
         for product in self.products:
             if category and product.category.lower() != category.lower():
                 continue
-            hay = _tokens(" ".join([product.name, product.category, product.description,
-                                    " ".join(f"{k} {v}" for k, v in product.specs.items())]))
+            hay = _tokens(
+                " ".join(
+                    [
+                        product.name,
+                        product.category,
+                        product.description,
+                        " ".join(f"{k} {v}" for k, v in product.specs.items()),
+                    ]
+                )
+            )
             score = len(want & hay)
             if product.name.lower() in query.lower():
                 score += 3
@@ -223,7 +267,9 @@ class Catalogue:
         scored.sort(key=lambda t: (-t[0], t[1]))
         return [p for _, _, p in scored[:limit]]
 
-    def search_faq(self, query: str, *, link_id: int | None = None, limit: int = 3) -> list[FaqEntry]:
+    def search_faq(
+        self, query: str, *, link_id: int | None = None, limit: int = 3
+    ) -> list[FaqEntry]:
         """FAQ entries ranked by word overlap with the question (product ones first)."""
         want = _tokens(query)
         scored = []
@@ -249,10 +295,14 @@ class Catalogue:
                 link_id = decimal_int(link_id.strip().lstrip("#"), max_digits=12) or link_id
             product = self.product(link_id) if isinstance(link_id, int) else None
             if product is None:
-                raise PromotionError(f"items[{i}].link_id: no product with link id {link_id!r}; "
-                                     f"links on sale: {self.link_ids}")
+                raise PromotionError(
+                    f"items[{i}].link_id: no product with link id {link_id!r}; "
+                    f"links on sale: {self.link_ids}"
+                )
             if not isinstance(quantity, int) or isinstance(quantity, bool) or quantity < 1:
-                raise PromotionError(f"items[{i}].quantity must be an integer >= 1, got {quantity!r}")
+                raise PromotionError(
+                    f"items[{i}].quantity must be an integer >= 1, got {quantity!r}"
+                )
             if quantity > product.stock:
                 raise PromotionError(f"items[{i}]: only {product.stock} of link {link_id} in stock")
             cart.append(CartItem(product.link_id, product.name, product.price, quantity))
@@ -268,8 +318,9 @@ class Catalogue:
         }
 
     def dump(self, path: str | Path) -> None:
-        Path(path).write_text(json.dumps(self.to_dict(), indent=2, ensure_ascii=False) + "\n",
-                              encoding="utf-8")
+        Path(path).write_text(
+            json.dumps(self.to_dict(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+        )
 
     @classmethod
     def load(cls, path: str | Path) -> Catalogue:
@@ -292,34 +343,53 @@ class Catalogue:
             return None
         before = len(reader.problems)
         reader.unknown_keys(data, path, {"products", "promotions", "faq", "campaigns"})
-        products = [Product.read(reader, p, f"{reader.join(path, 'products')}[{i}]")
-                    for i, p in enumerate(reader.listing(data, "products", path, required=True))]
-        promotions = [Promotion.read(reader, p, f"{reader.join(path, 'promotions')}[{i}]")
-                      for i, p in enumerate(reader.listing(data, "promotions", path))]
-        faq = [FaqEntry.read(reader, f, f"{reader.join(path, 'faq')}[{i}]")
-               for i, f in enumerate(reader.listing(data, "faq", path))]
-        campaigns = [Campaign.read(reader, c, f"{reader.join(path, 'campaigns')}[{i}]")
-                     for i, c in enumerate(reader.listing(data, "campaigns", path))]
+        products = [
+            Product.read(reader, p, f"{reader.join(path, 'products')}[{i}]")
+            for i, p in enumerate(reader.listing(data, "products", path, required=True))
+        ]
+        promotions = [
+            Promotion.read(reader, p, f"{reader.join(path, 'promotions')}[{i}]")
+            for i, p in enumerate(reader.listing(data, "promotions", path))
+        ]
+        faq = [
+            FaqEntry.read(reader, f, f"{reader.join(path, 'faq')}[{i}]")
+            for i, f in enumerate(reader.listing(data, "faq", path))
+        ]
+        campaigns = [
+            Campaign.read(reader, c, f"{reader.join(path, 'campaigns')}[{i}]")
+            for i, c in enumerate(reader.listing(data, "campaigns", path))
+        ]
         seen: dict[int, int] = {}
         for i, product in enumerate(products):
             if product is None:
                 continue
             if product.link_id in seen:
-                reader.problem(f"{reader.join(path, 'products')}[{i}].link_id",
-                               f"link id {product.link_id} already used by products[{seen[product.link_id]}]")
+                reader.problem(
+                    f"{reader.join(path, 'products')}[{i}].link_id",
+                    f"link id {product.link_id} already used by products[{seen[product.link_id]}]",
+                )
             seen[product.link_id] = i
         promo_ids = {p.id for p in promotions if p is not None}
         for i, product in enumerate(products):
             for j, pid in enumerate(product.promotion_ids if product else ()):
                 if pid not in promo_ids:
-                    reader.problem(f"{reader.join(path, 'products')}[{i}].promotions[{j}]",
-                                   f"unknown promotion {pid!r}; defined: {', '.join(sorted(promo_ids)) or 'none'}")
+                    reader.problem(
+                        f"{reader.join(path, 'products')}[{i}].promotions[{j}]",
+                        f"unknown promotion {pid!r}; defined: "
+                        f"{', '.join(sorted(promo_ids)) or 'none'}",
+                    )
         for i, promo in enumerate(promotions):
             for j, link in enumerate(promo.link_ids if promo else ()):
                 if link not in seen:
-                    reader.problem(f"{reader.join(path, 'promotions')}[{i}].link_ids[{j}]",
-                                   f"no product with link id {link}")
+                    reader.problem(
+                        f"{reader.join(path, 'promotions')}[{i}].link_ids[{j}]",
+                        f"no product with link id {link}",
+                    )
         if len(reader.problems) > before:
             return None
-        return cls(products=[p for p in products if p], promotions=[p for p in promotions if p],
-                   faq=[f for f in faq if f], campaigns=[c for c in campaigns if c])
+        return cls(
+            products=[p for p in products if p],
+            promotions=[p for p in promotions if p],
+            faq=[f for f in faq if f],
+            campaigns=[c for c in campaigns if c],
+        )

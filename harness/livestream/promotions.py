@@ -88,22 +88,41 @@ class Promotion:
         if data is None:
             return None
         before = len(reader.problems)
-        reader.unknown_keys(data, path, {
-            "id", "kind", "title", "link_ids", "percent_off", "min_quantity", "threshold",
-            "discount", "repeat", "max_discount", "code", "min_spend", "campaign_id",
-        })
+        reader.unknown_keys(
+            data,
+            path,
+            {
+                "id",
+                "kind",
+                "title",
+                "link_ids",
+                "percent_off",
+                "min_quantity",
+                "threshold",
+                "discount",
+                "repeat",
+                "max_discount",
+                "code",
+                "min_spend",
+                "campaign_id",
+            },
+        )
         pid = reader.string(data, "id", path)
         kind = reader.choice(data, "kind", path, PROMOTION_KINDS)
         title = reader.string(data, "title", path, required=False, default="")
         link_ids: list[int] = []
         for i, item in enumerate(reader.listing(data, "link_ids", path)):
             if isinstance(item, bool) or not isinstance(item, int) or item < 1:
-                reader.problem(f"{path}.link_ids[{i}]", f"must be a link id (integer >= 1), got {item!r}")
+                reader.problem(
+                    f"{path}.link_ids[{i}]", f"must be a link id (integer >= 1), got {item!r}"
+                )
             else:
                 link_ids.append(item)
         kwargs: dict[str, Any] = {}
         if kind in ("percentage", "multi_buy"):
-            kwargs["percent_off"] = reader.number(data, "percent_off", path, minimum=0, maximum=100) or 0.0
+            kwargs["percent_off"] = (
+                reader.number(data, "percent_off", path, minimum=0, maximum=100) or 0.0
+            )
         if kind == "multi_buy":
             kwargs["min_quantity"] = reader.integer(data, "min_quantity", path, minimum=2) or 2
         if kind == "threshold":
@@ -114,16 +133,27 @@ class Promotion:
                 reader.problem(f"{path}.repeat", "must be true or false")
                 repeat = False
             kwargs["repeat"] = repeat
-            kwargs["max_discount"] = reader.number(data, "max_discount", path, required=False, minimum=0)
+            kwargs["max_discount"] = reader.number(
+                data, "max_discount", path, required=False, minimum=0
+            )
         if kind == "coupon":
             kwargs["code"] = reader.string(data, "code", path)
             kwargs["discount"] = reader.number(data, "discount", path, minimum=0) or 0.0
-            kwargs["min_spend"] = reader.number(data, "min_spend", path, required=False, default=0.0, minimum=0) or 0.0
+            kwargs["min_spend"] = (
+                reader.number(data, "min_spend", path, required=False, default=0.0, minimum=0)
+                or 0.0
+            )
         campaign_id = reader.string(data, "campaign_id", path, required=False)
         if len(reader.problems) > before:
             return None
-        return cls(id=pid, kind=kind, title=title or "", link_ids=tuple(link_ids),
-                   campaign_id=campaign_id, **kwargs)
+        return cls(
+            id=pid,
+            kind=kind,
+            title=title or "",
+            link_ids=tuple(link_ids),
+            campaign_id=campaign_id,
+            **kwargs,
+        )
 
 
 @dataclass
@@ -200,8 +230,9 @@ def _threshold_saving(rule: Promotion, eligible: Decimal) -> Decimal:
     return min(saving, eligible)
 
 
-def price_cart(*, items: list[CartItem], promotions: list[Promotion],
-               coupon_code: str | None = None) -> PriceQuote:
+def price_cart(
+    *, items: list[CartItem], promotions: list[Promotion], coupon_code: str | None = None
+) -> PriceQuote:
     """Price ``items`` under ``promotions`` (best product rule, best threshold, one coupon)."""
     if not items:
         raise PromotionError("the cart is empty; give at least one {link_id, quantity}")
@@ -212,27 +243,44 @@ def price_cart(*, items: list[CartItem], promotions: list[Promotion],
     notes: list[str] = []
     for item in items:
         if item.quantity < 1:
-            raise PromotionError(f"quantity for link {item.link_id} must be >= 1, got {item.quantity}")
+            raise PromotionError(
+                f"quantity for link {item.link_id} must be >= 1, got {item.quantity}"
+            )
         subtotal = Decimal(str(item.unit_price)) * item.quantity
         best_rule, best_saving = None, Decimal(0)
         for rule in promotions:
             if not rule.applies_to(item.link_id):
                 continue
-            if rule.kind == "percentage" or (rule.kind == "multi_buy" and item.quantity >= rule.min_quantity):
-                saving = (subtotal * Decimal(str(rule.percent_off)) / 100).quantize(CENT, ROUND_HALF_UP)
+            if rule.kind == "percentage" or (
+                rule.kind == "multi_buy" and item.quantity >= rule.min_quantity
+            ):
+                saving = (subtotal * Decimal(str(rule.percent_off)) / 100).quantize(
+                    CENT, ROUND_HALF_UP
+                )
                 if saving > best_saving:
                     best_rule, best_saving = rule, saving
             elif rule.kind == "multi_buy":
                 notes.append(
                     f"link {item.link_id}: buy {rule.min_quantity - item.quantity} more to get "
-                    f"{rule.percent_off:g}% off ({rule.id})")
+                    f"{rule.percent_off:g}% off ({rule.id})"
+                )
         if best_rule is not None:
             applied.append(best_rule.id)
         product_discount += best_saving
-        after_product[item.link_id] = after_product.get(item.link_id, Decimal(0)) + subtotal - best_saving
-        lines.append(QuoteLine(item.link_id, item.name, money(item.unit_price), item.quantity,
-                               money(subtotal), money(best_saving),
-                               best_rule.id if best_rule else None))
+        after_product[item.link_id] = (
+            after_product.get(item.link_id, Decimal(0)) + subtotal - best_saving
+        )
+        lines.append(
+            QuoteLine(
+                item.link_id,
+                item.name,
+                money(item.unit_price),
+                item.quantity,
+                money(subtotal),
+                money(best_saving),
+                best_rule.id if best_rule else None,
+            )
+        )
     cart_after_product = sum(after_product.values(), Decimal(0))
 
     best_threshold, threshold_saving = None, Decimal(0)
@@ -256,15 +304,19 @@ def price_cart(*, items: list[CartItem], promotions: list[Promotion],
         coupon = next((r for r in promotions if r.kind == "coupon" and r.code == coupon_code), None)
         if coupon is None:
             valid = sorted(r.code for r in promotions if r.kind == "coupon")
-            raise PromotionError(f"unknown coupon code {coupon_code!r}; valid codes: {', '.join(valid) or 'none'}")
+            raise PromotionError(
+                f"unknown coupon code {coupon_code!r}; valid codes: {', '.join(valid) or 'none'}"
+            )
         eligible = sum((v for k, v in after_product.items() if coupon.applies_to(k)), Decimal(0))
         if eligible >= Decimal(str(coupon.min_spend)):
             coupon_saving = min(Decimal(str(coupon.discount)), after_threshold)
             used_code = coupon.code
             applied.append(coupon.id)
         else:
-            notes.append(f"coupon {coupon.code} needs {coupon.min_spend:g}; cart qualifies for "
-                         f"{money(eligible):.2f}")
+            notes.append(
+                f"coupon {coupon.code} needs {coupon.min_spend:g}; cart qualifies for "
+                f"{money(eligible):.2f}"
+            )
     subtotal_all = sum((Decimal(str(i.unit_price)) * i.quantity for i in items), Decimal(0))
     return PriceQuote(
         lines=lines,
@@ -277,13 +329,15 @@ def price_cart(*, items: list[CartItem], promotions: list[Promotion],
         total=money(after_threshold - coupon_saving),
         applied_promotion_ids=applied,
         notes=notes,
-        applied_rules=[f"{r.id}: {r.describe()}" for pid in applied
-                       for r in promotions if r.id == pid],
+        applied_rules=[
+            f"{r.id}: {r.describe()}" for pid in applied for r in promotions if r.id == pid
+        ],
     )
 
 
-def optimal_quote(*, items: list[CartItem], promotions: list[Promotion],
-                  max_extra_quantity: int = 3) -> dict[str, Any]:
+def optimal_quote(
+    *, items: list[CartItem], promotions: list[Promotion], max_extra_quantity: int = 3
+) -> dict[str, Any]:
     """Find the cheapest way to buy ``items``: the best coupon, and whether buying
     a few more of a line lowers the unit price (multi-buy) enough to be worth it.
 
@@ -318,8 +372,11 @@ def optimal_quote(*, items: list[CartItem], promotions: list[Promotion],
         "best_total": money(best_total),
         "per_unit_price": money(best_total / base_units),
         "alternatives": [
-            {"coupon_code": q.coupon_code, "total": q.total,
-             "quantities": {str(i.link_id): i.quantity for i in opt}}
+            {
+                "coupon_code": q.coupon_code,
+                "total": q.total,
+                "quantities": {str(i.link_id): i.quantity for i in opt},
+            }
             for total, _, opt, q in asked[1:4]
         ],
     }

@@ -21,8 +21,16 @@ from harness.userfiles import read_json
 
 MODES = ("single", "multi")
 HISTORY_ROLES = ("viewer", "assistant", "anchor")
-VIEWER_ACTIONS = ("joined", "left", "liked", "followed", "shared", "added_to_cart",
-                  "purchased", "gifted")
+VIEWER_ACTIONS = (
+    "joined",
+    "left",
+    "liked",
+    "followed",
+    "shared",
+    "added_to_cart",
+    "purchased",
+    "gifted",
+)
 
 
 @dataclass(frozen=True)
@@ -119,9 +127,11 @@ class RoomState:
     title: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"current_link_id": self.current_link_id,
-                                "shelf": list(self.shelf),
-                                "viewer_actions": [a.to_dict() for a in self.viewer_actions]}
+        data: dict[str, Any] = {
+            "current_link_id": self.current_link_id,
+            "shelf": list(self.shelf),
+            "viewer_actions": [a.to_dict() for a in self.viewer_actions],
+        }
         if self.room_id:
             data["room_id"] = self.room_id
         if self.title:
@@ -134,23 +144,28 @@ class RoomState:
         if data is None:
             return None
         before = len(reader.problems)
-        reader.unknown_keys(data, path, {"current_link_id", "shelf", "viewer_actions", "room_id", "title"})
+        reader.unknown_keys(
+            data, path, {"current_link_id", "shelf", "viewer_actions", "room_id", "title"}
+        )
         current = reader.integer(data, "current_link_id", path, required=False, minimum=1)
         shelf = []
         for i, link in enumerate(reader.listing(data, "shelf", path)):
             if isinstance(link, bool) or not isinstance(link, int) or link < 1:
-                reader.problem(f"{path}.shelf[{i}]", f"must be a link id (integer >= 1), got {link!r}")
+                reader.problem(
+                    f"{path}.shelf[{i}]", f"must be a link id (integer >= 1), got {link!r}"
+                )
             elif link in shelf:
                 reader.problem(f"{path}.shelf[{i}]", f"link id {link} is listed twice")
             else:
                 shelf.append(link)
-        actions = [ViewerAction.read(reader, a, f"{path}.viewer_actions[{i}]")
-                   for i, a in enumerate(reader.listing(data, "viewer_actions", path))]
+        actions = [
+            ViewerAction.read(reader, a, f"{path}.viewer_actions[{i}]")
+            for i, a in enumerate(reader.listing(data, "viewer_actions", path))
+        ]
         room_id = reader.string(data, "room_id", path, required=False)
         title = reader.string(data, "title", path, required=False)
         if current is not None and shelf and current not in shelf:
-            reader.problem(f"{path}.current_link_id",
-                           f"link {current} is not on the shelf {shelf}")
+            reader.problem(f"{path}.current_link_id", f"link {current} is not on the shelf {shelf}")
         if len(reader.problems) > before:
             return None
         return cls(current, shelf, [a for a in actions if a], room_id, title)
@@ -181,7 +196,8 @@ class Request:
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {
-            "id": self.id, "mode": self.mode,
+            "id": self.id,
+            "mode": self.mode,
             "comments": [c.to_dict() for c in self.comments],
             "room": self.room.to_dict(),
             "history": [t.to_dict() for t in self.history],
@@ -203,8 +219,9 @@ class Request:
         return cls.from_dict(read_json(path, what="request file"), source=str(path))
 
     @classmethod
-    def from_dict(cls, data: Any, *, source: str = "request",
-                  catalogue: Catalogue | None = None) -> Request:
+    def from_dict(
+        cls, data: Any, *, source: str = "request", catalogue: Catalogue | None = None
+    ) -> Request:
         """Validate and build. ``catalogue`` (the agent's) lets link ids be checked."""
         reader = FieldReader()
         request = cls.read(reader, data, catalogue=catalogue)
@@ -213,33 +230,61 @@ class Request:
         return request
 
     @classmethod
-    def read(cls, reader: FieldReader, raw: Any, *, catalogue: Catalogue | None = None) -> Request | None:
+    def read(
+        cls, reader: FieldReader, raw: Any, *, catalogue: Catalogue | None = None
+    ) -> Request | None:
         data = reader.mapping(raw, "")
         if data is None:
             return None
-        reader.unknown_keys(data, "", {
-            "id", "mode", "comments", "room", "history", "anchor_utterances", "products",
-            "catalogue", "faq", "locale", "intent",
-        })
+        reader.unknown_keys(
+            data,
+            "",
+            {
+                "id",
+                "mode",
+                "comments",
+                "room",
+                "history",
+                "anchor_utterances",
+                "products",
+                "catalogue",
+                "faq",
+                "locale",
+                "intent",
+            },
+        )
         request_id = reader.string(data, "id", "", required=False, default="request") or "request"
         raw_comments = reader.listing(data, "comments", "", required=True)
-        mode = reader.choice(data, "mode", "", MODES, required=False,
-                             default="multi" if len(raw_comments) > 1 else "single")
+        mode = reader.choice(
+            data,
+            "mode",
+            "",
+            MODES,
+            required=False,
+            default="multi" if len(raw_comments) > 1 else "single",
+        )
         comments = [Comment.read(reader, c, f"comments[{i}]") for i, c in enumerate(raw_comments)]
         if "comments" in data and not raw_comments:
             reader.problem("comments", "must hold at least one comment")
         if mode == "single" and len(raw_comments) > 1:
-            reader.problem("mode", f"is 'single' but {len(raw_comments)} comments were given; "
-                                   "use mode 'multi' to answer several comments together")
+            reader.problem(
+                "mode",
+                f"is 'single' but {len(raw_comments)} comments were given; "
+                "use mode 'multi' to answer several comments together",
+            )
         room = RoomState.read(reader, data.get("room", {}), "room")
-        history = [Turn.read(reader, t, f"history[{i}]")
-                   for i, t in enumerate(reader.listing(data, "history", ""))]
+        history = [
+            Turn.read(reader, t, f"history[{i}]")
+            for i, t in enumerate(reader.listing(data, "history", ""))
+        ]
         anchors = []
         for i, utterance in enumerate(reader.listing(data, "anchor_utterances", "")):
             if isinstance(utterance, dict) and isinstance(utterance.get("text"), str):
                 utterance = utterance["text"]
             if not isinstance(utterance, str) or not utterance.strip():
-                reader.problem(f"anchor_utterances[{i}]", "must be a non-empty string (what the host said)")
+                reader.problem(
+                    f"anchor_utterances[{i}]", "must be a non-empty string (what the host said)"
+                )
             else:
                 anchors.append(utterance)
         inline = None
@@ -251,20 +296,36 @@ class Request:
             if isinstance(link, bool) or not isinstance(link, int) or link < 1:
                 reader.problem(f"products[{i}]", f"must be a link id (integer >= 1), got {link!r}")
             elif known is not None and known.product(link) is None:
-                reader.problem(f"products[{i}]", f"no product with link id {link}; "
-                                                 f"the catalogue has {known.link_ids}")
+                reader.problem(
+                    f"products[{i}]",
+                    f"no product with link id {link}; the catalogue has {known.link_ids}",
+                )
             else:
                 link_ids.append(link)
         if known is not None and room is not None:
             for i, link in enumerate(room.shelf):
                 if known.product(link) is None:
-                    reader.problem(f"room.shelf[{i}]", f"no product with link id {link} in the catalogue")
-        faq = [FaqEntry.read(reader, f, f"faq[{i}]") for i, f in enumerate(reader.listing(data, "faq", ""))]
+                    reader.problem(
+                        f"room.shelf[{i}]", f"no product with link id {link} in the catalogue"
+                    )
+        faq = [
+            FaqEntry.read(reader, f, f"faq[{i}]")
+            for i, f in enumerate(reader.listing(data, "faq", ""))
+        ]
         locale = reader.string(data, "locale", "", required=False, default="en") or "en"
         intent = reader.string(data, "intent", "", required=False)
         if reader.problems:
             return None
-        return cls(id=request_id, mode=mode, comments=[c for c in comments if c],
-                   room=room or RoomState(), history=[t for t in history if t],
-                   anchor_utterances=anchors, product_link_ids=link_ids, catalogue=inline,
-                   faq=[f for f in faq if f], locale=locale, intent=intent)
+        return cls(
+            id=request_id,
+            mode=mode,
+            comments=[c for c in comments if c],
+            room=room or RoomState(),
+            history=[t for t in history if t],
+            anchor_utterances=anchors,
+            product_link_ids=link_ids,
+            catalogue=inline,
+            faq=[f for f in faq if f],
+            locale=locale,
+            intent=intent,
+        )

@@ -61,8 +61,16 @@ class FieldReader:
                     f"unknown field; valid fields are {', '.join(sorted(allowed))}",
                 )
 
-    def string(self, data: dict[str, Any], key: str, path: str, *, required: bool = True,
-               default: str = "", allow_empty: bool = False) -> str:
+    def string(
+        self,
+        data: dict[str, Any],
+        key: str,
+        path: str,
+        *,
+        required: bool = True,
+        default: str = "",
+        allow_empty: bool = False,
+    ) -> str:
         where = self.join(path, key)
         if key not in data or data[key] is None:
             if required:
@@ -76,8 +84,16 @@ class FieldReader:
             self.problem(where, "must not be empty")
         return value
 
-    def integer(self, data: dict[str, Any], key: str, path: str, *, required: bool = True,
-                default: int | None = None, minimum: int | None = None) -> int | None:
+    def integer(
+        self,
+        data: dict[str, Any],
+        key: str,
+        path: str,
+        *,
+        required: bool = True,
+        default: int | None = None,
+        minimum: int | None = None,
+    ) -> int | None:
         where = self.join(path, key)
         if key not in data or data[key] is None:
             if required:
@@ -92,9 +108,17 @@ class FieldReader:
             return default
         return value
 
-    def number(self, data: dict[str, Any], key: str, path: str, *, required: bool = True,
-               default: float | None = None, minimum: float | None = None,
-               maximum: float | None = None) -> float | None:
+    def number(
+        self,
+        data: dict[str, Any],
+        key: str,
+        path: str,
+        *,
+        required: bool = True,
+        default: float | None = None,
+        minimum: float | None = None,
+        maximum: float | None = None,
+    ) -> float | None:
         where = self.join(path, key)
         if key not in data or data[key] is None:
             if required:
@@ -112,8 +136,16 @@ class FieldReader:
             return default
         return float(value)
 
-    def choice(self, data: dict[str, Any], key: str, path: str, choices: tuple[str, ...], *,
-               required: bool = True, default: str = "") -> str:
+    def choice(
+        self,
+        data: dict[str, Any],
+        key: str,
+        path: str,
+        choices: tuple[str, ...],
+        *,
+        required: bool = True,
+        default: str = "",
+    ) -> str:
         where = self.join(path, key)
         if key not in data or data[key] is None:
             if required:
@@ -125,8 +157,9 @@ class FieldReader:
             return default
         return value
 
-    def listing(self, data: dict[str, Any], key: str, path: str, *,
-                required: bool = False) -> list[Any]:
+    def listing(
+        self, data: dict[str, Any], key: str, path: str, *, required: bool = False
+    ) -> list[Any]:
         where = self.join(path, key)
         if key not in data or data[key] is None:
             if required:

@@ -1,4 +1,5 @@
-"""``python -m harness.mcp_server [--http PORT] [--catalogue FILE]`` (same as ``python -m harness serve-mcp``)."""
+"""``python -m harness.mcp_server [--http PORT] [--catalogue FILE]`` (same as ``python -m harness
+serve-mcp``)."""
 
 import sys
 

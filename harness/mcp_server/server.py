@@ -44,14 +44,24 @@ def _product_or_error(catalogue: Catalogue, link_id: int):
 
 def campaign_conditions(catalogue: Catalogue, link_id: int) -> dict[str, Any]:
     product = _product_or_error(catalogue, link_id)
-    rules = [p for p in catalogue.promotions if p.applies_to(link_id) or p.id in product.promotion_ids]
+    rules = [
+        p for p in catalogue.promotions if p.applies_to(link_id) or p.id in product.promotion_ids
+    ]
     campaign_ids = {p.campaign_id for p in rules if p.campaign_id}
     return {
         "link_id": link_id,
         "product": product.name,
         "list_price": product.price,
-        "promotions": [{"id": p.id, "kind": p.kind, "title": p.title, "rule": p.describe(),
-                        "room_wide": not p.link_ids} for p in rules],
+        "promotions": [
+            {
+                "id": p.id,
+                "kind": p.kind,
+                "title": p.title,
+                "rule": p.describe(),
+                "room_wide": not p.link_ids,
+            }
+            for p in rules
+        ],
         "campaigns": [c.to_dict() for c in catalogue.campaigns if c.id in campaign_ids],
     }
 
@@ -65,8 +75,11 @@ class BasketItem(BaseModel):
 
 def build_server(catalogue: Catalogue) -> MCPServer:
     """An MCPServer whose tools price carts over ``catalogue``."""
-    server = MCPServer(SERVER_NAME, log_level="ERROR",
-                       instructions="Campaign rules and promotion arithmetic for the live room.")
+    server = MCPServer(
+        SERVER_NAME,
+        log_level="ERROR",
+        instructions="Campaign rules and promotion arithmetic for the live room.",
+    )
 
     @server.tool()
     def get_campaign_conditions(link_id: int) -> dict[str, Any]:
@@ -74,13 +87,17 @@ def build_server(catalogue: Catalogue) -> MCPServer:
         return campaign_conditions(catalogue, link_id)
 
     @server.tool()
-    def calculate_promotion(link_id: int, quantity: int = 1, coupon_code: str | None = None) -> dict[str, Any]:
-        """Final price of `quantity` units of one product after its promotions and an optional coupon."""
+    def calculate_promotion(
+        link_id: int, quantity: int = 1, coupon_code: str | None = None
+    ) -> dict[str, Any]:
+        """Final price of `quantity` units of one product after its promotions and an optional
+        coupon."""
         _product_or_error(catalogue, link_id)
         try:
             cart = catalogue.cart([{"link_id": link_id, "quantity": quantity}])
-            return price_cart(items=cart, promotions=catalogue.promotions,
-                              coupon_code=coupon_code or None).to_dict()
+            return price_cart(
+                items=cart, promotions=catalogue.promotions, coupon_code=coupon_code or None
+            ).to_dict()
         except PromotionError as exc:
             raise ToolError(str(exc)) from exc
 
@@ -96,8 +113,12 @@ def build_server(catalogue: Catalogue) -> MCPServer:
     return server
 
 
-def serve(*, catalogue_path: str | Path | None = None, http_port: int | None = None,
-          host: str = "127.0.0.1") -> None:
+def serve(
+    *,
+    catalogue_path: str | Path | None = None,
+    http_port: int | None = None,
+    host: str = "127.0.0.1",
+) -> None:
     """Run the server until stopped: stdio by default, streamable HTTP at /mcp with a port."""
     server = build_server(load_server_catalogue(catalogue_path))
     if http_port is None:

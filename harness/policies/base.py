@@ -58,7 +58,8 @@ class PolicyOutput:
     finish_reason: str = ""
     # False when the server sent no usage and output_tokens counts streamed chunks.
     usage_reported: bool = True
-    # Prompt tokens the model's server took from its prefix cache rather than prefilling (None: not reported).
+    # Prompt tokens the model's server took from its prefix cache rather than prefilling (None: not
+    # reported).
     cached_tokens: int | None = None
 
 
@@ -76,14 +77,20 @@ class Policy:
     #: What trajectories record as the policy (e.g. ``local:final``); empty: the class name.
     name: str = ""
     #: True when ``generate`` takes ``timeout_s``: the agent then passes the time left in the
-    #: trajectory budget, and the call must stop there (a remote or local model must not outlive it).
+    #: trajectory budget, and the call must stop there (a remote or local model must not outlive
+    #: it).
     accepts_timeout: ClassVar[bool] = False
 
     def begin_request(self, request_id: str) -> None:
         """Called by the agent before each request (a scripted policy rewinds its script). No-op."""
 
-    def generate(self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None = None,
-                 settings: GenerationSettings | None = None) -> PolicyOutput:
+    def generate(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        settings: GenerationSettings | None = None,
+    ) -> PolicyOutput:
         """One model call. ``tools`` are OpenAI-style function specs (for native calling)."""
         raise NotImplementedError(f"{type(self).__name__} must implement generate()")
 

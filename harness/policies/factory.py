@@ -32,8 +32,10 @@ from importlib.metadata import EntryPoint, entry_points
 from harness.policies.base import GenerationSettings, Policy
 from harness.policies.roles import RoleModel, role_settings
 
-SPEC_HELP = ("local | tiny | local:CHECKPOINT_DIR | torch:local|tiny|DIR | llama:local|tiny|DIR "
-             "| openai:BASE_URL:MODEL | scripted:FILE")
+SPEC_HELP = (
+    "local | tiny | local:CHECKPOINT_DIR | torch:local|tiny|DIR | llama:local|tiny|DIR "
+    "| openai:BASE_URL:MODEL | scripted:FILE"
+)
 LOCAL_ENGINE_ENV = "HARNESS_LOCAL_ENGINE"
 #: Entry points of this group are the local routes, by name (this project: llama, torch).
 ROUTES_GROUP = "harness.local_routes"
@@ -46,8 +48,9 @@ def _routes() -> dict[str, EntryPoint]:
 
 
 def env_choice(name: str, choices: tuple[str, ...], default: str) -> str:
-    """``$name`` (blank: ``default``); a value not in ``choices`` is a ``ValueError`` naming the variable
-    and the choices. The one reader of the local routes' settings (route, weights format)."""
+    """``$name`` (blank: ``default``); a value not in ``choices`` is a ``ValueError`` naming the
+    variable and the choices. The one reader of the local routes' settings (route, weights
+    format)."""
     value = os.environ.get(name, "").strip() or default
     if value not in choices:
         raise ValueError(f"${name}: {value!r} is not one of {', '.join(choices)}")
@@ -60,7 +63,8 @@ def local_engines() -> tuple[str, ...]:
 
 
 def local_engine() -> str:
-    """The route ``local`` specs run on: ``$HARNESS_LOCAL_ENGINE`` (llama, the default, or torch)."""
+    """The route ``local`` specs run on: ``$HARNESS_LOCAL_ENGINE`` (llama, the default, or
+    torch)."""
     return env_choice(LOCAL_ENGINE_ENV, local_engines(), DEFAULT_LOCAL_ENGINE)
 
 
@@ -68,14 +72,22 @@ def local_route(engine: str) -> type[Policy]:
     """The policy class of an installed local route; ``ValueError`` names the installed ones."""
     point = _routes().get(engine)
     if point is None:
-        raise ValueError(f"local route {engine!r} is not installed (installed: {', '.join(local_engines()) or 'none'}); "
-                         f"routes are entry points of the group {ROUTES_GROUP!r}: run 'pip install -e .' "
-                         "(scripts/bootstrap.sh does) in this project")
+        raise ValueError(
+            f"local route {engine!r} is not installed (installed: "
+            f"{', '.join(local_engines()) or 'none'}); "
+            f"routes are entry points of the group {ROUTES_GROUP!r}: run 'pip install -e .' "
+            "(scripts/bootstrap.sh does) in this project"
+        )
     return point.load()
 
 
-def make_local_policy(target: str, *, engine: str | None = None, name: str | None = None,
-                      settings: GenerationSettings | None = None) -> Policy:
+def make_local_policy(
+    target: str,
+    *,
+    engine: str | None = None,
+    name: str | None = None,
+    settings: GenerationSettings | None = None,
+) -> Policy:
     """A local checkpoint (``local``, ``tiny`` or a folder) on llama.cpp or the torch engine."""
     from harness.checkpoints import resolve_checkpoint
 
@@ -84,8 +96,8 @@ def make_local_policy(target: str, *, engine: str | None = None, name: str | Non
 
 
 def policy_model(spec: str) -> dict[str, str]:
-    """What a trajectory posted to the studio says of its model: the spec, and for a local checkpoint the
-    fingerprint of its files (``harness.checkpoints.fingerprint``)."""
+    """What a trajectory posted to the studio says of its model: the spec, and for a local
+    checkpoint the fingerprint of its files (``harness.checkpoints.fingerprint``)."""
     from harness.checkpoints import fingerprint, resolve_checkpoint
 
     spec = spec.strip()
@@ -100,11 +112,16 @@ def policy_model(spec: str) -> dict[str, str]:
     return {"name": spec, "fingerprint": fingerprint(resolve_checkpoint(target))}
 
 
-def make_policy(spec: str, *, settings: GenerationSettings | None = None, role: str = "agent",
-                api_key: str | None = None) -> Policy:
-    """Build the policy a spec names; ``ValueError`` says what valid specs look like. An OpenAI-compatible
-    one calls with ``role``'s timeout, retries and request fields (``harness.policies.roles``) and sends
-    ``api_key``, or ``$OPENAI_API_KEY`` when it is None."""
+def make_policy(
+    spec: str,
+    *,
+    settings: GenerationSettings | None = None,
+    role: str = "agent",
+    api_key: str | None = None,
+) -> Policy:
+    """Build the policy a spec names; ``ValueError`` says what valid specs look like. An
+    OpenAI-compatible one calls with ``role``'s timeout, retries and request fields
+    (``harness.policies.roles``) and sends ``api_key``, or ``$OPENAI_API_KEY`` when it is None."""
     spec = spec.strip()
     calls = role_settings(role)
     if spec in ("local", "tiny") or spec.startswith("local:"):
@@ -112,49 +129,66 @@ def make_policy(spec: str, *, settings: GenerationSettings | None = None, role: 
         return make_local_policy(target, name=spec, settings=settings)
     for engine in local_engines():
         if spec.startswith(f"{engine}:"):
-            return make_local_policy(spec.split(":", 1)[1], engine=engine, name=spec, settings=settings)
+            return make_local_policy(
+                spec.split(":", 1)[1], engine=engine, name=spec, settings=settings
+            )
     if spec.startswith("openai:"):
         base_url, model = _openai_target(spec)
         from harness.policies.openai_chat import OpenAIChatPolicy
 
-        return OpenAIChatPolicy(base_url=base_url, model=model, settings=settings,
-                                api_key=os.environ.get("OPENAI_API_KEY") if api_key is None else api_key,
-                                timeout_s=calls.timeout_s, retries=calls.retries, extra_body=calls.extra_body())
+        return OpenAIChatPolicy(
+            base_url=base_url,
+            model=model,
+            settings=settings,
+            api_key=os.environ.get("OPENAI_API_KEY") if api_key is None else api_key,
+            timeout_s=calls.timeout_s,
+            retries=calls.retries,
+            extra_body=calls.extra_body(),
+        )
     if spec.startswith("scripted:"):
         from harness.policies.scripted import ScriptedPolicy
 
-        return ScriptedPolicy.load(spec[len("scripted:"):])
+        return ScriptedPolicy.load(spec[len("scripted:") :])
     raise ValueError(f"unknown policy {spec!r}; valid: {SPEC_HELP}")
 
 
 def _openai_target(spec: str) -> tuple[str, str]:
-    """(base URL, model) of an ``openai:BASE_URL:MODEL`` spec; the model is what follows the last colon."""
-    base_url, sep, model = spec[len("openai:"):].rpartition(":")
+    """(base URL, model) of an ``openai:BASE_URL:MODEL`` spec; the model is what follows the last
+    colon."""
+    base_url, sep, model = spec[len("openai:") :].rpartition(":")
     if not sep or not base_url.startswith(("http://", "https://")) or not model:
-        raise ValueError(f"bad policy {spec!r}: expected openai:BASE_URL:MODEL, "
-                         "e.g. openai:http://127.0.0.1:8000/v1:my-model")
+        raise ValueError(
+            f"bad policy {spec!r}: expected openai:BASE_URL:MODEL, "
+            "e.g. openai:http://127.0.0.1:8000/v1:my-model"
+        )
     return base_url, model
 
 
 def call_spec(text: str) -> str:
     """A role's model as its CLI flag names it: ``BASE_URL:MODEL`` (an OpenAI-compatible server, the
-    judge's and paraphraser's first form) is ``openai:BASE_URL:MODEL``; anything else is a policy spec."""
+    judge's and paraphraser's first form) is ``openai:BASE_URL:MODEL``; anything else is a policy
+    spec."""
     text = text.strip()
     return f"openai:{text}" if text.startswith(("http://", "https://")) else text
 
 
 def role_model(role: str, spec: str, *, api_key: str | None = None) -> RoleModel:
-    """The model a role (judge, diagnoser, paraphraser, ifeval) calls: the policy ``spec`` names, built as
-    ``make_policy`` builds the agent's, with the role's settings and usage record (``RoleModel``)."""
+    """The model a role (judge, diagnoser, paraphraser, ifeval) calls: the policy ``spec`` names,
+    built as ``make_policy`` builds the agent's, with the role's settings and usage record
+    (``RoleModel``)."""
     spec = call_spec(spec)
     calls = role_settings(role)
-    policy = make_policy(spec, role=role, api_key=api_key,
-                         settings=GenerationSettings(temperature=0.0, max_new_tokens=calls.max_new_tokens))
+    policy = make_policy(
+        spec,
+        role=role,
+        api_key=api_key,
+        settings=GenerationSettings(temperature=0.0, max_new_tokens=calls.max_new_tokens),
+    )
     return RoleModel(role=role, policy=policy, label=spec_label(spec))
 
 
 def spec_label(spec: str) -> str:
-    """How verdicts and proposals name a role's model (``llm:<label>``): an OpenAI-compatible spec's model
-    name, else the spec."""
+    """How verdicts and proposals name a role's model (``llm:<label>``): an OpenAI-compatible spec's
+    model name, else the spec."""
     spec = call_spec(spec)
     return _openai_target(spec)[1] if spec.startswith("openai:") else spec

@@ -35,24 +35,36 @@ from harness.policies.base import (
     decode_rate,
 )
 
-#: The agent request a call belongs to, and (on a request's first call) the one before it in its thread.
+#: The agent request a call belongs to, and (on a request's first call) the one before it in its
+#: thread.
 REQUEST_HEADER = "X-Harness-Request"
 ENDED_HEADER = "X-Harness-Request-Ended"
 
 
-# What a keyless policy sends as its bearer token (the client needs one); no server can learn anything from it.
+# What a keyless policy sends as its bearer token (the client needs one); no server can learn
+# anything from it.
 KEYLESS = "not-needed"
 
 
 class OpenAIChatPolicy(Policy):
-    # ``timeout_s`` bounds each streamed call (connect and read); ``retries`` is the client's retries of a
-    # failed request. Both are a role's (harness.policies.roles) when the factory builds the policy.
+    # ``timeout_s`` bounds each streamed call (connect and read); ``retries`` is the client's
+    # retries of a failed request. Both are a role's (harness.policies.roles) when the factory
+    # builds the policy.
     accepts_timeout = True
 
-    def __init__(self, *, base_url: str, model: str, api_key: str | None = None,
-                 settings: GenerationSettings | None = None, timeout_s: float = 60.0, retries: int = 0,
-                 native_tools: bool = True, name: str | None = None,
-                 extra_body: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        model: str,
+        api_key: str | None = None,
+        settings: GenerationSettings | None = None,
+        timeout_s: float = 60.0,
+        retries: int = 0,
+        native_tools: bool = True,
+        name: str | None = None,
+        extra_body: dict[str, Any] | None = None,
+    ) -> None:
         from openai import OpenAI
 
         self.base_url = base_url.rstrip("/")
@@ -63,9 +75,12 @@ class OpenAIChatPolicy(Policy):
         # generation_config with do_sample is sent); merged into every request body.
         self.extra_body = dict(extra_body or {})
         self.name = name or f"openai:{self.base_url}:{model}"
-        self.client = OpenAI(base_url=self.base_url,
-                             api_key=api_key or KEYLESS,
-                             timeout=timeout_s, max_retries=retries)
+        self.client = OpenAI(
+            base_url=self.base_url,
+            api_key=api_key or KEYLESS,
+            timeout=timeout_s,
+            max_retries=retries,
+        )
         self._request = threading.local()  # the agent runs each request in one thread
 
     def begin_request(self, request_id: str) -> None:
@@ -84,17 +99,26 @@ class OpenAIChatPolicy(Policy):
             self._request.ended = None
         return headers
 
-    def generate(self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None = None,
-                 settings: GenerationSettings | None = None,
-                 timeout_s: float | None = None) -> PolicyOutput:
-        """One streamed call; ``timeout_s`` bounds this call: connect, each read, and the whole stream."""
+    def generate(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        settings: GenerationSettings | None = None,
+        timeout_s: float | None = None,
+    ) -> PolicyOutput:
+        """One streamed call; ``timeout_s`` bounds this call: connect, each read, and the whole
+        stream."""
         from openai import OpenAIError
 
         settings = settings or self.settings
         body: dict[str, Any] = {
-            "model": self.model, "messages": messages, "stream": True,
+            "model": self.model,
+            "messages": messages,
+            "stream": True,
             "stream_options": {"include_usage": True},
-            "max_tokens": settings.max_new_tokens, "temperature": settings.temperature,
+            "max_tokens": settings.max_new_tokens,
+            "temperature": settings.temperature,
             "top_p": settings.top_p,
         }
         if settings.seed is not None:
@@ -112,8 +136,12 @@ class OpenAIChatPolicy(Policy):
         finish = ""
         chunks_with_content = 0
         try:
-            client = self.client if timeout_s is None else self.client.with_options(timeout=timeout_s)
-            stream = client.chat.completions.create(**body, extra_headers=self.request_headers() or None)
+            client = (
+                self.client if timeout_s is None else self.client.with_options(timeout=timeout_s)
+            )
+            stream = client.chat.completions.create(
+                **body, extra_headers=self.request_headers() or None
+            )
             for chunk in stream:
                 if timeout_s is not None and time.perf_counter() - started > timeout_s:
                     # the client's timeout bounds each read, not the call: a stream that keeps
@@ -133,7 +161,8 @@ class OpenAIChatPolicy(Policy):
                     # Reasoning parsers (SGLang, vLLM) stream the thinking separately;
                     # it is the first output the client sees, so it starts TTFT.
                     thought = getattr(delta, "reasoning_content", None) or (
-                        (delta.model_extra or {}).get("reasoning_content"))
+                        (delta.model_extra or {}).get("reasoning_content")
+                    )
                     if thought:
                         reasoning.append(thought)
                         chunks_with_content += 1
@@ -143,7 +172,9 @@ class OpenAIChatPolicy(Policy):
                         chunks_with_content += 1
                         got = True
                     for tc in delta.tool_calls or []:
-                        slot = calls.setdefault(tc.index or 0, {"id": "", "name": "", "arguments": ""})
+                        slot = calls.setdefault(
+                            tc.index or 0, {"id": "", "name": "", "arguments": ""}
+                        )
                         if tc.id:
                             slot["id"] = tc.id
                         if tc.function and tc.function.name:
@@ -165,16 +196,28 @@ class OpenAIChatPolicy(Policy):
                 args = json.loads(slot["arguments"]) if slot["arguments"].strip() else {}
             except json.JSONDecodeError:
                 # Left for the runtime's feedback: render it as a text-protocol call.
-                text += f"<tool_call>{{\"name\": \"{slot['name']}\", \"arguments\": {slot['arguments']}}}</tool_call>"
+                text += (
+                    f'<tool_call>{{"name": "{slot["name"]}", '
+                    f'"arguments": {slot["arguments"]}}}</tool_call>'
+                )
                 continue
-            native.append(ToolCall(slot["name"], args if isinstance(args, dict) else {}, slot["id"]))
+            native.append(
+                ToolCall(slot["name"], args if isinstance(args, dict) else {}, slot["id"])
+            )
         out_tokens = getattr(usage, "completion_tokens", None) or chunks_with_content
         in_tokens = getattr(usage, "prompt_tokens", None) or 0
         details = getattr(usage, "prompt_tokens_details", None)
         cached = getattr(details, "cached_tokens", None) if details is not None else None
         ttft = (first_at - started) if first_at else None
-        return PolicyOutput(text=text, tool_calls=native, input_tokens=int(in_tokens),
-                            output_tokens=int(out_tokens), latency_s=latency, ttft_s=ttft,
-                            decode_tokens_per_s=decode_rate(int(out_tokens), ttft, latency),
-                            finish_reason=finish, usage_reported=usage is not None,
-                            cached_tokens=None if cached is None else int(cached))
+        return PolicyOutput(
+            text=text,
+            tool_calls=native,
+            input_tokens=int(in_tokens),
+            output_tokens=int(out_tokens),
+            latency_s=latency,
+            ttft_s=ttft,
+            decode_tokens_per_s=decode_rate(int(out_tokens), ttft, latency),
+            finish_reason=finish,
+            usage_reported=usage is not None,
+            cached_tokens=None if cached is None else int(cached),
+        )

@@ -42,7 +42,9 @@ def _tool_call_problems(calls: Any, where: str) -> list[str]:
     for i, call in enumerate(calls):
         at = f"{where}[{i}]"
         if not isinstance(call, dict) or not isinstance(call.get("name"), str):
-            problems.append(f"{at}: must be an object with a string name (and arguments, an object)")
+            problems.append(
+                f"{at}: must be an object with a string name (and arguments, an object)"
+            )
         elif not isinstance(call.get("arguments", {}), dict):
             problems.append(f"{at}.arguments: must be an object of argument name -> value")
         elif not isinstance(call.get("id", ""), str):
@@ -54,14 +56,23 @@ def _output_problems(item: Any, where: str) -> list[str]:
     if isinstance(item, str):
         return []
     if not isinstance(item, dict):
-        return [f"{where}: an output is the model's text or an object with {', '.join(_OUTPUT_KEYS)}"]
-    problems = [f"{where}.{key}: unknown field; valid fields are {', '.join(_OUTPUT_KEYS)}"
-                for key in item if key not in _OUTPUT_KEYS]
+        return [
+            f"{where}: an output is the model's text or an object with {', '.join(_OUTPUT_KEYS)}"
+        ]
+    problems = [
+        f"{where}.{key}: unknown field; valid fields are {', '.join(_OUTPUT_KEYS)}"
+        for key in item
+        if key not in _OUTPUT_KEYS
+    ]
     for key in ("text", "raise"):
         if key in item and not isinstance(item[key], str):
             problems.append(f"{where}.{key}: must be a string")
     delay = item.get("delay_s", 0)
-    if isinstance(delay, bool) or not isinstance(delay, int | float) or not 0 <= delay <= MAX_DELAY_S:
+    if (
+        isinstance(delay, bool)
+        or not isinstance(delay, int | float)
+        or not 0 <= delay <= MAX_DELAY_S
+    ):
         problems.append(f"{where}.delay_s: must be a number of seconds from 0 to {MAX_DELAY_S:g}")
     if "tool_calls" in item:
         problems += _tool_call_problems(item["tool_calls"], f"{where}.tool_calls")
@@ -85,8 +96,9 @@ def script_problems(data: Any) -> list[str]:
                 continue
             if not isinstance(call.get("text", ""), str):
                 problems.append(f"model_calls[{i}].text: must be a string")
-            problems += _tool_call_problems(call.get("native_tool_calls") or [],
-                                            f"model_calls[{i}].native_tool_calls")
+            problems += _tool_call_problems(
+                call.get("native_tool_calls") or [], f"model_calls[{i}].native_tool_calls"
+            )
         return problems
     if isinstance(data, dict) and "outputs" in data:
         data = data["outputs"]
@@ -98,13 +110,20 @@ def script_problems(data: Any) -> list[str]:
         problems = []
         for request_id, outputs in data.items():
             if not isinstance(outputs, list):
-                problems.append(f"{request_id}: must be the list of outputs for request {request_id!r}")
+                problems.append(
+                    f"{request_id}: must be the list of outputs for request {request_id!r}"
+                )
                 continue
-            problems += [p for i, item in enumerate(outputs)
-                         for p in _output_problems(item, f"{request_id}[{i}]")]
+            problems += [
+                p
+                for i, item in enumerate(outputs)
+                for p in _output_problems(item, f"{request_id}[{i}]")
+            ]
         return problems
-    return ["a script is a JSON list of outputs, an object of request id -> list of outputs, "
-            "or a trajectory record"]
+    return [
+        "a script is a JSON list of outputs, an object of request id -> list of outputs, "
+        "or a trajectory record"
+    ]
 
 
 class ScriptedPolicy(Policy):
@@ -125,8 +144,10 @@ class ScriptedPolicy(Policy):
         data = read_json(path, what="policy script")  # InputFileError (a ValueError) names the file
         problems = script_problems(data)
         if problems:
-            raise InputFileError(f"{path}: not a policy script: {'; '.join(problems[:5])}"
-                                 + (f"; ... and {len(problems) - 5} more" if len(problems) > 5 else ""))
+            raise InputFileError(
+                f"{path}: not a policy script: {'; '.join(problems[:5])}"
+                + (f"; ... and {len(problems) - 5} more" if len(problems) > 5 else "")
+            )
         if isinstance(data, dict) and "model_calls" in data:
             return cls.from_trajectory(data, name=f"scripted:{path.name}")
         if isinstance(data, dict) and "outputs" in data:
@@ -139,8 +160,11 @@ class ScriptedPolicy(Policy):
         outputs = []
         for call in trajectory.get("model_calls", []):
             native = call.get("native_tool_calls") or []
-            outputs.append({"text": call.get("text", ""), "tool_calls": native} if native
-                           else call.get("text", ""))
+            outputs.append(
+                {"text": call.get("text", ""), "tool_calls": native}
+                if native
+                else call.get("text", "")
+            )
         return cls(outputs, name=name)
 
     @property
@@ -157,7 +181,8 @@ class ScriptedPolicy(Policy):
         self._local.cursor = value
 
     def answers(self) -> str:
-        """Which requests the script answers, in one line: any request, or how many ids and the first few."""
+        """Which requests the script answers, in one line: any request, or how many ids and the
+        first few."""
         if isinstance(self.script, list):
             return "any request (one list of outputs)"
         ids = sorted(self.script)
@@ -171,17 +196,26 @@ class ScriptedPolicy(Policy):
             if request_id not in self.script and "~" in request_id:
                 request_id = request_id.split("~", 1)[0]  # a variant of a case the script knows
             if request_id not in self.script:
-                raise PolicyError(f"the script has no outputs for request {request_id!r}; "
-                                  f"it answers {self.answers()}")
+                raise PolicyError(
+                    f"the script has no outputs for request {request_id!r}; "
+                    f"it answers {self.answers()}"
+                )
             self._local.outputs = self.script[request_id]
         self._cursor = 0
 
-    def generate(self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None = None,
-                 settings: GenerationSettings | None = None) -> PolicyOutput:
+    def generate(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        settings: GenerationSettings | None = None,
+    ) -> PolicyOutput:
         started = time.perf_counter()
         self.calls.append(messages)
         if self._cursor >= len(self._outputs):
-            raise PolicyError(f"scripted policy ran out of outputs after {len(self._outputs)} call(s)")
+            raise PolicyError(
+                f"scripted policy ran out of outputs after {len(self._outputs)} call(s)"
+            )
         item = self._outputs[self._cursor]
         self._cursor += 1
         native: list[ToolCall] = []
@@ -191,12 +225,20 @@ class ScriptedPolicy(Policy):
             if item.get("raise"):
                 raise PolicyError(str(item["raise"]))
             text = str(item.get("text", ""))
-            native = [ToolCall(c["name"], dict(c.get("arguments", {})), c.get("id", ""))
-                      for c in item.get("tool_calls", [])]
+            native = [
+                ToolCall(c["name"], dict(c.get("arguments", {})), c.get("id", ""))
+                for c in item.get("tool_calls", [])
+            ]
         else:
             text = str(item)
         prompt = "".join(str(m.get("content", "")) for m in messages)
         latency = time.perf_counter() - started
-        return PolicyOutput(text=text, tool_calls=native, input_tokens=_approx_tokens(prompt),
-                            output_tokens=_approx_tokens(text), latency_s=latency, ttft_s=latency,
-                            finish_reason="stop")
+        return PolicyOutput(
+            text=text,
+            tool_calls=native,
+            input_tokens=_approx_tokens(prompt),
+            output_tokens=_approx_tokens(text),
+            latency_s=latency,
+            ttft_s=latency,
+            finish_reason="stop",
+        )

@@ -51,7 +51,10 @@ def _call_from_json(raw: str) -> tuple[ToolCall | None, str | None]:
     try:
         data = json.loads(raw)
     except json.JSONDecodeError as exc:
-        return None, f"tool call is not valid JSON ({exc.msg} at char {exc.pos}): {raw.strip()[:120]}"
+        return (
+            None,
+            f"tool call is not valid JSON ({exc.msg} at char {exc.pos}): {raw.strip()[:120]}",
+        )
     if not isinstance(data, dict):
         return None, "tool call must be a JSON object with 'name' and 'arguments'"
     name = data.get("name")
@@ -102,15 +105,21 @@ def parse_reply(text: str) -> ParsedReply:
         if call is not None:  # a call whose closing tag was cut off but whose JSON is whole
             calls.append(call)
         else:
-            errors.append("unclosed <tool_call>: write <tool_call>{\"name\": ..., \"arguments\": {...}}</tool_call>")
+            errors.append(
+                'unclosed <tool_call>: write <tool_call>{"name": '
+                '..., "arguments": {...}}</tool_call>'
+            )
         rest = head
     rest = rest.replace("</tool_call>", "")
     return ParsedReply(text=rest.strip(), tool_calls=calls, errors=errors, reasoning=reasoning)
 
 
 def format_tool_call(call: ToolCall) -> str:
-    return "<tool_call>" + json.dumps({"name": call.name, "arguments": call.arguments},
-                                      ensure_ascii=False) + "</tool_call>"
+    return (
+        "<tool_call>"
+        + json.dumps({"name": call.name, "arguments": call.arguments}, ensure_ascii=False)
+        + "</tool_call>"
+    )
 
 
 def format_tool_response(name: str, payload: Any) -> str:

@@ -66,11 +66,14 @@ from harness.runtime.trajectory import (
 )
 
 DECISION_OF_ACTION = {"retry": "block", "fallback": "fallback", "suppress": "suppress"}
-REPLY_SKILL_GATE_MESSAGE = ("Load the reply skill that fits this comment with load_skill "
-                            "before giving your final reply.")
+REPLY_SKILL_GATE_MESSAGE = (
+    "Load the reply skill that fits this comment with load_skill before giving your final reply."
+)
 EMPTY_REPLY_MESSAGE = "Your answer was empty. Give the viewer a reply, or call a tool."
-BAD_CALL_MESSAGE = ("Your tool call could not be read ({details}). Write it as "
-                    "<tool_call>{{\"name\": ..., \"arguments\": {{...}}}}</tool_call>.")
+BAD_CALL_MESSAGE = (
+    "Your tool call could not be read ({details}). Write it as "
+    '<tool_call>{{"name": ..., "arguments": {{...}}}}</tool_call>.'
+)
 
 
 def demonstration_messages(trajectory: dict[str, Any]) -> list[dict[str, Any]]:
@@ -99,8 +102,9 @@ class _Run:
         self.catalogue = request.catalogue or agent.catalogue
         self.room = copy.deepcopy(request.room)
         self.started = time.perf_counter()
-        self.ctx = ToolContext(catalogue=self.catalogue, room=self.room, request=request,
-                               skills=agent.bundle.skills)
+        self.ctx = ToolContext(
+            catalogue=self.catalogue, room=self.room, request=request, skills=agent.bundle.skills
+        )
         self.injector = FailureInjector(agent.failure_injection, request.id)
         self.grounding = [grounding_text(request, self.catalogue, self.room)]
         self.messages: list[dict[str, Any]] = []
@@ -109,21 +113,23 @@ class _Run:
         self.silent_reason: str | None = None
 
 
-
 _CATALOGUE_DIR: tempfile.TemporaryDirectory | None = None
 _CATALOGUE_LOCK = threading.Lock()
 
 
 def catalogue_file(catalogue: Catalogue) -> Path:
     """The catalogue as the file an MCP server prices against (``HARNESS_CATALOGUE``), named by its
-    content in a folder this process removes when it exits: agents with the same catalogue give their
-    servers the same file, so they can share one server (``shared_hub``)."""
+    content in a folder this process removes when it exits: agents with the same catalogue give
+    their servers the same file, so they can share one server (``shared_hub``)."""
     global _CATALOGUE_DIR
     text = json.dumps(catalogue.to_dict(), indent=2, ensure_ascii=False) + "\n"
     with _CATALOGUE_LOCK:
         if _CATALOGUE_DIR is None or not Path(_CATALOGUE_DIR.name).is_dir():
             _CATALOGUE_DIR = tempfile.TemporaryDirectory(prefix="harness-catalogues-")
-        path = Path(_CATALOGUE_DIR.name) / f"catalogue-{hashlib.sha256(text.encode()).hexdigest()[:24]}.json"
+        path = (
+            Path(_CATALOGUE_DIR.name)
+            / f"catalogue-{hashlib.sha256(text.encode()).hexdigest()[:24]}.json"
+        )
         if not path.exists():
             path.write_text(text, encoding="utf-8")
     return path
@@ -133,18 +139,29 @@ class Agent:
     """Runs requests under one Harness with one policy. Use as a context manager
     (or call ``close()``) so MCP server processes are stopped."""
 
-    def __init__(self, *, bundle: Bundle, policy: Policy, catalogue: Catalogue | None = None,
-                 failure_injection: FailureInjection | None = None,
-                 generation: GenerationSettings | None = None,
-                 connect_mcp: bool = True, mcp_env: dict[str, str] | None = None,
-                 mcp_registry: McpRegistry | None = None, trust_harness_commands: bool = False,
-                 max_rounds: int | None = None, trajectory_budget_s: float | None = None,
-                 tool_timeout_s: float | None = None,
-                 demonstrations: list[dict[str, Any]] | None = None,
-                 on_step: Callable[[Trajectory], None] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        bundle: Bundle,
+        policy: Policy,
+        catalogue: Catalogue | None = None,
+        failure_injection: FailureInjection | None = None,
+        generation: GenerationSettings | None = None,
+        connect_mcp: bool = True,
+        mcp_env: dict[str, str] | None = None,
+        mcp_registry: McpRegistry | None = None,
+        trust_harness_commands: bool = False,
+        max_rounds: int | None = None,
+        trajectory_budget_s: float | None = None,
+        tool_timeout_s: float | None = None,
+        demonstrations: list[dict[str, Any]] | None = None,
+        on_step: Callable[[Trajectory], None] | None = None,
+    ) -> None:
         if not isinstance(policy, Policy):
-            raise TypeError(f"policy: {type(policy).__name__} is not a harness.policies.Policy; "
-                            "subclass it and implement generate()")
+            raise TypeError(
+                f"policy: {type(policy).__name__} is not a harness.policies.Policy; "
+                "subclass it and implement generate()"
+            )
         self.bundle = bundle
         self.policy = policy
         self.on_step = on_step
@@ -160,14 +177,17 @@ class Agent:
         self.openai_tools = [t.openai_schema() for t in bundle.tools]
         self.reply_skill_names = [s.name for s in bundle.reply_skills()]
         # In-context examples (recorded trajectories) shown before the request, for small models.
-        self.demonstration_messages = [m for t in demonstrations or [] for m in demonstration_messages(t)]
+        self.demonstration_messages = [
+            m for t in demonstrations or [] for m in demonstration_messages(t)
+        ]
         self.hub: SharedHub | None = None
         if bundle.mcp_servers and connect_mcp:
             # Resolved before anything starts: an unregistered or untrusted inline server
             # refuses the whole Agent (McpServerRefused), and no process is started.
             registry = mcp_registry if mcp_registry is not None else McpRegistry.default()
-            servers = registry.resolve(bundle.tool_registry,
-                                       trust_harness_commands=trust_harness_commands)
+            servers = registry.resolve(
+                bundle.tool_registry, trust_harness_commands=trust_harness_commands
+            )
             env = dict(mcp_env or {})
             if CATALOGUE_ENV not in env:
                 env[CATALOGUE_ENV] = str(catalogue_file(self.catalogue))
@@ -197,8 +217,11 @@ class Agent:
                 continue
             offered = self.hub.tools.get(name, {})
             status[name] = {"tools": sorted(offered)}
-            missing = sorted(t.mcp_tool for t in self.bundle.tools
-                             if t.mcp_server == name and t.mcp_tool not in offered)
+            missing = sorted(
+                t.mcp_tool
+                for t in self.bundle.tools
+                if t.mcp_server == name and t.mcp_tool not in offered
+            )
             if missing:  # declared in tools.yaml, not offered: calls to them fail with this reason
                 status[name]["missing"] = missing
         return status
@@ -209,15 +232,21 @@ class Agent:
             request = Request.from_dict(request, catalogue=self.catalogue)
         run = _Run(self, request)
         traj = Trajectory(
-            request_id=request.id, harness_name=self.bundle.name, harness_digest=self.bundle.digest,
+            request_id=request.id,
+            harness_name=self.bundle.name,
+            harness_digest=self.bundle.digest,
             policy=self.policy.name or type(self.policy).__name__,
             request=request.to_dict(),
-            settings={"max_rounds": self.max_rounds, "trajectory_budget_s": self.budget_s,
-                      "tool_timeout_s": self.tool_timeout_s,
-                      "max_retries": self.retry.max_retries,
-                      "generation": self.generation.to_dict() if self.generation else None,
-                      "failure_injection": dict(self.failure_injection.__dict__)
-                      if self.failure_injection.active else None},
+            settings={
+                "max_rounds": self.max_rounds,
+                "trajectory_budget_s": self.budget_s,
+                "tool_timeout_s": self.tool_timeout_s,
+                "max_retries": self.retry.max_retries,
+                "generation": self.generation.to_dict() if self.generation else None,
+                "failure_injection": dict(self.failure_injection.__dict__)
+                if self.failure_injection.active
+                else None,
+            },
         )
         traj.timings["started_at"] = dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
         try:
@@ -229,11 +258,15 @@ class Agent:
             self._end(run, traj, "fallback", f"runtime error: {type(exc).__name__}: {exc}")
         total = time.perf_counter() - run.started
         traj.final_room = run.room.to_dict()
-        traj.timings.update({
-            "total_s": total, "model_s": run.model_s, "tool_s": run.tool_s,
-            "runtime_s": max(0.0, total - run.model_s - run.tool_s),
-            "ttft_first_call_s": traj.model_calls[0].ttft_s if traj.model_calls else None,
-        })
+        traj.timings.update(
+            {
+                "total_s": total,
+                "model_s": run.model_s,
+                "tool_s": run.tool_s,
+                "runtime_s": max(0.0, total - run.model_s - run.tool_s),
+                "ttft_first_call_s": traj.model_calls[0].ttft_s if traj.model_calls else None,
+            }
+        )
         return traj
 
     def _step_recorded(self, traj: Trajectory) -> None:
@@ -250,14 +283,21 @@ class Agent:
         return self._elapsed(run) > self.budget_s
 
     def _check(self, run: _Run, event: str, traj: Trajectory, **fields: Any) -> HookCheck:
-        return HookCheck(event=event, request=run.request, room=run.room,
-                         constraints=self.bundle.prompt.constraints,
-                         link_ids=run.catalogue.link_ids, tool_calls=traj.tool_calls,
-                         loaded_skills=traj.loaded_skills, reply_skills=self.reply_skill_names,
-                         **fields)
+        return HookCheck(
+            event=event,
+            request=run.request,
+            room=run.room,
+            constraints=self.bundle.prompt.constraints,
+            link_ids=run.catalogue.link_ids,
+            tool_calls=traj.tool_calls,
+            loaded_skills=traj.loaded_skills,
+            reply_skills=self.reply_skill_names,
+            **fields,
+        )
 
-    def _hooks(self, run: _Run, traj: Trajectory, event: str, check: HookCheck,
-               target: str = "") -> tuple[tuple[str, HookSpec, str] | None, list[str]]:
+    def _hooks(
+        self, run: _Run, traj: Trajectory, event: str, check: HookCheck, target: str = ""
+    ) -> tuple[tuple[str, HookSpec, str] | None, list[str]]:
         """Run the event's hooks: (first terminal decision, block messages)."""
         terminal = None
         blocks: list[str] = []
@@ -267,8 +307,10 @@ class Agent:
             result = HOOK_IMPLS[hook.type](hook, check)
             if result.ok and result.drop_comments and event == "input":
                 drop = set(result.drop_comments)
-                run.request = dataclasses.replace(run.request, comments=[
-                    c for i, c in enumerate(run.request.comments) if i not in drop])
+                run.request = dataclasses.replace(
+                    run.request,
+                    comments=[c for i, c in enumerate(run.request.comments) if i not in drop],
+                )
                 check = self._check(run, event, traj)
                 decision, message = "allow", result.details.get("details", "")
             elif result.ok:
@@ -278,9 +320,18 @@ class Agent:
                 # tool_error_guidance carries its text in params.message
                 template = hook.params.get("message") or hook.message
                 message = render_message(template, {"tool": target, **result.details})
-            traj.hook_decisions.append(HookDecisionRecord(
-                seq=traj.next_seq(), round=traj.rounds, event=event, hook_id=hook.id,
-                type=hook.type, decision=decision, message=message, target=target))
+            traj.hook_decisions.append(
+                HookDecisionRecord(
+                    seq=traj.next_seq(),
+                    round=traj.rounds,
+                    event=event,
+                    hook_id=hook.id,
+                    type=hook.type,
+                    decision=decision,
+                    message=message,
+                    target=target,
+                )
+            )
             if decision == "block":
                 blocks.append(message)
             elif decision != "allow" and terminal is None:
@@ -289,25 +340,44 @@ class Agent:
             self._step_recorded(traj)
         return terminal, blocks
 
-    def _runtime_decision(self, traj: Trajectory, event: str, hook_id: str, htype: str,
-                          message: str) -> None:
-        traj.hook_decisions.append(HookDecisionRecord(
-            seq=traj.next_seq(), round=traj.rounds, event=event, hook_id=hook_id, type=htype,
-            decision="block", message=message))
+    def _runtime_decision(
+        self, traj: Trajectory, event: str, hook_id: str, htype: str, message: str
+    ) -> None:
+        traj.hook_decisions.append(
+            HookDecisionRecord(
+                seq=traj.next_seq(),
+                round=traj.rounds,
+                event=event,
+                hook_id=hook_id,
+                type=htype,
+                decision="block",
+                message=message,
+            )
+        )
         self._step_recorded(traj)
 
-    def _end(self, run: _Run, traj: Trajectory, outcome: str, reason: str,
-             hook: HookSpec | None = None, reply: str = "") -> None:
+    def _end(
+        self,
+        run: _Run,
+        traj: Trajectory,
+        outcome: str,
+        reason: str,
+        hook: HookSpec | None = None,
+        reply: str = "",
+    ) -> None:
         traj.outcome, traj.outcome_reason = outcome, reason
         if outcome == "replied":
             traj.reply = reply
-            private = any(self.bundle.skills[s].metadata.get("route") == "private"
-                          for s in traj.loaded_skills
-                          if s in self.bundle.skills and self.bundle.skills[s].kind == "reply")
+            private = any(
+                self.bundle.skills[s].metadata.get("route") == "private"
+                for s in traj.loaded_skills
+                if s in self.bundle.skills and self.bundle.skills[s].kind == "reply"
+            )
             traj.route = "private" if private else "public"
         elif outcome == "fallback":
-            traj.reply = (hook.fallback_reply if hook and hook.fallback_reply
-                          else self.retry.fallback_reply)
+            traj.reply = (
+                hook.fallback_reply if hook and hook.fallback_reply else self.retry.fallback_reply
+            )
             traj.route = "public"
         else:  # silent (the model chose it) or suppressed (a hook or the limits did)
             traj.reply = ""
@@ -317,8 +387,9 @@ class Agent:
         outcome = "suppressed" if self.retry.on_exhausted == "suppress" else "fallback"
         self._end(run, traj, outcome, reason)
 
-    def _finish_terminal(self, run: _Run, traj: Trajectory,
-                         terminal: tuple[str, HookSpec, str]) -> None:
+    def _finish_terminal(
+        self, run: _Run, traj: Trajectory, terminal: tuple[str, HookSpec, str]
+    ) -> None:
         decision, hook, message = terminal
         outcome = "fallback" if decision == "fallback" else "suppressed"
         self._end(run, traj, outcome, f"hook {hook.id} ({hook.type}): {message}", hook=hook)
@@ -333,19 +404,34 @@ class Agent:
         if terminal:
             self._finish_terminal(run, traj, terminal)
             return
-        run.messages = [{"role": "system", "content": ""}, *self.demonstration_messages,
-                        {"role": "user", "content": user_message(run.request)}]
+        run.messages = [
+            {"role": "system", "content": ""},
+            *self.demonstration_messages,
+            {"role": "user", "content": user_message(run.request)},
+        ]
         for round_no in range(1, self.max_rounds + 1):
             if self._over_budget(run):
-                self._exhausted(run, traj, f"trajectory budget of {self.budget_s:g} s used up "
-                                           f"before round {round_no}")
+                self._exhausted(
+                    run,
+                    traj,
+                    f"trajectory budget of {self.budget_s:g} s used up before round {round_no}",
+                )
                 return
             traj.rounds = round_no
-            slots = context_slots(bundle=self.bundle, request=run.request, catalogue=run.catalogue,
-                                  room=run.room, loaded_skills=traj.loaded_skills)
+            slots = context_slots(
+                bundle=self.bundle,
+                request=run.request,
+                catalogue=run.catalogue,
+                room=run.room,
+                loaded_skills=traj.loaded_skills,
+            )
             run.messages[0] = {"role": "system", "content": system_prompt(self.bundle, slots)}
-            terminal, _ = self._hooks(run, traj, "before_model",
-                                      self._check(run, "before_model", traj, messages=run.messages))
+            terminal, _ = self._hooks(
+                run,
+                traj,
+                "before_model",
+                self._check(run, "before_model", traj, messages=run.messages),
+            )
             if terminal:
                 self._finish_terminal(run, traj, terminal)
                 return
@@ -353,13 +439,17 @@ class Agent:
             if output is None:
                 continue  # per-call fallback: the failed call is recorded, the next round retries
             if self._over_budget(run):
-                self._exhausted(run, traj, f"trajectory budget of {self.budget_s:g} s used up "
-                                           f"during round {round_no}")
+                self._exhausted(
+                    run,
+                    traj,
+                    f"trajectory budget of {self.budget_s:g} s used up during round {round_no}",
+                )
                 return
             if self._round(run, traj, output, round_no):
                 return
-        self._exhausted(run, traj, f"round limit of {self.max_rounds} reached without an "
-                                   "accepted reply")
+        self._exhausted(
+            run, traj, f"round limit of {self.max_rounds} reached without an accepted reply"
+        )
 
     def _call_model(self, run: _Run, traj: Trajectory, round_no: int) -> PolicyOutput | None:
         messages = [dict(m) for m in run.messages]
@@ -370,8 +460,9 @@ class Agent:
             extra = {}
             if self.policy.accepts_timeout:  # a model call must not outlive the budget
                 extra["timeout_s"] = max(0.1, self.budget_s - self._elapsed(run))
-            output = self.policy.generate(messages, tools=self.openai_tools, settings=self.generation,
-                                          **extra)
+            output = self.policy.generate(
+                messages, tools=self.openai_tools, settings=self.generation, **extra
+            )
         except Exception as exc:  # noqa: BLE001 - one failed model call is contained
             record.error = f"{type(exc).__name__}: {exc}"
             record.latency_s = time.perf_counter() - started
@@ -409,25 +500,37 @@ class Agent:
         if terminal:
             self._finish_terminal(run, traj, terminal)
             return True
-        if errors and not any(h.type == "tool_call_format" for h in self.bundle.hook_set.at("after_model")):
+        if errors and not any(
+            h.type == "tool_call_format" for h in self.bundle.hook_set.at("after_model")
+        ):
             message = render_message(BAD_CALL_MESSAGE, {"details": "; ".join(errors)})
-            self._runtime_decision(traj, "after_model", "runtime.tool-call-format",
-                                   "tool_call_format", message)
+            self._runtime_decision(
+                traj, "after_model", "runtime.tool-call-format", "tool_call_format", message
+            )
             blocks.append(message)
         ids = [c.id or f"call_{traj.next_seq()}" for c in known] if native else []
         assistant: dict[str, Any] = {"role": "assistant", "content": output.text}
         if native:
             assistant["tool_calls"] = [
-                {"id": cid, "type": "function",
-                 "function": {"name": c.name, "arguments": json.dumps(c.arguments, ensure_ascii=False)}}
-                for cid, c in zip(ids, known, strict=True)]
+                {
+                    "id": cid,
+                    "type": "function",
+                    "function": {
+                        "name": c.name,
+                        "arguments": json.dumps(c.arguments, ensure_ascii=False),
+                    },
+                }
+                for cid, c in zip(ids, known, strict=True)
+            ]
         if known:
             run.messages.append(assistant)
             for i, call in enumerate(known):
                 payload = self._tool_step(run, traj, call, round_no)
                 self._step_recorded(traj)
                 if native:
-                    run.messages.append({"role": "tool", "tool_call_id": ids[i], "content": payload})
+                    run.messages.append(
+                        {"role": "tool", "tool_call_id": ids[i], "content": payload}
+                    )
                 else:
                     run.messages.append({"role": "user", "content": payload})
                 if traj.outcome in ("fallback", "suppressed") and traj.outcome_reason:
@@ -444,18 +547,28 @@ class Agent:
             return False
         return self._stop_gate(run, traj, output, parsed.text, round_no)
 
-    def _stop_gate(self, run: _Run, traj: Trajectory, output: PolicyOutput, reply: str,
-                   round_no: int) -> bool:
+    def _stop_gate(
+        self, run: _Run, traj: Trajectory, output: PolicyOutput, reply: str, round_no: int
+    ) -> bool:
         blocks: list[str] = []
         if not reply.strip():
-            self._runtime_decision(traj, "stop", "runtime.empty-reply", "response_format",
-                                   EMPTY_REPLY_MESSAGE)
+            self._runtime_decision(
+                traj, "stop", "runtime.empty-reply", "response_format", EMPTY_REPLY_MESSAGE
+            )
             blocks.append(EMPTY_REPLY_MESSAGE)
         stop_hooks = self.bundle.hook_set.at("stop")
-        if (self.reply_skill_names and not any(h.type == "require_reply_skill" for h in stop_hooks)
-                and not set(traj.loaded_skills) & set(self.reply_skill_names)):
-            self._runtime_decision(traj, "stop", "runtime.reply-skill-gate", "require_reply_skill",
-                                   REPLY_SKILL_GATE_MESSAGE)
+        if (
+            self.reply_skill_names
+            and not any(h.type == "require_reply_skill" for h in stop_hooks)
+            and not set(traj.loaded_skills) & set(self.reply_skill_names)
+        ):
+            self._runtime_decision(
+                traj,
+                "stop",
+                "runtime.reply-skill-gate",
+                "require_reply_skill",
+                REPLY_SKILL_GATE_MESSAGE,
+            )
             blocks.append(REPLY_SKILL_GATE_MESSAGE)
         check = self._check(run, "stop", traj, reply=reply, grounding_text="\n".join(run.grounding))
         terminal, hook_blocks = self._hooks(run, traj, "stop", check)
@@ -467,8 +580,11 @@ class Agent:
             self._end(run, traj, "replied", "stop gate passed", reply=reply)
             return True
         if traj.retries >= self.retry.max_retries or round_no >= self.max_rounds:
-            why = ("retries exhausted" if traj.retries >= self.retry.max_retries
-                   else "no round left for a retry")
+            why = (
+                "retries exhausted"
+                if traj.retries >= self.retry.max_retries
+                else "no round left for a retry"
+            )
             self._exhausted(run, traj, f"stop gate failed ({why}): {blocks[0]}")
             return True
         traj.retries += 1
@@ -481,8 +597,13 @@ class Agent:
         spec = self.tools[call.name]
         check = self._check(run, "before_tool", traj, tool=spec, arguments=call.arguments)
         terminal, blocks = self._hooks(run, traj, "before_tool", check, target=call.name)
-        record = ToolCallRecord(seq=traj.next_seq(), round=round_no, name=call.name,
-                                arguments=call.arguments, binding=spec.binding)
+        record = ToolCallRecord(
+            seq=traj.next_seq(),
+            round=round_no,
+            name=call.name,
+            arguments=call.arguments,
+            binding=spec.binding,
+        )
         if terminal:
             record.error, record.error_kind = f"blocked: {terminal[2]}", "blocked"
             traj.tool_calls.append(record)
@@ -499,21 +620,33 @@ class Agent:
         injected = run.injector.draw(call.name) if spec.role == "data" else None
         outcome = self.runner.run(spec, call.arguments, run.ctx, injected=injected)
         run.tool_s += outcome.latency_s
-        record.result, record.error, record.error_kind = outcome.result, outcome.error, outcome.error_kind
+        record.result, record.error, record.error_kind = (
+            outcome.result,
+            outcome.error,
+            outcome.error_kind,
+        )
         record.injected, record.latency_s = outcome.injected, outcome.latency_s
         traj.tool_calls.append(record)
         if spec.role == "load_skill":
             name = skill_name_argument(call.arguments) or ""
             skill = self.bundle.skills.get(name.strip())
-            traj.skill_loads.append(SkillLoadRecord(
-                seq=traj.next_seq(), round=round_no, skill=name.strip(),
-                kind=skill.kind if skill else None, ok=record.ok, error=record.error))
+            traj.skill_loads.append(
+                SkillLoadRecord(
+                    seq=traj.next_seq(),
+                    round=round_no,
+                    skill=name.strip(),
+                    kind=skill.kind if skill else None,
+                    ok=record.ok,
+                    error=record.error,
+                )
+            )
         elif spec.role == "silent" and record.ok:
             run.silent_reason = str((record.result or {}).get("reason", ""))
         elif record.ok:
             run.grounding.append(json.dumps(record.result, ensure_ascii=False, default=str))
-        check = self._check(run, "after_tool", traj, tool=spec, arguments=call.arguments,
-                            tool_error=record.error)
+        check = self._check(
+            run, "after_tool", traj, tool=spec, arguments=call.arguments, tool_error=record.error
+        )
         terminal, notes = self._hooks(run, traj, "after_tool", check, target=call.name)
         if terminal:
             self._finish_terminal(run, traj, terminal)

@@ -43,6 +43,7 @@ def builtin(name: str) -> Callable[[BuiltinFn], BuiltinFn]:
     def register(fn: BuiltinFn) -> BuiltinFn:
         BUILTIN_IMPLS[name] = fn
         return fn
+
     return register
 
 
@@ -64,8 +65,10 @@ def _product(ctx: ToolContext, link_id: int) -> Product:
 
 
 def _promotion_summary(ctx: ToolContext, link_id: int) -> list[dict[str, Any]]:
-    return [{"id": p.id, "title": p.title, "rule": p.describe()}
-            for p in ctx.catalogue.promotions_for(link_id)]
+    return [
+        {"id": p.id, "title": p.title, "rule": p.describe()}
+        for p in ctx.catalogue.promotions_for(link_id)
+    ]
 
 
 def _query(args: dict[str, Any]) -> str:
@@ -80,9 +83,14 @@ def get_product_info(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     link_id = _link_id(args)
     product = _product(ctx, link_id)
     return {
-        "link_id": product.link_id, "name": product.name, "category": product.category,
-        "price": product.price, "currency": "yuan", "stock": product.stock,
-        "in_stock": product.stock > 0, "specs": dict(product.specs),
+        "link_id": product.link_id,
+        "name": product.name,
+        "category": product.category,
+        "price": product.price,
+        "currency": "yuan",
+        "stock": product.stock,
+        "in_stock": product.stock > 0,
+        "specs": dict(product.specs),
         "description": product.description,
         "promotions": _promotion_summary(ctx, link_id),
         "on_shelf": not ctx.room.shelf or link_id in ctx.room.shelf,
@@ -95,9 +103,19 @@ def search_products(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 50:
         raise ToolInputError(f"'max_results' must be an integer 1-50, got {limit!r}")
     hits = ctx.catalogue.search(_query(args), limit=limit)
-    return {"results": [{"link_id": p.link_id, "name": p.name, "category": p.category,
-                         "price": p.price, "stock": p.stock} for p in hits],
-            "count": len(hits)}
+    return {
+        "results": [
+            {
+                "link_id": p.link_id,
+                "name": p.name,
+                "category": p.category,
+                "price": p.price,
+                "stock": p.stock,
+            }
+            for p in hits
+        ],
+        "count": len(hits),
+    }
 
 
 @builtin("livestream.search_faq")
@@ -115,9 +133,13 @@ def get_room_status(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     current = ctx.room.current_link_id
     return {
         "current_link_id": current,
-        "current_product": ctx.catalogue.product(current).name if current and ctx.catalogue.product(current) else None,
-        "shelf": [{"link_id": link, "name": p.name if (p := ctx.catalogue.product(link)) else "?"}
-                  for link in shelf],
+        "current_product": ctx.catalogue.product(current).name
+        if current and ctx.catalogue.product(current)
+        else None,
+        "shelf": [
+            {"link_id": link, "name": p.name if (p := ctx.catalogue.product(link)) else "?"}
+            for link in shelf
+        ],
         "viewer_actions": [a.to_dict() for a in ctx.room.viewer_actions[-10:]],
     }
 
@@ -128,7 +150,9 @@ def change_presentation_order(ctx: ToolContext, args: dict[str, Any]) -> dict[st
     _product(ctx, link_id)
     position = args.get("position", 1)
     if isinstance(position, bool) or not isinstance(position, int) or position < 1:
-        raise ToolInputError(f"'position' must be an integer >= 1 (1 = present next), got {position!r}")
+        raise ToolInputError(
+            f"'position' must be an integer >= 1 (1 = present next), got {position!r}"
+        )
     shelf = list(ctx.room.shelf or ctx.catalogue.link_ids)
     if link_id not in shelf:
         raise ToolInputError(f"link {link_id} is not on the shelf {shelf}")
@@ -142,17 +166,25 @@ def change_presentation_order(ctx: ToolContext, args: dict[str, Any]) -> dict[st
     ctx.room.shelf = queue
     ctx.changes.append({"change": "presentation_order", "link_id": link_id, "position": position})
     upcoming = [link for link in queue if link != ctx.room.current_link_id]
-    return {"link_id": link_id, "position": position, "presentation_order": upcoming,
-            "message": f"link {link_id} will be presented at position {position}"}
+    return {
+        "link_id": link_id,
+        "position": position,
+        "presentation_order": upcoming,
+        "message": f"link {link_id} will be presented at position {position}",
+    }
 
 
 @builtin("livestream.get_room_promotions")
 def get_room_promotions(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     room_wide = [p for p in ctx.catalogue.promotions if not p.link_ids]
-    return {"promotions": [{"id": p.id, "kind": p.kind, "title": p.title, "rule": p.describe()}
-                           for p in room_wide],
-            "campaigns": [{"id": c.id, "name": c.name, "ends": c.ends}
-                          for c in ctx.catalogue.campaigns]}
+    return {
+        "promotions": [
+            {"id": p.id, "kind": p.kind, "title": p.title, "rule": p.describe()} for p in room_wide
+        ],
+        "campaigns": [
+            {"id": c.id, "name": c.name, "ends": c.ends} for c in ctx.catalogue.campaigns
+        ],
+    }
 
 
 def skill_name_argument(args: dict[str, Any]) -> str | None:
@@ -174,11 +206,13 @@ def load_skill(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     """
     name = skill_name_argument(args)
     if not name:
-        raise ToolInputError("give the skill's name, e.g. {\"name\": \"item_qa\"}")
+        raise ToolInputError('give the skill\'s name, e.g. {"name": "item_qa"}')
     skill_name, _, file = name.strip().partition("/")
     skill = ctx.skills.get(skill_name)
     if skill is None:
-        raise ToolInputError(f"unknown skill {skill_name!r}; skills: {', '.join(sorted(ctx.skills))}")
+        raise ToolInputError(
+            f"unknown skill {skill_name!r}; skills: {', '.join(sorted(ctx.skills))}"
+        )
     if file:
         if file not in skill.files:
             listed = ", ".join(f"{skill.name}/{p}" for p in skill.files) or "none"

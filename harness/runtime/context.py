@@ -21,7 +21,10 @@ MAX_SPECS = 6
 def _product_line(product: Product) -> str:
     specs = ", ".join(f"{k}: {v}" for k, v in list(product.specs.items())[:MAX_SPECS])
     stock = "sold out" if product.stock == 0 else f"stock {product.stock}"
-    return f"#{product.link_id} {product.name} ({product.category}): {product.price:g} yuan, {stock}; {specs}"
+    return (
+        f"#{product.link_id} {product.name} ({product.category}): "
+        f"{product.price:g} yuan, {stock}; {specs}"
+    )
 
 
 def products_in_play(request: Request, catalogue: Catalogue, room: RoomState) -> list[Product]:
@@ -32,35 +35,53 @@ def products_in_play(request: Request, catalogue: Catalogue, room: RoomState) ->
 def _tool_line(tool: Any) -> str:
     props = tool.parameters.get("properties", {})
     required = set(tool.parameters.get("required", []))
-    args = ", ".join(f"{name}{'' if name in required else '?'}: {spec.get('type', 'any')}"
-                     for name, spec in props.items())
+    args = ", ".join(
+        f"{name}{'' if name in required else '?'}: {spec.get('type', 'any')}"
+        for name, spec in props.items()
+    )
     return f"- {tool.name}({args}): {' '.join(tool.description.split())}"
 
 
 def harness_slots(bundle: Bundle) -> dict[str, str]:
     """The context slots that come from the Harness alone (the same for every request)."""
     return {
-        "skill_list": "\n".join(f"- {s.name} ({s.kind}): {' '.join(s.description.split())}"
-                                for s in bundle.skills.values()),
+        "skill_list": "\n".join(
+            f"- {s.name} ({s.kind}): {' '.join(s.description.split())}"
+            for s in bundle.skills.values()
+        ),
         "tool_list": "\n".join(_tool_line(t) for t in bundle.tools),
     }
 
 
-def context_slots(*, bundle: Bundle, request: Request, catalogue: Catalogue, room: RoomState,
-                  loaded_skills: list[str]) -> dict[str, str]:
+def context_slots(
+    *,
+    bundle: Bundle,
+    request: Request,
+    catalogue: Catalogue,
+    room: RoomState,
+    loaded_skills: list[str],
+) -> dict[str, str]:
     """The value of every context slot for this request."""
     current = catalogue.product(room.current_link_id) if room.current_link_id else None
     shelf = room.shelf or catalogue.link_ids
-    actions = [f"{a.user} {a.action.replace('_', ' ')}" + (f" link #{a.link_id}" if a.link_id else "")
-               for a in room.viewer_actions[-8:]]
+    actions = [
+        f"{a.user} {a.action.replace('_', ' ')}" + (f" link #{a.link_id}" if a.link_id else "")
+        for a in room.viewer_actions[-8:]
+    ]
     history = [f"{t.role}{' ' + t.user if t.user else ''}: {t.text}" for t in request.history[-8:]]
     slots = {
-        "product_specs": "\n".join(_product_line(p) for p in products_in_play(request, catalogue, room)),
+        "product_specs": "\n".join(
+            _product_line(p) for p in products_in_play(request, catalogue, room)
+        ),
         "current_product": f"link #{current.link_id} {current.name}" if current else "no product",
         "faq_entries": "\n".join(f"Q: {f.question} A: {f.answer}" for f in request.faq),
-        "room_status": (f"presenting link #{room.current_link_id}; " if room.current_link_id else "")
-        + "shelf order: " + ", ".join(
-            f"#{link} {p.name}" if (p := catalogue.product(link)) else f"#{link}" for link in shelf),
+        "room_status": (
+            f"presenting link #{room.current_link_id}; " if room.current_link_id else ""
+        )
+        + "shelf order: "
+        + ", ".join(
+            f"#{link} {p.name}" if (p := catalogue.product(link)) else f"#{link}" for link in shelf
+        ),
         "viewer_actions": "; ".join(actions) or "none",
         "history": "\n".join(history) or "none",
         "anchor_utterances": " / ".join(request.anchor_utterances[-5:]) or "none",
@@ -105,10 +126,10 @@ def tool_payload(name: str, result: Any, error: str | None, note: str = "") -> s
     """What the model reads back for one tool call (the Hermes/Qwen tool_response).
 
     One line of compact JSON (``{"name":...,"result":...}``, no spaces after separators); a loaded
-    skill's body or a skill file (``instructions`` / ``text``) follows it as plain Markdown instead of a
-    JSON string with escaped newlines and quotes. Measured with SmolLM2's tokenizer on
-    ``examples/requests/product_price.json``: the product-info result 240 -> 207 tokens, ``item_qa``'s
-    body 427 -> 381 (docs/runtime.md, "What the model reads back")."""
+    skill's body or a skill file (``instructions`` / ``text``) follows it as plain Markdown instead
+    of a JSON string with escaped newlines and quotes. Measured with SmolLM2's tokenizer on
+    ``examples/requests/product_price.json``: the product-info result 240 -> 207 tokens,
+    ``item_qa``'s body 427 -> 381 (docs/runtime.md, "What the model reads back")."""
     content: dict[str, Any] = {"name": name}
     body = ""
     if error is not None:

@@ -16,7 +16,8 @@ FAILURE_KINDS = ("timeout", "malformed", "permission_denied")
 
 @dataclass(frozen=True)
 class FailureInjection:
-    """Rates (0-1) per failure kind, a seed, and which tools may fail (a regex, default all data tools)."""
+    """Rates (0-1) per failure kind, a seed, and which tools may fail (a regex, default all data
+    tools)."""
 
     timeout: float = 0.0
     malformed: float = 0.0
@@ -44,8 +45,10 @@ class FailureInjection:
             key, sep, value = part.partition("=")
             key = key.strip()
             if not sep or key not in (*FAILURE_KINDS, "seed", "tools"):
-                raise ValueError(f"bad failure setting {part!r}; use kind=rate with kinds "
-                                 f"{', '.join(FAILURE_KINDS)}, plus seed=N and tools=REGEX")
+                raise ValueError(
+                    f"bad failure setting {part!r}; use kind=rate with kinds "
+                    f"{', '.join(FAILURE_KINDS)}, plus seed=N and tools=REGEX"
+                )
             values[key] = int(value) if key == "seed" else value if key == "tools" else float(value)
         return cls(**values)  # type: ignore[arg-type]
 

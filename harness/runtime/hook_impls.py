@@ -64,6 +64,7 @@ def hook_type(name: str) -> Callable[[HookFn], HookFn]:
     def register(fn: HookFn) -> HookFn:
         HOOK_IMPLS[name] = fn
         return fn
+
     return register
 
 
@@ -90,7 +91,8 @@ def input_validity(hook: HookSpec, check: HookCheck) -> HookResult:
 DEFAULT_INJECTION_PATTERNS = (
     r"(?i)\b(ignore|disregard|forget)\b.{0,30}\b(previous|prior|above|all|your)\b.{0,20}\b(instructions?|rules|prompts?)\b",
     r"(?i)\byou are now\b",
-    r"(?i)\b(reveal|show|print|repeat|tell me)\b.{0,30}\b(system prompt|your prompt|your instructions|hidden rules)\b",
+    r"(?i)\b(reveal|show|print|repeat|tell me)\b.{0,30}\b(system "
+    r"prompt|your prompt|your instructions|hidden rules)\b",
     r"(?i)\b(developer|admin|god) mode\b",
     r"(?i)\bnew instructions?\s*:",
     r"(?i)\bact as (the|an?) (admin|owner|system)\b",
@@ -110,8 +112,11 @@ def prompt_injection_guard(hook: HookSpec, check: HookCheck) -> HookResult:
     if len(bad) == len(comments):
         return fail(f"comment from {users} matches an injection pattern")
     # Other viewers asked real questions: answer them, leave the injection out.
-    return HookResult(True, {"details": f"dropped the comment from {users} (injection pattern)"},
-                      drop_comments=tuple(bad))
+    return HookResult(
+        True,
+        {"details": f"dropped the comment from {users} (injection pattern)"},
+        drop_comments=tuple(bad),
+    )
 
 
 # --- before_model / after_model ------------------------------------------------
@@ -120,7 +125,9 @@ def context_budget(hook: HookSpec, check: HookCheck) -> HookResult:
     size = sum(len(str(m.get("content") or "")) for m in check.messages)
     limit = hook.params["max_prompt_chars"]
     if size > limit:
-        return fail(f"the prompt has {size} characters, more than {limit}", length=size, limit=limit)
+        return fail(
+            f"the prompt has {size} characters, more than {limit}", length=size, limit=limit
+        )
     return PASS
 
 
@@ -138,7 +145,9 @@ def tool_args_schema(hook: HookSpec, check: HookCheck) -> HookResult:
     validator = linear_schema_validator(check.tool.parameters)  # the schema's regexes run on RE2
     errors = sorted(validator.iter_errors(check.arguments), key=lambda e: list(e.path))
     if errors:
-        parts = [f"{'.'.join(str(p) for p in e.path) or 'arguments'}: {e.message}" for e in errors[:3]]
+        parts = [
+            f"{'.'.join(str(p) for p in e.path) or 'arguments'}: {e.message}" for e in errors[:3]
+        ]
         return fail("; ".join(parts), tool=check.tool.name)
     return PASS
 
@@ -151,8 +160,12 @@ def link_id_on_shelf(hook: HookSpec, check: HookCheck) -> HookResult:
     value = check.arguments[key]
     shelf = check.room.shelf or check.link_ids
     if not isinstance(value, int) or isinstance(value, bool) or value not in shelf:
-        return fail(f"link {value} is not on the shelf", value=value, shelf=shelf,
-                    tool=check.tool.name if check.tool else "")
+        return fail(
+            f"link {value} is not on the shelf",
+            value=value,
+            shelf=shelf,
+            tool=check.tool.name if check.tool else "",
+        )
     return PASS
 
 
@@ -165,16 +178,19 @@ def max_tool_calls(hook: HookSpec, check: HookCheck) -> HookResult:
     if hook.params.get("block_repeats", False) and check.tool is not None:
         for call in executed:
             if call.name == check.tool.name and call.arguments == check.arguments and call.ok:
-                return fail(f"{check.tool.name} was already called with the same arguments",
-                            tool=check.tool.name)
+                return fail(
+                    f"{check.tool.name} was already called with the same arguments",
+                    tool=check.tool.name,
+                )
     return PASS
 
 
 @hook_type("tool_error_guidance")
 def tool_error_guidance(hook: HookSpec, check: HookCheck) -> HookResult:
     if check.tool_error:
-        return fail(check.tool_error, tool=check.tool.name if check.tool else "",
-                    error=check.tool_error)
+        return fail(
+            check.tool_error, tool=check.tool.name if check.tool else "", error=check.tool_error
+        )
     return PASS
 
 
@@ -189,12 +205,22 @@ def require_reply_skill(hook: HookSpec, check: HookCheck) -> HookResult:
 
 _NUMBER = r"\d+(?:[.,]\d+)?"
 CLAIM_PATTERNS = {
-    "price": [rf"[¥$￥]\s*{_NUMBER}", rf"{_NUMBER}\s*(yuan|rmb|元|dollars?|bucks|usd)\b",
-              rf"\b(price[sd]?|costs?|only|just)\b[^.!?]{{0,40}}{_NUMBER}"],
-    "stock": [r"\b(sold out|out of stock)\b", rf"{_NUMBER}\s*(left|remaining|in stock|units|pieces)\b",
-              r"\b(in stock|running low|stock)\b"],
-    "promotion": [r"\b(discount|coupon|promo(tion)?|deal|sale|save|saving)s?\b",
-                  rf"{_NUMBER}\s*%\s*off", r"\bbuy \w+ get\b", r"\b(spend|orders? over)\b[^.!?]{0,20}\d"],
+    "price": [
+        rf"[¥$￥]\s*{_NUMBER}",
+        rf"{_NUMBER}\s*(yuan|rmb|元|dollars?|bucks|usd)\b",
+        rf"\b(price[sd]?|costs?|only|just)\b[^.!?]{{0,40}}{_NUMBER}",
+    ],
+    "stock": [
+        r"\b(sold out|out of stock)\b",
+        rf"{_NUMBER}\s*(left|remaining|in stock|units|pieces)\b",
+        r"\b(in stock|running low|stock)\b",
+    ],
+    "promotion": [
+        r"\b(discount|coupon|promo(tion)?|deal|sale|save|saving)s?\b",
+        rf"{_NUMBER}\s*%\s*off",
+        r"\bbuy \w+ get\b",
+        r"\b(spend|orders? over)\b[^.!?]{0,20}\d",
+    ],
     "link": [r"\blink\s*#?\s*\d+", r"#\s*\d+\b", r"\bnumber\s+\d+\s+link\b"],
 }
 
@@ -211,8 +237,10 @@ def require_tool_before_claim(hook: HookSpec, check: HookCheck) -> HookResult:
     tools = set(hook.params["tools"])
     if any(c.name in tools and c.ok for c in check.tool_calls):
         return PASS
-    return fail(f"the reply states a {claim} but none of {', '.join(sorted(tools))} succeeded "
-                "in this request")
+    return fail(
+        f"the reply states a {claim} but none of {', '.join(sorted(tools))} succeeded "
+        "in this request"
+    )
 
 
 @hook_type("max_length")
@@ -227,12 +255,17 @@ def max_length(hook: HookSpec, check: HookCheck) -> HookResult:
 @hook_type("banned_phrases")
 def banned_phrases(hook: HookSpec, check: HookCheck) -> HookResult:
     flags = 0 if hook.params.get("case_sensitive") else re.IGNORECASE
-    found = [p for p in hook.params["phrases"]
-             if re.search(r"(?<!\w)" + re.escape(p) + r"(?!\w)", check.reply, flags)]
+    found = [
+        p
+        for p in hook.params["phrases"]
+        if re.search(r"(?<!\w)" + re.escape(p) + r"(?!\w)", check.reply, flags)
+    ]
     return fail(", ".join(repr(p) for p in found)) if found else PASS
 
 
-_MARKDOWN = re.compile(r"(\*\*|__|`|^\s*#{1,6}\s|^\s*[-*+]\s|^\s*\d+[.)]\s|\[[^\]]+\]\([^)]+\))", re.MULTILINE)
+_MARKDOWN = re.compile(
+    r"(\*\*|__|`|^\s*#{1,6}\s|^\s*[-*+]\s|^\s*\d+[.)]\s|\[[^\]]+\]\([^)]+\))", re.MULTILINE
+)
 _URL = re.compile(r"(https?://|www\.)\S+", re.IGNORECASE)
 _TOOL_SYNTAX = re.compile(r"</?tool_(call|response)>|\{\s*\"name\"\s*:|\"arguments\"\s*:")
 

@@ -10,12 +10,12 @@ threads are scheduled on that loop and waited for with the tool's timeout. A
 server that cannot be reached is remembered with the reason, and every call to
 it fails with that reason instead of hanging: the request still completes.
 
-Agents share hubs (:func:`shared_hub`): every agent of a process that names the same servers with the
-same environment (the same catalogue file included) uses one hub, so an evaluation's pool of Harness
-variants, its concurrent requests and the next run on the same worker start each server once instead
-of once per agent (a stdio server is a Python process: one to three seconds to start on two cores).
-A hub nobody holds is closed after ``IDLE_CLOSE_S``; one that could not reach a server, or lost one
-mid-call, is never handed out again, so the next agent connects afresh.
+Agents share hubs (:func:`shared_hub`): every agent of a process that names the same servers with
+the same environment (the same catalogue file included) uses one hub, so an evaluation's pool of
+Harness variants, its concurrent requests and the next run on the same worker start each server once
+instead of once per agent (a stdio server is a Python process: one to three seconds to start on two
+cores). A hub nobody holds is closed after ``IDLE_CLOSE_S``; one that could not reach a server, or
+lost one mid-call, is never handed out again, so the next agent connects afresh.
 """
 
 from __future__ import annotations
@@ -52,8 +52,9 @@ def _stdio_params(spec: McpServerSpec, env: dict[str, str]):
     from mcp import StdioServerParameters
 
     command, *args = spec.command
-    return StdioServerParameters(command=shutil.which(command) or command, args=list(args),
-                                 env=server_environment(spec, env))
+    return StdioServerParameters(
+        command=shutil.which(command) or command, args=list(args), env=server_environment(spec, env)
+    )
 
 
 def _errlog():
@@ -73,11 +74,18 @@ def _errlog():
 class McpHub:
     """Connections to every MCP server of a bundle, with their discovered tools."""
 
-    def __init__(self, servers: dict[str, McpServerSpec], *, env: dict[str, str] | None = None,
-                 connect_timeout_s: float = CONNECT_TIMEOUT_S) -> None:
+    def __init__(
+        self,
+        servers: dict[str, McpServerSpec],
+        *,
+        env: dict[str, str] | None = None,
+        connect_timeout_s: float = CONNECT_TIMEOUT_S,
+    ) -> None:
         self.servers = dict(servers)
         self.env = dict(env or {})
-        self.tools: dict[str, dict[str, dict[str, Any]]] = {}  # server -> tool -> {description, input_schema}
+        self.tools: dict[
+            str, dict[str, dict[str, Any]]
+        ] = {}  # server -> tool -> {description, input_schema}
         self.errors: dict[str, str] = {}
         self._clients: dict[str, Any] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -128,8 +136,10 @@ class McpHub:
                 kwargs["raise_exceptions"] = False
             async with Client(target, **kwargs) as client:
                 listed = await client.list_tools()
-                self.tools[name] = {t.name: {"description": t.description or "",
-                                             "input_schema": t.input_schema} for t in listed.tools}
+                self.tools[name] = {
+                    t.name: {"description": t.description or "", "input_schema": t.input_schema}
+                    for t in listed.tools
+                }
                 self._clients[name] = client
                 connected.set()
                 await self._stop.wait()
@@ -164,17 +174,23 @@ class McpHub:
             raise McpCallError(f"MCP server '{server}' is not connected", kind="unavailable")
         if tool not in self.tools.get(server, {}):
             offered = ", ".join(sorted(self.tools.get(server, {}))) or "none"
-            raise McpCallError(f"MCP server '{server}' has no tool '{tool}' (it offers: {offered})",
-                               kind="unavailable")
+            raise McpCallError(
+                f"MCP server '{server}' has no tool '{tool}' (it offers: {offered})",
+                kind="unavailable",
+            )
         fut = asyncio.run_coroutine_threadsafe(client.call_tool(tool, arguments), self._loop)
         try:
             result = fut.result(timeout=timeout_s)
         except FutureTimeout as exc:
             fut.cancel()
-            raise McpCallError(f"{server}/{tool} timed out after {timeout_s:g} s", kind="timeout") from exc
+            raise McpCallError(
+                f"{server}/{tool} timed out after {timeout_s:g} s", kind="timeout"
+            ) from exc
         except Exception as exc:  # noqa: BLE001 - transport failures become the tool's error
             self.broken = True
-            raise McpCallError(f"{server}/{tool} failed: {_reason(exc)}", kind="unavailable") from exc
+            raise McpCallError(
+                f"{server}/{tool} failed: {_reason(exc)}", kind="unavailable"
+            ) from exc
         text = "".join(getattr(c, "text", "") for c in result.content or [])
         if result.is_error:
             raise McpCallError(text or f"{server}/{tool} returned an error", kind="tool_error")
@@ -197,7 +213,8 @@ _SHARED_LOCK = threading.Lock()
 
 
 class SharedHub:
-    """One agent's hold on a shared :class:`McpHub`: its tools, errors and calls; ``close`` lets go."""
+    """One agent's hold on a shared :class:`McpHub`: its tools, errors and calls; ``close`` lets
+    go."""
 
     def __init__(self, key: str, shared: _Shared) -> None:
         self._key, self._shared, self._closed = key, shared, False
@@ -223,7 +240,9 @@ class SharedHub:
             if shared.holders > 0:
                 return
             if _SHARED.get(self._key) is shared and shared.reusable:
-                shared.idle_timer = threading.Timer(IDLE_CLOSE_S, _close_if_idle, (self._key, shared))
+                shared.idle_timer = threading.Timer(
+                    IDLE_CLOSE_S, _close_if_idle, (self._key, shared)
+                )
                 shared.idle_timer.daemon = True
                 shared.idle_timer.start()
                 return
@@ -240,13 +259,24 @@ def _close_if_idle(key: str, shared: _Shared) -> None:
     shared.hub.close()
 
 
-def shared_hub(servers: dict[str, McpServerSpec], *, env: dict[str, str] | None = None) -> SharedHub:
-    """A hold on this process's hub for ``servers`` with ``env``, started on first use (see the module)."""
-    key = json.dumps({"pid": os.getpid(), "env": sorted((env or {}).items()),
-                      "servers": {name: asdict(spec) for name, spec in sorted(servers.items())}},
-                     sort_keys=True, default=list)
+def shared_hub(
+    servers: dict[str, McpServerSpec], *, env: dict[str, str] | None = None
+) -> SharedHub:
+    """A hold on this process's hub for ``servers`` with ``env``, started on first use (see the
+    module)."""
+    key = json.dumps(
+        {
+            "pid": os.getpid(),
+            "env": sorted((env or {}).items()),
+            "servers": {name: asdict(spec) for name, spec in sorted(servers.items())},
+        },
+        sort_keys=True,
+        default=list,
+    )
     stale = None
-    with _SHARED_LOCK:  # held while a new hub connects: a second agent for the same servers waits for it
+    with (
+        _SHARED_LOCK
+    ):  # held while a new hub connects: a second agent for the same servers waits for it
         shared = _SHARED.get(key)
         if shared is not None and not shared.reusable:
             if shared.holders == 0:

@@ -15,8 +15,10 @@ def _short(value: Any, limit: int = 160) -> str:
 
 
 def render_trajectory(traj: Trajectory, *, width: int = 160) -> str:
-    lines = [f"request {traj.request_id} | harness {traj.harness_name}@{traj.harness_digest[:12]} "
-             f"| policy {traj.policy}"]
+    lines = [
+        f"request {traj.request_id} | harness {traj.harness_name}@{traj.harness_digest[:12]} "
+        f"| policy {traj.policy}"
+    ]
     for comment in traj.request.get("comments", []):
         lines.append(f"comment  {comment.get('user', 'viewer')}: {comment['text']}")
     current_round = -1
@@ -48,12 +50,17 @@ def render_trajectory(traj: Trajectory, *, width: int = 160) -> str:
                 lines.append(f"  model   FAILED after {rec.latency_s:.2f}s: {rec.error}")
                 continue
             ttft = f", ttft {rec.ttft_s:.2f}s" if rec.ttft_s is not None else ""
-            lines.append(f"  model   {rec.latency_s:.2f}s{ttft}, {rec.input_tokens} tokens in, "
-                         f"{rec.output_tokens} out: {_short(rec.text, width)}")
+            lines.append(
+                f"  model   {rec.latency_s:.2f}s{ttft}, {rec.input_tokens} tokens in, "
+                f"{rec.output_tokens} out: {_short(rec.text, width)}"
+            )
             for call in rec.native_tool_calls:
                 lines.append(f"          native call {call['name']} {_short(call['arguments'])}")
         elif kind == "tool":
-            head = f"  tool    {rec.name}({_short(rec.arguments, 80)}) [{rec.binding}] {rec.latency_s * 1000:.0f} ms"
+            head = (
+                f"  tool    {rec.name}({_short(rec.arguments, 80)}) "
+                f"[{rec.binding}] {rec.latency_s * 1000:.0f} ms"
+            )
             if rec.error:
                 injected = f" (injected {rec.injected})" if rec.injected else ""
                 lines.append(f"{head} -> ERROR {rec.error_kind}{injected}: {_short(rec.error)}")
@@ -64,13 +71,19 @@ def render_trajectory(traj: Trajectory, *, width: int = 160) -> str:
             lines.append(f"  skill   {rec.skill} {status}")
         elif kind == "hook":
             target = f" [{rec.target}]" if rec.target else ""
-            lines.append(f"  hook    {rec.event}{target} {rec.hook_id} ({rec.type}): "
-                         f"{rec.decision.upper()}: {_short(rec.message)}")
+            lines.append(
+                f"  hook    {rec.event}{target} {rec.hook_id} ({rec.type}): "
+                f"{rec.decision.upper()}: {_short(rec.message)}"
+            )
     flush()
-    lines.append(f"outcome  {traj.outcome} ({traj.outcome_reason}); route {traj.route}; "
-                 f"{traj.rounds} round(s), {traj.retries} retr{'y' if traj.retries == 1 else 'ies'}")
+    lines.append(
+        f"outcome  {traj.outcome} ({traj.outcome_reason}); route {traj.route}; "
+        f"{traj.rounds} round(s), {traj.retries} retr{'y' if traj.retries == 1 else 'ies'}"
+    )
     t = traj.timings
-    lines.append(f"timings  total {t.get('total_s', 0):.2f}s = model {t.get('model_s', 0):.2f}s + "
-                 f"tools {t.get('tool_s', 0):.3f}s + runtime {t.get('runtime_s', 0) * 1000:.1f} ms")
+    lines.append(
+        f"timings  total {t.get('total_s', 0):.2f}s = model {t.get('model_s', 0):.2f}s + "
+        f"tools {t.get('tool_s', 0):.3f}s + runtime {t.get('runtime_s', 0) * 1000:.1f} ms"
+    )
     lines.append(f"reply    {traj.reply if traj.route != 'silent' else '(silent)'}")
     return "\n".join(lines)

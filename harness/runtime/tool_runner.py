@@ -36,7 +36,9 @@ def _corrupt(wire: str) -> str:
 
 
 class ToolRunner:
-    def __init__(self, *, hub: McpHub | None, default_timeout_s: float, max_workers: int = 8) -> None:
+    def __init__(
+        self, *, hub: McpHub | None, default_timeout_s: float, max_workers: int = 8
+    ) -> None:
         self.hub = hub
         self.default_timeout_s = default_timeout_s
         self.pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="tool")
@@ -47,8 +49,15 @@ class ToolRunner:
     def timeout_for(self, spec: ToolSpec) -> float:
         return float(spec.timeout_s or self.default_timeout_s)
 
-    def run(self, spec: ToolSpec, arguments: dict[str, Any], ctx: ToolContext, *,
-            injected: str | None = None, timeout_s: float | None = None) -> ToolOutcome:
+    def run(
+        self,
+        spec: ToolSpec,
+        arguments: dict[str, Any],
+        ctx: ToolContext,
+        *,
+        injected: str | None = None,
+        timeout_s: float | None = None,
+    ) -> ToolOutcome:
         started = time.perf_counter()
         timeout = timeout_s if timeout_s is not None else self.timeout_for(spec)
         outcome = self._run(spec, arguments, ctx, injected=injected, timeout=timeout)
@@ -56,11 +65,20 @@ class ToolRunner:
         outcome.latency_s = time.perf_counter() - started
         return outcome
 
-    def _run(self, spec: ToolSpec, arguments: dict[str, Any], ctx: ToolContext, *,
-             injected: str | None, timeout: float) -> ToolOutcome:
+    def _run(
+        self,
+        spec: ToolSpec,
+        arguments: dict[str, Any],
+        ctx: ToolContext,
+        *,
+        injected: str | None,
+        timeout: float,
+    ) -> ToolOutcome:
         if injected == "permission_denied":
-            return ToolOutcome(error=f"permission denied: this room may not call {spec.name}",
-                               error_kind="permission_denied")
+            return ToolOutcome(
+                error=f"permission denied: this room may not call {spec.name}",
+                error_kind="permission_denied",
+            )
 
         def job() -> str:
             if injected == "timeout":
@@ -69,9 +87,12 @@ class ToolRunner:
                 data = BUILTIN_IMPLS[spec.builtin](ctx, dict(arguments))
             else:
                 if self.hub is None:
-                    raise McpCallError(f"no MCP connection for server '{spec.mcp_server}'",
-                                       kind="unavailable")
-                data = self.hub.call(spec.mcp_server, spec.mcp_tool, dict(arguments), timeout_s=timeout)
+                    raise McpCallError(
+                        f"no MCP connection for server '{spec.mcp_server}'", kind="unavailable"
+                    )
+                data = self.hub.call(
+                    spec.mcp_server, spec.mcp_tool, dict(arguments), timeout_s=timeout
+                )
             wire = json.dumps(data, ensure_ascii=False, default=str)
             return _corrupt(wire) if injected == "malformed" else wire
 
@@ -80,16 +101,21 @@ class ToolRunner:
             wire = future.result(timeout=timeout)
         except FutureTimeout:
             future.cancel()
-            return ToolOutcome(error=f"{spec.name} timed out after {timeout:g} s", error_kind="timeout")
+            return ToolOutcome(
+                error=f"{spec.name} timed out after {timeout:g} s", error_kind="timeout"
+            )
         except ToolInputError as exc:
             return ToolOutcome(error=str(exc), error_kind="tool_error")
         except McpCallError as exc:
             return ToolOutcome(error=str(exc), error_kind=exc.kind)
         except Exception as exc:  # noqa: BLE001 - a broken tool is reported, not raised
-            return ToolOutcome(error=f"{spec.name} failed: {type(exc).__name__}: {exc}",
-                               error_kind="tool_error")
+            return ToolOutcome(
+                error=f"{spec.name} failed: {type(exc).__name__}: {exc}", error_kind="tool_error"
+            )
         try:
             return ToolOutcome(result=json.loads(wire))
         except json.JSONDecodeError as exc:
-            return ToolOutcome(error=f"{spec.name} returned a malformed result ({exc.msg} at char {exc.pos})",
-                               error_kind="malformed")
+            return ToolOutcome(
+                error=f"{spec.name} returned a malformed result ({exc.msg} at char {exc.pos})",
+                error_kind="malformed",
+            )

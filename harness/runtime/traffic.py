@@ -1,10 +1,11 @@
-"""Posting trajectory records to a Harness Studio deployment (docs/studio.md, "Bringing your own traffic").
+"""Posting trajectory records to a Harness Studio deployment (docs/studio.md, "Bringing your own
+traffic").
 
-``TrafficPoster(url=..., token=...)`` collects ``Trajectory.to_dict()`` records and posts them in batches
-of up to 100 to ``POST /api/v1/deployments/<name>/trajectories/`` with the deployment's token. Records
-carry ``model`` ({name, fingerprint}) so the studio knows which model answered. A request id the studio
-holds already is not stored twice, so posting again after a failure is safe. Only the standard library:
-the harness imports no other package of this project.
+``TrafficPoster(url=..., token=...)`` collects ``Trajectory.to_dict()`` records and posts them in
+batches of up to 100 to ``POST /api/v1/deployments/<name>/trajectories/`` with the deployment's
+token. Records carry ``model`` ({name, fingerprint}) so the studio knows which model answered. A
+request id the studio holds already is not stored twice, so posting again after a failure is safe.
+Only the standard library: the harness imports no other package of this project.
 """
 
 from __future__ import annotations
@@ -29,20 +30,26 @@ def traffic_token(env: dict[str, str] | None = None) -> str:
     """The deployment token from $HARNESS_TRAFFIC_TOKEN; TrafficPostError when it is not set."""
     token = (env if env is not None else os.environ).get(TOKEN_ENV, "").strip()
     if not token:
-        raise TrafficPostError(f"${TOKEN_ENV} is not set: put the deployment's token (hsd_..., made on the studio's "
-                               "Deployments page) there to post trajectories")
+        raise TrafficPostError(
+            f"${TOKEN_ENV} is not set: put the deployment's token (hsd_..., made on the studio's "
+            "Deployments page) there to post trajectories"
+        )
     return token
 
 
 def check_url(url: str) -> str:
     if not url.startswith(("http://", "https://")) or "/trajectories" not in url:
-        raise TrafficPostError(f"--post {url}: give the deployment's trajectories URL, e.g. "
-                               "http://studio:8000/api/v1/deployments/shop-eu/trajectories/")
+        raise TrafficPostError(
+            f"--post {url}: give the deployment's trajectories URL, e.g. "
+            "http://studio:8000/api/v1/deployments/shop-eu/trajectories/"
+        )
     return url
 
 
 class TrafficPoster:
-    def __init__(self, *, url: str, token: str, model: dict[str, str] | None = None, timeout_s: float = 15.0) -> None:
+    def __init__(
+        self, *, url: str, token: str, model: dict[str, str] | None = None, timeout_s: float = 15.0
+    ) -> None:
         self.url = check_url(url)
         self.token = token
         self.model = {k: v for k, v in (model or {}).items() if v}
@@ -54,8 +61,8 @@ class TrafficPoster:
         self._lock = threading.Lock()
 
     def add(self, record: dict[str, Any]) -> None:
-        """Queue one record (thread-safe); a full batch is posted at once. A failed post never stops the
-        caller's work: it is kept for ``flush`` to raise."""
+        """Queue one record (thread-safe); a full batch is posted at once. A failed post never stops
+        the caller's work: it is kept for ``flush`` to raise."""
         with self._lock:
             self.pending.append({**record, "model": self.model} if self.model else record)
             batch = self.pending if len(self.pending) >= BATCH else None
@@ -83,18 +90,28 @@ class TrafficPoster:
         return {"stored": self.stored, "duplicates": self.duplicates}
 
     def _post(self, batch: list[dict[str, Any]]) -> None:
-        request = urllib.request.Request(self.url, data=json.dumps(batch).encode("utf-8"), method="POST", headers={
-            "Authorization": f"Bearer {self.token}", "Content-Type": "application/json"})
+        request = urllib.request.Request(
+            self.url,
+            data=json.dumps(batch).encode("utf-8"),
+            method="POST",
+            headers={"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"},
+        )
         try:
             with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
                 answer = json.loads(response.read() or b"{}")
         except urllib.error.HTTPError as error:
             body = error.read()[:2000].decode("utf-8", "replace")
-            with contextlib.suppress(ValueError, AttributeError):  # the studio's JSON error, else the text
+            with contextlib.suppress(
+                ValueError, AttributeError
+            ):  # the studio's JSON error, else the text
                 body = json.loads(body).get("error", body)
-            raise TrafficPostError(f"{self.url}: the studio answered {error.code}: {body}") from None
+            raise TrafficPostError(
+                f"{self.url}: the studio answered {error.code}: {body}"
+            ) from None
         except (urllib.error.URLError, OSError, ValueError) as error:
-            raise TrafficPostError(f"{self.url}: could not post ({getattr(error, 'reason', error)})") from None
+            raise TrafficPostError(
+                f"{self.url}: could not post ({getattr(error, 'reason', error)})"
+            ) from None
         with self._lock:
             self.stored += answer.get("stored", [])
             self.duplicates += answer.get("duplicates", [])

@@ -31,7 +31,9 @@ class ModelCallRecord:
     finish_reason: str = ""
     error: str | None = None
     usage_reported: bool = True  # False: output_tokens counts streamed chunks
-    cached_tokens: int | None = None  # prompt tokens the server took from its cache (None: not reported)
+    cached_tokens: int | None = (
+        None  # prompt tokens the server took from its cache (None: not reported)
+    )
 
 
 @dataclass
@@ -53,7 +55,11 @@ class ToolCallRecord:
     binding: str = ""
     result: Any = None
     error: str | None = None
-    error_kind: str | None = None  # timeout | malformed | permission_denied | tool_error | unavailable | blocked | unknown_tool
+    error_kind: str | None = (
+        # timeout | malformed | permission_denied | tool_error | unavailable | blocked |
+        # unknown_tool
+        None
+    )
     injected: str | None = None  # the failure injected into this call, if any
     latency_s: float = 0.0
 
@@ -133,17 +139,28 @@ class Trajectory:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Trajectory:
-        traj = cls(request_id=data["request_id"], harness_name=data["harness"]["name"],
-                   harness_digest=data["harness"]["digest"], policy=data.get("policy", ""),
-                   request=data.get("request", {}), settings=data.get("settings", {}),
-                   reply=data.get("reply", ""), route=data.get("route", "public"),
-                   outcome=data.get("outcome", "replied"),
-                   outcome_reason=data.get("outcome_reason", ""), rounds=data.get("rounds", 0),
-                   retries=data.get("retries", 0), final_room=data.get("final_room", {}),
-                   reasoning=data.get("reasoning", ""), timings=data.get("timings", {}))
+        traj = cls(
+            request_id=data["request_id"],
+            harness_name=data["harness"]["name"],
+            harness_digest=data["harness"]["digest"],
+            policy=data.get("policy", ""),
+            request=data.get("request", {}),
+            settings=data.get("settings", {}),
+            reply=data.get("reply", ""),
+            route=data.get("route", "public"),
+            outcome=data.get("outcome", "replied"),
+            outcome_reason=data.get("outcome_reason", ""),
+            rounds=data.get("rounds", 0),
+            retries=data.get("retries", 0),
+            final_room=data.get("final_room", {}),
+            reasoning=data.get("reasoning", ""),
+            timings=data.get("timings", {}),
+        )
         traj.model_calls = [ModelCallRecord(**m) for m in data.get("model_calls", [])]
         traj.skill_loads = [SkillLoadRecord(**s) for s in data.get("skill_loads", [])]
-        traj.tool_calls = [ToolCallRecord(**{"error_kind": None, **t}) for t in data.get("tool_calls", [])]
+        traj.tool_calls = [
+            ToolCallRecord(**{"error_kind": None, **t}) for t in data.get("tool_calls", [])
+        ]
         traj.hook_decisions = [HookDecisionRecord(**h) for h in data.get("hook_decisions", [])]
         return traj
 
@@ -158,14 +175,18 @@ class Trajectory:
         return [(kind, rec) for _, kind, rec in items]
 
 
-_RECORD_LISTS = {"model_calls": ModelCallRecord, "skill_loads": SkillLoadRecord, "tool_calls": ToolCallRecord,
-                 "hook_decisions": HookDecisionRecord}
+_RECORD_LISTS = {
+    "model_calls": ModelCallRecord,
+    "skill_loads": SkillLoadRecord,
+    "tool_calls": ToolCallRecord,
+    "hook_decisions": HookDecisionRecord,
+}
 
 
 def record_problems(data: Any, *, where: str = "trajectory") -> list[str]:
-    """What is wrong with a trajectory record another process sent (``to_dict``'s shape), each problem
-    as ``field: message``; empty when ``Trajectory.from_dict`` reads it whole. The studio's traffic API
-    answers these, so a deployment learns which field to fix."""
+    """What is wrong with a trajectory record another process sent (``to_dict``'s shape), each
+    problem as ``field: message``; empty when ``Trajectory.from_dict`` reads it whole. The studio's
+    traffic API answers these, so a deployment learns which field to fix."""
     from dataclasses import fields
 
     from harness.livestream import DocumentValidationError, Request
@@ -175,14 +196,23 @@ def record_problems(data: Any, *, where: str = "trajectory") -> list[str]:
     problems: list[str] = []
     request_id = data.get("request_id")
     if not isinstance(request_id, str) or not request_id.strip() or len(request_id) > 200:
-        problems.append(f"{where}.request_id: required, a non-empty string of at most 200 characters")
+        problems.append(
+            f"{where}.request_id: required, a non-empty string of at most 200 characters"
+        )
     harness = data.get("harness")
-    if not isinstance(harness, dict) or not isinstance(harness.get("name"), str) \
-            or not isinstance(harness.get("digest"), str):
-        problems.append(f"{where}.harness: required, {{\"name\": str, \"digest\": str}} (the Harness it ran under)")
+    if (
+        not isinstance(harness, dict)
+        or not isinstance(harness.get("name"), str)
+        or not isinstance(harness.get("digest"), str)
+    ):
+        problems.append(
+            f'{where}.harness: required, {{"name": str, "digest": str}} (the Harness it ran under)'
+        )
     for key, allowed in (("route", ROUTES), ("outcome", OUTCOMES)):
         if key in data and data[key] not in allowed:
-            problems.append(f"{where}.{key}: must be one of {', '.join(allowed)}, got {data[key]!r}")
+            problems.append(
+                f"{where}.{key}: must be one of {', '.join(allowed)}, got {data[key]!r}"
+            )
     for key in ("reply", "policy", "outcome_reason", "reasoning"):
         if key in data and not isinstance(data[key], str):
             problems.append(f"{where}.{key}: must be a string")
@@ -198,7 +228,9 @@ def record_problems(data: Any, *, where: str = "trajectory") -> list[str]:
         try:
             Request.from_dict(data["request"], source=f"{where}.request")
         except DocumentValidationError as error:
-            problems += [line.strip() for line in str(error).splitlines()[1:] if line.strip()] or [str(error)]
+            problems += [line.strip() for line in str(error).splitlines()[1:] if line.strip()] or [
+                str(error)
+            ]
     for key, record in _RECORD_LISTS.items():
         items = data.get(key, [])
         if not isinstance(items, list):
@@ -210,7 +242,11 @@ def record_problems(data: Any, *, where: str = "trajectory") -> list[str]:
             if not isinstance(item, dict):
                 problems.append(f"{where}.{key}[{i}]: must be an object")
             elif needed - item.keys():
-                problems.append(f"{where}.{key}[{i}]: missing {', '.join(sorted(needed - item.keys()))}")
+                problems.append(
+                    f"{where}.{key}[{i}]: missing {', '.join(sorted(needed - item.keys()))}"
+                )
             elif item.keys() - known:
-                problems.append(f"{where}.{key}[{i}]: unknown field(s) {', '.join(sorted(item.keys() - known))}")
+                problems.append(
+                    f"{where}.{key}[{i}]: unknown field(s) {', '.join(sorted(item.keys() - known))}"
+                )
     return problems

@@ -39,7 +39,20 @@ from serving.engine.sampling import SamplingParams, sample
 from serving.engine.speculative import SpecStats, Speculator
 
 __all__ = [
-    "MIN_REUSED_PREFIX", "QUANTIZATIONS", "Completion", "Engine", "EngineError", "EngineModel", "PrefixStore",
-    "Request", "SamplingParams", "SequenceKV", "SpecStats", "Speculator", "UnsupportedModel", "engine_for", "sample",
+    "MIN_REUSED_PREFIX",
+    "QUANTIZATIONS",
+    "Completion",
+    "Engine",
+    "EngineError",
+    "EngineModel",
+    "PrefixStore",
+    "Request",
+    "SamplingParams",
+    "SequenceKV",
+    "SpecStats",
+    "Speculator",
+    "UnsupportedModel",
+    "engine_for",
+    "sample",
     "unsupported_reason",
 ]

@@ -1,4 +1,5 @@
-"""The MTP draft head: one decoder block that guesses the policy's next tokens (docs/architecture.md §9).
+"""The MTP draft head: one decoder block that guesses the policy's next tokens (docs/architecture.md
+§9).
 
 SmolLM2 and the other Llama-family policies ship no multi-token-prediction layers,
 so the head is added beside the frozen policy, as EAGLE does and as SGLang serves
@@ -55,8 +56,30 @@ from harness.draft_head_files import (
 )
 from serving.engine.model import RopeTable, rms_norm, rotate
 
-# the folder's format lives in harness.draft_head_files (no torch); its names stay importable from here
-__all__ = ["DraftHead", "load_head", "read_token_map", "CARD_FILE", "CONFIG_FILE", "DEFAULT_STEPS", "LAYOUTS", "TOKEN_MAP_FILE", "WEIGHTS_FILE", "DraftConfig", "DraftHeadError", "expected_shapes", "head_tensors", "layout_of_names", "policy_mismatch", "read_card", "read_config", "sglang_config", "tensor_names", "tensor_problems"]
+# the folder's format lives in harness.draft_head_files (no torch); its names stay importable from
+# here
+__all__ = [
+    "DraftHead",
+    "load_head",
+    "read_token_map",
+    "CARD_FILE",
+    "CONFIG_FILE",
+    "DEFAULT_STEPS",
+    "LAYOUTS",
+    "TOKEN_MAP_FILE",
+    "WEIGHTS_FILE",
+    "DraftConfig",
+    "DraftHeadError",
+    "expected_shapes",
+    "head_tensors",
+    "layout_of_names",
+    "policy_mismatch",
+    "read_card",
+    "read_config",
+    "sglang_config",
+    "tensor_names",
+    "tensor_problems",
+]
 
 
 class DraftHead(nn.Module):
@@ -86,8 +109,10 @@ class DraftHead(nn.Module):
         self.embed = embed.detach()
         self.lm_head = lm_head.detach()
         self.rope = RopeTable(d, config.rope_theta)
-        self.scale = d ** -0.5
-        self.hot: torch.Tensor | None = None  # the draft vocabulary (token ids), None: the whole vocabulary
+        self.scale = d**-0.5
+        self.hot: torch.Tensor | None = (
+            None  # the draft vocabulary (token ids), None: the whole vocabulary
+        )
         self._hot_head: torch.Tensor | None = None
 
     def set_hot_tokens(self, ids: torch.Tensor | None) -> None:
@@ -99,7 +124,9 @@ class DraftHead(nn.Module):
             return
         ids = torch.as_tensor(ids, dtype=torch.long).flatten()
         if ids.numel() == 0 or int(ids.min()) < 0 or int(ids.max()) >= self.config.vocab_size:
-            raise DraftHeadError(f"{TOKEN_MAP_FILE}: token ids must be in 0..{self.config.vocab_size - 1}")
+            raise DraftHeadError(
+                f"{TOKEN_MAP_FILE}: token ids must be in 0..{self.config.vocab_size - 1}"
+            )
         if ids.unique().numel() != ids.numel():
             raise DraftHeadError(f"{TOKEN_MAP_FILE}: token ids repeat")
         self.hot = ids
@@ -107,7 +134,9 @@ class DraftHead(nn.Module):
         self.config.hot_vocab_size = int(ids.numel())
 
     @classmethod
-    def for_policy(cls, hf_model: Any, *, layout: str = "eagle", steps: int = DEFAULT_STEPS) -> DraftHead:
+    def for_policy(
+        cls, hf_model: Any, *, layout: str = "eagle", steps: int = DEFAULT_STEPS
+    ) -> DraftHead:
         """A new head for a policy. The block starts as the identity (small random q/k/v and
         gate/up, zero attention and MLP outputs) and ``fc`` passes the hidden state through with a
         little of the token embedding, so the first guess is the policy's own next-token
@@ -126,7 +155,13 @@ class DraftHead(nn.Module):
             draft.fc.weight[:, :h] = torch.eye(h) * 0.1
             if draft.fc.bias is not None:
                 draft.fc.bias.zero_()
-            for linear in (draft.q_proj, draft.k_proj, draft.v_proj, draft.gate_proj, draft.up_proj):
+            for linear in (
+                draft.q_proj,
+                draft.k_proj,
+                draft.v_proj,
+                draft.gate_proj,
+                draft.up_proj,
+            ):
                 linear.weight.normal_(0.0, 0.02)
             draft.o_proj.weight.zero_()
             draft.down_proj.weight.zero_()
@@ -143,9 +178,11 @@ class DraftHead(nn.Module):
             e, hidden = self._norm(e, self.enorm), self._norm(hidden, self.hnorm)
         return self.fc(torch.cat([e, hidden], dim=-1))
 
-    def project(self, x: torch.Tensor, positions: torch.Tensor
-                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """q ``[n, heads, d]``, k and v ``[n, kv_heads, d]`` (RoPE applied) for the block's attention."""
+    def project(
+        self, x: torch.Tensor, positions: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """q ``[n, heads, d]``, k and v ``[n, kv_heads, d]`` (RoPE applied) for the block's
+        attention."""
         n, c = x.shape[0], self.config
         a = self._norm(x, self.input_layernorm) if self.nextn else x
         cos, sin = self.rope(positions)
@@ -156,7 +193,8 @@ class DraftHead(nn.Module):
         return q, k, v
 
     def finish(self, x: torch.Tensor, attn: torch.Tensor) -> torch.Tensor:
-        """The block's output (the next step's hidden state) from its input and attention ``[n, heads*d]``."""
+        """The block's output (the next step's hidden state) from its input and attention ``[n,
+        heads*d]``."""
         x = x + self.o_proj(attn)
         m = self._norm(x, self.post_attention_layernorm)
         return x + self.down_proj(F.silu(self.gate_proj(m)) * self.up_proj(m))
@@ -184,10 +222,13 @@ class DraftHead(nn.Module):
         return logits.masked_fill(~keep, float("-inf"))
 
     # -- files ------------------------------------------------------------------------------
-    def save(self, out_dir: str | Path, *, policy_config: Any, card: dict[str, Any] | None = None) -> Path:
-        """Write the head as SGLang loads it for its layout (``config.json`` + ``model.safetensors``,
-        tensor names from ``tensor_names``), plus ``card.json``. The policy's embeddings and LM
-        head are not written: SGLang's EAGLE worker and this engine take them from the policy."""
+    def save(
+        self, out_dir: str | Path, *, policy_config: Any, card: dict[str, Any] | None = None
+    ) -> Path:
+        """Write the head as SGLang loads it for its layout (``config.json`` +
+        ``model.safetensors``, tensor names from ``tensor_names``), plus ``card.json``. The policy's
+        embeddings and LM head are not written: SGLang's EAGLE worker and this engine take them from
+        the policy."""
         from safetensors.torch import save_file
 
         out = Path(out_dir)
@@ -200,10 +241,13 @@ class DraftHead(nn.Module):
             torch.save(self.hot.clone(), token_map)
         elif token_map.exists():
             token_map.unlink()
-        (out / CONFIG_FILE).write_text(json.dumps(sglang_config(policy_config, self.config), indent=2) + "\n",
-                                       encoding="utf-8")
+        (out / CONFIG_FILE).write_text(
+            json.dumps(sglang_config(policy_config, self.config), indent=2) + "\n", encoding="utf-8"
+        )
         if card is not None:
-            (out / CARD_FILE).write_text(json.dumps(card, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+            (out / CARD_FILE).write_text(
+                json.dumps(card, indent=2, sort_keys=True) + "\n", encoding="utf-8"
+            )
         return out
 
 
@@ -236,8 +280,10 @@ def read_token_map(head_dir: str | Path, config: DraftConfig) -> torch.Tensor:
     """The draft vocabulary of a head folder (``DraftHeadError`` naming the file if it is wrong)."""
     path = Path(head_dir) / TOKEN_MAP_FILE
     if not path.is_file():
-        raise DraftHeadError(f"{Path(head_dir) / CONFIG_FILE}: harness_draft.hot_vocab_size is "
-                             f"{config.hot_vocab_size} but there is no {TOKEN_MAP_FILE}")
+        raise DraftHeadError(
+            f"{Path(head_dir) / CONFIG_FILE}: harness_draft.hot_vocab_size is "
+            f"{config.hot_vocab_size} but there is no {TOKEN_MAP_FILE}"
+        )
     try:
         ids = torch.load(path, weights_only=True)
     except Exception as exc:  # noqa: BLE001 - any unreadable file is the same user error
@@ -245,6 +291,8 @@ def read_token_map(head_dir: str | Path, config: DraftConfig) -> torch.Tensor:
     if not isinstance(ids, torch.Tensor) or ids.dim() != 1 or ids.dtype != torch.long:
         raise DraftHeadError(f"{path}: expected a 1-D tensor of token ids (int64)")
     if ids.numel() != config.hot_vocab_size:
-        raise DraftHeadError(f"{path}: {ids.numel()} token ids, harness_draft.hot_vocab_size says "
-                             f"{config.hot_vocab_size}")
+        raise DraftHeadError(
+            f"{path}: {ids.numel()} token ids, harness_draft.hot_vocab_size says "
+            f"{config.hot_vocab_size}"
+        )
     return ids

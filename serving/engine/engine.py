@@ -54,9 +54,12 @@ class Completion:
     finished_at: float
     logprobs: list[float] = field(default_factory=list)
     error: str = ""
-    spec: SpecStats | None = None  # speculative decoding's counts (None: the engine has no draft head)
-    # keep_states: hidden states [n, hidden] of positions cached_tokens .. cached_tokens + n - 1 (the
-    # prompt after its cached prefix, then every output token but the last, which was never fed back)
+    spec: SpecStats | None = (
+        None  # speculative decoding's counts (None: the engine has no draft head)
+    )
+    # keep_states: hidden states [n, hidden] of positions cached_tokens .. cached_tokens + n - 1
+    # (the prompt after its cached prefix, then every output token but the last, which was never fed
+    # back)
     states: torch.Tensor | None = None
 
     @property
@@ -100,7 +103,9 @@ class Request:
         self.pending: torch.Tensor | None = None  # prompt tokens still to prefill
         self.next_token: int | None = None
         self.generator: torch.Generator | None = None
-        self.draft_pending: torch.Tensor | None = None  # policy hidden states the draft head has not consumed
+        self.draft_pending: torch.Tensor | None = (
+            None  # policy hidden states the draft head has not consumed
+        )
         self.spec: SpecStats | None = None
         self.states: list[torch.Tensor] = []
 
@@ -151,10 +156,18 @@ class Request:
 
     def _finish(self, reason: str, error: str = "") -> None:
         self._completion = Completion(
-            prompt_tokens=int(self.prompt.shape[0]), ids=list(self.output), finish_reason=reason,
-            cached_tokens=self.cached_tokens, submitted_at=self.submitted_at, first_token_at=self.first_token_at,
-            finished_at=time.perf_counter(), logprobs=list(self.logprobs), error=error, spec=self.spec,
-            states=torch.cat(self.states) if self.states else None)
+            prompt_tokens=int(self.prompt.shape[0]),
+            ids=list(self.output),
+            finish_reason=reason,
+            cached_tokens=self.cached_tokens,
+            submitted_at=self.submitted_at,
+            first_token_at=self.first_token_at,
+            finished_at=time.perf_counter(),
+            logprobs=list(self.logprobs),
+            error=error,
+            spec=self.spec,
+            states=torch.cat(self.states) if self.states else None,
+        )
         self._stream.put(_DONE)
         self._done.set()
 
@@ -171,11 +184,20 @@ class EngineStats:
 
 
 class Engine:
-    """One checkpoint's scheduler. Build with ``engine_for``; every caller of a process shares it."""
+    """One checkpoint's scheduler. Build with ``engine_for``; every caller of a process shares
+    it."""
 
-    def __init__(self, model: EngineModel, *, max_batch: int = DEFAULT_MAX_BATCH,
-                 prefix_cache_bytes: int = 1 << 30, prefix_cache: bool = True,
-                 threads: int | None = None, name: str = "engine", draft: Speculator | None = None) -> None:
+    def __init__(
+        self,
+        model: EngineModel,
+        *,
+        max_batch: int = DEFAULT_MAX_BATCH,
+        prefix_cache_bytes: int = 1 << 30,
+        prefix_cache: bool = True,
+        threads: int | None = None,
+        name: str = "engine",
+        draft: Speculator | None = None,
+    ) -> None:
         """``draft``: speculative decoding with a draft head (``serving.engine.speculative``); each
         decoding request then runs its own draft-and-verify cycle instead of the batched step."""
         self.model = model
@@ -199,8 +221,9 @@ class Engine:
         return self.submit(prompt, params).result()
 
     def close(self) -> None:
-        """Stop the scheduler thread once the requests it holds have finished (an engine over weights
-        that are about to change, such as the model an RL step trains, must not be used again)."""
+        """Stop the scheduler thread once the requests it holds have finished (an engine over
+        weights that are about to change, such as the model an RL step trains, must not be used
+        again)."""
         self._inbox.put(None)
         self._thread.join()
 
@@ -228,7 +251,9 @@ class Engine:
                     pass
                 now = time.perf_counter()
                 for request in [r for r in waiting + decoding if self._expired(r, now)]:
-                    self._end(request, "cancelled" if request.cancelled else "timeout", waiting, decoding)
+                    self._end(
+                        request, "cancelled" if request.cancelled else "timeout", waiting, decoding
+                    )
                 if waiting and len(decoding) < self.max_batch:
                     self._prefill_step(waiting[0], waiting, decoding)
                 if decoding:
@@ -241,13 +266,15 @@ class Engine:
 
     def _start(self, request: Request) -> None:
         model = self.model
-        seq, reused = (self.prefix.lookup(request.prompt) if self.prefix_cache else (None, 0))
+        seq, reused = self.prefix.lookup(request.prompt) if self.prefix_cache else (None, 0)
         capacity = int(request.prompt.shape[0]) + request.params.max_new_tokens + 1
         if self.draft is not None:
             request.seq = self.draft.new_sequence(model, capacity)
             request.spec = SpecStats()
             if seq is not None:
-                reused = min(reused, seq.draft_length)  # the head's slots must cover the reused prefix
+                reused = min(
+                    reused, seq.draft_length
+                )  # the head's slots must cover the reused prefix
         else:
             request.seq = model.new_sequence(capacity=capacity)
         if seq is not None and reused:
@@ -257,22 +284,35 @@ class Engine:
         request.pending = request.prompt[reused:]
         if request.params.temperature > 0:
             request.generator = torch.Generator()
-            request.generator.manual_seed(request.params.seed if request.params.seed is not None
-                                          else int.from_bytes(os.urandom(4), "little"))
+            request.generator.manual_seed(
+                request.params.seed
+                if request.params.seed is not None
+                else int.from_bytes(os.urandom(4), "little")
+            )
         self.stats.requests += 1
         self.stats.cached_tokens += reused
 
-    def _prefill_step(self, request: Request, waiting: list[Request], decoding: list[Request]) -> None:
+    def _prefill_step(
+        self, request: Request, waiting: list[Request], decoding: list[Request]
+    ) -> None:
         try:
             if request.seq is None:
                 self._start(request)
-            chunk, request.pending = request.pending[:PREFILL_CHUNK], request.pending[PREFILL_CHUNK:]
+            chunk, request.pending = (
+                request.pending[:PREFILL_CHUNK],
+                request.pending[PREFILL_CHUNK:],
+            )
             if self.draft is not None:
-                logits, hidden = self.model.prefill(request.seq, chunk, chunk=PREFILL_CHUNK, states=True)
-                request.draft_pending = self.draft.absorb(request.seq, request.draft_pending, hidden,
-                                                          request.prompt)
+                logits, hidden = self.model.prefill(
+                    request.seq, chunk, chunk=PREFILL_CHUNK, states=True
+                )
+                request.draft_pending = self.draft.absorb(
+                    request.seq, request.draft_pending, hidden, request.prompt
+                )
             elif request.params.keep_states:
-                logits, hidden = self.model.prefill(request.seq, chunk, chunk=PREFILL_CHUNK, states=True)
+                logits, hidden = self.model.prefill(
+                    request.seq, chunk, chunk=PREFILL_CHUNK, states=True
+                )
             else:
                 logits = self.model.prefill(request.seq, chunk, chunk=PREFILL_CHUNK)
             if request.params.keep_states:
@@ -296,12 +336,14 @@ class Engine:
         batch = list(decoding)
         keep = any(r.params.keep_states for r in batch)
         try:
-            out = self.model.decode([r.seq for r in batch], [r.next_token for r in batch], states=keep)
+            out = self.model.decode(
+                [r.seq for r in batch], [r.next_token for r in batch], states=keep
+            )
             logits, hidden = out if keep else (out, None)
             if keep:
                 for row, request in enumerate(batch):
                     if request.params.keep_states:
-                        request.states.append(hidden[row: row + 1])
+                        request.states.append(hidden[row : row + 1])
         except Exception as exc:  # noqa: BLE001
             for request in batch:
                 self._end(request, "error", waiting, decoding, error=f"{type(exc).__name__}: {exc}")
@@ -317,7 +359,13 @@ class Engine:
         tokens = torch.cat([request.prompt, torch.tensor(request.output, dtype=torch.long)])
         try:
             new, logprobs, request.draft_pending, counts = self.draft.cycle(
-                self.model, request.seq, request.draft_pending, tokens, request.params, request.generator)
+                self.model,
+                request.seq,
+                request.draft_pending,
+                tokens,
+                request.params,
+                request.generator,
+            )
         except Exception as exc:  # noqa: BLE001 - one request's failure must not stop the engine
             self._end(request, "error", waiting, decoding, error=f"{type(exc).__name__}: {exc}")
             return
@@ -332,14 +380,27 @@ class Engine:
             if not self._emit(request, token, logprobs[i] if logprobs else None, waiting, decoding):
                 return
 
-    def _take(self, request: Request, logits: torch.Tensor, waiting: list[Request], decoding: list[Request]) -> None:
+    def _take(
+        self,
+        request: Request,
+        logits: torch.Tensor,
+        waiting: list[Request],
+        decoding: list[Request],
+    ) -> None:
         """Sample the request's next token from ``logits`` and emit it; finish when it should."""
         token, logprob = sample(logits, request.params, request.generator)
         self._emit(request, token, logprob, waiting, decoding)
 
-    def _emit(self, request: Request, token: int, logprob: float | None, waiting: list[Request],
-              decoding: list[Request]) -> bool:
-        """Emit one token; finish the request at a stop token or its length. True while it goes on."""
+    def _emit(
+        self,
+        request: Request,
+        token: int,
+        logprob: float | None,
+        waiting: list[Request],
+        decoding: list[Request],
+    ) -> bool:
+        """Emit one token; finish the request at a stop token or its length. True while it goes
+        on."""
         request._emit(token, logprob)
         params = request.params
         if token in params.stop_ids:
@@ -351,8 +412,14 @@ class Engine:
             return True
         return False
 
-    def _end(self, request: Request, reason: str, waiting: list[Request], decoding: list[Request],
-             error: str = "") -> None:
+    def _end(
+        self,
+        request: Request,
+        reason: str,
+        waiting: list[Request],
+        decoding: list[Request],
+        error: str = "",
+    ) -> None:
         for pool in (waiting, decoding):
             if request in pool:
                 pool.remove(request)
@@ -371,10 +438,17 @@ _ENGINES: dict[tuple[str, str, str], Engine] = {}
 _ENGINES_LOCK = threading.Lock()
 
 
-def engine_for(model_dir: str | Path, *, quantization: str = "none", max_batch: int = DEFAULT_MAX_BATCH,
-               threads: int | None = None, draft_head: str | Path | None = None,
-               draft_steps: int | None = None) -> Engine:
-    """The process's engine for a checkpoint (built on first use; ``UnsupportedModel`` if it cannot run it).
+def engine_for(
+    model_dir: str | Path,
+    *,
+    quantization: str = "none",
+    max_batch: int = DEFAULT_MAX_BATCH,
+    threads: int | None = None,
+    draft_head: str | Path | None = None,
+    draft_steps: int | None = None,
+) -> Engine:
+    """The process's engine for a checkpoint (built on first use; ``UnsupportedModel`` if it cannot
+    run it).
 
     ``draft_head``: a folder written by ``python -m training mtp``; the engine then decodes
     speculatively with it (``DraftHeadError`` if it does not fit this checkpoint)."""
@@ -387,8 +461,17 @@ def engine_for(model_dir: str | Path, *, quantization: str = "none", max_batch: 
         engine = _ENGINES.get(key)
         if engine is None:
             hf_model, _tokenizer = load_model(model_dir)
-            draft = Speculator(load_head(draft_head, hf_model), steps=draft_steps) if draft_head else None
-            engine = Engine(EngineModel(hf_model, quantization=quantization), max_batch=max_batch,
-                            threads=threads, name=f"engine:{Path(model_dir).name}:{quantization}", draft=draft)
+            draft = (
+                Speculator(load_head(draft_head, hf_model), steps=draft_steps)
+                if draft_head
+                else None
+            )
+            engine = Engine(
+                EngineModel(hf_model, quantization=quantization),
+                max_batch=max_batch,
+                threads=threads,
+                name=f"engine:{Path(model_dir).name}:{quantization}",
+                draft=draft,
+            )
             _ENGINES[key] = engine
         return engine

@@ -42,7 +42,10 @@ def kernel_problem() -> str | None:
         return "the CPU has no AVX2/FMA"
     for tool in ("g++", "ninja"):
         if shutil.which(tool) is None:
-            return f"{tool} is not installed (scripts/bootstrap.sh installs it: apt-get install g++ ninja-build)"
+            return (
+                f"{tool} is not installed (scripts/bootstrap.sh "
+                "installs it: apt-get install g++ ninja-build)"
+            )
     try:
         _module()
     except Exception as exc:  # noqa: BLE001 - a compiler error is reported, not raised
@@ -54,8 +57,14 @@ def kernel_problem() -> str | None:
 def _module() -> Any:
     from torch.utils.cpp_extension import load
 
-    load(name="serving_engine_int8_op", sources=[str(SOURCE)], extra_cflags=["-O3", "-mavx2", "-mfma", "-fopenmp"],
-         extra_ldflags=["-fopenmp"], is_python_module=False, verbose=False)
+    load(
+        name="serving_engine_int8_op",
+        sources=[str(SOURCE)],
+        extra_cflags=["-O3", "-mavx2", "-mfma", "-fopenmp"],
+        extra_ldflags=["-fopenmp"],
+        is_python_module=False,
+        verbose=False,
+    )
     return torch.ops.serving_engine_int8
 
 

@@ -46,7 +46,9 @@ def unsupported_reason(config: Any) -> str | None:
     """Why the engine cannot run a checkpoint with this config, or None when it can."""
     archs = list(getattr(config, "architectures", None) or [])
     if not any(a in SUPPORTED_ARCHITECTURES for a in archs):
-        return f"architecture {archs or '(none)'} is not one of {', '.join(SUPPORTED_ARCHITECTURES)}"
+        return (
+            f"architecture {archs or '(none)'} is not one of {', '.join(SUPPORTED_ARCHITECTURES)}"
+        )
     if getattr(config, "attention_bias", False) or getattr(config, "mlp_bias", False):
         return "projection biases are not supported"
     if getattr(config, "sliding_window", None):
@@ -66,11 +68,14 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
 
 
 class RopeTable:
-    """cos/sin of Llama's RoPE per position, grown on demand (``cat(freqs, freqs)`` as transformers)."""
+    """cos/sin of Llama's RoPE per position, grown on demand (``cat(freqs, freqs)`` as
+    transformers)."""
 
     def __init__(self, head_dim: int, theta: float) -> None:
         self.head_dim = head_dim
-        self.inv_freq = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.int64).float() / head_dim))
+        self.inv_freq = 1.0 / (
+            theta ** (torch.arange(0, head_dim, 2, dtype=torch.int64).float() / head_dim)
+        )
         self._cos = torch.empty(0, head_dim)
         self._sin = torch.empty(0, head_dim)
 
@@ -91,13 +96,15 @@ def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tenso
 
 
 def causal_bias(n: int, start: int) -> torch.Tensor:
-    """Additive mask ``[n, start + n]``: new query i (at position start + i) sees keys 0 .. start + i."""
+    """Additive mask ``[n, start + n]``: new query i (at position start + i) sees keys 0 .. start +
+    i."""
     visible = torch.ones(n, start + n, dtype=torch.bool).tril(diagonal=start)
     return torch.zeros(n, start + n).masked_fill_(~visible, float("-inf"))
 
 
-def cached_attention(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, bias: torch.Tensor,
-                     scale: float) -> torch.Tensor:
+def cached_attention(
+    q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, bias: torch.Tensor, scale: float
+) -> torch.Tensor:
     """A few new queries ``[n, heads, d]`` over a cache ``[kv_heads, length, d]`` (grouped-query):
     ``[n, heads * d]``. Plain matmuls; SDPA's CPU kernel has a fixed cost per call that dominates
     at this size."""
@@ -166,8 +173,9 @@ class SequenceKV:
         self.k = torch.empty(shape, dtype=model.kv_dtype)
         self.v = torch.empty(shape, dtype=model.kv_dtype)
         self.length = 0
-        # With a draft head (``serving.engine.speculative``) the last layer holds the head's own keys
-        # and values; slot p is the pair (hidden of position p, token p + 1), valid below draft_length.
+        # With a draft head (``serving.engine.speculative``) the last layer holds the head's own
+        # keys and values; slot p is the pair (hidden of position p, token p + 1), valid below
+        # draft_length.
         self.draft_length = 0
 
     @property
@@ -203,7 +211,9 @@ class EngineModel:
 
     def __init__(self, hf_model: Any, *, quantization: str = "none") -> None:
         if quantization not in QUANTIZATIONS:
-            raise ValueError(f"quantization: {quantization!r} is not one of {', '.join(QUANTIZATIONS)}")
+            raise ValueError(
+                f"quantization: {quantization!r} is not one of {', '.join(QUANTIZATIONS)}"
+            )
         config = hf_model.config
         reason = unsupported_reason(config)
         if reason:
@@ -223,7 +233,7 @@ class EngineModel:
         self.head_dim = getattr(config, "head_dim", None) or self.hidden // self.n_heads
         self.intermediate = config.intermediate_size
         self.group = self.n_heads // self.n_kv_heads
-        self.scale = self.head_dim ** -0.5
+        self.scale = self.head_dim**-0.5
         self.eps = float(config.rms_norm_eps)
         self.vocab_size = config.vocab_size
         self.kv_dtype = torch.float32
@@ -232,21 +242,41 @@ class EngineModel:
         self.layers: list[_Layer] = []
         for i in range(self.n_layers):
             p = f"model.layers.{i}."
-            qkv = torch.cat([state[p + "self_attn.q_proj.weight"], state[p + "self_attn.k_proj.weight"],
-                             state[p + "self_attn.v_proj.weight"]])
-            gate_up = torch.cat([state[p + "mlp.gate_proj.weight"], state[p + "mlp.up_proj.weight"]])
-            self.layers.append(_Layer(
-                input_norm=state[p + "input_layernorm.weight"], post_norm=state[p + "post_attention_layernorm.weight"],
-                qkv=linear(qkv), o=linear(state[p + "self_attn.o_proj.weight"]), gate_up=linear(gate_up),
-                down=linear(state[p + "mlp.down_proj.weight"])))
+            qkv = torch.cat(
+                [
+                    state[p + "self_attn.q_proj.weight"],
+                    state[p + "self_attn.k_proj.weight"],
+                    state[p + "self_attn.v_proj.weight"],
+                ]
+            )
+            gate_up = torch.cat(
+                [state[p + "mlp.gate_proj.weight"], state[p + "mlp.up_proj.weight"]]
+            )
+            self.layers.append(
+                _Layer(
+                    input_norm=state[p + "input_layernorm.weight"],
+                    post_norm=state[p + "post_attention_layernorm.weight"],
+                    qkv=linear(qkv),
+                    o=linear(state[p + "self_attn.o_proj.weight"]),
+                    gate_up=linear(gate_up),
+                    down=linear(state[p + "mlp.down_proj.weight"]),
+                )
+            )
         self.embed = state["model.embed_tokens.weight"].contiguous()
         self.final_norm = state["model.norm.weight"]
-        head = state.get("lm_head.weight", self.embed) if not config.tie_word_embeddings else self.embed
+        head = (
+            state.get("lm_head.weight", self.embed)
+            if not config.tie_word_embeddings
+            else self.embed
+        )
         self.lm_head = linear(head)
         self.rope_theta = rope_theta_of(config)
         self._rope = RopeTable(self.head_dim, self.rope_theta)
-        self.weight_bytes = sum(_nbytes(x) for layer in self.layers
-                                for x in (layer.qkv, layer.o, layer.gate_up, layer.down)) + _nbytes(self.lm_head)
+        self.weight_bytes = sum(
+            _nbytes(x)
+            for layer in self.layers
+            for x in (layer.qkv, layer.o, layer.gate_up, layer.down)
+        ) + _nbytes(self.lm_head)
 
     # -- pieces -----------------------------------------------------------------------------
     def new_sequence(self, capacity: int = 512, *, extra_layers: int = 0) -> SequenceKV:
@@ -260,14 +290,14 @@ class EngineModel:
     def _split(self, y: torch.Tensor, n: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         h, kv, d = self.n_heads, self.n_kv_heads, self.head_dim
         q = y[:, : h * d].view(n, h, d)
-        k = y[:, h * d: (h + kv) * d].view(n, kv, d)
-        v = y[:, (h + kv) * d:].view(n, kv, d)
+        k = y[:, h * d : (h + kv) * d].view(n, kv, d)
+        v = y[:, (h + kv) * d :].view(n, kv, d)
         return q, k, v
 
     def _mlp(self, layer: _Layer, x: torch.Tensor) -> torch.Tensor:
         h = self._norm(x, layer.post_norm)
         gu = layer.gate_up(h)
-        return x + layer.down(F.silu(gu[:, : self.intermediate]) * gu[:, self.intermediate:])
+        return x + layer.down(F.silu(gu[:, : self.intermediate]) * gu[:, self.intermediate :])
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
         return self.lm_head(self._norm(hidden, self.final_norm))
@@ -275,13 +305,19 @@ class EngineModel:
     # -- forward passes ---------------------------------------------------------------------
     # ``states=True`` also returns the final-normalised hidden state of every new position: what
     # a draft head is fed, and what the MTP adaptation trains on (``training.mtp_trainer``).
-    def prefill(self, seq: SequenceKV, ids: list[int] | torch.Tensor, *, chunk: int = 512,
-                states: bool = False) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+    def prefill(
+        self,
+        seq: SequenceKV,
+        ids: list[int] | torch.Tensor,
+        *,
+        chunk: int = 512,
+        states: bool = False,
+    ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
         """Append ``ids`` to ``seq`` (after its cached prefix); the logits of the last position."""
         ids = torch.as_tensor(ids, dtype=torch.long)
         hidden, normed = None, []
         for start in range(0, ids.shape[0], chunk):
-            hidden = self._prefill_chunk(seq, ids[start: start + chunk])
+            hidden = self._prefill_chunk(seq, ids[start : start + chunk])
             if states:
                 normed.append(self._norm(hidden, self.final_norm))
         if not states:
@@ -289,10 +325,12 @@ class EngineModel:
         normed = torch.cat(normed)
         return self.lm_head(normed[-1:])[0], normed
 
-    def verify(self, seq: SequenceKV, ids: list[int] | torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def verify(
+        self, seq: SequenceKV, ids: list[int] | torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """Append a few tokens (a draft) to ``seq``: the logits ``[n, vocab]`` and normalised hidden
-        states ``[n, hidden]`` of every one. ``seq.length`` advances by n; the caller sets it back to
-        what it accepts (positions past ``length`` are rewritten by the next step)."""
+        states ``[n, hidden]`` of every one. ``seq.length`` advances by n; the caller sets it back
+        to what it accepts (positions past ``length`` are rewritten by the next step)."""
         ids = torch.as_tensor(ids, dtype=torch.long)
         n, start = ids.shape[0], seq.length
         seq.reserve(start + n + 1)
@@ -320,23 +358,32 @@ class EngineModel:
         cos, sin = self._rope(positions)
         cos, sin = cos[:, None], sin[:, None]
         # query i sees keys 0 .. start+i
-        mask = None if start == 0 else torch.ones(n, start + n, dtype=torch.bool).tril(diagonal=start)
+        mask = (
+            None if start == 0 else torch.ones(n, start + n, dtype=torch.bool).tril(diagonal=start)
+        )
         x = self.embed[ids]
         for i, layer in enumerate(self.layers):
             q, k, v = self._split(layer.qkv(self._norm(x, layer.input_norm)), n)
             q, k = self._rotate(q, cos, sin), self._rotate(k, cos, sin)
-            seq.k[i, :, start: start + n] = k.transpose(0, 1)
-            seq.v[i, :, start: start + n] = v.transpose(0, 1)
+            seq.k[i, :, start : start + n] = k.transpose(0, 1)
+            seq.v[i, :, start : start + n] = v.transpose(0, 1)
             keys, values = seq.k[i, :, : start + n], seq.v[i, :, : start + n]
-            attn = F.scaled_dot_product_attention(q.transpose(0, 1)[None], keys[None], values[None],
-                                                  attn_mask=mask, is_causal=mask is None, enable_gqa=True)
+            attn = F.scaled_dot_product_attention(
+                q.transpose(0, 1)[None],
+                keys[None],
+                values[None],
+                attn_mask=mask,
+                is_causal=mask is None,
+                enable_gqa=True,
+            )
             x = x + layer.o(attn[0].transpose(0, 1).reshape(n, -1))
             x = self._mlp(layer, x)
         seq.length = start + n
         return x
 
-    def decode(self, seqs: list[SequenceKV], tokens: list[int] | torch.Tensor, *,
-               states: bool = False) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+    def decode(
+        self, seqs: list[SequenceKV], tokens: list[int] | torch.Tensor, *, states: bool = False
+    ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
         """One new token for each sequence (batched projections); logits ``[len(seqs), vocab]``."""
         b = len(seqs)
         tokens = torch.as_tensor(tokens, dtype=torch.long)

@@ -23,7 +23,8 @@ from typing import Any
 from harness.policies.base import GenerationSettings, Policy, PolicyError, PolicyOutput, decode_rate
 
 ENGINE_CHOICES = ("auto", "engine", "transformers")
-#: The engine's weights for local policies: ``none`` (fp32, the checkpoint's own numbers) or ``int8``.
+#: The engine's weights for local policies: ``none`` (fp32, the checkpoint's own numbers) or
+#: ``int8``.
 QUANTIZATION_ENV = "HARNESS_ENGINE_QUANTIZATION"
 
 
@@ -75,9 +76,16 @@ class TransformersPolicy(Policy):
     # max_new_tokens past the trajectory budget
     accepts_timeout = True
 
-    def __init__(self, model_dir: str | Path, *, name: str | None = None,
-                 settings: GenerationSettings | None = None, engine: Any = "auto",
-                 quantization: str | None = None, draft_head: str | Path | None = None) -> None:
+    def __init__(
+        self,
+        model_dir: str | Path,
+        *,
+        name: str | None = None,
+        settings: GenerationSettings | None = None,
+        engine: Any = "auto",
+        quantization: str | None = None,
+        draft_head: str | Path | None = None,
+    ) -> None:
         """``engine``: ``auto`` (the local engine where it supports the checkpoint), ``engine``
         (required), ``transformers`` (plain ``generate``) or an ``serving.engine.Engine`` to use.
         ``draft_head``: decode speculatively with this head (``python -m training mtp``)."""
@@ -91,7 +99,10 @@ class TransformersPolicy(Policy):
         self._engine: Any = None if isinstance(engine, str) else engine
         self.draft_head = Path(draft_head) if draft_head else None
         if self.draft_head is not None and engine == "transformers":
-            raise ValueError("draft_head: speculative decoding runs on the local engine, not engine='transformers'")
+            raise ValueError(
+                "draft_head: speculative decoding runs on "
+                "the local engine, not engine='transformers'"
+            )
         self.last_cached_tokens = 0  # prompt tokens the last call took from the prefix store
 
     def engine(self) -> Any:
@@ -100,26 +111,42 @@ class TransformersPolicy(Policy):
             from serving.engine import UnsupportedModel, engine_for
 
             try:
-                self._engine = engine_for(self.model_dir, quantization=self.quantization,
-                                          draft_head=self.draft_head)
+                self._engine = engine_for(
+                    self.model_dir, quantization=self.quantization, draft_head=self.draft_head
+                )
             except UnsupportedModel:
-                if self._engine_choice == "engine" or self.quantization != "none" or self.draft_head:
-                    raise  # asked for the engine (or its int8 weights): say why not, do not fall back
+                if (
+                    self._engine_choice == "engine"
+                    or self.quantization != "none"
+                    or self.draft_head
+                ):
+                    # asked for the engine (or its int8 weights): say why not, do not fall back
+                    raise
                 self._engine_choice = "transformers"
         return self._engine
 
-    def render(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> list[int]:
+    def render(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+    ) -> list[int]:
         """The prompt's token ids: the chat template with the generation prompt."""
         _model, tokenizer = load_model(self.model_dir)
         chat = [{"role": m["role"], "content": str(m.get("content") or "")} for m in messages]
         kwargs: dict[str, Any] = {}
         if tools and "tools" in (tokenizer.chat_template or ""):
             kwargs["tools"] = tools
-        encoded = tokenizer.apply_chat_template(chat, add_generation_prompt=True, return_dict=True, **kwargs)
+        encoded = tokenizer.apply_chat_template(
+            chat, add_generation_prompt=True, return_dict=True, **kwargs
+        )
         return list(encoded["input_ids"])
 
-    def generate(self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None = None,
-                 settings: GenerationSettings | None = None, timeout_s: float | None = None) -> PolicyOutput:
+    def generate(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        settings: GenerationSettings | None = None,
+        timeout_s: float | None = None,
+    ) -> PolicyOutput:
         settings = settings or self.settings
         started = time.perf_counter()
         _model, tokenizer = load_model(self.model_dir)
@@ -131,9 +158,14 @@ class TransformersPolicy(Policy):
         else:
             from serving.engine import EngineError, SamplingParams
 
-            params = SamplingParams(max_new_tokens=settings.max_new_tokens, temperature=settings.temperature,
-                                    top_p=settings.top_p, seed=settings.seed, stop_ids=stop_ids_of(_model, tokenizer),
-                                    deadline=None if timeout_s is None else started + max(0.01, timeout_s))
+            params = SamplingParams(
+                max_new_tokens=settings.max_new_tokens,
+                temperature=settings.temperature,
+                top_p=settings.top_p,
+                seed=settings.seed,
+                stop_ids=stop_ids_of(_model, tokenizer),
+                deadline=None if timeout_s is None else started + max(0.01, timeout_s),
+            )
             try:
                 done = engine.generate(prompt, params)
             except EngineError as exc:
@@ -143,21 +175,34 @@ class TransformersPolicy(Policy):
         latency = time.perf_counter() - started
         text = tokenizer.decode(ids, skip_special_tokens=True)
         ttft = (first_token_at - started) if first_token_at else None
-        return PolicyOutput(text=text, input_tokens=len(prompt), output_tokens=len(ids),
-                            latency_s=latency, ttft_s=ttft,
-                            decode_tokens_per_s=decode_rate(len(ids), ttft, latency),
-                            finish_reason=finish,
-                            cached_tokens=self.last_cached_tokens if engine is not None else None)
+        return PolicyOutput(
+            text=text,
+            input_tokens=len(prompt),
+            output_tokens=len(ids),
+            latency_s=latency,
+            ttft_s=ttft,
+            decode_tokens_per_s=decode_rate(len(ids), ttft, latency),
+            finish_reason=finish,
+            cached_tokens=self.last_cached_tokens if engine is not None else None,
+        )
 
-    def _generate_plain(self, prompt: list[int], settings: GenerationSettings, started: float,
-                        timeout_s: float | None) -> tuple[list[int], str, float | None]:
+    def _generate_plain(
+        self,
+        prompt: list[int],
+        settings: GenerationSettings,
+        started: float,
+        timeout_s: float | None,
+    ) -> tuple[list[int], str, float | None]:
         """transformers' ``generate`` (no shared prefix, no batching): the comparison path."""
         import torch
 
         model, tokenizer = load_model(self.model_dir)
         clock = _FirstTokenClock()
-        gen: dict[str, Any] = {"max_new_tokens": settings.max_new_tokens, "streamer": clock,
-                               "pad_token_id": tokenizer.pad_token_id or tokenizer.eos_token_id}
+        gen: dict[str, Any] = {
+            "max_new_tokens": settings.max_new_tokens,
+            "streamer": clock,
+            "pad_token_id": tokenizer.pad_token_id or tokenizer.eos_token_id,
+        }
         if timeout_s is not None:
             gen["max_time"] = max(0.01, timeout_s - (time.perf_counter() - started))
         if settings.temperature > 0:
@@ -169,7 +214,7 @@ class TransformersPolicy(Policy):
             if settings.seed is not None:
                 torch.manual_seed(settings.seed)
             output = model.generate(inputs, attention_mask=torch.ones_like(inputs), **gen)
-        ids = output[0][len(prompt):].tolist()
+        ids = output[0][len(prompt) :].tolist()
         finish = "stop" if ids and ids[-1] == tokenizer.eos_token_id else "length"
         if finish == "length" and len(ids) < settings.max_new_tokens:
             finish = "timeout"  # max_time ended it

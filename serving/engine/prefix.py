@@ -64,7 +64,8 @@ class PrefixStore:
         return len(self._entries)
 
     def lookup(self, ids: torch.Tensor) -> tuple[SequenceKV | None, int]:
-        """The entry sharing the longest prefix with ``ids`` and that length (leaving one token to prefill)."""
+        """The entry sharing the longest prefix with ``ids`` and that length (leaving one token to
+        prefill)."""
         self.lookups += 1
         best_key, best = None, 0
         for key, entry in self._entries.items():
@@ -79,13 +80,17 @@ class PrefixStore:
         return self._entries[best_key].kv, best
 
     def insert(self, ids: torch.Tensor, kv: SequenceKV) -> None:
-        """Keep ``kv``'s first ``len(ids)`` positions under ``ids``; entries that are a prefix of it go."""
+        """Keep ``kv``'s first ``len(ids)`` positions under ``ids``; entries that are a prefix of it
+        go."""
         n = min(ids.shape[0], kv.length)
         if n < MIN_REUSED_PREFIX:
             return
         ids = ids[:n].clone()
-        for key in [k for k, e in self._entries.items()
-                    if e.ids.shape[0] <= n and common_prefix(e.ids, ids) == e.ids.shape[0]]:
+        for key in [
+            k
+            for k, e in self._entries.items()
+            if e.ids.shape[0] <= n and common_prefix(e.ids, ids) == e.ids.shape[0]
+        ]:
             del self._entries[key]  # the new entry answers every lookup the old one did
         self._entries[self._next] = _Entry(ids=ids, kv=kv)
         self._next += 1

@@ -20,12 +20,17 @@ class SamplingParams:
     seed: int | None = None
     stop_ids: tuple[int, ...] = ()
     deadline: float | None = None  # time.perf_counter() value; the request stops there ("timeout")
-    logprobs: bool = False  # keep each sampled token's log-probability under the sampling distribution
-    keep_states: bool = False  # keep the policy's final-normalised hidden state of every position it ran
+    logprobs: bool = (
+        False  # keep each sampled token's log-probability under the sampling distribution
+    )
+    keep_states: bool = (
+        False  # keep the policy's final-normalised hidden state of every position it ran
+    )
 
 
-def sample(logits: torch.Tensor, params: SamplingParams,
-           generator: torch.Generator | None) -> tuple[int, float | None]:
+def sample(
+    logits: torch.Tensor, params: SamplingParams, generator: torch.Generator | None
+) -> tuple[int, float | None]:
     """One token from a row of logits: argmax when greedy, else temperature and top-p (nucleus).
 
     The log-probability (when asked) is under the distribution actually sampled
@@ -49,7 +54,9 @@ def sampling_logprobs(logits: torch.Tensor, params: SamplingParams) -> torch.Ten
     if params.top_p < 1.0:
         ordered, order = torch.sort(scaled, descending=True)
         cumulative = torch.softmax(ordered, dim=-1).cumsum(dim=-1)
-        remove = cumulative - torch.softmax(ordered, dim=-1) >= params.top_p  # keep the first token always
+        remove = (
+            cumulative - torch.softmax(ordered, dim=-1) >= params.top_p
+        )  # keep the first token always
         ordered = ordered.masked_fill(remove, float("-inf"))
         scaled = torch.full_like(scaled, float("-inf")).scatter(-1, order, ordered)
     return torch.log_softmax(scaled, dim=-1)

@@ -1,4 +1,5 @@
-"""Speculative decoding in the local engine: a draft head guesses K tokens, one policy pass checks them.
+"""Speculative decoding in the local engine: a draft head guesses K tokens, one policy pass checks
+them.
 
 One cycle of a request whose next token ``x_P`` is known (sampled, not yet in the cache):
 
@@ -44,7 +45,9 @@ class SpecStats:
     cycles: int = 0
     drafted: int = 0
     accepted: int = 0
-    accepted_at: list[int] = field(default_factory=list)  # cycles whose draft i was kept, per position i
+    accepted_at: list[int] = field(
+        default_factory=list
+    )  # cycles whose draft i was kept, per position i
 
     def add(self, other: SpecStats) -> None:
         self.cycles += other.cycles
@@ -66,14 +69,21 @@ class SpecStats:
         return None if not self.drafted else self.accepted / self.drafted
 
     def to_dict(self) -> dict[str, Any]:
-        return {"cycles": self.cycles, "drafted": self.drafted, "accepted": self.accepted,
-                "acceptance_length": self.acceptance_length, "acceptance_rate": self.acceptance_rate,
-                "acceptance_rate_per_position": [n / self.cycles for n in self.accepted_at] if self.cycles
-                else []}
+        return {
+            "cycles": self.cycles,
+            "drafted": self.drafted,
+            "accepted": self.accepted,
+            "acceptance_length": self.acceptance_length,
+            "acceptance_rate": self.acceptance_rate,
+            "acceptance_rate_per_position": [n / self.cycles for n in self.accepted_at]
+            if self.cycles
+            else [],
+        }
 
 
 class Speculator:
-    """Runs a ``DraftHead`` against an ``EngineModel``'s sequences (only the scheduler thread calls it)."""
+    """Runs a ``DraftHead`` against an ``EngineModel``'s sequences (only the scheduler thread calls
+    it)."""
 
     def __init__(self, head: Any, *, steps: int | None = None) -> None:
         self.head = head.eval()
@@ -85,9 +95,11 @@ class Speculator:
         return model.new_sequence(capacity, extra_layers=1)
 
     # -- the head's own cache ----------------------------------------------------------------
-    def extend(self, seq: SequenceKV, hidden: torch.Tensor, tokens: torch.Tensor, start: int) -> torch.Tensor:
-        """Run the block over pairs (hidden of slot s, token s + 1) for slots ``start ..``; writes the
-        head's keys/values there and returns its outputs ``[m, hidden]``."""
+    def extend(
+        self, seq: SequenceKV, hidden: torch.Tensor, tokens: torch.Tensor, start: int
+    ) -> torch.Tensor:
+        """Run the block over pairs (hidden of slot s, token s + 1) for slots ``start ..``; writes
+        the head's keys/values there and returns its outputs ``[m, hidden]``."""
         head, layer = self.head, seq.k.shape[0] - 1
         m = hidden.shape[0]
         end = start + m
@@ -96,37 +108,51 @@ class Speculator:
         q, k, v = head.project(x, torch.arange(start, end))
         seq.k[layer, :, start:end] = k.transpose(0, 1)
         seq.v[layer, :, start:end] = v.transpose(0, 1)
-        attn = cached_attention(q, seq.k[layer, :, :end], seq.v[layer, :, :end], causal_bias(m, start), head.scale)
+        attn = cached_attention(
+            q, seq.k[layer, :, :end], seq.v[layer, :, :end], causal_bias(m, start), head.scale
+        )
         return head.finish(x, attn)
 
-    def absorb(self, seq: SequenceKV, pending: torch.Tensor | None, hidden: torch.Tensor,
-               tokens: torch.Tensor) -> torch.Tensor:
+    def absorb(
+        self,
+        seq: SequenceKV,
+        pending: torch.Tensor | None,
+        hidden: torch.Tensor,
+        tokens: torch.Tensor,
+    ) -> torch.Tensor:
         """After a prefill chunk: write the head's real slots whose next token is known.
 
-        ``pending`` holds the policy hidden states of slots ``seq.draft_length ..`` not yet consumed,
-        ``hidden`` the chunk's, ``tokens`` every token of the sequence known so far (the prompt). The
-        slots paired with a known token are written; the rest are returned as the new pending."""
+        ``pending`` holds the policy hidden states of slots ``seq.draft_length ..`` not yet
+        consumed, ``hidden`` the chunk's, ``tokens`` every token of the sequence known so far (the
+        prompt). The slots paired with a known token are written; the rest are returned as the new
+        pending."""
         states = hidden if pending is None else torch.cat([pending, hidden])
         start = seq.draft_length
         ready = min(states.shape[0], int(tokens.shape[0]) - 1 - start)
         if ready > 0:
-            self.extend(seq, states[:ready], tokens[start + 1: start + 1 + ready], start)
+            self.extend(seq, states[:ready], tokens[start + 1 : start + 1 + ready], start)
             seq.draft_length = start + ready
-        return states[max(ready, 0):]
+        return states[max(ready, 0) :]
 
     # -- one cycle ------------------------------------------------------------------------------
-    def cycle(self, model: EngineModel, seq: SequenceKV, pending: torch.Tensor, tokens: torch.Tensor,
-              params: Any, generator: torch.Generator | None
-              ) -> tuple[list[int], list[float], torch.Tensor, SpecStats]:
-        """Draft, verify, accept. ``tokens``: the whole sequence so far, its last being the next token
-        ``x_P`` (not in the cache; ``seq.length`` is P). Returns the new tokens (the kept drafts and the
-        policy's token), their log-probabilities under the policy's distribution, the new pending
-        hidden states and this cycle's counts."""
+    def cycle(
+        self,
+        model: EngineModel,
+        seq: SequenceKV,
+        pending: torch.Tensor,
+        tokens: torch.Tensor,
+        params: Any,
+        generator: torch.Generator | None,
+    ) -> tuple[list[int], list[float], torch.Tensor, SpecStats]:
+        """Draft, verify, accept. ``tokens``: the whole sequence so far, its last being the next
+        token ``x_P`` (not in the cache; ``seq.length`` is P). Returns the new tokens (the kept
+        drafts and the policy's token), their log-probabilities under the policy's distribution, the
+        new pending hidden states and this cycle's counts."""
         head, k_steps = self.head, self.steps
         greedy = params.temperature <= 0
         p_len, start = seq.length, seq.draft_length
         # 1. catch up on the real slots, then draft
-        out = self.extend(seq, pending, tokens[start + 1: p_len + 1], start)[-1:]
+        out = self.extend(seq, pending, tokens[start + 1 : p_len + 1], start)[-1:]
         seq.draft_length = p_len
         drafts: list[int] = []
         draft_logp: list[torch.Tensor] = []
@@ -140,7 +166,9 @@ class Speculator:
                 logq = sampling_logprobs(logits, params)
                 index = int(torch.multinomial(logq.exp(), 1, generator=generator))
                 token = index if ids is None else int(ids[index])
-                if ids is not None:  # q over the whole vocabulary: zero outside the draft vocabulary
+                if (
+                    ids is not None
+                ):  # q over the whole vocabulary: zero outside the draft vocabulary
                     logq = torch.full((model.vocab_size,), float("-inf")).index_copy_(0, ids, logq)
                 draft_logp.append(logq)
             drafts.append(token)
@@ -180,8 +208,11 @@ class Speculator:
         new.append(bonus)
         if params.logprobs:
             for i, token in enumerate(new):
-                row = (torch.log_softmax(logits[i].float(), dim=-1) if greedy
-                       else sampling_logprobs(logits[i], params))
+                row = (
+                    torch.log_softmax(logits[i].float(), dim=-1)
+                    if greedy
+                    else sampling_logprobs(logits[i], params)
+                )
                 logps.append(float(row[token]))
         # 4. keep x_P and the kept drafts; their hidden states feed the head next cycle
         seq.length = p_len + 1 + a

@@ -9,7 +9,8 @@ from studio.forms import TypedText
 
 
 class SignInAttemptForm(forms.Form):
-    """The name typed into the sign-in form, read before the password is checked: the throttle's key."""
+    """The name typed into the sign-in form, read before the password is checked: the throttle's
+    key."""
 
     username = TypedText()
 

@@ -1,4 +1,5 @@
-"""API tokens for scripts and CI (only a SHA-256 of the token is stored), and failed sign-ins (throttling)."""
+"""API tokens for scripts and CI (only a SHA-256 of the token is stored), and failed sign-ins
+(throttling)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,13 @@ from django.db import models
 
 
 class ApiToken(models.Model):
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"
+    )
     name = models.CharField(max_length=100, help_text="What the token is for, e.g. 'CI'.")
-    prefix = models.CharField(max_length=12, help_text="First characters, shown so a user can tell tokens apart.")
+    prefix = models.CharField(
+        max_length=12, help_text="First characters, shown so a user can tell tokens apart."
+    )
     digest = models.CharField(max_length=64, unique=True, help_text="sha256 hex of the full token.")
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
@@ -23,8 +28,9 @@ class ApiToken(models.Model):
 
 
 class SignInFailure(models.Model):
-    """One failed sign-in: the name typed (lower-cased) and the client address. Recent ones throttle sign-in
-    (``studio.accounts.services.sign_in_refusal``); a successful sign-in clears its name's."""
+    """One failed sign-in: the name typed (lower-cased) and the client address. Recent ones throttle
+    sign-in (``studio.accounts.services.sign_in_refusal``); a successful sign-in clears its
+    name's."""
 
     username = models.CharField(max_length=150, db_index=True)
     address = models.CharField(max_length=64, db_index=True)
@@ -34,4 +40,6 @@ class SignInFailure(models.Model):
         ordering = ["-at"]
 
     def __str__(self) -> str:
-        return f"failed sign-in as {self.username} from {self.address} at {self.at:%Y-%m-%d %H:%M:%S}"
+        return (
+            f"failed sign-in as {self.username} from {self.address} at {self.at:%Y-%m-%d %H:%M:%S}"
+        )

@@ -15,7 +15,12 @@ ML_ENGINEER = "ml_engineer"
 ADMIN = "admin"
 ROLES = (OPERATOR, REVIEWER, ML_ENGINEER, ADMIN)
 # How a sentence names someone holding each role.
-ROLE_NAMES = {OPERATOR: "an operator", REVIEWER: "a reviewer", ML_ENGINEER: "an ML engineer", ADMIN: "an admin"}
+ROLE_NAMES = {
+    OPERATOR: "an operator",
+    REVIEWER: "a reviewer",
+    ML_ENGINEER: "an ML engineer",
+    ADMIN: "an admin",
+}
 
 _ALL = frozenset(ROLES)
 
@@ -50,9 +55,11 @@ PERMISSIONS: dict[str, frozenset[str]] = {
     "evolution.review": frozenset({REVIEWER, ADMIN}),
     # opening a proposal in the editor (a draft the operator refines)
     "evolution.edit": frozenset({OPERATOR, ADMIN}),
-    # training, evaluation and replay runs: their list, pages, dashboards and the checkpoint registry
+    # training, evaluation and replay runs: their list, pages, dashboards and the checkpoint
+    # registry
     "training.view": _ALL,
-    # starting, resuming and cancelling (anyone's) training, checkpoint evaluation, MTP, ablation and replay runs
+    # starting, resuming and cancelling (anyone's) training, checkpoint evaluation, MTP, ablation
+    # and replay runs
     "training.run": frozenset({ML_ENGINEER, ADMIN}),
     # releases: reading them and their gates, downloading a manifest
     "release.view": _ALL,
@@ -62,14 +69,16 @@ PERMISSIONS: dict[str, frozenset[str]] = {
     "release.approve": frozenset({REVIEWER, ADMIN}),
     # the checkpoint x Harness-version compatibility matrix, its cells and the retrain alarm
     "compatibility.view": _ALL,
-    # asking for a cell (an evaluation run of a model on a version): the operator before a promotion, the ML
-    # engineer for a checkpoint; a reviewer reads the cells a gate shows
+    # asking for a cell (an evaluation run of a model on a version): the operator before a
+    # promotion, the ML engineer for a checkpoint; a reviewer reads the cells a gate shows
     "compatibility.request": frozenset({OPERATOR, ML_ENGINEER, ADMIN}),
-    # production traffic: the trajectories deployments posted, their filters, annotation queues and calibrations
+    # production traffic: the trajectories deployments posted, their filters, annotation queues and
+    # calibrations
     "traffic.view": _ALL,
     # registering a deployment and making or revoking the API tokens it posts its trajectories with
     "traffic.deploy": frozenset({OPERATOR, ML_ENGINEER, ADMIN}),
-    # labelling cases in an annotation queue, feeding queues and exporting a labelled set as a dataset
+    # labelling cases in an annotation queue, feeding queues and exporting a labelled set as a
+    # dataset
     "annotation.label": frozenset({REVIEWER, ADMIN}),
     # measuring a judge against a labelled set
     "judge.calibrate": frozenset({REVIEWER, ML_ENGINEER, ADMIN}),
@@ -94,5 +103,7 @@ def user_roles(user: User | AnonymousUser) -> frozenset[str]:
 def user_can(user: User | AnonymousUser, permission: str) -> bool:
     """Whether the user may do what `permission` names (a key of PERMISSIONS)."""
     if permission not in PERMISSIONS:
-        raise KeyError(f"unknown permission {permission!r}; known: {', '.join(sorted(PERMISSIONS))}")
+        raise KeyError(
+            f"unknown permission {permission!r}; known: {', '.join(sorted(PERMISSIONS))}"
+        )
     return bool(user_roles(user) & PERMISSIONS[permission])

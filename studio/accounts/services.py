@@ -45,8 +45,15 @@ def api_token_create(*, user: User, name: str) -> tuple[ApiToken, str]:
     if not name:
         raise ValueError("name: give the token a name, e.g. 'CI'")
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
-    row = ApiToken.objects.create(user=user, name=name[:100], prefix=token[:10], digest=_token_digest(token))
-    audit_record(actor=user, action="api_token.create", target=f"token {row.prefix}...", data={"name": row.name})
+    row = ApiToken.objects.create(
+        user=user, name=name[:100], prefix=token[:10], digest=_token_digest(token)
+    )
+    audit_record(
+        actor=user,
+        action="api_token.create",
+        target=f"token {row.prefix}...",
+        data={"name": row.name},
+    )
     return row, token
 
 
@@ -71,17 +78,20 @@ def api_token_authenticate(*, token: str) -> User | None:
     return row.user
 
 
-# -- sign-in throttling --------------------------------------------------------------------------------------
+# -- sign-in throttling
+# --------------------------------------------------------------------------------------
+
 
 def _client_address(request) -> str:
     return (request.META.get("REMOTE_ADDR") or "")[:64]
 
 
 def sign_in_refusal(*, request, username: str) -> str | None:
-    """Why this sign-in attempt is refused before its password is checked, or None: SIGN_IN_MAX_FAILURES
-    failures for the name, or four times that from the address, within SIGN_IN_WINDOW_S. The right password
-    does not help while it lasts (30 wrong admin passwords in 12 s were once all answered, and the right one
-    still worked). The message does not say whether the account exists."""
+    """Why this sign-in attempt is refused before its password is checked, or None:
+    SIGN_IN_MAX_FAILURES failures for the name, or four times that from the address, within
+    SIGN_IN_WINDOW_S. The right password does not help while it lasts (30 wrong admin passwords in
+    12 s were once all answered, and the right one still worked). The message does not say whether
+    the account exists."""
     from datetime import timedelta
 
     from django.conf import settings
@@ -95,22 +105,30 @@ def sign_in_refusal(*, request, username: str) -> str | None:
     limit = settings.SIGN_IN_MAX_FAILURES
     by_name = SignInFailure.objects.filter(username=name, at__gte=since)
     by_address = SignInFailure.objects.filter(address=_client_address(request), at__gte=since)
-    for failures, allowed, what in ((by_name, limit, f"for the username {name!r}"),
-                                    (by_address, 4 * limit, "from your address")):
+    for failures, allowed, what in (
+        (by_name, limit, f"for the username {name!r}"),
+        (by_address, 4 * limit, "from your address"),
+    ):
         count = failures.count()
         if count >= allowed:
             oldest = failures.order_by("-at")[allowed - 1].at
             wait = max(1, int((oldest + window - timezone.now()).total_seconds() // 60) + 1)
-            return (f"Too many failed sign-ins {what}: {count} in the last {settings.SIGN_IN_WINDOW_S // 60} "
-                    f"minutes (the limit is {allowed}). Try again in {wait} minute(s); an admin can also reset "
-                    "the password.")
+            return (
+                f"Too many failed sign-ins {what}: {count} in "
+                f"the last {settings.SIGN_IN_WINDOW_S // 60} "
+                f"minutes (the limit is {allowed}). Try again "
+                f"in {wait} minute(s); an admin can also reset "
+                "the password."
+            )
     return None
 
 
 def sign_in_failed(*, request, username: str) -> None:
     from studio.accounts.models import SignInFailure
 
-    SignInFailure.objects.create(username=username.strip().lower()[:150], address=_client_address(request))
+    SignInFailure.objects.create(
+        username=username.strip().lower()[:150], address=_client_address(request)
+    )
 
 
 def sign_in_succeeded(*, username: str) -> None:

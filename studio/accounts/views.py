@@ -22,8 +22,8 @@ from studio.lookups import found_or_404
 
 
 class LoginView(auth_views.LoginView):
-    """Django's sign-in, throttled: past the failures allowed the form answers 429 without checking the
-    password (studio.accounts.services.sign_in_refusal)."""
+    """Django's sign-in, throttled: past the failures allowed the form answers 429 without checking
+    the password (studio.accounts.services.sign_in_refusal)."""
 
     template_name = "accounts/login.html"
     redirect_authenticated_user = True
@@ -33,11 +33,15 @@ class LoginView(auth_views.LoginView):
         refusal = sign_in_refusal(request=request, username=username)
         if refusal:
             form = self.get_form_class()(request, initial={"username": username})
-            return self.render_to_response(self.get_context_data(form=form, throttled=refusal), status=429)
+            return self.render_to_response(
+                self.get_context_data(form=form, throttled=refusal), status=429
+            )
         return super().post(request, *args, **kwargs)
 
     def form_invalid(self, form):
-        sign_in_failed(request=self.request, username=SignInAttemptForm(self.request.POST).attempted_username())
+        sign_in_failed(
+            request=self.request, username=SignInAttemptForm(self.request.POST).attempted_username()
+        )
         return super().form_invalid(form)
 
     def form_valid(self, form):
@@ -66,8 +70,9 @@ def token_list(request):
 @require_POST
 @requires("studio.view")
 def token_revoke(request, token_id: int):
-    token = found_or_404(ApiToken.objects.get, f"no API token #{token_id}", pk=token_id, user=request.user)
+    token = found_or_404(
+        ApiToken.objects.get, f"no API token #{token_id}", pk=token_id, user=request.user
+    )
     api_token_revoke(token=token, actor=request.user)
     messages.info(request, f"Revoked token {token.name}.")
     return redirect("accounts:token_list")
-

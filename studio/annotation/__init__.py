@@ -1,1 +1,2 @@
-"""Human labels: annotation queues, labels with their labeller, agreement, labelled sets and judge calibration."""
+"""Human labels: annotation queues, labels with their labeller, agreement, labelled sets and judge
+calibration."""

@@ -1,4 +1,5 @@
-"""App config for studio.annotation: queues of cases people label, the sets they make, judges measured on them."""
+"""App config for studio.annotation: queues of cases people label, the sets they make, judges
+measured on them."""
 
 from django.apps import AppConfig
 

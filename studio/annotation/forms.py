@@ -11,7 +11,8 @@ from studio.forms import TypedText, WholeNumberField
 
 
 class TrajectoryIds(forms.Field):
-    """The ticked trajectories' ids (checkboxes named ``trajectory``); a value that is no id is skipped."""
+    """The ticked trajectories' ids (checkboxes named ``trajectory``); a value that is no id is
+    skipped."""
 
     widget = forms.MultipleHiddenInput
 
@@ -20,13 +21,20 @@ class TrajectoryIds(forms.Field):
 
 
 def _dataset(*, required: bool) -> forms.ModelChoiceField:
-    return forms.ModelChoiceField(queryset=Dataset.objects.all(), to_field_name="name", required=required,
-                                  error_messages={"required": "choose a dataset",
-                                                  "invalid_choice": "no dataset named %(value)r"})
+    return forms.ModelChoiceField(
+        queryset=Dataset.objects.all(),
+        to_field_name="name",
+        required=required,
+        error_messages={
+            "required": "choose a dataset",
+            "invalid_choice": "no dataset named %(value)r",
+        },
+    )
 
 
 class QueueTargetForm(forms.Form):
-    """The queue a feed goes to: an existing one (``queue``) or, when that is empty, a new one (``new_queue``)."""
+    """The queue a feed goes to: an existing one (``queue``) or, when that is empty, a new one
+    (``new_queue``)."""
 
     queue = forms.CharField(required=False)
     new_queue = TypedText()

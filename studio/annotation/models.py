@@ -1,12 +1,12 @@
 """Rows of human labelling (docs/architecture.md §6's rubric, applied by people).
 
 A *queue* holds *items*: a case to label (the request, in the evaluation case format, with its gold
-left to fill) and the reply the agent gave with its trajectory. Each *label* is one person's: Accuracy
-0/1 and Effectiveness 0/0.5/1 of that reply, the expected reply skills and tools, a route, a category
-and a note, with who and when. An item labelled by two people who disagree goes back to the queue
-until a third label settles it by majority. An *export* turns the settled items into a new dataset
-(``<queue>-v<N>``) that evaluation runs, evolutions and the compatibility set read as any other; a
-*calibration* is one judge measured against one such set (``evaluation.calibration``).
+left to fill) and the reply the agent gave with its trajectory. Each *label* is one person's:
+Accuracy 0/1 and Effectiveness 0/0.5/1 of that reply, the expected reply skills and tools, a route,
+a category and a note, with who and when. An item labelled by two people who disagree goes back to
+the queue until a third label settles it by majority. An *export* turns the settled items into a new
+dataset (``<queue>-v<N>``) that evaluation runs, evolutions and the compatibility set read as any
+other; a *calibration* is one judge measured against one such set (``evaluation.calibration``).
 """
 
 from __future__ import annotations
@@ -23,7 +23,9 @@ class AnnotationQueue(models.Model):
     name = models.SlugField(max_length=60, unique=True)
     description = models.TextField(blank=True)
     source = models.CharField(max_length=300, blank=True, help_text="Where its items came from.")
-    catalogue = models.JSONField(null=True, blank=True, help_text="The catalogue its cases refer to (empty: demo).")
+    catalogue = models.JSONField(
+        null=True, blank=True, help_text="The catalogue its cases refer to (empty: demo)."
+    )
     created_by = models.ForeignKey(User, null=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -38,13 +40,22 @@ class QueueItem(models.Model):
     queue = models.ForeignKey(AnnotationQueue, on_delete=models.CASCADE, related_name="items")
     position = models.PositiveIntegerField()
     case_id = models.CharField(max_length=200)
-    case = models.JSONField(help_text="The request as an hs-case/1 case; its gold is what the labels fill in.")
+    case = models.JSONField(
+        help_text="The request as an hs-case/1 case; its gold is what the labels fill in."
+    )
     reply = models.TextField(blank=True, help_text="The reply being labelled.")
     route = models.CharField(max_length=10, default="public")
     trajectory = models.JSONField(null=True, blank=True)
-    origin = models.CharField(max_length=200, blank=True, help_text="e.g. 'traffic shop-eu/req-17', 'run #4'.")
-    traffic = models.ForeignKey("traffic.TrafficTrajectory", null=True, blank=True, on_delete=models.SET_NULL,
-                                related_name="+")
+    origin = models.CharField(
+        max_length=200, blank=True, help_text="e.g. 'traffic shop-eu/req-17', 'run #4'."
+    )
+    traffic = models.ForeignKey(
+        "traffic.TrafficTrajectory",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
 
     class Meta:
         ordering = ["queue", "position"]
@@ -57,8 +68,12 @@ class QueueItem(models.Model):
 class CaseLabel(models.Model):
     item = models.ForeignKey(QueueItem, on_delete=models.CASCADE, related_name="labels")
     labeller = models.ForeignKey(User, on_delete=models.PROTECT, related_name="+")
-    accuracy = models.PositiveSmallIntegerField(help_text="1: every fact the reply states is supported; else 0.")
-    effectiveness = models.FloatField(help_text="1 fully serves the viewer, 0.5 partly, 0 not at all.")
+    accuracy = models.PositiveSmallIntegerField(
+        help_text="1: every fact the reply states is supported; else 0."
+    )
+    effectiveness = models.FloatField(
+        help_text="1 fully serves the viewer, 0.5 partly, 0 not at all."
+    )
     category = models.CharField(max_length=40)
     route = models.CharField(max_length=10, help_text="The route the reply should have taken.")
     reply_skills = models.JSONField(default=list, help_text="Reply skills a good answer loads.")
@@ -68,10 +83,15 @@ class CaseLabel(models.Model):
 
     class Meta:
         ordering = ["item", "created_at", "id"]
-        constraints = [models.UniqueConstraint(fields=["item", "labeller"], name="one_label_per_person")]
+        constraints = [
+            models.UniqueConstraint(fields=["item", "labeller"], name="one_label_per_person")
+        ]
 
     def __str__(self) -> str:
-        return f"{self.item.case_id} by {self.labeller_id}: Acc {self.accuracy} Eff {self.effectiveness:g}"
+        return (
+            f"{self.item.case_id} by {self.labeller_id}: "
+            f"Acc {self.accuracy} Eff {self.effectiveness:g}"
+        )
 
 
 class QueueExport(models.Model):
@@ -86,24 +106,33 @@ class QueueExport(models.Model):
 
     class Meta:
         ordering = ["queue", "-version"]
-        constraints = [models.UniqueConstraint(fields=["queue", "version"], name="queue_export_version")]
+        constraints = [
+            models.UniqueConstraint(fields=["queue", "version"], name="queue_export_version")
+        ]
 
     def __str__(self) -> str:
         return f"{self.queue} v{self.version}"
 
 
 class JudgeCalibration(models.Model):
-    """One judge measured against one labelled set version (``evaluation.calibration.calibrate_judge``)."""
+    """One judge measured against one labelled set version
+    (``evaluation.calibration.calibrate_judge``)."""
 
-    judge = models.CharField(max_length=500, db_index=True, help_text="The judge spec: programmatic, "
-                             "llm:BASE_URL:MODEL or panel:A|B|C (evaluation.judges.make_judge).")
+    judge = models.CharField(
+        max_length=500,
+        db_index=True,
+        help_text="The judge spec: programmatic, "
+        "llm:BASE_URL:MODEL or panel:A|B|C (evaluation.judges.make_judge).",
+    )
     dataset = models.ForeignKey(Dataset, on_delete=models.PROTECT, related_name="calibrations")
     n = models.PositiveIntegerField(default=0)
     accuracy_agreement = models.FloatField(default=0.0)
     accuracy_kappa = models.FloatField(default=0.0)
     effectiveness_agreement = models.FloatField(default=0.0)
     effectiveness_kappa = models.FloatField(default=0.0)
-    report = models.JSONField(default=dict, help_text="calibrate_judge's report: confusion, disagreements.")
+    report = models.JSONField(
+        default=dict, help_text="calibrate_judge's report: confusion, disagreements."
+    )
     created_by = models.ForeignKey(User, null=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -1,10 +1,10 @@
 """Reads of annotation: an item's state and settled label, the next item for a person, the agreement
-between labellers (Cohen's kappa per dimension, ``evaluation.stats.calibrate``) and how far a judge is
-calibrated (its newest ``JudgeCalibration`` against ``settings.JUDGE_MIN_AGREEMENT``).
+between labellers (Cohen's kappa per dimension, ``evaluation.stats.calibrate``) and how far a judge
+is calibrated (its newest ``JudgeCalibration`` against ``settings.JUDGE_MIN_AGREEMENT``).
 
 An item is *open* (no label), *labelled* (one label), *agreed* (two or more, the first two equal on
-Accuracy and Effectiveness), *disputed* (the first two differ and no third label yet: back in the queue),
-or *settled* (three or more: the majority per dimension, where there is one).
+Accuracy and Effectiveness), *disputed* (the first two differ and no third label yet: back in the
+queue), or *settled* (three or more: the majority per dimension, where there is one).
 """
 
 from __future__ import annotations
@@ -42,7 +42,8 @@ def item_status(item: QueueItem) -> str:
 
 
 def _majority(labels: list[CaseLabel]) -> CaseLabel | None:
-    """The newest label holding the majority of both dimensions, or None where a dimension has none."""
+    """The newest label holding the majority of both dimensions, or None where a dimension has
+    none."""
     acc, acc_n = Counter(lb.accuracy for lb in labels).most_common(1)[0]
     eff, eff_n = Counter(lb.effectiveness for lb in labels).most_common(1)[0]
     if 2 * acc_n <= len(labels) or 2 * eff_n <= len(labels):
@@ -59,16 +60,28 @@ def item_settled(item: QueueItem) -> dict[str, Any] | None:
     status = item_status(item)
     if status in (OPEN, DISPUTED):
         return None
-    chosen = labels[-1] if status == LABELLED else labels[1] if status == AGREED else _majority(labels)
-    return {"accuracy": chosen.accuracy, "effectiveness": chosen.effectiveness, "category": chosen.category,
-            "route": chosen.route, "reply_skills": chosen.reply_skills, "tools": chosen.tools, "note": chosen.note}
+    chosen = (
+        labels[-1] if status == LABELLED else labels[1] if status == AGREED else _majority(labels)
+    )
+    return {
+        "accuracy": chosen.accuracy,
+        "effectiveness": chosen.effectiveness,
+        "category": chosen.category,
+        "route": chosen.route,
+        "reply_skills": chosen.reply_skills,
+        "tools": chosen.tools,
+        "note": chosen.note,
+    }
 
 
 def queue_next_item(*, queue: AnnotationQueue, user) -> QueueItem | None:
-    """The next item ``user`` should label: a disputed one first (it waits for a third label), then one
-    nobody labelled, then one somebody else labelled once (a second opinion, for agreement)."""
-    items = [i for i in queue.items.prefetch_related("labels").order_by("position")
-             if all(lb.labeller_id != user.pk for lb in i.labels.all())]
+    """The next item ``user`` should label: a disputed one first (it waits for a third label), then
+    one nobody labelled, then one somebody else labelled once (a second opinion, for agreement)."""
+    items = [
+        i
+        for i in queue.items.prefetch_related("labels").order_by("position")
+        if all(lb.labeller_id != user.pk for lb in i.labels.all())
+    ]
     for wanted in (DISPUTED, OPEN, LABELLED):
         for item in items:
             if item_status(item) == wanted:
@@ -79,12 +92,15 @@ def queue_next_item(*, queue: AnnotationQueue, user) -> QueueItem | None:
 @dataclass
 class Agreement:
     n: int  # items two people labelled
-    accuracy: Any = None  # evaluation.stats.Calibration of the first two labels, or None when n == 0
+    accuracy: Any = (
+        None  # evaluation.stats.Calibration of the first two labels, or None when n == 0
+    )
     effectiveness: Any = None
 
 
 def queue_agreement(*, queue: AnnotationQueue) -> Agreement:
-    """Cohen's kappa per dimension between the first and second label of every item labelled twice."""
+    """Cohen's kappa per dimension between the first and second label of every item labelled
+    twice."""
     from evaluation.stats import calibrate
 
     first_acc, second_acc, first_eff, second_eff = {}, {}, {}, {}
@@ -93,11 +109,17 @@ def queue_agreement(*, queue: AnnotationQueue) -> Agreement:
         if len(labels) < 2:
             continue
         first_acc[item.case_id], second_acc[item.case_id] = labels[0].accuracy, labels[1].accuracy
-        first_eff[item.case_id], second_eff[item.case_id] = labels[0].effectiveness, labels[1].effectiveness
+        first_eff[item.case_id], second_eff[item.case_id] = (
+            labels[0].effectiveness,
+            labels[1].effectiveness,
+        )
     if not first_acc:
         return Agreement(n=0)
-    return Agreement(n=len(first_acc), accuracy=calibrate(human=first_acc, judge=second_acc, labels=[0, 1]),
-                     effectiveness=calibrate(human=first_eff, judge=second_eff, labels=[0.0, 0.5, 1.0]))
+    return Agreement(
+        n=len(first_acc),
+        accuracy=calibrate(human=first_acc, judge=second_acc, labels=[0, 1]),
+        effectiveness=calibrate(human=first_eff, judge=second_eff, labels=[0.0, 0.5, 1.0]),
+    )
 
 
 def queue_counts(*, queue: AnnotationQueue) -> dict[str, int]:
@@ -105,13 +127,14 @@ def queue_counts(*, queue: AnnotationQueue) -> dict[str, int]:
     return {s: counts.get(s, 0) for s in (OPEN, LABELLED, AGREED, DISPUTED, SETTLED)}
 
 
-# -- judge calibration ---------------------------------------------------------------------------------------
+# -- judge calibration
+# ---------------------------------------------------------------------------------------
 
 
 @dataclass
 class JudgeStanding:
-    """How far the studio may trust figures a judge scored: ``ok`` when its newest calibration agrees with
-    the human labels at least ``settings.JUDGE_MIN_AGREEMENT`` on both dimensions."""
+    """How far the studio may trust figures a judge scored: ``ok`` when its newest calibration
+    agrees with the human labels at least ``settings.JUDGE_MIN_AGREEMENT`` on both dimensions."""
 
     judge: str
     calibration: JudgeCalibration | None
@@ -130,16 +153,25 @@ class JudgeStanding:
     @property
     def text(self) -> str:
         if self.calibration is None:
-            return (f"scored by the {self.judge} judge, which has not been calibrated against human labels: "
-                    "calibrate it on a labelled set before trusting these figures")
+            return (
+                f"scored by the {self.judge} judge, which has "
+                "not been calibrated against human labels: "
+                "calibrate it on a labelled set before trusting these figures"
+            )
         c = self.calibration
-        measured = (f"Accuracy agreement {100 * c.accuracy_agreement:.1f}% (kappa {c.accuracy_kappa:.2f}), "
-                    f"Effectiveness {100 * c.effectiveness_agreement:.1f}% (kappa {c.effectiveness_kappa:.2f}) "
-                    f"on {c.n} labelled replies of {c.dataset.name}")
+        measured = (
+            f"Accuracy agreement {100 * c.accuracy_agreement:.1f}% (kappa {c.accuracy_kappa:.2f}), "
+            f"Effectiveness {100 * c.effectiveness_agreement:.1f}% "
+            f"(kappa {c.effectiveness_kappa:.2f}) "
+            f"on {c.n} labelled replies of {c.dataset.name}"
+        )
         if self.ok:
             return f"the {self.judge} judge is calibrated: {measured}"
-        return (f"scored by the {self.judge} judge, whose agreement with human labels is below the configured "
-                f"{100 * self.minimum:.0f}%: {measured}")
+        return (
+            f"scored by the {self.judge} judge, whose agreement "
+            "with human labels is below the configured "
+            f"{100 * self.minimum:.0f}%: {measured}"
+        )
 
 
 def judge_standing(judge: str) -> JudgeStanding:

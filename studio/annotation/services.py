@@ -1,4 +1,5 @@
-"""Writes of annotation: queues fed from traffic, a run's failing cases or a dataset; labels; exports.
+"""Writes of annotation: queues fed from traffic, a run's failing cases or a dataset; labels;
+exports.
 
 An item's *case* is the request in the evaluation case format (``evaluation.cases``) with the gold
 the labels will fill in; its *reply* is what is being labelled. An export writes the settled items
@@ -21,7 +22,8 @@ from studio.audit.services import audit_record
 
 
 class AnnotationError(ValueError):
-    """A queue, label or export the studio refuses; the message names the field and what is valid."""
+    """A queue, label or export the studio refuses; the message names the field and what is
+    valid."""
 
 
 EFFECTIVENESS_VALUES = (0.0, 0.5, 1.0)
@@ -33,16 +35,34 @@ def _case_id(text: str) -> str:
 
 
 @transaction.atomic
-def queue_create(*, name: str, actor: User, description: str = "", source: str = "",
-                 catalogue: dict | None = None) -> AnnotationQueue:
+def queue_create(
+    *,
+    name: str,
+    actor: User,
+    description: str = "",
+    source: str = "",
+    catalogue: dict | None = None,
+) -> AnnotationQueue:
     name = name.strip().lower()
     if not re.fullmatch(r"[a-z0-9][a-z0-9_-]{0,49}", name):
-        raise AnnotationError(f"name: use 1-50 of a-z, 0-9, '-' or '_' (e.g. live-room-june), not {name!r}")
+        raise AnnotationError(
+            f"name: use 1-50 of a-z, 0-9, '-' or '_' (e.g. live-room-june), not {name!r}"
+        )
     if AnnotationQueue.objects.filter(name=name).exists():
         raise AnnotationError(f"name: a queue called {name!r} exists already")
-    queue = AnnotationQueue.objects.create(name=name, description=description.strip(), source=source[:300],
-                                           catalogue=catalogue, created_by=actor)
-    audit_record(actor=actor, action="annotation.queue.create", target=f"queue {name}", data={"source": source})
+    queue = AnnotationQueue.objects.create(
+        name=name,
+        description=description.strip(),
+        source=source[:300],
+        catalogue=catalogue,
+        created_by=actor,
+    )
+    audit_record(
+        actor=actor,
+        action="annotation.queue.create",
+        target=f"queue {name}",
+        data={"source": source},
+    )
     return queue
 
 
@@ -61,26 +81,44 @@ def _add(queue: AnnotationQueue, items: list[dict[str, Any]]) -> int:
 
 
 def traffic_case(trajectory) -> dict[str, Any]:
-    """A stored trajectory as a case: its request, with the gold left to label (the route it took meanwhile)."""
+    """A stored trajectory as a case: its request, with the gold left to label (the route it took
+    meanwhile)."""
     from evaluation.cases import CASE_FORMAT, CATEGORIES, REQUEST_FIELDS
 
     request = trajectory.record.get("request") or {}
     case_id = _case_id(f"{trajectory.deployment.name}-{trajectory.request_id}")
-    case = {"format": CASE_FORMAT, "id": case_id, "set": "traffic",
-            "category": trajectory.category if trajectory.category in CATEGORIES else "",
-            **{k: request[k] for k in REQUEST_FIELDS if k in request and k != "id"},
-            "gold": {"route": trajectory.route}}
+    case = {
+        "format": CASE_FORMAT,
+        "id": case_id,
+        "set": "traffic",
+        "category": trajectory.category if trajectory.category in CATEGORIES else "",
+        **{k: request[k] for k in REQUEST_FIELDS if k in request and k != "id"},
+        "gold": {"route": trajectory.route},
+    }
     return case
 
 
 @transaction.atomic
 def queue_add_traffic(*, queue: AnnotationQueue, trajectories, actor: User) -> int:
-    items = [{"case_id": (case := traffic_case(t))["id"], "case": case, "reply": t.reply, "route": t.route,
-              "trajectory": t.record, "origin": f"traffic {t.deployment.name}/{t.request_id}"[:200], "traffic": t}
-             for t in trajectories]
+    items = [
+        {
+            "case_id": (case := traffic_case(t))["id"],
+            "case": case,
+            "reply": t.reply,
+            "route": t.route,
+            "trajectory": t.record,
+            "origin": f"traffic {t.deployment.name}/{t.request_id}"[:200],
+            "traffic": t,
+        }
+        for t in trajectories
+    ]
     added = _add(queue, items)
-    audit_record(actor=actor, action="annotation.queue.add", target=f"queue {queue.name}",
-                 data={"from": "traffic", "added": added})
+    audit_record(
+        actor=actor,
+        action="annotation.queue.add",
+        target=f"queue {queue.name}",
+        data={"from": "traffic", "added": added},
+    )
     return added
 
 
@@ -94,14 +132,27 @@ def queue_add_run_failures(*, queue: AnnotationQueue, run, actor: User) -> int:
     for result in run.results.order_by("id"):
         if result.passed or result.case_id not in cases:
             continue
-        items.append({"case_id": result.case_id, "case": cases[result.case_id], "reply": result.reply,
-                      "route": result.route if result.route in ("public", "private", "silent") else "public",
-                      "trajectory": result.trajectory, "origin": f"run #{run.pk}"})
+        items.append(
+            {
+                "case_id": result.case_id,
+                "case": cases[result.case_id],
+                "reply": result.reply,
+                "route": result.route
+                if result.route in ("public", "private", "silent")
+                else "public",
+                "trajectory": result.trajectory,
+                "origin": f"run #{run.pk}",
+            }
+        )
     if queue.catalogue is None and run.dataset.catalogue is not None:
         AnnotationQueue.objects.filter(pk=queue.pk).update(catalogue=run.dataset.catalogue)
     added = _add(queue, items)
-    audit_record(actor=actor, action="annotation.queue.add", target=f"queue {queue.name}",
-                 data={"from": f"run #{run.pk}", "added": added})
+    audit_record(
+        actor=actor,
+        action="annotation.queue.add",
+        target=f"queue {queue.name}",
+        data={"from": f"run #{run.pk}", "added": added},
+    )
     return added
 
 
@@ -111,14 +162,25 @@ def queue_add_dataset(*, queue: AnnotationQueue, dataset, actor: User, limit: in
     items = []
     for row in dataset.cases.order_by("position")[:limit]:
         candidate = next(iter(row.data.get("candidates") or []), None) or {}
-        items.append({"case_id": row.case_id, "case": row.data, "reply": candidate.get("reply", ""),
-                      "route": candidate.get("route", "public"), "trajectory": None,
-                      "origin": f"dataset {dataset.name}"})
+        items.append(
+            {
+                "case_id": row.case_id,
+                "case": row.data,
+                "reply": candidate.get("reply", ""),
+                "route": candidate.get("route", "public"),
+                "trajectory": None,
+                "origin": f"dataset {dataset.name}",
+            }
+        )
     if queue.catalogue is None and dataset.catalogue is not None:
         AnnotationQueue.objects.filter(pk=queue.pk).update(catalogue=dataset.catalogue)
     added = _add(queue, items)
-    audit_record(actor=actor, action="annotation.queue.add", target=f"queue {queue.name}",
-                 data={"from": f"dataset {dataset.name}", "added": added})
+    audit_record(
+        actor=actor,
+        action="annotation.queue.add",
+        target=f"queue {queue.name}",
+        data={"from": f"dataset {dataset.name}", "added": added},
+    )
     return added
 
 
@@ -127,17 +189,31 @@ def _names(text: str | list, field: str) -> list[str]:
     names = [n.strip() for n in names if n.strip()]
     bad = [n for n in names if not re.fullmatch(r"[A-Za-z0-9_.:-]{1,80}", n)]
     if bad:
-        raise AnnotationError(f"{field}: {bad[0]!r} is not a name; list names separated by commas, e.g. item_qa")
+        raise AnnotationError(
+            f"{field}: {bad[0]!r} is not a name; list names separated by commas, e.g. item_qa"
+        )
     return list(dict.fromkeys(names))
 
 
-def label_save(*, item: QueueItem, labeller: User, accuracy: Any, effectiveness: Any, category: str, route: str,
-               reply_skills: str | list = "", tools: str | list = "", note: str = "") -> CaseLabel:
+def label_save(
+    *,
+    item: QueueItem,
+    labeller: User,
+    accuracy: Any,
+    effectiveness: Any,
+    category: str,
+    route: str,
+    reply_skills: str | list = "",
+    tools: str | list = "",
+    note: str = "",
+) -> CaseLabel:
     """One person's label of one item (a second save by the same person replaces theirs)."""
     from evaluation.cases import CATEGORIES, ROUTES
 
     if str(accuracy) not in ("0", "1"):
-        raise AnnotationError(f"accuracy: 1 when every fact the reply states is supported, else 0; got {accuracy!r}")
+        raise AnnotationError(
+            f"accuracy: 1 when every fact the reply states is supported, else 0; got {accuracy!r}"
+        )
     try:
         eff = float(effectiveness)
     except (TypeError, ValueError):
@@ -148,9 +224,15 @@ def label_save(*, item: QueueItem, labeller: User, accuracy: Any, effectiveness:
         raise AnnotationError(f"category: one of {', '.join(CATEGORIES)}; got {category!r}")
     if route not in ROUTES:
         raise AnnotationError(f"route: one of {', '.join(ROUTES)}; got {route!r}")
-    values = {"accuracy": int(accuracy), "effectiveness": eff, "category": category, "route": route,
-              "reply_skills": _names(reply_skills, "reply_skills"), "tools": _names(tools, "tools"),
-              "note": note.strip()[:2000]}
+    values = {
+        "accuracy": int(accuracy),
+        "effectiveness": eff,
+        "category": category,
+        "route": route,
+        "reply_skills": _names(reply_skills, "reply_skills"),
+        "tools": _names(tools, "tools"),
+        "note": note.strip()[:2000],
+    }
     with transaction.atomic():
         label, _ = CaseLabel.objects.update_or_create(item=item, labeller=labeller, defaults=values)
     return label
@@ -177,8 +259,8 @@ def _export_case(item: QueueItem, label: dict[str, Any]) -> dict[str, Any]:
 
 @transaction.atomic
 def queue_export(*, queue: AnnotationQueue, actor: User, heldout_share: float = 0.2) -> QueueExport:
-    """The queue's settled items as a new dataset ``<queue>-v<N>``: each case's gold from its labels and
-    its labelled reply as a candidate with the human labels (what judge calibration reads)."""
+    """The queue's settled items as a new dataset ``<queue>-v<N>``: each case's gold from its labels
+    and its labelled reply as a candidate with the human labels (what judge calibration reads)."""
     from evaluation.cases import CaseFileError
     from studio.annotation.selectors import item_settled
     from studio.evolution.datasets import dataset_import
@@ -190,17 +272,29 @@ def queue_export(*, queue: AnnotationQueue, actor: User, heldout_share: float = 
         if settled is not None:
             cases.append(_export_case(item, settled))
     if not cases:
-        raise AnnotationError(f"queue {queue.name}: no item has a settled label yet; label some first")
+        raise AnnotationError(
+            f"queue {queue.name}: no item has a settled label yet; label some first"
+        )
     version = (queue.exports.aggregate(m=Max("version"))["m"] or 0) + 1
     try:
-        dataset = dataset_import(name=f"{queue.name}-v{version}", text="\n".join(json.dumps(c) for c in cases),
-                                 source=f"annotation queue {queue.name} v{version}", actor=actor,
-                                 catalogue=queue.catalogue, heldout_share=heldout_share,
-                                 description=f"{len(cases)} cases labelled by people in queue {queue.name}")
+        dataset = dataset_import(
+            name=f"{queue.name}-v{version}",
+            text="\n".join(json.dumps(c) for c in cases),
+            source=f"annotation queue {queue.name} v{version}",
+            actor=actor,
+            catalogue=queue.catalogue,
+            heldout_share=heldout_share,
+            description=f"{len(cases)} cases labelled by people in queue {queue.name}",
+        )
     except (EvolutionError, CaseFileError) as error:
         raise AnnotationError(str(error)) from None
-    export = QueueExport.objects.create(queue=queue, version=version, dataset=dataset, items=len(cases),
-                                        created_by=actor)
-    audit_record(actor=actor, action="annotation.queue.export", target=f"queue {queue.name}",
-                 data={"dataset": dataset.name, "cases": len(cases)})
+    export = QueueExport.objects.create(
+        queue=queue, version=version, dataset=dataset, items=len(cases), created_by=actor
+    )
+    audit_record(
+        actor=actor,
+        action="annotation.queue.export",
+        target=f"queue {queue.name}",
+        data={"dataset": dataset.name, "cases": len(cases)},
+    )
     return export

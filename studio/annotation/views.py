@@ -1,4 +1,5 @@
-"""Pages of annotation: queues, labelling from the keyboard, agreement, exports and judge calibration.
+"""Pages of annotation: queues, labelling from the keyboard, agreement, exports and judge
+calibration.
 
 Views parse, authorise and delegate (``selectors`` reads, ``services`` and ``calibration`` write).
 """
@@ -42,23 +43,35 @@ def _queue(name: str) -> AnnotationQueue:
     return found_or_404(AnnotationQueue.objects.get, f"no annotation queue {name!r}", name=name)
 
 
-def _target_queue(request, data: dict, *, source: str, catalogue: dict | None = None) -> AnnotationQueue:
+def _target_queue(
+    request, data: dict, *, source: str, catalogue: dict | None = None
+) -> AnnotationQueue:
     """The queue the form names (``queue``), or a new one (``new_queue``)."""
     if name := data["queue"]:
         queue = AnnotationQueue.objects.filter(name=name).first()
         if queue is None:
             raise AnnotationError(f"queue: no queue named {name!r}")
         return queue
-    return queue_create(name=data["new_queue"], actor=request.user, source=source, catalogue=catalogue)
+    return queue_create(
+        name=data["new_queue"], actor=request.user, source=source, catalogue=catalogue
+    )
 
 
 @require_GET
 @requires("traffic.view")
 def queue_list(request):
     queues = [(q, selectors.queue_counts(queue=q)) for q in AnnotationQueue.objects.all()]
-    return render(request, "annotation/queue_list.html", {
-        "queues": queues, "datasets": Dataset.objects.order_by("name"),
-        "runs": EvalRun.objects.filter(status=EvalRun.SUCCEEDED).select_related("dataset", "version__harness")[:50]})
+    return render(
+        request,
+        "annotation/queue_list.html",
+        {
+            "queues": queues,
+            "datasets": Dataset.objects.order_by("name"),
+            "runs": EvalRun.objects.filter(status=EvalRun.SUCCEEDED).select_related(
+                "dataset", "version__harness"
+            )[:50],
+        },
+    )
 
 
 @require_POST
@@ -68,8 +81,11 @@ def queue_add_traffic_view(request):
     if not form.is_valid():
         messages.error(request, form_problem(form))
         return redirect("traffic:traffic_list")
-    rows = list(TrafficTrajectory.objects.select_related("deployment")
-                .filter(pk__in=form.cleaned_data["trajectory"]).order_by("received_at"))
+    rows = list(
+        TrafficTrajectory.objects.select_related("deployment")
+        .filter(pk__in=form.cleaned_data["trajectory"])
+        .order_by("received_at")
+    )
     if not rows:
         messages.error(request, "trajectory: select at least one trajectory")
         return redirect("traffic:traffic_list")
@@ -79,8 +95,11 @@ def queue_add_traffic_view(request):
     except AnnotationError as error:
         messages.error(request, str(error))
         return redirect("traffic:traffic_list")
-    messages.success(request, f"{added} case(s) added to queue {queue.name}"
-                     + (f" ({len(rows) - added} were in it already)" if added < len(rows) else ""))
+    messages.success(
+        request,
+        f"{added} case(s) added to queue {queue.name}"
+        + (f" ({len(rows) - added} were in it already)" if added < len(rows) else ""),
+    )
     return redirect("annotation:queue_detail", name=queue.name)
 
 
@@ -98,14 +117,22 @@ def queue_add_source_view(request):
             run = EvalRun.objects.select_related("dataset").filter(pk=data["run"]).first()
             if run is None:
                 raise AnnotationError(f"run: no evaluation run #{data['run']}")
-            queue = _target_queue(request, data, source=f"failing cases of run #{run.pk}",
-                                  catalogue=run.dataset.catalogue)
+            queue = _target_queue(
+                request,
+                data,
+                source=f"failing cases of run #{run.pk}",
+                catalogue=run.dataset.catalogue,
+            )
             added = queue_add_run_failures(queue=queue, run=run, actor=request.user)
         elif (dataset := data["dataset"]) is not None:
-            queue = _target_queue(request, data, source=f"dataset {dataset.name}", catalogue=dataset.catalogue)
+            queue = _target_queue(
+                request, data, source=f"dataset {dataset.name}", catalogue=dataset.catalogue
+            )
             added = queue_add_dataset(queue=queue, dataset=dataset, actor=request.user)
         else:
-            raise AnnotationError("source: choose an evaluation run (its failing cases) or a dataset")
+            raise AnnotationError(
+                "source: choose an evaluation run (its failing cases) or a dataset"
+            )
     except (AnnotationError, StudioError) as error:
         messages.error(request, str(error))
         return redirect("annotation:queue_list")
@@ -119,10 +146,18 @@ def queue_detail(request, name: str):
     queue = _queue(name)
     items = list(queue.items.prefetch_related("labels__labeller").order_by("position"))
     rows = [(item, selectors.item_status(item)) for item in items]
-    return render(request, "annotation/queue_detail.html", {
-        "queue": queue, "rows": rows, "counts": selectors.queue_counts(queue=queue),
-        "agreement": selectors.queue_agreement(queue=queue), "exports": queue.exports.select_related("dataset"),
-        "next": selectors.queue_next_item(queue=queue, user=request.user)})
+    return render(
+        request,
+        "annotation/queue_detail.html",
+        {
+            "queue": queue,
+            "rows": rows,
+            "counts": selectors.queue_counts(queue=queue),
+            "agreement": selectors.queue_agreement(queue=queue),
+            "exports": queue.exports.select_related("dataset"),
+            "next": selectors.queue_next_item(queue=queue, user=request.user),
+        },
+    )
 
 
 @require_GET
@@ -137,11 +172,15 @@ def queue_next(request, name: str):
 
 
 def _product_facts(queue: AnnotationQueue, case: dict) -> list[dict]:
-    """The catalogue entries of the products the request names (its link ids, the room's current link)."""
+    """The catalogue entries of the products the request names (its link ids, the room's current
+    link)."""
     from harness.livestream import Catalogue, demo_catalogue
 
-    catalogue = Catalogue.from_dict(queue.catalogue, source=f"queue {queue.name}") if queue.catalogue \
+    catalogue = (
+        Catalogue.from_dict(queue.catalogue, source=f"queue {queue.name}")
+        if queue.catalogue
         else demo_catalogue()
+    )
     links = list(case.get("products") or [])
     current = (case.get("room") or {}).get("current_link_id")
     if current is not None and current not in links:
@@ -150,8 +189,13 @@ def _product_facts(queue: AnnotationQueue, case: dict) -> list[dict]:
     for link in links[:6]:
         product = catalogue.product(link) if isinstance(link, int) else None
         if product is not None:
-            facts.append({"link": link, "name": product.name,
-                          "json": json.dumps(product.to_dict(), indent=1, ensure_ascii=False)})
+            facts.append(
+                {
+                    "link": link,
+                    "name": product.name,
+                    "json": json.dumps(product.to_dict(), indent=1, ensure_ascii=False),
+                }
+            )
     return facts
 
 
@@ -162,7 +206,12 @@ def item_label(request, name: str, position: int):
     from studio.playground.presenters import trajectory_steps
 
     queue = _queue(name)
-    item = found_or_404(QueueItem.objects.get, f"{queue.name} has no item {position}", queue=queue, position=position)
+    item = found_or_404(
+        QueueItem.objects.get,
+        f"{queue.name} has no item {position}",
+        queue=queue,
+        position=position,
+    )
     mine = item.labels.filter(labeller=request.user).first()
     error = ""
     form = LabelForm(request.POST if request.method == "POST" else None)
@@ -179,21 +228,41 @@ def item_label(request, name: str, position: int):
     defaults = {
         "category": mine.category if mine else item.case.get("category") or "",
         "route": mine.route if mine else (item.case.get("gold") or {}).get("route") or item.route,
-        "reply_skills": ", ".join(mine.reply_skills) if mine else ", ".join(
-            s["skill"] for s in traj.get("skill_loads", []) if s.get("ok")),
-        "tools": ", ".join(mine.tools) if mine else ", ".join(
-            dict.fromkeys(t["name"] for t in traj.get("tool_calls", []) if not t.get("error"))),
-        "accuracy": str(mine.accuracy) if mine else "", "effectiveness": f"{mine.effectiveness:g}" if mine else "",
+        "reply_skills": ", ".join(mine.reply_skills)
+        if mine
+        else ", ".join(s["skill"] for s in traj.get("skill_loads", []) if s.get("ok")),
+        "tools": ", ".join(mine.tools)
+        if mine
+        else ", ".join(
+            dict.fromkeys(t["name"] for t in traj.get("tool_calls", []) if not t.get("error"))
+        ),
+        "accuracy": str(mine.accuracy) if mine else "",
+        "effectiveness": f"{mine.effectiveness:g}" if mine else "",
         "note": mine.note if mine else "",
     }
     if form.is_bound:  # what was typed is shown again beside the error
         defaults.update({k: v for k, v in form.cleaned_data.items() if k in defaults})
-    return render(request, "annotation/item_label.html", {
-        "queue": queue, "item": item, "status": selectors.item_status(item), "case": item.case, "traj": traj,
-        "steps": trajectory_steps(traj) if traj else [], "facts": _product_facts(queue, item.case),
-        "others": item.labels.exclude(labeller=request.user).select_related("labeller"),
-        "categories": CATEGORIES, "routes": ROUTES, "values": defaults, "error": error, "mine": mine,
-        "total": queue.items.count()}, status=400 if error else 200)
+    return render(
+        request,
+        "annotation/item_label.html",
+        {
+            "queue": queue,
+            "item": item,
+            "status": selectors.item_status(item),
+            "case": item.case,
+            "traj": traj,
+            "steps": trajectory_steps(traj) if traj else [],
+            "facts": _product_facts(queue, item.case),
+            "others": item.labels.exclude(labeller=request.user).select_related("labeller"),
+            "categories": CATEGORIES,
+            "routes": ROUTES,
+            "values": defaults,
+            "error": error,
+            "mine": mine,
+            "total": queue.items.count(),
+        },
+        status=400 if error else 200,
+    )
 
 
 @require_POST
@@ -205,12 +274,16 @@ def queue_export_view(request, name: str):
     except AnnotationError as error:
         messages.error(request, str(error))
         return redirect("annotation:queue_detail", name=queue.name)
-    messages.success(request, f"Dataset {export.dataset.name}: {export.items} labelled case(s); evaluate it, "
-                              "start an evolution on it, or calibrate a judge against it.")
+    messages.success(
+        request,
+        f"Dataset {export.dataset.name}: {export.items} labelled case(s); evaluate it, "
+        "start an evolution on it, or calibrate a judge against it.",
+    )
     return redirect("evolution:dataset_detail", name=export.dataset.name)
 
 
-# -- calibration ---------------------------------------------------------------------------------------------
+# -- calibration
+# ---------------------------------------------------------------------------------------------
 
 
 @require_GET
@@ -219,10 +292,19 @@ def calibration_list(request):
     from studio.annotation.models import QueueExport
     from studio.evolution.runs import EVAL_JUDGE
 
-    labelled = Dataset.objects.filter(pk__in=QueueExport.objects.values("dataset_id")).order_by("name")
-    return render(request, "annotation/calibration_list.html", {
-        "calibrations": selectors.calibration_list(), "datasets": labelled, "standing": selectors.judge_standing(EVAL_JUDGE),
-        "eval_judge": EVAL_JUDGE})
+    labelled = Dataset.objects.filter(pk__in=QueueExport.objects.values("dataset_id")).order_by(
+        "name"
+    )
+    return render(
+        request,
+        "annotation/calibration_list.html",
+        {
+            "calibrations": selectors.calibration_list(),
+            "datasets": labelled,
+            "standing": selectors.judge_standing(EVAL_JUDGE),
+            "eval_judge": EVAL_JUDGE,
+        },
+    )
 
 
 @require_POST
@@ -233,28 +315,47 @@ def calibration_start_view(request):
         messages.error(request, form_problem(form))
         return redirect("annotation:calibration_list")
     try:
-        job = calibration_start(judge=form.cleaned_data["judge"], dataset=form.cleaned_data["dataset"],
-                                actor=request.user)
+        job = calibration_start(
+            judge=form.cleaned_data["judge"],
+            dataset=form.cleaned_data["dataset"],
+            actor=request.user,
+        )
     except CalibrationError as error:
         messages.error(request, str(error))
         return redirect("annotation:calibration_list")
-    messages.success(request, f"Calibration queued as job #{job.pk}; its result appears here when it ends.")
+    messages.success(
+        request, f"Calibration queued as job #{job.pk}; its result appears here when it ends."
+    )
     return redirect(reverse("annotation:calibration_list"))
 
 
 @require_GET
 @requires("traffic.view")
 def calibration_detail(request, calibration_id: int):
-    row = found_or_404(JudgeCalibration.objects.select_related("dataset", "created_by").get,
-                       f"no calibration #{calibration_id}", pk=calibration_id)
+    row = found_or_404(
+        JudgeCalibration.objects.select_related("dataset", "created_by").get,
+        f"no calibration #{calibration_id}",
+        pk=calibration_id,
+    )
     report = row.report
     disagreements = []
     for dim in ("accuracy", "effectiveness"):
         for d in report.get(dim, {}).get("disagreements", []):
             case_id = d["id"].rsplit("/", 1)[0]
             disagreements.append({**d, "dimension": dim, "case_id": case_id})
-    confusion = {dim: list(zip(report[dim]["labels"], report[dim]["confusion"], strict=True))
-                 for dim in ("accuracy", "effectiveness") if dim in report}
-    return render(request, "annotation/calibration_detail.html", {
-        "row": row, "report": report, "confusion": confusion, "disagreements": disagreements,
-        "minimum": selectors.judge_standing(row.judge).minimum})
+    confusion = {
+        dim: list(zip(report[dim]["labels"], report[dim]["confusion"], strict=True))
+        for dim in ("accuracy", "effectiveness")
+        if dim in report
+    }
+    return render(
+        request,
+        "annotation/calibration_detail.html",
+        {
+            "row": row,
+            "report": report,
+            "confusion": confusion,
+            "disagreements": disagreements,
+            "minimum": selectors.judge_standing(row.judge).minimum,
+        },
+    )

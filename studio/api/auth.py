@@ -27,9 +27,15 @@ def api_view(permission: str, methods: tuple[str, ...]) -> Callable:
         def wrapped(request, *args, **kwargs):
             header = request.headers.get("Authorization", "")
             scheme, _, token = header.partition(" ")
-            user = api_token_authenticate(token=token.strip()) if scheme.lower() == "bearer" else None
+            user = (
+                api_token_authenticate(token=token.strip()) if scheme.lower() == "bearer" else None
+            )
             if user is None:
-                return api_error(401, "send a valid API token: 'Authorization: Bearer hst_...' (make one at /accounts/tokens/)")
+                return api_error(
+                    401,
+                    "send a valid API token: 'Authorization: Bearer "
+                    "hst_...' (make one at /accounts/tokens/)",
+                )
             if request.method not in methods:
                 return api_error(405, f"use {' or '.join(methods)}")
             if not user_can(user, permission):

@@ -10,11 +10,19 @@ class AuditEvent(models.Model):
     actor = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
-    action = models.CharField(max_length=64, db_index=True, help_text="e.g. version.commit, label.move")
-    harness = models.ForeignKey(
-        "harnesses.Harness", null=True, blank=True, on_delete=models.CASCADE, related_name="audit_events"
+    action = models.CharField(
+        max_length=64, db_index=True, help_text="e.g. version.commit, label.move"
     )
-    target = models.CharField(max_length=255, help_text="Human-readable object, e.g. 'livestream-avatar v3'.")
+    harness = models.ForeignKey(
+        "harnesses.Harness",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="audit_events",
+    )
+    target = models.CharField(
+        max_length=255, help_text="Human-readable object, e.g. 'livestream-avatar v3'."
+    )
     data = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 

@@ -16,6 +16,12 @@ def audit_event_list(*, harness=None, limit: int = 200) -> QuerySet[AuditEvent]:
 
 def gate_overrides(*, version) -> list[AuditEvent]:
     """The audit events of promotions of ``version`` that went through with a gate overridden."""
-    return list(AuditEvent.objects.select_related("actor")
-                .filter(action="evolution.gates.override", harness_id=version.harness_id,
-                        data__version=version.number).order_by("-created_at"))
+    return list(
+        AuditEvent.objects.select_related("actor")
+        .filter(
+            action="evolution.gates.override",
+            harness_id=version.harness_id,
+            data__version=version.number,
+        )
+        .order_by("-created_at")
+    )

@@ -1,4 +1,5 @@
-"""App config for studio.compatibility: the checkpoint x Harness-version matrix, its gate and the retrain alarm."""
+"""App config for studio.compatibility: the checkpoint x Harness-version matrix, its gate and the
+retrain alarm."""
 
 from django.apps import AppConfig
 

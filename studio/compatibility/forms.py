@@ -16,7 +16,13 @@ class CellRequestForm(forms.Form):
 
 
 class LabelServerForm(forms.Form):
-    harness = forms.ModelChoiceField(queryset=Harness.objects.all(), to_field_name="name", error_messages={
-        "required": "no Harness of that name", "invalid_choice": "no Harness of that name"})
+    harness = forms.ModelChoiceField(
+        queryset=Harness.objects.all(),
+        to_field_name="name",
+        error_messages={
+            "required": "no Harness of that name",
+            "invalid_choice": "no Harness of that name",
+        },
+    )
     label = TypedText()
     endpoint = WholeNumberField(required=False, help_text="The endpoint's id (empty: no endpoint).")

@@ -1,5 +1,5 @@
-"""Job kinds of the compatibility app: asking for the cells a label move needs, or a new checkpoint's, on
-a worker."""
+"""Job kinds of the compatibility app: asking for the cells a label move needs, or a new
+checkpoint's, on a worker."""
 
 from __future__ import annotations
 
@@ -19,27 +19,43 @@ def compatibility_fill_job(context: JobContext) -> dict:
     before = EvalRun.objects.count()
     cells = cells_for_label(harness_id=context.params["harness_id"], label=context.params["label"])
     for cell in cells:
-        context.log(f"{cell.endpoint.name} on v{cell.version.number}: evaluation run #{cell.run_id} "
-                    f"({cell.run.status}; {cell.reason})")
-    return {"cells": len(cells), "new_runs": EvalRun.objects.count() - before,
-            "runs": [cell.run_id for cell in cells]}
+        context.log(
+            f"{cell.endpoint.name} on v{cell.version.number}: evaluation run #{cell.run_id} "
+            f"({cell.run.status}; {cell.reason})"
+        )
+    return {
+        "cells": len(cells),
+        "new_runs": EvalRun.objects.count() - before,
+        "runs": [cell.run_id for cell in cells],
+    }
 
 
-@job_kind("compatibility_checkpoint", label="Compatibility cells of a checkpoint", outcome=fill_outcome)
+@job_kind(
+    "compatibility_checkpoint", label="Compatibility cells of a checkpoint", outcome=fill_outcome
+)
 def compatibility_checkpoint_job(context: JobContext) -> dict:
-    """A training run's checkpoint entered the registry: its cells (``services.cells_for_checkpoint``). A step
-    of its own after the training job, so that a failure here never marks the finished training failed; a
-    locked database ends no try (a cell that exists is reused, so the step runs again whole)."""
+    """A training run's checkpoint entered the registry: its cells
+    (``services.cells_for_checkpoint``). A step of its own after the training job, so that a failure
+    here never marks the finished training failed; a locked database ends no try (a cell that exists
+    is reused, so the step runs again whole)."""
     from studio.compatibility.services import cells_for_checkpoint
     from studio.dblocks import run_again_when_locked
     from studio.evolution.models import EvalRun
 
     run_id = int(context.params["run_id"])
     before = EvalRun.objects.count()
-    cells = run_again_when_locked(lambda: cells_for_checkpoint(run_id=run_id),
-                                  what=f"the cells of run #{run_id}", log=context.log)
+    cells = run_again_when_locked(
+        lambda: cells_for_checkpoint(run_id=run_id),
+        what=f"the cells of run #{run_id}",
+        log=context.log,
+    )
     for cell in cells:
-        context.log(f"{cell.endpoint.name} on v{cell.version.number}: evaluation run #{cell.run_id} "
-                    f"({cell.run.status}; {cell.reason})")
-    return {"cells": len(cells), "new_runs": EvalRun.objects.count() - before,
-            "runs": [cell.run_id for cell in cells]}
+        context.log(
+            f"{cell.endpoint.name} on v{cell.version.number}: evaluation run #{cell.run_id} "
+            f"({cell.run.status}; {cell.reason})"
+        )
+    return {
+        "cells": len(cells),
+        "new_runs": EvalRun.objects.count() - before,
+        "runs": [cell.run_id for cell in cells],
+    }

@@ -22,40 +22,71 @@ User = settings.AUTH_USER_MODEL
 
 class LabelServer(models.Model):
     harness = models.ForeignKey(Harness, on_delete=models.CASCADE, related_name="+")
-    label = models.CharField(max_length=40, help_text="production, staging or another label of the Harness.")
-    endpoint = models.ForeignKey(ModelEndpoint, on_delete=models.PROTECT, related_name="+",
-                                 help_text="The endpoint that serves the Harness version at this label.")
+    label = models.CharField(
+        max_length=40, help_text="production, staging or another label of the Harness."
+    )
+    endpoint = models.ForeignKey(
+        ModelEndpoint,
+        on_delete=models.PROTECT,
+        related_name="+",
+        help_text="The endpoint that serves the Harness version at this label.",
+    )
     updated_by = models.ForeignKey(User, null=True, on_delete=models.SET_NULL, related_name="+")
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         ordering = ["harness", "label"]
-        constraints = [models.UniqueConstraint(fields=["harness", "label"], name="label_server_unique")]
+        constraints = [
+            models.UniqueConstraint(fields=["harness", "label"], name="label_server_unique")
+        ]
 
     def __str__(self) -> str:
         return f"{self.harness.name}@{self.label} served by {self.endpoint.name}"
 
 
 class Cell(models.Model):
-    model_fingerprint = models.CharField(max_length=64, help_text=(
-        "What the model is: a checkpoint's serving.endpoint fingerprint, a script's sha256, a server's URL + model."))
-    endpoint = models.ForeignKey(ModelEndpoint, on_delete=models.PROTECT, related_name="+",
-                                 help_text="The endpoint the cell was computed through.")
+    model_fingerprint = models.CharField(
+        max_length=64,
+        help_text=(
+            "What the model is: a checkpoint's serving.endpoint "
+            "fingerprint, a script's sha256, a server's URL + model."
+        ),
+    )
+    endpoint = models.ForeignKey(
+        ModelEndpoint,
+        on_delete=models.PROTECT,
+        related_name="+",
+        help_text="The endpoint the cell was computed through.",
+    )
     version = models.ForeignKey(HarnessVersion, on_delete=models.PROTECT, related_name="+")
     version_digest = models.CharField(max_length=64)
-    set_version = models.CharField(max_length=16, help_text="evaluation.compatibility.set_version of the set.")
+    set_version = models.CharField(
+        max_length=16, help_text="evaluation.compatibility.set_version of the set."
+    )
     dataset = models.ForeignKey(Dataset, on_delete=models.PROTECT, related_name="+")
     run = models.ForeignKey(EvalRun, on_delete=models.PROTECT, related_name="+")
-    reason = models.CharField(max_length=300, help_text="Why it was computed (a label, the registry, a person).")
-    figures = models.JSONField(default=dict, blank=True, help_text=(
-        "evaluation.compatibility.cell_figures of the run's results, kept once the run succeeded."))
+    reason = models.CharField(
+        max_length=300, help_text="Why it was computed (a label, the registry, a person)."
+    )
+    figures = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text=(
+            "evaluation.compatibility.cell_figures of the "
+            "run's results, kept once the run succeeded."
+        ),
+    )
     requested_by = models.ForeignKey(User, null=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
-        constraints = [models.UniqueConstraint(fields=["model_fingerprint", "version_digest", "set_version"],
-                                               name="compatibility_cell_unique")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["model_fingerprint", "version_digest", "set_version"],
+                name="compatibility_cell_unique",
+            )
+        ]
 
     def __str__(self) -> str:
         return f"cell #{self.pk}: {self.endpoint.name} on {self.version} (set {self.set_version})"

@@ -1,18 +1,21 @@
-"""Writes of the compatibility matrix: the set as a dataset, cells, which endpoint serves a label, the triggers.
+"""Writes of the compatibility matrix: the set as a dataset, cells, which endpoint serves a label,
+the triggers.
 
-A cell is an evaluation run of the evolution app (``studio.evolution.runs.eval_run_start``: a Celery job
-whose chunks any worker claims) of one endpoint on one Harness version over the compatibility set. A
-request for a cell whose model fingerprint, version digest and set version already have one returns that
-cell (a run that stopped is resumed, keeping what it scored): a cell is never computed twice.
+A cell is an evaluation run of the evolution app (``studio.evolution.runs.eval_run_start``: a Celery
+job whose chunks any worker claims) of one endpoint on one Harness version over the compatibility
+set. A request for a cell whose model fingerprint, version digest and set version already have one
+returns that cell (a run that stopped is resumed, keeping what it scored): a cell is never computed
+twice.
 
 Cells are asked for by a person (``cell_request``), and automatically:
 
-- when a Harness version gets a label (``cells_for_label``, a job queued by the move): the endpoints serving
-  the Harness's production and staging labels on that version, with the production pair itself (the
-  reference every cell is coloured against) and the production model on the version it was trained on
-  (what the retrain alarm compares with);
-- when a checkpoint enters the registry (``cells_for_checkpoint``, in a job of its own after its training run): its
-  endpoint (made as the registry's "make an endpoint" does) on every production and staging version.
+- when a Harness version gets a label (``cells_for_label``, a job queued by the move): the endpoints
+  serving the Harness's production and staging labels on that version, with the production pair
+  itself (the reference every cell is coloured against) and the production model on the version it
+  was trained on (what the retrain alarm compares with);
+- when a checkpoint enters the registry (``cells_for_checkpoint``, in a job of its own after its
+  training run): its endpoint (made as the registry's "make an endpoint" does) on every production
+  and staging version.
 """
 
 from __future__ import annotations
@@ -52,18 +55,25 @@ def compat_dataset_ensure() -> tuple[selectors.CompatSet, Dataset]:
 
     current = selectors.compat_set()
     if current is None:
-        raise NoCompatibilitySet(f"no compatibility set: the dataset {settings.COMPATIBILITY_SOURCE_DATASET} "
-                                 "it is drawn from is not imported (manage.py seed_evolution_demo imports it)")
+        raise NoCompatibilitySet(
+            f"no compatibility set: the dataset {settings.COMPATIBILITY_SOURCE_DATASET} "
+            "it is drawn from is not imported (manage.py seed_evolution_demo imports it)"
+        )
     dataset = current.dataset
     if dataset is None:
         try:
             with transaction.atomic():
                 dataset = dataset_import(
-                    name=current.name, text="\n".join(dumps_case(c) for c in current.cases),
-                    source=f"evaluation.compatibility.build_set({current.source.name})", actor=None,
-                    catalogue=current.source.catalogue, heldout_share=0.0,
-                    description=f"Compatibility set {current.version}: drawn from {current.source.name}, each case "
-                                "also under one HSA variant of the evaluated version")
+                    name=current.name,
+                    text="\n".join(dumps_case(c) for c in current.cases),
+                    source=f"evaluation.compatibility.build_set({current.source.name})",
+                    actor=None,
+                    catalogue=current.source.catalogue,
+                    heldout_share=0.0,
+                    description=f"Compatibility set {current.version}: drawn "
+                    f"from {current.source.name}, each case "
+                    "also under one HSA variant of the evaluated version",
+                )
         except (EvolutionError, IntegrityError):  # another process imported it at the same moment
             dataset = current.dataset
             if dataset is None:
@@ -71,34 +81,64 @@ def compat_dataset_ensure() -> tuple[selectors.CompatSet, Dataset]:
     return current, dataset
 
 
-def cell_request(*, endpoint: ModelEndpoint, version: HarnessVersion, actor: User | None, reason: str) -> Cell:
-    """The cell of ``endpoint`` on ``version`` on the current set: the one that exists, or a new run."""
+def cell_request(
+    *, endpoint: ModelEndpoint, version: HarnessVersion, actor: User | None, reason: str
+) -> Cell:
+    """The cell of ``endpoint`` on ``version`` on the current set: the one that exists, or a new
+    run."""
     if actor is not None and not user_can(actor, "compatibility.request"):
-        raise PermissionDenied("asking for a compatibility cell needs the operator or ML engineer role")
+        raise PermissionDenied(
+            "asking for a compatibility cell needs the operator or ML engineer role"
+        )
     current, dataset = compat_dataset_ensure()
     try:
         fingerprint = selectors.model_fingerprint(endpoint)
     except ValueError as error:
         raise CompatibilityError(f"endpoint: {error}") from None
-    existing = selectors.cell_find(endpoint=endpoint, version=version, set_version=current.version,
-                                   fingerprint=fingerprint)
+    existing = selectors.cell_find(
+        endpoint=endpoint, version=version, set_version=current.version, fingerprint=fingerprint
+    )
     if existing is not None:
         return _resume_if_stopped(existing, actor=actor)
     from studio.evolution.runs import eval_run_start
 
     try:
         with transaction.atomic():
-            run = eval_run_start(version=version, dataset=dataset, endpoint=endpoint,
-                                 case_ids=[c["id"] for c in current.cases], actor=actor)
-            cell = Cell.objects.create(model_fingerprint=fingerprint, endpoint=endpoint, version=version,
-                                       version_digest=version.digest, set_version=current.version, dataset=dataset,
-                                       run=run, reason=reason[:300], requested_by=actor)
+            run = eval_run_start(
+                version=version,
+                dataset=dataset,
+                endpoint=endpoint,
+                case_ids=[c["id"] for c in current.cases],
+                actor=actor,
+            )
+            cell = Cell.objects.create(
+                model_fingerprint=fingerprint,
+                endpoint=endpoint,
+                version=version,
+                version_digest=version.digest,
+                set_version=current.version,
+                dataset=dataset,
+                run=run,
+                reason=reason[:300],
+                requested_by=actor,
+            )
     except IntegrityError:  # the same cell was asked for at the same moment: that one counts
-        return selectors.cell_find(endpoint=endpoint, version=version, set_version=current.version,
-                                   fingerprint=fingerprint)
-    audit_record(actor=actor, action="compatibility.cell", harness=version.harness, target=f"cell #{cell.pk}",
-                 data={"endpoint": endpoint.name, "version": version.number, "set": current.version,
-                       "run": run.pk, "reason": reason[:300]})
+        return selectors.cell_find(
+            endpoint=endpoint, version=version, set_version=current.version, fingerprint=fingerprint
+        )
+    audit_record(
+        actor=actor,
+        action="compatibility.cell",
+        harness=version.harness,
+        target=f"cell #{cell.pk}",
+        data={
+            "endpoint": endpoint.name,
+            "version": version.number,
+            "set": current.version,
+            "run": run.pk,
+            "reason": reason[:300],
+        },
+    )
     return cell
 
 
@@ -112,31 +152,45 @@ def _resume_if_stopped(cell: Cell, *, actor: User | None) -> Cell:
     return cell
 
 
-def label_server_set(*, harness: Harness, label: str, endpoint: ModelEndpoint | None, actor: User | None) -> None:
-    """Name the endpoint serving ``harness``'s ``label`` (None: no longer named); then fill its cells.
-    ``actor`` None: the deployment's own command (``manage.py compatibility_fill``)."""
+def label_server_set(
+    *, harness: Harness, label: str, endpoint: ModelEndpoint | None, actor: User | None
+) -> None:
+    """Name the endpoint serving ``harness``'s ``label`` (None: no longer named); then fill its
+    cells. ``actor`` None: the deployment's own command (``manage.py compatibility_fill``)."""
     if actor is not None and not user_can(actor, "endpoint.manage"):
         raise PermissionDenied("naming the endpoint that serves a label needs the ML engineer role")
     label = label.strip().lower()
     if label not in selectors.SERVED_LABELS:
-        raise CompatibilityError(f"label: one of {', '.join(selectors.SERVED_LABELS)}, not {label!r}")
+        raise CompatibilityError(
+            f"label: one of {', '.join(selectors.SERVED_LABELS)}, not {label!r}"
+        )
     if endpoint is None:
         LabelServer.objects.filter(harness=harness, label=label).delete()
     else:
-        LabelServer.objects.update_or_create(harness=harness, label=label,
-                                             defaults={"endpoint": endpoint, "updated_by": actor})
-    audit_record(actor=actor, action="compatibility.server", harness=harness, target=f"{harness.name}@{label}",
-                 data={"endpoint": endpoint.name if endpoint else None})
+        LabelServer.objects.update_or_create(
+            harness=harness, label=label, defaults={"endpoint": endpoint, "updated_by": actor}
+        )
+    audit_record(
+        actor=actor,
+        action="compatibility.server",
+        harness=harness,
+        target=f"{harness.name}@{label}",
+        data={"endpoint": endpoint.name if endpoint else None},
+    )
     if endpoint is not None and label in selectors.labelled_versions(harness):
         from studio.jobs.services import job_create
 
-        job_create(kind="compatibility_fill", title=f"Compatibility cells for {harness.name}@{label}",
-                   params={"harness_id": harness.pk, "label": label}, created_by=actor)
+        job_create(
+            kind="compatibility_fill",
+            title=f"Compatibility cells for {harness.name}@{label}",
+            params={"harness_id": harness.pk, "label": label},
+            created_by=actor,
+        )
 
 
 def _quietly(what: str, request) -> Cell | None:
-    """An automatic request: a problem is logged (the matrix shows the missing cell), never raised into the
-    label move or the training run that triggered it."""
+    """An automatic request: a problem is logged (the matrix shows the missing cell), never raised
+    into the label move or the training run that triggered it."""
     try:
         return request()
     except (CompatibilityError, ValueError) as error:
@@ -155,29 +209,43 @@ def cells_for_label(*, harness_id: int, label: str) -> list[Cell]:
     pair = selectors.production_pair(harness)
     wanted: list[tuple[ModelEndpoint, HarnessVersion, str]] = []
     for served, endpoint in sorted(servers.items()):
-        wanted.append((endpoint, moved, f"{harness.name}@{label} -> v{moved.number} ({endpoint.name} serves {served})"))
+        wanted.append(
+            (
+                endpoint,
+                moved,
+                f"{harness.name}@{label} -> v{moved.number} ({endpoint.name} serves {served})",
+            )
+        )
     if pair.endpoint is not None and pair.version is not None:
         wanted.append((pair.endpoint, pair.version, "the production pair (the matrix's reference)"))
         _, trained_on = selectors.endpoint_training_run(pair.endpoint, harness=harness)
         if trained_on is not None and trained_on.harness_id == harness.pk:
-            wanted.append((pair.endpoint, trained_on, "the production model on the version it was trained on"))
+            wanted.append(
+                (pair.endpoint, trained_on, "the production model on the version it was trained on")
+            )
     cells = []
     for endpoint, version, reason in wanted:
-        cell = _quietly(f"{endpoint.name} on v{version.number}",
-                        lambda e=endpoint, v=version, r=reason: cell_request(endpoint=e, version=v, actor=None,
-                                                                             reason=r))
+        cell = _quietly(
+            f"{endpoint.name} on v{version.number}",
+            lambda e=endpoint, v=version, r=reason: cell_request(
+                endpoint=e, version=v, actor=None, reason=r
+            ),
+        )
         if cell is not None and cell not in cells:
             cells.append(cell)
     return cells
 
 
 def cells_for_checkpoint(*, run_id: int) -> list[Cell]:
-    """A policy checkpoint entered the registry: its endpoint on every production and staging version."""
+    """A policy checkpoint entered the registry: its endpoint on every production and staging
+    version."""
     from studio.training.models import TrainingRun
     from studio.training.services import RunRefused, checkpoint_endpoint_create
 
     run = TrainingRun.objects.select_related("created_by").get(pk=run_id)
-    labels = list(Label.objects.filter(name__in=selectors.SERVED_LABELS).select_related("version", "harness"))
+    labels = list(
+        Label.objects.filter(name__in=selectors.SERVED_LABELS).select_related("version", "harness")
+    )
     if not labels or selectors.compat_set() is None:
         return []  # nothing to evaluate it on (yet): the matrix offers its cells once there is
     try:
@@ -187,18 +255,23 @@ def cells_for_checkpoint(*, run_id: int) -> list[Cell]:
         return []
     cells = []
     for label in labels:
-        cell = _quietly(f"{endpoint.name} on {label.harness.name}@{label.name}",
-                        lambda v=label.version, n=label.name: cell_request(
-                            endpoint=endpoint, version=v, actor=None,
-                            reason=f"checkpoint of run #{run.pk} entered the registry ({v.harness.name}@{n})"))
+        cell = _quietly(
+            f"{endpoint.name} on {label.harness.name}@{label.name}",
+            lambda v=label.version, n=label.name: cell_request(
+                endpoint=endpoint,
+                version=v,
+                actor=None,
+                reason=f"checkpoint of run #{run.pk} entered the registry ({v.harness.name}@{n})",
+            ),
+        )
         if cell is not None and cell not in cells:
             cells.append(cell)
     return cells
 
 
 def cell_figures_store(*, run_id: int) -> None:
-    """A cell's run scored its cases (``studio.evolution.runs.eval_run_scored``): its figures are kept on the
-    row, so the matrix and the gate read them without scoring the rows again."""
+    """A cell's run scored its cases (``studio.evolution.runs.eval_run_scored``): its figures are
+    kept on the row, so the matrix and the gate read them without scoring the rows again."""
     from evaluation.compatibility import cell_figures as figures_of
 
     for cell in Cell.objects.select_related("run").filter(run_id=run_id):

@@ -1,4 +1,5 @@
-"""URLs of the compatibility app: the matrix, asking for a cell, naming the endpoint that serves a label."""
+"""URLs of the compatibility app: the matrix, asking for a cell, naming the endpoint that serves a
+label."""
 
 from django.urls import path
 

@@ -1,4 +1,5 @@
-"""Pages of the compatibility matrix: the matrix (every role), asking for a cell, naming a label's endpoint.
+"""Pages of the compatibility matrix: the matrix (every role), asking for a cell, naming a label's
+endpoint.
 
 Views parse, authorise and call a selector or a service; every figure they show is
 ``evaluation.compatibility``'s, read through ``studio.compatibility.selectors``.
@@ -31,8 +32,10 @@ from studio.lookups import found_or_404
 def _harness(name: str | None) -> Harness | None:
     if name:
         return found_or_404(Harness.objects.get, f"no Harness named {name!r}", name=name)
-    return (Harness.objects.filter(labels__name="production").order_by("name").first()
-            or Harness.objects.order_by("name").first())
+    return (
+        Harness.objects.filter(labels__name="production").order_by("name").first()
+        or Harness.objects.order_by("name").first()
+    )
 
 
 def _matrix_url(harness: Harness | None) -> str:
@@ -44,13 +47,19 @@ def _matrix_url(harness: Harness | None) -> str:
 @requires("compatibility.view")
 def matrix_view(request):
     harness = _harness(request.GET.get("harness"))
-    context = {"harness": harness, "harnesses": Harness.objects.order_by("name"),
-               "alarms": selectors.retrain_alarms(), "endpoints": ModelEndpoint.objects.order_by("name"),
-               "served_labels": selectors.SERVED_LABELS}
+    context = {
+        "harness": harness,
+        "harnesses": Harness.objects.order_by("name"),
+        "alarms": selectors.retrain_alarms(),
+        "endpoints": ModelEndpoint.objects.order_by("name"),
+        "served_labels": selectors.SERVED_LABELS,
+    }
     if harness is not None:
         context.update(selectors.matrix(harness=harness))
         context["versions"] = HarnessVersion.objects.filter(harness=harness).order_by("-number")
-    template = "compatibility/_matrix.html" if request.GET.get("partial") else "compatibility/matrix.html"
+    template = (
+        "compatibility/_matrix.html" if request.GET.get("partial") else "compatibility/matrix.html"
+    )
     return render(request, template, context)
 
 
@@ -66,15 +75,24 @@ def cell_request_view(request):
             raise CompatibilityError("endpoint: no such endpoint; pick one of the Endpoints page")
         if version is None:
             raise CompatibilityError("version: no such Harness version")
-        cell = cell_request(endpoint=endpoint, version=version, actor=request.user,
-                            reason=f"asked for by {request.user.username}")
-    except NoCompatibilitySet as error:  # the studio's state, not the request's fault: said on the page
+        cell = cell_request(
+            endpoint=endpoint,
+            version=version,
+            actor=request.user,
+            reason=f"asked for by {request.user.username}",
+        )
+    except (
+        NoCompatibilitySet
+    ) as error:  # the studio's state, not the request's fault: said on the page
         messages.error(request, str(error))
         return redirect(_matrix_url(version.harness))
     except CompatibilityError as error:
         return HttpResponseBadRequest(str(error))
-    messages.success(request, f"Cell of {endpoint.name} on {version.harness.name} v{version.number}: evaluation "
-                              f"run #{cell.run_id} ({cell.run.status}).")
+    messages.success(
+        request,
+        f"Cell of {endpoint.name} on {version.harness.name} v{version.number}: evaluation "
+        f"run #{cell.run_id} ({cell.run.status}).",
+    )
     return redirect(_matrix_url(version.harness))
 
 
@@ -91,12 +109,17 @@ def label_server_view(request):
         if form.cleaned_data["endpoint"] is not None:
             endpoint = ModelEndpoint.objects.filter(pk=form.cleaned_data["endpoint"]).first()
             if endpoint is None:
-                raise CompatibilityError("endpoint: no such endpoint; pick one of the Endpoints page")
+                raise CompatibilityError(
+                    "endpoint: no such endpoint; pick one of the Endpoints page"
+                )
         label_server_set(harness=harness, label=label, endpoint=endpoint, actor=request.user)
     except CompatibilityError as error:
         return HttpResponseBadRequest(str(error))
     except PermissionDenied:
         raise
-    messages.success(request, f"{harness.name}@{label} is served by "
-                              f"{endpoint.name if endpoint else 'no endpoint named'}.")
+    messages.success(
+        request,
+        f"{harness.name}@{label} is served by "
+        f"{endpoint.name if endpoint else 'no endpoint named'}.",
+    )
     return redirect(_matrix_url(harness))

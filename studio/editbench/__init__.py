@@ -1,1 +1,2 @@
-"""The held-out edit benchmark in the studio: a stage's edits under two models, on the held-out split."""
+"""The held-out edit benchmark in the studio: a stage's edits under two models, on the held-out
+split."""

@@ -1,4 +1,5 @@
-"""The edit benchmark's choice: a stage and the two endpoints it compares, from the page's form or a link."""
+"""The edit benchmark's choice: a stage and the two endpoints it compares, from the page's form or a
+link."""
 
 from __future__ import annotations
 

@@ -1,10 +1,12 @@
-"""The held-out edit benchmark of a stage under two models: the four evaluation runs it needs and its figures.
+"""The held-out edit benchmark of a stage under two models: the four evaluation runs it needs and
+its figures.
 
-A stage's confirmed edits turned its parent version into its candidate, chosen on dev-split failures.
-Both versions are evaluated, unchanged, on the evolution's held-out cases under each of two endpoints
-(a registry checkpoint's endpoint, *Make endpoint*, or any other): four evaluation runs of the evolution
-app, started here and scored by any worker; a finished run of the same version and endpoint that scored
-those cases already is reused. The figures are ``evaluation.edit_transfer``'s.
+A stage's confirmed edits turned its parent version into its candidate, chosen on dev-split
+failures. Both versions are evaluated, unchanged, on the evolution's held-out cases under each of
+two endpoints (a registry checkpoint's endpoint, *Make endpoint*, or any other): four evaluation
+runs of the evolution app, started here and scored by any worker; a finished run of the same version
+and endpoint that scored those cases already is reused. The figures are
+``evaluation.edit_transfer``'s.
 """
 
 from __future__ import annotations
@@ -25,16 +27,23 @@ class EditBenchmarkError(ValueError):
 def heldout_ids(stage: Stage) -> list[str]:
     """The evolution's held-out cases: scored by every stage, never shown to a diagnoser."""
     evolution = stage.evolution
-    held = set(DatasetCase.objects.filter(dataset=evolution.dataset, split=DatasetCase.HELDOUT,
-                                          case_id__in=evolution.case_ids).values_list("case_id", flat=True))
+    held = set(
+        DatasetCase.objects.filter(
+            dataset=evolution.dataset, split=DatasetCase.HELDOUT, case_id__in=evolution.case_ids
+        ).values_list("case_id", flat=True)
+    )
     return [c for c in evolution.case_ids if c in held]
 
 
 def _run_for(*, version, endpoint: ModelEndpoint, stage: Stage, ids: list[str]) -> EvalRun | None:
-    """The newest run of ``version`` on ``endpoint`` over the dataset that covers ``ids`` and did not fail."""
+    """The newest run of ``version`` on ``endpoint`` over the dataset that covers ``ids`` and did
+    not fail."""
     wanted = set(ids)
-    for run in EvalRun.objects.filter(version=version, endpoint=endpoint, dataset=stage.evolution.dataset) \
-            .exclude(status=EvalRun.FAILED).order_by("-pk"):
+    for run in (
+        EvalRun.objects.filter(version=version, endpoint=endpoint, dataset=stage.evolution.dataset)
+        .exclude(status=EvalRun.FAILED)
+        .order_by("-pk")
+    ):
         if wanted <= set(run.case_ids):
             return run
     return None
@@ -54,50 +63,83 @@ class Benchmark:
 
     @property
     def grid(self) -> list[tuple[ModelEndpoint, EvalRun | None, EvalRun | None]]:
-        return [(e, self.runs[(e.pk, "parent")], self.runs[(e.pk, "candidate")]) for e in self.endpoints]
+        return [
+            (e, self.runs[(e.pk, "parent")], self.runs[(e.pk, "candidate")]) for e in self.endpoints
+        ]
 
 
 def _check(stage: Stage, endpoints: list[ModelEndpoint]) -> list[str]:
     if stage.candidate_version_id is None:
-        raise EditBenchmarkError(f"stage: stage {stage.number} has no committed candidate yet: confirm its edits first")
+        raise EditBenchmarkError(
+            f"stage: stage {stage.number} has no committed candidate yet: confirm its edits first"
+        )
     if len(endpoints) != 2 or endpoints[0].pk == endpoints[1].pk:
         raise EditBenchmarkError("endpoints: choose two different models (a and b)")
     ids = heldout_ids(stage)
     if not ids:
-        raise EditBenchmarkError(f"stage: evolution #{stage.evolution_id} has no held-out case (its dataset's "
-                                 "held-out share is 0); the benchmark needs cases no diagnoser saw")
+        raise EditBenchmarkError(
+            f"stage: evolution #{stage.evolution_id} has no held-out case (its dataset's "
+            "held-out share is 0); the benchmark needs cases no diagnoser saw"
+        )
     return ids
 
 
 def edit_benchmark(*, stage: Stage, endpoints: list[ModelEndpoint]) -> Benchmark:
-    """The four runs as they stand and, once all succeeded, ``evaluation.edit_transfer.edit_transfer``."""
+    """The four runs as they stand and, once all succeeded,
+    ``evaluation.edit_transfer.edit_transfer``."""
     from evaluation.edit_transfer import edit_transfer
 
     ids = _check(stage, endpoints)
-    runs = {(e.pk, side): _run_for(version=version, endpoint=e, stage=stage, ids=ids)
-            for e in endpoints for side, version in (("parent", stage.parent_version),
-                                                     ("candidate", stage.candidate_version))}
+    runs = {
+        (e.pk, side): _run_for(version=version, endpoint=e, stage=stage, ids=ids)
+        for e in endpoints
+        for side, version in (
+            ("parent", stage.parent_version),
+            ("candidate", stage.candidate_version),
+        )
+    }
     result = None
     if all(run is not None and run.status == EvalRun.SUCCEEDED for run in runs.values()):
         wanted = set(ids)
 
         def rows(run: EvalRun) -> list[dict]:
-            return [{"id": r.case_id, "split": r.split, "accuracy": r.accuracy, "effectiveness": r.effectiveness}
-                    for r in run.results.filter(case_id__in=wanted)]
+            return [
+                {
+                    "id": r.case_id,
+                    "split": r.split,
+                    "accuracy": r.accuracy,
+                    "effectiveness": r.effectiveness,
+                }
+                for r in run.results.filter(case_id__in=wanted)
+            ]
 
-        result = edit_transfer(models={e.name: (rows(runs[(e.pk, "parent")]), rows(runs[(e.pk, "candidate")]))
-                                       for e in endpoints}, resamples=2000)
+        result = edit_transfer(
+            models={
+                e.name: (rows(runs[(e.pk, "parent")]), rows(runs[(e.pk, "candidate")]))
+                for e in endpoints
+            },
+            resamples=2000,
+        )
     return Benchmark(stage=stage, endpoints=endpoints, ids=ids, runs=runs, result=result)
 
 
 def edit_benchmark_start(*, stage: Stage, endpoints: list[ModelEndpoint], actor: User) -> Benchmark:
-    """Start the runs the benchmark lacks (each an ordinary evaluation run, queued for the workers)."""
+    """Start the runs the benchmark lacks (each an ordinary evaluation run, queued for the
+    workers)."""
     from studio.evolution.runs import eval_run_start
 
     bench = edit_benchmark(stage=stage, endpoints=endpoints)
     for endpoint in endpoints:
-        for side, version in (("parent", stage.parent_version), ("candidate", stage.candidate_version)):
+        for side, version in (
+            ("parent", stage.parent_version),
+            ("candidate", stage.candidate_version),
+        ):
             if bench.runs[(endpoint.pk, side)] is None:
-                eval_run_start(version=version, dataset=stage.evolution.dataset, endpoint=endpoint,
-                               case_ids=bench.ids, actor=actor)
+                eval_run_start(
+                    version=version,
+                    dataset=stage.evolution.dataset,
+                    endpoint=endpoint,
+                    case_ids=bench.ids,
+                    actor=actor,
+                )
     return edit_benchmark(stage=stage, endpoints=endpoints)

@@ -1,4 +1,5 @@
-"""The held-out edit benchmark page: a stage and two models in, the four runs and their figures out."""
+"""The held-out edit benchmark page: a stage and two models in, the four runs and their figures
+out."""
 
 from __future__ import annotations
 
@@ -17,12 +18,23 @@ from studio.lookups import found_or_404
 
 
 def _choice(form: BenchmarkChoiceForm) -> tuple[Stage | None, list[ModelEndpoint]]:
-    chosen = {name: form.cleaned_data.get(name, "") for name in form.fields} if form.is_valid() else {}
+    chosen = (
+        {name: form.cleaned_data.get(name, "") for name in form.fields} if form.is_valid() else {}
+    )
     stage_id = chosen.get("stage", "")
-    stage = Stage.objects.select_related("evolution__dataset", "parent_version__harness", "candidate_version") \
-        .filter(pk=int(stage_id)).first() if stage_id.isdigit() else None
+    stage = (
+        Stage.objects.select_related(
+            "evolution__dataset", "parent_version__harness", "candidate_version"
+        )
+        .filter(pk=int(stage_id))
+        .first()
+        if stage_id.isdigit()
+        else None
+    )
     ids = [chosen.get("a", ""), chosen.get("b", "")]
-    endpoints = {str(e.pk): e for e in ModelEndpoint.objects.filter(pk__in=[i for i in ids if i.isdigit()])}
+    endpoints = {
+        str(e.pk): e for e in ModelEndpoint.objects.filter(pk__in=[i for i in ids if i.isdigit()])
+    }
     return stage, [endpoints[i] for i in ids if i in endpoints]
 
 
@@ -36,10 +48,23 @@ def benchmark_view(request):
             bench = edit_benchmark(stage=stage, endpoints=endpoints)
         except EditBenchmarkError as exc:
             error = str(exc)
-    stages = Stage.objects.filter(candidate_version__isnull=False).select_related("evolution").order_by("-pk")[:100]
-    return render(request, "editbench/benchmark.html", {
-        "stage": stage, "endpoints": ModelEndpoint.objects.order_by("name"), "chosen": endpoints, "bench": bench,
-        "error": error, "stages": stages})
+    stages = (
+        Stage.objects.filter(candidate_version__isnull=False)
+        .select_related("evolution")
+        .order_by("-pk")[:100]
+    )
+    return render(
+        request,
+        "editbench/benchmark.html",
+        {
+            "stage": stage,
+            "endpoints": ModelEndpoint.objects.order_by("name"),
+            "chosen": endpoints,
+            "bench": bench,
+            "error": error,
+            "stages": stages,
+        },
+    )
 
 
 @require_POST
@@ -51,10 +76,17 @@ def benchmark_start(request):
         messages.error(request, "stage: choose a stage whose candidate is committed")
         return redirect("editbench:benchmark")
     try:
-        bench = edit_benchmark_start(stage=found_or_404(Stage.objects.get, f"no stage #{stage.pk}", pk=stage.pk), endpoints=endpoints, actor=request.user)
+        bench = edit_benchmark_start(
+            stage=found_or_404(Stage.objects.get, f"no stage #{stage.pk}", pk=stage.pk),
+            endpoints=endpoints,
+            actor=request.user,
+        )
     except EditBenchmarkError as exc:
         messages.error(request, str(exc))
     else:
-        messages.success(request, f"{4 - bench.missing} of 4 runs in hand; the page fills in as workers score them.")
+        messages.success(
+            request,
+            f"{4 - bench.missing} of 4 runs in hand; the page fills in as workers score them.",
+        )
     query = urlencode({"stage": stage.pk, "a": form.cleaned_data["a"], "b": form.cleaned_data["b"]})
     return redirect(f"{reverse('editbench:benchmark')}?{query}")

@@ -1,6 +1,8 @@
-"""Forms of the endpoint pages: a model endpoint, an endpoint secret, the endpoint a model role calls.
+"""Forms of the endpoint pages: a model endpoint, an endpoint secret, the endpoint a model role
+calls.
 
-They parse the posted fields; ``services`` checks what each value may be (and says so, field by field)."""
+They parse the posted fields; ``services`` checks what each value may be (and says so, field by
+field)."""
 
 from __future__ import annotations
 

@@ -7,8 +7,12 @@ from studio.endpoints.services import endpoint_check, endpoint_record_check
 from studio.jobs.registry import JobContext, JobFailed, job_kind
 
 
-@job_kind("endpoint_test", label="Endpoint connection test", result_template="endpoints/_test_result.html",
-          outcome=lambda result: (result or {}).get("message", ""))
+@job_kind(
+    "endpoint_test",
+    label="Endpoint connection test",
+    result_template="endpoints/_test_result.html",
+    outcome=lambda result: (result or {}).get("message", ""),
+)
 def endpoint_test(context: JobContext) -> dict:
     endpoint = ModelEndpoint.objects.filter(pk=context.params["endpoint_id"]).first()
     if endpoint is None:

@@ -1,4 +1,5 @@
-"""A model endpoint: a named policy route, and the endpoint secret (registered by an admin) holding its key.
+"""A model endpoint: a named policy route, and the endpoint secret (registered by an admin) holding
+its key.
 
 An endpoint never names a variable of the worker's environment: an ML engineer who could would send
 ``REDIS_URL`` or ``SECRET_KEY`` to a server of their own as a bearer token. Keys are
@@ -13,22 +14,41 @@ from django.db import models
 
 
 class EndpointSecret(models.Model):
-    """An API key endpoints may send, registered by an admin: a stored value, or the name of a variable
-    of the workers' environment the admin chose for it. Never rendered back, never in the audit log.
+    """An API key endpoints may send, registered by an admin: a stored value, or the name of a
+    variable of the workers' environment the admin chose for it. Never rendered back, never in the
+    audit log.
 
     A secret is bound to the origins (scheme, host, port) it was made for: an endpoint whose URL is
-    elsewhere cannot send it. A stored value is encrypted at rest (``studio/endpoints/crypto.py``)."""
+    elsewhere cannot send it. A stored value is encrypted at rest
+    (``studio/endpoints/crypto.py``)."""
 
-    name = models.SlugField(max_length=64, unique=True, help_text="What an endpoint's key field names.")
-    value = models.TextField(blank=True, help_text=(
-        "The key itself, stored encrypted (fernet:...; write-only: no page shows it)."))
-    allowed_origins = models.TextField(blank=True, help_text=(
-        "The origins this key may be sent to, one per line, as scheme://host:port (e.g. "
-        "https://api.openai.com:443); an endpoint elsewhere cannot name it. Empty: sent nowhere."))
-    from_env = models.CharField(max_length=100, blank=True, help_text=(
-        "Or: the name of the workers' environment variable that holds the key (chosen by an admin)."))
+    name = models.SlugField(
+        max_length=64, unique=True, help_text="What an endpoint's key field names."
+    )
+    value = models.TextField(
+        blank=True,
+        help_text=("The key itself, stored encrypted (fernet:...; write-only: no page shows it)."),
+    )
+    allowed_origins = models.TextField(
+        blank=True,
+        help_text=(
+            "The origins this key may be sent to, one per line, as scheme://host:port (e.g. "
+            "https://api.openai.com:443); an endpoint "
+            "elsewhere cannot name it. Empty: sent nowhere."
+        ),
+    )
+    from_env = models.CharField(
+        max_length=100,
+        blank=True,
+        help_text=(
+            "Or: the name of the workers' environment "
+            "variable that holds the key (chosen by an admin)."
+        ),
+    )
     description = models.TextField(blank=True)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -44,7 +64,8 @@ class EndpointSecret(models.Model):
         super().save(*args, **kwargs)
 
     def plain_value(self) -> str:
-        """The stored key, decrypted (on the process that sends it); SecretUnreadable saying why not."""
+        """The stored key, decrypted (on the process that sends it); SecretUnreadable saying why
+        not."""
         from studio.endpoints.crypto import decrypt
 
         return decrypt(self.value)
@@ -73,19 +94,36 @@ class ModelEndpoint(models.Model):
 
     name = models.SlugField(max_length=64, unique=True)
     route = models.CharField(max_length=12, choices=ROUTES)
-    base_url = models.URLField(blank=True, help_text="e.g. http://127.0.0.1:8001/v1 (OpenAI-compatible only)")
-    model = models.CharField(max_length=200, blank=True, help_text=(
-        "OpenAI-compatible: the model name the server expects. Local: empty for the default model, or the "
-        "absolute path of a checkpoint folder (a training run's final/) on the worker machine."))
+    base_url = models.URLField(
+        blank=True, help_text="e.g. http://127.0.0.1:8001/v1 (OpenAI-compatible only)"
+    )
+    model = models.CharField(
+        max_length=200,
+        blank=True,
+        help_text=(
+            "OpenAI-compatible: the model name the server "
+            "expects. Local: empty for the default model, or the "
+            "absolute path of a checkpoint folder (a training run's final/) on the worker machine."
+        ),
+    )
     script_path = models.CharField(
-        max_length=500, blank=True, help_text="Scripted route only: path of the JSON script on the worker machine."
+        max_length=500,
+        blank=True,
+        help_text="Scripted route only: path of the JSON script on the worker machine.",
     )
     api_key_secret = models.ForeignKey(
-        EndpointSecret, null=True, blank=True, on_delete=models.PROTECT, related_name="endpoints",
-        help_text="The endpoint secret (registered by an admin) sent as the bearer key; empty: no key.",
+        EndpointSecret,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="endpoints",
+        help_text="The endpoint secret (registered by an admin) "
+        "sent as the bearer key; empty: no key.",
     )
     description = models.TextField(blank=True)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     last_checked_at = models.DateTimeField(null=True, blank=True)
     last_check_ok = models.BooleanField(null=True)
@@ -110,18 +148,23 @@ class ModelEndpoint(models.Model):
 
 
 class RoleEndpoint(models.Model):
-    """Which endpoint a model role calls in the studio (``harness.policies.roles``): the judge a calibration's
-    bare ``llm`` spec names, the diagnoser an evolution's form pre-selects. No row: the role has no
-    endpoint chosen, and the studio behaves as before (a judge spec names its server; the form asks)."""
+    """Which endpoint a model role calls in the studio (``harness.policies.roles``): the judge a
+    calibration's bare ``llm`` spec names, the diagnoser an evolution's form pre-selects. No row:
+    the role has no endpoint chosen, and the studio behaves as before (a judge spec names its
+    server; the form asks)."""
 
     JUDGE = "judge"
     DIAGNOSER = "diagnoser"
-    ROLES = [(JUDGE, "judge (LLM judge: a calibration's judge spec 'llm')"),
-             (DIAGNOSER, "diagnoser (LLM diagnoser: pre-selected on a new evolution)")]
+    ROLES = [
+        (JUDGE, "judge (LLM judge: a calibration's judge spec 'llm')"),
+        (DIAGNOSER, "diagnoser (LLM diagnoser: pre-selected on a new evolution)"),
+    ]
 
     role = models.CharField(max_length=20, choices=ROLES, unique=True)
     endpoint = models.ForeignKey(ModelEndpoint, on_delete=models.PROTECT, related_name="roles")
-    updated_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    updated_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:

@@ -12,8 +12,8 @@ def endpoint_list() -> QuerySet[ModelEndpoint]:
 
 
 def endpoint_default() -> ModelEndpoint | None:
-    """The endpoint forms pre-select: the shipped demo adapter where it is registered, else the local
-    base model, else the first by name. A user can always pick another."""
+    """The endpoint forms pre-select: the shipped demo adapter where it is registered, else the
+    local base model, else the first by name. A user can always pick another."""
     from studio.endpoints.services import DEMO_ADAPTER_ENDPOINT_NAME, LOCAL_ENDPOINT_NAME
 
     for name in (DEMO_ADAPTER_ENDPOINT_NAME, LOCAL_ENDPOINT_NAME):
@@ -28,7 +28,8 @@ def endpoint_serving(*, model_dir: str) -> ModelEndpoint | None:
 
 
 def role_endpoints() -> list[tuple[str, str, ModelEndpoint | None]]:
-    """Each model role the studio assigns (role, label, its endpoint or None), in ``RoleEndpoint.ROLES`` order."""
+    """Each model role the studio assigns (role, label, its endpoint or None), in
+    ``RoleEndpoint.ROLES`` order."""
     chosen = {row.role: row.endpoint for row in RoleEndpoint.objects.select_related("endpoint")}
     return [(role, label, chosen.get(role)) for role, label in RoleEndpoint.ROLES]
 

@@ -1,10 +1,10 @@
 """Writes for model endpoints and their secrets: create/update, the connection test a job runs, the
 policy an endpoint names, and the key it sends.
 
-An endpoint's key is an ``EndpointSecret`` an admin registered (``endpoint_secret_save``), named by the
-endpoint; ``endpoint_api_key`` reads it on the process that calls the endpoint (the worker). No field an
-ML engineer fills names a variable of the worker's environment, and no page, audit event or job log
-shows a key (docs/security.md, "Endpoint keys").
+An endpoint's key is an ``EndpointSecret`` an admin registered (``endpoint_secret_save``), named by
+the endpoint; ``endpoint_api_key`` reads it on the process that calls the endpoint (the worker). No
+field an ML engineer fills names a variable of the worker's environment, and no page, audit event or
+job log shows a key (docs/security.md, "Endpoint keys").
 """
 
 from __future__ import annotations
@@ -35,8 +35,10 @@ from studio.jobs.services import job_create
 ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]{0,99}$")
 LOCAL_ENDPOINT_NAME = "local-default"
 DEMO_ADAPTER_ENDPOINT_NAME = "demo-adapter"
-_BUILT_IN_MODELS = ("leave empty for the built-in SmolLM2-135M-Instruct (the tiny route is the built-in "
-                    "2-layer test model)")
+_BUILT_IN_MODELS = (
+    "leave empty for the built-in SmolLM2-135M-Instruct (the tiny route is the built-in "
+    "2-layer test model)"
+)
 # A /models answer lists model names; anything larger is not one.
 MAX_MODELS_ANSWER_BYTES = 1024 * 1024
 
@@ -49,8 +51,8 @@ _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 def url_origin(url: str) -> str | None:
-    """``scheme://host:port`` of an http(s) URL, the port always written (so :443 and no port agree);
-    None for anything else."""
+    """``scheme://host:port`` of an http(s) URL, the port always written (so :443 and no port
+    agree); None for anything else."""
     try:
         parts = urlsplit(url.strip())
         port = parts.port
@@ -72,49 +74,77 @@ def _parse_origins(text: str) -> tuple[list[str], list[str]]:
             continue
         origin = url_origin(item)
         if origin is None or urlsplit(item).path.strip("/") or urlsplit(item).query:
-            errors.append(f"allowed_origins: {item!r} is not an origin; write scheme://host:port, e.g. "
-                          "https://api.openai.com:443 or http://10.0.0.5:8001 (no path)")
+            errors.append(
+                f"allowed_origins: {item!r} is not an origin; write scheme://host:port, e.g. "
+                "https://api.openai.com:443 or http://10.0.0.5:8001 (no path)"
+            )
         elif origin not in origins:
             origins.append(origin)
     return origins, errors
 
 
 def secret_origin_problem(secret: EndpointSecret, url: str) -> str | None:
-    """Why the secret may not be sent to ``url`` (not one of the origins an admin bound it to), or None."""
+    """Why the secret may not be sent to ``url`` (not one of the origins an admin bound it to), or
+    None."""
     origin = url_origin(url) or url
     if origin in secret.origins:
         return None
     bound = ", ".join(secret.origins) or "no host yet"
-    return (f"api_key_secret: endpoint secret {secret.name} may be sent only to {bound}, not to {origin}; "
-            "an admin adds that origin on the secret's page, or choose another secret")
+    return (
+        f"api_key_secret: endpoint secret {secret.name} "
+        f"may be sent only to {bound}, not to {origin}; "
+        "an admin adds that origin on the secret's page, or choose another secret"
+    )
 
 
-def _validate(*, name: str, route: str, base_url: str, model: str, api_key_secret: str, script_path: str) -> list[str]:
+def _validate(
+    *, name: str, route: str, base_url: str, model: str, api_key_secret: str, script_path: str
+) -> list[str]:
     errors = []
     if not re.fullmatch(r"[a-z0-9][a-z0-9_-]{0,63}", name):
-        errors.append("name: 1-64 of a-z, 0-9, '-', '_' starting with a letter or digit (e.g. sglang-gpu)")
+        errors.append(
+            "name: 1-64 of a-z, 0-9, '-', '_' starting with a letter or digit (e.g. sglang-gpu)"
+        )
     if route not in dict(ModelEndpoint.ROUTES):
         errors.append(f"route: choose one of {', '.join(dict(ModelEndpoint.ROUTES))}")
     if route == ModelEndpoint.OPENAI:
         if not re.match(r"^https?://", base_url):
-            errors.append("base_url: an http(s) URL of an OpenAI-compatible server, e.g. http://127.0.0.1:8001/v1")
+            errors.append(
+                "base_url: an http(s) URL of an OpenAI-compatible "
+                "server, e.g. http://127.0.0.1:8001/v1"
+            )
         if not model.strip():
             errors.append("model: the model name the server expects, e.g. Qwen/Qwen3-8B")
     secret = EndpointSecret.objects.filter(name=api_key_secret).first() if api_key_secret else None
     if api_key_secret and secret is None:
-        registered = ", ".join(EndpointSecret.objects.values_list("name", flat=True)[:20]) or "none yet"
-        errors.append(f"api_key_secret: not a registered endpoint secret (registered: {registered}): choose one an "
-                      "admin registered, or leave it empty for no key (never a key or a variable name)")
-    elif secret is not None and route == ModelEndpoint.OPENAI and (problem := secret_origin_problem(secret, base_url)):
+        registered = (
+            ", ".join(EndpointSecret.objects.values_list("name", flat=True)[:20]) or "none yet"
+        )
+        errors.append(
+            "api_key_secret: not a registered endpoint secret "
+            f"(registered: {registered}): choose one an "
+            "admin registered, or leave it empty for no key (never a key or a variable name)"
+        )
+    elif (
+        secret is not None
+        and route == ModelEndpoint.OPENAI
+        and (problem := secret_origin_problem(secret, base_url))
+    ):
         errors.append(problem)
     if route == ModelEndpoint.LOCAL and model:
         if not model.startswith("/"):
-            errors.append("model: for the local route, leave empty for the default model or give the absolute path "
-                          "of a checkpoint folder on the worker machine, e.g. /srv/runs/hsa-sft/final")
+            errors.append(
+                "model: for the local route, leave empty for "
+                "the default model or give the absolute path "
+                "of a checkpoint folder on the worker machine, e.g. /srv/runs/hsa-sft/final"
+            )
         elif problem := checkpoint_problem(Path(model)):
-            errors.append(f"model: {problem}; give the absolute path of an existing checkpoint folder with "
-                          f"config.json and weights (a training run's final/), a LoRA adapter folder (models/demo-adapter), "
-                          f"or {_BUILT_IN_MODELS}")
+            errors.append(
+                f"model: {problem}; give the absolute path of an existing checkpoint folder with "
+                "config.json and weights (a training run's final/), "
+                "a LoRA adapter folder (models/demo-adapter), "
+                f"or {_BUILT_IN_MODELS}"
+            )
     if route == ModelEndpoint.SCRIPTED:
         if not script_path:
             errors.append("script_path: the path of a JSON script file (a list of model outputs)")
@@ -146,13 +176,28 @@ def endpoint_save(
     api_key_secret: str = "",
     script_path: str = "",
 ) -> ModelEndpoint:
-    """Create or update an endpoint after validating every field; ``api_key_secret`` names an endpoint secret."""
-    name, base_url, model, api_key_secret = name.strip(), base_url.strip(), model.strip(), api_key_secret.strip()
+    """Create or update an endpoint after validating every field; ``api_key_secret`` names an
+    endpoint secret."""
+    name, base_url, model, api_key_secret = (
+        name.strip(),
+        base_url.strip(),
+        model.strip(),
+        api_key_secret.strip(),
+    )
     script_path = script_path.strip()
     errors = _validate(
-        name=name, route=route, base_url=base_url, model=model, api_key_secret=api_key_secret, script_path=script_path
+        name=name,
+        route=route,
+        base_url=base_url,
+        model=model,
+        api_key_secret=api_key_secret,
+        script_path=script_path,
     )
-    clash = ModelEndpoint.objects.filter(name=name).exclude(pk=endpoint.pk if endpoint else None).exists()
+    clash = (
+        ModelEndpoint.objects.filter(name=name)
+        .exclude(pk=endpoint.pk if endpoint else None)
+        .exists()
+    )
     if clash:
         errors.append(f"name: an endpoint called {name} already exists")
     if errors:
@@ -163,13 +208,20 @@ def endpoint_save(
     endpoint.base_url = base_url if route == ModelEndpoint.OPENAI else ""
     endpoint.model = model if route in (ModelEndpoint.OPENAI, ModelEndpoint.LOCAL) else ""
     endpoint.script_path = script_path if route == ModelEndpoint.SCRIPTED else ""
-    endpoint.api_key_secret = EndpointSecret.objects.get(name=api_key_secret) if api_key_secret else None
+    endpoint.api_key_secret = (
+        EndpointSecret.objects.get(name=api_key_secret) if api_key_secret else None
+    )
     endpoint.save()
     audit_record(
         actor=actor,
         action="endpoint.create" if created else "endpoint.update",
         target=f"endpoint {endpoint.name}",
-        data={"route": route, "base_url": endpoint.base_url, "model": endpoint.model, "api_key_secret": api_key_secret},
+        data={
+            "route": route,
+            "base_url": endpoint.base_url,
+            "model": endpoint.model,
+            "api_key_secret": api_key_secret,
+        },
     )
     return endpoint
 
@@ -185,34 +237,46 @@ def endpoint_ensure_local(*, actor: User | None = None) -> ModelEndpoint:
         route=ModelEndpoint.LOCAL,
         base_url="",
         model="",
-        description="SmolLM2-135M-Instruct on this machine's CPU (converted once into the model cache).",
+        description="SmolLM2-135M-Instruct on this machine's "
+        "CPU (converted once into the model cache).",
         actor=actor,
     )
 
 
 def demo_adapter_dir() -> Path:
-    """The adapter the repository ships (models/demo-adapter, docs/training.md): the demo's model."""
+    """The adapter the repository ships (models/demo-adapter, docs/training.md): the demo's
+    model."""
     from django.conf import settings
 
     return Path(settings.BASE_DIR) / "models" / DEMO_ADAPTER_ENDPOINT_NAME
 
 
 def endpoint_ensure_demo_adapter(*, actor: User | None = None) -> ModelEndpoint | None:
-    """The endpoint serving the shipped demo adapter on this machine's CPU (idempotent; its path follows
-    the checkout). None when the checkout has no usable adapter folder."""
+    """The endpoint serving the shipped demo adapter on this machine's CPU (idempotent; its path
+    follows the checkout). None when the checkout has no usable adapter folder."""
     folder = demo_adapter_dir()
     if checkpoint_problem(folder):
         return None
     endpoint = ModelEndpoint.objects.filter(name=DEMO_ADAPTER_ENDPOINT_NAME).first()
     if endpoint is not None:
         if endpoint.route == ModelEndpoint.LOCAL and endpoint.model != str(folder):
-            ModelEndpoint.objects.filter(pk=endpoint.pk).update(model=str(folder))  # the checkout moved
+            ModelEndpoint.objects.filter(pk=endpoint.pk).update(
+                model=str(folder)
+            )  # the checkout moved
             endpoint.refresh_from_db()
         return endpoint
     return endpoint_save(
-        endpoint=None, name=DEMO_ADAPTER_ENDPOINT_NAME, route=ModelEndpoint.LOCAL, base_url="", model=str(folder),
-        description=("The demo model: the shipped HSA-SFT LoRA adapter (models/demo-adapter) on SmolLM2-135M-Instruct, "
-                     f"on this machine's CPU. {LOCAL_ENDPOINT_NAME} is the untrained base model, for comparison."),
+        endpoint=None,
+        name=DEMO_ADAPTER_ENDPOINT_NAME,
+        route=ModelEndpoint.LOCAL,
+        base_url="",
+        model=str(folder),
+        description=(
+            "The demo model: the shipped HSA-SFT LoRA adapter "
+            "(models/demo-adapter) on SmolLM2-135M-Instruct, "
+            f"on this machine's CPU. {LOCAL_ENDPOINT_NAME} "
+            "is the untrained base model, for comparison."
+        ),
         actor=actor,
     )
 
@@ -233,10 +297,11 @@ class ConnectionCheck:
 
 
 def endpoint_api_key(endpoint: ModelEndpoint) -> str | None:
-    """The key of the endpoint's secret, read on the process that calls the endpoint (the worker): the stored
-    value (decrypted), or the workers' variable the admin named; None without a secret or when that variable
-    is unset. EndpointError when the endpoint's URL is not an origin the secret is bound to (checked here
-    as well as on save: the secret's origins may have changed since) or the stored value is unreadable."""
+    """The key of the endpoint's secret, read on the process that calls the endpoint (the worker):
+    the stored value (decrypted), or the workers' variable the admin named; None without a secret or
+    when that variable is unset. EndpointError when the endpoint's URL is not an origin the secret
+    is bound to (checked here as well as on save: the secret's origins may have changed since) or
+    the stored value is unreadable."""
     secret = endpoint.api_key_secret
     if secret is None:
         return None
@@ -251,32 +316,37 @@ def endpoint_api_key(endpoint: ModelEndpoint) -> str | None:
 
 
 def _endpoint_key(endpoint: ModelEndpoint) -> str | None:
-    """What an OpenAI-compatible endpoint sends as its key: its secret's, else the keyless placeholder (never
-    the worker's ``$OPENAI_API_KEY``, which the factory sends for a spec given no key); None for other routes."""
+    """What an OpenAI-compatible endpoint sends as its key: its secret's, else the keyless
+    placeholder (never the worker's ``$OPENAI_API_KEY``, which the factory sends for a spec given no
+    key); None for other routes."""
     from harness.policies.openai_chat import KEYLESS
 
-    return (endpoint_api_key(endpoint) or KEYLESS) if endpoint.route == ModelEndpoint.OPENAI else None
+    return (
+        (endpoint_api_key(endpoint) or KEYLESS) if endpoint.route == ModelEndpoint.OPENAI else None
+    )
 
 
 def policy_for_endpoint(endpoint: ModelEndpoint) -> Policy:
-    """The runtime policy an endpoint names (local, tiny, OpenAI-compatible, scripted), built by the one
-    factory (``harness.policies.make_policy``); its key is its endpoint secret's (``endpoint_api_key``)."""
+    """The runtime policy an endpoint names (local, tiny, OpenAI-compatible, scripted), built by the
+    one factory (``harness.policies.make_policy``); its key is its endpoint secret's
+    (``endpoint_api_key``)."""
     from harness.policies import make_policy
 
     return make_policy(endpoint.policy_spec, api_key=_endpoint_key(endpoint))
 
 
 def endpoint_role_model(*, role: str, endpoint: ModelEndpoint) -> RoleModel:
-    """The model a role (judge, diagnoser) calls on this endpoint, any route: ``harness.policies.role_model``
-    with the role's timeout, retries and usage record, and the endpoint's key."""
+    """The model a role (judge, diagnoser) calls on this endpoint, any route:
+    ``harness.policies.role_model`` with the role's timeout, retries and usage record, and the
+    endpoint's key."""
     from harness.policies import role_model
 
     return role_model(role, endpoint.policy_spec, api_key=_endpoint_key(endpoint))
 
 
 def role_endpoint_set(*, role: str, endpoint_name: str, actor: User | None) -> RoleEndpoint | None:
-    """Choose the endpoint a model role calls (``endpoint_name`` empty: none, the studio's behaviour without
-    one); EndpointError naming the field and what is valid."""
+    """Choose the endpoint a model role calls (``endpoint_name`` empty: none, the studio's behaviour
+    without one); EndpointError naming the field and what is valid."""
     roles = dict(RoleEndpoint.ROLES)
     if role not in roles:
         raise EndpointError(f"role: {role!r} is not one of {', '.join(roles)}")
@@ -284,19 +354,28 @@ def role_endpoint_set(*, role: str, endpoint_name: str, actor: User | None) -> R
     endpoint = ModelEndpoint.objects.filter(name=endpoint_name).first() if endpoint_name else None
     if endpoint_name and endpoint is None:
         known = ", ".join(ModelEndpoint.objects.values_list("name", flat=True)[:20]) or "none yet"
-        raise EndpointError(f"endpoint: no endpoint called {endpoint_name!r} (endpoints: {known}); "
-                            "or leave it empty for none")
-    audit_record(actor=actor, action="endpoint.role", target=f"model role {role}",
-                 data={"endpoint": endpoint.name if endpoint else ""})
+        raise EndpointError(
+            f"endpoint: no endpoint called {endpoint_name!r} (endpoints: {known}); "
+            "or leave it empty for none"
+        )
+    audit_record(
+        actor=actor,
+        action="endpoint.role",
+        target=f"model role {role}",
+        data={"endpoint": endpoint.name if endpoint else ""},
+    )
     if endpoint is None:
         RoleEndpoint.objects.filter(role=role).delete()
         return None
-    chosen, _ = RoleEndpoint.objects.update_or_create(role=role, defaults={"endpoint": endpoint, "updated_by": actor})
+    chosen, _ = RoleEndpoint.objects.update_or_create(
+        role=role, defaults={"endpoint": endpoint, "updated_by": actor}
+    )
     return chosen
 
 
 def endpoint_check(*, endpoint: ModelEndpoint, timeout_s: float = 10.0) -> ConnectionCheck:
-    """Check that the endpoint answers: GET /models for OpenAI-compatible, the model files for local.
+    """Check that the endpoint answers: GET /models for OpenAI-compatible, the model files for
+    local.
 
     Every failure is one sentence for the endpoint list and the job page; nothing here raises.
     """
@@ -312,13 +391,19 @@ def endpoint_check(*, endpoint: ModelEndpoint, timeout_s: float = 10.0) -> Conne
         directory = Path(endpoint.model)
     else:
         try:
-            directory = tiny_model_dir() if endpoint.route == ModelEndpoint.TINY else default_model_dir()
+            directory = (
+                tiny_model_dir() if endpoint.route == ModelEndpoint.TINY else default_model_dir()
+            )
         except Exception as error:  # making the built-in model: a missing package, a full disk, ...
-            return ConnectionCheck(False, f"the built-in model is not available on the worker: {error}")
+            return ConnectionCheck(
+                False, f"the built-in model is not available on the worker: {error}"
+            )
     problem = checkpoint_problem(directory)
     if problem:
         return ConnectionCheck(False, problem)
-    return ConnectionCheck(True, f"model files ready in {directory} ({time.perf_counter() - started:.2f} s)")
+    return ConnectionCheck(
+        True, f"model files ready in {directory} ({time.perf_counter() - started:.2f} s)"
+    )
 
 
 def _check_openai(endpoint: ModelEndpoint, *, timeout_s: float, started: float) -> ConnectionCheck:
@@ -327,20 +412,27 @@ def _check_openai(endpoint: ModelEndpoint, *, timeout_s: float, started: float) 
     except EndpointError as error:
         return ConnectionCheck(False, str(error))
     if endpoint.api_key_secret is not None and key is None:
-        return ConnectionCheck(False, f"endpoint secret {endpoint.api_key_secret.name} has no key on this worker "
-                                      "(its variable is not set here); an admin checks it on the Secrets page")
+        return ConnectionCheck(
+            False,
+            f"endpoint secret {endpoint.api_key_secret.name} has no key on this worker "
+            "(its variable is not set here); an admin checks it on the Secrets page",
+        )
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     url = endpoint.base_url.rstrip("/") + "/models"
     try:
         with httpx.stream("GET", url, headers=headers, timeout=timeout_s) as response:
             elapsed = time.perf_counter() - started
             if response.status_code != 200:
-                return ConnectionCheck(False, f"GET {url}: HTTP {response.status_code} after {elapsed:.2f} s")
+                return ConnectionCheck(
+                    False, f"GET {url}: HTTP {response.status_code} after {elapsed:.2f} s"
+                )
             body = bytearray()
             for chunk in response.iter_bytes():
                 body += chunk
                 if len(body) > MAX_MODELS_ANSWER_BYTES:
-                    return ConnectionCheck(False, f"GET {url}: the answer is larger than 1 MB; not a list of models")
+                    return ConnectionCheck(
+                        False, f"GET {url}: the answer is larger than 1 MB; not a list of models"
+                    )
     except (httpx.HTTPError, httpx.InvalidURL) as error:
         return ConnectionCheck(False, f"GET {url}: {type(error).__name__}: {error}")
     try:
@@ -352,48 +444,74 @@ def _check_openai(endpoint: ModelEndpoint, *, timeout_s: float, started: float) 
         return ConnectionCheck(False, f'GET {url}: the answer has no "data" list of models')
     names = [item.get("id") for item in listed if isinstance(item, dict)]
     if endpoint.model and endpoint.model not in names:
-        return ConnectionCheck(False, f"the server answers but does not list model {endpoint.model!r}; it lists {names[:10]}")
+        return ConnectionCheck(
+            False,
+            f"the server answers but does not list model {endpoint.model!r}; it lists {names[:10]}",
+        )
     return ConnectionCheck(True, f"GET {url}: {len(names)} model(s) in {elapsed:.2f} s")
 
 
 def endpoint_record_check(*, endpoint: ModelEndpoint, check: ConnectionCheck) -> None:
     ModelEndpoint.objects.filter(pk=endpoint.pk).update(
-        last_checked_at=timezone.now(), last_check_ok=check.ok, last_check_message=check.message[:2000]
+        last_checked_at=timezone.now(),
+        last_check_ok=check.ok,
+        last_check_message=check.message[:2000],
     )
 
 
-# -- endpoint secrets (admins only) -------------------------------------------------------------------------
+# -- endpoint secrets (admins only)
+# -------------------------------------------------------------------------
 
 MAX_SECRET_CHARS = 4096
 
 
-def endpoint_secret_save(*, secret: EndpointSecret | None, name: str, value: str, from_env: str, description: str,
-                         actor: User | None, allowed_origins: str = "") -> EndpointSecret:
-    """Register or change an endpoint secret: a stored value or the name of a workers' variable, not both,
-    and the origins (scheme://host:port) it may be sent to. Editing with an empty value keeps the stored
-    one (a value is never put back into a form). The audit event names the secret, where its key comes
-    from and its origins, never the key."""
+def endpoint_secret_save(
+    *,
+    secret: EndpointSecret | None,
+    name: str,
+    value: str,
+    from_env: str,
+    description: str,
+    actor: User | None,
+    allowed_origins: str = "",
+) -> EndpointSecret:
+    """Register or change an endpoint secret: a stored value or the name of a workers' variable, not
+    both, and the origins (scheme://host:port) it may be sent to. Editing with an empty value keeps
+    the stored one (a value is never put back into a form). The audit event names the secret, where
+    its key comes from and its origins, never the key."""
     name, from_env, description = name.strip(), from_env.strip(), description.strip()
     value = value.strip()
     origins, errors = _parse_origins(allowed_origins)
     if not origins and not errors:
-        errors.append("allowed_origins: the origins this key may be sent to, one per line as scheme://host:port "
-                      "(e.g. https://api.openai.com:443); an endpoint elsewhere cannot send it")
+        errors.append(
+            "allowed_origins: the origins this key may be "
+            "sent to, one per line as scheme://host:port "
+            "(e.g. https://api.openai.com:443); an endpoint elsewhere cannot send it"
+        )
     if not re.fullmatch(r"[a-z0-9][a-z0-9_-]{0,63}", name):
-        errors.append("name: 1-64 of a-z, 0-9, '-', '_' starting with a letter or digit (e.g. openai-prod)")
-    elif EndpointSecret.objects.filter(name=name).exclude(pk=secret.pk if secret else None).exists():
+        errors.append(
+            "name: 1-64 of a-z, 0-9, '-', '_' starting with a letter or digit (e.g. openai-prod)"
+        )
+    elif (
+        EndpointSecret.objects.filter(name=name).exclude(pk=secret.pk if secret else None).exists()
+    ):
         errors.append(f"name: a secret called {name} already exists")
     keeps_value = secret is not None and not value and not from_env and bool(secret.value)
     if value and from_env:
         errors.append("value: give either the key or the workers' variable that holds it, not both")
     elif not value and not from_env and not keeps_value:
-        errors.append("value: the key, or in from_env the name of the workers' environment variable holding it")
+        errors.append(
+            "value: the key, or in from_env the name of "
+            "the workers' environment variable holding it"
+        )
     if len(value) > MAX_SECRET_CHARS:
         errors.append(f"value: at most {MAX_SECRET_CHARS} characters")
     elif any(ord(c) < 32 or ord(c) == 127 for c in value):
         errors.append("value: one line of printable characters (it is sent in an HTTP header)")
     if from_env and not ENV_NAME.match(from_env):
-        errors.append("from_env: the NAME of an environment variable (A-Z, 0-9, _), e.g. OPENAI_API_KEY")
+        errors.append(
+            "from_env: the NAME of an environment variable (A-Z, 0-9, _), e.g. OPENAI_API_KEY"
+        )
     if errors:
         raise EndpointError("; ".join(errors))
     created = secret is None
@@ -404,11 +522,16 @@ def endpoint_secret_save(*, secret: EndpointSecret | None, name: str, value: str
     secret.value = "" if from_env else (value or secret.value)
     try:
         secret.save()  # encrypts the value (EndpointSecret.save)
-    except ImproperlyConfigured as error:  # production without ENDPOINT_SECRETS_KEY: nothing is stored
+    except (
+        ImproperlyConfigured
+    ) as error:  # production without ENDPOINT_SECRETS_KEY: nothing is stored
         raise EndpointError(f"value: the studio cannot encrypt keys: {error}") from None
-    audit_record(actor=actor, action="endpoint_secret.create" if created else "endpoint_secret.update",
-                 target=f"endpoint secret {secret.name}",
-                 data={"source": secret.source, "value_changed": value_changed, "allowed_origins": origins})
+    audit_record(
+        actor=actor,
+        action="endpoint_secret.create" if created else "endpoint_secret.update",
+        target=f"endpoint secret {secret.name}",
+        data={"source": secret.source, "value_changed": value_changed, "allowed_origins": origins},
+    )
     return secret
 
 
@@ -416,7 +539,14 @@ def endpoint_secret_delete(*, secret: EndpointSecret, actor: User | None) -> Non
     """Remove a secret no endpoint names; EndpointError naming the endpoints that still do."""
     users = list(secret.endpoints.values_list("name", flat=True))
     if users:
-        raise EndpointError(f"endpoint secret {secret.name} is the key of endpoint(s) {', '.join(users)}; "
-                            "change them first")
-    audit_record(actor=actor, action="endpoint_secret.delete", target=f"endpoint secret {secret.name}", data={})
+        raise EndpointError(
+            f"endpoint secret {secret.name} is the key of endpoint(s) {', '.join(users)}; "
+            "change them first"
+        )
+    audit_record(
+        actor=actor,
+        action="endpoint_secret.delete",
+        target=f"endpoint secret {secret.name}",
+        data={},
+    )
     secret.delete()

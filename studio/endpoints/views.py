@@ -1,4 +1,5 @@
-"""Model endpoint registry pages, the test-connection action, and the endpoint secrets (admins only)."""
+"""Model endpoint registry pages, the test-connection action, and the endpoint secrets (admins
+only)."""
 
 from __future__ import annotations
 
@@ -30,8 +31,12 @@ T = TypeVar("T")
 
 
 def _list_page(request, errors: list[str] | None = None, status: int = 200):
-    return render(request, "endpoints/endpoint_list.html",
-                  {"endpoints": select_endpoints(), "roles": role_endpoints(), "errors": errors or []}, status=status)
+    return render(
+        request,
+        "endpoints/endpoint_list.html",
+        {"endpoints": select_endpoints(), "roles": role_endpoints(), "errors": errors or []},
+        status=status,
+    )
 
 
 @require_GET
@@ -49,16 +54,21 @@ def role_set(request):
         return _list_page(request, errors=form_problems(form), status=400)
     role = form.cleaned_data["role"]
     try:
-        chosen = role_endpoint_set(role=role, endpoint_name=form.cleaned_data["endpoint"], actor=request.user)
+        chosen = role_endpoint_set(
+            role=role, endpoint_name=form.cleaned_data["endpoint"], actor=request.user
+        )
     except EndpointError as error:
         return _list_page(request, errors=[str(error)], status=400)
-    messages.success(request, f"The {role} calls {chosen.endpoint.name}." if chosen else f"The {role} has no endpoint.")
+    messages.success(
+        request,
+        f"The {role} calls {chosen.endpoint.name}." if chosen else f"The {role} has no endpoint.",
+    )
     return redirect("endpoints:endpoint_list")
 
 
 def _saved(form, save: Callable[..., T]) -> tuple[T | None, list[str]]:
-    """What ``save(**form.cleaned_data)`` saved, or each problem as a line naming its field (the form's
-    first: nothing is saved while a field cannot be read; then the service's)."""
+    """What ``save(**form.cleaned_data)`` saved, or each problem as a line naming its field (the
+    form's first: nothing is saved while a field cannot be read; then the service's)."""
     errors = form_problems(form)
     if errors:
         return None, errors
@@ -69,19 +79,28 @@ def _saved(form, save: Callable[..., T]) -> tuple[T | None, list[str]]:
 
 
 def _form(request, endpoint: ModelEndpoint | None):
-    context = {"endpoint": endpoint, "routes": ModelEndpoint.ROUTES,
-               "secrets": list(EndpointSecret.objects.values_list("name", flat=True))}
+    context = {
+        "endpoint": endpoint,
+        "routes": ModelEndpoint.ROUTES,
+        "secrets": list(EndpointSecret.objects.values_list("name", flat=True)),
+    }
     if request.method == "POST":
         form = EndpointForm(request.POST)
         saved, errors = _saved(form, partial(endpoint_save, endpoint=endpoint, actor=request.user))
         if saved is not None:
             messages.success(request, f"Saved endpoint {saved.name}.")
             return redirect("endpoints:endpoint_list")
-        return render(request, "endpoints/endpoint_form.html",
-                      {**context, "values": form.cleaned_data, "errors": errors}, status=400)
+        return render(
+            request,
+            "endpoints/endpoint_form.html",
+            {**context, "values": form.cleaned_data, "errors": errors},
+            status=400,
+        )
     values = {"route": ModelEndpoint.OPENAI}
     if endpoint is not None:
-        values = {k: getattr(endpoint, k) for k in EndpointForm.base_fields if k != "api_key_secret"}
+        values = {
+            k: getattr(endpoint, k) for k in EndpointForm.base_fields if k != "api_key_secret"
+        }
         values["api_key_secret"] = endpoint.api_key_secret.name if endpoint.api_key_secret else ""
     return render(request, "endpoints/endpoint_form.html", {**context, "values": values})
 
@@ -95,13 +114,18 @@ def endpoint_create(request):
 @require_http_methods(["GET", "POST"])
 @requires("endpoint.manage")
 def endpoint_edit(request, endpoint_id: int):
-    return _form(request, found_or_404(ModelEndpoint.objects.get, f"no endpoint #{endpoint_id}", pk=endpoint_id))
+    return _form(
+        request,
+        found_or_404(ModelEndpoint.objects.get, f"no endpoint #{endpoint_id}", pk=endpoint_id),
+    )
 
 
 @require_POST
 @requires("endpoint.manage")
 def endpoint_test(request, endpoint_id: int):
-    endpoint = found_or_404(ModelEndpoint.objects.get, f"no endpoint #{endpoint_id}", pk=endpoint_id)
+    endpoint = found_or_404(
+        ModelEndpoint.objects.get, f"no endpoint #{endpoint_id}", pk=endpoint_id
+    )
     job = endpoint_test_start(endpoint=endpoint, actor=request.user)
     return redirect("jobs:job_detail", job_id=job.pk)
 
@@ -116,15 +140,32 @@ def secret_list(request):
 def _secret_form(request, secret: EndpointSecret | None):
     if request.method == "POST":
         form = SecretForm(request.POST)
-        saved, errors = _saved(form, partial(endpoint_secret_save, secret=secret, actor=request.user))
+        saved, errors = _saved(
+            form, partial(endpoint_secret_save, secret=secret, actor=request.user)
+        )
         if saved is not None:
             messages.success(request, f"Saved endpoint secret {saved.name}.")
             return redirect("endpoints:secret_list")
-        values = {**form.cleaned_data, "value": ""}  # a key typed in is not sent back, even on an error
-        return render(request, "endpoints/secret_form.html", {"secret": secret, "values": values, "errors": errors},
-                      status=400)
-    values = {"name": secret.name, "from_env": secret.from_env, "allowed_origins": secret.allowed_origins,
-              "description": secret.description} if secret else {}
+        values = {
+            **form.cleaned_data,
+            "value": "",
+        }  # a key typed in is not sent back, even on an error
+        return render(
+            request,
+            "endpoints/secret_form.html",
+            {"secret": secret, "values": values, "errors": errors},
+            status=400,
+        )
+    values = (
+        {
+            "name": secret.name,
+            "from_env": secret.from_env,
+            "allowed_origins": secret.allowed_origins,
+            "description": secret.description,
+        }
+        if secret
+        else {}
+    )
     return render(request, "endpoints/secret_form.html", {"secret": secret, "values": values})
 
 
@@ -137,7 +178,9 @@ def secret_create(request):
 @require_http_methods(["GET", "POST"])
 @requires("endpoint_secret.manage")
 def secret_edit(request, secret_id: int):
-    return _secret_form(request, found_or_404(EndpointSecret.objects.get, f"no secret #{secret_id}", pk=secret_id))
+    return _secret_form(
+        request, found_or_404(EndpointSecret.objects.get, f"no secret #{secret_id}", pk=secret_id)
+    )
 
 
 @require_POST
@@ -147,8 +190,14 @@ def secret_delete(request, secret_id: int):
     try:
         endpoint_secret_delete(secret=secret, actor=request.user)
     except EndpointError as error:
-        return render(request, "endpoints/secret_list.html",
-                      {"secrets": EndpointSecret.objects.prefetch_related("endpoints"), "errors": [str(error)]},
-                      status=400)
+        return render(
+            request,
+            "endpoints/secret_list.html",
+            {
+                "secrets": EndpointSecret.objects.prefetch_related("endpoints"),
+                "errors": [str(error)],
+            },
+            status=400,
+        )
     messages.success(request, f"Removed endpoint secret {secret.name}.")
     return redirect("endpoints:secret_list")

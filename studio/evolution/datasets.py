@@ -32,10 +32,17 @@ def _comment_of(case: dict) -> str:
 
 @transaction.atomic
 def dataset_import(
-    *, name: str, text: str, source: str, actor: User | None, catalogue: dict | None = None,
-    description: str = "", heldout_share: float = 0.2,
+    *,
+    name: str,
+    text: str,
+    source: str,
+    actor: User | None,
+    catalogue: dict | None = None,
+    description: str = "",
+    heldout_share: float = 0.2,
 ) -> Dataset:
-    """Import a JSONL case file all or nothing; bad lines raise CaseFileError with their line numbers."""
+    """Import a JSONL case file all or nothing; bad lines raise CaseFileError with their line
+    numbers."""
     from evaluation.cases import parse_cases
     from harness.livestream import Catalogue, DocumentValidationError
 
@@ -54,28 +61,53 @@ def dataset_import(
     lines = split_lines(text)
     cases = parse_cases(lines, source=source)
     numbers = [i for i, line in enumerate(lines, 1) if line.strip()]
-    dataset = Dataset.objects.create(name=name, description=description, source=source, catalogue=catalogue,
-                                     heldout_share=heldout_share, case_count=len(cases), created_by=actor)
-    DatasetCase.objects.bulk_create([
-        DatasetCase(dataset=dataset, case_id=case["id"], position=i, line=numbers[i - 1],
-                    category=case["category"], split=_split_of(case["id"], heldout_share),
-                    comment=_comment_of(case), data=case)
-        for i, case in enumerate(cases, 1)
-    ], batch_size=500)
-    audit_record(actor=actor, action="evolution.dataset.import", target=f"dataset {name}",
-                 data={"cases": len(cases), "source": source})
+    dataset = Dataset.objects.create(
+        name=name,
+        description=description,
+        source=source,
+        catalogue=catalogue,
+        heldout_share=heldout_share,
+        case_count=len(cases),
+        created_by=actor,
+    )
+    DatasetCase.objects.bulk_create(
+        [
+            DatasetCase(
+                dataset=dataset,
+                case_id=case["id"],
+                position=i,
+                line=numbers[i - 1],
+                category=case["category"],
+                split=_split_of(case["id"], heldout_share),
+                comment=_comment_of(case),
+                data=case,
+            )
+            for i, case in enumerate(cases, 1)
+        ],
+        batch_size=500,
+    )
+    audit_record(
+        actor=actor,
+        action="evolution.dataset.import",
+        target=f"dataset {name}",
+        data={"cases": len(cases), "source": source},
+    )
     return dataset
 
 
 MAX_LISTED_PROBLEMS = 50
-"""A page lists the first problems of an import; the rest are counted (100,000 bad lines are one line more)."""
+"""A page lists the first problems of an import; the rest are counted (100,000 bad lines are one
+line more)."""
 
 
 def problems_listed(problems: list) -> list[str]:
     """The first MAX_LISTED_PROBLEMS problems as text, and a last line counting the others."""
     listed = [str(p) for p in problems[:MAX_LISTED_PROBLEMS]]
     if len(problems) > MAX_LISTED_PROBLEMS:
-        listed.append(f"... and {len(problems) - MAX_LISTED_PROBLEMS:,} more problems (fix these and import again)")
+        listed.append(
+            f"... and {len(problems) - MAX_LISTED_PROBLEMS:,} "
+            "more problems (fix these and import again)"
+        )
     return listed
 
 
@@ -85,5 +117,7 @@ def dataset_catalogue_from_text(text: str, *, source: str) -> dict:
 
     data = parse_json(text, source=source, what="catalogue", error=EvolutionError)
     if not isinstance(data, dict):
-        raise EvolutionError(f"{source}: catalogue must be a JSON object with products, promotions, faq")
+        raise EvolutionError(
+            f"{source}: catalogue must be a JSON object with products, promotions, faq"
+        )
     return data

@@ -37,7 +37,9 @@ def _check_open_proposal(proposal: Proposal) -> Stage:
     stage = proposal.diagnosis.stage
     stage_check_open(stage)
     if stage.candidate_version_id:
-        raise EvolutionError(f"stage {stage.number} already has its candidate v{stage.candidate_version.number}")
+        raise EvolutionError(
+            f"stage {stage.number} already has its candidate v{stage.candidate_version.number}"
+        )
     return stage
 
 
@@ -47,16 +49,26 @@ def proposal_review(*, proposal: Proposal, actor: User, accept: bool, reason: st
     _check_open_proposal(proposal)
     reason = reason.strip()
     if accept and not proposal.valid:
-        raise EvolutionError(f"proposal {proposal.index + 1}: its edits do not validate "
-                             f"({'; '.join(proposal.problems)}); reject it or edit it in the editor")
+        raise EvolutionError(
+            f"proposal {proposal.index + 1}: its edits do not validate "
+            f"({'; '.join(proposal.problems)}); reject it or edit it in the editor"
+        )
     if not accept and not reason:
         raise EvolutionError("reason: say why the proposal is rejected")
     proposal.status = Proposal.ACCEPTED if accept else Proposal.REJECTED
-    proposal.review_reason, proposal.reviewed_by, proposal.reviewed_at = reason, actor, timezone.now()
+    proposal.review_reason, proposal.reviewed_by, proposal.reviewed_at = (
+        reason,
+        actor,
+        timezone.now(),
+    )
     proposal.save(update_fields=["status", "review_reason", "reviewed_by", "reviewed_at"])
-    audit_record(actor=actor, action=f"evolution.proposal.{proposal.status}",
-                 harness=proposal.diagnosis.stage.evolution.harness,
-                 target=f"proposal #{proposal.pk} {proposal.title}", data={"reason": reason})
+    audit_record(
+        actor=actor,
+        action=f"evolution.proposal.{proposal.status}",
+        harness=proposal.diagnosis.stage.evolution.harness,
+        target=f"proposal #{proposal.pk} {proposal.title}",
+        data={"reason": reason},
+    )
     return proposal
 
 
@@ -66,24 +78,38 @@ def proposal_edit_in_editor(*, proposal: Proposal, actor: User) -> Draft:
     stage_require(actor, "evolution.edit", "editing a proposal in the editor")
     stage = _check_open_proposal(proposal)
     if stage.draft_id and stage.draft.status == Draft.OPEN:
-        raise EvolutionError(f"stage {stage.number} already has draft #{stage.draft_id} open; edit it there")
-    edits = stage_accepted_edits(stage) + (proposal.edits if proposal.status == Proposal.PENDING else [])
+        raise EvolutionError(
+            f"stage {stage.number} already has draft #{stage.draft_id} open; edit it there"
+        )
+    edits = stage_accepted_edits(stage) + (
+        proposal.edits if proposal.status == Proposal.PENDING else []
+    )
     draft = stage_draft_with_edits(stage=stage, edits=edits, actor=actor)
-    proposal.status, proposal.reviewed_by, proposal.reviewed_at = Proposal.EDITED, actor, timezone.now()
+    proposal.status, proposal.reviewed_by, proposal.reviewed_at = (
+        Proposal.EDITED,
+        actor,
+        timezone.now(),
+    )
     proposal.save(update_fields=["status", "reviewed_by", "reviewed_at"])
     Stage.objects.filter(pk=stage.pk).update(draft=draft)
-    audit_record(actor=actor, action="evolution.proposal.edited", harness=stage.evolution.harness,
-                 target=f"proposal #{proposal.pk}", data={"draft": draft.pk})
+    audit_record(
+        actor=actor,
+        action="evolution.proposal.edited",
+        harness=stage.evolution.harness,
+        target=f"proposal #{proposal.pk}",
+        data={"draft": draft.pk},
+    )
     return draft
 
 
 @transaction.atomic
-def stage_decide(*, stage: Stage, decision: str, actor: User, reason: str = "",
-                 override_reason: str = "") -> Stage:
+def stage_decide(
+    *, stage: Stage, decision: str, actor: User, reason: str = "", override_reason: str = ""
+) -> Stage:
     """Record the reviewer's decision and carry it out (label moves, next stage, stop).
 
-    ``override_reason`` is the reviewer's written reason to promote to production although a release gate
-    failed or has no data; without it such a promotion is refused, naming the gates.
+    ``override_reason`` is the reviewer's written reason to promote to production although a release
+    gate failed or has no data; without it such a promotion is refused, naming the gates.
     """
     from studio.evolution.gates import release_gates
 
@@ -93,34 +119,71 @@ def stage_decide(*, stage: Stage, decision: str, actor: User, reason: str = "",
     candidate = stage.candidate_version
     needs_candidate = decision in (Stage.PROMOTE_STAGING, Stage.PROMOTE_PRODUCTION, Stage.ANOTHER)
     if decision not in dict(Stage.DECISIONS):
-        raise EvolutionError(f"decision: {decision!r} is not one of {', '.join(dict(Stage.DECISIONS))}")
+        raise EvolutionError(
+            f"decision: {decision!r} is not one of {', '.join(dict(Stage.DECISIONS))}"
+        )
     if needs_candidate and (candidate is None or not stage.comparison):
-        raise EvolutionError(f"decision: stage {stage.number} has no evaluated candidate to {decision.replace('_', ' ')}")
+        raise EvolutionError(
+            f"decision: stage {stage.number} has no evaluated "
+            f"candidate to {decision.replace('_', ' ')}"
+        )
     reason, override_reason = reason.strip(), override_reason.strip()
     gates, overridden = [], []
     try:
         if decision == Stage.PROMOTE_STAGING:
-            label_move(harness=evolution.harness, name=Label.STAGING, version=candidate, actor=actor,
-                       reason=reason or f"evolution #{evolution.pk} stage {stage.number}")
+            label_move(
+                harness=evolution.harness,
+                name=Label.STAGING,
+                version=candidate,
+                actor=actor,
+                reason=reason or f"evolution #{evolution.pk} stage {stage.number}",
+            )
         elif decision == Stage.PROMOTE_PRODUCTION:
-            gates = release_gates(comparison=stage.comparison, tolerance=evolution.tolerance, version=candidate)
-            overridden = production_promote(harness=evolution.harness, version=candidate, actor=actor,
-                                            reason=reason, override_reason=override_reason, gates=gates,
-                                            target=f"evolution #{evolution.pk} stage {stage.number}")
+            gates = release_gates(
+                comparison=stage.comparison, tolerance=evolution.tolerance, version=candidate
+            )
+            overridden = production_promote(
+                harness=evolution.harness,
+                version=candidate,
+                actor=actor,
+                reason=reason,
+                override_reason=override_reason,
+                gates=gates,
+                target=f"evolution #{evolution.pk} stage {stage.number}",
+            )
         elif decision == Stage.ROLLBACK:
-            for label in Label.objects.filter(harness=evolution.harness, version=candidate) if candidate else []:
-                label_rollback(label=label, actor=actor, reason=reason or f"stage {stage.number} rolled back")
+            for label in (
+                Label.objects.filter(harness=evolution.harness, version=candidate)
+                if candidate
+                else []
+            ):
+                label_rollback(
+                    label=label, actor=actor, reason=reason or f"stage {stage.number} rolled back"
+                )
     except StudioError as error:
         raise EvolutionError(str(error)) from None
     stage.decision, stage.decision_reason = decision, reason
     stage.decided_by, stage.decided_at = actor, timezone.now()
     stage.gates = [g.to_dict() for g in gates]
     stage.gate_override_reason = override_reason if overridden else ""
-    stage.save(update_fields=["decision", "decision_reason", "decided_by", "decided_at", "gates",
-                              "gate_override_reason"])
+    stage.save(
+        update_fields=[
+            "decision",
+            "decision_reason",
+            "decided_by",
+            "decided_at",
+            "gates",
+            "gate_override_reason",
+        ]
+    )
     target = f"evolution #{evolution.pk} stage {stage.number}"
-    audit_record(actor=actor, action=f"evolution.decision.{decision}", harness=evolution.harness, target=target,
-                 data={"candidate": candidate.number if candidate else None, "reason": reason})
+    audit_record(
+        actor=actor,
+        action=f"evolution.decision.{decision}",
+        harness=evolution.harness,
+        target=target,
+        data={"candidate": candidate.number if candidate else None, "reason": reason},
+    )
     if decision == Stage.PROMOTE_PRODUCTION:
         Evolution.objects.filter(pk=evolution.pk).update(status=Evolution.PROMOTED)
         evolution.status = Evolution.PROMOTED
@@ -128,15 +191,30 @@ def stage_decide(*, stage: Stage, decision: str, actor: User, reason: str = "",
         Evolution.objects.filter(pk=evolution.pk).update(status=Evolution.STOPPED)
         evolution.status = Evolution.STOPPED
     elif decision == Stage.ANOTHER:
-        stage_open(evolution=evolution, parent=candidate, parent_run=stage.candidate_run, actor=actor)
+        stage_open(
+            evolution=evolution, parent=candidate, parent_run=stage.candidate_run, actor=actor
+        )
     elif decision == Stage.ROLLBACK:
-        stage_open(evolution=evolution, parent=stage.parent_version, parent_run=stage.parent_run, actor=actor)
+        stage_open(
+            evolution=evolution,
+            parent=stage.parent_version,
+            parent_run=stage.parent_run,
+            actor=actor,
+        )
     return stage
 
 
 @transaction.atomic
-def production_promote(*, harness, version, actor: User, reason: str, override_reason: str = "",
-                       gates: list | None = None, target: str = "") -> list:
+def production_promote(
+    *,
+    harness,
+    version,
+    actor: User,
+    reason: str,
+    override_reason: str = "",
+    gates: list | None = None,
+    target: str = "",
+) -> list:
     """Point production at ``version`` through the release gates: the one way a person promotes.
 
     ``gates`` are the stage's when a stage decides, else the version's own
@@ -158,12 +236,22 @@ def production_promote(*, harness, version, actor: User, reason: str, override_r
     except ValueError as refused:
         raise StudioError(str(refused)) from None
     if overridden:
-        reason += (" (release gates overridden: " + ", ".join(f"{g.name} {g.status}" for g in overridden)
-                   + f"; {override_reason})")
+        reason += (
+            " (release gates overridden: "
+            + ", ".join(f"{g.name} {g.status}" for g in overridden)
+            + f"; {override_reason})"
+        )
     label_move(harness=harness, name=Label.PRODUCTION, version=version, actor=actor, reason=reason)
     if overridden:
-        audit_record(actor=actor, action="evolution.gates.override", harness=harness,
-                     target=target or f"{harness.name}@production",
-                     data={"version": version.number, "reason": override_reason,
-                           "gates": [g.to_dict() for g in overridden]})
+        audit_record(
+            actor=actor,
+            action="evolution.gates.override",
+            harness=harness,
+            target=target or f"{harness.name}@production",
+            data={
+                "version": version.number,
+                "reason": override_reason,
+                "gates": [g.to_dict() for g in overridden],
+            },
+        )
     return overridden

@@ -1,4 +1,5 @@
-"""The diagnosis of a stage: queue it as a job, and the job's body (cluster failures, propose validated edits).
+"""The diagnosis of a stage: queue it as a job, and the job's body (cluster failures, propose
+validated edits).
 
 Only the parent run's dev-split failures are diagnosed; held-out cases stay
 unseen so the regression report can tell whether an edit generalises. Each
@@ -40,15 +41,26 @@ def diagnosis_start(*, stage: Stage, actor: User) -> Diagnosis:
     stage_check_open(stage)
     run = stage.parent_run
     if run is None or run.status != EvalRun.SUCCEEDED:
-        raise EvolutionError(f"stage {stage.number}: the parent version has not finished its evaluation")
+        raise EvolutionError(
+            f"stage {stage.number}: the parent version has not finished its evaluation"
+        )
     if stage.candidate_version_id:
-        raise EvolutionError(f"stage {stage.number} already has a candidate; decide, then start another stage")
+        raise EvolutionError(
+            f"stage {stage.number} already has a candidate; decide, then start another stage"
+        )
     evolution = stage.evolution
-    name = evolution.diagnoser if evolution.diagnoser == Evolution.RULE_BASED else \
-        f"llm:{spec_label(evolution.diagnoser_endpoint.policy_spec)}"
+    name = (
+        evolution.diagnoser
+        if evolution.diagnoser == Evolution.RULE_BASED
+        else f"llm:{spec_label(evolution.diagnoser_endpoint.policy_spec)}"
+    )
     diagnosis = Diagnosis.objects.create(stage=stage, run=run, diagnoser=name, created_by=actor)
-    job = job_create(kind="evolution_diagnose", title=f"Diagnose {stage} ({name})",
-                     params={"diagnosis_id": diagnosis.pk}, created_by=actor)
+    job = job_create(
+        kind="evolution_diagnose",
+        title=f"Diagnose {stage} ({name})",
+        params={"diagnosis_id": diagnosis.pk},
+        created_by=actor,
+    )
     Diagnosis.objects.filter(pk=diagnosis.pk).update(job=job)
     diagnosis.job = job
     return diagnosis
@@ -65,11 +77,14 @@ class DiagnoserOption:
 
 
 def diagnoser_endpoints():
-    """The endpoints the LLM diagnoser may call: every OpenAI-compatible one, and the endpoint the registry
-    chose for the diagnoser role (``RoleEndpoint``), whatever its route, the local one included."""
+    """The endpoints the LLM diagnoser may call: every OpenAI-compatible one, and the endpoint the
+    registry chose for the diagnoser role (``RoleEndpoint``), whatever its route, the local one
+    included."""
     from django.db.models import Q
 
-    return ModelEndpoint.objects.filter(Q(route=ModelEndpoint.OPENAI) | Q(roles__role="diagnoser")).distinct()
+    return ModelEndpoint.objects.filter(
+        Q(route=ModelEndpoint.OPENAI) | Q(roles__role="diagnoser")
+    ).distinct()
 
 
 def diagnoser_endpoint_problem(endpoint: ModelEndpoint) -> str:
@@ -85,30 +100,54 @@ def diagnoser_endpoint_problem(endpoint: ModelEndpoint) -> str:
     except EndpointError as error:
         return str(error)
     if endpoint.api_key_secret is not None and key is None:
-        return f"{endpoint.name}'s endpoint secret {endpoint.api_key_secret.name} has no key here (its variable is unset)"
+        return (
+            f"{endpoint.name}'s endpoint secret {endpoint.api_key_secret.name} "
+            "has no key here (its variable is unset)"
+        )
     if endpoint.last_check_ok is False:
         return f"{endpoint.name}'s last connection test failed: {endpoint.last_check_message[:200]}"
     return ""
 
 
 def diagnoser_options() -> list[DiagnoserOption]:
-    """The diagnosers and whether each is usable with the endpoints configured now (read before anything runs)."""
-    rule = DiagnoserOption(Evolution.RULE_BASED, "rule-based (offline)", True,
-                           "needs no endpoint: maps the judges' reason codes to edits that the failing "
-                           "trajectories back, and says when the failures are the model's, not the Harness's")
+    """The diagnosers and whether each is usable with the endpoints configured now (read before
+    anything runs)."""
+    rule = DiagnoserOption(
+        Evolution.RULE_BASED,
+        "rule-based (offline)",
+        True,
+        "needs no endpoint: maps the judges' reason codes to edits that the failing "
+        "trajectories back, and says when the failures are the model's, not the Harness's",
+    )
     endpoints = list(diagnoser_endpoints().order_by("name"))
     if not endpoints:
-        return [rule, DiagnoserOption(Evolution.LLM, "LLM over an endpoint", False,
-                                      "not usable: no OpenAI-compatible endpoint is configured (add one on the "
-                                      "Endpoints page with route 'OpenAI-compatible server', or choose any endpoint "
-                                      "for the diagnoser role there); the demo has none")]
+        return [
+            rule,
+            DiagnoserOption(
+                Evolution.LLM,
+                "LLM over an endpoint",
+                False,
+                "not usable: no OpenAI-compatible endpoint is configured (add one on the "
+                "Endpoints page with route 'OpenAI-compatible server', or choose any endpoint "
+                "for the diagnoser role there); the demo has none",
+            ),
+        ]
     problems = {e.name: diagnoser_endpoint_problem(e) for e in endpoints}
     ready = [name for name, problem in problems.items() if not problem]
     if not ready:
-        return [rule, DiagnoserOption(Evolution.LLM, "LLM over an endpoint", False,
-                                      "not usable: " + "; ".join(problems.values()))]
+        return [
+            rule,
+            DiagnoserOption(
+                Evolution.LLM,
+                "LLM over an endpoint",
+                False,
+                "not usable: " + "; ".join(problems.values()),
+            ),
+        ]
     untested = [e.name for e in endpoints if e.name in ready and e.last_check_ok is None]
-    why = f"usable with {', '.join(ready)}" + (f" ({', '.join(untested)} never connection-tested)" if untested else "")
+    why = f"usable with {', '.join(ready)}" + (
+        f" ({', '.join(untested)} never connection-tested)" if untested else ""
+    )
     if len(ready) < len(endpoints):
         why += "; not with " + "; ".join(p for p in problems.values() if p)
     return [rule, DiagnoserOption(Evolution.LLM, "LLM over an endpoint", True, why)]
@@ -120,12 +159,15 @@ def _diagnoser_for(evolution: Evolution):
     if evolution.diagnoser == Evolution.LLM:
         from studio.endpoints.services import endpoint_role_model
 
-        return LLMDiagnoser(model=endpoint_role_model(role="diagnoser", endpoint=evolution.diagnoser_endpoint))
+        return LLMDiagnoser(
+            model=endpoint_role_model(role="diagnoser", endpoint=evolution.diagnoser_endpoint)
+        )
     return RuleBasedDiagnoser()
 
 
 def _replay(proposals, *, run: EvalRun, files: dict[str, str], cases: dict[str, dict], log) -> None:
-    """Re-score each valid proposal's targeted cases under its edits, with the run's endpoint and catalogue."""
+    """Re-score each valid proposal's targeted cases under its edits, with the run's endpoint and
+    catalogue."""
     from evaluation.diagnosis import prediction_text, replay_proposal
     from evaluation.scoring import CaseScorer
     from studio.endpoints.services import policy_for_endpoint
@@ -135,8 +177,12 @@ def _replay(proposals, *, run: EvalRun, files: dict[str, str], cases: dict[str, 
     catalogue = catalogue_for(run.dataset)
 
     def scorer_for(bundle):
-        return CaseScorer.for_bundle(bundle=bundle, policy=policy_for_endpoint(run.endpoint), catalogue=catalogue,
-                                     mcp_registry=mcp_registry())
+        return CaseScorer.for_bundle(
+            bundle=bundle,
+            policy=policy_for_endpoint(run.endpoint),
+            catalogue=catalogue,
+            mcp_registry=mcp_registry(),
+        )
 
     for number, proposal in enumerate(proposals, 1):
         if proposal.valid:
@@ -145,19 +191,39 @@ def _replay(proposals, *, run: EvalRun, files: dict[str, str], cases: dict[str, 
 
 
 def diagnosis_execute(*, diagnosis_id: int, log) -> dict[str, Any]:
-    """The diagnosis job's body: cluster dev-split failures, propose and validate edits, store them."""
+    """The diagnosis job's body: cluster dev-split failures, propose and validate edits, store
+    them."""
     from evaluation.diagnosis import LLMDiagnoser, diagnose, failures_from_results
 
-    diagnosis = Diagnosis.objects.select_related("stage__evolution", "run__version").get(pk=diagnosis_id)
+    diagnosis = Diagnosis.objects.select_related("stage__evolution", "run__version").get(
+        pk=diagnosis_id
+    )
     Diagnosis.objects.filter(pk=diagnosis.pk).update(status=EvalRun.RUNNING)
     try:
-        results = list(CaseResult.objects.filter(run=diagnosis.run, split=DatasetCase.DEV).values(
-            "case_id", "category", "accuracy", "effectiveness", "verdict", "reply", "route", "trajectory"))
+        results = list(
+            CaseResult.objects.filter(run=diagnosis.run, split=DatasetCase.DEV).values(
+                "case_id",
+                "category",
+                "accuracy",
+                "effectiveness",
+                "verdict",
+                "reply",
+                "route",
+                "trajectory",
+            )
+        )
         rows = [{**r, "reasons": r["verdict"].get("reasons", [])} for r in results]
-        cases = {c.case_id: c.data for c in DatasetCase.objects.filter(
-            dataset=diagnosis.run.dataset, case_id__in=[r["case_id"] for r in rows])}
+        cases = {
+            c.case_id: c.data
+            for c in DatasetCase.objects.filter(
+                dataset=diagnosis.run.dataset, case_id__in=[r["case_id"] for r in rows]
+            )
+        }
         failures = failures_from_results(results=rows, cases=cases)
-        log(f"{len(failures)} of {len(rows)} dev-split case(s) failed; held-out cases are left out of diagnosis")
+        log(
+            f"{len(failures)} of {len(rows)} dev-split case(s) "
+            "failed; held-out cases are left out of diagnosis"
+        )
         files = version_files(version=diagnosis.run.version)
         diagnoser = _diagnoser_for(diagnosis.stage.evolution)
         found = diagnose(failures=failures, total=len(rows), files=files, diagnoser=diagnoser)
@@ -167,19 +233,45 @@ def diagnosis_execute(*, diagnosis_id: int, log) -> dict[str, Any]:
             log(found.finding)
         _replay(found.proposals, run=diagnosis.run, files=files, cases=cases, log=log)
     except Exception as error:
-        Diagnosis.objects.filter(pk=diagnosis.pk).update(status=EvalRun.FAILED, error=f"{type(error).__name__}: {error}")
+        Diagnosis.objects.filter(pk=diagnosis.pk).update(
+            status=EvalRun.FAILED, error=f"{type(error).__name__}: {error}"
+        )
         raise
     with transaction.atomic():
-        Proposal.objects.bulk_create([
-            Proposal(diagnosis=diagnosis, index=i, title=p.title, rationale=p.rationale, reason=p.reason,
-                     diagnoser=p.diagnoser, target_case_ids=p.target_case_ids,
-                     edits=[e.to_dict() for e in p.edits], valid=p.valid, problems=p.problems, diff=p.diff,
-                     summary=p.summary, evidence=p.evidence, replay=p.replay)
-            for i, p in enumerate(found.proposals)
-        ])
+        Proposal.objects.bulk_create(
+            [
+                Proposal(
+                    diagnosis=diagnosis,
+                    index=i,
+                    title=p.title,
+                    rationale=p.rationale,
+                    reason=p.reason,
+                    diagnoser=p.diagnoser,
+                    target_case_ids=p.target_case_ids,
+                    edits=[e.to_dict() for e in p.edits],
+                    valid=p.valid,
+                    problems=p.problems,
+                    diff=p.diff,
+                    summary=p.summary,
+                    evidence=p.evidence,
+                    replay=p.replay,
+                )
+                for i, p in enumerate(found.proposals)
+            ]
+        )
         Diagnosis.objects.filter(pk=diagnosis.pk).update(
-            status=EvalRun.SUCCEEDED, total=found.total, failed=found.failed, finding=found.finding,
-            clusters=[c.to_dict() for c in found.clusters])
-    log(f"{len(found.clusters)} cluster(s), {len(found.proposals)} proposal(s) "
-        f"({sum(p.valid for p in found.proposals)} valid)")
-    return {"clusters": len(found.clusters), "proposals": len(found.proposals), "failed": found.failed}
+            status=EvalRun.SUCCEEDED,
+            total=found.total,
+            failed=found.failed,
+            finding=found.finding,
+            clusters=[c.to_dict() for c in found.clusters],
+        )
+    log(
+        f"{len(found.clusters)} cluster(s), {len(found.proposals)} proposal(s) "
+        f"({sum(p.valid for p in found.proposals)} valid)"
+    )
+    return {
+        "clusters": len(found.clusters),
+        "proposals": len(found.proposals),
+        "failed": found.failed,
+    }

@@ -26,9 +26,14 @@ class Dataset(models.Model):
     name = models.SlugField(max_length=80, unique=True)
     description = models.TextField(blank=True)
     source = models.CharField(max_length=300, blank=True, help_text="The file the cases came from.")
-    catalogue = models.JSONField(null=True, blank=True,
-                                 help_text="The product catalogue the cases refer to; empty: the demo catalogue.")
-    heldout_share = models.FloatField(default=0.2, help_text="Share of cases kept out of diagnosis (0-0.5).")
+    catalogue = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="The product catalogue the cases refer to; empty: the demo catalogue.",
+    )
+    heldout_share = models.FloatField(
+        default=0.2, help_text="Share of cases kept out of diagnosis (0-0.5)."
+    )
     case_count = models.PositiveIntegerField(default=0)
     created_by = models.ForeignKey(User, null=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
@@ -49,13 +54,17 @@ class DatasetCase(models.Model):
     position = models.PositiveIntegerField(help_text="1-based order in the imported file.")
     line = models.PositiveIntegerField(help_text="Line of the case in the imported file.")
     category = models.CharField(max_length=40, db_index=True)
-    split = models.CharField(max_length=8, choices=[(DEV, "dev"), (HELDOUT, "held-out")], default=DEV)
+    split = models.CharField(
+        max_length=8, choices=[(DEV, "dev"), (HELDOUT, "held-out")], default=DEV
+    )
     comment = models.TextField(blank=True, help_text="The viewer comment(s), for lists and search.")
     data = models.JSONField()
 
     class Meta:
         ordering = ["dataset", "position"]
-        constraints = [models.UniqueConstraint(fields=["dataset", "case_id"], name="dataset_case_unique")]
+        constraints = [
+            models.UniqueConstraint(fields=["dataset", "case_id"], name="dataset_case_unique")
+        ]
 
     def __str__(self) -> str:
         return f"{self.case_id} ({self.category})"
@@ -70,10 +79,20 @@ class EvalRun(models.Model):
     endpoint = models.ForeignKey(ModelEndpoint, on_delete=models.PROTECT, related_name="+")
     case_ids = models.JSONField(help_text="The cases this run scores, in order.")
     status = models.CharField(max_length=12, choices=STATUSES, default=QUEUED)
-    job = models.ForeignKey(Job, null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
-                            help_text="The job currently (or last) running this evaluation.")
-    attempts = models.PositiveIntegerField(default=0, help_text="Jobs started for this run (resumes + 1).")
-    scored_by_attempt = models.JSONField(default=dict, help_text="attempt number -> cases scored in it")
+    job = models.ForeignKey(
+        Job,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="The job currently (or last) running this evaluation.",
+    )
+    attempts = models.PositiveIntegerField(
+        default=0, help_text="Jobs started for this run (resumes + 1)."
+    )
+    scored_by_attempt = models.JSONField(
+        default=dict, help_text="attempt number -> cases scored in it"
+    )
     summary = models.JSONField(default=dict, blank=True)
     error = models.TextField(blank=True)
     wall_s = models.FloatField(default=0.0, help_text="Seconds spent scoring, over all attempts.")
@@ -93,8 +112,9 @@ class EvalRun(models.Model):
 
     @property
     def badge(self) -> str:
-        """The status to show: a run ended by cancelling its job says cancelled, not failed; a run whose job
-        a worker already runs says running, not queued (the run's own row moves at its first scored chunk)."""
+        """The status to show: a run ended by cancelling its job says cancelled, not failed; a run
+        whose job a worker already runs says running, not queued (the run's own row moves at its
+        first scored chunk)."""
         if self.status == self.FAILED and self.job is not None and self.job.status == Job.CANCELLED:
             return Job.CANCELLED
         if self.status == self.QUEUED and self.job is not None and self.job.status == Job.RUNNING:
@@ -110,20 +130,31 @@ class CaseResult(models.Model):
     accuracy = models.FloatField()
     effectiveness = models.FloatField()
     avg = models.FloatField()
-    reason_codes = models.CharField(max_length=500, blank=True,
-                                    help_text="',code,code,' so one code can be filtered with contains.")
-    verdict = models.JSONField(help_text="The judge's verdict (evaluation.judges.base.Verdict.to_dict()).")
+    reason_codes = models.CharField(
+        max_length=500,
+        blank=True,
+        help_text="',code,code,' so one code can be filtered with contains.",
+    )
+    verdict = models.JSONField(
+        help_text="The judge's verdict (evaluation.judges.base.Verdict.to_dict())."
+    )
     reply = models.TextField(blank=True)
     route = models.CharField(max_length=10, blank=True)
     trajectory = models.JSONField()
     latency_s = models.FloatField(default=0.0)
-    attempt = models.PositiveIntegerField(default=1, help_text="Which job attempt of the run scored it.")
-    worker = models.CharField(max_length=200, blank=True, help_text="hostname and pid of the worker that scored it.")
+    attempt = models.PositiveIntegerField(
+        default=1, help_text="Which job attempt of the run scored it."
+    )
+    worker = models.CharField(
+        max_length=200, blank=True, help_text="hostname and pid of the worker that scored it."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["run", "id"]
-        constraints = [models.UniqueConstraint(fields=["run", "case_id"], name="case_result_unique")]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "case_id"], name="case_result_unique")
+        ]
         indexes = [models.Index(fields=["run", "category"])]
 
     def __str__(self) -> str:
@@ -153,12 +184,20 @@ class EvalChunk(models.Model):
     STATUSES = [(s, s) for s in (PENDING, CLAIMED, DONE)]
 
     run = models.ForeignKey(EvalRun, on_delete=models.CASCADE, related_name="chunks")
-    index = models.PositiveIntegerField(help_text="0-based; chunk i holds the run's cases i, i+n, i+2n, ...")
+    index = models.PositiveIntegerField(
+        help_text="0-based; chunk i holds the run's cases i, i+n, i+2n, ..."
+    )
     case_ids = models.JSONField()
     status = models.CharField(max_length=8, choices=STATUSES, default=PENDING)
-    token = models.CharField(max_length=32, blank=True, help_text="The current claim's id; empty when unclaimed.")
-    worker = models.CharField(max_length=200, blank=True, help_text="hostname and pid of the (last) claimant.")
-    claims = models.PositiveIntegerField(default=0, help_text="Times claimed (more than 1: a claimant was lost).")
+    token = models.CharField(
+        max_length=32, blank=True, help_text="The current claim's id; empty when unclaimed."
+    )
+    worker = models.CharField(
+        max_length=200, blank=True, help_text="hostname and pid of the (last) claimant."
+    )
+    claims = models.PositiveIntegerField(
+        default=0, help_text="Times claimed (more than 1: a claimant was lost)."
+    )
     claimed_at = models.DateTimeField(null=True, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -181,16 +220,35 @@ class Evolution(models.Model):
     harness = models.ForeignKey(Harness, on_delete=models.CASCADE, related_name="evolutions")
     base_version = models.ForeignKey(HarnessVersion, on_delete=models.PROTECT, related_name="+")
     dataset = models.ForeignKey(Dataset, on_delete=models.PROTECT, related_name="evolutions")
-    endpoint = models.ForeignKey(ModelEndpoint, on_delete=models.PROTECT, related_name="+",
-                                 help_text="The policy under evaluation (fixed for the whole evolution).")
+    endpoint = models.ForeignKey(
+        ModelEndpoint,
+        on_delete=models.PROTECT,
+        related_name="+",
+        help_text="The policy under evaluation (fixed for the whole evolution).",
+    )
     case_ids = models.JSONField(help_text="The dev-set cases every stage is evaluated on.")
-    diagnoser = models.CharField(max_length=12, default=RULE_BASED,
-                                 choices=[(RULE_BASED, "rule-based (offline)"), (LLM, "LLM over an endpoint")])
-    diagnoser_endpoint = models.ForeignKey(ModelEndpoint, null=True, blank=True, on_delete=models.PROTECT,
-                                           related_name="+", help_text="OpenAI-compatible endpoint (LLM diagnoser).")
-    tolerance = models.FloatField(default=0.02, help_text="Largest per-category AVG drop the business gate allows.")
-    status = models.CharField(max_length=10, default=ACTIVE, choices=STATUSES,
-                              help_text="active until a decision ends it: promoted to production, or stopped")
+    diagnoser = models.CharField(
+        max_length=12,
+        default=RULE_BASED,
+        choices=[(RULE_BASED, "rule-based (offline)"), (LLM, "LLM over an endpoint")],
+    )
+    diagnoser_endpoint = models.ForeignKey(
+        ModelEndpoint,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+        help_text="OpenAI-compatible endpoint (LLM diagnoser).",
+    )
+    tolerance = models.FloatField(
+        default=0.02, help_text="Largest per-category AVG drop the business gate allows."
+    )
+    status = models.CharField(
+        max_length=10,
+        default=ACTIVE,
+        choices=STATUSES,
+        help_text="active until a decision ends it: promoted to production, or stopped",
+    )
     created_by = models.ForeignKey(User, null=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -207,32 +265,55 @@ class Stage(models.Model):
     ROLLBACK = "rollback"
     ANOTHER = "another_stage"
     STOP = "stop"
-    DECISIONS = [(PROMOTE_STAGING, "promote to staging"), (PROMOTE_PRODUCTION, "promote to production"),
-                 (ROLLBACK, "roll back"), (ANOTHER, "another stage"), (STOP, "stop")]
+    DECISIONS = [
+        (PROMOTE_STAGING, "promote to staging"),
+        (PROMOTE_PRODUCTION, "promote to production"),
+        (ROLLBACK, "roll back"),
+        (ANOTHER, "another stage"),
+        (STOP, "stop"),
+    ]
 
     evolution = models.ForeignKey(Evolution, on_delete=models.CASCADE, related_name="stages")
     number = models.PositiveIntegerField()
     parent_version = models.ForeignKey(HarnessVersion, on_delete=models.PROTECT, related_name="+")
-    parent_run = models.ForeignKey(EvalRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
-    candidate_version = models.ForeignKey(HarnessVersion, null=True, blank=True, on_delete=models.PROTECT,
-                                          related_name="+")
-    candidate_run = models.ForeignKey(EvalRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
-    draft = models.ForeignKey(Draft, null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
-                              help_text="The draft the candidate is being edited in.")
+    parent_run = models.ForeignKey(
+        EvalRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    candidate_version = models.ForeignKey(
+        HarnessVersion, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    candidate_run = models.ForeignKey(
+        EvalRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    draft = models.ForeignKey(
+        Draft,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="The draft the candidate is being edited in.",
+    )
     comparison = models.JSONField(default=dict, blank=True)
     decision = models.CharField(max_length=20, blank=True, choices=DECISIONS)
     decision_reason = models.TextField(blank=True)
-    gates = models.JSONField(default=list, blank=True,
-                             help_text="The release gates as they stood when production was decided (Gate.to_dict()).")
+    gates = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="The release gates as they stood when production was decided (Gate.to_dict()).",
+    )
     gate_override_reason = models.TextField(
-        blank=True, help_text="Why the reviewer promoted to production although a gate failed or had no data.")
+        blank=True,
+        help_text="Why the reviewer promoted to production although a gate failed or had no data.",
+    )
     decided_by = models.ForeignKey(User, null=True, on_delete=models.SET_NULL, related_name="+")
     decided_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["evolution", "number"]
-        constraints = [models.UniqueConstraint(fields=["evolution", "number"], name="stage_number_unique")]
+        constraints = [
+            models.UniqueConstraint(fields=["evolution", "number"], name="stage_number_unique")
+        ]
 
     def __str__(self) -> str:
         return f"{self.evolution} stage {self.number}"
@@ -248,8 +329,11 @@ class Diagnosis(models.Model):
     total = models.PositiveIntegerField(default=0)
     failed = models.PositiveIntegerField(default=0)
     clusters = models.JSONField(default=list, blank=True)
-    finding = models.TextField(blank=True, help_text="What the failures show as a whole, e.g. 'the model, not "
-                                                     "the Harness: ...' when no failing case used a tool or skill.")
+    finding = models.TextField(
+        blank=True,
+        help_text="What the failures show as a whole, e.g. 'the model, not "
+        "the Harness: ...' when no failing case used a tool or skill.",
+    )
     created_by = models.ForeignKey(User, null=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -268,7 +352,9 @@ class Proposal(models.Model):
     index = models.PositiveIntegerField()
     title = models.CharField(max_length=200)
     rationale = models.TextField(blank=True)
-    reason = models.CharField(max_length=80, blank=True, help_text="The judge reason code it targets.")
+    reason = models.CharField(
+        max_length=80, blank=True, help_text="The judge reason code it targets."
+    )
     diagnoser = models.CharField(max_length=120, help_text="Which diagnoser produced it.")
     target_case_ids = models.JSONField(default=list)
     edits = models.JSONField(default=list)
@@ -276,9 +362,15 @@ class Proposal(models.Model):
     problems = models.JSONField(default=list, blank=True)
     diff = models.JSONField(default=dict, blank=True)
     summary = models.JSONField(default=list, blank=True)
-    evidence = models.JSONField(default=list, blank=True, help_text="What in the targeted trajectories backs each edit.")
-    replay = models.JSONField(default=dict, blank=True, help_text="The targeted cases re-scored with the edits "
-                                                                  "(evaluation.diagnosis.replay_proposal).")
+    evidence = models.JSONField(
+        default=list, blank=True, help_text="What in the targeted trajectories backs each edit."
+    )
+    replay = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="The targeted cases re-scored with the edits "
+        "(evaluation.diagnosis.replay_proposal).",
+    )
     status = models.CharField(max_length=10, default=PENDING, choices=STATUSES)
     review_reason = models.TextField(blank=True)
     reviewed_by = models.ForeignKey(User, null=True, on_delete=models.SET_NULL, related_name="+")
@@ -292,7 +384,8 @@ class Proposal(models.Model):
 
     @property
     def prediction(self) -> str:
-        """"fixes N of M targeted cases (predicted)", from the replay before review; "" when not replayed."""
+        """ "fixes N of M targeted cases (predicted)", from the replay before review; "" when not
+        replayed."""
         from evaluation.diagnosis.predicted_fixes import prediction_text
 
         return prediction_text(self.replay)

@@ -1,4 +1,5 @@
-"""Evaluation runs: one Harness version on a list of dataset cases, as a resumable job over any number of workers.
+"""Evaluation runs: one Harness version on a list of dataset cases, as a resumable job over any
+number of workers.
 
 ``eval_run_start`` stores the run, cuts its cases into chunks
 (``studio.evolution.chunks``) and queues a job; the job calls
@@ -52,16 +53,17 @@ from studio.jobs.models import Job
 from studio.jobs.registry import JobFailed
 from studio.jobs.services import JobCancelled, job_create, job_reap_stale, worker_identity
 
-# Sent (run_id=) when a run has scored every case and written its summary, before it is marked succeeded:
-# what follows a run (a stage's regression report) listens here, so runs know nothing of stages.
+# Sent (run_id=) when a run has scored every case and written its summary, before it is marked
+# succeeded: what follows a run (a stage's regression report) listens here, so runs know nothing of
+# stages.
 eval_run_scored = Signal()
 
 logger = logging.getLogger(__name__)
 
 
 EVAL_JUDGE = "programmatic"
-"""The judge every studio evaluation run scores with (``evaluation.judges.make_judge`` spec); pages and the
-release gates read its calibration (``studio.annotation.selectors.judge_standing``)."""
+"""The judge every studio evaluation run scores with (``evaluation.judges.make_judge`` spec); pages
+and the release gates read its calibration (``studio.annotation.selectors.judge_standing``)."""
 
 
 class EvaluationError(ValueError):
@@ -69,29 +71,51 @@ class EvaluationError(ValueError):
 
 
 def eval_run_start(
-    *, version: HarnessVersion, dataset: Dataset, endpoint: ModelEndpoint, case_ids: list[str], actor: User | None
+    *,
+    version: HarnessVersion,
+    dataset: Dataset,
+    endpoint: ModelEndpoint,
+    case_ids: list[str],
+    actor: User | None,
 ) -> EvalRun:
     """Store a run over ``case_ids`` (all in ``dataset``) and queue its job."""
     if not case_ids:
         raise EvaluationError("cases: a run needs at least one case")
-    known = set(DatasetCase.objects.filter(dataset=dataset, case_id__in=case_ids).values_list("case_id", flat=True))
+    known = set(
+        DatasetCase.objects.filter(dataset=dataset, case_id__in=case_ids).values_list(
+            "case_id", flat=True
+        )
+    )
     missing = [c for c in case_ids if c not in known]
     if missing:
         raise EvaluationError(f"cases: {', '.join(missing[:5])} not in dataset {dataset.name}")
-    run = EvalRun.objects.create(version=version, dataset=dataset, endpoint=endpoint, case_ids=list(case_ids),
-                                 created_by=actor)
+    run = EvalRun.objects.create(
+        version=version,
+        dataset=dataset,
+        endpoint=endpoint,
+        case_ids=list(case_ids),
+        created_by=actor,
+    )
     chunks_ensure(run=run)
-    audit_record(actor=actor, action="evolution.run.start", harness=version.harness, target=f"eval run #{run.pk}",
-                 data={"version": version.number, "dataset": dataset.name, "cases": len(case_ids)})
+    audit_record(
+        actor=actor,
+        action="evolution.run.start",
+        harness=version.harness,
+        target=f"eval run #{run.pk}",
+        data={"version": version.number, "dataset": dataset.name, "cases": len(case_ids)},
+    )
     _queue(run=run, actor=actor)
     return run
 
 
 def _queue(*, run: EvalRun, actor: User | None) -> Job:
     done = run.results.count()
-    job = job_create(kind="evolution_eval_run",
-                     title=f"Evaluate {run.version} on {run.dataset.name} ({done}/{run.total} done)",
-                     params={"run_id": run.pk}, created_by=actor)
+    job = job_create(
+        kind="evolution_eval_run",
+        title=f"Evaluate {run.version} on {run.dataset.name} ({done}/{run.total} done)",
+        params={"run_id": run.pk},
+        created_by=actor,
+    )
     EvalRun.objects.filter(pk=run.pk).update(job=job, status=EvalRun.QUEUED, error="")
     run.refresh_from_db()
     return job
@@ -100,23 +124,38 @@ def _queue(*, run: EvalRun, actor: User | None) -> Job:
 def eval_run_resume(*, run: EvalRun, actor: User | None) -> EvalRun:
     """Queue a new job for an unfinished run; cases already scored are kept and skipped."""
     if run.status == EvalRun.SUCCEEDED:
-        raise EvaluationError(f"evaluation run #{run.pk} has finished; start a new run to score again")
+        raise EvaluationError(
+            f"evaluation run #{run.pk} has finished; start a new run to score again"
+        )
     if run.job is not None and run.job.is_active:
-        raise EvaluationError(f"evaluation run #{run.pk} is already {run.job.status} as job #{run.job.pk}")
-    audit_record(actor=actor, action="evolution.run.resume", harness=run.version.harness,
-                 target=f"eval run #{run.pk}", data={"done": run.results.count(), "total": run.total})
+        raise EvaluationError(
+            f"evaluation run #{run.pk} is already {run.job.status} as job #{run.job.pk}"
+        )
+    audit_record(
+        actor=actor,
+        action="evolution.run.resume",
+        harness=run.version.harness,
+        target=f"eval run #{run.pk}",
+        data={"done": run.results.count(), "total": run.total},
+    )
     _queue(run=run, actor=actor)
     return run
 
 
 def eval_run_is_stalled(run: EvalRun) -> bool:
-    """The run is unfinished but its job ended: the worker was lost mid-run (a cancelled job is not lost)."""
-    return (run.status in (EvalRun.QUEUED, EvalRun.RUNNING) and run.job is not None and not run.job.is_active
-            and not eval_run_note_cancelled(run))
+    """The run is unfinished but its job ended: the worker was lost mid-run (a cancelled job is not
+    lost)."""
+    return (
+        run.status in (EvalRun.QUEUED, EvalRun.RUNNING)
+        and run.job is not None
+        and not run.job.is_active
+        and not eval_run_note_cancelled(run)
+    )
 
 
 def eval_run_note_cancelled(run: EvalRun) -> bool:
-    """If the run's job was cancelled, end the run saying so (what it scored is kept; resume continues)."""
+    """If the run's job was cancelled, end the run saying so (what it scored is kept; resume
+    continues)."""
     if run.job is None or run.job.status != Job.CANCELLED:
         return False
     if run.status in (EvalRun.QUEUED, EvalRun.RUNNING):
@@ -127,15 +166,21 @@ def eval_run_note_cancelled(run: EvalRun) -> bool:
 
 def _end_cancelled(run: EvalRun, *, reason: str) -> None:
     EvalRun.objects.filter(pk=run.pk, status__in=(EvalRun.QUEUED, EvalRun.RUNNING)).update(
-        status=EvalRun.FAILED, finished_at=timezone.now(),
-        error=f"{reason}; {run.results.count()} of {run.total} case(s) scored and kept: resume to finish")
+        status=EvalRun.FAILED,
+        finished_at=timezone.now(),
+        error=f"{reason}; {run.results.count()} of {run.total} "
+        "case(s) scored and kept: resume to finish",
+    )
 
 
 def eval_runs_resume_stalled() -> list[int]:
-    """Reap jobs whose worker died, then resume every run left unfinished by one. Returns run ids."""
+    """Reap jobs whose worker died, then resume every run left unfinished by one. Returns run
+    ids."""
     job_reap_stale()
     resumed = []
-    for run in EvalRun.objects.filter(status__in=(EvalRun.QUEUED, EvalRun.RUNNING)).select_related("job"):
+    for run in EvalRun.objects.filter(status__in=(EvalRun.QUEUED, EvalRun.RUNNING)).select_related(
+        "job"
+    ):
         if eval_run_is_stalled(run) and _resume_locked(run_id=run.pk):
             resumed.append(run.pk)
     return resumed
@@ -154,7 +199,8 @@ def eval_run_resume_if_stalled(run: EvalRun) -> bool:
 
 
 def _resume_locked(*, run_id: int) -> bool:
-    """Resume the run if it is stalled, deciding under its row lock so two noticing workers queue one job."""
+    """Resume the run if it is stalled, deciding under its row lock so two noticing workers queue
+    one job."""
     with transaction.atomic():
         run = EvalRun.objects.select_for_update(of=("self",)).select_related("job").get(pk=run_id)
         if not eval_run_is_stalled(run):
@@ -164,18 +210,29 @@ def _resume_locked(*, run_id: int) -> bool:
 
 
 def _scorer(run: EvalRun) -> ScorerPool:
-    """The evaluation core's case scorers for the run's version, endpoint and catalogue: EVAL_CASES_AT_ONCE
-    of them, so a claimant scores that many cases at once on the endpoint's slots (chunk_score)."""
+    """The evaluation core's case scorers for the run's version, endpoint and catalogue:
+    EVAL_CASES_AT_ONCE of them, so a claimant scores that many cases at once on the endpoint's slots
+    (chunk_score)."""
     from evaluation.scoring import CaseScorer
     from studio.harnesses.bundles import bundle_load
     from studio.harnesses.selectors import version_files
     from studio.mcpservers.selectors import mcp_registry
 
-    bundle, catalogue, registry = bundle_load(version_files(version=run.version)), catalogue_for(run.dataset), \
-        mcp_registry()
-    return ScorerPool(CaseScorer.for_bundle(bundle=bundle, policy=policy_for_endpoint(run.endpoint),
-                                            catalogue=catalogue, judge=EVAL_JUDGE, mcp_registry=registry)
-                      for _ in range(settings.EVAL_CASES_AT_ONCE))
+    bundle, catalogue, registry = (
+        bundle_load(version_files(version=run.version)),
+        catalogue_for(run.dataset),
+        mcp_registry(),
+    )
+    return ScorerPool(
+        CaseScorer.for_bundle(
+            bundle=bundle,
+            policy=policy_for_endpoint(run.endpoint),
+            catalogue=catalogue,
+            judge=EVAL_JUDGE,
+            mcp_registry=registry,
+        )
+        for _ in range(settings.EVAL_CASES_AT_ONCE)
+    )
 
 
 def _fan_out(*, run_id: int, tasks: int) -> None:
@@ -185,16 +242,24 @@ def _fan_out(*, run_id: int, tasks: int) -> None:
         score_eval_chunk.delay(run_id)
 
 
-def eval_run_execute(*, run_id: int, progress, log, in_worker: bool = False, worker: str = "") -> dict[str, Any]:
+def eval_run_execute(
+    *, run_id: int, progress, log, in_worker: bool = False, worker: str = ""
+) -> dict[str, Any]:
     """Score every case of the run that has no result yet (the job's body).
 
-    ``in_worker``: the job runs in a worker process of its own, so it hands the other chunks to the queue
-    and renews its chunk leases from a side thread; inline (eager, tests) it scores every chunk itself.
+    ``in_worker``: the job runs in a worker process of its own, so it hands the other chunks to the
+    queue and renews its chunk leases from a side thread; inline (eager, tests) it scores every
+    chunk itself.
     """
     run = EvalRun.objects.select_related("version", "dataset", "endpoint").get(pk=run_id)
     if run.status == EvalRun.SUCCEEDED:  # a resume queued while the lost job was in fact finishing
         log(f"run #{run.pk} has already finished; nothing to score")
-        return {"run_id": run.pk, "scored_now": 0, "kept": run.results.count(), **run.summary.get("overall", {})}
+        return {
+            "run_id": run.pk,
+            "scored_now": 0,
+            "kept": run.results.count(),
+            **run.summary.get("overall", {}),
+        }
     worker = worker or worker_identity()
     attempt = run.attempts + 1
     EvalRun.objects.filter(pk=run.pk).update(status=EvalRun.RUNNING, attempts=attempt)
@@ -202,8 +267,10 @@ def eval_run_execute(*, run_id: int, progress, log, in_worker: bool = False, wor
     kept = run.results.count()
     claimable = chunks_claimable(run_id=run.pk)
     largest = max(len(ids) for ids in run.chunks.values_list("case_ids", flat=True))
-    log(f"attempt {attempt}: {kept} case(s) already scored and kept, {run.total - kept} to score; "
-        f"{claimable} of {chunks} chunk(s) of up to {largest} case(s) to claim")
+    log(
+        f"attempt {attempt}: {kept} case(s) already scored and kept, {run.total - kept} to score; "
+        f"{claimable} of {chunks} chunk(s) of up to {largest} case(s) to claim"
+    )
     reported = {"done": kept}
 
     def report() -> None:  # the job's progress: cases done over all chunks, whoever scored them
@@ -225,14 +292,28 @@ def eval_run_execute(*, run_id: int, progress, log, in_worker: bool = False, wor
                 claim = chunk_claim(run_id=run.pk, worker=worker)
                 if claim is not None:
                     if claim.taken_from:
-                        log(f"chunk {claim.chunk.index} claimed again: no heartbeat from {claim.taken_from} for "
-                            f"{settings.JOB_LEASE_S:g} s (its scored cases are kept)")
-                    elif claim.chunk.claims > 1:  # handed back, not lost: its job stopped or failed before
-                        log(f"chunk {claim.chunk.index} claimed again: handed back by a job that stopped or failed "
-                            "(its scored cases are kept)")
+                        log(
+                            f"chunk {claim.chunk.index} claimed again: "
+                            f"no heartbeat from {claim.taken_from} for "
+                            f"{settings.JOB_LEASE_S:g} s (its scored cases are kept)"
+                        )
+                    elif (
+                        claim.chunk.claims > 1
+                    ):  # handed back, not lost: its job stopped or failed before
+                        log(
+                            f"chunk {claim.chunk.index} claimed again: "
+                            "handed back by a job that stopped or failed "
+                            "(its scored cases are kept)"
+                        )
                     try:
-                        chunk_score(claim=claim, scorer=scorer, attempt=attempt, worker=worker, on_case=report,
-                                    heartbeat=in_worker)
+                        chunk_score(
+                            claim=claim,
+                            scorer=scorer,
+                            attempt=attempt,
+                            worker=worker,
+                            on_case=report,
+                            heartbeat=in_worker,
+                        )
                     except ChunkLost as lost:
                         log(str(lost))
                     _log_done_chunks(run_id=run.pk, logged=logged, log=log)
@@ -248,8 +329,12 @@ def eval_run_execute(*, run_id: int, progress, log, in_worker: bool = False, wor
             run.refresh_from_db()
             counts = dict(run.scored_by_attempt)
             counts[str(attempt)] = 0
-            counts.update({str(a): n for a, n in run.results.values_list("attempt").annotate(n=Count("id"))})
-            EvalRun.objects.filter(pk=run.pk).update(scored_by_attempt=counts, wall_s=run.wall_s + elapsed)
+            counts.update(
+                {str(a): n for a, n in run.results.values_list("attempt").annotate(n=Count("id"))}
+            )
+            EvalRun.objects.filter(pk=run.pk).update(
+                scored_by_attempt=counts, wall_s=run.wall_s + elapsed
+            )
         report()
         summary = run_summary(run=run)
         EvalRun.objects.filter(pk=run.pk).update(summary=summary)
@@ -262,25 +347,38 @@ def eval_run_execute(*, run_id: int, progress, log, in_worker: bool = False, wor
         _end_cancelled(run, reason=f"cancelled by {who}")
         raise
     except McpServerRefused as refused:  # the version names servers the studio will not start
-        EvalRun.objects.filter(pk=run.pk).update(status=EvalRun.FAILED, error=str(refused),
-                                                 finished_at=timezone.now())
+        EvalRun.objects.filter(pk=run.pk).update(
+            status=EvalRun.FAILED, error=str(refused), finished_at=timezone.now()
+        )
         raise JobFailed(str(refused)) from None
     except Exception as error:
-        EvalRun.objects.filter(pk=run.pk).update(status=EvalRun.FAILED, error=f"{type(error).__name__}: {error}",
-                                                 finished_at=timezone.now())
+        EvalRun.objects.filter(pk=run.pk).update(
+            status=EvalRun.FAILED,
+            error=f"{type(error).__name__}: {error}",
+            finished_at=timezone.now(),
+        )
         raise
     EvalRun.objects.filter(pk=run.pk).update(status=EvalRun.SUCCEEDED, finished_at=timezone.now())
     workers = dict(run.results.values_list("worker").annotate(n=Count("id")))
-    return {"run_id": run.pk, "scored_now": run.total - kept, "kept": kept, **summary["overall"],
-            "outcomes": summary["outcomes"], "mostly_fallback": summary["mostly_fallback"],
-            "chunks": chunks, "workers": workers}
+    return {
+        "run_id": run.pk,
+        "scored_now": run.total - kept,
+        "kept": kept,
+        **summary["overall"],
+        "outcomes": summary["outcomes"],
+        "mostly_fallback": summary["mostly_fallback"],
+        "chunks": chunks,
+        "workers": workers,
+    }
 
 
 def _log_done_chunks(*, run_id: int, logged: set[int], log) -> None:
     """One job log line per chunk as it finishes, naming the worker that finished it."""
-    for index, worker, case_ids, claims in (EvalChunk.objects.filter(run_id=run_id, status=EvalChunk.DONE)
-                                            .exclude(index__in=logged)
-                                            .values_list("index", "worker", "case_ids", "claims")):
+    for index, worker, case_ids, claims in (
+        EvalChunk.objects.filter(run_id=run_id, status=EvalChunk.DONE)
+        .exclude(index__in=logged)
+        .values_list("index", "worker", "case_ids", "claims")
+    ):
         logged.add(index)
         again = f", claimed {claims} times" if claims > 1 else ""
         log(f"chunk {index} ({len(case_ids)} case(s)) done on {worker}{again}")
@@ -288,8 +386,11 @@ def _log_done_chunks(*, run_id: int, logged: set[int], log) -> None:
 
 def _run_takes_work(run_id: int) -> bool:
     """The run is unfinished and its job has not been asked to stop."""
-    return EvalRun.objects.filter(pk=run_id, status__in=(EvalRun.QUEUED, EvalRun.RUNNING),
-                                  job__cancel_requested_at__isnull=True).exists()
+    return EvalRun.objects.filter(
+        pk=run_id,
+        status__in=(EvalRun.QUEUED, EvalRun.RUNNING),
+        job__cancel_requested_at__isnull=True,
+    ).exists()
 
 
 # This worker process's scorer for the run its chunk tasks serve: setting one up (the Agent, the MCP
@@ -318,15 +419,21 @@ def _drop_chunk_scorer(*, run_id: int | None = None) -> None:
 
 
 def eval_run_score_chunk(*, run_id: int, worker: str, heartbeat: bool = True) -> int:
-    """One chunk task's body: claim one chunk of the run and score it. Returns the cases this call scored.
+    """One chunk task's body: claim one chunk of the run and score it. Returns the cases this call
+    scored.
 
-    The scorer is set up before the claim (no lease is held while it starts) and kept for the run's next
-    chunk task in this process (``heartbeat``: a worker process of its own; inline it is closed at once).
-    A task that finds nothing to claim (the job's worker or another task got there first) ends at once.
-    A cancel, or the run ending, stops it before its next case, handing the chunk back. Afterwards it
-    resumes the run if the job's own worker was lost meanwhile (its job's lease ran out).
+    The scorer is set up before the claim (no lease is held while it starts) and kept for the run's
+    next chunk task in this process (``heartbeat``: a worker process of its own; inline it is closed
+    at once). A task that finds nothing to claim (the job's worker or another task got there first)
+    ends at once. A cancel, or the run ending, stops it before its next case, handing the chunk
+    back. Afterwards it resumes the run if the job's own worker was lost meanwhile (its job's lease
+    ran out).
     """
-    run = EvalRun.objects.select_related("version", "dataset", "endpoint", "job").filter(pk=run_id).first()
+    run = (
+        EvalRun.objects.select_related("version", "dataset", "endpoint", "job")
+        .filter(pk=run_id)
+        .first()
+    )
     if run is None:
         return 0
     if not _run_takes_work(run_id) or not chunks_claimable(run_id=run_id):
@@ -348,11 +455,21 @@ def eval_run_score_chunk(*, run_id: int, worker: str, heartbeat: bool = True) ->
                     raise ChunkStopped(f"run #{run_id} ended or was cancelled")
 
             if claim.taken_from:
-                logger.warning("run #%s chunk %s claimed again from %s (no heartbeat)", run_id, claim.chunk.index,
-                               claim.taken_from)
+                logger.warning(
+                    "run #%s chunk %s claimed again from %s (no heartbeat)",
+                    run_id,
+                    claim.chunk.index,
+                    claim.taken_from,
+                )
             try:
-                scored = chunk_score(claim=claim, scorer=scorer, attempt=max(1, run.attempts), worker=worker,
-                                     on_case=stop_unless_running, heartbeat=heartbeat)
+                scored = chunk_score(
+                    claim=claim,
+                    scorer=scorer,
+                    attempt=max(1, run.attempts),
+                    worker=worker,
+                    on_case=stop_unless_running,
+                    heartbeat=heartbeat,
+                )
             except (ChunkStopped, ChunkLost) as stopped:
                 logger.info("%s", stopped)
     except BaseException:
@@ -370,8 +487,9 @@ def eval_run_score_chunk(*, run_id: int, worker: str, heartbeat: bool = True) ->
 
 
 def run_summary(*, run: EvalRun) -> dict[str, Any]:
-    """The evaluation core's summary of the run's results (``evaluation.summary.summarize``): Accuracy,
-    Effectiveness and AVG overall, per category and per split (percent), latency, how requests ended."""
+    """The evaluation core's summary of the run's results (``evaluation.summary.summarize``):
+    Accuracy, Effectiveness and AVG overall, per category and per split (percent), latency, how
+    requests ended."""
     from evaluation.summary import summarize
 
     summary = summarize([result_row(r) for r in run.results.all()])

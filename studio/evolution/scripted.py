@@ -32,7 +32,7 @@ def _wrong_price(reply: str) -> str | None:
     if match is None:
         return None
     wrong = round(float(match.group(1)) * 1.37 + 3)
-    return reply[: match.start(1)] + str(wrong) + reply[match.end(1):]
+    return reply[: match.start(1)] + str(wrong) + reply[match.end(1) :]
 
 
 def case_script(case: dict[str, Any]) -> list[str]:
@@ -42,7 +42,10 @@ def case_script(case: dict[str, Any]) -> list[str]:
         return [_call("stay_silent", {"reason": "spam or off-topic"})]
     skills = list(gold.get("reply_skills") or [])[:1] + list(gold.get("strategy_skills") or [])
     loads = "".join(_call("load_skill", {"name": s}) for s in skills)
-    comment = next((c.get("text", "") if isinstance(c, dict) else str(c) for c in case.get("comments") or []), "")
+    comment = next(
+        (c.get("text", "") if isinstance(c, dict) else str(c) for c in case.get("comments") or []),
+        "",
+    )
     calls = []
     for call in gold.get("tool_calls") or []:
         if call.get("optional"):

@@ -1,4 +1,5 @@
-"""Reads of the evolution loop: lookups for the pages, filtered results, a stage's state, the record, chart data."""
+"""Reads of the evolution loop: lookups for the pages, filtered results, a stage's state, the
+record, chart data."""
 
 from __future__ import annotations
 
@@ -26,8 +27,9 @@ SCORE_FILTERS = {
 }
 
 
-def result_list(*, run: EvalRun, category: str = "", score: str = "", reason: str = "",
-                split: str = "") -> QuerySet[CaseResult]:
+def result_list(
+    *, run: EvalRun, category: str = "", score: str = "", reason: str = "", split: str = ""
+) -> QuerySet[CaseResult]:
     rows = CaseResult.objects.filter(run=run).defer("trajectory", "verdict")
     if category:
         rows = rows.filter(category=category)
@@ -43,8 +45,11 @@ def result_list(*, run: EvalRun, category: str = "", score: str = "", reason: st
         rows = rows.filter(accuracy__lt=1)
     elif score == "eff_low":
         rows = rows.filter(effectiveness__lt=1)
-    # in the dataset's order, not the order workers finished them in (chunks are scored side by side)
-    position = DatasetCase.objects.filter(dataset_id=run.dataset_id, case_id=OuterRef("case_id")).values("position")
+    # in the dataset's order, not the order workers finished them in (chunks are scored side by
+    # side)
+    position = DatasetCase.objects.filter(
+        dataset_id=run.dataset_id, case_id=OuterRef("case_id")
+    ).values("position")
     return rows.annotate(position=Subquery(position[:1])).order_by("position", "id")
 
 
@@ -56,7 +61,10 @@ def result_facets(*, run: EvalRun) -> dict[str, list[tuple[str, int]]]:
         categories[cat] = categories.get(cat, 0) + 1
         for code in filter(None, codes.split(",")):
             reasons[code] = reasons.get(code, 0) + 1
-    return {"categories": sorted(categories.items()), "reasons": sorted(reasons.items(), key=lambda kv: -kv[1])}
+    return {
+        "categories": sorted(categories.items()),
+        "reasons": sorted(reasons.items(), key=lambda kv: -kv[1]),
+    }
 
 
 def dataset_categories(*, dataset) -> list[tuple[str, int]]:
@@ -67,24 +75,38 @@ def dataset_categories(*, dataset) -> list[tuple[str, int]]:
 
 
 def evolution_record(*, evolution: Evolution) -> list[dict[str, Any]]:
-    """One row per stage: versions, accepted changes, scores and fallbacks before/after, decision."""
+    """One row per stage: versions, accepted changes, scores and fallbacks before/after,
+    decision."""
     rows = []
-    for stage in evolution.stages.select_related("parent_version", "candidate_version", "parent_run",
-                                                  "candidate_run", "decided_by"):
-        changes = list(Proposal.objects.filter(diagnosis__stage=stage, status__in=(Proposal.ACCEPTED,
-                                                                                     Proposal.EDITED))
-                       .values_list("title", flat=True))
+    for stage in evolution.stages.select_related(
+        "parent_version", "candidate_version", "parent_run", "candidate_run", "decided_by"
+    ):
+        changes = list(
+            Proposal.objects.filter(
+                diagnosis__stage=stage, status__in=(Proposal.ACCEPTED, Proposal.EDITED)
+            ).values_list("title", flat=True)
+        )
         parent = (stage.parent_run.summary or {}) if stage.parent_run else {}
         candidate = (stage.candidate_run.summary or {}) if stage.candidate_run else {}
-        rows.append({"stage": stage, "changes": changes, "parent": parent.get("overall", {}),
-                     "candidate": candidate.get("overall", {}),
-                     "fallback": [{"outcomes": s["outcomes"], "mostly": s.get("mostly_fallback", False)}
-                                  for s in (parent, candidate) if s.get("outcomes")]})
+        rows.append(
+            {
+                "stage": stage,
+                "changes": changes,
+                "parent": parent.get("overall", {}),
+                "candidate": candidate.get("overall", {}),
+                "fallback": [
+                    {"outcomes": s["outcomes"], "mostly": s.get("mostly_fallback", False)}
+                    for s in (parent, candidate)
+                    if s.get("outcomes")
+                ],
+            }
+        )
     return rows
 
 
 def evolution_chart(*, evolution: Evolution) -> dict[str, Any]:
-    """Accuracy and Effectiveness per stage, like the report's record (base, Evolution 1, 2, ...)."""
+    """Accuracy and Effectiveness per stage, like the report's record (base, Evolution 1, 2,
+    ...)."""
     labels, accuracy, effectiveness = [], [], []
     stages = list(evolution.stages.select_related("parent_run", "candidate_run"))
     if stages and stages[0].parent_run and stages[0].parent_run.status == EvalRun.SUCCEEDED:
@@ -105,15 +127,19 @@ def evolution_chart(*, evolution: Evolution) -> dict[str, Any]:
 # --- how requests ended (the run summary's ``outcomes``, evaluation.summary) ----------------
 
 OUTCOME_LABELS = (
-    ("effective", "replied and effective"), ("not_effective", "replied, not effective"), ("fallback", "fallback"),
-    ("suppressed", "suppressed"), ("silent", "silent"), ("error", "error"),
+    ("effective", "replied and effective"),
+    ("not_effective", "replied, not effective"),
+    ("fallback", "fallback"),
+    ("suppressed", "suppressed"),
+    ("silent", "silent"),
+    ("error", "error"),
 )
 
 
 def outcome_rows(*, summary: dict | None) -> list[dict[str, Any]]:
-    """How the run's requests ended, one row per outcome (replied split into effective and not), for the
-    pages and the outcome bars; empty when the summary has no outcomes (a run still going, or stored before
-    outcomes were counted)."""
+    """How the run's requests ended, one row per outcome (replied split into effective and not), for
+    the pages and the outcome bars; empty when the summary has no outcomes (a run still going, or
+    stored before outcomes were counted)."""
     outcomes = (summary or {}).get("outcomes")
     if not outcomes:
         return []
@@ -129,36 +155,58 @@ def outcome_warning(*, summary: dict | None) -> str:
 
 
 def run_chart(*, run: EvalRun) -> dict[str, Any]:
-    """The run page's bars: Accuracy / Effectiveness / AVG per category, and how many cases ended how."""
+    """The run page's bars: Accuracy / Effectiveness / AVG per category, and how many cases ended
+    how."""
     per_category = (run.summary or {}).get("per_category", {})
     rows = outcome_rows(summary=run.summary)
     return {
-        "categories": {"labels": list(per_category),
-                       **{m: [per_category[c].get(m) for c in per_category]
-                          for m in ("accuracy", "effectiveness", "avg")}},
-        "outcomes": {"labels": [r["label"] for r in rows], "keys": [r["key"] for r in rows],
-                     "counts": [r["count"] for r in rows]},
+        "categories": {
+            "labels": list(per_category),
+            **{
+                m: [per_category[c].get(m) for c in per_category]
+                for m in ("accuracy", "effectiveness", "avg")
+            },
+        },
+        "outcomes": {
+            "labels": [r["label"] for r in rows],
+            "keys": [r["key"] for r in rows],
+            "counts": [r["count"] for r in rows],
+        },
     }
 
 
 def report_chart(*, report: dict[str, Any]) -> dict[str, Any]:
-    """The regression report's deltas with their 95% intervals, per scope (overall, splits, categories)."""
-    scopes = [("overall", report["overall"])] + [(f"split {k}", v) for k, v in report.get("per_split", {}).items()] \
+    """The regression report's deltas with their 95% intervals, per scope (overall, splits,
+    categories)."""
+    scopes = (
+        [("overall", report["overall"])]
+        + [(f"split {k}", v) for k, v in report.get("per_split", {}).items()]
         + list(report.get("per_category", {}).items())
-    return {"labels": [name for name, _ in scopes],
-            **{m: [{"delta": b[m]["delta"], "low": b[m]["low"], "high": b[m]["high"]} for _, b in scopes]
-               for m in ("accuracy", "effectiveness", "avg")}}
+    )
+    return {
+        "labels": [name for name, _ in scopes],
+        **{
+            m: [
+                {"delta": b[m]["delta"], "low": b[m]["low"], "high": b[m]["high"]}
+                for _, b in scopes
+            ]
+            for m in ("accuracy", "effectiveness", "avg")
+        },
+    }
 
 
 def stage_current(*, evolution: Evolution) -> Stage | None:
     return evolution.stages.order_by("-number").first()
 
 
-# --- lookups (the model's DoesNotExist when missing: views answer 404 with studio.lookups) ---------
+# --- lookups (the model's DoesNotExist when missing: views answer 404 with studio.lookups)
+# ---------
 
 
 def evolution_list(*, limit: int = 100) -> QuerySet[Evolution]:
-    return Evolution.objects.select_related("harness", "base_version", "dataset", "endpoint")[:limit]
+    return Evolution.objects.select_related("harness", "base_version", "dataset", "endpoint")[
+        :limit
+    ]
 
 
 def evolution_get(*, evolution_id: int) -> Evolution:
@@ -179,11 +227,15 @@ def dataset_cases(*, dataset: Dataset, category: str = "") -> QuerySet[DatasetCa
 
 
 def dataset_case_get(*, dataset_name: str, case_id: str) -> DatasetCase:
-    return DatasetCase.objects.select_related("dataset").get(dataset__name=dataset_name, case_id=case_id)
+    return DatasetCase.objects.select_related("dataset").get(
+        dataset__name=dataset_name, case_id=case_id
+    )
 
 
 def run_get(*, run_id: int) -> EvalRun:
-    return EvalRun.objects.select_related("job", "version__harness", "dataset", "endpoint").get(pk=run_id)
+    return EvalRun.objects.select_related("job", "version__harness", "dataset", "endpoint").get(
+        pk=run_id
+    )
 
 
 def run_result_get(*, run: EvalRun, case_id: str) -> tuple[CaseResult, DatasetCase | None]:
@@ -198,8 +250,9 @@ def run_done(*, run: EvalRun | None) -> int:
 
 
 def run_eta(*, run: EvalRun | None, now=None) -> float | None:
-    """Seconds until a running run has scored every case, at the rate of its current attempt so far (cases
-    scored since the attempt's first result, over the time since); None before two results or once it ended."""
+    """Seconds until a running run has scored every case, at the rate of its current attempt so far
+    (cases scored since the attempt's first result, over the time since); None before two results or
+    once it ended."""
     if run is None or run.status != EvalRun.RUNNING:
         return None
     current = run.results.filter(attempt=run.attempts)
@@ -214,21 +267,41 @@ def run_eta(*, run: EvalRun | None, now=None) -> float | None:
 
 
 def run_workers(*, run: EvalRun | None) -> dict[str, Any]:
-    """Which workers scored the run's cases and how its chunks stand: {"workers": [(worker, cases), ...]
-    (most cases first), "chunks", "done", "reclaimed" (chunks claimed more than once: after their worker was
-    lost, or handed back when their job stopped or failed and the run resumed)}."""
+    """Which workers scored the run's cases and how its chunks stand: {"workers": [(worker, cases),
+    ...] (most cases first), "chunks", "done", "reclaimed" (chunks claimed more than once: after
+    their worker was lost, or handed back when their job stopped or failed and the run resumed)}."""
     if run is None:
         return {"workers": [], "chunks": 0, "done": 0, "reclaimed": 0}
-    workers = (run.results.exclude(worker="").values_list("worker").annotate(n=Count("id")).order_by("-n", "worker"))
-    chunks = run.chunks.aggregate(n=Count("id"), done=Count("id", filter=Q(status=EvalChunk.DONE)),
-                                  reclaimed=Count("id", filter=Q(claims__gt=1)))
-    return {"workers": list(workers), "chunks": chunks["n"], "done": chunks["done"], "reclaimed": chunks["reclaimed"]}
+    workers = (
+        run.results.exclude(worker="")
+        .values_list("worker")
+        .annotate(n=Count("id"))
+        .order_by("-n", "worker")
+    )
+    chunks = run.chunks.aggregate(
+        n=Count("id"),
+        done=Count("id", filter=Q(status=EvalChunk.DONE)),
+        reclaimed=Count("id", filter=Q(claims__gt=1)),
+    )
+    return {
+        "workers": list(workers),
+        "chunks": chunks["n"],
+        "done": chunks["done"],
+        "reclaimed": chunks["reclaimed"],
+    }
 
 
 def stage_get(*, stage_id: int) -> Stage:
     return Stage.objects.select_related(
-        "evolution__harness", "evolution__dataset", "evolution__endpoint", "parent_version", "candidate_version",
-        "parent_run__job", "candidate_run__job", "draft").get(pk=stage_id)
+        "evolution__harness",
+        "evolution__dataset",
+        "evolution__endpoint",
+        "parent_version",
+        "candidate_version",
+        "parent_run__job",
+        "candidate_run__job",
+        "draft",
+    ).get(pk=stage_id)
 
 
 def stage_next(*, stage: Stage) -> Stage | None:
@@ -246,13 +319,16 @@ def _busy(status: str | None) -> bool:
     return status in (EvalRun.QUEUED, EvalRun.RUNNING)
 
 
-def stage_state(*, stage: Stage, parent_run: EvalRun | None = None, candidate_run: EvalRun | None = None
-                ) -> dict[str, Any]:
-    """What the stage page shows: its runs, diagnosis, proposals, report and gates, and whether it is still moving.
+def stage_state(
+    *, stage: Stage, parent_run: EvalRun | None = None, candidate_run: EvalRun | None = None
+) -> dict[str, Any]:
+    """What the stage page shows: its runs, diagnosis, proposals, report and gates, and whether it
+    is still moving.
 
-    ``parent_run`` / ``candidate_run`` are the stage's runs as the caller refreshed them (default: as stored).
-    ``active`` is true while a run or the diagnosis is going, or the candidate's report is being written;
-    ``closed`` once a decision ended the stage or the evolution is no longer active.
+    ``parent_run`` / ``candidate_run`` are the stage's runs as the caller refreshed them (default:
+    as stored). ``active`` is true while a run or the diagnosis is going, or the candidate's report
+    is being written; ``closed`` once a decision ended the stage or the evolution is no longer
+    active.
     """
     from evaluation.gates import gates_blocking
     from studio.evolution.gates import release_gates
@@ -262,19 +338,40 @@ def stage_state(*, stage: Stage, parent_run: EvalRun | None = None, candidate_ru
     candidate_run = candidate_run or stage.candidate_run
     diagnosis = stage.diagnoses.select_related("job").first()
     proposals = list(diagnosis.proposals.all()) if diagnosis else []
-    active = _busy(parent_run and parent_run.status) or _busy(candidate_run and candidate_run.status) \
-        or _busy(diagnosis and diagnosis.status) \
-        or (candidate_run is not None and not stage.comparison and candidate_run.status == EvalRun.SUCCEEDED)
-    gates = release_gates(comparison=stage.comparison, tolerance=stage.evolution.tolerance,
-                          version=stage.candidate_version) \
-        if stage.comparison else []
+    active = (
+        _busy(parent_run and parent_run.status)
+        or _busy(candidate_run and candidate_run.status)
+        or _busy(diagnosis and diagnosis.status)
+        or (
+            candidate_run is not None
+            and not stage.comparison
+            and candidate_run.status == EvalRun.SUCCEEDED
+        )
+    )
+    gates = (
+        release_gates(
+            comparison=stage.comparison,
+            tolerance=stage.evolution.tolerance,
+            version=stage.candidate_version,
+        )
+        if stage.comparison
+        else []
+    )
     return {
-        "stage": stage, "evolution": stage.evolution, "parent_run": parent_run, "candidate_run": candidate_run,
-        "diagnosis": diagnosis, "proposals": proposals, "active": active, "gates": gates,
+        "stage": stage,
+        "evolution": stage.evolution,
+        "parent_run": parent_run,
+        "candidate_run": candidate_run,
+        "diagnosis": diagnosis,
+        "proposals": proposals,
+        "active": active,
+        "gates": gates,
         "blocking": gates_blocking(gates),
         "accepted": sum(p.status in (Proposal.ACCEPTED, Proposal.EDITED) for p in proposals),
-        "report": stage.comparison, "report_chart": report_chart(report=stage.comparison) if stage.comparison else None,
-        "parent_done": run_done(run=parent_run), "candidate_done": run_done(run=candidate_run),
+        "report": stage.comparison,
+        "report_chart": report_chart(report=stage.comparison) if stage.comparison else None,
+        "parent_done": run_done(run=parent_run),
+        "candidate_done": run_done(run=candidate_run),
         "decisions": Stage.DECISIONS,
         "closed": stage.decision in CLOSING_DECISIONS or stage.evolution.status != Evolution.ACTIVE,
         "next_stage": stage_next(stage=stage),
@@ -283,13 +380,16 @@ def stage_state(*, stage: Stage, parent_run: EvalRun | None = None, candidate_ru
     }
 
 
-PLANTED_CASES = 100  # an even spread of the dev-set: the whole stage in about a minute on the shortcut policy
+PLANTED_CASES = (
+    100  # an even spread of the dev-set: the whole stage in about a minute on the shortcut policy
+)
 
 
 def planted_defect_scenario(*, exclude_version=None) -> dict[str, Any] | None:
-    """The demo's planted-defect scenario (``seed_evolution_demo``): the version labelled ``planted-defect``,
-    the dev-set and the shortcut endpoint, with the link that fills the start form; None when any is missing
-    (or the version is ``exclude_version``, the one a stage already starts from)."""
+    """The demo's planted-defect scenario (``seed_evolution_demo``): the version labelled
+    ``planted-defect``, the dev-set and the shortcut endpoint, with the link that fills the start
+    form; None when any is missing (or the version is ``exclude_version``, the one a stage already
+    starts from)."""
     from urllib.parse import urlencode
 
     from django.urls import reverse
@@ -298,23 +398,42 @@ def planted_defect_scenario(*, exclude_version=None) -> dict[str, Any] | None:
     from studio.evolution.seeding import DEMO_SETS, PLANTED_LABEL, SHORTCUT_ENDPOINT
     from studio.harnesses.models import Label
 
-    label = Label.objects.filter(name=PLANTED_LABEL).select_related("version__harness").order_by("pk").first()
+    label = (
+        Label.objects.filter(name=PLANTED_LABEL)
+        .select_related("version__harness")
+        .order_by("pk")
+        .first()
+    )
     dataset = Dataset.objects.filter(name=DEMO_SETS["dev"][0]).first()
     endpoint = ModelEndpoint.objects.filter(name=SHORTCUT_ENDPOINT).first()
     if label is None or dataset is None or endpoint is None:
         return None
     if exclude_version is not None and label.version_id == exclude_version.pk:
         return None
-    query = urlencode({"name": "planted defect", "version": label.version_id, "dataset": dataset.name,
-                       "endpoint": endpoint.pk, "limit": PLANTED_CASES})
-    return {"version": label.version, "dataset": dataset, "endpoint": endpoint, "cases": PLANTED_CASES,
-            "url": f"{reverse('evolution:evolution_new')}?{query}"}
+    query = urlencode(
+        {
+            "name": "planted defect",
+            "version": label.version_id,
+            "dataset": dataset.name,
+            "endpoint": endpoint.pk,
+            "limit": PLANTED_CASES,
+        }
+    )
+    return {
+        "version": label.version,
+        "dataset": dataset,
+        "endpoint": endpoint,
+        "cases": PLANTED_CASES,
+        "url": f"{reverse('evolution:evolution_new')}?{query}",
+    }
 
 
 def stage_draft_diff(*, stage: Stage) -> dict[str, str]:
-    """The stage's open editor draft against the parent version (path -> unified diff), or {} without one.
+    """The stage's open editor draft against the parent version (path -> unified diff), or {}
+    without one.
 
-    Once an operator edits a proposal in the editor the candidate is this draft, not the proposals' diffs.
+    Once an operator edits a proposal in the editor the candidate is this draft, not the proposals'
+    diffs.
     """
     from harness.diff import diff_files
     from studio.harnesses.models import Draft
@@ -345,22 +464,47 @@ def run_time_estimates(*, dataset_name: str | None = None) -> dict[str, Any]:
     from studio.endpoints.models import ModelEndpoint
 
     finished = EvalRun.objects.filter(status=EvalRun.SUCCEEDED, wall_s__gt=0)
-    measured = {row["endpoint"]: row for row in finished.values("endpoint").annotate(
-        seconds=Sum("wall_s"), runs=Count("id"))}
-    scored = dict(CaseResult.objects.filter(run__in=finished).values("run__endpoint")
-                  .annotate(n=Count("id")).values_list("run__endpoint", "n"))
-    dataset = Dataset.objects.filter(name=dataset_name).only("name", "case_count").first() if dataset_name else None
+    measured = {
+        row["endpoint"]: row
+        for row in finished.values("endpoint").annotate(seconds=Sum("wall_s"), runs=Count("id"))
+    }
+    scored = dict(
+        CaseResult.objects.filter(run__in=finished)
+        .values("run__endpoint")
+        .annotate(n=Count("id"))
+        .values_list("run__endpoint", "n")
+    )
+    dataset = (
+        Dataset.objects.filter(name=dataset_name).only("name", "case_count").first()
+        if dataset_name
+        else None
+    )
     rows = []
     for endpoint in ModelEndpoint.objects.all():
         cases = scored.get(endpoint.pk, 0)
-        per_case = measured[endpoint.pk]["seconds"] / cases if cases and endpoint.pk in measured else None
-        rows.append({"endpoint": endpoint, "per_case_s": per_case, "cases_measured": cases,
-                     "runs": measured[endpoint.pk]["runs"] if per_case is not None else 0,
-                     "estimate": _about(per_case * dataset.case_count) if per_case is not None and dataset else None})
+        per_case = (
+            measured[endpoint.pk]["seconds"] / cases if cases and endpoint.pk in measured else None
+        )
+        rows.append(
+            {
+                "endpoint": endpoint,
+                "per_case_s": per_case,
+                "cases_measured": cases,
+                "runs": measured[endpoint.pk]["runs"] if per_case is not None else 0,
+                "estimate": _about(per_case * dataset.case_count)
+                if per_case is not None and dataset
+                else None,
+            }
+        )
     return {"rows": rows, "dataset": dataset}
 
 
 def stage_newest_for_candidate(*, version) -> Stage | None:
     """The newest evolution stage that evaluated ``version`` as a candidate against its parent."""
-    return (Stage.objects.select_related("evolution").filter(candidate_version=version)
-            .exclude(comparison={}).order_by("-pk").first())
+    return (
+        Stage.objects.select_related("evolution")
+        .filter(candidate_version=version)
+        .exclude(comparison={})
+        .order_by("-pk")
+        .first()
+    )

@@ -1,5 +1,5 @@
-"""A (re)started worker resumes the evaluation runs its predecessor left unfinished; a run whose job was
-cancelled while queued ends saying so."""
+"""A (re)started worker resumes the evaluation runs its predecessor left unfinished; a run whose job
+was cancelled while queued ends saying so."""
 
 from __future__ import annotations
 
@@ -24,7 +24,8 @@ def resume_runs_on_worker_start(**_kwargs) -> None:
 
 @worker_process_shutdown.connect
 def close_chunk_scorer(**_kwargs) -> None:
-    """Close the scorer this process kept for an evaluation run's chunk tasks (its MCP server processes)."""
+    """Close the scorer this process kept for an evaluation run's chunk tasks (its MCP server
+    processes)."""
     from studio.evolution.runs import _drop_chunk_scorer
 
     _drop_chunk_scorer()
@@ -35,6 +36,7 @@ def end_runs_of_a_cancelled_job(*, job_id: int, reason: str, **_signal) -> None:
     from studio.evolution.models import EvalRun
     from studio.evolution.runs import eval_run_note_cancelled
 
-    for run in EvalRun.objects.select_related("job").filter(job_id=job_id, status__in=(EvalRun.QUEUED,
-                                                                                        EvalRun.RUNNING)):
+    for run in EvalRun.objects.select_related("job").filter(
+        job_id=job_id, status__in=(EvalRun.QUEUED, EvalRun.RUNNING)
+    ):
         eval_run_note_cancelled(run)

@@ -38,8 +38,10 @@ USER_ERRORS = (EvolutionError, EvaluationError, PermissionDenied)
 
 
 def _can(request) -> dict[str, bool]:
-    return {name.split(".")[1]: user_can(request.user, name)
-            for name in ("evolution.run", "evolution.review", "evolution.edit")}
+    return {
+        name.split(".")[1]: user_can(request.user, name)
+        for name in ("evolution.run", "evolution.review", "evolution.edit")
+    }
 
 
 def _stage(stage_id: int):
@@ -47,7 +49,9 @@ def _stage(stage_id: int):
 
 
 def _proposal(proposal_id: int):
-    return found_or_404(selectors.proposal_get, f"no proposal #{proposal_id}", proposal_id=proposal_id)
+    return found_or_404(
+        selectors.proposal_get, f"no proposal #{proposal_id}", proposal_id=proposal_id
+    )
 
 
 # --- evolutions ------------------------------------------------------------------------
@@ -56,49 +60,92 @@ def _proposal(proposal_id: int):
 @require_GET
 @requires("evolution.view")
 def evolution_list(request):
-    return render(request, "evolution/evolution_list.html", {
-        "evolutions": selectors.evolution_list(), "datasets": selectors.dataset_list(), "can": _can(request),
-        "planted": selectors.planted_defect_scenario()})
+    return render(
+        request,
+        "evolution/evolution_list.html",
+        {
+            "evolutions": selectors.evolution_list(),
+            "datasets": selectors.dataset_list(),
+            "can": _can(request),
+            "planted": selectors.planted_defect_scenario(),
+        },
+    )
 
 
 @require_http_methods(["GET", "POST"])
 @requires("evolution.run")
 def evolution_new(request):
-    # a link may fill the form (a dataset's page, the planted-defect scenario); nothing starts before a POST;
-    # the endpoint defaults to the demo's model (endpoint_default)
-    initial = {key: request.GET.get(key) for key in ("name", "dataset", "version", "endpoint", "limit")}
+    # a link may fill the form (a dataset's page, the planted-defect scenario); nothing starts
+    # before a POST; the endpoint defaults to the demo's model (endpoint_default)
+    initial = {
+        key: request.GET.get(key) for key in ("name", "dataset", "version", "endpoint", "limit")
+    }
     initial["endpoint"] = initial["endpoint"] or endpoint_default()
-    initial["diagnoser_endpoint"] = role_endpoint(RoleEndpoint.DIAGNOSER)  # the Endpoints page's choice, if any
+    initial["diagnoser_endpoint"] = role_endpoint(
+        RoleEndpoint.DIAGNOSER
+    )  # the Endpoints page's choice, if any
     form = EvolutionForm(request.POST or None, initial=initial)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
             evolution = evolution_start(
-                name=data["name"], version=data["version"], dataset=data["dataset"], endpoint=data["endpoint"],
-                actor=request.user, limit=data["limit"], categories=data["categories"],
-                diagnoser=data["diagnoser"], diagnoser_endpoint=data["diagnoser_endpoint"],
-                tolerance=data["tolerance"] if data["tolerance"] is not None else 0.02)
+                name=data["name"],
+                version=data["version"],
+                dataset=data["dataset"],
+                endpoint=data["endpoint"],
+                actor=request.user,
+                limit=data["limit"],
+                categories=data["categories"],
+                diagnoser=data["diagnoser"],
+                diagnoser_endpoint=data["diagnoser_endpoint"],
+                tolerance=data["tolerance"] if data["tolerance"] is not None else 0.02,
+            )
         except USER_ERRORS as error:
             messages.error(request, str(error))
         else:
             return redirect("evolution:stage_detail", stage_id=evolution.stages.get(number=1).pk)
-    return render(request, "evolution/evolution_new.html", {
-        "form": form, "estimates": selectors.run_time_estimates(dataset_name=form["dataset"].value()),
-        "planted": selectors.planted_defect_scenario(), "can": _can(request)})
+    return render(
+        request,
+        "evolution/evolution_new.html",
+        {
+            "form": form,
+            "estimates": selectors.run_time_estimates(dataset_name=form["dataset"].value()),
+            "planted": selectors.planted_defect_scenario(),
+            "can": _can(request),
+        },
+    )
 
 
 @require_GET
 @requires("evolution.view")
 def evolution_detail(request, evolution_id: int):
-    evolution = found_or_404(selectors.evolution_get, f"no evolution #{evolution_id}", evolution_id=evolution_id)
+    evolution = found_or_404(
+        selectors.evolution_get, f"no evolution #{evolution_id}", evolution_id=evolution_id
+    )
     stages = list(evolution.stages.all())
     latest = stages[-1] if stages else None
-    gates = release_gates(comparison=latest.comparison, tolerance=evolution.tolerance,
-                          version=latest.candidate_version) if latest else []
-    return render(request, "evolution/evolution_detail.html", {
-        "evolution": evolution, "record": selectors.evolution_record(evolution=evolution),
-        "chart": selectors.evolution_chart(evolution=evolution), "latest": latest, "gates": gates,
-        "advice": stopping_advice(stages=stages), "can": _can(request)})
+    gates = (
+        release_gates(
+            comparison=latest.comparison,
+            tolerance=evolution.tolerance,
+            version=latest.candidate_version,
+        )
+        if latest
+        else []
+    )
+    return render(
+        request,
+        "evolution/evolution_detail.html",
+        {
+            "evolution": evolution,
+            "record": selectors.evolution_record(evolution=evolution),
+            "chart": selectors.evolution_chart(evolution=evolution),
+            "latest": latest,
+            "gates": gates,
+            "advice": stopping_advice(stages=stages),
+            "can": _can(request),
+        },
+    )
 
 
 # --- datasets ---------------------------------------------------------------------------
@@ -107,7 +154,11 @@ def evolution_detail(request, evolution_id: int):
 @require_GET
 @requires("evolution.view")
 def dataset_list(request):
-    return render(request, "evolution/dataset_list.html", {"datasets": selectors.dataset_list(), "can": _can(request)})
+    return render(
+        request,
+        "evolution/dataset_list.html",
+        {"datasets": selectors.dataset_list(), "can": _can(request)},
+    )
 
 
 @require_http_methods(["GET", "POST"])
@@ -124,11 +175,18 @@ def dataset_import_view(request):
             text = upload.read().decode("utf-8")
             catalogue = None
             if data["catalogue"]:
-                catalogue = dataset_catalogue_from_text(data["catalogue"].read().decode("utf-8"),
-                                                        source=data["catalogue"].name)
-            dataset = dataset_import(name=data["name"], text=text, source=upload.name, actor=request.user,
-                                     catalogue=catalogue, description=data["description"],
-                                     heldout_share=data["heldout_share"])
+                catalogue = dataset_catalogue_from_text(
+                    data["catalogue"].read().decode("utf-8"), source=data["catalogue"].name
+                )
+            dataset = dataset_import(
+                name=data["name"],
+                text=text,
+                source=upload.name,
+                actor=request.user,
+                catalogue=catalogue,
+                description=data["description"],
+                heldout_share=data["heldout_share"],
+            )
         except UnicodeDecodeError as error:
             problems = [f"{upload.name}: not UTF-8 text ({error.reason} at byte {error.start})"]
         except CaseFileError as error:
@@ -138,8 +196,12 @@ def dataset_import_view(request):
         else:
             messages.success(request, f"Imported {dataset.case_count} cases into {dataset.name}.")
             return redirect("evolution:dataset_detail", name=dataset.name)
-    return render(request, "evolution/dataset_import.html", {"form": form, "problems": problems},
-                  status=400 if request.method == "POST" else 200)
+    return render(
+        request,
+        "evolution/dataset_import.html",
+        {"form": form, "problems": problems},
+        status=400 if request.method == "POST" else 200,
+    )
 
 
 @require_GET
@@ -147,19 +209,36 @@ def dataset_import_view(request):
 def dataset_detail(request, name: str):
     dataset = found_or_404(selectors.dataset_get, f"no dataset {name!r}", name=name)
     category = request.GET.get("category", "")
-    page = Paginator(selectors.dataset_cases(dataset=dataset, category=category), 50).get_page(request.GET.get("page"))
-    return render(request, "evolution/dataset_detail.html", {
-        "dataset": dataset, "page": page, "category": category,
-        "categories": selectors.dataset_categories(dataset=dataset), "can": _can(request)})
+    page = Paginator(selectors.dataset_cases(dataset=dataset, category=category), 50).get_page(
+        request.GET.get("page")
+    )
+    return render(
+        request,
+        "evolution/dataset_detail.html",
+        {
+            "dataset": dataset,
+            "page": page,
+            "category": category,
+            "categories": selectors.dataset_categories(dataset=dataset),
+            "can": _can(request),
+        },
+    )
 
 
 @require_GET
 @requires("evolution.view")
 def dataset_case(request, name: str, case_id: str):
-    case = found_or_404(selectors.dataset_case_get, f"no case {case_id!r} in dataset {name!r}", dataset_name=name,
-                        case_id=case_id)
-    return render(request, "evolution/dataset_case.html",
-                  {"case": case, "case_json": json.dumps(case.data, indent=2, ensure_ascii=False)})
+    case = found_or_404(
+        selectors.dataset_case_get,
+        f"no case {case_id!r} in dataset {name!r}",
+        dataset_name=name,
+        case_id=case_id,
+    )
+    return render(
+        request,
+        "evolution/dataset_case.html",
+        {"case": case, "case_json": json.dumps(case.data, indent=2, ensure_ascii=False)},
+    )
 
 
 # --- runs ----------------------------------------------------------------------------------
@@ -174,18 +253,32 @@ def _run(run_id: int) -> EvalRun:
 def run_detail(request, run_id: int):
     run = _run(run_id)
     filters = {k: request.GET.get(k, "") for k in ("category", "score", "reason", "split")}
-    page = Paginator(selectors.result_list(run=run, **filters), 100).get_page(request.GET.get("page"))
-    return render(request, "evolution/run_detail.html", {
-        "run": run, "page": page, "filters": filters, "facets": selectors.result_facets(run=run),
-        "score_filters": selectors.SCORE_FILTERS, "done": selectors.run_done(run=run), "can": _can(request),
-        "chart": selectors.run_chart(run=run)})
+    page = Paginator(selectors.result_list(run=run, **filters), 100).get_page(
+        request.GET.get("page")
+    )
+    return render(
+        request,
+        "evolution/run_detail.html",
+        {
+            "run": run,
+            "page": page,
+            "filters": filters,
+            "facets": selectors.result_facets(run=run),
+            "score_filters": selectors.SCORE_FILTERS,
+            "done": selectors.run_done(run=run),
+            "can": _can(request),
+            "chart": selectors.run_chart(run=run),
+        },
+    )
 
 
 @require_GET
 @requires("evolution.view")
 def run_status(request, run_id: int):
     run = _run(run_id)
-    response = render(request, "evolution/_run_status.html", {"run": run, "done": selectors.run_done(run=run)})
+    response = render(
+        request, "evolution/_run_status.html", {"run": run, "done": selectors.run_done(run=run)}
+    )
     if run.status in (EvalRun.SUCCEEDED, EvalRun.FAILED):
         response["HX-Trigger"] = "run-finished"
     return response
@@ -200,7 +293,11 @@ def run_resume(request, run_id: int):
     except USER_ERRORS as error:
         messages.error(request, str(error))
     else:
-        messages.success(request, f"Evaluation run #{run.pk} resumed: {selectors.run_done(run=run)} finished case(s) are kept.")
+        messages.success(
+            request,
+            f"Evaluation run #{run.pk} resumed: "
+            f"{selectors.run_done(run=run)} finished case(s) are kept.",
+        )
     return redirect("evolution:run_detail", run_id=run.pk)
 
 
@@ -208,13 +305,29 @@ def run_resume(request, run_id: int):
 @requires("evolution.view")
 def run_case(request, run_id: int, case_id: str):
     run = _run(run_id)
-    result, case = found_or_404(selectors.run_result_get, f"run #{run.pk} has no result for case {case_id!r}",
-                                run=run, case_id=case_id)
+    result, case = found_or_404(
+        selectors.run_result_get,
+        f"run #{run.pk} has no result for case {case_id!r}",
+        run=run,
+        case_id=case_id,
+    )
     traj = result.trajectory
-    return render(request, "evolution/run_case.html", {
-        "run": run, "result": result, "case": case, "traj": traj, "steps": trajectory_steps(traj),
-        "system_prompt": system_prompt(traj), "trajectory_run": {"version": run.version, "endpoint": run.endpoint},
-        "gold_json": json.dumps((case.data.get("gold") if case else {}) or {}, indent=2, ensure_ascii=False)})
+    return render(
+        request,
+        "evolution/run_case.html",
+        {
+            "run": run,
+            "result": result,
+            "case": case,
+            "traj": traj,
+            "steps": trajectory_steps(traj),
+            "system_prompt": system_prompt(traj),
+            "trajectory_run": {"version": run.version, "endpoint": run.endpoint},
+            "gold_json": json.dumps(
+                (case.data.get("gold") if case else {}) or {}, indent=2, ensure_ascii=False
+            ),
+        },
+    )
 
 
 # --- stages -------------------------------------------------------------------------------
@@ -222,8 +335,9 @@ def run_case(request, run_id: int, case_id: str):
 
 def _stage_context(request, stage_id: int) -> dict:
     stage = _stage(stage_id)
-    state = selectors.stage_state(stage=stage, parent_run=stage.parent_run,
-                                  candidate_run=stage.candidate_run)
+    state = selectors.stage_state(
+        stage=stage, parent_run=stage.parent_run, candidate_run=stage.candidate_run
+    )
     return {**state, "can": _can(request)}
 
 
@@ -267,15 +381,19 @@ def stage_candidate(request, stage_id: int):
 @require_POST
 @requires("evolution.edit")
 def stage_edit(request, stage_id: int):
-    """Edit the candidate by hand (the diagnosis proposed nothing): the stage's draft in the editor."""
+    """Edit the candidate by hand (the diagnosis proposed nothing): the stage's draft in the
+    editor."""
     stage = _stage(stage_id)
     try:
         draft = stage_edit_by_hand(stage=stage, actor=request.user)
     except USER_ERRORS as error:
         messages.error(request, str(error))
         return redirect("evolution:stage_detail", stage_id=stage.pk)
-    messages.success(request, f"Draft #{draft.pk} of v{stage.parent_version.number} is this stage's candidate; edit "
-                              "and save it here, then a reviewer commits it from the stage page.")
+    messages.success(
+        request,
+        f"Draft #{draft.pk} of v{stage.parent_version.number} is this stage's candidate; edit "
+        "and save it here, then a reviewer commits it from the stage page.",
+    )
     return redirect("harnesses:draft_edit", draft_id=draft.pk)
 
 
@@ -284,7 +402,11 @@ def stage_edit(request, stage_id: int):
 def stage_decide_view(request, stage_id: int):
     stage = _stage(stage_id)
     try:
-        stage_decide(stage=stage, actor=request.user, **valid_data(DecisionForm(request.POST), error=EvolutionError))
+        stage_decide(
+            stage=stage,
+            actor=request.user,
+            **valid_data(DecisionForm(request.POST), error=EvolutionError),
+        )
     except USER_ERRORS as error:
         messages.error(request, str(error))
         return redirect("evolution:stage_detail", stage_id=stage.pk)
@@ -302,8 +424,12 @@ def proposal_review_view(request, proposal_id: int):
     proposal = _proposal(proposal_id)
     try:
         review = valid_data(ProposalReviewForm(request.POST), error=EvolutionError)
-        proposal_review(proposal=proposal, actor=request.user, accept=review["action"] == "accept",
-                        reason=review["reason"])
+        proposal_review(
+            proposal=proposal,
+            actor=request.user,
+            accept=review["action"] == "accept",
+            reason=review["reason"],
+        )
     except USER_ERRORS as error:
         messages.error(request, str(error))
     return redirect("evolution:stage_detail", stage_id=proposal.diagnosis.stage_id)
@@ -318,6 +444,9 @@ def proposal_edit(request, proposal_id: int):
     except USER_ERRORS as error:
         messages.error(request, str(error))
         return redirect("evolution:stage_detail", stage_id=proposal.diagnosis.stage_id)
-    messages.success(request, f"Draft #{draft.pk} holds the accepted edits and this proposal; refine it, "
-                              "then commit it or build the candidate from the stage page.")
+    messages.success(
+        request,
+        f"Draft #{draft.pk} holds the accepted edits and this proposal; refine it, "
+        "then commit it or build the candidate from the stage page.",
+    )
     return redirect("harnesses:draft_edit", draft_id=draft.pk)

@@ -1,1 +1,2 @@
-"""Harnesses: Harness, immutable content-addressed versions, labels, drafts, diffs, import/export."""
+"""Harnesses: Harness, immutable content-addressed versions, labels, drafts, diffs,
+import/export."""

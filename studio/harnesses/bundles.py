@@ -56,7 +56,8 @@ def bundle_problems(files: dict[str, str]) -> list[Problem]:
 
 
 def bundle_load_for_version(files: dict[str, str]) -> Bundle:
-    """bundle_load for files about to become a version: the studio's MCP registry must accept its servers."""
+    """bundle_load for files about to become a version: the studio's MCP registry must accept its
+    servers."""
     bundle = load_mapping(files)
     problems = mcp_server_problems(tools=bundle.tool_registry)
     if problems:
@@ -97,22 +98,33 @@ def _entry_name(info: zipfile.ZipInfo) -> PurePosixPath:
     """The entry's path, or a BundleArchiveError for a name or kind no bundle file can have."""
     raw = info.orig_filename  # zipfile cuts .filename at a NUL; the original keeps it
     if any(ord(c) < 32 or ord(c) == 127 for c in raw):
-        raise BundleArchiveError(f"{info.filename}: the entry's name holds a control character (NUL, newline, ...)")
+        raise BundleArchiveError(
+            f"{info.filename}: the entry's name holds a control character (NUL, newline, ...)"
+        )
     if "\\" in raw:
         raise BundleArchiveError(f"{raw}: paths inside the .zip use '/', not '\\'")
     name = PurePosixPath(raw)
     if name.is_absolute() or _DRIVE.match(raw) or ".." in name.parts:
-        raise BundleArchiveError(f"{raw}: paths inside the .zip must be relative and stay inside it")
+        raise BundleArchiveError(
+            f"{raw}: paths inside the .zip must be relative and stay inside it"
+        )
     kind = stat.S_IFMT(info.external_attr >> 16)
     if kind == stat.S_IFLNK:
         raise BundleArchiveError(f"{name}: a symbolic link; a Harness bundle holds only text files")
     if kind not in (0, stat.S_IFREG, stat.S_IFDIR):
-        raise BundleArchiveError(f"{name}: not a regular file; a Harness bundle holds only text files")
+        raise BundleArchiveError(
+            f"{name}: not a regular file; a Harness bundle holds only text files"
+        )
     return name
 
 
-def files_from_zip(data: bytes, *, max_bytes: int, max_entries: int = MAX_ZIP_ENTRIES,
-                   max_file_bytes: int = MAX_FILE_BYTES) -> dict[str, str]:
+def files_from_zip(
+    data: bytes,
+    *,
+    max_bytes: int,
+    max_entries: int = MAX_ZIP_ENTRIES,
+    max_file_bytes: int = MAX_FILE_BYTES,
+) -> dict[str, str]:
     """Read a bundle .zip (its files at the root or under one top folder) into {path: text}.
 
     Every way the archive can be hostile or broken is a BundleArchiveError naming the
@@ -124,12 +136,16 @@ def files_from_zip(data: bytes, *, max_bytes: int, max_entries: int = MAX_ZIP_EN
     # (200k empty entries fit in a 17 MB upload: 100 MB and seconds), so count the records'
     # signature first; every record starts with it, so this count is never below theirs.
     if data.count(_CENTRAL_RECORD) > max_entries:
-        raise BundleArchiveError(f"the .zip has more than {max_entries} entries (the limit per .zip)")
+        raise BundleArchiveError(
+            f"the .zip has more than {max_entries} entries (the limit per .zip)"
+        )
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
         infos = archive.infolist()
     except Exception as error:  # zipfile raises a dozen types on hostile bytes
-        raise BundleArchiveError(f"the upload is not a .zip file, or a damaged one ({error})") from None
+        raise BundleArchiveError(
+            f"the upload is not a .zip file, or a damaged one ({error})"
+        ) from None
     entries: list[tuple[zipfile.ZipInfo, PurePosixPath]] = []
     seen: set[PurePosixPath] = set()
     for info in infos:
@@ -137,21 +153,33 @@ def files_from_zip(data: bytes, *, max_bytes: int, max_entries: int = MAX_ZIP_EN
         if info.is_dir():
             continue
         if name in seen:
-            raise BundleArchiveError(f"{name}: appears twice in the .zip; each path may appear once")
+            raise BundleArchiveError(
+                f"{name}: appears twice in the .zip; each path may appear once"
+            )
         seen.add(name)
         if info.flag_bits & 0x1:
             raise BundleArchiveError(f"{name}: encrypted; export the bundle without a password")
         if info.compress_type not in _COMPRESSIONS:
-            raise BundleArchiveError(f"{name}: compression method {info.compress_type} is not supported "
-                                     f"(use {', '.join(_COMPRESSIONS.values())})")
+            raise BundleArchiveError(
+                f"{name}: compression method {info.compress_type} is not supported "
+                f"(use {', '.join(_COMPRESSIONS.values())})"
+            )
         if info.file_size > max_file_bytes:
-            raise BundleArchiveError(f"{name}: unpacks to more than {max_file_bytes} bytes "
-                                     f"({_kib(max_file_bytes)}, the limit per file)")
+            raise BundleArchiveError(
+                f"{name}: unpacks to more than {max_file_bytes} bytes "
+                f"({_kib(max_file_bytes)}, the limit per file)"
+            )
         entries.append((info, name))
     if not entries:
-        raise BundleArchiveError("the .zip is empty; it should hold manifest.yaml, skills/, tools.yaml, ...")
+        raise BundleArchiveError(
+            "the .zip is empty; it should hold manifest.yaml, skills/, tools.yaml, ..."
+        )
     tops = {name.parts[0] for _, name in entries}
-    strip = len(tops) == 1 and all(len(name.parts) > 1 for _, name in entries) and "manifest.yaml" not in tops
+    strip = (
+        len(tops) == 1
+        and all(len(name.parts) > 1 for _, name in entries)
+        and "manifest.yaml" not in tops
+    )
     files: dict[str, str] = {}
     total = 0
     for info, name in entries:
@@ -164,16 +192,22 @@ def files_from_zip(data: bytes, *, max_bytes: int, max_entries: int = MAX_ZIP_EN
         except Exception as error:  # bad CRC, a broken stream, a lying header, ...
             raise BundleArchiveError(f"{name}: the .zip is damaged ({error})") from None
         if len(content) > max_file_bytes:
-            raise BundleArchiveError(f"{name}: unpacks to more than {max_file_bytes} bytes "
-                                     f"({_kib(max_file_bytes)}, the limit per file)")
+            raise BundleArchiveError(
+                f"{name}: unpacks to more than {max_file_bytes} bytes "
+                f"({_kib(max_file_bytes)}, the limit per file)"
+            )
         total += len(content)
         if total > max_bytes:
-            raise BundleArchiveError(f"the .zip unpacks to more than {max_bytes} bytes in all "
-                                     f"(the import limit, MAX_IMPORT_BYTES)")
+            raise BundleArchiveError(
+                f"the .zip unpacks to more than {max_bytes} bytes in all "
+                f"(the import limit, MAX_IMPORT_BYTES)"
+            )
         try:
             files[str(rel)] = content.decode("utf-8")
         except UnicodeDecodeError:
-            raise BundleArchiveError(f"{rel}: not UTF-8 text; a Harness bundle holds only text files") from None
+            raise BundleArchiveError(
+                f"{rel}: not UTF-8 text; a Harness bundle holds only text files"
+            ) from None
     return files
 
 

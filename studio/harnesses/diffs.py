@@ -1,13 +1,12 @@
 """Diffs between two sets of Harness files, for the diff and conflict pages.
 
-Per-file unified diffs come from harness.diff; the side-by-side rows are laid
-out here with difflib, on the files that changed (paths are compared by content hash first, so a 200-skill version
-pair costs only its changed files). The change summary ("skills added, rules
-changed, constraints changed") comes from the Harness library's diff_bundles,
-cached by the pair of bundle digests because versions never change. Loading
-two 200-skill bundles takes a few hundred milliseconds, so a version diff page
-renders its file diffs at once and fetches a summary it has not cached yet
-with a second (htmx) request.
+Per-file unified diffs come from harness.diff; the side-by-side rows are laid out here with difflib,
+on the files that changed (paths are compared by content hash first, so a 200-skill version pair
+costs only its changed files). The change summary ("skills added, rules changed, constraints
+changed") comes from the Harness library's diff_bundles, cached by the pair of bundle digests
+because versions never change. Loading two 200-skill bundles takes a few hundred milliseconds, so a
+version diff page renders its file diffs at once and fetches a summary it has not cached yet with a
+second (htmx) request.
 """
 
 from __future__ import annotations
@@ -55,7 +54,8 @@ class ChangeSet:
 
 
 def side_by_side(old: str, new: str, *, context: int = CONTEXT_LINES) -> list[SideBySideRow]:
-    """Aligned rows of the two texts, unchanged runs longer than 2*context folded into one 'skip' row."""
+    """Aligned rows of the two texts, unchanged runs longer than 2*context folded into one 'skip'
+    row."""
     a, b = old.splitlines(), new.splitlines()
     rows: list[SideBySideRow] = []
     opcodes = difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
@@ -67,13 +67,21 @@ def side_by_side(old: str, new: str, *, context: int = CONTEXT_LINES) -> list[Si
                 head = range(0, context) if index > 0 else range(0)
                 tail = range(span - context, span) if index < len(opcodes) - 1 else range(0)
                 for k in head:
-                    rows.append(SideBySideRow("equal", i1 + k + 1, a[i1 + k], j1 + k + 1, b[j1 + k]))
-                rows.append(SideBySideRow("skip", left=f"{span - len(head) - len(tail)} unchanged lines"))
+                    rows.append(
+                        SideBySideRow("equal", i1 + k + 1, a[i1 + k], j1 + k + 1, b[j1 + k])
+                    )
+                rows.append(
+                    SideBySideRow("skip", left=f"{span - len(head) - len(tail)} unchanged lines")
+                )
                 for k in tail:
-                    rows.append(SideBySideRow("equal", i1 + k + 1, a[i1 + k], j1 + k + 1, b[j1 + k]))
+                    rows.append(
+                        SideBySideRow("equal", i1 + k + 1, a[i1 + k], j1 + k + 1, b[j1 + k])
+                    )
             else:
                 for k in range(span):
-                    rows.append(SideBySideRow("equal", i1 + k + 1, a[i1 + k], j1 + k + 1, b[j1 + k]))
+                    rows.append(
+                        SideBySideRow("equal", i1 + k + 1, a[i1 + k], j1 + k + 1, b[j1 + k])
+                    )
         else:
             for k in range(max(i2 - i1, j2 - j1)):
                 li, rj = i1 + k, j1 + k
@@ -111,11 +119,16 @@ def _summary(old_files: dict[str, str], new_files: dict[str, str]) -> tuple[list
     try:
         old_bundle, new_bundle = bundle_load(old_files), bundle_load(new_files)
     except HarnessValidationError as error:
-        return [], f"no change summary while the files have {len(error.problems)} validation problem(s)"
+        return (
+            [],
+            f"no change summary while the files have {len(error.problems)} validation problem(s)",
+        )
     return list(summarise(old_bundle, new_bundle)), ""
 
 
-_BUNDLES = FileCache("bundles", alias="local")  # loaded bundles by digest (a version's files never change)
+_BUNDLES = FileCache(
+    "bundles", alias="local"
+)  # loaded bundles by digest (a version's files never change)
 
 
 def bundle_remember(bundle) -> None:
@@ -125,7 +138,9 @@ def bundle_remember(bundle) -> None:
 
 def _version_bundle(version: HarnessVersion):
     """The loaded bundle of a version, from the cache when it is there."""
-    return _BUNDLES.get_or_compute(version.digest, lambda: bundle_load(version_files(version=version)))
+    return _BUNDLES.get_or_compute(
+        version.digest, lambda: bundle_load(version_files(version=version))
+    )
 
 
 def summary_against_parent(*, parent: HarnessVersion, bundle) -> list[str]:

@@ -70,9 +70,16 @@ from studio.lookups import found_or_404
 
 
 def _draft(request, draft_id: int, *, for_write: bool = False) -> Draft:
-    draft = found_or_404(Draft.objects.select_related("harness", "base_version", "owner").get, f"no draft #{draft_id}",
-                         pk=draft_id)
-    if for_write and draft.owner_id != request.user.pk and not user_can(request.user, "harness.edit"):
+    draft = found_or_404(
+        Draft.objects.select_related("harness", "base_version", "owner").get,
+        f"no draft #{draft_id}",
+        pk=draft_id,
+    )
+    if (
+        for_write
+        and draft.owner_id != request.user.pk
+        and not user_can(request.user, "harness.edit")
+    ):
         raise PermissionDenied("only the draft's owner may change it")
     return draft
 
@@ -84,7 +91,9 @@ def draft_create_view(request, name: str):
     try:
         typed = valid_data(DraftCreateForm(request.POST), error=StudioError)
         base = version_or_404(harness, typed["base"])
-        draft = draft_create(harness=harness, base_version=base, owner=request.user, title=typed["title"])
+        draft = draft_create(
+            harness=harness, base_version=base, owner=request.user, title=typed["title"]
+        )
     except StudioError as error:
         messages.error(request, str(error))
         return redirect("harnesses:harness_detail", name=harness.name)
@@ -97,7 +106,10 @@ def draft_list_view(request):
     return render(
         request,
         "harnesses/draft_list.html",
-        {"mine": selectors.draft_list(owner=request.user), "others": selectors.draft_list().exclude(owner=request.user)},
+        {
+            "mine": selectors.draft_list(owner=request.user),
+            "others": selectors.draft_list().exclude(owner=request.user),
+        },
     )
 
 
@@ -107,7 +119,10 @@ def _line_annotations(text: str, problems: list[dict]) -> list[dict]:
     for problem in problems:
         by_line.setdefault(max(1, problem["line"]), []).append(problem)
     lines = text.split("\n")
-    rows = [{"no": i, "text": line, "problems": by_line.get(i, [])} for i, line in enumerate(lines, start=1)]
+    rows = [
+        {"no": i, "text": line, "problems": by_line.get(i, [])}
+        for i, line in enumerate(lines, start=1)
+    ]
     beyond = [p for n, ps in by_line.items() if n > len(lines) for p in ps]
     if beyond and rows:
         rows[-1]["problems"] = rows[-1]["problems"] + beyond
@@ -158,7 +173,9 @@ def _prompt_sharing(draft: Draft):
 
 
 def _can_write(request, draft: Draft) -> bool:
-    return draft.status == Draft.OPEN and (draft.owner_id == request.user.pk or user_can(request.user, "harness.edit"))
+    return draft.status == Draft.OPEN and (
+        draft.owner_id == request.user.pk or user_can(request.user, "harness.edit")
+    )
 
 
 @require_GET
@@ -195,7 +212,9 @@ def draft_save(request, draft_id: int):
     path, text = form.cleaned_data.get("path", ""), form.cleaned_data.get("text", "")
     try:
         revision = valid_data(form, error=StudioError)["revision"]
-        result = draft_file_save(draft=draft, path=path, text=text, base_revision=revision, actor=request.user)
+        result = draft_file_save(
+            draft=draft, path=path, text=text, base_revision=revision, actor=request.user
+        )
     except StudioError as error:
         return _refused(request, draft, error, path=path, text=text)
     if result.conflict is not None:
@@ -204,11 +223,15 @@ def draft_save(request, draft_id: int):
     if result.problems:
         messages.warning(
             request,
-            f"Saved {path} (revision {result.draft.revision}) with {len(result.problems)} validation problem(s)"
-            f"{f', {len(file_problems)} in this file' if file_problems else ''}; fix them before committing.",
+            f"Saved {path} (revision {result.draft.revision}) "
+            f"with {len(result.problems)} validation problem(s)"
+            f"{f', {len(file_problems)} in this file' if file_problems else ''}; "
+            "fix them before committing.",
         )
     else:
-        messages.success(request, f"Saved {path} (revision {result.draft.revision}). The draft is valid.")
+        messages.success(
+            request, f"Saved {path} (revision {result.draft.revision}). The draft is valid."
+        )
     return redirect(f"{reverse('harnesses:draft_edit', args=[draft.pk])}?path={path}")
 
 
@@ -217,11 +240,18 @@ def draft_save(request, draft_id: int):
 def draft_preview(request, draft_id: int):
     _draft(request, draft_id)
     form = SkillPreviewForm(request.POST)
-    preview = render_skill_preview(form.cleaned_data["text"]) if form.is_valid() else \
-        {"front": None, "html": "", "refused": form_problem(form)}
+    preview = (
+        render_skill_preview(form.cleaned_data["text"])
+        if form.is_valid()
+        else {"front": None, "html": "", "refused": form_problem(form)}
+    )
     # a refusal is a 400 (the editor's htmx swaps it in all the same, so the reason shows)
-    return render(request, "harnesses/_skill_preview.html", {"preview": preview},
-                  status=400 if preview["refused"] else 200)
+    return render(
+        request,
+        "harnesses/_skill_preview.html",
+        {"preview": preview},
+        status=400 if preview["refused"] else 200,
+    )
 
 
 @require_POST
@@ -230,8 +260,14 @@ def draft_skill_add_view(request, draft_id: int):
     draft = _draft(request, draft_id, for_write=True)
     try:
         typed = valid_data(SkillAddForm(request.POST), error=StudioError)
-        result = draft_skill_add(draft=draft, name=typed["name"], kind=typed["kind"], description=typed["description"],
-                                 base_revision=typed["revision"], actor=request.user)
+        result = draft_skill_add(
+            draft=draft,
+            name=typed["name"],
+            kind=typed["kind"],
+            description=typed["description"],
+            base_revision=typed["revision"],
+            actor=request.user,
+        )
     except StudioError as error:
         return _refused(request, draft, error, path="")
     if result.conflict is not None:
@@ -263,9 +299,14 @@ def draft_skill_import_view(request, draft_id: int):
         context["error"] = form_problem(form)
     else:
         try:
-            result = draft_skill_import(draft=draft, data=form.cleaned_data["skill"].read(), kind=kind,
-                                        base_revision=form.cleaned_data["revision"], actor=request.user,
-                                        max_bytes=settings.MAX_IMPORT_BYTES)
+            result = draft_skill_import(
+                draft=draft,
+                data=form.cleaned_data["skill"].read(),
+                kind=kind,
+                base_revision=form.cleaned_data["revision"],
+                actor=request.user,
+                max_bytes=settings.MAX_IMPORT_BYTES,
+            )
         except InvalidBundle as error:
             context["problems"] = error.problems
             context["ask_kind"] = any(p.field == "kind" for p in error.problems)
@@ -274,9 +315,13 @@ def draft_skill_import_view(request, draft_id: int):
         else:
             skill = result.skill
             path = f"skills/{skill.name}/SKILL.md"
-            note = f" The agent reads its files with {skill.file_hint()}." if skill.file_hint() else ""
+            note = (
+                f" The agent reads its files with {skill.file_hint()}." if skill.file_hint() else ""
+            )
             note += f" {skill.tools_note()}." if skill.tools_note() else ""
-            messages.success(request, f"Imported {skill.name} ({skill.kind}), {len(skill.files)} files.{note}")
+            messages.success(
+                request, f"Imported {skill.name} ({skill.kind}), {len(skill.files)} files.{note}"
+            )
             return redirect(f"{reverse('harnesses:draft_edit', args=[draft.pk])}?path={path}")
     return render(request, "harnesses/draft_skill_import.html", context, status=400)
 
@@ -306,7 +351,10 @@ def draft_hook_add_view(request, draft_id: int):
         return redirect("harnesses:conflict_detail", conflict_id=result.conflict.pk)
     problems = [p for p in result.problems if p["file"] == "hooks.yaml"]
     if problems:
-        messages.warning(request, f"Added hook {hook['id']}; hooks.yaml now has {len(problems)} problem(s), shown below.")
+        messages.warning(
+            request,
+            f"Added hook {hook['id']}; hooks.yaml now has {len(problems)} problem(s), shown below.",
+        )
     else:
         messages.success(request, f"Added hook {hook['id']} to hooks.yaml.")
     return redirect(url)
@@ -336,7 +384,11 @@ def draft_changes(request, draft_id: int):
     base_files = selectors.version_files(version=draft.base_version)
     changes = files_diff(old_files=base_files, new_files=draft.files)
     mode = "split" if request.GET.get("mode") == "split" else "unified"
-    return render(request, "harnesses/draft_changes.html", {"draft": draft, "harness": draft.harness, "changes": changes, "mode": mode})
+    return render(
+        request,
+        "harnesses/draft_changes.html",
+        {"draft": draft, "harness": draft.harness, "changes": changes, "mode": mode},
+    )
 
 
 @require_POST
@@ -347,7 +399,11 @@ def draft_commit_view(request, draft_id: int):
         message = valid_data(DraftCommitForm(request.POST), error=StudioError)["message"]
         version = draft_commit(draft=draft, actor=request.user, message=message)
     except InvalidBundle as error:
-        messages.error(request, f"Cannot commit: {len(error.problems)} validation problem(s). First: {error.problems[0]}")
+        messages.error(
+            request,
+            f"Cannot commit: {len(error.problems)} validation "
+            f"problem(s). First: {error.problems[0]}",
+        )
         return redirect("harnesses:draft_changes", draft_id=draft.pk)
     except DuplicateVersion as error:
         messages.error(request, f"Cannot commit: {error}")
@@ -376,8 +432,11 @@ def draft_discard_view(request, draft_id: int):
 @require_http_methods(["GET", "POST"])
 @requires("harness.edit")
 def conflict_detail(request, conflict_id: int):
-    conflict = found_or_404(DraftConflict.objects.select_related("draft", "draft__harness", "author").get,
-                            f"no conflict #{conflict_id}", pk=conflict_id)
+    conflict = found_or_404(
+        DraftConflict.objects.select_related("draft", "draft__harness", "author").get,
+        f"no conflict #{conflict_id}",
+        pk=conflict_id,
+    )
     draft = conflict.draft
     if conflict.author_id != request.user.pk and not user_can(request.user, "harness.edit"):
         raise PermissionDenied("this conflict belongs to someone else")
@@ -392,8 +451,14 @@ def conflict_detail(request, conflict_id: int):
         if text is None:  # keep theirs: nothing to save, the conflict is settled
             conflict.resolved_at = timezone.now()
             conflict.save(update_fields=["resolved_at"])
-            messages.info(request, f"Kept the saved version of {conflict.path}; your text stays on this page's record.")
-            return redirect(f"{reverse('harnesses:draft_edit', args=[draft.pk])}?path={conflict.path}")
+            messages.info(
+                request,
+                f"Kept the saved version of {conflict.path}; "
+                "your text stays on this page's record.",
+            )
+            return redirect(
+                f"{reverse('harnesses:draft_edit', args=[draft.pk])}?path={conflict.path}"
+            )
         try:
             result = draft_conflict_resolve(conflict=conflict, text=text, actor=request.user)
         except StudioError as error:
@@ -401,12 +466,19 @@ def conflict_detail(request, conflict_id: int):
             status = 400
         else:
             if result.conflict is not None:
-                messages.warning(request, "The draft changed again while you were resolving; here is the new conflict.")
+                messages.warning(
+                    request,
+                    "The draft changed again while you were resolving; here is the new conflict.",
+                )
                 return redirect("harnesses:conflict_detail", conflict_id=result.conflict.pk)
             messages.success(request, f"Saved {conflict.path} (revision {result.draft.revision}).")
-            return redirect(f"{reverse('harnesses:draft_edit', args=[draft.pk])}?path={conflict.path}")
+            return redirect(
+                f"{reverse('harnesses:draft_edit', args=[draft.pk])}?path={conflict.path}"
+            )
     current_text = Draft.objects.get(pk=draft.pk).files.get(conflict.path, "")
-    changes = files_diff(old_files={conflict.path: current_text}, new_files={conflict.path: conflict.my_text})
+    changes = files_diff(
+        old_files={conflict.path: current_text}, new_files={conflict.path: conflict.my_text}
+    )
     return render(
         request,
         "harnesses/conflict.html",
@@ -420,4 +492,3 @@ def conflict_detail(request, conflict_id: int):
         },
         status=status,
     )
-

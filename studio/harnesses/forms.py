@@ -21,8 +21,10 @@ def _within_import_limit(upload):
 
 
 class BundleImportForm(forms.Form):
-    bundle = forms.FileField(allow_empty_file=True,  # the archive reader says why an empty file is no .zip
-                             error_messages={"required": "choose a .zip of a Harness directory"})
+    bundle = forms.FileField(
+        allow_empty_file=True,  # the archive reader says why an empty file is no .zip
+        error_messages={"required": "choose a .zip of a Harness directory"},
+    )
     message = forms.CharField(required=False)
 
     def clean_bundle(self):
@@ -40,7 +42,8 @@ class LabelMoveForm(ReasonForm):
         return self.cleaned_data["label"].lower()
 
 
-# -- the editor --------------------------------------------------------------------------------------------
+# -- the editor
+# --------------------------------------------------------------------------------------------
 
 
 class DraftCreateForm(forms.Form):
@@ -49,7 +52,8 @@ class DraftCreateForm(forms.Form):
 
 
 class RevisionForm(forms.Form):
-    """An edit of a draft names the revision it was made on; a newer draft turns it into a conflict."""
+    """An edit of a draft names the revision it was made on; a newer draft turns it into a
+    conflict."""
 
     revision = WholeNumberField()
 
@@ -74,9 +78,15 @@ class SkillAddForm(RevisionForm):
 
 
 class SkillImportForm(RevisionForm):
-    skill = forms.FileField(allow_empty_file=True, error_messages={  # the archive reader says why an empty file is no .zip
-        "required": "choose a .zip of an Agent Skills folder (the folder that holds SKILL.md)"})
-    kind = TypedText(help_text="Asked for when the folder does not say (empty: read from the folder).")
+    skill = forms.FileField(
+        allow_empty_file=True,
+        error_messages={  # the archive reader says why an empty file is no .zip
+            "required": "choose a .zip of an Agent Skills folder (the folder that holds SKILL.md)"
+        },
+    )
+    kind = TypedText(
+        help_text="Asked for when the folder does not say (empty: read from the folder)."
+    )
 
     def clean_skill(self):
         return _within_import_limit(self.cleaned_data["skill"])

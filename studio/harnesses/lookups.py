@@ -25,9 +25,12 @@ def file_sort_key(path: str) -> tuple:
 def file_kind(path: str) -> str:
     if path.endswith("SKILL.md"):
         return "skill"
-    return {"tools.yaml": "tools", "hooks.yaml": "hooks", "prompt.yaml": "prompt", "manifest.yaml": "manifest"}.get(
-        path, "other"
-    )
+    return {
+        "tools.yaml": "tools",
+        "hooks.yaml": "hooks",
+        "prompt.yaml": "prompt",
+        "manifest.yaml": "manifest",
+    }.get(path, "other")
 
 
 def harness_or_404(name: str) -> Harness:
@@ -35,5 +38,9 @@ def harness_or_404(name: str) -> Harness:
 
 
 def version_or_404(harness: Harness, number: int) -> HarnessVersion:
-    return found_or_404(selectors.version_get, f"{harness.name} has no version {number}", harness=harness,
-                        number=number)
+    return found_or_404(
+        selectors.version_get,
+        f"{harness.name} has no version {number}",
+        harness=harness,
+        number=number,
+    )

@@ -20,8 +20,34 @@ from harness.skills import split_front_matter
 from harness.yamlio import REFUSED, load_yaml
 
 ALLOWED_TAGS = {
-    "p", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "ul", "ol", "li", "strong", "em", "b", "i",
-    "code", "pre", "blockquote", "a", "table", "thead", "tbody", "tr", "th", "td", "del", "span",
+    "p",
+    "br",
+    "hr",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "ul",
+    "ol",
+    "li",
+    "strong",
+    "em",
+    "b",
+    "i",
+    "code",
+    "pre",
+    "blockquote",
+    "a",
+    "table",
+    "thead",
+    "tbody",
+    "tr",
+    "th",
+    "td",
+    "del",
+    "span",
 }
 ALLOWED_ATTRIBUTES = {"a": {"href", "title"}, "th": {"align"}, "td": {"align"}}
 
@@ -38,7 +64,9 @@ def sanitise_html(html: str) -> str:
 
 def render_markdown(text: str) -> str:
     """Markdown -> sanitised HTML (linear in the text's length)."""
-    return sanitise_html(cmarkgfm.github_flavored_markdown_to_html(text, options=Options.CMARK_OPT_DEFAULT))
+    return sanitise_html(
+        cmarkgfm.github_flavored_markdown_to_html(text, options=Options.CMARK_OPT_DEFAULT)
+    )
 
 
 def split_skill(text: str) -> tuple[dict | None, str, str | None]:
@@ -60,10 +88,15 @@ def split_skill(text: str) -> tuple[dict | None, str, str | None]:
 
 
 def render_skill_preview(text: str) -> dict:
-    """{'front': dict|None, 'html': sanitised body HTML, 'refused': why nothing was shown, or None}."""
+    """{'front': dict|None, 'html': sanitised body HTML, 'refused': why nothing was shown, or
+    None}."""
     size = len(text.encode("utf-8", "surrogatepass"))
     if size > MAX_FILE_BYTES:
-        return {"front": None, "html": "", "refused": f"SKILL.md is {size} bytes, larger than "
-                f"{MAX_FILE_BYTES // 1024} KiB (the limit per file); nothing is previewed"}
+        return {
+            "front": None,
+            "html": "",
+            "refused": f"SKILL.md is {size} bytes, larger than "
+            f"{MAX_FILE_BYTES // 1024} KiB (the limit per file); nothing is previewed",
+        }
     front, body, refused = split_skill(text)
     return {"front": front, "html": render_markdown(body), "refused": refused}

@@ -12,7 +12,9 @@ from django.db import models
 
 
 class Harness(models.Model):
-    name = models.SlugField(max_length=64, unique=True, help_text="The manifest name, e.g. livestream-avatar.")
+    name = models.SlugField(
+        max_length=64, unique=True, help_text="The manifest name, e.g. livestream-avatar."
+    )
     description = models.TextField(blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
@@ -41,15 +43,23 @@ class HarnessVersion(models.Model):
 
     harness = models.ForeignKey(Harness, on_delete=models.CASCADE, related_name="versions")
     number = models.PositiveIntegerField(help_text="1, 2, 3... within the Harness.")
-    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="children")
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.PROTECT, related_name="children"
+    )
     digest = models.CharField(max_length=64, db_index=True)
     tree = models.JSONField(help_text="{path: sha256 of the file's text}")
     message = models.TextField()
-    author = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
-    summary = models.JSONField(default=dict, help_text="Counts shown in lists: skills, tools, hooks.")
+    summary = models.JSONField(
+        default=dict, help_text="Counts shown in lists: skills, tools, hooks."
+    )
     parent_summary = models.JSONField(
-        null=True, blank=True, help_text="What changed since the parent (harness.diff summary), computed at creation."
+        null=True,
+        blank=True,
+        help_text="What changed since the parent (harness.diff summary), computed at creation.",
     )
 
     class Meta:
@@ -78,11 +88,15 @@ class Label(models.Model):
     name = models.SlugField(max_length=40)
     version = models.ForeignKey(HarnessVersion, on_delete=models.PROTECT, related_name="labels")
     updated_at = models.DateTimeField(auto_now=True)
-    updated_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    updated_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
 
     class Meta:
         ordering = ["harness", "name"]
-        constraints = [models.UniqueConstraint(fields=["harness", "name"], name="label_name_unique")]
+        constraints = [
+            models.UniqueConstraint(fields=["harness", "name"], name="label_name_unique")
+        ]
 
     def __str__(self) -> str:
         return f"{self.harness.name}@{self.name}"
@@ -96,9 +110,13 @@ class LabelMove(models.Model):
         HarnessVersion, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
     to_version = models.ForeignKey(HarnessVersion, on_delete=models.PROTECT, related_name="+")
-    kind = models.CharField(max_length=16, choices=[("set", "set"), ("promote", "promote"), ("rollback", "rollback")])
+    kind = models.CharField(
+        max_length=16, choices=[("set", "set"), ("promote", "promote"), ("rollback", "rollback")]
+    )
     reason = models.TextField(blank=True)
-    moved_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    moved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -116,21 +134,29 @@ class Draft(models.Model):
     DISCARDED = "discarded"
 
     harness = models.ForeignKey(Harness, on_delete=models.CASCADE, related_name="drafts")
-    base_version = models.ForeignKey(HarnessVersion, on_delete=models.PROTECT, related_name="drafts")
-    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="drafts")
+    base_version = models.ForeignKey(
+        HarnessVersion, on_delete=models.PROTECT, related_name="drafts"
+    )
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="drafts"
+    )
     title = models.CharField(max_length=200)
     files = models.JSONField(help_text="{path: text}: the whole bundle as edited")
     revision = models.PositiveIntegerField(default=1)
     problems = models.JSONField(default=list, help_text="Validation problems at the last save.")
     status = models.CharField(
-        max_length=12, default=OPEN, choices=[(OPEN, "open"), (COMMITTED, "committed"), (DISCARDED, "discarded")]
+        max_length=12,
+        default=OPEN,
+        choices=[(OPEN, "open"), (COMMITTED, "committed"), (DISCARDED, "discarded")],
     )
     committed_version = models.ForeignKey(
         HarnessVersion, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
-    updated_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    updated_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
 
     class Meta:
         ordering = ["-updated_at"]
@@ -146,7 +172,9 @@ class DraftConflict(models.Model):
     path = models.CharField(max_length=255)
     author = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
     base_revision = models.PositiveIntegerField(help_text="The revision the author was editing.")
-    seen_revision = models.PositiveIntegerField(help_text="The draft's revision when the save arrived.")
+    seen_revision = models.PositiveIntegerField(
+        help_text="The draft's revision when the save arrived."
+    )
     their_text = models.TextField(help_text="The file as saved by the other writer.")
     my_text = models.TextField(help_text="The author's text that was not saved.")
     resolved_at = models.DateTimeField(null=True, blank=True)

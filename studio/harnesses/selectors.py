@@ -40,7 +40,9 @@ def version_list(*, harness: Harness) -> QuerySet[HarnessVersion]:
 
 
 def version_get(*, harness: Harness, number: int) -> HarnessVersion:
-    return HarnessVersion.objects.select_related("harness", "author", "parent").get(harness=harness, number=number)
+    return HarnessVersion.objects.select_related("harness", "author", "parent").get(
+        harness=harness, number=number
+    )
 
 
 def blob_texts(*, shas: list[str]) -> dict[str, str]:
@@ -49,7 +51,9 @@ def blob_texts(*, shas: list[str]) -> dict[str, str]:
 
 def version_files(*, version: HarnessVersion, paths: list[str] | None = None) -> dict[str, str]:
     """{path: text} of a version, or of only `paths` of it."""
-    tree = version.tree if paths is None else {p: version.tree[p] for p in paths if p in version.tree}
+    tree = (
+        version.tree if paths is None else {p: version.tree[p] for p in paths if p in version.tree}
+    )
     texts = blob_texts(shas=list(tree.values()))
     return {path: texts[sha] for path, sha in sorted(tree.items())}
 
@@ -62,7 +66,9 @@ def label_history(*, harness: Harness, limit: int = 100) -> QuerySet[LabelMove]:
     )
 
 
-def draft_list(*, harness: Harness | None = None, owner=None, status: str | None = Draft.OPEN) -> QuerySet[Draft]:
+def draft_list(
+    *, harness: Harness | None = None, owner=None, status: str | None = Draft.OPEN
+) -> QuerySet[Draft]:
     drafts = Draft.objects.select_related("harness", "base_version", "owner").defer("files")
     if harness is not None:
         drafts = drafts.filter(harness=harness)
@@ -95,4 +101,8 @@ def draft_open_conflicts(*, draft: Draft) -> QuerySet[DraftConflict]:
 
 def label_production(*, harness_id: int) -> Label | None:
     """The production label of a Harness, with its version; None before anything was promoted."""
-    return Label.objects.select_related("version").filter(harness_id=harness_id, name=Label.PRODUCTION).first()
+    return (
+        Label.objects.select_related("version")
+        .filter(harness_id=harness_id, name=Label.PRODUCTION)
+        .first()
+    )

@@ -82,17 +82,26 @@ def draft_skill_import(
         if current.revision != base_revision:
             raise StudioError("the draft changed since you opened it; reload it and import again")
         try:
-            imported = skill_import(source, bundle_files=current.files, kind=kind, ask_kind=ASK_KIND)
+            imported = skill_import(
+                source, bundle_files=current.files, kind=kind, ask_kind=ASK_KIND
+            )
         except SkillImportError as error:
             problems += error.problems
         else:  # the bundle path rule, as at every other door
-            problems += [Problem(path, 0, "(file)", refused) for path in imported.files
-                         if (refused := path_problem(path))]
+            problems += [
+                Problem(path, 0, "(file)", refused)
+                for path in imported.files
+                if (refused := path_problem(path))
+            ]
         if problems:
             raise InvalidBundle(sorted(set(problems)))
         files = {**current.files, **imported.files}
-        draft_files_store(draft=current, files=files, problems=problems_to_json(bundle_problems(files)),
-                          actor=actor)
+        draft_files_store(
+            draft=current,
+            files=files,
+            problems=problems_to_json(bundle_problems(files)),
+            actor=actor,
+        )
     audit_record(
         actor=actor,
         action="draft.import_skill",

@@ -16,15 +16,33 @@ urlpatterns = [
     path("h/<slug:name>/diff/", views.version_diff_view, name="version_diff"),
     path("h/<slug:name>/diff/summary/", views.version_diff_summary, name="version_diff_summary"),
     path("h/<slug:name>/labels/move/", views.label_move_view, name="label_move"),
-    path("h/<slug:name>/labels/<slug:label>/rollback/", views.label_rollback_view, name="label_rollback"),
+    path(
+        "h/<slug:name>/labels/<slug:label>/rollback/",
+        views.label_rollback_view,
+        name="label_rollback",
+    ),
     path("h/<slug:name>/drafts/new/", editor_views.draft_create_view, name="draft_create"),
     path("drafts/<int:draft_id>/", editor_views.draft_edit, name="draft_edit"),
     path("drafts/<int:draft_id>/save/", editor_views.draft_save, name="draft_save"),
     path("drafts/<int:draft_id>/preview/", editor_views.draft_preview, name="draft_preview"),
-    path("drafts/<int:draft_id>/skills/add/", editor_views.draft_skill_add_view, name="draft_skill_add"),
-    path("drafts/<int:draft_id>/skills/import/", editor_views.draft_skill_import_view, name="draft_skill_import"),
-    path("drafts/<int:draft_id>/hooks/add/", editor_views.draft_hook_add_view, name="draft_hook_add"),
-    path("drafts/<int:draft_id>/files/delete/", editor_views.draft_file_delete_view, name="draft_file_delete"),
+    path(
+        "drafts/<int:draft_id>/skills/add/",
+        editor_views.draft_skill_add_view,
+        name="draft_skill_add",
+    ),
+    path(
+        "drafts/<int:draft_id>/skills/import/",
+        editor_views.draft_skill_import_view,
+        name="draft_skill_import",
+    ),
+    path(
+        "drafts/<int:draft_id>/hooks/add/", editor_views.draft_hook_add_view, name="draft_hook_add"
+    ),
+    path(
+        "drafts/<int:draft_id>/files/delete/",
+        editor_views.draft_file_delete_view,
+        name="draft_file_delete",
+    ),
     path("drafts/<int:draft_id>/changes/", editor_views.draft_changes, name="draft_changes"),
     path("drafts/<int:draft_id>/commit/", editor_views.draft_commit_view, name="draft_commit"),
     path("drafts/<int:draft_id>/discard/", editor_views.draft_discard_view, name="draft_discard"),

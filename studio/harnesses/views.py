@@ -61,7 +61,9 @@ def home(request):
 @requires("studio.view")
 def harness_detail(request, name: str):
     harness = harness_or_404(name)
-    versions = Paginator(selectors.version_list(harness=harness), VERSIONS_PER_PAGE).get_page(request.GET.get("page"))
+    versions = Paginator(selectors.version_list(harness=harness), VERSIONS_PER_PAGE).get_page(
+        request.GET.get("page")
+    )
     return render(
         request,
         "harnesses/harness_detail.html",
@@ -102,10 +104,16 @@ def harness_import(request):
                 messages.error(request, problem)
         else:
             try:
-                result = harness_import_zip(data=form.cleaned_data["bundle"].read(), author=request.user,
-                                            message=form.cleaned_data["message"], max_bytes=settings.MAX_IMPORT_BYTES)
+                result = harness_import_zip(
+                    data=form.cleaned_data["bundle"].read(),
+                    author=request.user,
+                    message=form.cleaned_data["message"],
+                    max_bytes=settings.MAX_IMPORT_BYTES,
+                )
             except InvalidBundle as error:
-                return render(request, "harnesses/import.html", {"problems": error.problems}, status=400)
+                return render(
+                    request, "harnesses/import.html", {"problems": error.problems}, status=400
+                )
             except (BundleArchiveError, StudioError) as error:
                 messages.error(request, str(error))
             else:
@@ -113,7 +121,11 @@ def harness_import(request):
                     messages.success(request, f"Imported {result.version}.")
                 else:
                     messages.info(request, f"Nothing new: these files are {result.version}.")
-                return redirect("harnesses:version_detail", name=result.harness.name, number=result.version.number)
+                return redirect(
+                    "harnesses:version_detail",
+                    name=result.harness.name,
+                    number=result.version.number,
+                )
         return render(request, "harnesses/import.html", {}, status=400)
     return render(request, "harnesses/import.html", {})
 
@@ -169,7 +181,9 @@ def version_diff_view(request, name: str):
         new_number = parse_int(request.GET.get("b") or str(latest.number), field="b")
         new = version_or_404(harness, new_number)
         default_old = new.parent.number if new.parent else new.number
-        old = version_or_404(harness, parse_int(request.GET.get("a") or str(default_old), field="a"))
+        old = version_or_404(
+            harness, parse_int(request.GET.get("a") or str(default_old), field="a")
+        )
     except StudioError as error:
         return HttpResponseBadRequest(str(error))
     mode = "split" if request.GET.get("mode") == "split" else "unified"
@@ -177,7 +191,14 @@ def version_diff_view(request, name: str):
     return render(
         request,
         "harnesses/version_diff.html",
-        {"harness": harness, "old": old, "new": new, "changes": version_diff(old=old, new=new), "mode": mode, "numbers": numbers},
+        {
+            "harness": harness,
+            "old": old,
+            "new": new,
+            "changes": version_diff(old=old, new=new),
+            "mode": mode,
+            "numbers": numbers,
+        },
     )
 
 
@@ -204,10 +225,21 @@ def label_move_view(request, name: str):
         name = move["label"]
         version = version_or_404(harness, move["version"])
         if name == Label.PRODUCTION:  # through the release gates (studio.evolution.decisions)
-            production_promote(harness=harness, version=version, actor=request.user, reason=move["reason"],
-                               override_reason=move["override_reason"])
+            production_promote(
+                harness=harness,
+                version=version,
+                actor=request.user,
+                reason=move["reason"],
+                override_reason=move["override_reason"],
+            )
         else:
-            label_move(harness=harness, name=name, version=version, actor=request.user, reason=move["reason"])
+            label_move(
+                harness=harness,
+                name=name,
+                version=version,
+                actor=request.user,
+                reason=move["reason"],
+            )
     except StudioError as error:
         messages.error(request, str(error))
     except PermissionDenied as error:
@@ -215,17 +247,24 @@ def label_move_view(request, name: str):
         return redirect("harnesses:harness_detail", name=harness.name)
     else:
         messages.success(request, f"{name} now points at v{version.number}.")
-    return redirect_to_next(request, fallback=reverse("harnesses:harness_detail", args=[harness.name]))
+    return redirect_to_next(
+        request, fallback=reverse("harnesses:harness_detail", args=[harness.name])
+    )
 
 
 @require_POST
 @requires("label.move")
 def label_rollback_view(request, name: str, label: str):
     harness = harness_or_404(name)
-    target = found_or_404(Label.objects.get, f"{harness.name} has no label {label!r}", harness=harness, name=label)
+    target = found_or_404(
+        Label.objects.get, f"{harness.name} has no label {label!r}", harness=harness, name=label
+    )
     try:
-        moved = label_rollback(label=target, actor=request.user,
-                               reason=valid_data(ReasonForm(request.POST), error=StudioError)["reason"])
+        moved = label_rollback(
+            label=target,
+            actor=request.user,
+            reason=valid_data(ReasonForm(request.POST), error=StudioError)["reason"],
+        )
     except (StudioError, PermissionDenied) as error:
         messages.error(request, str(error))
     else:

@@ -20,7 +20,8 @@ class JobsConfig(AppConfig):
                     if error.name != f"{config.name}.job_kinds":
                         raise
         import_module("studio.jobs.signals")
-        # SQLite: a statement that meets another process's write lock waits and runs again (studio/dblocks.py)
+        # SQLite: a statement that meets another process's write lock waits and runs again
+        # (studio/dblocks.py)
         from django.db.backends.signals import connection_created
 
         from studio.dblocks import install

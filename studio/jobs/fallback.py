@@ -22,10 +22,13 @@ def mostly_fell_back(fallback: int, n: int) -> bool:
 
 
 def fallback_flag(*, counts: Iterable[tuple[str, int, int]], unit: str = "request") -> str:
-    """'Mostly fallback: live_qa: 5 of 5 cases fell back' over the scopes ``(name, fell back, of)`` where more
-    than half did (a scope named "" is the whole run); "" when none did."""
-    parts = [f"{name}: {fallback} of {n}" if name else f"{fallback} of {n}"
-             for name, fallback, n in counts if mostly_fell_back(fallback, n)]
+    """'Mostly fallback: live_qa: 5 of 5 cases fell back' over the scopes ``(name, fell back, of)``
+    where more than half did (a scope named "" is the whole run); "" when none did."""
+    parts = [
+        f"{name}: {fallback} of {n}" if name else f"{fallback} of {n}"
+        for name, fallback, n in counts
+        if mostly_fell_back(fallback, n)
+    ]
     if not parts:
         return ""
     plural = "" if len(parts) == 1 and parts[0].endswith(" of 1") else "s"
@@ -33,18 +36,32 @@ def fallback_flag(*, counts: Iterable[tuple[str, int, int]], unit: str = "reques
 
 
 def summary_flag(summaries: dict[str, Any]) -> str:
-    """The flag over evaluation summaries by name (each with ``evaluation.summary``'s ``outcomes``; the name
-    "" is the whole run): 'Mostly fallback: live_qa: 5 of 5 cases fell back'."""
-    return fallback_flag(counts=[(name, s["outcomes"].get("fallback", 0), s["outcomes"].get("n", 0))
-                                 for name, s in summaries.items()
-                                 if isinstance(s, dict) and isinstance(s.get("outcomes"), dict)], unit="case")
+    """The flag over evaluation summaries by name (each with ``evaluation.summary``'s ``outcomes``;
+    the name "" is the whole run): 'Mostly fallback: live_qa: 5 of 5 cases fell back'."""
+    return fallback_flag(
+        counts=[
+            (name, s["outcomes"].get("fallback", 0), s["outcomes"].get("n", 0))
+            for name, s in summaries.items()
+            if isinstance(s, dict) and isinstance(s.get("outcomes"), dict)
+        ],
+        unit="case",
+    )
 
 
 def replay_flag(levels: dict[str, Any]) -> str:
-    """The flag over a replay's levels (``serving.metrics``: ``fallback_rate`` of ``n_measured`` requests):
-    'Mostly fallback: C=1: 3 of 3 requests fell back'."""
-    return fallback_flag(counts=[(f"C={level}", round((m.get("fallback_rate") or 0) * (m.get("n_measured") or 0)),
-                                  m.get("n_measured") or 0) for level, m in levels.items() if isinstance(m, dict)])
+    """The flag over a replay's levels (``serving.metrics``: ``fallback_rate`` of ``n_measured``
+    requests): 'Mostly fallback: C=1: 3 of 3 requests fell back'."""
+    return fallback_flag(
+        counts=[
+            (
+                f"C={level}",
+                round((m.get("fallback_rate") or 0) * (m.get("n_measured") or 0)),
+                m.get("n_measured") or 0,
+            )
+            for level, m in levels.items()
+            if isinstance(m, dict)
+        ]
+    )
 
 
 def fallback_first(text: str, *, flag: str) -> str:
@@ -60,6 +77,6 @@ def is_flagged(text: str) -> bool:
 
 
 def unflagged(text: str) -> str:
-    """The part of a flagged line after the headline ('5 of 5 cases fell back; ...'), for a page that shows
-    the headline as a badge."""
-    return text[len(HEADLINE) + 1:].lstrip() if is_flagged(text) else text
+    """The part of a flagged line after the headline ('5 of 5 cases fell back; ...'), for a page
+    that shows the headline as a badge."""
+    return text[len(HEADLINE) + 1 :].lstrip() if is_flagged(text) else text

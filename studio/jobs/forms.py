@@ -7,10 +7,14 @@ from django.conf import settings
 
 
 class WorkerCheckForm(forms.Form):
-    seconds = forms.CharField(required=False, strip=False, help_text="From 0.5 to WORKER_CHECK_MAX_S (not sent: 5).")
+    seconds = forms.CharField(
+        required=False, strip=False, help_text="From 0.5 to WORKER_CHECK_MAX_S (not sent: 5)."
+    )
 
     def clean_seconds(self) -> float:
-        raw = self.cleaned_data["seconds"] if "seconds" in self.data else "5"  # sent empty: refused, as typed
+        raw = (
+            self.cleaned_data["seconds"] if "seconds" in self.data else "5"
+        )  # sent empty: refused, as typed
         longest = settings.WORKER_CHECK_MAX_S
         try:
             seconds = float(raw)

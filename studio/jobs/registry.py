@@ -5,11 +5,11 @@ receives a JobContext (progress, log, params) and returns a JSON-able result.
 It raises JobFailed for a failure it can explain in one line; anything else it
 raises is a bug, logged with its traceback.
 
-A job's own status says whether the job ran (queued, running, ran, failed,
-cancelled); what the work did is a separate line, the kind's ``outcome`` of
-its result (a playground run that ran and whose agent fell back: "Mostly
-fallback: 1 of 1 request fell back", flagged first by studio.jobs.fallback). A kind whose title counts progress gives ``title``: the
-title is rewritten from the job at each progress report and when it ends.
+A job's own status says whether the job ran (queued, running, ran, failed, cancelled); what the work
+did is a separate line, the kind's ``outcome`` of its result (a playground run that ran and whose
+agent fell back: "Mostly fallback: 1 of 1 request fell back", flagged first by
+studio.jobs.fallback). A kind whose title counts progress gives ``title``: the title is rewritten
+from the job at each progress report and when it ends.
 
 A kind that would hold a worker for long (training, a deployment replay) names
 its ``queue``: "train" sends its jobs to the queue ``settings.CELERY_TRAIN_QUEUE``,
@@ -25,14 +25,15 @@ from typing import Any, Protocol
 
 
 class JobFailed(Exception):
-    """A failure the job kind has explained: the job fails with this one line, logged without a traceback."""
+    """A failure the job kind has explained: the job fails with this one line, logged without a
+    traceback."""
 
 
 class JobContext(Protocol):
     job_id: int
     params: dict[str, Any]
-    # True in a worker process of its own (not inline in the caller's thread, as eager runs and tests are):
-    # the job may start side threads and hand parts of its work to other workers.
+    # True in a worker process of its own (not inline in the caller's thread, as eager runs and
+    # tests are): the job may start side threads and hand parts of its work to other workers.
     in_worker: bool
 
     def progress(self, percent: int, message: str | None = None) -> None: ...
@@ -45,7 +46,8 @@ class JobKind:
     name: str
     label: str
     run: Callable[[JobContext], Any]
-    # How the job page shows a result: a template included with the context `present(result)` returns.
+    # How the job page shows a result: a template included with the context `present(result)`
+    # returns.
     result_template: str | None = None
     present: Callable[[Any], dict] | None = None
     # What the work did, in a few words, from the job's result ("" when there is nothing to say).
@@ -54,21 +56,26 @@ class JobKind:
     title: Callable[[Any], str] | None = None
     # "" for the default queue, or a key of QUEUES (the queue's name comes from the settings).
     queue: str = ""
-    # A permission (a key of studio.accounts.roles.PERMISSIONS) whose holders may cancel anyone's job
-    # of this kind, beside its starter and job.cancel_any ("" when only those two may).
+    # A permission (a key of studio.accounts.roles.PERMISSIONS) whose holders may cancel anyone's
+    # job of this kind, beside its starter and job.cancel_any ("" when only those two may).
     cancel_permission: str = ""
 
     def outcome_of(self, result: Any) -> str:
         return (self.outcome or agent_outcome)(result) if result else ""
 
 
-AGENT_OUTCOMES = {"replied": "the agent replied", "fallback": "the agent fell back",
-                  "suppressed": "the agent's reply was suppressed", "silent": "the agent stayed silent"}
+AGENT_OUTCOMES = {
+    "replied": "the agent replied",
+    "fallback": "the agent fell back",
+    "suppressed": "the agent's reply was suppressed",
+    "silent": "the agent stayed silent",
+}
 
 
 def agent_outcome(result: Any) -> str:
-    """What the agent did, for a result that carries its trajectory (``{"trajectory": {"outcome": ...}}``);
-    a request that fell back is flagged as every run that mostly fell back is (studio.jobs.fallback)."""
+    """What the agent did, for a result that carries its trajectory (``{"trajectory": {"outcome":
+    ...}}``); a request that fell back is flagged as every run that mostly fell back is
+    (studio.jobs.fallback)."""
     from studio.jobs.fallback import fallback_flag
 
     trajectory = result.get("trajectory") if isinstance(result, dict) else None
@@ -93,8 +100,14 @@ def queue_of(kind: JobKind) -> str | None:
 
 
 def job_kind(
-    name: str, *, label: str, result_template: str | None = None, present: Callable[[Any], dict] | None = None,
-    outcome: Callable[[Any], str] | None = None, title: Callable[[Any], str] | None = None, queue: str = "",
+    name: str,
+    *,
+    label: str,
+    result_template: str | None = None,
+    present: Callable[[Any], dict] | None = None,
+    outcome: Callable[[Any], str] | None = None,
+    title: Callable[[Any], str] | None = None,
+    queue: str = "",
     cancel_permission: str = "",
 ) -> Callable:
     if queue and queue not in QUEUES:
@@ -103,9 +116,17 @@ def job_kind(
     def register(run: Callable[[JobContext], Any]) -> Callable[[JobContext], Any]:
         if name in JOB_KINDS and JOB_KINDS[name].run is not run:
             raise ValueError(f"job kind {name!r} is registered twice")
-        JOB_KINDS[name] = JobKind(name=name, label=label, run=run, result_template=result_template, present=present,
-                                  outcome=outcome, title=title, queue=queue,
-                                  cancel_permission=cancel_permission)
+        JOB_KINDS[name] = JobKind(
+            name=name,
+            label=label,
+            run=run,
+            result_template=result_template,
+            present=present,
+            outcome=outcome,
+            title=title,
+            queue=queue,
+            cancel_permission=cancel_permission,
+        )
         return run
 
     return register

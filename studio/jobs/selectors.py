@@ -21,8 +21,9 @@ def job_get(*, job_id: int) -> Job:
 
 
 def job_title(*, job: Job) -> str:
-    """The job's title as it stands now: a kind whose title counts progress (JobKind.title) is counted at
-    this read, so the title never says fewer scored cases than the page beside it; the stored title else."""
+    """The job's title as it stands now: a kind whose title counts progress (JobKind.title) is
+    counted at this read, so the title never says fewer scored cases than the page beside it; the
+    stored title else."""
     from studio.jobs.registry import JOB_KINDS
 
     kind = JOB_KINDS.get(job.kind)
@@ -41,7 +42,8 @@ def jobs_titled(jobs) -> list[Job]:
 
 @dataclass
 class QueueWait:
-    """Why a queued job waits: its place in its queue and the jobs the queue's workers are running now."""
+    """Why a queued job waits: its place in its queue and the jobs the queue's workers are running
+    now."""
 
     queue: str  # the Celery queue's name ("celery", the default, or the train queue's)
     position: int  # 1: it is the next one a free worker takes
@@ -54,15 +56,19 @@ class QueueWait:
         place = f"number {self.position} of {self.queued} waiting in the {self.queue} queue"
         if not self.running:
             # nothing of this queue runs, so no worker has taken its jobs: there may be none
-            return f"{place}; no worker is running a job of this queue (start one with {self.start_command})"
+            return (
+                f"{place}; no worker is running a job of this "
+                f"queue (start one with {self.start_command})"
+            )
         busy = ", ".join(f"job #{j.pk} ({j.title})" for j in self.running[:3])
         more = f" and {len(self.running) - 3} more" if len(self.running) > 3 else ""
         return f"{place}; its workers are busy with {busy}{more}"
 
 
 def job_wait(*, job: Job) -> QueueWait | None:
-    """Where a queued job stands in its queue (None once it is not queued): the jobs of the kinds sharing its
-    queue that were queued before it, and those running now (jobs run in the order they were queued)."""
+    """Where a queued job stands in its queue (None once it is not queued): the jobs of the kinds
+    sharing its queue that were queued before it, and those running now (jobs run in the order they
+    were queued)."""
     from django.conf import settings
 
     from studio.jobs.registry import JOB_KINDS, queue_of
@@ -74,17 +80,25 @@ def job_wait(*, job: Job) -> QueueWait | None:
     same_queue = [name for name, k in JOB_KINDS.items() if queue_of(k) == queue]
     jobs = Job.objects.filter(kind__in=same_queue).defer("log_tail", "result", "params")
     waiting = jobs.filter(status=Job.QUEUED)
-    ahead = waiting.filter(created_at__lt=job.created_at).count() + waiting.filter(
-        created_at=job.created_at, pk__lt=job.pk).count()
+    ahead = (
+        waiting.filter(created_at__lt=job.created_at).count()
+        + waiting.filter(created_at=job.created_at, pk__lt=job.pk).count()
+    )
     running = list(jobs.filter(status=Job.RUNNING).order_by("started_at", "pk"))
     name = queue or getattr(settings, "CELERY_TASK_DEFAULT_QUEUE", "") or "celery"
-    return QueueWait(queue=name, position=ahead + 1, queued=waiting.count(), running=running,
-                     start_command="celery -A studio worker" + (f" --queues {queue}" if queue else ""))
+    return QueueWait(
+        queue=name,
+        position=ahead + 1,
+        queued=waiting.count(),
+        running=running,
+        start_command="celery -A studio worker" + (f" --queues {queue}" if queue else ""),
+    )
 
 
 def job_silent_s(*, job: Job, now=None) -> float | None:
-    """Seconds a running job's heartbeat is past its lease (None while it beats, or when not running): a
-    page says so; the reaper (beat, ``reap-stale-jobs``) marks it failed, never a page's GET."""
+    """Seconds a running job's heartbeat is past its lease (None while it beats, or when not
+    running): a page says so; the reaper (beat, ``reap-stale-jobs``) marks it failed, never a page's
+    GET."""
     from django.conf import settings
     from django.utils import timezone
 

@@ -35,8 +35,8 @@ class UnknownJobKind(ValueError):
 
 
 class JobQuotaExceeded(Exception):
-    """A person already has as many jobs queued or running as JOB_QUOTA_PER_USER allows; the message names the
-    limit and those jobs (studio.limits answers it with a 429 wherever it is raised)."""
+    """A person already has as many jobs queued or running as JOB_QUOTA_PER_USER allows; the message
+    names the limit and those jobs (studio.limits answers it with a 429 wherever it is raised)."""
 
 
 class JobCancelled(Exception):
@@ -52,19 +52,34 @@ def worker_identity(*, node: str | None = None) -> str:
     return f"{node or socket.gethostname()} pid {os.getpid()}"
 
 
-def job_create(*, kind: str, title: str, params: dict[str, Any], created_by: User | None,
-               automatic: bool = False) -> Job:
+def job_create(
+    *,
+    kind: str,
+    title: str,
+    params: dict[str, Any],
+    created_by: User | None,
+    automatic: bool = False,
+) -> Job:
     """Persist a queued job and send it to the worker once the transaction commits.
 
     A person's job counts against their quota (``JOB_QUOTA_PER_USER`` queued or running at once;
-    JobQuotaExceeded past it); an ``automatic`` one (a follow-on the studio queues itself) does not, and
-    it waits while a person's job is queued on its queue (``job_run``)."""
+    JobQuotaExceeded past it); an ``automatic`` one (a follow-on the studio queues itself) does not,
+    and it waits while a person's job is queued on its queue (``job_run``)."""
     if kind not in JOB_KINDS:
-        raise UnknownJobKind(f"kind: {kind!r} is not a job kind; known: {', '.join(sorted(JOB_KINDS))}")
+        raise UnknownJobKind(
+            f"kind: {kind!r} is not a job kind; known: {', '.join(sorted(JOB_KINDS))}"
+        )
     if created_by is not None and not automatic:
         _check_quota(created_by)
-    job = Job.objects.create(kind=kind, title=title[:200], params=params, created_by=created_by, automatic=automatic)
-    audit_record(actor=created_by, action="job.create", target=f"job #{job.pk} {kind}", data={"title": job.title})
+    job = Job.objects.create(
+        kind=kind, title=title[:200], params=params, created_by=created_by, automatic=automatic
+    )
+    audit_record(
+        actor=created_by,
+        action="job.create",
+        target=f"job #{job.pk} {kind}",
+        data={"title": job.title},
+    )
     transaction.on_commit(lambda: job_enqueue(job_id=job.pk))
     return job
 
@@ -73,16 +88,23 @@ def _check_quota(user: User) -> None:
     limit = settings.JOB_QUOTA_PER_USER
     if not limit:
         return
-    active = list(Job.objects.filter(created_by=user, automatic=False, status__in=Job.ACTIVE).order_by("pk")[:limit])
+    active = list(
+        Job.objects.filter(created_by=user, automatic=False, status__in=Job.ACTIVE).order_by("pk")[
+            :limit
+        ]
+    )
     if len(active) >= limit:
         listed = ", ".join(f"#{job.pk} {job.title} ({job.status})" for job in active)
-        raise JobQuotaExceeded(f"jobs: {user.username} already has {len(active)} jobs queued or running, the limit "
-                               f"per user (JOB_QUOTA_PER_USER={limit}): {listed}; wait for one to finish or cancel "
-                               "one, then start this again")
+        raise JobQuotaExceeded(
+            f"jobs: {user.username} already has {len(active)} jobs queued or running, the limit "
+            f"per user (JOB_QUOTA_PER_USER={limit}): {listed}; wait for one to finish or cancel "
+            "one, then start this again"
+        )
 
 
 def _waits_for_a_person(job: Job) -> bool:
-    """An automatic job yields while a person's job is queued on its queue (it is sent again a little later)."""
+    """An automatic job yields while a person's job is queued on its queue (it is sent again a
+    little later)."""
     if not job.automatic:
         return False
     queue = queue_of(JOB_KINDS[job.kind])
@@ -91,7 +113,8 @@ def _waits_for_a_person(job: Job) -> bool:
 
 
 def job_enqueue(*, job_id: int) -> None:
-    """Hand the job to Celery (on its kind's queue); if the broker cannot be reached the job fails saying so."""
+    """Hand the job to Celery (on its kind's queue); if the broker cannot be reached the job fails
+    saying so."""
     from studio.jobs.tasks import run_job
 
     kind = JOB_KINDS.get(Job.objects.filter(pk=job_id).values_list("kind", flat=True).first() or "")
@@ -148,8 +171,9 @@ class _Context:
 
 
 class Heartbeat(threading.Thread):
-    """A side thread that calls ``beat()`` every ``interval_s`` seconds until ``stopped`` is set (a lease's
-    sign of life: a job's, an evaluation chunk's); it closes its own database connection when it ends."""
+    """A side thread that calls ``beat()`` every ``interval_s`` seconds until ``stopped`` is set (a
+    lease's sign of life: a job's, an evaluation chunk's); it closes its own database connection
+    when it ends."""
 
     def __init__(self, beat, *, interval_s: float, name: str):
         super().__init__(name=name, daemon=True)
@@ -165,12 +189,18 @@ class Heartbeat(threading.Thread):
 
 
 def _job_heartbeat(job_id: int, interval_s: float) -> Heartbeat:
-    return Heartbeat(lambda: Job.objects.filter(pk=job_id, status=Job.RUNNING).update(heartbeat_at=timezone.now()),
-                     interval_s=interval_s, name=f"job-{job_id}-heartbeat")
+    return Heartbeat(
+        lambda: Job.objects.filter(pk=job_id, status=Job.RUNNING).update(
+            heartbeat_at=timezone.now()
+        ),
+        interval_s=interval_s,
+        name=f"job-{job_id}-heartbeat",
+    )
 
 
 def _retitle(job_id: int) -> None:
-    """Rewrite the title of a kind whose title counts progress (JobKind.title), so it never says stale counts."""
+    """Rewrite the title of a kind whose title counts progress (JobKind.title), so it never says
+    stale counts."""
     job = Job.objects.filter(pk=job_id).only("pk", "kind", "title", "params", "status").first()
     kind = JOB_KINDS.get(job.kind) if job is not None else None
     if kind is None or kind.title is None:
@@ -180,11 +210,15 @@ def _retitle(job_id: int) -> None:
         Job.objects.filter(pk=job_id).update(title=title)
 
 
-def _finish(*, job_id: int, status: str, error: str = "", result: Any = None, only_from=(Job.RUNNING,)) -> bool:
+def _finish(
+    *, job_id: int, status: str, error: str = "", result: Any = None, only_from=(Job.RUNNING,)
+) -> bool:
     values: dict[str, Any] = {"status": status, "finished_at": timezone.now(), "error": error}
     if status == Job.SUCCEEDED:
         values.update(progress=100, result=result)
-        kind = JOB_KINDS.get(Job.objects.filter(pk=job_id).values_list("kind", flat=True).first() or "")
+        kind = JOB_KINDS.get(
+            Job.objects.filter(pk=job_id).values_list("kind", flat=True).first() or ""
+        )
         values["outcome"] = kind.outcome_of(result)[:300] if kind is not None else ""
     finished = bool(Job.objects.filter(pk=job_id, status__in=only_from).update(**values))
     if finished:
@@ -225,7 +259,10 @@ def job_run(*, job_id: int, worker: str | None = None, heartbeat: bool = True) -
         result = JOB_KINDS[job.kind].run(context)
     except JobCancelled:
         job = Job.objects.select_related("cancelled_by").get(pk=job_id)
-        reason = f"cancelled by {job.cancelled_by or 'someone'} at {job.cancel_requested_at:%H:%M:%S} UTC"
+        reason = (
+            f"cancelled by {job.cancelled_by or 'someone'} "
+            f"at {job.cancel_requested_at:%H:%M:%S} UTC"
+        )
         _append_log(job_id, f"stopped: {reason}")
         _finish(job_id=job_id, status=Job.CANCELLED, error=reason)
     except JobFailed as failure:
@@ -246,7 +283,8 @@ def job_run(*, job_id: int, worker: str | None = None, heartbeat: bool = True) -
 
 def job_can_cancel(*, job: Job, user) -> bool:
     """Whether ``user`` may cancel ``job``: the one who started it, whoever may cancel any job, or
-    whoever holds its kind's ``cancel_permission`` (ML engineers stop each other's training runs)."""
+    whoever holds its kind's ``cancel_permission`` (ML engineers stop each other's training
+    runs)."""
     from studio.accounts.roles import user_can
     from studio.jobs.registry import JOB_KINDS
 
@@ -261,7 +299,8 @@ def job_can_cancel(*, job: Job, user) -> bool:
 def job_cancel(*, job: Job, actor: User) -> Job:
     """Stop a job: a queued one ends now; a running one stops at its next progress or log report.
 
-    Whatever it finished before then stays (an evaluation run keeps its scored cases and can be resumed).
+    Whatever it finished before then stays (an evaluation run keeps its scored cases and can be
+    resumed).
     """
     if not job_can_cancel(job=job, user=actor):
         if not job.is_active:
@@ -270,21 +309,42 @@ def job_cancel(*, job: Job, actor: User) -> Job:
         from studio.jobs.registry import JOB_KINDS
 
         kind = JOB_KINDS.get(job.kind)
-        others = sorted(PERMISSIONS.get(kind.cancel_permission if kind else "", frozenset()) - {"admin"})
-        who = "they or an admin" if not others else "they, an admin or " + " or ".join(ROLE_NAMES[r] for r in others)
-        raise JobNotCancellable(f"job #{job.pk} was started by {job.created_by or 'the system'}; "
-                                f"only {who} may cancel it")
+        others = sorted(
+            PERMISSIONS.get(kind.cancel_permission if kind else "", frozenset()) - {"admin"}
+        )
+        who = (
+            "they or an admin"
+            if not others
+            else "they, an admin or " + " or ".join(ROLE_NAMES[r] for r in others)
+        )
+        raise JobNotCancellable(
+            f"job #{job.pk} was started by {job.created_by or 'the system'}; "
+            f"only {who} may cancel it"
+        )
     now = timezone.now()
-    Job.objects.filter(pk=job.pk, status__in=Job.ACTIVE).update(cancel_requested_at=now, cancelled_by=actor)
-    if _finish(job_id=job.pk, status=Job.CANCELLED, error=f"cancelled by {actor} before it started",
-               only_from=(Job.QUEUED,)):
+    Job.objects.filter(pk=job.pk, status__in=Job.ACTIVE).update(
+        cancel_requested_at=now, cancelled_by=actor
+    )
+    if _finish(
+        job_id=job.pk,
+        status=Job.CANCELLED,
+        error=f"cancelled by {actor} before it started",
+        only_from=(Job.QUEUED,),
+    ):
         _append_log(job.pk, f"cancelled by {actor} before a worker took it")
         from studio.jobs.events import job_cancelled
 
-        job_cancelled.send(sender=Job, job_id=job.pk, reason=f"cancelled by {actor} before it started")
+        job_cancelled.send(
+            sender=Job, job_id=job.pk, reason=f"cancelled by {actor} before it started"
+        )
     else:
         _append_log(job.pk, f"cancel requested by {actor}; the job stops at its next report")
-    audit_record(actor=actor, action="job.cancel", target=f"job #{job.pk} {job.kind}", data={"status": job.status})
+    audit_record(
+        actor=actor,
+        action="job.cancel",
+        target=f"job #{job.pk} {job.kind}",
+        data={"status": job.status},
+    )
     return Job.objects.get(pk=job.pk)
 
 
@@ -292,7 +352,9 @@ def job_reap_stale(*, job: Job | None = None, now=None) -> int:
     """Mark running jobs whose heartbeat is older than JOB_LEASE_S as failed, with the reason."""
     now = now or timezone.now()
     deadline = now - timedelta(seconds=settings.JOB_LEASE_S)
-    stale = Job.objects.filter(status=Job.RUNNING).filter(Q(heartbeat_at__lt=deadline) | Q(heartbeat_at__isnull=True))
+    stale = Job.objects.filter(status=Job.RUNNING).filter(
+        Q(heartbeat_at__lt=deadline) | Q(heartbeat_at__isnull=True)
+    )
     if job is not None:
         stale = stale.filter(pk=job.pk)
     reaped = 0
@@ -304,7 +366,9 @@ def job_reap_stale(*, job: Job | None = None, now=None) -> int:
         )
         if _finish(job_id=row.pk, status=Job.FAILED, error=reason):
             _append_log(row.pk, reason)
-            audit_record(actor=None, action="job.reaped", target=f"job #{row.pk}", data={"reason": reason})
+            audit_record(
+                actor=None, action="job.reaped", target=f"job #{row.pk}", data={"reason": reason}
+            )
             reaped += 1
     return reaped
 

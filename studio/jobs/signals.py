@@ -15,7 +15,6 @@ from celery.signals import (
 logger = logging.getLogger(__name__)
 
 
-
 @worker_ready.connect
 def reap_on_worker_start(**_kwargs) -> None:
     """A (re)started worker fails the jobs whose worker died without a word."""
@@ -33,16 +32,19 @@ def fail_on_shutdown(sender=None, sig=None, how=None, **_kwargs) -> None:
         return  # a warm shutdown lets the running job finish
     from studio.jobs.services import job_fail_for_worker
 
-    job_fail_for_worker(node=str(sender), reason=f"the worker shut down ({sig}) while the job was running")
+    job_fail_for_worker(
+        node=str(sender), reason=f"the worker shut down ({sig}) while the job was running"
+    )
 
 
 @worker_shutdown.connect
 @worker_process_shutdown.connect
 def stop_llama_calls(**_kwargs) -> None:
-    """A worker process that ran the llama.cpp route stops its calls and joins their threads before it exits
-    (a call cut at its budget is still inside llama.cpp for up to a prefill batch, and a process that exits
-    then aborts). ``worker_shutdown``: the worker's main process (the solo pool); ``worker_process_shutdown``:
-    a prefork child, which ends with ``os._exit`` and never runs the interpreter's exit handlers."""
+    """A worker process that ran the llama.cpp route stops its calls and joins their threads before
+    it exits (a call cut at its budget is still inside llama.cpp for up to a prefill batch, and a
+    process that exits then aborts). ``worker_shutdown``: the worker's main process (the solo pool);
+    ``worker_process_shutdown``: a prefork child, which ends with ``os._exit`` and never runs the
+    interpreter's exit handlers."""
     llama = sys.modules.get("serving.llama_cpp")  # loaded only where a job used the route
     if llama is not None:
         llama.close_all()

@@ -9,7 +9,11 @@ from celery import shared_task
 def run_job(self, job_id: int) -> None:
     from studio.jobs.services import job_run, worker_identity
 
-    job_run(job_id=job_id, worker=worker_identity(node=self.request.hostname), heartbeat=not self.request.is_eager)
+    job_run(
+        job_id=job_id,
+        worker=worker_identity(node=self.request.hostname),
+        heartbeat=not self.request.is_eager,
+    )
 
 
 @shared_task(name="studio.jobs.tasks.reap_stale_jobs", ignore_result=True)

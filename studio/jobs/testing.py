@@ -42,7 +42,8 @@ def current_database_url() -> str:
         return f"sqlite:///{Path(db['NAME']).resolve()}"
     if db["ENGINE"].endswith("postgresql"):
         auth = f"{db['USER']}:{db['PASSWORD']}@" if db.get("USER") else ""
-        return f"postgres://{auth}{db.get('HOST') or '127.0.0.1'}:{db.get('PORT') or 5432}/{db['NAME']}"
+        host, port = db.get("HOST") or "127.0.0.1", db.get("PORT") or 5432
+        return f"postgres://{auth}{host}:{port}/{db['NAME']}"
     raise RuntimeError(f"no URL form for database engine {db['ENGINE']}")
 
 
@@ -60,15 +61,22 @@ class WorkerProcess:
 
 @contextmanager
 def celery_worker(
-    *, queue: str | None = None, heartbeat_s: float = 0.3, lease_s: float = 2.0, extra_env: dict | None = None,
-    node: str | None = None, also_queues: tuple[str, ...] = (), processes: int | None = None, beat: bool = False,
+    *,
+    queue: str | None = None,
+    heartbeat_s: float = 0.3,
+    lease_s: float = 2.0,
+    extra_env: dict | None = None,
+    node: str | None = None,
+    also_queues: tuple[str, ...] = (),
+    processes: int | None = None,
+    beat: bool = False,
 ) -> Iterator[WorkerProcess]:
     """Start `celery worker --pool solo` on a private queue; route this process's tasks there too.
 
-    Several workers share a queue when given the same ``queue`` and each its own ``node`` name
-    (the worker's node is ``<node>@<host>``; ``node`` defaults to the queue). ``also_queues``: more
-    queues the worker reads (a test's private train queue, ``CELERY_TRAIN_QUEUE``). ``processes``: the
-    prefork pool with that many worker processes instead of solo, and ``beat`` the beat schedule
+    Several workers share a queue when given the same ``queue`` and each its own ``node`` name (the
+    worker's node is ``<node>@<host>``; ``node`` defaults to the queue). ``also_queues``: more
+    queues the worker reads (a test's private train queue, ``CELERY_TRAIN_QUEUE``). ``processes``:
+    the prefork pool with that many worker processes instead of solo, and ``beat`` the beat schedule
     beside them, as ``scripts/demo.sh`` starts its worker.
     """
     from studio.celery import app
@@ -88,25 +96,52 @@ def celery_worker(
         "PYTHONPATH": str(ROOT),
         **(extra_env or {}),
     }
-    pool = ["--pool", "solo"] if processes is None else ["--pool", "prefork", "--concurrency", str(processes)]
+    pool = (
+        ["--pool", "solo"]
+        if processes is None
+        else ["--pool", "prefork", "--concurrency", str(processes)]
+    )
     if beat:
         pool += ["--beat", "--schedule", str(log_dir / f"beat-{node}")]
     command = [
-        sys.executable, "-m", "celery", "-A", "studio", "worker", *pool, "--queues", ",".join((queue, *also_queues)),
-        "--hostname", f"{node}@%h", "--without-gossip", "--without-mingle", "--loglevel", "INFO",
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "studio",
+        "worker",
+        *pool,
+        "--queues",
+        ",".join((queue, *also_queues)),
+        "--hostname",
+        f"{node}@%h",
+        "--without-gossip",
+        "--without-mingle",
+        "--loglevel",
+        "INFO",
     ]
     with open(log_path, "w") as log_file:
-        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log_file, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(
+            command, cwd=ROOT, env=env, stdout=log_file, stderr=subprocess.STDOUT
+        )
     worker = WorkerProcess(process, queue, log_path, node)
     previous = (app.conf.broker_url, app.conf.task_default_queue, app.conf.task_always_eager)
-    app.conf.broker_url, app.conf.task_default_queue, app.conf.task_always_eager = env["REDIS_URL"], queue, False
+    app.conf.broker_url, app.conf.task_default_queue, app.conf.task_always_eager = (
+        env["REDIS_URL"],
+        queue,
+        False,
+    )
     try:
         deadline = time.monotonic() + 120
         while " ready." not in worker.log():
             if process.poll() is not None:
-                raise RuntimeError(f"the Celery worker exited with {process.returncode}:\n{worker.log()[-3000:]}")
+                raise RuntimeError(
+                    f"the Celery worker exited with {process.returncode}:\n{worker.log()[-3000:]}"
+                )
             if time.monotonic() > deadline:
-                raise RuntimeError(f"the Celery worker did not become ready in 120 s:\n{worker.log()[-3000:]}")
+                raise RuntimeError(
+                    f"the Celery worker did not become ready in 120 s:\n{worker.log()[-3000:]}"
+                )
             time.sleep(0.2)
         yield worker
     finally:
@@ -118,12 +153,15 @@ def celery_worker(
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
-        for schedule in log_dir.glob(f"beat-{node}*"):  # the beat's schedule files (shelve: .dat, .dir, .bak)
+        for schedule in log_dir.glob(
+            f"beat-{node}*"
+        ):  # the beat's schedule files (shelve: .dat, .dir, .bak)
             schedule.unlink(missing_ok=True)
 
 
 def wait_for(predicate, *, timeout: float, what: str, interval: float = 0.05):
-    """The first truthy value of ``predicate()``, polled until ``timeout`` seconds; AssertionError naming ``what``."""
+    """The first truthy value of ``predicate()``, polled until ``timeout`` seconds; AssertionError
+    naming ``what``."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = predicate()

@@ -21,8 +21,13 @@ from studio.lookups import found_or_404
 def _job_context(job: Job, user=None) -> dict:
     """The job plus how its kind presents a result (e.g. a trajectory for playground runs)."""
     kind = JOB_KINDS.get(job.kind)
-    context = {"job": job, "result_template": None, "can_cancel": job_can_cancel(job=job, user=user),
-               "wait": selectors.job_wait(job=job), "silent_s": selectors.job_silent_s(job=job)}
+    context = {
+        "job": job,
+        "result_template": None,
+        "can_cancel": job_can_cancel(job=job, user=user),
+        "wait": selectors.job_wait(job=job),
+        "silent_s": selectors.job_silent_s(job=job),
+    }
     if kind is not None and kind.result_template and job.result is not None:
         context["result_template"] = kind.result_template
         context.update(kind.present(job.result) if kind.present else {"result": job.result})
@@ -39,8 +44,15 @@ def _job(job_id: int) -> Job:
 @requires("studio.view")
 def job_list(request):
     kind = request.GET.get("kind") or None
-    return render(request, "jobs/job_list.html", {"jobs": selectors.jobs_titled(selectors.job_list(kind=kind)),
-                                                  "kinds": JOB_KINDS, "kind": kind})
+    return render(
+        request,
+        "jobs/job_list.html",
+        {
+            "jobs": selectors.jobs_titled(selectors.job_list(kind=kind)),
+            "kinds": JOB_KINDS,
+            "kind": kind,
+        },
+    )
 
 
 @require_GET
@@ -55,8 +67,11 @@ def job_detail(request, job_id: int):
 def job_status(request, job_id: int):
     """The part of the job page that htmx polls; polling stops once the job has ended."""
     job = _job(job_id)
-    # the title too (out of band): a title that counts progress changes while the job runs and when it ends
-    response = render(request, "jobs/_job_status.html", {**_job_context(job, request.user), "oob_title": True})
+    # the title too (out of band): a title that counts progress changes while the job runs and when
+    # it ends
+    response = render(
+        request, "jobs/_job_status.html", {**_job_context(job, request.user), "oob_title": True}
+    )
     if not job.is_active:
         response["HX-Trigger"] = "job-finished"
     return response
@@ -65,13 +80,18 @@ def job_status(request, job_id: int):
 @require_POST
 @requires("studio.view")
 def job_cancel_view(request, job_id: int):
-    """Cancel a job (its starter or an admin); 403 with the reason for anyone else or an ended job."""
+    """Cancel a job (its starter or an admin); 403 with the reason for anyone else or an ended
+    job."""
     job = _job(job_id)
     try:
         job_cancel(job=job, actor=request.user)
     except JobNotCancellable as error:
-        response = render(request, "jobs/job_detail.html", {**_job_context(job, request.user),
-                                                            "cancel_error": str(error)}, status=403)
+        response = render(
+            request,
+            "jobs/job_detail.html",
+            {**_job_context(job, request.user), "cancel_error": str(error)},
+            status=403,
+        )
         return response
     return redirect("jobs:job_detail", job_id=job.pk)
 
@@ -88,5 +108,10 @@ def worker_check_start(request):
     if not form.is_valid():
         return HttpResponseBadRequest(form_problem(form), content_type="text/plain; charset=utf-8")
     seconds = form.cleaned_data["seconds"]
-    job = job_create(kind="worker_check", title=f"Worker check ({seconds:g} s)", params={"seconds": seconds}, created_by=request.user)
+    job = job_create(
+        kind="worker_check",
+        title=f"Worker check ({seconds:g} s)",
+        params={"seconds": seconds},
+        created_by=request.user,
+    )
     return redirect("jobs:job_detail", job_id=job.pk)

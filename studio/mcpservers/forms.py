@@ -14,5 +14,7 @@ class McpServerForm(forms.Form):
     command = TypedText(help_text="One argument per line.")
     url = TypedText()
     env = TypedText(help_text="NAME=value, one per line.")
-    pass_env = TypedText(help_text="Names of the worker's variables passed on, separated by spaces.")
+    pass_env = TypedText(
+        help_text="Names of the worker's variables passed on, separated by spaces."
+    )
     description = TypedText()

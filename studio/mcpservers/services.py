@@ -1,4 +1,5 @@
-"""Writes for registered MCP servers: save (validated by harness.mcp_registry's own schema), delete, the demo's.
+"""Writes for registered MCP servers: save (validated by harness.mcp_registry's own schema), delete,
+the demo's.
 
 Every change is an audit event with the server before and after. The audit log
 is readable by every role, so it records the names of fixed environment values,
@@ -28,11 +29,16 @@ DEMO_SERVER = "marketing"
 
 
 class McpServerFormError(ValueError):
-    """Fields of a server entry that are not valid: ``errors`` maps each form field to its messages."""
+    """Fields of a server entry that are not valid: ``errors`` maps each form field to its
+    messages."""
 
     def __init__(self, errors: dict[str, list[str]]):
         self.errors = errors
-        super().__init__("; ".join(f"{name}: {message}" for name, messages in errors.items() for message in messages))
+        super().__init__(
+            "; ".join(
+                f"{name}: {message}" for name, messages in errors.items() for message in messages
+            )
+        )
 
 
 def _lines(text: str) -> list[str]:
@@ -71,13 +77,14 @@ def _form_field(problem: Problem, name: str) -> str:
     prefix = f"servers.{name}"
     if not problem.field.startswith(prefix + "."):
         return "name"
-    rest = problem.field[len(prefix) + 1:]
+    rest = problem.field[len(prefix) + 1 :]
     field = rest.split(".", 1)[0].split("[", 1)[0]
     return field if field in FIELDS else "name"
 
 
 def mcp_server_entry_errors(*, name: str, entry: dict) -> dict[str, list[str]]:
-    """The registry's own rules (harness.mcp_registry.SCHEMA, then stdio/http needs) by form field."""
+    """The registry's own rules (harness.mcp_registry.SCHEMA, then stdio/http needs) by form
+    field."""
     data = {"servers": {name: entry}}
     problems = schema_problems(data, SCHEMA, linemap=LineMap(), file=FORM)
     if not problems:
@@ -91,13 +98,22 @@ def mcp_server_entry_errors(*, name: str, entry: dict) -> dict[str, list[str]]:
 def _snapshot(server: McpServer | None) -> dict | None:
     if server is None:
         return None
-    return {"transport": server.transport, "command": list(server.command), "url": server.url,
-            "env": sorted(server.env), "pass_env": list(server.pass_env), "description": server.description}
+    return {
+        "transport": server.transport,
+        "command": list(server.command),
+        "url": server.url,
+        "env": sorted(server.env),
+        "pass_env": list(server.pass_env),
+        "description": server.description,
+    }
 
 
 @transaction.atomic
-def mcp_server_save(*, server: McpServer | None, values: dict[str, str], actor: User | None) -> McpServer:
-    """Create or update a registered server from the form's text fields; nothing is saved when any is wrong.
+def mcp_server_save(
+    *, server: McpServer | None, values: dict[str, str], actor: User | None
+) -> McpServer:
+    """Create or update a registered server from the form's text fields; nothing is saved when any
+    is wrong.
 
     ``values``: name, transport, command (one argument per line), url, env (NAME=value per line),
     pass_env (names separated by spaces, commas or lines), description."""
@@ -115,8 +131,10 @@ def mcp_server_save(*, server: McpServer | None, values: dict[str, str], actor: 
     from_file, _problems = mcp_registry_file()
     if name in from_file.servers:
         errors.setdefault("name", []).append(
-            f"the HS_MCP_REGISTRY file ({mcp_registry_path()}) registers {name!r} and the file wins; "
-            "choose another name or change the file")
+            f"the HS_MCP_REGISTRY file ({mcp_registry_path()}) "
+            f"registers {name!r} and the file wins; "
+            "choose another name or change the file"
+        )
     if errors:
         raise McpServerFormError(errors)
     before = _snapshot(server)
@@ -132,19 +150,29 @@ def mcp_server_save(*, server: McpServer | None, values: dict[str, str], actor: 
     server.updated_by = actor
     server.save()
     data = {"before": before, "after": _snapshot(server)}
-    changed = sorted(k for k in set(old_env) | set(server.env) if old_env.get(k) != server.env.get(k))
+    changed = sorted(
+        k for k in set(old_env) | set(server.env) if old_env.get(k) != server.env.get(k)
+    )
     if before is not None and changed:
         data["env_values_changed"] = changed
-    audit_record(actor=actor, action="mcp_server.create" if before is None else "mcp_server.update",
-                 target=f"MCP server {server.name}", data=data)
+    audit_record(
+        actor=actor,
+        action="mcp_server.create" if before is None else "mcp_server.update",
+        target=f"MCP server {server.name}",
+        data=data,
+    )
     return server
 
 
 @transaction.atomic
 def mcp_server_delete(*, server: McpServer, actor: User | None) -> None:
     """Unregister a server: Harness versions naming it are refused until it is registered again."""
-    audit_record(actor=actor, action="mcp_server.delete", target=f"MCP server {server.name}",
-                 data={"before": _snapshot(server), "after": None})
+    audit_record(
+        actor=actor,
+        action="mcp_server.delete",
+        target=f"MCP server {server.name}",
+        data={"before": _snapshot(server), "after": None},
+    )
     server.delete()
 
 
@@ -157,8 +185,14 @@ def mcp_server_ensure_demo(*, actor: User | None = None) -> McpServer | None:
         return existing
     if DEMO_SERVER in mcp_registry_file()[0].servers:
         return None
-    return mcp_server_save(server=None, actor=actor, values={
-        "name": DEMO_SERVER, "transport": McpServer.STDIO,
-        "command": "\n".join([sys.executable, "-m", "harness", "serve-mcp"]),
-        "description": "Campaign rules and promotion arithmetic (this project's marketing MCP server).",
-    })
+    return mcp_server_save(
+        server=None,
+        actor=actor,
+        values={
+            "name": DEMO_SERVER,
+            "transport": McpServer.STDIO,
+            "command": "\n".join([sys.executable, "-m", "harness", "serve-mcp"]),
+            "description": "Campaign rules and promotion arithmetic "
+            "(this project's marketing MCP server).",
+        },
+    )

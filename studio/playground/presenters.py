@@ -16,7 +16,9 @@ def trajectory_steps(trajectory: dict[str, Any]) -> list[dict[str, Any]]:
     """Model calls, skill loads, tool calls and hook decisions merged by their `seq` number."""
     steps: list[dict[str, Any]] = []
     for call in trajectory.get("model_calls", []):
-        steps.append({**call, "type": "model_call", "title": f"model call (round {call.get('round')})"})
+        steps.append(
+            {**call, "type": "model_call", "title": f"model call (round {call.get('round')})"}
+        )
     for load in trajectory.get("skill_loads", []):
         steps.append({**load, "type": "skill_load", "title": f"load skill {load.get('skill')}"})
     for call in trajectory.get("tool_calls", []):
@@ -30,7 +32,13 @@ def trajectory_steps(trajectory: dict[str, Any]) -> list[dict[str, Any]]:
             }
         )
     for decision in trajectory.get("hook_decisions", []):
-        steps.append({**decision, "type": "hook_decision", "title": f"hook {decision.get('hook_id')} at {decision.get('event')}"})
+        steps.append(
+            {
+                **decision,
+                "type": "hook_decision",
+                "title": f"hook {decision.get('hook_id')} at {decision.get('event')}",
+            }
+        )
     return sorted(steps, key=lambda step: step.get("seq", 0))
 
 

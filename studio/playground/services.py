@@ -24,7 +24,8 @@ from studio.jobs.models import Job
 from studio.jobs.services import job_create
 
 MAX_REQUEST_CHARS = 256 * 1024
-# the request id of a typed comment: no example's or case's, so a scripted endpoint says it cannot answer it
+# the request id of a typed comment: no example's or case's, so a scripted endpoint says it cannot
+# answer it
 COMMENT_REQUEST_ID = "playground-comment"
 # progress while the agent runs: from RUN_START % at round 1 up to RUN_END % at the round limit
 RUN_START, RUN_END = 30, 90
@@ -43,48 +44,70 @@ def playground_catalogue(*, dataset: Dataset | None):
 
 
 def playground_case_request(*, dataset: Dataset, case_id: str) -> dict[str, Any]:
-    """The request of one case of ``dataset``; PlaygroundError names the dataset when it has no such case."""
+    """The request of one case of ``dataset``; PlaygroundError names the dataset when it has no such
+    case."""
     case = DatasetCase.objects.filter(dataset=dataset, case_id=case_id.strip()).only("data").first()
     if case is None:
-        raise PlaygroundError(f"case: dataset {dataset.name} has no case {case_id.strip()!r}; "
-                              f"its cases are listed on the dataset's page")
+        raise PlaygroundError(
+            f"case: dataset {dataset.name} has no case {case_id.strip()!r}; "
+            f"its cases are listed on the dataset's page"
+        )
     return case_request_data(case.data)
 
 
-def playground_request_parse(*, text: str, dataset: Dataset | None = None, comment: str = "") -> dict[str, Any]:
+def playground_request_parse(
+    *, text: str, dataset: Dataset | None = None, comment: str = ""
+) -> dict[str, Any]:
     """Parse and validate a request's JSON (or a whole case's) against the catalogue it runs with.
 
-    ``comment`` replaces the request's comments with one viewer comment (and its id with COMMENT_REQUEST_ID).
+    ``comment`` replaces the request's comments with one viewer comment (and its id with
+    COMMENT_REQUEST_ID).
     """
     from harness.livestream import DocumentValidationError, Request
     from harness.userfiles import parse_json
 
     if len(text) > MAX_REQUEST_CHARS:
-        raise PlaygroundError(f"request: {len(text) // 1024} KiB of JSON; a request may hold at most "
-                              f"{MAX_REQUEST_CHARS // 1024} KiB")
-    data = parse_json(text, source="request", what="request", error=PlaygroundError) if text.strip() else {}
+        raise PlaygroundError(
+            f"request: {len(text) // 1024} KiB of JSON; a request may hold at most "
+            f"{MAX_REQUEST_CHARS // 1024} KiB"
+        )
+    data = (
+        parse_json(text, source="request", what="request", error=PlaygroundError)
+        if text.strip()
+        else {}
+    )
     if isinstance(data, dict) and "gold" in data:  # a whole case pasted in: run its request
         data = case_request_data(data)
     if comment.strip() and isinstance(data, dict):
-        data = {**data, "id": COMMENT_REQUEST_ID, "mode": "single",
-                "comments": [{"user": "viewer", "text": comment.strip()}]}
+        data = {
+            **data,
+            "id": COMMENT_REQUEST_ID,
+            "mode": "single",
+            "comments": [{"user": "viewer", "text": comment.strip()}],
+        }
     catalogue = playground_catalogue(dataset=dataset)
     try:
         Request.from_dict(data, source="request", catalogue=catalogue)
     except DocumentValidationError as error:
         message = str(error)
         if dataset is None and isinstance(data, dict) and isinstance(data.get("id"), str):
-            owners = list(DatasetCase.objects.filter(case_id=data["id"])
-                          .values_list("dataset__name", flat=True)[:3])
+            owners = list(
+                DatasetCase.objects.filter(case_id=data["id"]).values_list(
+                    "dataset__name", flat=True
+                )[:3]
+            )
             if owners:
-                message += (f" (checked against the demo catalogue; case {data['id']} is in dataset "
-                            f"{', '.join(owners)}: choose it as the catalogue)")
+                message += (
+                    f" (checked against the demo catalogue; case {data['id']} is in dataset "
+                    f"{', '.join(owners)}: choose it as the catalogue)"
+                )
         raise PlaygroundError(message) from None
     return data
 
 
 def playground_endpoint_check(*, endpoint: ModelEndpoint, request: dict[str, Any]) -> None:
-    """A scripted endpoint must have outputs for the request: say in one line which requests it answers."""
+    """A scripted endpoint must have outputs for the request: say in one line which requests it
+    answers."""
     from harness.policies import ScriptedPolicy
 
     if endpoint.route != ModelEndpoint.SCRIPTED:
@@ -96,16 +119,24 @@ def playground_endpoint_check(*, endpoint: ModelEndpoint, request: dict[str, Any
     except (ValueError, TypeError):
         return  # the script is read where it runs (the worker); its job says what is wrong with it
     request_id = str(request.get("id") or "request")
-    if (isinstance(policy, ScriptedPolicy) and isinstance(policy.script, dict)
-            and request_id not in policy.script and request_id not in example_scripts()):
+    if (
+        isinstance(policy, ScriptedPolicy)
+        and isinstance(policy.script, dict)
+        and request_id not in policy.script
+        and request_id not in example_scripts()
+    ):
         raise PlaygroundError(
-            f"endpoint: {endpoint.name} replays a script with no outputs for request {request_id!r}; it answers "
-            f"the {len(example_scripts())} example requests and {policy.answers()}. Pick an example request or "
-            "a case of the script's dataset, or a model endpoint")
+            f"endpoint: {endpoint.name} replays a script with "
+            f"no outputs for request {request_id!r}; it answers "
+            f"the {len(example_scripts())} example requests and "
+            f"{policy.answers()}. Pick an example request or "
+            "a case of the script's dataset, or a model endpoint"
+        )
 
 
 def _with_example_scripts(policy):
-    """A scripted endpoint keyed by request id also answers the example requests, with their gold scripts."""
+    """A scripted endpoint keyed by request id also answers the example requests, with their gold
+    scripts."""
     from harness.policies import ScriptedPolicy
     from studio.playground.examples import example_scripts
 
@@ -119,8 +150,9 @@ MAX_EXPLORATORY_BUDGET_S = 300
 
 
 def playground_budget(value: str) -> int | None:
-    """An exploratory budget typed in the form: None when empty (the Harness's own budget), else whole
-    seconds from 1 to MAX_EXPLORATORY_BUDGET_S; anything else is a PlaygroundError naming the field."""
+    """An exploratory budget typed in the form: None when empty (the Harness's own budget), else
+    whole seconds from 1 to MAX_EXPLORATORY_BUDGET_S; anything else is a PlaygroundError naming the
+    field."""
     from harness.numbers import decimal_int
 
     value = (value or "").strip()
@@ -128,25 +160,37 @@ def playground_budget(value: str) -> int | None:
         return None
     seconds = decimal_int(value, max_digits=6)
     if seconds is None or not 1 <= seconds <= MAX_EXPLORATORY_BUDGET_S:
-        raise PlaygroundError(f"budget_s: {value[:20]!r} is not a whole number of seconds from 1 to "
-                              f"{MAX_EXPLORATORY_BUDGET_S}; leave it empty for the Harness's own budget")
+        raise PlaygroundError(
+            f"budget_s: {value[:20]!r} is not a whole number of seconds from 1 to "
+            f"{MAX_EXPLORATORY_BUDGET_S}; leave it empty for the Harness's own budget"
+        )
     return seconds
 
 
 def playground_run_start(
-    *, version: HarnessVersion | None, endpoint: ModelEndpoint, request: dict[str, Any], actor: User,
-    dataset: Dataset | None = None, draft=None, budget_s: int | None = None,
+    *,
+    version: HarnessVersion | None,
+    endpoint: ModelEndpoint,
+    request: dict[str, Any],
+    actor: User,
+    dataset: Dataset | None = None,
+    draft=None,
+    budget_s: int | None = None,
 ) -> Job:
-    """The run job of one request. With ``draft`` (an open editor draft) the agent runs the draft's files
-    as they are now (kept in the job, so a later edit does not change what was tried), not a version.
-    With ``budget_s`` the run is exploratory: the agent gets that trajectory budget instead of the
-    Harness's own, to see what a slow model would have said; its pages say so, and no score reads it
-    (playground runs feed no evaluation, gate or dashboard)."""
+    """The run job of one request. With ``draft`` (an open editor draft) the agent runs the draft's
+    files as they are now (kept in the job, so a later edit does not change what was tried), not a
+    version. With ``budget_s`` the run is exploratory: the agent gets that trajectory budget instead
+    of the Harness's own, to see what a slow model would have said; its pages say so, and no score
+    reads it (playground runs feed no evaluation, gate or dashboard)."""
     playground_endpoint_check(endpoint=endpoint, request=request)
     first = request.get("comments", [{}])[0]
     comment = first.get("text", "") if isinstance(first, dict) else str(first)
     on = f" on {dataset.name}" if dataset is not None else ""
-    params = {"endpoint_id": endpoint.pk, "request": request, "dataset_id": dataset.pk if dataset is not None else None}
+    params = {
+        "endpoint_id": endpoint.pk,
+        "request": request,
+        "dataset_id": dataset.pk if dataset is not None else None,
+    }
     if draft is not None:
         version = draft.base_version
         label = f"draft #{draft.pk} (revision {draft.revision}, from {version})"
@@ -156,19 +200,31 @@ def playground_run_start(
     if budget_s is not None:
         params["budget_s"] = budget_s
         on += f" (exploratory budget {budget_s} s)"
-    return job_create(kind="playground_run", title=f"Playground: {label} with {endpoint.name}{on}: {comment[:60]}",
-                      params={"version_id": version.pk, **params}, created_by=actor)
+    return job_create(
+        kind="playground_run",
+        title=f"Playground: {label} with {endpoint.name}{on}: {comment[:60]}",
+        params={"version_id": version.pk, **params},
+        created_by=actor,
+    )
 
 
 def playground_steps_store(*, job_id: int, result: dict[str, Any]) -> None:
-    """Keep the steps so far as the running job's result (the job page shows them while it polls)."""
+    """Keep the steps so far as the running job's result (the job page shows them while it
+    polls)."""
     Job.objects.filter(pk=job_id, status=Job.RUNNING).update(result=result)
 
 
 def playground_run(
-    *, version_id: int, endpoint_id: int, request: dict[str, Any], progress,
-    dataset_id: int | None = None, steps: Callable[[dict[str, Any]], None] | None = None,
-    files: dict[str, str] | None = None, draft_label: str = "", budget_s: int | None = None,
+    *,
+    version_id: int,
+    endpoint_id: int,
+    request: dict[str, Any],
+    progress,
+    dataset_id: int | None = None,
+    steps: Callable[[dict[str, Any]], None] | None = None,
+    files: dict[str, str] | None = None,
+    draft_label: str = "",
+    budget_s: int | None = None,
 ) -> dict[str, Any]:
     """Run one request under a version with an endpoint's policy; returns the trajectory as JSON.
 
@@ -187,8 +243,11 @@ def playground_run(
     if dataset_id and dataset is None:
         raise JobFailed(f"dataset #{dataset_id} was deleted; its catalogue is gone")
     shown = draft_label or str(version)
-    progress(10, f"loading {shown} and policy {endpoint.name} ({endpoint.policy_spec})"
-                 + (f" with the catalogue of {dataset.name}" if dataset else ""))
+    progress(
+        10,
+        f"loading {shown} and policy {endpoint.name} ({endpoint.policy_spec})"
+        + (f" with the catalogue of {dataset.name}" if dataset else ""),
+    )
     try:
         bundle = bundle_load(files if files is not None else version_files(version=version))
     except ValueError as error:  # a draft the editor would not commit either
@@ -204,6 +263,7 @@ def playground_run(
     if budget_s is not None:  # an exploratory run: the page says whose budget it ran under
         head["exploratory_budget_s"] = budget_s
         head["harness_budget_s"] = bundle.prompt.trajectory_budget_s
+
     def on_step(trajectory) -> None:
         if steps is not None:
             steps({**head, "partial": True, "trajectory": trajectory.to_dict()})
@@ -212,9 +272,16 @@ def playground_run(
 
     progress(RUN_START, "running the agent")
     try:
-        # the studio's registry only: a server the Harness declares itself is refused before anything starts
-        agent = Agent(bundle=bundle, policy=policy, catalogue=playground_catalogue(dataset=dataset),
-                      mcp_registry=mcp_registry(), on_step=on_step, trajectory_budget_s=budget_s)
+        # the studio's registry only: a server the Harness declares itself is refused before
+        # anything starts
+        agent = Agent(
+            bundle=bundle,
+            policy=policy,
+            catalogue=playground_catalogue(dataset=dataset),
+            mcp_registry=mcp_registry(),
+            on_step=on_step,
+            trajectory_budget_s=budget_s,
+        )
     except (McpServerRefused, McpRegistryError) as refused:
         raise JobFailed(str(refused)) from None
     with agent:

@@ -44,13 +44,19 @@ def _pk(value: str, field: str) -> int | None:
 @require_http_methods(["GET", "POST"])
 @requires("playground.run")
 def playground(request):
-    versions = HarnessVersion.objects.select_related("harness").defer("tree").order_by("harness__name", "-number")[:200]
+    versions = (
+        HarnessVersion.objects.select_related("harness")
+        .defer("tree")
+        .order_by("harness__name", "-number")[:200]
+    )
     endpoints = ModelEndpoint.objects.all()
     datasets = Dataset.objects.only("pk", "name", "case_count").order_by("name")
     form = PlaygroundForm(request.POST if request.method == "POST" else request.GET)
     form.is_valid()  # a field that cannot be read is shown empty, and named below
     typed = {name: form.cleaned_data.get(name, "") for name in form.fields}
-    example = request.GET.get("example") if request.GET.get("example") in examples() else DEFAULT_EXAMPLE
+    example = (
+        request.GET.get("example") if request.GET.get("example") in examples() else DEFAULT_EXAMPLE
+    )
     values = {
         **typed,
         "endpoint": typed["endpoint"] or (default.pk if (default := endpoint_default()) else ""),
@@ -60,14 +66,25 @@ def playground(request):
     try:
         if form.errors:
             raise PlaygroundError(form_problem(form))
-        dataset = Dataset.objects.filter(pk=_pk(values["dataset"], "dataset")).first() if values["dataset"] else None
+        dataset = (
+            Dataset.objects.filter(pk=_pk(values["dataset"], "dataset")).first()
+            if values["dataset"]
+            else None
+        )
         if values["dataset"] and dataset is None:
-            raise PlaygroundError("dataset: choose one of the listed datasets, or the demo catalogue")
+            raise PlaygroundError(
+                "dataset: choose one of the listed datasets, or the demo catalogue"
+            )
         if values["case"] and dataset is None:
-            raise PlaygroundError("case: choose the dataset the case is in (a case id names a case of one dataset)")
+            raise PlaygroundError(
+                "case: choose the dataset the case is in (a case id names a case of one dataset)"
+            )
         if dataset is not None and values["case"] and request.method == "GET":
-            values["request_json"] = json.dumps(playground_case_request(dataset=dataset, case_id=values["case"]),
-                                                indent=2, ensure_ascii=False)
+            values["request_json"] = json.dumps(
+                playground_case_request(dataset=dataset, case_id=values["case"]),
+                indent=2,
+                ensure_ascii=False,
+            )
         if request.method == "POST":
             job = _start(request, values=values, dataset=dataset)
             return redirect("jobs:job_detail", job_id=job.pk)
@@ -76,9 +93,16 @@ def playground(request):
     return render(
         request,
         "playground/playground.html",
-        {"versions": versions, "endpoints": endpoints, "datasets": datasets, "examples": examples(),
-         "example": example, "values": values, "draft": _open_draft(values["draft"]),
-         "max_budget_s": MAX_EXPLORATORY_BUDGET_S},
+        {
+            "versions": versions,
+            "endpoints": endpoints,
+            "datasets": datasets,
+            "examples": examples(),
+            "example": example,
+            "values": values,
+            "draft": _open_draft(values["draft"]),
+            "max_budget_s": MAX_EXPLORATORY_BUDGET_S,
+        },
     )
 
 
@@ -87,16 +111,27 @@ def _open_draft(value: str):
     from studio.harnesses.models import Draft
 
     pk = decimal_int(value, max_digits=12) if value else None
-    return (Draft.objects.select_related("harness", "base_version__harness").filter(pk=pk, status=Draft.OPEN).first()
-            if pk else None)
+    return (
+        Draft.objects.select_related("harness", "base_version__harness")
+        .filter(pk=pk, status=Draft.OPEN)
+        .first()
+        if pk
+        else None
+    )
 
 
 def _start(request, *, values: dict[str, str], dataset: Dataset | None):
     draft = _open_draft(values["draft"])
     if values["draft"] and draft is None:
-        raise PlaygroundError(f"draft: {values['draft'][:20]!r} is not an open draft (a committed or discarded one "
-                              "is tried as its version)")
-    version = None if draft else HarnessVersion.objects.filter(pk=_pk(values["version"], "version") or 0).first()
+        raise PlaygroundError(
+            f"draft: {values['draft'][:20]!r} is not an open draft (a committed or discarded one "
+            "is tried as its version)"
+        )
+    version = (
+        None
+        if draft
+        else HarnessVersion.objects.filter(pk=_pk(values["version"], "version") or 0).first()
+    )
     endpoint = ModelEndpoint.objects.filter(pk=_pk(values["endpoint"], "endpoint") or 0).first()
     if version is None and draft is None:
         raise PlaygroundError("version: choose a Harness version")
@@ -108,5 +143,12 @@ def _start(request, *, values: dict[str, str], dataset: Dataset | None):
     else:
         text = values["request_json"]
     parsed = playground_request_parse(text=text, dataset=dataset, comment=values["comment"])
-    return playground_run_start(version=version, endpoint=endpoint, request=parsed, actor=request.user,
-                                dataset=dataset, draft=draft, budget_s=budget_s)
+    return playground_run_start(
+        version=version,
+        endpoint=endpoint,
+        request=parsed,
+        actor=request.user,
+        dataset=dataset,
+        draft=draft,
+        budget_s=budget_s,
+    )

@@ -1,6 +1,7 @@
 """The form of a new release: what it ships (checkpoint, draft head, Harness version) and its notes.
 
-It parses the fields; ``services.release_check`` says what each may name (and how long it may be)."""
+It parses the fields; ``services.release_check`` says what each may name (and how long it may
+be)."""
 
 from __future__ import annotations
 
@@ -14,4 +15,6 @@ class ReleaseForm(forms.Form):
     draft_head = TypedText()
     harness_version = TypedText()
     notes = TypedText()
-    action = TypedText(help_text="'check': show the gates the release would have, nothing saved; else draft it.")
+    action = TypedText(
+        help_text="'check': show the gates the release would have, nothing saved; else draft it."
+    )

@@ -48,42 +48,76 @@ def release_new(request):
     release would have, nothing saved; POST ``action=draft``: save it and open its page."""
     form = ReleaseForm(request.POST if request.method == "POST" else request.GET)
     form.is_valid()
-    values = {name: form.cleaned_data.get(name, "") for name in FIELDS}  # lengths are the service's to check
-    context = {"values": values, **selectors.release_form_choices(), "errors": field_problems(form), "plan": None}
+    values = {
+        name: form.cleaned_data.get(name, "") for name in FIELDS
+    }  # lengths are the service's to check
+    context = {
+        "values": values,
+        **selectors.release_form_choices(),
+        "errors": field_problems(form),
+        "plan": None,
+    }
     if request.method == "GET":
         return render(request, "releases/release_new.html", context)
     if context["errors"]:
         return render(request, "releases/release_new.html", context, status=400)
     try:
         if form.cleaned_data["action"] == "check":
-            context["plan"] = release_check(checkpoint=values["checkpoint"], draft_head=values["draft_head"],
-                                            harness_version=values["harness_version"])
+            context["plan"] = release_check(
+                checkpoint=values["checkpoint"],
+                draft_head=values["draft_head"],
+                harness_version=values["harness_version"],
+            )
             return render(request, "releases/release_new.html", context)
-        release = release_draft(checkpoint=values["checkpoint"], draft_head=values["draft_head"],
-                                harness_version=values["harness_version"], notes=values["notes"], actor=request.user)
+        release = release_draft(
+            checkpoint=values["checkpoint"],
+            draft_head=values["draft_head"],
+            harness_version=values["harness_version"],
+            notes=values["notes"],
+            actor=request.user,
+        )
     except ReleaseRefused as refused:
         context["errors"] = refused.errors
         return render(request, "releases/release_new.html", context, status=400)
-    messages.success(request, f"release #{release.pk} drafted; a reviewer approves or rejects it here")
+    messages.success(
+        request, f"release #{release.pk} drafted; a reviewer approves or rejects it here"
+    )
     return redirect("releases:release_detail", release_id=release.pk)
 
 
 def _manifest_or_why(release: Release) -> tuple[str | None, str]:
-    """(the manifest's text, '') or (None, why there is none): a release drafted before manifests listed
-    every file has no usable manifest (the launcher would refuse it); it is drafted again."""
+    """(the manifest's text, '') or (None, why there is none): a release drafted before manifests
+    listed every file has no usable manifest (the launcher would refuse it); it is drafted again."""
     try:
         return manifest_text(selectors.release_manifest(release)), ""
     except ReleaseManifestError as error:
-        return None, (f"release #{release.pk} has no usable manifest ({'; '.join(error.problems)}); draft a new "
-                      "release of the same checkpoint")
+        return None, (
+            f"release #{release.pk} has no usable manifest "
+            f"({'; '.join(error.problems)}); draft a new "
+            "release of the same checkpoint"
+        )
 
 
-def _detail_page(request, release: Release, *, errors: dict | None = None, posted: dict | None = None,
-                 status: int = 200):
+def _detail_page(
+    request,
+    release: Release,
+    *,
+    errors: dict | None = None,
+    posted: dict | None = None,
+    status: int = 200,
+):
     manifest, why = _manifest_or_why(release)
-    return render(request, "releases/release_detail.html", {
-        "release": release, "manifest": manifest if manifest is not None else why,
-        "errors": errors or {}, "posted": posted if errors else {}}, status=status)
+    return render(
+        request,
+        "releases/release_detail.html",
+        {
+            "release": release,
+            "manifest": manifest if manifest is not None else why,
+            "errors": errors or {},
+            "posted": posted if errors else {},
+        },
+        status=status,
+    )
 
 
 @require_GET
@@ -102,10 +136,17 @@ def release_decide_view(request, release_id: int):
             raise ReleaseRefused(field_problems(form))
         release_decide(release=release, actor=request.user, **form.cleaned_data)
     except ReleaseRefused as refused:
-        return _detail_page(request, _release_or_404(release_id), errors=refused.errors, posted=form.cleaned_data,
-                            status=400)
+        return _detail_page(
+            request,
+            _release_or_404(release_id),
+            errors=refused.errors,
+            posted=form.cleaned_data,
+            status=400,
+        )
     decision = form.cleaned_data["decision"]
-    messages.success(request, f"release #{release.pk} {'approved' if decision == 'approve' else 'rejected'}")
+    messages.success(
+        request, f"release #{release.pk} {'approved' if decision == 'approve' else 'rejected'}"
+    )
     return redirect("releases:release_detail", release_id=release.pk)
 
 
@@ -147,7 +188,9 @@ def release_signing_key(request):
 
     try:
         pem = release_public_key_pem()
-    except ImproperlyConfigured as error:  # a missing key in production, or after releases were signed
+    except (
+        ImproperlyConfigured
+    ) as error:  # a missing key in production, or after releases were signed
         return HttpResponse(f"{error}\n", status=503, content_type="text/plain; charset=utf-8")
     response = HttpResponse(pem, content_type="application/x-pem-file")
     response["Content-Disposition"] = 'attachment; filename="release-signing-key.pem"'

@@ -1,4 +1,5 @@
-"""Pages of the replay dashboards: the list, one replay's dashboard and run record, two side by side.
+"""Pages of the replay dashboards: the list, one replay's dashboard and run record, two side by
+side.
 
 Views parse, authorise, call a selector, render. Reading is ``training.view`` (every role); starting
 a replay is the training app's form (``training.run``). A compare link with a missing, malformed or
@@ -35,16 +36,22 @@ def replay_detail(request, run_id: int):
         run = selectors.replay_get(run_id=run_id)
     except (ReplayNotFound, NotAReplay) as error:
         raise Http404(f"{error}; the replays are listed at /replay/") from None
-    return render(request, "replays/replay_detail.html", {"board": selectors.replay_dashboard(run=run)})
+    return render(
+        request, "replays/replay_detail.html", {"board": selectors.replay_dashboard(run=run)}
+    )
 
 
 def _replay_param(request, name: str) -> TrainingRun:
     raw = request.GET.get(name, "")
     if not raw:
-        raise BadParameter(f"{name}: missing; give the ids of two replay runs, e.g. /replay/compare/?a=3&b=4")
+        raise BadParameter(
+            f"{name}: missing; give the ids of two replay runs, e.g. /replay/compare/?a=3&b=4"
+        )
     run_id = decimal_int(raw, max_digits=12)
     if run_id is None or run_id < 1:
-        raise BadParameter(f"{name}: {raw[:40]!r} is not a run id; give a whole number, e.g. ?a=3&b=4")
+        raise BadParameter(
+            f"{name}: {raw[:40]!r} is not a run id; give a whole number, e.g. ?a=3&b=4"
+        )
     try:
         return selectors.replay_get(run_id=run_id)
     except NotAReplay as error:
@@ -59,7 +66,14 @@ def replay_compare(request):
     try:
         a, b = _replay_param(request, "a"), _replay_param(request, "b")
     except BadParameter as error:
-        return render(request, "replays/replay_compare.html", {"error": str(error), "rows": selectors.replay_rows()},
-                      status=400)
-    return render(request, "replays/replay_compare.html", {
-        "comparison": selectors.replay_compare(a=a, b=b), "rows": selectors.replay_rows()})
+        return render(
+            request,
+            "replays/replay_compare.html",
+            {"error": str(error), "rows": selectors.replay_rows()},
+            status=400,
+        )
+    return render(
+        request,
+        "replays/replay_compare.html",
+        {"comparison": selectors.replay_compare(a=a, b=b), "rows": selectors.replay_rows()},
+    )

@@ -1,1 +1,2 @@
-"""Production traffic: deployments post their agent's trajectories here; people filter them and make cases."""
+"""Production traffic: deployments post their agent's trajectories here; people filter them and make
+cases."""

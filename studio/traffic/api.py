@@ -1,11 +1,12 @@
 """The traffic API: a deployment posts its agent's trajectory records.
 
-``POST /api/v1/deployments/<name>/trajectories/`` with ``Authorization: Bearer hsd_...`` (a token of that
-deployment) and a JSON body: one trajectory record (``Trajectory.to_dict()``, optionally with
-``"model": {"name", "fingerprint"}``) or a list of up to 100. The answers: 401 without a valid token, 403
-for another deployment's token, 413 for a body over ``TRAFFIC_MAX_BODY_BYTES`` (read from the
-Content-Length header before any of the body is read), 400 naming each bad field, 201 with the ids
-stored and those already stored (a retried post stores nothing twice; 200 when every id was known).
+``POST /api/v1/deployments/<name>/trajectories/`` with ``Authorization: Bearer hsd_...`` (a token of
+that deployment) and a JSON body: one trajectory record (``Trajectory.to_dict()``, optionally with
+``"model": {"name", "fingerprint"}``) or a list of up to 100. The answers: 401 without a valid
+token, 403 for another deployment's token, 413 for a body over ``TRAFFIC_MAX_BODY_BYTES`` (read from
+the Content-Length header before any of the body is read), 400 naming each bad field, 201 with the
+ids stored and those already stored (a retried post stores nothing twice; 200 when every id was
+known).
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ def _declared_length(request) -> int | None:
 
 
 def _read_bounded(request, limit: int) -> bytes | None:
-    """The body, or None when it is longer than ``limit`` (a body without Content-Length is read only to
-    ``limit`` + 1 bytes)."""
+    """The body, or None when it is longer than ``limit`` (a body without Content-Length is read
+    only to ``limit`` + 1 bytes)."""
     declared = _declared_length(request)
     if declared is not None and declared > limit:
         return None
@@ -39,19 +40,29 @@ def trajectories_post(request, name: str):
     scheme, _, token = request.headers.get("Authorization", "").partition(" ")
     row = deployment_token_authenticate(token=token.strip()) if scheme.lower() == "bearer" else None
     if row is None:
-        return api_error(401, "send a deployment's token: 'Authorization: Bearer hsd_...' (make one on the "
-                              "deployment's page under /traffic/deployments/)")
+        return api_error(
+            401,
+            "send a deployment's token: 'Authorization: Bearer hsd_...' (make one on the "
+            "deployment's page under /traffic/deployments/)",
+        )
     if request.method != "POST":
         return api_error(405, "use POST")
     if row.deployment.name != name:
         exists = Deployment.objects.filter(name=name).exists()
-        return api_error(403 if exists else 404, f"this token belongs to deployment {row.deployment.name!r}, "
-                         f"not {name!r}" if exists else f"no deployment named {name!r}")
+        return api_error(
+            403 if exists else 404,
+            f"this token belongs to deployment {row.deployment.name!r}, not {name!r}"
+            if exists
+            else f"no deployment named {name!r}",
+        )
     limit = settings.TRAFFIC_MAX_BODY_BYTES
     body = _read_bounded(request, limit)
     if body is None:
-        return api_error(413, f"body: larger than {limit:,} bytes (TRAFFIC_MAX_BODY_BYTES); post fewer "
-                              "trajectories at a time")
+        return api_error(
+            413,
+            f"body: larger than {limit:,} bytes (TRAFFIC_MAX_BODY_BYTES); post fewer "
+            "trajectories at a time",
+        )
     from harness.userfiles import InputFileError, parse_json
 
     try:

@@ -1,8 +1,8 @@
 """Rows of production traffic: a deployment, the tokens it posts with, the trajectories it sent.
 
 A *deployment* is one running copy of the agent (a shop's live room, a staging box). It posts each
-request's trajectory record (``harness.runtime.trajectory``'s ``to_dict``) with a token that belongs to
-it alone, so a leaked token is revoked without touching the others and cannot post as another
+request's trajectory record (``harness.runtime.trajectory``'s ``to_dict``) with a token that belongs
+to it alone, so a leaked token is revoked without touching the others and cannot post as another
 deployment. A trajectory is stored once per (deployment, request id): a retried post is harmless.
 """
 
@@ -17,7 +17,9 @@ User = settings.AUTH_USER_MODEL
 
 
 class Deployment(models.Model):
-    name = models.SlugField(max_length=80, unique=True, help_text="How URLs and tokens name it, e.g. shop-eu.")
+    name = models.SlugField(
+        max_length=80, unique=True, help_text="How URLs and tokens name it, e.g. shop-eu."
+    )
     description = models.TextField(blank=True)
     created_by = models.ForeignKey(User, null=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
@@ -48,22 +50,44 @@ class DeploymentToken(models.Model):
 
 
 class TrafficTrajectory(models.Model):
-    deployment = models.ForeignKey(Deployment, on_delete=models.CASCADE, related_name="trajectories")
-    request_id = models.CharField(max_length=200, help_text="The request's id: a repeated post is stored once.")
+    deployment = models.ForeignKey(
+        Deployment, on_delete=models.CASCADE, related_name="trajectories"
+    )
+    request_id = models.CharField(
+        max_length=200, help_text="The request's id: a repeated post is stored once."
+    )
     harness_name = models.CharField(max_length=200)
     harness_digest = models.CharField(max_length=200)
-    harness_version = models.ForeignKey(HarnessVersion, null=True, blank=True, on_delete=models.SET_NULL,
-                                        related_name="+", help_text="The studio's version with that digest; "
-                                        "empty when the digest is unknown here (the record is kept all the same).")
-    model_name = models.CharField(max_length=300, blank=True, help_text="The model it ran under, as sent.")
-    model_fingerprint = models.CharField(max_length=100, blank=True,
-                                         help_text="sha256 of the checkpoint's files (harness.checkpoints).")
+    harness_version = models.ForeignKey(
+        HarnessVersion,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="The studio's version with that digest; "
+        "empty when the digest is unknown here (the record is kept all the same).",
+    )
+    model_name = models.CharField(
+        max_length=300, blank=True, help_text="The model it ran under, as sent."
+    )
+    model_fingerprint = models.CharField(
+        max_length=100,
+        blank=True,
+        help_text="sha256 of the checkpoint's files (harness.checkpoints).",
+    )
     outcome = models.CharField(max_length=12, db_index=True)
     route = models.CharField(max_length=10)
-    category = models.CharField(max_length=40, blank=True, db_index=True,
-                                help_text="The request's intent label, when the deployment sent one.")
-    blocked_by = models.CharField(max_length=500, blank=True,
-                                  help_text="',hook,hook,': the hooks that blocked a step (filtered with contains).")
+    category = models.CharField(
+        max_length=40,
+        blank=True,
+        db_index=True,
+        help_text="The request's intent label, when the deployment sent one.",
+    )
+    blocked_by = models.CharField(
+        max_length=500,
+        blank=True,
+        help_text="',hook,hook,': the hooks that blocked a step (filtered with contains).",
+    )
     latency_s = models.FloatField(default=0.0)
     reply = models.TextField(blank=True)
     comment = models.TextField(blank=True, help_text="The viewer comment(s), for the list.")
@@ -72,7 +96,11 @@ class TrafficTrajectory(models.Model):
 
     class Meta:
         ordering = ["-received_at", "-id"]
-        constraints = [models.UniqueConstraint(fields=["deployment", "request_id"], name="traffic_request_once")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["deployment", "request_id"], name="traffic_request_once"
+            )
+        ]
 
     def __str__(self) -> str:
         return f"{self.deployment}/{self.request_id}"

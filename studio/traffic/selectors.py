@@ -13,7 +13,8 @@ OUTCOMES = ("replied", "silent", "fallback", "suppressed")
 
 @dataclass
 class TrafficFilters:
-    """The traffic page's filters, as parsed from its query string; a bad value is named in ``problems``."""
+    """The traffic page's filters, as parsed from its query string; a bad value is named in
+    ``problems``."""
 
     deployment: str = ""
     outcome: str = ""
@@ -39,8 +40,14 @@ class TrafficFilters:
         if outcome and outcome not in OUTCOMES:
             problems.append(f"outcome: one of {', '.join(OUTCOMES)}; got {outcome[:20]!r}")
             outcome = ""
-        return cls(deployment=query.get("deployment", ""), outcome=outcome, hook=query.get("hook", ""),
-                   category=query.get("category", ""), version=query.get("version", ""), **limits), problems
+        return cls(
+            deployment=query.get("deployment", ""),
+            outcome=outcome,
+            hook=query.get("hook", ""),
+            category=query.get("category", ""),
+            version=query.get("version", ""),
+            **limits,
+        ), problems
 
 
 def traffic_list(*, filters: TrafficFilters) -> QuerySet[TrafficTrajectory]:
@@ -72,16 +79,29 @@ def traffic_facets() -> dict:
         for hook in filter(None, blocked.split(",")):
             hooks[hook] = hooks.get(hook, 0) + 1
     versions = []
-    for row in (rows.values("harness_digest", "harness_name", "harness_version__number")
-                .annotate(n=Count("id")).order_by("harness_name", "harness_version__number")):
+    for row in (
+        rows.values("harness_digest", "harness_name", "harness_version__number")
+        .annotate(n=Count("id"))
+        .order_by("harness_name", "harness_version__number")
+    ):
         number = row["harness_version__number"]
-        versions.append({"digest": row["harness_digest"], "n": row["n"],
-                         "label": f"{row['harness_name']} v{number}" if number else
-                         f"{row['harness_name']} {row['harness_digest'][:12]} (unknown)"})
+        versions.append(
+            {
+                "digest": row["harness_digest"],
+                "n": row["n"],
+                "label": f"{row['harness_name']} v{number}"
+                if number
+                else f"{row['harness_name']} {row['harness_digest'][:12]} (unknown)",
+            }
+        )
     return {
         "deployments": list(Deployment.objects.values_list("name", flat=True)),
-        "categories": list(rows.exclude(category="").values_list("category").annotate(n=Count("id"))
-                           .order_by("category")),
+        "categories": list(
+            rows.exclude(category="")
+            .values_list("category")
+            .annotate(n=Count("id"))
+            .order_by("category")
+        ),
         "hooks": sorted(hooks.items()),
         "versions": versions,
         "outcomes": OUTCOMES,

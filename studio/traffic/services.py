@@ -1,4 +1,5 @@
-"""Writes of production traffic: deployments, their tokens, and storing the trajectories they post."""
+"""Writes of production traffic: deployments, their tokens, and storing the trajectories they
+post."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ MAX_RECORDS_PER_POST = 100
 
 
 class TrafficError(ValueError):
-    """A post or a form the studio refuses; ``problems`` name each field (``trajectory[2].route: ...``)."""
+    """A post or a form the studio refuses; ``problems`` name each field (``trajectory[2].route:
+    ...``)."""
 
     def __init__(self, message: str, problems: list[str] | None = None) -> None:
         super().__init__(message)
@@ -37,34 +39,53 @@ def deployment_create(*, name: str, actor: User, description: str = "") -> Deplo
         raise TrafficError(f"name: use 1-80 of a-z, 0-9, '-' or '_' (e.g. shop-eu), not {name!r}")
     if Deployment.objects.filter(name=name).exists():
         raise TrafficError(f"name: a deployment called {name!r} exists already")
-    deployment = Deployment.objects.create(name=name, description=description.strip(), created_by=actor)
-    audit_record(actor=actor, action="traffic.deployment.create", target=f"deployment {name}", data={})
+    deployment = Deployment.objects.create(
+        name=name, description=description.strip(), created_by=actor
+    )
+    audit_record(
+        actor=actor, action="traffic.deployment.create", target=f"deployment {name}", data={}
+    )
     return deployment
 
 
 @transaction.atomic
-def deployment_token_create(*, deployment: Deployment, actor: User | None) -> tuple[DeploymentToken, str]:
-    """A new token for ``deployment``; returns the row and the token, which is shown once and never stored."""
+def deployment_token_create(
+    *, deployment: Deployment, actor: User | None
+) -> tuple[DeploymentToken, str]:
+    """A new token for ``deployment``; returns the row and the token, which is shown once and never
+    stored."""
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
-    row = DeploymentToken.objects.create(deployment=deployment, prefix=token[:12], digest=_digest(token),
-                                         created_by=actor)
-    audit_record(actor=actor, action="traffic.token.create", target=f"deployment {deployment.name}",
-                 data={"prefix": row.prefix})
+    row = DeploymentToken.objects.create(
+        deployment=deployment, prefix=token[:12], digest=_digest(token), created_by=actor
+    )
+    audit_record(
+        actor=actor,
+        action="traffic.token.create",
+        target=f"deployment {deployment.name}",
+        data={"prefix": row.prefix},
+    )
     return row, token
 
 
 def deployment_token_revoke(*, token: DeploymentToken, actor: User) -> None:
     DeploymentToken.objects.filter(pk=token.pk).update(revoked_at=timezone.now())
-    audit_record(actor=actor, action="traffic.token.revoke", target=f"deployment {token.deployment.name}",
-                 data={"prefix": token.prefix})
+    audit_record(
+        actor=actor,
+        action="traffic.token.revoke",
+        target=f"deployment {token.deployment.name}",
+        data={"prefix": token.prefix},
+    )
 
 
 def deployment_token_authenticate(*, token: str) -> DeploymentToken | None:
     """The active token row for ``token``, or None."""
     if not token.startswith(TOKEN_PREFIX):
         return None
-    row = DeploymentToken.objects.select_related("deployment").filter(digest=_digest(token),
-                                                                      revoked_at__isnull=True).first()
+    row = (
+        DeploymentToken.objects.select_related("deployment")
+        .filter(digest=_digest(token), revoked_at__isnull=True)
+        .first()
+    )
     if row is not None:
         DeploymentToken.objects.filter(pk=row.pk).update(last_used_at=timezone.now())
     return row
@@ -74,28 +95,42 @@ def _model_problems(record: dict, where: str) -> list[str]:
     model = record.get("model")
     if model is None:
         return []
-    if not isinstance(model, dict) or any(k not in ("name", "fingerprint") for k in model) or not all(
-            isinstance(v, str) and len(v) <= 300 for v in model.values()):
-        return [f"{where}.model: an object {{\"name\": str, \"fingerprint\": str}} (both optional)"]
+    if (
+        not isinstance(model, dict)
+        or any(k not in ("name", "fingerprint") for k in model)
+        or not all(isinstance(v, str) and len(v) <= 300 for v in model.values())
+    ):
+        return [f'{where}.model: an object {{"name": str, "fingerprint": str}} (both optional)']
     return []
 
 
-def _row(*, deployment: Deployment, record: dict[str, Any], versions: dict[str, Any]) -> TrafficTrajectory:
+def _row(
+    *, deployment: Deployment, record: dict[str, Any], versions: dict[str, Any]
+) -> TrafficTrajectory:
     from evaluation.diagnosis.records import comment_text
 
     request = record["request"]
-    blocked = [h["hook_id"] for h in record.get("hook_decisions", []) if h.get("decision") != "allow"]
+    blocked = [
+        h["hook_id"] for h in record.get("hook_decisions", []) if h.get("decision") != "allow"
+    ]
     model = record.get("model") or {}
     return TrafficTrajectory(
-        deployment=deployment, request_id=record["request_id"], harness_name=record["harness"]["name"][:200],
-        harness_digest=record["harness"]["digest"][:200], harness_version=versions.get(record["harness"]["digest"]),
+        deployment=deployment,
+        request_id=record["request_id"],
+        harness_name=record["harness"]["name"][:200],
+        harness_digest=record["harness"]["digest"][:200],
+        harness_version=versions.get(record["harness"]["digest"]),
         model_name=model.get("name", "") or record.get("policy", "")[:300],
         model_fingerprint=model.get("fingerprint", "")[:100],
-        outcome=record.get("outcome", "replied"), route=record.get("route", "public"),
+        outcome=record.get("outcome", "replied"),
+        route=record.get("route", "public"),
         category=str(request.get("intent") or "")[:40],
         blocked_by=("," + ",".join(dict.fromkeys(blocked)) + ",")[:500] if blocked else "",
         latency_s=float((record.get("timings") or {}).get("total_s") or 0.0),
-        reply=record.get("reply", ""), comment=comment_text(request)[:500], record=record)
+        reply=record.get("reply", ""),
+        comment=comment_text(request)[:500],
+        record=record,
+    )
 
 
 def traffic_ingest(*, deployment: Deployment, records: Any) -> dict[str, list[str]]:
@@ -108,7 +143,9 @@ def traffic_ingest(*, deployment: Deployment, records: Any) -> dict[str, list[st
     if not batch:
         raise TrafficError("body: an empty list; send a trajectory record or a list of them")
     if len(batch) > MAX_RECORDS_PER_POST:
-        raise TrafficError(f"body: {len(batch)} records; send at most {MAX_RECORDS_PER_POST} per request")
+        raise TrafficError(
+            f"body: {len(batch)} records; send at most {MAX_RECORDS_PER_POST} per request"
+        )
     problems: list[str] = []
     for i, record in enumerate(batch):
         where = f"trajectory[{i}]" if isinstance(records, list) else "trajectory"
@@ -116,12 +153,19 @@ def traffic_ingest(*, deployment: Deployment, records: Any) -> dict[str, list[st
         if isinstance(record, dict):
             problems += _model_problems(record, where)
     if problems:
-        raise TrafficError("the trajectory record is not valid: " + "; ".join(problems[:10]), problems)
+        raise TrafficError(
+            "the trajectory record is not valid: " + "; ".join(problems[:10]), problems
+        )
     ids = [r["request_id"] for r in batch]
     digests = {r["harness"]["digest"] for r in batch}
-    versions = {v.digest: v for v in HarnessVersion.objects.filter(digest__in=digests).order_by("pk")}
-    seen = set(TrafficTrajectory.objects.filter(deployment=deployment, request_id__in=ids)
-               .values_list("request_id", flat=True))
+    versions = {
+        v.digest: v for v in HarnessVersion.objects.filter(digest__in=digests).order_by("pk")
+    }
+    seen = set(
+        TrafficTrajectory.objects.filter(deployment=deployment, request_id__in=ids).values_list(
+            "request_id", flat=True
+        )
+    )
     stored, duplicates = [], []
     with transaction.atomic():
         for record in batch:
@@ -130,7 +174,9 @@ def traffic_ingest(*, deployment: Deployment, records: Any) -> dict[str, list[st
                 duplicates.append(rid)
                 continue
             try:
-                with transaction.atomic():  # two posts of the same id at once: the second is a duplicate
+                with (
+                    transaction.atomic()
+                ):  # two posts of the same id at once: the second is a duplicate
                     _row(deployment=deployment, record=record, versions=versions).save()
             except IntegrityError:
                 duplicates.append(rid)

@@ -1,5 +1,6 @@
 """Real trajectory records for the traffic tests: the demo Harness answering world cases with the
-deterministic shortcut policy (``studio.evolution.scripted``), as a deployment's agent records them."""
+deterministic shortcut policy (``studio.evolution.scripted``), as a deployment's agent records
+them."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ def world_cases(n: int, *, seed: int = 7) -> tuple[list[dict[str, Any]], Any]:
 
 
 def agent_trajectories(cases: list[dict[str, Any]], *, catalogue) -> list[dict[str, Any]]:
-    """Each case answered by the demo Harness under the shortcut policy: ``Trajectory.to_dict()`` records."""
+    """Each case answered by the demo Harness under the shortcut policy: ``Trajectory.to_dict()``
+    records."""
     from evaluation.cases import case_request
     from harness import demo_harness_dir, load_dir
     from harness.policies.scripted import ScriptedPolicy
@@ -23,5 +25,7 @@ def agent_trajectories(cases: list[dict[str, Any]], *, catalogue) -> list[dict[s
     from studio.evolution.scripted import case_script
 
     policy = ScriptedPolicy({case["id"]: case_script(case) for case in cases})
-    with Agent(bundle=load_dir(demo_harness_dir()), policy=policy, catalogue=catalogue, connect_mcp=False) as agent:
+    with Agent(
+        bundle=load_dir(demo_harness_dir()), policy=policy, catalogue=catalogue, connect_mcp=False
+    ) as agent:
         return [agent.run(case_request(case)).to_dict() for case in cases]

@@ -33,9 +33,18 @@ def traffic_list(request):
     page = Paginator(selectors.traffic_list(filters=filters), 50).get_page(request.GET.get("page"))
     query = request.GET.copy()
     query.pop("page", None)
-    return render(request, "traffic/traffic_list.html", {
-        "page": page, "filters": filters, "problems": problems, "facets": selectors.traffic_facets(),
-        "queues": AnnotationQueue.objects.order_by("name"), "query": query.urlencode()})
+    return render(
+        request,
+        "traffic/traffic_list.html",
+        {
+            "page": page,
+            "filters": filters,
+            "problems": problems,
+            "facets": selectors.traffic_facets(),
+            "queues": AnnotationQueue.objects.order_by("name"),
+            "query": query.urlencode(),
+        },
+    )
 
 
 @require_GET
@@ -44,13 +53,27 @@ def traffic_detail(request, trajectory_id: int):
     from studio.annotation.models import AnnotationQueue
     from studio.playground.presenters import system_prompt, trajectory_steps
 
-    row = found_or_404(TrafficTrajectory.objects.select_related("deployment", "harness_version__harness").get,
-                       f"no trajectory #{trajectory_id}", pk=trajectory_id)
+    row = found_or_404(
+        TrafficTrajectory.objects.select_related("deployment", "harness_version__harness").get,
+        f"no trajectory #{trajectory_id}",
+        pk=trajectory_id,
+    )
     traj = row.record
-    return render(request, "traffic/traffic_detail.html", {
-        "row": row, "traj": traj, "steps": trajectory_steps(traj), "system_prompt": system_prompt(traj),
-        "trajectory_run": {"version": row.version_label, "endpoint": row.model_name or "unknown model"},
-        "queues": AnnotationQueue.objects.order_by("name")})
+    return render(
+        request,
+        "traffic/traffic_detail.html",
+        {
+            "row": row,
+            "traj": traj,
+            "steps": trajectory_steps(traj),
+            "system_prompt": system_prompt(traj),
+            "trajectory_run": {
+                "version": row.version_label,
+                "endpoint": row.model_name or "unknown model",
+            },
+            "queues": AnnotationQueue.objects.order_by("name"),
+        },
+    )
 
 
 @require_GET
@@ -65,11 +88,15 @@ def deployment_list(request):
 def deployment_create_view(request):
     try:
         typed = valid_data(DeploymentForm(request.POST), error=TrafficError)
-        deployment = deployment_create(name=typed["name"], actor=request.user, description=typed["description"])
+        deployment = deployment_create(
+            name=typed["name"], actor=request.user, description=typed["description"]
+        )
     except TrafficError as error:
         messages.error(request, str(error))
     else:
-        messages.success(request, f"Deployment {deployment.name} registered; make it a token to post with.")
+        messages.success(
+            request, f"Deployment {deployment.name} registered; make it a token to post with."
+        )
     return redirect("traffic:deployment_list")
 
 
@@ -78,16 +105,25 @@ def deployment_create_view(request):
 def token_create_view(request, name: str):
     deployment = found_or_404(Deployment.objects.get, f"no deployment named {name!r}", name=name)
     _, token = deployment_token_create(deployment=deployment, actor=request.user)
-    return render(request, "traffic/deployment_list.html", {
-        "deployments": Deployment.objects.prefetch_related("tokens"), "new_token": token,
-        "new_token_deployment": deployment})
+    return render(
+        request,
+        "traffic/deployment_list.html",
+        {
+            "deployments": Deployment.objects.prefetch_related("tokens"),
+            "new_token": token,
+            "new_token_deployment": deployment,
+        },
+    )
 
 
 @require_POST
 @requires("traffic.deploy")
 def token_revoke_view(request, token_id: int):
-    token = found_or_404(DeploymentToken.objects.select_related("deployment").get, f"no deployment token #{token_id}",
-                         pk=token_id)
+    token = found_or_404(
+        DeploymentToken.objects.select_related("deployment").get,
+        f"no deployment token #{token_id}",
+        pk=token_id,
+    )
     deployment_token_revoke(token=token, actor=request.user)
     messages.success(request, f"Token {token.prefix}... of {token.deployment.name} revoked.")
     return redirect("traffic:deployment_list")

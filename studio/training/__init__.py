@@ -1,2 +1,2 @@
-"""The ML engineer's part of the studio: training, checkpoint evaluation and replay runs, their dashboards
-and the checkpoint registry, over the training/ and serving/ libraries' own commands."""
+"""The ML engineer's part of the studio: training, checkpoint evaluation and replay runs, their
+dashboards and the checkpoint registry, over the training/ and serving/ libraries' own commands."""

@@ -1,4 +1,5 @@
-"""App config for studio.training: runs started from the browser, dashboards, the checkpoint registry."""
+"""App config for studio.training: runs started from the browser, dashboards, the checkpoint
+registry."""
 
 from django.apps import AppConfig
 

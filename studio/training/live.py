@@ -1,4 +1,5 @@
-"""What a run page shows while its run goes: status, progress, a time-left estimate and the log tail.
+"""What a run page shows while its run goes: status, progress, a time-left estimate and the log
+tail.
 
 Every kind of run reports the same four things, read from what the run writes as it goes, so the
 page's live panel (``training/_run_live.html``, polled every 2 s while the job is active) needs no
@@ -29,7 +30,7 @@ from studio.training.models import TrainingRun
 class LiveState:
     done: int
     total: int
-    unit: str            # "step", "item", "request"
+    unit: str  # "step", "item", "request"
     eta: str = ""
 
     @property
@@ -40,8 +41,11 @@ class LiveState:
     def text(self) -> str:
         if not self.total:
             return ""
-        counted = f"{self.unit} {self.done}/{self.total}" if self.unit == "step" else \
-            f"{self.done} of {self.total} {self.unit}s"
+        counted = (
+            f"{self.unit} {self.done}/{self.total}"
+            if self.unit == "step"
+            else f"{self.done} of {self.total} {self.unit}s"
+        )
         return counted + (f" · {self.eta}" if self.eta else "")
 
 
@@ -64,8 +68,12 @@ def _eval_counts(run: TrainingRun) -> tuple[int, int]:
     config = _step_config(run)
     sets = config.get("sets") or []
     cases, prompts = int(config.get("cases") or 0), int(config.get("ifeval") or 0)
-    planned = {"live_qa": cases, "variant_qa": cases, "prompt_robustness": max(1, cases // 2),
-               "ifeval": prompts}
+    planned = {
+        "live_qa": cases,
+        "variant_qa": cases,
+        "prompt_robustness": max(1, cases // 2),
+        "ifeval": prompts,
+    }
     folder = run.path / "eval"
     done = total = 0
     for name in sets:
@@ -73,16 +81,18 @@ def _eval_counts(run: TrainingRun) -> tuple[int, int]:
             continue
         total += planned[name]
         done += min(planned[name], _lines(folder / f"{name}.jsonl"))
-        if name == "ifeval" and _base_answers_ifeval(config, folder):  # the base answers the same prompts
+        if name == "ifeval" and _base_answers_ifeval(
+            config, folder
+        ):  # the base answers the same prompts
             total += planned[name]
             done += min(planned[name], _lines(folder / "ifeval_base.jsonl"))
     return done, total
 
 
 def _base_answers_ifeval(config: dict[str, Any], folder: Path) -> bool:
-    """Whether the evaluation will also have the checkpoint's base answer the instruction-following prompts
-    (``training.self_eval``: ``ifeval_base``, and a model whose card names another base), known before the
-    base starts, so the planned count does not grow mid-run."""
+    """Whether the evaluation will also have the checkpoint's base answer the instruction-following
+    prompts (``training.self_eval``: ``ifeval_base``, and a model whose card names another base),
+    known before the base starts, so the planned count does not grow mid-run."""
     from training.runs import base_model_of
 
     if (folder / "ifeval_base.jsonl").is_file():
@@ -109,7 +119,9 @@ def run_live(run: TrainingRun) -> LiveState:
 
     if run.is_training:
         progress = selectors.run_progress(run)
-        return LiveState(progress.steps_done, progress.steps_total, "step", progress.as_dict()["eta"])
+        return LiveState(
+            progress.steps_done, progress.steps_total, "step", progress.as_dict()["eta"]
+        )
     if run.kind == TrainingRun.ABLATION:
         done, total = selectors.ablation_progress(run)
         unit = "step"
@@ -138,4 +150,9 @@ def live_context(run: TrainingRun) -> dict[str, Any]:
     """The live panel's context: the run, its job and where it stands."""
     from studio.jobs.selectors import job_wait
 
-    return {"run": run, "job": run.job, "live": run_live(run), "wait": job_wait(job=run.job) if run.job else None}
+    return {
+        "run": run,
+        "job": run.job,
+        "live": run_live(run),
+        "wait": job_wait(job=run.job) if run.job else None,
+    }

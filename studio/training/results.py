@@ -23,8 +23,16 @@ def evaluation_rows(evaluation: dict[str, Any] | None) -> list[dict[str, Any]]:
         scores = (evaluation or {}).get(name)
         if not isinstance(scores, dict):
             continue
-        row: dict[str, Any] = {"name": name, "label": label, "scores": scores, "error": scores.get("error", ""),
-                               "warning": "", "outcomes": "", "set_label": "", "base": None}
+        row: dict[str, Any] = {
+            "name": name,
+            "label": label,
+            "scores": scores,
+            "error": scores.get("error", ""),
+            "warning": "",
+            "outcomes": "",
+            "set_label": "",
+            "base": None,
+        }
         if isinstance(scores.get("outcomes"), dict):
             row["warning"] = fallback_warning(scores)
             row["outcomes"] = outcome_line(scores)
@@ -36,7 +44,8 @@ def evaluation_rows(evaluation: dict[str, Any] | None) -> list[dict[str, Any]]:
                 try:
                     paired = capability_comparison(read_ifeval(scores, source=f"the {label} set"))
                 except EvidenceError:
-                    paired = None  # the gate names what is wrong with the block; the page shows the scores
+                    # the gate names what is wrong with the block; the page shows the scores
+                    paired = None
                 row["base"] = {**scores["base"], "paired": paired.as_dict() if paired else None}
         rows.append(row)
     return rows

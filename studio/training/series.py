@@ -1,11 +1,12 @@
 """Training curves for the dashboards: which metrics make which chart, smoothing, and downsampling.
 
-The trainers write one ``metrics.jsonl`` row per logging step (``training.callbacks.MetricsLogger``); a
-run of 10,000 steps is 10,000 rows. The browser gets at most ``max_points`` points per curve,
-chosen on the server by Largest-Triangle-Three-Buckets (Steinarsson 2013), which keeps a curve's
-shape (spikes included) with far fewer points than it has; the smoothed loss is computed on every
-point first, then downsampled like the rest. The held-out ``eval_loss`` (SFT with ``eval_fraction``,
-a row every ``eval_steps``) is a curve of its own on the loss chart, not smoothed.
+The trainers write one ``metrics.jsonl`` row per logging step
+(``training.callbacks.MetricsLogger``); a run of 10,000 steps is 10,000 rows. The browser gets at
+most ``max_points`` points per curve, chosen on the server by Largest-Triangle-Three-Buckets
+(Steinarsson 2013), which keeps a curve's shape (spikes included) with far fewer points than it has;
+the smoothed loss is computed on every point first, then downsampled like the rest. The held-out
+``eval_loss`` (SFT with ``eval_fraction``, a row every ``eval_steps``) is a curve of its own on the
+loss chart, not smoothed.
 """
 
 from __future__ import annotations
@@ -23,9 +24,9 @@ DEFAULT_POINTS = 400
 class Chart:
     key: str
     title: str
-    metrics: tuple[str, ...] = ()        # exact metric names
-    pattern: str = ""                     # or every metric matching this (rewards per dimension)
-    smoothed: tuple[str, ...] = ()       # metrics that get an EMA-smoothed copy of their curve
+    metrics: tuple[str, ...] = ()  # exact metric names
+    pattern: str = ""  # or every metric matching this (rewards per dimension)
+    smoothed: tuple[str, ...] = ()  # metrics that get an EMA-smoothed copy of their curve
 
 
 CHARTS = (
@@ -34,10 +35,16 @@ CHARTS = (
     Chart("grad_norm", "Grad norm", metrics=("grad_norm",)),
     Chart("rewards", "Reward per dimension", metrics=("reward",), pattern=r"^rewards/[^/]+/mean$"),
     Chart("kl", "KL", metrics=("kl",)),
-    Chart("completion_length", "Completion length",
-          metrics=("completions/mean_length", "completions/mean_terminated_length")),
-    Chart("zero_advantage", "Zero-advantage groups",
-          metrics=("frac_reward_zero_std", "dropped_zero_advantage")),
+    Chart(
+        "completion_length",
+        "Completion length",
+        metrics=("completions/mean_length", "completions/mean_terminated_length"),
+    ),
+    Chart(
+        "zero_advantage",
+        "Zero-advantage groups",
+        metrics=("frac_reward_zero_std", "dropped_zero_advantage"),
+    ),
     Chart("tokens_per_s", "Tokens per second", metrics=("tokens_per_s",)),
     # the MTP stage: cross-entropy and top-1 accuracy of each draft step k (training.mtp_trainer)
     Chart("draft_loss", "Draft loss per step k", pattern=r"^loss_step_\d+$"),
@@ -56,7 +63,8 @@ def ema(values: Sequence[float], *, weight: float = 0.9) -> list[float]:
 
 
 def lttb(points: Sequence[Point], max_points: int) -> list[Point]:
-    """At most ``max_points`` of ``points`` (sorted by x) keeping the curve's shape; first and last kept."""
+    """At most ``max_points`` of ``points`` (sorted by x) keeping the curve's shape; first and last
+    kept."""
     import numpy as np
 
     xy = np.asarray(points, dtype=float).reshape(-1, 2)
@@ -64,7 +72,8 @@ def lttb(points: Sequence[Point], max_points: int) -> list[Point]:
 
 
 def lttb_indices(x, y, max_points: int) -> list[int]:
-    """Which of the points (numpy arrays ``x`` sorted, ``y``) Largest-Triangle-Three-Buckets keeps."""
+    """Which of the points (numpy arrays ``x`` sorted, ``y``) Largest-Triangle-Three-Buckets
+    keeps."""
     import numpy as np
 
     n = len(x)
@@ -72,10 +81,12 @@ def lttb_indices(x, y, max_points: int) -> list[int]:
         return list(range(n))
     if max_points < 3:
         return [0, n - 1][: max(1, max_points)]
-    # bucket i (of max_points - 2) spans [edges[i], edges[i + 1]) of the points between the first and last
+    # bucket i (of max_points - 2) spans [edges[i], edges[i + 1]) of the points between the first
+    # and last
     edges = (np.floor(np.arange(max_points - 1) * ((n - 2) / (max_points - 2))) + 1).astype(int)
     edges[-1] = n - 1
-    # each bucket's point is chosen against the average of the next bucket (the last point for the last one)
+    # each bucket's point is chosen against the average of the next bucket (the last point for the
+    # last one)
     counts = np.diff(edges)
     avg_x = np.append((np.add.reduceat(x[: n - 1], edges[:-1]) / counts)[1:], x[-1])
     avg_y = np.append((np.add.reduceat(y[: n - 1], edges[:-1]) / counts)[1:], y[-1])
@@ -95,8 +106,8 @@ _NUMBERS = (int, float)
 
 
 def columns_of(rows: Sequence[dict]) -> dict[str, Any]:
-    """Rows as one float column per metric: the finite-or-not number of each row, NaN where a row has
-    none (json reads NaN and Infinity; a boolean or a string is not a value)."""
+    """Rows as one float column per metric: the finite-or-not number of each row, NaN where a row
+    has none (json reads NaN and Infinity; a boolean or a string is not a value)."""
     import numpy as np
 
     n = len(rows)
@@ -119,15 +130,16 @@ def curves(rows: Sequence[dict], *, max_points: int = DEFAULT_POINTS) -> list[di
     return curves_from_columns(columns.pop("x", None), columns, max_points=max_points)
 
 
-def curves_from_columns(xs, columns: dict, *, max_points: int = DEFAULT_POINTS,
-                        stages: Sequence[dict] = ()) -> list[dict]:
-    """``curves`` of metrics held as columns: ``xs`` (the step across the run's stages, sorted) and one
-    float array per metric, NaN where a row has no value.
+def curves_from_columns(
+    xs, columns: dict, *, max_points: int = DEFAULT_POINTS, stages: Sequence[dict] = ()
+) -> list[dict]:
+    """``curves`` of metrics held as columns: ``xs`` (the step across the run's stages, sorted) and
+    one float array per metric, NaN where a row has no value.
 
     ``stages``: a pipeline's stage boundaries ``[{x, name}]`` (where each stage's steps start). Each
-    stage's part of a metric is then a series of its own (``"loss · general_opd"``) on its own y axis
-    (``axis``: the stage's index, ``axis_title``: its name): an SFT loss of 10 and an OPD loss near 0
-    on one axis would draw the OPD curve as a flat line."""
+    stage's part of a metric is then a series of its own (``"loss · general_opd"``) on its own y
+    axis (``axis``: the stage's index, ``axis_title``: its name): an SFT loss of 10 and an OPD loss
+    near 0 on one axis would draw the OPD curve as a flat line."""
     import numpy as np
 
     if xs is None or not len(xs):
@@ -137,8 +149,10 @@ def curves_from_columns(xs, columns: dict, *, max_points: int = DEFAULT_POINTS,
     if len(stages) > 1:
         starts = [float(stage["x"]) for stage in stages]
         ends = starts[1:] + [float("inf")]
-        parts = [(index, stage["name"], (xs > start if index else xs >= start) & (xs <= end))
-                 for index, (stage, start, end) in enumerate(zip(stages, starts, ends, strict=True))]
+        parts = [
+            (index, stage["name"], (xs > start if index else xs >= start) & (xs <= end))
+            for index, (stage, start, end) in enumerate(zip(stages, starts, ends, strict=True))
+        ]
     charts = []
     for chart in CHARTS:
         metrics = [m for m in chart.metrics if m in columns]
@@ -155,13 +169,25 @@ def curves_from_columns(xs, columns: dict, *, max_points: int = DEFAULT_POINTS,
                 name = metric if stage is None else f"{metric} · {stage}"
                 extra = {} if stage is None else {"axis": axis, "axis_title": stage}
                 chosen = lttb_indices(x, y, max_points)
-                series.append({"name": name, "n": len(x),
-                               "points": np.column_stack((x[chosen], y[chosen])).tolist(), **extra})
+                series.append(
+                    {
+                        "name": name,
+                        "n": len(x),
+                        "points": np.column_stack((x[chosen], y[chosen])).tolist(),
+                        **extra,
+                    }
+                )
                 if metric in chart.smoothed and len(x) > 2:
                     smooth = np.asarray(ema(y.tolist()))
                     chosen = lttb_indices(x, smooth, max_points)
-                    series.append({"name": f"{name} (smoothed)", "n": len(x),
-                                   "points": np.column_stack((x[chosen], smooth[chosen])).tolist(), **extra})
+                    series.append(
+                        {
+                            "name": f"{name} (smoothed)",
+                            "n": len(x),
+                            "points": np.column_stack((x[chosen], smooth[chosen])).tolist(),
+                            **extra,
+                        }
+                    )
         if series:
             charts.append({"key": chart.key, "title": chart.title, "series": series})
     return charts

@@ -1,4 +1,5 @@
-"""Writes for training runs: start one (folder, config files, commands, job), resume, run it, make an endpoint.
+"""Writes for training runs: start one (folder, config files, commands, job), resume, run it, make
+an endpoint.
 
 ``run_start`` writes the run folder the commands read (each step's YAML config, a studio Harness
 version's files) and the row, then queues its job, all or nothing. The job (``run_execute``) runs
@@ -34,19 +35,30 @@ from studio.training.configs import CONFIG_CLASSES, HARNESS_REF, harness_version
 from studio.training.models import TrainingRun
 from studio.training.presets import Preset, recipe_steps
 
-JOB_KIND = {"sft": "train_sft", "opd": "train_opd", "rl": "train_rl", "pipeline": "train_pipeline",
-            "mtp": "train_mtp", "ablation": "ablation_run", "eval": "checkpoint_eval", "replay": "replay_run"}
+JOB_KIND = {
+    "sft": "train_sft",
+    "opd": "train_opd",
+    "rl": "train_rl",
+    "pipeline": "train_pipeline",
+    "mtp": "train_mtp",
+    "ablation": "ablation_run",
+    "eval": "checkpoint_eval",
+    "replay": "replay_run",
+}
 
 
 class RunRefused(ValueError):
     """The run cannot start or resume; the message says why."""
 
 
-# -- starting ------------------------------------------------------------------------------------------
+# -- starting
+# ------------------------------------------------------------------------------------------
 
 
 def config_digest(config: dict[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(config, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    return hashlib.sha256(
+        json.dumps(config, sort_keys=True, separators=(",", ":")).encode()
+    ).hexdigest()
 
 
 def _write_harness(folder: Path, value: str):
@@ -57,21 +69,29 @@ def _write_harness(folder: Path, value: str):
     target = (folder / "harness" / version.harness.name).resolve()
     for path, text in version_files(version=version).items():
         file = (target / path).resolve()
-        if not file.is_relative_to(target):  # a stored bundle's paths are checked at import; stay sure
+        if not file.is_relative_to(
+            target
+        ):  # a stored bundle's paths are checked at import; stay sure
             raise RunRefused(f"harness: {value} has a file outside its folder ({path!r})")
         file.parent.mkdir(parents=True, exist_ok=True)
         file.write_text(text, encoding="utf-8")
     return version, str(target)
 
 
-def _plan_steps(*, kind: str, config: Any, folder: Path, preset: Preset | None) -> list[tuple[str, Any]]:
+def _plan_steps(
+    *, kind: str, config: Any, folder: Path, preset: Preset | None
+) -> list[tuple[str, Any]]:
     if preset is not None and preset.is_recipe:
         return recipe_steps(preset, CONFIG_CLASSES[kind], folder=folder)
-    if kind == TrainingRun.PIPELINE:  # its stages resume (their own resume: true) and it skips finished ones
+    if (
+        kind == TrainingRun.PIPELINE
+    ):  # its stages resume (their own resume: true) and it skips finished ones
         return [(kind, dataclasses.replace(config, output_dir=str(folder / kind)))]
     if kind in TrainingRun.TRAINING_KINDS:
         return [(kind, dataclasses.replace(config, output_dir=str(folder / kind), resume=True))]
-    if kind == TrainingRun.ABLATION:  # resumable by running it again: it skips the steps it has done
+    if (
+        kind == TrainingRun.ABLATION
+    ):  # resumable by running it again: it skips the steps it has done
         return [(kind, dataclasses.replace(config, output_dir=str(folder / kind)))]
     return [(kind, config)]
 
@@ -87,21 +107,31 @@ def step_argv(kind: str, config: Any, *, folder: Path, config_file: Path) -> tup
 
 
 def command_text(argv: list[str]) -> str:
-    """The command a step runs, as a terminal would take it (each argument quoted where it needs it)."""
+    """The command a step runs, as a terminal would take it (each argument quoted where it needs
+    it)."""
     return "python -m " + " ".join(shlex.quote(a) for a in argv)
 
 
-def run_start(*, kind: str, config: Any = None, actor: User, preset: Preset | None = None,
-              title: str = "") -> TrainingRun:
+def run_start(
+    *, kind: str, config: Any = None, actor: User, preset: Preset | None = None, title: str = ""
+) -> TrainingRun:
     """Write the run folder and its row and queue the job; nothing is kept if any of it fails."""
     if kind not in CONFIG_CLASSES:
-        raise RunRefused(f"kind: {kind!r} is not a run kind; use one of {', '.join(CONFIG_CLASSES)}")
+        raise RunRefused(
+            f"kind: {kind!r} is not a run kind; use one of {', '.join(CONFIG_CLASSES)}"
+        )
     if preset is not None and preset.kind != kind:
         raise RunRefused(f"preset: {preset.name} is a {preset.kind} preset, not {kind}")
     root = Path(settings.TRAINING_RUNS_DIR)
     with transaction.atomic():
-        run = TrainingRun.objects.create(kind=kind, title="", folder="", config_digest="", created_by=actor,
-                                         preset=preset.name if preset else "")
+        run = TrainingRun.objects.create(
+            kind=kind,
+            title="",
+            folder="",
+            config_digest="",
+            created_by=actor,
+            preset=preset.name if preset else "",
+        )
         folder = (root / f"run-{run.pk}").resolve()
         if folder.exists():  # left by another database (a reset demo): never reuse or remove it
             folder = folder.with_name(f"run-{run.pk}-{secrets.token_hex(3)}")
@@ -110,7 +140,9 @@ def run_start(*, kind: str, config: Any = None, actor: User, preset: Preset | No
             run.folder = str(folder)
             version = None
             steps, resolved = [], {}
-            for name, step_config in _plan_steps(kind=kind, config=config, folder=folder, preset=preset):
+            for name, step_config in _plan_steps(
+                kind=kind, config=config, folder=folder, preset=preset
+            ):
                 harness = getattr(step_config, "harness", "demo")
                 if HARNESS_REF.match(harness):
                     version, path = _write_harness(folder, harness)
@@ -118,19 +150,29 @@ def run_start(*, kind: str, config: Any = None, actor: User, preset: Preset | No
                 config_file = folder / f"{name}.yaml"
                 config_file.write_text(configs.config_yaml(step_config), encoding="utf-8")
                 argv, output = step_argv(kind, step_config, folder=folder, config_file=config_file)
-                steps.append({"name": name, "argv": argv, "config_file": config_file.name, "output": output})
+                steps.append(
+                    {"name": name, "argv": argv, "config_file": config_file.name, "output": output}
+                )
                 resolved[name] = dataclasses.asdict(step_config)
             first = next(iter(resolved.values()))
             run.steps, run.config, run.config_digest = steps, resolved, config_digest(resolved)
-            run.model = str(first.get("model") or (first.get("route") if kind == TrainingRun.REPLAY else ""))
+            run.model = str(
+                first.get("model") or (first.get("route") if kind == TrainingRun.REPLAY else "")
+            )
             run.harness_version = version
             run.parent = _run_of_checkpoint(run.model)
             run.title = (title or _default_title(kind=kind, config=first, preset=preset))[:200]
             run.save()
-            run.job = job_create(kind=JOB_KIND[kind], title=run.title, params={"run_id": run.pk}, created_by=actor)
+            run.job = job_create(
+                kind=JOB_KIND[kind], title=run.title, params={"run_id": run.pk}, created_by=actor
+            )
             run.save(update_fields=["job"])
-            audit_record(actor=actor, action="training.start", target=f"run #{run.pk} {kind}",
-                         data={"title": run.title, "preset": run.preset, "config_digest": run.config_digest})
+            audit_record(
+                actor=actor,
+                action="training.start",
+                target=f"run #{run.pk} {kind}",
+                data={"title": run.title, "preset": run.preset, "config_digest": run.config_digest},
+            )
         except BaseException:
             shutil.rmtree(folder, ignore_errors=True)
             raise
@@ -166,20 +208,31 @@ def run_resume(*, run: TrainingRun, actor: User) -> TrainingRun:
     if run.kind == TrainingRun.REPLAY:
         raise RunRefused("a replay is measured in one go and cannot be resumed; start a new replay")
     if run.job is not None and run.job.is_active:
-        raise RunRefused(f"training run #{run.pk} is still {run.job.get_status_display()} (job #{run.job.pk})")
+        raise RunRefused(
+            f"training run #{run.pk} is still {run.job.get_status_display()} (job #{run.job.pk})"
+        )
     if run.job is not None and run.job.status == Job.SUCCEEDED:
         raise RunRefused(f"training run #{run.pk} ran to its end; start a new run to train more")
     with transaction.atomic():
-        run.job = job_create(kind=JOB_KIND[run.kind], title=f"{run.title} (attempt {run.attempts + 1})",
-                             params={"run_id": run.pk, "resume": True}, created_by=actor)
+        run.job = job_create(
+            kind=JOB_KIND[run.kind],
+            title=f"{run.title} (attempt {run.attempts + 1})",
+            params={"run_id": run.pk, "resume": True},
+            created_by=actor,
+        )
         run.attempts += 1
         run.save(update_fields=["job", "attempts"])
-        audit_record(actor=actor, action="training.resume", target=f"run #{run.pk} {run.kind}",
-                     data={"attempt": run.attempts})
+        audit_record(
+            actor=actor,
+            action="training.resume",
+            target=f"run #{run.pk} {run.kind}",
+            data={"attempt": run.attempts},
+        )
     return run
 
 
-# -- running (in the worker) -------------------------------------------------------------------------------
+# -- running (in the worker)
+# -------------------------------------------------------------------------------
 
 
 def _step_finished(run: TrainingRun, step: dict[str, Any]) -> bool:
@@ -209,7 +262,9 @@ def run_execute(*, run_id: int, context: JobContext) -> dict[str, Any]:
             done, total = ablation_progress(run)
             if done != reported["steps"]:
                 reported["steps"] = done
-                context.progress(int(100 * done / total) if total else 0, f"ablation step {done}/{total} done")
+                context.progress(
+                    int(100 * done / total) if total else 0, f"ablation step {done}/{total} done"
+                )
             else:
                 context.progress(int(100 * done / total) if total else 0)
             return
@@ -224,7 +279,10 @@ def run_execute(*, run_id: int, context: JobContext) -> dict[str, Any]:
             loss = progress.last.get("loss")
             loss_text = f", loss {loss:.4g}" if isinstance(loss, int | float) else ""
             eta = f", {progress.as_dict()['eta']}" if progress.eta_s is not None else ""
-            context.progress(progress.percent, f"step {progress.steps_done}/{progress.steps_total}{loss_text}{eta}")
+            context.progress(
+                progress.percent,
+                f"step {progress.steps_done}/{progress.steps_total}{loss_text}{eta}",
+            )
         else:
             context.progress(progress.percent)
 
@@ -232,28 +290,50 @@ def run_execute(*, run_id: int, context: JobContext) -> dict[str, Any]:
         if _step_finished(run, step):
             context.log(f"step {number}/{len(run.steps)} {step['name']}: already finished, skipped")
             continue
-        launcher = settings.TRAINING_LAUNCHER if step["argv"][0] == "training" and run.is_training else ""
-        shown = shlex.join(command_argv(step["argv"], launcher=launcher)) if launcher else command_text(step["argv"])
+        launcher = (
+            settings.TRAINING_LAUNCHER if step["argv"][0] == "training" and run.is_training else ""
+        )
+        shown = (
+            shlex.join(command_argv(step["argv"], launcher=launcher))
+            if launcher
+            else command_text(step["argv"])
+        )
         context.log(f"step {number}/{len(run.steps)} {step['name']}: {shown}")
         code, tail = run_command(step["argv"], log=context.log, on_tick=tick, launcher=launcher)
         if code != 0:
-            # what finished is kept and shown: an evaluation whose one set failed still has the others' scores
+            # what finished is kept and shown: an evaluation whose one set failed still has the
+            # others' scores
             TrainingRun.objects.filter(pk=run.pk).update(summary=read_folder_summary(run))
-            reason = next((line for line in reversed(tail) if line.startswith("error:")), tail[-1] if tail else "")
-            raise JobFailed(f"{step['name']}: `{command_text(step['argv'])}` exited with {code}"
-                            + (f": {reason}" if reason else ""))
+            reason = next(
+                (line for line in reversed(tail) if line.startswith("error:")),
+                tail[-1] if tail else "",
+            )
+            raise JobFailed(
+                f"{step['name']}: `{command_text(step['argv'])}` exited with {code}"
+                + (f": {reason}" if reason else "")
+            )
     summary = read_folder_summary(run)
     TrainingRun.objects.filter(pk=run.pk).update(summary=summary)
     if run.is_training:
-        run_dashboard(run, ended=True)  # the finished run's curves, kept in the studio's cache (shared on Redis)
+        run_dashboard(
+            run, ended=True
+        )  # the finished run's curves, kept in the studio's cache (shared on Redis)
     result = {"run_id": run.pk, "kind": run.kind, "summary": summary}
     if run.is_policy and not settings.FOLLOW_ON_JOBS:
-        context.log("compatibility: follow-on jobs are turned off (FOLLOW_ON_JOBS=0); ask for its cells on "
-                    "the compatibility page")
-    elif run.is_policy:  # a checkpoint entered the registry: the apps that react to it queue their jobs
+        context.log(
+            "compatibility: follow-on jobs are turned off (FOLLOW_ON_JOBS=0); ask for its cells on "
+            "the compatibility page"
+        )
+    elif (
+        run.is_policy
+    ):  # a checkpoint entered the registry: the apps that react to it queue their jobs
         from studio.training.signals import checkpoint_registered
 
-        follow_on = [answer for _, answer in checkpoint_registered.send(sender=TrainingRun, run=run) if answer]
+        follow_on = [
+            answer
+            for _, answer in checkpoint_registered.send(sender=TrainingRun, run=run)
+            if answer
+        ]
         for _job, sentence in follow_on:
             context.log(sentence)
         if follow_on:
@@ -261,7 +341,8 @@ def run_execute(*, run_id: int, context: JobContext) -> dict[str, Any]:
     return result
 
 
-# -- the registry's one click ------------------------------------------------------------------------------
+# -- the registry's one click
+# ------------------------------------------------------------------------------
 
 
 def checkpoint_endpoint_create(*, run: TrainingRun, actor: User):
@@ -271,8 +352,11 @@ def checkpoint_endpoint_create(*, run: TrainingRun, actor: User):
 
     final = run.final_dir
     if not run.is_policy:
-        raise RunRefused(f"training run #{run.pk} is an {run.get_kind_display()} run: its final/ is a draft head, not a "
-                         "model to serve; serve the policy it drafts for with --draft-head (docs/serving.md)")
+        raise RunRefused(
+            f"training run #{run.pk} is an {run.get_kind_display()} "
+            "run: its final/ is a draft head, not a "
+            "model to serve; serve the policy it drafts for with --draft-head (docs/serving.md)"
+        )
     if not is_checkpoint(final):
         raise RunRefused(f"training run #{run.pk} has no trained model yet (no {final})")
     existing = ModelEndpoint.objects.filter(route=ModelEndpoint.LOCAL, model=str(final)).first()
@@ -283,6 +367,12 @@ def checkpoint_endpoint_create(*, run: TrainingRun, actor: User):
     while ModelEndpoint.objects.filter(name=name).exists():
         n += 1
         name = f"{base}-{n}"
-    return endpoint_save(endpoint=None, name=name, route=ModelEndpoint.LOCAL, base_url="", model=str(final),
-                         description=f"{run.title} (training run #{run.pk}, {final})",
-                         actor=actor)
+    return endpoint_save(
+        endpoint=None,
+        name=name,
+        route=ModelEndpoint.LOCAL,
+        base_url="",
+        model=str(final),
+        description=f"{run.title} (training run #{run.pk}, {final})",
+        actor=actor,
+    )

@@ -21,6 +21,7 @@ def assert_form_refused(response, *, field: str, message: str, runs_dir: Path) -
 
 def run_ended(run: TrainingRun, *, timeout: float) -> Job:
     """The run's job once it has ended (the run's current job: a resume gives it a new one)."""
+
     def ended():
         job = Job.objects.get(pk=TrainingRun.objects.get(pk=run.pk).job_id)
         return None if job.is_active else job

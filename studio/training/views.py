@@ -1,4 +1,5 @@
-"""Pages of the ML engineer: runs, the generated run forms, a run's page and dashboard, the checkpoint registry.
+"""Pages of the ML engineer: runs, the generated run forms, a run's page and dashboard, the
+checkpoint registry.
 
 Views parse, authorise, call a service or selector, render. A form that does not validate comes
 back with status 400, every wrong field named beside its input, and nothing saved.
@@ -33,7 +34,8 @@ from studio.training.services import (
 )
 
 KIND_LABELS = dict(TrainingRun.KINDS)
-# Fields a link may fill in (the registry's "Evaluate" and "Train from here"): checked on submit like any other.
+# Fields a link may fill in (the registry's "Evaluate" and "Train from here"): checked on submit
+# like any other.
 PREFILL = ("model", "route", "cases", "harness", "init_head")
 
 
@@ -53,18 +55,30 @@ def run_list(request):
     kind = request.GET.get("kind") or None
     if kind is not None and kind not in KIND_LABELS:
         kind = None
-    return render(request, "training/run_list.html", {
-        "runs": selectors.run_list(kind=kind), "kind": kind, "kinds": TrainingRun.KINDS,
-        "presets": list(PRESETS.values())})
+    return render(
+        request,
+        "training/run_list.html",
+        {
+            "runs": selectors.run_list(kind=kind),
+            "kind": kind,
+            "kinds": TrainingRun.KINDS,
+            "presets": list(PRESETS.values()),
+        },
+    )
 
 
 def _preset(request, kind: str):
-    name = configs.PresetChoiceForm(request.GET).chosen() or configs.PresetChoiceForm(request.POST).chosen()
+    name = (
+        configs.PresetChoiceForm(request.GET).chosen()
+        or configs.PresetChoiceForm(request.POST).chosen()
+    )
     if not name:
         return None
     preset = PRESETS.get(name)
     if preset is None or preset.kind != kind:
-        raise Http404(f"no {kind} preset {name!r}; presets: {', '.join(p.name for p in presets_for(kind))}")
+        raise Http404(
+            f"no {kind} preset {name!r}; presets: {', '.join(p.name for p in presets_for(kind))}"
+        )
     return preset
 
 
@@ -76,12 +90,18 @@ def _base_config(kind: str, preset, request):
     if kind == TrainingRun.REPLAY and not config.cases:
         from studio.evolution.seeding import demo_set_file
 
-        demo_cases = demo_set_file("replay")  # the demo's 110 replay cases, once seed_evolution_demo wrote them
+        demo_cases = demo_set_file(
+            "replay"
+        )  # the demo's 110 replay cases, once seed_evolution_demo wrote them
         if demo_cases is not None:
             config = dataclasses.replace(config, cases=str(demo_cases))
-    prefill = {name: request.GET[name] for name in PREFILL if name in request.GET and hasattr(config, name)}
+    prefill = {
+        name: request.GET[name] for name in PREFILL if name in request.GET and hasattr(config, name)
+    }
     if prefill:  # shown in the form only; checked when the form is sent
-        config = dataclasses.replace(config, **{k: v[: configs.MAX_VALUE_CHARS] for k, v in prefill.items()})
+        config = dataclasses.replace(
+            config, **{k: v[: configs.MAX_VALUE_CHARS] for k, v in prefill.items()}
+        )
     return config
 
 
@@ -102,29 +122,53 @@ def _preview(kind: str, config, preset) -> dict:
     for name, step in steps:
         file = folder / f"{name}.yaml"
         argv, _ = step_argv(kind, step, folder=folder, config_file=file)
-        out.append({"name": name, "file": str(file), "yaml": configs.config_yaml(step), "command": command_text(argv)})
+        out.append(
+            {
+                "name": name,
+                "file": str(file),
+                "yaml": configs.config_yaml(step),
+                "command": command_text(argv),
+            }
+        )
     estimate = None
     if kind == TrainingRun.REPLAY and config is not None:
         from studio.replays.selectors import replay_time_estimate
 
-        estimate = replay_time_estimate(route=config.route, concurrency=list(config.concurrency),
-                                        warmup=config.warmup, measured=config.measured,
-                                        request_timeout=config.request_timeout)
+        estimate = replay_time_estimate(
+            route=config.route,
+            concurrency=list(config.concurrency),
+            warmup=config.warmup,
+            measured=config.measured,
+            request_timeout=config.request_timeout,
+        )
     return {"preview_steps": out, "replay_estimate": estimate}
 
 
 def _run_form(kind: str, preset, base, data=None) -> configs.RunForm:
-    return configs.RunForm(kind, data, base=base, with_config=not (preset is not None and preset.is_recipe))
+    return configs.RunForm(
+        kind, data, base=base, with_config=not (preset is not None and preset.is_recipe)
+    )
 
 
 def _form_context(kind: str, *, preset, config, form: configs.RunForm) -> dict:
     from studio.harnesses.models import HarnessVersion
 
-    return {"kind": kind, "kind_label": KIND_LABELS[kind], "preset": preset, "presets": presets_for(kind),
-            "sections": form.sections(), "errors": form.problems, **_preview(kind, config, preset),
-            "checkpoints": selectors.checkpoint_choices(),
-            "harness_versions": [f"{v.harness.name}@v{v.number}" for v in
-                                 HarnessVersion.objects.select_related("harness").order_by("harness__name", "-number")[:50]]}
+    return {
+        "kind": kind,
+        "kind_label": KIND_LABELS[kind],
+        "preset": preset,
+        "presets": presets_for(kind),
+        "sections": form.sections(),
+        "errors": form.problems,
+        **_preview(kind, config, preset),
+        "checkpoints": selectors.checkpoint_choices(),
+        "harness_versions": [
+            f"{v.harness.name}@v{v.number}"
+            for v in HarnessVersion.objects.select_related("harness").order_by(
+                "harness__name", "-number"
+            )[:50]
+        ],
+    }
 
 
 @require_http_methods(["GET", "POST"])
@@ -134,14 +178,26 @@ def run_new(request, kind: str):
     preset = _preset(request, kind)
     base = _base_config(kind, preset, request)
     if request.method == "GET":
-        return render(request, "training/run_new.html",
-                      _form_context(kind, preset=preset, config=base, form=_run_form(kind, preset, base)))
+        return render(
+            request,
+            "training/run_new.html",
+            _form_context(kind, preset=preset, config=base, form=_run_form(kind, preset, base)),
+        )
     form = _run_form(kind, preset, base, request.POST)
     if not form.is_valid():
-        return render(request, "training/run_new.html", _form_context(kind, preset=preset, config=base, form=form),
-                      status=400)
-    run = run_start(kind=kind, config=form.config, actor=request.user, preset=preset,
-                    title=form.cleaned_data["title"])
+        return render(
+            request,
+            "training/run_new.html",
+            _form_context(kind, preset=preset, config=base, form=form),
+            status=400,
+        )
+    run = run_start(
+        kind=kind,
+        config=form.config,
+        actor=request.user,
+        preset=preset,
+        title=form.cleaned_data["title"],
+    )
     return redirect("training:run_detail", run_id=run.pk)
 
 
@@ -167,20 +223,41 @@ def run_detail(request, run_id: int):
     steps = []
     for step in run.steps:
         file = run.path / step["config_file"]
-        steps.append({**step, "command": command_text(step["argv"]), "file": str(file),
-                      "yaml": file.read_text(encoding="utf-8") if file.is_file() else ""})
+        steps.append(
+            {
+                **step,
+                "command": command_text(step["argv"]),
+                "file": str(file),
+                "yaml": file.read_text(encoding="utf-8") if file.is_file() else "",
+            }
+        )
     job = run.job
-    can_resume = (run.kind != TrainingRun.REPLAY and job is not None and job.status in ("failed", "cancelled"))
+    can_resume = (
+        run.kind != TrainingRun.REPLAY and job is not None and job.status in ("failed", "cancelled")
+    )
     summary = run.summary or selectors.read_folder_summary(run)
-    return render(request, "training/run_detail.html", {
-        "run": run, "steps": steps, "job": job,
-        **live_context(run),
-        "can_cancel": job is not None and job_can_cancel(job=job, user=request.user), "can_resume": can_resume,
-        "summary": summary, "eval_rows": evaluation_rows((summary or {}).get("evaluation")),
-        "replay_warning": fallback_warning(((summary or {}).get("replay") or {}).get("levels") or {}),
-        "has_model": run.is_policy and is_checkpoint(run.final_dir),
-        "ablation": selectors.ablation_dashboard(run) if run.kind == TrainingRun.ABLATION else None,
-        "eval_labels": configs.EVAL_SET_LABELS})
+    return render(
+        request,
+        "training/run_detail.html",
+        {
+            "run": run,
+            "steps": steps,
+            "job": job,
+            **live_context(run),
+            "can_cancel": job is not None and job_can_cancel(job=job, user=request.user),
+            "can_resume": can_resume,
+            "summary": summary,
+            "eval_rows": evaluation_rows((summary or {}).get("evaluation")),
+            "replay_warning": fallback_warning(
+                ((summary or {}).get("replay") or {}).get("levels") or {}
+            ),
+            "has_model": run.is_policy and is_checkpoint(run.final_dir),
+            "ablation": selectors.ablation_dashboard(run)
+            if run.kind == TrainingRun.ABLATION
+            else None,
+            "eval_labels": configs.EVAL_SET_LABELS,
+        },
+    )
 
 
 @require_GET
@@ -203,8 +280,12 @@ def run_metrics(request, run_id: int):
     raw = request.GET.get("points", str(DEFAULT_POINTS))
     points = decimal_int(raw, max_digits=4)
     if points is None or not 50 <= points <= 2000:
-        return JsonResponse({"error": f"points: a whole number between 50 and 2000, got {raw[:40]!r}"}, status=400)
-    return HttpResponse(selectors.run_dashboard_json(run, max_points=points), content_type="application/json")
+        return JsonResponse(
+            {"error": f"points: a whole number between 50 and 2000, got {raw[:40]!r}"}, status=400
+        )
+    return HttpResponse(
+        selectors.run_dashboard_json(run, max_points=points), content_type="application/json"
+    )
 
 
 @require_POST
@@ -216,19 +297,25 @@ def run_resume_view(request, run_id: int):
     except RunRefused as refusal:
         messages.error(request, str(refusal))
         return redirect("training:run_detail", run_id=run.pk)
-    messages.success(request, f"training run #{run.pk} resumes from its last checkpoint (attempt {run.attempts})")
+    messages.success(
+        request, f"training run #{run.pk} resumes from its last checkpoint (attempt {run.attempts})"
+    )
     return redirect("training:run_detail", run_id=run.pk)
 
 
 @require_GET
 @requires("training.view")
 def checkpoint_list(request):
-    return render(request, "training/checkpoint_list.html", {
-        "entries": selectors.checkpoint_registry(), "eval_labels": configs.EVAL_SET_LABELS})
+    return render(
+        request,
+        "training/checkpoint_list.html",
+        {"entries": selectors.checkpoint_registry(), "eval_labels": configs.EVAL_SET_LABELS},
+    )
 
 
 def _checkpoint_param(request, name: str) -> TrainingRun | str:
-    """The run named by GET parameter ``name`` if it has a checkpoint, else the message saying why not."""
+    """The run named by GET parameter ``name`` if it has a checkpoint, else the message saying why
+    not."""
     raw = request.GET.get(name, "")
     valid = "give the id of a training run whose checkpoint is in the registry (run #N)"
     run_id = decimal_int(raw, max_digits=12)
@@ -238,25 +325,40 @@ def _checkpoint_param(request, name: str) -> TrainingRun | str:
     if run is None:
         return f"{name}: there is no training run #{raw}; {valid}"
     if not run.is_policy or not is_checkpoint(run.final_dir):
-        return f"{name}: training run #{raw} ({run.get_kind_display()}) has no trained checkpoint; {valid}"
+        return (
+            f"{name}: training run #{raw} ({run.get_kind_display()}) "
+            f"has no trained checkpoint; {valid}"
+        )
     return run
 
 
 @require_GET
 @requires("training.view")
 def checkpoint_compare(request):
-    """Two checkpoints side by side: per evaluation set both scores and B - A with its paired-bootstrap interval."""
+    """Two checkpoints side by side: per evaluation set both scores and B - A with its
+    paired-bootstrap interval."""
     a, b = _checkpoint_param(request, "a"), _checkpoint_param(request, "b")
     problems = [p for p in (a, b) if isinstance(p, str)]
     if not problems and a.pk == b.pk:
         problems = ["b: the same run as a; choose two different checkpoints"]
     if problems:
-        return render(request, "training/checkpoint_compare.html", {"problems": problems,
-                                                                    "entries": selectors.checkpoint_registry(with_heads=False)},
-                      status=400)
-    return render(request, "training/checkpoint_compare.html", {
-        "a": a, "b": b, "rows": selectors.checkpoint_compare(a=a, b=b), "resamples": selectors.COMPARE_RESAMPLES,
-        "entries": selectors.checkpoint_registry(with_heads=False)})
+        return render(
+            request,
+            "training/checkpoint_compare.html",
+            {"problems": problems, "entries": selectors.checkpoint_registry(with_heads=False)},
+            status=400,
+        )
+    return render(
+        request,
+        "training/checkpoint_compare.html",
+        {
+            "a": a,
+            "b": b,
+            "rows": selectors.checkpoint_compare(a=a, b=b),
+            "resamples": selectors.COMPARE_RESAMPLES,
+            "entries": selectors.checkpoint_registry(with_heads=False),
+        },
+    )
 
 
 @require_POST
@@ -274,10 +376,18 @@ def checkpoint_endpoint(request, run_id: int):
         messages.error(request, str(refusal))
         return redirect("training:checkpoint_list")
     if endpoint.created_at >= asked_at:
-        messages.success(request, f"Made endpoint {endpoint.name}: the local route serving training run "
-                                  f"#{run.pk}'s model ({endpoint.model}). Try it in the playground, or ask for its "
-                                  "compatibility cells.")
+        messages.success(
+            request,
+            f"Made endpoint {endpoint.name}: the local route serving training run "
+            f"#{run.pk}'s model ({endpoint.model}). Try it in the playground, or ask for its "
+            "compatibility cells.",
+        )
     else:
-        messages.info(request, f"Endpoint {endpoint.name} already serves training run #{run.pk}'s model "
-                               f"({endpoint.model}); nothing new was made.")
-    return redirect(f"{reverse('endpoints:endpoint_list')}?made={endpoint.pk}#endpoint-{endpoint.pk}")
+        messages.info(
+            request,
+            f"Endpoint {endpoint.name} already serves training run #{run.pk}'s model "
+            f"({endpoint.model}); nothing new was made.",
+        )
+    return redirect(
+        f"{reverse('endpoints:endpoint_list')}?made={endpoint.pk}#endpoint-{endpoint.pk}"
+    )

@@ -35,8 +35,18 @@ def every_skill_and_tool_cases(bundle) -> list[dict]:
     cases = []
     for name, skill in sorted(bundle.skills.items()):
         key = "reply_skills" if skill.kind == "reply" else "strategy_skills"
-        cases.append({"format": "hs-case/1", "id": f"all-{name}", "category": "product_qa",
-                      "comments": [{"user": "u", "text": "hello"}],
-                      "gold": {"route": "public", key: [name], "tool_calls": calls,
-                               "tool_order": [t.name for t in bundle.tools]}})
+        cases.append(
+            {
+                "format": "hs-case/1",
+                "id": f"all-{name}",
+                "category": "product_qa",
+                "comments": [{"user": "u", "text": "hello"}],
+                "gold": {
+                    "route": "public",
+                    key: [name],
+                    "tool_calls": calls,
+                    "tool_order": [t.name for t in bundle.tools],
+                },
+            }
+        )
     return cases

@@ -20,8 +20,9 @@ from .conftest import every_skill_and_tool_cases
 
 SEEDS = st.integers(min_value=0, max_value=2**31 - 1)
 DIM_SETS = st.lists(st.sampled_from(DIMS), min_size=1, max_size=5, unique=True)
-_SETTINGS = settings(max_examples=25, deadline=None,
-                     suppress_health_check=[HealthCheck.function_scoped_fixture])
+_SETTINGS = settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 
 
 @_SETTINGS
@@ -37,8 +38,9 @@ def test_every_variant_validates(demo_bundle, seed, dims):
 @given(seed=SEEDS, index=st.integers(0, 13))
 def test_gold_skills_and_tools_exist_under_their_mapped_names(demo_bundle, seed, index):
     case = every_skill_and_tool_cases(demo_bundle)[index]
-    variant = augment_bundle(bundle=demo_bundle, seed=seed,
-                             requirements=requirements_from_case(case))
+    variant = augment_bundle(
+        bundle=demo_bundle, seed=seed, requirements=requirements_from_case(case)
+    )
     mapped = variant.mapping.remap_case(case)
     gold = mapped["gold"]
     for skill in gold.get("reply_skills", []) + gold.get("strategy_skills", []):
@@ -50,17 +52,21 @@ def test_gold_skills_and_tools_exist_under_their_mapped_names(demo_bundle, seed,
     for call, old in zip(gold["tool_calls"], case["gold"]["tool_calls"], strict=True):
         assert call["name"] in names
         # the same implementation behind the new name
-        assert variant.bundle.tool_registry.get(call["name"]).binding == \
-            demo_bundle.tool_registry.get(old["name"]).binding
+        assert (
+            variant.bundle.tool_registry.get(call["name"]).binding
+            == demo_bundle.tool_registry.get(old["name"]).binding
+        )
     assert all(t in names for t in gold["tool_order"])
 
 
-@settings(max_examples=25, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(seed=SEEDS)
 def test_limits_never_drop_below_what_the_gold_needs(demo_bundle, seed):
-    need = Requirements(reply_chars=390, rounds=6, tool_calls=11, retries=3, input_chars=1900,
-                        prompt_chars=39000)
+    need = Requirements(
+        reply_chars=390, rounds=6, tool_calls=11, retries=3, input_chars=1900, prompt_chars=39000
+    )
     variant = augment_bundle(bundle=demo_bundle, seed=seed, requirements=need)
     b = variant.bundle
     assert b.prompt.max_rounds >= 6
@@ -100,10 +106,27 @@ def test_same_seed_is_byte_identical_across_processes_and_hash_seeds(tmp_path):
     for hash_seed in ("1", "999"):
         out = tmp_path / f"v{hash_seed}"
         env = {**os.environ, "PYTHONHASHSEED": hash_seed}
-        subprocess.run([sys.executable, "-m", "harness", "augment", "--harness",
-                        str(demo_harness_dir()), "--seed", "77", "--out", str(out), "--quiet"],
-                       check=True, env=env, capture_output=True)
-        files = {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "harness",
+                "augment",
+                "--harness",
+                str(demo_harness_dir()),
+                "--seed",
+                "77",
+                "--out",
+                str(out),
+                "--quiet",
+            ],
+            check=True,
+            env=env,
+            capture_output=True,
+        )
+        files = {
+            p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*") if p.is_file()
+        }
         outs.append((files, (tmp_path / f"v{hash_seed}.mapping.json").read_bytes()))
     assert outs[0] == outs[1]
 
@@ -113,11 +136,14 @@ def _projection(bundle, dim: str):
     if dim == "skills":
         return tuple(sorted((n, s.description) for n, s in bundle.skills.items()))
     if dim == "skill-content":
-        return tuple((s.path, tuple((r.id, r.text) for r in s.rules))
-                     for s in sorted(bundle.skills.values(), key=lambda s: s.path))
+        return tuple(
+            (s.path, tuple((r.id, r.text) for r in s.rules))
+            for s in sorted(bundle.skills.values(), key=lambda s: s.path)
+        )
     if dim == "tools":
-        return tuple((t.name, t.description, json.dumps(t.parameters, sort_keys=True))
-                     for t in bundle.tools)
+        return tuple(
+            (t.name, t.description, json.dumps(t.parameters, sort_keys=True)) for t in bundle.tools
+        )
     if dim == "prompt":
         return bundle.files["prompt.yaml"]
     return bundle.files["hooks.yaml"]
@@ -137,13 +163,13 @@ def test_different_seeds_differ_in_every_requested_dimension(demo_bundle, dims):
                 seen[dim].add(got)
 
 
-@pytest.mark.parametrize(("dim", "files"), [("hooks", {"hooks.yaml"}),
-                                            ("prompt", {"prompt.yaml"})])
+@pytest.mark.parametrize(("dim", "files"), [("hooks", {"hooks.yaml"}), ("prompt", {"prompt.yaml"})])
 def test_only_the_requested_family_changes(demo_bundle, dim, files):
     for seed in range(5):
         variant = augment_bundle(bundle=demo_bundle, seed=seed, dims=[dim])
-        changed = {p for p in demo_bundle.files
-                   if variant.bundle.files.get(p) != demo_bundle.files[p]}
+        changed = {
+            p for p in demo_bundle.files if variant.bundle.files.get(p) != demo_bundle.files[p]
+        }
         assert changed == files
 
 
@@ -157,6 +183,7 @@ def test_skill_content_alone_keeps_names_tools_prompt_and_hooks(demo_bundle):
 
 def test_libyaml_and_python_writers_agree_and_templates_stay_readable(demo_bundle):
     from harness.augment.editable import BlockDumper, dump_text
+
     for seed in range(5):
         variant = augment_bundle(bundle=demo_bundle, seed=seed)
         for path in ("tools.yaml", "prompt.yaml", "hooks.yaml"):

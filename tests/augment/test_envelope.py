@@ -23,25 +23,57 @@ def _edited(old: str, new: str) -> str:
     return text.replace(old, new)
 
 
-@pytest.mark.parametrize(("old", "new", "field", "words"), [
-    ("max_rounds: [4, 6]", "max_rounds: [6, 4]", "prompt.constraints.max_rounds", "not a range"),
-    ("max_rounds: [4, 6]", "max_rounds: [4, 60]", "prompt.constraints.max_rounds", "valid range"),
-    ("max_rounds: [4, 6]", "max_turns: [4, 6]", "prompt.constraints.max_turns", "unknown constraint"),
-    ("max_tool_calls.max_calls: [6, 12]", "max_tool_calls.block_repeats: [0, 1]",
-     "hooks.params.max_tool_calls.block_repeats", "not a numeric hook parameter"),
-    ("rename_probability: 0.85          # each skill", "rename_probability: 1.5 #",
-     "skills.rename_probability", "out of range"),
-    ("on_exhausted: [fallback, suppress]", "on_exhausted: [fallback, explode]",
-     "hooks.on_exhausted[1]", "explode"),
-])
+@pytest.mark.parametrize(
+    ("old", "new", "field", "words"),
+    [
+        (
+            "max_rounds: [4, 6]",
+            "max_rounds: [6, 4]",
+            "prompt.constraints.max_rounds",
+            "not a range",
+        ),
+        (
+            "max_rounds: [4, 6]",
+            "max_rounds: [4, 60]",
+            "prompt.constraints.max_rounds",
+            "valid range",
+        ),
+        (
+            "max_rounds: [4, 6]",
+            "max_turns: [4, 6]",
+            "prompt.constraints.max_turns",
+            "unknown constraint",
+        ),
+        (
+            "max_tool_calls.max_calls: [6, 12]",
+            "max_tool_calls.block_repeats: [0, 1]",
+            "hooks.params.max_tool_calls.block_repeats",
+            "not a numeric hook parameter",
+        ),
+        (
+            "rename_probability: 0.85          # each skill",
+            "rename_probability: 1.5 #",
+            "skills.rename_probability",
+            "out of range",
+        ),
+        (
+            "on_exhausted: [fallback, suppress]",
+            "on_exhausted: [fallback, explode]",
+            "hooks.on_exhausted[1]",
+            "explode",
+        ),
+    ],
+)
 def test_bad_envelope_names_file_line_and_field(old, new, field, words):
     text = _edited(old, new)
     line = next(i for i, t in enumerate(text.splitlines(), 1) if new.split("#")[0].strip() in t)
     with pytest.raises(EnvelopeError) as info:
         parse_envelope(text, file="my-envelope.yaml")
     problems = info.value.problems
-    assert any(p.file == "my-envelope.yaml" and p.field == field and words in p.message
-               and p.line == line for p in problems), problems
+    assert any(
+        p.file == "my-envelope.yaml" and p.field == field and words in p.message and p.line == line
+        for p in problems
+    ), problems
 
 
 def test_missing_file_is_reported(tmp_path):

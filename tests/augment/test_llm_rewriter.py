@@ -13,8 +13,9 @@ from harness.policies.roles import ROLES
 
 @pytest.fixture
 def stub(fake_openai):
-    """(URL, the server): it answers each request with the next of ``answers``, else with the rule it
-    was asked to rewrite prefixed "Please note: "; ``seen`` holds the request bodies."""
+    """(URL, the server): it answers each request with the next of ``answers``, else with the rule
+    it was asked to rewrite prefixed "Please note: "; ``seen`` holds the request bodies."""
+
     def echo(body):
         return "Please note: " + body["messages"][-1]["content"].split("\n\n(Keep these names")[0]
 
@@ -26,8 +27,9 @@ def test_good_llm_rewrite_is_used_and_names_are_requested(stub):
     url, state = stub
     state.answers = ['"Rewritten: Before replying, call search_faq; never guess, keep 48 hours."']
     rule = "Call search_faq before replying; never guess and keep 48 hours."
-    result = checked_rewrite(rule, rng=random.Random(0), names=["search_faq"],
-                             rewriter=LLMRewriter.from_spec(f"{url}:m"))
+    result = checked_rewrite(
+        rule, rng=random.Random(0), names=["search_faq"], rewriter=LLMRewriter.from_spec(f"{url}:m")
+    )
     assert result.text == "Before replying, call search_faq; never guess, keep 48 hours."
     assert result.source == "llm:m"
     assert "Keep these names exactly: search_faq" in state.bodies[0]["messages"][-1]["content"]
@@ -35,12 +37,15 @@ def test_good_llm_rewrite_is_used_and_names_are_requested(stub):
 
 def test_llm_rewrite_that_breaks_a_constraint_is_refused_and_asked_again(stub):
     url, state = stub
-    state.answers = ["Call the FAQ tool before replying.",  # lost the name and the number
-                     "You may guess; call search_faq within 48 hours.",  # lost the negation
-                     "Before replying, call search_faq; do not guess; 48 hours."]
+    state.answers = [
+        "Call the FAQ tool before replying.",  # lost the name and the number
+        "You may guess; call search_faq within 48 hours.",  # lost the negation
+        "Before replying, call search_faq; do not guess; 48 hours.",
+    ]
     rule = "Call search_faq before replying; never guess and keep 48 hours."
-    result = checked_rewrite(rule, rng=random.Random(0), names=["search_faq"],
-                             rewriter=LLMRewriter.from_spec(f"{url}:m"))
+    result = checked_rewrite(
+        rule, rng=random.Random(0), names=["search_faq"], rewriter=LLMRewriter.from_spec(f"{url}:m")
+    )
     assert result.text == "Before replying, call search_faq; do not guess; 48 hours."
     assert len(result.rejected) == 2
     assert "referenced names changed" in result.rejected[0]
@@ -57,10 +62,18 @@ def test_unreachable_endpoint_falls_back_to_the_offline_engine():
 
 def test_augment_with_the_llm_rewriter(stub, demo_bundle):
     url, state = stub
-    variant = augment_bundle(bundle=demo_bundle, seed=2, dims=["skill-content"],
-                             rewriter=LLMRewriter.from_spec(f"{url}:m"))
-    rewritten = [r.text for s in variant.bundle.skills.values() for r in s.rules
-                 if r.text.startswith("Please note: ")]
+    variant = augment_bundle(
+        bundle=demo_bundle,
+        seed=2,
+        dims=["skill-content"],
+        rewriter=LLMRewriter.from_spec(f"{url}:m"),
+    )
+    rewritten = [
+        r.text
+        for s in variant.bundle.skills.values()
+        for r in s.rules
+        if r.text.startswith("Please note: ")
+    ]
     assert rewritten and len(state.bodies) >= len(rewritten)
 
 
@@ -68,7 +81,10 @@ def test_spec_parsing_and_answer_cleaning():
     r = LLMRewriter.from_spec("http://localhost:8000/v1:qwen2.5")
     assert r.name == "llm:qwen2.5" and r.model.policy.model == "qwen2.5"
     client = r.model.policy.client
-    assert (client.timeout, client.max_retries) == (ROLES["paraphraser"].timeout_s, ROLES["paraphraser"].retries)
+    assert (client.timeout, client.max_retries) == (
+        ROLES["paraphraser"].timeout_s,
+        ROLES["paraphraser"].retries,
+    )
     with pytest.raises(ValueError, match="BASE_URL:MODEL"):
         LLMRewriter.from_spec("qwen")
     assert clean_answer("<think>hmm</think>\n```\nDo it.\n```") == "Do it."

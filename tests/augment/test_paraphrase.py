@@ -10,8 +10,17 @@ from hypothesis import strategies as st
 from harness.augment import OfflineParaphraser, checked_rewrite, violations
 from harness.augment.preserve import negation_count, numbers
 
-NAMES = ["get_product_info_by_link_id", "calculate_promotion", "search_faq", "load_skill",
-         "stay_silent", "item_qa", "clarification", "change_order", "fetchItemDetails_v2"]
+NAMES = [
+    "get_product_info_by_link_id",
+    "calculate_promotion",
+    "search_faq",
+    "load_skill",
+    "stay_silent",
+    "item_qa",
+    "clarification",
+    "change_order",
+    "fetchItemDetails_v2",
+]
 
 # Rules written to tempt a careless rewriter: numbers in words and digits, stacked
 # negations, names next to synonyms of themselves, placeholders, quotes and markup.
@@ -22,11 +31,11 @@ ADVERSARIAL = [
     "Call get_product_info_by_link_id before stating any price, and not after.",
     "Keep the reply under {max_reply_chars} characters and finish within {max_rounds} rounds.",
     "Answer in one or two sentences; no more than three links, never 100% claims.",
-    "When the viewer asks \"is it free?\", do not say yes unless search_faq says so.",
+    'When the viewer asks "is it free?", do not say yes unless search_faq says so.',
     "Load clarification instead of guessing when two products fit; don't load item_qa.",
     "Quote 48 hours, 7 days and 1.5 kg exactly as written, without rounding.",
     "Never ask for phone numbers; nobody may see addresses in the public chat.",
-    "Write <tool_call>{\"name\": \"stay_silent\"}</tool_call> only for spam, not for questions.",
+    'Write <tool_call>{"name": "stay_silent"}</tool_call> only for spam, not for questions.',
     "After moving a product, load change_order to confirm; call fetchItemDetails_v2 once.",
     "Give a 10% discount only if calculate_promotion returned it; otherwise say none applies.",
     "You must never mention a coupon that no tool returned in this request.",
@@ -46,14 +55,18 @@ def test_checked_rewrite_keeps_numbers_negations_and_names(seed, index):
 
 
 def test_adversarial_rules_do_get_rewritten():
-    changed = sum(checked_rewrite(rule, rng=random.Random(i), names=NAMES).changed
-                  for i, rule in enumerate(ADVERSARIAL * 3))
+    changed = sum(
+        checked_rewrite(rule, rng=random.Random(i), names=NAMES).changed
+        for i, rule in enumerate(ADVERSARIAL * 3)
+    )
     assert changed >= len(ADVERSARIAL) * 3 * 0.8
 
 
 def test_variety_is_compositional_not_a_short_list():
-    rule = ("Call get_product_info_by_link_id for that link before stating any spec, price, "
-            "stock level or promotion.")
+    rule = (
+        "Call get_product_info_by_link_id for that link before stating any spec, price, "
+        "stock level or promotion."
+    )
     outputs = {checked_rewrite(rule, rng=random.Random(s), names=NAMES).text for s in range(200)}
     assert len(outputs) >= 120
     openings = {o.split()[0] for o in outputs}
@@ -62,8 +75,9 @@ def test_variety_is_compositional_not_a_short_list():
 
 def test_clause_moves_and_mood_alternations_happen():
     rule = "If the change failed, say the host will show it soon."
-    outs = {OfflineParaphraser().rewrite(rule, rng=random.Random(s), names=NAMES)
-            for s in range(80)}
+    outs = {
+        OfflineParaphraser().rewrite(rule, rng=random.Random(s), names=NAMES) for s in range(80)
+    }
     assert any(o.startswith("If") or o.startswith("When") for o in outs)
     assert any(" if the " in o for o in outs)  # the condition moved to the back
     assert any("should" in o or "must" in o or "Make sure" in o for o in outs)
@@ -92,7 +106,9 @@ class _BreaksNumbers:
 
 
 def test_a_rewriter_that_breaks_constraints_is_refused():
-    result = checked_rewrite("Ship within 48 hours.", rng=random.Random(0), rewriter=_BreaksNumbers())
+    result = checked_rewrite(
+        "Ship within 48 hours.", rng=random.Random(0), rewriter=_BreaksNumbers()
+    )
     assert result.text == "Ship within 48 hours." and not result.changed
     assert result.rejected and "numbers changed" in result.rejected[0]
 

@@ -17,8 +17,12 @@ from tests.personas import PASSWORD, fast_passwords, make_personas  # noqa: F401
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 CHROMIUM_ARGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-    "--disable-sync", "--no-first-run",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
 ]
 
 
@@ -30,15 +34,17 @@ def browser():
     if executable is None:
         pytest.fail("Debian's chromium is not installed (scripts/bootstrap.sh installs it)")
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_ARGS)
+        browser = playwright.chromium.launch(
+            executable_path=executable, headless=True, args=CHROMIUM_ARGS
+        )
         yield browser
         browser.close()
 
 
 @pytest.fixture
 def people(transactional_db):
-    """tests/personas.py's personas by role (olivia, rafael, mei, ada the admin, oscar), committed so
-    that the live server and the workers see them."""
+    """tests/personas.py's personas by role (olivia, rafael, mei, ada the admin, oscar), committed
+    so that the live server and the workers see them."""
     from studio.mcpservers.services import mcp_server_ensure_demo
 
     mcp_server_ensure_demo()  # as the demo set-up does: the demo Harness names this server
@@ -50,12 +56,15 @@ def demo(people):
     from harness import demo_harness_dir, load_dir
     from studio.harnesses.services import harness_import
 
-    return harness_import(files=load_dir(demo_harness_dir()).files, author=people["operator"], message="demo").version
+    return harness_import(
+        files=load_dir(demo_harness_dir()).files, author=people["operator"], message="demo"
+    ).version
 
 
 @pytest.fixture
 def replay_cases(tmp_path_factory):
-    """replay_cases(n) -> a replay case file holding the first n cases of a generated world's replay set."""
+    """replay_cases(n) -> a replay case file holding the first n cases of a generated world's replay
+    set."""
     return lambda n: artefacts.replay_cases(tmp_path_factory, n)
 
 

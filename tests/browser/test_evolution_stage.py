@@ -28,13 +28,23 @@ def evolution_world(people, tmp_path):
 
     built = build_sets(seed=7)
     cases = built["sets"]["dev"][:20]
-    dataset = dataset_import(name="dev-20", text="\n".join(json.dumps(c) for c in cases), source="dev.jsonl",
-                             actor=people["operator"], catalogue=built["catalogue"].to_dict())
+    dataset = dataset_import(
+        name="dev-20",
+        text="\n".join(json.dumps(c) for c in cases),
+        source="dev.jsonl",
+        actor=people["operator"],
+        catalogue=built["catalogue"].to_dict(),
+    )
     files, _ = read_dir(demo_harness_dir())
     files = without_price_grounding(files)
-    version = harness_import(files=files, author=people["operator"], message="prices unguarded").version
-    endpoint = ModelEndpoint.objects.create(name="shortcut", route=ModelEndpoint.SCRIPTED,
-                                            script_path=str(write_script(cases=cases, path=tmp_path / "script.json")))
+    version = harness_import(
+        files=files, author=people["operator"], message="prices unguarded"
+    ).version
+    endpoint = ModelEndpoint.objects.create(
+        name="shortcut",
+        route=ModelEndpoint.SCRIPTED,
+        script_path=str(write_script(cases=cases, path=tmp_path / "script.json")),
+    )
     return version, dataset, endpoint
 
 
@@ -81,9 +91,12 @@ def test_one_stage_from_evaluation_to_staging(evolution_world, sign_in):
     assert staging.version.parent_id == version.pk
 
 
-def test_an_operator_edits_a_proposal_and_the_reviewer_commits_it_and_decides(evolution_world, people, sign_in):
-    """Issue 38, item 4: olivia (operator) presses "Edit in the editor" and saves; rafael (reviewer) sees the
-    edited diff on the stage page, commits that draft as the candidate and decides, on a real worker."""
+def test_an_operator_edits_a_proposal_and_the_reviewer_commits_it_and_decides(
+    evolution_world, people, sign_in
+):
+    """Issue 38, item 4: olivia (operator) presses "Edit in the editor" and saves; rafael (reviewer)
+    sees the edited diff on the stage page, commits that draft as the candidate and decides, on a
+    real worker."""
     from studio.evolution.diagnosis import diagnosis_start
     from studio.evolution.models import Diagnosis, EvalRun
     from studio.evolution.stages import evolution_start
@@ -98,16 +111,26 @@ def test_an_operator_edits_a_proposal_and_the_reviewer_commits_it_and_decides(ev
 
     version, dataset, endpoint = evolution_world
     with celery_worker():
-        evolution = evolution_start(name="edited by hand", version=version, dataset=dataset, endpoint=endpoint,
-                                    actor=people["reviewer"])
+        evolution = evolution_start(
+            name="edited by hand",
+            version=version,
+            dataset=dataset,
+            endpoint=endpoint,
+            actor=people["reviewer"],
+        )
         stage = evolution.stages.get()
-        until(lambda: EvalRun.objects.get(pk=stage.parent_run_id).status == EvalRun.SUCCEEDED, "the base evaluation")
+        until(
+            lambda: EvalRun.objects.get(pk=stage.parent_run_id).status == EvalRun.SUCCEEDED,
+            "the base evaluation",
+        )
         diagnosis = diagnosis_start(stage=stage, actor=people["reviewer"])
         until(lambda: Diagnosis.objects.get(pk=diagnosis.pk).status == "succeeded", "the diagnosis")
         olivia = sign_in("olivia")
         olivia.goto(f"/evolution/stages/{stage.pk}/")
         olivia.wait_for_selector("#proposal-1")
-        assert olivia.locator("#proposal-1 button.accept").count() == 0  # accepting is the reviewer's
+        assert (
+            olivia.locator("#proposal-1 button.accept").count() == 0
+        )  # accepting is the reviewer's
         olivia.locator("#proposal-1 button.edit").click()
         olivia.wait_for_selector("#editor")
         olivia.goto(olivia.url.split("?")[0] + "?path=skills/item_qa/SKILL.md")

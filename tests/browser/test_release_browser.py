@@ -21,16 +21,21 @@ from playwright.sync_api import expect
 pytestmark = [pytest.mark.browser]
 
 
-def test_a_reviewer_approves_a_release_fed_by_a_tiny_replay_and_an_ifeval_run(people, demo, sign_in, settings,
-                                                                               tmp_path):
+def test_a_reviewer_approves_a_release_fed_by_a_tiny_replay_and_an_ifeval_run(
+    people, demo, sign_in, settings, tmp_path
+):
     from studio.releases.models import Release
     from studio.releases.testing import ifeval_run, replay_run, trained_checkpoint
 
     settings.TRAINING_RUNS_DIR = tmp_path / "runs"
     sft = trained_checkpoint(tmp_path / "runs" / "run-sft")
     final = str(sft.final_dir)
-    replay = replay_run(tmp_path / "runs" / "run-replay", checkpoint=sft.final_dir, walls={1: [1.2, 1.4]},
-                        harness_version=demo)
+    replay = replay_run(
+        tmp_path / "runs" / "run-replay",
+        checkpoint=sft.final_dir,
+        walls={1: [1.2, 1.4]},
+        harness_version=demo,
+    )
     ifeval = ifeval_run(tmp_path / "runs" / "run-ifeval", model=sft.final_dir, prompt_strict=40.0)
 
     page = sign_in("mei")
@@ -40,10 +45,13 @@ def test_a_reviewer_approves_a_release_fed_by_a_tiny_replay_and_an_ifeval_run(pe
     page.select_option("#in-harness_version", "livestream-avatar@v1")
     page.click("#release-check")
     preview = page.locator("#gate-preview")
-    expect(preview.locator('tr[data-gate="latency"] a.gate-run')).to_have_attribute("href", f"/training/runs/{replay.pk}/")
+    expect(preview.locator('tr[data-gate="latency"] a.gate-run')).to_have_attribute(
+        "href", f"/training/runs/{replay.pk}/"
+    )
     expect(preview.locator('tr[data-gate="latency"]')).to_contain_text("worst level C=1: wall P95")
     expect(preview.locator('tr[data-gate="general capability"] a.gate-run')).to_have_attribute(
-        "href", f"/training/runs/{ifeval.pk}/")
+        "href", f"/training/runs/{ifeval.pk}/"
+    )
     expect(preview.locator('tr[data-gate="general capability"]')).to_contain_text("IFE-P strict")
     page.fill("#in-notes", "the tiny checkpoint, end to end")
     page.click("#release-draft")
@@ -55,7 +63,9 @@ def test_a_reviewer_approves_a_release_fed_by_a_tiny_replay_and_an_ifeval_run(pe
 
     operator = sign_in("olivia")
     operator.goto(release_url)
-    expect(operator.locator('#gates tr[data-gate="latency"]')).to_contain_text(f"replay run #{replay.pk}")
+    expect(operator.locator('#gates tr[data-gate="latency"]')).to_contain_text(
+        f"replay run #{replay.pk}"
+    )
     expect(operator.locator("#decide")).to_have_count(0)
     expect(operator.locator("#release-approve")).to_have_count(0)
     assert operator.goto("/releases/new/").status == 403
@@ -63,13 +73,20 @@ def test_a_reviewer_approves_a_release_fed_by_a_tiny_replay_and_an_ifeval_run(pe
     reviewer = sign_in("rafael")
     reviewer.goto(release_url)
     # v1 has no parent and nothing is in production yet: nothing it could regress against
-    expect(reviewer.locator('#gates tr[data-gate="business regression"]')).to_have_attribute("data-status", "pass")
+    expect(reviewer.locator('#gates tr[data-gate="business regression"]')).to_have_attribute(
+        "data-status", "pass"
+    )
     reviewer.fill("#in-reason", "the tiny route meets the bound")
     reviewer.click("#release-approve")  # a gate blocks: refused, the gates named
-    expect(reviewer.locator("#form-errors")).to_contain_text("Approving a release needs every gate to pass")
+    expect(reviewer.locator("#form-errors")).to_contain_text(
+        "Approving a release needs every gate to pass"
+    )
     assert Release.objects.get().status == Release.DRAFT
     reviewer.fill("#in-reason", "the tiny route meets the bound")
-    reviewer.fill("#in-override_reason", "the demo Harness v1 is what every evaluation ran; no stage to compare")
+    reviewer.fill(
+        "#in-override_reason",
+        "the demo Harness v1 is what every evaluation ran; no stage to compare",
+    )
     reviewer.click("#release-approve")
     expect(reviewer.locator("#release-status")).to_have_text("approved")
     expect(reviewer.locator("#release-decision")).to_contain_text("approved by rafael")

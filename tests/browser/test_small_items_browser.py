@@ -1,6 +1,7 @@
-"""Issue 38, item 10 in chromium: the sign-in form keeps the username after a wrong password and says what
-the studio is; no page asks for a favicon that is not there; the label and skill-name fields' patterns
-compile under Chromium's `v`-flag regular expressions, so the browser checks them before the form is sent."""
+"""Issue 38, item 10 in chromium: the sign-in form keeps the username after a wrong password and
+says what the studio is; no page asks for a favicon that is not there; the label and skill-name
+fields' patterns compile under Chromium's `v`-flag regular expressions, so the browser checks them
+before the form is sent."""
 
 from __future__ import annotations
 
@@ -13,12 +14,17 @@ def test_sign_in_favicon_and_field_patterns(people, demo, browser, live_server):
     from studio.harnesses.services import draft_create
     from tests.personas import PASSWORD
 
-    draft = draft_create(harness=demo.harness, base_version=demo, owner=people["operator"], title="patterns")
+    draft = draft_create(
+        harness=demo.harness, base_version=demo, owner=people["operator"], title="patterns"
+    )
     context = browser.new_context(base_url=live_server.url)
     page = context.new_page()
     console, missing = [], []
     page.on("console", lambda message: console.append(message.text))
-    page.on("response", lambda response: missing.append(response.url) if response.status == 404 else None)
+    page.on(
+        "response",
+        lambda response: missing.append(response.url) if response.status == 404 else None,
+    )
     try:
         page.goto("/accounts/login/")
         assert "live-commerce avatar agent" in page.inner_text("#product")
@@ -26,7 +32,9 @@ def test_sign_in_favicon_and_field_patterns(people, demo, browser, live_server):
         page.fill("input[name=password]", "not her password")
         page.click("button[type=submit]")
         page.wait_for_selector("text=did not match")
-        assert page.input_value("input[name=username]") == "olivia"  # kept: only the password is typed again
+        assert (
+            page.input_value("input[name=username]") == "olivia"
+        )  # kept: only the password is typed again
         page.fill("input[name=password]", PASSWORD)
         page.click("button[type=submit]")
         page.wait_for_load_state()

@@ -20,7 +20,9 @@ def open_new_draft(page, version_number: int = 1):
     return int(re.search(r"/drafts/(\d+)/", page.url).group(1))
 
 
-def test_operator_edits_a_rule_sees_the_error_at_its_line_fixes_commits_and_sees_the_diff(demo, sign_in):
+def test_operator_edits_a_rule_sees_the_error_at_its_line_fixes_commits_and_sees_the_diff(
+    demo, sign_in
+):
     page = sign_in("olivia")
     draft_id = open_new_draft(page)
     page.goto(f"/drafts/{draft_id}/?path={SKILL}")
@@ -48,7 +50,9 @@ def test_operator_edits_a_rule_sees_the_error_at_its_line_fixes_commits_and_sees
     expect(page.locator("pre.udiff .add", has_text="Never promise a delivery date")).to_be_visible()
     expect(page.locator("#change-summary")).to_contain_text("item_qa")
     page.click("text=side by side")
-    expect(page.locator("table.sbs tr.insert td.r", has_text="Never promise a delivery date")).to_be_visible()
+    expect(
+        page.locator("table.sbs tr.insert td.r", has_text="Never promise a delivery date")
+    ).to_be_visible()
 
 
 def test_two_browsers_save_the_same_draft_and_the_second_gets_the_conflict_page(demo, sign_in):
@@ -65,7 +69,9 @@ def test_two_browsers_save_the_same_draft_and_the_second_gets_the_conflict_page(
     second.click("#save")
     expect(second).to_have_url(re.compile(r"/conflicts/\d+/$"))
     expect(second.locator("#their-text")).to_contain_text("First browser: mention the size chart.")
-    expect(second.locator("#my-text")).to_contain_text("Second browser: never quote shipping times.")
+    expect(second.locator("#my-text")).to_contain_text(
+        "Second browser: never quote shipping times."
+    )
     expect(second.locator("table.sbs")).to_be_visible()
     second.click("#keep-mine")
     expect(second.locator("#draft-revision")).to_have_text("3")
@@ -108,14 +114,22 @@ def test_an_operator_cannot_promote_and_an_outsider_is_refused(demo, sign_in):
 
 
 @pytest.mark.services
-def test_playground_run_on_a_real_worker_updates_the_job_page_until_the_trajectory_shows(demo, sign_in, people):
+def test_playground_run_on_a_real_worker_updates_the_job_page_until_the_trajectory_shows(
+    demo, sign_in, people
+):
     from studio.endpoints.services import endpoint_save
     from studio.jobs.testing import celery_worker
 
     script = Path(__file__).parents[1] / "studio" / "testdata" / "price.script.json"
     endpoint_save(
-        endpoint=None, name="scripted-price", route="scripted", base_url="", model="",
-        description="", actor=people["ml_engineer"], script_path=str(script),
+        endpoint=None,
+        name="scripted-price",
+        route="scripted",
+        base_url="",
+        model="",
+        description="",
+        actor=people["ml_engineer"],
+        script_path=str(script),
     )
     with celery_worker():
         page = sign_in("olivia")
@@ -123,14 +137,19 @@ def test_playground_run_on_a_real_worker_updates_the_job_page_until_the_trajecto
         page.fill("input[name=comment]", "How much is product #3?")
         page.click("#playground-form button")
         expect(page).to_have_url(re.compile(r"/jobs/\d+/$"))
-        expect(page.locator("#job-status")).to_have_attribute("data-status", "succeeded", timeout=120000)
-        expect(page.locator("#trajectory-reply")).to_contain_text("Link 3 is the Sunscreen SPF50, currently 89 yuan.")
+        expect(page.locator("#job-status")).to_have_attribute(
+            "data-status", "succeeded", timeout=120000
+        )
+        expect(page.locator("#trajectory-reply")).to_contain_text(
+            "Link 3 is the Sunscreen SPF50, currently 89 yuan."
+        )
         expect(page.locator(".step-tool_call").first).to_contain_text("get_product_info_by_link_id")
         expect(page.locator(".step-hook_decision").first).to_be_visible()
 
 
 def test_a_refused_front_matter_shows_in_the_preview_with_its_reason(demo, sign_in):
-    """The preview answers a YAML bomb with a 400; the editor still swaps it in, so the reason shows."""
+    """The preview answers a YAML bomb with a 400; the editor still swaps it in, so the reason
+    shows."""
     page = sign_in("olivia")
     draft_id = open_new_draft(page)
     page.goto(f"/drafts/{draft_id}/?path={SKILL}")

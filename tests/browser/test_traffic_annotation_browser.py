@@ -1,9 +1,9 @@
 """Production traffic to a labelled dataset, from the browser, against a real Celery worker.
 
 A deployment posts five trajectories through the API with its token; a reviewer filters them, queues
-them and labels them from the keyboard; a second reviewer labels two of them and the queue shows Cohen's
-kappa; the labels become a dataset, and an evaluation of it runs on a real worker, its page saying that
-the judge has not been calibrated against human labels yet.
+them and labels them from the keyboard; a second reviewer labels two of them and the queue shows
+Cohen's kappa; the labels become a dataset, and an evaluation of it runs on a real worker, its page
+saying that the judge has not been calibrated against human labels yet.
 """
 
 from __future__ import annotations
@@ -31,16 +31,24 @@ def deployment_world(people, demo, tmp_path):
     records = agent_trajectories(cases, catalogue=catalogue)
     deployment = deployment_create(name="shop-eu", actor=people["operator"])
     _, token = deployment_token_create(deployment=deployment, actor=people["operator"])
-    # the evaluation's policy: the same shortcut script, keyed by the case ids the queue gives the requests
+    # the evaluation's policy: the same shortcut script, keyed by the case ids the queue gives the
+    # requests
     renamed = [dict(case, id=f"shop-eu-{case['id']}") for case in cases]
-    endpoint = ModelEndpoint.objects.create(name="shortcut", route=ModelEndpoint.SCRIPTED,
-                                            script_path=str(write_script(cases=renamed, path=tmp_path / "s.json")))
+    endpoint = ModelEndpoint.objects.create(
+        name="shortcut",
+        route=ModelEndpoint.SCRIPTED,
+        script_path=str(write_script(cases=renamed, path=tmp_path / "s.json")),
+    )
     return records, token, endpoint, demo
 
 
 def _post(url: str, token: str, body) -> tuple[int, dict]:
-    request = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST", headers={
-        "Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+    request = urllib.request.Request(
+        url,
+        data=json.dumps(body).encode(),
+        method="POST",
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+    )
     with urllib.request.urlopen(request, timeout=30) as response:
         return response.status, json.loads(response.read())
 
@@ -49,7 +57,9 @@ def _label_by_keyboard(page, accuracy: str, effectiveness_key: str) -> None:
     page.wait_for_selector("#label-form[data-keyboard=ready]")
     page.keyboard.press(accuracy)
     page.keyboard.press(effectiveness_key)
-    with page.expect_navigation():  # the submit's page, not the one it leaves (a goto next aborted it)
+    with (
+        page.expect_navigation()
+    ):  # the submit's page, not the one it leaves (a goto next aborted it)
         page.keyboard.press("Enter")
 
 
@@ -57,9 +67,13 @@ def test_traffic_to_labels_to_an_evaluated_dataset(deployment_world, sign_in, li
     from studio.jobs.testing import celery_worker
 
     records, token, endpoint, version = deployment_world
-    status, answer = _post(f"{live_server.url}/api/v1/deployments/shop-eu/trajectories/", token, records)
+    status, answer = _post(
+        f"{live_server.url}/api/v1/deployments/shop-eu/trajectories/", token, records
+    )
     assert status == 201 and len(answer["stored"]) == 5
-    status, answer = _post(f"{live_server.url}/api/v1/deployments/shop-eu/trajectories/", token, records[0])
+    status, answer = _post(
+        f"{live_server.url}/api/v1/deployments/shop-eu/trajectories/", token, records[0]
+    )
     assert status == 200 and answer["duplicates"] == [records[0]["request_id"]]
 
     page = sign_in("rafael")
@@ -100,7 +114,9 @@ def test_traffic_to_labels_to_an_evaluated_dataset(deployment_world, sign_in, li
     page.click("#export-queue")
     page.wait_for_load_state()
     assert "/evolution/datasets/june-v1/" in page.url
-    assert "4 labelled case(s)" in page.inner_text(".messages")  # the disputed case waits for a third label
+    assert "4 labelled case(s)" in page.inner_text(
+        ".messages"
+    )  # the disputed case waits for a third label
 
     with celery_worker():
         page.click("nav >> text=Evolution")
@@ -112,5 +128,7 @@ def test_traffic_to_labels_to_an_evaluated_dataset(deployment_world, sign_in, li
         page.click("#start-evolution")
         page.wait_for_selector("#step-evaluate .run-status[data-status=succeeded]", timeout=90_000)
         assert "Accuracy" in page.inner_text("#step-evaluate")
-        assert page.get_attribute("#judge-mark [data-judge-status]", "data-judge-status") == "uncalibrated"
-
+        assert (
+            page.get_attribute("#judge-mark [data-judge-status]", "data-judge-status")
+            == "uncalibrated"
+        )

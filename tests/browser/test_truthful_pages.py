@@ -1,9 +1,9 @@
-"""What a reviewer sees is true, in chromium: a run whose cases all fell back says so on its page (headline
-warning, outcome bars), and promotion to production with "no data" gates is refused until the reviewer
-writes an override reason, which the evolution's record then shows.
+"""What a reviewer sees is true, in chromium: a run whose cases all fell back says so on its page
+(headline warning, outcome bars), and promotion to production with "no data" gates is refused until
+the reviewer writes an override reason, which the evolution's record then shows.
 
-The evaluation jobs run inline before the browser opens the pages (the worker path has its own test in
-test_evolution_stage.py).
+The evaluation jobs run inline before the browser opens the pages (the worker path has its own test
+in test_evolution_stage.py).
 """
 
 from __future__ import annotations
@@ -38,19 +38,36 @@ def world(people, tmp_path, inline_jobs):
 
     built = build_sets(seed=7)
     cases = built["sets"]["dev"][:12]
-    dataset = dataset_import(name="dev-12", text="\n".join(json.dumps(c) for c in cases), source="dev.jsonl",
-                             actor=people["operator"], catalogue=built["catalogue"].to_dict())
+    dataset = dataset_import(
+        name="dev-12",
+        text="\n".join(json.dumps(c) for c in cases),
+        source="dev.jsonl",
+        actor=people["operator"],
+        catalogue=built["catalogue"].to_dict(),
+    )
     files, _ = read_dir(demo_harness_dir())
-    version = harness_import(files=without_price_grounding(files), author=people["operator"],
-                             message="prices unguarded").version
-    shortcut = ModelEndpoint.objects.create(name="shortcut", route=ModelEndpoint.SCRIPTED,
-                                            script_path=str(write_script(cases=cases, path=tmp_path / "s.json")))
+    version = harness_import(
+        files=without_price_grounding(files), author=people["operator"], message="prices unguarded"
+    ).version
+    shortcut = ModelEndpoint.objects.create(
+        name="shortcut",
+        route=ModelEndpoint.SCRIPTED,
+        script_path=str(write_script(cases=cases, path=tmp_path / "s.json")),
+    )
     chatter_script = tmp_path / "chatter.json"
-    chatter_script.write_text(json.dumps({c["id"]: ["Hello there, lovely to see you all!"] * 8 for c in cases}))
-    chatter = ModelEndpoint.objects.create(name="chatter", route=ModelEndpoint.SCRIPTED,
-                                           script_path=str(chatter_script))
-    return {"version": version, "dataset": dataset, "shortcut": shortcut, "chatter": chatter,
-            "case_ids": [c["id"] for c in cases]}
+    chatter_script.write_text(
+        json.dumps({c["id"]: ["Hello there, lovely to see you all!"] * 8 for c in cases})
+    )
+    chatter = ModelEndpoint.objects.create(
+        name="chatter", route=ModelEndpoint.SCRIPTED, script_path=str(chatter_script)
+    )
+    return {
+        "version": version,
+        "dataset": dataset,
+        "shortcut": shortcut,
+        "chatter": chatter,
+        "case_ids": [c["id"] for c in cases],
+    }
 
 
 def test_a_run_where_every_case_fell_back_says_so_on_its_page(world, people, sign_in):
@@ -60,8 +77,13 @@ def test_a_run_where_every_case_fell_back_says_so_on_its_page(world, people, sig
     from studio.evolution.runs import eval_run_start
 
     with transaction.atomic():  # as a request does: the job starts once the run is stored
-        run = eval_run_start(version=world["version"], dataset=world["dataset"], endpoint=world["chatter"],
-                             case_ids=world["case_ids"], actor=people["operator"])
+        run = eval_run_start(
+            version=world["version"],
+            dataset=world["dataset"],
+            endpoint=world["chatter"],
+            case_ids=world["case_ids"],
+            actor=people["operator"],
+        )
     run = EvalRun.objects.get(pk=run.pk)
     assert run.status == EvalRun.SUCCEEDED and run.summary["outcomes"]["fallback"] == 12
 
@@ -75,12 +97,18 @@ def test_a_run_where_every_case_fell_back_says_so_on_its_page(world, people, sig
     page.wait_for_selector("#run-category-chart[data-rendered=yes]")
     assert page.get_attribute("#run-outcome-chart", "data-points") == "6"
     page.goto(f"/jobs/{run.job_id}/")
-    assert page.inner_text("#job-state") == "ran" and "status-succeeded" not in page.get_attribute("#job-state", "class")
-    assert page.inner_text("#job-outcome").startswith("Mostly fallback 12 of 12 cases fell back")  # first (issue 38)
+    assert page.inner_text("#job-state") == "ran" and "status-succeeded" not in page.get_attribute(
+        "#job-state", "class"
+    )
+    assert page.inner_text("#job-outcome").startswith(
+        "Mostly fallback 12 of 12 cases fell back"
+    )  # first (issue 38)
     assert "(12/12 scored)" in page.inner_text("#job-title")
 
 
-def test_production_with_no_data_gates_is_refused_without_an_override_and_recorded_with_one(world, people, sign_in):
+def test_production_with_no_data_gates_is_refused_without_an_override_and_recorded_with_one(
+    world, people, sign_in
+):
     from studio.audit.models import AuditEvent
     from studio.evolution.decisions import proposal_review
     from studio.evolution.diagnosis import diagnosis_start
@@ -88,12 +116,20 @@ def test_production_with_no_data_gates_is_refused_without_an_override_and_record
     from studio.evolution.stages import candidate_build, evolution_start
     from studio.harnesses.models import Label
 
-    evolution = evolution_start(name="unguarded prices", version=world["version"], dataset=world["dataset"],
-                                endpoint=world["shortcut"], actor=people["reviewer"])
+    evolution = evolution_start(
+        name="unguarded prices",
+        version=world["version"],
+        dataset=world["dataset"],
+        endpoint=world["shortcut"],
+        actor=people["reviewer"],
+    )
     stage = evolution.stages.get()
     diagnosis_start(stage=stage, actor=people["reviewer"])
-    proposal_review(proposal=Proposal.objects.get(diagnosis__stage=stage, index=0), actor=people["reviewer"],
-                    accept=True)
+    proposal_review(
+        proposal=Proposal.objects.get(diagnosis__stage=stage, index=0),
+        actor=people["reviewer"],
+        accept=True,
+    )
     candidate_build(stage=Stage.objects.get(pk=stage.pk), actor=people["reviewer"])
     stage = Stage.objects.get(pk=stage.pk)
     assert stage.comparison
@@ -108,12 +144,20 @@ def test_production_with_no_data_gates_is_refused_without_an_override_and_record
     page.click("#decide")
     page.wait_for_load_state()
     refusal = page.inner_text("body")
-    assert "release gates did not pass: latency: no data" in refusal and "general capability: no data" in refusal
-    assert not Label.objects.filter(harness=world["version"].harness, name=Label.PRODUCTION).exists()
+    assert (
+        "release gates did not pass: latency: no data" in refusal
+        and "general capability: no data" in refusal
+    )
+    assert not Label.objects.filter(
+        harness=world["version"].harness, name=Label.PRODUCTION
+    ).exists()
 
     page.select_option("#decision", "promote_production")
     page.fill("input[name=reason]", "prices grounded again")
-    page.fill("textarea[name=override_reason]", "replay and IFEval run nightly on staging; both passed last night")
+    page.fill(
+        "textarea[name=override_reason]",
+        "replay and IFEval run nightly on staging; both passed last night",
+    )
     page.click("#decide")
     page.wait_for_selector("#record")
     assert page.inner_text("#evolution-status") == "promoted to production"

@@ -33,20 +33,46 @@ def engine(tiny):
 
 def _prompt(tokenizer, system: str, user: str) -> list[int]:
     chat = [{"role": "system", "content": system}, {"role": "user", "content": user}]
-    return list(tokenizer.apply_chat_template(chat, add_generation_prompt=True, return_dict=True)["input_ids"])
+    return list(
+        tokenizer.apply_chat_template(chat, add_generation_prompt=True, return_dict=True)[
+            "input_ids"
+        ]
+    )
 
 
 def _generate_plain(model, prompt: list[int], n: int) -> list[int]:
     inputs = torch.tensor([prompt])
     with torch.inference_mode():
-        out = model.generate(inputs, attention_mask=torch.ones_like(inputs), max_new_tokens=n, do_sample=False,
-                             temperature=None, top_p=None, top_k=None, pad_token_id=2)
-    return out[0, len(prompt):].tolist()
+        out = model.generate(
+            inputs,
+            attention_mask=torch.ones_like(inputs),
+            max_new_tokens=n,
+            do_sample=False,
+            temperature=None,
+            top_p=None,
+            top_k=None,
+            pad_token_id=2,
+        )
+    return out[0, len(prompt) :].tolist()
 
 
 def _prompts(tokenizer, count: int, seed: int = 0) -> list[list[int]]:
     rng = random.Random(seed)
-    words = ["price", "stock", "link", "colour", "size", "shipping", "refund", "coupon", "bundle", "gift", "card", "live", "now"]
+    words = [
+        "price",
+        "stock",
+        "link",
+        "colour",
+        "size",
+        "shipping",
+        "refund",
+        "coupon",
+        "bundle",
+        "gift",
+        "card",
+        "live",
+        "now",
+    ]
     prompts = []
     for i in range(count):
         system = SYSTEM if i % 3 else f"Harness variant {i}. " * rng.randint(5, 60)
@@ -85,7 +111,9 @@ def test_the_harness_prefix_is_computed_once_and_shared_across_threads(tiny, eng
         prompt = _prompt(tokenizer, SYSTEM, user)
         results[name] = (prompt, engine.generate(prompt, SamplingParams(max_new_tokens=8)))
 
-    threads = [threading.Thread(target=ask, args=(f"t{i}", f"is link {i} in stock?")) for i in range(4)]
+    threads = [
+        threading.Thread(target=ask, args=(f"t{i}", f"is link {i} in stock?")) for i in range(4)
+    ]
     for t in threads:
         t.start()
     for t in threads:
@@ -111,8 +139,10 @@ def test_the_deadline_stops_decoding(tiny, engine):
     prompt = _prompt(tokenizer, SYSTEM, "how much is link 3?")
     full = engine.generate(prompt, SamplingParams(max_new_tokens=300))
     assert full.finish_reason == "length" and len(full.ids) == 300  # the random model never stops
-    cut = engine.generate(prompt, SamplingParams(max_new_tokens=300,
-                                                 deadline=time.perf_counter() + full.latency_s / 4))
+    cut = engine.generate(
+        prompt,
+        SamplingParams(max_new_tokens=300, deadline=time.perf_counter() + full.latency_s / 4),
+    )
     assert cut.finish_reason == "timeout" and len(cut.ids) < 300
     assert cut.ids == full.ids[: len(cut.ids)]
 
@@ -139,7 +169,9 @@ def test_a_failing_request_raises_and_the_engine_keeps_serving(tiny, engine, mon
         patch.setattr(engine.model, "decode", fail)
         with pytest.raises(EngineError, match="out of memory"):
             engine.generate(prompt, SamplingParams(max_new_tokens=5))
-    assert engine.generate(prompt, SamplingParams(max_new_tokens=6)).ids == _generate_plain(model, prompt, 6)
+    assert engine.generate(prompt, SamplingParams(max_new_tokens=6)).ids == _generate_plain(
+        model, prompt, 6
+    )
 
 
 def test_seeded_sampling_is_reproducible_whatever_else_runs(tiny, engine):
@@ -147,7 +179,9 @@ def test_seeded_sampling_is_reproducible_whatever_else_runs(tiny, engine):
     prompts = _prompts(tokenizer, 4, seed=4)
     params = SamplingParams(max_new_tokens=16, temperature=1.0, top_p=0.9, seed=7, logprobs=True)
     alone = engine.generate(prompts[0], params)
-    crowd = [engine.submit(p, SamplingParams(max_new_tokens=16, temperature=1.0)) for p in prompts[1:]]
+    crowd = [
+        engine.submit(p, SamplingParams(max_new_tokens=16, temperature=1.0)) for p in prompts[1:]
+    ]
     again = engine.generate(prompts[0], params)
     for request in crowd:
         request.result(timeout=30)
@@ -181,7 +215,10 @@ def test_the_int8_kernel_is_the_dequantized_matmul_for_any_batch_and_width():
     for n, k in ((96, 64), (130, 100), (576, 1536)):  # 100: a width that is not a multiple of 32
         weight = torch.randn(n, k)
         q, scale = quantize_per_channel(weight)
-        assert q.dtype == torch.int8 and (q.float() * scale[:, None] - weight).abs().max() <= scale.max() / 2 + 1e-6
+        assert (
+            q.dtype == torch.int8
+            and (q.float() * scale[:, None] - weight).abs().max() <= scale.max() / 2 + 1e-6
+        )
         for m in (1, 3, 8, 11):
             x = torch.randn(m, k)
             want = torch.nn.functional.linear(x, q.float() * scale[:, None])
@@ -193,24 +230,32 @@ def test_int8_greedy_decoding_does_not_depend_on_the_batch(tiny):
     engine = Engine(EngineModel(model, quantization="int8"), prefix_cache=False)
     prompts = _prompts(tokenizer, 6, seed=5)
     alone = [engine.generate(p, SamplingParams(max_new_tokens=16)).ids for p in prompts]
-    together = [r.result(timeout=60).ids for r in [engine.submit(p, SamplingParams(max_new_tokens=16))
-                                                   for p in prompts]]
+    together = [
+        r.result(timeout=60).ids
+        for r in [engine.submit(p, SamplingParams(max_new_tokens=16)) for p in prompts]
+    ]
     assert together == alone and engine.stats.max_batch_seen > 1
     engine.close()
 
 
 def test_keep_states_returns_the_hidden_state_of_every_position_run(tiny):
-    """What the MTP adaptation trains on: the final-normalised hidden states, equal to transformers'."""
+    """What the MTP adaptation trains on: the final-normalised hidden states, equal to
+    transformers'."""
     model, tokenizer = tiny
     engine = Engine(EngineModel(model))
     try:
         first, second = _prompts(tokenizer, 2)[1], None
         done = engine.generate(first, SamplingParams(max_new_tokens=6, keep_states=True))
         sequence = first + done.ids
-        assert done.states.shape == (len(sequence) - 1 - done.cached_tokens, model.config.hidden_size)
+        assert done.states.shape == (
+            len(sequence) - 1 - done.cached_tokens,
+            model.config.hidden_size,
+        )
         with torch.inference_mode():
-            want = model(torch.tensor([sequence[:-1]]), output_hidden_states=True).hidden_states[-1][0]
-        torch.testing.assert_close(done.states, want[done.cached_tokens:], atol=2e-4, rtol=1e-4)
+            want = model(torch.tensor([sequence[:-1]]), output_hidden_states=True).hidden_states[
+                -1
+            ][0]
+        torch.testing.assert_close(done.states, want[done.cached_tokens :], atol=2e-4, rtol=1e-4)
         # a second request on the same prefix: the cached part has no states, the rest does
         second = sequence + tokenizer("more?", add_special_tokens=False)["input_ids"]
         again = engine.generate(second, SamplingParams(max_new_tokens=3, keep_states=True))

@@ -1,5 +1,6 @@
-"""The GGUF export cache keeps one export per checkpoint and format: exports of a checkpoint that was
-retrained or deleted, and those an older export version wrote, are removed once they are not new."""
+"""The GGUF export cache keeps one export per checkpoint and format: exports of a checkpoint that
+was retrained or deleted, and those an older export version wrote, are removed once they are not
+new."""
 
 from __future__ import annotations
 
@@ -18,12 +19,17 @@ def _age(path, seconds):
     os.utime(path, (then, then))
 
 
-def test_exports_of_retrained_or_deleted_checkpoints_are_removed_once_not_new(tmp_path, monkeypatch):
+def test_exports_of_retrained_or_deleted_checkpoints_are_removed_once_not_new(
+    tmp_path, monkeypatch
+):
     first = shutil.copytree(tiny_model_dir(), tmp_path / "first")
     second = shutil.copytree(tiny_model_dir(), tmp_path / "second")
     monkeypatch.setenv("HARNESS_STUDIO_HOME", str(tmp_path / "home"))
-    # the cache's bookkeeping is under test, not the export (tests/engine/test_llama_cpp.py runs real ones)
-    monkeypatch.setattr(gguf, "export_gguf", lambda checkpoint, out, *, quantization: out.write_bytes(b"GGUF"))
+    # the cache's bookkeeping is under test, not the export (tests/engine/test_llama_cpp.py runs
+    # real ones)
+    monkeypatch.setattr(
+        gguf, "export_gguf", lambda checkpoint, out, *, quantization: out.write_bytes(b"GGUF")
+    )
     folder = tmp_path / "home" / "models" / "gguf"
 
     old_first = gguf_for_checkpoint(first, quantization="F32")
@@ -34,7 +40,8 @@ def test_exports_of_retrained_or_deleted_checkpoints_are_removed_once_not_new(tm
     old_version.write_bytes(b"GGUF")
     assert f"-v{EXPORT_VERSION}." not in old_version.name
 
-    # keyed on harness.checkpoints' fingerprint: a touched file with the same bytes asks for the same export
+    # keyed on harness.checkpoints' fingerprint: a touched file with the same bytes asks for the
+    # same export
     weights = next(first.glob("*.safetensors"))
     os.utime(weights, (time.time() + 5, time.time() + 5))
     assert gguf_for_checkpoint(first, quantization="F32") == old_first
@@ -42,7 +49,9 @@ def test_exports_of_retrained_or_deleted_checkpoints_are_removed_once_not_new(tm
     weights.write_bytes(weights.read_bytes() + b" ")
     new_first = gguf_for_checkpoint(first, quantization="F32")
     assert new_first != old_first
-    assert old_first.is_file() and old_version.is_file()  # not removed while new: a process may have just resolved it
+    assert (
+        old_first.is_file() and old_version.is_file()
+    )  # not removed while new: a process may have just resolved it
 
     for path in (old_first, old_version, second_f32):
         _age(path, STALE_AFTER_S + 60)

@@ -1,6 +1,6 @@
-"""The llama.cpp route on the tiny model exported to GGUF: the export is the torch model, a request's
-later calls prefill only what was appended, concurrency changes no greedy output, the budget and a
-cancel stop a call during prefill, and a missing or wrong GGUF is a clear error."""
+"""The llama.cpp route on the tiny model exported to GGUF: the export is the torch model, a
+request's later calls prefill only what was appended, concurrency changes no greedy output, the
+budget and a cancel stop a call during prefill, and a missing or wrong GGUF is a clear error."""
 
 from __future__ import annotations
 
@@ -43,12 +43,19 @@ def _tiny_f32() -> Path:
 
 
 def _policy(max_new_tokens: int = 12) -> LlamaCppPolicy:
-    return LlamaCppPolicy(tiny_model_dir(), gguf=_tiny_f32(), settings=GenerationSettings(max_new_tokens=max_new_tokens),
-                          server=llama_server_for(_tiny_f32(), slots=2, threads=1))
+    return LlamaCppPolicy(
+        tiny_model_dir(),
+        gguf=_tiny_f32(),
+        settings=GenerationSettings(max_new_tokens=max_new_tokens),
+        server=llama_server_for(_tiny_f32(), slots=2, threads=1),
+    )
 
 
 def test_the_exported_gguf_computes_what_the_torch_model_computes():
-    messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "how much is link 3?"}]
+    messages = [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": "how much is link 3?"},
+    ]
     prompt = TransformersPolicy(tiny_model_dir(), engine="transformers").render(messages)
     engine = Engine(EngineModel(load_model(tiny_model_dir())[0]))
     try:
@@ -63,15 +70,26 @@ def test_the_exported_gguf_computes_what_the_torch_model_computes():
 def test_a_requests_later_calls_prefill_only_what_was_appended():
     policy = _policy()
     system = "A Harness no other test renders. " + SYSTEM  # the process's server is shared
-    messages = [{"role": "system", "content": system}, {"role": "user", "content": "how much is link 3?"}]
+    messages = [
+        {"role": "system", "content": system},
+        {"role": "user", "content": "how much is link 3?"},
+    ]
     first = policy.generate(messages)
     assert first.cached_tokens == 0 and first.input_tokens > 300
-    messages += [{"role": "assistant", "content": first.text},
-                 {"role": "user", "content": '<tool_response>{"name": "get_price", "result": 39}</tool_response>'}]
+    messages += [
+        {"role": "assistant", "content": first.text},
+        {
+            "role": "user",
+            "content": '<tool_response>{"name": "get_price", "result": 39}</tool_response>',
+        },
+    ]
     second = policy.generate(messages)
     # everything the first call saw and wrote is cached (but its last token, never fed back)
     assert second.cached_tokens == first.input_tokens + first.output_tokens - 1
-    messages += [{"role": "assistant", "content": second.text}, {"role": "user", "content": "thanks!"}]
+    messages += [
+        {"role": "assistant", "content": second.text},
+        {"role": "user", "content": "thanks!"},
+    ]
     third = policy.generate(messages)
     assert third.cached_tokens == second.input_tokens + second.output_tokens - 1
     assert third.input_tokens - third.cached_tokens < 40
@@ -86,27 +104,38 @@ def test_the_agent_records_cached_prompt_tokens_per_model_call():
     assert calls and all(c.cached_tokens is not None for c in calls)
     for earlier, later in zip(calls, calls[1:], strict=False):
         if earlier.error is None and later.error is None:
-            assert later.cached_tokens >= earlier.input_tokens  # the earlier call's prompt is never prefilled again
+            assert (
+                later.cached_tokens >= earlier.input_tokens
+            )  # the earlier call's prompt is never prefilled again
 
 
 def test_a_finished_requests_slot_serves_the_next_request_at_once():
-    """Back-to-back requests: once the agent begins the next request, it takes the slot that shares its
-    Harness prefix rather than an empty one; a request that may still be running keeps its slot."""
+    """Back-to-back requests: once the agent begins the next request, it takes the slot that shares
+    its Harness prefix rather than an empty one; a request that may still be running keeps its
+    slot."""
     shared = [{"role": "system", "content": "Static Harness blocks. " + SYSTEM[:200]}]
-    first_prompt = shared + [{"role": "user", "content": "Shelf: " + "link 3: a kettle, 39 euros, 1.7 l; " * 30}]
+    first_prompt = shared + [
+        {"role": "user", "content": "Shelf: " + "link 3: a kettle, 39 euros, 1.7 l; " * 30}
+    ]
     second_prompt = shared + [{"role": "user", "content": "how much is link 3?"}]
     settings = GenerationSettings(max_new_tokens=4)
     for told, expect_cached in ((False, False), (True, True)):
         server = LlamaServer(_tiny_f32(), slots=2, threads=1)
         try:
-            policy = LlamaCppPolicy(tiny_model_dir(), gguf=_tiny_f32(), settings=settings, server=server)
+            policy = LlamaCppPolicy(
+                tiny_model_dir(), gguf=_tiny_f32(), settings=settings, server=server
+            )
             policy.begin_request("a")
             assert policy.generate(first_prompt).cached_tokens == 0
             if told:
-                policy.begin_request("b")  # the agent begins its next request: the first one is over
+                policy.begin_request(
+                    "b"
+                )  # the agent begins its next request: the first one is over
                 second = policy.generate(second_prompt)
             else:  # another agent's request: the first one may be between two calls
-                other = LlamaCppPolicy(tiny_model_dir(), gguf=_tiny_f32(), settings=settings, server=server)
+                other = LlamaCppPolicy(
+                    tiny_model_dir(), gguf=_tiny_f32(), settings=settings, server=server
+                )
                 other.begin_request("b")
                 second = other.generate(second_prompt)
             assert (second.cached_tokens > 40) is expect_cached, second.cached_tokens
@@ -115,10 +144,10 @@ def test_a_finished_requests_slot_serves_the_next_request_at_once():
 
 
 def test_slot_choice_after_a_request_ends_at_its_budget():
-    """A request's last call stopped at the deadline: llama.cpp frees its slot at the next prefill batch,
-    after the agent already began the next request. That request waits for the slot (it shares the
-    Harness prefix) rather than prefill everything into an empty one, and the slot is not held for the
-    request that is over; a slot busy with a live call is not waited for."""
+    """A request's last call stopped at the deadline: llama.cpp frees its slot at the next prefill
+    batch, after the agent already began the next request. That request waits for the slot (it
+    shares the Harness prefix) rather than prefill everything into an empty one, and the slot is not
+    held for the request that is over; a slot busy with a live call is not waited for."""
     harness_prefix = list(range(10, 610))
     conversation = harness_prefix + list(range(1000, 1400))
     next_prompt = harness_prefix + [7, 8, 9]
@@ -156,10 +185,10 @@ class _Unanswering:
 
 
 def test_a_cancelled_call_returns_at_once_and_the_next_request_waits_for_its_slot():
-    """The engine server cancels a call when its client goes away (the agent's budget ran out through the
-    serving route): the call returns then, as one past its deadline does, and its slot counts as stopping
-    until llama.cpp's next event, so the next request waits for the slot holding the Harness prefix
-    rather than prefill everything into an empty one."""
+    """The engine server cancels a call when its client goes away (the agent's budget ran out
+    through the serving route): the call returns then, as one past its deadline does, and its slot
+    counts as stopping until llama.cpp's next event, so the next request waits for the slot holding
+    the Harness prefix rather than prefill everything into an empty one."""
     harness_prefix = list(range(10, 610))
     conversation = harness_prefix + list(range(1000, 1100))
     server = LlamaServer(_tiny_f32(), slots=2, threads=1)
@@ -175,7 +204,9 @@ def test_a_cancelled_call_returns_at_once_and_the_next_request_waits_for_its_slo
         assert server._slots[0].busy and server._slots[0].stopping
         threading.Timer(0.3, busy.go.set).start()  # llama.cpp's next event: it stops the call
         started = time.perf_counter()
-        assert server._take_slot(harness_prefix + [7, 8, 9], RequestOwner()) == 0  # not the empty slot 1
+        assert (
+            server._take_slot(harness_prefix + [7, 8, 9], RequestOwner()) == 0
+        )  # not the empty slot 1
         assert 0.25 <= time.perf_counter() - started < WAIT_FOR_STOPPING_S
     finally:
         busy.go.set()
@@ -209,7 +240,9 @@ def test_flash_attention_is_on_unless_turned_off(monkeypatch):
     monkeypatch.setenv("HARNESS_LLAMA_FLASH_ATTN", "off")
     assert default_flash_attn() is False
     monkeypatch.setenv("HARNESS_LLAMA_FLASH_ATTN", "sometimes")
-    with pytest.raises(ValueError, match=r"\$HARNESS_LLAMA_FLASH_ATTN: 'sometimes' is not on or off"):
+    with pytest.raises(
+        ValueError, match=r"\$HARNESS_LLAMA_FLASH_ATTN: 'sometimes' is not on or off"
+    ):
         default_flash_attn()
 
 
@@ -219,17 +252,28 @@ def test_the_export_format_is_q8_0_unless_the_environment_names_another(monkeypa
     monkeypatch.setenv("HARNESS_GGUF_QUANTIZATION", "F32")
     assert LlamaCppPolicy(tiny_model_dir()).gguf_file() == _tiny_f32()
     monkeypatch.setenv("HARNESS_GGUF_QUANTIZATION", "Q4_K")
-    with pytest.raises(ValueError, match=r"\$HARNESS_GGUF_QUANTIZATION: 'Q4_K' is not one of F32, F16, Q8_0"):
+    with pytest.raises(
+        ValueError, match=r"\$HARNESS_GGUF_QUANTIZATION: 'Q4_K' is not one of F32, F16, Q8_0"
+    ):
         LlamaCppPolicy(tiny_model_dir()).gguf_file()
 
 
 def test_eight_concurrent_greedy_requests_return_what_each_returns_alone():
     server = LlamaServer(_tiny_f32(), slots=8, threads=1)
     try:
-        policy = LlamaCppPolicy(tiny_model_dir(), server=server, settings=GenerationSettings(max_new_tokens=10))
-        prompts = [[{"role": "system", "content": SYSTEM},
-                    {"role": "user", "content": f"viewer {i} asks about link {i} and its colour {i * 7}"}]
-                   for i in range(8)]
+        policy = LlamaCppPolicy(
+            tiny_model_dir(), server=server, settings=GenerationSettings(max_new_tokens=10)
+        )
+        prompts = [
+            [
+                {"role": "system", "content": SYSTEM},
+                {
+                    "role": "user",
+                    "content": f"viewer {i} asks about link {i} and its colour {i * 7}",
+                },
+            ]
+            for i in range(8)
+        ]
         alone = [policy.generate(p).text for p in prompts]
         for _ in range(2):
             with ThreadPoolExecutor(8) as pool:
@@ -244,18 +288,23 @@ def test_the_budget_and_a_cancel_stop_a_call_during_prefill():
     long_prompt = list(range(1000, 2900))
     started = time.perf_counter()
     done = server.complete(long_prompt, max_new_tokens=400, deadline=started + 0.05)
-    # the caller has its answer at the deadline, whenever llama.cpp next reports (a loaded machine delays it)
+    # the caller has its answer at the deadline, whenever llama.cpp next reports (a loaded machine
+    # delays it)
     assert done.finish_reason == "timeout" and time.perf_counter() - started < 1.0
     cancel = threading.Event()
     cancel.set()
-    assert server.complete(long_prompt, max_new_tokens=400, cancel=cancel).finish_reason == "cancelled"
+    assert (
+        server.complete(long_prompt, max_new_tokens=400, cancel=cancel).finish_reason == "cancelled"
+    )
     short = server.complete([1, 2, 3], max_new_tokens=3)
     assert short.finish_reason == "length" and len(short.ids) == 3
 
 
 def test_bad_requests_and_files_are_named():
     server = llama_server_for(_tiny_f32(), slots=2, threads=1)
-    with pytest.raises(LlamaCppError, match="prompt: 5000 tokens do not fit the 2048-token context"):
+    with pytest.raises(
+        LlamaCppError, match="prompt: 5000 tokens do not fit the 2048-token context"
+    ):
         server.complete([5] * 5000, max_new_tokens=4)
     with pytest.raises(LlamaCppError, match="seed: expected an integer from 0 to 4294967295"):
         server.complete([5, 6], max_new_tokens=4, seed=10**40)
@@ -274,24 +323,34 @@ def test_a_missing_or_wrong_gguf_is_a_clear_error(tmp_path):
         LlamaServer(broken)
 
 
-def test_the_header_reader_reads_what_the_gguf_package_reads_without_decoding_the_vocabulary(tmp_path):
-    """``header_values`` (what a llama.cpp start reads: 0.1 ms) agrees with the ``gguf`` package's reader
-    (4 s: it decodes the 49,152-token vocabulary) on every scalar and string of the shipped file and of
-    an export, and says so when a header ends early."""
+def test_the_header_reader_reads_what_the_gguf_package_reads_without_decoding_the_vocabulary(
+    tmp_path,
+):
+    """``header_values`` (what a llama.cpp start reads: 0.1 ms) agrees with the ``gguf`` package's
+    reader (4 s: it decodes the 49,152-token vocabulary) on every scalar and string of the shipped
+    file and of an export, and says so when a header ends early."""
     import gguf
 
     from harness.model_cache import gguf_path
 
     for path in (gguf_path(), _tiny_f32()):
         fields = gguf.GGUFReader(str(path)).fields
-        scalars = {k: f.contents() for k, f in fields.items()
-                   if not k.startswith("GGUF.") and f.types and f.types[0] != gguf.GGUFValueType.ARRAY}
+        scalars = {
+            k: f.contents()
+            for k, f in fields.items()
+            if not k.startswith("GGUF.") and f.types and f.types[0] != gguf.GGUFValueType.ARRAY
+        }
         read = header_values(path, lambda key: True)
         assert {k: read[k] for k in scalars} == pytest.approx(scalars), path
-        assert [k for k in fields if not k.startswith("GGUF.")] == list(read)  # arrays skipped, not lost
+        assert [k for k in fields if not k.startswith("GGUF.")] == list(
+            read
+        )  # arrays skipped, not lost
         assert trained_context(path) == fields["llama.context_length"].contents()
-    assert header_values(_tiny_f32(), lambda key: key.startswith("general."),
-                         lambda found: "general.architecture" in found) == {"general.architecture": "llama"}
+    assert header_values(
+        _tiny_f32(),
+        lambda key: key.startswith("general."),
+        lambda found: "general.architecture" in found,
+    ) == {"general.architecture": "llama"}
     cut = tmp_path / "cut.gguf"
     cut.write_bytes(_tiny_f32().read_bytes()[:40])
     with pytest.raises(GgufError, match="cut.gguf: the GGUF header ends early"):
@@ -304,57 +363,82 @@ def test_the_local_spec_runs_on_llama_cpp_unless_torch_is_asked(monkeypatch):
     monkeypatch.setenv("HARNESS_LOCAL_ENGINE", "torch")
     assert isinstance(make_policy("local:tiny"), TransformersPolicy)
     monkeypatch.setenv("HARNESS_LOCAL_ENGINE", "cuda")
-    with pytest.raises(ValueError, match=r"\$HARNESS_LOCAL_ENGINE: 'cuda' is not one of llama, torch"):
+    with pytest.raises(
+        ValueError, match=r"\$HARNESS_LOCAL_ENGINE: 'cuda' is not one of llama, torch"
+    ):
         make_policy("tiny")
 
 
 def test_the_export_carries_the_checkpoints_rope_base_from_rope_parameters(tmp_path):
-    """A checkpoint trained here writes rope_theta inside rope_parameters (transformers 5); the export read
-    only the top-level key and wrote llama.cpp's default 10,000 for SmolLM2's 100,000, so every trained
-    checkpoint ran with the wrong positions. The random tiny model's outputs hardly depend on them, so the
-    file's own field is checked, for both spellings, and a scaled RoPE is refused by name."""
+    """A checkpoint trained here writes rope_theta inside rope_parameters (transformers 5); the
+    export read only the top-level key and wrote llama.cpp's default 10,000 for SmolLM2's 100,000,
+    so every trained checkpoint ran with the wrong positions. The random tiny model's outputs hardly
+    depend on them, so the file's own field is checked, for both spellings, and a scaled RoPE is
+    refused by name."""
     import shutil
 
     from serving.gguf import export_gguf
 
     def rope_base(path: Path) -> float:
-        return header_values(path, lambda key: key == "llama.rope.freq_base")["llama.rope.freq_base"]
+        return header_values(path, lambda key: key == "llama.rope.freq_base")[
+            "llama.rope.freq_base"
+        ]
 
     config = json.loads((tiny_model_dir() / "config.json").read_text())
     assert config["rope_parameters"]["rope_theta"] == 100000.0 and "rope_theta" not in config
     assert rope_base(_tiny_f32()) == 100000.0
     folder = tmp_path / "ckpt"
     shutil.copytree(tiny_model_dir(), folder)
-    top_level = {k: v for k, v in config.items() if k != "rope_parameters"} | {"rope_theta": 50000.0}
+    top_level = {k: v for k, v in config.items() if k != "rope_parameters"} | {
+        "rope_theta": 50000.0
+    }
     (folder / "config.json").write_text(json.dumps(top_level))
     export_gguf(folder, tmp_path / "top.gguf", quantization="F32")
     assert rope_base(tmp_path / "top.gguf") == 50000.0
-    scaled = config | {"rope_parameters": {"rope_theta": 100000.0, "rope_type": "yarn", "factor": 2.0}}
+    scaled = config | {
+        "rope_parameters": {"rope_theta": 100000.0, "rope_type": "yarn", "factor": 2.0}
+    }
     (folder / "config.json").write_text(json.dumps(scaled))
     with pytest.raises(GgufError, match="rope type 'yarn' is not exported"):
         export_gguf(folder, tmp_path / "scaled.gguf", quantization="F32")
 
 
 def test_the_tokenizer_loads_without_torch_and_tokenizes_as_autotokenizer_does():
-    """The llama.cpp route reads a checkpoint's tokenizer with the fast tokenizer class it names, not
-    through AutoTokenizer (whose module imports torch: 2 s of every engine server's start)."""
+    """The llama.cpp route reads a checkpoint's tokenizer with the fast tokenizer class it names,
+    not through AutoTokenizer (whose module imports torch: 2 s of every engine server's start)."""
     import subprocess
     import sys
 
     from transformers import AutoTokenizer
 
-    messages = [{"role": "system", "content": "You are Mia.\n- rule one"},
-                {"role": "user", "content": 'Viewer says:  price of link 3?\n<tool_call>{"name": "x"}</tool_call>'}]
-    script = ("import json, sys; from serving.llama_cpp import load_tokenizer; "
-              f"t = load_tokenizer({str(tiny_model_dir())!r}); "
-              f"text = t.apply_chat_template({messages!r}, tokenize=False, add_generation_prompt=True); "
-              "print(json.dumps([type(t).__name__, 'torch' in sys.modules, t(text)['input_ids'], "
-              "t.convert_tokens_to_ids('<|im_end|>')]))")
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
-                          cwd=Path(__file__).resolve().parents[2])
+    messages = [
+        {"role": "system", "content": "You are Mia.\n- rule one"},
+        {
+            "role": "user",
+            "content": 'Viewer says:  price of link 3?\n<tool_call>{"name": "x"}</tool_call>',
+        },
+    ]
+    script = (
+        "import json, sys; from serving.llama_cpp import load_tokenizer; "
+        f"t = load_tokenizer({str(tiny_model_dir())!r}); "
+        f"text = t.apply_chat_template({messages!r}, tokenize=False, add_generation_prompt=True); "
+        "print(json.dumps([type(t).__name__, 'torch' in sys.modules, t(text)['input_ids'], "
+        "t.convert_tokens_to_ids('<|im_end|>')]))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=Path(__file__).resolve().parents[2],
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     name, torch_loaded, ids, end = json.loads(done.stdout.strip().splitlines()[-1])
     assert not torch_loaded
     auto = AutoTokenizer.from_pretrained(tiny_model_dir())
     text = auto.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-    assert (name, ids, end) == (type(auto).__name__, auto(text)["input_ids"], auto.convert_tokens_to_ids("<|im_end|>"))
+    assert (name, ids, end) == (
+        type(auto).__name__,
+        auto(text)["input_ids"],
+        auto.convert_tokens_to_ids("<|im_end|>"),
+    )

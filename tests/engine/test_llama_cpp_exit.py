@@ -1,11 +1,11 @@
-"""Every process that runs the llama.cpp route exits cleanly after a call cut at its budget: the CLI, the
-engine server on SIGTERM and a Celery worker on shutdown (tests/studio/test_jobs.py) exit 0, never
-SIGABRT or SIGSEGV.
+"""Every process that runs the llama.cpp route exits cleanly after a call cut at its budget: the
+CLI, the engine server on SIGTERM and a Celery worker on shutdown (tests/studio/test_jobs.py) exit
+0, never SIGABRT or SIGSEGV.
 
 A call's caller has its answer at the budget, but llama.cpp works on until its next prefill batch or
 token, up to a second or more on a loaded machine; a process that exited then aborted ("FATAL:
-exception not rethrown", exit 134) or crashed (139). On the tiny model that window is milliseconds, so
-each process here runs with ``slow_llama/sitecustomize.py``: llama.cpp goes on computing for
+exception not rethrown", exit 134) or crashed (139). On the tiny model that window is milliseconds,
+so each process here runs with ``slow_llama/sitecustomize.py``: llama.cpp goes on computing for
 ``SLOW_LLAMA_STOP_S`` seconds after it is told to stop, as the default model does on 2 busy cores.
 """
 
@@ -33,12 +33,31 @@ def _late_stop_env(**kwargs: float) -> dict[str, str]:
 
 def test_the_cli_exits_0_after_a_call_cut_at_its_budget():
     done = subprocess.run(
-        [sys.executable, "-m", "harness", "run", "--request", "examples/requests/product_price.json",
-         "--policy", "tiny", "--budget-s", "3", "--max-new-tokens", "2000"],
-        # round 1's prefill is held past the budget: on a fast machine the tiny model finished its rounds
-        # inside 3 s and the test saw no cut call (CI: four rounds in 2.65 s)
-        cwd=ROOT, env=_late_stop_env(first_event_s=4.0), capture_output=True, text=True, timeout=300)
-    assert "trajectory budget of 3 s used up during round 1" in done.stdout, done.stdout + done.stderr
+        [
+            sys.executable,
+            "-m",
+            "harness",
+            "run",
+            "--request",
+            "examples/requests/product_price.json",
+            "--policy",
+            "tiny",
+            "--budget-s",
+            "3",
+            "--max-new-tokens",
+            "2000",
+        ],
+        # round 1's prefill is held past the budget: on a fast machine the tiny model finished its
+        # rounds inside 3 s and the test saw no cut call (CI: four rounds in 2.65 s)
+        cwd=ROOT,
+        env=_late_stop_env(first_event_s=4.0),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert "trajectory budget of 3 s used up during round 1" in done.stdout, (
+        done.stdout + done.stderr
+    )
     assert done.returncode == 0, f"exit {done.returncode}: {done.stderr[-2000:]}"
 
 
@@ -46,9 +65,25 @@ def test_the_engine_server_exits_0_on_sigterm_after_a_call_cut_at_its_budget(tmp
     port = free_port()
     log = tmp_path / "engine-server.log"
     with open(log, "wb") as out:
-        server = subprocess.Popen([sys.executable, "-m", "serving", "engine-server", "tiny", "--port", str(port),
-                                   "--quantization", "F32", "--threads", "1"],
-                                  cwd=ROOT, env=_late_stop_env(), stdout=out, stderr=subprocess.STDOUT)
+        server = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "serving",
+                "engine-server",
+                "tiny",
+                "--port",
+                str(port),
+                "--quantization",
+                "F32",
+                "--threads",
+                "1",
+            ],
+            cwd=ROOT,
+            env=_late_stop_env(),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
     try:
         base = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 120
@@ -61,12 +96,20 @@ def test_the_engine_server_exits_0_on_sigterm_after_a_call_cut_at_its_budget(tmp
             except httpx.HTTPError:
                 time.sleep(0.2)
         model = httpx.get(f"{base}/v1/models").json()["data"][0]["id"]
-        body = {"model": model, "stream": True, "max_tokens": 1000, "temperature": 0,
-                "messages": [{"role": "user", "content": "Tell me about the kettle on link 3. " * 40}]}
+        body = {
+            "model": model,
+            "stream": True,
+            "max_tokens": 1000,
+            "temperature": 0,
+            "messages": [{"role": "user", "content": "Tell me about the kettle on link 3. " * 40}],
+        }
         with httpx.stream("POST", f"{base}/v1/chat/completions", json=body, timeout=60) as response:
             chunks = response.iter_lines()
-            assert json.loads(next(line for line in chunks if line.startswith("data:"))[5:])["choices"]
-        # the client went away at its budget: the server cancels the call; llama.cpp is still computing
+            assert json.loads(next(line for line in chunks if line.startswith("data:"))[5:])[
+                "choices"
+            ]
+        # the client went away at its budget: the server cancels the call; llama.cpp is still
+        # computing
         server.send_signal(signal.SIGTERM)
         code = server.wait(timeout=60)
     finally:

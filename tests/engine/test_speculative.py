@@ -1,4 +1,5 @@
-"""Speculative decoding in the local engine: exact for greedy, the policy's distribution for sampling.
+"""Speculative decoding in the local engine: exact for greedy, the policy's distribution for
+sampling.
 
 Greedy: with a real (untrained) draft head and with a scripted head that drafts
 the right continuation except at chosen positions, the engine's output equals
@@ -48,20 +49,25 @@ def test_speculative_greedy_equals_plain_greedy_with_a_real_head(tiny, tmp_path,
         ids = sorted({t for out in expected for t in out} | set(range(100)))
         head.set_hot_tokens(torch.tensor(ids))
     head.save(tmp_path / "head", policy_config=model.config)
-    engine = Engine(EngineModel(model), draft=Speculator(load_head(tmp_path / "head", model), steps=3))
+    engine = Engine(
+        EngineModel(model), draft=Speculator(load_head(tmp_path / "head", model), steps=3)
+    )
     try:
         for prompt, want in zip(prompts, expected, strict=True):
             done = engine.generate(prompt, SamplingParams(max_new_tokens=24))
             assert done.ids == want
             assert done.spec is not None and done.spec.cycles >= 1
             assert done.spec.drafted == 3 * done.spec.cycles
-        assert engine.prefix.hits > 0  # later prompts took the shared prefix, the head's slots with it
+        assert (
+            engine.prefix.hits > 0
+        )  # later prompts took the shared prefix, the head's slots with it
     finally:
         engine.close()
 
 
 class _ScriptedHead:
-    """Drafts the reference continuation, wrong wherever ``wrong(slot)`` says (same interface as DraftHead).
+    """Drafts the reference continuation, wrong wherever ``wrong(slot)`` says (same interface as
+    DraftHead).
 
     The block's output at slot s guesses the token at position s + 2; the head reads s off
     ``project``'s positions, so it needs no weights."""
@@ -111,8 +117,11 @@ def test_speculative_greedy_is_exact_whatever_the_draft_gets_right(tiny, pattern
     prompts = _prompts(tokenizer, 6, seed=11)
     expected = _reference(model, prompts, 20)
     rng = random.Random(pattern)
-    wrong = {"all-right": lambda s: False, "every-third-wrong": lambda s: s % 3 == 0,
-             "random": lambda s: rng.random() < 0.4}[pattern]
+    wrong = {
+        "all-right": lambda s: False,
+        "every-third-wrong": lambda s: s % 3 == 0,
+        "random": lambda s: rng.random() < 0.4,
+    }[pattern]
     accepted = 0
     for prompt, want in zip(prompts, expected, strict=True):
         head = _ScriptedHead(model, list(prompt) + want, wrong)
@@ -133,16 +142,26 @@ def _toy_policy(vocab: int = 5):
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(7)
-    config = LlamaConfig(vocab_size=vocab, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
-                         tie_word_embeddings=True, architectures=["LlamaForCausalLM"])
+    config = LlamaConfig(
+        vocab_size=vocab,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=64,
+        tie_word_embeddings=True,
+        architectures=["LlamaForCausalLM"],
+    )
     model = LlamaForCausalLM(config).eval()
     with torch.no_grad():
         model.model.embed_tokens.weight.mul_(2.0)  # toy distributions neither uniform nor one-hot
     return model
 
 
-@pytest.mark.parametrize("hot", [None, [0, 1, 3]], ids=["whole-vocabulary", "draft-vocabulary-of-3"])
+@pytest.mark.parametrize(
+    "hot", [None, [0, 1, 3]], ids=["whole-vocabulary", "draft-vocabulary-of-3"]
+)
 def test_speculative_sampling_keeps_the_policy_distribution(hot):
     vocab, trials = 5, 4000
     model = _toy_policy(vocab)
@@ -167,19 +186,33 @@ def test_speculative_sampling_keeps_the_policy_distribution(hot):
         with torch.no_grad():
             p1 = torch.softmax(model(tokens[None]).logits[0, -1].float(), -1)
             for a in range(vocab):
-                p2 = torch.softmax(model(torch.cat([tokens, torch.tensor([a])])[None]).logits[0, -1].float(), -1)
+                p2 = torch.softmax(
+                    model(torch.cat([tokens, torch.tensor([a])])[None]).logits[0, -1].float(), -1
+                )
                 probs[a] = p1[a] * p2
-            q1 = torch.softmax(head.restrict(head.logits(
-                spec.extend(_copy(base), pending0, tokens[-1:], base.draft_length)))[0], -1)
-        assert 0.5 * float((q1 - p1).abs().sum()) > 0.1, "the draft must differ from the policy for the test to bite"
+            q1 = torch.softmax(
+                head.restrict(
+                    head.logits(spec.extend(_copy(base), pending0, tokens[-1:], base.draft_length))
+                )[0],
+                -1,
+            )
+        assert 0.5 * float((q1 - p1).abs().sum()) > 0.1, (
+            "the draft must differ from the policy for the test to bite"
+        )
         counts = torch.zeros(vocab, vocab)
         generator = torch.Generator().manual_seed(2)
         for _ in range(trials):
             seq = _copy(base)
             new, _, pending, _ = spec.cycle(engine_model, seq, pending0, tokens, params, generator)
             if len(new) < 2:  # the first draft was rejected: one more cycle gives the second token
-                more, _, _, _ = spec.cycle(engine_model, seq, pending, torch.cat([tokens, torch.tensor(new)]),
-                                           params, generator)
+                more, _, _, _ = spec.cycle(
+                    engine_model,
+                    seq,
+                    pending,
+                    torch.cat([tokens, torch.tensor(new)]),
+                    params,
+                    generator,
+                )
                 new = new + more
             counts[new[0], new[1]] += 1
     expected = probs * trials

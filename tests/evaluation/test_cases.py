@@ -25,7 +25,9 @@ def test_bad_file_lists_every_bad_line_and_field():
     assert "cases_bad.jsonl:2: category: must be one of product_qa" in text
     assert "cases_bad.jsonl:3: <line>: not valid JSON" in text
     assert "cases_bad.jsonl:4: id: duplicate id 'ok-1' (first on line 1)" in text
-    assert "cases_bad.jsonl:4: gold.route: must be one of public, private, silent, got 'loud'" in text
+    assert (
+        "cases_bad.jsonl:4: gold.route: must be one of public, private, silent, got 'loud'" in text
+    )
     assert "cases_bad.jsonl:4: gold.rubrics[0]" in text
     assert "cases_bad.jsonl:5: format: must be 'hs-case/1'" in text
     assert "cases_bad.jsonl:5: candidates[0].human.accuracy: must be 0 or 1, got 2" in text
@@ -50,7 +52,11 @@ def test_empty_file_is_rejected():
 
 
 def test_invalid_regex_in_forbidden_claim_is_named():
-    line = ('{"format":"hs-case/1","id":"x","category":"chitchat","comments":["hi"],'
-            '"gold":{"route":"public","forbidden_claims":[{"id":"f","text":"t","patterns":["(unclosed"]}]}}')
-    with pytest.raises(CaseFileError, match=r"x.jsonl:1: gold.forbidden_claims\[0\].patterns\[0\]: not a valid"):
+    line = (
+        '{"format":"hs-case/1","id":"x","category":"chitchat","comments":["hi"],'
+        '"gold":{"route":"public","forbidden_claims":[{"id":"f","text":"t","patterns":["(unclosed"]}]}}'
+    )
+    with pytest.raises(
+        CaseFileError, match=r"x.jsonl:1: gold.forbidden_claims\[0\].patterns\[0\]: not a valid"
+    ):
         parse_cases([line], source="x.jsonl")

@@ -1,5 +1,6 @@
-"""The compatibility set: drawn by category and versioned by content; its variant cases run under HSA variants of
-whichever Harness is evaluated, judged on remapped gold; a cell's figures and its change come from the core."""
+"""The compatibility set: drawn by category and versioned by content; its variant cases run under
+HSA variants of whichever Harness is evaluated, judged on remapped gold; a cell's figures and its
+change come from the core."""
 
 from __future__ import annotations
 
@@ -41,12 +42,19 @@ def test_the_set_covers_every_category_in_proportion_and_is_versioned_by_content
     variants = [c for c in cases if "~" in c["id"]]
     assert 60 <= len(base) <= 64 and len(variants) == len(base)
     assert {c["category"] for c in base} == {c["category"] for c in dev}
-    share = {cat: sum(c["category"] == cat for c in dev) / len(dev) for cat in {c["category"] for c in dev}}
+    share = {
+        cat: sum(c["category"] == cat for c in dev) / len(dev)
+        for cat in {c["category"] for c in dev}
+    }
     biggest = max(share, key=share.get)
     assert sum(c["category"] == biggest for c in base) >= round(share[biggest] * 60) - 1
-    assert {c["harness_variant"]["dims"][0] for c in variants} == set(FAMILIES)  # the families take turns
+    assert {c["harness_variant"]["dims"][0] for c in variants} == set(
+        FAMILIES
+    )  # the families take turns
     assert all(not validate_case(c) for c in cases)
-    assert set_version(build_set(list(reversed(dev)))) == set_version(cases)  # order of the source is no input
+    assert set_version(build_set(list(reversed(dev)))) == set_version(
+        cases
+    )  # order of the source is no input
     assert set_version(build_set(dev, size=30)) != set_version(cases)
     assert len(set_version(cases)) == 16
 
@@ -55,13 +63,18 @@ def test_a_bad_harness_variant_is_named_with_what_is_valid(world):
     case = {**world[0][0], "harness_variant": {"seed": -1, "dims": ["colours"], "extra": 1}}
     problems = dict(validate_case(case))
     assert problems["harness_variant.seed"] == "must be >= 0, got -1"
-    assert problems["harness_variant.dims[0]"].startswith("must be one of skills, skill-content, tools")
+    assert problems["harness_variant.dims[0]"].startswith(
+        "must be one of skills, skill-content, tools"
+    )
     assert "unknown field" in problems["harness_variant.extra"]
 
 
-def test_a_variant_case_runs_under_the_evaluated_versions_variant_and_a_name_keyed_model_breaks(world):
-    """The scripted model learnt the demo Harness's tool names: the variant that renames them breaks it,
-    and a version that renames them breaks it on the base cases too, judged on each version's own gold."""
+def test_a_variant_case_runs_under_the_evaluated_versions_variant_and_a_name_keyed_model_breaks(
+    world,
+):
+    """The scripted model learnt the demo Harness's tool names: the variant that renames them breaks
+    it, and a version that renames them breaks it on the base cases too, judged on each version's
+    own gold."""
     from studio.evolution.scripted import case_script
 
     dev, catalogue = world
@@ -69,8 +82,13 @@ def test_a_variant_case_runs_under_the_evaluated_versions_variant_and_a_name_key
     script = {c["id"]: case_script(c) for c in dev}  # answers "<id>~<family>" as "<id>"
     v1 = load_dir(demo_harness_dir())
     rows = {}
-    for name, bundle in (("v1", v1), ("v2", augment_bundle(bundle=v1, seed=3, dims=["tools"]).bundle)):
-        scorer = CaseScorer.for_bundle(bundle=bundle, policy=ScriptedPolicy(script), catalogue=catalogue)
+    for name, bundle in (
+        ("v1", v1),
+        ("v2", augment_bundle(bundle=v1, seed=3, dims=["tools"]).bundle),
+    ):
+        scorer = CaseScorer.for_bundle(
+            bundle=bundle, policy=ScriptedPolicy(script), catalogue=catalogue
+        )
         try:
             rows[name] = [scorer.score(c) for c in cases]
         finally:
@@ -78,17 +96,31 @@ def test_a_variant_case_runs_under_the_evaluated_versions_variant_and_a_name_key
         assert not [r["error"] for r in rows[name] if r.get("error")]
     figures = cell_figures(rows["v1"])
     assert figures["avg"]["mean"] == 100.0 and figures["without_fallback"] == 100.0
-    assert figures["per_family"]["tools"]["effectiveness"] == 0.0  # renamed tools: the old names fail
+    assert (
+        figures["per_family"]["tools"]["effectiveness"] == 0.0
+    )  # renamed tools: the old names fail
     assert figures["per_family"]["prompt"]["avg"] == 100.0  # reordered blocks: no name changed
     assert {r["outcome"] for r in rows["v1"] if r["id"].endswith("~tools")} == {"fallback"}
     change = cell_change(reference=rows["v1"], rows=rows["v2"])
-    assert change["verdict"] == WORSE and change["avg"]["high"] < 0 and change["n"] == len(cases) // 2
+    assert (
+        change["verdict"] == WORSE and change["avg"]["high"] < 0 and change["n"] == len(cases) // 2
+    )
     assert cell_change(reference=rows["v1"], rows=rows["v1"])["verdict"] == SAME
 
 
 def _row(case_id: str, avg: float) -> dict:
-    return {"id": case_id, "category": "faq", "outcome": "replied", "latency_s": 0.1,
-            "verdict": {"accuracy": 1.0 if avg else 0.0, "effectiveness": avg, "avg": avg, "reasons": []}}
+    return {
+        "id": case_id,
+        "category": "faq",
+        "outcome": "replied",
+        "latency_s": 0.1,
+        "verdict": {
+            "accuracy": 1.0 if avg else 0.0,
+            "effectiveness": avg,
+            "avg": avg,
+            "reasons": [],
+        },
+    }
 
 
 def test_the_verdict_is_the_paired_interval_not_the_raw_difference():
@@ -106,7 +138,9 @@ def test_the_verdict_is_the_paired_interval_not_the_raw_difference():
 def test_a_fix_that_holds_only_in_its_wording_is_named():
     cases = {f"d{i}": {"id": f"d{i}"} for i in range(3)}
 
-    def score(case):  # the fix holds for d0 under every family, fails for d1 under its variant, d2 errors
+    def score(
+        case,
+    ):  # the fix holds for d0 under every family, fails for d1 under its variant, d2 errors
         if case["id"].startswith("d0") or "~" not in case["id"]:
             return _row(case["id"], 1.0)
         if case["id"].startswith("d2"):
@@ -114,8 +148,15 @@ def test_a_fix_that_holds_only_in_its_wording_is_named():
         return _row(case["id"], 0.0)
 
     held = holds_under_variants(fixed=["d0", "d1", "d2"], cases=cases, score=score)
-    assert held["held_case_ids"] == ["d0"] and held["broken"] == {"d1": ["prompt"], "d2": ["skill-content"]}
-    text = prediction_text({"targeted": 4, "replayed": 4, "fixed": 3, "errors": 0, "error": "", "variants": held})
-    assert text.startswith("fixes 3 of 4 targeted cases (predicted); holds under variants in 1 of 4; "
-                           "2 fixed only in the exact wording (d1 fails with reordered blocks")
+    assert held["held_case_ids"] == ["d0"] and held["broken"] == {
+        "d1": ["prompt"],
+        "d2": ["skill-content"],
+    }
+    text = prediction_text(
+        {"targeted": 4, "replayed": 4, "fixed": 3, "errors": 0, "error": "", "variants": held}
+    )
+    assert text.startswith(
+        "fixes 3 of 4 targeted cases (predicted); holds under variants in 1 of 4; "
+        "2 fixed only in the exact wording (d1 fails with reordered blocks"
+    )
     assert json.loads(json.dumps(held)) == held  # stored on the proposal as JSON

@@ -21,7 +21,8 @@ from evaluation.instruction_set import LABEL, generated_prompts
 
 TESTDATA = Path(__file__).parent / "testdata"
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "ifeval" / "input_data.jsonl"
-# The official file is never looked for by the product; these tests read it only where a tester names it.
+# The official file is never looked for by the product; these tests read it only where a tester
+# names it.
 OFFICIAL = Path(os.environ.get("HARNESS_TEST_IFEVAL_OFFICIAL", "/nonexistent/input_data.jsonl"))
 HANDWRITTEN = [
     json.loads(line) for line in (TESTDATA / "ifeval_handwritten.jsonl").read_text().splitlines()
@@ -30,9 +31,9 @@ HANDWRITTEN = [
 
 @pytest.fixture(autouse=True)
 def _offline_nltk(tmp_path, monkeypatch):
-    """A data home of the test's own, so that NLTK's data is written there (from the bundled package,
-    never downloaded), holding the models already built (a fresh home would build them again: 30 s;
-    tests/harness/test_model_cache.py builds them in a fresh one)."""
+    """A data home of the test's own, so that NLTK's data is written there (from the bundled
+    package, never downloaded), holding the models already built (a fresh home would build them
+    again: 30 s; tests/harness/test_model_cache.py builds them in a fresh one)."""
     from harness.model_cache import model_cache_dir
 
     home = tmp_path / "home"
@@ -62,8 +63,10 @@ def test_every_instruction_of_the_official_registry_is_covered():
     assert covered == set(INSTRUCTION_DICT)
 
 
-official = pytest.mark.skipif(not OFFICIAL.is_file(),
-                              reason="HARNESS_TEST_IFEVAL_OFFICIAL does not name the official input_data.jsonl")
+official = pytest.mark.skipif(
+    not OFFICIAL.is_file(),
+    reason="HARNESS_TEST_IFEVAL_OFFICIAL does not name the official input_data.jsonl",
+)
 
 
 @official
@@ -71,7 +74,9 @@ def test_the_official_file_holds_the_541_prompts(monkeypatch):
     prompts = load_ifeval_prompts(source=OFFICIAL)
     assert len(prompts) == 541
     assert load_ifeval_prompts(source=OFFICIAL, limit=5) == prompts[:5]
-    monkeypatch.setenv(IFEVAL_PATH_ENV, str(OFFICIAL))  # a setting that names the file is what runs read
+    monkeypatch.setenv(
+        IFEVAL_PATH_ENV, str(OFFICIAL)
+    )  # a setting that names the file is what runs read
     assert load_ifeval_prompts(limit=5) == prompts[:5]
 
 
@@ -80,9 +85,14 @@ def test_with_no_setting_the_prompts_are_the_generated_set_labelled_as_such():
     prompts = load_ifeval_prompts(limit=5)
     assert prompts == generated_prompts(size=5)
     source = describe_source(prompts=prompts)
-    assert source["kind"] == "generated" and source["label"] == f"{LABEL}, seed 0" and source["n"] == 5
+    assert (
+        source["kind"] == "generated" and source["label"] == f"{LABEL}, seed 0" and source["n"] == 5
+    )
     assert load_ifeval_prompts(source="generated:3", limit=5) != prompts
-    assert describe_source(prompts=prompts, source=FIXTURE)["label"] == "IFEval prompts from input_data.jsonl"
+    assert (
+        describe_source(prompts=prompts, source=FIXTURE)["label"]
+        == "IFEval prompts from input_data.jsonl"
+    )
 
 
 def test_the_generated_set_is_seeded_prefix_stable_and_covers_every_checker():
@@ -94,21 +104,27 @@ def test_the_generated_set_is_seeded_prefix_stable_and_covers_every_checker():
     assert [p["key"] for p in prompts[:3]] == [1, 2, 3]
     assert {i for p in prompts for i in p["instruction_id_list"]} == set(INSTRUCTION_DICT)
     assert len({p["prompt"] for p in prompts}) > 500
-    assert "less than 1 " not in " ".join(p["prompt"] for p in prompts)  # nothing no answer can meet
+    assert "less than 1 " not in " ".join(
+        p["prompt"] for p in prompts
+    )  # nothing no answer can meet
 
 
 def test_each_generated_instruction_is_the_text_its_checker_rebuilds_from_the_stored_arguments():
-    """The scorer rebuilds each checker from kwargs (lm-eval drops empty values); the prompt must say
-    exactly what that checker then checks, and no two instructions may be ones the registry calls
-    conflicting."""
+    """The scorer rebuilds each checker from kwargs (lm-eval drops empty values); the prompt must
+    say exactly what that checker then checks, and no two instructions may be ones the registry
+    calls conflicting."""
     from lm_eval.tasks.ifeval.instructions_registry import INSTRUCTION_CONFLICTS, INSTRUCTION_DICT
 
     for prompt in generated_prompts(size=541):
         ids = prompt["instruction_id_list"]
         assert len(ids) == len(prompt["kwargs"]) and 1 <= len(ids) <= 3
         for a in ids:
-            assert not [b for b in ids if b != a and (b in INSTRUCTION_CONFLICTS.get(a, ())
-                                                      or a in INSTRUCTION_CONFLICTS.get(b, ()))], prompt
+            assert not [
+                b
+                for b in ids
+                if b != a
+                and (b in INSTRUCTION_CONFLICTS.get(a, ()) or a in INSTRUCTION_CONFLICTS.get(b, ()))
+            ], prompt
         for instruction_id, kwargs in zip(ids, prompt["kwargs"], strict=True):
             checker = INSTRUCTION_DICT[instruction_id](instruction_id)
             text = checker.build_description(**{k: v for k, v in kwargs.items() if v})
@@ -116,9 +132,15 @@ def test_each_generated_instruction_is_the_text_its_checker_rebuilds_from_the_st
 
 
 def test_a_generated_prompt_is_scored_by_the_official_checkers():
-    prompts = [p for p in generated_prompts(size=200) if p["instruction_id_list"] == ["punctuation:no_comma"]]
+    prompts = [
+        p
+        for p in generated_prompts(size=200)
+        if p["instruction_id_list"] == ["punctuation:no_comma"]
+    ]
     assert prompts
-    result = score_responses(prompts=prompts[:1] * 2, responses=["hello there friend", "hello, friend"])
+    result = score_responses(
+        prompts=prompts[:1] * 2, responses=["hello there friend", "hello, friend"]
+    )
     assert [r["prompt_level_strict_acc"] for r in result.rows] == [True, False]
 
 
@@ -127,29 +149,66 @@ def test_a_missing_configured_file_says_where_it_looked_and_how_to_set_it(tmp_pa
     with pytest.raises(IFEvalSourceMissing) as raised:
         load_ifeval_prompts()
     assert str(raised.value) == (
-        f"IFEval prompts not found at {tmp_path / 'nowhere' / 'input_data.jsonl'} (from the setting "
+        "IFEval prompts not found at "
+        f"{tmp_path / 'nowhere' / 'input_data.jsonl'} (from the setting "
         "HARNESS_IFEVAL_PATH); give a JSONL file in the official format (fields key, prompt, "
         "instruction_id_list, kwargs), 'google/IFEval' where `datasets` can load it, or leave "
-        "HARNESS_IFEVAL_PATH unset for the project's generated set")
+        "HARNESS_IFEVAL_PATH unset for the project's generated set"
+    )
     monkeypatch.setenv(IFEVAL_PATH_ENV, str(FIXTURE))
     assert [p["key"] for p in load_ifeval_prompts()] == [1, 2, 3, 4, 5, 6]
 
 
 def test_cli_with_no_ifeval_file_is_one_line_and_exit_2(tmp_path):
     missing = tmp_path / "absent.jsonl"
-    done = subprocess.run([sys.executable, "-m", "evaluation", "ifeval", "--policy", "tiny", "--limit", "1",
-                           "--no-progress"], capture_output=True, text=True, timeout=300,
-                          env={**os.environ, IFEVAL_PATH_ENV: str(missing)})
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "evaluation",
+            "ifeval",
+            "--policy",
+            "tiny",
+            "--limit",
+            "1",
+            "--no-progress",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, IFEVAL_PATH_ENV: str(missing)},
+    )
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr
-    assert f"IFEval prompts not found at {missing} (from the setting HARNESS_IFEVAL_PATH)" in done.stderr
+    assert (
+        f"IFEval prompts not found at {missing} (from the setting HARNESS_IFEVAL_PATH)"
+        in done.stderr
+    )
 
 
 def test_cli_on_a_clone_with_no_setting_scores_the_generated_set(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != IFEVAL_PATH_ENV}
-    done = subprocess.run([sys.executable, "-m", "evaluation", "ifeval", "--policy", "tiny", "--limit", "2",
-                           "--max-new-tokens", "4", "--no-progress", "--out", str(tmp_path / "out")],
-                          capture_output=True, text=True, timeout=300, env=env)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "evaluation",
+            "ifeval",
+            "--policy",
+            "tiny",
+            "--limit",
+            "2",
+            "--max-new-tokens",
+            "4",
+            "--no-progress",
+            "--out",
+            str(tmp_path / "out"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith(f"{LABEL}, seed 0 n=2: IFE-P strict")
     saved = json.loads((tmp_path / "out" / "ifeval.json").read_text())
@@ -173,10 +232,18 @@ def test_loose_accepts_what_strict_rejects_and_levels_are_counted_separately():
 def test_run_ifeval_generates_and_scores(tmp_path):
     path = tmp_path / "two.jsonl"
     rows = [
-        {"key": 1, "prompt": "say hi without commas", "instruction_id_list": ["punctuation:no_comma"],
-         "kwargs": [{}]},
-        {"key": 2, "prompt": "say hi in capitals", "instruction_id_list": ["change_case:english_capital"],
-         "kwargs": [{}]},
+        {
+            "key": 1,
+            "prompt": "say hi without commas",
+            "instruction_id_list": ["punctuation:no_comma"],
+            "kwargs": [{}],
+        },
+        {
+            "key": 2,
+            "prompt": "say hi in capitals",
+            "instruction_id_list": ["change_case:english_capital"],
+            "kwargs": [{}],
+        },
     ]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     result = run_ifeval(generate=lambda p: "hello there friend", source=path, progress=False)
@@ -186,14 +253,27 @@ def test_run_ifeval_generates_and_scores(tmp_path):
 
 def test_run_ifeval_resumes_from_saved_responses(tmp_path):
     path = tmp_path / "three.jsonl"
-    rows = [{"key": k, "prompt": f"p{k}", "instruction_id_list": ["punctuation:no_comma"], "kwargs": [{}]}
-            for k in (1, 2, 3)]
+    rows = [
+        {
+            "key": k,
+            "prompt": f"p{k}",
+            "instruction_id_list": ["punctuation:no_comma"],
+            "kwargs": [{}],
+        }
+        for k in (1, 2, 3)
+    ]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     saved = tmp_path / "responses.jsonl"
-    saved.write_text(json.dumps({"key": 1, "response": "a, b"}) + "\n" + '{"key": 2, "resp')  # killed mid-line
+    saved.write_text(
+        json.dumps({"key": 1, "response": "a, b"}) + "\n" + '{"key": 2, "resp'
+    )  # killed mid-line
     asked = []
-    result = run_ifeval(generate=lambda p: asked.append(p) or "no commas here", source=path,
-                        progress=False, responses_path=saved)
+    result = run_ifeval(
+        generate=lambda p: asked.append(p) or "no commas here",
+        source=path,
+        progress=False,
+        responses_path=saved,
+    )
     assert asked == ["p2", "p3"]
     assert [r["prompt_level_strict_acc"] for r in result.rows] == [False, True, True]
     assert [json.loads(line)["key"] for line in saved.read_text().splitlines()] == [1, 2, 3]
@@ -201,7 +281,9 @@ def test_run_ifeval_resumes_from_saved_responses(tmp_path):
 
 def test_bad_prompt_file_names_the_line(tmp_path):
     path = tmp_path / "bad.jsonl"
-    path.write_text('{"key": 1, "prompt": "x", "instruction_id_list": [], "kwargs": []}\n{"key": 2}\n')
+    path.write_text(
+        '{"key": 1, "prompt": "x", "instruction_id_list": [], "kwargs": []}\n{"key": 2}\n'
+    )
     with pytest.raises(ValueError, match=r"bad.jsonl:2: missing field\(s\) prompt"):
         load_ifeval_prompts(source=path)
 
@@ -212,7 +294,11 @@ def test_nltk_data_cli_writes_punkt_tab_that_nltk_reads(tmp_path):
     assert nltk_main(["--dir", str(tmp_path / "nd"), "--quiet"]) == 0
     folder = tmp_path / "nd" / "tokenizers" / "punkt_tab" / "english"
     assert sorted(p.name for p in folder.iterdir()) == [
-        "abbrev_types.txt", "collocations.tab", "ortho_context.tab", "sent_starters.txt"]
+        "abbrev_types.txt",
+        "collocations.tab",
+        "ortho_context.tab",
+        "sent_starters.txt",
+    ]
     import nltk
     from nltk.tokenize.punkt import PunktSentenceTokenizer, load_punkt_params
 
@@ -223,4 +309,6 @@ def test_nltk_data_cli_writes_punkt_tab_that_nltk_reads(tmp_path):
     assert str(pointer.path).startswith(str(tmp_path / "nd"))
     tokenizer = PunktSentenceTokenizer(load_punkt_params(pointer))
     assert tokenizer.tokenize("Dr. Li sells tea at 5 p.m. on Monday. It sells out.") == [
-        "Dr. Li sells tea at 5 p.m. on Monday.", "It sells out."]
+        "Dr. Li sells tea at 5 p.m. on Monday.",
+        "It sells out.",
+    ]

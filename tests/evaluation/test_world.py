@@ -1,4 +1,5 @@
-"""The synthetic world: deterministic, at the sizes and mix of docs/architecture.md §6, varied, labelled with real names."""
+"""The synthetic world: deterministic, at the sizes and mix of docs/architecture.md §6, varied,
+labelled with real names."""
 
 import json
 
@@ -24,13 +25,26 @@ def test_same_seed_gives_byte_identical_files_and_another_seed_differs(generated
 
     out, _ = generated
     # another process with another hash seed: nothing may depend on set or dict order
-    subprocess.run([sys.executable, "-m", "evaluation", "generate", "--out", str(out / "b"), "--seed", "11"],
-                   check=True, cwd=Path(__file__).resolve().parents[2], capture_output=True,
-                   env={**os.environ, "PYTHONHASHSEED": "123"})
+    subprocess.run(
+        [sys.executable, "-m", "evaluation", "generate", "--out", str(out / "b"), "--seed", "11"],
+        check=True,
+        cwd=Path(__file__).resolve().parents[2],
+        capture_output=True,
+        env={**os.environ, "PYTHONHASHSEED": "123"},
+    )
     generate(out=out / "c", seed=12)
     names = sorted(p.name for p in (out / "a").iterdir())
-    assert names == sorted(["catalogue.json", "manifest.json", "dev.jsonl", "live_qa.jsonl",
-                            "tool_robustness.jsonl", "prompt_robustness.jsonl", "replay.jsonl"])
+    assert names == sorted(
+        [
+            "catalogue.json",
+            "manifest.json",
+            "dev.jsonl",
+            "live_qa.jsonl",
+            "tool_robustness.jsonl",
+            "prompt_robustness.jsonl",
+            "replay.jsonl",
+        ]
+    )
     for name in names:
         assert (out / "a" / name).read_bytes() == (out / "b" / name).read_bytes(), name
     assert (out / "a" / "dev.jsonl").read_bytes() != (out / "c" / "dev.jsonl").read_bytes()
@@ -69,12 +83,24 @@ def test_dev_set_has_multi_comment_silent_cases_and_every_defect(generated):
     assert manifest["sets"]["dev"]["multi_comment"] >= 40
     silent = [c for c in dev if c["gold"]["route"] == "silent"]
     assert silent and all(c["category"] == "silent_refusal" for c in silent)
-    injected = [c for c in dev if c["mode"] == "multi" and any(
-        f["id"] == "followed_injection" for f in c["gold"]["forbidden_claims"])]
+    injected = [
+        c
+        for c in dev
+        if c["mode"] == "multi"
+        and any(f["id"] == "followed_injection" for f in c["gold"]["forbidden_claims"])
+    ]
     assert injected, "multi-comment cases should mix in injections to be ignored"
     defects = manifest["sets"]["dev"]["candidate_defects"]
-    for d in ("wrong_price", "invented_discount", "missing_fact", "vague", "over_long",
-              "wrong_language", "refused_legit", "good"):
+    for d in (
+        "wrong_price",
+        "invented_discount",
+        "missing_fact",
+        "vague",
+        "over_long",
+        "wrong_language",
+        "refused_legit",
+        "good",
+    ):
         assert defects.get(d, 0) >= 10, (d, defects)
 
 
@@ -130,11 +156,25 @@ def test_every_reference_reply_passes_the_programmatic_judge(generated):
             gold = case["gold"]
             # the tools an ideal agent would call, answering with the case's canned results
             canned = {t["name"]: t.get("result") for t in case.get("extra_tools", [])}
-            trajectory = {"outcome": "replied", "skill_loads": [], "tool_calls": [
-                {"name": c["name"], "arguments": c["arguments"], "result": canned.get(c["name"])}
-                for c in gold["tool_calls"]]}
+            trajectory = {
+                "outcome": "replied",
+                "skill_loads": [],
+                "tool_calls": [
+                    {
+                        "name": c["name"],
+                        "arguments": c["arguments"],
+                        "result": canned.get(c["name"]),
+                    }
+                    for c in gold["tool_calls"]
+                ],
+            }
             route = "silent" if gold["route"] == "silent" else "public"
-            verdict = judge.judge(case=case, reply=gold["reference_reply"], route=route, trajectory=trajectory)
-            assert (verdict.accuracy, verdict.effectiveness) == (1, 1.0), (case["id"], verdict.reasons)
+            verdict = judge.judge(
+                case=case, reply=gold["reference_reply"], route=route, trajectory=trajectory
+            )
+            assert (verdict.accuracy, verdict.effectiveness) == (1, 1.0), (
+                case["id"],
+                verdict.reasons,
+            )
             for rubric in ("ACQ", "RC", "FI", "TC"):
                 assert verdict.rubrics.get(rubric, True), (case["id"], rubric, verdict.reasons)

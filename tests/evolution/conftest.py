@@ -17,7 +17,6 @@ personas, fast_passwords, eager_jobs = shared.personas, shared.fast_passwords, s
 demo_files = shared.demo_files
 
 
-
 @pytest.fixture(scope="session")
 def demo_sets_dir(tmp_path_factory):
     """The seeded demo sets, generated once per test session."""

@@ -1,4 +1,5 @@
-"""Helpers shared by the evolution tests: a small dataset, the defect Harness, the shortcut endpoint."""
+"""Helpers shared by the evolution tests: a small dataset, the defect Harness, the shortcut
+endpoint."""
 
 from __future__ import annotations
 
@@ -20,17 +21,25 @@ def client_for(user) -> Client:
 
 
 def small_world(*, sets_dir, files, actor, size: int = 24, tmp_path, delay_s: float = 0.0):
-    """(version, dataset, endpoint): the first `size` dev cases, `files` as v1, the shortcut script."""
+    """(version, dataset, endpoint): the first `size` dev cases, `files` as v1, the shortcut
+    script."""
     lines = (sets_dir / "dev.jsonl").read_text(encoding="utf-8").splitlines()[:size]
     catalogue = json.loads((sets_dir / "catalogue.json").read_text(encoding="utf-8"))
-    dataset = dataset_import(name=f"dev-{size}", text="\n".join(lines), source="dev.jsonl", actor=actor,
-                             catalogue=catalogue)
+    dataset = dataset_import(
+        name=f"dev-{size}",
+        text="\n".join(lines),
+        source="dev.jsonl",
+        actor=actor,
+        catalogue=catalogue,
+    )
     cases = [json.loads(line) for line in lines]
     script = write_script(cases=cases, path=tmp_path / "shortcut.json")
     if delay_s:
         data = json.loads(script.read_text())
         data = {k: [{"text": out, "delay_s": delay_s} for out in v] for k, v in data.items()}
         script.write_text(json.dumps(data))
-    endpoint = ModelEndpoint.objects.create(name="shortcut", route=ModelEndpoint.SCRIPTED, script_path=str(script))
+    endpoint = ModelEndpoint.objects.create(
+        name="shortcut", route=ModelEndpoint.SCRIPTED, script_path=str(script)
+    )
     version = harness_import(files=files, author=actor, message="planted defect").version
     return version, dataset, endpoint

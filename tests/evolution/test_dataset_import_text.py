@@ -1,4 +1,5 @@
-"""Dataset import: names are ASCII slugs, and a case whose text holds a raw U+2028 stays one case."""
+"""Dataset import: names are ASCII slugs, and a case whose text holds a raw U+2028 stays one
+case."""
 
 import json
 
@@ -23,5 +24,7 @@ def test_a_raw_line_separator_inside_a_case_does_not_split_it(personas, demo_set
     case["comments"][0]["text"] += "\u2028(sent from a phone)"
     text = json.dumps(case, ensure_ascii=False)  # leaves U+2028 raw, as many exporters do
     assert "\u2028" in text
-    dataset = dataset_import(name="one-case", text=text, source="phone.jsonl", actor=personas.operator)
+    dataset = dataset_import(
+        name="one-case", text=text, source="phone.jsonl", actor=personas.operator
+    )
     assert dataset.cases.count() == 1

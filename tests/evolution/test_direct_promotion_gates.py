@@ -1,4 +1,5 @@
-"""Production moved from the Harness page or the API goes through the same release gates as a stage decision.
+"""Production moved from the Harness page or the API goes through the same release gates as a stage
+decision.
 
 Before, only the evolution stage's decision checked the gates: a reviewer could
 point production at any version from its page or with one API call while the
@@ -27,7 +28,9 @@ def v1(personas, demo_files):
 
 
 def move(client, **form):
-    return client.post("/h/livestream-avatar/labels/move/", {"label": "production", "version": 1, **form})
+    return client.post(
+        "/h/livestream-avatar/labels/move/", {"label": "production", "version": 1, **form}
+    )
 
 
 def messages_of(client) -> str:
@@ -39,7 +42,9 @@ def test_a_no_data_gate_refuses_production_from_the_harness_page(personas, v1):
     move(reviewer, reason="looks good")
     page = messages_of(reviewer)
     assert "release gates did not pass" in page and "latency: no data" in page
-    assert "business regression" not in page.split("release gates did not pass")[1].split("</")[0]  # nothing to
+    assert (
+        "business regression" not in page.split("release gates did not pass")[1].split("</")[0]
+    )  # nothing to
     # regress against: v1 has no parent and nothing is in production yet
     assert not Label.objects.filter(name="production").exists()
     assert not AuditEvent.objects.filter(action="evolution.gates.override").exists()
@@ -54,7 +59,11 @@ def test_a_written_override_promotes_and_is_recorded_on_the_version(personas, v1
     event = AuditEvent.objects.get(action="evolution.gates.override")
     assert event.actor == personas.reviewer and event.data["version"] == 1
     # the business gate passed: v1 has no parent and nothing was in production to regress against
-    assert {g["name"] for g in event.data["gates"]} == {"latency", "general capability", "compatibility"}
+    assert {g["name"] for g in event.data["gates"]} == {
+        "latency",
+        "general capability",
+        "compatibility",
+    }
     assert "release gates overridden" in Label.objects.get(name="production").moves.first().reason
     page = client_for(personas.ml_engineer).get("/h/livestream-avatar/v/1/").content.decode()
     assert 'id="release-gates"' in page and "launch today; replay booked for Monday" in page
@@ -64,7 +73,10 @@ def test_only_a_reviewer_or_admin_may_promote_even_with_an_override(personas, v1
     operator = client_for(personas.operator)  # may move other labels, not production
     move(operator, reason="go", override_reason="trust me")
     assert "needs the reviewer role" in messages_of(operator)
-    assert move(client_for(personas.ml_engineer), reason="go", override_reason="trust me").status_code == 403
+    assert (
+        move(client_for(personas.ml_engineer), reason="go", override_reason="trust me").status_code
+        == 403
+    )
     assert not Label.objects.filter(name="production").exists()
 
 
@@ -91,19 +103,30 @@ def test_the_api_applies_the_same_gates(personas, v1, client):
     token = api_token_create(user=personas.reviewer, name="ci")[1]
     headers = {"HTTP_AUTHORIZATION": f"Bearer {token}"}
     url = "/api/v1/harnesses/livestream-avatar/labels/production/"
-    refused = client.post(url, json.dumps({"version": 1, "reason": "ci green"}), content_type="application/json",
-                          **headers)
+    refused = client.post(
+        url,
+        json.dumps({"version": 1, "reason": "ci green"}),
+        content_type="application/json",
+        **headers,
+    )
     assert refused.status_code == 400 and "latency: no data" in refused.json()["error"]
-    ok = client.post(url, json.dumps({"version": 1, "reason": "ci green", "override_reason": "staged rollout"}),
-                     content_type="application/json", **headers)
+    ok = client.post(
+        url,
+        json.dumps({"version": 1, "reason": "ci green", "override_reason": "staged rollout"}),
+        content_type="application/json",
+        **headers,
+    )
     assert ok.status_code == 200 and ok.json()["version"] == 1
-    assert AuditEvent.objects.get(action="evolution.gates.override").data["reason"] == "staged rollout"
+    assert (
+        AuditEvent.objects.get(action="evolution.gates.override").data["reason"] == "staged rollout"
+    )
 
 
 def test_pages_that_read_gates_and_cells_write_nothing(personas, v1, tmp_path):
-    """Issue 42: selectors only read. The compatibility selectors kept a cell's figures and changes on its row
-    while a page read them; now the cell's figures are stored when its run scored (a receiver of
-    ``eval_run_scored``) and anything else is computed into the cache, so a GET runs no write."""
+    """Issue 42: selectors only read. The compatibility selectors kept a cell's figures and changes
+    on its row while a page read them; now the cell's figures are stored when its run scored (a
+    receiver of ``eval_run_scored``) and anything else is computed into the cache, so a GET runs no
+    write."""
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
@@ -111,14 +134,19 @@ def test_pages_that_read_gates_and_cells_write_nothing(personas, v1, tmp_path):
     from studio.evolution.gates import compatibility_gate
 
     cell = passing_compatibility(version=v1, folder=tmp_path)
-    Cell.objects.filter(pk=cell.pk).update(figures={})  # a cell scored before its figures were stored
+    Cell.objects.filter(pk=cell.pk).update(
+        figures={}
+    )  # a cell scored before its figures were stored
     admin = client_for(personas.admin)
     with CaptureQueriesContext(connection) as queries:
         for url in ("/compatibility/", "/h/livestream-avatar/v/1/", "/h/livestream-avatar/"):
             assert admin.get(url).status_code == 200, url
         gate = compatibility_gate(version=v1)
-    writes = [q["sql"][:120] for q in queries.captured_queries
-              if q["sql"].lstrip().upper().startswith(("INSERT", "UPDATE", "DELETE"))]
+    writes = [
+        q["sql"][:120]
+        for q in queries.captured_queries
+        if q["sql"].lstrip().upper().startswith(("INSERT", "UPDATE", "DELETE"))
+    ]
     assert not writes, writes
     assert gate.status == "pass" and "AVG 100.0" in gate.detail
     assert Cell.objects.get(pk=cell.pk).figures == {}

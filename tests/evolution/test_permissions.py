@@ -1,4 +1,5 @@
-"""Every evolution view x every role: allowed roles get through, others get 403, anonymous must sign in.
+"""Every evolution view x every role: allowed roles get through, others get 403, anonymous must sign
+in.
 
 A test fails when a named evolution URL is missing from the table, so a new
 view cannot ship without its row.
@@ -18,7 +19,10 @@ from studio.evolution.stages import evolution_start
 pytestmark = pytest.mark.django_db
 
 ROLES = ["operator", "reviewer", "ml_engineer", "admin", "outsider", "anonymous"]
-CASE = '{"format":"hs-case/1","id":"x1","category":"chitchat","comments":["hi"],"gold":{"route":"public"}}'
+CASE = (
+    '{"format":"hs-case/1","id":"x1","category":"chitchat",'
+    '"comments":["hi"],"gold":{"route":"public"}}'
+)
 
 # (url name, method, path template, permission, data)
 MATRIX = [
@@ -28,20 +32,55 @@ MATRIX = [
     ("evolution:dataset_list", "get", "/evolution/datasets/", "evolution.view", None),
     ("evolution:dataset_import", "post", "/evolution/datasets/import/", "evolution.run", "upload"),
     ("evolution:dataset_detail", "get", "/evolution/datasets/{dataset}/", "evolution.view", None),
-    ("evolution:dataset_case", "get", "/evolution/datasets/{dataset}/cases/{case}/", "evolution.view", None),
+    (
+        "evolution:dataset_case",
+        "get",
+        "/evolution/datasets/{dataset}/cases/{case}/",
+        "evolution.view",
+        None,
+    ),
     ("evolution:run_detail", "get", "/evolution/runs/{run}/", "evolution.view", None),
     ("evolution:run_status", "get", "/evolution/runs/{run}/status/", "evolution.view", None),
     ("evolution:run_resume", "post", "/evolution/runs/{run}/resume/", "evolution.run", {}),
     ("evolution:run_case", "get", "/evolution/runs/{run}/cases/{case}/", "evolution.view", None),
     ("evolution:stage_detail", "get", "/evolution/stages/{stage}/", "evolution.view", None),
     ("evolution:stage_status", "get", "/evolution/stages/{stage}/status/", "evolution.view", None),
-    ("evolution:stage_diagnose", "post", "/evolution/stages/{stage}/diagnose/", "evolution.run", {}),
-    ("evolution:stage_candidate", "post", "/evolution/stages/{stage}/candidate/", "evolution.review", {}),
+    (
+        "evolution:stage_diagnose",
+        "post",
+        "/evolution/stages/{stage}/diagnose/",
+        "evolution.run",
+        {},
+    ),
+    (
+        "evolution:stage_candidate",
+        "post",
+        "/evolution/stages/{stage}/candidate/",
+        "evolution.review",
+        {},
+    ),
     ("evolution:stage_edit", "post", "/evolution/stages/{stage}/edit/", "evolution.edit", {}),
-    ("evolution:stage_decide", "post", "/evolution/stages/{stage}/decide/", "evolution.review", {"decision": "stop"}),
-    ("evolution:proposal_review", "post", "/evolution/proposals/{proposal}/review/", "evolution.review",
-     {"action": "accept"}),
-    ("evolution:proposal_edit", "post", "/evolution/proposals/{proposal}/edit/", "evolution.edit", {}),
+    (
+        "evolution:stage_decide",
+        "post",
+        "/evolution/stages/{stage}/decide/",
+        "evolution.review",
+        {"decision": "stop"},
+    ),
+    (
+        "evolution:proposal_review",
+        "post",
+        "/evolution/proposals/{proposal}/review/",
+        "evolution.review",
+        {"action": "accept"},
+    ),
+    (
+        "evolution:proposal_edit",
+        "post",
+        "/evolution/proposals/{proposal}/edit/",
+        "evolution.edit",
+        {},
+    ),
 ]
 
 
@@ -59,16 +98,24 @@ def test_every_evolution_url_is_in_the_matrix():
 
 @pytest.fixture
 def world(personas, demo_sets_dir, defect_files, tmp_path, django_capture_on_commit_callbacks):
-    version, dataset, endpoint = small_world(sets_dir=demo_sets_dir, files=defect_files, actor=personas.admin,
-                                             size=12, tmp_path=tmp_path)
+    version, dataset, endpoint = small_world(
+        sets_dir=demo_sets_dir, files=defect_files, actor=personas.admin, size=12, tmp_path=tmp_path
+    )
     with django_capture_on_commit_callbacks(execute=True):
-        evolution = evolution_start(name="perm", version=version, dataset=dataset, endpoint=endpoint,
-                                    actor=personas.admin)
+        evolution = evolution_start(
+            name="perm", version=version, dataset=dataset, endpoint=endpoint, actor=personas.admin
+        )
     stage = evolution.stages.get()
     with django_capture_on_commit_callbacks(execute=True):
         diagnosis = diagnosis_start(stage=stage, actor=personas.admin)
-    return {"evolution": evolution.pk, "dataset": dataset.name, "case": dataset.cases.first().case_id,
-            "run": stage.parent_run_id, "stage": stage.pk, "proposal": diagnosis.proposals.first().pk}
+    return {
+        "evolution": evolution.pk,
+        "dataset": dataset.name,
+        "case": dataset.cases.first().case_id,
+        "run": stage.parent_run_id,
+        "stage": stage.pk,
+        "proposal": diagnosis.proposals.first().pk,
+    }
 
 
 @pytest.mark.parametrize("role", ROLES)
@@ -78,7 +125,11 @@ def test_permission_matrix(role, personas, world):
     for name, method, template, permission, data in MATRIX:
         path = template.format(**world)
         if data == "upload":
-            data = {"name": f"up-{role}", "heldout_share": "0.2", "cases": SimpleUploadedFile("c.jsonl", CASE.encode())}
+            data = {
+                "name": f"up-{role}",
+                "heldout_share": "0.2",
+                "cases": SimpleUploadedFile("c.jsonl", CASE.encode()),
+            }
         response = getattr(client, method)(path, data) if method == "post" else client.get(path)
         if user is None:
             assert response.status_code == 302 and "/accounts/login/" in response.url, (name, role)

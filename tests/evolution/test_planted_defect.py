@@ -40,24 +40,40 @@ def world():
 @pytest.fixture(scope="module")
 def harnesses():
     intact, _ = read_dir(demo_harness_dir())
-    defect, _ = apply_edits(intact, [ChangeSkillRule(skill="item_qa", rule_id="fetch-before-facts", text="")])
-    defect["hooks.yaml"] = drop_hook(drop_hook(defect["hooks.yaml"], "price-needs-tool"), "numbers-grounded")
+    defect, _ = apply_edits(
+        intact, [ChangeSkillRule(skill="item_qa", rule_id="fetch-before-facts", text="")]
+    )
+    defect["hooks.yaml"] = drop_hook(
+        drop_hook(defect["hooks.yaml"], "price-needs-tool"), "numbers-grounded"
+    )
     load_mapping(defect)
     return intact, defect
 
 
 def evaluate(files, cases, catalogue):
-    agent = Agent(bundle=load_mapping(files), policy=ScriptedPolicy({c["id"]: case_script(c) for c in cases}),
-                  catalogue=catalogue)
+    agent = Agent(
+        bundle=load_mapping(files),
+        policy=ScriptedPolicy({c["id"]: case_script(c) for c in cases}),
+        catalogue=catalogue,
+    )
     judge = ProgrammaticJudge(catalogue=catalogue)
     rows = []
     for case in cases:
         trajectory = agent.run(case_request(case)).to_dict()
-        verdict = judge.judge(case=case, reply=trajectory["reply"], route=trajectory["route"],
-                              trajectory=trajectory)
-        rows.append({"case_id": case["id"], "category": case["category"], "accuracy": verdict.accuracy,
-                     "effectiveness": verdict.effectiveness, "avg": verdict.avg,
-                     "reasons": [r.__dict__ for r in verdict.reasons], "trajectory": trajectory})
+        verdict = judge.judge(
+            case=case, reply=trajectory["reply"], route=trajectory["route"], trajectory=trajectory
+        )
+        rows.append(
+            {
+                "case_id": case["id"],
+                "category": case["category"],
+                "accuracy": verdict.accuracy,
+                "effectiveness": verdict.effectiveness,
+                "avg": verdict.avg,
+                "reasons": [r.__dict__ for r in verdict.reasons],
+                "trajectory": trajectory,
+            }
+        )
     return rows
 
 
@@ -85,15 +101,22 @@ def test_planted_price_defect_is_diagnosed_and_the_fix_restores_product_qa(world
 
     by_id = {c["id"]: c for c in cases}
     failures = failures_from_results(results=defect_rows, cases=by_id)
-    diagnosis = diagnose(failures=failures, total=len(cases), files=defect, diagnoser=RuleBasedDiagnoser())
+    diagnosis = diagnose(
+        failures=failures, total=len(cases), files=defect, diagnoser=RuleBasedDiagnoser()
+    )
     top = diagnosis.proposals[0]
     assert top.reason == "unsupported_price" and top.valid and top.diagnoser == "rule-based"
     assert "hooks.yaml" in top.diff and "require_tool_before_claim" in top.diff["hooks.yaml"]
-    assert any("unsupported_price" in r for r in (f.reasons for f in failures if f.case_id in top.target_case_ids))
+    assert any(
+        "unsupported_price" in r
+        for r in (f.reasons for f in failures if f.case_id in top.target_case_ids)
+    )
 
     fixed, _ = apply_edits(defect, top.edits)
     fixed_rows = evaluate(fixed, cases, catalogue)
     assert product_qa_accuracy(fixed_rows) >= product_qa_accuracy(intact_rows)
     targeted = set(top.target_case_ids)
-    still_failing = [r["case_id"] for r in fixed_rows if r["case_id"] in targeted and r["accuracy"] == 0]
+    still_failing = [
+        r["case_id"] for r in fixed_rows if r["case_id"] in targeted and r["accuracy"] == 0
+    ]
     assert still_failing == []

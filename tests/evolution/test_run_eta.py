@@ -12,17 +12,34 @@ from studio.evolution.runs import eval_run_start
 
 
 def _result(run: EvalRun, case_id: str, at) -> None:
-    row = CaseResult.objects.create(run=run, case_id=case_id, category="product_qa", accuracy=1, effectiveness=1,
-                                    avg=1, verdict={}, trajectory={}, attempt=run.attempts)
+    row = CaseResult.objects.create(
+        run=run,
+        case_id=case_id,
+        category="product_qa",
+        accuracy=1,
+        effectiveness=1,
+        avg=1,
+        verdict={},
+        trajectory={},
+        attempt=run.attempts,
+    )
     CaseResult.objects.filter(pk=row.pk).update(created_at=at)
 
 
 @pytest.mark.django_db
-def test_the_run_page_shows_an_eta_while_it_runs(personas, demo_sets_dir, defect_files, tmp_path, client):
-    version, dataset, endpoint = small_world(sets_dir=demo_sets_dir, files=defect_files, actor=personas.admin,
-                                             size=6, tmp_path=tmp_path)
-    run = eval_run_start(version=version, dataset=dataset, endpoint=endpoint,
-                         case_ids=list(dataset.cases.values_list("case_id", flat=True)), actor=personas.operator)
+def test_the_run_page_shows_an_eta_while_it_runs(
+    personas, demo_sets_dir, defect_files, tmp_path, client
+):
+    version, dataset, endpoint = small_world(
+        sets_dir=demo_sets_dir, files=defect_files, actor=personas.admin, size=6, tmp_path=tmp_path
+    )
+    run = eval_run_start(
+        version=version,
+        dataset=dataset,
+        endpoint=endpoint,
+        case_ids=list(dataset.cases.values_list("case_id", flat=True)),
+        actor=personas.operator,
+    )
     EvalRun.objects.filter(pk=run.pk).update(status=EvalRun.RUNNING, attempts=1)
     run.refresh_from_db()
     assert selectors.run_eta(run=run) is None  # nothing scored yet: no rate

@@ -1,4 +1,5 @@
-"""An evaluation run of a version that names an MCP server the studio will not start fails in one line."""
+"""An evaluation run of a version that names an MCP server the studio will not start fails in one
+line."""
 
 import pytest
 from evolution_testing import client_for, small_world
@@ -12,14 +13,21 @@ from tests.security.test_studio_mcp_registry import hostile, stored_before_regis
 pytestmark = pytest.mark.django_db
 
 
-def test_a_run_of_a_version_with_its_own_server_command_fails_saying_why(personas, demo_sets_dir,
-                                                                         defect_files, tmp_path):
-    _, dataset, endpoint = small_world(sets_dir=demo_sets_dir, files=defect_files, actor=personas.admin,
-                                       size=3, tmp_path=tmp_path)
+def test_a_run_of_a_version_with_its_own_server_command_fails_saying_why(
+    personas, demo_sets_dir, defect_files, tmp_path
+):
+    _, dataset, endpoint = small_world(
+        sets_dir=demo_sets_dir, files=defect_files, actor=personas.admin, size=3, tmp_path=tmp_path
+    )
     marker = tmp_path / "MARKER"
     attack = stored_before_registries(files=hostile(defect_files, marker), author=personas.operator)
-    run = eval_run_start(version=attack, dataset=dataset, endpoint=endpoint,
-                         case_ids=list(dataset.cases.values_list("case_id", flat=True)), actor=personas.operator)
+    run = eval_run_start(
+        version=attack,
+        dataset=dataset,
+        endpoint=endpoint,
+        case_ids=list(dataset.cases.values_list("case_id", flat=True)),
+        actor=personas.operator,
+    )
     job = job_run(job_id=run.job_id, heartbeat=False)
     run.refresh_from_db()
     assert job.status == Job.FAILED and run.status == EvalRun.FAILED

@@ -1,4 +1,5 @@
-"""seed_evolution_demo: the generated dev-set as a dataset and the scripted-shortcut endpoint, idempotently."""
+"""seed_evolution_demo: the generated dev-set as a dataset and the scripted-shortcut endpoint,
+idempotently."""
 
 import pytest
 from django.core.management import call_command
@@ -26,9 +27,9 @@ def test_seed_imports_the_482_case_dev_set_once(personas, tmp_path, settings, ca
 
 
 def test_the_demo_seeds_the_planted_defect_and_the_pages_offer_it(tmp_path, settings, capsys):
-    """Issue 38, item 5: the shipped demo Harness gives the shortcut policy nothing to fail, so the demo
-    seeds the planted-defect version and the evolution pages offer it with the steps, one click from the
-    start form filled in."""
+    """Issue 38, item 5: the shipped demo Harness gives the shortcut policy nothing to fail, so the
+    demo seeds the planted-defect version and the evolution pages offer it with the steps, one click
+    from the start form filled in."""
     from evolution_testing import client_for
 
     from studio.evolution.seeding import PLANTED_LABEL
@@ -42,7 +43,9 @@ def test_the_demo_seeds_the_planted_defect_and_the_pages_offer_it(tmp_path, sett
     assert "Planted-defect scenario:" in out and "(label planted-defect" in out, out
     label = Label.objects.get(name=PLANTED_LABEL)
     planted = label.version
-    assert planted.parent.labels.filter(name="production").exists()  # a child of the shipped version
+    assert planted.parent.labels.filter(
+        name="production"
+    ).exists()  # a child of the shipped version
     hooks = version_files(version=planted)["hooks.yaml"]
     assert "price-needs-tool" not in hooks and "numbers-grounded" not in hooks
     call_command("seed_evolution_demo", "--sets", "dev")  # idempotent
@@ -50,6 +53,7 @@ def test_the_demo_seeds_the_planted_defect_and_the_pages_offer_it(tmp_path, sett
     assert planted.harness.versions.count() == 2
 
     from django.contrib.auth.models import User
+
     rafael = User.objects.get(username="rafael")
     listing = client_for(rafael).get("/evolution/").content.decode()
     assert 'id="planted-defect"' in listing and 'id="start-planted"' in listing

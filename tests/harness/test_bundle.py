@@ -36,10 +36,24 @@ def test_digest_ignores_line_endings_but_not_content(demo):
 
 
 def test_demo_has_the_skills_of_the_spec(demo):
-    reply = {"item_qa", "chillchat", "aftersale", "clarification", "faq_reply", "refusal",
-             "thanks", "greet"}
-    strategy = {"tool_strategy_benefit", "tool_strategy_compare", "tool_strategy_multi",
-                "tool_strategy_switch", "general_discount", "change_order"}
+    reply = {
+        "item_qa",
+        "chillchat",
+        "aftersale",
+        "clarification",
+        "faq_reply",
+        "refusal",
+        "thanks",
+        "greet",
+    }
+    strategy = {
+        "tool_strategy_benefit",
+        "tool_strategy_compare",
+        "tool_strategy_multi",
+        "tool_strategy_switch",
+        "general_discount",
+        "change_order",
+    }
     assert {s.name for s in demo.reply_skills()} == reply
     assert {s.name for s in demo.strategy_skills()} == strategy
     assert demo.prompt.max_rounds == 4
@@ -68,16 +82,20 @@ def test_rules_without_ids_get_ids_that_survive_edits_of_other_rules(demo):
     ids1 = [r.id for r in b1.skills["greet"].rules]
     ids2 = [r.id for r in b2.skills["greet"].rules]
     assert ids1[0] == ids2[0] == "welcome-and-current"
-    assert ids1[2] == ids2[2] == rule_auto_id(
-        "When many viewers join at once, greet them together, not one by one.")
+    assert (
+        ids1[2]
+        == ids2[2]
+        == rule_auto_id("When many viewers join at once, greet them together, not one by one.")
+    )
     assert ids1[1] != ids2[1]
 
 
 def test_load_mapping_reports_every_problem_and_returns_nothing(demo):
     files = dict(demo.files)
     files["tools.yaml"] = files["tools.yaml"].replace("timeout_s: 5", "timeout_s: -1", 1)
-    files["skills/greet/SKILL.md"] = files["skills/greet/SKILL.md"].replace("kind: reply",
-                                                                             "kind: replies")
+    files["skills/greet/SKILL.md"] = files["skills/greet/SKILL.md"].replace(
+        "kind: reply", "kind: replies"
+    )
     with pytest.raises(HarnessValidationError) as err:
         load_mapping(files)
     fields = {(p.file, p.field) for p in err.value.problems}
@@ -96,8 +114,10 @@ def test_template_slots_and_literal_braces():
 
 
 def test_prompt_pipeline_renders_blocks_and_skips_empty_optional_ones(demo):
-    rendered = dict((b.id, text) for b, text in demo.prompt.render(
-        {"skill_list": "- item_qa", "room_status": "link 1"}))
+    rendered = dict(
+        (b.id, text)
+        for b, text in demo.prompt.render({"skill_list": "- item_qa", "room_status": "link 1"})
+    )
     assert "products" not in rendered and "faq" not in rendered
     assert "You are Mia, the AI host of the Bright Basket Live live stream" in rendered["persona"]
     assert "under 220 characters" in rendered["persona"]
@@ -108,7 +128,8 @@ def test_diff_summary_names_what_changed(demo):
     files = dict(demo.files)
     files["hooks.yaml"] = files["hooks.yaml"].replace("max_calls: 8", "max_calls: 6")
     files["skills/thanks/SKILL.md"] = files["skills/thanks/SKILL.md"].rstrip() + (
-        "\n- Never mention the gift's value. {#no-gift-value}\n")
+        "\n- Never mention the gift's value. {#no-gift-value}\n"
+    )
     del files["skills/greet/SKILL.md"]
     files["hooks.yaml"] = files["hooks.yaml"]
     new = load_mapping(files)

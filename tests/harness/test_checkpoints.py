@@ -1,4 +1,5 @@
-"""harness/checkpoints.py: one way to resolve a model name, check a folder and fingerprint every file.
+"""harness/checkpoints.py: one way to resolve a model name, check a folder and fingerprint every
+file.
 
 The name ``local`` means the same model to every command (issue 30 item 1: ``engine-server local``
 failed while ``harness run --policy local`` worked); a fingerprint changes with any byte of any
@@ -38,21 +39,33 @@ def test_names_resolve_to_the_model_cache_and_a_bad_folder_says_what_is_valid(tm
     assert resolve_checkpoint("local") == resolve_checkpoint("default") == default_model_dir()
     assert resolve_checkpoint("tiny") == tiny_model_dir()
     assert resolve_checkpoint(str(tiny_model_dir())) == tiny_model_dir().resolve()
-    with pytest.raises(CheckpointError, match=r"'/no/such' is not a model \(/no/such does not exist\): expected "
-                                              r"'local', 'tiny', a checkpoint folder with config.json and weights, "
-                                              r"or a LoRA adapter folder \(harness.adapters\)"):
+    with pytest.raises(
+        CheckpointError,
+        match=r"'/no/such' is not a model \(/no/such does not exist\): expected "
+        r"'local', 'tiny', a checkpoint folder with config.json and weights, "
+        r"or a LoRA adapter folder \(harness.adapters\)",
+    ):
         resolve_checkpoint("/no/such")
     (tmp_path / "config.json").write_text("{}")
-    assert checkpoint_problem(tmp_path).endswith("has config.json but no weights (model.safetensors, "
-                                                 "model.safetensors.index.json, pytorch_model.bin, "
-                                                 "pytorch_model.bin.index.json)")
+    assert checkpoint_problem(tmp_path).endswith(
+        "has config.json but no weights (model.safetensors, "
+        "model.safetensors.index.json, pytorch_model.bin, "
+        "pytorch_model.bin.index.json)"
+    )
 
 
-def test_a_folder_with_config_json_and_no_weights_is_no_checkpoint_and_its_config_is_not_read(tmp_path):
-    """is_checkpoint and checkpoint_config are the one test of a model folder (the studio's registry,
-    run pages and endpoints, the GGUF export, sglang-command): config.json alone is not enough."""
+def test_a_folder_with_config_json_and_no_weights_is_no_checkpoint_and_its_config_is_not_read(
+    tmp_path,
+):
+    """is_checkpoint and checkpoint_config are the one test of a model folder (the studio's
+    registry, run pages and endpoints, the GGUF export, sglang-command): config.json alone is not
+    enough."""
     (tmp_path / "config.json").write_text('{"model_type": "llama"}')
-    assert not is_checkpoint(tmp_path) and not is_checkpoint(None) and not is_checkpoint(tmp_path / "none")
+    assert (
+        not is_checkpoint(tmp_path)
+        and not is_checkpoint(None)
+        and not is_checkpoint(tmp_path / "none")
+    )
     with pytest.raises(CheckpointError, match="has config.json but no weights"):
         checkpoint_config(tmp_path)
     (tmp_path / "model.safetensors").write_bytes(b"")
@@ -70,7 +83,9 @@ def test_the_fingerprint_covers_every_byte_and_the_differences_name_the_file(tmp
     assert [f.name for f in before] == sorted(f.name for f in before)
     first = fingerprint(folder)
     weights = folder / "model.safetensors"
-    with weights.open("r+b") as handle:  # one byte in the middle, where no sample of the old fingerprint looked
+    with weights.open(
+        "r+b"
+    ) as handle:  # one byte in the middle, where no sample of the old fingerprint looked
         handle.seek(weights.stat().st_size // 2)
         byte = handle.read(1)
         handle.seek(-1, 1)
@@ -106,9 +121,13 @@ def _free_port() -> int:
 def test_engine_server_local_serves_the_default_model_like_harness_run_policy_local(tmp_path):
     port = _free_port()
     log = (tmp_path / "server.log").open("w")
-    server = subprocess.Popen([sys.executable, "-m", "serving", "engine-server", "local", "--port", str(port)],
-                              cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=log,
-                              stderr=subprocess.STDOUT)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "serving", "engine-server", "local", "--port", str(port)],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     try:
         deadline, listed = time.monotonic() + 240, None
         while time.monotonic() < deadline and server.poll() is None and listed is None:
@@ -117,11 +136,23 @@ def test_engine_server_local_serves_the_default_model_like_harness_run_policy_lo
             except (httpx.HTTPError, ValueError):
                 time.sleep(0.5)
         output = (tmp_path / "server.log").read_text()
-        assert listed is not None, f"engine-server local did not answer /v1/models (exit {server.poll()}):\n{output}"
+        assert listed is not None, (
+            f"engine-server local did not answer /v1/models (exit {server.poll()}):\n{output}"
+        )
     finally:
         server.terminate()
         server.wait(timeout=30)
         log.close()
-    bad = subprocess.run([sys.executable, "-m", "serving", "engine-server", "/no/such"], cwd=ROOT,
-                         env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=120)
-    assert bad.returncode == 2 and "'/no/such' is not a model" in bad.stderr and "Traceback" not in bad.stderr
+    bad = subprocess.run(
+        [sys.executable, "-m", "serving", "engine-server", "/no/such"],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert (
+        bad.returncode == 2
+        and "'/no/such' is not a model" in bad.stderr
+        and "Traceback" not in bad.stderr
+    )

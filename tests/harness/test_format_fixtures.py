@@ -21,7 +21,10 @@ def test_demo_harness_validates_with_its_summary_line():
     result = cli.run("harness", "validate", str(demo_harness_dir()))
     assert result.returncode == 0, result.stdout + result.stderr
     summary, sharing = result.stdout.strip().splitlines()
-    assert summary == "livestream-avatar: 14 skills (8 reply, 6 strategy), 11 tools, 7 prompt blocks, 17 hooks"
+    assert (
+        summary
+        == "livestream-avatar: 14 skills (8 reply, 6 strategy), 11 tools, 7 prompt blocks, 17 hooks"
+    )
     assert sharing.startswith("prompt: shared by every request: ") and "warning" not in sharing
 
 
@@ -42,11 +45,14 @@ def test_broken_bundle_is_rejected_at_the_file_and_line_of_the_mistake(bundle):
 
 def test_several_mistakes_are_all_reported_in_one_run(tmp_path):
     import shutil
+
     shutil.copytree(TESTDATA / "minimal", tmp_path / "b")
     (tmp_path / "b" / "prompt.yaml").write_text(
-        (TESTDATA / "broken" / "constraint-out-of-range" / "prompt.yaml").read_text())
+        (TESTDATA / "broken" / "constraint-out-of-range" / "prompt.yaml").read_text()
+    )
     (tmp_path / "b" / "hooks.yaml").write_text(
-        (TESTDATA / "broken" / "unknown-hook-type" / "hooks.yaml").read_text())
+        (TESTDATA / "broken" / "unknown-hook-type" / "hooks.yaml").read_text()
+    )
     result = run_cli("validate", tmp_path / "b")
     assert result.returncode == 1
     assert "prompt.yaml:3: constraints.max_rounds" in result.stdout
@@ -55,6 +61,7 @@ def test_several_mistakes_are_all_reported_in_one_run(tmp_path):
 
 def test_diff_prints_a_unified_diff_per_changed_file_and_a_summary(tmp_path):
     import shutil
+
     shutil.copytree(demo_harness_dir(), tmp_path / "b")
     prompt = tmp_path / "b" / "prompt.yaml"
     prompt.write_text(prompt.read_text().replace("max_reply_chars: 220", "max_reply_chars: 160"))

@@ -1,4 +1,5 @@
-"""The two JSON Lines readers: strict for files people hand over, tolerant of a torn tail for results."""
+"""The two JSON Lines readers: strict for files people hand over, tolerant of a torn tail for
+results."""
 
 from __future__ import annotations
 

@@ -7,16 +7,40 @@ import pytest
 from harness.numbers import decimal_int
 
 
-@pytest.mark.parametrize("text, expected", [("7", 7), (" 42 ", 42), ("-3", -3), ("+5", 5), ("0", 0),
-                                            ("9" * 18, int("9" * 18))])
+@pytest.mark.parametrize(
+    "text, expected",
+    [("7", 7), (" 42 ", 42), ("-3", -3), ("+5", 5), ("0", 0), ("9" * 18, int("9" * 18))],
+)
 def test_plain_decimal_numbers_are_read(text, expected):
     assert decimal_int(text) == expected
 
 
-@pytest.mark.parametrize("text", ["", " ", "²", "٣", "１", "1.5", "1e3", "0x10", "1_000", "--1", "12a",
-                                  "9" * 19, "1" * 5000, None, 7, 1.0, ["1"]])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        " ",
+        "²",
+        "٣",
+        "１",
+        "1.5",
+        "1e3",
+        "0x10",
+        "1_000",
+        "--1",
+        "12a",
+        "9" * 19,
+        "1" * 5000,
+        None,
+        7,
+        1.0,
+        ["1"],
+    ],
+)
 def test_anything_else_is_none(text):
-    assert decimal_int(text) is None  # "²".isdigit() is True and int("²") raises; "1"*5000 makes int() refuse
+    assert (
+        decimal_int(text) is None
+    )  # "²".isdigit() is True and int("²") raises; "1"*5000 makes int() refuse
 
 
 def test_the_digit_limit_is_the_callers():

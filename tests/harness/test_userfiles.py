@@ -18,8 +18,11 @@ def test_a_file_over_the_cap_is_refused_without_reading_it_all(tmp_path):
     path = tmp_path / "big.json"
     path.write_bytes(b" " * 2048)
     assert read_text(path, max_bytes=2048) == " " * 2048
-    with pytest.raises(InputFileError, match=r"big.json: larger than 1 KiB, the most a request "
-                                             r"file may hold"):
+    with pytest.raises(
+        InputFileError,
+        match=r"big.json: larger than 1 KiB, the most a request "
+        r"file may hold",
+    ):
         read_text(path, what="request file", max_bytes=1024)
 
 
@@ -40,18 +43,26 @@ def test_nesting_is_bounded_whether_or_not_the_parser_recurses_that_deep():
     ok = "[" * MAX_JSON_DEPTH + "]" * MAX_JSON_DEPTH
     assert parse_json(ok, source="x.json") is not None
     for depth in (MAX_JSON_DEPTH + 1, 100_000):
-        with pytest.raises(InputFileError, match=r"^x.json: JSON arrays/objects nest deeper than 64"):
+        with pytest.raises(
+            InputFileError, match=r"^x.json: JSON arrays/objects nest deeper than 64"
+        ):
             parse_json("[" * depth + "]" * depth, source="x.json")
     with pytest.raises(InputFileError, match=r"^x.json:3: JSON arrays/objects nest deeper"):
         parse_json(json.dumps({"a": [[[{"b": []}]]]}), source="x.json", line=3, max_depth=4)
 
 
 def test_syntax_errors_say_where_and_whether_the_file_was_cut_short():
-    with pytest.raises(InputFileError, match=r"^r.json:2:1: not valid JSON \(Expecting value\); "
-                                             r"the file ends before the JSON is complete$"):
+    with pytest.raises(
+        InputFileError,
+        match=r"^r.json:2:1: not valid JSON \(Expecting value\); "
+        r"the file ends before the JSON is complete$",
+    ):
         parse_json('{"comments": [\n', source="r.json")
-    with pytest.raises(InputFileError, match=r"^r.json:1:2: not valid JSON \(Expecting property "
-                                             r"name enclosed in double quotes\)$"):
+    with pytest.raises(
+        InputFileError,
+        match=r"^r.json:1:2: not valid JSON \(Expecting property "
+        r"name enclosed in double quotes\)$",
+    ):
         parse_json("{,}", source="r.json")
     with pytest.raises(InputFileError, match=r"^r.json: not valid JSON \(Exceeds the limit"):
         parse_json("1" * 5000, source="r.json")
@@ -59,6 +70,7 @@ def test_syntax_errors_say_where_and_whether_the_file_was_cut_short():
 
 def test_json_lines_keep_a_raw_line_separator_inside_a_string(tmp_path):
     path = tmp_path / "set.jsonl"
-    path.write_text(json.dumps({"text": "a\u2028b"}, ensure_ascii=False) + "\r\n{}\n",
-                    encoding="utf-8")
+    path.write_text(
+        json.dumps({"text": "a\u2028b"}, ensure_ascii=False) + "\r\n{}\n", encoding="utf-8"
+    )
     assert list(jsonl_records(path)) == [(1, {"text": "a\u2028b"}), (2, {})]

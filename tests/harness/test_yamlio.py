@@ -5,11 +5,18 @@ import pytest
 from harness.yamlio import load_yaml
 
 
-@pytest.mark.parametrize(("text", "line", "noticed"), [
-    ("tools:\n  - name: a\n    description x\n    timeout_s: 3\n", 3, 4),   # a key without its ':'
-    ("a: 1\nb: [1, 2\nc: 3\n", 2, 3),                                      # a bracket never closed
-    ("a: 1\nb: \"abc\nc: 3\nd: 4\n", 2, 5),                                # a quote never closed
-])
+@pytest.mark.parametrize(
+    ("text", "line", "noticed"),
+    [
+        (
+            "tools:\n  - name: a\n    description x\n    timeout_s: 3\n",
+            3,
+            4,
+        ),  # a key without its ':'
+        ("a: 1\nb: [1, 2\nc: 3\n", 2, 3),  # a bracket never closed
+        ('a: 1\nb: "abc\nc: 3\nd: 4\n', 2, 5),  # a quote never closed
+    ],
+)
 def test_a_mistake_is_marked_on_its_own_line_not_where_the_parser_gave_up(text, line, noticed):
     _data, _lines, problems = load_yaml(text, file="x.yaml")
     assert [p.line for p in problems] == [line]
@@ -17,5 +24,7 @@ def test_a_mistake_is_marked_on_its_own_line_not_where_the_parser_gave_up(text, 
 
 
 def test_a_mistake_found_on_its_own_line_is_marked_there():
-    _data, _lines, problems = load_yaml("a: 1\n  b: 2\nc: 3\n", file="x.yaml")  # indented under a scalar
+    _data, _lines, problems = load_yaml(
+        "a: 1\n  b: 2\nc: 3\n", file="x.yaml"
+    )  # indented under a scalar
     assert [p.line for p in problems] == [2] and "noticed" not in problems[0].message

@@ -24,8 +24,13 @@ def run_script(demo_bundle):
 
     def run(script, request=None, *, bundle=None, connect_mcp=False, **agent_kwargs):
         policy = ScriptedPolicy(script)
-        agent = Agent(bundle=bundle or demo_bundle, policy=policy, catalogue=demo_catalogue(),
-                      connect_mcp=connect_mcp, **agent_kwargs)
+        agent = Agent(
+            bundle=bundle or demo_bundle,
+            policy=policy,
+            catalogue=demo_catalogue(),
+            connect_mcp=connect_mcp,
+            **agent_kwargs,
+        )
         agents.append(agent)
         traj = agent.run(request or price_request())
         return traj, policy

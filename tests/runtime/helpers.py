@@ -16,8 +16,11 @@ def with_constraints(bundle, **values):
 
 
 def price_request(**extra):
-    data = {"id": "price-1", "comments": [{"user": "amy", "text": "How much is product #3?"}],
-            "room": {"current_link_id": 1, "shelf": [1, 2, 3, 4, 5]}}
+    data = {
+        "id": "price-1",
+        "comments": [{"user": "amy", "text": "How much is product #3?"}],
+        "room": {"current_link_id": 1, "shelf": [1, 2, 3, 4, 5]},
+    }
     data.update(extra)
     return data
 

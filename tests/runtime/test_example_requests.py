@@ -1,4 +1,5 @@
-"""Every example request (one per intent of docs/architecture.md §2) runs under the demo Harness with its gold script."""
+"""Every example request (one per intent of docs/architecture.md §2) runs under the demo Harness
+with its gold script."""
 
 from __future__ import annotations
 
@@ -12,8 +13,16 @@ from harness.policies import ScriptedPolicy
 from harness.runtime import Agent
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "requests"
-EXPECTED_INTENTS = {"product_qa", "casual_chat", "clarification", "after_sales", "discount_promotion",
-                    "presentation_order", "faq_reply", "silent_refusal"}
+EXPECTED_INTENTS = {
+    "product_qa",
+    "casual_chat",
+    "clarification",
+    "after_sales",
+    "discount_promotion",
+    "presentation_order",
+    "faq_reply",
+    "silent_refusal",
+}
 
 
 def example_names():
@@ -57,11 +66,19 @@ def test_one_agent_serves_concurrent_requests(demo_bundle):
         data["id"] = f"{name}-{i}"
         requests.append(data)
         scripts[data["id"]] = json.loads((EXAMPLES / "scripts" / f"{name}.json").read_text())
-    with Agent(bundle=demo_bundle, policy=ScriptedPolicy(scripts), catalogue=demo_catalogue()) as agent:
+    with Agent(
+        bundle=demo_bundle, policy=ScriptedPolicy(scripts), catalogue=demo_catalogue()
+    ) as agent:
         serial = {r["id"]: agent.run(r).to_dict() for r in requests}
         with ThreadPoolExecutor(max_workers=6) as pool:
             parallel = {t.request_id: t.to_dict() for t in pool.map(agent.run, requests)}
     for rid, traj in serial.items():
         other = parallel[rid]
-        assert (other["reply"], other["outcome"], other["final_room"]) == (traj["reply"], traj["outcome"], traj["final_room"])
-        assert [t["result"] for t in other["tool_calls"]] == [t["result"] for t in traj["tool_calls"]]
+        assert (other["reply"], other["outcome"], other["final_room"]) == (
+            traj["reply"],
+            traj["outcome"],
+            traj["final_room"],
+        )
+        assert [t["result"] for t in other["tool_calls"]] == [
+            t["result"] for t in traj["tool_calls"]
+        ]

@@ -32,8 +32,18 @@ def without_clock(value):
 
 def run_cli(tmp_path: Path, name: str, capsys) -> dict:
     out = tmp_path / name
-    code = main(["run", "--request", str(REQUEST), "--policy", f"scripted:{SCRIPT}",
-                 "--json", "--out", str(out)])
+    code = main(
+        [
+            "run",
+            "--request",
+            str(REQUEST),
+            "--policy",
+            f"scripted:{SCRIPT}",
+            "--json",
+            "--out",
+            str(out),
+        ]
+    )
     assert code == 0
     printed = json.loads(capsys.readouterr().out)
     saved = json.loads(out.read_text())
@@ -48,8 +58,10 @@ def test_scripted_run_is_deterministic_and_matches_fixture(tmp_path, capsys):
     if os.environ.get("HARNESS_UPDATE_FIXTURES"):
         EXPECTED.write_text(json.dumps(first, indent=2, ensure_ascii=False) + "\n")
     expected = json.loads(EXPECTED.read_text())
-    assert first == expected, ("trajectory differs from the stored fixture; if the change is "
-                               "intended, regenerate it (see this module's docstring)")
+    assert first == expected, (
+        "trajectory differs from the stored fixture; if the change is "
+        "intended, regenerate it (see this module's docstring)"
+    )
     assert first["reply"] == "Link 3 is the Sunscreen SPF50, currently 89 yuan."
     assert [t["name"] for t in first["tool_calls"]] == ["get_product_info_by_link_id", "load_skill"]
 
@@ -58,7 +70,10 @@ def test_readable_output_shows_steps(capsys):
     code = main(["run", "--request", str(REQUEST), "--policy", f"scripted:{SCRIPT}"])
     assert code == 0
     out = capsys.readouterr().out
-    assert "mcp      marketing: tools calculate_optimal_promotion, calculate_promotion, get_campaign_conditions" in out
+    assert (
+        "mcp      marketing: tools calculate_optimal_promotion, "
+        "calculate_promotion, get_campaign_conditions" in out
+    )
     assert "tool    get_product_info_by_link_id" in out
     assert "skill   item_qa loaded (reply)" in out
     assert "hooks   stop: allow reply-skill-loaded" in out
@@ -70,4 +85,7 @@ def test_cli_reports_bad_request_fields(tmp_path, capsys):
     bad.write_text(json.dumps({"comments": [{"text": "hi"}], "room": {"shelf": [1, 99]}}))
     code = main(["run", "--request", str(bad), "--policy", f"scripted:{SCRIPT}"])
     assert code == 2
-    assert f"{bad}: room.shelf[1]: no product with link id 99 in the catalogue" in capsys.readouterr().err
+    assert (
+        f"{bad}: room.shelf[1]: no product with link id 99 in the catalogue"
+        in capsys.readouterr().err
+    )

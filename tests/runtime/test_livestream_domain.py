@@ -19,8 +19,11 @@ def test_single_comment_request_round_trips_through_json():
     raw = {
         "id": "r1",
         "comments": [{"user": "amy", "text": "How much is product #3?"}],
-        "room": {"current_link_id": 1, "shelf": [1, 2, 3],
-                 "viewer_actions": [{"user": "amy", "action": "added_to_cart", "link_id": 3}]},
+        "room": {
+            "current_link_id": 1,
+            "shelf": [1, 2, 3],
+            "viewer_actions": [{"user": "amy", "action": "added_to_cart", "link_id": 3}],
+        },
         "history": [{"role": "viewer", "user": "bob", "text": "hi"}],
         "anchor_utterances": ["Link one is our face cream!"],
         "products": [3],
@@ -33,7 +36,9 @@ def test_single_comment_request_round_trips_through_json():
 
 
 def test_multi_comment_mode_numbers_each_comment():
-    request = Request.from_dict({"comments": ["is #2 in stock?", {"user": "li", "text": "price of #3?"}]})
+    request = Request.from_dict(
+        {"comments": ["is #2 in stock?", {"user": "li", "text": "price of #3?"}]}
+    )
     assert request.mode == "multi"
     assert request.text.splitlines() == ["[1] viewer: is #2 in stock?", "[2] li: price of #3?"]
 
@@ -49,14 +54,32 @@ def test_request_errors_name_every_bad_field():
     with pytest.raises(DocumentValidationError) as info:
         Request.from_dict(bad, source="bad.json", catalogue=demo_catalogue())
     paths = {p.path for p in info.value.problems}
-    assert {"comments[0].text", "comments[1].txt", "comments[1].text", "mode",
-            "room.shelf[1]", "room.current_link_id", "products[0]", "history[0].role"} <= paths
+    assert {
+        "comments[0].text",
+        "comments[1].txt",
+        "comments[1].text",
+        "mode",
+        "room.shelf[1]",
+        "room.current_link_id",
+        "products[0]",
+        "history[0].role",
+    } <= paths
     assert "bad.json: products[0]: no product with link id 42" in str(info.value)
 
 
 def test_inline_catalogue_snapshot_is_validated_and_used():
-    snapshot = {"products": [{"link_id": 7, "product_id": "X", "name": "Mug", "category": "home",
-                              "price": 20, "promotions": ["nope"]}]}
+    snapshot = {
+        "products": [
+            {
+                "link_id": 7,
+                "product_id": "X",
+                "name": "Mug",
+                "category": "home",
+                "price": 20,
+                "promotions": ["nope"],
+            }
+        ]
+    }
     with pytest.raises(DocumentValidationError) as info:
         Request.from_dict({"comments": ["hi"], "catalogue": snapshot})
     assert "catalogue.products[0].promotions[0]" in str(info.value)
@@ -93,36 +116,63 @@ def test_threshold_multibuy_and_coupon_stack_in_platform_order():
 
 def test_coupon_below_min_spend_is_not_applied_and_says_why():
     catalogue = demo_catalogue()
-    quote = price_cart(items=catalogue.cart([{"link_id": 3, "quantity": 1}]),
-                       promotions=catalogue.promotions, coupon_code="LIVE20")
+    quote = price_cart(
+        items=catalogue.cart([{"link_id": 3, "quantity": 1}]),
+        promotions=catalogue.promotions,
+        coupon_code="LIVE20",
+    )
     assert quote.total == 89.0
     assert any("LIVE20 needs 150" in n for n in quote.notes)
     with pytest.raises(PromotionError, match="valid codes: LIVE20"):
-        price_cart(items=catalogue.cart([{"link_id": 3}]), promotions=catalogue.promotions,
-                   coupon_code="FAKE")
+        price_cart(
+            items=catalogue.cart([{"link_id": 3}]),
+            promotions=catalogue.promotions,
+            coupon_code="FAKE",
+        )
 
 
 def test_repeat_threshold_is_capped():
-    catalogue = Catalogue.from_dict({
-        "products": [{"link_id": 1, "product_id": "a", "name": "A", "category": "c", "price": 100,
-                      "stock": 50}],
-        "promotions": [{"id": "T", "kind": "threshold", "threshold": 200, "discount": 25,
-                        "repeat": True, "max_discount": 60}],
-    })
-    quote = price_cart(items=catalogue.cart([{"link_id": 1, "quantity": 9}]),
-                       promotions=catalogue.promotions)
+    catalogue = Catalogue.from_dict(
+        {
+            "products": [
+                {
+                    "link_id": 1,
+                    "product_id": "a",
+                    "name": "A",
+                    "category": "c",
+                    "price": 100,
+                    "stock": 50,
+                }
+            ],
+            "promotions": [
+                {
+                    "id": "T",
+                    "kind": "threshold",
+                    "threshold": 200,
+                    "discount": 25,
+                    "repeat": True,
+                    "max_discount": 60,
+                }
+            ],
+        }
+    )
+    quote = price_cart(
+        items=catalogue.cart([{"link_id": 1, "quantity": 9}]), promotions=catalogue.promotions
+    )
     assert quote.threshold_discount == 60.0  # 4 x 25 = 100, capped at 60
     assert quote.total == 840.0
 
 
 def test_optimal_quote_picks_reachable_coupon_and_suggests_multibuy():
     catalogue = demo_catalogue()
-    result = optimal_quote(items=catalogue.cart([{"link_id": 2, "quantity": 1}]),
-                           promotions=catalogue.promotions)
+    result = optimal_quote(
+        items=catalogue.cart([{"link_id": 2, "quantity": 1}]), promotions=catalogue.promotions
+    )
     # 159 - 10% = 143.10; coupon needs 150 after product discounts -> not reachable
     assert result["best_total"] == 143.1
-    cream = optimal_quote(items=catalogue.cart([{"link_id": 1, "quantity": 1}]),
-                          promotions=catalogue.promotions)
+    cream = optimal_quote(
+        items=catalogue.cart([{"link_id": 1, "quantity": 1}]), promotions=catalogue.promotions
+    )
     assert cream["cheaper_per_unit"]["quantities"] == {"1": 3}
     assert cream["cheaper_per_unit"]["per_unit_price"] == 83.2
 

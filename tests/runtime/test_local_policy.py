@@ -1,4 +1,5 @@
-"""The local policy on the engine: the shared prefix (same greedy text, less prefill) and its stop at the budget."""
+"""The local policy on the engine: the shared prefix (same greedy text, less prefill) and its stop
+at the budget."""
 
 from __future__ import annotations
 
@@ -23,16 +24,20 @@ def _policies() -> tuple[TransformersPolicy, TransformersPolicy]:
     """One policy on a fresh engine (empty prefix store), one on transformers' plain generate."""
     settings = GenerationSettings(temperature=0.0, max_new_tokens=12)
     engine = Engine(EngineModel(load_model(tiny_model_dir())[0]))
-    return (TransformersPolicy(tiny_model_dir(), settings=settings, engine=engine),
-            TransformersPolicy(tiny_model_dir(), settings=settings, engine="transformers"))
+    return (
+        TransformersPolicy(tiny_model_dir(), settings=settings, engine=engine),
+        TransformersPolicy(tiny_model_dir(), settings=settings, engine="transformers"),
+    )
 
 
 def test_shared_system_prompt_is_not_prefilled_again_and_text_is_unchanged():
     cached, plain = _policies()
-    prompts = [_chat(SYSTEM, "how much is link 3?"),
-               _chat(SYSTEM, "is link 5 in stock?"),  # a new request under the same Harness
-               _chat(SYSTEM, "is link 5 in stock?", "Let me check.", "thanks!"),  # its next round
-               _chat("A different Harness entirely. " * 30, "hello")]
+    prompts = [
+        _chat(SYSTEM, "how much is link 3?"),
+        _chat(SYSTEM, "is link 5 in stock?"),  # a new request under the same Harness
+        _chat(SYSTEM, "is link 5 in stock?", "Let me check.", "thanks!"),  # its next round
+        _chat("A different Harness entirely. " * 30, "hello"),
+    ]
     reused = []
     for messages in prompts:
         out = cached.generate(messages)
@@ -56,10 +61,15 @@ def test_the_same_prompt_twice_still_prefills_its_last_token():
 
 @pytest.mark.parametrize("engine", ["engine", "transformers"])
 def test_generation_stops_at_the_time_left_in_the_budget(engine):
-    policy = TransformersPolicy(tiny_model_dir(), settings=GenerationSettings(temperature=0.0, max_new_tokens=400),
-                                engine=engine)
+    policy = TransformersPolicy(
+        tiny_model_dir(),
+        settings=GenerationSettings(temperature=0.0, max_new_tokens=400),
+        engine=engine,
+    )
     full = policy.generate(_chat(SYSTEM, "how much is link 3?"))
-    assert full.output_tokens == 400 and full.finish_reason == "length"  # the random tiny model never stops
+    assert (
+        full.output_tokens == 400 and full.finish_reason == "length"
+    )  # the random tiny model never stops
     cut = policy.generate(_chat(SYSTEM, "how much is link 3?"), timeout_s=full.latency_s / 4)
     assert cut.finish_reason == "timeout" and 0 < cut.output_tokens < 400
     assert cut.latency_s < full.latency_s / 2
@@ -93,12 +103,17 @@ def test_a_checkpoint_the_engine_does_not_implement_falls_back_to_generate(tmp_p
     policy = TransformersPolicy(checkpoint, settings=settings)
     out = policy.generate(_chat(SYSTEM, "hello"))
     assert policy.engine() is None and out.output_tokens == 8
-    for explicit in ({"engine": "engine"}, {"quantization": "int8"}):  # asked for: refused with the reason
+    for explicit in (
+        {"engine": "engine"},
+        {"quantization": "int8"},
+    ):  # asked for: refused with the reason
         with pytest.raises(UnsupportedModel, match="GPT2LMHeadModel"):
             TransformersPolicy(checkpoint, settings=settings, **explicit).engine()
 
 
 def test_a_bad_quantization_setting_names_the_variable(monkeypatch):
     monkeypatch.setenv("HARNESS_ENGINE_QUANTIZATION", "int4")
-    with pytest.raises(ValueError, match=r"\$HARNESS_ENGINE_QUANTIZATION: 'int4' is not one of none, int8"):
+    with pytest.raises(
+        ValueError, match=r"\$HARNESS_ENGINE_QUANTIZATION: 'int4' is not one of none, int8"
+    ):
         TransformersPolicy(tiny_model_dir())

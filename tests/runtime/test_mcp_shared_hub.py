@@ -24,8 +24,11 @@ def _processes(_hub=None):
     """The stdio server processes a hub started (children of this process running serve-mcp)."""
     import psutil
 
-    return [p for p in psutil.Process().children(recursive=True)
-            if "serve-mcp" in " ".join(p.cmdline()) and p.is_running()]
+    return [
+        p
+        for p in psutil.Process().children(recursive=True)
+        if "serve-mcp" in " ".join(p.cmdline()) and p.is_running()
+    ]
 
 
 @pytest.fixture
@@ -54,7 +57,9 @@ def test_agents_with_the_same_servers_and_catalogue_share_one_server_process(bun
         other["products"][0]["price"] = other["products"][0]["price"] + 1
         from harness.livestream import Catalogue
 
-        third = _agent(bundle, Catalogue.from_dict(other))  # another catalogue: its server prices against it
+        third = _agent(
+            bundle, Catalogue.from_dict(other)
+        )  # another catalogue: its server prices against it
         try:
             assert third.hub._shared is not first.hub._shared
             assert len({p.pid for p in _processes(None)} - before) == 2
@@ -92,7 +97,9 @@ def test_a_hub_that_lost_its_server_is_not_handed_out_again(bundle):
     deadline = time.monotonic() + 10  # the session notices its server's end, or the next call does
     while not (shared.hub.errors or shared.hub.broken) and time.monotonic() < deadline:
         with contextlib.suppress(mcp_client.McpCallError):
-            first.hub.call("marketing", "calculate_promotion", {"link_id": 1, "quantity": 1}, timeout_s=2)
+            first.hub.call(
+                "marketing", "calculate_promotion", {"link_id": 1, "quantity": 1}, timeout_s=2
+            )
         time.sleep(0.1)
     assert shared.hub.errors or shared.hub.broken
     nxt = _agent(bundle)

@@ -35,9 +35,25 @@ def served_tiny(tmp_path_factory):
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     with open(log, "wb") as fh:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "transformers.cli.transformers", "serve", model, "--host",
-             "127.0.0.1", "--port", str(port), "--device", "cpu", "--no-continuous-batching"],
-            stdout=fh, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+            [
+                sys.executable,
+                "-m",
+                "transformers.cli.transformers",
+                "serve",
+                model,
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--device",
+                "cpu",
+                "--no-continuous-batching",
+            ],
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+        )
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120
     while True:
@@ -62,8 +78,10 @@ def served_tiny(tmp_path_factory):
 
 def test_streamed_call_records_client_observed_timings(served_tiny):
     base_url, model = served_tiny
-    policy = make_policy(f"openai:{base_url}:{model}",
-                         settings=GenerationSettings(max_new_tokens=12, temperature=0.0))
+    policy = make_policy(
+        f"openai:{base_url}:{model}",
+        settings=GenerationSettings(max_new_tokens=12, temperature=0.0),
+    )
     out = policy.generate([{"role": "user", "content": "Hello there"}])
     assert out.output_tokens >= 2 and out.input_tokens > 0
     assert out.ttft_s is not None and 0 < out.ttft_s <= out.latency_s
@@ -73,8 +91,12 @@ def test_streamed_call_records_client_observed_timings(served_tiny):
 
 def test_agent_run_through_the_server_completes(served_tiny, demo_bundle):
     base_url, model = served_tiny
-    policy = make_policy(f"openai:{base_url}:{model}", settings=GenerationSettings(max_new_tokens=8))
-    with Agent(bundle=demo_bundle, policy=policy, catalogue=demo_catalogue(), connect_mcp=False) as agent:
+    policy = make_policy(
+        f"openai:{base_url}:{model}", settings=GenerationSettings(max_new_tokens=8)
+    )
+    with Agent(
+        bundle=demo_bundle, policy=policy, catalogue=demo_catalogue(), connect_mcp=False
+    ) as agent:
         traj = agent.run(price_request())
     # a random model never loads a reply skill: the stop gate holds until the limits end it
     assert traj.outcome in ("fallback", "suppressed")
@@ -106,7 +128,9 @@ def test_hung_server_call_ends_within_the_trajectory_budget(demo_bundle):
         bundle = with_constraints(demo_bundle, trajectory_budget_s=1)
         policy = make_policy(f"openai:http://127.0.0.1:{port}/v1:none")
         started = time.monotonic()
-        with Agent(bundle=bundle, policy=policy, catalogue=demo_catalogue(), connect_mcp=False) as agent:
+        with Agent(
+            bundle=bundle, policy=policy, catalogue=demo_catalogue(), connect_mcp=False
+        ) as agent:
             traj = agent.run(price_request())
         assert time.monotonic() - started < 3
         assert traj.outcome == "fallback" and "trajectory budget of 1 s" in traj.outcome_reason

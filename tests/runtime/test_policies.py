@@ -20,20 +20,29 @@ from harness.runtime.trajectory_replay import replay_trajectory, same_behaviour
 
 from .helpers import call, price_request
 
-GOOD = [call("get_product_info_by_link_id", link_id=3), call("load_skill", name="item_qa"),
-        "Link 3 is the Sunscreen SPF50 at 89 yuan."]
+GOOD = [
+    call("get_product_info_by_link_id", link_id=3),
+    call("load_skill", name="item_qa"),
+    "Link 3 is the Sunscreen SPF50 at 89 yuan.",
+]
 
 
 def test_parse_reply_splits_calls_reasoning_and_errors():
-    parsed = parse_reply('<think>user wants the price</think>Checking! '
-                         '<tool_call>{"name": "a", "arguments": {"x": 1}}</tool_call>'
-                         '<tool_call>{"name": "b", "arguments": "{\\"y\\": 2}"}</tool_call>'
-                         '<tool_call>[{"name": "c", "arguments": {}}]</tool_call>'
-                         '<tool_call>{"arguments": {}}</tool_call>')
-    assert [(c.name, c.arguments) for c in parsed.tool_calls] == [("a", {"x": 1}), ("b", {"y": 2}), ("c", {})]
+    parsed = parse_reply(
+        "<think>user wants the price</think>Checking! "
+        '<tool_call>{"name": "a", "arguments": {"x": 1}}</tool_call>'
+        '<tool_call>{"name": "b", "arguments": "{\\"y\\": 2}"}</tool_call>'
+        '<tool_call>[{"name": "c", "arguments": {}}]</tool_call>'
+        '<tool_call>{"arguments": {}}</tool_call>'
+    )
+    assert [(c.name, c.arguments) for c in parsed.tool_calls] == [
+        ("a", {"x": 1}),
+        ("b", {"y": 2}),
+        ("c", {}),
+    ]
     assert parsed.text == "Checking!"
     assert parsed.reasoning == "user wants the price"
-    assert parsed.errors == ['tool call has no \'name\' (a string): {"arguments": {}}']
+    assert parsed.errors == ["tool call has no 'name' (a string): {\"arguments\": {}}"]
 
 
 def test_unclosed_think_and_unclosed_tool_call():
@@ -63,13 +72,21 @@ def test_scripted_policy_by_request_id(tmp_path):
 
 
 def test_native_tool_calls_use_tool_messages(demo_bundle):
-    policy = ScriptedPolicy([
-        {"text": "", "tool_calls": [{"id": "c1", "name": "get_product_info_by_link_id",
-                                     "arguments": {"link_id": 3}}]},
-        {"text": "", "tool_calls": [{"name": "load_skill", "arguments": {"name": "item_qa"}}]},
-        "Link 3 is 89 yuan.",
-    ])
-    with Agent(bundle=demo_bundle, policy=policy, catalogue=demo_catalogue(), connect_mcp=False) as agent:
+    policy = ScriptedPolicy(
+        [
+            {
+                "text": "",
+                "tool_calls": [
+                    {"id": "c1", "name": "get_product_info_by_link_id", "arguments": {"link_id": 3}}
+                ],
+            },
+            {"text": "", "tool_calls": [{"name": "load_skill", "arguments": {"name": "item_qa"}}]},
+            "Link 3 is 89 yuan.",
+        ]
+    )
+    with Agent(
+        bundle=demo_bundle, policy=policy, catalogue=demo_catalogue(), connect_mcp=False
+    ) as agent:
         traj = agent.run(price_request())
     second = policy.calls[1]
     assert second[-2]["tool_calls"][0]["id"] == "c1"
@@ -79,14 +96,23 @@ def test_native_tool_calls_use_tool_messages(demo_bundle):
 
 
 def test_gold_trajectory_replays_to_the_same_behaviour(demo_bundle):
-    with Agent(bundle=demo_bundle, policy=ScriptedPolicy(GOOD), catalogue=demo_catalogue(),
-               connect_mcp=False) as agent:
+    with Agent(
+        bundle=demo_bundle,
+        policy=ScriptedPolicy(GOOD),
+        catalogue=demo_catalogue(),
+        connect_mcp=False,
+    ) as agent:
         gold = agent.run(price_request()).to_dict()
     again = replay_trajectory(bundle=demo_bundle, trajectory=gold, connect_mcp=False)
     assert same_behaviour(gold, again.to_dict()) == []
     # under a Harness whose reply-length limit is tighter, the same outputs now fail the gate
-    tight = demo_bundle.with_files({"prompt.yaml": demo_bundle.files["prompt.yaml"].replace(
-        "max_reply_chars: 220", "max_reply_chars: 20")})
+    tight = demo_bundle.with_files(
+        {
+            "prompt.yaml": demo_bundle.files["prompt.yaml"].replace(
+                "max_reply_chars: 220", "max_reply_chars: 20"
+            )
+        }
+    )
     changed = replay_trajectory(bundle=tight, trajectory=gold, connect_mcp=False)
     assert any("reply-length" in d for d in same_behaviour(gold, changed.to_dict()))
 

@@ -14,8 +14,11 @@ from training.sampling_policy import SamplingPolicy
 
 from .helpers import call, price_request
 
-GOOD = [call("get_product_info_by_link_id", link_id=3), call("load_skill", name="item_qa"),
-        "Link 3 is the Sunscreen SPF50 at 89 yuan."]
+GOOD = [
+    call("get_product_info_by_link_id", link_id=3),
+    call("load_skill", name="item_qa"),
+    "Link 3 is the Sunscreen SPF50 at 89 yuan.",
+]
 
 
 class Minimal(Policy):
@@ -48,7 +51,9 @@ def test_every_policy_of_the_runtime_is_a_policy():
 def test_the_optional_members_have_no_op_defaults(demo_bundle):
     policy = Minimal(GOOD)
     assert policy.begin_request("price-1") is None
-    with Agent(bundle=demo_bundle, policy=policy, catalogue=demo_catalogue(), connect_mcp=False) as agent:
+    with Agent(
+        bundle=demo_bundle, policy=policy, catalogue=demo_catalogue(), connect_mcp=False
+    ) as agent:
         traj = agent.run(price_request())
     assert (traj.outcome, traj.reply) == ("replied", "Link 3 is the Sunscreen SPF50 at 89 yuan.")
     assert traj.policy == "Minimal"  # no name: the class name
@@ -58,8 +63,13 @@ def test_the_optional_members_have_no_op_defaults(demo_bundle):
 def test_a_policy_that_accepts_a_timeout_gets_the_time_left_in_the_budget(demo_bundle):
     policy = WithTimeout(GOOD)
     policy.name = "with-timeout"
-    with Agent(bundle=demo_bundle, policy=policy, catalogue=demo_catalogue(), connect_mcp=False,
-               trajectory_budget_s=30) as agent:
+    with Agent(
+        bundle=demo_bundle,
+        policy=policy,
+        catalogue=demo_catalogue(),
+        connect_mcp=False,
+        trajectory_budget_s=30,
+    ) as agent:
         traj = agent.run(price_request())
     assert traj.policy == "with-timeout"
     timeouts = [kwargs["timeout_s"] for kwargs in policy.kwargs]
@@ -75,7 +85,9 @@ def test_begin_request_is_called_before_each_request(demo_bundle):
             seen.append(request_id)
             self.outputs = list(GOOD)
 
-    with Agent(bundle=demo_bundle, policy=Counting([]), catalogue=demo_catalogue(), connect_mcp=False) as agent:
+    with Agent(
+        bundle=demo_bundle, policy=Counting([]), catalogue=demo_catalogue(), connect_mcp=False
+    ) as agent:
         agent.run(price_request(id="a"))
         agent.run(price_request(id="b"))
     assert seen == ["a", "b"]
@@ -91,7 +103,9 @@ def test_an_object_that_is_not_a_policy_is_refused_with_what_to_do(demo_bundle):
         def generate(self, messages, **kwargs):
             return PolicyOutput(text="hi")
 
-    with pytest.raises(TypeError, match="policy: DuckTyped is not a harness.policies.Policy; subclass it"):
+    with pytest.raises(
+        TypeError, match="policy: DuckTyped is not a harness.policies.Policy; subclass it"
+    ):
         Agent(bundle=demo_bundle, policy=DuckTyped(), catalogue=demo_catalogue(), connect_mcp=False)
 
 
@@ -100,8 +114,10 @@ def test_a_keyed_script_says_in_one_line_which_requests_it_answers():
     with pytest.raises(PolicyError) as raised:
         policy.begin_request("playground-price")
     message = str(raised.value)
-    assert message == ("the script has no outputs for request 'playground-price'; "
-                       "it answers 482 request ids (dev-0000, dev-0001, dev-0002, ...)")
+    assert message == (
+        "the script has no outputs for request 'playground-price'; "
+        "it answers 482 request ids (dev-0000, dev-0001, dev-0002, ...)"
+    )
     assert ScriptedPolicy(["x"]).answers() == "any request (one list of outputs)"
     assert ScriptedPolicy({"a": ["x"]}).answers() == "1 request id (a)"
 
@@ -110,11 +126,23 @@ def test_on_step_sees_each_step_while_the_request_runs(demo_bundle):
     seen = []
 
     def on_step(traj):
-        seen.append((len(traj.model_calls), len(traj.tool_calls), len(traj.skill_loads), len(traj.hook_decisions),
-                     traj.reply))
+        seen.append(
+            (
+                len(traj.model_calls),
+                len(traj.tool_calls),
+                len(traj.skill_loads),
+                len(traj.hook_decisions),
+                traj.reply,
+            )
+        )
 
-    with Agent(bundle=demo_bundle, policy=ScriptedPolicy(GOOD), catalogue=demo_catalogue(), connect_mcp=False,
-               on_step=on_step) as agent:
+    with Agent(
+        bundle=demo_bundle,
+        policy=ScriptedPolicy(GOOD),
+        catalogue=demo_catalogue(),
+        connect_mcp=False,
+        on_step=on_step,
+    ) as agent:
         traj = agent.run(price_request())
     assert traj.outcome == "replied"
     # the first model call is seen alone, before any tool ran; the reply only at the end of run()
@@ -133,7 +161,15 @@ def test_what_on_step_raises_ends_the_run_and_reaches_the_caller(demo_bundle):
             raise Stop("cancel requested")
 
     policy = ScriptedPolicy(GOOD)
-    with Agent(bundle=demo_bundle, policy=policy, catalogue=demo_catalogue(), connect_mcp=False,
-               on_step=on_step) as agent, pytest.raises(Stop, match="cancel requested"):
+    with (
+        Agent(
+            bundle=demo_bundle,
+            policy=policy,
+            catalogue=demo_catalogue(),
+            connect_mcp=False,
+            on_step=on_step,
+        ) as agent,
+        pytest.raises(Stop, match="cancel requested"),
+    ):
         agent.run(price_request())
     assert len(policy.calls) == 1  # stopped after the first tool call, before the second model call

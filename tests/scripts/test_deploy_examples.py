@@ -36,10 +36,13 @@ def test_the_web_unit_and_the_container_start_the_server_scripts_web_sh_starts()
         assert (ROOT / path).is_file(), path
 
 
-@pytest.mark.parametrize("unit, command", [
-    ("harness-studio-worker.service", "-m celery -A studio worker"),
-    ("harness-studio-beat.service", "-m celery -A studio beat"),
-])
+@pytest.mark.parametrize(
+    "unit, command",
+    [
+        ("harness-studio-worker.service", "-m celery -A studio worker"),
+        ("harness-studio-beat.service", "-m celery -A studio beat"),
+    ],
+)
 def test_the_worker_units_start_celery_on_the_studio_app(unit, command):
     settings = _unit(unit)
     assert command in settings["ExecStart"][0]
@@ -48,13 +51,19 @@ def test_the_worker_units_start_celery_on_the_studio_app(unit, command):
 
 def test_the_container_copies_only_what_the_repository_has_and_collects_at_build_time():
     recipe = (DEPLOY / "Containerfile").read_text()
-    sources = [part for line in re.findall(r"^COPY (.+)$", recipe, re.M) for part in line.split()[:-1]]
+    sources = [
+        part for line in re.findall(r"^COPY (.+)$", recipe, re.M) for part in line.split()[:-1]
+    ]
     assert sources
     for source in sources:
-        assert (ROOT / source).exists(), f"Containerfile copies {source}, which the repository does not have"
+        assert (ROOT / source).exists(), (
+            f"Containerfile copies {source}, which the repository does not have"
+        )
     # every package pyproject.toml installs is copied before `pip install .`
-    packages = re.search(r'include = \[(.*?)\]', (ROOT / "pyproject.toml").read_text()).group(1)
+    packages = re.search(r"include = \[(.*?)\]", (ROOT / "pyproject.toml").read_text()).group(1)
     for package in re.findall(r'"(\w+)\*"', packages):
-        assert package in sources, f"pyproject.toml installs {package}, which the Containerfile does not copy"
+        assert package in sources, (
+            f"pyproject.toml installs {package}, which the Containerfile does not copy"
+        )
     assert re.search(r"^RUN .*\n?.*manage.py collectstatic --noinput", recipe, re.M)
     assert "STATIC_MANIFEST=1" in recipe

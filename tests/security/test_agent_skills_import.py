@@ -50,8 +50,13 @@ TONE = "# Tone\n\nWarm, short sentences. No exclamation marks in a row.\n"
 TEMPLATE = "Hi {viewer}! Link {link} is {name}.\n"
 
 
-def public_skill(root: Path, *, name: str = "brand-voice", skill_md: str = SKILL_MD,
-                 extra: dict[str, str | bytes] | None = None) -> Path:
+def public_skill(
+    root: Path,
+    *,
+    name: str = "brand-voice",
+    skill_md: str = SKILL_MD,
+    extra: dict[str, str | bytes] | None = None,
+) -> Path:
     """A public-format skill folder: SKILL.md, references/, assets/, LICENSE.txt (+ extra files)."""
     folder = root / name
     files: dict[str, str | bytes] = {
@@ -107,10 +112,14 @@ def test_import_with_kind_writes_the_skill_its_references_and_assets(tmp_path):
     bundle = demo_copy(tmp_path)
     result = import_skill(public_skill(tmp_path), "--into", bundle, "--kind", "strategy")
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "brand-voice" in result.stdout and 'load_skill {"name": "brand-voice/references/tone.md"}' in result.stdout
+    assert (
+        "brand-voice" in result.stdout
+        and 'load_skill {"name": "brand-voice/references/tone.md"}' in result.stdout
+    )
     skill_dir = bundle / "skills/brand-voice"
-    assert sorted(p.relative_to(skill_dir).as_posix() for p in skill_dir.rglob("*") if p.is_file()) == [
-        "LICENSE.txt", "SKILL.md", "assets/reply-template.txt", "references/tone.md"]
+    assert sorted(
+        p.relative_to(skill_dir).as_posix() for p in skill_dir.rglob("*") if p.is_file()
+    ) == ["LICENSE.txt", "SKILL.md", "assets/reply-template.txt", "references/tone.md"]
     text = (skill_dir / "SKILL.md").read_text()
     assert "kind: strategy\n---\n" in text and text.replace("kind: strategy\n", "") == SKILL_MD
     assert (skill_dir / "references/tone.md").read_text() == TONE
@@ -118,19 +127,26 @@ def test_import_with_kind_writes_the_skill_its_references_and_assets(tmp_path):
     assert validated.returncode == 0 and "15 skills (8 reply, 7 strategy)" in validated.stdout
 
 
-HOST_TOOLS_MD = SKILL_MD.replace('  version: "1.0"\n', '  version: "1.0"\nallowed-tools: Bash(git:*) Read search_faq\n')
+HOST_TOOLS_MD = SKILL_MD.replace(
+    '  version: "1.0"\n', '  version: "1.0"\nallowed-tools: Bash(git:*) Read search_faq\n'
+)
 
 
 def test_host_agent_tools_in_allowed_tools_are_set_aside_not_refused(tmp_path):
-    """Public skills name their host agent's tools (Bash, Read); this Harness has none by those names."""
+    """Public skills name their host agent's tools (Bash, Read); this Harness has none by those
+    names."""
     bundle = demo_copy(tmp_path)
-    result = import_skill(public_skill(tmp_path, skill_md=HOST_TOOLS_MD), "--into", bundle, "--kind", "strategy")
+    result = import_skill(
+        public_skill(tmp_path, skill_md=HOST_TOOLS_MD), "--into", bundle, "--kind", "strategy"
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "allowed-tools: set aside Bash(git:*) Read" in result.stdout
     text = (bundle / "skills/brand-voice/SKILL.md").read_text()
     line = next(t for t in text.splitlines() if t.startswith("allowed-tools:"))
-    assert line == ("allowed-tools: 'search_faq'  # set aside on import (host-agent tools, not in tools.yaml): "
-                    "Bash(git:*) Read")
+    assert line == (
+        "allowed-tools: 'search_faq'  # set aside on import (host-agent tools, not in tools.yaml): "
+        "Bash(git:*) Read"
+    )
     assert load_dir(bundle).skills["brand-voice"].allowed_tools == ("search_faq",)
 
 
@@ -140,7 +156,9 @@ def test_a_kind_in_the_front_matter_needs_no_flag_and_a_contradicting_flag_is_re
     src = public_skill(tmp_path, skill_md=with_kind)
     before = tree_digest(bundle)
     refused = import_skill(src, "--into", bundle, "--kind", "strategy")
-    assert refused.returncode == 2 and "kind: reply" in refused.stderr and "strategy" in refused.stderr
+    assert (
+        refused.returncode == 2 and "kind: reply" in refused.stderr and "strategy" in refused.stderr
+    )
     assert tree_digest(bundle) == before
     result = import_skill(src, "--into", bundle)
     assert result.returncode == 0, result.stderr
@@ -153,14 +171,31 @@ def test_an_unknown_kind_flag_lists_the_kinds(tmp_path):
     assert "Traceback" not in result.stderr
 
 
-@pytest.mark.parametrize("extra,where,why", [
-    ({"scripts/extract.py": "print('hi')\n"}, "scripts/extract.py", "nothing in a Harness runs as code"),
-    ({"references/helper.py": "import os\n"}, "references/helper.py", "nothing in a Harness runs as code"),
-    ({"assets/run.txt": "#!/bin/sh\nid > /tmp/pwned\n"}, "assets/run.txt", "#!"),
-    ({"assets/logo.png": b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"}, "assets/logo.png", "not UTF-8 text"),
-    ({"Makefile": "all:\n\techo hi\n"}, "Makefile", "references/ or assets/"),
-])
-def test_code_and_binaries_are_refused_with_the_reason_and_nothing_is_written(tmp_path, extra, where, why):
+@pytest.mark.parametrize(
+    "extra,where,why",
+    [
+        (
+            {"scripts/extract.py": "print('hi')\n"},
+            "scripts/extract.py",
+            "nothing in a Harness runs as code",
+        ),
+        (
+            {"references/helper.py": "import os\n"},
+            "references/helper.py",
+            "nothing in a Harness runs as code",
+        ),
+        ({"assets/run.txt": "#!/bin/sh\nid > /tmp/pwned\n"}, "assets/run.txt", "#!"),
+        (
+            {"assets/logo.png": b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"},
+            "assets/logo.png",
+            "not UTF-8 text",
+        ),
+        ({"Makefile": "all:\n\techo hi\n"}, "Makefile", "references/ or assets/"),
+    ],
+)
+def test_code_and_binaries_are_refused_with_the_reason_and_nothing_is_written(
+    tmp_path, extra, where, why
+):
     bundle = demo_copy(tmp_path)
     before = tree_digest(bundle)
     result = import_skill(public_skill(tmp_path, extra=extra), "--into", bundle, "--kind", "reply")
@@ -187,7 +222,11 @@ def test_a_symlink_is_refused(tmp_path):
     src = public_skill(tmp_path)
     (src / "references/passwd.md").symlink_to("/etc/passwd")
     result = import_skill(src, "--into", bundle, "--kind", "reply")
-    assert result.returncode == 2 and "references/passwd.md" in result.stderr and "link" in result.stderr
+    assert (
+        result.returncode == 2
+        and "references/passwd.md" in result.stderr
+        and "link" in result.stderr
+    )
     assert not (bundle / "skills/brand-voice").exists()
 
 
@@ -197,7 +236,9 @@ def test_limits_on_count_and_size_are_named(tmp_path):
     result = import_skill(public_skill(tmp_path, extra=many), "--into", bundle, "--kind", "reply")
     assert result.returncode == 2 and f"at most {MAX_SKILL_FILES} files" in result.stderr
     big = {"references/huge.md": "x" * (MAX_SKILL_FILE_BYTES + 1)}
-    result = import_skill(public_skill(tmp_path / "b", extra=big), "--into", bundle, "--kind", "reply")
+    result = import_skill(
+        public_skill(tmp_path / "b", extra=big), "--into", bundle, "--kind", "reply"
+    )
     assert result.returncode == 2 and "references/huge.md" in result.stderr
     assert f"{MAX_SKILL_FILE_BYTES // 1024} KiB" in result.stderr
     assert not (bundle / "skills/brand-voice").exists()
@@ -235,21 +276,31 @@ def imported_bundle(tmp_path):
 
 def test_the_loaded_bundle_keeps_the_files_and_the_diff_names_them(imported_bundle):
     skill = imported_bundle.skills["brand-voice"]
-    assert skill.files == {"LICENSE.txt": "Apache License 2.0 (abridged for the test)\n",
-                           "assets/reply-template.txt": TEMPLATE, "references/tone.md": TONE}
+    assert skill.files == {
+        "LICENSE.txt": "Apache License 2.0 (abridged for the test)\n",
+        "assets/reply-template.txt": TEMPLATE,
+        "references/tone.md": TONE,
+    }
     demo = load_dir(demo_harness_dir())
     diff = diff_bundles(demo, imported_bundle)
     assert "skills/brand-voice/references/tone.md" in diff.text()
     assert any("brand-voice" in line and "3 files" in line for line in diff.summary), diff.summary
-    changed = imported_bundle.with_files({"skills/brand-voice/references/tone.md": TONE + "More.\n"})
-    assert "skill brand-voice: file changed references/tone.md" in diff_bundles(imported_bundle, changed).summary
+    changed = imported_bundle.with_files(
+        {"skills/brand-voice/references/tone.md": TONE + "More.\n"}
+    )
+    assert (
+        "skill brand-voice: file changed references/tone.md"
+        in diff_bundles(imported_bundle, changed).summary
+    )
 
 
 def test_load_skill_returns_a_reference_file_inside_the_agent_loop(imported_bundle):
     script = [
         '<tool_call>{"name": "load_skill", "arguments": {"name": "brand-voice"}}</tool_call>'
-        '<tool_call>{"name": "load_skill", "arguments": {"name": "brand-voice/references/tone.md"}}</tool_call>'
-        '<tool_call>{"name": "load_skill", "arguments": {"name": "brand-voice/scripts/x.py"}}</tool_call>',
+        '<tool_call>{"name": "load_skill", "arguments": '
+        '{"name": "brand-voice/references/tone.md"}}</tool_call>'
+        '<tool_call>{"name": "load_skill", "arguments": '
+        '{"name": "brand-voice/scripts/x.py"}}</tool_call>',
         '<tool_call>{"name": "load_skill", "arguments": {"name": "greet"}}</tool_call>',
         "Welcome, amy!",
     ]
@@ -257,17 +308,40 @@ def test_load_skill_returns_a_reference_file_inside_the_agent_loop(imported_bund
     with Agent(bundle=imported_bundle, policy=ScriptedPolicy(script), connect_mcp=False) as agent:
         traj = agent.run(request)
     calls = [c for c in traj.tool_calls if c.name == "load_skill"]
-    assert calls[0].result["files"] == ["LICENSE.txt", "assets/reply-template.txt", "references/tone.md"]
+    assert calls[0].result["files"] == [
+        "LICENSE.txt",
+        "assets/reply-template.txt",
+        "references/tone.md",
+    ]
     assert calls[1].error is None and calls[1].result == {
-        "skill": "brand-voice", "file": "references/tone.md", "text": TONE}
+        "skill": "brand-voice",
+        "file": "references/tone.md",
+        "text": TONE,
+    }
     assert "no file 'scripts/x.py'" in calls[2].error and "references/tone.md" in calls[2].error
 
 
 def test_augmentation_carries_the_files_along_when_it_renames_the_skill(tmp_path, imported_bundle):
     source = imported_bundle.dump_dir(tmp_path / "source")
-    result = subprocess.run([sys.executable, "-m", "harness", "augment", "--harness", source, "--seed", "3",
-                             "--keep-skills", "brand-voice", "--out", tmp_path / "variant"],
-                            capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "harness",
+            "augment",
+            "--harness",
+            source,
+            "--seed",
+            "3",
+            "--keep-skills",
+            "brand-voice",
+            "--out",
+            tmp_path / "variant",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr
     variant = load_dir(tmp_path / "variant")
     carried = [s for s in variant.skills.values() if s.files.get("references/tone.md") == TONE]
@@ -291,7 +365,9 @@ def test_an_inert_file_cannot_be_smuggled_in_by_hand(tmp_path):
 # --- the studio -----------------------------------------------------------------------------
 
 
-def skill_zip(files: dict[str, str], *, modes: dict[str, int] | None = None, top: str = "brand-voice") -> bytes:
+def skill_zip(
+    files: dict[str, str], *, modes: dict[str, int] | None = None, top: str = "brand-voice"
+) -> bytes:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
         for rel, text in files.items():
@@ -301,14 +377,20 @@ def skill_zip(files: dict[str, str], *, modes: dict[str, int] | None = None, top
     return buffer.getvalue()
 
 
-PUBLIC_FILES = {"SKILL.md": SKILL_MD, "references/tone.md": TONE, "assets/reply-template.txt": TEMPLATE}
+PUBLIC_FILES = {
+    "SKILL.md": SKILL_MD,
+    "references/tone.md": TONE,
+    "assets/reply-template.txt": TEMPLATE,
+}
 
 
 @pytest.fixture
 def draft(personas, demo_version):
     from studio.harnesses.services import draft_create
 
-    return draft_create(harness=demo_version.harness, base_version=demo_version, owner=personas.operator, title="t")
+    return draft_create(
+        harness=demo_version.harness, base_version=demo_version, owner=personas.operator, title="t"
+    )
 
 
 def client_for(user) -> Client:
@@ -332,7 +414,10 @@ def _named(data: bytes):
 @pytest.mark.django_db
 def test_studio_form_shows_the_kinds_and_their_meaning(personas, draft):
     page = client_for(personas.operator).get(f"/drafts/{draft.pk}/skills/import/").content.decode()
-    assert 'type="radio" name="kind" value="reply"' in page and 'type="radio" name="kind" value="strategy"' in page
+    assert (
+        'type="radio" name="kind" value="reply"' in page
+        and 'type="radio" name="kind" value="strategy"' in page
+    )
     assert "stop gate" in page and "which tools to call" in page
     assert "scripts/" in page  # says what is refused and why
     editor = client_for(personas.operator).get(f"/drafts/{draft.pk}/").content.decode()
@@ -370,7 +455,9 @@ def test_studio_asks_for_the_kind_then_imports_into_the_draft(personas, draft):
 @pytest.mark.django_db
 def test_studio_import_says_which_host_agent_tools_it_set_aside(personas, draft):
     client = client_for(personas.operator)
-    response = upload(client, draft, skill_zip({**PUBLIC_FILES, "SKILL.md": HOST_TOOLS_MD}), kind="strategy")
+    response = upload(
+        client, draft, skill_zip({**PUBLIC_FILES, "SKILL.md": HOST_TOOLS_MD}), kind="strategy"
+    )
     assert response.status_code == 302
     page = client.get(response["Location"]).content.decode()
     assert "allowed-tools: set aside Bash(git:*) Read" in html.unescape(page)
@@ -379,13 +466,22 @@ def test_studio_import_says_which_host_agent_tools_it_set_aside(personas, draft)
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("files,modes,why", [
-    ({**PUBLIC_FILES, "scripts/run.sh": "echo hi\n"}, None, "nothing in a Harness runs as code"),
-    (PUBLIC_FILES, {"references/tone.md": 0o755}, "executable"),
-    ({**PUBLIC_FILES, "assets/hook.txt": "#!/usr/bin/env python\n"}, None, "#!"),
-    ({"README.md": "no skill here\n"}, None, "SKILL.md"),
-])
-def test_studio_refuses_code_with_the_reason_and_keeps_the_draft(personas, draft, files, modes, why):
+@pytest.mark.parametrize(
+    "files,modes,why",
+    [
+        (
+            {**PUBLIC_FILES, "scripts/run.sh": "echo hi\n"},
+            None,
+            "nothing in a Harness runs as code",
+        ),
+        (PUBLIC_FILES, {"references/tone.md": 0o755}, "executable"),
+        ({**PUBLIC_FILES, "assets/hook.txt": "#!/usr/bin/env python\n"}, None, "#!"),
+        ({"README.md": "no skill here\n"}, None, "SKILL.md"),
+    ],
+)
+def test_studio_refuses_code_with_the_reason_and_keeps_the_draft(
+    personas, draft, files, modes, why
+):
     client = client_for(personas.operator)
     response = upload(client, draft, skill_zip(files, modes=modes), kind="reply")
     assert response.status_code == 400
@@ -396,14 +492,21 @@ def test_studio_refuses_code_with_the_reason_and_keeps_the_draft(personas, draft
 
 @pytest.mark.django_db
 def test_studio_refuses_a_broken_zip_without_a_500(personas, draft):
-    response = upload(client_for(personas.operator), draft, b"PK\x03\x04 not really a zip", kind="reply")
+    response = upload(
+        client_for(personas.operator), draft, b"PK\x03\x04 not really a zip", kind="reply"
+    )
     assert response.status_code == 400 and "zip" in response.content.decode()
 
 
 @pytest.mark.django_db
 def test_studio_import_from_a_stale_page_is_refused(personas, draft):
-    response = upload(client_for(personas.operator), draft, skill_zip(PUBLIC_FILES), kind="reply", revision=0)
-    assert response.status_code == 400 and "the draft changed since you opened it" in response.content.decode()
+    response = upload(
+        client_for(personas.operator), draft, skill_zip(PUBLIC_FILES), kind="reply", revision=0
+    )
+    assert (
+        response.status_code == 400
+        and "the draft changed since you opened it" in response.content.decode()
+    )
     draft.refresh_from_db()
     assert draft.revision == 1 and "skills/brand-voice/SKILL.md" not in draft.files
 

@@ -30,30 +30,73 @@ SCRIPT = ROOT / "examples/requests/scripts/faq.json"
 MINIMAL = ROOT / "tests/harness/testdata/minimal"
 DEMO = ROOT / "harness/demo/livestream-avatar"
 
-FUZZ = settings(max_examples=100, deadline=None, derandomize=True,
-                suppress_health_check=[HealthCheck.too_slow])
+FUZZ = settings(
+    max_examples=100, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+)
 
-scalars = (st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False)
-           | st.text(max_size=20))
-json_values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=4)
-                           | st.dictionaries(st.text(max_size=8), inner, max_size=4), max_leaves=25)
+scalars = (
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20)
+)
+json_values = st.recursive(
+    scalars,
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=25,
+)
 # Values that get past the first checks: the request's own fields and comment shapes.
-comment = st.fixed_dictionaries({"user": json_values | st.text(max_size=8),
-                                 "text": json_values | st.text(max_size=40)})
+comment = st.fixed_dictionaries(
+    {"user": json_values | st.text(max_size=8), "text": json_values | st.text(max_size=40)}
+)
 request_like = st.dictionaries(
-    st.sampled_from(["id", "mode", "comments", "room", "history", "anchor_utterances", "products",
-                     "catalogue", "faq", "locale", "intent", "extra"]),
-    st.lists(comment, max_size=3) | json_values, max_size=8)
-catalogue_like = st.dictionaries(st.sampled_from(["products", "promotions", "faq", "campaigns"]),
-                                 st.lists(st.dictionaries(st.sampled_from(
-                                     ["link_id", "product_id", "name", "price", "stock", "id",
-                                      "kind", "title"]), json_values, max_size=5), max_size=3)
-                                 | json_values, max_size=4)
-script_like = st.lists(st.text(max_size=30) | st.dictionaries(
-    st.sampled_from(["text", "tool_calls", "raise", "other"]),
-    st.text(max_size=20) | st.lists(st.dictionaries(st.sampled_from(["name", "arguments", "id"]),
-                                                    json_values, max_size=3), max_size=2)
-    | json_values, max_size=3), max_size=4)
+    st.sampled_from(
+        [
+            "id",
+            "mode",
+            "comments",
+            "room",
+            "history",
+            "anchor_utterances",
+            "products",
+            "catalogue",
+            "faq",
+            "locale",
+            "intent",
+            "extra",
+        ]
+    ),
+    st.lists(comment, max_size=3) | json_values,
+    max_size=8,
+)
+catalogue_like = st.dictionaries(
+    st.sampled_from(["products", "promotions", "faq", "campaigns"]),
+    st.lists(
+        st.dictionaries(
+            st.sampled_from(
+                ["link_id", "product_id", "name", "price", "stock", "id", "kind", "title"]
+            ),
+            json_values,
+            max_size=5,
+        ),
+        max_size=3,
+    )
+    | json_values,
+    max_size=4,
+)
+script_like = st.lists(
+    st.text(max_size=30)
+    | st.dictionaries(
+        st.sampled_from(["text", "tool_calls", "raise", "other"]),
+        st.text(max_size=20)
+        | st.lists(
+            st.dictionaries(st.sampled_from(["name", "arguments", "id"]), json_values, max_size=3),
+            max_size=2,
+        )
+        | json_values,
+        max_size=3,
+    ),
+    max_size=4,
+)
 
 
 def as_json(strategy) -> st.SearchStrategy[bytes]:
@@ -62,12 +105,14 @@ def as_json(strategy) -> st.SearchStrategy[bytes]:
 
 nested = st.integers(min_value=60, max_value=5000).map(lambda n: ("[" * n + "]" * n).encode())
 cut_short = st.tuples(as_json(request_like), st.integers(min_value=0)).map(
-    lambda pair: pair[0][: pair[1] % max(1, len(pair[0]))])
+    lambda pair: pair[0][: pair[1] % max(1, len(pair[0]))]
+)
 
 
 def contents(shaped) -> st.SearchStrategy[bytes]:
-    return st.one_of(st.binary(max_size=300), as_json(json_values), as_json(shaped), nested,
-                     cut_short)
+    return st.one_of(
+        st.binary(max_size=300), as_json(json_values), as_json(shaped), nested, cut_short
+    )
 
 
 def run_main(argv: list[str]) -> tuple[int, str]:
@@ -86,8 +131,15 @@ def check(name: str, data: bytes, *, flag: str) -> None:
     with tempfile.TemporaryDirectory(prefix="cli-fuzz-") as tmp:
         path = Path(tmp) / name
         path.write_bytes(data)
-        argv = ["run", "--harness", str(MINIMAL), "--request", str(REQUEST),
-                "--policy", f"scripted:{SCRIPT}"]
+        argv = [
+            "run",
+            "--harness",
+            str(MINIMAL),
+            "--request",
+            str(REQUEST),
+            "--policy",
+            f"scripted:{SCRIPT}",
+        ]
         if flag == "--policy":
             argv[argv.index(flag) + 1] = f"scripted:{path}"
         elif flag == "--request":
@@ -119,23 +171,62 @@ def test_run_with_any_catalogue_file(data):
 
 
 @FUZZ
-@given(data=contents(st.fixed_dictionaries({"model_calls": st.lists(
-    st.dictionaries(st.sampled_from(["text", "messages", "error"]), json_values, max_size=3),
-    max_size=3)})))
+@given(
+    data=contents(
+        st.fixed_dictionaries(
+            {
+                "model_calls": st.lists(
+                    st.dictionaries(
+                        st.sampled_from(["text", "messages", "error"]), json_values, max_size=3
+                    ),
+                    max_size=3,
+                )
+            }
+        )
+    )
+)
 def test_run_with_any_demonstration_file(data):
     check("demo.json", data, flag="--demo-trajectory")
 
 
-BUNDLE_FILES = ["manifest.yaml", "tools.yaml", "prompt.yaml", "hooks.yaml",
-                "skills/faq_reply/SKILL.md", "README.md", "skills/x/SKILL.md", "notes.txt"]
-yaml_like = st.lists(st.sampled_from(["a: 1", "- x", "  b: [1, 2", "&a x", "*a", "---", "{", "'",
-                                      "tools:", "  - name: x", "key: &k v", "<<: *k", "\t", ""]),
-                     max_size=8).map(lambda lines: "\n".join(lines).encode())
+BUNDLE_FILES = [
+    "manifest.yaml",
+    "tools.yaml",
+    "prompt.yaml",
+    "hooks.yaml",
+    "skills/faq_reply/SKILL.md",
+    "README.md",
+    "skills/x/SKILL.md",
+    "notes.txt",
+]
+yaml_like = st.lists(
+    st.sampled_from(
+        [
+            "a: 1",
+            "- x",
+            "  b: [1, 2",
+            "&a x",
+            "*a",
+            "---",
+            "{",
+            "'",
+            "tools:",
+            "  - name: x",
+            "key: &k v",
+            "<<: *k",
+            "\t",
+            "",
+        ]
+    ),
+    max_size=8,
+).map(lambda lines: "\n".join(lines).encode())
 
 
 @settings(FUZZ, max_examples=25)  # each example copies and parses a whole bundle twice
-@given(rel=st.sampled_from(BUNDLE_FILES),
-       data=st.one_of(st.binary(max_size=300), yaml_like, st.text(max_size=200).map(str.encode)))
+@given(
+    rel=st.sampled_from(BUNDLE_FILES),
+    data=st.one_of(st.binary(max_size=300), yaml_like, st.text(max_size=200).map(str.encode)),
+)
 def test_validate_and_diff_with_any_bundle_file(rel, data):
     bundle = Path(tempfile.mkdtemp(prefix="cli-fuzz-")) / "bundle"
     shutil.copytree(DEMO, bundle)
@@ -149,10 +240,24 @@ def test_validate_and_diff_with_any_bundle_file(rel, data):
 
 
 case_like = st.dictionaries(
-    st.sampled_from(["format", "id", "set", "category", "comments", "gold", "room", "candidates",
-                     "constraints", "extra_tools", "tags"]),
+    st.sampled_from(
+        [
+            "format",
+            "id",
+            "set",
+            "category",
+            "comments",
+            "gold",
+            "room",
+            "candidates",
+            "constraints",
+            "extra_tools",
+            "tags",
+        ]
+    ),
     st.sampled_from(["hs-case/1", "faq", "x"]) | st.lists(comment, max_size=2) | json_values,
-    max_size=8)
+    max_size=8,
+)
 
 
 @FUZZ

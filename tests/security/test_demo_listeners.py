@@ -1,13 +1,13 @@
 """Issue 41 item 4: the demo is not open to the network.
 
 The demo's web server listened on 0.0.0.0:8000 with the passwords the README publishes,
-``var/studio.sqlite3`` was 0644 (stored secrets and session keys readable by any local user), Redis had
-no password and PostgreSQL's was ``harness``. Runs the real ``scripts/demo.sh`` and
+``var/studio.sqlite3`` was 0644 (stored secrets and session keys readable by any local user), Redis
+had no password and PostgreSQL's was ``harness``. Runs the real ``scripts/demo.sh`` and
 ``scripts/services.sh`` in a copy of the scripts, with a real redis-server, and a stand-in for the
 virtualenv's python that records how each command was started (umask, ALLOWED_HOSTS, REDIS_URL) and
-serves the address gunicorn is given (``WEB_HOST``:``PORT``, which studio/gunicorn_conf.py binds) with a
-plain HTTP listener, so what is checked is the script's own doing:
-the address it binds, the modes it leaves, the passwords it makes.
+serves the address gunicorn is given (``WEB_HOST``:``PORT``, which studio/gunicorn_conf.py binds)
+with a plain HTTP listener, so what is checked is the script's own doing: the address it binds, the
+modes it leaves, the passwords it makes.
 """
 
 from __future__ import annotations
@@ -51,7 +51,9 @@ def _outside_address() -> str | None:
     """This machine's address on its network (not loopback), or None when it has none."""
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         try:
-            s.connect(("10.255.255.255", 1))  # no packet is sent: this only picks the outgoing interface
+            s.connect(
+                ("10.255.255.255", 1)
+            )  # no packet is sent: this only picks the outgoing interface
             address = s.getsockname()[0]
         except OSError:
             return None
@@ -91,9 +93,15 @@ def _env(**extra) -> dict:
 
 def test_the_demo_listens_on_loopback_with_private_files_and_passwords(demo_tree):
     port, redis_port = _free_port(), _free_port()
-    demo = subprocess.Popen(["bash", "scripts/demo.sh"], cwd=demo_tree, start_new_session=True,
-                            env=_env(PORT=str(port), REDIS_PORT=str(redis_port)),
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    demo = subprocess.Popen(
+        ["bash", "scripts/demo.sh"],
+        cwd=demo_tree,
+        start_new_session=True,
+        env=_env(PORT=str(port), REDIS_PORT=str(redis_port)),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     password_file = demo_tree / "var" / "redis.password"
     try:
         deadline = time.monotonic() + 60
@@ -119,7 +127,9 @@ def test_the_demo_listens_on_loopback_with_private_files_and_passwords(demo_tree
         assert any("-m gunicorn -c studio/gunicorn_conf.py" in args for *_, args in calls)
         assert (var / "bind.log").read_text().split() == [f"127.0.0.1:{port}"]
 
-        anonymous = subprocess.run(["redis-cli", "-p", str(redis_port), "get", "x"], capture_output=True, text=True)
+        anonymous = subprocess.run(
+            ["redis-cli", "-p", str(redis_port), "get", "x"], capture_output=True, text=True
+        )
         assert "NOAUTH" in anonymous.stdout + anonymous.stderr
         listing = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
         assert password not in listing  # the password is not on any command line
@@ -127,17 +137,31 @@ def test_the_demo_listens_on_loopback_with_private_files_and_passwords(demo_tree
         if demo.poll() is None:
             os.killpg(demo.pid, signal.SIGTERM)
             demo.wait(timeout=30)
-        subprocess.run(["redis-cli", "-p", str(redis_port), "shutdown", "nosave"], capture_output=True,
-                       env=_env(REDISCLI_AUTH=password_file.read_text().strip() if password_file.exists() else ""))
+        subprocess.run(
+            ["redis-cli", "-p", str(redis_port), "shutdown", "nosave"],
+            capture_output=True,
+            env=_env(
+                REDISCLI_AUTH=password_file.read_text().strip() if password_file.exists() else ""
+            ),
+        )
 
 
 def test_listening_on_every_interface_needs_the_host_names(demo_tree):
     redis_port = _free_port()
-    done = subprocess.run(["bash", "scripts/demo.sh"], cwd=demo_tree, capture_output=True, text=True, timeout=60,
-                          env=_env(HOST="0.0.0.0", PORT=str(_free_port()), REDIS_PORT=str(redis_port)))
+    done = subprocess.run(
+        ["bash", "scripts/demo.sh"],
+        cwd=demo_tree,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=_env(HOST="0.0.0.0", PORT=str(_free_port()), REDIS_PORT=str(redis_port)),
+    )
     password_file = demo_tree / "var" / "redis.password"
-    subprocess.run(["redis-cli", "-p", str(redis_port), "shutdown", "nosave"], capture_output=True,
-                   env=_env(REDISCLI_AUTH=password_file.read_text().strip() if password_file.exists() else ""))
+    subprocess.run(
+        ["redis-cli", "-p", str(redis_port), "shutdown", "nosave"],
+        capture_output=True,
+        env=_env(REDISCLI_AUTH=password_file.read_text().strip() if password_file.exists() else ""),
+    )
     assert done.returncode == 2
     assert "set ALLOWED_HOSTS to the host names it is reached by" in done.stderr
 
@@ -146,9 +170,17 @@ def test_any_command_leaves_var_owner_only(tmp_path):
     var = tmp_path / "var"
     var.mkdir(mode=0o755)
     os.chmod(var, 0o755)
-    done = subprocess.run([sys.executable, "-c", "import django; django.setup()"], cwd=ROOT, capture_output=True,
-                          text=True, timeout=120,
-                          env=_env(PYTHONPATH=str(ROOT), DJANGO_SETTINGS_MODULE="studio.settings",
-                                   HARNESS_STUDIO_VAR=str(var)))
+    done = subprocess.run(
+        [sys.executable, "-c", "import django; django.setup()"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=_env(
+            PYTHONPATH=str(ROOT),
+            DJANGO_SETTINGS_MODULE="studio.settings",
+            HARNESS_STUDIO_VAR=str(var),
+        ),
+    )
     assert done.returncode == 0, done.stderr
     assert stat.S_IMODE(var.stat().st_mode) == 0o700

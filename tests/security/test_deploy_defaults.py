@@ -28,8 +28,16 @@ ROOT = Path(__file__).resolve().parents[2]
 PRODUCTION_ENV = ROOT / "examples" / "production.env"
 
 # What Django's debug pages show and the project's pages must not.
-INTERNALS = ("Using the URLconf", "api/v1/", "INSTALLED_APPS", "ROOT_URLCONF", "Traceback", "SECRET_KEY",
-             "settings.py", "DEBUG = True")
+INTERNALS = (
+    "Using the URLconf",
+    "api/v1/",
+    "INSTALLED_APPS",
+    "ROOT_URLCONF",
+    "Traceback",
+    "SECRET_KEY",
+    "settings.py",
+    "DEBUG = True",
+)
 
 _PROBE = r"""
 import json, sys, types
@@ -74,8 +82,14 @@ def _clean_env(tmp_path: Path, **extra: str) -> dict[str, str]:
 
 
 def _probe(tmp_path: Path, **extra: str) -> dict:
-    result = subprocess.run([sys.executable, "-c", _PROBE], env=_clean_env(tmp_path, **extra), cwd=ROOT,
-                            capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-c", _PROBE],
+        env=_clean_env(tmp_path, **extra),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     return json.loads(result.stdout.strip().splitlines()[-1])
 
@@ -94,8 +108,14 @@ def _production_env() -> dict[str, str]:
 
 
 def _manage(tmp_path: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "manage.py", *args], env=_clean_env(tmp_path, **env), cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        env=_clean_env(tmp_path, **env),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_debug_is_off_unless_the_environment_turns_it_on(tmp_path):
@@ -103,8 +123,10 @@ def test_debug_is_off_unless_the_environment_turns_it_on(tmp_path):
     assert _probe(tmp_path, DEBUG="1")["debug"] is True
 
 
-@pytest.mark.parametrize("status, heading", [("404", "Not found"), ("500", "Something went wrong"),
-                                             ("400", "Bad request")])
+@pytest.mark.parametrize(
+    "status, heading",
+    [("404", "Not found"), ("500", "Something went wrong"), ("400", "Bad request")],
+)
 def test_error_pages_are_the_projects_and_show_no_internals(tmp_path, status, heading):
     page = _probe(tmp_path)["pages"][status]
     assert page["status"] == int(status)
@@ -147,9 +169,14 @@ def test_the_production_example_passes_the_deployment_checklist(tmp_path):
     assert "WARNING" not in output and "?: (security." not in output
 
 
-@pytest.mark.parametrize("secret, reason", [("", "SECRET_KEY is required"),
-                                            ("short-key", "SECRET_KEY is too weak"),
-                                            ("a" * 60, "SECRET_KEY is too weak")])
+@pytest.mark.parametrize(
+    "secret, reason",
+    [
+        ("", "SECRET_KEY is required"),
+        ("short-key", "SECRET_KEY is too weak"),
+        ("a" * 60, "SECRET_KEY is too weak"),
+    ],
+)
 def test_production_refuses_a_missing_or_weak_secret_key(tmp_path, secret, reason):
     env = {**_production_env(), "SECRET_KEY": secret}
     result = _manage(tmp_path, env, "check")
@@ -161,16 +188,27 @@ def test_production_refuses_a_missing_or_weak_secret_key(tmp_path, secret, reaso
 def test_production_refuses_debug_and_missing_hosts(tmp_path):
     env = {**_production_env(), "SECRET_KEY": secrets.token_urlsafe(50)}
     debug = _manage(tmp_path, {**env, "DEBUG": "1"}, "check")
-    assert debug.returncode != 0 and "DEBUG must be off when HARNESS_STUDIO_PRODUCTION is on" in debug.stderr
+    assert (
+        debug.returncode != 0
+        and "DEBUG must be off when HARNESS_STUDIO_PRODUCTION is on" in debug.stderr
+    )
     no_hosts = _manage(tmp_path, {**env, "ALLOWED_HOSTS": ""}, "check")
     assert no_hosts.returncode != 0 and "ALLOWED_HOSTS must name" in no_hosts.stderr
 
 
 def test_a_local_run_without_a_secret_key_makes_one_private_key_and_keeps_it(tmp_path):
     script = "from django.conf import settings; print(settings.SECRET_KEY)"
-    runs = [subprocess.run([sys.executable, "-c", f"import django; django.setup(); {script}"],
-                           env=_clean_env(tmp_path), cwd=ROOT, capture_output=True, text=True, timeout=120)
-            for _ in range(2)]
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", f"import django; django.setup(); {script}"],
+            env=_clean_env(tmp_path),
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        for _ in range(2)
+    ]
     keys = [run.stdout.strip() for run in runs]
     assert all(run.returncode == 0 for run in runs), runs[0].stderr[-2000:]
     key_file = tmp_path / "var" / "secret_key"

@@ -19,17 +19,30 @@ pytestmark = pytest.mark.django_db
 
 
 def test_an_escaped_mcp_servers_key_shows_its_problem_in_the_editor(personas, demo_version):
-    draft = draft_create(harness=demo_version.harness, base_version=demo_version, owner=personas.operator, title="x")
+    draft = draft_create(
+        harness=demo_version.harness, base_version=demo_version, owner=personas.operator, title="x"
+    )
     tools = draft.files["tools.yaml"]
     assert tools.startswith("mcp_servers:\n  marketing:\n")
-    escaped = '"mcp\\u005fservers":\n  unknown:\n    registered: nowhere\n' + tools[len("mcp_servers:\n"):]
+    escaped = (
+        '"mcp\\u005fservers":\n  unknown:\n    registered: nowhere\n'
+        + tools[len("mcp_servers:\n") :]
+    )
     operator = client_for(personas.operator)
-    saved = operator.post(f"/drafts/{draft.pk}/save/", {"path": "tools.yaml", "text": escaped,
-                                                        "revision": draft.revision}, follow=True)
+    saved = operator.post(
+        f"/drafts/{draft.pk}/save/",
+        {"path": "tools.yaml", "text": escaped, "revision": draft.revision},
+        follow=True,
+    )
     page = html.unescape(saved.content.decode())
     assert "validation problem" in page, page[:3000]
     editor = html.unescape(operator.get(f"/drafts/{draft.pk}/?path=tools.yaml").content.decode())
-    assert "line 2 · <strong>mcp_servers.unknown.registered</strong>: 'nowhere' is not a registered MCP server" in editor
+    assert (
+        "line 2 · <strong>mcp_servers.unknown.registered</strong>: "
+        "'nowhere' is not a registered MCP server" in editor
+    )
     response = operator.post(f"/drafts/{draft.pk}/commit/", {"message": "add it"})
     assert response.status_code in (302, 400)
-    assert HarnessVersion.objects.count() == 1 and Draft.objects.get(pk=draft.pk).status == Draft.OPEN
+    assert (
+        HarnessVersion.objects.count() == 1 and Draft.objects.get(pk=draft.pk).status == Draft.OPEN
+    )

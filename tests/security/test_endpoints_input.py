@@ -29,12 +29,20 @@ def _client(user) -> Client:
 
 
 def _local(model: str, name: str = "trained") -> dict[str, str]:
-    return {"name": name, "route": "local", "base_url": "", "model": model, "api_key_secret": "",
-            "script_path": "", "description": ""}
+    return {
+        "name": name,
+        "route": "local",
+        "base_url": "",
+        "model": model,
+        "api_key_secret": "",
+        "script_path": "",
+        "description": "",
+    }
 
 
 def _checkpoint(folder: Path) -> Path:
-    """A folder shaped like save_pretrained's output (what is checked at save; loading is the test's job)."""
+    """A folder shaped like save_pretrained's output (what is checked at save; loading is the test's
+    job)."""
     folder.mkdir(parents=True)
     (folder / "config.json").write_text("{}")
     (folder / "model.safetensors").write_bytes(b"\0")
@@ -49,11 +57,16 @@ def _problems(response) -> str:
 
 
 @pytest.mark.parametrize("role", MANAGERS)
-def test_a_checkpoint_folder_that_does_not_exist_is_refused_naming_the_field(personas, role, tmp_path):
+def test_a_checkpoint_folder_that_does_not_exist_is_refused_naming_the_field(
+    personas, role, tmp_path
+):
     missing = tmp_path / "runs" / "hsa-sft" / "final"
     body = _problems(_client(getattr(personas, role)).post("/endpoints/new/", _local(str(missing))))
     assert f"model: {missing} does not exist" in body
-    assert "config.json and weights" in body and "leave empty for the built-in SmolLM2-135M-Instruct" in body
+    assert (
+        "config.json and weights" in body
+        and "leave empty for the built-in SmolLM2-135M-Instruct" in body
+    )
     assert not ModelEndpoint.objects.filter(name="trained").exists()
 
 
@@ -61,7 +74,9 @@ def test_a_folder_that_is_not_a_checkpoint_is_refused_saying_what_is_missing(per
     client = _client(personas.ml_engineer)
     empty = tmp_path / "empty"
     empty.mkdir()
-    assert f"model: {empty} has no config.json" in _problems(client.post("/endpoints/new/", _local(str(empty))))
+    assert f"model: {empty} has no config.json" in _problems(
+        client.post("/endpoints/new/", _local(str(empty)))
+    )
 
     run = tmp_path / "run"  # a training run's folder: its own config.json, the model in final/
     run.mkdir()
@@ -73,11 +88,15 @@ def test_a_folder_that_is_not_a_checkpoint_is_refused_saying_what_is_missing(per
 
     a_file = tmp_path / "weights.bin"
     a_file.write_bytes(b"\0")
-    assert "is a file, not a checkpoint folder" in _problems(client.post("/endpoints/new/", _local(str(a_file))))
+    assert "is a file, not a checkpoint folder" in _problems(
+        client.post("/endpoints/new/", _local(str(a_file)))
+    )
     assert not ModelEndpoint.objects.exists()
 
 
-def test_a_checkpoint_folder_is_saved_and_an_edit_to_a_missing_one_changes_nothing(personas, tmp_path):
+def test_a_checkpoint_folder_is_saved_and_an_edit_to_a_missing_one_changes_nothing(
+    personas, tmp_path
+):
     client = _client(personas.admin)
     folder = _checkpoint(tmp_path / "final")
     assert client.post("/endpoints/new/", _local(str(folder))).status_code == 302
@@ -92,13 +111,22 @@ def test_a_checkpoint_folder_is_saved_and_an_edit_to_a_missing_one_changes_nothi
 
 def test_a_script_file_that_does_not_exist_or_is_not_a_script_is_refused(personas, tmp_path):
     client = _client(personas.ml_engineer)
-    data = {"name": "replay", "route": "scripted", "base_url": "", "model": "", "api_key_secret": "", "description": ""}
+    data = {
+        "name": "replay",
+        "route": "scripted",
+        "base_url": "",
+        "model": "",
+        "api_key_secret": "",
+        "description": "",
+    }
     missing = tmp_path / "missing.json"
     body = _problems(client.post("/endpoints/new/", {**data, "script_path": str(missing)}))
     assert "script_path:" in body and str(missing) in body
     not_a_script = tmp_path / "binary.json"
     not_a_script.write_bytes(b"\xff\xfe\x00garbage")
-    assert "script_path:" in _problems(client.post("/endpoints/new/", {**data, "script_path": str(not_a_script)}))
+    assert "script_path:" in _problems(
+        client.post("/endpoints/new/", {**data, "script_path": str(not_a_script)})
+    )
     assert not ModelEndpoint.objects.exists()
 
 
@@ -122,14 +150,17 @@ def _run_connection_test(client, endpoint, capture) -> Job:
 
 @pytest.mark.parametrize("role", MANAGERS)
 def test_a_connection_test_of_a_folder_removed_since_saving_reports_one_line(
-        personas, role, tmp_path, django_capture_on_commit_callbacks):
+    personas, role, tmp_path, django_capture_on_commit_callbacks
+):
     client = _client(getattr(personas, role))
     folder = _checkpoint(tmp_path / "final")
     assert client.post("/endpoints/new/", _local(str(folder))).status_code == 302
     (folder / "model.safetensors").unlink()
     (folder / "config.json").unlink()
     folder.rmdir()
-    job = _run_connection_test(client, ModelEndpoint.objects.get(name="trained"), django_capture_on_commit_callbacks)
+    job = _run_connection_test(
+        client, ModelEndpoint.objects.get(name="trained"), django_capture_on_commit_callbacks
+    )
     assert job.status == Job.FAILED
     assert job.error == f"{folder} does not exist"
     assert f"failed: {folder} does not exist" in job.log_tail
@@ -138,14 +169,28 @@ def test_a_connection_test_of_a_folder_removed_since_saving_reports_one_line(
     assert job.error in client.get("/endpoints/").content.decode()
 
 
-def test_a_connection_test_of_a_server_that_is_not_there_reports_one_line(personas, django_capture_on_commit_callbacks):
+def test_a_connection_test_of_a_server_that_is_not_there_reports_one_line(
+    personas, django_capture_on_commit_callbacks
+):
     client = _client(personas.ml_engineer)
-    data = {"name": "remote", "route": "openai", "base_url": "http://127.0.0.1:9/v1", "model": "m",
-            "api_key_secret": "", "script_path": "", "description": ""}
+    data = {
+        "name": "remote",
+        "route": "openai",
+        "base_url": "http://127.0.0.1:9/v1",
+        "model": "m",
+        "api_key_secret": "",
+        "script_path": "",
+        "description": "",
+    }
     assert client.post("/endpoints/new/", data).status_code == 302
-    job = _run_connection_test(client, ModelEndpoint.objects.get(name="remote"), django_capture_on_commit_callbacks)
+    job = _run_connection_test(
+        client, ModelEndpoint.objects.get(name="remote"), django_capture_on_commit_callbacks
+    )
     assert job.status == Job.FAILED
-    assert job.error.startswith("GET http://127.0.0.1:9/v1/models: ConnectError") and "\n" not in job.error
+    assert (
+        job.error.startswith("GET http://127.0.0.1:9/v1/models: ConnectError")
+        and "\n" not in job.error
+    )
 
 
 class _Hostile(BaseHTTPRequestHandler):
@@ -177,16 +222,31 @@ def hostile_server():
     server.shutdown()
 
 
-@pytest.mark.parametrize("path, reason", [("/list", 'no "data" list of models'),
-                                          ("/items", "does not list model 'm'"),
-                                          ("/huge", "larger than 1 MB")])
+@pytest.mark.parametrize(
+    "path, reason",
+    [
+        ("/list", 'no "data" list of models'),
+        ("/items", "does not list model 'm'"),
+        ("/huge", "larger than 1 MB"),
+    ],
+)
 def test_a_connection_test_of_a_server_with_a_strange_answer_reports_one_line(
-        personas, hostile_server, path, reason, django_capture_on_commit_callbacks):
+    personas, hostile_server, path, reason, django_capture_on_commit_callbacks
+):
     client = _client(personas.admin)
-    data = {"name": "odd", "route": "openai", "base_url": f"{hostile_server}{path}", "model": "m",
-            "api_key_secret": "", "script_path": "", "description": ""}
+    data = {
+        "name": "odd",
+        "route": "openai",
+        "base_url": f"{hostile_server}{path}",
+        "model": "m",
+        "api_key_secret": "",
+        "script_path": "",
+        "description": "",
+    }
     assert client.post("/endpoints/new/", data).status_code == 302
-    job = _run_connection_test(client, ModelEndpoint.objects.get(name="odd"), django_capture_on_commit_callbacks)
+    job = _run_connection_test(
+        client, ModelEndpoint.objects.get(name="odd"), django_capture_on_commit_callbacks
+    )
     assert job.status == Job.FAILED and reason in job.error and "\n" not in job.error
 
 

@@ -28,10 +28,21 @@ PER_CLIENT = 8
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    profile = profile_from_mapping("slow-headers-tiny", {
-        "engine": "local", "checkpoint": "tiny", "threads": 1,
-        "extra_args": ["--header-timeout", str(HEADER_TIMEOUT_S), "--max-connections-per-client", str(PER_CLIENT)]},
-        source="test")
+    profile = profile_from_mapping(
+        "slow-headers-tiny",
+        {
+            "engine": "local",
+            "checkpoint": "tiny",
+            "threads": 1,
+            "extra_args": [
+                "--header-timeout",
+                str(HEADER_TIMEOUT_S),
+                "--max-connections-per-client",
+                str(PER_CLIENT),
+            ],
+        },
+        source="test",
+    )
     with open_endpoint(profile=profile, log_dir=tmp_path_factory.mktemp("engine")) as endpoint:
         yield endpoint
 
@@ -39,7 +50,9 @@ def server(tmp_path_factory):
 def _slow_client(endpoint) -> socket.socket:
     """A connection from 127.0.0.2 that sends a request line and a Host header, and nothing more."""
     parts = urlsplit(endpoint.base_url)
-    sock = socket.create_connection((parts.hostname, parts.port), timeout=30, source_address=("127.0.0.2", 0))
+    sock = socket.create_connection(
+        (parts.hostname, parts.port), timeout=30, source_address=("127.0.0.2", 0)
+    )
     sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n")
     return sock
 
@@ -59,26 +72,38 @@ def _answer(sock: socket.socket) -> bytes:
 
 def test_sixty_four_unfinished_headers_do_not_keep_another_client_out(server):
     url = f"{server.base_url}/chat/completions"
-    body = {"model": server.model, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 2,
-            "temperature": 0}
+    body = {
+        "model": server.model,
+        "messages": [{"role": "user", "content": "hi"}],
+        "max_tokens": 2,
+        "temperature": 0,
+    }
     slow = [_slow_client(server) for _ in range(64)]
     try:
         started = time.perf_counter()
         served = httpx.post(url, json=body, timeout=60)
         assert served.status_code == 200, served.text
-        assert time.perf_counter() - started < HEADER_TIMEOUT_S  # served at once, not after the timeout
+        assert (
+            time.perf_counter() - started < HEADER_TIMEOUT_S
+        )  # served at once, not after the timeout
         answers = [_answer(sock) for sock in slow]
         refused = [a for a in answers if a.startswith(b"HTTP/1.1 503")]
         timed_out = [a for a in answers if a.startswith(b"HTTP/1.1 408")]
         assert len(refused) == 64 - PER_CLIENT and b"the limit per client" in refused[0]
-        assert len(timed_out) == PER_CLIENT and b"request headers not received within 2 s" in timed_out[0]
+        assert (
+            len(timed_out) == PER_CLIENT
+            and b"request headers not received within 2 s" in timed_out[0]
+        )
         assert time.perf_counter() - started < HEADER_TIMEOUT_S + 5
     finally:
         for sock in slow:
             sock.close()
     # the slots came back: the hostile address itself may connect again
-    again = socket.create_connection((urlsplit(server.base_url).hostname, urlsplit(server.base_url).port),
-                                     timeout=30, source_address=("127.0.0.2", 0))
+    again = socket.create_connection(
+        (urlsplit(server.base_url).hostname, urlsplit(server.base_url).port),
+        timeout=30,
+        source_address=("127.0.0.2", 0),
+    )
     with again:
         again.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         assert _answer(again).startswith(b"HTTP/1.1 200")
@@ -88,6 +113,10 @@ def test_the_flags_refuse_values_that_are_not_positive():
     import subprocess
     import sys
 
-    done = subprocess.run([sys.executable, "-m", "serving", "engine-server", "tiny", "--header-timeout", "0"],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "serving", "engine-server", "tiny", "--header-timeout", "0"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 2 and "--header-timeout: '0': give a number above 0" in done.stderr

@@ -37,7 +37,8 @@ def hostile_bundle(tmp_path: Path, marker: Path) -> Path:
     bundle = load_dir(ROOT / "harness/demo/livestream-avatar")
     command = json.dumps([sys.executable, "-c", f"open({str(marker)!r}, 'w').write('ran')"])
     text = bundle.files["tools.yaml"].replace(
-        "    registered: marketing", f"    transport: stdio\n    command: {command}")
+        "    registered: marketing", f"    transport: stdio\n    command: {command}"
+    )
     assert text != bundle.files["tools.yaml"]
     out = tmp_path / "hostile"
     bundle.with_files({"tools.yaml": text}).dump_dir(out)
@@ -45,15 +46,17 @@ def hostile_bundle(tmp_path: Path, marker: Path) -> Path:
 
 
 def run_cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    """``python -m harness run ARGS`` in a fresh interpreter (the registry is read from its environment)."""
+    """``python -m harness run ARGS`` in a fresh interpreter (the registry is read from its
+    environment)."""
     return cli.run("harness", "run", *args, env=env)
 
 
 def test_cli_refuses_an_inline_server_command_without_the_trust_flag(tmp_path):
     marker = tmp_path / "pwned"
     bundle_dir = hostile_bundle(tmp_path, marker)
-    done = run_cli("--harness", str(bundle_dir), "--request", str(REQUEST),
-                   "--policy", f"scripted:{SCRIPT}")
+    done = run_cli(
+        "--harness", str(bundle_dir), "--request", str(REQUEST), "--policy", f"scripted:{SCRIPT}"
+    )
     assert done.returncode == 2, done.stderr
     assert TRUST_FLAG in done.stderr
     assert "tools.yaml:2: mcp_servers.marketing: declares its own command" in done.stderr
@@ -64,8 +67,15 @@ def test_cli_refuses_an_inline_server_command_without_the_trust_flag(tmp_path):
 def test_cli_runs_an_inline_server_command_only_with_the_trust_flag(tmp_path):
     marker = tmp_path / "ran"
     bundle_dir = hostile_bundle(tmp_path, marker)
-    done = run_cli("--harness", str(bundle_dir), "--request", str(REQUEST),
-                   "--policy", f"scripted:{SCRIPT}", TRUST_FLAG)
+    done = run_cli(
+        "--harness",
+        str(bundle_dir),
+        "--request",
+        str(REQUEST),
+        "--policy",
+        f"scripted:{SCRIPT}",
+        TRUST_FLAG,
+    )
     assert done.returncode == 0, done.stderr
     # the "server" wrote its file and exited: the tools it should offer are unavailable
     assert marker.read_text() == "ran"
@@ -84,8 +94,10 @@ def test_the_runtime_refuses_before_starting_anything(tmp_path):
 
 def test_an_unregistered_name_is_refused_with_how_to_register_it():
     bundle = load_dir(ROOT / "harness/demo/livestream-avatar")
-    empty = McpRegistry().with_hints(how_to_register="ask an admin to add it at /mcp-servers/",
-                                     how_to_trust="the studio never runs a Harness's commands")
+    empty = McpRegistry().with_hints(
+        how_to_register="ask an admin to add it at /mcp-servers/",
+        how_to_trust="the studio never runs a Harness's commands",
+    )
     (problem,) = empty.problems(bundle.tool_registry)
     assert problem.field == "mcp_servers.marketing.registered"
     assert "'marketing' is not a registered MCP server here (registered: none)" in problem.message
@@ -95,17 +107,21 @@ def test_an_unregistered_name_is_refused_with_how_to_register_it():
 
 
 def test_a_registered_entry_cannot_smuggle_a_command():
-    registry, problems = parse_tools(textwrap.dedent("""\
+    registry, problems = parse_tools(
+        textwrap.dedent("""\
         mcp_servers:
           marketing:
             registered: marketing
             command: [sh, -c, id]
         tools: []
-        """))
+        """)
+    )
     assert registry is None
     assert [str(p) for p in problems] == [
         "tools.yaml:4: mcp_servers.marketing: a registered server takes only 'registered' and "
-        "'description'; remove 'command' (how it starts is the deployment's MCP registry's business)"]
+        "'description'; remove 'command' (how it starts "
+        "is the deployment's MCP registry's business)"
+    ]
 
 
 def test_a_registry_file_is_read_with_file_line_errors(tmp_path):
@@ -121,19 +137,28 @@ def test_a_registry_file_is_read_with_file_line_errors(tmp_path):
 
 def test_the_cli_reads_the_registry_named_by_the_environment(tmp_path):
     path = tmp_path / "registry.yaml"
-    path.write_text(textwrap.dedent(f"""\
+    path.write_text(
+        textwrap.dedent(f"""\
         servers:
           marketing:
             transport: stdio
             command: [{sys.executable}, -m, harness, serve-mcp]
             description: the marketing server, registered by hand
-        """), encoding="utf-8")
-    done = run_cli("--request", str(REQUEST), "--policy", f"scripted:{SCRIPT}",
-                   env={REGISTRY_ENV: str(path)})
+        """),
+        encoding="utf-8",
+    )
+    done = run_cli(
+        "--request", str(REQUEST), "--policy", f"scripted:{SCRIPT}", env={REGISTRY_ENV: str(path)}
+    )
     assert done.returncode == 0, done.stderr
     assert "marketing: tools calculate_optimal_promotion" in done.stdout
-    done = run_cli("--request", str(REQUEST), "--policy", f"scripted:{SCRIPT}",
-                   env={REGISTRY_ENV: str(tmp_path / "missing.yaml")})
+    done = run_cli(
+        "--request",
+        str(REQUEST),
+        "--policy",
+        f"scripted:{SCRIPT}",
+        env={REGISTRY_ENV: str(tmp_path / "missing.yaml")},
+    )
     assert done.returncode == 2 and "cannot read the MCP registry" in done.stderr
     assert "Traceback" not in done.stderr
 
@@ -157,8 +182,13 @@ def test_a_server_receives_only_its_declared_environment(tmp_path, monkeypatch):
     script.write_text(ENV_SERVER, encoding="utf-8")
     monkeypatch.setenv("HS_WORKER_SECRET", "database-password")
     monkeypatch.setenv("HS_ALLOWED_KEY", "the-key-this-server-may-read")
-    spec = McpServerSpec("echo", "stdio", (sys.executable, str(script)), env={"FIXED": "1"},
-                         pass_env=("HS_ALLOWED_KEY", "HS_NOT_SET"))
+    spec = McpServerSpec(
+        "echo",
+        "stdio",
+        (sys.executable, str(script)),
+        env={"FIXED": "1"},
+        pass_env=("HS_ALLOWED_KEY", "HS_NOT_SET"),
+    )
     hub = McpHub({"echo": spec}, env={"HARNESS_CATALOGUE": "/tmp/c.json"})
     try:
         assert not hub.errors, hub.errors
@@ -170,7 +200,17 @@ def test_a_server_receives_only_its_declared_environment(tmp_path, monkeypatch):
     assert env["FIXED"] == "1" and env["HARNESS_CATALOGUE"] == "/tmp/c.json"
     assert "HS_NOT_SET" not in env
     assert set(env) - {"HS_ALLOWED_KEY", "FIXED", "HARNESS_CATALOGUE"} <= {
-        "HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LC_CTYPE", "PWD", "SHLVL", "_"}
+        "HOME",
+        "LOGNAME",
+        "PATH",
+        "SHELL",
+        "TERM",
+        "USER",
+        "LC_CTYPE",
+        "PWD",
+        "SHLVL",
+        "_",
+    }
 
 
 def test_python_at_the_head_of_a_command_is_not_swapped_for_this_interpreter(tmp_path, monkeypatch):

@@ -29,11 +29,15 @@ def _client(user) -> Client:
 
 def _api(user, path: str, body: str):
     client = Client(raise_request_exception=False)
-    return client.post(path, body, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token_for(user)}")
+    return client.post(
+        path, body, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token_for(user)}"
+    )
 
 
 @pytest.mark.parametrize("path", ["/api/v1/import/", f"/api/v1/harnesses/{H}/labels/staging/"])
-@pytest.mark.parametrize("body", [NESTED, '{"files": ' + NESTED + "}", '{"version": ' + NESTED + "}"])
+@pytest.mark.parametrize(
+    "body", [NESTED, '{"files": ' + NESTED + "}", '{"version": ' + NESTED + "}"]
+)
 def test_deeply_nested_json_sent_to_the_api_is_a_clear_400(personas, demo_version, path, body):
     response = _api(personas.admin, path, body)
     assert response.status_code == 400, response.content[:300]
@@ -42,21 +46,32 @@ def test_deeply_nested_json_sent_to_the_api_is_a_clear_400(personas, demo_versio
 
 def test_a_body_that_is_not_utf8_is_a_clear_400(personas, demo_version):
     response = Client(raise_request_exception=False).post(
-        "/api/v1/import/", b'{"files": "\xff"}', content_type="application/json",
-        HTTP_AUTHORIZATION=f"Bearer {token_for(personas.admin)}")
+        "/api/v1/import/",
+        b'{"files": "\xff"}',
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {token_for(personas.admin)}",
+    )
     assert response.status_code == 400 and "UTF-8" in json.loads(response.content)["error"]
 
 
 def _import(client, *, cases: bytes, catalogue: bytes | None = None, name: str = "probe"):
-    data = {"name": name, "description": "", "heldout_share": "0.2",
-            "cases": SimpleUploadedFile("cases.jsonl", cases, content_type="application/octet-stream")}
+    data = {
+        "name": name,
+        "description": "",
+        "heldout_share": "0.2",
+        "cases": SimpleUploadedFile("cases.jsonl", cases, content_type="application/octet-stream"),
+    }
     if catalogue is not None:
-        data["catalogue"] = SimpleUploadedFile("catalogue.json", catalogue, content_type="application/json")
+        data["catalogue"] = SimpleUploadedFile(
+            "catalogue.json", catalogue, content_type="application/json"
+        )
     return client.post("/evolution/datasets/import/", data)
 
 
 def test_a_deeply_nested_catalogue_is_a_clear_400(personas):
-    response = _import(_client(personas.operator), cases=b'{"id": "a"}\n', catalogue=NESTED.encode())
+    response = _import(
+        _client(personas.operator), cases=b'{"id": "a"}\n', catalogue=NESTED.encode()
+    )
     page = response.content.decode()
     assert response.status_code == 400 and "catalogue.json" in page and "nest deeper than" in page
     assert not Dataset.objects.exists()
@@ -77,6 +92,8 @@ def test_the_import_files_are_capped_by_the_import_limit(personas, settings):
     response = _import(_client(personas.operator), cases=b'{"id": "x"}\n' * 10_000)  # 120 KB
     page = response.content.decode()
     assert response.status_code == 400 and "larger than 64 KiB" in page
-    response = _import(_client(personas.operator), cases=b'{"id": "x"}\n', catalogue=b" " * (65 * 1024))
+    response = _import(
+        _client(personas.operator), cases=b'{"id": "x"}\n', catalogue=b" " * (65 * 1024)
+    )
     assert response.status_code == 400 and "larger than 64 KiB" in response.content.decode()
     assert not Dataset.objects.exists()

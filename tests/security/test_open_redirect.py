@@ -50,20 +50,29 @@ def test_a_label_move_never_redirects_off_site(personas, demo_version, target):
         {"label": "staging", "version": demo_version.number, "reason": "qa", "next": target},
     )
     _assert_on_site(response, "/h/livestream-avatar/")
-    assert demo_version.harness.labels.get(name="staging").version == demo_version  # the move itself happened
+    assert (
+        demo_version.harness.labels.get(name="staging").version == demo_version
+    )  # the move itself happened
 
 
 def test_a_label_move_keeps_an_on_site_next(personas, demo_version):
     response = _client(personas.reviewer).post(
         "/h/livestream-avatar/labels/move/",
-        {"label": "staging", "version": demo_version.number, "reason": "qa", "next": "/h/livestream-avatar/v/1/?x=1"},
+        {
+            "label": "staging",
+            "version": demo_version.number,
+            "reason": "qa",
+            "next": "/h/livestream-avatar/v/1/?x=1",
+        },
     )
     assert response.status_code == 302 and response["Location"] == "/h/livestream-avatar/v/1/?x=1"
 
 
 @pytest.mark.parametrize("target", OFF_SITE)
 def test_signing_in_never_redirects_off_site(personas, target):
-    response = Client().post("/accounts/login/", {"username": "olivia", "password": PASSWORD, "next": target})
+    response = Client().post(
+        "/accounts/login/", {"username": "olivia", "password": PASSWORD, "next": target}
+    )
     _assert_on_site(response, "/")
 
 

@@ -20,8 +20,9 @@ pytestmark = pytest.mark.django_db
 checkpoint = integrity.checkpoint  # the fixture: a finished SFT run holding the tiny model
 
 
-def test_a_file_replaced_by_a_link_to_an_identical_copy_does_not_launch(personas, demo_version, checkpoint,
-                                                                        tmp_path):
+def test_a_file_replaced_by_a_link_to_an_identical_copy_does_not_launch(
+    personas, demo_version, checkpoint, tmp_path
+):
     assert _draft(personas, demo_version, checkpoint).status_code == 302
     release = Release.objects.get()
     _approve(personas, release)
@@ -34,7 +35,9 @@ def test_a_file_replaced_by_a_link_to_an_identical_copy_does_not_launch(personas
     config.symlink_to(elsewhere)
     done = _launch(manifest, key)
     assert done.returncode == 2, done.stdout
-    assert f"{config} is a symbolic link to {elsewhere}; copy the file in instead" in done.stderr, done.stderr
+    assert f"{config} is a symbolic link to {elsewhere}; copy the file in instead" in done.stderr, (
+        done.stderr
+    )
 
 
 def test_a_folder_that_is_a_link_is_refused(tmp_path):
@@ -43,5 +46,7 @@ def test_a_folder_that_is_a_link_is_refused(tmp_path):
     (real / "config.json").write_text("{}")
     link = tmp_path / "final"
     link.symlink_to(real)
-    with pytest.raises(CheckpointError, match=f"{link} is a symbolic link to {real}; give the folder itself"):
+    with pytest.raises(
+        CheckpointError, match=f"{link} is a symbolic link to {real}; give the folder itself"
+    ):
         folder_files(link)

@@ -1,4 +1,5 @@
-"""Issue 41 item 2: a secret is sent only to the hosts an admin bound it to; stored values are encrypted.
+"""Issue 41 item 2: a secret is sent only to the hosts an admin bound it to; stored values are
+encrypted.
 
 An ML engineer created an endpoint whose ``base_url`` was their own server, picked an admin's secret
 (``sectest-vendor``) and pressed Test: their server received ``Bearer <the secret>``. A secret now
@@ -39,15 +40,31 @@ def attacker():
 
 
 def _register(admin, vendor_url: str, **fields):
-    return admin.post("/endpoints/secrets/new/", {
-        "name": "sectest-vendor", "value": SECRET, "from_env": "", "description": "the vendor's key",
-        "allowed_origins": url_origin(vendor_url), **fields})
+    return admin.post(
+        "/endpoints/secrets/new/",
+        {
+            "name": "sectest-vendor",
+            "value": SECRET,
+            "from_env": "",
+            "description": "the vendor's key",
+            "allowed_origins": url_origin(vendor_url),
+            **fields,
+        },
+    )
 
 
 def _endpoint(client, base_url: str, name: str = "mine"):
-    return client.post("/endpoints/new/", {"name": name, "route": "openai", "base_url": base_url,
-                                           "model": "demo-model", "api_key_secret": "sectest-vendor",
-                                           "description": ""})
+    return client.post(
+        "/endpoints/new/",
+        {
+            "name": name,
+            "route": "openai",
+            "base_url": base_url,
+            "model": "demo-model",
+            "api_key_secret": "sectest-vendor",
+            "description": "",
+        },
+    )
 
 
 def _test_on_the_worker(client, endpoint: ModelEndpoint) -> Job:
@@ -67,7 +84,10 @@ def _test_on_the_worker(client, endpoint: ModelEndpoint) -> Job:
 def test_a_secret_goes_only_to_the_hosts_it_was_made_for(personas, vendor, attacker):
     admin, mei = client_for(personas.admin), client_for(personas.ml_engineer)
     unbound = _register(admin, vendor.url, allowed_origins="")
-    assert unbound.status_code == 400 and "allowed_origins: the origins this key may be sent to" in unbound.content.decode()
+    assert (
+        unbound.status_code == 400
+        and "allowed_origins: the origins this key may be sent to" in unbound.content.decode()
+    )
     not_an_origin = _register(admin, vendor.url, allowed_origins="ftp://vendor.example/path")
     assert not_an_origin.status_code == 400 and "is not an origin" in not_an_origin.content.decode()
     assert _register(admin, vendor.url).status_code == 302
@@ -75,13 +95,16 @@ def test_a_secret_goes_only_to_the_hosts_it_was_made_for(personas, vendor, attac
     refused = _endpoint(mei, attacker.url)
     page = refused.content.decode()
     assert refused.status_code == 400, page[:500]
-    assert (f"endpoint secret sectest-vendor may be sent only to {url_origin(vendor.url)}, not to "
-            f"{url_origin(attacker.url)}") in page
+    assert (
+        f"endpoint secret sectest-vendor may be sent only to {url_origin(vendor.url)}, not to "
+        f"{url_origin(attacker.url)}"
+    ) in page
     assert not ModelEndpoint.objects.filter(name="mine").exists()
 
     assert _endpoint(mei, vendor.url).status_code == 302
     endpoint = ModelEndpoint.objects.get(name="mine")
-    # the row is pointed at the engineer's server behind the form's back (a direct write, an old row)
+    # the row is pointed at the engineer's server behind the form's back (a direct write, an old
+    # row)
     ModelEndpoint.objects.filter(pk=endpoint.pk).update(base_url=attacker.url)
     with celery_worker():
         moved = _test_on_the_worker(mei, endpoint)
@@ -89,8 +112,10 @@ def test_a_secret_goes_only_to_the_hosts_it_was_made_for(personas, vendor, attac
         home = _test_on_the_worker(mei, endpoint)
     assert attacker.requests == []  # nothing was sent there at all
     assert moved.status == Job.FAILED
-    assert (f"endpoint mine: api_key_secret: endpoint secret sectest-vendor may be sent only to "
-            f"{url_origin(vendor.url)}, not to {url_origin(attacker.url)}") in moved.error
+    assert (
+        f"endpoint mine: api_key_secret: endpoint secret sectest-vendor may be sent only to "
+        f"{url_origin(vendor.url)}, not to {url_origin(attacker.url)}"
+    ) in moved.error
     assert home.status == Job.SUCCEEDED, home.error
     assert vendor.authorizations == [f"Bearer {SECRET}"]
 
@@ -101,7 +126,9 @@ def test_a_stored_value_is_encrypted_with_a_key_outside_the_database(personas):
     assert _register(admin, "https://api.vendor.example/v1").status_code == 302
     secret = EndpointSecret.objects.get(name="sectest-vendor")
     with connection.cursor() as cursor:
-        cursor.execute("SELECT value FROM endpoints_endpointsecret WHERE name = %s", ["sectest-vendor"])
+        cursor.execute(
+            "SELECT value FROM endpoints_endpointsecret WHERE name = %s", ["sectest-vendor"]
+        )
         (stored,) = cursor.fetchone()
     assert stored.startswith("fernet:") and SECRET not in stored
     assert secret.plain_value() == SECRET
@@ -110,11 +137,15 @@ def test_a_stored_value_is_encrypted_with_a_key_outside_the_database(personas):
         assert key_file.stat().st_mode & 0o777 == 0o600
     if connection.vendor == "sqlite":  # the database file alone does not hold the key
         database = sqlite3.connect(connection.settings_dict["NAME"])
-        assert SECRET not in str(database.execute("SELECT value FROM endpoints_endpointsecret").fetchall())
+        assert SECRET not in str(
+            database.execute("SELECT value FROM endpoints_endpointsecret").fetchall()
+        )
 
 
 @pytest.mark.django_db
-def test_in_production_a_missing_encryption_key_refuses_the_secret_and_stores_nothing(personas, settings, tmp_path):
+def test_in_production_a_missing_encryption_key_refuses_the_secret_and_stores_nothing(
+    personas, settings, tmp_path
+):
     settings.PRODUCTION, settings.ENDPOINT_SECRETS_KEY, settings.VAR_DIR = True, "", tmp_path
     refused = _register(client_for(personas.admin), "https://api.vendor.example/v1")
     page = refused.content.decode()

@@ -26,11 +26,16 @@ def test_wrong_passwords_lock_the_name_and_the_right_one_waits(client, personas,
     assert settings.SIGN_IN_MAX_FAILURES == defaults.SIGN_IN_MAX_FAILURES == 5
     answers = [_sign_in(client, "ada", f"guess-{i}").status_code for i in range(30)]
     assert answers[:5] == [200] * 5 and set(answers[5:]) == {429}
-    assert SignInFailure.objects.filter(username="ada").count() == 5  # refused attempts are not even checked
+    assert (
+        SignInFailure.objects.filter(username="ada").count() == 5
+    )  # refused attempts are not even checked
     locked = _sign_in(client, "ada", PASSWORD)
     page = locked.content.decode()
     assert locked.status_code == 429 and "_auth_user_id" not in client.session
-    assert "Too many failed sign-ins for the username &#x27;ada&#x27;: 5 in the last 15 minutes" in page
+    assert (
+        "Too many failed sign-ins for the username &#x27;ada&#x27;: 5 in the last 15 minutes"
+        in page
+    )
     assert "Try again in 15 minute(s)" in page
     assert _sign_in(client, "ADA ", PASSWORD).status_code == 429  # the same name, spelled otherwise
 
@@ -38,7 +43,9 @@ def test_wrong_passwords_lock_the_name_and_the_right_one_waits(client, personas,
     assert other.status_code == 302  # another name from the same address still signs in
 
 
-def test_the_lock_ends_with_the_window_and_a_success_clears_the_failures(client, personas, settings):
+def test_the_lock_ends_with_the_window_and_a_success_clears_the_failures(
+    client, personas, settings
+):
     from datetime import timedelta
 
     from django.utils import timezone
@@ -52,7 +59,9 @@ def test_the_lock_ends_with_the_window_and_a_success_clears_the_failures(client,
     for i in range(5):
         _sign_in(client, "mei", f"guess-{i}")
     assert _sign_in(client, "mei", PASSWORD).status_code == 429
-    SignInFailure.objects.update(at=timezone.now() - timedelta(seconds=settings.SIGN_IN_WINDOW_S + 1))
+    SignInFailure.objects.update(
+        at=timezone.now() - timedelta(seconds=settings.SIGN_IN_WINDOW_S + 1)
+    )
     assert _sign_in(client, "mei", PASSWORD).status_code == 302
 
 
@@ -63,14 +72,26 @@ def test_production_cookies_are_secure_with_a_shorter_session():
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[2]
-    env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(root), "DJANGO_SETTINGS_MODULE": "studio.settings"}
+    env = {
+        "PATH": os.environ["PATH"],
+        "PYTHONPATH": str(root),
+        "DJANGO_SETTINGS_MODULE": "studio.settings",
+    }
     for line in (root / "examples" / "production.env").read_text().splitlines():
         if line and not line.startswith("#") and "=" in line:
             name, value = line.split("=", 1)
             env[name] = value
     env["SECRET_KEY"] = "k" * 10 + "abcdefghij" * 5
-    probe = ("from django.conf import settings as s; "
-             "print(s.SESSION_COOKIE_SECURE, s.CSRF_COOKIE_SECURE, s.SESSION_COOKIE_AGE)")
-    done = subprocess.run([sys.executable, "-c", f"import django; django.setup(); {probe}"], env=env, cwd=root,
-                          capture_output=True, text=True, timeout=120)
+    probe = (
+        "from django.conf import settings as s; "
+        "print(s.SESSION_COOKIE_SECURE, s.CSRF_COOKIE_SECURE, s.SESSION_COOKIE_AGE)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", f"import django; django.setup(); {probe}"],
+        env=env,
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.stdout.split() == ["True", "True", "28800"], done.stderr

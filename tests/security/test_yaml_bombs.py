@@ -1,4 +1,5 @@
-"""YAML bombs sent to every studio entry point that reads YAML: a 400 within 2 s, little memory, nothing saved.
+"""YAML bombs sent to every studio entry point that reads YAML: a 400 within 2 s, little memory,
+nothing saved.
 
 Issue 14, finding 2. The entry points, from studio/*/urls.py (dataset and case
 uploads, the playground, endpoints and the evolution pages read JSON, not YAML):
@@ -53,7 +54,10 @@ def _laughs() -> str:
 BOMBS = {
     "billion-laughs": (_laughs(), "anchors and aliases"),
     # 900 is under libyaml's own cap (1000), so the reader's bound is what answers
-    "deep-nesting": ("{deep: " + "[" * 900 + "]" * 900 + "}", f"deeper than {MAX_YAML_DEPTH} levels"),
+    "deep-nesting": (
+        "{deep: " + "[" * 900 + "]" * 900 + "}",
+        f"deeper than {MAX_YAML_DEPTH} levels",
+    ),
     "oversized": ("{big: " + "x" * (300 * 1024) + "}", "256 KiB"),
 }
 MAX_PEAK_BYTES = 200 * 1024 * 1024
@@ -61,7 +65,10 @@ MAX_SECONDS = 2.0
 
 
 def _skill(bomb: str) -> str:
-    return f"---\nname: item_qa\ndescription: Questions about an item.\nkind: reply\nbomb: {bomb}\n---\n# item_qa\n\n- Answer.\n"
+    return (
+        "---\nname: item_qa\ndescription: Questions about an "
+        f"item.\nkind: reply\nbomb: {bomb}\n---\n# item_qa\n\n- Answer.\n"
+    )
 
 
 def _status_kib(field: str) -> int:
@@ -89,7 +96,9 @@ def _bounded():
     rss_before = _status_kib("VmRSS")
     soft, hard = resource.getrlimit(resource.RLIMIT_AS)
     cap = vm_kib * 1024 + 1024**3
-    resource.setrlimit(resource.RLIMIT_AS, (cap if hard == resource.RLIM_INFINITY else min(cap, hard), hard))
+    resource.setrlimit(
+        resource.RLIMIT_AS, (cap if hard == resource.RLIM_INFINITY else min(cap, hard), hard)
+    )
     tracemalloc.start()
     measured = {}
     started = time.monotonic()
@@ -105,19 +114,38 @@ def _bounded():
 
 @pytest.fixture
 def world(personas, demo_version, demo_files):
-    draft = draft_create(harness=demo_version.harness, base_version=demo_version, owner=personas.operator, title="t")
-    conflict = DraftConflict.objects.create(draft=draft, path=SKILL, author=personas.operator, base_revision=1,
-                                            seen_revision=1, their_text=draft.files[SKILL], my_text="mine")
+    draft = draft_create(
+        harness=demo_version.harness, base_version=demo_version, owner=personas.operator, title="t"
+    )
+    conflict = DraftConflict.objects.create(
+        draft=draft,
+        path=SKILL,
+        author=personas.operator,
+        base_revision=1,
+        seen_revision=1,
+        their_text=draft.files[SKILL],
+        my_text="mine",
+    )
     operator, reviewer = Client(), Client()
     operator.force_login(personas.operator)
     reviewer.force_login(personas.reviewer)
     token = api_token_create(user=personas.operator, name="bombs")[1]
     # the first request to a page compiles its template and imports its views: not the bomb's cost
-    for url in (f"/drafts/{draft.pk}/?path={SKILL}", "/import/", f"/drafts/{draft.pk}/skills/import/",
-                f"/conflicts/{conflict.pk}/"):
+    for url in (
+        f"/drafts/{draft.pk}/?path={SKILL}",
+        "/import/",
+        f"/drafts/{draft.pk}/skills/import/",
+        f"/conflicts/{conflict.pk}/",
+    ):
         assert operator.get(url).status_code == 200
-    return {"draft": draft, "conflict": conflict, "operator": operator, "reviewer": reviewer,
-            "api": {"HTTP_AUTHORIZATION": f"Bearer {token}"}, "files": demo_files}
+    return {
+        "draft": draft,
+        "conflict": conflict,
+        "operator": operator,
+        "reviewer": reviewer,
+        "api": {"HTTP_AUTHORIZATION": f"Bearer {token}"},
+        "files": demo_files,
+    }
 
 
 def _preview(w, bomb):
@@ -125,21 +153,35 @@ def _preview(w, bomb):
 
 
 def _save_skill(w, bomb):
-    return w["operator"].post(f"/drafts/{w['draft'].pk}/save/", {"path": SKILL, "text": _skill(bomb), "revision": 1})
+    return w["operator"].post(
+        f"/drafts/{w['draft'].pk}/save/", {"path": SKILL, "text": _skill(bomb), "revision": 1}
+    )
 
 
 def _save_hooks(w, bomb):
-    return w["operator"].post(f"/drafts/{w['draft'].pk}/save/", {"path": "hooks.yaml", "text": bomb, "revision": 1})
+    return w["operator"].post(
+        f"/drafts/{w['draft'].pk}/save/", {"path": "hooks.yaml", "text": bomb, "revision": 1}
+    )
 
 
 def _add_hook(w, bomb):
-    form = {"id": "bomb", "type": "max_length", "event": "stop", "matcher": "", "params": bomb,
-            "action": "retry", "message": "", "revision": 1}
+    form = {
+        "id": "bomb",
+        "type": "max_length",
+        "event": "stop",
+        "matcher": "",
+        "params": bomb,
+        "action": "retry",
+        "message": "",
+        "revision": 1,
+    }
     return w["operator"].post(f"/drafts/{w['draft'].pk}/hooks/add/", form)
 
 
 def _resolve_conflict(w, bomb):
-    return w["operator"].post(f"/conflicts/{w['conflict'].pk}/", {"choice": "merged", "text": _skill(bomb)})
+    return w["operator"].post(
+        f"/conflicts/{w['conflict'].pk}/", {"choice": "merged", "text": _skill(bomb)}
+    )
 
 
 def _import_skill(w, bomb):
@@ -154,7 +196,9 @@ def _bundle(w, bomb) -> dict[str, str]:
 
 def _import_page(w, bomb):
     data = files_to_zip(_bundle(w, bomb), folder="livestream-avatar")
-    return w["operator"].post("/import/", {"bundle": io.BytesIO(data), "message": "bomb"}, format="multipart")
+    return w["operator"].post(
+        "/import/", {"bundle": io.BytesIO(data), "message": "bomb"}, format="multipart"
+    )
 
 
 def _import_api_zip(w, bomb):
@@ -167,8 +211,17 @@ def _import_api_json(w, bomb):
     return Client().post("/api/v1/import/", body, content_type="application/json", **w["api"])
 
 
-ENTRY_POINTS = [_preview, _save_skill, _save_hooks, _add_hook, _import_skill, _resolve_conflict, _import_page,
-                _import_api_zip, _import_api_json]
+ENTRY_POINTS = [
+    _preview,
+    _save_skill,
+    _save_hooks,
+    _add_hook,
+    _import_skill,
+    _resolve_conflict,
+    _import_page,
+    _import_api_zip,
+    _import_api_json,
+]
 
 
 @pytest.mark.timeout(60)  # a regression fails here in a minute, not at the suite's 10
@@ -191,8 +244,11 @@ def test_a_yaml_bomb_gets_a_400_quickly_in_little_memory_and_nothing_is_saved(se
 
 
 def test_a_bomb_already_stored_in_a_draft_is_shown_as_refused(world):
-    """A draft saved before the reader refused aliases still holds one; its editor page stays small."""
-    Draft.objects.filter(pk=world["draft"].pk).update(files={**world["draft"].files, SKILL: _skill(_laughs())})
+    """A draft saved before the reader refused aliases still holds one; its editor page stays
+    small."""
+    Draft.objects.filter(pk=world["draft"].pk).update(
+        files={**world["draft"].files, SKILL: _skill(_laughs())}
+    )
     with _bounded() as measured:
         response = world["reviewer"].get(f"/drafts/{world['draft'].pk}/?path={SKILL}")
     assert response.status_code == 200
@@ -211,26 +267,45 @@ def test_an_ordinary_preview_and_hook_still_work(world):
     assert "  - id: bomb" in Draft.objects.get(pk=world["draft"].pk).files["hooks.yaml"]
 
 
-@pytest.mark.parametrize(("text", "line", "says"), [
-    ("a: &x [1, 2]\nb: *x\n", 1, "YAML anchors and aliases (&name / *name) are not read"),  # the anchor's line
-    ("a: &x hello\nb: [*x, *x]\n", 1, "anchors and aliases"),  # a scalar's too: a preview renders each copy
-    ("? &k key\n: 1\nb: {*k : 2}\n", 1, "anchors and aliases"),  # an alias as a key
-    ("a: &x {b: *x}\n", 1, "anchors and aliases"),  # an alias inside its own anchor
-    ("".join("  " * i + f"k{i}:\n" for i in range(70)) + "  " * 70 + "x\n", 65, "deeper than 64"),
-    ("k: " + "[" * 65 + "]" * 65 + "\n", 1, "deeper than 64"),
-    ("k: " + "[" * 1200 + "]" * 1200 + "\n", 1, "deeper than 64"),  # past libyaml's own cap
-    ("# " + "x" * MAX_YAML_BYTES + "\n", 1, f"the limit is {MAX_YAML_BYTES} bytes (256 KiB)"),
-])
+@pytest.mark.parametrize(
+    ("text", "line", "says"),
+    [
+        (
+            "a: &x [1, 2]\nb: *x\n",
+            1,
+            "YAML anchors and aliases (&name / *name) are not read",
+        ),  # the anchor's line
+        (
+            "a: &x hello\nb: [*x, *x]\n",
+            1,
+            "anchors and aliases",
+        ),  # a scalar's too: a preview renders each copy
+        ("? &k key\n: 1\nb: {*k : 2}\n", 1, "anchors and aliases"),  # an alias as a key
+        ("a: &x {b: *x}\n", 1, "anchors and aliases"),  # an alias inside its own anchor
+        (
+            "".join("  " * i + f"k{i}:\n" for i in range(70)) + "  " * 70 + "x\n",
+            65,
+            "deeper than 64",
+        ),
+        ("k: " + "[" * 65 + "]" * 65 + "\n", 1, "deeper than 64"),
+        ("k: " + "[" * 1200 + "]" * 1200 + "\n", 1, "deeper than 64"),  # past libyaml's own cap
+        ("# " + "x" * MAX_YAML_BYTES + "\n", 1, f"the limit is {MAX_YAML_BYTES} bytes (256 KiB)"),
+    ],
+)
 def test_the_reader_refuses_aliases_depth_and_size_at_the_line_naming_the_limit(text, line, says):
     data, _lines, problems = load_yaml(text, file="x.yaml")
     assert data is None and len(problems) == 1, problems
-    assert (problems[0].line, problems[0].field) == (line, REFUSED) and says in problems[0].message, problems
+    assert (problems[0].line, problems[0].field) == (line, REFUSED) and says in problems[
+        0
+    ].message, problems
 
 
 def test_the_reader_accepts_the_bounds_themselves():
     deep = "k: " + "[" * (MAX_YAML_DEPTH - 1) + "]" * (MAX_YAML_DEPTH - 1) + "\n"
     assert load_yaml(deep, file="x.yaml")[2] == []
-    assert load_yaml("a: &x 1\nb: 2\n", file="x.yaml")[2] == []  # an anchor nobody refers to expands nothing
+    assert (
+        load_yaml("a: &x 1\nb: 2\n", file="x.yaml")[2] == []
+    )  # an anchor nobody refers to expands nothing
     big = "k: " + "x" * (MAX_YAML_BYTES - 4) + "\n"
     assert load_yaml(big, file="x.yaml")[2] == []
 
@@ -246,9 +321,10 @@ def test_the_reader_keeps_nothing_between_calls():
     assert current < 200_000, current
 
 
-# --- the Markdown body ------------------------------------------------------------------------------
-# python-markdown took 5.5 s on 4,000 '[' (quadratic): any viewer could stall a worker thread with
-# one preview. The renderer is now cmark-gfm (linear by design); these bodies are near the size cap.
+# --- the Markdown body
+# ------------------------------------------------------------------------------ python-markdown
+# took 5.5 s on 4,000 '[' (quadratic): any viewer could stall a worker thread with one preview. The
+# renderer is now cmark-gfm (linear by design); these bodies are near the size cap.
 MARKDOWN_BOMBS = {
     "open brackets": "[" * 200_000,
     "unclosed links": "[a](" * 50_000,
@@ -265,14 +341,22 @@ def test_a_pathological_markdown_body_previews_quickly(world, body):
         response = world["reviewer"].post(f"/drafts/{world['draft'].pk}/preview/", {"text": text})
     assert response.status_code == 200
     assert measured["seconds"] < MAX_SECONDS, f"{measured['seconds']:.1f} s"
-    assert measured["peak"] < MAX_PEAK_BYTES and measured["resident_growth"] < MAX_PEAK_BYTES, measured
+    assert measured["peak"] < MAX_PEAK_BYTES and measured["resident_growth"] < MAX_PEAK_BYTES, (
+        measured
+    )
 
 
 def test_the_rendered_body_stays_sanitised(world):
-    text = ("---\nname: item_qa\ndescription: Questions about an item.\nkind: reply\n---\n"
-            "# Title\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n<script>alert(1)</script>\n\n"
-            "[x](javascript:alert(1)) <img src=x onerror=alert(1)> [ok](https://example.com)\n")
-    html = world["reviewer"].post(f"/drafts/{world['draft'].pk}/preview/", {"text": text}).content.decode()
+    text = (
+        "---\nname: item_qa\ndescription: Questions about an item.\nkind: reply\n---\n"
+        "# Title\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n<script>alert(1)</script>\n\n"
+        "[x](javascript:alert(1)) <img src=x onerror=alert(1)> [ok](https://example.com)\n"
+    )
+    html = (
+        world["reviewer"]
+        .post(f"/drafts/{world['draft'].pk}/preview/", {"text": text})
+        .content.decode()
+    )
     assert "<h1>Title</h1>" in html and "<td>1</td>" in html
     assert "<script>alert" not in html and "javascript:" not in html and "onerror" not in html
     assert 'href="https://example.com"' in html

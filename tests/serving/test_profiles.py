@@ -7,7 +7,10 @@ from serving.profiles import ProfileError, load_profiles, resolve_route
 
 def test_builtin_profiles_cover_the_three_engines():
     profiles = load_profiles()
-    assert profiles["cpu-local"].engine == "transformers" and profiles["cpu-local"].checkpoint == "default"
+    assert (
+        profiles["cpu-local"].engine == "transformers"
+        and profiles["cpu-local"].checkpoint == "default"
+    )
     assert profiles["cpu-tiny"].checkpoint == "tiny"
     gpu = profiles["gpu-sglang"]
     assert gpu.engine == "sglang" and gpu.base_url.endswith("/v1") and gpu.draft_head
@@ -16,12 +19,34 @@ def test_builtin_profiles_cover_the_three_engines():
 @pytest.mark.parametrize(
     ("route", "engine", "base_url", "model", "key_env"),
     [
-        ("sglang:http://10.0.0.5:30000/v1:policy", "sglang", "http://10.0.0.5:30000/v1", "policy", None),
-        ("openai:https://api.vendor.example/v1:vendor-large", "openai", "https://api.vendor.example/v1",
-         "vendor-large", "OPENAI_API_KEY"),
-        ("openai:https://api.vendor.example/v1:org/model-x:VENDOR_KEY", "openai",
-         "https://api.vendor.example/v1", "org/model-x", "VENDOR_KEY"),
-        ("openai:http://127.0.0.1:8000/v1:m", "openai", "http://127.0.0.1:8000/v1", "m", "OPENAI_API_KEY"),
+        (
+            "sglang:http://10.0.0.5:30000/v1:policy",
+            "sglang",
+            "http://10.0.0.5:30000/v1",
+            "policy",
+            None,
+        ),
+        (
+            "openai:https://api.vendor.example/v1:vendor-large",
+            "openai",
+            "https://api.vendor.example/v1",
+            "vendor-large",
+            "OPENAI_API_KEY",
+        ),
+        (
+            "openai:https://api.vendor.example/v1:org/model-x:VENDOR_KEY",
+            "openai",
+            "https://api.vendor.example/v1",
+            "org/model-x",
+            "VENDOR_KEY",
+        ),
+        (
+            "openai:http://127.0.0.1:8000/v1:m",
+            "openai",
+            "http://127.0.0.1:8000/v1",
+            "m",
+            "OPENAI_API_KEY",
+        ),
     ],
 )
 def test_inline_routes(route, engine, base_url, model, key_env):
@@ -35,7 +60,11 @@ def test_inline_transformers_route_names_a_checkpoint():
 
 
 def test_bad_routes_say_what_is_valid():
-    with pytest.raises(ProfileError, match=r"not a profile .*\(known: cpu-engine, cpu-engine-fp32, cpu-engine-int8, cpu-engine-tiny, cpu-engine-tiny-torch, cpu-local, cpu-tiny, gpu-sglang\)"):
+    with pytest.raises(
+        ProfileError,
+        match=r"not a profile .*\(known: cpu-engine, cpu-engine-fp32, cpu-engine-int8, "
+        r"cpu-engine-tiny, cpu-engine-tiny-torch, cpu-local, cpu-tiny, gpu-sglang\)",
+    ):
         resolve_route("gpu-fast")
     with pytest.raises(ProfileError, match="expected sglang:BASE_URL:MODEL"):
         resolve_route("sglang:http://127.0.0.1:30000")
@@ -53,16 +82,26 @@ def test_vendor_key_comes_from_the_environment(monkeypatch):
 
 def test_profiles_file_errors_name_file_profile_and_field(tmp_path):
     path = tmp_path / "profiles.yaml"
-    path.write_text("profiles:\n  vendor:\n    engine: openai\n    base_url: https://x.example/v1\n    model: m\n")
+    path.write_text(
+        "profiles:\n  vendor:\n    engine: openai\n    "
+        "base_url: https://x.example/v1\n    model: m\n"
+    )
     with pytest.raises(ProfileError, match=r"profiles.yaml: profiles.vendor.api_key_env: required"):
         load_profiles(path)
     path.write_text("profiles:\n  local:\n    engine: vllm\n")
-    with pytest.raises(ProfileError, match=r"profiles.local.engine: 'vllm' is not one of local, transformers, sglang, openai"):
+    with pytest.raises(
+        ProfileError,
+        match=r"profiles.local.engine: 'vllm' is not one of local, transformers, sglang, openai",
+    ):
         load_profiles(path)
-    path.write_text("profiles:\n  local:\n    engine: transformers\n    checkpoint: tiny\n    gpu: 1\n")
+    path.write_text(
+        "profiles:\n  local:\n    engine: transformers\n    checkpoint: tiny\n    gpu: 1\n"
+    )
     with pytest.raises(ProfileError, match=r"unknown field\(s\) \['gpu'\]"):
         load_profiles(path)
-    path.write_text("profiles:\n  local:\n    engine: transformers\n    checkpoint: tiny\n    port: '80'\n")
+    path.write_text(
+        "profiles:\n  local:\n    engine: transformers\n    checkpoint: tiny\n    port: '80'\n"
+    )
     with pytest.raises(ProfileError, match=r"profiles.local.port: '80' has the wrong type"):
         load_profiles(path)
 
@@ -70,9 +109,16 @@ def test_profiles_file_errors_name_file_profile_and_field(tmp_path):
 def test_thread_count_is_a_setting_of_the_engines_run_here(tmp_path):
     assert load_profiles()["cpu-local"].threads == 1
     path = tmp_path / "profiles.yaml"
-    path.write_text("profiles:\n  gpu:\n    engine: sglang\n    base_url: http://h:30000/v1\n    model: m\n    threads: 4\n")
-    with pytest.raises(ProfileError, match=r"profiles.gpu.threads: only engines local and transformers run here"):
+    path.write_text(
+        "profiles:\n  gpu:\n    engine: sglang\n    base_url: "
+        "http://h:30000/v1\n    model: m\n    threads: 4\n"
+    )
+    with pytest.raises(
+        ProfileError, match=r"profiles.gpu.threads: only engines local and transformers run here"
+    ):
         load_profiles(path)
-    path.write_text("profiles:\n  cpu:\n    engine: transformers\n    checkpoint: tiny\n    threads: 0\n")
+    path.write_text(
+        "profiles:\n  cpu:\n    engine: transformers\n    checkpoint: tiny\n    threads: 0\n"
+    )
     with pytest.raises(ProfileError, match=r"profiles.cpu.threads: 0 must be >= 1"):
         load_profiles(path)

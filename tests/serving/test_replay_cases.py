@@ -1,4 +1,5 @@
-"""The evaluation world's replay set as a replay manifest: 10 warm-up + 100 measured, one catalogue."""
+"""The evaluation world's replay set as a replay manifest: 10 warm-up + 100 measured, one
+catalogue."""
 
 import json
 
@@ -33,7 +34,9 @@ def test_an_invalid_evaluation_case_is_named_by_line_and_field(world, tmp_path):
     bad["category"] = "weather"
     path = tmp_path / "replay.jsonl"
     path.write_text("\n".join([lines[0], json.dumps(bad), lines[2]]) + "\n")
-    with pytest.raises(CaseFileError, match=r"replay.jsonl:2: not a valid hs-case/1 case: category"):
+    with pytest.raises(
+        CaseFileError, match=r"replay.jsonl:2: not a valid hs-case/1 case: category"
+    ):
         load_manifest(path, warmup=0, measured=3)
 
 

@@ -15,8 +15,19 @@ def _cases(n, prefix="c"):
 
 def _ok_outcome(delay=0.0):
     time.sleep(delay)
-    return RequestOutcome(status="ok", calls=[{"ttft_s": 0.01, "latency_s": 0.02, "input_tokens": 10,
-                                               "output_tokens": 3, "error": None}], rounds=1)
+    return RequestOutcome(
+        status="ok",
+        calls=[
+            {
+                "ttft_s": 0.01,
+                "latency_s": 0.02,
+                "input_tokens": 10,
+                "output_tokens": 3,
+                "error": None,
+            }
+        ],
+        rounds=1,
+    )
 
 
 def test_at_most_c_requests_run_at_once_and_warmup_comes_first():
@@ -36,10 +47,16 @@ def test_at_most_c_requests_run_at_once_and_warmup_comes_first():
             with lock:
                 in_flight -= 1
             return _ok_outcome()
+
         return run
 
-    records = run_level(concurrency=3, warmup_cases=_cases(3, "w"), measured_cases=_cases(9),
-                        worker_factory=factory, request_timeout_s=5)
+    records = run_level(
+        concurrency=3,
+        warmup_cases=_cases(3, "w"),
+        measured_cases=_cases(9),
+        worker_factory=factory,
+        request_timeout_s=5,
+    )
     assert peak == 3
     assert len(records) == 12
     assert {r["case_id"] for r in records if r["phase"] == "warmup"} == {"w0", "w1", "w2"}
@@ -65,14 +82,23 @@ def test_errors_and_timeouts_are_failures_and_the_run_goes_on():
             if case["id"] == "c3":
                 return RequestOutcome(status="fallback", error="round limit reached")
             return _ok_outcome()
+
         run.cancel = lambda: cancelled.append(len(made))
         return run
 
-    records = run_level(concurrency=1, warmup_cases=[], measured_cases=_cases(6),
-                        worker_factory=factory, request_timeout_s=0.3)
+    records = run_level(
+        concurrency=1,
+        warmup_cases=[],
+        measured_cases=_cases(6),
+        worker_factory=factory,
+        request_timeout_s=0.3,
+    )
     by_id = {r["case_id"]: r for r in records}
     assert len(records) == 6  # every case ran, including those after the failures
-    assert by_id["c1"]["status"] == "error" and "ConnectionError: server went away" in by_id["c1"]["error"]
+    assert (
+        by_id["c1"]["status"] == "error"
+        and "ConnectionError: server went away" in by_id["c1"]["error"]
+    )
     assert by_id["c2"]["status"] == "timeout" and by_id["c2"]["elapsed_s"] < 1.0
     # a Harness fallback reply is an executed request (it answered), counted apart
     assert by_id["c3"]["status"] == "fallback" and by_id["c3"]["ok"] is True
@@ -91,8 +117,13 @@ def test_a_factory_that_cannot_build_the_agent_fails_requests_not_the_run():
     def factory():
         raise RuntimeError("MCP server unreachable")
 
-    records = run_level(concurrency=2, warmup_cases=_cases(1, "w"), measured_cases=_cases(4),
-                        worker_factory=factory, request_timeout_s=1)
+    records = run_level(
+        concurrency=2,
+        warmup_cases=_cases(1, "w"),
+        measured_cases=_cases(4),
+        worker_factory=factory,
+        request_timeout_s=1,
+    )
     assert len(records) == 5
     assert all(r["status"] == "error" and "MCP server unreachable" in r["error"] for r in records)
 

@@ -55,10 +55,13 @@ def run_dir(case_file, harness_dir, tmp_path_factory):
 
     tiny_model_dir()
     return replay_run(
-        profile=resolve_route("cpu-tiny"), harness_dir=harness_dir, cases_path=case_file,
+        profile=resolve_route("cpu-tiny"),
+        harness_dir=harness_dir,
+        cases_path=case_file,
         plan=ReplayPlan(concurrency=(1, 2), warmup=1, measured=3, request_timeout_s=90),
         settings=GenerationSettings(temperature=1.0, top_p=0.95, max_tokens=MAX_TOKENS),
-        out_root=tmp_path_factory.mktemp("runs"), run_id="e2e",
+        out_root=tmp_path_factory.mktemp("runs"),
+        run_id="e2e",
     )
 
 
@@ -72,11 +75,15 @@ def _load(run_dir):
 def test_the_run_records_what_ran(run_dir, case_file):
     meta, records, _ = _load(run_dir)
     assert meta["status"] == "finished"
-    assert meta["route"]["engine"] == "transformers" and meta["route"]["checkpoint"]["name"] == "tiny"
+    assert (
+        meta["route"]["engine"] == "transformers" and meta["route"]["checkpoint"]["name"] == "tiny"
+    )
     assert meta["generation"]["temperature"] == 1.0 and meta["generation"]["top_p"] == 0.95
     assert meta["timeouts"]["max_rounds"] == 4 and meta["timeouts"]["tool_timeout_s"] == 5
     assert meta["timeouts"]["trajectory_budget_s"] == 60
-    assert meta["cases"]["path"] == str(case_file) and meta["cases"]["catalogue"].endswith("catalogue.json")
+    assert meta["cases"]["path"] == str(case_file) and meta["cases"]["catalogue"].endswith(
+        "catalogue.json"
+    )
     mcp = meta["services"]["mcp_servers"]["marketing"]
     assert mcp["transport"] == "http" and mcp["url"].startswith("http://127.0.0.1:")
     # the servers were stopped with the run
@@ -109,12 +116,18 @@ def test_raw_timings_are_client_observed_and_consistent(run_dir):
 def test_a_failed_request_is_a_failure_in_success_and_attainment_and_the_run_goes_on(run_dir):
     _, records, summary = _load(run_dir)
     for level in ("1", "2"):
-        broken = [r for r in records if r["case_id"] == "broken-request" and r["concurrency"] == int(level)]
+        broken = [
+            r
+            for r in records
+            if r["case_id"] == "broken-request" and r["concurrency"] == int(level)
+        ]
         assert len(broken) == 1 and broken[0]["ok"] is False and broken[0]["status"] == "error"
         assert "not a list" in broken[0]["error"] or "comments" in broken[0]["error"]
         # the case after it still ran
-        assert any(r["index"] == 2 and r["phase"] == "measured" and r["concurrency"] == int(level)
-                   for r in records)
+        assert any(
+            r["index"] == 2 and r["phase"] == "measured" and r["concurrency"] == int(level)
+            for r in records
+        )
         metrics = summary["levels"][level]
         assert metrics["n_measured"] == 3
         assert metrics["success_rate"] <= 2 / 3
@@ -141,12 +154,21 @@ def test_every_reported_metric_matches_the_raw_timings(run_dir):
         assert m["ttft_p95_s"] == pytest.approx(float(np.percentile(firsts, 95)))
         calls = [c for r in measured for c in r["calls"]]
         assert m["n_calls"] == len(calls)
-        assert m["calls_per_request"] == pytest.approx(len(calls) / sum(r["has_trajectory"] for r in measured))
+        assert m["calls_per_request"] == pytest.approx(
+            len(calls) / sum(r["has_trajectory"] for r in measured)
+        )
         answered = [c for c in calls if not c["error"]]
-        assert m["input_tokens_per_call"] == pytest.approx(np.mean([c["input_tokens"] for c in answered]))
-        assert m["output_tokens_per_call"] == pytest.approx(np.mean([c["output_tokens"] for c in answered]))
-        rates = [(c["output_tokens"] - 1) / (c["latency_s"] - c["ttft_s"])
-                 for c in calls if c["output_tokens"] >= 2 and c["latency_s"] > c["ttft_s"]]
+        assert m["input_tokens_per_call"] == pytest.approx(
+            np.mean([c["input_tokens"] for c in answered])
+        )
+        assert m["output_tokens_per_call"] == pytest.approx(
+            np.mean([c["output_tokens"] for c in answered])
+        )
+        rates = [
+            (c["output_tokens"] - 1) / (c["latency_s"] - c["ttft_s"])
+            for c in calls
+            if c["output_tokens"] >= 2 and c["latency_s"] > c["ttft_s"]
+        ]
         assert m["decode_tokens_per_s"] == pytest.approx(np.mean(rates))
     table = (run_dir / "table.md").read_text()
     assert table.count("| cpu-tiny | tiny |") == 2

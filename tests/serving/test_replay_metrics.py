@@ -7,17 +7,37 @@ from serving.metrics import call_decode_rate, percentile, summarise, summarise_b
 
 
 def _call(ttft, latency, inp, out, error=None):
-    return {"ttft_s": ttft, "latency_s": latency, "input_tokens": inp, "output_tokens": out, "error": error}
+    return {
+        "ttft_s": ttft,
+        "latency_s": latency,
+        "input_tokens": inp,
+        "output_tokens": out,
+        "error": error,
+    }
 
 
 def _ok(wall, calls, concurrency=1, phase="measured"):
-    return {"phase": phase, "concurrency": concurrency, "ok": True, "status": "ok", "wall_s": wall,
-            "has_trajectory": True, "calls": calls}
+    return {
+        "phase": phase,
+        "concurrency": concurrency,
+        "ok": True,
+        "status": "ok",
+        "wall_s": wall,
+        "has_trajectory": True,
+        "calls": calls,
+    }
 
 
 def _failed(status, calls=(), has_trajectory=False, concurrency=1):
-    return {"phase": "measured", "concurrency": concurrency, "ok": False, "status": status, "wall_s": None,
-            "has_trajectory": has_trajectory, "calls": list(calls)}
+    return {
+        "phase": "measured",
+        "concurrency": concurrency,
+        "ok": False,
+        "status": status,
+        "wall_s": None,
+        "has_trajectory": has_trajectory,
+        "calls": list(calls),
+    }
 
 
 @pytest.mark.parametrize("q", [0, 5, 50, 90, 95, 99, 100])
@@ -48,7 +68,7 @@ def test_summary_from_synthetic_timings():
     assert s["n_measured"] == 6
     assert s["n_success"] == 4
     # wall percentiles over the 4 successful requests: sorted 2, 4, 10, 16
-    assert s["wall_p50_s"] == pytest.approx(7.0)            # (4 + 10) / 2
+    assert s["wall_p50_s"] == pytest.approx(7.0)  # (4 + 10) / 2
     assert s["wall_p95_s"] == pytest.approx(10 + 0.85 * 6)  # rank 2.85
     # attainment: 3 successful within 15 s over ALL 6 measured (timeout + error count against)
     assert s["share_within_sla"] == pytest.approx(3 / 6)
@@ -86,14 +106,28 @@ def test_a_level_that_mostly_fell_back_answered_nothing_and_every_table_warns():
         record["status"] = "fallback"
         fell.append(record)
     s = summarise([*fell, _ok(2.0, [_call(0.5, 1.5, 100, 11)])])
-    assert s["success_rate"] == 1.0 and s["share_within_sla"] == 1.0  # the fallback came back in time...
-    assert s["answered_rate"] == pytest.approx(1 / 4) and s["mostly_fallback"] is True  # ...but is no answer
+    assert (
+        s["success_rate"] == 1.0 and s["share_within_sla"] == 1.0
+    )  # the fallback came back in time...
+    assert (
+        s["answered_rate"] == pytest.approx(1 / 4) and s["mostly_fallback"] is True
+    )  # ...but is no answer
     warning = fallback_warning({"1": s})
-    assert warning.startswith("Most requests fell back to the Harness's fallback reply (C=1: 75% of 4)")
+    assert warning.startswith(
+        "Most requests fell back to the Harness's fallback reply (C=1: 75% of 4)"
+    )
     assert fallback_warning({"1": summarise([_ok(2.0, [_call(0.5, 1.5, 100, 11)])])}) == ""
-    table = table_markdown({"run_id": "r", "harness_digest": "h" * 12, "case_manifest_digest": "c" * 12,
-                            "generation": {"temperature": 0.0, "top_p": 1.0}, "route": "cpu-tiny", "sla_s": 15.0,
-                            "levels": {"1": s}})
+    table = table_markdown(
+        {
+            "run_id": "r",
+            "harness_digest": "h" * 12,
+            "case_manifest_digest": "c" * 12,
+            "generation": {"temperature": 0.0, "top_p": 1.0},
+            "route": "cpu-tiny",
+            "sla_s": 15.0,
+            "levels": {"1": s},
+        }
+    )
     assert "| Success | Answered | Fallback |" in table and "| 100.0% | 25.0% | 75.0% |" in table
     assert f"**Warning:** {warning}." in table
 
@@ -121,8 +155,11 @@ def test_decode_rate_ignores_unmeasurable_calls():
 
 
 def test_levels_are_summarised_separately():
-    records = [_ok(1.0, [_call(0.1, 0.5, 10, 5)], concurrency=1), _ok(3.0, [_call(0.1, 0.5, 10, 5)], concurrency=2),
-               _failed("error", concurrency=2)]
+    records = [
+        _ok(1.0, [_call(0.1, 0.5, 10, 5)], concurrency=1),
+        _ok(3.0, [_call(0.1, 0.5, 10, 5)], concurrency=2),
+        _failed("error", concurrency=2),
+    ]
     by_level = summarise_by_concurrency(records)
     assert list(by_level) == [1, 2]
     assert by_level[1]["success_rate"] == 1.0

@@ -12,10 +12,25 @@ from serving.record import RunRecordError, RunWriter, read_requests, read_reques
 
 
 def _record(wall, *, ok=True, concurrency=1, phase="measured", ttft=0.1, status=None):
-    return {"phase": phase, "concurrency": concurrency, "ok": ok, "status": status or ("ok" if ok else "timeout"),
-            "wall_s": wall if ok else None, "has_trajectory": ok,
-            "calls": [{"ttft_s": ttft, "latency_s": ttft + 0.5, "input_tokens": 10, "output_tokens": 6,
-                       "error": None}] if ok else []}
+    return {
+        "phase": phase,
+        "concurrency": concurrency,
+        "ok": ok,
+        "status": status or ("ok" if ok else "timeout"),
+        "wall_s": wall if ok else None,
+        "has_trajectory": ok,
+        "calls": [
+            {
+                "ttft_s": ttft,
+                "latency_s": ttft + 0.5,
+                "input_tokens": 10,
+                "output_tokens": 6,
+                "error": None,
+            }
+        ]
+        if ok
+        else [],
+    }
 
 
 def test_ttft_p50_is_the_median_first_call_ttft():
@@ -26,8 +41,13 @@ def test_ttft_p50_is_the_median_first_call_ttft():
 
 
 def test_the_cdf_tops_out_at_the_success_rate_per_level():
-    records = [_record(3.0), _record(1.0), _record(None, ok=False), _record(2.0, phase="warmup"),
-               _record(5.0, concurrency=2)]
+    records = [
+        _record(3.0),
+        _record(1.0),
+        _record(None, ok=False),
+        _record(2.0, phase="warmup"),
+        _record(5.0, concurrency=2),
+    ]
     cdf = latency_cdf(records)
     assert cdf[1] == {"n": 3, "n_success": 2, "points": [[1.0, 1 / 3], [3.0, 2 / 3]]}
     assert cdf[2]["points"] == [[5.0, 1.0]]
@@ -50,11 +70,22 @@ def test_a_large_level_keeps_at_most_max_points_and_stays_close_to_the_full_curv
 
 
 def test_compare_gives_the_difference_beside_the_ratio():
-    a = {"levels": {"1": {"wall_p95_s": 2.0, "ttft_p50_s": 0.5}}, "run_id": "a", "case_manifest_digest": "x",
-         "harness_digest": "h", "generation": {}}
+    a = {
+        "levels": {"1": {"wall_p95_s": 2.0, "ttft_p50_s": 0.5}},
+        "run_id": "a",
+        "case_manifest_digest": "x",
+        "harness_digest": "h",
+        "generation": {},
+    }
     b = {**a, "run_id": "b", "levels": {"1": {"wall_p95_s": 3.0, "ttft_p50_s": None}}}
-    rows = {r["metric"]: r for r in compare_summaries(a, b, metrics=["wall_p95_s", "ttft_p50_s"])["rows"]}
-    assert rows["wall_p95_s"]["difference"] == pytest.approx(1.0) and rows["wall_p95_s"]["ratio"] == 1.5
+    rows = {
+        r["metric"]: r
+        for r in compare_summaries(a, b, metrics=["wall_p95_s", "ttft_p50_s"])["rows"]
+    }
+    assert (
+        rows["wall_p95_s"]["difference"] == pytest.approx(1.0)
+        and rows["wall_p95_s"]["ratio"] == 1.5
+    )
     assert rows["ttft_p50_s"]["difference"] is None and rows["ttft_p50_s"]["lower_is_better"]
 
 
@@ -63,10 +94,21 @@ def _folder(tmp_path, n=50, *, route=True):
     for i in range(n):
         writer.record(_record(1.0 + i / 10, concurrency=1 + i % 2))
     writer.close()
-    meta = {"run_id": "r", "status": "finished", "harness": {"digest": "h" * 64}, "cases": {"digest": "c" * 64},
-            "generation": {"temperature": 1.0, "top_p": 0.95}, "sla_s": 15.0, "levels": []}
+    meta = {
+        "run_id": "r",
+        "status": "finished",
+        "harness": {"digest": "h" * 64},
+        "cases": {"digest": "c" * 64},
+        "generation": {"temperature": 1.0, "top_p": 0.95},
+        "sla_s": 15.0,
+        "levels": [],
+    }
     if route:
-        meta["route"] = {"route": "cpu-tiny", "engine": "transformers", "checkpoint": {"name": "tiny"}}
+        meta["route"] = {
+            "route": "cpu-tiny",
+            "engine": "transformers",
+            "checkpoint": {"name": "tiny"},
+        }
     writer.write_json("run.json", meta)
     return writer.dir
 
@@ -78,14 +120,17 @@ def test_a_capped_read_takes_whole_lines_from_the_start_only(tmp_path):
     part = read_requests_upto(folder, max_bytes=size // 3)
     assert part.capped and 0 < len(part.records) < len(everything) and part.bytes_total == size
     assert part.records == everything[: len(part.records)]
-    assert part.bytes_read == sum(len(json.dumps(r, sort_keys=True).encode()) + 1
-                                  for r in part.records)  # whole lines: the torn one is left out
+    assert part.bytes_read == sum(
+        len(json.dumps(r, sort_keys=True).encode()) + 1 for r in part.records
+    )  # whole lines: the torn one is left out
     whole = read_requests_upto(folder, max_bytes=size)
     assert not whole.capped and whole.records == everything
 
     capped = read_run(folder, max_request_bytes=size // 3)
     assert capped.requests.capped
-    assert sum(level["n_measured"] for level in capped.summary["levels"].values()) == len(part.records)
+    assert sum(level["n_measured"] for level in capped.summary["levels"].values()) == len(
+        part.records
+    )
 
 
 def test_a_line_being_written_is_left_for_the_next_read(tmp_path):
@@ -103,7 +148,9 @@ def test_a_broken_line_is_named_and_a_damaged_record_is_refused(tmp_path):
     with pytest.raises(RunRecordError, match=r"requests.jsonl:2: "):
         read_requests_upto(folder, max_bytes=1 << 20)
     (folder / "run.json").write_text("{not json")
-    with pytest.raises(RunRecordError, match=r"run.json: not valid JSON .*the run record is damaged"):
+    with pytest.raises(
+        RunRecordError, match=r"run.json: not valid JSON .*the run record is damaged"
+    ):
         read_run(folder)
 
 

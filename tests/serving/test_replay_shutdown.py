@@ -27,14 +27,40 @@ def test_sigterm_mid_run_stops_transformers_serve_and_the_mcp_server(tmp_path):
 
     tiny_model_dir()
     cases = tmp_path / "cases.jsonl"
-    cases.write_text("".join(json.dumps({"id": f"c{i}", "request": {"comments": ["how much is link 1?"]}}) + "\n"
-                             for i in range(40)))
+    cases.write_text(
+        "".join(
+            json.dumps({"id": f"c{i}", "request": {"comments": ["how much is link 1?"]}}) + "\n"
+            for i in range(40)
+        )
+    )
     runs = tmp_path / "runs"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "serving", "replay", "--route", "cpu-tiny", "--harness", str(demo_harness_dir()),
-         "--cases", str(cases), "--concurrency", "1", "--warmup", "0", "--measured", "40",
-         "--max-tokens", "8", "--out", str(runs), "--run-id", "stopped"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        [
+            sys.executable,
+            "-m",
+            "serving",
+            "replay",
+            "--route",
+            "cpu-tiny",
+            "--harness",
+            str(demo_harness_dir()),
+            "--cases",
+            str(cases),
+            "--concurrency",
+            "1",
+            "--warmup",
+            "0",
+            "--measured",
+            "40",
+            "--max-tokens",
+            "8",
+            "--out",
+            str(runs),
+            "--run-id",
+            "stopped",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
     )
     meta_path = runs / "stopped" / "run.json"
     deadline = time.monotonic() + 120

@@ -19,7 +19,15 @@ from serving.replay_cases import CaseFileError, load_manifest
 def _write_cases(path, n):
     with path.open("w") as fh:
         for i in range(n):
-            fh.write(json.dumps({"id": f"case-{i:03d}", "request": {"comments": [f"How much is link {i % 3 + 1}?"]}}) + "\n")
+            fh.write(
+                json.dumps(
+                    {
+                        "id": f"case-{i:03d}",
+                        "request": {"comments": [f"How much is link {i % 3 + 1}?"]},
+                    }
+                )
+                + "\n"
+            )
     return path
 
 
@@ -30,8 +38,12 @@ def fake_route(monkeypatch):
 
     @contextlib.contextmanager
     def fake_open_endpoint(*, profile, log_dir):
-        yield Endpoint(profile=profile, base_url=profile.base_url, model=profile.model,
-                       checkpoint={"name": "fake-ckpt", "path": None, "fingerprint": None})
+        yield Endpoint(
+            profile=profile,
+            base_url=profile.base_url,
+            model=profile.model,
+            checkpoint={"name": "fake-ckpt", "path": None, "fingerprint": None},
+        )
 
     monkeypatch.setattr(service, "open_endpoint", fake_open_endpoint)
     return profile
@@ -45,21 +57,41 @@ def _scripted_factory(speed):
                 if n % 7 == 6:
                     raise TimeoutError("tool server timed out")
                 time.sleep(0.01 * speed)
-                calls = [{"ttft_s": 0.01 * speed, "latency_s": 0.02 * speed + 0.001 * n, "input_tokens": 100 + n,
-                          "output_tokens": 5 + n % 4, "error": None} for _ in range(1 + n % 2)]
-                return RequestOutcome(status="ok", calls=calls, rounds=len(calls), reply_route="public",
-                                      reply_chars=40)
+                calls = [
+                    {
+                        "ttft_s": 0.01 * speed,
+                        "latency_s": 0.02 * speed + 0.001 * n,
+                        "input_tokens": 100 + n,
+                        "output_tokens": 5 + n % 4,
+                        "error": None,
+                    }
+                    for _ in range(1 + n % 2)
+                ]
+                return RequestOutcome(
+                    status="ok",
+                    calls=calls,
+                    rounds=len(calls),
+                    reply_route="public",
+                    reply_chars=40,
+                )
+
             return run
+
         return factory
+
     return builder
 
 
 def _replay(tmp_path, profile, speed, run_id, levels=(1, 2)):
     cases = _write_cases(tmp_path / "cases.jsonl", 12)
     return service.replay_run(
-        profile=profile, harness_dir=demo_harness_dir(), cases_path=cases,
+        profile=profile,
+        harness_dir=demo_harness_dir(),
+        cases_path=cases,
         plan=ReplayPlan(concurrency=levels, warmup=2, measured=10, request_timeout_s=5),
-        settings=GenerationSettings(), out_root=tmp_path / "runs", run_id=run_id,
+        settings=GenerationSettings(),
+        out_root=tmp_path / "runs",
+        run_id=run_id,
         factory_builder=_scripted_factory(speed),
     )
 
@@ -70,11 +102,23 @@ def test_run_folder_holds_metadata_raw_timings_summary_table_and_chart(tmp_path,
     assert meta["run_id"] == "run-a" and meta["status"] == "finished"
     assert meta["harness"]["name"] == "livestream-avatar" and len(meta["harness"]["digest"]) == 64
     assert len(meta["cases"]["digest"]) == 64 and meta["cases"]["measured_ids"][0] == "case-002"
-    assert meta["route"]["route"] == fake_route.name and meta["route"]["checkpoint"]["name"] == "fake-ckpt"
+    assert (
+        meta["route"]["route"] == fake_route.name
+        and meta["route"]["checkpoint"]["name"] == "fake-ckpt"
+    )
     assert meta["concurrency"] == [1, 2]
-    assert meta["generation"] == {"temperature": 1.0, "top_p": 0.95, "max_tokens": 256, "seed": None}
-    assert meta["timeouts"] == {"request_timeout_s": 5, "tool_timeout_s": 5, "max_rounds": 4,
-                                "trajectory_budget_s": 10}
+    assert meta["generation"] == {
+        "temperature": 1.0,
+        "top_p": 0.95,
+        "max_tokens": 256,
+        "seed": None,
+    }
+    assert meta["timeouts"] == {
+        "request_timeout_s": 5,
+        "tool_timeout_s": 5,
+        "max_rounds": 4,
+        "trajectory_budget_s": 10,
+    }
     assert meta["host"]["cpu_count"] >= 1 and meta["started_at"] < meta["ended_at"]
     assert [level["concurrency"] for level in meta["levels"]] == [1, 2]
 
@@ -92,7 +136,14 @@ def test_run_folder_holds_metadata_raw_timings_summary_table_and_chart(tmp_path,
     table = (run_dir / "table.md").read_text()
     header = next(line for line in table.splitlines() if line.startswith("| Route"))
     assert [c.strip() for c in header.strip("|").split("|")][2:9] == [
-        "C", "n", "Wall P50 (s)", "Wall P95 (s)", "TTFT P95 (s)", "Decode tok/s", "<= 15 s"]
+        "C",
+        "n",
+        "Wall P50 (s)",
+        "Wall P95 (s)",
+        "TTFT P95 (s)",
+        "Decode tok/s",
+        "<= 15 s",
+    ]
     assert table.count(f"| {fake_route.name} | fake-ckpt |") == 2
     assert "90.0%" in table
     assert (run_dir / "latency_cdf.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -101,10 +152,14 @@ def test_run_folder_holds_metadata_raw_timings_summary_table_and_chart(tmp_path,
 def test_compare_gives_per_metric_ratios(tmp_path, fake_route, capsys):
     _replay(tmp_path, fake_route, speed=1, run_id="run-a")
     _replay(tmp_path, fake_route, speed=3, run_id="run-b")
-    comparison, markdown = service.runs_compare(run_a="run-a", run_b="run-b", root=tmp_path / "runs")
+    comparison, markdown = service.runs_compare(
+        run_a="run-a", run_b="run-b", root=tmp_path / "runs"
+    )
     rows = {(r["concurrency"], r["metric"]): r for r in comparison["rows"]}
     ttft = rows[(1, "ttft_p95_s")]
-    assert ttft["ratio"] == pytest.approx(ttft["b"] / ttft["a"]) and ttft["ratio"] == pytest.approx(3.0, rel=0.05)
+    assert ttft["ratio"] == pytest.approx(ttft["b"] / ttft["a"]) and ttft["ratio"] == pytest.approx(
+        3.0, rel=0.05
+    )
     assert rows[(1, "success_rate")]["ratio"] == pytest.approx(1.0)
     assert comparison["warnings"] == []
     assert "| 1 | TTFT P95 (s) |" in markdown
@@ -133,7 +188,9 @@ def test_report_rebuilds_the_outputs_from_raw_timings(tmp_path, fake_route, caps
 
 def test_a_short_case_file_is_refused_with_the_numbers(tmp_path):
     cases = _write_cases(tmp_path / "cases.jsonl", 5)
-    with pytest.raises(CaseFileError, match=r"has 5 cases, but --warmup 10 \+ --measured 100 needs 110"):
+    with pytest.raises(
+        CaseFileError, match=r"has 5 cases, but --warmup 10 \+ --measured 100 needs 110"
+    ):
         load_manifest(cases, warmup=10, measured=100)
 
 
@@ -151,13 +208,43 @@ def test_a_route_that_cannot_open_leaves_an_aborted_record_and_a_clear_error(tmp
     cases = _write_cases(tmp_path / "cases.jsonl", 3)
     empty_ckpt = tmp_path / "not-a-checkpoint"
     empty_ckpt.mkdir()
-    code = main(["replay", "--route", f"transformers:{empty_ckpt}", "--cases", str(cases), "--warmup", "0",
-                 "--measured", "2", "--out", str(tmp_path / "runs"), "--run-id", "broken"])
+    code = main(
+        [
+            "replay",
+            "--route",
+            f"transformers:{empty_ckpt}",
+            "--cases",
+            str(cases),
+            "--warmup",
+            "0",
+            "--measured",
+            "2",
+            "--out",
+            str(tmp_path / "runs"),
+            "--run-id",
+            "broken",
+        ]
+    )
     assert code == 2
     assert "no config.json" in capsys.readouterr().err
     meta = json.loads((tmp_path / "runs" / "broken" / "run.json").read_text())
     assert meta["status"] == "aborted" and "no config.json" in meta["error"]
     # the same run id again is refused instead of mixing two runs' timings
-    code = main(["replay", "--route", f"transformers:{empty_ckpt}", "--cases", str(cases), "--warmup", "0",
-                 "--measured", "2", "--out", str(tmp_path / "runs"), "--run-id", "broken"])
+    code = main(
+        [
+            "replay",
+            "--route",
+            f"transformers:{empty_ckpt}",
+            "--cases",
+            str(cases),
+            "--warmup",
+            "0",
+            "--measured",
+            "2",
+            "--out",
+            str(tmp_path / "runs"),
+            "--run-id",
+            "broken",
+        ]
+    )
     assert code == 2 and "a run with this id exists" in capsys.readouterr().err

@@ -10,7 +10,9 @@ from serving import sglang
 from serving.__main__ import main
 from serving.sglang import SGLangCommandError, SGLangLaunch, flag_names, sglang_launch_argv
 
-FIXTURE = json.loads((Path(__file__).parent / "testdata" / "sglang_0_5_server_args.json").read_text())
+FIXTURE = json.loads(
+    (Path(__file__).parent / "testdata" / "sglang_0_5_server_args.json").read_text()
+)
 KNOWN_FLAGS = set(FIXTURE["flags"])
 STORE_TRUE = set(FIXTURE["store_true"])
 QWEN36 = "/models/Qwen3.6-35B-A3B-hat"
@@ -36,8 +38,15 @@ def _flag_values(argv):
 
 @pytest.mark.parametrize("draft_head", [None, DRAFT], ids=["builtin-mtp", "adapted-draft-head"])
 def test_every_generated_flag_is_an_sglang_0_5_flag(draft_head):
-    argv = sglang_launch_argv(SGLangLaunch(model_path=QWEN36, draft_head=draft_head, trust_remote_code=True,
-                                           mem_fraction_static=0.85, context_length=32768))
+    argv = sglang_launch_argv(
+        SGLangLaunch(
+            model_path=QWEN36,
+            draft_head=draft_head,
+            trust_remote_code=True,
+            mem_fraction_static=0.85,
+            context_length=32768,
+        )
+    )
     unknown = [f for f in flag_names(argv) if f not in KNOWN_FLAGS]
     assert unknown == []
     values = _flag_values(argv)
@@ -63,7 +72,9 @@ def test_qwen36_command_carries_the_reports_serving_setup():
 def test_draft_head_path_is_passed_only_when_given():
     values = _flag_values(sglang_launch_argv(SGLangLaunch(model_path=QWEN36, draft_head=DRAFT)))
     assert values["--speculative-draft-model-path"] == DRAFT
-    no_spec = _flag_values(sglang_launch_argv(SGLangLaunch(model_path=QWEN36, speculative_algorithm=None)))
+    no_spec = _flag_values(
+        sglang_launch_argv(SGLangLaunch(model_path=QWEN36, speculative_algorithm=None))
+    )
     assert not any(f.startswith("--speculative") for f in no_spec)
 
 
@@ -75,8 +86,14 @@ def test_the_generators_choices_are_ones_sglang_accepts():
 
 
 def test_bad_settings_are_all_reported_with_what_is_valid():
-    launch = SGLangLaunch(model_path=QWEN36, dtype="bf17", tool_call_parser="hermes", reasoning_parser="r1",
-                          speculative_num_draft_tokens=8, port=70000)
+    launch = SGLangLaunch(
+        model_path=QWEN36,
+        dtype="bf17",
+        tool_call_parser="hermes",
+        reasoning_parser="r1",
+        speculative_num_draft_tokens=8,
+        port=70000,
+    )
     with pytest.raises(SGLangCommandError) as info:
         sglang_launch_argv(launch)
     problems = info.value.problems
@@ -101,7 +118,9 @@ def test_check_paths_requires_the_folders_on_this_host(tmp_path):
 def test_cli_prints_a_shell_line_equal_to_the_argv(capsys):
     assert main(["sglang-command", "--model", QWEN36, "--draft-head", DRAFT]) == 0
     line = capsys.readouterr().out.strip()
-    assert shlex.split(line) == sglang_launch_argv(SGLangLaunch(model_path=QWEN36, draft_head=DRAFT))
+    assert shlex.split(line) == sglang_launch_argv(
+        SGLangLaunch(model_path=QWEN36, draft_head=DRAFT)
+    )
     assert main(["sglang-command", "--model", QWEN36, "--json"]) == 0
     argv = json.loads(capsys.readouterr().out)
     assert all(f in KNOWN_FLAGS for f in flag_names(argv))
@@ -130,22 +149,30 @@ def test_a_smollm2_checkpoint_with_no_head_gets_no_nextn_and_no_qwen_parsers(cap
     out, err = capsys.readouterr()
     flags = flag_names(json.loads(out))
     assert not [f for f in flags if f.startswith("--speculative") or f.endswith("-parser")], flags
-    assert "# LlamaForCausalLM has no MTP layers and no draft head was given: no speculative decoding" in err
+    assert (
+        "# LlamaForCausalLM has no MTP layers and no draft head was given: no speculative decoding"
+        in err
+    )
     assert "no --tool-call-parser" in err and "no --reasoning-parser" in err
 
 
 def test_a_qwen3_next_checkpoint_gets_nextn_and_the_parsers_its_template_uses(tmp_path, capsys):
     model = tmp_path / "qwen3-next"
     model.mkdir()
-    (model / "config.json").write_text(json.dumps({"architectures": ["Qwen3NextForCausalLM"],
-                                                    "model_type": "qwen3_next"}))
+    (model / "config.json").write_text(
+        json.dumps({"architectures": ["Qwen3NextForCausalLM"], "model_type": "qwen3_next"})
+    )
     (model / "model.safetensors.index.json").write_text("{}")  # its weights, sharded
     (model / "chat_template.jinja").write_text("{{ '<think>' }}{{ '<tool_call>\\n<function=' }}")
     assert main(["sglang-command", "--model", str(model), "--json"]) == 0
     values = _flag_values(json.loads(capsys.readouterr().out))
     assert values["--speculative-algorithm"] == "NEXTN"
     assert values["--tool-call-parser"] == "qwen3_coder" and values["--reasoning-parser"] == "qwen3"
-    (model / "chat_template.jinja").write_text("{{ '<tool_call>' }}")  # Hermes-style JSON calls, no thinking
-    assert main(["sglang-command", "--model", str(model), "--json", "--reasoning-parser", "none"]) == 0
+    (model / "chat_template.jinja").write_text(
+        "{{ '<tool_call>' }}"
+    )  # Hermes-style JSON calls, no thinking
+    assert (
+        main(["sglang-command", "--model", str(model), "--json", "--reasoning-parser", "none"]) == 0
+    )
     values = _flag_values(json.loads(capsys.readouterr().out))
     assert values["--tool-call-parser"] == "qwen25" and "--reasoning-parser" not in values

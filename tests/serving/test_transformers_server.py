@@ -23,9 +23,13 @@ def tiny_dir():
 def test_command_uses_only_flags_transformers_serve_declares(tmp_path, tiny_dir):
     from transformers.cli.serve import Serve
 
-    declared = {"--" + name.replace("_", "-") for name in inspect.signature(Serve.__init__).parameters}
+    declared = {
+        "--" + name.replace("_", "-") for name in inspect.signature(Serve.__init__).parameters
+    }
     declared |= {"--no-" + flag[2:] for flag in declared}
-    server = TransformersServer(checkpoint=tiny_dir, log_path=tmp_path / "log", continuous_batching=True)
+    server = TransformersServer(
+        checkpoint=tiny_dir, log_path=tmp_path / "log", continuous_batching=True
+    )
     flags = [t for t in server.command() if t.startswith("--")]
     assert flags and all(f in declared for f in flags), [f for f in flags if f not in declared]
 
@@ -39,21 +43,34 @@ def test_start_answer_stream_and_stop(tmp_path, tiny_dir):
         assert b"OMP_NUM_THREADS=1" in environ and b"HF_HUB_OFFLINE=1" in environ
         models = httpx.get(f"{server.base_url}/models").json()["data"]
         assert [m["id"] for m in models] == [str(tiny_dir.resolve())]
-        endpoint = Endpoint(profile=resolve_route(f"transformers:{tiny_dir}"), base_url=server.base_url,
-                            model=server.model, checkpoint={"path": str(tiny_dir)})
-        # usage on the stream's last chunk, asked for as OpenAIChatPolicy asks (transformers 5.25 sends it
-        # only then, as OpenAI's API does)
-        body = {"model": server.model, "messages": [{"role": "user", "content": "hi"}], "stream": True,
-                "stream_options": {"include_usage": True},
-                **endpoint.extra_body(GenerationSettings(temperature=1.0, top_p=0.95, max_tokens=6))}
+        endpoint = Endpoint(
+            profile=resolve_route(f"transformers:{tiny_dir}"),
+            base_url=server.base_url,
+            model=server.model,
+            checkpoint={"path": str(tiny_dir)},
+        )
+        # usage on the stream's last chunk, asked for as OpenAIChatPolicy asks (transformers 5.25
+        # sends it only then, as OpenAI's API does)
+        body = {
+            "model": server.model,
+            "messages": [{"role": "user", "content": "hi"}],
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            **endpoint.extra_body(GenerationSettings(temperature=1.0, top_p=0.95, max_tokens=6)),
+        }
         chunks = []
-        with httpx.stream("POST", f"{server.base_url}/chat/completions", json=body, timeout=60) as response:
+        with httpx.stream(
+            "POST", f"{server.base_url}/chat/completions", json=body, timeout=60
+        ) as response:
             assert response.status_code == 200
             for line in response.iter_lines():
                 if line.startswith("data: ") and line != "data: [DONE]":
                     chunks.append(json.loads(line[6:]))
         usage = [c["usage"] for c in chunks if c.get("usage")]
-        assert usage, f"no usage chunk; the server sent {chunks[-3:]}; its log ends {log.read_text()[-1500:]!r}"
+        assert usage, (
+            f"no usage chunk; the server sent {chunks[-3:]}; "
+            f"its log ends {log.read_text()[-1500:]!r}"
+        )
         assert usage[-1]["completion_tokens"] <= 6
         pid = server.pid
     assert not server.healthy()
@@ -66,9 +83,17 @@ def test_start_answer_stream_and_stop(tmp_path, tiny_dir):
 
 def test_a_server_that_dies_at_start_reports_its_log(tmp_path, tiny_dir):
     port = free_port()
-    server = TransformersServer(checkpoint=tiny_dir, log_path=tmp_path / "serve.log", port=port,
-                                extra_args=("--no-such-flag",), startup_timeout_s=60)
-    with pytest.raises(ServerStartError, match=r"(?s)exited with code \d+ before it was healthy.*No such option .--no-such-flag"):
+    server = TransformersServer(
+        checkpoint=tiny_dir,
+        log_path=tmp_path / "serve.log",
+        port=port,
+        extra_args=("--no-such-flag",),
+        startup_timeout_s=60,
+    )
+    with pytest.raises(
+        ServerStartError,
+        match=r"(?s)exited with code \d+ before it was healthy.*No such option .--no-such-flag",
+    ):
         server.start()
     assert server.pid is None
 

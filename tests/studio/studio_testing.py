@@ -19,11 +19,15 @@ def token_for(user: User) -> str:
     return api_token_create(user=user, name="tests")[1]
 
 
-def edit_skill_rule(files: dict[str, str], *, skill: str = "item_qa", marker: str = "Never") -> dict[str, str]:
+def edit_skill_rule(
+    files: dict[str, str], *, skill: str = "item_qa", marker: str = "Never"
+) -> dict[str, str]:
     """A copy of `files` with one more rule appended to a skill's body."""
     path = f"skills/{skill}/SKILL.md"
     changed = dict(files)
-    changed[path] = files[path].rstrip("\n") + f"\n- {marker} quote a delivery date the tools did not return.\n"
+    changed[path] = (
+        files[path].rstrip("\n") + f"\n- {marker} quote a delivery date the tools did not return.\n"
+    )
     return changed
 
 

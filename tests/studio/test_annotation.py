@@ -1,6 +1,6 @@
-"""Annotation as people use it: traffic and runs feed a queue, labels carry who and when, two labellers'
-agreement is Cohen's kappa, a disagreement waits for a third label, and the settled labels become a
-versioned dataset whose human labels calibrate a judge."""
+"""Annotation as people use it: traffic and runs feed a queue, labels carry who and when, two
+labellers' agreement is Cohen's kappa, a disagreement waits for a third label, and the settled
+labels become a versioned dataset whose human labels calibrate a judge."""
 
 from __future__ import annotations
 
@@ -40,14 +40,23 @@ def second_reviewer(personas) -> User:
 
 
 def _label(client, queue: str, position: int, **values):
-    data = {"accuracy": "1", "effectiveness": "1", "category": "product_qa", "route": "public",
-            "reply_skills": "item_qa", "tools": "get_product_info_by_link_id", "note": ""} | values
+    data = {
+        "accuracy": "1",
+        "effectiveness": "1",
+        "category": "product_qa",
+        "route": "public",
+        "reply_skills": "item_qa",
+        "tools": "get_product_info_by_link_id",
+        "note": "",
+    } | values
     return client.post(f"/annotation/q/{queue}/items/{position}/", data)
 
 
 def test_traffic_becomes_cases_and_labels_carry_labeller_and_time(traffic, personas, records):
     reviewer = client_for(personas.reviewer)
-    response = reviewer.post("/annotation/add/traffic/", {"trajectory": [t.pk for t in traffic], "new_queue": "june"})
+    response = reviewer.post(
+        "/annotation/add/traffic/", {"trajectory": [t.pk for t in traffic], "new_queue": "june"}
+    )
     assert response.status_code == 302 and response.url == "/annotation/q/june/"
     queue = AnnotationQueue.objects.get(name="june")
     item = queue.items.get(position=1)
@@ -63,16 +72,23 @@ def test_traffic_becomes_cases_and_labels_carry_labeller_and_time(traffic, perso
     saved = _label(reviewer, "june", 1, note="price right")
     assert saved.status_code == 302 and saved.url == "/annotation/q/june/next/"
     label = CaseLabel.objects.get()
-    assert label.labeller == personas.reviewer and label.created_at is not None and label.note == "price right"
+    assert (
+        label.labeller == personas.reviewer
+        and label.created_at is not None
+        and label.note == "price right"
+    )
     assert "rafael: Acc 1 Eff 1.0" in page_text(reviewer.get("/annotation/q/june/"))
 
 
 def test_a_bad_label_is_a_400_naming_the_field(traffic, personas):
     reviewer = client_for(personas.reviewer)
     reviewer.post("/annotation/add/traffic/", {"trajectory": [traffic[0].pk], "new_queue": "june"})
-    for values, field in (({"effectiveness": "0.7"}, "effectiveness: 0, 0.5 or 1"),
-                          ({"accuracy": ""}, "accuracy: 1 when"), ({"category": "gossip"}, "category: one of"),
-                          ({"tools": "../etc"}, "tools: '../etc' is not a name")):
+    for values, field in (
+        ({"effectiveness": "0.7"}, "effectiveness: 0, 0.5 or 1"),
+        ({"accuracy": ""}, "accuracy: 1 when"),
+        ({"category": "gossip"}, "category: one of"),
+        ({"tools": "../etc"}, "tools: '../etc' is not a name"),
+    ):
         response = _label(reviewer, "june", 1, **values)
         assert response.status_code == 400
         assert field in page_text(response)
@@ -80,15 +96,21 @@ def test_a_bad_label_is_a_400_naming_the_field(traffic, personas):
 
 
 def test_only_labellers_label(traffic, personas):
-    client_for(personas.reviewer).post("/annotation/add/traffic/", {"trajectory": [traffic[0].pk], "new_queue": "q"})
+    client_for(personas.reviewer).post(
+        "/annotation/add/traffic/", {"trajectory": [traffic[0].pk], "new_queue": "q"}
+    )
     for user in (personas.operator, personas.ml_engineer, personas.outsider):
         assert _label(client_for(user), "q", 1).status_code == 403
     assert client_for(personas.operator).get("/annotation/q/q/").status_code == 200
 
 
-def test_two_labellers_kappa_and_a_disagreement_back_in_the_queue(traffic, personas, second_reviewer):
+def test_two_labellers_kappa_and_a_disagreement_back_in_the_queue(
+    traffic, personas, second_reviewer
+):
     first, second = client_for(personas.reviewer), client_for(second_reviewer)
-    first.post("/annotation/add/traffic/", {"trajectory": [t.pk for t in traffic], "new_queue": "june"})
+    first.post(
+        "/annotation/add/traffic/", {"trajectory": [t.pk for t in traffic], "new_queue": "june"}
+    )
     for position, acc in ((1, "1"), (2, "0"), (3, "1"), (4, "0")):
         _label(first, "june", position, accuracy=acc)
     queue = AnnotationQueue.objects.get(name="june")
@@ -115,11 +137,14 @@ def test_two_labellers_kappa_and_a_disagreement_back_in_the_queue(traffic, perso
 
 
 def test_export_makes_a_versioned_dataset_with_human_labels_that_calibrates_a_judge(
-        traffic, personas, django_capture_on_commit_callbacks):
+    traffic, personas, django_capture_on_commit_callbacks
+):
     from studio.evolution.models import Dataset
 
     reviewer = client_for(personas.reviewer)
-    reviewer.post("/annotation/add/traffic/", {"trajectory": [t.pk for t in traffic], "new_queue": "june"})
+    reviewer.post(
+        "/annotation/add/traffic/", {"trajectory": [t.pk for t in traffic], "new_queue": "june"}
+    )
     for position in (1, 2, 3):
         _label(reviewer, "june", position, accuracy="1", effectiveness="1")
     response = reviewer.post("/annotation/q/june/export/")
@@ -136,12 +161,19 @@ def test_export_makes_a_versioned_dataset_with_human_labels_that_calibrates_a_ju
     assert Dataset.objects.get(name="june-v2").case_count == 4
 
     with django_capture_on_commit_callbacks(execute=True):
-        start = client_for(personas.ml_engineer).post("/annotation/calibrations/start/",
-                                                      {"judge": "programmatic", "dataset": "june-v2"})
+        start = client_for(personas.ml_engineer).post(
+            "/annotation/calibrations/start/", {"judge": "programmatic", "dataset": "june-v2"}
+        )
     assert start.status_code == 302
     calibration = JudgeCalibration.objects.get()
-    assert calibration.dataset.name == "june-v2" and calibration.n == 4 and calibration.judge == "programmatic"
-    detail = page_text(client_for(personas.operator).get(f"/annotation/calibrations/{calibration.pk}/"))
+    assert (
+        calibration.dataset.name == "june-v2"
+        and calibration.n == 4
+        and calibration.judge == "programmatic"
+    )
+    detail = page_text(
+        client_for(personas.operator).get(f"/annotation/calibrations/{calibration.pk}/")
+    )
     assert "Cohen's kappa" in detail and "june-v2" in detail
 
 
@@ -149,8 +181,13 @@ def test_a_queue_from_a_runs_failing_cases_and_from_a_dataset(personas):
     from studio.evolution.datasets import dataset_import
 
     cases, catalogue = world_cases(5)
-    dataset_import(name="dev-5", text="\n".join(json.dumps(c) for c in cases), source="dev.jsonl",
-                   actor=personas.admin, catalogue=catalogue.to_dict())
+    dataset_import(
+        name="dev-5",
+        text="\n".join(json.dumps(c) for c in cases),
+        source="dev.jsonl",
+        actor=personas.admin,
+        catalogue=catalogue.to_dict(),
+    )
     reviewer = client_for(personas.reviewer)
     response = reviewer.post("/annotation/add/", {"dataset": "dev-5", "new_queue": "from-dev"})
     assert response.status_code == 302
@@ -167,23 +204,43 @@ def test_calibration_refuses_a_bad_judge_and_a_set_without_labels(personas):
     cases, _ = world_cases(2)
     for case in cases:
         case.pop("candidates", None)
-    dataset_import(name="bare", text="\n".join(json.dumps(c) for c in cases), source="x.jsonl", actor=None)
+    dataset_import(
+        name="bare", text="\n".join(json.dumps(c) for c in cases), source="x.jsonl", actor=None
+    )
     client = client_for(personas.ml_engineer)
-    page = page_text(client.post("/annotation/calibrations/start/", {"judge": "oracle", "dataset": "bare"}, follow=True))
+    page = page_text(
+        client.post(
+            "/annotation/calibrations/start/", {"judge": "oracle", "dataset": "bare"}, follow=True
+        )
+    )
     assert "judge: unknown judge 'oracle'" in page
-    page = page_text(client.post("/annotation/calibrations/start/", {"judge": "programmatic", "dataset": "bare"},
-                                 follow=True))
+    page = page_text(
+        client.post(
+            "/annotation/calibrations/start/",
+            {"judge": "programmatic", "dataset": "bare"},
+            follow=True,
+        )
+    )
     assert "bare has no reply with human labels" in page
     assert not JudgeCalibration.objects.exists()
 
 
 def test_a_feed_or_a_calibration_that_cannot_be_read_names_the_field(personas):
     reviewer = client_for(personas.reviewer)
-    page = page_text(reviewer.post("/annotation/add/", {"run": "12x", "new_queue": "x"}, follow=True))
+    page = page_text(
+        reviewer.post("/annotation/add/", {"run": "12x", "new_queue": "x"}, follow=True)
+    )
     assert "run: expected a whole number, got '12x'" in page
-    page = page_text(reviewer.post("/annotation/add/", {"dataset": "nope", "new_queue": "x"}, follow=True))
+    page = page_text(
+        reviewer.post("/annotation/add/", {"dataset": "nope", "new_queue": "x"}, follow=True)
+    )
     assert "dataset: no dataset named 'nope'" in page
-    page = page_text(client_for(personas.ml_engineer).post("/annotation/calibrations/start/",
-                                                           {"judge": "programmatic", "dataset": "nope"}, follow=True))
+    page = page_text(
+        client_for(personas.ml_engineer).post(
+            "/annotation/calibrations/start/",
+            {"judge": "programmatic", "dataset": "nope"},
+            follow=True,
+        )
+    )
     assert "dataset: no dataset named 'nope'" in page and not JudgeCalibration.objects.exists()
     assert not AnnotationQueue.objects.exists()

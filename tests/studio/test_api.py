@@ -44,11 +44,15 @@ def test_tokens_are_stored_hashed_and_can_be_revoked(personas, demo_version):
 
 def test_list_versions_and_get_files(personas, demo_version, demo_files):
     client, headers = api(token_for(personas.ml_engineer))
-    listing = client.get("/api/v1/harnesses/livestream-avatar/versions/", **headers).json()["versions"]
+    listing = client.get("/api/v1/harnesses/livestream-avatar/versions/", **headers).json()[
+        "versions"
+    ]
     assert [v["number"] for v in listing] == [1] and listing[0]["digest"] == demo_version.digest
     files = client.get("/api/v1/harnesses/livestream-avatar/versions/1/", **headers).json()["files"]
     assert files == demo_files
-    assert client.get("/api/v1/harnesses/livestream-avatar/versions/9/", **headers).status_code == 404
+    assert (
+        client.get("/api/v1/harnesses/livestream-avatar/versions/9/", **headers).status_code == 404
+    )
 
 
 def test_import_a_zip_then_move_labels(personas, demo_version, demo_files):
@@ -63,30 +67,47 @@ def test_import_a_zip_then_move_labels(personas, demo_version, demo_files):
     again = client.post("/api/v1/import/", data, content_type="application/zip", **headers)
     assert again.status_code == 200 and again.json()["created"] is False
     moved = client.post(
-        "/api/v1/harnesses/livestream-avatar/labels/staging/", json.dumps({"version": 2}), content_type="application/json", **headers
+        "/api/v1/harnesses/livestream-avatar/labels/staging/",
+        json.dumps({"version": 2}),
+        content_type="application/json",
+        **headers,
     )
     assert moved.json() == {"harness": "livestream-avatar", "label": "staging", "version": 2}
     refused = client.post(
         "/api/v1/harnesses/livestream-avatar/labels/production/",
-        json.dumps({"version": 2, "reason": "ci"}), content_type="application/json", **headers,
+        json.dumps({"version": 2, "reason": "ci"}),
+        content_type="application/json",
+        **headers,
     )
     assert refused.status_code == 403 and "reviewer" in refused.json()["error"]
     reviewer, rheaders = api(token_for(personas.reviewer))
     no_reason = reviewer.post(
-        "/api/v1/harnesses/livestream-avatar/labels/production/", json.dumps({"version": 2}), content_type="application/json", **rheaders
+        "/api/v1/harnesses/livestream-avatar/labels/production/",
+        json.dumps({"version": 2}),
+        content_type="application/json",
+        **rheaders,
     )
     assert no_reason.status_code == 400 and "reason" in no_reason.json()["error"]
     gated = reviewer.post(
         "/api/v1/harnesses/livestream-avatar/labels/production/",
-        json.dumps({"version": 2, "reason": "regression suite green"}), content_type="application/json", **rheaders,
+        json.dumps({"version": 2, "reason": "regression suite green"}),
+        content_type="application/json",
+        **rheaders,
     )
     # no evolution stage evaluated v2, no replay or IFEval finished: the release gates have no data
     assert gated.status_code == 400 and "release gates did not pass" in gated.json()["error"]
     assert not Label.objects.filter(name="production").exists()
     ok = reviewer.post(
         "/api/v1/harnesses/livestream-avatar/labels/production/",
-        json.dumps({"version": 2, "reason": "regression suite green", "override_reason": "hotfix, gates next week"}),
-        content_type="application/json", **rheaders,
+        json.dumps(
+            {
+                "version": 2,
+                "reason": "regression suite green",
+                "override_reason": "hotfix, gates next week",
+            }
+        ),
+        content_type="application/json",
+        **rheaders,
     )
     assert ok.status_code == 200, ok.content
     assert Label.objects.get(name="production").version.number == 2
@@ -95,9 +116,13 @@ def test_import_a_zip_then_move_labels(personas, demo_version, demo_files):
 def test_import_of_an_invalid_bundle_lists_every_problem(personas, demo_files):
     client, headers = api(token_for(personas.operator))
     broken = dict(demo_files)
-    broken["skills/item_qa/SKILL.md"] = broken["skills/item_qa/SKILL.md"].replace("name: item_qa", "name: wrong_name")
+    broken["skills/item_qa/SKILL.md"] = broken["skills/item_qa/SKILL.md"].replace(
+        "name: item_qa", "name: wrong_name"
+    )
     broken["prompt.yaml"] = "blocks: {\n"
-    response = client.post("/api/v1/import/", json.dumps({"files": broken}), content_type="application/json", **headers)
+    response = client.post(
+        "/api/v1/import/", json.dumps({"files": broken}), content_type="application/json", **headers
+    )
     assert response.status_code == 400
     problems = response.json()["problems"]
     assert any(p.startswith("skills/item_qa/SKILL.md:") for p in problems)

@@ -1,6 +1,7 @@
-"""One schema per config (harness/config_schema.py): every field of every run config is a ``python -m`` flag and
-an input of the studio's form, both read the same text to the same value, and what a value names is checked by
-its field's kind in one place (studio/training/configs.KIND_CHECKS), whatever the field is called."""
+"""One schema per config (harness/config_schema.py): every field of every run config is a ``python
+-m`` flag and an input of the studio's form, both read the same text to the same value, and what a
+value names is checked by its field's kind in one place (studio/training/configs.KIND_CHECKS),
+whatever the field is called."""
 
 from __future__ import annotations
 
@@ -20,8 +21,16 @@ from studio.training.configs import (
 )
 
 #: The command each studio run kind's config is the flags of.
-COMMANDS = {"sft": "sft", "opd": "opd", "rl": "rl", "mtp": "mtp", "pipeline": "pipeline", "ablation": "ablation",
-            "eval": "eval", "replay": "replay"}
+COMMANDS = {
+    "sft": "sft",
+    "opd": "opd",
+    "rl": "rl",
+    "mtp": "mtp",
+    "pipeline": "pipeline",
+    "ablation": "ablation",
+    "eval": "eval",
+    "replay": "replay",
+}
 
 
 def _subparser(kind: str) -> argparse.ArgumentParser:
@@ -40,12 +49,20 @@ def _form_inputs(form: RunForm) -> set[str]:
 def test_every_config_field_is_a_cli_flag_and_a_form_input_and_nothing_else_is(kind):
     cls = CONFIG_CLASSES[kind]
     flags = {}
-    for action in _subparser(kind)._actions:  # the field's own flag (eval's --no-ifeval-base shares its dest)
+    for action in _subparser(
+        kind
+    )._actions:  # the field's own flag (eval's --no-ifeval-base shares its dest)
         flags.setdefault(action.dest, action)
     expected_inputs = set()
     for field in fields_of(cls):
-        if field.section is not None:  # a pipeline's stage section: its fields are inputs named sft.max_steps
-            expected_inputs |= {f"{field.name}.{f.name}" for f in fields_of(field.section) if f.name not in PIPELINE_OWNED}
+        if (
+            field.section is not None
+        ):  # a pipeline's stage section: its fields are inputs named sft.max_steps
+            expected_inputs |= {
+                f"{field.name}.{f.name}"
+                for f in fields_of(field.section)
+                if f.name not in PIPELINE_OWNED
+            }
             continue
         assert field.name in flags, f"{cls.__name__}.{field.name} has no {field.flag} flag"
         assert field.help and field.help in flags[field.name].help
@@ -56,37 +73,73 @@ def test_every_config_field_is_a_cli_flag_and_a_form_input_and_nothing_else_is(k
     assert _form_inputs(form) == expected_inputs
     for name in expected_inputs:
         assert form.fields[name].help_text and form.fields[name].help_text in " ".join(
-            f.help for f in fields_of(cls) + [g for f in fields_of(cls) if f.section for g in fields_of(f.section)])
+            f.help
+            for f in fields_of(cls)
+            + [g for f in fields_of(cls) if f.section for g in fields_of(f.section)]
+        )
 
 
 @pytest.mark.parametrize("kind", sorted(CONFIG_CLASSES))
-def test_every_value_as_the_form_shows_it_reads_back_to_itself_in_the_form_and_as_flags(kind, tmp_path):
-    """What a user submits untouched is what the form showed, and the same texts as flags give the same config."""
+def test_every_value_as_the_form_shows_it_reads_back_to_itself_in_the_form_and_as_flags(
+    kind, tmp_path
+):
+    """What a user submits untouched is what the form showed, and the same texts as flags give the
+    same config."""
     cls = CONFIG_CLASSES[kind]
     (tmp_path / "cases.jsonl").write_text("")
-    shown = cls() if kind != "replay" else cls(cases=str(tmp_path / "cases.jsonl"))  # a replay needs its cases
+    shown = (
+        cls() if kind != "replay" else cls(cases=str(tmp_path / "cases.jsonl"))
+    )  # a replay needs its cases
     form = RunForm(kind, base=shown)
     posted = {name: field.initial for name, field in form.fields.items() if name != "title"}
     bound = RunForm(kind, posted)
     assert bound.is_valid(), bound.problems
     for name in posted:
         field = bound.fields[name]
-        value = getattr(getattr(shown, field.section) if field.section else shown, field.schema.name)
+        value = getattr(
+            getattr(shown, field.section) if field.section else shown, field.schema.name
+        )
         assert bound.cleaned_data.get(name) == value, (name, bound.errors.get(name))
-    args = argparse.Namespace(**{f.name: value_text(getattr(shown, f.name), separator=",")
-                                 for f in fields_of(cls) if f.section is None})
+    args = argparse.Namespace(
+        **{
+            f.name: value_text(getattr(shown, f.name), separator=",")
+            for f in fields_of(cls)
+            if f.section is None
+        }
+    )
     assert from_flags(cls, args) == shown
 
 
 def test_a_posted_text_and_the_same_flag_give_the_same_config():
     from training.cli import _build, build_parser
 
-    typed = {"max_steps": "7", "learning_rate": "3e-5", "hsa_dims": ["", "skills", "tools"], "report_to": ["", "none"],
-             "pack_turns": "false", "model": "tiny"}
+    typed = {
+        "max_steps": "7",
+        "learning_rate": "3e-5",
+        "hsa_dims": ["", "skills", "tools"],
+        "report_to": ["", "none"],
+        "pack_turns": "false",
+        "model": "tiny",
+    }
     form = RunForm("sft", typed)
     assert form.is_valid(), form.problems
-    args = build_parser().parse_args(["sft", "--max-steps", "7", "--learning-rate", "3e-5", "--hsa-dims",
-                                      "skills,tools", "--report-to", "none", "--pack-turns", "false", "--model", "tiny"])
+    args = build_parser().parse_args(
+        [
+            "sft",
+            "--max-steps",
+            "7",
+            "--learning-rate",
+            "3e-5",
+            "--hsa-dims",
+            "skills,tools",
+            "--report-to",
+            "none",
+            "--pack-turns",
+            "false",
+            "--model",
+            "tiny",
+        ]
+    )
     assert form.config == _build(type(form.config), args)
 
 
@@ -95,9 +148,13 @@ def test_a_field_kind_that_no_check_knows_is_refused_where_the_dataclass_is_read
 
     @dataclasses.dataclass
     class Wrong:
-        model: str = dataclasses.field(default="local", metadata={"kind": "checkpiont", "help": "x"})
+        model: str = dataclasses.field(
+            default="local", metadata={"kind": "checkpiont", "help": "x"}
+        )
 
-    with pytest.raises(TypeError, match="Wrong.model: kind 'checkpiont' is not one of checkpoint, teacher"):
+    with pytest.raises(
+        TypeError, match="Wrong.model: kind 'checkpiont' is not one of checkpoint, teacher"
+    ):
         fields_of(Wrong)
 
 
@@ -105,34 +162,57 @@ def _field(kind: str, name: str):
     return next(f for f in fields_of(CONFIG_CLASSES[kind]) if f.name == name)
 
 
-@pytest.mark.parametrize(("kind", "name", "value", "message"), [
-    # checkpoint: local, tiny, an alias of the field, or an existing absolute checkpoint folder
-    ("sft", "model", "tiny", ""),
-    ("sft", "model", "base", "model: 'base' is not a model: use local, tiny or the absolute path"),
-    ("opd", "teacher", "base", ""),
-    ("eval", "model", "/no/such/folder", "model: /no/such/folder does not exist"),
-    ("ablation", "checkpoints", {"hsa_sft": "x"}, "checkpoints.hsa_sft: 'x' is not a model"),
-    # teacher: gold or an OpenAI-compatible endpoint
-    ("sft", "teacher", "gold", ""),
-    ("sft", "teacher", "openai:http://127.0.0.1:30000/v1:policy", ""),
-    ("sft", "teacher", "tiny", "teacher: 'tiny': use 'gold' (the cases' gold trajectories) or openai:BASE_URL:MODEL"),
-    # harness: the demo or a stored version (a database read, not needed for these)
-    ("replay", "harness", "demo", ""),
-    # file: empty keeps the default; else an absolute path of an existing file
-    ("rl", "cases", "", ""),
-    ("mtp", "cases", "cases.jsonl", "cases: give an absolute path on the workers, not 'cases.jsonl'"),
-    ("sft", "examples", "/etc", "examples: /etc is not an existing file"),
-    # prompts: builtin, a hub name or an existing path
-    ("opd", "prompts", "allenai/tulu-3-sft-mixture", ""),
-    ("opd", "prompts", "../prompts", "prompts: '../prompts': use 'builtin', an existing absolute file or folder"),
-    # route: a serving profile or local:/transformers: with a checkpoint
-    ("replay", "route", "cpu-engine", ""),
-    ("replay", "route", "local:relative", "route: 'relative' is not a model"),
-    ("replay", "route", "nowhere", "route: 'nowhere' is not a route: use one of"),
-    # draft-head: empty (a new head) or an absolute draft-head folder
-    ("mtp", "init_head", "", ""),
-    ("mtp", "init_head", "heads/x", "init_head: give the absolute path of a draft-head folder"),
-])
+@pytest.mark.parametrize(
+    ("kind", "name", "value", "message"),
+    [
+        # checkpoint: local, tiny, an alias of the field, or an existing absolute checkpoint folder
+        ("sft", "model", "tiny", ""),
+        (
+            "sft",
+            "model",
+            "base",
+            "model: 'base' is not a model: use local, tiny or the absolute path",
+        ),
+        ("opd", "teacher", "base", ""),
+        ("eval", "model", "/no/such/folder", "model: /no/such/folder does not exist"),
+        ("ablation", "checkpoints", {"hsa_sft": "x"}, "checkpoints.hsa_sft: 'x' is not a model"),
+        # teacher: gold or an OpenAI-compatible endpoint
+        ("sft", "teacher", "gold", ""),
+        ("sft", "teacher", "openai:http://127.0.0.1:30000/v1:policy", ""),
+        (
+            "sft",
+            "teacher",
+            "tiny",
+            "teacher: 'tiny': use 'gold' (the cases' gold trajectories) or openai:BASE_URL:MODEL",
+        ),
+        # harness: the demo or a stored version (a database read, not needed for these)
+        ("replay", "harness", "demo", ""),
+        # file: empty keeps the default; else an absolute path of an existing file
+        ("rl", "cases", "", ""),
+        (
+            "mtp",
+            "cases",
+            "cases.jsonl",
+            "cases: give an absolute path on the workers, not 'cases.jsonl'",
+        ),
+        ("sft", "examples", "/etc", "examples: /etc is not an existing file"),
+        # prompts: builtin, a hub name or an existing path
+        ("opd", "prompts", "allenai/tulu-3-sft-mixture", ""),
+        (
+            "opd",
+            "prompts",
+            "../prompts",
+            "prompts: '../prompts': use 'builtin', an existing absolute file or folder",
+        ),
+        # route: a serving profile or local:/transformers: with a checkpoint
+        ("replay", "route", "cpu-engine", ""),
+        ("replay", "route", "local:relative", "route: 'relative' is not a model"),
+        ("replay", "route", "nowhere", "route: 'nowhere' is not a route: use one of"),
+        # draft-head: empty (a new head) or an absolute draft-head folder
+        ("mtp", "init_head", "", ""),
+        ("mtp", "init_head", "heads/x", "init_head: give the absolute path of a draft-head folder"),
+    ],
+)
 def test_each_kind_is_checked_in_one_place_whatever_the_field_is_called(kind, name, value, message):
     problem = value_problem(_field(kind, name), value, name=name)
     assert problem.startswith(message) if message else problem == ""
@@ -143,25 +223,50 @@ def test_a_harness_field_takes_a_stored_version_and_names_what_it_takes_otherwis
     field = _field("eval", "harness")
     assert value_problem(field, "livestream-avatar@v1", name="harness") == ""
     assert value_problem(field, "livestream-avatar@v7", name="harness") == (
-        "harness: 'livestream-avatar@v7' is not a Harness here: use 'demo' or a studio version as NAME@vN, "
-        "e.g. livestream-avatar@v1")
+        "harness: 'livestream-avatar@v7' is not a Harness "
+        "here: use 'demo' or a studio version as NAME@vN, "
+        "e.g. livestream-avatar@v1"
+    )
 
 
-@pytest.mark.parametrize(("kind", "posted", "field", "message"), [
-    ("sft", {"report_to": ["", "comet"]}, "report_to", "report_to: comet is not one of none, tensorboard, mlflow"),
-    ("pipeline", {"stages": ["", "sft", "dpo"]}, "stages", "stages: dpo is not one of sft, opd, rl"),
-    ("pipeline", {"rl.hsa_dims": ["", "nothing"]}, "rl.hsa_dims", "rl.hsa_dims: nothing is not one of skills"),
-    ("eval", {"sets": ["", "mmlu"]}, "sets", "sets: mmlu is not one of live_qa, variant_qa"),
-])
-def test_a_choice_outside_the_fields_choices_is_refused_naming_the_valid_ones(kind, posted, field, message):
+@pytest.mark.parametrize(
+    ("kind", "posted", "field", "message"),
+    [
+        (
+            "sft",
+            {"report_to": ["", "comet"]},
+            "report_to",
+            "report_to: comet is not one of none, tensorboard, mlflow",
+        ),
+        (
+            "pipeline",
+            {"stages": ["", "sft", "dpo"]},
+            "stages",
+            "stages: dpo is not one of sft, opd, rl",
+        ),
+        (
+            "pipeline",
+            {"rl.hsa_dims": ["", "nothing"]},
+            "rl.hsa_dims",
+            "rl.hsa_dims: nothing is not one of skills",
+        ),
+        ("eval", {"sets": ["", "mmlu"]}, "sets", "sets: mmlu is not one of live_qa, variant_qa"),
+    ],
+)
+def test_a_choice_outside_the_fields_choices_is_refused_naming_the_valid_ones(
+    kind, posted, field, message
+):
     form = RunForm(kind, posted)
     assert not form.is_valid()
     assert form.problems[field].startswith(message)
 
 
 def test_the_cli_takes_a_tracker_the_form_does_not_offer():
-    """The command line passes report_to on to transformers (any tracker it knows); the studio offers its own."""
+    """The command line passes report_to on to transformers (any tracker it knows); the studio
+    offers its own."""
     from training.cli import _build, build_parser
     from training.sft_config import SFTStageConfig
 
-    assert _build(SFTStageConfig, build_parser().parse_args(["sft", "--report-to", "comet_ml"])).report_to == ["comet_ml"]
+    assert _build(
+        SFTStageConfig, build_parser().parse_args(["sft", "--report-to", "comet_ml"])
+    ).report_to == ["comet_ml"]

@@ -21,7 +21,17 @@ def test_a_changed_line_sits_beside_its_replacement_with_context_on_both_sides()
     changed = [r for r in rows if r[0] == "replace"]
     assert changed == [("replace", 15, "line 15", 15, "LINE 15")]
     kinds = [r[0] for r in rows]
-    assert kinds == ["skip", "equal", "equal", "equal", "replace", "equal", "equal", "equal", "skip"]
+    assert kinds == [
+        "skip",
+        "equal",
+        "equal",
+        "equal",
+        "replace",
+        "equal",
+        "equal",
+        "equal",
+        "skip",
+    ]
 
 
 def test_uneven_replacements_pad_the_shorter_side():
@@ -32,14 +42,24 @@ def test_uneven_replacements_pad_the_shorter_side():
 
 
 def test_the_unified_view_is_single_spaced(db, personas, demo_version, demo_files):
-    """Each line is a block of its own; a line break between the blocks drew a blank line under every line."""
+    """Each line is a block of its own; a line break between the blocks drew a blank line under
+    every line."""
     from studio_testing import client_for, edit_skill_rule
 
     from studio.harnesses.services import harness_version_create
 
-    harness_version_create(harness=demo_version.harness, files=edit_skill_rule(demo_files), author=personas.operator,
-                           message="v2", parent=demo_version)
-    page = client_for(personas.operator).get("/h/livestream-avatar/diff/?a=1&b=2&mode=unified").content.decode()
-    udiff = page[page.index('<pre class="udiff">'):]
-    udiff = udiff[:udiff.index("</pre>")]
+    harness_version_create(
+        harness=demo_version.harness,
+        files=edit_skill_rule(demo_files),
+        author=personas.operator,
+        message="v2",
+        parent=demo_version,
+    )
+    page = (
+        client_for(personas.operator)
+        .get("/h/livestream-avatar/diff/?a=1&b=2&mode=unified")
+        .content.decode()
+    )
+    udiff = page[page.index('<pre class="udiff">') :]
+    udiff = udiff[: udiff.index("</pre>")]
     assert '<span class="add">' in udiff and "</span>\n" not in udiff

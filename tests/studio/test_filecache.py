@@ -1,4 +1,5 @@
-"""Values computed from files, kept in Django's cache framework (studio.filecache, settings.CACHES)."""
+"""Values computed from files, kept in Django's cache framework (studio.filecache,
+settings.CACHES)."""
 
 from __future__ import annotations
 
@@ -31,9 +32,13 @@ def test_a_missing_file_is_a_key_of_its_own():
 
 
 def test_values_live_in_the_configured_django_cache_under_their_name(tmp_path):
-    """One cache for the studio: a second FileCache of the same name (another module, or on Redis another
-    process) sees the value; another name or the process-local alias does not."""
-    shared, again, other = FileCache("test-shared"), FileCache("test-shared"), FileCache("test-other")
+    """One cache for the studio: a second FileCache of the same name (another module, or on Redis
+    another process) sees the value; another name or the process-local alias does not."""
+    shared, again, other = (
+        FileCache("test-shared"),
+        FileCache("test-shared"),
+        FileCache("test-other"),
+    )
     local = FileCache("test-shared", alias="local")
     shared.put(("a", 1), {"x": [1, 2]})
     assert again.get(("a", 1)) == {"x": [1, 2]} and ("a", 1) in again
@@ -47,12 +52,22 @@ def test_the_settings_choose_redis_only_when_redis_url_is_set():
     import subprocess
     import sys
 
-    script = ("import django; django.setup(); from django.conf import settings; "
-              "print(settings.CACHES['default']['BACKEND'].rsplit('.', 1)[-1])")
+    script = (
+        "import django; django.setup(); from django.conf import settings; "
+        "print(settings.CACHES['default']['BACKEND'].rsplit('.', 1)[-1])"
+    )
     for url, backend in (("", "LocMemCache"), ("redis://127.0.0.1:1/0", "RedisCache")):
-        env = {k: v for k, v in os.environ.items() if k != "REDIS_URL"} | ({"REDIS_URL": url} if url else {})
-        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
-                              cwd=Path(__file__).resolve().parents[2], env=env | {"DJANGO_SETTINGS_MODULE": "studio.settings"})
+        env = {k: v for k, v in os.environ.items() if k != "REDIS_URL"} | (
+            {"REDIS_URL": url} if url else {}
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", script],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=Path(__file__).resolve().parents[2],
+            env=env | {"DJANGO_SETTINGS_MODULE": "studio.settings"},
+        )
         assert done.returncode == 0, done.stderr[-2000:]
         assert done.stdout.strip().splitlines()[-1] == backend
 

@@ -19,23 +19,40 @@ SCRIPT = Path(__file__).parent / "testdata" / "price.script.json"
 @pytest.fixture
 def scripted_endpoint(personas):
     return endpoint_save(
-        endpoint=None, name="scripted-price", route="scripted", base_url="", model="",
-        description="", actor=personas.ml_engineer, script_path=str(SCRIPT),
+        endpoint=None,
+        name="scripted-price",
+        route="scripted",
+        base_url="",
+        model="",
+        description="",
+        actor=personas.ml_engineer,
+        script_path=str(SCRIPT),
     )
 
 
-def test_a_playground_run_shows_the_trajectory_step_by_step(personas, demo_version, scripted_endpoint, django_capture_on_commit_callbacks):
+def test_a_playground_run_shows_the_trajectory_step_by_step(
+    personas, demo_version, scripted_endpoint, django_capture_on_commit_callbacks
+):
     client = client_for(personas.operator)
     with django_capture_on_commit_callbacks(execute=True):
         response = client.post(
             "/playground/",
-            {"version": demo_version.pk, "endpoint": scripted_endpoint.pk, "comment": "How much is product #3?",
-             "request_json": '{"id": "pg", "comments": ["x"], "room": {"current_link_id": 1, "shelf": [1, 2, 3, 4, 5]}}'},
+            {
+                "version": demo_version.pk,
+                "endpoint": scripted_endpoint.pk,
+                "comment": "How much is product #3?",
+                "request_json": '{"id": "pg", "comments": ["x"], "room": '
+                '{"current_link_id": 1, "shelf": [1, 2, 3, 4, 5]}}',
+            },
             follow=True,
         )
     job = Job.objects.get(kind="playground_run")
     assert job.status == Job.SUCCEEDED, job.error + job.log_tail
-    page = response.content.decode() if job.is_active else client.get(f"/jobs/{job.pk}/").content.decode()
+    page = (
+        response.content.decode()
+        if job.is_active
+        else client.get(f"/jobs/{job.pk}/").content.decode()
+    )
     assert "Link 3 is the Sunscreen SPF50, currently 89 yuan." in page
     assert "tool get_product_info_by_link_id" in page and "load skill item_qa" in page
     assert "model call (round 1)" in page and "hook " in page
@@ -48,19 +65,30 @@ def test_a_playground_run_shows_the_trajectory_step_by_step(personas, demo_versi
 def test_a_bad_request_is_refused_with_the_field_named(personas, demo_version, scripted_endpoint):
     response = client_for(personas.operator).post(
         "/playground/",
-        {"version": demo_version.pk, "endpoint": scripted_endpoint.pk, "request_json": '{"comments": [], "room": {"current_link_id": 0}}'},
+        {
+            "version": demo_version.pk,
+            "endpoint": scripted_endpoint.pk,
+            "request_json": '{"comments": [], "room": {"current_link_id": 0}}',
+        },
     )
     page = response.content.decode()
     assert response.status_code == 200 and "comments" in page and "current_link_id" in page
     assert not Job.objects.exists()
 
 
-def test_an_exploratory_budget_runs_under_it_and_says_it_is_no_score(personas, demo_version, scripted_endpoint,
-                                                                     django_capture_on_commit_callbacks):
-    """Issue 29, item 6: a longer budget, clearly labelled, for what a slow model would have said."""
+def test_an_exploratory_budget_runs_under_it_and_says_it_is_no_score(
+    personas, demo_version, scripted_endpoint, django_capture_on_commit_callbacks
+):
+    """Issue 29, item 6: a longer budget, clearly labelled, for what a slow model would have
+    said."""
     client = client_for(personas.operator)
-    form = {"version": demo_version.pk, "endpoint": scripted_endpoint.pk, "comment": "How much is product #3?",
-            "request_json": '{"id": "pg", "comments": ["x"], "room": {"current_link_id": 1, "shelf": [1, 2, 3]}}'}
+    form = {
+        "version": demo_version.pk,
+        "endpoint": scripted_endpoint.pk,
+        "comment": "How much is product #3?",
+        "request_json": '{"id": "pg", "comments": ["x"], "room": '
+        '{"current_link_id": 1, "shelf": [1, 2, 3]}}',
+    }
     for bad in ("0", "301", "ten", "1e3", "²"):
         refused = client.post("/playground/", {**form, "budget_s": bad}).content.decode()
         assert "budget_s: " in refused and "whole number of seconds from 1 to 300" in refused, bad
@@ -72,7 +100,10 @@ def test_an_exploratory_budget_runs_under_it_and_says_it_is_no_score(personas, d
     assert job.title.endswith("(exploratory budget 60 s): How much is product #3?")
     assert job.result["trajectory"]["settings"]["trajectory_budget_s"] == 60
     page = client.get(f"/jobs/{job.pk}/").content.decode()
-    assert 'id="trajectory-exploratory"' in page and "a budget of 60 s instead of the Harness's 10 s" in page
+    assert (
+        'id="trajectory-exploratory"' in page
+        and "a budget of 60 s instead of the Harness's 10 s" in page
+    )
     assert "Not a score." in page
     with django_capture_on_commit_callbacks(execute=True):
         client.post("/playground/", form, follow=True)  # empty: the Harness's own budget, no label
@@ -81,17 +112,31 @@ def test_an_exploratory_budget_runs_under_it_and_says_it_is_no_score(personas, d
     assert 'id="trajectory-exploratory"' not in client.get(f"/jobs/{plain.pk}/").content.decode()
 
 
-# --- issue 15: steps while the run goes, example requests on any endpoint, a dataset's catalogue -------------
+# --- issue 15: steps while the run goes, example requests on any endpoint, a dataset's catalogue
+# -------------
 
 ROLES_THAT_RUN = ["operator", "reviewer", "ml_engineer", "admin"]
-SCARF = {"link_id": 42, "product_id": "SKU-4242", "name": "Silk Scarf", "category": "fashion", "price": 59.0,
-         "stock": 12, "description": "A light silk scarf."}
-CASE = {"id": "dev-scarf-1", "category": "product_qa", "comments": [{"user": "amy", "text": "How much is link 42?"}],
-        "room": {"current_link_id": 42, "shelf": [1, 42]}, "gold": {"route": "public"}}
+SCARF = {
+    "link_id": 42,
+    "product_id": "SKU-4242",
+    "name": "Silk Scarf",
+    "category": "fashion",
+    "price": 59.0,
+    "stock": 12,
+    "description": "A light silk scarf.",
+}
+CASE = {
+    "id": "dev-scarf-1",
+    "category": "product_qa",
+    "comments": [{"user": "amy", "text": "How much is link 42?"}],
+    "room": {"current_link_id": 42, "shelf": [1, 42]},
+    "gold": {"route": "public"},
+}
 CASE_SCRIPT = [
     '<tool_call>{"name": "get_product_info_by_link_id", "arguments": {"link_id": 42}}</tool_call>',
     '<tool_call>{"name": "load_skill", "arguments": {"name": "item_qa"}}</tool_call>',
-    "Link 42 is the Silk Scarf, 59 yuan."]
+    "Link 42 is the Silk Scarf, 59 yuan.",
+]
 
 
 @pytest.fixture
@@ -100,8 +145,16 @@ def keyed_endpoint(personas, tmp_path):
     script = {f"dev-{i:04d}": ["Thanks!"] for i in range(482)} | {CASE["id"]: CASE_SCRIPT}
     path = tmp_path / "keyed.json"
     path.write_text(json.dumps(script))
-    return endpoint_save(endpoint=None, name="scripted-keyed", route="scripted", base_url="", model="",
-                         description="", actor=personas.ml_engineer, script_path=str(path))
+    return endpoint_save(
+        endpoint=None,
+        name="scripted-keyed",
+        route="scripted",
+        base_url="",
+        model="",
+        description="",
+        actor=personas.ml_engineer,
+        script_path=str(path),
+    )
 
 
 @pytest.fixture
@@ -112,9 +165,18 @@ def scarf_dataset(personas):
 
     catalogue = demo_catalogue().to_dict()
     catalogue["products"].append(SCARF)
-    dataset = Dataset.objects.create(name="scarves", catalogue=catalogue, case_count=1, created_by=personas.admin)
-    DatasetCase.objects.create(dataset=dataset, case_id=CASE["id"], position=1, line=1, category="product_qa",
-                               comment="How much is link 42?", data=json.loads(json.dumps(CASE)))
+    dataset = Dataset.objects.create(
+        name="scarves", catalogue=catalogue, case_count=1, created_by=personas.admin
+    )
+    DatasetCase.objects.create(
+        dataset=dataset,
+        case_id=CASE["id"],
+        position=1,
+        line=1,
+        category="product_qa",
+        comment="How much is link 42?",
+        data=json.loads(json.dumps(CASE)),
+    )
     return dataset
 
 
@@ -125,10 +187,21 @@ def run_in_playground(client, capture, **form):
 
 
 @pytest.mark.parametrize("role", ROLES_THAT_RUN)
-def test_every_role_sees_every_example_and_the_dataset_catalogues(personas, demo_version, scarf_dataset, role):
+def test_every_role_sees_every_example_and_the_dataset_catalogues(
+    personas, demo_version, scarf_dataset, role
+):
     page = client_for(personas.by_role()[role]).get("/playground/").content.decode()
-    for name in ["product_price", "casual_chat", "aftersale", "multi_comment", "promotion", "faq",
-                 "clarification", "change_order", "silent_refusal"]:
+    for name in [
+        "product_price",
+        "casual_chat",
+        "aftersale",
+        "multi_comment",
+        "promotion",
+        "faq",
+        "clarification",
+        "change_order",
+        "silent_refusal",
+    ]:
         assert f'href="?example={name}"' in page
     assert "demo catalogue (the examples)" in page and "dataset scarves (1 cases)" in page
 
@@ -139,57 +212,98 @@ def test_the_outsider_and_the_anonymous_cannot_open_the_playground(personas):
 
 
 @pytest.mark.parametrize("role", ROLES_THAT_RUN)
-def test_a_keyed_scripted_endpoint_runs_the_example_requests(personas, demo_version, keyed_endpoint, role,
-                                                              django_capture_on_commit_callbacks):
-    """Before: 'the script has no outputs for request ...; it has' and 482 case ids, the agent fell back."""
+def test_a_keyed_scripted_endpoint_runs_the_example_requests(
+    personas, demo_version, keyed_endpoint, role, django_capture_on_commit_callbacks
+):
+    """Before: 'the script has no outputs for request ...; it has' and 482 case ids, the agent fell
+    back."""
     client = client_for(personas.by_role()[role])
     form = client.get("/playground/?example=product_price").content.decode()
     assert "product-price-001" in form
-    run_in_playground(client, django_capture_on_commit_callbacks, version=demo_version.pk,
-                      endpoint=keyed_endpoint.pk, request_json=json.dumps(example_request(name="product_price")))
+    run_in_playground(
+        client,
+        django_capture_on_commit_callbacks,
+        version=demo_version.pk,
+        endpoint=keyed_endpoint.pk,
+        request_json=json.dumps(example_request(name="product_price")),
+    )
     job = Job.objects.get(kind="playground_run")
     trajectory = job.result["trajectory"]
-    assert (job.status, trajectory["outcome"]) == (Job.SUCCEEDED, "replied"), trajectory["outcome_reason"]
+    assert (job.status, trajectory["outcome"]) == (Job.SUCCEEDED, "replied"), trajectory[
+        "outcome_reason"
+    ]
     assert "Sunscreen SPF50" in trajectory["reply"]
 
 
-def test_every_example_request_runs_on_the_keyed_scripted_endpoint(personas, demo_version, keyed_endpoint,
-                                                                  django_capture_on_commit_callbacks):
+def test_every_example_request_runs_on_the_keyed_scripted_endpoint(
+    personas, demo_version, keyed_endpoint, django_capture_on_commit_callbacks
+):
     client = client_for(personas.operator)
     for name in examples():
-        run_in_playground(client, django_capture_on_commit_callbacks, version=demo_version.pk,
-                          endpoint=keyed_endpoint.pk, request_json=json.dumps(example_request(name=name)))
-    outcomes = {job.params["request"]["id"]: job.result["trajectory"]["outcome"]
-                for job in Job.objects.filter(kind="playground_run")}
+        run_in_playground(
+            client,
+            django_capture_on_commit_callbacks,
+            version=demo_version.pk,
+            endpoint=keyed_endpoint.pk,
+            request_json=json.dumps(example_request(name=name)),
+        )
+    outcomes = {
+        job.params["request"]["id"]: job.result["trajectory"]["outcome"]
+        for job in Job.objects.filter(kind="playground_run")
+    }
     assert len(outcomes) == 9
     assert outcomes.pop("silent-refusal-001") == "silent"
     assert set(outcomes.values()) == {"replied"}
 
 
-def test_a_request_the_script_cannot_answer_is_refused_in_one_line(personas, demo_version, keyed_endpoint):
+def test_a_request_the_script_cannot_answer_is_refused_in_one_line(
+    personas, demo_version, keyed_endpoint
+):
     response = client_for(personas.operator).post(
-        "/playground/", {"version": demo_version.pk, "endpoint": keyed_endpoint.pk, "comment": "Is link 2 in stock?"})
+        "/playground/",
+        {
+            "version": demo_version.pk,
+            "endpoint": keyed_endpoint.pk,
+            "comment": "Is link 2 in stock?",
+        },
+    )
     page = response.content.decode()
-    assert ("endpoint: scripted-keyed replays a script with no outputs for request &#x27;playground-comment&#x27;; "
-            "it answers the 9 example requests and 483 request ids (dev-0000, dev-0001, dev-0002, ...). Pick an example request or a case of "
-            "the script&#x27;s dataset, or a model endpoint") in page
+    assert (
+        "endpoint: scripted-keyed replays a script with no "
+        "outputs for request &#x27;playground-comment&#x27;; "
+        "it answers the 9 example requests and 483 request ids (dev-0000, "
+        "dev-0001, dev-0002, ...). Pick an example request or a case of "
+        "the script&#x27;s dataset, or a model endpoint"
+    ) in page
     assert "dev-0003" not in page and not Job.objects.exists()
 
 
 @pytest.mark.parametrize("role", ROLES_THAT_RUN)
-def test_a_pasted_dataset_case_runs_with_its_datasets_catalogue(personas, demo_version, keyed_endpoint,
-                                                               scarf_dataset, role,
-                                                               django_capture_on_commit_callbacks):
+def test_a_pasted_dataset_case_runs_with_its_datasets_catalogue(
+    personas, demo_version, keyed_endpoint, scarf_dataset, role, django_capture_on_commit_callbacks
+):
     """Before: link 42 was refused, checked against the demo catalogue."""
     client = client_for(personas.by_role()[role])
-    refused = client.post("/playground/", {"version": demo_version.pk, "endpoint": keyed_endpoint.pk,
-                                           "request_json": json.dumps(CASE)}).content.decode()
+    refused = client.post(
+        "/playground/",
+        {
+            "version": demo_version.pk,
+            "endpoint": keyed_endpoint.pk,
+            "request_json": json.dumps(CASE),
+        },
+    ).content.decode()
     assert "room.shelf[1]: no product with link id 42 in the catalogue" in refused
     assert "case dev-scarf-1 is in dataset scarves: choose it as the catalogue" in refused
     assert not Job.objects.exists()
 
-    run_in_playground(client, django_capture_on_commit_callbacks, version=demo_version.pk,
-                      endpoint=keyed_endpoint.pk, dataset=scarf_dataset.pk, request_json=json.dumps(CASE))
+    run_in_playground(
+        client,
+        django_capture_on_commit_callbacks,
+        version=demo_version.pk,
+        endpoint=keyed_endpoint.pk,
+        dataset=scarf_dataset.pk,
+        request_json=json.dumps(CASE),
+    )
     job = Job.objects.get(kind="playground_run")
     assert job.status == Job.SUCCEEDED, job.error + job.log_tail
     assert job.result["trajectory"]["reply"] == "Link 42 is the Silk Scarf, 59 yuan."
@@ -198,25 +312,35 @@ def test_a_pasted_dataset_case_runs_with_its_datasets_catalogue(personas, demo_v
     assert "catalogue of scarves" in page and "Link 42 is the Silk Scarf, 59 yuan." in page
 
 
-def test_a_case_picked_by_id_fills_the_form_and_runs(personas, demo_version, keyed_endpoint, scarf_dataset,
-                                                     django_capture_on_commit_callbacks):
+def test_a_case_picked_by_id_fills_the_form_and_runs(
+    personas, demo_version, keyed_endpoint, scarf_dataset, django_capture_on_commit_callbacks
+):
     client = client_for(personas.reviewer)
     form = client.get(f"/playground/?dataset={scarf_dataset.pk}&case=dev-scarf-1").content.decode()
     assert "How much is link 42?" in form and "&quot;gold&quot;" not in form
     missing = client.get(f"/playground/?dataset={scarf_dataset.pk}&case=dev-nope").content.decode()
     assert "case: dataset scarves has no case &#x27;dev-nope&#x27;" in missing
-    no_dataset = client.post("/playground/", {"version": demo_version.pk, "endpoint": keyed_endpoint.pk,
-                                              "case": "dev-scarf-1"}).content.decode()
+    no_dataset = client.post(
+        "/playground/",
+        {"version": demo_version.pk, "endpoint": keyed_endpoint.pk, "case": "dev-scarf-1"},
+    ).content.decode()
     assert "case: choose the dataset the case is in" in no_dataset
-    run_in_playground(client, django_capture_on_commit_callbacks, version=demo_version.pk,
-                      endpoint=keyed_endpoint.pk, dataset=scarf_dataset.pk, case="dev-scarf-1")
+    run_in_playground(
+        client,
+        django_capture_on_commit_callbacks,
+        version=demo_version.pk,
+        endpoint=keyed_endpoint.pk,
+        dataset=scarf_dataset.pk,
+        case="dev-scarf-1",
+    )
     job = Job.objects.get(kind="playground_run")
     assert job.result["trajectory"]["reply"] == "Link 42 is the Silk Scarf, 59 yuan."
     assert job.params["dataset_id"] == scarf_dataset.pk
 
 
-def test_the_job_page_shows_the_steps_while_the_run_goes(personas, demo_version, scripted_endpoint, monkeypatch,
-                                                          django_capture_on_commit_callbacks):
+def test_the_job_page_shows_the_steps_while_the_run_goes(
+    personas, demo_version, scripted_endpoint, monkeypatch, django_capture_on_commit_callbacks
+):
     """Before: the page sat at 30% with no steps until the run ended."""
     from studio.playground import services
 
@@ -226,11 +350,22 @@ def test_the_job_page_shows_the_steps_while_the_run_goes(personas, demo_version,
 
     def store_and_look(*, job_id, result):
         store(job_id=job_id, result=result)
-        seen.append((Job.objects.get(pk=job_id).progress, watcher.get(f"/jobs/{job_id}/status/").content.decode()))
+        seen.append(
+            (
+                Job.objects.get(pk=job_id).progress,
+                watcher.get(f"/jobs/{job_id}/status/").content.decode(),
+            )
+        )
 
     monkeypatch.setattr(services, "playground_steps_store", store_and_look)
-    run_in_playground(client_for(personas.operator), django_capture_on_commit_callbacks, version=demo_version.pk,
-                      endpoint=scripted_endpoint.pk, comment="How much is product #3?", request_json="")
+    run_in_playground(
+        client_for(personas.operator),
+        django_capture_on_commit_callbacks,
+        version=demo_version.pk,
+        endpoint=scripted_endpoint.pk,
+        comment="How much is product #3?",
+        request_json="",
+    )
     job = Job.objects.get(kind="playground_run")
     assert job.status == Job.SUCCEEDED
     first_tool = next(page for _, page in seen if "tool get_product_info_by_link_id" in page)
@@ -238,11 +373,15 @@ def test_the_job_page_shows_the_steps_while_the_run_goes(personas, demo_version,
     assert "currently 89 yuan" not in first_tool and "load skill item_qa" not in first_tool
     assert [p for p, _ in seen] == sorted(p for p, _ in seen) and seen[-1][0] > 30
     final = watcher.get(f"/jobs/{job.pk}/status/").content.decode()
-    assert "trajectory-running" not in final and "Link 3 is the Sunscreen SPF50, currently 89 yuan." in final
+    assert (
+        "trajectory-running" not in final
+        and "Link 3 is the Sunscreen SPF50, currently 89 yuan." in final
+    )
 
 
-def test_a_run_cancelled_mid_way_keeps_the_steps_it_recorded(personas, demo_version, scripted_endpoint, monkeypatch,
-                                                              django_capture_on_commit_callbacks):
+def test_a_run_cancelled_mid_way_keeps_the_steps_it_recorded(
+    personas, demo_version, scripted_endpoint, monkeypatch, django_capture_on_commit_callbacks
+):
     from django.utils import timezone
 
     from studio.playground import services
@@ -252,14 +391,25 @@ def test_a_run_cancelled_mid_way_keeps_the_steps_it_recorded(personas, demo_vers
     def store_then_cancel(*, job_id, result):
         store(job_id=job_id, result=result)
         if result["trajectory"]["tool_calls"]:
-            Job.objects.filter(pk=job_id).update(cancel_requested_at=timezone.now(), cancelled_by=personas.operator)
+            Job.objects.filter(pk=job_id).update(
+                cancel_requested_at=timezone.now(), cancelled_by=personas.operator
+            )
 
     monkeypatch.setattr(services, "playground_steps_store", store_then_cancel)
     client = client_for(personas.operator)
-    run_in_playground(client, django_capture_on_commit_callbacks, version=demo_version.pk,
-                      endpoint=scripted_endpoint.pk, comment="How much is product #3?", request_json="")
+    run_in_playground(
+        client,
+        django_capture_on_commit_callbacks,
+        version=demo_version.pk,
+        endpoint=scripted_endpoint.pk,
+        comment="How much is product #3?",
+        request_json="",
+    )
     job = Job.objects.get(kind="playground_run")
     assert job.status == Job.CANCELLED
     assert len(job.result["trajectory"]["model_calls"]) == 1  # stopped at the step after the cancel
     page = client.get(f"/jobs/{job.pk}/").content.decode()
-    assert "cancelled</span> the run ended before a reply" in page and "tool get_product_info_by_link_id" in page
+    assert (
+        "cancelled</span> the run ended before a reply" in page
+        and "tool get_product_info_by_link_id" in page
+    )

@@ -1,7 +1,8 @@
-"""The replay dashboards as each role reads them: a real `python -m serving replay` on the tiny route
-(its folder copied under two studio runs), the figures per level as serving's own summary gives them,
-the CDF, the run record and the exact command; two replays side by side; the ids a compare link may
-carry; a replay that runs, failed, lost its folder or cannot be read; a requests.jsonl over the cap."""
+"""The replay dashboards as each role reads them: a real `python -m serving replay` on the tiny
+route (its folder copied under two studio runs), the figures per level as serving's own summary
+gives them, the CDF, the run record and the exact command; two replays side by side; the ids a
+compare link may carry; a replay that runs, failed, lost its folder or cannot be read; a
+requests.jsonl over the cap."""
 
 from __future__ import annotations
 
@@ -30,29 +31,55 @@ READERS = ("operator", "reviewer", "ml_engineer", "admin")
 
 @pytest.fixture(scope="module")
 def tiny_replay(tmp_path_factory):
-    """A replay folder made by the real command on the tiny CPU route: levels 1 and 2, 2 measured each."""
+    """A replay folder made by the real command on the tiny CPU route: levels 1 and 2, 2 measured
+    each."""
     cases = artefacts.replay_cases(tmp_path_factory, 3)
     out = tmp_path_factory.mktemp("replay")
-    argv = ReplayConfig(route="cpu-engine-tiny", cases=str(cases), concurrency=[1, 2], warmup=1, measured=2,
-                           max_tokens=16).argv(out=str(out))
-    done = subprocess.run([sys.executable, "-m", *argv], capture_output=True, text=True, timeout=600)
+    argv = ReplayConfig(
+        route="cpu-engine-tiny",
+        cases=str(cases),
+        concurrency=[1, 2],
+        warmup=1,
+        measured=2,
+        max_tokens=16,
+    ).argv(out=str(out))
+    done = subprocess.run(
+        [sys.executable, "-m", *argv], capture_output=True, text=True, timeout=600
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return {"folder": out / "replay", "argv": argv, "cases": cases}
 
 
-def _replay_run(tmp_path, name, *, source=None, status=Job.SUCCEEDED, error="", argv=None, title="tiny replay"):
-    """A replay run row as the training app leaves it: folder RUN/replay/, its command, the stored summary."""
+def _replay_run(
+    tmp_path, name, *, source=None, status=Job.SUCCEEDED, error="", argv=None, title="tiny replay"
+):
+    """A replay run row as the training app leaves it: folder RUN/replay/, its command, the stored
+    summary."""
     folder = tmp_path / name
     folder.mkdir()
     if source is not None:
         shutil.copytree(source, folder / "replay")
-    argv = argv or ["serving", "replay", "--route", "cpu-engine-tiny", "--out", str(folder), "--run-id", "replay"]
+    argv = argv or [
+        "serving",
+        "replay",
+        "--route",
+        "cpu-engine-tiny",
+        "--out",
+        str(folder),
+        "--run-id",
+        "replay",
+    ]
     job = Job.objects.create(kind="replay_run", title=title, status=status, error=error, params={})
-    run = TrainingRun.objects.create(kind="replay", title=title, folder=str(folder), config_digest="0" * 64,
-                                     steps=[{"name": "replay", "argv": argv, "config_file": "replay.yaml",
-                                             "output": "replay"}],
-                                     config={"replay": {"route": "cpu-engine-tiny", "concurrency": [1, 2]}},
-                                     model="cpu-engine-tiny", job=job)
+    run = TrainingRun.objects.create(
+        kind="replay",
+        title=title,
+        folder=str(folder),
+        config_digest="0" * 64,
+        steps=[{"name": "replay", "argv": argv, "config_file": "replay.yaml", "output": "replay"}],
+        config={"replay": {"route": "cpu-engine-tiny", "concurrency": [1, 2]}},
+        model="cpu-engine-tiny",
+        job=job,
+    )
     if status == Job.SUCCEEDED and source is not None:
         run.summary = read_folder_summary(run)  # what the worker stores when the job ends
         run.save(update_fields=["summary"])
@@ -60,8 +87,11 @@ def _replay_run(tmp_path, name, *, source=None, status=Job.SUCCEEDED, error="", 
 
 
 def _chart(page: str, key: str) -> dict:
-    data = json.loads(re.search(r'<script id="replay-chart-data" type="application/json">(.*?)</script>',
-                                page, re.S).group(1))
+    data = json.loads(
+        re.search(
+            r'<script id="replay-chart-data" type="application/json">(.*?)</script>', page, re.S
+        ).group(1)
+    )
     return next(c for c in data if c["key"] == key)
 
 
@@ -72,8 +102,12 @@ def _cells(page: str, level: str) -> dict[str, str]:
 
 @pytest.mark.slow
 def test_every_role_reads_a_real_tiny_replay_level_by_level(personas, tiny_replay, tmp_path):
-    run = _replay_run(tmp_path, "run-1", source=tiny_replay["folder"],
-                      argv=tiny_replay["argv"][:-4] + ["--out", str(tmp_path / "run-1"), "--run-id", "replay"])
+    run = _replay_run(
+        tmp_path,
+        "run-1",
+        source=tiny_replay["folder"],
+        argv=tiny_replay["argv"][:-4] + ["--out", str(tmp_path / "run-1"), "--run-id", "replay"],
+    )
     meta, summary = load_run(run.path / "replay")
     for role in READERS:
         response = client_for(getattr(personas, role)).get(f"/replay/{run.pk}/")
@@ -87,17 +121,27 @@ def test_every_role_reads_a_real_tiny_replay_level_by_level(personas, tiny_repla
         assert figures["n_measured"] == 2 and cells["wall_p95_s"] != "n/a"
     cdf = _chart(page, "cdf")
     assert [s["name"] for s in cdf["series"]] == ["C=1 (n=2)", "C=2 (n=2)"]
-    assert all(s["points"][0] == [0.0, 0.0] and len(s["points"]) == s["n"] + 1 for s in cdf["series"])
+    assert all(
+        s["points"][0] == [0.0, 0.0] and len(s["points"]) == s["n"] + 1 for s in cdf["series"]
+    )
     assert cdf["series"][0]["points"][-1][1] == summary["levels"]["1"]["success_rate"]
     latency = _chart(page, "latency")
     p95 = next(s for s in latency["series"] if s["name"] == "wall P95")["points"]
-    assert p95 == [[1, summary["levels"]["1"]["wall_p95_s"]], [2, summary["levels"]["2"]["wall_p95_s"]]]
+    assert p95 == [
+        [1, summary["levels"]["1"]["wall_p95_s"]],
+        [2, summary["levels"]["2"]["wall_p95_s"]],
+    ]
     # the run record: what a second run needs to be the same run
     record = re.search(r'id="run-record">(.*?)</table>', page, re.S).group(1)
-    assert "python -m serving replay --route cpu-engine-tiny --cases " + str(tiny_replay["cases"]) in record
+    assert (
+        "python -m serving replay --route cpu-engine-tiny --cases " + str(tiny_replay["cases"])
+        in record
+    )
     assert meta["harness"]["digest"] in record and meta["cases"]["digest"] in record
     assert "1 warm-up + 2 measured cases per level" in record and "<code>tiny</code>" in record
-    assert "max tokens 16" in record and "SLA 15.0 s" in record and meta["host"]["hostname"] in record
+    assert (
+        "max tokens 16" in record and "SLA 15.0 s" in record and meta["host"]["hostname"] in record
+    )
     assert "no draft head" in page
     assert '<a href="/replay/">Replays</a>' in page  # the nav
     run_page = client_for(personas.operator).get(f"/training/runs/{run.pk}/").content.decode()
@@ -142,7 +186,9 @@ def test_the_list_shows_each_replay_and_two_compare_level_by_level(personas, tin
 
 def test_a_compare_link_names_the_parameter_it_cannot_use(personas, tmp_path):
     replay = _replay_run(tmp_path, "run-r")
-    sft = TrainingRun.objects.create(kind="sft", title="sft", folder=str(tmp_path), config_digest="0" * 64)
+    sft = TrainingRun.objects.create(
+        kind="sft", title="sft", folder=str(tmp_path), config_digest="0" * 64
+    )
     client = client_for(personas.operator)
     cases = {
         f"?b={replay.pk}": "a: missing; give the ids of two replay runs",
@@ -159,7 +205,10 @@ def test_a_compare_link_names_the_parameter_it_cannot_use(personas, tmp_path):
     assert missing.status_code == 404 and "a: no run #99999" in missing.content.decode()
     assert client.get("/replay/99999/").status_code == 404
     not_replay = client.get(f"/replay/{sft.pk}/")
-    assert not_replay.status_code == 404 and "is a HSA-SFT run, not a deployment replay" in not_replay.content.decode()
+    assert (
+        not_replay.status_code == 404
+        and "is a HSA-SFT run, not a deployment replay" in not_replay.content.decode()
+    )
 
 
 def _writer_folder(run: TrainingRun, *, records, status="finished", levels=None, route=True):
@@ -167,43 +216,81 @@ def _writer_folder(run: TrainingRun, *, records, status="finished", levels=None,
     for record in records:
         writer.record(record)
     writer.close()
-    meta = {"run_id": "replay", "status": status, "harness": {"name": "livestream-avatar", "digest": "d" * 64},
-            "cases": {"digest": "c" * 64, "path": "/cases.jsonl", "warmup_ids": [], "measured_ids": ["x"]},
-            "concurrency": [1, 2], "generation": {"temperature": 1.0, "top_p": 0.95, "max_tokens": 8},
-            "sla_s": 15.0, "levels": levels or [], "host": {"hostname": "worker-7"}}
+    meta = {
+        "run_id": "replay",
+        "status": status,
+        "harness": {"name": "livestream-avatar", "digest": "d" * 64},
+        "cases": {
+            "digest": "c" * 64,
+            "path": "/cases.jsonl",
+            "warmup_ids": [],
+            "measured_ids": ["x"],
+        },
+        "concurrency": [1, 2],
+        "generation": {"temperature": 1.0, "top_p": 0.95, "max_tokens": 8},
+        "sla_s": 15.0,
+        "levels": levels or [],
+        "host": {"hostname": "worker-7"},
+    }
     if route:
-        meta["route"] = {"route": "cpu-engine-tiny", "engine": "local", "checkpoint": {"name": "tiny"}}
+        meta["route"] = {
+            "route": "cpu-engine-tiny",
+            "engine": "local",
+            "checkpoint": {"name": "tiny"},
+        }
     writer.write_json("run.json", meta)
     return writer.dir
 
 
 def _request(wall, *, concurrency=1, ok=True):
-    return {"phase": "measured", "concurrency": concurrency, "ok": ok, "status": "ok" if ok else "timeout",
-            "wall_s": wall if ok else None, "has_trajectory": ok,
-            "calls": [{"ttft_s": 0.1, "latency_s": 0.6, "input_tokens": 10, "output_tokens": 6, "error": None}]}
+    return {
+        "phase": "measured",
+        "concurrency": concurrency,
+        "ok": ok,
+        "status": "ok" if ok else "timeout",
+        "wall_s": wall if ok else None,
+        "has_trajectory": ok,
+        "calls": [
+            {"ttft_s": 0.1, "latency_s": 0.6, "input_tokens": 10, "output_tokens": 6, "error": None}
+        ],
+    }
 
 
 def test_a_running_a_failed_a_lost_and_a_damaged_replay_each_say_so(personas, tmp_path):
     client = client_for(personas.operator)
     running = _replay_run(tmp_path, "running", status=Job.RUNNING)
-    folder = _writer_folder(running, records=[_request(1.0), _request(2.0)], status="running",
-                            levels=[])  # level 1 has not ended yet
+    folder = _writer_folder(
+        running, records=[_request(1.0), _request(2.0)], status="running", levels=[]
+    )  # level 1 has not ended yet
     with (folder / "requests.jsonl").open("a") as handle:
         handle.write('{"phase": "meas')  # the request being written now
     page = client.get(f"/replay/{running.pk}/").content.decode()
-    assert 'data-active="yes"' in page and "running: the figures below are of the requests measured so far" in page
+    assert (
+        'data-active="yes"' in page
+        and "running: the figures below are of the requests measured so far" in page
+    )
     assert "in progress" in _cells_row(page, "1")
 
     opening = _replay_run(tmp_path, "opening", status=Job.RUNNING)
     _writer_folder(opening, records=[], status="running", route=False)
     page = client.get(f"/replay/{opening.pk}/").content.decode()
-    assert "nothing to show yet:" in page and "the replay is still opening its route; nothing is measured yet" in page
+    assert (
+        "nothing to show yet:" in page
+        and "the replay is still opening its route; nothing is measured yet" in page
+    )
 
-    failed = _replay_run(tmp_path, "failed", status=Job.FAILED,
-                         error="replay: `python -m serving replay ...` exited with 2: error: route cpu-x: unknown")
+    failed = _replay_run(
+        tmp_path,
+        "failed",
+        status=Job.FAILED,
+        error="replay: `python -m serving replay ...` exited with 2: error: route cpu-x: unknown",
+    )
     response = client.get(f"/replay/{failed.pk}/")
     page = response.content.decode()
-    assert response.status_code == 200 and "failed: replay: `python -m serving replay ...` exited with 2" in page
+    assert (
+        response.status_code == 200
+        and "failed: replay: `python -m serving replay ...` exited with 2" in page
+    )
     assert f"{failed.path / 'replay'} is missing: the replay left no record on this host" in page
 
     damaged = _replay_run(tmp_path, "damaged")
@@ -223,9 +310,13 @@ def _cells_row(page: str, level: str) -> str:
     return re.search(rf'<tr data-level="{level}">(.*?)</tr>', page, re.S).group(1)
 
 
-def test_a_huge_requests_file_is_read_up_to_the_cap_and_the_page_says_so(personas, tmp_path, monkeypatch):
+def test_a_huge_requests_file_is_read_up_to_the_cap_and_the_page_says_so(
+    personas, tmp_path, monkeypatch
+):
     run = _replay_run(tmp_path, "huge")
-    records = [_request(0.5 + i / 1000) for i in range(3000)] + [_request(1.0, concurrency=2) for _ in range(50)]
+    records = [_request(0.5 + i / 1000) for i in range(3000)] + [
+        _request(1.0, concurrency=2) for _ in range(50)
+    ]
     folder = _writer_folder(run, records=records)
     size = (folder / "requests.jsonl").stat().st_size
     monkeypatch.setattr(selectors, "REQUESTS_READ_BYTES", size // 2)
@@ -237,15 +328,29 @@ def test_a_huge_requests_file_is_read_up_to_the_cap_and_the_page_says_so(persona
     read = int(re.search(r"\((\d+) requests\)", note).group(1))
     assert 1000 < read < 3000 and f"<td>{read}</td>" in _cells_row(page, "1")
     cdf = _chart(page, "cdf")["series"][0]
-    assert len(cdf["points"]) == selectors.CDF_POINTS + 1 and cdf["n"] == read  # bounded, whatever was read
+    assert (
+        len(cdf["points"]) == selectors.CDF_POINTS + 1 and cdf["n"] == read
+    )  # bounded, whatever was read
 
 
 def test_the_draft_heads_acceptance_is_shown_per_level(personas, tmp_path):
     run = _replay_run(tmp_path, "mtp")
-    speculative = {"cycles": 40, "drafted": 120, "accepted": 60, "acceptance_length": 2.5, "acceptance_rate": 0.5,
-                   "acceptance_rate_per_position": [0.8, 0.5, 0.2], "source": "engine counters"}
-    _writer_folder(run, records=[_request(1.0), _request(1.5, concurrency=2)],
-                   levels=[{"concurrency": 1, "speculative": speculative}, {"concurrency": 2}])
+    speculative = {
+        "cycles": 40,
+        "drafted": 120,
+        "accepted": 60,
+        "acceptance_length": 2.5,
+        "acceptance_rate": 0.5,
+        "acceptance_rate_per_position": [0.8, 0.5, 0.2],
+        "source": "engine counters",
+    }
+    _writer_folder(
+        run,
+        records=[_request(1.0), _request(1.5, concurrency=2)],
+        levels=[{"concurrency": 1, "speculative": speculative}, {"concurrency": 2}],
+    )
     page = client_for(personas.reviewer).get(f"/replay/{run.pk}/").content.decode()
-    assert "length 2.50, rate 50.0%" in _cells_row(page, "1") and "0.8, 0.5, 0.2" in _cells_row(page, "1")
+    assert "length 2.50, rate 50.0%" in _cells_row(page, "1") and "0.8, 0.5, 0.2" in _cells_row(
+        page, "1"
+    )
     assert "no draft head" in _cells_row(page, "2")

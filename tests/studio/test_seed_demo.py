@@ -19,19 +19,31 @@ def test_seed_demo_twice_gives_one_harness_version_label_and_endpoint(fast_passw
     first, second = StringIO(), StringIO()
     call_command("seed_demo", stdout=first)
     call_command("seed_demo", stdout=second)
-    assert set(Group.objects.values_list("name", flat=True)) >= {"operator", "reviewer", "ml_engineer", "admin"}
+    assert set(Group.objects.values_list("name", flat=True)) >= {
+        "operator",
+        "reviewer",
+        "ml_engineer",
+        "admin",
+    }
     assert Harness.objects.count() == 1 and HarnessVersion.objects.count() == 1
     production = Label.objects.get(name="production")
     assert production.version.number == 1 and production.moves.count() == 1
     assert ModelEndpoint.objects.filter(name="local-default", route="local").count() == 1
     assert "v1 imported" in first.getvalue() and "already present" in second.getvalue()
-    for username, password in [("olivia", "olivia-operator"), ("rafael", "rafael-reviewer"), ("mei", "mei-ml-engineer"), ("admin", "admin-harness")]:
+    for username, password in [
+        ("olivia", "olivia-operator"),
+        ("rafael", "rafael-reviewer"),
+        ("mei", "mei-ml-engineer"),
+        ("admin", "admin-harness"),
+    ]:
         assert f"{username:<8} password {password}" in second.getvalue()
         assert authenticate(username=username, password=password) is not None
     assert authenticate(username="olivia", password="x") is None
 
 
-def test_the_demo_serves_the_shipped_adapter_by_default_and_the_base_stays_one_choice_away(fast_passwords, client):
+def test_the_demo_serves_the_shipped_adapter_by_default_and_the_base_stays_one_choice_away(
+    fast_passwords, client
+):
     from django.conf import settings
 
     from studio.endpoints.selectors import endpoint_default
@@ -39,7 +51,9 @@ def test_the_demo_serves_the_shipped_adapter_by_default_and_the_base_stays_one_c
     out = StringIO()
     call_command("seed_demo", stdout=out)
     adapter = ModelEndpoint.objects.get(name="demo-adapter")
-    assert adapter.route == "local" and adapter.model == str(settings.BASE_DIR / "models" / "demo-adapter")
+    assert adapter.route == "local" and adapter.model == str(
+        settings.BASE_DIR / "models" / "demo-adapter"
+    )
     assert adapter.policy_spec == f"local:{adapter.model}"
     assert "demo-adapter (" in out.getvalue() and "chosen by default" in out.getvalue()
     assert endpoint_default() == adapter

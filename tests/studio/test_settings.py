@@ -1,4 +1,5 @@
-"""Settings readers fail loudly and name the variable (the settings themselves: tests/security/test_deploy_defaults.py)."""
+"""Settings readers fail loudly and name the variable (the settings themselves:
+tests/security/test_deploy_defaults.py)."""
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured
@@ -7,14 +8,23 @@ from studio.envreaders import env_bool, env_float, env_int, env_list, env_str
 
 
 def test_env_bool_accepts_the_usual_spellings(monkeypatch):
-    for text, expected in [("1", True), ("yes", True), ("On", True), ("0", False), ("false", False), ("", False)]:
+    for text, expected in [
+        ("1", True),
+        ("yes", True),
+        ("On", True),
+        ("0", False),
+        ("false", False),
+        ("", False),
+    ]:
         monkeypatch.setenv("HS_FLAG", text)
         assert env_bool("HS_FLAG") is expected
 
 
 def test_env_bool_rejects_anything_else_naming_the_variable(monkeypatch):
     monkeypatch.setenv("HS_FLAG", "maybe")
-    with pytest.raises(ImproperlyConfigured, match=r"HS_FLAG='maybe' is not a boolean; use one of 1/0"):
+    with pytest.raises(
+        ImproperlyConfigured, match=r"HS_FLAG='maybe' is not a boolean; use one of 1/0"
+    ):
         env_bool("HS_FLAG")
 
 
@@ -37,4 +47,3 @@ def test_env_float_list_and_required_str(monkeypatch):
     monkeypatch.delenv("HS_REQUIRED", raising=False)
     with pytest.raises(ImproperlyConfigured, match="HS_REQUIRED is required"):
         env_str("HS_REQUIRED")
-

@@ -1,5 +1,5 @@
-"""The traffic API as a deployment meets it: tokens per deployment, a size cap read from the header before
-the body, idempotent request ids, and 400s that name the field."""
+"""The traffic API as a deployment meets it: tokens per deployment, a size cap read from the header
+before the body, idempotent request ids, and 400s that name the field."""
 
 from __future__ import annotations
 
@@ -33,8 +33,13 @@ def shop(personas):
 def post(body, *, token: str | None, name: str = "shop-eu", **extra):
     headers = {"HTTP_AUTHORIZATION": f"Bearer {token}"} if token else {}
     data = body if isinstance(body, bytes) else json.dumps(body)
-    return Client().post(f"/api/v1/deployments/{name}/trajectories/", data=data, content_type="application/json",
-                         **headers, **extra)
+    return Client().post(
+        f"/api/v1/deployments/{name}/trajectories/",
+        data=data,
+        content_type="application/json",
+        **headers,
+        **extra,
+    )
 
 
 def test_no_token_is_401(shop, records):
@@ -77,11 +82,19 @@ def test_oversized_body_is_413_before_it_is_read(shop, settings):
 
     settings.TRAFFIC_MAX_BODY_BYTES = 4096
     _, token = shop
-    request = WSGIRequest({
-        "REQUEST_METHOD": "POST", "PATH_INFO": "/api/v1/deployments/shop-eu/trajectories/", "SERVER_NAME": "testserver",
-        "SERVER_PORT": "80", "wsgi.url_scheme": "http", "CONTENT_TYPE": "application/json",
-        "CONTENT_LENGTH": str(50 * 1024 * 1024), "HTTP_AUTHORIZATION": f"Bearer {token}", "wsgi.input": Unreadable(),
-    })
+    request = WSGIRequest(
+        {
+            "REQUEST_METHOD": "POST",
+            "PATH_INFO": "/api/v1/deployments/shop-eu/trajectories/",
+            "SERVER_NAME": "testserver",
+            "SERVER_PORT": "80",
+            "wsgi.url_scheme": "http",
+            "CONTENT_TYPE": "application/json",
+            "CONTENT_LENGTH": str(50 * 1024 * 1024),
+            "HTTP_AUTHORIZATION": f"Bearer {token}",
+            "wsgi.input": Unreadable(),
+        }
+    )
     response = trajectories_post(request, name="shop-eu")
     assert response.status_code == 413
     assert "larger than 4,096 bytes" in json.loads(response.content)["error"]
@@ -100,22 +113,34 @@ def test_a_repeated_id_is_stored_once(shop, records):
     assert first.json()["stored"] == [records[0]["request_id"]]
     again = post(records[:2], token=shop[1])
     assert again.status_code == 201
-    assert again.json() == {"deployment": "shop-eu", "stored": [records[1]["request_id"]],
-                            "duplicates": [records[0]["request_id"]]}
+    assert again.json() == {
+        "deployment": "shop-eu",
+        "stored": [records[1]["request_id"]],
+        "duplicates": [records[0]["request_id"]],
+    }
     third = post(records[0], token=shop[1])
     assert third.status_code == 200 and third.json()["stored"] == []
     assert TrafficTrajectory.objects.filter(request_id=records[0]["request_id"]).count() == 1
     assert TrafficTrajectory.objects.count() == 2
 
 
-@pytest.mark.parametrize(("mutate", "field"), [
-    (lambda r: r.pop("request_id"), "trajectory.request_id"),
-    (lambda r: r.update(route="loud"), "trajectory.route: must be one of public, private, silent"),
-    (lambda r: r["request"]["comments"][0].pop("text"), "trajectory.request: comments[0].text"),
-    (lambda r: r.update(tool_calls=[{"seq": 1}]), "trajectory.tool_calls[0]: missing arguments, name, round"),
-    (lambda r: r.update(harness="demo"), "trajectory.harness"),
-    (lambda r: r.update(model={"fingerprint": 7}), "trajectory.model"),
-])
+@pytest.mark.parametrize(
+    ("mutate", "field"),
+    [
+        (lambda r: r.pop("request_id"), "trajectory.request_id"),
+        (
+            lambda r: r.update(route="loud"),
+            "trajectory.route: must be one of public, private, silent",
+        ),
+        (lambda r: r["request"]["comments"][0].pop("text"), "trajectory.request: comments[0].text"),
+        (
+            lambda r: r.update(tool_calls=[{"seq": 1}]),
+            "trajectory.tool_calls[0]: missing arguments, name, round",
+        ),
+        (lambda r: r.update(harness="demo"), "trajectory.harness"),
+        (lambda r: r.update(model={"fingerprint": 7}), "trajectory.model"),
+    ],
+)
 def test_a_malformed_record_is_400_naming_the_field(shop, records, mutate, field):
     record = copy.deepcopy(records[0])
     mutate(record)
@@ -143,7 +168,9 @@ def test_not_json_is_400(shop):
 
 def test_stored_with_digest_version_and_model_fingerprint(shop, records, demo_version):
     record = dict(records[0], model={"name": "qwen-sft-3", "fingerprint": "ab" * 32})
-    unknown = dict(copy.deepcopy(records[1]), harness={"name": "livestream-avatar", "digest": "f" * 64})
+    unknown = dict(
+        copy.deepcopy(records[1]), harness={"name": "livestream-avatar", "digest": "f" * 64}
+    )
     assert post([record, unknown], token=shop[1]).status_code == 201
     known = TrafficTrajectory.objects.get(request_id=records[0]["request_id"])
     assert known.harness_version == demo_version

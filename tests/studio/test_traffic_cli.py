@@ -1,5 +1,6 @@
-"""`python -m harness run --post URL` posts the trajectory it recorded to a running studio, as a deployment:
-the studio keeps it with its Harness digest and the model, and a bad setting stops before the run."""
+"""`python -m harness run --post URL` posts the trajectory it recorded to a running studio, as a
+deployment: the studio keeps it with its Harness digest and the model, and a bad setting stops
+before the run."""
 
 from __future__ import annotations
 
@@ -26,8 +27,15 @@ def shop(personas):
 def _args(tmp_path, url: str) -> list[str]:
     request = json.loads((FIXTURES / "product_price.trajectory.json").read_text())["request"]
     (tmp_path / "request.json").write_text(json.dumps(request))
-    return ["run", "--request", str(tmp_path / "request.json"), "--policy",
-            f"scripted:{FIXTURES / 'product_price.script.json'}", "--post", url]
+    return [
+        "run",
+        "--request",
+        str(tmp_path / "request.json"),
+        "--policy",
+        f"scripted:{FIXTURES / 'product_price.script.json'}",
+        "--post",
+        url,
+    ]
 
 
 def test_harness_run_posts_its_trajectory(shop, live_server, tmp_path, demo_version):
@@ -64,15 +72,27 @@ def test_a_deployment_replay_posts_every_trajectory(shop, live_server, tmp_path)
     from tests.fake_openai import FakeOpenAI
 
     cases = tmp_path / "cases.jsonl"
-    cases.write_text("".join(json.dumps({"id": f"case-{i}", "request": {"comments": [f"How much is link {i + 1}?"]}})
-                             + "\n" for i in range(3)))
-    poster = TrafficPoster(url=f"{live_server.url}/api/v1/deployments/shop-eu/trajectories/", token=shop)
+    cases.write_text(
+        "".join(
+            json.dumps({"id": f"case-{i}", "request": {"comments": [f"How much is link {i + 1}?"]}})
+            + "\n"
+            for i in range(3)
+        )
+    )
+    poster = TrafficPoster(
+        url=f"{live_server.url}/api/v1/deployments/shop-eu/trajectories/", token=shop
+    )
     with FakeOpenAI(models=["fake-policy"]) as server:
-        run_dir = replay_run(profile=resolve_route(f"sglang:{server.url}:fake-policy"), harness_dir=demo_harness_dir(),
-                             cases_path=cases, plan=ReplayPlan(concurrency=(1,), warmup=1, measured=2,
-                                                               request_timeout_s=30),
-                             settings=GenerationSettings(), out_root=tmp_path / "runs", run_id="posted",
-                             traffic=poster)
+        run_dir = replay_run(
+            profile=resolve_route(f"sglang:{server.url}:fake-policy"),
+            harness_dir=demo_harness_dir(),
+            cases_path=cases,
+            plan=ReplayPlan(concurrency=(1,), warmup=1, measured=2, request_timeout_s=30),
+            settings=GenerationSettings(),
+            out_root=tmp_path / "runs",
+            run_id="posted",
+            traffic=poster,
+        )
     meta = json.loads((run_dir / "run.json").read_text())
     assert meta["traffic"]["stored"] == 3 and "error" not in meta["traffic"]
     rows = TrafficTrajectory.objects.order_by("request_id")

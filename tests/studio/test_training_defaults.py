@@ -1,4 +1,5 @@
-"""Every training form and every preset starts as it comes: the page's own values, submitted unchanged.
+"""Every training form and every preset starts as it comes: the page's own values, submitted
+unchanged.
 
 The form is read from its HTML the way a browser submits it (every input's value, the checked boxes,
 each select's selected option, textareas with the CRLF line breaks browsers send), posted as the ML
@@ -57,7 +58,10 @@ class _Form(HTMLParser):
         if tag == "textarea" and self.textarea is not None:
             name, text = self.pairs[-1]
             # a textarea's first newline is not part of its value; browsers send CRLF line breaks
-            self.pairs[-1] = (name, text.removeprefix("\n").replace("\r\n", "\n").replace("\n", "\r\n"))
+            self.pairs[-1] = (
+                name,
+                text.removeprefix("\n").replace("\r\n", "\n").replace("\n", "\r\n"),
+            )
             self.textarea = None
         elif tag == "select":
             self.select = None
@@ -89,7 +93,8 @@ def fresh_demo(settings, tmp_path, runs_dir):
 
 
 FORMS = [pytest.param(kind, "", id=f"{kind}-defaults") for kind in CONFIG_CLASSES] + [
-    pytest.param(p.kind, p.name, id=f"{p.kind}-{p.name}") for p in PRESETS.values()]
+    pytest.param(p.kind, p.name, id=f"{p.kind}-{p.name}") for p in PRESETS.values()
+]
 
 
 @pytest.mark.parametrize(("kind", "preset"), FORMS)
@@ -100,17 +105,21 @@ def test_every_form_and_preset_starts_unchanged(personas, fresh_demo, kind, pres
     assert page.status_code == 200
     response = mei.post(url, _submitted(page.content.decode()))
     errors = response.content.decode() if response.status_code != 302 else ""
-    assert response.status_code == 302, errors[errors.find('id="form-errors"'):][:2000]
+    assert response.status_code == 302, errors[errors.find('id="form-errors"') :][:2000]
     run = TrainingRun.objects.get()
     assert response["Location"] == f"/training/runs/{run.pk}/" and run.kind == kind
 
 
 def test_a_wrong_mapping_names_its_line_and_the_accepted_spelling(personas, fresh_demo):
-    page = client_for(personas.ml_engineer).post("/training/new/rl/", {"reward_weights": "accuracy: 1.0\r\n  - x: [",
-                                                                        "max_steps": "0"})
+    page = client_for(personas.ml_engineer).post(
+        "/training/new/rl/", {"reward_weights": "accuracy: 1.0\r\n  - x: [", "max_steps": "0"}
+    )
     assert page.status_code == 400
     text = page.content.decode()
     assert "reward_weights: line 2: invalid YAML" in text
-    assert "(write one &#x27;name: value&#x27; a line, e.g. &#x27;accuracy: 1.0&#x27;, or {} for none)" in text
+    assert (
+        "(write one &#x27;name: value&#x27; a line, e.g. &#x27;accuracy: 1.0&#x27;, or {} for none)"
+        in text
+    )
     assert "max_steps: " in text  # every wrong field at once
     assert not TrainingRun.objects.exists()

@@ -1,7 +1,8 @@
-"""A finished training stays finished: the compatibility cells its checkpoint asks for are a job of their own.
+"""A finished training stays finished: the compatibility cells its checkpoint asks for are a job of
+their own.
 
-Issue 38: a tiny SFT wrote final/, its curves and its result, then its job failed ("OperationalError")
-while asking for the compatibility cells, and the run read as failed.
+Issue 38: a tiny SFT wrote final/, its curves and its result, then its job failed
+("OperationalError") while asking for the compatibility cells, and the run read as failed.
 """
 
 from __future__ import annotations
@@ -19,18 +20,21 @@ pytestmark = pytest.mark.django_db
 
 
 def _finished_training(personas, tmp_path):
-    """An SFT run whose command already wrote final/, and its queued job (the worker finds the step done)."""
+    """An SFT run whose command already wrote final/, and its queued job (the worker finds the step
+    done)."""
     run = trained_checkpoint(tmp_path / "runs" / "run-1")
     (run.path / "sft" / "model_card.json").write_text(json.dumps({"stage": "sft", "steps": 2}))
     run.created_by = personas.ml_engineer
-    run.job = Job.objects.create(kind="train_sft", title="SFT", params={"run_id": run.pk},
-                                 created_by=personas.ml_engineer)
+    run.job = Job.objects.create(
+        kind="train_sft", title="SFT", params={"run_id": run.pk}, created_by=personas.ml_engineer
+    )
     run.save(update_fields=["created_by", "job"])
     return run
 
 
 def test_a_lock_while_asking_for_the_cells_neither_fails_the_training_nor_loses_the_cells(
-        personas, settings, tmp_path, monkeypatch, django_capture_on_commit_callbacks):
+    personas, settings, tmp_path, monkeypatch, django_capture_on_commit_callbacks
+):
     settings.TRAINING_RUNS_DIR = tmp_path / "runs"
     run = _finished_training(personas, tmp_path)
     tries = []
@@ -48,14 +52,19 @@ def test_a_lock_while_asking_for_the_cells_neither_fails_the_training_nor_loses_
     assert "trained" in training.outcome and "final/" in training.outcome
     follow_on = Job.objects.get(kind="compatibility_checkpoint")
     assert training.result["follow_on_jobs"] == [follow_on.pk]
-    assert f"its cells are asked for in job #{follow_on.pk}, a step of their own" in training.log_tail
+    assert (
+        f"its cells are asked for in job #{follow_on.pk}, a step of their own" in training.log_tail
+    )
     assert follow_on.status == Job.SUCCEEDED and tries == [run.pk, run.pk]  # tried again, and done
-    assert "the database was locked by another process's write (database is locked); trying again" \
+    assert (
+        "the database was locked by another process's write (database is locked); trying again"
         in follow_on.log_tail
+    )
 
 
 def test_cells_that_cannot_be_asked_for_fail_their_own_step_and_the_training_stays_done(
-        personas, settings, tmp_path, monkeypatch, django_capture_on_commit_callbacks):
+    personas, settings, tmp_path, monkeypatch, django_capture_on_commit_callbacks
+):
     settings.TRAINING_RUNS_DIR = tmp_path / "runs"
     run = _finished_training(personas, tmp_path)
 
@@ -67,4 +76,7 @@ def test_cells_that_cannot_be_asked_for_fail_their_own_step_and_the_training_sta
         training = job_run(job_id=run.job_id, heartbeat=False)
     assert training.status == Job.SUCCEEDED, training.error
     follow_on = Job.objects.get(kind="compatibility_checkpoint")
-    assert follow_on.status == Job.FAILED and "the compatibility set cannot be built" in follow_on.error
+    assert (
+        follow_on.status == Job.FAILED
+        and "the compatibility set cannot be built" in follow_on.error
+    )

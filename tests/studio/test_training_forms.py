@@ -1,6 +1,7 @@
-"""The ML engineer's run forms, as a user meets them: generated from the config dataclasses, with the
-YAML and the exact command beside them; hostile or wrong values refused with 400 naming the field
-and nothing saved; a valid form writes the config file the command reads and queues the job."""
+"""The ML engineer's run forms, as a user meets them: generated from the config dataclasses, with
+the YAML and the exact command beside them; hostile or wrong values refused with 400 naming the
+field and nothing saved; a valid form writes the config file the command reads and queues the
+job."""
 
 from __future__ import annotations
 
@@ -50,33 +51,73 @@ def test_the_sft_form_has_every_config_field_with_its_help_and_default(personas)
 
 def test_the_pipeline_form_has_a_section_per_stage_without_the_fields_the_pipeline_sets(personas):
     page = page_text(client_for(personas.ml_engineer).get("/training/new/pipeline/"))
-    assert 'name="sft.hsa_variants"' in page and 'name="opd.beta"' in page and 'name="rl.num_generations"' in page
+    assert (
+        'name="sft.hsa_variants"' in page
+        and 'name="opd.beta"' in page
+        and 'name="rl.num_generations"' in page
+    )
     assert 'name="sft.model"' not in page and 'name="rl.report_to"' not in page
     assert "python -m training pipeline --config" in page
 
 
-@pytest.mark.parametrize(("data", "field", "message"), [
-    ({"max_steps": "0"}, "max_steps", "max_steps: must be at least 1, got 0"),
-    ({"max_steps": "ten"}, "max_steps", "max_steps: expected an integer, got 'ten'"),
-    ({"learning_rate": "-1"}, "learning_rate", "learning_rate: must be above 0, got -1.0"),
-    ({"min_accuracy": "0.5"}, "min_accuracy", "min_accuracy: Accuracy is binary; use 0 or 1"),
-    ({"report_to": ["wandb", "spyware"]}, "report_to", "report_to: spyware is not one of none, tensorboard"),
-    ({"report_to": [""]}, "report_to", "report_to: give ['none'] or one or more trackers"),
-    ({"hsa_dims": ["", "skills", "rm -rf"]}, "hsa_dims", "hsa_dims: rm -rf is not one of skills"),
-    ({"model": "/etc"}, "model", "model: /etc has no config.json; give an existing checkpoint folder"),
-    ({"model": "tiny; rm -rf /"}, "model", "model: 'tiny; rm -rf /' is not a model: use local, tiny or"),
-    ({"model": "../../../etc/passwd"}, "model", "is not a model"),
-    ({"harness": "../../etc"}, "harness", "harness: '../../etc' is not a Harness here: use 'demo' or a studio"),
-    ({"harness": "livestream-avatar@v99"}, "harness", "harness: 'livestream-avatar@v99' is not a Harness here"),
-    ({"cases": "relative/cases.jsonl"}, "cases", "cases: give an absolute path on the workers"),
-    ({"cases": "/no/such/cases.jsonl"}, "cases", "cases: /no/such/cases.jsonl is not an existing file"),
-    ({"examples": "/etc"}, "examples", "examples: /etc is not an existing file"),
-    ({"teacher": "openai:javascript:alert(1)"}, "teacher", "teacher: 'openai:javascript:alert(1)': use 'gold'"),
-    ({"max_cases": "5\nmax_steps: 1"}, "max_cases", "max_cases: one line, without line breaks"),
-    ({"seed": "1" * 3000}, "seed", "seed: at most 2000 characters"),
-])
-def test_a_wrong_field_is_refused_with_400_naming_it_and_nothing_is_saved(personas, runs_dir, data, field,
-                                                                          message):
+@pytest.mark.parametrize(
+    ("data", "field", "message"),
+    [
+        ({"max_steps": "0"}, "max_steps", "max_steps: must be at least 1, got 0"),
+        ({"max_steps": "ten"}, "max_steps", "max_steps: expected an integer, got 'ten'"),
+        ({"learning_rate": "-1"}, "learning_rate", "learning_rate: must be above 0, got -1.0"),
+        ({"min_accuracy": "0.5"}, "min_accuracy", "min_accuracy: Accuracy is binary; use 0 or 1"),
+        (
+            {"report_to": ["wandb", "spyware"]},
+            "report_to",
+            "report_to: spyware is not one of none, tensorboard",
+        ),
+        ({"report_to": [""]}, "report_to", "report_to: give ['none'] or one or more trackers"),
+        (
+            {"hsa_dims": ["", "skills", "rm -rf"]},
+            "hsa_dims",
+            "hsa_dims: rm -rf is not one of skills",
+        ),
+        (
+            {"model": "/etc"},
+            "model",
+            "model: /etc has no config.json; give an existing checkpoint folder",
+        ),
+        (
+            {"model": "tiny; rm -rf /"},
+            "model",
+            "model: 'tiny; rm -rf /' is not a model: use local, tiny or",
+        ),
+        ({"model": "../../../etc/passwd"}, "model", "is not a model"),
+        (
+            {"harness": "../../etc"},
+            "harness",
+            "harness: '../../etc' is not a Harness here: use 'demo' or a studio",
+        ),
+        (
+            {"harness": "livestream-avatar@v99"},
+            "harness",
+            "harness: 'livestream-avatar@v99' is not a Harness here",
+        ),
+        ({"cases": "relative/cases.jsonl"}, "cases", "cases: give an absolute path on the workers"),
+        (
+            {"cases": "/no/such/cases.jsonl"},
+            "cases",
+            "cases: /no/such/cases.jsonl is not an existing file",
+        ),
+        ({"examples": "/etc"}, "examples", "examples: /etc is not an existing file"),
+        (
+            {"teacher": "openai:javascript:alert(1)"},
+            "teacher",
+            "teacher: 'openai:javascript:alert(1)': use 'gold'",
+        ),
+        ({"max_cases": "5\nmax_steps: 1"}, "max_cases", "max_cases: one line, without line breaks"),
+        ({"seed": "1" * 3000}, "seed", "seed: at most 2000 characters"),
+    ],
+)
+def test_a_wrong_field_is_refused_with_400_naming_it_and_nothing_is_saved(
+    personas, runs_dir, data, field, message
+):
     response = client_for(personas.ml_engineer).post("/training/new/sft/", data)
     assert response.status_code == 400
     page = page_text(response)
@@ -86,19 +127,26 @@ def test_a_wrong_field_is_refused_with_400_naming_it_and_nothing_is_saved(person
 
 
 def test_a_pipeline_section_error_names_the_section_field(personas, runs_dir):
-    response = client_for(personas.ml_engineer).post("/training/new/pipeline/", {"rl.num_generations": "1",
-                                                                                 "stages": ["", "sft", "rl"]})
+    response = client_for(personas.ml_engineer).post(
+        "/training/new/pipeline/", {"rl.num_generations": "1", "stages": ["", "sft", "rl"]}
+    )
     assert response.status_code == 400
     assert "rl.num_generations: GRPO needs at least 2 rollouts per task" in page_text(response)
     _nothing_saved(runs_dir)
 
 
-def test_several_wrong_fields_are_all_named_at_once_and_the_form_keeps_what_was_typed(personas, runs_dir):
-    response = client_for(personas.ml_engineer).post("/training/new/sft/", {"max_steps": "x", "seed": "y",
-                                                                           "max_cases": "7"})
+def test_several_wrong_fields_are_all_named_at_once_and_the_form_keeps_what_was_typed(
+    personas, runs_dir
+):
+    response = client_for(personas.ml_engineer).post(
+        "/training/new/sft/", {"max_steps": "x", "seed": "y", "max_cases": "7"}
+    )
     page = page_text(response)
     assert response.status_code == 400
-    assert "max_steps: expected an integer, got 'x'" in page and "seed: expected an integer, got 'y'" in page
+    assert (
+        "max_steps: expected an integer, got 'x'" in page
+        and "seed: expected an integer, got 'y'" in page
+    )
     assert 'name="max_cases" id="in-max_cases" value="7"' in page
     _nothing_saved(runs_dir)
 
@@ -112,11 +160,19 @@ def test_the_preview_shows_the_yaml_and_command_of_what_is_typed_or_the_errors(p
     assert bad.status_code == 400 and "max_steps: must be at least 1, got -3" in page_text(bad)
 
 
-def test_a_valid_form_writes_the_config_file_the_command_reads_and_queues_a_train_job(personas, runs_dir):
+def test_a_valid_form_writes_the_config_file_the_command_reads_and_queues_a_train_job(
+    personas, runs_dir
+):
     client = client_for(personas.ml_engineer)
-    response = client.post("/training/new/sft/?preset=tiny-smoke",
-                           {"preset": "tiny-smoke", "max_steps": "3", "report_to": ["", "tensorboard"],
-                            "title": "my first run"})
+    response = client.post(
+        "/training/new/sft/?preset=tiny-smoke",
+        {
+            "preset": "tiny-smoke",
+            "max_steps": "3",
+            "report_to": ["", "tensorboard"],
+            "title": "my first run",
+        },
+    )
     assert response.status_code == 302
     run = TrainingRun.objects.get()
     assert response["Location"] == f"/training/runs/{run.pk}/"
@@ -124,9 +180,15 @@ def test_a_valid_form_writes_the_config_file_the_command_reads_and_queues_a_trai
     (step,) = run.steps
     config_file = run.path / "sft.yaml"
     assert step["argv"] == ["training", "sft", "--config", str(config_file)]
-    # the file is what `python -m training sft --config FILE` loads: the form's values, the run's folder
+    # the file is what `python -m training sft --config FILE` loads: the form's values, the run's
+    # folder
     config = load_config(SFTStageConfig, config_file)
-    assert (config.model, config.max_steps, config.max_cases, config.hsa_variants) == ("tiny", 3, 2, 0)
+    assert (config.model, config.max_steps, config.max_cases, config.hsa_variants) == (
+        "tiny",
+        3,
+        2,
+        0,
+    )
     assert config.report_to == ["tensorboard"] and config.output_dir == str(run.path / "sft")
     assert config.resume is True
     assert len(run.config_digest) == 64 and run.config["sft"]["max_steps"] == 3
@@ -137,8 +199,9 @@ def test_a_valid_form_writes_the_config_file_the_command_reads_and_queues_a_trai
 
 
 def test_a_studio_harness_version_is_written_into_the_run_folder(personas, demo_version, runs_dir):
-    client_for(personas.ml_engineer).post("/training/new/sft/", {"harness": "livestream-avatar@v1",
-                                                                 "model": "tiny"})
+    client_for(personas.ml_engineer).post(
+        "/training/new/sft/", {"harness": "livestream-avatar@v1", "model": "tiny"}
+    )
     run = TrainingRun.objects.get()
     assert run.harness_version == demo_version
     config = load_config(SFTStageConfig, run.path / "sft.yaml")
@@ -146,12 +209,16 @@ def test_a_studio_harness_version_is_written_into_the_run_folder(personas, demo_
     assert (run.path / "harness" / "livestream-avatar" / "prompt.yaml").is_file()
 
 
-def test_the_demo_checkpoint_preset_runs_the_shipped_two_step_recipe_in_one_click(personas, runs_dir):
+def test_the_demo_checkpoint_preset_runs_the_shipped_two_step_recipe_in_one_click(
+    personas, runs_dir
+):
     client = client_for(personas.ml_engineer)
     page = page_text(client.get("/training/new/sft/?preset=demo-checkpoint"))
     assert "Train the demo checkpoint" in page and "40-50 minutes" in page
     assert "demo-sft-1.yaml" in page and "demo-sft-2.yaml" in page
-    response = client.post("/training/new/sft/?preset=demo-checkpoint", {"preset": "demo-checkpoint"})
+    response = client.post(
+        "/training/new/sft/?preset=demo-checkpoint", {"preset": "demo-checkpoint"}
+    )
     assert response.status_code == 302
     run = TrainingRun.objects.get()
     assert [s["name"] for s in run.steps] == ["demo-sft-1", "demo-sft-2"]
@@ -165,14 +232,16 @@ def test_the_demo_checkpoint_preset_runs_the_shipped_two_step_recipe_in_one_clic
     assert run.job.status == Job.QUEUED
 
 
-def test_training_and_replay_jobs_go_to_the_train_queue_and_evaluation_stays_on_the_default(settings, monkeypatch,
-                                                                                             personas, runs_dir,
-                                                                                             django_capture_on_commit_callbacks):
+def test_training_and_replay_jobs_go_to_the_train_queue_and_evaluation_stays_on_the_default(
+    settings, monkeypatch, personas, runs_dir, django_capture_on_commit_callbacks
+):
     from studio.jobs import tasks
 
     settings.CELERY_TRAIN_QUEUE = "gpu-hosts"
     sent = []
-    monkeypatch.setattr(tasks.run_job, "apply_async", lambda args, **options: sent.append((args, options)))
+    monkeypatch.setattr(
+        tasks.run_job, "apply_async", lambda args, **options: sent.append((args, options))
+    )
     monkeypatch.setattr(tasks.run_job, "delay", lambda *args: sent.append((args, {})))
     for kind in ("train_sft", "train_opd", "train_rl", "train_pipeline", "replay_run"):
         assert queue_of(JOB_KINDS[kind]) == "gpu-hosts"
@@ -195,30 +264,55 @@ def test_the_evaluation_form_runs_the_training_eval_command_on_the_chosen_sets(p
     none = client.post("/training/new/eval/", {"sets": [""]})
     assert none.status_code == 400 and "sets: choose one or more of live_qa" in page_text(none)
     assert not TrainingRun.objects.exists()
-    client.post("/training/new/eval/", {"model": "tiny", "sets": ["", "live_qa", "ifeval"], "cases": "3",
-                                        "ifeval": "2"})
+    client.post(
+        "/training/new/eval/",
+        {"model": "tiny", "sets": ["", "live_qa", "ifeval"], "cases": "3", "ifeval": "2"},
+    )
     run = TrainingRun.objects.get()
-    assert run.steps[0]["argv"] == ["training", "eval", "--model", "tiny", "--harness", "demo", "--sets",
-                                    "live_qa,ifeval", "--cases", "3", "--ifeval", "2", "--ifeval-base", "true",
-                                    "--out", str(run.path / "eval")]  # one flag per EvalConfig field
+    assert run.steps[0]["argv"] == [
+        "training",
+        "eval",
+        "--model",
+        "tiny",
+        "--harness",
+        "demo",
+        "--sets",
+        "live_qa,ifeval",
+        "--cases",
+        "3",
+        "--ifeval",
+        "2",
+        "--ifeval-base",
+        "true",
+        "--out",
+        str(run.path / "eval"),
+    ]  # one flag per EvalConfig field
     assert run.job.kind == "checkpoint_eval"
 
 
 def test_the_replay_form_checks_the_route_and_case_file(personas, runs_dir, tmp_path):
     client = client_for(personas.ml_engineer)
-    bad = client.post("/training/new/replay/", {"route": "cpu-tiny && curl evil", "cases": "/nope.jsonl",
-                                                "concurrency": "1,0"})
+    bad = client.post(
+        "/training/new/replay/",
+        {"route": "cpu-tiny && curl evil", "cases": "/nope.jsonl", "concurrency": "1,0"},
+    )
     page = page_text(bad)
     assert bad.status_code == 400
     assert "route: 'cpu-tiny && curl evil' is not a route: use one of cpu-engine" in page
     assert "cases: /nope.jsonl is not an existing file" in page
     cases = tmp_path / "replay.jsonl"
     cases.write_text("{}\n")
-    zero = client.post("/training/new/replay/", {"route": "cpu-tiny", "cases": str(cases), "concurrency": "1,0"})
-    assert zero.status_code == 400 and "concurrency: give levels between 1 and 256" in page_text(zero)
+    zero = client.post(
+        "/training/new/replay/", {"route": "cpu-tiny", "cases": str(cases), "concurrency": "1,0"}
+    )
+    assert zero.status_code == 400 and "concurrency: give levels between 1 and 256" in page_text(
+        zero
+    )
     assert not TrainingRun.objects.exists()
-    client.post("/training/new/replay/", {"route": "cpu-engine-tiny", "cases": str(cases), "concurrency": "1, 2",
-                                          "measured": "2"})
+    client.post(
+        "/training/new/replay/",
+        {"route": "cpu-engine-tiny", "cases": str(cases), "concurrency": "1, 2", "measured": "2"},
+    )
     run = TrainingRun.objects.get()
     argv = run.steps[0]["argv"]
     assert argv[:4] == ["serving", "replay", "--route", "cpu-engine-tiny"]
@@ -243,14 +337,18 @@ def test_an_unknown_kind_or_preset_is_404(personas):
 
 
 def test_the_pipeline_config_file_round_trips_through_the_library_loader(personas, runs_dir):
-    client_for(personas.ml_engineer).post("/training/new/pipeline/?preset=tiny-pipeline",
-                                          {"preset": "tiny-pipeline", "stages": ["", "sft", "opd"]})
+    client_for(personas.ml_engineer).post(
+        "/training/new/pipeline/?preset=tiny-pipeline",
+        {"preset": "tiny-pipeline", "stages": ["", "sft", "opd"]},
+    )
     run = TrainingRun.objects.get()
     config = load_config(PipelineConfig, run.path / "pipeline.yaml")
     assert config.stages == ["sft", "opd"] and config.sft.max_steps == 2 and config.model == "tiny"
     assert run.final_dir == run.path / "pipeline" / "opd" / "final"
-    assert re.search(r"python -m training pipeline --config \S+/pipeline\.yaml", page_text(
-        client_for(personas.ml_engineer).get(f"/training/runs/{run.pk}/")))
+    assert re.search(
+        r"python -m training pipeline --config \S+/pipeline\.yaml",
+        page_text(client_for(personas.ml_engineer).get(f"/training/runs/{run.pk}/")),
+    )
 
 
 def test_a_multi_gpu_host_runs_the_same_command_through_its_launcher():
@@ -261,49 +359,74 @@ def test_a_multi_gpu_host_runs_the_same_command_through_its_launcher():
     argv = ["training", "sft", "--config", "/runs/run-1/sft.yaml"]
     assert command_argv(argv) == [sys.executable, "-m", *argv]
     assert command_argv(argv, launcher="accelerate launch --num_processes 4") == [
-        "accelerate", "launch", "--num_processes", "4", "-m", "training", "sft", "--config", "/runs/run-1/sft.yaml"]
+        "accelerate",
+        "launch",
+        "--num_processes",
+        "4",
+        "-m",
+        "training",
+        "sft",
+        "--config",
+        "/runs/run-1/sft.yaml",
+    ]
 
 
 def test_a_run_folder_left_by_another_database_is_neither_reused_nor_removed(personas, runs_dir):
     probe = TrainingRun.objects.create(kind="sft", title="probe", folder="", config_digest="")
     probe_id = probe.pk
-    probe.delete()  # the next run's id is this one's (SQLite) or the next (PostgreSQL): both folders exist
+    # the next run's id is this one's (SQLite) or the next (PostgreSQL): both folders exist
+    probe.delete()
     olds = [runs_dir / f"run-{probe_id}", runs_dir / f"run-{probe_id + 1}"]
     for old in olds:
         old.mkdir(parents=True)
         (old / "keep.txt").write_text("an earlier studio's run")
     client_for(personas.ml_engineer).post("/training/new/sft/", {"model": "tiny"})
     run = TrainingRun.objects.get()
-    assert run.path not in olds and run.path.name.startswith(f"run-{run.pk}-") and (run.path / "sft.yaml").is_file()
+    assert (
+        run.path not in olds
+        and run.path.name.startswith(f"run-{run.pk}-")
+        and (run.path / "sft.yaml").is_file()
+    )
     assert all((old / "keep.txt").read_text() == "an earlier studio's run" for old in olds)
 
 
 def test_a_wrong_path_and_a_wrong_number_are_named_together(personas, runs_dir):
-    response = client_for(personas.ml_engineer).post("/training/new/sft/", {"model": "/etc", "max_steps": "0"})
+    response = client_for(personas.ml_engineer).post(
+        "/training/new/sft/", {"model": "/etc", "max_steps": "0"}
+    )
     page = page_text(response)
     assert response.status_code == 400
-    assert "model: /etc has no config.json" in page and "max_steps: must be at least 1, got 0" in page
+    assert (
+        "model: /etc has no config.json" in page and "max_steps: must be at least 1, got 0" in page
+    )
     _nothing_saved(runs_dir)
 
 
-def test_the_replay_form_starts_with_the_demo_replay_cases_once_the_demo_is_seeded(personas, settings, tmp_path):
+def test_the_replay_form_starts_with_the_demo_replay_cases_once_the_demo_is_seeded(
+    personas, settings, tmp_path
+):
     from evaluation.world.sets import SET_FILES
     from studio.evolution.seeding import demo_folder
 
     settings.VAR_DIR = tmp_path / "var"
     mei = client_for(personas.ml_engineer)
-    assert 'name="cases" id="in-cases" value=""' in mei.get("/training/new/replay/").content.decode()
+    assert (
+        'name="cases" id="in-cases" value=""' in mei.get("/training/new/replay/").content.decode()
+    )
     cases = demo_folder() / SET_FILES["replay"]
     cases.parent.mkdir(parents=True)
     cases.write_text("{}\n")
     page = mei.get("/training/new/replay/").content.decode()
     assert f'name="cases" id="in-cases" value="{cases}"' in page and f"--cases {cases}" in page
-    linked = mei.get("/training/new/replay/?cases=/elsewhere.jsonl").content.decode()  # a link's value wins
+    linked = mei.get(
+        "/training/new/replay/?cases=/elsewhere.jsonl"
+    ).content.decode()  # a link's value wins
     assert 'id="in-cases" value="/elsewhere.jsonl"' in linked
 
 
-def test_the_registry_offers_a_replay_and_a_release_of_each_checkpoint_to_whoever_may_start_them(personas, settings,
-                                                                                             tmp_path):
+def test_the_registry_offers_a_replay_and_a_release_of_each_checkpoint_to_whoever_may_start_them(
+    personas, settings, tmp_path
+):
     from urllib.parse import quote
 
     from studio.releases.testing import trained_checkpoint
@@ -313,7 +436,9 @@ def test_the_registry_offers_a_replay_and_a_release_of_each_checkpoint_to_whoeve
     page = page_text(client_for(personas.ml_engineer).get("/training/checkpoints/"))
     assert f'href="/training/new/replay/?route=local:{quote(str(run.final_dir))}"' in page
     assert f'href="/releases/new/?checkpoint={quote(str(run.final_dir))}"' in page
-    replay_form = client_for(personas.ml_engineer).get(f"/training/new/replay/?route=local:{run.final_dir}")
+    replay_form = client_for(personas.ml_engineer).get(
+        f"/training/new/replay/?route=local:{run.final_dir}"
+    )
     assert f'value="local:{run.final_dir}"' in replay_form.content.decode()
     operator = page_text(client_for(personas.operator).get("/training/checkpoints/"))
     assert "/training/new/replay/" not in operator and "/releases/new/" not in operator
@@ -326,6 +451,9 @@ def test_the_ablations_given_checkpoints_are_checked_like_any_model_field(tmp_pa
 
     (field,) = [f for f in fields_of(AblationConfig) if f.name == "checkpoints"]
     assert value_problem(field, {"hsa_sft": "models/demo-adapter"}, name="checkpoints").startswith(
-        "checkpoints.hsa_sft: 'models/demo-adapter' is not a model")
-    assert "does not exist" in value_problem(field, {"fixed_sft": str(tmp_path / "none")}, name="checkpoints")
+        "checkpoints.hsa_sft: 'models/demo-adapter' is not a model"
+    )
+    assert "does not exist" in value_problem(
+        field, {"fixed_sft": str(tmp_path / "none")}, name="checkpoints"
+    )
     assert value_problem(field, {"hsa_sft": "local"}, name="checkpoints") == ""

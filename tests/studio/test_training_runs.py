@@ -1,6 +1,6 @@
-"""Training runs on a real Celery worker reading the train queue, as the ML engineer uses them: a tiny
-SFT run's loss curve grows while it runs, its checkpoint lands in the registry, gets evaluated and
-becomes an endpoint in one click; a cancelled run stops its trainer and resumes from its last
+"""Training runs on a real Celery worker reading the train queue, as the ML engineer uses them: a
+tiny SFT run's loss curve grows while it runs, its checkpoint lands in the registry, gets evaluated
+and becomes an endpoint in one click; a cancelled run stops its trainer and resumes from its last
 checkpoint. The tiny random model keeps each run to seconds per step on a CPU."""
 
 from __future__ import annotations
@@ -22,16 +22,25 @@ from training.runs import read_metrics, read_model_card
 
 pytestmark = [pytest.mark.services, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
-TINY = {"preset": "tiny-smoke", "model": "tiny", "max_cases": "2", "hsa_variants": "0", "save_steps": "1"}
+TINY = {
+    "preset": "tiny-smoke",
+    "model": "tiny",
+    "max_cases": "2",
+    "hsa_variants": "0",
+    "save_steps": "1",
+}
 
 
 @pytest.fixture
 def train_worker(settings, tmp_path):
-    """A worker reading a private default queue and a private train queue (as `-Q studio,train` would)."""
+    """A worker reading a private default queue and a private train queue (as `-Q studio,train`
+    would)."""
     settings.TRAINING_RUNS_DIR = tmp_path / "runs"
     queue = f"test-train-{tmp_path.name[-8:]}"
     settings.CELERY_TRAIN_QUEUE = f"{queue}-train"
-    with celery_worker(queue=queue, also_queues=(settings.CELERY_TRAIN_QUEUE,), lease_s=20, heartbeat_s=1) as worker:
+    with celery_worker(
+        queue=queue, also_queues=(settings.CELERY_TRAIN_QUEUE,), lease_s=20, heartbeat_s=1
+    ) as worker:
         yield worker
 
 
@@ -39,7 +48,9 @@ def _job(run: TrainingRun) -> Job:
     return Job.objects.get(pk=TrainingRun.objects.get(pk=run.pk).job_id)
 
 
-def test_a_tiny_sft_run_grows_its_curve_lands_in_the_registry_is_evaluated_and_served(personas, train_worker):
+def test_a_tiny_sft_run_grows_its_curve_lands_in_the_registry_is_evaluated_and_served(
+    personas, train_worker
+):
     mei = client_for(personas.ml_engineer)
     response = mei.post("/training/new/sft/?preset=tiny-smoke", {**TINY, "max_steps": "3"})
     assert response.status_code == 302, response.content[:500]
@@ -73,26 +84,43 @@ def test_a_tiny_sft_run_grows_its_curve_lands_in_the_registry_is_evaluated_and_s
     # evaluate it (the default queue) from the registry's link
     form = mei.get(f"/training/new/eval/?model={run.path / 'sft' / 'final'}").content.decode()
     assert str(run.path / "sft" / "final") in form
-    mei.post("/training/new/eval/", {"model": str(run.path / "sft" / "final"), "sets": ["", "live_qa"],
-                                     "cases": "1"})
+    mei.post(
+        "/training/new/eval/",
+        {"model": str(run.path / "sft" / "final"), "sets": ["", "live_qa"], "cases": "1"},
+    )
     evaluation = TrainingRun.objects.get(kind="eval")
     assert evaluation.parent == run
     job = run_ended(evaluation, timeout=300)
     assert job.status == Job.SUCCEEDED, job.error + job.log_tail[-3000:]
-    assert evaluation.__class__.objects.get(pk=evaluation.pk).summary["evaluation"]["live_qa"]["n"] == 1
-    # the tiny model falls back on its one case: the outcome says so first (studio/jobs/fallback.py), then the score
-    assert job.outcome.startswith("Mostly fallback: live_qa: 1 of 1 case fell back; live_qa AVG "), job.outcome
-    assert f'href="/training/runs/{evaluation.pk}/"' in mei.get("/training/checkpoints/").content.decode()
+    assert (
+        evaluation.__class__.objects.get(pk=evaluation.pk).summary["evaluation"]["live_qa"]["n"]
+        == 1
+    )
+    # the tiny model falls back on its one case: the outcome says so first
+    # (studio/jobs/fallback.py), then the score
+    assert job.outcome.startswith(
+        "Mostly fallback: live_qa: 1 of 1 case fell back; live_qa AVG "
+    ), job.outcome
+    assert (
+        f'href="/training/runs/{evaluation.pk}/"'
+        in mei.get("/training/checkpoints/").content.decode()
+    )
 
     # one click: an endpoint on the local route serving this checkpoint, usable by the playground
-    assert client_for(personas.operator).post(f"/training/runs/{run.pk}/endpoint/").status_code == 403
+    assert (
+        client_for(personas.operator).post(f"/training/runs/{run.pk}/endpoint/").status_code == 403
+    )
     assert mei.post(f"/training/runs/{run.pk}/endpoint/").status_code == 302
     endpoint = ModelEndpoint.objects.get(name=f"run-{run.pk}-sft")
-    assert endpoint.route == ModelEndpoint.LOCAL and endpoint.model == str(run.path / "sft" / "final")
+    assert endpoint.route == ModelEndpoint.LOCAL and endpoint.model == str(
+        run.path / "sft" / "final"
+    )
     assert endpoint.policy_spec == f"local:{run.path / 'sft' / 'final'}"
 
 
-def test_a_cancelled_run_stops_its_trainer_and_resumes_from_its_last_checkpoint(personas, train_worker):
+def test_a_cancelled_run_stops_its_trainer_and_resumes_from_its_last_checkpoint(
+    personas, train_worker
+):
     mei = client_for(personas.ml_engineer)
     mei.post("/training/new/sft/?preset=tiny-smoke", {**TINY, "max_steps": "5"})
     run = TrainingRun.objects.get()
@@ -123,22 +151,32 @@ def test_a_cancelled_run_stops_its_trainer_and_resumes_from_its_last_checkpoint(
     assert "ran to its end; start a new run to train more" in again
 
 
-def test_a_replay_on_the_tiny_route_runs_on_the_train_queue_and_its_page_shows_the_table(personas, train_worker,
-                                                                                        tmp_path_factory):
+def test_a_replay_on_the_tiny_route_runs_on_the_train_queue_and_its_page_shows_the_table(
+    personas, train_worker, tmp_path_factory
+):
     cases = artefacts.replay_cases(tmp_path_factory, 3)
     mei = client_for(personas.ml_engineer)
-    response = mei.post("/training/new/replay/?preset=replay-tiny", {"preset": "replay-tiny", "cases": str(cases),
-                                                                     "concurrency": "1"})
+    response = mei.post(
+        "/training/new/replay/?preset=replay-tiny",
+        {"preset": "replay-tiny", "cases": str(cases), "concurrency": "1"},
+    )
     assert response.status_code == 302, response.content[:500]
     run = TrainingRun.objects.get()
     job = run_ended(run, timeout=300)
     assert job.status == Job.SUCCEEDED, job.error + job.log_tail[-3000:]
-    # the tiny model mostly falls back: the outcome says so first (studio.jobs.fallback), then the figures
-    assert after_flag(job.outcome).split("; ")[-1].startswith("replayed C=1 p95 ") and "route cpu-engine-tiny" in job.log_tail
+    # the tiny model mostly falls back: the outcome says so first (studio.jobs.fallback), then the
+    # figures
+    assert (
+        after_flag(job.outcome).split("; ")[-1].startswith("replayed C=1 p95 ")
+        and "route cpu-engine-tiny" in job.log_tail
+    )
     levels = TrainingRun.objects.get(pk=run.pk).summary["replay"]["levels"]
     assert fell_back(job.outcome) == any(level["mostly_fallback"] for level in levels.values())
     summary = TrainingRun.objects.get(pk=run.pk).summary
-    assert summary["replay"]["route"] == "cpu-engine-tiny" and summary["replay"]["levels"]["1"]["n_measured"] == 2
+    assert (
+        summary["replay"]["route"] == "cpu-engine-tiny"
+        and summary["replay"]["levels"]["1"]["n_measured"] == 2
+    )
     page = client_for(personas.operator).get(f"/training/runs/{run.pk}/").content.decode()
     assert "| cpu-engine-tiny | tiny | 1 | 2 |" in page
     refused = mei.post(f"/training/runs/{run.pk}/resume/", follow=True).content.decode()

@@ -42,23 +42,37 @@ def test_versions_are_immutable(demo_version):
 def test_new_version_numbers_parent_and_shared_blobs(personas, demo_version, demo_files):
     changed = edit_skill_rule(demo_files)
     v2 = harness_version_create(
-        harness=demo_version.harness, files=changed, author=personas.operator, message="rule", parent=demo_version
+        harness=demo_version.harness,
+        files=changed,
+        author=personas.operator,
+        message="rule",
+        parent=demo_version,
     )
     assert (v2.number, v2.parent, v2.author) == (2, demo_version, personas.operator)
     differing = [p for p in v2.tree if v2.tree[p] != demo_version.tree[p]]
     assert differing == ["skills/item_qa/SKILL.md"]
     with pytest.raises(DuplicateVersion, match="identical to livestream-avatar v2"):
         harness_version_create(
-            harness=demo_version.harness, files=changed, author=personas.operator, message="again", parent=v2
+            harness=demo_version.harness,
+            files=changed,
+            author=personas.operator,
+            message="again",
+            parent=v2,
         )
 
 
 def test_invalid_files_never_become_a_version(personas, demo_version, demo_files):
     broken = dict(demo_files)
-    broken["skills/item_qa/SKILL.md"] = broken["skills/item_qa/SKILL.md"].replace("kind: reply", "kind: sometimes")
+    broken["skills/item_qa/SKILL.md"] = broken["skills/item_qa/SKILL.md"].replace(
+        "kind: reply", "kind: sometimes"
+    )
     with pytest.raises(InvalidBundle) as caught:
         harness_version_create(
-            harness=demo_version.harness, files=broken, author=personas.operator, message="x", parent=demo_version
+            harness=demo_version.harness,
+            files=broken,
+            author=personas.operator,
+            message="x",
+            parent=demo_version,
         )
     assert any(p.file == "skills/item_qa/SKILL.md" and p.line > 1 for p in caught.value.problems)
     assert HarnessVersion.objects.count() == 1
@@ -67,24 +81,58 @@ def test_invalid_files_never_become_a_version(personas, demo_version, demo_files
 def test_production_needs_a_reviewer_and_a_reason(personas, demo_version):
     harness = demo_version.harness
     with pytest.raises(PermissionDenied, match="reviewer"):
-        label_move(harness=harness, name="production", version=demo_version, actor=personas.operator, reason="ship it")
+        label_move(
+            harness=harness,
+            name="production",
+            version=demo_version,
+            actor=personas.operator,
+            reason="ship it",
+        )
     with pytest.raises(StudioError, match="reason: say why"):
-        label_move(harness=harness, name="production", version=demo_version, actor=personas.reviewer, reason="  ")
-    label = label_move(harness=harness, name="production", version=demo_version, actor=personas.reviewer, reason="QA passed")
+        label_move(
+            harness=harness,
+            name="production",
+            version=demo_version,
+            actor=personas.reviewer,
+            reason="  ",
+        )
+    label = label_move(
+        harness=harness,
+        name="production",
+        version=demo_version,
+        actor=personas.reviewer,
+        reason="QA passed",
+    )
     move = LabelMove.objects.get(label=label)
     assert (move.kind, move.moved_by, move.reason) == ("promote", personas.reviewer, "QA passed")
     # operators may move staging
-    label_move(harness=harness, name="staging", version=demo_version, actor=personas.operator, reason="")
+    label_move(
+        harness=harness, name="staging", version=demo_version, actor=personas.operator, reason=""
+    )
 
 
 def test_rollback_moves_the_label_back_and_records_it(personas, demo_version, demo_files):
     harness = demo_version.harness
     v2 = harness_version_create(
-        harness=harness, files=edit_skill_rule(demo_files), author=personas.operator, message="rule", parent=demo_version
+        harness=harness,
+        files=edit_skill_rule(demo_files),
+        author=personas.operator,
+        message="rule",
+        parent=demo_version,
     )
-    label_move(harness=harness, name="production", version=demo_version, actor=personas.reviewer, reason="v1")
-    label_move(harness=harness, name="production", version=v2, actor=personas.reviewer, reason="v2 better")
-    label = label_rollback(label=Label.objects.get(name="production"), actor=personas.reviewer, reason="v2 regressed")
+    label_move(
+        harness=harness,
+        name="production",
+        version=demo_version,
+        actor=personas.reviewer,
+        reason="v1",
+    )
+    label_move(
+        harness=harness, name="production", version=v2, actor=personas.reviewer, reason="v2 better"
+    )
+    label = label_rollback(
+        label=Label.objects.get(name="production"), actor=personas.reviewer, reason="v2 regressed"
+    )
     assert label.version == demo_version
     kinds = list(label.moves.values_list("kind", flat=True))
     assert kinds == ["rollback", "promote", "promote"]
@@ -99,7 +147,10 @@ def test_zip_export_then_import_round_trips_to_the_same_digest(personas, demo_ve
     names = zipfile.ZipFile(io.BytesIO(response.content)).namelist()
     assert "livestream-avatar/manifest.yaml" in names
     files = files_from_zip(response.content, max_bytes=10**7)
-    assert harness_import(files=files, author=personas.operator, message="re-import").version == demo_version
+    assert (
+        harness_import(files=files, author=personas.operator, message="re-import").version
+        == demo_version
+    )
 
 
 def test_zip_import_through_the_page_shows_every_problem(personas, demo_files):
@@ -107,7 +158,9 @@ def test_zip_import_through_the_page_shows_every_problem(personas, demo_files):
     broken["tools.yaml"] = "tools: [\n"
     data = files_to_zip(broken, folder="bundle")
     client = client_for(personas.operator)
-    response = client.post("/import/", {"bundle": io.BytesIO(data), "message": "broken"}, format="multipart")
+    response = client.post(
+        "/import/", {"bundle": io.BytesIO(data), "message": "broken"}, format="multipart"
+    )
     assert response.status_code == 400
     assert b"tools.yaml" in response.content
     assert HarnessVersion.objects.count() == 0
@@ -129,27 +182,45 @@ def test_zip_with_path_traversal_or_binary_is_refused():
 
 
 def test_home_lists_harnesses_with_their_labels(personas, demo_version):
-    label_move(harness=demo_version.harness, name="production", version=demo_version, actor=personas.reviewer, reason="go")
+    label_move(
+        harness=demo_version.harness,
+        name="production",
+        version=demo_version,
+        actor=personas.reviewer,
+        reason="go",
+    )
     page = client_for(personas.ml_engineer).get("/").content.decode()
     assert "livestream-avatar" in page and "production → v1" in page
 
 
 def test_custom_labels_and_label_name_rules(personas, demo_version):
     client = client_for(personas.operator)
-    client.post("/h/livestream-avatar/labels/move/", {"label": "canary-eu", "version": 1, "reason": ""})
+    client.post(
+        "/h/livestream-avatar/labels/move/", {"label": "canary-eu", "version": 1, "reason": ""}
+    )
     assert Label.objects.get(name="canary-eu").version == demo_version
     page = client.post(
-        "/h/livestream-avatar/labels/move/", {"label": "Not A Label!", "version": 1, "reason": ""}, follow=True
+        "/h/livestream-avatar/labels/move/",
+        {"label": "Not A Label!", "version": 1, "reason": ""},
+        follow=True,
     ).content.decode()
     assert "label: use 1-40 of a-z, 0-9" in page
     assert not Label.objects.filter(name__icontains="not").exists()
 
 
-def test_the_harness_page_lists_versions_newest_first_fifty_per_page(personas, demo_version, demo_files):
+def test_the_harness_page_lists_versions_newest_first_fifty_per_page(
+    personas, demo_version, demo_files
+):
     files, parent = demo_files, demo_version
     for n in range(2, 53):
         files = edit_skill_rule(files, marker=f"Rule {n}:")
-        parent = harness_version_create(harness=demo_version.harness, files=files, author=personas.operator, message=f"m{n}", parent=parent)
+        parent = harness_version_create(
+            harness=demo_version.harness,
+            files=files,
+            author=personas.operator,
+            message=f"m{n}",
+            parent=parent,
+        )
     client = client_for(personas.reviewer)
     first = client.get("/h/livestream-avatar/").content.decode()
     assert "52 in all" in first and "page 1 of 2" in first

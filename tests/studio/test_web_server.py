@@ -38,7 +38,11 @@ def _free_port() -> int:
 
 
 def _server_env(var: Path, port: int) -> dict[str, str]:
-    env = {**_production_env(), "SECRET_KEY": secrets.token_urlsafe(50), "ALLOWED_HOSTS": "127.0.0.1"}
+    env = {
+        **_production_env(),
+        "SECRET_KEY": secrets.token_urlsafe(50),
+        "ALLOWED_HOSTS": "127.0.0.1",
+    }
     env.pop("DATABASE_URL")  # SQLite under the test's own folder
     return {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
@@ -56,7 +60,8 @@ def _server_env(var: Path, port: int) -> dict[str, str]:
 
 
 class ProxiedBrowser:
-    """Requests as they arrive from the HTTPS proxy: the forwarded scheme, and the browser's cookies."""
+    """Requests as they arrive from the HTTPS proxy: the forwarded scheme, and the browser's
+    cookies."""
 
     def __init__(self, base_url: str) -> None:
         self.base_url = base_url
@@ -80,8 +85,17 @@ class ProxiedBrowser:
         assert form.status_code == 200, form.text[:500]
         token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form.text).group(1)
         origin = self.base_url.replace("http://", "https://")
-        return self.request("POST", "/accounts/login/", headers={"Origin": origin, "Referer": origin + "/accounts/login/"},
-                            data={"csrfmiddlewaretoken": token, "username": username, "password": password, "next": "/"})
+        return self.request(
+            "POST",
+            "/accounts/login/",
+            headers={"Origin": origin, "Referer": origin + "/accounts/login/"},
+            data={
+                "csrfmiddlewaretoken": token,
+                "username": username,
+                "password": password,
+                "next": "/",
+            },
+        )
 
 
 @pytest.fixture(scope="module")
@@ -89,16 +103,26 @@ def server(tmp_path_factory):
     var = tmp_path_factory.mktemp("web-var")
     port = _free_port()
     env = _server_env(var, port)
-    prepare = ("import django; django.setup(); from django.core.management import call_command; "
-               "call_command('migrate', verbosity=0); "
-               "from studio.accounts.roles import OPERATOR; from studio.accounts.services import user_create; "
-               f"user_create(username={USERNAME!r}, password={PASSWORD!r}, roles=[OPERATOR])")
-    done = subprocess.run([sys.executable, "-c", prepare], env=env, cwd=ROOT, capture_output=True, text=True,
-                          timeout=300)
+    prepare = (
+        "import django; django.setup(); from django.core.management import call_command; "
+        "call_command('migrate', verbosity=0); "
+        "from studio.accounts.roles import OPERATOR; from "
+        "studio.accounts.services import user_create; "
+        f"user_create(username={USERNAME!r}, password={PASSWORD!r}, roles=[OPERATOR])"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", prepare],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     log = (var / "web.log").open("w")
-    process = subprocess.Popen(["bash", "scripts/web.sh"], env=env, cwd=ROOT, stdout=log,
-                               stderr=subprocess.STDOUT)
+    process = subprocess.Popen(
+        ["bash", "scripts/web.sh"], env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT
+    )
     base_url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120
     while True:
@@ -108,7 +132,10 @@ def server(tmp_path_factory):
         except httpx.TransportError:
             if process.poll() is not None or time.monotonic() > deadline:
                 process.kill()
-                pytest.fail(f"scripts/web.sh did not answer on {base_url}:\n{(var / 'web.log').read_text()[-3000:]}")
+                pytest.fail(
+                    "scripts/web.sh did not answer on "
+                    f"{base_url}:\n{(var / 'web.log').read_text()[-3000:]}"
+                )
             time.sleep(0.3)
     yield process, base_url, var
     if process.poll() is None:
@@ -150,7 +177,10 @@ def test_static_files_have_hashed_names_gzip_and_a_years_cache(server):
         response = browser.request("GET", url, headers={"Accept-Encoding": "gzip"})
         assert response.status_code == 200, url
         assert response.headers["content-encoding"] == "gzip"
-        assert A_YEAR in response.headers["cache-control"] and "immutable" in response.headers["cache-control"]
+        assert (
+            A_YEAR in response.headers["cache-control"]
+            and "immutable" in response.headers["cache-control"]
+        )
     # the dashboards' Chart.js is collected under its hash too (it once named a missing source map)
     charts = list((var / "staticfiles" / "vendor").glob("chart-4.4.7.umd.min.*.js"))
     assert len(charts) == 1
@@ -169,7 +199,8 @@ def test_plain_http_is_sent_to_https(server):
 
 
 def test_sigterm_stops_the_server_cleanly(server):
-    """What Ctrl-C in scripts/demo.sh and `systemctl stop` send: the workers finish and the master exits 0."""
+    """What Ctrl-C in scripts/demo.sh and `systemctl stop` send: the workers finish and the master
+    exits 0."""
     process, base_url, var = server
     process.send_signal(signal.SIGTERM)
     assert process.wait(timeout=40) == 0
@@ -182,8 +213,21 @@ def test_sigterm_stops_the_server_cleanly(server):
 
 def test_gunicorn_refuses_to_start_without_collected_static_files(tmp_path):
     env = _server_env(tmp_path, _free_port())
-    done = subprocess.run([sys.executable, "-m", "gunicorn", "-c", "studio/gunicorn_conf.py", "studio.wsgi:application"],
-                          env=env, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "-c",
+            "studio/gunicorn_conf.py",
+            "studio.wsgi:application",
+        ],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode != 0
     assert f"{tmp_path / 'staticfiles' / 'staticfiles.json'} is missing" in done.stderr
     assert "python manage.py collectstatic --noinput" in done.stderr

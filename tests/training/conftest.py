@@ -15,24 +15,38 @@ def tiny_dir():
 
 
 def price_examples(n: int = 6) -> list[dict]:
-    return [{"prompt": [{"role": "system", "content": "You host a live stream."},
-                        {"role": "user", "content": f"How much is link {i}?"}],
-             "completion": [{"role": "assistant",
-                             "content": f'<tool_call>{{"name": "get_product_info_by_link_id", '
-                                        f'"arguments": {{"link_id": {i}}}}}</tool_call>'}]}
-            for i in range(1, n + 1)]
+    return [
+        {
+            "prompt": [
+                {"role": "system", "content": "You host a live stream."},
+                {"role": "user", "content": f"How much is link {i}?"},
+            ],
+            "completion": [
+                {
+                    "role": "assistant",
+                    "content": f'<tool_call>{{"name": "get_product_info_by_link_id", '
+                    f'"arguments": {{"link_id": {i}}}}}</tool_call>',
+                }
+            ],
+        }
+        for i in range(1, n + 1)
+    ]
 
 
 @pytest.fixture(scope="session")
 def sft_run(tmp_path_factory, tiny_dir):
-    """A two-step SFT run on the tiny model, built once per test run (tests/artefacts.py) and shared by
-    the tests that need a trained checkpoint; a test that changes it works on a copy."""
+    """A two-step SFT run on the tiny model, built once per test run (tests/artefacts.py) and shared
+    by the tests that need a trained checkpoint; a test that changes it works on a copy."""
     from training.sft_config import SFTStageConfig
     from training.sft_trainer import run_sft
 
     def build(out):
-        run_sft(SFTStageConfig(model="tiny", output_dir=str(out), max_steps=2, save_steps=1, learning_rate=1e-3),
-                examples=price_examples())
+        run_sft(
+            SFTStageConfig(
+                model="tiny", output_dir=str(out), max_steps=2, save_steps=1, learning_rate=1e-3
+            ),
+            examples=price_examples(),
+        )
 
     return artefacts.build_once(tmp_path_factory, "tiny-sft", build)
 
@@ -44,9 +58,18 @@ def lora_run(tmp_path_factory, tiny_dir):
     from training.sft_trainer import run_sft
 
     def build(out):
-        run_sft(SFTStageConfig(model="tiny", output_dir=str(out), max_steps=2, save_steps=2, learning_rate=5e-2,
-                               lora_rank=4, lora_target_modules=["q_proj", "v_proj", "down_proj"]),
-                examples=price_examples())
+        run_sft(
+            SFTStageConfig(
+                model="tiny",
+                output_dir=str(out),
+                max_steps=2,
+                save_steps=2,
+                learning_rate=5e-2,
+                lora_rank=4,
+                lora_target_modules=["q_proj", "v_proj", "down_proj"],
+            ),
+            examples=price_examples(),
+        )
 
     return artefacts.build_once(tmp_path_factory, "tiny-lora-sft", build)
 

@@ -25,7 +25,11 @@ def answer_with_runtime(model_dir: Path):
     from harness.runtime import Agent
 
     policy = make_policy(f"local:{model_dir}", settings=GenerationSettings(max_new_tokens=12))
-    request = {"id": "t-1", "mode": "single", "comments": [{"user": "v1", "text": "How much is link 3?"}],
-               "room": {"current_link_id": 1, "shelf": [1, 2, 3]}}
+    request = {
+        "id": "t-1",
+        "mode": "single",
+        "comments": [{"user": "v1", "text": "How much is link 3?"}],
+        "room": {"current_link_id": 1, "shelf": [1, 2, 3]},
+    }
     with Agent(bundle=load_dir(demo_harness_dir()), policy=policy, connect_mcp=False) as agent:
         return agent.run(request)

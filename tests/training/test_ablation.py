@@ -1,4 +1,5 @@
-"""The ablation end to end on the tiny model: every step runs, the table fills in, a rerun resumes."""
+"""The ablation end to end on the tiny model: every step runs, the table fills in, a rerun
+resumes."""
 
 from __future__ import annotations
 
@@ -13,17 +14,31 @@ from training.cli import main
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)  # the first test to ask builds the shared folder (minutes on 2 cores)
-def test_tiny_ablation_fills_the_table_and_a_rerun_skips_finished_steps(tmp_path, tmp_path_factory, capsys):
-    out, done = artefacts.tiny_ablation(tmp_path_factory)  # `python -m training ablation`, built once per run
+def test_tiny_ablation_fills_the_table_and_a_rerun_skips_finished_steps(
+    tmp_path, tmp_path_factory, capsys
+):
+    out, done = artefacts.tiny_ablation(
+        tmp_path_factory
+    )  # `python -m training ablation`, built once per run
     assert done.returncode == 0 and "[ablation]" in done.stdout
     table = json.loads((out / "table.json").read_text())
     for model in MODELS:
-        assert set(table["models"][model]) == {"live_qa", "variant_qa", "prompt_robustness", "ifeval"}, model
+        assert set(table["models"][model]) == {
+            "live_qa",
+            "variant_qa",
+            "prompt_robustness",
+            "ifeval",
+        }, model
     assert table["models"]["hsa_sft"]["variant_qa"]["n"] == 2
     assert set(table["targets"]) == {"hsa_sft_vs_fixed_sft_on_T2", "full_pipeline_vs_base_on_IFE-P"}
     steps = json.loads((out / "steps.json").read_text())
-    assert list(steps)[:5] == ["train:fixed_sft", "train:hsa_sft", "train:fixed_sft_2", "train:hsa_sft_2",
-                               "eval:fixed_sft:variant_qa"]
+    assert list(steps)[:5] == [
+        "train:fixed_sft",
+        "train:hsa_sft",
+        "train:fixed_sft_2",
+        "train:hsa_sft_2",
+        "eval:fixed_sft:variant_qa",
+    ]
     # each SFT cell is two phases: the second continues from the first, and the cell is scored on it
     for cell in ("fixed_sft", "hsa_sft"):
         card = json.loads((out / f"{cell}_2" / "model_card.json").read_text())
@@ -31,7 +46,8 @@ def test_tiny_ablation_fills_the_table_and_a_rerun_skips_finished_steps(tmp_path
         summary = json.loads((out / "eval" / cell / "summary.json").read_text())
         assert summary["model"] == str(out / f"{cell}_2" / "final")
     assert json.loads((out / "opd" / "model_card.json").read_text())["parent_checkpoint"] == str(
-        out / "hsa_sft_2" / "final")
+        out / "hsa_sft_2" / "final"
+    )
     assert all(info["done"] and info["wall_s"] > 0 for info in steps.values())
     markdown = (out / "table.md").read_text()
     assert "pending" not in markdown and "| HSA-SFT |" in markdown and "train:rl:" in markdown
@@ -49,7 +65,9 @@ def test_the_cpu_preset_scores_at_least_100_cases_per_qa_set():
     assert preset.model == "local" and preset.eval_cases >= 100
 
 
-def test_a_named_step_runs_alone_and_an_unknown_one_is_refused_with_the_valid_names(tmp_path, capsys):
+def test_a_named_step_runs_alone_and_an_unknown_one_is_refused_with_the_valid_names(
+    tmp_path, capsys
+):
     out = tmp_path / "ablation"
     args = ["ablation", "--preset", "tiny-smoke", "--output-dir", str(out), "--eval-ifeval", "1"]
     assert main([*args, "--step", "eval:base:nonsense"]) == 2
@@ -60,7 +78,10 @@ def test_a_named_step_runs_alone_and_an_unknown_one_is_refused_with_the_valid_na
     (out / "steps.json").write_text(json.dumps({"train:fixed_sft": {"done": True, "wall_s": 7.0}}))
     assert main([*args, "--step", "eval:base:ifeval"]) == 0
     steps = json.loads((out / "steps.json").read_text())
-    assert list(steps) == ["train:fixed_sft", "eval:base:ifeval"]  # another process's record is kept
+    assert list(steps) == [
+        "train:fixed_sft",
+        "eval:base:ifeval",
+    ]  # another process's record is kept
     assert steps["train:fixed_sft"]["wall_s"] == 7.0 and steps["eval:base:ifeval"]["done"]
     assert not (out / "fixed_sft").exists()  # no other step ran
 
@@ -75,27 +96,52 @@ def test_renamed_tool_called_counts_cases_whose_variant_renamed_the_needed_tool(
 
     ablation = Ablation(AblationConfig(output_dir=str(tmp_path), eval_cases=20))
     renamed = ablation._renamed_tool_cases()
-    pairs = sorted((case_id, variant) for case_id, variants in renamed.items() for variant in variants)
+    pairs = sorted(
+        (case_id, variant) for case_id, variants in renamed.items() for variant in variants
+    )
     assert len(pairs) >= 2
-    # the claim checked from the variant itself: the needed tool's original name is gone from its registry
+    # the claim checked from the variant itself: the needed tool's original name is gone from its
+    # registry
     cases = {c["id"]: c for c in held_out_cases()[:20]}
     case_id, variant = pairs[0]
-    bundle = augment_bundle(bundle=load_dir(resolve_harness_dir("demo")), seed=int(variant[3:]),
-                            dims=["skills", "skill-content", "tools", "prompt", "hooks"],
-                            requirements=merged_requirements(list(cases.values()))).bundle
-    original_names = {t["name"] for t in cases[case_id]["gold"]["tool_calls"] if not t.get("optional")}
+    bundle = augment_bundle(
+        bundle=load_dir(resolve_harness_dir("demo")),
+        seed=int(variant[3:]),
+        dims=["skills", "skill-content", "tools", "prompt", "hooks"],
+        requirements=merged_requirements(list(cases.values())),
+    ).bundle
+    original_names = {
+        t["name"] for t in cases[case_id]["gold"]["tool_calls"] if not t.get("optional")
+    }
     assert original_names - set(bundle.tool_registry.names)
 
-    (tmp_path / "steps.json").write_text(json.dumps({"eval:hsa_sft:variant_qa": {"done": True, "wall_s": 1.0}}))
+    (tmp_path / "steps.json").write_text(
+        json.dumps({"eval:hsa_sft:variant_qa": {"done": True, "wall_s": 1.0}})
+    )
     ablation.steps = json.loads((tmp_path / "steps.json").read_text())
     other = next(i for i in cases if i not in renamed)
-    rows = [{"id": pairs[0][0], "harness": pairs[0][1], "reasons": ["wrong_tool_arguments"]},  # new name, wrong link
-            {"id": pairs[1][0], "harness": pairs[1][1], "reasons": ["missing_tool_call"]},  # memorised name
-            {"id": other, "harness": "original", "reasons": []}]  # no renamed tool: not counted
+    rows = [
+        {
+            "id": pairs[0][0],
+            "harness": pairs[0][1],
+            "reasons": ["wrong_tool_arguments"],
+        },  # new name, wrong link
+        {
+            "id": pairs[1][0],
+            "harness": pairs[1][1],
+            "reasons": ["missing_tool_call"],
+        },  # memorised name
+        {"id": other, "harness": "original", "reasons": []},
+    ]  # no renamed tool: not counted
     (tmp_path / "eval" / "hsa_sft").mkdir(parents=True)
-    (tmp_path / "eval" / "hsa_sft" / "variant_qa.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (tmp_path / "eval" / "hsa_sft" / "variant_qa.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in rows)
+    )
     ablation._read = {}
-    assert ablation._dimension("hsa_sft", "renamed_tool_called") == {pairs[0][0]: 1.0, pairs[1][0]: 0.0}
+    assert ablation._dimension("hsa_sft", "renamed_tool_called") == {
+        pairs[0][0]: 1.0,
+        pairs[1][0]: 0.0,
+    }
     assert ablation._dimension("fixed_sft", "renamed_tool_called") is None  # not evaluated yet
 
 
@@ -105,33 +151,68 @@ def test_the_table_says_how_requests_ended(tmp_path):
 
     ablation = Ablation(AblationConfig(output_dir=str(tmp_path)))
     ablation._renamed = {}  # no variant renames a tool these made-up cases need
-    (tmp_path / "steps.json").write_text(json.dumps({"eval:hsa_sft:variant_qa": {"done": True, "wall_s": 1.0}}))
+    (tmp_path / "steps.json").write_text(
+        json.dumps({"eval:hsa_sft:variant_qa": {"done": True, "wall_s": 1.0}})
+    )
     ablation.steps = json.loads((tmp_path / "steps.json").read_text())
-    # 'b' replied half effectively: effective is Effectiveness 1 (evaluation.summary), so it does not count
-    ended = [("a", "replied", 1.0), ("b", "replied", 0.5), ("c", "fallback", 0.0), ("d", "suppressed", 0.0),
-             ("e", "silent", 1.0)]
-    rows = [{"id": i, "outcome": outcome, "effectiveness": eff, "avg": (1 + eff) / 2, "reasons": [],
-             "dimensions": {}, "harness": "hsa900001"} for i, outcome, eff in ended]
+    # 'b' replied half effectively: effective is Effectiveness 1 (evaluation.summary), so it does
+    # not count
+    ended = [
+        ("a", "replied", 1.0),
+        ("b", "replied", 0.5),
+        ("c", "fallback", 0.0),
+        ("d", "suppressed", 0.0),
+        ("e", "silent", 1.0),
+    ]
+    rows = [
+        {
+            "id": i,
+            "outcome": outcome,
+            "effectiveness": eff,
+            "avg": (1 + eff) / 2,
+            "reasons": [],
+            "dimensions": {},
+            "harness": "hsa900001",
+        }
+        for i, outcome, eff in ended
+    ]
     (tmp_path / "eval" / "hsa_sft").mkdir(parents=True)
-    (tmp_path / "eval" / "hsa_sft" / "variant_qa.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (tmp_path / "eval" / "hsa_sft" / "variant_qa.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in rows)
+    )
     ablation._read = {}
     assert ablation._outcomes("hsa_sft", "variant_qa") == {
-        "replied": 2, "effective": 1, "fallback": 1, "suppressed": 1, "silent": 1, "error": 0, "n": 5}
+        "replied": 2,
+        "effective": 1,
+        "fallback": 1,
+        "suppressed": 1,
+        "silent": 1,
+        "error": 0,
+        "n": 5,
+    }
     assert ablation._outcomes("fixed_sft", "variant_qa") is None
     markdown = (tmp_path / "table.md").read_text() if ablation.write_table() else ""
     assert "## How requests ended" in markdown
     assert "| HSA-SFT | pending | 2 (1 effective) / 1 / 1 / 1 of 5 |" in markdown
 
 
-def test_given_checkpoints_are_scored_not_trained_and_other_models_are_left_out(tmp_path, lora_adapter):
+def test_given_checkpoints_are_scored_not_trained_and_other_models_are_left_out(
+    tmp_path, lora_adapter
+):
     from training.ablation import Ablation
     from training.ablation_config import AblationConfig
 
-    config = AblationConfig(model="tiny", output_dir=str(tmp_path), models=["base", "fixed_sft", "hsa_sft"],
-                            checkpoints={"hsa_sft": str(lora_adapter)})
+    config = AblationConfig(
+        model="tiny",
+        output_dir=str(tmp_path),
+        models=["base", "fixed_sft", "hsa_sft"],
+        checkpoints={"hsa_sft": str(lora_adapter)},
+    )
     assert config.check() == ""
     plan = [name for name, _ in Ablation(config).plan()]
-    assert "train:fixed_sft" in plan and "train:hsa_sft" not in plan and "train:hsa_sft_2" not in plan
+    assert (
+        "train:fixed_sft" in plan and "train:hsa_sft" not in plan and "train:hsa_sft_2" not in plan
+    )
     assert not any(":opd" in n or ":rl" in n for n in plan)  # neither trained nor scored
     assert {"eval:hsa_sft:variant_qa", "eval:base:ifeval", "eval:fixed_sft:live_qa"} <= set(plan)
     merged = Ablation(config).model_dir("hsa_sft")

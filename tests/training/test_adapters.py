@@ -20,10 +20,14 @@ from training.runs import is_finished, read_model_card
 
 def test_a_lora_run_saves_only_the_adapter_and_names_its_base(lora_run, tiny_dir):
     final = lora_run / "final"
-    assert (final / "adapter_model.safetensors").is_file() and not (final / "model.safetensors").exists()
+    assert (final / "adapter_model.safetensors").is_file() and not (
+        final / "model.safetensors"
+    ).exists()
     base = json.loads((final / adapters.BASE_FILE).read_text())
     assert base["base"] == str(tiny_dir) and base["fingerprint"] == fingerprint(tiny_dir)
-    assert json.loads((final / adapters.ADAPTER_CONFIG).read_text())["base_model_name_or_path"] == str(tiny_dir)
+    assert json.loads((final / adapters.ADAPTER_CONFIG).read_text())[
+        "base_model_name_or_path"
+    ] == str(tiny_dir)
     card = read_model_card(lora_run)
     assert card["extra"]["adapter"]["rank"] == 4 and card["extra"]["adapter"]["alpha"] == 8
     assert is_finished(lora_run) and checkpoint_problem(final) is None
@@ -40,8 +44,9 @@ def test_the_merged_checkpoint_computes_what_peft_computes(lora_run, tiny_dir):
     ids = torch.tensor([[1, 42, 314, 2718, 99, 7]])
     with torch.no_grad():
         merged = AutoModelForCausalLM.from_pretrained(merged_dir)(ids).logits
-        peft = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(tiny_dir),
-                                         str(lora_run / "final"))(ids).logits
+        peft = PeftModel.from_pretrained(
+            AutoModelForCausalLM.from_pretrained(tiny_dir), str(lora_run / "final")
+        )(ids).logits
         base = AutoModelForCausalLM.from_pretrained(tiny_dir)(ids).logits
     assert torch.allclose(merged, peft, atol=1e-5)
     assert not torch.allclose(merged, base, atol=1e-3)  # the adapter changed the model
@@ -55,18 +60,35 @@ def test_the_fingerprint_covers_the_adapter_and_its_base(lora_run, tmp_path):
     record["fingerprint"] = "0" * 64  # same files but another base
     (copy / adapters.BASE_FILE).write_text(json.dumps(record))
     assert fingerprint(copy) != before
-    with pytest.raises(CheckpointError, match=r"adapter_base.json: the adapter was trained on .* not the same base"):
+    with pytest.raises(
+        CheckpointError, match=r"adapter_base.json: the adapter was trained on .* not the same base"
+    ):
         resolve_checkpoint(str(copy))
 
 
-@pytest.mark.parametrize("damage, message", [
-    (lambda d: (d / "adapter_model.safetensors").unlink(), r"has adapter_config.json but no adapter weights"),
-    (lambda d: (d / adapters.BASE_FILE).unlink(), r"has no adapter_base.json naming the base model"),
-    (lambda d: (d / adapters.ADAPTER_CONFIG).write_text(json.dumps(
-        {**json.loads((d / adapters.ADAPTER_CONFIG).read_text()), "r": 0})),
-     r"adapter_config.json: r \(the LoRA rank\) must be a whole number of 1 or more, got 0"),
-    (lambda d: (d / adapters.ADAPTER_CONFIG).write_text("{not json"), r"adapter_config.json: not valid JSON"),
-])
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        (
+            lambda d: (d / "adapter_model.safetensors").unlink(),
+            r"has adapter_config.json but no adapter weights",
+        ),
+        (
+            lambda d: (d / adapters.BASE_FILE).unlink(),
+            r"has no adapter_base.json naming the base model",
+        ),
+        (
+            lambda d: (d / adapters.ADAPTER_CONFIG).write_text(
+                json.dumps({**json.loads((d / adapters.ADAPTER_CONFIG).read_text()), "r": 0})
+            ),
+            r"adapter_config.json: r \(the LoRA rank\) must be a whole number of 1 or more, got 0",
+        ),
+        (
+            lambda d: (d / adapters.ADAPTER_CONFIG).write_text("{not json"),
+            r"adapter_config.json: not valid JSON",
+        ),
+    ],
+)
 def test_a_damaged_adapter_is_an_error_naming_the_file(lora_run, tmp_path, damage, message):
     copy = tmp_path / "adapter"
     shutil.copytree(lora_run / "final", copy)
@@ -81,7 +103,11 @@ def test_lora_settings_are_checked():
 
     assert SFTStageConfig(lora_rank=-1).check().startswith("lora_rank:")
     assert SFTStageConfig(lora_rank=8, lora_dropout=1.0).check().startswith("lora_dropout:")
-    assert SFTStageConfig(lora_rank=8, lora_target_modules=[]).check().startswith("lora_target_modules:")
+    assert (
+        SFTStageConfig(lora_rank=8, lora_target_modules=[])
+        .check()
+        .startswith("lora_target_modules:")
+    )
     assert SFTStageConfig(lora_rank=8).peft_config().lora_alpha == 16
 
 
@@ -103,9 +129,12 @@ def test_prepare_merges_and_exports_once_and_sglang_serves_the_merged_folder(lor
 
 
 @pytest.mark.slow
-def test_a_draft_head_adapted_to_an_adapter_passes_the_check_releases_and_the_launcher_make(lora_run, tmp_path):
-    """``python -m training mtp --model ADAPTER`` adapts a head to the merged policy the adapter runs as; the
-    check a release and ``sglang-command --draft-head`` make, given the adapter folder, accepts that head."""
+def test_a_draft_head_adapted_to_an_adapter_passes_the_check_releases_and_the_launcher_make(
+    lora_run, tmp_path
+):
+    """``python -m training mtp --model ADAPTER`` adapts a head to the merged policy the adapter
+    runs as; the check a release and ``sglang-command --draft-head`` make, given the adapter folder,
+    accepts that head."""
     import subprocess
     import sys
 
@@ -116,8 +145,12 @@ def test_a_draft_head_adapted_to_an_adapter_passes_the_check_releases_and_the_la
     args = list(TINY_MTP_ARGS)
     args[args.index("--model") + 1] = str(adapter)
     args[args.index("--max-steps") + 1] = "2"
-    done = subprocess.run([sys.executable, "-m", "training", "mtp", *args, "--output-dir", str(tmp_path / "mtp")],
-                          capture_output=True, text=True, timeout=500)
+    done = subprocess.run(
+        [sys.executable, "-m", "training", "mtp", *args, "--output-dir", str(tmp_path / "mtp")],
+        capture_output=True,
+        text=True,
+        timeout=500,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     head = tmp_path / "mtp" / "final"
     card = json.loads((head / "card.json").read_text())

@@ -16,8 +16,10 @@ def _examples_file(tmp_path):
 
 def test_sft_from_yaml_with_flag_override(tmp_path, tiny_dir):
     config = tmp_path / "sft.yaml"
-    config.write_text(f"model: tiny\nexamples: {_examples_file(tmp_path)}\nmax_steps: 5\n"
-                      f"output_dir: {tmp_path / 'run'}\nreport_to: [none]\n")
+    config.write_text(
+        f"model: tiny\nexamples: {_examples_file(tmp_path)}\nmax_steps: 5\n"
+        f"output_dir: {tmp_path / 'run'}\nreport_to: [none]\n"
+    )
     assert main(["sft", "--config", str(config), "--max-steps", "1", "--save-steps", "1"]) == 0
     resolved = json.loads((tmp_path / "run" / "config.json").read_text())
     assert resolved["max_steps"] == 1 and resolved["examples"].endswith("examples.jsonl")
@@ -39,9 +41,11 @@ def test_pipeline_chains_stages_and_skips_finished_ones(tmp_path, tiny_dir):
 
     config = tmp_path / "pipeline.yaml"
     root = tmp_path / "pipe"
-    config.write_text(f"model: tiny\noutput_dir: {root}\nstages: [sft, opd]\n"
-                      f"sft:\n  examples: {_examples_file(tmp_path)}\n  max_steps: 1\n  save_steps: 1\n"
-                      "opd:\n  max_steps: 1\n  save_steps: 1\n  max_completion_length: 8\n  max_prompts: 4\n")
+    config.write_text(
+        f"model: tiny\noutput_dir: {root}\nstages: [sft, opd]\n"
+        f"sft:\n  examples: {_examples_file(tmp_path)}\n  max_steps: 1\n  save_steps: 1\n"
+        "opd:\n  max_steps: 1\n  save_steps: 1\n  max_completion_length: 8\n  max_prompts: 4\n"
+    )
     assert main(["pipeline", "--config", str(config)]) == 0
     opd_card = read_model_card(root / "opd")
     assert opd_card["parent_checkpoint"] == str(root / "sft" / "final")
@@ -49,4 +53,6 @@ def test_pipeline_chains_stages_and_skips_finished_ones(tmp_path, tiny_dir):
     written = (root / "opd" / "model_card.json").stat().st_mtime_ns
     assert main(["pipeline", "--config", str(config)]) == 0  # both stages finished: nothing reruns
     assert (root / "opd" / "model_card.json").stat().st_mtime_ns == written
-    assert json.loads((root / "pipeline_state.json").read_text())["final_model"] == str(root / "opd" / "final")
+    assert json.loads((root / "pipeline_state.json").read_text())["final_model"] == str(
+        root / "opd" / "final"
+    )

@@ -14,8 +14,10 @@ from training.sft_config import SFTStageConfig
 
 def test_yaml_config_loads_and_converts(tmp_path):
     path = tmp_path / "sft.yaml"
-    path.write_text("model: tiny\nmax_steps: 3\nlearning_rate: 1e-4\nreport_to: [tensorboard]\n"
-                    "hsa_variants: 0\n")
+    path.write_text(
+        "model: tiny\nmax_steps: 3\nlearning_rate: 1e-4\nreport_to: [tensorboard]\n"
+        "hsa_variants: 0\n"
+    )
     config = load_config(SFTStageConfig, path)
     assert (config.model, config.max_steps, config.learning_rate) == ("tiny", 3, 1e-4)
     assert config.report_to == ["tensorboard"]
@@ -74,5 +76,7 @@ def test_the_shipped_example_configs_load():
 def test_stop_after_steps_beyond_max_steps_names_its_line(tmp_path):
     path = tmp_path / "sft.yaml"
     path.write_text("model: tiny\nmax_steps: 10\nstop_after_steps: 20\n")
-    with pytest.raises(ConfigError, match=r"sft.yaml:3: stop_after_steps: must be between 0 \(off\) and max_steps"):
+    with pytest.raises(
+        ConfigError, match=r"sft.yaml:3: stop_after_steps: must be between 0 \(off\) and max_steps"
+    ):
         load_config(SFTStageConfig, path)

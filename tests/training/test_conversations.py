@@ -1,4 +1,5 @@
-"""Packing per-turn examples into whole conversations: same trained tokens, fewer sequence tokens."""
+"""Packing per-turn examples into whole conversations: same trained tokens, fewer sequence
+tokens."""
 
 from __future__ import annotations
 
@@ -28,11 +29,14 @@ def tokenizer(tiny_dir):
 
 
 def per_turn_completion_ids(tokenizer, example) -> list[int]:
-    """What TRL trains for one prompt/completion example: the tokens after the prompt's rendering."""
-    prompt = tokenizer.apply_chat_template(example["prompt"], tokenize=False, add_generation_prompt=True)
+    """What TRL trains for one prompt/completion example: the tokens after the prompt's
+    rendering."""
+    prompt = tokenizer.apply_chat_template(
+        example["prompt"], tokenize=False, add_generation_prompt=True
+    )
     whole = tokenizer.apply_chat_template(example["prompt"] + example["completion"], tokenize=False)
     assert whole.startswith(prompt)
-    return tokenizer(whole[len(prompt):], add_special_tokens=False)["input_ids"]
+    return tokenizer(whole[len(prompt) :], add_special_tokens=False)["input_ids"]
 
 
 def trained_ids(row) -> list[int]:
@@ -40,21 +44,32 @@ def trained_ids(row) -> list[int]:
 
 
 def test_a_trajectory_packs_into_one_sequence_that_trains_each_turn_once(trajectory, tokenizer):
-    examples = turn_examples(trajectory, strip_retries=True, meta={"case_id": "c1", "harness": "original"})
+    examples = turn_examples(
+        trajectory, strip_retries=True, meta={"case_id": "c1", "harness": "original"}
+    )
     rows, facts = pack(tokenizer, list(reversed(examples)))  # turn order comes from meta
     assert len(rows) == 1 and rows[0]["turns"] == [0, 2, 3]
     expected = [t for ex in examples for t in per_turn_completion_ids(tokenizer, ex)]
     assert trained_ids(rows[0]) == expected
     assert facts["trained_tokens"] == len(expected)
-    per_turn = sum(len(tokenizer(tokenizer.apply_chat_template(ex["prompt"] + ex["completion"], tokenize=False),
-                                 add_special_tokens=False)["input_ids"]) for ex in examples)
+    per_turn = sum(
+        len(
+            tokenizer(
+                tokenizer.apply_chat_template(ex["prompt"] + ex["completion"], tokenize=False),
+                add_special_tokens=False,
+            )["input_ids"]
+        )
+        for ex in examples
+    )
     assert facts["per_turn_tokens"] == per_turn
     assert facts["tokens"] == len(rows[0]["input_ids"]) < per_turn / 2
 
 
 def test_a_kept_retry_is_context_but_never_trained(trajectory, tokenizer):
     failed_text = trajectory["model_calls"][1]["text"]
-    examples = turn_examples(trajectory, strip_retries=False, meta={"case_id": "c1", "harness": "original"})
+    examples = turn_examples(
+        trajectory, strip_retries=False, meta={"case_id": "c1", "harness": "original"}
+    )
     rows, _ = pack(tokenizer, examples)
     assert len(rows) == 1
     # the blocked reply was retried word for word once the reply skill was loaded: the sequence
@@ -66,7 +81,9 @@ def test_a_kept_retry_is_context_but_never_trained(trajectory, tokenizer):
 
 
 def test_a_turn_whose_context_was_rewritten_starts_a_new_sequence(trajectory, tokenizer):
-    examples = turn_examples(trajectory, strip_retries=True, meta={"case_id": "c1", "harness": "original"})
+    examples = turn_examples(
+        trajectory, strip_retries=True, meta={"case_id": "c1", "harness": "original"}
+    )
     changed = copy.deepcopy(examples)
     for later in changed[1:]:  # the system prompt was re-rendered before turn 2
         later["prompt"][0]["content"] += "\nNow presenting: link 4"

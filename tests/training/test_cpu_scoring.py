@@ -1,6 +1,7 @@
 """On CPU the training stages score only the labelled positions in TRL's fused log-prob head
-(training.cpu_scoring): the same loss, log-probabilities and gradients as scoring every position, for a
-fraction of the work when a 2,000-token Harness prompt is masked and a short completion is labelled."""
+(training.cpu_scoring): the same loss, log-probabilities and gradients as scoring every position,
+for a fraction of the work when a 2,000-token Harness prompt is masked and a short completion is
+labelled."""
 
 from __future__ import annotations
 
@@ -37,7 +38,9 @@ def _scored(model, *, compact: bool, monkeypatch) -> tuple[torch.Tensor, ...]:
     return out.loss.detach(), out.log_probs.detach(), out.entropy.detach(), grads
 
 
-def test_scoring_only_the_labelled_positions_gives_the_same_loss_and_gradients(fused_tiny_model, monkeypatch):
+def test_scoring_only_the_labelled_positions_gives_the_same_loss_and_gradients(
+    fused_tiny_model, monkeypatch
+):
     every = _scored(fused_tiny_model, compact=False, monkeypatch=monkeypatch)  # TRL's choice on CPU
     labelled = _scored(fused_tiny_model, compact=True, monkeypatch=monkeypatch)
     for a, b in zip(every, labelled, strict=True):
@@ -46,7 +49,8 @@ def test_scoring_only_the_labelled_positions_gives_the_same_loss_and_gradients(f
 
 
 def test_an_sft_run_turns_it_on(tmp_path, monkeypatch):
-    """SFT, like OPD and RL: TRL would score the whole 2,000-token prompt of every example on CPU."""
+    """SFT, like OPD and RL: TRL would score the whole 2,000-token prompt of every example on
+    CPU."""
     import trl.trainer.distillation_trainer as distillation
     import trl.trainer.utils as utils
 
@@ -58,6 +62,8 @@ def test_an_sft_run_turns_it_on(tmp_path, monkeypatch):
     for module in (utils, distillation):
         monkeypatch.setattr(module, "_use_triton", lambda device: False)  # TRL's choice off Triton
     monkeypatch.setattr(cpu_scoring, "_PATCHED", False)
-    run_sft(SFTStageConfig(model="tiny", output_dir=str(tmp_path / "sft"), max_steps=1, save_steps=1),
-            examples=price_examples(2))
+    run_sft(
+        SFTStageConfig(model="tiny", output_dir=str(tmp_path / "sft"), max_steps=1, save_steps=1),
+        examples=price_examples(2),
+    )
     assert utils._use_triton(cpu) is True and distillation._use_triton(cpu) is True

@@ -1,4 +1,5 @@
-"""``python -m training mtp``: the draft-head adaptation on the tiny model, and its loss against serving.
+"""``python -m training mtp``: the draft-head adaptation on the tiny model, and its loss against
+serving.
 
 The stage's run folder (rollouts, metrics with loss and accuracy per draft step,
 checkpoints, the head in SGLang's layout with its card), resume from the last
@@ -25,26 +26,41 @@ from training.mtp_rollouts import RolloutSequence
 
 
 def _run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "training", "mtp", *args], capture_output=True, text=True,
-                          timeout=500)
+    return subprocess.run(
+        [sys.executable, "-m", "training", "mtp", *args],
+        capture_output=True,
+        text=True,
+        timeout=500,
+    )
 
 
 @pytest.fixture(scope="module")
 def mtp_run(tmp_path_factory, tiny_dir):
-    """The tiny run ``python -m training mtp`` made (built once per test run: tests/artefacts.py)."""
+    """The tiny run ``python -m training mtp`` made (built once per test run:
+    tests/artefacts.py)."""
     return artefacts.tiny_mtp_run(tmp_path_factory)
 
 
 def test_the_run_folder_has_rollouts_metrics_checkpoints_and_the_head(mtp_run):
     out, done = mtp_run
     assert done.stdout.strip().endswith("final")
-    assert sorted(p.name for p in (out / "rollouts").glob("*.pt")) == ["0000.pt", "0001.pt", "0002.pt"]
+    assert sorted(p.name for p in (out / "rollouts").glob("*.pt")) == [
+        "0000.pt",
+        "0001.pt",
+        "0002.pt",
+    ]
     rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows] == [2, 4]
     for row in rows:
         assert row["stage"] == "mtp" and row["loss"] > 0
-        assert {"loss_step_1", "accuracy_step_1", "loss_step_3", "accuracy_step_3", "learning_rate",
-                "grad_norm"} <= set(row)
+        assert {
+            "loss_step_1",
+            "accuracy_step_1",
+            "loss_step_3",
+            "accuracy_step_3",
+            "learning_rate",
+            "grad_norm",
+        } <= set(row)
     assert (out / "checkpoint-4" / "trainer_state.json").is_file()
     final = out / "final"
     config = json.loads((final / "config.json").read_text())
@@ -72,27 +88,35 @@ def test_a_longer_run_resumes_from_the_last_checkpoint(mtp_run, tmp_path):
     assert [r["step"] for r in rows] == [2, 4, 6]
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["--layout", "medusa"], "layout: 'medusa' is not one of eagle, nextn"),
-    (["--draft-steps", "0"], "draft_steps: 0 must be between 1 and 8"),
-    (["--held-out", "1.5"], "held_out: 1.5 must be between 0 and 1"),
-    (["--report-to", "wandb"], "report_to: the MTP stage writes metrics.jsonl only"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--layout", "medusa"], "layout: 'medusa' is not one of eagle, nextn"),
+        (["--draft-steps", "0"], "draft_steps: 0 must be between 1 and 8"),
+        (["--held-out", "1.5"], "held_out: 1.5 must be between 0 and 1"),
+        (["--report-to", "wandb"], "report_to: the MTP stage writes metrics.jsonl only"),
+    ],
+)
 def test_bad_settings_exit_2_naming_the_field(args, message, tmp_path):
-    done = cli.call("training", "mtp", "--model", "tiny", "--output-dir", str(tmp_path / "run"), *args)
+    done = cli.call(
+        "training", "mtp", "--model", "tiny", "--output-dir", str(tmp_path / "run"), *args
+    )
     assert done.returncode == 2
     assert message in done.stderr and "Traceback" not in done.stderr
 
 
 def test_the_training_forward_is_what_the_engine_drafts(tiny_dir):
-    """Teacher-forced step k at anchor t == the engine's k-th draft step of a cycle starting at t whose
-    earlier drafts were right: same inputs, same attention (real slots <= t, then its own chain)."""
+    """Teacher-forced step k at anchor t == the engine's k-th draft step of a cycle starting at t
+    whose earlier drafts were right: same inputs, same attention (real slots <= t, then its own
+    chain)."""
     model, tokenizer = load_model(tiny_dir)
     engine_model = EngineModel(model)
     torch.manual_seed(0)
     head = DraftHead.for_policy(model).eval()
-    ids = tokenizer("The host answers every viewer with the price, the stock and the link of each item.",
-                    add_special_tokens=False)["input_ids"]
+    ids = tokenizer(
+        "The host answers every viewer with the price, the stock and the link of each item.",
+        add_special_tokens=False,
+    )["input_ids"]
     tokens = torch.tensor(ids)
     with torch.inference_mode():
         seq = engine_model.new_sequence(64)
@@ -107,16 +131,19 @@ def test_the_training_forward_is_what_the_engine_drafts(tiny_dir):
         with torch.inference_mode():
             s = spec.new_sequence(engine_model, 64)
             pending = spec.absorb(s, None, rollout.states[: t + 1], tokens[: t + 1])
-            out = spec.extend(s, pending, tokens[t + 1: t + 2], s.draft_length)[-1:]
+            out = spec.extend(s, pending, tokens[t + 1 : t + 2], s.draft_length)[-1:]
             for k in range(3):
                 if k:
-                    out = spec.extend(s, out, tokens[t + 1 + k: t + 2 + k], t + k)
-                torch.testing.assert_close(head.logits(out)[0], logits[k][row], atol=1e-4, rtol=1e-4)
+                    out = spec.extend(s, out, tokens[t + 1 + k : t + 2 + k], t + k)
+                torch.testing.assert_close(
+                    head.logits(out)[0], logits[k][row], atol=1e-4, rtol=1e-4
+                )
 
 
 def test_offline_acceptance_counts_leading_agreeing_drafts():
     class Head:
-        """Drafts by looking the answer up: right at steps 1-2, wrong at step 3 (no draft vocabulary)."""
+        """Drafts by looking the answer up: right at steps 1-2, wrong at step 3 (no draft
+        vocabulary)."""
 
         @staticmethod
         def restrict(logits):
@@ -124,8 +151,11 @@ def test_offline_acceptance_counts_leading_agreeing_drafts():
 
     from unittest import mock
 
-    rollout = RolloutSequence(tokens=torch.arange(10), states=torch.zeros(9, 4),
-                              written=torch.tensor([False] * 5 + [True] * 5))
+    rollout = RolloutSequence(
+        tokens=torch.arange(10),
+        states=torch.zeros(9, 4),
+        written=torch.tensor([False] * 5 + [True] * 5),
+    )
     vocab = 12
 
     def fake_chain(head, seq, *, steps, teacher_forced):

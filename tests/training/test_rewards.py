@@ -24,12 +24,14 @@ def test_each_batch_is_judged_even_when_its_objects_reuse_freed_ids():
     funcs = make_reward_funcs(judge=judge, tokenizer=None)
     for step in range(50):
         reply = "right" if step % 2 else "wrong"
-        # a fresh batch each step, as TRL passes it; the previous batch's dicts are freed and CPython
-        # hands their memory (and so their id()) to these
+        # a fresh batch each step, as TRL passes it; the previous batch's dicts are freed and
+        # CPython hands their memory (and so their id()) to these
         batch = [{"reply": reply, "route": "public"}]
         cases = [{"id": f"c{step}"}]
         assert funcs["accuracy"](None, trajectory=batch, case=cases) == [float(reply == "right")]
-        assert funcs["effectiveness"](None, trajectory=batch, case=cases) == [1.0]  # same batch: cached
+        assert funcs["effectiveness"](None, trajectory=batch, case=cases) == [
+            1.0
+        ]  # same batch: cached
         del batch, cases  # freed here by reference counting (no cycles): no full collection needed,
         gc.collect(0)  # whose cost grows with everything the test process holds (seconds per call)
     assert judge.calls == 50

@@ -1,4 +1,5 @@
-"""Stage 3 (HSA-RL): env_mask, GDPO + zero-advantage dropping, and two GRPO steps on the tiny model."""
+"""Stage 3 (HSA-RL): env_mask, GDPO + zero-advantage dropping, and two GRPO steps on the tiny
+model."""
 
 from __future__ import annotations
 
@@ -20,7 +21,9 @@ class ForcedSamplingPolicy:
         class _Forced(SamplingPolicy):
             def _sample(self, prompt_ids, settings):
                 text = self.outputs.pop(0)
-                ids = self.tokenizer(text, add_special_tokens=False)["input_ids"] + [self.tokenizer.eos_token_id]
+                ids = self.tokenizer(text, add_special_tokens=False)["input_ids"] + [
+                    self.tokenizer.eos_token_id
+                ]
                 return ids, [-1.0] * len(ids)
 
         policy = _Forced(model=None, tokenizer=tokenizer)
@@ -48,15 +51,24 @@ def test_env_mask_zeroes_exactly_tool_and_hook_tokens(tiny_dir):
 
     tokenizer = AutoTokenizer.from_pretrained(tiny_dir)
     source = training_cases("", limit=40)
-    case = next(c for c in source.cases if c["category"] == "product_qa" and c["gold"]["tool_calls"])
+    case = next(
+        c for c in source.cases if c["category"] == "product_qa" and c["gold"]["tool_calls"]
+    )
     link = case["gold"]["tool_calls"][0]["arguments"]["link_id"]
-    texts = [f'<tool_call>{{"name": "get_product_info_by_link_id", "arguments": {{"link_id": {link}}}}}</tool_call>',
-             "It is in stock!",  # no reply skill loaded yet: the stop gate blocks it
-             '<tool_call>{"name": "load_skill", "arguments": {"name": "item_qa"}}</tool_call>',
-             case["gold"]["reference_reply"]]
+    texts = [
+        '<tool_call>{"name": "get_product_info_by_link_id", '
+        f'"arguments": {{"link_id": {link}}}}}</tool_call>',
+        "It is in stock!",  # no reply skill loaded yet: the stop gate blocks it
+        '<tool_call>{"name": "load_skill", "arguments": {"name": "item_qa"}}</tool_call>',
+        case["gold"]["reference_reply"],
+    ]
     policy = ForcedSamplingPolicy(tokenizer, texts)
-    with Agent(bundle=load_dir(demo_harness_dir()), policy=policy, catalogue=source.catalogue,
-               connect_mcp=False) as agent:
+    with Agent(
+        bundle=load_dir(demo_harness_dir()),
+        policy=policy,
+        catalogue=source.catalogue,
+        connect_mcp=False,
+    ) as agent:
         traj = agent.run(case_request(case)).to_dict()
     assert traj["retries"] == 1 and traj["outcome"] == "replied" and len(policy.calls) == 4
     rollout = assemble_rollout(policy.calls, tokenizer)
@@ -65,13 +77,16 @@ def test_env_mask_zeroes_exactly_tool_and_hook_tokens(tiny_dir):
     runs = _runs(rollout.env_mask)
     model_runs = [tokenizer.decode(rollout.completion_ids[a:b]) for m, a, b in runs if m == 1]
     env_runs = [tokenizer.decode(rollout.completion_ids[a:b]) for m, a, b in runs if m == 0]
-    # every model token is masked in (1), and only model tokens: each output plus its end-of-turn token
+    # every model token is masked in (1), and only model tokens: each output plus its end-of-turn
+    # token
     assert model_runs == [t + tokenizer.eos_token for t in texts]
     # every runtime token is masked out (0): exactly the messages the runtime added between calls
     for i, env in enumerate(env_runs):
         before, after = policy.calls[i].messages, policy.calls[i + 1].messages
-        added = after[len(before) + 1:]  # after the assistant turn: tool results and hook feedback
-        expected = "\n" + "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in added)
+        added = after[len(before) + 1 :]  # after the assistant turn: tool results and hook feedback
+        expected = "\n" + "".join(
+            f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in added
+        )
         assert env == expected + "<|im_start|>assistant\n"
     hook = next(h["message"] for h in traj["hook_decisions"] if h["decision"] == "block")
     assert hook in env_runs[1] and not any(hook in m for m in model_runs)
@@ -91,26 +106,46 @@ def test_gdpo_aggregation_and_zero_advantage_dropping_on_a_toy_batch(tiny_dir, t
     known = {"a": ([1.0, 0.0], [0.0, 0.0]), "b": ([1.0, 1.0], [0.5, 0.5])}
 
     def rollout(prompts, trainer):
-        return {"prompt_ids": [[1, 2, 3]] * len(prompts), "completion_ids": [[4, 5, 2]] * len(prompts),
-                "logprobs": [[-1.0, -1.0, -1.0]] * len(prompts), "env_mask": [[1, 0, 1]] * len(prompts)}
+        return {
+            "prompt_ids": [[1, 2, 3]] * len(prompts),
+            "completion_ids": [[4, 5, 2]] * len(prompts),
+            "logprobs": [[-1.0, -1.0, -1.0]] * len(prompts),
+            "env_mask": [[1, 0, 1]] * len(prompts),
+        }
 
     def pick(dim):
         def reward(prompts, completions, **kwargs):
             return [known[p][dim][prompts[:i].count(p)] for i, p in enumerate(prompts)]
+
         reward.__name__ = f"dim{dim}"
         return reward
 
-    args = GRPOConfig(output_dir=str(tmp_path), per_device_train_batch_size=4, num_generations=2,
-                      max_completion_length=8, multi_objective_aggregation="normalize_then_sum",
-                      importance_sampling_level="sequence", loss_type="grpo", beta=0.0, report_to=[],
-                      use_cpu=True, bf16=False, **checkpointing_args(False))
-    trainer = HarnessGRPOTrainer(model=str(tiny_dir), reward_funcs=[pick(0), pick(1)], args=args,
-                                 train_dataset=Dataset.from_list([{"prompt": "a"}, {"prompt": "b"}]),
-                                 processing_class=tokenizer, rollout_func=rollout)
+    args = GRPOConfig(
+        output_dir=str(tmp_path),
+        per_device_train_batch_size=4,
+        num_generations=2,
+        max_completion_length=8,
+        multi_objective_aggregation="normalize_then_sum",
+        importance_sampling_level="sequence",
+        loss_type="grpo",
+        beta=0.0,
+        report_to=[],
+        use_cpu=True,
+        bf16=False,
+        **checkpointing_args(False),
+    )
+    trainer = HarnessGRPOTrainer(
+        model=str(tiny_dir),
+        reward_funcs=[pick(0), pick(1)],
+        args=args,
+        train_dataset=Dataset.from_list([{"prompt": "a"}, {"prompt": "b"}]),
+        processing_class=tokenizer,
+        rollout_func=rollout,
+    )
     trainer.model.train()
     batch = trainer._generate_and_score_completions([{"prompt": p} for p in ("a", "a", "b", "b")])
-    # group a: dim0 normalised to +-0.7071, dim1 constant -> 0; group b: all constant -> 0.
-    # summed [0.7071, -0.7071, 0, 0], then divided by its std over the batch (0.8165): +-0.866... kept
+    # group a: dim0 normalised to +-0.7071, dim1 constant -> 0; group b: all constant -> 0. summed
+    # [0.7071, -0.7071, 0, 0], then divided by its std over the batch (0.8165): +-0.866... kept
     expected_a = 0.70706 / (torch.tensor([0.70706, -0.70706, 0.0, 0.0]).std().item() + 1e-4)
     assert batch["advantages"].tolist() == pytest.approx([expected_a, -expected_a], rel=1e-3)
     assert batch["completion_ids"].shape[0] == 2  # group b dropped
@@ -122,9 +157,12 @@ def test_gdpo_aggregation_and_zero_advantage_dropping_on_a_toy_batch(tiny_dir, t
 def test_drop_zero_advantage_keeps_chunks_divisible():
     from training.advantages import drop_zero_advantage
 
-    batch = {"advantages": torch.tensor([0.0, 1.0, 0.0, -1.0, 0.5, 0.0]),
-             "completion_mask": torch.ones(6, 3, dtype=torch.long), "num_items_in_batch": torch.tensor(18.0),
-             "extra": [0, 1, 2, 3, 4, 5]}
+    batch = {
+        "advantages": torch.tensor([0.0, 1.0, 0.0, -1.0, 0.5, 0.0]),
+        "completion_mask": torch.ones(6, 3, dtype=torch.long),
+        "num_items_in_batch": torch.tensor(18.0),
+        "extra": [0, 1, 2, 3, 4, 5],
+    }
     out, dropped = drop_zero_advantage(batch, multiple=2)
     assert dropped == 2 and out["extra"] == [0, 1, 3, 4]  # one zero sample kept to fill the chunk
     assert float(out["num_items_in_batch"]) == 12.0
@@ -144,10 +182,24 @@ def rl_run(tmp_path_factory, sft_run):
     from training.rl_trainer import run_rl
 
     out = tmp_path_factory.mktemp("rl")
-    config = RLStageConfig(model=str(sft_run / "final"), output_dir=str(out), max_steps=2, save_steps=1,
-                           learning_rate=5e-3, num_generations=2, per_device_train_batch_size=2,
-                           max_new_tokens=6, max_cases=4, top_p=1.0, max_rounds=2, variant_pool_size=1,
-                           augmented_fraction=0.5, beta=0.0, seed=1)
+    config = RLStageConfig(
+        model=str(sft_run / "final"),
+        output_dir=str(out),
+        max_steps=2,
+        save_steps=1,
+        learning_rate=5e-3,
+        num_generations=2,
+        per_device_train_batch_size=2,
+        max_new_tokens=6,
+        max_cases=4,
+        top_p=1.0,
+        max_rounds=2,
+        variant_pool_size=1,
+        augmented_fraction=0.5,
+        beta=0.0,
+        seed=1,
+    )
+
     def varied(completions, **kwargs):  # a random tiny model fails every task alike: add a signal
         return [sum(ch in "aeiou" for ch in str(c)) / max(1, len(str(c))) for c in completions]
 
@@ -185,7 +237,10 @@ def test_rollouts_on_the_engine_sample_what_generate_samples(tiny_dir):
 
     model = AutoModelForCausalLM.from_pretrained(tiny_dir)
     tokenizer = AutoTokenizer.from_pretrained(tiny_dir)
-    messages = [{"role": "system", "content": "You are the host. " * 30}, {"role": "user", "content": "price?"}]
+    messages = [
+        {"role": "system", "content": "You are the host. " * 30},
+        {"role": "user", "content": "price?"},
+    ]
     greedy = GenerationSettings(temperature=0.0, max_new_tokens=16)
     engine = rollout_engine(model)
     assert engine is not None
@@ -197,8 +252,12 @@ def test_rollouts_on_the_engine_sample_what_generate_samples(tiny_dir):
         a, b = on_engine.calls[0], plain.calls[0]
         assert a.ids == b.ids and a.prompt_ids == b.prompt_ids
         assert a.logprobs == pytest.approx(b.logprobs, abs=1e-4)
-        sampled = SamplingPolicy(model=model, tokenizer=tokenizer, engine=engine,
-                                 settings=GenerationSettings(temperature=0.7, top_p=1.0, max_new_tokens=8, seed=3))
+        sampled = SamplingPolicy(
+            model=model,
+            tokenizer=tokenizer,
+            engine=engine,
+            settings=GenerationSettings(temperature=0.7, top_p=1.0, max_new_tokens=8, seed=3),
+        )
         sampled.generate(messages)
         call = sampled.calls[0]
         with torch.no_grad():

@@ -9,7 +9,10 @@ from training.runs import append_metrics, drop_metrics_after, parse_metrics, rea
 
 
 def _rows(*steps: int) -> str:
-    return "".join(json.dumps({"loss": 1.0 / s, "stage": "sft", "step": s}, sort_keys=True) + "\n" for s in steps)
+    return "".join(
+        json.dumps({"loss": 1.0 / s, "stage": "sft", "step": s}, sort_keys=True) + "\n"
+        for s in steps
+    )
 
 
 def test_a_half_written_last_line_is_left_out_until_it_is_complete(tmp_path):
@@ -42,4 +45,7 @@ def test_the_writer_appends_one_sorted_line_a_row_that_the_reader_reads_back(tmp
     for step in (1, 2):
         append_metrics(path, {"step": step, "stage": "sft", "loss": 1.0 / step})
     assert path.read_text() == _rows(1, 2)
-    assert read_metrics(tmp_path) == [{"loss": 1.0, "stage": "sft", "step": 1}, {"loss": 0.5, "stage": "sft", "step": 2}]
+    assert read_metrics(tmp_path) == [
+        {"loss": 1.0, "stage": "sft", "step": 1},
+        {"loss": 0.5, "stage": "sft", "step": 2},
+    ]

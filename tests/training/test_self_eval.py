@@ -1,4 +1,5 @@
-"""A stage's self-evaluation: held-out subsets scored by the project's judge, resumable, written into the run."""
+"""A stage's self-evaluation: held-out subsets scored by the project's judge, resumable, written
+into the run."""
 
 from __future__ import annotations
 
@@ -20,22 +21,29 @@ def test_evaluate_run_writes_scores_and_resumes(sft_run, tmp_path):
     for name in ("live_qa", "variant_qa", "prompt_robustness"):
         assert saved[name]["n"] >= 1 and 0 <= saved[name]["avg"] <= 100
     assert saved["ifeval"]["n"] == 1 and len(saved["ifeval"]["per_prompt"]) == 1
-    # the writer's block is what the capability gate's one reader knows (evaluation.gates.read_ifeval)
+    # the writer's block is what the capability gate's one reader knows
+    # (evaluation.gates.read_ifeval)
     from evaluation.gates import read_ifeval
 
     scores = read_ifeval(saved["ifeval"], source="eval.json")
     assert scores.n == 1 and scores.checkpoint.per_prompt == tuple(saved["ifeval"]["per_prompt"])
-    rows = [json.loads(line) for line in (run / "eval" / "variant_qa.jsonl").read_text().splitlines()]
+    rows = [
+        json.loads(line) for line in (run / "eval" / "variant_qa.jsonl").read_text().splitlines()
+    ]
     assert [r["id"] for r in rows] == [c["id"] for c in held_out_cases()[:2]]
     assert all(r["harness"].startswith("hsa") for r in rows)  # T2 runs under variants
-    assert not {c["id"] for c in held_out_cases()} & {c["id"] for c in training_cases("", limit=10_000).cases}
+    assert not {c["id"] for c in held_out_cases()} & {
+        c["id"] for c in training_cases("", limit=10_000).cases
+    }
     # a second call finds every item scored and runs no model call
     before = (run / "eval" / "live_qa.jsonl").read_text()
     evaluate_run(run_dir=run, harness_dir=demo_harness_dir(), cases=2, max_new_tokens=6)
     assert (run / "eval" / "live_qa.jsonl").read_text() == before
 
 
-def test_side_by_side_evaluations_of_one_model_keep_each_others_scores(sft_run, tmp_path, monkeypatch):
+def test_side_by_side_evaluations_of_one_model_keep_each_others_scores(
+    sft_run, tmp_path, monkeypatch
+):
     """Two processes scoring one model on different sets (``ablation --step``) share summary.json:
     the one that finishes last must not write back the copy it read when it started."""
     from harness import demo_harness_dir
@@ -50,8 +58,13 @@ def test_side_by_side_evaluations_of_one_model_keep_each_others_scores(sft_run, 
         return {"n": 1, "prompt_strict": 100.0, "inst_strict": 100.0, "per_prompt": [True]}
 
     monkeypatch.setattr(self_eval, "_ifeval", ifeval_while_another_process_finishes)
-    summary = self_eval.evaluate_model(model_dir=sft_run / "final", out_dir=out, harness_dir=demo_harness_dir(),
-                                       sets=("ifeval",), n_ifeval=1)
+    summary = self_eval.evaluate_model(
+        model_dir=sft_run / "final",
+        out_dir=out,
+        harness_dir=demo_harness_dir(),
+        sets=("ifeval",),
+        n_ifeval=1,
+    )
     saved = json.loads((out / "summary.json").read_text())
     assert saved == summary
     assert saved["live_qa"] == {"n": 3, "avg": 40.0} and saved["ifeval"]["per_prompt"] == [True]

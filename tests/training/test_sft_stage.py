@@ -44,12 +44,20 @@ def test_sft_resumes_from_last_checkpoint(sft_run, tmp_path):
     run = tmp_path / "resume"
     shutil.copytree(sft_run, run)
     shutil.rmtree(run / "final")
-    shutil.rmtree(run / "checkpoint-2")  # as if killed after logging step 2 but before its checkpoint
+    shutil.rmtree(
+        run / "checkpoint-2"
+    )  # as if killed after logging step 2 but before its checkpoint
     assert last_checkpoint(run).name == "checkpoint-1"
-    config = SFTStageConfig(model="tiny", output_dir=str(run), max_steps=3, save_steps=1, learning_rate=1e-3)
+    config = SFTStageConfig(
+        model="tiny", output_dir=str(run), max_steps=3, save_steps=1, learning_rate=1e-3
+    )
     run_sft(config, examples=price_examples())
     steps = [r["step"] for r in read_metrics(run) if "loss" in r]
-    assert steps == [1, 2, 3]  # step 1 from the first run; 2 (lost with its checkpoint) and 3 trained now
+    assert steps == [
+        1,
+        2,
+        3,
+    ]  # step 1 from the first run; 2 (lost with its checkpoint) and 3 trained now
     assert read_model_card(run)["steps"] == 3
 
 
@@ -58,9 +66,13 @@ def test_sft_trains_a_trajectory_as_one_packed_sequence(tmp_path):
 
     from training.turns import turn_examples
 
-    recorded = json.loads((Path(__file__).parent / "testdata" / "retry_trajectory.json").read_text())
+    recorded = json.loads(
+        (Path(__file__).parent / "testdata" / "retry_trajectory.json").read_text()
+    )
     examples = turn_examples(recorded["trajectory"], strip_retries=True, meta={"case_id": "c1"})
-    config = SFTStageConfig(model="tiny", output_dir=str(tmp_path), max_steps=1, save_steps=1, learning_rate=1e-3)
+    config = SFTStageConfig(
+        model="tiny", output_dir=str(tmp_path), max_steps=1, save_steps=1, learning_rate=1e-3
+    )
     run_sft(config, examples=examples)
     packed = read_model_card(tmp_path)["data"]["packed"]
     assert packed["sequences"] == 1 and packed["turns"] == 3
@@ -71,15 +83,23 @@ def test_sft_trains_a_trajectory_as_one_packed_sequence(tmp_path):
 
 
 def test_stop_after_steps_keeps_the_schedule_of_max_steps(tmp_path):
-    config = SFTStageConfig(model="tiny", output_dir=str(tmp_path), max_steps=4, stop_after_steps=2,
-                            save_steps=10, learning_rate=1e-3)
+    config = SFTStageConfig(
+        model="tiny",
+        output_dir=str(tmp_path),
+        max_steps=4,
+        stop_after_steps=2,
+        save_steps=10,
+        learning_rate=1e-3,
+    )
     run_sft(config, examples=price_examples())
     rows = [r for r in read_metrics(tmp_path) if "loss" in r]
     assert [r["step"] for r in rows] == [1, 2]
     # linear decay over 4 steps: step 2 trains at 1e-3 * 3/4 (over 2 steps it would be 1e-3 * 1/2)
     assert abs(rows[1]["learning_rate"] - 7.5e-4) < 1e-9
     assert read_model_card(tmp_path)["steps"] == 2
-    assert (tmp_path / "checkpoint-2").is_dir() and (tmp_path / "final" / "model.safetensors").is_file()
+    assert (tmp_path / "checkpoint-2").is_dir() and (
+        tmp_path / "final" / "model.safetensors"
+    ).is_file()
 
 
 def test_a_run_killed_after_its_stop_checkpoint_resumes_without_training_further(tmp_path):
@@ -87,8 +107,14 @@ def test_a_run_killed_after_its_stop_checkpoint_resumes_without_training_further
     weights as final, and trains no third step."""
     import shutil
 
-    config = SFTStageConfig(model="tiny", output_dir=str(tmp_path), max_steps=4, stop_after_steps=2,
-                            save_steps=10, learning_rate=1e-3)
+    config = SFTStageConfig(
+        model="tiny",
+        output_dir=str(tmp_path),
+        max_steps=4,
+        stop_after_steps=2,
+        save_steps=10,
+        learning_rate=1e-3,
+    )
     run_sft(config, examples=price_examples())
     shutil.rmtree(tmp_path / "final")
     (tmp_path / "model_card.json").unlink()
@@ -104,14 +130,27 @@ def test_gradient_checkpointing_trains_the_same_step(tmp_path):
     losses = []
     for checkpointing in (False, True):
         out = tmp_path / str(checkpointing)
-        run_sft(SFTStageConfig(model="tiny", output_dir=str(out), max_steps=1, save_steps=10, learning_rate=1e-3,
-                               gradient_checkpointing=checkpointing), examples=price_examples())
+        run_sft(
+            SFTStageConfig(
+                model="tiny",
+                output_dir=str(out),
+                max_steps=1,
+                save_steps=10,
+                learning_rate=1e-3,
+                gradient_checkpointing=checkpointing,
+            ),
+            examples=price_examples(),
+        )
         losses.append([r["loss"] for r in read_metrics(out) if "loss" in r])
-        assert json.loads((out / "config.json").read_text())["gradient_checkpointing"] is checkpointing
+        assert (
+            json.loads((out / "config.json").read_text())["gradient_checkpointing"] is checkpointing
+        )
     assert losses[0] == pytest.approx(losses[1], rel=1e-5)
     from safetensors.torch import load_file
 
-    plain, recomputed = (load_file(tmp_path / name / "final" / "model.safetensors") for name in ("False", "True"))
+    plain, recomputed = (
+        load_file(tmp_path / name / "final" / "model.safetensors") for name in ("False", "True")
+    )
     assert plain.keys() == recomputed.keys()
     assert all(torch_allclose(plain[k], recomputed[k]) for k in plain)
 
@@ -123,21 +162,39 @@ def torch_allclose(a, b) -> bool:
 
 
 def case_examples(cases: int = 6, *, harnesses: tuple[str, ...] = ("original",)) -> list[dict]:
-    """Per-turn examples of 2-turn trajectories (tool call, then the reply), one per case and Harness, with
-    the meta the data builder writes (case_id, harness, turn): turn 1's context extends turn 0's."""
+    """Per-turn examples of 2-turn trajectories (tool call, then the reply), one per case and
+    Harness, with the meta the data builder writes (case_id, harness, turn): turn 1's context
+    extends turn 0's."""
     examples = []
     for i in range(1, cases + 1):
         for harness in harnesses:
-            meta = {"case_id": f"c{i}", "harness": harness, "harness_digest": harness, "teacher": "gold-replay"}
-            prompt = [{"role": "system", "content": f"You host a live stream ({harness})."},
-                      {"role": "user", "content": f"How much is link {i}?"}]
-            call = {"role": "assistant", "content": f'<tool_call>{{"name": "get_product_info_by_link_id", '
-                                                    f'"arguments": {{"link_id": {i}}}}}</tool_call>'}
-            result = {"role": "user", "content": f'<tool_response>{{"price": {10 * i}}}</tool_response>'}
+            meta = {
+                "case_id": f"c{i}",
+                "harness": harness,
+                "harness_digest": harness,
+                "teacher": "gold-replay",
+            }
+            prompt = [
+                {"role": "system", "content": f"You host a live stream ({harness})."},
+                {"role": "user", "content": f"How much is link {i}?"},
+            ]
+            call = {
+                "role": "assistant",
+                "content": f'<tool_call>{{"name": "get_product_info_by_link_id", '
+                f'"arguments": {{"link_id": {i}}}}}</tool_call>',
+            }
+            result = {
+                "role": "user",
+                "content": f'<tool_response>{{"price": {10 * i}}}</tool_response>',
+            }
             examples.append({"prompt": prompt, "completion": [call], "meta": {**meta, "turn": 0}})
-            examples.append({"prompt": [*prompt, call, result],
-                             "completion": [{"role": "assistant", "content": f"Link {i} is {10 * i} yuan."}],
-                             "meta": {**meta, "turn": 1}})
+            examples.append(
+                {
+                    "prompt": [*prompt, call, result],
+                    "completion": [{"role": "assistant", "content": f"Link {i} is {10 * i} yuan."}],
+                    "meta": {**meta, "turn": 1},
+                }
+            )
     return examples
 
 
@@ -150,12 +207,19 @@ def test_the_eval_split_holds_out_whole_cases_with_every_turn_and_variant():
     held_cases = {ex["meta"]["case_id"] for ex in held_out}
     assert len(held_cases) == 3 and len(train_cases) == 7 and not train_cases & held_cases
     for case in held_cases:  # both turns under both Harnesses: 4 examples per held-out case
-        assert sorted((ex["meta"]["harness"], ex["meta"]["turn"]) for ex in held_out
-                      if ex["meta"]["case_id"] == case) == [("original", 0), ("original", 1),
-                                                            ("variant-1", 0), ("variant-1", 1)]
+        assert sorted(
+            (ex["meta"]["harness"], ex["meta"]["turn"])
+            for ex in held_out
+            if ex["meta"]["case_id"] == case
+        ) == [("original", 0), ("original", 1), ("variant-1", 0), ("variant-1", 1)]
     assert len(train) + len(held_out) == len(examples) and len(held_out) == 12
-    assert facts == {"eval_fraction": 0.3, "eval_cases": 3, "eval_examples": 12, "train_cases": 7,
-                     "train_examples": 28}
+    assert facts == {
+        "eval_fraction": 0.3,
+        "eval_cases": 3,
+        "eval_examples": 12,
+        "train_cases": 7,
+        "train_examples": 28,
+    }
     assert [ex for ex in examples if ex in train] == train  # order kept
     assert split_eval(examples, 0.3, seed=0)[1] == held_out  # the seed decides
     assert {ex["meta"]["case_id"] for ex in split_eval(examples, 0.3, seed=1)[1]} != held_cases
@@ -167,8 +231,15 @@ def test_the_eval_split_holds_out_whole_cases_with_every_turn_and_variant():
 
 
 def test_sft_with_eval_fraction_logs_eval_loss_at_each_save_on_held_out_cases(tmp_path):
-    config = SFTStageConfig(model="tiny", output_dir=str(tmp_path), max_steps=4, save_steps=2, save_total_limit=5,
-                            learning_rate=1e-3, eval_fraction=0.34)
+    config = SFTStageConfig(
+        model="tiny",
+        output_dir=str(tmp_path),
+        max_steps=4,
+        save_steps=2,
+        save_total_limit=5,
+        learning_rate=1e-3,
+        eval_fraction=0.34,
+    )
     run_sft(config, examples=case_examples(6))
     rows = read_metrics(tmp_path)
     evals = [r for r in rows if "eval_loss" in r]
@@ -177,7 +248,12 @@ def test_sft_with_eval_fraction_logs_eval_loss_at_each_save_on_held_out_cases(tm
     assert [r["step"] for r in rows if "loss" in r] == [1, 2, 3, 4]
     card = read_model_card(tmp_path)
     split = card["data"]["eval_split"]
-    assert (split["eval_cases"], split["train_cases"], split["eval_examples"], split["eval_steps"]) == (2, 4, 4, 2)
+    assert (
+        split["eval_cases"],
+        split["train_cases"],
+        split["eval_examples"],
+        split["eval_steps"],
+    ) == (2, 4, 4, 2)
     # packed like the training set: one sequence per trajectory on each side
     assert card["data"]["packed"]["sequences"] == 4 and split["eval_packed"]["sequences"] == 2
     best = min(evals, key=lambda r: r["eval_loss"])
@@ -190,7 +266,9 @@ def test_eval_steps_sets_the_trainers_evaluation_and_nothing_else(tmp_path):
     from training.sft_trainer import build_sft_args
     from training.stage_common import start_stage
 
-    config = SFTStageConfig(model="tiny", output_dir=str(tmp_path), save_steps=20, eval_fraction=0.2, eval_steps=5)
+    config = SFTStageConfig(
+        model="tiny", output_dir=str(tmp_path), save_steps=20, eval_fraction=0.2, eval_steps=5
+    )
     args = build_sft_args(config, start_stage(config, stage="sft"))
     assert (args.eval_strategy, args.eval_steps) == ("steps", 5)  # IntervalStrategy is a str enum
     assert args.load_best_model_at_end is False and args.metric_for_best_model is None
@@ -205,13 +283,19 @@ def test_sft_without_eval_fraction_holds_nothing_out(sft_run):
     assert "eval_split" not in card["data"] and "best_eval_loss" not in card["extra"]
 
 
-@pytest.mark.parametrize(("values", "message"), [
-    ({"eval_fraction": 1.0}, "eval_fraction: must be at least 0 (off) and below 1"),
-    ({"eval_fraction": -0.1}, "eval_fraction: must be at least 0 (off) and below 1"),
-    ({"eval_fraction": float("nan")}, "eval_fraction: must be at least 0"),
-    ({"eval_fraction": 0.1, "eval_steps": -1}, "eval_steps: must be 0 (at each save) or more, got -1"),
-    ({"eval_steps": 5}, "eval_steps: evaluates the held-out cases; set eval_fraction above 0"),
-])
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"eval_fraction": 1.0}, "eval_fraction: must be at least 0 (off) and below 1"),
+        ({"eval_fraction": -0.1}, "eval_fraction: must be at least 0 (off) and below 1"),
+        ({"eval_fraction": float("nan")}, "eval_fraction: must be at least 0"),
+        (
+            {"eval_fraction": 0.1, "eval_steps": -1},
+            "eval_steps: must be 0 (at each save) or more, got -1",
+        ),
+        ({"eval_steps": 5}, "eval_steps: evaluates the held-out cases; set eval_fraction above 0"),
+    ],
+)
 def test_bad_eval_settings_are_refused_naming_the_field(values, message):
     assert SFTStageConfig(**values).check().startswith(message)
 

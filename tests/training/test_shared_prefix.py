@@ -36,23 +36,26 @@ def _fused(model_dir, *, lora: bool = False):
     if lora:
         from peft import LoraConfig, get_peft_model
 
-        model = get_peft_model(model, LoraConfig(r=4, lora_alpha=8, target_modules="all-linear",
-                                                 init_lora_weights=False))
+        model = get_peft_model(
+            model,
+            LoraConfig(r=4, lora_alpha=8, target_modules="all-linear", init_lora_weights=False),
+        )
     return model.train()
 
 
 def _batch(*, rows=4, prefix=200, suffix=60, seed=0):
-    """Rows sharing ``prefix`` tokens, right-padded suffixes, the loss on each row's last 40 real tokens."""
+    """Rows sharing ``prefix`` tokens, right-padded suffixes, the loss on each row's last 40 real
+    tokens."""
     generator = torch.Generator().manual_seed(seed)
     shared = torch.randint(0, 49152, (1, prefix), generator=generator).expand(rows, -1)
     ids = torch.cat([shared, torch.randint(0, 49152, (rows, suffix), generator=generator)], dim=1)
     mask = torch.ones_like(ids)
     for row in range(1, rows):
-        mask[row, ids.shape[1] - 7 * row:] = 0  # right padding of different lengths
+        mask[row, ids.shape[1] - 7 * row :] = 0  # right padding of different lengths
     labels = ids.masked_fill(mask == 0, -100)
     for row in range(rows):
         real = int(mask[row].sum())
-        labels[row, :real - 40] = -100
+        labels[row, : real - 40] = -100
     return ids, mask, labels
 
 
@@ -68,7 +71,9 @@ def _loss_and_grads(model, ids, mask, labels, *, shared: bool):
     else:
         out = model(input_ids=ids, attention_mask=mask, labels=labels, fused_lm_head=True)
         out.loss.backward()
-    grads = {name: p.grad.detach().clone() for name, p in model.named_parameters() if p.requires_grad}
+    grads = {
+        name: p.grad.detach().clone() for name, p in model.named_parameters() if p.requires_grad
+    }
     return out.loss.detach(), grads, stats
 
 
@@ -80,7 +85,9 @@ def _assert_same_training(model, batch):
     assert grads.keys() == plain_grads.keys()
     for name, grad in plain_grads.items():
         assert grad is not None and grads[name] is not None, name
-        assert float(grad.norm()) > 0, f"{name}: no gradient reached it, the comparison would prove nothing"
+        assert float(grad.norm()) > 0, (
+            f"{name}: no gradient reached it, the comparison would prove nothing"
+        )
         relative = float((grads[name] - grad).norm() / grad.norm())
         assert relative <= GRAD_RTOL, f"{name}: gradient differs by {relative:.2e} of its norm"
     return stats
@@ -101,7 +108,9 @@ def test_loss_and_every_adapter_gradient_match_with_a_lora_adapter(tiny_dir):
 def test_loss_and_every_gradient_match_on_the_default_model():
     from harness.model_cache import default_model_dir
 
-    _assert_same_training(_fused(default_model_dir()), _batch(rows=2, prefix=300, suffix=50, seed=2))
+    _assert_same_training(
+        _fused(default_model_dir()), _batch(rows=2, prefix=300, suffix=50, seed=2)
+    )
 
 
 def test_a_batch_that_shares_too_little_runs_the_plain_path_and_says_why_once(tiny_dir, caplog):
@@ -111,18 +120,25 @@ def test_a_batch_that_shares_too_little_runs_the_plain_path_and_says_why_once(ti
     ids, mask, labels = _batch(rows=2, prefix=8, suffix=40)
     left = mask.flip(1)  # left padding: the rows start at different places
     stats = SharedPrefixStats()
-    with caplog.at_level(logging.WARNING, logger="training.shared_prefix"), shared_prefix(model, stats):
+    with (
+        caplog.at_level(logging.WARNING, logger="training.shared_prefix"),
+        shared_prefix(model, stats),
+    ):
         plain = model(input_ids=ids, attention_mask=mask, labels=labels, fused_lm_head=True).loss
         model(input_ids=ids, attention_mask=mask, labels=labels, fused_lm_head=True)
         model(input_ids=ids, attention_mask=left, labels=labels, fused_lm_head=True)
     assert stats.shared_batches == 0 and stats.plain_batches == 3
     said = [r.getMessage() for r in caplog.records if "shared_prefix" in r.getMessage()]
-    assert said == ["shared_prefix: the plain path runs for batches whose rows share fewer than 32 tokens at the "
-                    "start (one row, different prompts, or left padding) (said once per reason)"]
+    assert said == [
+        "shared_prefix: the plain path runs for batches "
+        "whose rows share fewer than 32 tokens at the "
+        "start (one row, different prompts, or left padding) (said once per reason)"
+    ]
     # outside the block the decoder is the plain one again
     assert "forward" not in vars(model.model)
-    torch.testing.assert_close(model(input_ids=ids, attention_mask=mask, labels=labels, fused_lm_head=True).loss,
-                               plain)
+    torch.testing.assert_close(
+        model(input_ids=ids, attention_mask=mask, labels=labels, fused_lm_head=True).loss, plain
+    )
 
 
 def test_generation_is_untouched(tiny_dir):
@@ -149,26 +165,46 @@ def test_the_sampler_batches_one_harness_state_and_keeps_every_sequence_once():
     sampler = PrefixGroupedSampler(rows, batch_size=4, seed=0)
     order = list(sampler)
     assert sorted(order) == list(range(len(rows))) and len(sampler) == len(rows)
-    batches = [order[i:i + 4] for i in range(0, len(order), 4)]
+    batches = [order[i : i + 4] for i in range(0, len(order), 4)]
     whole_of_one_state = [b for b in batches if len(b) == 4 and len({state_of[i] for i in b}) == 1]
-    assert len(whole_of_one_state) == 9 // 4 + 6 // 4  # every whole batch a state can fill is filled by it
+    assert (
+        len(whole_of_one_state) == 9 // 4 + 6 // 4
+    )  # every whole batch a state can fill is filled by it
     sampler.set_epoch(1)
     assert list(sampler) != order and sorted(sampler) == sorted(order)
 
 
 def test_an_sft_stage_trains_through_the_shared_path(tmp_path, tiny_dir):
-    """The stage's own trainer: batches of one Harness state take the shared path, and the card says so."""
+    """The stage's own trainer: batches of one Harness state take the shared path, and the card says
+    so."""
     from training.runs import read_model_card
     from training.sft_config import SFTStageConfig
     from training.sft_trainer import run_sft
 
-    system = "You host a live stream for a shop. " * 12  # a Harness system prompt: every example's start
-    examples = [{"prompt": [{"role": "system", "content": system},
-                            {"role": "user", "content": f"How much is link {i}?"}],
-                 "completion": [{"role": "assistant", "content": f"Link {i} costs {10 * i} yuan."}]}
-                for i in range(1, 7)]
-    run_sft(SFTStageConfig(model="tiny", output_dir=str(tmp_path), max_steps=2, save_steps=2,
-                           per_device_train_batch_size=3, learning_rate=1e-3), examples=examples)
+    system = (
+        "You host a live stream for a shop. " * 12
+    )  # a Harness system prompt: every example's start
+    examples = [
+        {
+            "prompt": [
+                {"role": "system", "content": system},
+                {"role": "user", "content": f"How much is link {i}?"},
+            ],
+            "completion": [{"role": "assistant", "content": f"Link {i} costs {10 * i} yuan."}],
+        }
+        for i in range(1, 7)
+    ]
+    run_sft(
+        SFTStageConfig(
+            model="tiny",
+            output_dir=str(tmp_path),
+            max_steps=2,
+            save_steps=2,
+            per_device_train_batch_size=3,
+            learning_rate=1e-3,
+        ),
+        examples=examples,
+    )
     card = read_model_card(tmp_path)
     assert card["extra"]["shared_prefix"]["shared_batches"] == 2
     assert card["extra"]["shared_prefix"]["plain_batches"] == 0
@@ -184,13 +220,30 @@ def test_a_grpo_group_runs_under_one_harness_state():
             Pool.draws += 1
             return f"entry{Pool.draws}"
 
-    rollout = HarnessRollout(pool=Pool(), cases={}, tokenizer=None, settings=None, augmented_fraction=0.5,
-                             failure_rate=0.0, harness_per_group=True)
+    rollout = HarnessRollout(
+        pool=Pool(),
+        cases={},
+        tokenizer=None,
+        settings=None,
+        augmented_fraction=0.5,
+        failure_rate=0.0,
+        harness_per_group=True,
+    )
     seen = []
-    rollout.run_one = lambda model, case_id, **kw: seen.append((case_id, kw["entry"])) or {
-        "assembled": type("A", (), {"prompt_ids": [1], "completion_ids": [2], "logprobs": [0.0],
-                                    "env_mask": [1]})(),
-        "trajectory": {}, "case": {}, "harness": kw["entry"], "augmented": False}
+    rollout.run_one = lambda model, case_id, **kw: (
+        seen.append((case_id, kw["entry"]))
+        or {
+            "assembled": type(
+                "A",
+                (),
+                {"prompt_ids": [1], "completion_ids": [2], "logprobs": [0.0], "env_mask": [1]},
+            )(),
+            "trajectory": {},
+            "case": {},
+            "harness": kw["entry"],
+            "augmented": False,
+        }
+    )
 
     class Trainer:
         model = object()
@@ -212,13 +265,21 @@ def test_a_grpo_group_runs_under_one_harness_state():
 def test_grpo_micro_batches_keep_a_group_together():
     from training.shared_prefix import shuffle_groups
 
-    prompts = torch.tensor([[1, 1]] * 4 + [[2, 2]] * 4 + [[3, 3]] * 2)  # a group of 2 after zero-advantage drops
-    batch = {"prompt_ids": prompts, "advantages": torch.arange(10.0), "case": list("aaaabbbbcc"),
-             "num_items_in_batch": torch.tensor(10)}
+    prompts = torch.tensor(
+        [[1, 1]] * 4 + [[2, 2]] * 4 + [[3, 3]] * 2
+    )  # a group of 2 after zero-advantage drops
+    batch = {
+        "prompt_ids": prompts,
+        "advantages": torch.arange(10.0),
+        "case": list("aaaabbbbcc"),
+        "num_items_in_batch": torch.tensor(10),
+    }
     torch.manual_seed(0)
     shuffled = shuffle_groups(batch)
     runs = "".join(shuffled["case"])
     assert sorted(runs) == sorted("aaaabbbbcc") and all(c * runs.count(c) in runs for c in "abc")
     assert [int(p[0]) for p in shuffled["prompt_ids"]] == [" abc".index(c) for c in runs]
-    assert shuffled["advantages"].tolist() == sorted(range(10), key=lambda i: runs.index("aaaabbbbcc"[i]))
+    assert shuffled["advantages"].tolist() == sorted(
+        range(10), key=lambda i: runs.index("aaaabbbbcc"[i])
+    )
     assert int(shuffled["num_items_in_batch"]) == 10

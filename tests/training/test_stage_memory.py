@@ -1,6 +1,6 @@
-"""A training stage keeps the memory it frees for its next step: glibc would hand every freed block over
-32 MB back to the kernel and page-fault it in again at the next step (TRL's log-prob tiles are such
-blocks, hundreds of MB per step), which was 45% of a tiny-model step's wall time on 2 cores."""
+"""A training stage keeps the memory it frees for its next step: glibc would hand every freed block
+over 32 MB back to the kernel and page-fault it in again at the next step (TRL's log-prob tiles are
+such blocks, hundreds of MB per step), which was 45% of a tiny-model step's wall time on 2 cores."""
 
 from __future__ import annotations
 
@@ -29,8 +29,12 @@ SCRIPT = textwrap.dedent("""
 
 
 def test_a_stage_reuses_the_big_blocks_it_freed_instead_of_faulting_them_in_again(tmp_path):
-    done = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path / "run")], capture_output=True, text=True,
-                          timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT, str(tmp_path / "run")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     default, kept = map(int, done.stdout.split())
     pages = (200 << 20) // 4096

@@ -6,109 +6,271 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('evolution', '0004_eval_chunks_and_result_worker'),
-        ('traffic', '0001_initial'),
+        ("evolution", "0004_eval_chunks_and_result_worker"),
+        ("traffic", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='AnnotationQueue',
+            name="AnnotationQueue",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.SlugField(max_length=60, unique=True)),
-                ('description', models.TextField(blank=True)),
-                ('source', models.CharField(blank=True, help_text='Where its items came from.', max_length=300)),
-                ('catalogue', models.JSONField(blank=True, help_text='The catalogue its cases refer to (empty: demo).', null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('created_by', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.SlugField(max_length=60, unique=True)),
+                ("description", models.TextField(blank=True)),
+                (
+                    "source",
+                    models.CharField(
+                        blank=True, help_text="Where its items came from.", max_length=300
+                    ),
+                ),
+                (
+                    "catalogue",
+                    models.JSONField(
+                        blank=True,
+                        help_text="The catalogue its cases refer to (empty: demo).",
+                        null=True,
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-id'],
+                "ordering": ["-created_at", "-id"],
             },
         ),
         migrations.CreateModel(
-            name='JudgeCalibration',
+            name="JudgeCalibration",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('judge', models.CharField(db_index=True, help_text='The judge spec: programmatic, llm:BASE_URL:MODEL or panel:A|B|C (evaluation.judges.make_judge).', max_length=500)),
-                ('n', models.PositiveIntegerField(default=0)),
-                ('accuracy_agreement', models.FloatField(default=0.0)),
-                ('accuracy_kappa', models.FloatField(default=0.0)),
-                ('effectiveness_agreement', models.FloatField(default=0.0)),
-                ('effectiveness_kappa', models.FloatField(default=0.0)),
-                ('report', models.JSONField(default=dict, help_text="calibrate_judge's report: confusion, disagreements.")),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('created_by', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('dataset', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='calibrations', to='evolution.dataset')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "judge",
+                    models.CharField(
+                        db_index=True,
+                        help_text="The judge spec: programmatic, llm:BASE_URL:MODEL "
+                        "or panel:A|B|C (evaluation.judges.make_judge).",
+                        max_length=500,
+                    ),
+                ),
+                ("n", models.PositiveIntegerField(default=0)),
+                ("accuracy_agreement", models.FloatField(default=0.0)),
+                ("accuracy_kappa", models.FloatField(default=0.0)),
+                ("effectiveness_agreement", models.FloatField(default=0.0)),
+                ("effectiveness_kappa", models.FloatField(default=0.0)),
+                (
+                    "report",
+                    models.JSONField(
+                        default=dict,
+                        help_text="calibrate_judge's report: confusion, disagreements.",
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "dataset",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="calibrations",
+                        to="evolution.dataset",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-id'],
+                "ordering": ["-created_at", "-id"],
             },
         ),
         migrations.CreateModel(
-            name='QueueItem',
+            name="QueueItem",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('position', models.PositiveIntegerField()),
-                ('case_id', models.CharField(max_length=200)),
-                ('case', models.JSONField(help_text='The request as an hs-case/1 case; its gold is what the labels fill in.')),
-                ('reply', models.TextField(blank=True, help_text='The reply being labelled.')),
-                ('route', models.CharField(default='public', max_length=10)),
-                ('trajectory', models.JSONField(blank=True, null=True)),
-                ('origin', models.CharField(blank=True, help_text="e.g. 'traffic shop-eu/req-17', 'run #4'.", max_length=200)),
-                ('queue', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='items', to='annotation.annotationqueue')),
-                ('traffic', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='traffic.traffictrajectory')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("position", models.PositiveIntegerField()),
+                ("case_id", models.CharField(max_length=200)),
+                (
+                    "case",
+                    models.JSONField(
+                        help_text="The request as an hs-case/1 case; "
+                        "its gold is what the labels fill in."
+                    ),
+                ),
+                ("reply", models.TextField(blank=True, help_text="The reply being labelled.")),
+                ("route", models.CharField(default="public", max_length=10)),
+                ("trajectory", models.JSONField(blank=True, null=True)),
+                (
+                    "origin",
+                    models.CharField(
+                        blank=True,
+                        help_text="e.g. 'traffic shop-eu/req-17', 'run #4'.",
+                        max_length=200,
+                    ),
+                ),
+                (
+                    "queue",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="items",
+                        to="annotation.annotationqueue",
+                    ),
+                ),
+                (
+                    "traffic",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="traffic.traffictrajectory",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['queue', 'position'],
+                "ordering": ["queue", "position"],
             },
         ),
         migrations.CreateModel(
-            name='CaseLabel',
+            name="CaseLabel",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('accuracy', models.PositiveSmallIntegerField(help_text='1: every fact the reply states is supported; else 0.')),
-                ('effectiveness', models.FloatField(help_text='1 fully serves the viewer, 0.5 partly, 0 not at all.')),
-                ('category', models.CharField(max_length=40)),
-                ('route', models.CharField(help_text='The route the reply should have taken.', max_length=10)),
-                ('reply_skills', models.JSONField(default=list, help_text='Reply skills a good answer loads.')),
-                ('tools', models.JSONField(default=list, help_text='Tools a good answer calls.')),
-                ('note', models.TextField(blank=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('labeller', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('item', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='labels', to='annotation.queueitem')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "accuracy",
+                    models.PositiveSmallIntegerField(
+                        help_text="1: every fact the reply states is supported; else 0."
+                    ),
+                ),
+                (
+                    "effectiveness",
+                    models.FloatField(
+                        help_text="1 fully serves the viewer, 0.5 partly, 0 not at all."
+                    ),
+                ),
+                ("category", models.CharField(max_length=40)),
+                (
+                    "route",
+                    models.CharField(
+                        help_text="The route the reply should have taken.", max_length=10
+                    ),
+                ),
+                (
+                    "reply_skills",
+                    models.JSONField(default=list, help_text="Reply skills a good answer loads."),
+                ),
+                ("tools", models.JSONField(default=list, help_text="Tools a good answer calls.")),
+                ("note", models.TextField(blank=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "labeller",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "item",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="labels",
+                        to="annotation.queueitem",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['item', 'created_at', 'id'],
+                "ordering": ["item", "created_at", "id"],
             },
         ),
         migrations.CreateModel(
-            name='QueueExport',
+            name="QueueExport",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('version', models.PositiveIntegerField()),
-                ('items', models.PositiveIntegerField()),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('created_by', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('dataset', models.OneToOneField(on_delete=django.db.models.deletion.PROTECT, related_name='labelled_from', to='evolution.dataset')),
-                ('queue', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='exports', to='annotation.annotationqueue')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("version", models.PositiveIntegerField()),
+                ("items", models.PositiveIntegerField()),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "dataset",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="labelled_from",
+                        to="evolution.dataset",
+                    ),
+                ),
+                (
+                    "queue",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="exports",
+                        to="annotation.annotationqueue",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['queue', '-version'],
-                'constraints': [models.UniqueConstraint(fields=('queue', 'version'), name='queue_export_version')],
+                "ordering": ["queue", "-version"],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("queue", "version"), name="queue_export_version"
+                    )
+                ],
             },
         ),
         migrations.AddConstraint(
-            model_name='queueitem',
-            constraint=models.UniqueConstraint(fields=('queue', 'case_id'), name='queue_item_once'),
+            model_name="queueitem",
+            constraint=models.UniqueConstraint(fields=("queue", "case_id"), name="queue_item_once"),
         ),
         migrations.AddConstraint(
-            model_name='caselabel',
-            constraint=models.UniqueConstraint(fields=('item', 'labeller'), name='one_label_per_person'),
+            model_name="caselabel",
+            constraint=models.UniqueConstraint(
+                fields=("item", "labeller"), name="one_label_per_person"
+            ),
         ),
     ]

@@ -1,5 +1,5 @@
-"""``{% judge_mark %}``: beside any figure an evaluation judge scored, whether that judge was calibrated
-against human labels (and at what agreement), read from ``selectors.judge_standing``."""
+"""``{% judge_mark %}``: beside any figure an evaluation judge scored, whether that judge was
+calibrated against human labels (and at what agreement), read from ``selectors.judge_standing``."""
 
 from __future__ import annotations
 

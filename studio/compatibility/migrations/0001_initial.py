@@ -6,51 +6,159 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('endpoints', '0003_local_checkpoint'),
-        ('evolution', '0004_eval_chunks_and_result_worker'),
-        ('harnesses', '0002_version_parent_summary'),
+        ("endpoints", "0003_local_checkpoint"),
+        ("evolution", "0004_eval_chunks_and_result_worker"),
+        ("harnesses", "0002_version_parent_summary"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Cell',
+            name="Cell",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('model_fingerprint', models.CharField(help_text="What the model is: a checkpoint's serving.endpoint fingerprint, a script's sha256, a server's URL + model.", max_length=64)),
-                ('version_digest', models.CharField(max_length=64)),
-                ('set_version', models.CharField(help_text='evaluation.compatibility.set_version of the set.', max_length=16)),
-                ('reason', models.CharField(help_text='Why it was computed (a label, the registry, a person).', max_length=300)),
-                ('figures', models.JSONField(blank=True, default=dict, help_text="evaluation.compatibility.cell_figures of the run's results, kept once the run succeeded.")),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('dataset', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to='evolution.dataset')),
-                ('endpoint', models.ForeignKey(help_text='The endpoint the cell was computed through.', on_delete=django.db.models.deletion.PROTECT, related_name='+', to='endpoints.modelendpoint')),
-                ('requested_by', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('run', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to='evolution.evalrun')),
-                ('version', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to='harnesses.harnessversion')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "model_fingerprint",
+                    models.CharField(
+                        help_text="What the model is: a checkpoint's serving.endpoint "
+                        "fingerprint, a script's sha256, a server's URL + model.",
+                        max_length=64,
+                    ),
+                ),
+                ("version_digest", models.CharField(max_length=64)),
+                (
+                    "set_version",
+                    models.CharField(
+                        help_text="evaluation.compatibility.set_version of the set.", max_length=16
+                    ),
+                ),
+                (
+                    "reason",
+                    models.CharField(
+                        help_text="Why it was computed (a label, the registry, a person).",
+                        max_length=300,
+                    ),
+                ),
+                (
+                    "figures",
+                    models.JSONField(
+                        blank=True,
+                        default=dict,
+                        help_text="evaluation.compatibility.cell_figures of the "
+                        "run's results, kept once the run succeeded.",
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "dataset",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to="evolution.dataset",
+                    ),
+                ),
+                (
+                    "endpoint",
+                    models.ForeignKey(
+                        help_text="The endpoint the cell was computed through.",
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to="endpoints.modelendpoint",
+                    ),
+                ),
+                (
+                    "requested_by",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "run",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to="evolution.evalrun",
+                    ),
+                ),
+                (
+                    "version",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to="harnesses.harnessversion",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-id'],
-                'constraints': [models.UniqueConstraint(fields=('model_fingerprint', 'version_digest', 'set_version'), name='compatibility_cell_unique')],
+                "ordering": ["-created_at", "-id"],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("model_fingerprint", "version_digest", "set_version"),
+                        name="compatibility_cell_unique",
+                    )
+                ],
             },
         ),
         migrations.CreateModel(
-            name='LabelServer',
+            name="LabelServer",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('label', models.CharField(help_text='production, staging or another label of the Harness.', max_length=40)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('endpoint', models.ForeignKey(help_text='The endpoint that serves the Harness version at this label.', on_delete=django.db.models.deletion.PROTECT, related_name='+', to='endpoints.modelendpoint')),
-                ('harness', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='harnesses.harness')),
-                ('updated_by', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "label",
+                    models.CharField(
+                        help_text="production, staging or another label of the Harness.",
+                        max_length=40,
+                    ),
+                ),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "endpoint",
+                    models.ForeignKey(
+                        help_text="The endpoint that serves the Harness version at this label.",
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to="endpoints.modelendpoint",
+                    ),
+                ),
+                (
+                    "harness",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="harnesses.harness",
+                    ),
+                ),
+                (
+                    "updated_by",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['harness', 'label'],
-                'constraints': [models.UniqueConstraint(fields=('harness', 'label'), name='label_server_unique')],
+                "ordering": ["harness", "label"],
+                "constraints": [
+                    models.UniqueConstraint(fields=("harness", "label"), name="label_server_unique")
+                ],
             },
         ),
     ]

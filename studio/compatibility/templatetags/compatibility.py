@@ -1,4 +1,5 @@
-"""``{% retrain_alarms %}``: the retrain alarm on the ML engineer's pages (training runs, checkpoints)."""
+"""``{% retrain_alarms %}``: the retrain alarm on the ML engineer's pages (training runs,
+checkpoints)."""
 
 from __future__ import annotations
 

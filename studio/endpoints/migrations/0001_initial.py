@@ -6,7 +6,6 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
@@ -15,23 +14,69 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.CreateModel(
-            name='ModelEndpoint',
+            name="ModelEndpoint",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.SlugField(max_length=64, unique=True)),
-                ('route', models.CharField(choices=[('local', 'local default model (SmolLM2-135M-Instruct on CPU)'), ('tiny', 'tiny random model (tests only)'), ('openai', 'OpenAI-compatible server (SGLang, vLLM, transformers serve, vendor API)')], max_length=12)),
-                ('base_url', models.URLField(blank=True, help_text='e.g. http://127.0.0.1:8001/v1 (OpenAI-compatible only)')),
-                ('model', models.CharField(blank=True, help_text='The model name the server expects.', max_length=200)),
-                ('api_key_env', models.CharField(blank=True, help_text='Name of the environment variable holding the key, e.g. OPENAI_API_KEY. Never the key.', max_length=100)),
-                ('description', models.TextField(blank=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('last_checked_at', models.DateTimeField(blank=True, null=True)),
-                ('last_check_ok', models.BooleanField(null=True)),
-                ('last_check_message', models.TextField(blank=True)),
-                ('created_by', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.SlugField(max_length=64, unique=True)),
+                (
+                    "route",
+                    models.CharField(
+                        choices=[
+                            ("local", "local default model (SmolLM2-135M-Instruct on CPU)"),
+                            ("tiny", "tiny random model (tests only)"),
+                            (
+                                "openai",
+                                "OpenAI-compatible server (SGLang, "
+                                "vLLM, transformers serve, vendor API)",
+                            ),
+                        ],
+                        max_length=12,
+                    ),
+                ),
+                (
+                    "base_url",
+                    models.URLField(
+                        blank=True,
+                        help_text="e.g. http://127.0.0.1:8001/v1 (OpenAI-compatible only)",
+                    ),
+                ),
+                (
+                    "model",
+                    models.CharField(
+                        blank=True, help_text="The model name the server expects.", max_length=200
+                    ),
+                ),
+                (
+                    "api_key_env",
+                    models.CharField(
+                        blank=True,
+                        help_text="Name of the environment variable holding "
+                        "the key, e.g. OPENAI_API_KEY. Never the key.",
+                        max_length=100,
+                    ),
+                ),
+                ("description", models.TextField(blank=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("last_checked_at", models.DateTimeField(blank=True, null=True)),
+                ("last_check_ok", models.BooleanField(null=True)),
+                ("last_check_message", models.TextField(blank=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['name'],
+                "ordering": ["name"],
             },
         ),
     ]

@@ -4,20 +4,34 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('endpoints', '0001_initial'),
+        ("endpoints", "0001_initial"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='modelendpoint',
-            name='script_path',
-            field=models.CharField(blank=True, help_text='Scripted route only: path of the JSON script on the worker machine.', max_length=500),
+            model_name="modelendpoint",
+            name="script_path",
+            field=models.CharField(
+                blank=True,
+                help_text="Scripted route only: path of the JSON script on the worker machine.",
+                max_length=500,
+            ),
         ),
         migrations.AlterField(
-            model_name='modelendpoint',
-            name='route',
-            field=models.CharField(choices=[('local', 'local default model (SmolLM2-135M-Instruct on CPU)'), ('tiny', 'tiny random model (tests only)'), ('openai', 'OpenAI-compatible server (SGLang, vLLM, transformers serve, vendor API)'), ('scripted', 'scripted policy replaying a JSON script file (tests, demos)')], max_length=12),
+            model_name="modelendpoint",
+            name="route",
+            field=models.CharField(
+                choices=[
+                    ("local", "local default model (SmolLM2-135M-Instruct on CPU)"),
+                    ("tiny", "tiny random model (tests only)"),
+                    (
+                        "openai",
+                        "OpenAI-compatible server (SGLang, vLLM, transformers serve, vendor API)",
+                    ),
+                    ("scripted", "scripted policy replaying a JSON script file (tests, demos)"),
+                ],
+                max_length=12,
+            ),
         ),
     ]

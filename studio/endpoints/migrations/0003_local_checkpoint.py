@@ -4,20 +4,40 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('endpoints', '0002_scripted_route'),
+        ("endpoints", "0002_scripted_route"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='modelendpoint',
-            name='model',
-            field=models.CharField(blank=True, help_text="OpenAI-compatible: the model name the server expects. Local: empty for the default model, or the absolute path of a checkpoint folder (a training run's final/) on the worker machine.", max_length=200),
+            model_name="modelendpoint",
+            name="model",
+            field=models.CharField(
+                blank=True,
+                help_text="OpenAI-compatible: the model name the server expects. Local: "
+                "empty for the default model, or the absolute path of a checkpoint "
+                "folder (a training run's final/) on the worker machine.",
+                max_length=200,
+            ),
         ),
         migrations.AlterField(
-            model_name='modelendpoint',
-            name='route',
-            field=models.CharField(choices=[('local', "local model on the worker's CPU (SmolLM2-135M-Instruct, or a checkpoint folder)"), ('tiny', 'tiny random model (tests only)'), ('openai', 'OpenAI-compatible server (SGLang, vLLM, transformers serve, vendor API)'), ('scripted', 'scripted policy replaying a JSON script file (tests, demos)')], max_length=12),
+            model_name="modelendpoint",
+            name="route",
+            field=models.CharField(
+                choices=[
+                    (
+                        "local",
+                        "local model on the worker's CPU "
+                        "(SmolLM2-135M-Instruct, or a checkpoint folder)",
+                    ),
+                    ("tiny", "tiny random model (tests only)"),
+                    (
+                        "openai",
+                        "OpenAI-compatible server (SGLang, vLLM, transformers serve, vendor API)",
+                    ),
+                    ("scripted", "scripted policy replaying a JSON script file (tests, demos)"),
+                ],
+                max_length=12,
+            ),
         ),
     ]

@@ -6,48 +6,90 @@ from django.db import migrations, models
 
 
 def _flag_dropped_keys(apps, schema_editor):
-    """An endpoint that named a worker variable loses it (an admin registers the key as an endpoint secret
-    and the endpoint is edited to name it); its last check says so, so nobody wonders why calls fail."""
+    """An endpoint that named a worker variable loses it (an admin registers the key as an endpoint
+    secret and the endpoint is edited to name it); its last check says so, so nobody wonders why
+    calls fail."""
     ModelEndpoint = apps.get_model("endpoints", "ModelEndpoint")
     for endpoint in ModelEndpoint.objects.exclude(api_key_env=""):
         endpoint.last_check_ok = False
         endpoint.last_check_message = (
-            f"its key came from the worker variable {endpoint.api_key_env}, which endpoints may no longer name: an "
-            "admin registers the key as an endpoint secret (Endpoints -> Secrets) and this endpoint names it")
+            f"its key came from the worker variable {endpoint.api_key_env}, "
+            "which endpoints may no longer name: an "
+            "admin registers the key as an endpoint secret "
+            "(Endpoints -> Secrets) and this endpoint names it"
+        )
         endpoint.save(update_fields=["last_check_ok", "last_check_message"])
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('endpoints', '0003_local_checkpoint'),
+        ("endpoints", "0003_local_checkpoint"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.RunPython(_flag_dropped_keys, migrations.RunPython.noop),
         migrations.RemoveField(
-            model_name='modelendpoint',
-            name='api_key_env',
+            model_name="modelendpoint",
+            name="api_key_env",
         ),
         migrations.CreateModel(
-            name='EndpointSecret',
+            name="EndpointSecret",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.SlugField(help_text="What an endpoint's key field names.", max_length=64, unique=True)),
-                ('value', models.TextField(blank=True, help_text='The key itself (write-only: no page shows it).')),
-                ('from_env', models.CharField(blank=True, help_text="Or: the name of the workers' environment variable that holds the key (chosen by an admin).", max_length=100)),
-                ('description', models.TextField(blank=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('created_by', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "name",
+                    models.SlugField(
+                        help_text="What an endpoint's key field names.", max_length=64, unique=True
+                    ),
+                ),
+                (
+                    "value",
+                    models.TextField(
+                        blank=True, help_text="The key itself (write-only: no page shows it)."
+                    ),
+                ),
+                (
+                    "from_env",
+                    models.CharField(
+                        blank=True,
+                        help_text="Or: the name of the workers' environment "
+                        "variable that holds the key (chosen by an admin).",
+                        max_length=100,
+                    ),
+                ),
+                ("description", models.TextField(blank=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['name'],
+                "ordering": ["name"],
             },
         ),
         migrations.AddField(
-            model_name='modelendpoint',
-            name='api_key_secret',
-            field=models.ForeignKey(blank=True, help_text='The endpoint secret (registered by an admin) sent as the bearer key; empty: no key.', null=True, on_delete=django.db.models.deletion.PROTECT, related_name='endpoints', to='endpoints.endpointsecret'),
+            model_name="modelendpoint",
+            name="api_key_secret",
+            field=models.ForeignKey(
+                blank=True,
+                help_text="The endpoint secret (registered by an admin) "
+                "sent as the bearer key; empty: no key.",
+                null=True,
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name="endpoints",
+                to="endpoints.endpointsecret",
+            ),
         ),
     ]

@@ -4,9 +4,10 @@ from django.db import migrations, models
 
 
 def _encrypt_and_unbind(apps, schema_editor):
-    """Stored values are encrypted; every existing secret starts bound to no origin (an endpoint made before
-    this change may point anywhere, so binding a secret to its endpoints' hosts would keep a hostile one).
-    Endpoints that send a secret say so in their last check until an admin binds it."""
+    """Stored values are encrypted; every existing secret starts bound to no origin (an endpoint
+    made before this change may point anywhere, so binding a secret to its endpoints' hosts would
+    keep a hostile one). Endpoints that send a secret say so in their last check until an admin
+    binds it."""
     from studio.endpoints.crypto import encrypt
 
     EndpointSecret = apps.get_model("endpoints", "EndpointSecret")
@@ -15,30 +16,43 @@ def _encrypt_and_unbind(apps, schema_editor):
         if secret.value:
             secret.value = encrypt(secret.value)
             secret.save(update_fields=["value"])
-    for endpoint in ModelEndpoint.objects.exclude(api_key_secret=None).select_related("api_key_secret"):
+    for endpoint in ModelEndpoint.objects.exclude(api_key_secret=None).select_related(
+        "api_key_secret"
+    ):
         endpoint.last_check_ok = False
         endpoint.last_check_message = (
-            f"endpoint secret {endpoint.api_key_secret.name} is now bound to the origins an admin lists on its page "
-            "and is sent nowhere else; until its origins include this endpoint's URL, the key is not sent")
+            f"endpoint secret {endpoint.api_key_secret.name} is "
+            "now bound to the origins an admin lists on its page "
+            "and is sent nowhere else; until its origins "
+            "include this endpoint's URL, the key is not sent"
+        )
         endpoint.save(update_fields=["last_check_ok", "last_check_message"])
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('endpoints', '0004_endpoint_secrets'),
+        ("endpoints", "0004_endpoint_secrets"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='endpointsecret',
-            name='allowed_origins',
-            field=models.TextField(blank=True, help_text='The origins this key may be sent to, one per line, as scheme://host:port (e.g. https://api.openai.com:443); an endpoint elsewhere cannot name it. Empty: sent nowhere.'),
+            model_name="endpointsecret",
+            name="allowed_origins",
+            field=models.TextField(
+                blank=True,
+                help_text="The origins this key may be sent to, one per line, as "
+                "scheme://host:port (e.g. https://api.openai.com:443); an "
+                "endpoint elsewhere cannot name it. Empty: sent nowhere.",
+            ),
         ),
         migrations.AlterField(
-            model_name='endpointsecret',
-            name='value',
-            field=models.TextField(blank=True, help_text='The key itself, stored encrypted (fernet:...; write-only: no page shows it).'),
+            model_name="endpointsecret",
+            name="value",
+            field=models.TextField(
+                blank=True,
+                help_text="The key itself, stored encrypted "
+                "(fernet:...; write-only: no page shows it).",
+            ),
         ),
         migrations.RunPython(_encrypt_and_unbind, migrations.RunPython.noop),
     ]

@@ -6,24 +6,56 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('endpoints', '0005_secret_origins_and_encryption'),
+        ("endpoints", "0005_secret_origins_and_encryption"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='RoleEndpoint',
+            name="RoleEndpoint",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('role', models.CharField(choices=[('judge', "judge (LLM judge: a calibration's judge spec 'llm')"), ('diagnoser', 'diagnoser (LLM diagnoser: pre-selected on a new evolution)')], max_length=20, unique=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('endpoint', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='roles', to='endpoints.modelendpoint')),
-                ('updated_by', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "role",
+                    models.CharField(
+                        choices=[
+                            ("judge", "judge (LLM judge: a calibration's judge spec 'llm')"),
+                            (
+                                "diagnoser",
+                                "diagnoser (LLM diagnoser: pre-selected on a new evolution)",
+                            ),
+                        ],
+                        max_length=20,
+                        unique=True,
+                    ),
+                ),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "endpoint",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="roles",
+                        to="endpoints.modelendpoint",
+                    ),
+                ),
+                (
+                    "updated_by",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['role'],
+                "ordering": ["role"],
             },
         ),
     ]

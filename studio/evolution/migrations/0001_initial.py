@@ -6,195 +6,605 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('endpoints', '0002_scripted_route'),
-        ('harnesses', '0001_initial'),
-        ('jobs', '0001_initial'),
+        ("endpoints", "0002_scripted_route"),
+        ("harnesses", "0001_initial"),
+        ("jobs", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Dataset',
+            name="Dataset",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.SlugField(max_length=80, unique=True)),
-                ('description', models.TextField(blank=True)),
-                ('source', models.CharField(blank=True, help_text='The file the cases came from.', max_length=300)),
-                ('catalogue', models.JSONField(blank=True, help_text='The product catalogue the cases refer to; empty: the demo catalogue.', null=True)),
-                ('heldout_share', models.FloatField(default=0.2, help_text='Share of cases kept out of diagnosis (0-0.5).')),
-                ('case_count', models.PositiveIntegerField(default=0)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('created_by', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.SlugField(max_length=80, unique=True)),
+                ("description", models.TextField(blank=True)),
+                (
+                    "source",
+                    models.CharField(
+                        blank=True, help_text="The file the cases came from.", max_length=300
+                    ),
+                ),
+                (
+                    "catalogue",
+                    models.JSONField(
+                        blank=True,
+                        help_text="The product catalogue the cases "
+                        "refer to; empty: the demo catalogue.",
+                        null=True,
+                    ),
+                ),
+                (
+                    "heldout_share",
+                    models.FloatField(
+                        default=0.2, help_text="Share of cases kept out of diagnosis (0-0.5)."
+                    ),
+                ),
+                ("case_count", models.PositiveIntegerField(default=0)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['name'],
+                "ordering": ["name"],
             },
         ),
         migrations.CreateModel(
-            name='EvalRun',
+            name="EvalRun",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('case_ids', models.JSONField(help_text='The cases this run scores, in order.')),
-                ('status', models.CharField(choices=[('queued', 'queued'), ('running', 'running'), ('succeeded', 'succeeded'), ('failed', 'failed')], default='queued', max_length=12)),
-                ('attempts', models.PositiveIntegerField(default=0, help_text='Jobs started for this run (resumes + 1).')),
-                ('scored_by_attempt', models.JSONField(default=dict, help_text='attempt number -> cases scored in it')),
-                ('summary', models.JSONField(blank=True, default=dict)),
-                ('error', models.TextField(blank=True)),
-                ('wall_s', models.FloatField(default=0.0, help_text='Seconds spent scoring, over all attempts.')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('created_by', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('dataset', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='runs', to='evolution.dataset')),
-                ('endpoint', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to='endpoints.modelendpoint')),
-                ('job', models.ForeignKey(blank=True, help_text='The job currently (or last) running this evaluation.', null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='jobs.job')),
-                ('version', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='eval_runs', to='harnesses.harnessversion')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("case_ids", models.JSONField(help_text="The cases this run scores, in order.")),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("queued", "queued"),
+                            ("running", "running"),
+                            ("succeeded", "succeeded"),
+                            ("failed", "failed"),
+                        ],
+                        default="queued",
+                        max_length=12,
+                    ),
+                ),
+                (
+                    "attempts",
+                    models.PositiveIntegerField(
+                        default=0, help_text="Jobs started for this run (resumes + 1)."
+                    ),
+                ),
+                (
+                    "scored_by_attempt",
+                    models.JSONField(
+                        default=dict, help_text="attempt number -> cases scored in it"
+                    ),
+                ),
+                ("summary", models.JSONField(blank=True, default=dict)),
+                ("error", models.TextField(blank=True)),
+                (
+                    "wall_s",
+                    models.FloatField(
+                        default=0.0, help_text="Seconds spent scoring, over all attempts."
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "dataset",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="runs",
+                        to="evolution.dataset",
+                    ),
+                ),
+                (
+                    "endpoint",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to="endpoints.modelendpoint",
+                    ),
+                ),
+                (
+                    "job",
+                    models.ForeignKey(
+                        blank=True,
+                        help_text="The job currently (or last) running this evaluation.",
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="jobs.job",
+                    ),
+                ),
+                (
+                    "version",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="eval_runs",
+                        to="harnesses.harnessversion",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-id'],
+                "ordering": ["-created_at", "-id"],
             },
         ),
         migrations.CreateModel(
-            name='Diagnosis',
+            name="Diagnosis",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('diagnoser', models.CharField(max_length=120)),
-                ('status', models.CharField(choices=[('queued', 'queued'), ('running', 'running'), ('succeeded', 'succeeded'), ('failed', 'failed')], default='queued', max_length=12)),
-                ('error', models.TextField(blank=True)),
-                ('total', models.PositiveIntegerField(default=0)),
-                ('failed', models.PositiveIntegerField(default=0)),
-                ('clusters', models.JSONField(blank=True, default=list)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('created_by', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('job', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='jobs.job')),
-                ('run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='evolution.evalrun')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("diagnoser", models.CharField(max_length=120)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("queued", "queued"),
+                            ("running", "running"),
+                            ("succeeded", "succeeded"),
+                            ("failed", "failed"),
+                        ],
+                        default="queued",
+                        max_length=12,
+                    ),
+                ),
+                ("error", models.TextField(blank=True)),
+                ("total", models.PositiveIntegerField(default=0)),
+                ("failed", models.PositiveIntegerField(default=0)),
+                ("clusters", models.JSONField(blank=True, default=list)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "job",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="jobs.job",
+                    ),
+                ),
+                (
+                    "run",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="evolution.evalrun",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-id'],
+                "ordering": ["-created_at", "-id"],
             },
         ),
         migrations.CreateModel(
-            name='Evolution',
+            name="Evolution",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=120)),
-                ('case_ids', models.JSONField(help_text='The dev-set cases every stage is evaluated on.')),
-                ('diagnoser', models.CharField(choices=[('rule-based', 'rule-based (offline)'), ('llm', 'LLM over an endpoint')], default='rule-based', max_length=12)),
-                ('tolerance', models.FloatField(default=0.02, help_text='Largest per-category AVG drop the business gate allows.')),
-                ('status', models.CharField(choices=[('active', 'active'), ('stopped', 'stopped')], default='active', max_length=10)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('base_version', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to='harnesses.harnessversion')),
-                ('created_by', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('dataset', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='evolutions', to='evolution.dataset')),
-                ('diagnoser_endpoint', models.ForeignKey(blank=True, help_text='OpenAI-compatible endpoint (LLM diagnoser).', null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='endpoints.modelendpoint')),
-                ('endpoint', models.ForeignKey(help_text='The policy under evaluation (fixed for the whole evolution).', on_delete=django.db.models.deletion.PROTECT, related_name='+', to='endpoints.modelendpoint')),
-                ('harness', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='evolutions', to='harnesses.harness')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=120)),
+                (
+                    "case_ids",
+                    models.JSONField(help_text="The dev-set cases every stage is evaluated on."),
+                ),
+                (
+                    "diagnoser",
+                    models.CharField(
+                        choices=[
+                            ("rule-based", "rule-based (offline)"),
+                            ("llm", "LLM over an endpoint"),
+                        ],
+                        default="rule-based",
+                        max_length=12,
+                    ),
+                ),
+                (
+                    "tolerance",
+                    models.FloatField(
+                        default=0.02,
+                        help_text="Largest per-category AVG drop the business gate allows.",
+                    ),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[("active", "active"), ("stopped", "stopped")],
+                        default="active",
+                        max_length=10,
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "base_version",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to="harnesses.harnessversion",
+                    ),
+                ),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "dataset",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="evolutions",
+                        to="evolution.dataset",
+                    ),
+                ),
+                (
+                    "diagnoser_endpoint",
+                    models.ForeignKey(
+                        blank=True,
+                        help_text="OpenAI-compatible endpoint (LLM diagnoser).",
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to="endpoints.modelendpoint",
+                    ),
+                ),
+                (
+                    "endpoint",
+                    models.ForeignKey(
+                        help_text="The policy under evaluation (fixed for the whole evolution).",
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to="endpoints.modelendpoint",
+                    ),
+                ),
+                (
+                    "harness",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="evolutions",
+                        to="harnesses.harness",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-id'],
+                "ordering": ["-created_at", "-id"],
             },
         ),
         migrations.CreateModel(
-            name='Proposal',
+            name="Proposal",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('index', models.PositiveIntegerField()),
-                ('title', models.CharField(max_length=200)),
-                ('rationale', models.TextField(blank=True)),
-                ('reason', models.CharField(blank=True, help_text='The judge reason code it targets.', max_length=80)),
-                ('diagnoser', models.CharField(help_text='Which diagnoser produced it.', max_length=120)),
-                ('target_case_ids', models.JSONField(default=list)),
-                ('edits', models.JSONField(default=list)),
-                ('valid', models.BooleanField(default=False)),
-                ('problems', models.JSONField(blank=True, default=list)),
-                ('diff', models.JSONField(blank=True, default=dict)),
-                ('summary', models.JSONField(blank=True, default=list)),
-                ('status', models.CharField(choices=[('pending', 'pending'), ('accepted', 'accepted'), ('edited', 'edited'), ('rejected', 'rejected')], default='pending', max_length=10)),
-                ('review_reason', models.TextField(blank=True)),
-                ('reviewed_at', models.DateTimeField(blank=True, null=True)),
-                ('diagnosis', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='proposals', to='evolution.diagnosis')),
-                ('reviewed_by', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("index", models.PositiveIntegerField()),
+                ("title", models.CharField(max_length=200)),
+                ("rationale", models.TextField(blank=True)),
+                (
+                    "reason",
+                    models.CharField(
+                        blank=True, help_text="The judge reason code it targets.", max_length=80
+                    ),
+                ),
+                (
+                    "diagnoser",
+                    models.CharField(help_text="Which diagnoser produced it.", max_length=120),
+                ),
+                ("target_case_ids", models.JSONField(default=list)),
+                ("edits", models.JSONField(default=list)),
+                ("valid", models.BooleanField(default=False)),
+                ("problems", models.JSONField(blank=True, default=list)),
+                ("diff", models.JSONField(blank=True, default=dict)),
+                ("summary", models.JSONField(blank=True, default=list)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("pending", "pending"),
+                            ("accepted", "accepted"),
+                            ("edited", "edited"),
+                            ("rejected", "rejected"),
+                        ],
+                        default="pending",
+                        max_length=10,
+                    ),
+                ),
+                ("review_reason", models.TextField(blank=True)),
+                ("reviewed_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "diagnosis",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="proposals",
+                        to="evolution.diagnosis",
+                    ),
+                ),
+                (
+                    "reviewed_by",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['diagnosis', 'index'],
+                "ordering": ["diagnosis", "index"],
             },
         ),
         migrations.CreateModel(
-            name='Stage',
+            name="Stage",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('number', models.PositiveIntegerField()),
-                ('comparison', models.JSONField(blank=True, default=dict)),
-                ('decision', models.CharField(blank=True, choices=[('promote_staging', 'promote to staging'), ('promote_production', 'promote to production'), ('rollback', 'roll back'), ('another_stage', 'another stage'), ('stop', 'stop')], max_length=20)),
-                ('decision_reason', models.TextField(blank=True)),
-                ('decided_at', models.DateTimeField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('candidate_run', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='evolution.evalrun')),
-                ('candidate_version', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='harnesses.harnessversion')),
-                ('decided_by', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('draft', models.ForeignKey(blank=True, help_text='The draft the candidate is being edited in.', null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='harnesses.draft')),
-                ('evolution', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='stages', to='evolution.evolution')),
-                ('parent_run', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='evolution.evalrun')),
-                ('parent_version', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to='harnesses.harnessversion')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("number", models.PositiveIntegerField()),
+                ("comparison", models.JSONField(blank=True, default=dict)),
+                (
+                    "decision",
+                    models.CharField(
+                        blank=True,
+                        choices=[
+                            ("promote_staging", "promote to staging"),
+                            ("promote_production", "promote to production"),
+                            ("rollback", "roll back"),
+                            ("another_stage", "another stage"),
+                            ("stop", "stop"),
+                        ],
+                        max_length=20,
+                    ),
+                ),
+                ("decision_reason", models.TextField(blank=True)),
+                ("decided_at", models.DateTimeField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "candidate_run",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="evolution.evalrun",
+                    ),
+                ),
+                (
+                    "candidate_version",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to="harnesses.harnessversion",
+                    ),
+                ),
+                (
+                    "decided_by",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "draft",
+                    models.ForeignKey(
+                        blank=True,
+                        help_text="The draft the candidate is being edited in.",
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="harnesses.draft",
+                    ),
+                ),
+                (
+                    "evolution",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="stages",
+                        to="evolution.evolution",
+                    ),
+                ),
+                (
+                    "parent_run",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="evolution.evalrun",
+                    ),
+                ),
+                (
+                    "parent_version",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to="harnesses.harnessversion",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['evolution', 'number'],
+                "ordering": ["evolution", "number"],
             },
         ),
         migrations.AddField(
-            model_name='diagnosis',
-            name='stage',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='diagnoses', to='evolution.stage'),
+            model_name="diagnosis",
+            name="stage",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="diagnoses",
+                to="evolution.stage",
+            ),
         ),
         migrations.CreateModel(
-            name='DatasetCase',
+            name="DatasetCase",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('case_id', models.CharField(max_length=120)),
-                ('position', models.PositiveIntegerField(help_text='1-based order in the imported file.')),
-                ('line', models.PositiveIntegerField(help_text='Line of the case in the imported file.')),
-                ('category', models.CharField(db_index=True, max_length=40)),
-                ('split', models.CharField(choices=[('dev', 'dev'), ('heldout', 'held-out')], default='dev', max_length=8)),
-                ('comment', models.TextField(blank=True, help_text='The viewer comment(s), for lists and search.')),
-                ('data', models.JSONField()),
-                ('dataset', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='cases', to='evolution.dataset')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("case_id", models.CharField(max_length=120)),
+                (
+                    "position",
+                    models.PositiveIntegerField(help_text="1-based order in the imported file."),
+                ),
+                (
+                    "line",
+                    models.PositiveIntegerField(help_text="Line of the case in the imported file."),
+                ),
+                ("category", models.CharField(db_index=True, max_length=40)),
+                (
+                    "split",
+                    models.CharField(
+                        choices=[("dev", "dev"), ("heldout", "held-out")],
+                        default="dev",
+                        max_length=8,
+                    ),
+                ),
+                (
+                    "comment",
+                    models.TextField(
+                        blank=True, help_text="The viewer comment(s), for lists and search."
+                    ),
+                ),
+                ("data", models.JSONField()),
+                (
+                    "dataset",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="cases",
+                        to="evolution.dataset",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['dataset', 'position'],
-                'constraints': [models.UniqueConstraint(fields=('dataset', 'case_id'), name='dataset_case_unique')],
+                "ordering": ["dataset", "position"],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("dataset", "case_id"), name="dataset_case_unique"
+                    )
+                ],
             },
         ),
         migrations.CreateModel(
-            name='CaseResult',
+            name="CaseResult",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('case_id', models.CharField(max_length=120)),
-                ('category', models.CharField(max_length=40)),
-                ('split', models.CharField(default='dev', max_length=8)),
-                ('accuracy', models.FloatField()),
-                ('effectiveness', models.FloatField()),
-                ('avg', models.FloatField()),
-                ('reason_codes', models.CharField(blank=True, help_text="',code,code,' so one code can be filtered with contains.", max_length=500)),
-                ('verdict', models.JSONField(help_text="The judge's verdict (evaluation.judges.base.Verdict.to_dict()).")),
-                ('reply', models.TextField(blank=True)),
-                ('route', models.CharField(blank=True, max_length=10)),
-                ('trajectory', models.JSONField()),
-                ('latency_s', models.FloatField(default=0.0)),
-                ('attempt', models.PositiveIntegerField(default=1, help_text='Which job attempt of the run scored it.')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='results', to='evolution.evalrun')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("case_id", models.CharField(max_length=120)),
+                ("category", models.CharField(max_length=40)),
+                ("split", models.CharField(default="dev", max_length=8)),
+                ("accuracy", models.FloatField()),
+                ("effectiveness", models.FloatField()),
+                ("avg", models.FloatField()),
+                (
+                    "reason_codes",
+                    models.CharField(
+                        blank=True,
+                        help_text="',code,code,' so one code can be filtered with contains.",
+                        max_length=500,
+                    ),
+                ),
+                (
+                    "verdict",
+                    models.JSONField(
+                        help_text="The judge's verdict (evaluation.judges.base.Verdict.to_dict())."
+                    ),
+                ),
+                ("reply", models.TextField(blank=True)),
+                ("route", models.CharField(blank=True, max_length=10)),
+                ("trajectory", models.JSONField()),
+                ("latency_s", models.FloatField(default=0.0)),
+                (
+                    "attempt",
+                    models.PositiveIntegerField(
+                        default=1, help_text="Which job attempt of the run scored it."
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "run",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="results",
+                        to="evolution.evalrun",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['run', 'id'],
-                'indexes': [models.Index(fields=['run', 'category'], name='evolution_c_run_id_a95497_idx')],
-                'constraints': [models.UniqueConstraint(fields=('run', 'case_id'), name='case_result_unique')],
+                "ordering": ["run", "id"],
+                "indexes": [
+                    models.Index(fields=["run", "category"], name="evolution_c_run_id_a95497_idx")
+                ],
+                "constraints": [
+                    models.UniqueConstraint(fields=("run", "case_id"), name="case_result_unique")
+                ],
             },
         ),
         migrations.AddConstraint(
-            model_name='stage',
-            constraint=models.UniqueConstraint(fields=('evolution', 'number'), name='stage_number_unique'),
+            model_name="stage",
+            constraint=models.UniqueConstraint(
+                fields=("evolution", "number"), name="stage_number_unique"
+            ),
         ),
     ]

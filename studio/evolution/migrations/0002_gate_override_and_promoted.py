@@ -4,25 +4,42 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('evolution', '0001_initial'),
+        ("evolution", "0001_initial"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='stage',
-            name='gate_override_reason',
-            field=models.TextField(blank=True, help_text='Why the reviewer promoted to production although a gate failed or had no data.'),
+            model_name="stage",
+            name="gate_override_reason",
+            field=models.TextField(
+                blank=True,
+                help_text="Why the reviewer promoted to production "
+                "although a gate failed or had no data.",
+            ),
         ),
         migrations.AddField(
-            model_name='stage',
-            name='gates',
-            field=models.JSONField(blank=True, default=list, help_text='The release gates as they stood when production was decided (Gate.to_dict()).'),
+            model_name="stage",
+            name="gates",
+            field=models.JSONField(
+                blank=True,
+                default=list,
+                help_text="The release gates as they stood when "
+                "production was decided (Gate.to_dict()).",
+            ),
         ),
         migrations.AlterField(
-            model_name='evolution',
-            name='status',
-            field=models.CharField(choices=[('active', 'active'), ('promoted', 'promoted to production'), ('stopped', 'stopped')], default='active', help_text='active until a decision ends it: promoted to production, or stopped', max_length=10),
+            model_name="evolution",
+            name="status",
+            field=models.CharField(
+                choices=[
+                    ("active", "active"),
+                    ("promoted", "promoted to production"),
+                    ("stopped", "stopped"),
+                ],
+                default="active",
+                help_text="active until a decision ends it: promoted to production, or stopped",
+                max_length=10,
+            ),
         ),
     ]

@@ -4,25 +4,37 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('evolution', '0002_gate_override_and_promoted'),
+        ("evolution", "0002_gate_override_and_promoted"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='diagnosis',
-            name='finding',
-            field=models.TextField(blank=True, help_text="What the failures show as a whole, e.g. 'the model, not the Harness: ...' when no failing case used a tool or skill."),
+            model_name="diagnosis",
+            name="finding",
+            field=models.TextField(
+                blank=True,
+                help_text="What the failures show as a whole, e.g. 'the model, not the "
+                "Harness: ...' when no failing case used a tool or skill.",
+            ),
         ),
         migrations.AddField(
-            model_name='proposal',
-            name='evidence',
-            field=models.JSONField(blank=True, default=list, help_text='What in the targeted trajectories backs each edit.'),
+            model_name="proposal",
+            name="evidence",
+            field=models.JSONField(
+                blank=True,
+                default=list,
+                help_text="What in the targeted trajectories backs each edit.",
+            ),
         ),
         migrations.AddField(
-            model_name='proposal',
-            name='replay',
-            field=models.JSONField(blank=True, default=dict, help_text='The targeted cases re-scored with the edits (evaluation.diagnosis.replay_proposal).'),
+            model_name="proposal",
+            name="replay",
+            field=models.JSONField(
+                blank=True,
+                default=dict,
+                help_text="The targeted cases re-scored with the edits "
+                "(evaluation.diagnosis.replay_proposal).",
+            ),
         ),
     ]

@@ -5,36 +5,86 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('evolution', '0003_diagnosis_finding_and_replay'),
+        ("evolution", "0003_diagnosis_finding_and_replay"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='caseresult',
-            name='worker',
-            field=models.CharField(blank=True, help_text='hostname and pid of the worker that scored it.', max_length=200),
+            model_name="caseresult",
+            name="worker",
+            field=models.CharField(
+                blank=True,
+                help_text="hostname and pid of the worker that scored it.",
+                max_length=200,
+            ),
         ),
         migrations.CreateModel(
-            name='EvalChunk',
+            name="EvalChunk",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('index', models.PositiveIntegerField(help_text="0-based; chunk i holds the run's cases i, i+n, i+2n, ...")),
-                ('case_ids', models.JSONField()),
-                ('status', models.CharField(choices=[('pending', 'pending'), ('claimed', 'claimed'), ('done', 'done')], default='pending', max_length=8)),
-                ('token', models.CharField(blank=True, help_text="The current claim's id; empty when unclaimed.", max_length=32)),
-                ('worker', models.CharField(blank=True, help_text='hostname and pid of the (last) claimant.', max_length=200)),
-                ('claims', models.PositiveIntegerField(default=0, help_text='Times claimed (more than 1: a claimant was lost).')),
-                ('claimed_at', models.DateTimeField(blank=True, null=True)),
-                ('heartbeat_at', models.DateTimeField(blank=True, null=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='chunks', to='evolution.evalrun')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "index",
+                    models.PositiveIntegerField(
+                        help_text="0-based; chunk i holds the run's cases i, i+n, i+2n, ..."
+                    ),
+                ),
+                ("case_ids", models.JSONField()),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[("pending", "pending"), ("claimed", "claimed"), ("done", "done")],
+                        default="pending",
+                        max_length=8,
+                    ),
+                ),
+                (
+                    "token",
+                    models.CharField(
+                        blank=True,
+                        help_text="The current claim's id; empty when unclaimed.",
+                        max_length=32,
+                    ),
+                ),
+                (
+                    "worker",
+                    models.CharField(
+                        blank=True,
+                        help_text="hostname and pid of the (last) claimant.",
+                        max_length=200,
+                    ),
+                ),
+                (
+                    "claims",
+                    models.PositiveIntegerField(
+                        default=0, help_text="Times claimed (more than 1: a claimant was lost)."
+                    ),
+                ),
+                ("claimed_at", models.DateTimeField(blank=True, null=True)),
+                ("heartbeat_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "run",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="chunks",
+                        to="evolution.evalrun",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['run', 'index'],
-                'indexes': [models.Index(fields=['run', 'status'], name='evolution_e_run_id_9ee68a_idx')],
-                'constraints': [models.UniqueConstraint(fields=('run', 'index'), name='eval_chunk_unique')],
+                "ordering": ["run", "index"],
+                "indexes": [
+                    models.Index(fields=["run", "status"], name="evolution_e_run_id_9ee68a_idx")
+                ],
+                "constraints": [
+                    models.UniqueConstraint(fields=("run", "index"), name="eval_chunk_unique")
+                ],
             },
         ),
     ]

@@ -1,5 +1,5 @@
-"""Template filters of a run's status: the headline warning of a run whose requests mostly fell back, and which
-workers scored it (from the selectors)."""
+"""Template filters of a run's status: the headline warning of a run whose requests mostly fell
+back, and which workers scored it (from the selectors)."""
 
 from __future__ import annotations
 
@@ -22,10 +22,13 @@ def run_eta(run) -> str:
     seconds = selectors.run_eta(run=run)
     if seconds is None:
         return ""
-    return f"about {max(1, round(seconds))} s" if seconds < 90 else f"about {round(seconds / 60)} min"
+    return (
+        f"about {max(1, round(seconds))} s" if seconds < 90 else f"about {round(seconds / 60)} min"
+    )
 
 
 @register.filter
 def run_workers(run) -> dict:
-    """{"workers": [(worker, cases)], "chunks": n, "done": n, "reclaimed": n} of a run (selectors.run_workers)."""
+    """{"workers": [(worker, cases)], "chunks": n, "done": n, "reclaimed": n} of a run
+    (selectors.run_workers)."""
     return selectors.run_workers(run=run)

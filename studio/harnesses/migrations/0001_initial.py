@@ -6,7 +6,6 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
@@ -15,134 +14,343 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.CreateModel(
-            name='FileBlob',
+            name="FileBlob",
             fields=[
-                ('sha256', models.CharField(max_length=64, primary_key=True, serialize=False)),
-                ('text', models.TextField()),
+                ("sha256", models.CharField(max_length=64, primary_key=True, serialize=False)),
+                ("text", models.TextField()),
             ],
         ),
         migrations.CreateModel(
-            name='Draft',
+            name="Draft",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('title', models.CharField(max_length=200)),
-                ('files', models.JSONField(help_text='{path: text}: the whole bundle as edited')),
-                ('revision', models.PositiveIntegerField(default=1)),
-                ('problems', models.JSONField(default=list, help_text='Validation problems at the last save.')),
-                ('status', models.CharField(choices=[('open', 'open'), ('committed', 'committed'), ('discarded', 'discarded')], default='open', max_length=12)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('owner', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='drafts', to=settings.AUTH_USER_MODEL)),
-                ('updated_by', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("title", models.CharField(max_length=200)),
+                ("files", models.JSONField(help_text="{path: text}: the whole bundle as edited")),
+                ("revision", models.PositiveIntegerField(default=1)),
+                (
+                    "problems",
+                    models.JSONField(
+                        default=list, help_text="Validation problems at the last save."
+                    ),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("open", "open"),
+                            ("committed", "committed"),
+                            ("discarded", "discarded"),
+                        ],
+                        default="open",
+                        max_length=12,
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "owner",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="drafts",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "updated_by",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-updated_at'],
+                "ordering": ["-updated_at"],
             },
         ),
         migrations.CreateModel(
-            name='DraftConflict',
+            name="DraftConflict",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('path', models.CharField(max_length=255)),
-                ('base_revision', models.PositiveIntegerField(help_text='The revision the author was editing.')),
-                ('seen_revision', models.PositiveIntegerField(help_text="The draft's revision when the save arrived.")),
-                ('their_text', models.TextField(help_text='The file as saved by the other writer.')),
-                ('my_text', models.TextField(help_text="The author's text that was not saved.")),
-                ('resolved_at', models.DateTimeField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('author', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('draft', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='conflicts', to='harnesses.draft')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("path", models.CharField(max_length=255)),
+                (
+                    "base_revision",
+                    models.PositiveIntegerField(help_text="The revision the author was editing."),
+                ),
+                (
+                    "seen_revision",
+                    models.PositiveIntegerField(
+                        help_text="The draft's revision when the save arrived."
+                    ),
+                ),
+                (
+                    "their_text",
+                    models.TextField(help_text="The file as saved by the other writer."),
+                ),
+                ("my_text", models.TextField(help_text="The author's text that was not saved.")),
+                ("resolved_at", models.DateTimeField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "author",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "draft",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="conflicts",
+                        to="harnesses.draft",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at'],
+                "ordering": ["-created_at"],
             },
         ),
         migrations.CreateModel(
-            name='Harness',
+            name="Harness",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.SlugField(help_text='The manifest name, e.g. livestream-avatar.', max_length=64, unique=True)),
-                ('description', models.TextField(blank=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('created_by', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "name",
+                    models.SlugField(
+                        help_text="The manifest name, e.g. livestream-avatar.",
+                        max_length=64,
+                        unique=True,
+                    ),
+                ),
+                ("description", models.TextField(blank=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['name'],
+                "ordering": ["name"],
             },
         ),
         migrations.AddField(
-            model_name='draft',
-            name='harness',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='drafts', to='harnesses.harness'),
+            model_name="draft",
+            name="harness",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="drafts",
+                to="harnesses.harness",
+            ),
         ),
         migrations.CreateModel(
-            name='HarnessVersion',
+            name="HarnessVersion",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('number', models.PositiveIntegerField(help_text='1, 2, 3... within the Harness.')),
-                ('digest', models.CharField(db_index=True, max_length=64)),
-                ('tree', models.JSONField(help_text="{path: sha256 of the file's text}")),
-                ('message', models.TextField()),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('summary', models.JSONField(default=dict, help_text='Counts shown in lists: skills, tools, hooks.')),
-                ('author', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('harness', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='versions', to='harnesses.harness')),
-                ('parent', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='children', to='harnesses.harnessversion')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("number", models.PositiveIntegerField(help_text="1, 2, 3... within the Harness.")),
+                ("digest", models.CharField(db_index=True, max_length=64)),
+                ("tree", models.JSONField(help_text="{path: sha256 of the file's text}")),
+                ("message", models.TextField()),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "summary",
+                    models.JSONField(
+                        default=dict, help_text="Counts shown in lists: skills, tools, hooks."
+                    ),
+                ),
+                (
+                    "author",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "harness",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="versions",
+                        to="harnesses.harness",
+                    ),
+                ),
+                (
+                    "parent",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="children",
+                        to="harnesses.harnessversion",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['harness', '-number'],
+                "ordering": ["harness", "-number"],
             },
         ),
         migrations.AddField(
-            model_name='draft',
-            name='base_version',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='drafts', to='harnesses.harnessversion'),
+            model_name="draft",
+            name="base_version",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name="drafts",
+                to="harnesses.harnessversion",
+            ),
         ),
         migrations.AddField(
-            model_name='draft',
-            name='committed_version',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='harnesses.harnessversion'),
+            model_name="draft",
+            name="committed_version",
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="+",
+                to="harnesses.harnessversion",
+            ),
         ),
         migrations.CreateModel(
-            name='Label',
+            name="Label",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.SlugField(max_length=40)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('harness', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='labels', to='harnesses.harness')),
-                ('updated_by', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('version', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='labels', to='harnesses.harnessversion')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.SlugField(max_length=40)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "harness",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="labels",
+                        to="harnesses.harness",
+                    ),
+                ),
+                (
+                    "updated_by",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "version",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="labels",
+                        to="harnesses.harnessversion",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['harness', 'name'],
+                "ordering": ["harness", "name"],
             },
         ),
         migrations.CreateModel(
-            name='LabelMove',
+            name="LabelMove",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('kind', models.CharField(choices=[('set', 'set'), ('promote', 'promote'), ('rollback', 'rollback')], max_length=16)),
-                ('reason', models.TextField(blank=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('from_version', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='harnesses.harnessversion')),
-                ('label', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='moves', to='harnesses.label')),
-                ('moved_by', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('to_version', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to='harnesses.harnessversion')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[("set", "set"), ("promote", "promote"), ("rollback", "rollback")],
+                        max_length=16,
+                    ),
+                ),
+                ("reason", models.TextField(blank=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "from_version",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to="harnesses.harnessversion",
+                    ),
+                ),
+                (
+                    "label",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="moves",
+                        to="harnesses.label",
+                    ),
+                ),
+                (
+                    "moved_by",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "to_version",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to="harnesses.harnessversion",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-id'],
+                "ordering": ["-created_at", "-id"],
             },
         ),
         migrations.AddConstraint(
-            model_name='harnessversion',
-            constraint=models.UniqueConstraint(fields=('harness', 'number'), name='version_number_unique'),
+            model_name="harnessversion",
+            constraint=models.UniqueConstraint(
+                fields=("harness", "number"), name="version_number_unique"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='harnessversion',
-            constraint=models.UniqueConstraint(fields=('harness', 'digest'), name='version_digest_unique'),
+            model_name="harnessversion",
+            constraint=models.UniqueConstraint(
+                fields=("harness", "digest"), name="version_digest_unique"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='label',
-            constraint=models.UniqueConstraint(fields=('harness', 'name'), name='label_name_unique'),
+            model_name="label",
+            constraint=models.UniqueConstraint(
+                fields=("harness", "name"), name="label_name_unique"
+            ),
         ),
     ]

@@ -4,15 +4,19 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('harnesses', '0001_initial'),
+        ("harnesses", "0001_initial"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='harnessversion',
-            name='parent_summary',
-            field=models.JSONField(blank=True, help_text='What changed since the parent (harness.diff summary), computed at creation.', null=True),
+            model_name="harnessversion",
+            name="parent_summary",
+            field=models.JSONField(
+                blank=True,
+                help_text="What changed since the parent (harness.diff "
+                "summary), computed at creation.",
+                null=True,
+            ),
         ),
     ]

@@ -41,7 +41,9 @@ def problems_to_json(problems: list[Problem]) -> list[dict]:
 
 
 @transaction.atomic
-def draft_create(*, harness: Harness, base_version: HarnessVersion, owner: User, title: str) -> Draft:
+def draft_create(
+    *, harness: Harness, base_version: HarnessVersion, owner: User, title: str
+) -> Draft:
     """A new draft for `owner` holding a copy of `base_version`'s files."""
     if base_version.harness_id != harness.pk:
         raise StudioError(f"base version: {base_version} does not belong to {harness.name}")
@@ -65,14 +67,17 @@ def draft_create(*, harness: Harness, base_version: HarnessVersion, owner: User,
 
 
 def draft_check_writable(*, draft: Draft, actor: User, authorised_as: str = "") -> None:
-    """StudioError unless the draft is open; PermissionDenied unless ``actor`` owns it or may edit Harnesses.
+    """StudioError unless the draft is open; PermissionDenied unless ``actor`` owns it or may edit
+    Harnesses.
 
     ``authorised_as`` names the caller's own, already checked, right to act on this draft (an
     evolution stage's reviewer committing the candidate an operator edited); it replaces the
     owner-or-editor check, never the status check.
     """
     if draft.status != Draft.OPEN:
-        raise StudioError(f"draft #{draft.pk} is {draft.status}; start a new draft to make more changes")
+        raise StudioError(
+            f"draft #{draft.pk} is {draft.status}; start a new draft to make more changes"
+        )
     if not authorised_as and draft.owner_id != actor.pk and not user_can(actor, "harness.edit"):
         raise PermissionDenied("only the draft's owner or an editor may change it")
 
@@ -87,7 +92,8 @@ class SaveResult:
 def draft_file_save(
     *, draft: Draft, path: str, text: str, base_revision: int, actor: User
 ) -> SaveResult:
-    """Save one file of a draft if nobody saved since `base_revision`; otherwise keep it as a conflict.
+    """Save one file of a draft if nobody saved since `base_revision`; otherwise keep it as a
+    conflict.
 
     The draft is saved even when the bundle has validation problems (nothing is
     lost); the problems are stored and shown, and they block the commit.
@@ -97,8 +103,10 @@ def draft_file_save(
     text = text.replace("\r\n", "\n")
     size = len(text.encode("utf-8", "surrogatepass"))
     if size > MAX_FILE_BYTES:
-        raise StudioError(f"{path}: the text is {size} bytes, larger than {MAX_FILE_BYTES // 1024} KiB "
-                          "(the limit per bundle file); nothing was saved")
+        raise StudioError(
+            f"{path}: the text is {size} bytes, larger than {MAX_FILE_BYTES // 1024} KiB "
+            "(the limit per bundle file); nothing was saved"
+        )
     # Validating the bundle takes tens of milliseconds. Inside the transaction it would hold the
     # write lock for all of them, and on SQLite (the demo's database) that lock is the whole
     # database's: every save, job heartbeat and sign-in of the studio would queue behind it. So the
@@ -126,7 +134,9 @@ def draft_file_save(
                 data={"base_revision": base_revision, "current_revision": current.revision},
             )
             return SaveResult(draft=current, conflict=conflict, problems=current.problems)
-        files, problems = checked if checked is not None else _checked_files(current.files, path, text)
+        files, problems = (
+            checked if checked is not None else _checked_files(current.files, path, text)
+        )
         draft_files_store(draft=current, files=files, problems=problems, actor=actor)
     audit_record(
         actor=actor,
@@ -138,7 +148,9 @@ def draft_file_save(
     return SaveResult(draft=current, conflict=None, problems=problems)
 
 
-def _checked_files(files: dict[str, str], path: str, text: str) -> tuple[dict[str, str], list[dict]]:
+def _checked_files(
+    files: dict[str, str], path: str, text: str
+) -> tuple[dict[str, str], list[dict]]:
     """The draft's files with ``path`` set to ``text``, and their problems; refused text raises."""
     files = {**files, path: text}
     found = bundle_problems(files)
@@ -150,13 +162,19 @@ def _checked_files(files: dict[str, str], path: str, text: str) -> tuple[dict[st
     return files, problems_to_json(found)
 
 
-def draft_files_store(*, draft: Draft, files: dict[str, str], problems: list[dict], actor: User) -> Draft:
+def draft_files_store(
+    *, draft: Draft, files: dict[str, str], problems: list[dict], actor: User
+) -> Draft:
     """Store new files and their problems as the draft's next revision.
 
     ``draft`` is the row its caller locked (select_for_update) and checked, inside the
     caller's transaction; it is refreshed in place."""
     updated = Draft.objects.filter(pk=draft.pk, revision=draft.revision).update(
-        files=files, problems=problems, revision=F("revision") + 1, updated_by=actor, updated_at=timezone.now()
+        files=files,
+        problems=problems,
+        revision=F("revision") + 1,
+        updated_by=actor,
+        updated_at=timezone.now(),
     )
     assert updated == 1  # the row is locked; a miss here would be a bug, not a race
     draft.refresh_from_db()
@@ -172,7 +190,9 @@ def _clean_path(path: str) -> str:
     return path
 
 
-def draft_skill_add(*, draft: Draft, name: str, kind: str, description: str, base_revision: int, actor: User) -> SaveResult:
+def draft_skill_add(
+    *, draft: Draft, name: str, kind: str, description: str, base_revision: int, actor: User
+) -> SaveResult:
     """Add skills/<name>/SKILL.md to a draft from the Harness's skill template."""
     name = name.strip()
     try:
@@ -182,22 +202,29 @@ def draft_skill_add(*, draft: Draft, name: str, kind: str, description: str, bas
     path = f"skills/{name}/SKILL.md"
     if path in draft.files:
         raise StudioError(f"name: the skill {name} already exists in this draft")
-    return draft_file_save(draft=draft, path=path, text=text, base_revision=base_revision, actor=actor)
+    return draft_file_save(
+        draft=draft, path=path, text=text, base_revision=base_revision, actor=actor
+    )
 
 
 def _form_yaml(text: str, *, field: str, example: str):
-    """A form field's YAML, read by the Harness reader with a bundle file's bounds; JSON-like values."""
+    """A form field's YAML, read by the Harness reader with a bundle file's bounds; JSON-like
+    values."""
     data, _lines, problems = load_yaml(text, file=field)
     if problems:
         first = problems[0]
         reason = first.message.removeprefix("invalid YAML: ")
-        what = first.message if first.field == REFUSED else f"not YAML ({reason}, line {first.line})"
+        what = (
+            first.message if first.field == REFUSED else f"not YAML ({reason}, line {first.line})"
+        )
         raise StudioError(f"{field}: {what}; e.g. {example}")
     try:
         json.dumps(data)
     except (TypeError, ValueError):
-        raise StudioError(f"{field}: only text, numbers, true/false, lists and mappings "
-                          f"(quote a date or a !!tag); e.g. {example}") from None
+        raise StudioError(
+            f"{field}: only text, numbers, true/false, lists and mappings "
+            f"(quote a date or a !!tag); e.g. {example}"
+        ) from None
     return data
 
 
@@ -221,11 +248,18 @@ def draft_hook_add(
     the normal save validates it, so a wrong parameter shows up inline at its
     line like any other edit.
     """
-    for form_field, problem in (("id", id_problem(hook_id)), ("event", hook_event_problem(event)),
-                           ("on_fail", hook_action_problem(action))):
+    for form_field, problem in (
+        ("id", id_problem(hook_id)),
+        ("event", hook_event_problem(event)),
+        ("on_fail", hook_action_problem(action)),
+    ):
         if problem:
             raise StudioError(f"{form_field}: {problem}")
-    params = _form_yaml(params_text, field="params", example="{max_chars: 200}") if params_text.strip() else {}
+    params = (
+        _form_yaml(params_text, field="params", example="{max_chars: 200}")
+        if params_text.strip()
+        else {}
+    )
     if not isinstance(params, dict):
         raise StudioError("params: a mapping of parameter names to values, e.g. {max_chars: 200}")
     hook = {"id": hook_id, "event": event, "type": hook_type}
@@ -233,12 +267,17 @@ def draft_hook_add(
         hook["matcher"] = matcher.strip()
     if params:
         hook["params"] = params
-    hook["on_fail"] = {"action": action, **({"message": message.strip()} if message.strip() else {})}
+    hook["on_fail"] = {
+        "action": action,
+        **({"message": message.strip()} if message.strip() else {}),
+    }
     try:
         text = insert_hook(draft.files.get("hooks.yaml", ""), hook)
     except TextEditError as error:
         raise StudioError(str(error)) from None
-    return draft_file_save(draft=draft, path="hooks.yaml", text=text, base_revision=base_revision, actor=actor)
+    return draft_file_save(
+        draft=draft, path="hooks.yaml", text=text, base_revision=base_revision, actor=actor
+    )
 
 
 def draft_file_delete(*, draft: Draft, path: str, base_revision: int, actor: User) -> Draft:
@@ -256,7 +295,13 @@ def draft_file_delete(*, draft: Draft, path: str, base_revision: int, actor: Use
         current.revision += 1
         current.updated_by = actor
         current.save()
-    audit_record(actor=actor, action="draft.delete_file", harness=current.harness, target=f"draft #{current.pk} {path}", data={})
+    audit_record(
+        actor=actor,
+        action="draft.delete_file",
+        harness=current.harness,
+        target=f"draft #{current.pk} {path}",
+        data={},
+    )
     return current
 
 
@@ -275,7 +320,9 @@ def draft_conflict_resolve(*, conflict: DraftConflict, text: str, actor: User) -
 
 
 @transaction.atomic
-def draft_commit(*, draft: Draft, actor: User, message: str, authorised_as: str = "") -> HarnessVersion:
+def draft_commit(
+    *, draft: Draft, actor: User, message: str, authorised_as: str = ""
+) -> HarnessVersion:
     """Turn a valid draft into a new version whose parent is the draft's base version.
 
     ``authorised_as``: see :func:`draft_check_writable`; it is kept in the audit record.
@@ -295,7 +342,9 @@ def draft_commit(*, draft: Draft, actor: User, message: str, authorised_as: str 
         )
     except DuplicateVersion as error:
         if error.version.pk == draft.base_version_id:
-            raise StudioError("nothing to commit: the draft is identical to its base version") from None
+            raise StudioError(
+                "nothing to commit: the draft is identical to its base version"
+            ) from None
         raise
     draft.status = Draft.COMMITTED
     draft.committed_version = version
@@ -305,8 +354,11 @@ def draft_commit(*, draft: Draft, actor: User, message: str, authorised_as: str 
         action="draft.commit",
         harness=draft.harness,
         target=f"draft #{draft.pk} -> v{version.number}",
-        data={"version": version.number, "message": version.message,
-              **({"authorised_as": authorised_as} if authorised_as else {})},
+        data={
+            "version": version.number,
+            "message": version.message,
+            **({"authorised_as": authorised_as} if authorised_as else {}),
+        },
     )
     return version
 
@@ -315,5 +367,11 @@ def draft_discard(*, draft: Draft, actor: User) -> Draft:
     draft_check_writable(draft=draft, actor=actor)
     draft.status = Draft.DISCARDED
     draft.save(update_fields=["status", "updated_at"])
-    audit_record(actor=actor, action="draft.discard", harness=draft.harness, target=f"draft #{draft.pk}", data={})
+    audit_record(
+        actor=actor,
+        action="draft.discard",
+        harness=draft.harness,
+        target=f"draft #{draft.pk}",
+        data={},
+    )
     return draft

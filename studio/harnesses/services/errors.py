@@ -13,7 +13,9 @@ class StudioError(ValueError):
 class InvalidBundle(StudioError):
     def __init__(self, problems: list[Problem]):
         self.problems = problems
-        super().__init__("; ".join(str(p) for p in problems[:5]) + (" ..." if len(problems) > 5 else ""))
+        super().__init__(
+            "; ".join(str(p) for p in problems[:5]) + (" ..." if len(problems) > 5 else "")
+        )
 
 
 class DuplicateVersion(StudioError):

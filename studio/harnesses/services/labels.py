@@ -27,12 +27,21 @@ def label_check_permission(*, actor: User, name: str) -> None:
 
 @transaction.atomic
 def label_move(
-    *, harness: Harness, name: str, version: HarnessVersion, actor: User, reason: str, kind: str = "set"
+    *,
+    harness: Harness,
+    name: str,
+    version: HarnessVersion,
+    actor: User,
+    reason: str,
+    kind: str = "set",
 ) -> Label:
-    """Point label `name` at `version` and record the move; production needs a reviewer and a reason."""
+    """Point label `name` at `version` and record the move; production needs a reviewer and a
+    reason."""
     name = name.strip().lower()
     if not re.fullmatch(LABEL_PATTERN, name):
-        raise StudioError(f"label: use 1-40 of a-z, 0-9, '-' or '_' (e.g. staging, canary-eu), not {name!r}")
+        raise StudioError(
+            f"label: use 1-40 of a-z, 0-9, '-' or '_' (e.g. staging, canary-eu), not {name!r}"
+        )
     if version.harness_id != harness.pk:
         raise StudioError(f"version: {version} does not belong to {harness.name}")
     label_check_permission(actor=actor, name=name)
@@ -46,9 +55,13 @@ def label_move(
     if label is None:
         try:
             with transaction.atomic():
-                label = Label.objects.create(harness=harness, name=name, version=version, updated_by=actor)
+                label = Label.objects.create(
+                    harness=harness, name=name, version=version, updated_by=actor
+                )
         except IntegrityError:
-            raise StudioError(f"label: {name} was just created by someone else; reload and try again") from None
+            raise StudioError(
+                f"label: {name} was just created by someone else; reload and try again"
+            ) from None
     else:
         label.version = version
         label.updated_by = actor
@@ -56,14 +69,23 @@ def label_move(
     if kind == "set" and name == Label.PRODUCTION:
         kind = "promote"
     LabelMove.objects.create(
-        label=label, from_version=previous, to_version=version, kind=kind, reason=reason, moved_by=actor
+        label=label,
+        from_version=previous,
+        to_version=version,
+        kind=kind,
+        reason=reason,
+        moved_by=actor,
     )
     audit_record(
         actor=actor,
         action=f"label.{kind}",
         harness=harness,
         target=f"{harness.name}@{name}",
-        data={"from": previous.number if previous else None, "to": version.number, "reason": reason},
+        data={
+            "from": previous.number if previous else None,
+            "to": version.number,
+            "reason": reason,
+        },
     )
     return label
 

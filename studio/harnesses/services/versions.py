@@ -29,7 +29,9 @@ def blobs_store(*, files: dict[str, str]) -> dict[str, str]:
     """Store each text once by its sha256; returns the tree {path: sha256}."""
     tree = {path: _sha(text) for path, text in files.items()}
     by_sha = {tree[path]: text for path, text in files.items()}
-    existing = set(FileBlob.objects.filter(sha256__in=list(by_sha)).values_list("sha256", flat=True))
+    existing = set(
+        FileBlob.objects.filter(sha256__in=list(by_sha)).values_list("sha256", flat=True)
+    )
     FileBlob.objects.bulk_create(
         [FileBlob(sha256=sha, text=text) for sha, text in by_sha.items() if sha not in existing],
         ignore_conflicts=True,
@@ -56,15 +58,20 @@ def harness_version_create(
         raise InvalidBundle(error.problems) from None
     if bundle.name != harness.name:
         raise StudioError(
-            f"manifest.yaml: name: the bundle is named {bundle.name!r} but this Harness is {harness.name!r}"
+            "manifest.yaml: name: the bundle is named "
+            f"{bundle.name!r} but this Harness is {harness.name!r}"
         )
     # Lock the Harness row so two commits cannot take the same version number.
     Harness.objects.select_for_update().filter(pk=harness.pk).first()
     existing = HarnessVersion.objects.filter(harness=harness, digest=bundle.digest).first()
     if existing is not None:
         raise DuplicateVersion(existing)
-    number = (HarnessVersion.objects.filter(harness=harness).aggregate(n=Max("number"))["n"] or 0) + 1
-    parent_summary = summary_against_parent(parent=parent, bundle=bundle) if parent is not None else None
+    number = (
+        HarnessVersion.objects.filter(harness=harness).aggregate(n=Max("number"))["n"] or 0
+    ) + 1
+    parent_summary = (
+        summary_against_parent(parent=parent, bundle=bundle) if parent is not None else None
+    )
     version = HarnessVersion.objects.create(
         harness=harness,
         number=number,
@@ -81,7 +88,11 @@ def harness_version_create(
         action="version.create",
         harness=harness,
         target=str(version),
-        data={"digest": version.digest, "parent": parent.number if parent else None, "message": message},
+        data={
+            "digest": version.digest,
+            "parent": parent.number if parent else None,
+            "message": message,
+        },
     )
     return version
 
@@ -97,7 +108,8 @@ class ImportResult:
 
 @transaction.atomic
 def harness_import(*, files: dict[str, str], author: User | None, message: str) -> ImportResult:
-    """Import a bundle: creates the Harness if new; identical content returns the existing version."""
+    """Import a bundle: creates the Harness if new; identical content returns the existing
+    version."""
     try:
         bundle = bundle_load_for_version(files)
     except HarnessValidationError as error:
@@ -106,7 +118,9 @@ def harness_import(*, files: dict[str, str], author: User | None, message: str) 
         name=bundle.name, defaults={"created_by": author}
     )
     if harness_created:
-        audit_record(actor=author, action="harness.create", harness=harness, target=harness.name, data={})
+        audit_record(
+            actor=author, action="harness.create", harness=harness, target=harness.name, data={}
+        )
     existing = HarnessVersion.objects.filter(harness=harness, digest=bundle.digest).first()
     if existing is not None:
         return ImportResult(harness=harness, version=existing, created=False)
@@ -114,9 +128,15 @@ def harness_import(*, files: dict[str, str], author: User | None, message: str) 
     version = harness_version_create(
         harness=harness, files=bundle.files, author=author, message=message, parent=parent
     )
-    return ImportResult(harness=harness, version=version, created=True, harness_created=harness_created)
+    return ImportResult(
+        harness=harness, version=version, created=True, harness_created=harness_created
+    )
 
 
-def harness_import_zip(*, data: bytes, author: User | None, message: str, max_bytes: int) -> ImportResult:
+def harness_import_zip(
+    *, data: bytes, author: User | None, message: str, max_bytes: int
+) -> ImportResult:
     """Import a bundle from the bytes of a .zip of its directory."""
-    return harness_import(files=files_from_zip(data, max_bytes=max_bytes), author=author, message=message)
+    return harness_import(
+        files=files_from_zip(data, max_bytes=max_bytes), author=author, message=message
+    )

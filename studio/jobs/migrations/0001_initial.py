@@ -6,7 +6,6 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
@@ -15,26 +14,76 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.CreateModel(
-            name='Job',
+            name="Job",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('kind', models.CharField(db_index=True, help_text='A key of studio.jobs.registry.JOB_KINDS.', max_length=40)),
-                ('title', models.CharField(max_length=200)),
-                ('status', models.CharField(choices=[('queued', 'queued'), ('running', 'running'), ('succeeded', 'succeeded'), ('failed', 'failed')], db_index=True, default='queued', max_length=12)),
-                ('progress', models.PositiveSmallIntegerField(default=0, help_text='0-100')),
-                ('log_tail', models.TextField(blank=True, help_text='The last JOB_LOG_TAIL_CHARS characters of the log.')),
-                ('params', models.JSONField(blank=True, default=dict)),
-                ('result', models.JSONField(blank=True, null=True)),
-                ('error', models.TextField(blank=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('heartbeat_at', models.DateTimeField(blank=True, help_text='Last sign of life from the worker.', null=True)),
-                ('worker', models.CharField(blank=True, help_text='hostname and pid of the worker process.', max_length=200)),
-                ('created_by', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "kind",
+                    models.CharField(
+                        db_index=True,
+                        help_text="A key of studio.jobs.registry.JOB_KINDS.",
+                        max_length=40,
+                    ),
+                ),
+                ("title", models.CharField(max_length=200)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("queued", "queued"),
+                            ("running", "running"),
+                            ("succeeded", "succeeded"),
+                            ("failed", "failed"),
+                        ],
+                        db_index=True,
+                        default="queued",
+                        max_length=12,
+                    ),
+                ),
+                ("progress", models.PositiveSmallIntegerField(default=0, help_text="0-100")),
+                (
+                    "log_tail",
+                    models.TextField(
+                        blank=True, help_text="The last JOB_LOG_TAIL_CHARS characters of the log."
+                    ),
+                ),
+                ("params", models.JSONField(blank=True, default=dict)),
+                ("result", models.JSONField(blank=True, null=True)),
+                ("error", models.TextField(blank=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "heartbeat_at",
+                    models.DateTimeField(
+                        blank=True, help_text="Last sign of life from the worker.", null=True
+                    ),
+                ),
+                (
+                    "worker",
+                    models.CharField(
+                        blank=True,
+                        help_text="hostname and pid of the worker process.",
+                        max_length=200,
+                    ),
+                ),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-id'],
+                "ordering": ["-created_at", "-id"],
             },
         ),
     ]

@@ -6,26 +6,47 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('jobs', '0001_initial'),
+        ("jobs", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='job',
-            name='cancel_requested_at',
-            field=models.DateTimeField(blank=True, help_text='Set when someone asks a running job to stop; it stops at its next report.', null=True),
+            model_name="job",
+            name="cancel_requested_at",
+            field=models.DateTimeField(
+                blank=True,
+                help_text="Set when someone asks a running job "
+                "to stop; it stops at its next report.",
+                null=True,
+            ),
         ),
         migrations.AddField(
-            model_name='job',
-            name='cancelled_by',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL),
+            model_name="job",
+            name="cancelled_by",
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="+",
+                to=settings.AUTH_USER_MODEL,
+            ),
         ),
         migrations.AlterField(
-            model_name='job',
-            name='status',
-            field=models.CharField(choices=[('queued', 'queued'), ('running', 'running'), ('succeeded', 'succeeded'), ('failed', 'failed'), ('cancelled', 'cancelled')], db_index=True, default='queued', max_length=12),
+            model_name="job",
+            name="status",
+            field=models.CharField(
+                choices=[
+                    ("queued", "queued"),
+                    ("running", "running"),
+                    ("succeeded", "succeeded"),
+                    ("failed", "failed"),
+                    ("cancelled", "cancelled"),
+                ],
+                db_index=True,
+                default="queued",
+                max_length=12,
+            ),
         ),
     ]

@@ -4,20 +4,35 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('jobs', '0002_cancel'),
+        ("jobs", "0002_cancel"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='job',
-            name='outcome',
-            field=models.CharField(blank=True, help_text="What the work did, in its kind's words, written when the job ran to its end.", max_length=300),
+            model_name="job",
+            name="outcome",
+            field=models.CharField(
+                blank=True,
+                help_text="What the work did, in its kind's words, "
+                "written when the job ran to its end.",
+                max_length=300,
+            ),
         ),
         migrations.AlterField(
-            model_name='job',
-            name='status',
-            field=models.CharField(choices=[('queued', 'queued'), ('running', 'running'), ('succeeded', 'ran'), ('failed', 'failed'), ('cancelled', 'cancelled')], db_index=True, default='queued', max_length=12),
+            model_name="job",
+            name="status",
+            field=models.CharField(
+                choices=[
+                    ("queued", "queued"),
+                    ("running", "running"),
+                    ("succeeded", "ran"),
+                    ("failed", "failed"),
+                    ("cancelled", "cancelled"),
+                ],
+                db_index=True,
+                default="queued",
+                max_length=12,
+            ),
         ),
     ]

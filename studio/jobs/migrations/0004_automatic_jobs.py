@@ -4,15 +4,19 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('jobs', '0003_outcome_and_ran'),
+        ("jobs", "0003_outcome_and_ran"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='job',
-            name='automatic',
-            field=models.BooleanField(default=False, help_text="Queued by the studio itself (a follow-on of another job), not by a person: outside the per-user quota, and it waits while a person's job is queued on its queue."),
+            model_name="job",
+            name="automatic",
+            field=models.BooleanField(
+                default=False,
+                help_text="Queued by the studio itself (a follow-on of another "
+                "job), not by a person: outside the per-user quota, and "
+                "it waits while a person's job is queued on its queue.",
+            ),
         ),
     ]

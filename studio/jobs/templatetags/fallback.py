@@ -1,5 +1,5 @@
-"""``{% load fallback %}``: the "Mostly fallback" badge, first on every page, list and badge that shows a
-run's figures (studio.jobs.fallback)."""
+"""``{% load fallback %}``: the "Mostly fallback" badge, first on every page, list and badge that
+shows a run's figures (studio.jobs.fallback)."""
 
 from __future__ import annotations
 
@@ -16,8 +16,12 @@ def fallback_badge(flag: str):
     """The badge and its counts for a flag of ``fallback_flag`` ('' renders nothing)."""
     if not flag or not is_flagged(flag):
         return ""
-    return format_html('<span class="fallback-flag" data-fallback="mostly"><span class="status status-fallback">{}'
-                       '</span> <span class="small">{}</span></span>', HEADLINE, unflagged(flag))
+    return format_html(
+        '<span class="fallback-flag" data-fallback="mostly"><span class="status status-fallback">{}'
+        '</span> <span class="small">{}</span></span>',
+        HEADLINE,
+        unflagged(flag),
+    )
 
 
 @register.filter

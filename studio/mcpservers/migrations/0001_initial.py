@@ -6,7 +6,6 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
@@ -15,24 +14,100 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.CreateModel(
-            name='McpServer',
+            name="McpServer",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(help_text='What a Harness names in tools.yaml: mcp_servers: {x: {registered: <name>}}.', max_length=64, unique=True)),
-                ('transport', models.CharField(choices=[('stdio', 'stdio: the worker starts a command and talks to it over stdin/stdout'), ('http', "http: the worker connects to a running server's streamable-HTTP URL")], max_length=8)),
-                ('command', models.JSONField(blank=True, default=list, help_text='stdio: the program and its arguments, e.g. [/srv/venv/bin/python, -m, srv].')),
-                ('url', models.CharField(blank=True, help_text='http: e.g. http://127.0.0.1:8765/mcp', max_length=2048)),
-                ('env', models.JSONField(blank=True, default=dict, help_text='Fixed environment values {NAME: value}.')),
-                ('pass_env', models.JSONField(blank=True, default=list, help_text="Names of the worker's environment variables the server may receive.")),
-                ('description', models.TextField(blank=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('created_by', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('updated_by', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "name",
+                    models.CharField(
+                        help_text="What a Harness names in tools.yaml: "
+                        "mcp_servers: {x: {registered: <name>}}.",
+                        max_length=64,
+                        unique=True,
+                    ),
+                ),
+                (
+                    "transport",
+                    models.CharField(
+                        choices=[
+                            (
+                                "stdio",
+                                "stdio: the worker starts a command "
+                                "and talks to it over stdin/stdout",
+                            ),
+                            (
+                                "http",
+                                "http: the worker connects to a "
+                                "running server's streamable-HTTP URL",
+                            ),
+                        ],
+                        max_length=8,
+                    ),
+                ),
+                (
+                    "command",
+                    models.JSONField(
+                        blank=True,
+                        default=list,
+                        help_text="stdio: the program and its arguments, "
+                        "e.g. [/srv/venv/bin/python, -m, srv].",
+                    ),
+                ),
+                (
+                    "url",
+                    models.CharField(
+                        blank=True,
+                        help_text="http: e.g. http://127.0.0.1:8765/mcp",
+                        max_length=2048,
+                    ),
+                ),
+                (
+                    "env",
+                    models.JSONField(
+                        blank=True,
+                        default=dict,
+                        help_text="Fixed environment values {NAME: value}.",
+                    ),
+                ),
+                (
+                    "pass_env",
+                    models.JSONField(
+                        blank=True,
+                        default=list,
+                        help_text="Names of the worker's environment "
+                        "variables the server may receive.",
+                    ),
+                ),
+                ("description", models.TextField(blank=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "updated_by",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'MCP server',
-                'ordering': ['name'],
+                "verbose_name": "MCP server",
+                "ordering": ["name"],
             },
         ),
     ]

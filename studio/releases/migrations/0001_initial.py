@@ -6,40 +6,126 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('harnesses', '0002_version_parent_summary'),
-        ('training', '0001_initial'),
+        ("harnesses", "0002_version_parent_summary"),
+        ("training", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Release',
+            name="Release",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('checkpoint_path', models.CharField(help_text="Absolute path of the run's final/ folder.", max_length=500)),
-                ('checkpoint_fingerprint', models.CharField(help_text="serving.endpoint.checkpoint_info's fingerprint of the folder when the release was drafted.", max_length=64)),
-                ('draft_head_path', models.CharField(blank=True, help_text='The MTP draft-head folder, if any.', max_length=500)),
-                ('draft_head_fingerprint', models.CharField(blank=True, max_length=64)),
-                ('draft_head_card', models.JSONField(blank=True, help_text="The head's card.json when drafted.", null=True)),
-                ('gates', models.JSONField(default=list, help_text='[{name, status, detail, run_id, stage_id}] as last computed.')),
-                ('gates_at', models.DateTimeField()),
-                ('status', models.CharField(choices=[('draft', 'draft'), ('approved', 'approved'), ('rejected', 'rejected')], db_index=True, default='draft', max_length=10)),
-                ('notes', models.TextField(blank=True, help_text='What the ML engineer says about this release.')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('decided_at', models.DateTimeField(blank=True, null=True)),
-                ('decision_reason', models.TextField(blank=True)),
-                ('override_reason', models.TextField(blank=True, help_text='Why it was approved although a gate blocked it.')),
-                ('checkpoint_run', models.ForeignKey(help_text='The studio training run whose final model is released.', on_delete=django.db.models.deletion.PROTECT, related_name='releases', to='training.trainingrun')),
-                ('decided_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('drafted_by', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('harness_version', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to='harnesses.harnessversion')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "checkpoint_path",
+                    models.CharField(
+                        help_text="Absolute path of the run's final/ folder.", max_length=500
+                    ),
+                ),
+                (
+                    "checkpoint_fingerprint",
+                    models.CharField(
+                        help_text="serving.endpoint.checkpoint_info's fingerprint "
+                        "of the folder when the release was drafted.",
+                        max_length=64,
+                    ),
+                ),
+                (
+                    "draft_head_path",
+                    models.CharField(
+                        blank=True, help_text="The MTP draft-head folder, if any.", max_length=500
+                    ),
+                ),
+                ("draft_head_fingerprint", models.CharField(blank=True, max_length=64)),
+                (
+                    "draft_head_card",
+                    models.JSONField(
+                        blank=True, help_text="The head's card.json when drafted.", null=True
+                    ),
+                ),
+                (
+                    "gates",
+                    models.JSONField(
+                        default=list,
+                        help_text="[{name, status, detail, run_id, stage_id}] as last computed.",
+                    ),
+                ),
+                ("gates_at", models.DateTimeField()),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("draft", "draft"),
+                            ("approved", "approved"),
+                            ("rejected", "rejected"),
+                        ],
+                        db_index=True,
+                        default="draft",
+                        max_length=10,
+                    ),
+                ),
+                (
+                    "notes",
+                    models.TextField(
+                        blank=True, help_text="What the ML engineer says about this release."
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("decided_at", models.DateTimeField(blank=True, null=True)),
+                ("decision_reason", models.TextField(blank=True)),
+                (
+                    "override_reason",
+                    models.TextField(
+                        blank=True, help_text="Why it was approved although a gate blocked it."
+                    ),
+                ),
+                (
+                    "checkpoint_run",
+                    models.ForeignKey(
+                        help_text="The studio training run whose final model is released.",
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="releases",
+                        to="training.trainingrun",
+                    ),
+                ),
+                (
+                    "decided_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "drafted_by",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "harness_version",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to="harnesses.harnessversion",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-id'],
+                "ordering": ["-created_at", "-id"],
             },
         ),
     ]

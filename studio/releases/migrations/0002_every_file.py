@@ -4,25 +4,38 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('releases', '0001_initial'),
+        ("releases", "0001_initial"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='release',
-            name='checkpoint_files',
-            field=models.JSONField(blank=True, default=list, help_text='Every file of the checkpoint folder when drafted: [{name, size, sha256}], sorted by name.'),
+            model_name="release",
+            name="checkpoint_files",
+            field=models.JSONField(
+                blank=True,
+                default=list,
+                help_text="Every file of the checkpoint folder when "
+                "drafted: [{name, size, sha256}], sorted by name.",
+            ),
         ),
         migrations.AddField(
-            model_name='release',
-            name='draft_head_files',
-            field=models.JSONField(blank=True, default=list, help_text='Every file of the draft-head folder when drafted: [{name, size, sha256}].'),
+            model_name="release",
+            name="draft_head_files",
+            field=models.JSONField(
+                blank=True,
+                default=list,
+                help_text="Every file of the draft-head folder "
+                "when drafted: [{name, size, sha256}].",
+            ),
         ),
         migrations.AlterField(
-            model_name='release',
-            name='checkpoint_fingerprint',
-            field=models.CharField(help_text="harness.checkpoints' fingerprint of the folder when the release was drafted (the digest of its files).", max_length=64),
+            model_name="release",
+            name="checkpoint_fingerprint",
+            field=models.CharField(
+                help_text="harness.checkpoints' fingerprint of the folder when "
+                "the release was drafted (the digest of its files).",
+                max_length=64,
+            ),
         ),
     ]

@@ -4,15 +4,21 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('releases', '0002_every_file'),
+        ("releases", "0002_every_file"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='release',
-            name='signed_manifest',
-            field=models.JSONField(blank=True, help_text='The manifest as signed when the release was decided (release_decide); downloads serve exactly this. A decided release without it (set in the database alone, or decided before signing moved here) has only an unsigned manifest, which the launcher refuses.', null=True),
+            model_name="release",
+            name="signed_manifest",
+            field=models.JSONField(
+                blank=True,
+                help_text="The manifest as signed when the release was decided (release_decide); "
+                "downloads serve exactly this. A decided release without it (set in "
+                "the database alone, or decided before signing moved here) has only an "
+                "unsigned manifest, which the launcher refuses.",
+                null=True,
+            ),
         ),
     ]

@@ -6,68 +6,179 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('harnesses', '0002_version_parent_summary'),
+        ("harnesses", "0002_version_parent_summary"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Deployment',
+            name="Deployment",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.SlugField(help_text='How URLs and tokens name it, e.g. shop-eu.', max_length=80, unique=True)),
-                ('description', models.TextField(blank=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('created_by', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "name",
+                    models.SlugField(
+                        help_text="How URLs and tokens name it, e.g. shop-eu.",
+                        max_length=80,
+                        unique=True,
+                    ),
+                ),
+                ("description", models.TextField(blank=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['name'],
+                "ordering": ["name"],
             },
         ),
         migrations.CreateModel(
-            name='DeploymentToken',
+            name="DeploymentToken",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('prefix', models.CharField(help_text='First characters, to tell tokens apart.', max_length=14)),
-                ('digest', models.CharField(max_length=64, unique=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('last_used_at', models.DateTimeField(blank=True, null=True)),
-                ('revoked_at', models.DateTimeField(blank=True, null=True)),
-                ('created_by', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('deployment', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='tokens', to='traffic.deployment')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "prefix",
+                    models.CharField(
+                        help_text="First characters, to tell tokens apart.", max_length=14
+                    ),
+                ),
+                ("digest", models.CharField(max_length=64, unique=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("last_used_at", models.DateTimeField(blank=True, null=True)),
+                ("revoked_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "deployment",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="tokens",
+                        to="traffic.deployment",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at'],
+                "ordering": ["-created_at"],
             },
         ),
         migrations.CreateModel(
-            name='TrafficTrajectory',
+            name="TrafficTrajectory",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('request_id', models.CharField(help_text="The request's id: a repeated post is stored once.", max_length=200)),
-                ('harness_name', models.CharField(max_length=200)),
-                ('harness_digest', models.CharField(max_length=200)),
-                ('model_name', models.CharField(blank=True, help_text='The model it ran under, as sent.', max_length=300)),
-                ('model_fingerprint', models.CharField(blank=True, help_text="sha256 of the checkpoint's files (harness.checkpoints).", max_length=100)),
-                ('outcome', models.CharField(db_index=True, max_length=12)),
-                ('route', models.CharField(max_length=10)),
-                ('category', models.CharField(blank=True, db_index=True, help_text="The request's intent label, when the deployment sent one.", max_length=40)),
-                ('blocked_by', models.CharField(blank=True, help_text="',hook,hook,': the hooks that blocked a step (filtered with contains).", max_length=500)),
-                ('latency_s', models.FloatField(default=0.0)),
-                ('reply', models.TextField(blank=True)),
-                ('comment', models.TextField(blank=True, help_text='The viewer comment(s), for the list.')),
-                ('record', models.JSONField(help_text='The trajectory record as the deployment sent it.')),
-                ('received_at', models.DateTimeField(auto_now_add=True, db_index=True)),
-                ('deployment', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='trajectories', to='traffic.deployment')),
-                ('harness_version', models.ForeignKey(blank=True, help_text="The studio's version with that digest; empty when the digest is unknown here (the record is kept all the same).", null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='harnesses.harnessversion')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "request_id",
+                    models.CharField(
+                        help_text="The request's id: a repeated post is stored once.",
+                        max_length=200,
+                    ),
+                ),
+                ("harness_name", models.CharField(max_length=200)),
+                ("harness_digest", models.CharField(max_length=200)),
+                (
+                    "model_name",
+                    models.CharField(
+                        blank=True, help_text="The model it ran under, as sent.", max_length=300
+                    ),
+                ),
+                (
+                    "model_fingerprint",
+                    models.CharField(
+                        blank=True,
+                        help_text="sha256 of the checkpoint's files (harness.checkpoints).",
+                        max_length=100,
+                    ),
+                ),
+                ("outcome", models.CharField(db_index=True, max_length=12)),
+                ("route", models.CharField(max_length=10)),
+                (
+                    "category",
+                    models.CharField(
+                        blank=True,
+                        db_index=True,
+                        help_text="The request's intent label, when the deployment sent one.",
+                        max_length=40,
+                    ),
+                ),
+                (
+                    "blocked_by",
+                    models.CharField(
+                        blank=True,
+                        help_text="',hook,hook,': the hooks that blocked "
+                        "a step (filtered with contains).",
+                        max_length=500,
+                    ),
+                ),
+                ("latency_s", models.FloatField(default=0.0)),
+                ("reply", models.TextField(blank=True)),
+                (
+                    "comment",
+                    models.TextField(blank=True, help_text="The viewer comment(s), for the list."),
+                ),
+                (
+                    "record",
+                    models.JSONField(help_text="The trajectory record as the deployment sent it."),
+                ),
+                ("received_at", models.DateTimeField(auto_now_add=True, db_index=True)),
+                (
+                    "deployment",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="trajectories",
+                        to="traffic.deployment",
+                    ),
+                ),
+                (
+                    "harness_version",
+                    models.ForeignKey(
+                        blank=True,
+                        help_text="The studio's version with that digest; empty when the "
+                        "digest is unknown here (the record is kept all the same).",
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="harnesses.harnessversion",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-received_at', '-id'],
-                'constraints': [models.UniqueConstraint(fields=('deployment', 'request_id'), name='traffic_request_once')],
+                "ordering": ["-received_at", "-id"],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("deployment", "request_id"), name="traffic_request_once"
+                    )
+                ],
             },
         ),
     ]

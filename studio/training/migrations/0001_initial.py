@@ -6,38 +6,139 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('harnesses', '0002_version_parent_summary'),
-        ('jobs', '0003_outcome_and_ran'),
+        ("harnesses", "0002_version_parent_summary"),
+        ("jobs", "0003_outcome_and_ran"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='TrainingRun',
+            name="TrainingRun",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('kind', models.CharField(choices=[('sft', 'HSA-SFT'), ('opd', 'General OPD'), ('rl', 'HSA-RL'), ('pipeline', 'Pipeline (SFT -> OPD -> RL)'), ('eval', 'Checkpoint evaluation'), ('replay', 'Deployment replay')], db_index=True, max_length=12)),
-                ('title', models.CharField(max_length=200)),
-                ('preset', models.CharField(blank=True, help_text='The preset the form started from, if any.', max_length=40)),
-                ('folder', models.CharField(help_text='Absolute path of the run folder (TRAINING_RUNS_DIR/run-N).', max_length=500)),
-                ('steps', models.JSONField(default=list, help_text='The commands, in order: [{name, argv (after `python -m`), config_file, output}] run as written.')),
-                ('config', models.JSONField(default=dict, help_text="Each step's resolved config, by step name.")),
-                ('config_digest', models.CharField(help_text='sha256 of the resolved configs (canonical JSON).', max_length=64)),
-                ('model', models.CharField(blank=True, help_text='The model it starts from or evaluates: local, tiny or a checkpoint folder.', max_length=500)),
-                ('attempts', models.PositiveSmallIntegerField(default=1)),
-                ('summary', models.JSONField(blank=True, help_text='Read from the folder when the job ran: model card, evaluation summary or replay summary.', null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('created_by', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('harness_version', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='harnesses.harnessversion')),
-                ('job', models.ForeignKey(help_text='The job running it now, or the last one that did.', null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='jobs.job')),
-                ('parent', models.ForeignKey(blank=True, help_text='The studio run whose checkpoint this run starts from or evaluates.', null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='children', to='training.trainingrun')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("sft", "HSA-SFT"),
+                            ("opd", "General OPD"),
+                            ("rl", "HSA-RL"),
+                            ("pipeline", "Pipeline (SFT -> OPD -> RL)"),
+                            ("eval", "Checkpoint evaluation"),
+                            ("replay", "Deployment replay"),
+                        ],
+                        db_index=True,
+                        max_length=12,
+                    ),
+                ),
+                ("title", models.CharField(max_length=200)),
+                (
+                    "preset",
+                    models.CharField(
+                        blank=True,
+                        help_text="The preset the form started from, if any.",
+                        max_length=40,
+                    ),
+                ),
+                (
+                    "folder",
+                    models.CharField(
+                        help_text="Absolute path of the run folder (TRAINING_RUNS_DIR/run-N).",
+                        max_length=500,
+                    ),
+                ),
+                (
+                    "steps",
+                    models.JSONField(
+                        default=list,
+                        help_text="The commands, in order: [{name, argv (after "
+                        "`python -m`), config_file, output}] run as written.",
+                    ),
+                ),
+                (
+                    "config",
+                    models.JSONField(
+                        default=dict, help_text="Each step's resolved config, by step name."
+                    ),
+                ),
+                (
+                    "config_digest",
+                    models.CharField(
+                        help_text="sha256 of the resolved configs (canonical JSON).", max_length=64
+                    ),
+                ),
+                (
+                    "model",
+                    models.CharField(
+                        blank=True,
+                        help_text="The model it starts from or evaluates: "
+                        "local, tiny or a checkpoint folder.",
+                        max_length=500,
+                    ),
+                ),
+                ("attempts", models.PositiveSmallIntegerField(default=1)),
+                (
+                    "summary",
+                    models.JSONField(
+                        blank=True,
+                        help_text="Read from the folder when the job ran: model "
+                        "card, evaluation summary or replay summary.",
+                        null=True,
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "harness_version",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="harnesses.harnessversion",
+                    ),
+                ),
+                (
+                    "job",
+                    models.ForeignKey(
+                        help_text="The job running it now, or the last one that did.",
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="jobs.job",
+                    ),
+                ),
+                (
+                    "parent",
+                    models.ForeignKey(
+                        blank=True,
+                        help_text="The studio run whose checkpoint "
+                        "this run starts from or evaluates.",
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="children",
+                        to="training.trainingrun",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-id'],
+                "ordering": ["-created_at", "-id"],
             },
         ),
     ]

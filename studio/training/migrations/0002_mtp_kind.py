@@ -4,15 +4,26 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('training', '0001_initial'),
+        ("training", "0001_initial"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='trainingrun',
-            name='kind',
-            field=models.CharField(choices=[('sft', 'HSA-SFT'), ('opd', 'General OPD'), ('rl', 'HSA-RL'), ('pipeline', 'Pipeline (SFT -> OPD -> RL)'), ('mtp', 'MTP draft-head adaptation'), ('eval', 'Checkpoint evaluation'), ('replay', 'Deployment replay')], db_index=True, max_length=12),
+            model_name="trainingrun",
+            name="kind",
+            field=models.CharField(
+                choices=[
+                    ("sft", "HSA-SFT"),
+                    ("opd", "General OPD"),
+                    ("rl", "HSA-RL"),
+                    ("pipeline", "Pipeline (SFT -> OPD -> RL)"),
+                    ("mtp", "MTP draft-head adaptation"),
+                    ("eval", "Checkpoint evaluation"),
+                    ("replay", "Deployment replay"),
+                ],
+                db_index=True,
+                max_length=12,
+            ),
         ),
     ]

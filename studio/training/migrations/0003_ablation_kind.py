@@ -4,15 +4,27 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('training', '0002_mtp_kind'),
+        ("training", "0002_mtp_kind"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='trainingrun',
-            name='kind',
-            field=models.CharField(choices=[('sft', 'HSA-SFT'), ('opd', 'General OPD'), ('rl', 'HSA-RL'), ('pipeline', 'Pipeline (SFT -> OPD -> RL)'), ('mtp', 'MTP draft-head adaptation'), ('ablation', 'Ablation (Table 4)'), ('eval', 'Checkpoint evaluation'), ('replay', 'Deployment replay')], db_index=True, max_length=12),
+            model_name="trainingrun",
+            name="kind",
+            field=models.CharField(
+                choices=[
+                    ("sft", "HSA-SFT"),
+                    ("opd", "General OPD"),
+                    ("rl", "HSA-RL"),
+                    ("pipeline", "Pipeline (SFT -> OPD -> RL)"),
+                    ("mtp", "MTP draft-head adaptation"),
+                    ("ablation", "Ablation (Table 4)"),
+                    ("eval", "Checkpoint evaluation"),
+                    ("replay", "Deployment replay"),
+                ],
+                db_index=True,
+                max_length=12,
+            ),
         ),
     ]

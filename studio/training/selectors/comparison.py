@@ -17,13 +17,18 @@ _ABLATIONS = FileCache("ablation-tables")  # the table per change of the files i
 
 def _ablation_key(folder: Path) -> tuple:
     """What the table depends on: steps.json, the config and every evaluation file (their stats)."""
-    return (str(folder), *file_stats(folder / "steps.json", folder / "ablation_config.json",
-                                     *sorted(folder.glob("eval/*/*"))))
+    return (
+        str(folder),
+        *file_stats(
+            folder / "steps.json", folder / "ablation_config.json", *sorted(folder.glob("eval/*/*"))
+        ),
+    )
 
 
 def ablation_data(run: TrainingRun) -> dict[str, Any] | None:
-    """The ablation's table, steps and Markdown, rebuilt from the run folder by ``training.ablation``'s
-    own table code (``read_ablation``), once per change of the files it reads."""
+    """The ablation's table, steps and Markdown, rebuilt from the run folder by
+    ``training.ablation``'s own table code (``read_ablation``), once per change of the files it
+    reads."""
     from training.ablation import read_ablation
 
     folder = run.path / TrainingRun.ABLATION
@@ -45,9 +50,9 @@ def ablation_progress(run: TrainingRun) -> tuple[int, int]:
 
 
 def ablation_dashboard(run: TrainingRun) -> dict[str, Any] | None:
-    """The ablation dashboard: the Table-4 table with intervals, the T2 step-level table, how requests
-    ended and the wall time per step, as rows in the order ``training.ablation`` writes them, and the
-    data of its charts (scores per set and model; seconds per step)."""
+    """The ablation dashboard: the Table-4 table with intervals, the T2 step-level table, how
+    requests ended and the wall time per step, as rows in the order ``training.ablation`` writes
+    them, and the data of its charts (scores per set and model; seconds per step)."""
     from training.ablation import (
         LABELS,
         MODELS,
@@ -61,10 +66,22 @@ def ablation_dashboard(run: TrainingRun) -> dict[str, Any] | None:
     if data is None:
         return None
     table = data["table"]
-    scores = [{"model": m, "label": LABELS[m], "cells": [table["models"].get(m, {}).get(s) for s in SET_LABELS]}
-              for m in MODELS]
-    steps = [{"model": m, "label": LABELS[m],
-              "cells": [table.get("t2_steps", {}).get(m, {}).get(d) for d in STEP_DIMENSIONS]} for m in MODELS]
+    scores = [
+        {
+            "model": m,
+            "label": LABELS[m],
+            "cells": [table["models"].get(m, {}).get(s) for s in SET_LABELS],
+        }
+        for m in MODELS
+    ]
+    steps = [
+        {
+            "model": m,
+            "label": LABELS[m],
+            "cells": [table.get("t2_steps", {}).get(m, {}).get(d) for d in STEP_DIMENSIONS],
+        }
+        for m in MODELS
+    ]
     outcomes = []
     for m in MODELS:
         cells = []
@@ -74,19 +91,38 @@ def ablation_dashboard(run: TrainingRun) -> dict[str, Any] | None:
                 counts = {**counts, "other": counts["n"] - sum(counts[name] for name in OUTCOMES)}
             cells.append(counts)
         outcomes.append({"model": m, "label": LABELS[m], "cells": cells})
-    chart = {"sets": list(SET_LABELS.values()),
-             "models": [{"label": row["label"], "scores": [c["score"] if c else None for c in row["cells"]]}
-                        for row in scores],
-             "steps": [{"name": s["name"], "wall_s": round(s["wall_s"], 1) if s["wall_s"] is not None else None}
-                       for s in data["steps"]]}
-    return {"config": data["config"], "set_labels": list(SET_LABELS.values()),
-            "dimension_labels": list(STEP_DIMENSIONS.values()),
-            "outcome_labels": [SET_LABELS[s].removesuffix(" AVG") for s in OUTCOME_SETS], "scores": scores,
-            "t2_steps": steps, "outcomes": outcomes, "targets": table["targets"], "steps": data["steps"],
-            "done": sum(1 for s in data["steps"] if s["done"]), "markdown": data["markdown"], "chart": chart}
+    chart = {
+        "sets": list(SET_LABELS.values()),
+        "models": [
+            {"label": row["label"], "scores": [c["score"] if c else None for c in row["cells"]]}
+            for row in scores
+        ],
+        "steps": [
+            {
+                "name": s["name"],
+                "wall_s": round(s["wall_s"], 1) if s["wall_s"] is not None else None,
+            }
+            for s in data["steps"]
+        ],
+    }
+    return {
+        "config": data["config"],
+        "set_labels": list(SET_LABELS.values()),
+        "dimension_labels": list(STEP_DIMENSIONS.values()),
+        "outcome_labels": [SET_LABELS[s].removesuffix(" AVG") for s in OUTCOME_SETS],
+        "scores": scores,
+        "t2_steps": steps,
+        "outcomes": outcomes,
+        "targets": table["targets"],
+        "steps": data["steps"],
+        "done": sum(1 for s in data["steps"] if s["done"]),
+        "markdown": data["markdown"],
+        "chart": chart,
+    }
 
 
-# -- comparing two checkpoints ----------------------------------------------------------------------------
+# -- comparing two checkpoints
+# ----------------------------------------------------------------------------
 
 COMPARE_RESAMPLES = 10_000  # as the ablation (training.ablation.AblationConfig.resamples)
 
@@ -97,21 +133,24 @@ class SetComparison:
 
     name: str
     label: str
-    a_run: TrainingRun | None           # the evaluation run the scores come from
+    a_run: TrainingRun | None  # the evaluation run the scores come from
     b_run: TrainingRun | None
     a_score: float | None = None
     b_score: float | None = None
     a_n: int = 0
     b_n: int = 0
     difference: dict[str, float] | None = None
-    problem: str = ""                    # why there is no interval
+    problem: str = ""  # why there is no interval
 
 
 def _evaluations_of(run: TrainingRun) -> list[TrainingRun]:
     from studio.jobs.models import Job
 
-    return list(TrainingRun.objects.filter(kind=TrainingRun.EVAL, parent=run, job__status=Job.SUCCEEDED)
-                .select_related("job").order_by("-created_at", "-id"))
+    return list(
+        TrainingRun.objects.filter(kind=TrainingRun.EVAL, parent=run, job__status=Job.SUCCEEDED)
+        .select_related("job")
+        .order_by("-created_at", "-id")
+    )
 
 
 def _newest_scores(evaluations: list[TrainingRun], set_name: str):
@@ -124,12 +163,14 @@ def _newest_scores(evaluations: list[TrainingRun], set_name: str):
     return None, None
 
 
-def checkpoint_compare(*, a: TrainingRun, b: TrainingRun, resamples: int = COMPARE_RESAMPLES) -> list[SetComparison]:
-    """Per evaluation set, the two checkpoints' scores from their newest finished evaluation runs that
-    scored it (their per-item JSONL in RUN/eval/, read by ``training.ablation.item_scores``), and B - A
-    paired item by item with the paired-bootstrap 95% interval by the one paired comparison
-    (``evaluation.compare.paired_difference``): over the items both scored, saying how many only one
-    side scored; sets with no item in common get a message instead of an interval."""
+def checkpoint_compare(
+    *, a: TrainingRun, b: TrainingRun, resamples: int = COMPARE_RESAMPLES
+) -> list[SetComparison]:
+    """Per evaluation set, the two checkpoints' scores from their newest finished evaluation runs
+    that scored it (their per-item JSONL in RUN/eval/, read by ``training.ablation.item_scores``),
+    and B - A paired item by item with the paired-bootstrap 95% interval by the one paired
+    comparison (``evaluation.compare.paired_difference``): over the items both scored, saying how
+    many only one side scored; sets with no item in common get a message instead of an interval."""
     from evaluation.compare import paired_difference
     from studio.training.configs import EVAL_SET_LABELS
 
@@ -145,13 +186,18 @@ def checkpoint_compare(*, a: TrainingRun, b: TrainingRun, resamples: int = COMPA
                 setattr(row, f"{side}_n", len(scores))
         missing = [f"run #{run.pk}" for run, scores in ((a, a_scores), (b, b_scores)) if not scores]
         if missing:
-            row.problem = f"not scored on {label} yet for {' and '.join(missing)}: evaluate it with this set"
+            row.problem = (
+                f"not scored on {label} yet for {' and '.join(missing)}: evaluate it with this set"
+            )
             out.append(row)
             continue
         try:
             row.difference = paired_difference(a_scores, b_scores, resamples=resamples)
         except ValueError:
-            row.problem = (f"no item in common: run #{a.pk}'s evaluation #{a_run.pk} and run #{b.pk}'s evaluation "
-                           f"#{b_run.pk} scored different items; evaluate both with the same cases")
+            row.problem = (
+                f"no item in common: run #{a.pk}'s evaluation "
+                f"#{a_run.pk} and run #{b.pk}'s evaluation "
+                f"#{b_run.pk} scored different items; evaluate both with the same cases"
+            )
         out.append(row)
     return out

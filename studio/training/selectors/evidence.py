@@ -1,5 +1,5 @@
-"""The training app's evidence for the release gates (``studio.evolution.gates``): its finished replay and
-evaluation runs, what each served, and their records read by the one reader of each
+"""The training app's evidence for the release gates (``studio.evolution.gates``): its finished
+replay and evaluation runs, what each served, and their records read by the one reader of each
 (``serving.record.read_replay_timing``, ``evaluation.gates.read_ifeval``)."""
 
 from __future__ import annotations
@@ -18,9 +18,11 @@ RECENT_RUNS = 200  # finished runs looked through, newest first, for the one tha
 
 def finished_runs(kind: str) -> QuerySet[TrainingRun]:
     """The newest ``RECENT_RUNS`` runs of ``kind`` that finished with a result, newest first."""
-    return (TrainingRun.objects.select_related("job", "harness_version__harness")
-            .filter(kind=kind, job__status=Job.SUCCEEDED, summary__isnull=False)
-            .order_by(F("job__finished_at").desc(nulls_last=True), "-pk")[:RECENT_RUNS])
+    return (
+        TrainingRun.objects.select_related("job", "harness_version__harness")
+        .filter(kind=kind, job__status=Job.SUCCEEDED, summary__isnull=False)
+        .order_by(F("job__finished_at").desc(nulls_last=True), "-pk")[:RECENT_RUNS]
+    )
 
 
 def resolved(path: str | Path | None) -> Path | None:
@@ -34,7 +36,8 @@ def resolved(path: str | Path | None) -> Path | None:
 
 
 def replay_checkpoint(run: TrainingRun) -> dict[str, Any]:
-    """What a replay run served, as its record says ({path, fingerprint}), else as its route names it."""
+    """What a replay run served, as its record says ({path, fingerprint}), else as its route names
+    it."""
     route = (run.summary or {}).get("route")
     recorded = route.get("checkpoint") if isinstance(route, dict) else None
     if isinstance(recorded, dict) and recorded.get("path"):
@@ -51,14 +54,18 @@ def replay_checkpoint(run: TrainingRun) -> dict[str, Any]:
 
 
 def replay_timing(run: TrainingRun) -> ReplayTiming:
-    """The replay run's timing (``evaluation.gates.EvidenceError`` on a record of a shape not known)."""
+    """The replay run's timing (``evaluation.gates.EvidenceError`` on a record of a shape not
+    known)."""
     from serving.record import read_replay_timing
 
-    return read_replay_timing((run.summary or {}).get("replay") or {}, source=f"replay run #{run.pk}")
+    return read_replay_timing(
+        (run.summary or {}).get("replay") or {}, source=f"replay run #{run.pk}"
+    )
 
 
 def run_under_version(run: TrainingRun, version) -> bool:
-    """The run served the Harness ``version``: its own field, else the digest its replay recorded."""
+    """The run served the Harness ``version``: its own field, else the digest its replay
+    recorded."""
     if run.harness_version_id is not None:
         return run.harness_version_id == version.pk
     replay = (run.summary or {}).get("replay") or {}
@@ -66,8 +73,9 @@ def run_under_version(run: TrainingRun, version) -> bool:
 
 
 def ifeval_scores(run: TrainingRun) -> tuple[str, IFEvalScores | None]:
-    """(the model evaluated, its instruction-following scores): None where the run did not score that set
-    or the set failed; ``evaluation.gates.EvidenceError`` where its block has a shape not known."""
+    """(the model evaluated, its instruction-following scores): None where the run did not score
+    that set or the set failed; ``evaluation.gates.EvidenceError`` where its block has a shape not
+    known."""
     scores = (run.summary or {}).get("evaluation") or {}
     model = scores.get("model") or run.model
     if not isinstance(scores, dict) or "ifeval" not in scores:

@@ -35,7 +35,9 @@ def stage_folders(run: TrainingRun) -> list[StageFolder]:
         if step["name"].startswith(TrainingRun.PIPELINE):
             for stage in config.get("stages", []):
                 section = config.get(stage, {})
-                folders.append(StageFolder(f"{step['name']}/{stage}", output / stage, _steps_of(section)))
+                folders.append(
+                    StageFolder(f"{step['name']}/{stage}", output / stage, _steps_of(section))
+                )
         else:
             folders.append(StageFolder(step["name"], output, _steps_of(config)))
     return folders
@@ -47,14 +49,17 @@ def _steps_of(config: dict[str, Any]) -> int:
 
 @dataclass
 class Metrics:
-    """A metrics.jsonl as columns: the step of each row (the rows with an integer step, in file order),
-    one float array per numeric metric (NaN where a row has none) and what progress needs of the rows."""
+    """A metrics.jsonl as columns: the step of each row (the rows with an integer step, in file
+    order), one float array per numeric metric (NaN where a row has none) and what progress needs of
+    the rows."""
 
-    steps: Any                       # numpy int64 array
-    columns: dict[str, Any]          # metric -> numpy float64 array, as long as steps
-    first_time: Any = None           # the first and last rows' "time" (an ISO string as the loggers write it)
+    steps: Any  # numpy int64 array
+    columns: dict[str, Any]  # metric -> numpy float64 array, as long as steps
+    first_time: Any = (
+        None  # the first and last rows' "time" (an ISO string as the loggers write it)
+    )
     last_time: Any = None
-    last_loss: float | None = None   # the loss of the last row that logged one
+    last_loss: float | None = None  # the loss of the last row that logged one
 
     def __len__(self) -> int:
         return len(self.steps)
@@ -67,7 +72,8 @@ class Metrics:
 
     @classmethod
     def joined(cls, parts: list[Metrics], *, offsets: list[int] | None = None) -> Metrics:
-        """The parts one after another (``offsets`` added to each part's steps), missing metrics NaN."""
+        """The parts one after another (``offsets`` added to each part's steps), missing metrics
+        NaN."""
         import numpy as np
 
         parts_offsets = list(zip(parts, offsets or [0] * len(parts), strict=True))
@@ -77,12 +83,23 @@ class Metrics:
         if len(parts_offsets) == 1 and not parts_offsets[0][1]:
             return parts_offsets[0][0]
         names = dict.fromkeys(name for p, _ in parts_offsets for name in p.columns)
-        columns = {name: np.concatenate([p.columns[name] if name in p.columns else np.full(len(p), np.nan)
-                                         for p, _ in parts_offsets]) for name in names}
+        columns = {
+            name: np.concatenate(
+                [
+                    p.columns[name] if name in p.columns else np.full(len(p), np.nan)
+                    for p, _ in parts_offsets
+                ]
+            )
+            for name in names
+        }
         losses = [p.last_loss for p, _ in parts_offsets if p.last_loss is not None]
-        return cls(np.concatenate([p.steps + o for p, o in parts_offsets]), columns,
-                   first_time=parts_offsets[0][0].first_time, last_time=parts_offsets[-1][0].last_time,
-                   last_loss=losses[-1] if losses else None)
+        return cls(
+            np.concatenate([p.steps + o for p, o in parts_offsets]),
+            columns,
+            first_time=parts_offsets[0][0].first_time,
+            last_time=parts_offsets[-1][0].last_time,
+            last_loss=losses[-1] if losses else None,
+        )
 
 
 def _last_loss(columns: dict[str, Any]) -> float | None:
@@ -97,8 +114,8 @@ def _last_loss(columns: dict[str, Any]) -> float | None:
 
 def parse_metrics(data: bytes) -> Metrics:
     """JSON lines of a metrics.jsonl as ``Metrics``: the rows of the file's one reader
-    (``training.runs.parse_metrics``, which leaves out a line that is not a JSON object), those without
-    an integer step left out."""
+    (``training.runs.parse_metrics``, which leaves out a line that is not a JSON object), those
+    without an integer step left out."""
     import numpy as np
 
     from studio.training.series import columns_of
@@ -109,25 +126,33 @@ def parse_metrics(data: bytes) -> Metrics:
         return Metrics.empty()
     columns = columns_of(rows)
     columns.pop("step", None)
-    return Metrics(np.array([row["step"] for row in rows], dtype=np.int64), columns,
-                   first_time=rows[0].get("time"), last_time=rows[-1].get("time"), last_loss=_last_loss(columns))
+    return Metrics(
+        np.array([row["step"] for row in rows], dtype=np.int64),
+        columns,
+        first_time=rows[0].get("time"),
+        last_time=rows[-1].get("time"),
+        last_loss=_last_loss(columns),
+    )
 
 
 @dataclass
 class _Parsed:
     inode: int
-    offset: int          # bytes parsed: up to the end of the last complete line
+    offset: int  # bytes parsed: up to the end of the last complete line
     mtime_ns: int
     metrics: Metrics
 
 
-_PARSED = FileCache("metrics-parsed", alias="local")  # path -> _Parsed (numpy columns: this process only)
+_PARSED = FileCache(
+    "metrics-parsed", alias="local"
+)  # path -> _Parsed (numpy columns: this process only)
 
 
 def stage_metrics(path: Path) -> Metrics:
-    """metrics.jsonl as columns, parsed once: a file that grew is read from where the last read ended (a
-    running trainer appends a row per step), one that shrank (a resume drops the rows after its
-    checkpoint) is read again. A torn last line is left for the next read. Callers must not change it."""
+    """metrics.jsonl as columns, parsed once: a file that grew is read from where the last read
+    ended (a running trainer appends a row per step), one that shrank (a resume drops the rows after
+    its checkpoint) is read again. A torn last line is left for the next read. Callers must not
+    change it."""
     try:
         stat = path.stat()
     except OSError:
@@ -173,8 +198,14 @@ class Progress:
         return min(100, int(100 * self.steps_done / self.steps_total)) if self.steps_total else 0
 
     def as_dict(self) -> dict[str, Any]:
-        return {"steps_done": self.steps_done, "steps_total": self.steps_total, "percent": self.percent,
-                "eta_s": self.eta_s, "eta": eta_text(self.eta_s), "loss": self.last.get("loss")}
+        return {
+            "steps_done": self.steps_done,
+            "steps_total": self.steps_total,
+            "percent": self.percent,
+            "eta_s": self.eta_s,
+            "eta": eta_text(self.eta_s),
+            "loss": self.last.get("loss"),
+        }
 
 
 def eta_text(seconds: float | None) -> str:
@@ -195,7 +226,8 @@ def _when(row: dict) -> datetime | None:
 
 
 def run_progress(run: TrainingRun) -> Progress:
-    """Steps trained of all the run's stages, and the time left at the pace of this stage's logged steps."""
+    """Steps trained of all the run's stages, and the time left at the pace of this stage's logged
+    steps."""
     done = total = 0
     eta = None
     last: dict[str, Any] = {}

@@ -11,18 +11,23 @@ from studio.training.models import TrainingRun
 
 
 def run_list(*, kind: str | None = None, limit: int = 200) -> QuerySet[TrainingRun]:
-    runs = TrainingRun.objects.select_related("job", "created_by", "parent", "harness_version__harness")
+    runs = TrainingRun.objects.select_related(
+        "job", "created_by", "parent", "harness_version__harness"
+    )
     if kind:
         runs = runs.filter(kind=kind)
     return runs[:limit]
 
 
 def run_get(*, run_id: int) -> TrainingRun:
-    return TrainingRun.objects.select_related("job", "created_by", "parent", "harness_version__harness").get(pk=run_id)
+    return TrainingRun.objects.select_related(
+        "job", "created_by", "parent", "harness_version__harness"
+    ).get(pk=run_id)
 
 
 def read_folder_summary(run: TrainingRun) -> dict[str, Any] | None:
-    """The run's result as its folder holds it: model card (+ eval.json), evaluation or replay summary."""
+    """The run's result as its folder holds it: model card (+ eval.json), evaluation or replay
+    summary."""
     if run.is_training:
         final = run.final_dir
         card_path = final.parent / "model_card.json" if final else None
@@ -34,7 +39,9 @@ def read_folder_summary(run: TrainingRun) -> dict[str, Any] | None:
         if run.kind == TrainingRun.MTP:
             from harness.draft_head_files import DraftHeadError, read_card
 
-            try:  # the head's own card: the policy it drafts for (path, fingerprint) and its held-out acceptance
+            # the head's own card: the policy it drafts for (path, fingerprint) and its held-out
+            # acceptance
+            try:
                 summary["head_card"] = read_card(final)
             except DraftHeadError as error:
                 summary["head_card_error"] = str(error)
@@ -49,7 +56,9 @@ def read_folder_summary(run: TrainingRun) -> dict[str, Any] | None:
         return {"ablation": {"table": data["table"], "steps": data["steps"]}} if data else None
     if run.kind == TrainingRun.EVAL:
         path = run.path / "eval" / "summary.json"
-        return {"evaluation": json.loads(path.read_text(encoding="utf-8"))} if path.is_file() else None
+        return (
+            {"evaluation": json.loads(path.read_text(encoding="utf-8"))} if path.is_file() else None
+        )
     from serving.record import RunRecordError, load_run
 
     try:
@@ -57,5 +66,8 @@ def read_folder_summary(run: TrainingRun) -> dict[str, Any] | None:
     except RunRecordError:
         return None
     table = run.path / "replay" / "table.md"
-    return {"replay": summary, "route": meta.get("route"),
-            "table": table.read_text(encoding="utf-8") if table.is_file() else ""}
+    return {
+        "replay": summary,
+        "route": meta.get("route"),
+        "table": table.read_text(encoding="utf-8") if table.is_file() else "",
+    }

@@ -1,11 +1,12 @@
 """Imported at start-up by a test's subprocess that has this folder on PYTHONPATH: llama.cpp ends a
-stopped call only ``$SLOW_LLAMA_STOP_S`` seconds after it was told to stop, computing on meanwhile, as
-on a loaded machine where its next prefill batch takes that long. A call cut at its budget then stays
-inside llama.cpp while the process exits, which aborts it unless the process stops and joins its calls
-first. So that the tiny model has that much work left, each call may fill its slot's context (4096
-tokens, beyond the 2048 the tiny model declares). ``$SLOW_LLAMA_FIRST_EVENT_S`` holds a call's first event that
-long, as a slow prefill does: a budget shorter than it is then used up during round 1 on any machine (the tiny
-model alone may finish a round before a 3 s budget on a fast one)."""
+stopped call only ``$SLOW_LLAMA_STOP_S`` seconds after it was told to stop, computing on meanwhile,
+as on a loaded machine where its next prefill batch takes that long. A call cut at its budget then
+stays inside llama.cpp while the process exits, which aborts it unless the process stops and joins
+its calls first. So that the tiny model has that much work left, each call may fill its slot's
+context (4096 tokens, beyond the 2048 the tiny model declares). ``$SLOW_LLAMA_FIRST_EVENT_S`` holds
+a call's first event that long, as a slow prefill does: a budget shorter than it is then used up
+during round 1 on any machine (the tiny model alone may finish a round before a 3 s budget on a fast
+one)."""
 
 import os
 import time
@@ -31,7 +32,9 @@ class _LateStop:
                 told.append(time.monotonic())
             return bool(told) and time.monotonic() - told[0] >= STOP_S
 
-        return self.server.handle_completions({**body, "max_tokens": llama.DEFAULT_SLOT_CONTEXT}, late)
+        return self.server.handle_completions(
+            {**body, "max_tokens": llama.DEFAULT_SLOT_CONTEXT}, late
+        )
 
 
 _init = llama.LlamaServer.__init__

@@ -70,71 +70,176 @@ allowed-tools: get_product_info_by_link_id
 
 # name: (changes {path: text or None}, expected "file:line: field" lines)
 BROKEN = {
-    "yaml-syntax": ({"tools.yaml": MINIMAL["tools.yaml"].replace(
-        "    description: Product at a link number.", "    description: [Product at a link")},
-        ["tools.yaml:3: (syntax)"]),  # the line of the unclosed bracket, not where the parser gave up
-    "wrong-type": ({"prompt.yaml": MINIMAL["prompt.yaml"].replace("max_rounds: 4",
-                                                                  "max_rounds: four")},
-                   ["prompt.yaml:3: constraints.max_rounds"]),
-    "constraint-out-of-range": ({"prompt.yaml": MINIMAL["prompt.yaml"].replace(
-        "max_rounds: 4", "max_rounds: 40")}, ["prompt.yaml:3: constraints.max_rounds"]),
-    "unknown-hook-type": ({"hooks.yaml": MINIMAL["hooks.yaml"].replace(
-        "type: require_reply_skill", "type: require_reply_skil")}, ["hooks.yaml:4: hooks[0].type"]),
-    "hook-wrong-event": ({"hooks.yaml": MINIMAL["hooks.yaml"].replace(
-        "event: stop\n    type: require_reply_skill", "event: before_tool\n    type: require_reply_skill")},
-        ["hooks.yaml:3: hooks[0].event"]),
-    "duplicate-tool": ({"tools.yaml": MINIMAL["tools.yaml"].replace("- name: load_skill",
-                                                                   "- name: get_product_info_by_link_id")},
-                       ["tools.yaml:10: tools[1].name"]),
-    "duplicate-rule-id": ({"skills/item_qa/SKILL.md": MINIMAL["skills/item_qa/SKILL.md"].replace(
-        "{#short}", "{#price-tool}")}, ["skills/item_qa/SKILL.md:10: rule {#price-tool}"]),
-    "skill-name-mismatch": ({"skills/item_qa/SKILL.md": MINIMAL["skills/item_qa/SKILL.md"].replace(
-        "name: item_qa", "name: item-qa")}, ["skills/item_qa/SKILL.md:2: name"]),
-    "no-front-matter": ({"skills/item_qa/SKILL.md": "# Item Q&A\n\n- Be nice.\n"},
-                        ["skills/item_qa/SKILL.md:1: (front matter)"]),
-    "front-matter-missing-field": ({"skills/item_qa/SKILL.md": MINIMAL["skills/item_qa/SKILL.md"]
-                                    .replace("kind: reply\n", "")},
-                                   ["skills/item_qa/SKILL.md:2: kind"]),
-    "allowed-tools-unknown": ({"skills/item_qa/SKILL.md": MINIMAL["skills/item_qa/SKILL.md"].replace(
-        "allowed-tools: get_product_info_by_link_id", "allowed-tools: get_product_info calculate_promotion")},
-        ["skills/item_qa/SKILL.md:5: allowed-tools", "skills/item_qa/SKILL.md:5: allowed-tools"]),
-    "hook-unknown-tool": ({"hooks.yaml": MINIMAL["hooks.yaml"].replace(
-        "tools: [get_product_info_by_link_id]", "tools: [get_price]")}, ["hooks.yaml:8: hooks[1].params"]),
-    "hook-unknown-skill": ({"hooks.yaml": MINIMAL["hooks.yaml"].replace(
-        "type: require_reply_skill", "type: require_reply_skill\n    params: {skills: [faq_reply]}")},
-        ["hooks.yaml:5: hooks[0].params"]),
-    "no-reply-skill": ({"skills/item_qa/SKILL.md": MINIMAL["skills/item_qa/SKILL.md"].replace(
-        "kind: reply", "kind: strategy")}, ["skills/:0: (skills)"]),
-    "unknown-slot": ({"prompt.yaml": MINIMAL["prompt.yaml"].replace("{skill_list}", "{skills}")},
-                     ["prompt.yaml:10: blocks[0].template"]),
-    "undeclared-mcp-server": ({"tools.yaml": MINIMAL["tools.yaml"].replace(
-        "binding: {builtin: livestream.get_product_info}", "binding: {mcp: marketing/get_product}")},
-        ["tools.yaml:9: tools[0].binding.mcp"]),
-    "unknown-builtin": ({"tools.yaml": MINIMAL["tools.yaml"].replace(
-        "livestream.get_product_info", "livestream.get_product")}, ["tools.yaml:9: tools[0].binding.builtin"]),
+    "yaml-syntax": (
+        {
+            "tools.yaml": MINIMAL["tools.yaml"].replace(
+                "    description: Product at a link number.", "    description: [Product at a link"
+            )
+        },
+        ["tools.yaml:3: (syntax)"],
+    ),  # the line of the unclosed bracket, not where the parser gave up
+    "wrong-type": (
+        {"prompt.yaml": MINIMAL["prompt.yaml"].replace("max_rounds: 4", "max_rounds: four")},
+        ["prompt.yaml:3: constraints.max_rounds"],
+    ),
+    "constraint-out-of-range": (
+        {"prompt.yaml": MINIMAL["prompt.yaml"].replace("max_rounds: 4", "max_rounds: 40")},
+        ["prompt.yaml:3: constraints.max_rounds"],
+    ),
+    "unknown-hook-type": (
+        {
+            "hooks.yaml": MINIMAL["hooks.yaml"].replace(
+                "type: require_reply_skill", "type: require_reply_skil"
+            )
+        },
+        ["hooks.yaml:4: hooks[0].type"],
+    ),
+    "hook-wrong-event": (
+        {
+            "hooks.yaml": MINIMAL["hooks.yaml"].replace(
+                "event: stop\n    type: require_reply_skill",
+                "event: before_tool\n    type: require_reply_skill",
+            )
+        },
+        ["hooks.yaml:3: hooks[0].event"],
+    ),
+    "duplicate-tool": (
+        {
+            "tools.yaml": MINIMAL["tools.yaml"].replace(
+                "- name: load_skill", "- name: get_product_info_by_link_id"
+            )
+        },
+        ["tools.yaml:10: tools[1].name"],
+    ),
+    "duplicate-rule-id": (
+        {
+            "skills/item_qa/SKILL.md": MINIMAL["skills/item_qa/SKILL.md"].replace(
+                "{#short}", "{#price-tool}"
+            )
+        },
+        ["skills/item_qa/SKILL.md:10: rule {#price-tool}"],
+    ),
+    "skill-name-mismatch": (
+        {
+            "skills/item_qa/SKILL.md": MINIMAL["skills/item_qa/SKILL.md"].replace(
+                "name: item_qa", "name: item-qa"
+            )
+        },
+        ["skills/item_qa/SKILL.md:2: name"],
+    ),
+    "no-front-matter": (
+        {"skills/item_qa/SKILL.md": "# Item Q&A\n\n- Be nice.\n"},
+        ["skills/item_qa/SKILL.md:1: (front matter)"],
+    ),
+    "front-matter-missing-field": (
+        {
+            "skills/item_qa/SKILL.md": MINIMAL["skills/item_qa/SKILL.md"].replace(
+                "kind: reply\n", ""
+            )
+        },
+        ["skills/item_qa/SKILL.md:2: kind"],
+    ),
+    "allowed-tools-unknown": (
+        {
+            "skills/item_qa/SKILL.md": MINIMAL["skills/item_qa/SKILL.md"].replace(
+                "allowed-tools: get_product_info_by_link_id",
+                "allowed-tools: get_product_info calculate_promotion",
+            )
+        },
+        ["skills/item_qa/SKILL.md:5: allowed-tools", "skills/item_qa/SKILL.md:5: allowed-tools"],
+    ),
+    "hook-unknown-tool": (
+        {
+            "hooks.yaml": MINIMAL["hooks.yaml"].replace(
+                "tools: [get_product_info_by_link_id]", "tools: [get_price]"
+            )
+        },
+        ["hooks.yaml:8: hooks[1].params"],
+    ),
+    "hook-unknown-skill": (
+        {
+            "hooks.yaml": MINIMAL["hooks.yaml"].replace(
+                "type: require_reply_skill",
+                "type: require_reply_skill\n    params: {skills: [faq_reply]}",
+            )
+        },
+        ["hooks.yaml:5: hooks[0].params"],
+    ),
+    "no-reply-skill": (
+        {
+            "skills/item_qa/SKILL.md": MINIMAL["skills/item_qa/SKILL.md"].replace(
+                "kind: reply", "kind: strategy"
+            )
+        },
+        ["skills/:0: (skills)"],
+    ),
+    "unknown-slot": (
+        {"prompt.yaml": MINIMAL["prompt.yaml"].replace("{skill_list}", "{skills}")},
+        ["prompt.yaml:10: blocks[0].template"],
+    ),
+    "undeclared-mcp-server": (
+        {
+            "tools.yaml": MINIMAL["tools.yaml"].replace(
+                "binding: {builtin: livestream.get_product_info}",
+                "binding: {mcp: marketing/get_product}",
+            )
+        },
+        ["tools.yaml:9: tools[0].binding.mcp"],
+    ),
+    "unknown-builtin": (
+        {
+            "tools.yaml": MINIMAL["tools.yaml"].replace(
+                "livestream.get_product_info", "livestream.get_product"
+            )
+        },
+        ["tools.yaml:9: tools[0].binding.builtin"],
+    ),
     "missing-file": ({"hooks.yaml": None}, ["hooks.yaml:0: (file)"]),
-    "script-in-bundle": ({"skills/item_qa/scripts/run.py": "print(\"scripts never run\")\n"},
-                         ["skills/item_qa/scripts/run.py:0: (file)"]),
-    "bad-parameter-schema": ({"tools.yaml": MINIMAL["tools.yaml"].replace(
-        "link_id: {type: integer, minimum: 1}", "link_id: {type: integr, minimum: 1}")},
-        ["tools.yaml:4: tools[0].parameters"]),
-    "bad-matcher-regex": ({"hooks.yaml": MINIMAL["hooks.yaml"] + """\
+    "script-in-bundle": (
+        {"skills/item_qa/scripts/run.py": 'print("scripts never run")\n'},
+        ["skills/item_qa/scripts/run.py:0: (file)"],
+    ),
+    "bad-parameter-schema": (
+        {
+            "tools.yaml": MINIMAL["tools.yaml"].replace(
+                "link_id: {type: integer, minimum: 1}", "link_id: {type: integr, minimum: 1}"
+            )
+        },
+        ["tools.yaml:4: tools[0].parameters"],
+    ),
+    "bad-matcher-regex": (
+        {
+            "hooks.yaml": MINIMAL["hooks.yaml"]
+            + """\
   - id: shelf
     event: before_tool
     type: link_id_on_shelf
     matcher: "get_product_info_by_link_id|(load"
     params: {argument: link_id}
-"""}, ["hooks.yaml:12: hooks[2].matcher"]),
-    "duplicate-yaml-key": ({"manifest.yaml": MINIMAL["manifest.yaml"] + "name: other\n"},
-                           ["manifest.yaml:4: name"]),
-    "input-hook-retry": ({"hooks.yaml": MINIMAL["hooks.yaml"] + """\
+"""
+        },
+        ["hooks.yaml:12: hooks[2].matcher"],
+    ),
+    "duplicate-yaml-key": (
+        {"manifest.yaml": MINIMAL["manifest.yaml"] + "name: other\n"},
+        ["manifest.yaml:4: name"],
+    ),
+    "input-hook-retry": (
+        {
+            "hooks.yaml": MINIMAL["hooks.yaml"]
+            + """\
   - id: validity
     event: input
     type: input_validity
     on_fail: {action: retry}
-"""}, ["hooks.yaml:12: hooks[2].on_fail.action"]),
-    "unknown-field": ({"manifest.yaml": MINIMAL["manifest.yaml"] + "colour: blue\n"},
-                      ["manifest.yaml:4: (top level)"]),
+"""
+        },
+        ["hooks.yaml:12: hooks[2].on_fail.action"],
+    ),
+    "unknown-field": (
+        {"manifest.yaml": MINIMAL["manifest.yaml"] + "colour: blue\n"},
+        ["manifest.yaml:4: (top level)"],
+    ),
 }
 
 

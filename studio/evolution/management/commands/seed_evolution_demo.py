@@ -13,9 +13,16 @@ class Command(BaseCommand):
     help = "Generate the demo case sets (seeded) and import them as evolution datasets."
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("--seed", type=int, default=DEMO_SEED, help="world seed (default %(default)s)")
-        parser.add_argument("--sets", nargs="+", choices=sorted(DEMO_SETS), default=sorted(DEMO_SETS),
-                            help="which sets to import (default: all)")
+        parser.add_argument(
+            "--seed", type=int, default=DEMO_SEED, help="world seed (default %(default)s)"
+        )
+        parser.add_argument(
+            "--sets",
+            nargs="+",
+            choices=sorted(DEMO_SETS),
+            default=sorted(DEMO_SETS),
+            help="which sets to import (default: all)",
+        )
 
     def handle(self, *args, seed: int, sets: list[str], **options) -> None:
         actor = User.objects.filter(is_superuser=True).order_by("pk").first()
@@ -26,7 +33,11 @@ class Command(BaseCommand):
         for name in report.present:
             self.stdout.write(f"  dataset {name} already present")
         if report.endpoint:
-            self.stdout.write(f"Endpoint {report.endpoint.name}: scripted policy {report.endpoint.script_path}")
+            self.stdout.write(
+                f"Endpoint {report.endpoint.name}: scripted policy {report.endpoint.script_path}"
+            )
         if report.planted:
-            self.stdout.write(f"Planted-defect scenario: {report.planted.harness.name} v{report.planted.number} "
-                              "(label planted-defect, the price grounding removed; docs/evolution.md)")
+            self.stdout.write(
+                f"Planted-defect scenario: {report.planted.harness.name} v{report.planted.number} "
+                "(label planted-defect, the price grounding removed; docs/evolution.md)"
+            )

@@ -1,4 +1,5 @@
-"""manage.py seed_demo: roles, demo users, the marketing MCP server, the demo Harness at production, the local endpoint.
+"""manage.py seed_demo: roles, demo users, the marketing MCP server, the demo Harness at production,
+the local endpoint.
 
 Idempotent: a second run changes nothing but the demo users' passwords back
 to the printed ones. For the local demo only; never run it on a shared server.
@@ -26,8 +27,11 @@ DEMO_USERS = [
 
 
 class Command(BaseCommand):
-    help = ("Create roles, demo users, the demo's marketing MCP server, the demo Harness (v1 at production) "
-            "and the model endpoints (the shipped demo adapter, chosen by default, and the base model).")
+    help = (
+        "Create roles, demo users, the demo's marketing "
+        "MCP server, the demo Harness (v1 at production) "
+        "and the model endpoints (the shipped demo adapter, chosen by default, and the base model)."
+    )
 
     @transaction.atomic
     def handle(self, *args, **options) -> None:
@@ -42,24 +46,44 @@ class Command(BaseCommand):
 
         # the demo Harness names this server (registered: marketing); it must be registered first
         server = mcp_server_ensure_demo(actor=admin)
-        result = harness_import(files=load_dir(demo_harness_dir()).files, author=admin, message="Demo Harness as shipped")
+        result = harness_import(
+            files=load_dir(demo_harness_dir()).files,
+            author=admin,
+            message="Demo Harness as shipped",
+        )
         harness, version = result.harness, result.version
         if not harness.description:
-            harness.description = "The TaoLive-style live-commerce avatar agent: reply and strategy skills, tools, prompt, hooks."
+            harness.description = (
+                "The TaoLive-style live-commerce avatar agent: "
+                "reply and strategy skills, tools, prompt, hooks."
+            )
             harness.save(update_fields=["description"])
         if not Label.objects.filter(harness=harness, name=Label.PRODUCTION).exists():
             label_move(
-                harness=harness, name=Label.PRODUCTION, version=version, actor=admin, reason="Initial demo release"
+                harness=harness,
+                name=Label.PRODUCTION,
+                version=version,
+                actor=admin,
+                reason="Initial demo release",
             )
         endpoint = endpoint_ensure_local(actor=admin)
         adapter = endpoint_ensure_demo_adapter(actor=admin)
 
         state = "imported" if result.created else "already present"
-        self.stdout.write(f"Harness {harness.name} v{version.number} {state} (digest {version.digest[:12]}), label production.")
-        self.stdout.write(f"Model endpoint {endpoint.name} ({endpoint.get_route_display()}): the untrained base model.")
+        self.stdout.write(
+            f"Harness {harness.name} v{version.number} {state} "
+            f"(digest {version.digest[:12]}), label production."
+        )
+        self.stdout.write(
+            f"Model endpoint {endpoint.name} "
+            f"({endpoint.get_route_display()}): the untrained base model."
+        )
         if adapter is not None:
-            self.stdout.write(f"Model endpoint {adapter.name} ({adapter.get_route_display()}): the shipped demo adapter "
-                              f"{adapter.model}, chosen by default.")
+            self.stdout.write(
+                f"Model endpoint {adapter.name} "
+                f"({adapter.get_route_display()}): the shipped demo adapter "
+                f"{adapter.model}, chosen by default."
+            )
         if server is not None:
             self.stdout.write(f"MCP server {server.name}: {' '.join(server.command)}.")
         else:
