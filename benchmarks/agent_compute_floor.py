@@ -126,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
         "--checkpoint",
         type=Path,
         default=ROOT / "runs" / "demo-sft-2" / "final",
-        help="the checkpoint the runs served (its GGUF export is measured)",
+        help="the checkpoint or LoRA adapter folder the runs served (its GGUF export is measured)",
     )
     parser.add_argument(
         "--repeats", type=int, default=4, help="tries per rate; the fastest is kept"
@@ -145,9 +145,13 @@ def main(argv: list[str] | None = None) -> int:
         print("no answered request in these runs: nothing to measure against")
         return 1
 
+    from harness.checkpoints import resolve_checkpoint
+
+    # a LoRA adapter folder is measured as what serves it: its base merged with it (model cache)
+    checkpoint = resolve_checkpoint(str(args.checkpoint))
     print(f"\nllama.cpp on {args.checkpoint} ({_load()}):")
     started = time.perf_counter()
-    rates = measure_rates(args.checkpoint, args.repeats)
+    rates = measure_rates(checkpoint, args.repeats)
     print(
         f"fastest of {args.repeats} tries ({time.perf_counter() - started:.0f} "
         f"s, {_load()}): first-call prefill "
