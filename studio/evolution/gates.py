@@ -201,7 +201,12 @@ def ifeval_gate(*, checkpoint: Path | None = None, why: str = "") -> Gate:
     """The capability gate from the newest finished evaluation run with the instruction-following
     set of ``checkpoint`` (any model when None): the checkpoint against its base on the same
     prompts."""
-    from studio.training.selectors.evidence import finished_runs, ifeval_scores, resolved
+    from studio.training.selectors.evidence import (
+        evaluated_model,
+        finished_runs,
+        ifeval_scores,
+        resolved,
+    )
 
     of = f"of {checkpoint}" if checkpoint else "of any model"
     for run in finished_runs("eval"):
@@ -209,7 +214,7 @@ def ifeval_gate(*, checkpoint: Path | None = None, why: str = "") -> Gate:
             model, scores = ifeval_scores(run)
         except EvidenceError as error:
             if checkpoint is None or checkpoint in (
-                resolved((run.summary.get("evaluation") or {}).get("model")),
+                resolved(evaluated_model(run)),
                 resolved(run.model),
             ):
                 return _unreadable("general capability", error, run_id=run.pk)

@@ -302,3 +302,19 @@ def test_a_reviewer_commits_the_draft_an_operator_edited_and_the_stage_shows_the
         "quote-exactly" in version_files(version=stage.candidate_version)["skills/item_qa/SKILL.md"]
     )
     assert stage.draft.status == "committed" and stage.candidate_version.author == personas.reviewer
+
+
+def test_an_ifeval_block_of_a_shape_the_gate_does_not_know_blocks_naming_the_field(tmp_path):
+    """The capability gate's evidence (``evaluation.gates.read_ifeval``): an evaluation whose ifeval
+    block lost ``per_prompt`` is "unreadable", naming the run and the field, not "no data"."""
+    from studio.releases.testing import ifeval_run
+    from studio.training.models import TrainingRun
+
+    model = tmp_path / "model"
+    run = ifeval_run(tmp_path / "eval", model=model, prompt_strict=60.0)
+    summary = run.summary
+    del summary["evaluation"]["ifeval"]["per_prompt"]
+    TrainingRun.objects.filter(pk=run.pk).update(summary=summary)
+    gate = ifeval_gate(checkpoint=model.resolve())
+    assert gate.status == "unreadable" and gate.run_id == run.pk
+    assert f"evaluation run #{run.pk} (ifeval): no field 'per_prompt'" in gate.detail

@@ -76,8 +76,16 @@ def ifeval_scores(run: TrainingRun) -> tuple[str, IFEvalScores | None]:
     """(the model evaluated, its instruction-following scores): None where the run did not score
     that set or the set failed; ``evaluation.gates.EvidenceError`` where its block has a shape not
     known."""
-    scores = (run.summary or {}).get("evaluation") or {}
-    model = scores.get("model") or run.model
+    scores = (run.summary or {}).get("evaluation")
     if not isinstance(scores, dict) or "ifeval" not in scores:
-        return model, None
-    return model, read_ifeval(scores["ifeval"], source=f"evaluation run #{run.pk} (ifeval)")
+        return evaluated_model(run), None
+    return evaluated_model(run), read_ifeval(
+        scores["ifeval"], source=f"evaluation run #{run.pk} (ifeval)"
+    )
+
+
+def evaluated_model(run: TrainingRun) -> str:
+    """The model an evaluation run scored, as its summary names it, else as the run does."""
+    scores = (run.summary or {}).get("evaluation")
+    named = scores.get("model") if isinstance(scores, dict) else None
+    return named if isinstance(named, str) and named else run.model
