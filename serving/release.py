@@ -31,6 +31,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from evaluation.gates import STATUSES as GATE_STATUSES  # the statuses the gates are made with
 from harness.checkpoints import (
     MAX_FILES,
     CheckpointError,
@@ -45,7 +46,6 @@ SIGNATURE_ALGORITHM = "ed25519"
 PUBLIC_KEY_ENV = "HARNESS_RELEASE_PUBLIC_KEY"
 MAX_MANIFEST_BYTES = 1 << 20  # a manifest is a few KB; a larger file is not one
 STATUSES = ("draft", "approved", "rejected")
-GATE_STATUSES = ("pass", "fail", "no data")
 
 
 class ReleaseManifestError(ValueError):

@@ -207,3 +207,22 @@ def test_reading_is_bounded_and_writing_validates(release_dir, tmp_path):
         manifest_text({**_manifest(release_dir), "format": "v0"})
     good = write_manifest(tmp_path / "good.json", _manifest(release_dir))
     assert read_manifest(good) == _manifest(release_dir)
+
+
+def test_a_release_approved_over_any_gate_status_the_studio_gives_is_a_valid_manifest(release_dir):
+    """A reviewer may approve over a gate that said "not enough data" or "unreadable" (with a
+    written override); the manifest's check knew only pass, fail and no data, so the launcher
+    refused such a release as malformed. It now reads the statuses from evaluation.gates, where
+    the gates are made."""
+    from evaluation.gates import STATUSES
+    from serving.release import manifest_problems
+
+    for status in STATUSES:
+        manifest = _manifest(release_dir)
+        manifest["gates"][0]["status"] = status
+        assert manifest_problems(manifest) == [], status
+    manifest = _manifest(release_dir)
+    manifest["gates"][0]["status"] = "maybe"
+    assert manifest_problems(manifest) == [
+        f"gates[0]: expected {{name, status ({', '.join(STATUSES)}), detail}}"
+    ]
