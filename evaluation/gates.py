@@ -25,9 +25,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 LATENCY_BOUND_S = 15.0
-CAPABILITY_RESAMPLES = (
-    2000  # paired bootstrap of the capability gate (a gate is read on every release page)
-)
+# paired bootstrap of the capability gate (a gate is read on every release page)
+CAPABILITY_RESAMPLES = 2000
 #: The largest loss of IFE-P strict (percentage points, checkpoint minus its base) the capability
 #: gate lets pass; the paired interval must rule out any larger one.
 CAPABILITY_TOLERANCE_POINTS = 5.0

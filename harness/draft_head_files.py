@@ -18,9 +18,8 @@ DEFAULT_STEPS = 3
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
 CARD_FILE = "card.json"
-TOKEN_MAP_FILE = (
-    "hot_token_map.pt"  # SGLang's --speculative-token-map: the draft vocabulary's token ids
-)
+# SGLang's --speculative-token-map: the draft vocabulary's token ids
+TOKEN_MAP_FILE = "hot_token_map.pt"
 
 
 class DraftHeadError(ValueError):

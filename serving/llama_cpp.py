@@ -183,9 +183,8 @@ class _Slot:
     used_at: float = float("-inf")
     busy: bool = False
     owner: RequestOwner | None = None  # the request whose conversation it holds (None: not told)
-    stopping: bool = (
-        False  # busy with a call whose deadline passed: llama.cpp frees it at its next event
-    )
+    # busy with a call whose deadline passed: llama.cpp frees it at its next event
+    stopping: bool = False
 
     def held_against(self, owner: RequestOwner | None, now: float) -> bool:
         """Kept for another request's next call: used within ``HOLD_S`` by a request not known to be
@@ -270,9 +269,8 @@ class LlamaServer:
         params.cpuparams.n_threads = self.threads
         params.cpuparams_batch.n_threads = self.threads
         params.n_batch = params.n_ubatch = PREFILL_BATCH
-        params.cache_ram_mib = (
-            0  # the RAM prompt cache can restore another conversation (see above)
-        )
+        # the RAM prompt cache can restore another conversation (see above)
+        params.cache_ram_mib = 0
         params.flash_attn_type = (
             xllamacpp.llama_flash_attn_type.LLAMA_FLASH_ATTN_TYPE_ENABLED
             if flash_attn

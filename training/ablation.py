@@ -70,9 +70,8 @@ class Ablation(AblationTable):
         self.steps: dict[str, Any] = (
             json.loads(self.steps_path.read_text()) if self.steps_path.is_file() else {}
         )
-        self._renamed: dict[str, set[str]] | None = (
-            None  # built on first use by _renamed_tool_cases
-        )
+        # built on first use by _renamed_tool_cases
+        self._renamed: dict[str, set[str]] | None = None
 
     # -- models ------------------------------------------------------------------------------
     def model_dir(self, name: str) -> Path:

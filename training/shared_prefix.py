@@ -160,9 +160,8 @@ class SharedPrefixStats:
     def __init__(self) -> None:
         self.shared_batches = 0
         self.plain_batches = 0
-        self.prefix_tokens_not_reencoded = (
-            0  # what the plain path would have encoded again, row after row
-        )
+        # what the plain path would have encoded again, row after row
+        self.prefix_tokens_not_reencoded = 0
         self.reasons: dict[str, int] = {}
 
     def plain(self, reason: str) -> None:

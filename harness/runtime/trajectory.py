@@ -31,9 +31,8 @@ class ModelCallRecord:
     finish_reason: str = ""
     error: str | None = None
     usage_reported: bool = True  # False: output_tokens counts streamed chunks
-    cached_tokens: int | None = (
-        None  # prompt tokens the server took from its cache (None: not reported)
-    )
+    # prompt tokens the server took from its cache (None: not reported)
+    cached_tokens: int | None = None
 
 
 @dataclass

@@ -110,9 +110,8 @@ class DraftHead(nn.Module):
         self.lm_head = lm_head.detach()
         self.rope = RopeTable(d, config.rope_theta)
         self.scale = d**-0.5
-        self.hot: torch.Tensor | None = (
-            None  # the draft vocabulary (token ids), None: the whole vocabulary
-        )
+        # the draft vocabulary (token ids), None: the whole vocabulary
+        self.hot: torch.Tensor | None = None
         self._hot_head: torch.Tensor | None = None
 
     def set_hot_tokens(self, ids: torch.Tensor | None) -> None:

@@ -54,9 +54,8 @@ class Completion:
     finished_at: float
     logprobs: list[float] = field(default_factory=list)
     error: str = ""
-    spec: SpecStats | None = (
-        None  # speculative decoding's counts (None: the engine has no draft head)
-    )
+    # speculative decoding's counts (None: the engine has no draft head)
+    spec: SpecStats | None = None
     # keep_states: hidden states [n, hidden] of positions cached_tokens .. cached_tokens + n - 1
     # (the prompt after its cached prefix, then every output token but the last, which was never fed
     # back)
@@ -103,9 +102,8 @@ class Request:
         self.pending: torch.Tensor | None = None  # prompt tokens still to prefill
         self.next_token: int | None = None
         self.generator: torch.Generator | None = None
-        self.draft_pending: torch.Tensor | None = (
-            None  # policy hidden states the draft head has not consumed
-        )
+        # policy hidden states the draft head has not consumed
+        self.draft_pending: torch.Tensor | None = None
         self.spec: SpecStats | None = None
         self.states: list[torch.Tensor] = []
 

@@ -20,12 +20,10 @@ class SamplingParams:
     seed: int | None = None
     stop_ids: tuple[int, ...] = ()
     deadline: float | None = None  # time.perf_counter() value; the request stops there ("timeout")
-    logprobs: bool = (
-        False  # keep each sampled token's log-probability under the sampling distribution
-    )
-    keep_states: bool = (
-        False  # keep the policy's final-normalised hidden state of every position it ran
-    )
+    # keep each sampled token's log-probability under the sampling distribution
+    logprobs: bool = False
+    # keep the policy's final-normalised hidden state of every position it ran
+    keep_states: bool = False
 
 
 def sample(

@@ -92,9 +92,8 @@ def queue_next_item(*, queue: AnnotationQueue, user) -> QueueItem | None:
 @dataclass
 class Agreement:
     n: int  # items two people labelled
-    accuracy: Any = (
-        None  # evaluation.stats.Calibration of the first two labels, or None when n == 0
-    )
+    # evaluation.stats.Calibration of the first two labels, or None when n == 0
+    accuracy: Any = None
     effectiveness: Any = None
 
 

@@ -380,9 +380,8 @@ def stage_state(
     }
 
 
-PLANTED_CASES = (
-    100  # an even spread of the dev-set: the whole stage in about a minute on the shortcut policy
-)
+# an even spread of the dev-set: the whole stage in about a minute on the shortcut policy
+PLANTED_CASES = 100
 
 
 def planted_defect_scenario(*, exclude_version=None) -> dict[str, Any] | None:

@@ -73,9 +73,8 @@ def test_the_demo_layout_on_sqlite_evaluates_trains_and_saves_with_no_lock_error
             "the SQLite layout (PostgreSQL takes row locks): "
             "HS_TEST_DB=sqlite bash scripts/test.sh runs it"
         )
-    settings.EVAL_CHUNK_CASES = (
-        2  # many chunks: both worker processes claim, heartbeat and write at once
-    )
+    # many chunks: both worker processes claim, heartbeat and write at once
+    settings.EVAL_CHUNK_CASES = 2
     settings.TRAINING_RUNS_DIR = tmp_path / "runs"
     version, dataset, endpoint = small_world(
         sets_dir=demo_sets_dir,

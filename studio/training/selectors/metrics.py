@@ -55,9 +55,8 @@ class Metrics:
 
     steps: Any  # numpy int64 array
     columns: dict[str, Any]  # metric -> numpy float64 array, as long as steps
-    first_time: Any = (
-        None  # the first and last rows' "time" (an ISO string as the loggers write it)
-    )
+    # the first and last rows' "time" (an ISO string as the loggers write it)
+    first_time: Any = None
     last_time: Any = None
     last_loss: float | None = None  # the loss of the last row that logged one
 
