@@ -99,6 +99,19 @@ def draft_open_conflicts(*, draft: Draft) -> QuerySet[DraftConflict]:
     return draft.conflicts.filter(resolved_at__isnull=True).select_related("author")
 
 
+def version_default() -> HarnessVersion | None:
+    """The version forms pre-select: the one at a production label (the most recently moved, where
+    several Harnesses have one), the version viewers are served; None before anything was
+    promoted. A user can always pick another, e.g. the demo's planted defect."""
+    label = (
+        Label.objects.select_related("version")
+        .filter(name=Label.PRODUCTION)
+        .order_by("-updated_at", "-pk")
+        .first()
+    )
+    return label.version if label is not None else None
+
+
 def label_production(*, harness_id: int) -> Label | None:
     """The production label of a Harness, with its version; None before anything was promoted."""
     return (

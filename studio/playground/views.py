@@ -20,6 +20,7 @@ from studio.endpoints.selectors import endpoint_default
 from studio.evolution.models import Dataset
 from studio.forms import form_problem
 from studio.harnesses.models import HarnessVersion
+from studio.harnesses.selectors import version_default
 from studio.playground.examples import DEFAULT_EXAMPLE, example_request, examples
 from studio.playground.forms import PlaygroundForm
 from studio.playground.services import (
@@ -46,6 +47,7 @@ def _pk(value: str, field: str) -> int | None:
 def playground(request):
     versions = (
         HarnessVersion.objects.select_related("harness")
+        .prefetch_related("labels")
         .defer("tree")
         .order_by("harness__name", "-number")[:200]
     )
@@ -59,7 +61,11 @@ def playground(request):
     )
     values = {
         **typed,
-        "endpoint": typed["endpoint"] or (default.pk if (default := endpoint_default()) else ""),
+        # unless chosen: the version viewers are served (production) and the default endpoint, as
+        # the page pre-selects them (the form's values are text, as typed)
+        "version": typed["version"] or (str(default.pk) if (default := version_default()) else ""),
+        "endpoint": typed["endpoint"]
+        or (str(default.pk) if (default := endpoint_default()) else ""),
         "request_json": (typed["request_json"] if request.method == "POST" else "")
         or json.dumps(example_request(name=example), indent=2),
     }

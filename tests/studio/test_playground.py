@@ -76,6 +76,49 @@ def test_a_bad_request_is_refused_with_the_field_named(personas, demo_version, s
     assert not Job.objects.exists()
 
 
+def test_the_form_preselects_the_production_version_and_a_post_without_choices_uses_the_defaults(
+    personas, demo_version, demo_files, scripted_endpoint, django_capture_on_commit_callbacks
+):
+    from studio.harnesses.services import harness_version_create, label_move
+
+    client = client_for(personas.operator)
+    # a newer version that is not at production (the demo's planted defect is one): listed first,
+    # but the page pre-selects the version viewers are served, and says which is which
+    files = dict(demo_files)
+    skill = next(path for path in sorted(files) if path.endswith(".md") and "skills/" in path)
+    files[skill] += "\n- A later line.\n"
+    newer = harness_version_create(
+        harness=demo_version.harness,
+        files=files,
+        author=personas.operator,
+        message="a later version",
+        parent=demo_version,
+    )
+    label_move(
+        harness=demo_version.harness,
+        name="production",
+        version=demo_version,
+        actor=personas.reviewer,
+        reason="the shipped demo",
+    )
+    page = client.get("/playground/").content.decode()
+    assert (
+        f'<option value="{demo_version.pk}" selected>{demo_version.harness.name} '
+        f"v{demo_version.number} (production)</option>" in page
+    ), page[page.find('name="version"') :][:600]
+    assert f'<option value="{newer.pk}" >' in page
+    # a POST naming neither (a script posting the form): the same defaults, not a 500 (the
+    # default endpoint's id used to reach the text parser as a number)
+    request_json = json.dumps(example_request(name="product_price"))
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post("/playground/", {"request_json": request_json})
+    assert response.status_code == 302, response.content.decode()[:500]
+    job = Job.objects.get(kind="playground_run")
+    assert job.status == Job.SUCCEEDED, job.error + job.log_tail
+    assert job.params["endpoint_id"] == scripted_endpoint.pk
+    assert job.params["version_id"] == demo_version.pk
+
+
 def test_an_exploratory_budget_runs_under_it_and_says_it_is_no_score(
     personas, demo_version, scripted_endpoint, django_capture_on_commit_callbacks
 ):
