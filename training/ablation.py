@@ -58,6 +58,10 @@ __all__ = [
 ]
 
 
+#: Config fields a resumed ablation may change: none of them changes a finished step.
+RESUMABLE_CHANGES = ("output_dir", "models", "resamples")
+
+
 class Ablation(AblationTable):
     """The ablation's steps (train, then score each model on each set), run in order and resumable;
     the table half is ``AblationTable``."""
@@ -167,7 +171,7 @@ class Ablation(AblationTable):
                 max_steps=c.rl_steps,
                 num_generations=4,
                 per_device_train_batch_size=4,
-                max_new_tokens=min(64, c.max_new_tokens),
+                max_new_tokens=c.agent_max_new_tokens,
                 top_p=1.0,
                 trajectory_budget_s=120.0,
                 gradient_checkpointing=True,
@@ -233,6 +237,7 @@ class Ablation(AblationTable):
                 n_prompt_robustness=c.eval_prompt_robustness,
                 n_ifeval=c.eval_ifeval,
                 max_new_tokens=c.max_new_tokens,
+                agent_max_new_tokens=c.agent_max_new_tokens,
             )
 
         return run
@@ -253,6 +258,7 @@ class Ablation(AblationTable):
                 f"unknown ablation step(s) {', '.join(unknown)}; valid: "
                 + ", ".join(name for name, _ in plan)
             )
+        self.check_resume()
         (self.root / "ablation_config.json").write_text(
             json.dumps(dataclasses.asdict(self.config), indent=2) + "\n", encoding="utf-8"
         )
@@ -268,6 +274,27 @@ class Ablation(AblationTable):
                 print(f"[ablation] {name} done in {elapsed:.0f} s", flush=True)
                 self.write_table()
         return self.write_table()
+
+    def check_resume(self) -> None:
+        """Refuse to add steps to a folder whose finished steps ran with other settings (its
+        ablation_config.json): a resumed step would be scored beside them as if they were alike.
+        Fields that change no finished step (the folder, the models to run, the bootstrap) may
+        differ; a field the folder's file does not name is not compared."""
+        path = self.root / "ablation_config.json"
+        if not path.is_file() or not any(self._step_done(name) for name, _ in self.plan()):
+            return
+        saved = json.loads(path.read_text(encoding="utf-8"))
+        current = dataclasses.asdict(self.config)
+        differ = [
+            f"{name}: {saved[name]!r} there, {current[name]!r} now"
+            for name in current
+            if name not in RESUMABLE_CHANGES and name in saved and saved[name] != current[name]
+        ]
+        if differ:
+            raise ValueError(
+                f"{self.root}: its finished steps ran with other settings ({'; '.join(differ)}); "
+                "give the folder's settings to resume it, or another --output-dir for these"
+            )
 
     def _record(self, name: str, elapsed: float) -> None:
         """Add a finished step to steps.json under a lock, re-reading it first, so that steps

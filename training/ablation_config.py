@@ -95,9 +95,16 @@ class AblationConfig:
     eval_ifeval: int = field(default=50, metadata={"help": "IFEval prompts (the first N)."})
     max_new_tokens: int = field(
         default=64,
+        metadata={"help": "Tokens per IFEval answer at evaluation (the same for every model)."},
+    )
+    agent_max_new_tokens: int = field(
+        default=256,
         metadata={
-            "help": "Tokens per model call at evaluation (a 220-character "
-            "reply or a tool call fits in 64)."
+            "help": (
+                "Tokens per agent model call in T1, T2, Prompt Robustness and the RL rollouts: "
+                "the cap every route serves the agent with (a round with two tool calls is "
+                "about 70 tokens; a lower cap scores cut calls, not the model)."
+            )
         },
     )
     resamples: int = field(default=10_000, metadata={"help": "Bootstrap resamples."})
@@ -137,6 +144,7 @@ class AblationConfig:
             "eval_prompt_robustness",
             "eval_ifeval",
             "max_new_tokens",
+            "agent_max_new_tokens",
         ):
             if getattr(self, name) < 1:
                 return f"{name}: must be at least 1, got {getattr(self, name)}"
@@ -193,6 +201,7 @@ PRESETS: dict[str, AblationConfig] = {
         eval_prompt_robustness=2,
         eval_ifeval=2,
         max_new_tokens=8,
+        agent_max_new_tokens=8,
         resamples=200,
     ),
 }

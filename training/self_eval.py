@@ -20,6 +20,12 @@ Each scored item is appended to ``<out>/<set>.jsonl`` as it finishes, so a
 killed evaluation resumes where it stopped. Requests get a CPU-sized time
 budget (the Harness's 10 s budget is set for a served GPU model) and greedy
 decoding, so scores compare models rather than luck or machine load.
+
+Two caps on new tokens: the agent's model calls (T1, T2, Prompt Robustness) get the one every
+route serves the agent with (``AGENT_MAX_NEW_TOKENS``, ``GenerationSettings``' default), because a
+lower cap cuts the calls a trained model makes (a round with two tool calls is 69 tokens; 27% of
+the demo adapter's calls on the dev-set were over 64) and scores the cut instead of the model;
+``max_new_tokens`` caps an IFEval answer only.
 """
 
 from __future__ import annotations
@@ -29,7 +35,11 @@ from pathlib import Path
 from typing import Any
 
 from harness.jsonl import finished_records
+from harness.policies.base import GenerationSettings
 
+#: New tokens per agent model call: what the CLI, the playground, ``python -m evaluation run`` and
+#: the replay serve the agent with (``harness.policies.GenerationSettings``' default, 256).
+AGENT_MAX_NEW_TOKENS = GenerationSettings().max_new_tokens
 EVAL_VARIANT_SEED = 900_000
 EVAL_POOL_SIZE = 8
 CPU_BUDGET_S = 600.0
@@ -49,7 +59,6 @@ def _append(path: Path, row: dict[str, Any]) -> None:
 def _policy(model_dir: str | Path, max_new_tokens: int):
     """The checkpoint on the torch route (the factory's ``torch:DIR``), greedy: the agent's and
     IFEval's model."""
-    from harness.policies import GenerationSettings
     from harness.policies.factory import make_local_policy
 
     return make_local_policy(
@@ -113,8 +122,12 @@ def evaluate_model(
     max_new_tokens: int = 96,
     variant_pool: int = EVAL_POOL_SIZE,
     ifeval_base: bool = False,
+    agent_max_new_tokens: int = AGENT_MAX_NEW_TOKENS,
 ) -> dict[str, Any]:
     """Score ``model_dir`` on the requested sets; per-item rows in ``out_dir``; returns the summary.
+
+    ``max_new_tokens`` caps an IFEval answer, ``agent_max_new_tokens`` each of the agent's model
+    calls (see the module's docstring).
 
     ``ifeval_base``: the checkpoint's base model answers the same instruction-following prompts too
     (``summary["ifeval"]["base"]``), for the capability gate's paired comparison."""
@@ -157,8 +170,12 @@ def evaluate_model(
                 catalogue=catalogue,
                 agent_kwargs={"trajectory_budget_s": CPU_BUDGET_S},
             )
+            agent_generation = GenerationSettings(
+                temperature=0.0, max_new_tokens=agent_max_new_tokens
+            )
             for entry in [pool.original, *pool.variants]:
                 entry.agent.policy = policy
+                entry.agent.generation = agent_generation
                 scorers[entry.name] = CaseScorer(agent=entry.agent, judge=judge)
             entries = {e.name: e for e in pool.variants}
 
@@ -314,6 +331,7 @@ def evaluate_run(
     cases: int,
     seed: int = 0,
     max_new_tokens: int = 96,
+    agent_max_new_tokens: int = AGENT_MAX_NEW_TOKENS,
 ) -> dict[str, Any]:
     """A stage's self-evaluation after training: small subsets, scores written to
     ``run_dir/eval.json``."""
@@ -327,6 +345,7 @@ def evaluate_run(
         n_ifeval=max(1, cases // 2),
         variant_pool=min(EVAL_POOL_SIZE, max(1, cases)),
         max_new_tokens=max_new_tokens,
+        agent_max_new_tokens=agent_max_new_tokens,
     )
     (run_dir / "eval.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     return summary

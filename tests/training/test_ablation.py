@@ -86,6 +86,32 @@ def test_a_named_step_runs_alone_and_an_unknown_one_is_refused_with_the_valid_na
     assert not (out / "fixed_sft").exists()  # no other step ran
 
 
+def test_a_folder_is_resumed_only_with_the_settings_its_finished_steps_ran_with(tmp_path, capsys):
+    out = tmp_path / "ablation"
+    args = ["ablation", "--preset", "tiny-smoke", "--output-dir", str(out), "--eval-ifeval", "1"]
+    assert main([*args, "--step", "eval:base:ifeval"]) == 0
+    saved = json.loads((out / "ablation_config.json").read_text())
+    assert saved["agent_max_new_tokens"] == 8 and saved["max_new_tokens"] == 8
+    steps = (out / "steps.json").read_text()
+    # agent calls capped differently: its T1 would sit beside rows scored under another cap
+    code = main([*args, "--agent-max-new-tokens", "256", "--step", "eval:base:live_qa"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert (
+        "its finished steps ran with other settings (agent_max_new_tokens: 8 there, 256 now)" in err
+    )
+    assert "another --output-dir" in err
+    assert (out / "steps.json").read_text() == steps and not (
+        out / "eval" / "base" / "live_qa.jsonl"
+    ).exists()
+    assert json.loads((out / "ablation_config.json").read_text()) == saved  # the record stands
+    assert main([*args, "--agent-max-new-tokens", "256", "--table-only"]) == 2  # nor its table
+    assert json.loads((out / "ablation_config.json").read_text()) == saved
+    # what changes no finished step may differ: fewer models, more bootstrap resamples
+    assert main([*args, "--resamples", "300", "--table-only"]) == 0
+    assert main([*args, "--resamples", "300", "--step", "eval:base:ifeval"]) == 0
+
+
 def test_renamed_tool_called_counts_cases_whose_variant_renamed_the_needed_tool(tmp_path):
     from harness import load_dir
     from harness.augment import augment_bundle
