@@ -236,7 +236,9 @@ class AblationTable:
             f"# HAT ablation ({self.config.model}, {self.root.name})",
             "",
             "Scores x100; in brackets: paired-bootstrap 95% interval of the difference to Base "
-            f"({self.config.resamples} resamples).",
+            f"({self.config.resamples} resamples). Greedy decoding: at most "
+            f"{self.config.agent_max_new_tokens} new tokens per agent model call, "
+            f"{self.config.max_new_tokens} per IFEval answer.",
             "",
             header,
             "|" + "---|" * (len(SET_LABELS) + 1),

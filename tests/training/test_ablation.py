@@ -92,6 +92,8 @@ def test_a_folder_is_resumed_only_with_the_settings_its_finished_steps_ran_with(
     assert main([*args, "--step", "eval:base:ifeval"]) == 0
     saved = json.loads((out / "ablation_config.json").read_text())
     assert saved["agent_max_new_tokens"] == 8 and saved["max_new_tokens"] == 8
+    table = (out / "table.md").read_text()
+    assert "at most 8 new tokens per agent model call, 8 per IFEval answer" in table
     steps = (out / "steps.json").read_text()
     # agent calls capped differently: its T1 would sit beside rows scored under another cap
     code = main([*args, "--agent-max-new-tokens", "256", "--step", "eval:base:live_qa"])
