@@ -58,8 +58,10 @@ stop() {
 trap stop INT TERM EXIT
 
 say "Celery worker (log: var/log/celery.log)"
-# `python -m celery` keeps the repository root on sys.path, like manage.py does.
-$PY -m celery -A studio worker --beat --schedule var/celerybeat-schedule \
+# `python -m celery` keeps the repository root on sys.path, like manage.py does. Each of its processes
+# prefills the demo model with the production Harness's prompt as it starts (HARNESS_WARM_UP_WORKER),
+# so the first playground request does not pay for it.
+HARNESS_WARM_UP_WORKER=1 $PY -m celery -A studio worker --beat --schedule var/celerybeat-schedule \
   --concurrency "${CELERY_CONCURRENCY:-2}" --loglevel INFO >>var/log/celery.log 2>&1 &
 pids+=($!)
 say "Celery training worker, one job at a time, queue ${CELERY_TRAIN_QUEUE:-train} (log: var/log/celery-train.log)"

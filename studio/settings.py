@@ -283,6 +283,11 @@ CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "studio")
 # Training and deployment-replay jobs go here; only workers started with `-Q train` read it
 # (docs/workers.md).
 CELERY_TRAIN_QUEUE = env_str("CELERY_TRAIN_QUEUE", "train")
+# Each process of this worker prefills the default endpoint's local model with the production
+# Harness's prompt when it starts (studio/playground/signals.py), so its first request does not pay
+# for it: on for the demo's worker (scripts/demo.sh) and the production unit, off for the training
+# worker and the tests.
+WARM_UP_WORKER = env_bool("HARNESS_WARM_UP_WORKER", False)
 
 # --- Caches (studio/filecache.py, harnesses/diffs.py) ------------------------- What the studio
 # computes from files and versions (training curves, replay figures, ablation tables, diff

@@ -232,10 +232,8 @@ def playground_run(
     ``progress`` is reported with it, so a cancel request stops the run at its next step.
     """
     from harness.mcp_registry import McpRegistryError, McpServerRefused
-    from harness.runtime import Agent
     from studio.harnesses.bundles import bundle_load
     from studio.jobs.registry import JobFailed
-    from studio.mcpservers.selectors import mcp_registry
 
     version = HarnessVersion.objects.select_related("harness").get(pk=version_id)
     endpoint = ModelEndpoint.objects.get(pk=endpoint_id)
@@ -272,15 +270,8 @@ def playground_run(
 
     progress(RUN_START, "running the agent")
     try:
-        # the studio's registry only: a server the Harness declares itself is refused before
-        # anything starts
-        agent = Agent(
-            bundle=bundle,
-            policy=policy,
-            catalogue=playground_catalogue(dataset=dataset),
-            mcp_registry=mcp_registry(),
-            on_step=on_step,
-            trajectory_budget_s=budget_s,
+        agent = _agent(
+            bundle=bundle, policy=policy, dataset=dataset, on_step=on_step, budget_s=budget_s
         )
     except (McpServerRefused, McpRegistryError) as refused:
         raise JobFailed(str(refused)) from None
@@ -288,3 +279,48 @@ def playground_run(
         trajectory = agent.run(request)
     progress(95, f"{trajectory.outcome}, routed {trajectory.route}: {trajectory.reply[:120]}")
     return {**head, "trajectory": trajectory.to_dict()}
+
+
+def _agent(*, bundle, policy, dataset: Dataset | None, on_step=None, budget_s: int | None = None):
+    """The agent a playground run uses: the studio's MCP registry only (a server the Harness
+    declares itself is refused before anything starts) and the run's catalogue."""
+    from harness.runtime import Agent
+    from studio.mcpservers.selectors import mcp_registry
+
+    return Agent(
+        bundle=bundle,
+        policy=policy,
+        catalogue=playground_catalogue(dataset=dataset),
+        mcp_registry=mcp_registry(),
+        on_step=on_step,
+        trajectory_budget_s=budget_s,
+    )
+
+
+def playground_warm_up() -> str:
+    """Prefill what every request's first call starts with, the version at production's system
+    prompt, into the default endpoint's local model (``Agent.warm_up`` on the default example), so
+    this process's first playground request does not pay for it within its budget. A Celery worker
+    process does this once when it starts, where ``settings.WARM_UP_WORKER`` says so. Only a local
+    endpoint is warmed (a remote one is another server's business); returns what was done, in one
+    line."""
+    import time
+
+    from studio.endpoints.selectors import endpoint_default
+    from studio.harnesses.bundles import bundle_load
+    from studio.harnesses.selectors import version_default
+    from studio.playground.examples import DEFAULT_EXAMPLE, example_request
+
+    endpoint, version = endpoint_default(), version_default()
+    if endpoint is None or version is None:
+        return "nothing to warm: no endpoint or no version at production yet"
+    if endpoint.route != ModelEndpoint.LOCAL:
+        return f"not warmed: {endpoint.name} is not a local model"
+    started = time.perf_counter()
+    bundle = bundle_load(version_files(version=version))
+    with _agent(bundle=bundle, policy=policy_for_endpoint(endpoint), dataset=None) as agent:
+        output = agent.warm_up(example_request(name=DEFAULT_EXAMPLE))
+    return (
+        f"warmed {endpoint.name} on {version}: {output.input_tokens} prompt tokens in "
+        f"{time.perf_counter() - started:.1f} s"
+    )

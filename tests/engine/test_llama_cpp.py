@@ -109,6 +109,38 @@ def test_the_agent_records_cached_prompt_tokens_per_model_call():
             )  # the earlier call's prompt is never prefilled again
 
 
+def test_a_warm_up_prefills_the_harness_prompt_that_a_first_request_then_finds_cached():
+    """``Agent.warm_up`` on one request: another request's first call finds the Harness's system
+    prompt in llama.cpp's slot instead of prefilling it, and the warm-up is in no trajectory."""
+    examples = Path("examples/requests")
+    warm_request = json.loads((examples / "product_price.json").read_text())
+    request = json.loads((examples / "promotion.json").read_text())
+    for warm in (False, True):
+        server = LlamaServer(_tiny_f32(), slots=2, threads=1)
+        try:
+            policy = LlamaCppPolicy(
+                tiny_model_dir(),
+                gguf=_tiny_f32(),
+                settings=GenerationSettings(max_new_tokens=4),
+                server=server,
+            )
+            bundle = load_dir(demo_harness_dir())
+            with Agent(bundle=bundle, policy=policy, connect_mcp=False) as agent:
+                if warm:
+                    done = agent.warm_up(warm_request)
+                    assert done.output_tokens == 1 and done.input_tokens > 1000
+                traj = agent.run(request)
+            first = traj.model_calls[0]
+            assert len(traj.model_calls) <= traj.rounds  # the warm-up is not one of them
+            if warm:
+                # the system prompt's Harness part: everything before the request's own context
+                assert first.cached_tokens > first.input_tokens // 2, first.cached_tokens
+            else:
+                assert first.cached_tokens == 0
+        finally:
+            server.close()
+
+
 def test_a_finished_requests_slot_serves_the_next_request_at_once():
     """Back-to-back requests: once the agent begins the next request, it takes the slot that shares
     its Harness prefix rather than an empty one; a request that may still be running keeps its

@@ -456,3 +456,54 @@ def test_a_run_cancelled_mid_way_keeps_the_steps_it_recorded(
         "cancelled</span> the run ended before a reply" in page
         and "tool get_product_info_by_link_id" in page
     )
+
+
+def test_a_worker_process_warms_the_default_local_endpoint_on_the_production_version(
+    personas, demo_version, scripted_endpoint
+):
+    from harness.model_cache import tiny_model_dir
+    from studio.harnesses.services import label_move
+    from studio.playground.services import playground_warm_up
+
+    assert playground_warm_up() == "nothing to warm: no endpoint or no version at production yet"
+    label_move(
+        harness=demo_version.harness,
+        name="production",
+        version=demo_version,
+        actor=personas.reviewer,
+        reason="the shipped demo",
+    )
+    # a scripted (or remote) endpoint has no model in this process to warm
+    assert playground_warm_up() == "not warmed: scripted-price is not a local model"
+    endpoint_save(
+        endpoint=None,
+        name="local-default",
+        route="local",
+        base_url="",
+        model=str(tiny_model_dir()),
+        description="",
+        actor=personas.ml_engineer,
+    )
+    said = playground_warm_up()
+    assert said.startswith(f"warmed local-default on {demo_version}: "), said
+    # the whole first-round prompt went through the model: the Harness's ~1,600 tokens
+    assert int(said.split(": ")[1].split(" prompt tokens")[0]) > 1000
+
+
+def test_the_warm_up_starts_with_a_worker_process_only_where_the_setting_says_so(
+    settings, monkeypatch
+):
+    import threading
+
+    from celery.signals import worker_process_init
+
+    from studio.playground import services
+
+    done = threading.Event()
+    monkeypatch.setattr(services, "playground_warm_up", lambda: done.set() or "warmed")
+    settings.WARM_UP_WORKER = False
+    worker_process_init.send(sender=None)
+    assert not done.wait(0.5)
+    settings.WARM_UP_WORKER = True
+    worker_process_init.send(sender=None)  # as a Celery worker's new process does
+    assert done.wait(10)
