@@ -30,6 +30,18 @@ def scripted_endpoint(personas):
     )
 
 
+def _to_production(personas, version):
+    from studio.harnesses.services import label_move
+
+    label_move(
+        harness=version.harness,
+        name="production",
+        version=version,
+        actor=personas.reviewer,
+        reason="the shipped demo",
+    )
+
+
 def test_a_playground_run_shows_the_trajectory_step_by_step(
     personas, demo_version, scripted_endpoint, django_capture_on_commit_callbacks
 ):
@@ -79,7 +91,7 @@ def test_a_bad_request_is_refused_with_the_field_named(personas, demo_version, s
 def test_the_form_preselects_the_production_version_and_a_post_without_choices_uses_the_defaults(
     personas, demo_version, demo_files, scripted_endpoint, django_capture_on_commit_callbacks
 ):
-    from studio.harnesses.services import harness_version_create, label_move
+    from studio.harnesses.services import harness_version_create
 
     client = client_for(personas.operator)
     # a newer version that is not at production (the demo's planted defect is one): listed first,
@@ -94,13 +106,7 @@ def test_the_form_preselects_the_production_version_and_a_post_without_choices_u
         message="a later version",
         parent=demo_version,
     )
-    label_move(
-        harness=demo_version.harness,
-        name="production",
-        version=demo_version,
-        actor=personas.reviewer,
-        reason="the shipped demo",
-    )
+    _to_production(personas, demo_version)
     page = client.get("/playground/").content.decode()
     assert (
         f'<option value="{demo_version.pk}" selected>{demo_version.harness.name} '
@@ -462,17 +468,10 @@ def test_a_worker_process_warms_the_default_local_endpoint_on_the_production_ver
     personas, demo_version, scripted_endpoint
 ):
     from harness.model_cache import tiny_model_dir
-    from studio.harnesses.services import label_move
     from studio.playground.services import playground_warm_up
 
     assert playground_warm_up() == "nothing to warm: no endpoint or no version at production yet"
-    label_move(
-        harness=demo_version.harness,
-        name="production",
-        version=demo_version,
-        actor=personas.reviewer,
-        reason="the shipped demo",
-    )
+    _to_production(personas, demo_version)
     # a scripted (or remote) endpoint has no model in this process to warm
     assert playground_warm_up() == "not warmed: scripted-price is not a local model"
     endpoint_save(
