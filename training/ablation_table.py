@@ -219,6 +219,24 @@ class AblationTable:
                 **self._bootstrap(fixed, hsa),
                 "target": ">= +5",
             }
+        # the same cases under the original Harness (T1) and under a variant (T2): how much a model
+        # loses when the Harness changes, per case; and what HSA-SFT gives up on the original
+        for model, target in (
+            ("hsa_sft", "within 3 points (delta >= -3)"),
+            ("fixed_sft", "none: reported beside HSA-SFT's"),
+        ):
+            t1, t2 = self._scores(model, "live_qa"), self._scores(model, "variant_qa")
+            if t1 and t2:
+                table["targets"][f"{model}_T2_vs_T1"] = {
+                    **self._bootstrap(t1, t2),
+                    "target": target,
+                }
+        fixed_t1, hsa_t1 = self._scores("fixed_sft", "live_qa"), self._scores("hsa_sft", "live_qa")
+        if fixed_t1 and hsa_t1:
+            table["targets"]["hsa_sft_vs_fixed_sft_on_T1"] = {
+                **self._bootstrap(fixed_t1, hsa_t1),
+                "target": "none: what HSA-SFT gives up on the original Harness",
+            }
         base_if, full_if = self._scores("base", "ifeval"), self._scores("rl", "ifeval")
         if base_if and full_if:
             table["targets"]["full_pipeline_vs_base_on_IFE-P"] = {

@@ -30,7 +30,15 @@ def test_tiny_ablation_fills_the_table_and_a_rerun_skips_finished_steps(
             "ifeval",
         }, model
     assert table["models"]["hsa_sft"]["variant_qa"]["n"] == 2
-    assert set(table["targets"]) == {"hsa_sft_vs_fixed_sft_on_T2", "full_pipeline_vs_base_on_IFE-P"}
+    assert set(table["targets"]) == {
+        "hsa_sft_vs_fixed_sft_on_T2",
+        "hsa_sft_vs_fixed_sft_on_T1",
+        "hsa_sft_T2_vs_T1",
+        "fixed_sft_T2_vs_T1",
+        "full_pipeline_vs_base_on_IFE-P",
+    }
+    # T1 and T2 are the same cases (T2 each under a variant): the gap is paired case by case
+    assert table["targets"]["hsa_sft_T2_vs_T1"]["n"] == table["models"]["hsa_sft"]["live_qa"]["n"]
     steps = json.loads((out / "steps.json").read_text())
     assert list(steps)[:5] == [
         "train:fixed_sft",
