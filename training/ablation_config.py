@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from training.self_eval import AGENT_MAX_NEW_TOKENS
+
 MODELS = ("base", "fixed_sft", "hsa_sft", "opd", "rl")
 LABELS = {
     "base": "Base",
@@ -98,7 +100,7 @@ class AblationConfig:
         metadata={"help": "Tokens per IFEval answer at evaluation (the same for every model)."},
     )
     agent_max_new_tokens: int = field(
-        default=256,
+        default=AGENT_MAX_NEW_TOKENS,
         metadata={
             "help": (
                 "Tokens per agent model call in T1, T2, Prompt Robustness and the RL rollouts: "

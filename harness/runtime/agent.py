@@ -464,8 +464,8 @@ class Agent:
         any trajectory (no hook runs, nothing is recorded). A policy with a prefix cache
         (llama.cpp's slots) then holds this Harness's system prompt, which every request's first
         call starts with, so a process's first request does not prefill it within its budget (the
-        demo on 2 cores: a first call's TTFT 2.8 s cold, 0.76 s with the prefix cached;
-        docs/serving.md)."""
+        demo on 2 cores: the first call's time to first token 2.7 s cold, 0.4 s with the prefix
+        cached; docs/workers.md)."""
         if not isinstance(request, Request):
             request = Request.from_dict(request, catalogue=self.catalogue)
         return self.policy.generate(
