@@ -404,7 +404,8 @@ class Agent:
         if terminal:
             self._finish_terminal(run, traj, terminal)
             return
-        run.messages = self._first_messages(run)
+        # the system prompt is assembled at the top of each round (the skills loaded change it)
+        run.messages = [{"role": "system", "content": ""}, *self._request_messages(run)]
         for round_no in range(1, self.max_rounds + 1):
             if self._over_budget(run):
                 self._exhausted(
@@ -451,10 +452,9 @@ class Agent:
         )
         return {"role": "system", "content": system_prompt(self.bundle, slots)}
 
-    def _first_messages(self, run: _Run) -> list[dict[str, Any]]:
-        """What the first round sends: the system prompt, the demonstrations, the request."""
+    def _request_messages(self, run: _Run) -> list[dict[str, Any]]:
+        """What follows the system prompt in the first round: the demonstrations, the request."""
         return [
-            self._system_message(run, []),
             *self.demonstration_messages,
             {"role": "user", "content": user_message(run.request)},
         ]
@@ -468,8 +468,9 @@ class Agent:
         cached; docs/workers.md)."""
         if not isinstance(request, Request):
             request = Request.from_dict(request, catalogue=self.catalogue)
+        run = _Run(self, request)
         return self.policy.generate(
-            self._first_messages(_Run(self, request)),
+            [self._system_message(run, []), *self._request_messages(run)],
             tools=self.openai_tools,
             settings=GenerationSettings(temperature=0.0, max_new_tokens=1),
         )

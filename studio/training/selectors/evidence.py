@@ -76,12 +76,10 @@ def ifeval_scores(run: TrainingRun) -> tuple[str, IFEvalScores | None]:
     """(the model evaluated, its instruction-following scores): None where the run did not score
     that set or the set failed; ``evaluation.gates.EvidenceError`` where its block has a shape not
     known."""
-    scores = (run.summary or {}).get("evaluation")
+    scores, model = (run.summary or {}).get("evaluation"), evaluated_model(run)
     if not isinstance(scores, dict) or "ifeval" not in scores:
-        return evaluated_model(run), None
-    return evaluated_model(run), read_ifeval(
-        scores["ifeval"], source=f"evaluation run #{run.pk} (ifeval)"
-    )
+        return model, None
+    return model, read_ifeval(scores["ifeval"], source=f"evaluation run #{run.pk} (ifeval)")
 
 
 def evaluated_model(run: TrainingRun) -> str:
