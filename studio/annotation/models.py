@@ -49,6 +49,11 @@ class QueueItem(models.Model):
     origin = models.CharField(
         max_length=200, blank=True, help_text="e.g. 'traffic shop-eu/req-17', 'run #4'."
     )
+    provenance = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="Where the reply came from: kind, run, policy, Harness, case id.",
+    )
     traffic = models.ForeignKey(
         "traffic.TrafficTrajectory",
         null=True,

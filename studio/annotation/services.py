@@ -108,6 +108,11 @@ def queue_add_traffic(*, queue: AnnotationQueue, trajectories, actor: User) -> i
             "route": t.route,
             "trajectory": t.record,
             "origin": f"traffic {t.deployment.name}/{t.request_id}"[:200],
+            "provenance": {
+                "kind": "traffic",
+                "deployment": t.deployment.name,
+                "request_id": t.request_id,
+            },
             "traffic": t,
         }
         for t in trajectories
@@ -122,6 +127,22 @@ def queue_add_traffic(*, queue: AnnotationQueue, trajectories, actor: User) -> i
     return added
 
 
+def _run_reply_item(
+    *, case: dict, case_id: str, reply: str, route: str, trajectory, origin: str, provenance: dict
+) -> dict[str, Any]:
+    """One item of a run's reply, whichever run made it (a studio run or a run folder): the case
+    with its gold, the reply, its route and full trajectory, and where it came from."""
+    return {
+        "case_id": case_id,
+        "case": case,
+        "reply": reply,
+        "route": route if route in ("public", "private", "silent") else "public",
+        "trajectory": trajectory,
+        "origin": origin[:200],
+        "provenance": provenance,
+    }
+
+
 @transaction.atomic
 def queue_add_run_failures(*, queue: AnnotationQueue, run, actor: User) -> int:
     """The cases of an evaluation run that did not pass (Accuracy and Effectiveness not both 1)."""
@@ -133,16 +154,15 @@ def queue_add_run_failures(*, queue: AnnotationQueue, run, actor: User) -> int:
         if result.passed or result.case_id not in cases:
             continue
         items.append(
-            {
-                "case_id": result.case_id,
-                "case": cases[result.case_id],
-                "reply": result.reply,
-                "route": result.route
-                if result.route in ("public", "private", "silent")
-                else "public",
-                "trajectory": result.trajectory,
-                "origin": f"run #{run.pk}",
-            }
+            _run_reply_item(
+                case={k: v for k, v in cases[result.case_id].items() if k != "candidates"},
+                case_id=result.case_id,
+                reply=result.reply,
+                route=result.route,
+                trajectory=result.trajectory,
+                origin=f"run #{run.pk}",
+                provenance={"kind": "studio_run", "run": run.pk, "case_id": result.case_id},
+            )
         )
     if queue.catalogue is None and run.dataset.catalogue is not None:
         AnnotationQueue.objects.filter(pk=queue.pk).update(catalogue=run.dataset.catalogue)
@@ -152,6 +172,50 @@ def queue_add_run_failures(*, queue: AnnotationQueue, run, actor: User) -> int:
         action="annotation.queue.add",
         target=f"queue {queue.name}",
         data={"from": f"run #{run.pk}", "added": added},
+    )
+    return added
+
+
+def _catalogue_data(catalogue: dict | None) -> dict:
+    from harness.livestream import demo_catalogue
+
+    return catalogue if catalogue is not None else demo_catalogue().to_dict()
+
+
+@transaction.atomic
+def queue_add_run_folder(*, queue: AnnotationQueue, run, actor: User | None) -> int:
+    """Every reply of a finished run folder (``evaluation.calibration.run_replies``), each case id
+    suffixed with the run's name; a case set on another catalogue than the queue's is refused."""
+    catalogue = run.catalogue.to_dict() if run.catalogue is not None else None
+    if queue.items.exists() and _catalogue_data(catalogue) != _catalogue_data(queue.catalogue):
+        raise AnnotationError(
+            f"run: {run.name}'s cases ({run.set_path}) use another product catalogue than queue "
+            f"{queue.name}'s items; put them in another queue"
+        )
+    earlier = queue.items.filter(provenance__run=run.name).first()
+    if earlier is not None and earlier.provenance.get("started_at") != run.started_at:
+        raise AnnotationError(
+            f"run: queue {queue.name} holds replies of another run folder named {run.name!r} "
+            f"(started {earlier.provenance.get('started_at')}); rename this one"
+        )
+    if not queue.items.exists():
+        AnnotationQueue.objects.filter(pk=queue.pk).update(catalogue=catalogue)
+        queue.catalogue = catalogue
+    origin = f"run {run.name} ({run.policy}, {run.harness})"
+    items = [
+        _run_reply_item(
+            **{k: v for k, v in r.items() if k != "provenance"},
+            origin=origin,
+            provenance=r["provenance"],
+        )
+        for r in run.replies
+    ]
+    added = _add(queue, items)
+    audit_record(
+        actor=actor,
+        action="annotation.queue.add",
+        target=f"queue {queue.name}",
+        data={"from": f"run folder {run.name}", "policy": run.policy, "added": added},
     )
     return added
 
@@ -170,6 +234,7 @@ def queue_add_dataset(*, queue: AnnotationQueue, dataset, actor: User, limit: in
                 "route": candidate.get("route", "public"),
                 "trajectory": None,
                 "origin": f"dataset {dataset.name}",
+                "provenance": {"kind": "dataset", "dataset": dataset.name, "case_id": row.case_id},
             }
         )
     if queue.catalogue is None and dataset.catalogue is not None:
