@@ -39,6 +39,32 @@ CATEGORIES = (
     "greeting",
 )
 ROUTES = ("public", "private", "silent")
+# One vocabulary: the category each request intent belongs to. The generator's cases carry the
+# categories themselves; requests written by hand and production traffic carry the intents of
+# examples/requests/ (and the reply skill names some deployments send). ``category_of_intent`` is
+# what the traffic list and the labelling form read.
+INTENT_CATEGORIES: dict[str, str] = {
+    **{category: category for category in CATEGORIES},
+    "after_sales": "aftersale",
+    "casual_chat": "chitchat",
+    "chillchat": "chitchat",
+    "small_talk": "chitchat",
+    "faq_reply": "faq",
+    "discount_promotion": "promotion",
+    "general_discount": "promotion",
+    "change_order": "presentation_order",
+    "greet": "greeting",
+    "item_qa": "product_qa",
+}
+
+
+def category_of_intent(intent: object) -> str:
+    """The case category of a request intent (a category is its own intent); "" when unknown."""
+    if not isinstance(intent, str):
+        return ""
+    return INTENT_CATEGORIES.get(intent.strip().lower().replace("-", "_"), "")
+
+
 RUBRICS = ("ACQ", "RC", "TC", "FI", "TCO")
 FACT_KINDS = ("price", "stock", "spec", "promotion", "faq", "link", "question", "order", "text")
 CONSTRAINT_KINDS = (

@@ -13,16 +13,22 @@ OPERATOR = "operator"
 REVIEWER = "reviewer"
 ML_ENGINEER = "ml_engineer"
 ADMIN = "admin"
-ROLES = (OPERATOR, REVIEWER, ML_ENGINEER, ADMIN)
+# a labeller (docs/evaluation.md, "Labelling guide"): reads what every role reads and labels replies
+# in annotation queues; runs nothing that takes a worker's time
+ANNOTATOR = "annotator"
+ROLES = (OPERATOR, REVIEWER, ML_ENGINEER, ADMIN, ANNOTATOR)
 # How a sentence names someone holding each role.
 ROLE_NAMES = {
     OPERATOR: "an operator",
     REVIEWER: "a reviewer",
     ML_ENGINEER: "an ML engineer",
     ADMIN: "an admin",
+    ANNOTATOR: "an annotator",
 }
 
 _ALL = frozenset(ROLES)
+# the roles that work on Harnesses and models (every role but the annotator)
+_STAFF = frozenset({OPERATOR, REVIEWER, ML_ENGINEER, ADMIN})
 
 PERMISSIONS: dict[str, frozenset[str]] = {
     # reading Harnesses, versions, diffs, labels, history, jobs, endpoints
@@ -38,7 +44,7 @@ PERMISSIONS: dict[str, frozenset[str]] = {
     # registering the secrets (API keys) endpoints may send, which endpoints then name
     "endpoint_secret.manage": frozenset({ADMIN}),
     # running a request in the playground
-    "playground.run": _ALL,
+    "playground.run": _STAFF,
     # starting the worker check job
     "job.diagnose": frozenset({ML_ENGINEER, ADMIN}),
     # cancelling anyone's job (everyone may cancel the jobs they started)
@@ -50,7 +56,7 @@ PERMISSIONS: dict[str, frozenset[str]] = {
     # evolution loop: datasets, evolutions, runs, diagnoses, reports
     "evolution.view": _ALL,
     # importing datasets, starting evolutions, runs, resumes and diagnoses
-    "evolution.run": _ALL,
+    "evolution.run": _STAFF,
     # accepting / rejecting proposals, committing the candidate, decisions
     "evolution.review": frozenset({REVIEWER, ADMIN}),
     # opening a proposal in the editor (a draft the operator refines)
@@ -78,10 +84,13 @@ PERMISSIONS: dict[str, frozenset[str]] = {
     # registering a deployment and making or revoking the API tokens it posts its trajectories with
     "traffic.deploy": frozenset({OPERATOR, ML_ENGINEER, ADMIN}),
     # labelling cases in an annotation queue, feeding queues and exporting a labelled set as a
-    # dataset
-    "annotation.label": frozenset({REVIEWER, ADMIN}),
+    # dataset: the annotators hired for it, and the operators and reviewers who watch the live
+    # room (two labellers and a third to settle a dispute, docs/studio.md)
+    "annotation.label": frozenset({ANNOTATOR, OPERATOR, REVIEWER, ADMIN}),
     # measuring a judge against a labelled set
     "judge.calibrate": frozenset({REVIEWER, ML_ENGINEER, ADMIN}),
+    # retiring a calibration (the gates then read the judge's next newest one)
+    "judge.retire": frozenset({ADMIN}),
 }
 
 

@@ -83,7 +83,7 @@ def _add(queue: AnnotationQueue, items: list[dict[str, Any]]) -> int:
 def traffic_case(trajectory) -> dict[str, Any]:
     """A stored trajectory as a case: its request, with the gold left to label (the route it took
     meanwhile)."""
-    from evaluation.cases import CASE_FORMAT, CATEGORIES, REQUEST_FIELDS
+    from evaluation.cases import CASE_FORMAT, REQUEST_FIELDS, category_of_intent
 
     request = trajectory.record.get("request") or {}
     case_id = _case_id(f"{trajectory.deployment.name}-{trajectory.request_id}")
@@ -91,7 +91,7 @@ def traffic_case(trajectory) -> dict[str, Any]:
         "format": CASE_FORMAT,
         "id": case_id,
         "set": "traffic",
-        "category": trajectory.category if trajectory.category in CATEGORIES else "",
+        "category": category_of_intent(trajectory.category),
         **{k: request[k] for k in REQUEST_FIELDS if k in request and k != "id"},
         "gold": {"route": trajectory.route},
     }

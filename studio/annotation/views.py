@@ -202,7 +202,7 @@ def _product_facts(queue: AnnotationQueue, case: dict) -> list[dict]:
 @require_http_methods(["GET", "POST"])
 @requires("annotation.label")
 def item_label(request, name: str, position: int):
-    from evaluation.cases import CATEGORIES, ROUTES
+    from evaluation.cases import CATEGORIES, ROUTES, category_of_intent
     from studio.playground.presenters import trajectory_steps
 
     queue = _queue(name)
@@ -226,7 +226,10 @@ def item_label(request, name: str, position: int):
             return redirect("annotation:queue_next", name=queue.name)
     traj = item.trajectory or {}
     defaults = {
-        "category": mine.category if mine else item.case.get("category") or "",
+        "category": mine.category
+        if mine
+        else category_of_intent(item.case.get("category"))
+        or category_of_intent((traj.get("request") or {}).get("intent")),
         "route": mine.route if mine else (item.case.get("gold") or {}).get("route") or item.route,
         "reply_skills": ", ".join(mine.reply_skills)
         if mine

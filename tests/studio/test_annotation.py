@@ -99,9 +99,10 @@ def test_only_labellers_label(traffic, personas):
     client_for(personas.reviewer).post(
         "/annotation/add/traffic/", {"trajectory": [traffic[0].pk], "new_queue": "q"}
     )
-    for user in (personas.operator, personas.ml_engineer, personas.outsider):
+    for user in (personas.ml_engineer, personas.outsider):
         assert _label(client_for(user), "q", 1).status_code == 403
-    assert client_for(personas.operator).get("/annotation/q/q/").status_code == 200
+    assert client_for(personas.ml_engineer).get("/annotation/q/q/").status_code == 200
+    assert _label(client_for(personas.operator), "q", 1).status_code == 302  # operators label too
 
 
 def test_two_labellers_kappa_and_a_disagreement_back_in_the_queue(

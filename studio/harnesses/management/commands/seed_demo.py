@@ -11,7 +11,7 @@ from django.core.management.base import BaseCommand
 from django.db import transaction
 
 from harness import demo_harness_dir, load_dir
-from studio.accounts.roles import ADMIN, ML_ENGINEER, OPERATOR, REVIEWER
+from studio.accounts.roles import ADMIN, ANNOTATOR, ML_ENGINEER, OPERATOR, REVIEWER
 from studio.accounts.services import roles_ensure, user_create
 from studio.endpoints.services import endpoint_ensure_demo_adapter, endpoint_ensure_local
 from studio.harnesses.models import Label
@@ -23,6 +23,7 @@ DEMO_USERS = [
     ("rafael", "rafael-reviewer", [REVIEWER], "reviewer: promotes to production"),
     ("mei", "mei-ml-engineer", [ML_ENGINEER], "ML engineer: endpoints, training"),
     ("admin", "admin-harness", [ADMIN], "admin: everything"),
+    ("lena", "lena-annotator", [ANNOTATOR], "annotator: labels replies (/annotation/)"),
 ]
 
 
@@ -66,6 +67,9 @@ class Command(BaseCommand):
                 actor=admin,
                 reason="Initial demo release",
             )
+        from studio.annotation.demo import demo_queue_ensure
+
+        demo_queue_ensure(first=users["rafael"], second=admin)  # a dispute a third label settles
         endpoint = endpoint_ensure_local(actor=admin)
         adapter = endpoint_ensure_demo_adapter(actor=admin)
 

@@ -1,0 +1,48 @@
+"""Labelling as the demo's annotator does it, in chromium: *Label next* opens the case two
+labellers disputed, the keys 1 and c and Enter settle it with a third label, and every example
+request after it (one per intent of examples/requests/) is labelled from the keyboard alone: the
+category is filled from the request's intent, so Enter saves and opens the next case."""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = [pytest.mark.browser]
+
+
+def test_an_annotator_settles_the_dispute_and_labels_every_intent_by_keyboard(people, sign_in):
+    from studio.accounts.roles import ANNOTATOR
+    from studio.accounts.services import user_create
+    from studio.annotation.demo import demo_queue_ensure
+    from studio.annotation.models import AnnotationQueue
+    from studio.annotation.selectors import item_status
+    from tests.personas import PASSWORD
+
+    user_create(username="lena", password=PASSWORD, roles=[ANNOTATOR])
+    demo_queue_ensure(first=people["reviewer"], second=people["admin"])
+    queue = AnnotationQueue.objects.get(name="demo-labels")
+    total = queue.items.count()
+
+    page = sign_in("lena")
+    page.goto("/annotation/q/demo-labels/")
+    assert page.locator("#items tr[data-status=disputed]").count() == 1
+    page.click("#label-next")
+    labelled = 0
+    while "/items/" in page.url:
+        n = labelled
+        page.wait_for_selector("#label-form[data-keyboard=ready]")
+        if n == 0:  # the disputed case comes first, with the two labels it waits on
+            assert "disputed" in page.inner_text("body").lower()
+        assert page.locator("#label-category").input_value() != ""
+        page.keyboard.press("1")
+        page.keyboard.press("c")
+        with page.expect_navigation():
+            page.keyboard.press("Enter")
+        labelled += 1
+    assert labelled == total - 1  # all but the case the two labellers agreed on
+    assert "Nothing left for you to label" in page.inner_text(".messages")
+    assert page.locator("#items tr[data-status=disputed]").count() == 0
+    assert page.locator("#items tr[data-status=settled]").count() == 1
+    statuses = sorted(item_status(i) for i in queue.items.all())
+    assert statuses.count("settled") == 1 and statuses.count("agreed") == 1
+    page.screenshot(path="/tmp/annotation-demo-queue.png", full_page=False)
