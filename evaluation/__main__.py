@@ -165,16 +165,41 @@ def _cmd_edit_transfer(args: argparse.Namespace) -> int:
 
 
 def _cmd_calibrate(args: argparse.Namespace) -> int:
-    from evaluation.calibration import calibrate_judge, calibration_markdown
+    """A calibration file (hs-calibration/1: people's labels, split in dev and held-out) gives the
+    agreement per part with intervals; a case set with labelled candidates (the generated dev-set)
+    gives the old single table, said to be generated labels."""
+    from evaluation.calibration import (
+        CalibrationFileError,
+        calibrate_judge,
+        calibrate_parts,
+        calibration_markdown,
+        is_calibration_file,
+        parts_markdown,
+        read_calibration_file,
+    )
     from evaluation.cases import load_cases
     from evaluation.judges import make_judge
     from evaluation.runner import _demo_catalogue, resolve_catalogue
 
     set_path = Path(args.set)
-    cases = load_cases(set_path)
-    catalogue = resolve_catalogue(set_path, cases) or _demo_catalogue()
-    report = calibrate_judge(cases=cases, judge=make_judge(args.judge, catalogue=catalogue))
-    text = calibration_markdown(report)
+    if is_calibration_file(set_path):
+        try:
+            calibration = read_calibration_file(set_path)
+        except CalibrationFileError as exc:
+            print(f"error: --set: {exc}", file=sys.stderr)
+            return 2
+        judge = make_judge(args.judge, catalogue=calibration.catalogue)
+        report = calibrate_parts(calibration=calibration, judge=judge)
+        text = parts_markdown(report)
+    else:
+        cases = load_cases(set_path)
+        catalogue = resolve_catalogue(set_path, cases) or _demo_catalogue()
+        report = calibrate_judge(cases=cases, judge=make_judge(args.judge, catalogue=catalogue))
+        text = calibration_markdown(report) + (
+            "\nThese labels came with the case file (a generated dev-set's are generated with "
+            "its defects): they measure the judge against its generator, not against people. "
+            "A calibration file (data/calibration/) holds people's labels.\n"
+        )
     if args.out:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
@@ -317,7 +342,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--resamples", type=int, default=10_000)
     p.set_defaults(fn=_cmd_edit_transfer)
-    p = sub.add_parser("calibrate", help="judge agreement with the human labels of a dev-set")
+    p = sub.add_parser(
+        "calibrate",
+        help="judge agreement with people's labels: a calibration file (data/calibration/), per "
+        "part (dev, held-out), with 95%% intervals; or a case set's labelled candidates",
+    )
     p.add_argument("--set", required=True, type=Path)
     p.add_argument("--judge", default="programmatic")
     p.add_argument("--out", type=Path, default=None)

@@ -377,6 +377,13 @@ TRAFFIC_MAX_BODY_BYTES = env_int("TRAFFIC_MAX_BODY_BYTES", 2 * 1024 * 1024, mini
 # marked beside every figure it scored, and the release gates refuse its figures without an
 # override.
 JUDGE_MIN_AGREEMENT = env_float("JUDGE_MIN_AGREEMENT", 0.8, minimum=0.0)
+# The committed human set (a calibration file people labelled, docs/evaluation.md "Calibration
+# files"): the calibration the gates read first, and the calibration form's default.
+JUDGE_CALIBRATION_FILE = Path(
+    env_str("JUDGE_CALIBRATION_FILE", str(BASE_DIR / "data" / "calibration" / "human.jsonl"))
+)
+# A calibration needs at least this many labelled replies (and every category) to decide anything.
+CALIBRATION_MIN_REPLIES = env_int("CALIBRATION_MIN_REPLIES", 100, minimum=1)
 # A YAML registry of MCP servers (harness.mcp_registry's format) beside those registered
 # on the MCP servers page; relative to the checkout. Empty: the page's servers only.
 HS_MCP_REGISTRY = env_str("HS_MCP_REGISTRY", "")

@@ -1,16 +1,28 @@
-"""Judge calibration in the studio: a judge measured against a labelled set version, kept per judge
+"""Judge calibration in the studio: a judge measured against a set people labelled, kept per judge
 and set.
 
-The measuring is ``evaluation.calibration.calibrate_judge`` (the same function as
-``python -m evaluation calibrate``): this module only builds the judge, reads the set and stores the
-report. It runs as a job (an LLM judge over hundreds of replies takes minutes).
+The measuring is ``evaluation.calibration.calibrate_parts`` (the same function as
+``python -m evaluation calibrate`` on a calibration file): this module only checks what may be
+calibrated, builds the judge, reads the set's calibration file and stores the report. It runs as a
+job (an LLM judge over hundreds of replies takes minutes).
+
+What may be calibrated (docs/studio.md, "Calibrate the judge"): a *label set* only (an export of an
+annotation queue, or the committed human set ``settings.JUDGE_CALIBRATION_FILE``), never an
+imported or generated dataset; a sample that can decide (``CALIBRATION_MIN_REPLIES`` labelled
+replies, every category); a judge chosen from ``judge_choices`` (the programmatic judge, or the
+endpoint the registry holds for the judge role), never a URL typed in a form.
 """
 
 from __future__ import annotations
 
-from django.contrib.auth.models import User
+from pathlib import Path
 
-from studio.annotation.models import JudgeCalibration
+from django.conf import settings
+from django.contrib.auth.models import User
+from django.db import transaction
+from django.utils import timezone
+
+from studio.annotation.models import JudgeCalibration, LabelSet
 from studio.audit.services import audit_record
 from studio.endpoints.models import RoleEndpoint
 from studio.evolution.models import Dataset
@@ -22,8 +34,8 @@ class CalibrationError(ValueError):
 
 
 STUDIO_JUDGES = (
-    "programmatic, llm (the judge role's endpoint, chosen on the Endpoints page), "
-    "llm:BASE_URL:MODEL or panel:A|B|C"
+    "programmatic, llm (the judge role's endpoint, chosen on the Endpoints page) or panel:A|B|C of "
+    "those"
 )
 
 
@@ -38,15 +50,16 @@ def studio_judge_model(target: str, *, build: bool = True):
     from studio.endpoints.selectors import role_endpoint
     from studio.endpoints.services import endpoint_role_model
 
-    if target and not target.startswith(("http://", "https://")):
+    if target:
         raise ValueError(
-            "in the studio write llm (the judge role's endpoint) or llm:BASE_URL:MODEL"
+            "in the studio write llm (the judge role's endpoint, chosen by an ML engineer on the "
+            "Endpoints page); an address typed into a form is not called"
         )
-    endpoint = None if target else role_endpoint(RoleEndpoint.JUDGE)
-    if not target and endpoint is None:
+    endpoint = role_endpoint(RoleEndpoint.JUDGE)
+    if endpoint is None:
         raise ValueError(
             "no endpoint is chosen for the judge role: an ML engineer chooses one on the Endpoints "
-            "page, or write llm:BASE_URL:MODEL"
+            "page"
         )
     if not build:  # the spec is valid; the model is built where it runs (the worker)
         return RoleModel(
@@ -79,35 +92,92 @@ def judge_check(spec: str) -> str:
     return spec
 
 
-def labelled_count(dataset: Dataset) -> int:
-    """Replies with human labels in the set (what calibration compares the judge with)."""
-    return sum(
-        1
-        for data in dataset.cases.values_list("data", flat=True)
-        for cand in data.get("candidates") or []
-        if "human" in cand
-    )
+def judge_choices() -> list[tuple[str, str]]:
+    """The judges a calibration may measure: the programmatic judge, and the LLM judge of the
+    endpoint the registry holds for the judge role (when one is chosen)."""
+    from studio.endpoints.selectors import role_endpoint
+
+    choices = [("programmatic", "programmatic (the judge evaluation runs score with)")]
+    endpoint = role_endpoint(RoleEndpoint.JUDGE)
+    if endpoint is not None:
+        choices.append(("llm", f"llm: endpoint {endpoint.name} (the judge role's endpoint)"))
+    return choices
 
 
-def calibration_start(*, judge: str, dataset: Dataset, actor: User | None) -> Job:
+def committed_file() -> Path:
+    return Path(settings.JUDGE_CALIBRATION_FILE)
+
+
+def committed_label_set(*, actor: User | None = None) -> LabelSet | None:
+    """The committed human set as a label set (read into the studio on first use), or None when
+    the file is not there."""
+    from studio.annotation.services import label_set_load
+
+    path = committed_file()
+    if not path.is_file():
+        return None
+    return label_set_load(path=path, actor=actor)
+
+
+COMMITTED = "committed"
+
+
+def label_set_for(name: str, *, actor: User | None = None) -> LabelSet:
+    """The label set the form names: ``committed`` (the committed human set) or a dataset name,
+    which must be an export of an annotation queue."""
+    from evaluation.calibration import CalibrationFileError
+
+    if name == COMMITTED:
+        try:
+            found = committed_label_set(actor=actor)
+        except CalibrationFileError as error:
+            raise CalibrationError(f"dataset: the committed human set: {error}") from None
+        if found is None:
+            raise CalibrationError(
+                f"dataset: no committed human set at {settings.JUDGE_CALIBRATION_FILE}; export a "
+                "labelled set from an annotation queue (manage.py annotation_export) and commit it"
+            )
+        return found
+    dataset = Dataset.objects.filter(name=name).first()
+    if dataset is None:
+        raise CalibrationError(f"dataset: no dataset named {name!r}")
+    label_set = LabelSet.objects.filter(dataset=dataset).first()
+    if label_set is None:
+        raise CalibrationError(
+            f"dataset: {dataset.name} was not labelled by people in an annotation queue (an "
+            "imported or generated set, such as the dev-set, carries labels nobody is answerable "
+            "for); choose the committed human set or a set exported from a queue"
+        )
+    return label_set
+
+
+def calibration_start(*, judge: str, dataset: str, actor: User | None) -> Job:
+    from evaluation.calibration import parse_calibration_text, sample_problems
     from studio.jobs.services import job_create
 
-    judge = judge_check(judge)
-    if labelled_count(dataset) == 0:
+    allowed = dict(judge_choices())
+    if judge not in allowed:
         raise CalibrationError(
-            f"dataset: {dataset.name} has no reply with human labels (candidates[].human); "
-            "export a labelled set from an annotation queue"
+            f"judge: one of {', '.join(allowed)} ({'; '.join(allowed.values())}); got {judge!r}. "
+            "An LLM judge is the judge role's endpoint, chosen on the Endpoints page"
+        )
+    label_set = label_set_for(dataset, actor=actor)
+    cases = parse_calibration_text(label_set.content, source=label_set.dataset.name).cases()
+    problems = sample_problems(cases, min_replies=settings.CALIBRATION_MIN_REPLIES)
+    if problems:
+        raise CalibrationError(
+            f"dataset: {label_set.dataset.name} cannot decide a calibration: {'; '.join(problems)}"
         )
     audit_record(
         actor=actor,
         action="annotation.calibration.start",
         target=f"judge {judge}",
-        data={"dataset": dataset.name},
+        data={"dataset": label_set.dataset.name, "label_set": label_set.pk},
     )
     return job_create(
         kind="judge_calibration",
-        title=f"Calibrate {judge} on {dataset.name}",
-        params={"judge": judge, "dataset_id": dataset.pk},
+        title=f"Calibrate {judge} on {label_set.dataset.name}",
+        params={"judge": judge, "dataset_id": label_set.dataset_id},
         created_by=actor,
     )
 
@@ -115,22 +185,24 @@ def calibration_start(*, judge: str, dataset: Dataset, actor: User | None) -> Jo
 def calibration_run(
     *, judge: str, dataset_id: int, actor_id: int | None = None
 ) -> JudgeCalibration:
-    """Measure ``judge`` against the set's labelled replies and store the result."""
-    from evaluation.calibration import calibrate_judge
+    """Measure ``judge`` against the label set's replies, per part, and store the result (the
+    held-out part's figures in the row)."""
+    from evaluation.calibration import calibrate_parts, parse_calibration_text
     from evaluation.judges import make_judge
-    from studio.evolution.rows import catalogue_for
 
-    dataset = Dataset.objects.get(pk=dataset_id)
-    cases = [row.data for row in dataset.cases.order_by("position")]
-    report = calibrate_judge(
-        cases=cases,
-        judge=make_judge(judge, catalogue=catalogue_for(dataset), judge_model=studio_judge_model),
+    label_set = LabelSet.objects.select_related("dataset").get(dataset_id=dataset_id)
+    calibration = parse_calibration_text(label_set.content, source=label_set.dataset.name)
+    report = calibrate_parts(
+        calibration=calibration,
+        judge=make_judge(judge, catalogue=calibration.catalogue, judge_model=studio_judge_model),
     )
-    acc, eff = report["accuracy"], report["effectiveness"]
+    figures = report["parts"].get("heldout") or report["all"]
+    acc, eff = figures["accuracy"], figures["effectiveness"]
     return JudgeCalibration.objects.create(
         judge=judge,
-        dataset=dataset,
-        n=report["n"],
+        dataset=label_set.dataset,
+        label_set=label_set,
+        n=figures["n"],
         accuracy_agreement=acc["agreement"],
         accuracy_kappa=acc["kappa"],
         effectiveness_agreement=eff["agreement"],
@@ -138,3 +210,19 @@ def calibration_run(
         report=report,
         created_by_id=actor_id,
     )
+
+
+@transaction.atomic
+def calibration_retire(*, calibration: JudgeCalibration, actor: User) -> JudgeCalibration:
+    """An admin retires a calibration: the gates read the judge's next newest one (or none)."""
+    if calibration.retired_at is not None:
+        raise CalibrationError(f"calibration: #{calibration.pk} is retired already")
+    calibration.retired_at, calibration.retired_by = timezone.now(), actor
+    calibration.save(update_fields=["retired_at", "retired_by"])
+    audit_record(
+        actor=actor,
+        action="annotation.calibration.retire",
+        target=f"calibration #{calibration.pk}",
+        data={"judge": calibration.judge, "dataset": calibration.dataset.name},
+    )
+    return calibration

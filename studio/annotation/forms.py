@@ -64,5 +64,8 @@ class LabelForm(forms.Form):
 
 
 class CalibrationForm(forms.Form):
+    """A judge of ``calibration.judge_choices`` and a label set: ``committed`` (the committed human
+    set) or the name of a set exported from a queue (``calibration_start`` checks both)."""
+
     judge = TypedText()
-    dataset = _dataset(required=True)
+    dataset = TypedText()

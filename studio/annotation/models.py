@@ -119,9 +119,48 @@ class QueueExport(models.Model):
         return f"{self.queue} v{self.version}"
 
 
+class LabelSet(models.Model):
+    """A human-labelled set a judge may be calibrated on: a calibration file (``hs-calibration/1``,
+    ``evaluation.calibration``) that an export of an annotation queue wrote, or the committed one
+    (``settings.JUDGE_CALIBRATION_FILE``) read into the studio. Each labelled reply keeps its
+    labels (who, when), its queue item and origin, and its part (dev or held-out). An imported or
+    generated dataset has none, so no calibration reads it."""
+
+    dataset = models.OneToOneField(Dataset, on_delete=models.PROTECT, related_name="label_set")
+    export = models.OneToOneField(
+        QueueExport, null=True, blank=True, on_delete=models.CASCADE, related_name="label_set"
+    )
+    path = models.CharField(
+        max_length=300, blank=True, help_text="The committed file it was read from (else empty)."
+    )
+    sha256 = models.CharField(max_length=64, db_index=True)
+    header = models.JSONField(default=dict, help_text="The file's header line.")
+    content = models.TextField(help_text="The calibration file, as exported or committed.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return self.path or f"{self.dataset.name}"
+
+    @property
+    def replies(self) -> int:
+        return int(self.header.get("replies") or 0)
+
+    @property
+    def parts(self) -> dict[str, int]:
+        return self.header.get("parts") or {}
+
+    @property
+    def labeller_agreement(self) -> dict:
+        return self.header.get("labeller_agreement") or {"n": 0}
+
+
 class JudgeCalibration(models.Model):
-    """One judge measured against one labelled set version
-    (``evaluation.calibration.calibrate_judge``)."""
+    """One judge measured against one labelled set version, per part
+    (``evaluation.calibration.calibrate_parts``). The figures stored are the held-out part's (the
+    part no judge change is tuned on); the report holds both parts with their intervals."""
 
     judge = models.CharField(
         max_length=500,
@@ -136,16 +175,31 @@ class JudgeCalibration(models.Model):
     effectiveness_agreement = models.FloatField(default=0.0)
     effectiveness_kappa = models.FloatField(default=0.0)
     report = models.JSONField(
-        default=dict, help_text="calibrate_judge's report: confusion, disagreements."
+        default=dict, help_text="calibrate_parts' report: per part, confusion, disagreements."
+    )
+    label_set = models.ForeignKey(
+        LabelSet, null=True, blank=True, on_delete=models.PROTECT, related_name="calibrations"
     )
     created_by = models.ForeignKey(User, null=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
+    retired_at = models.DateTimeField(null=True, blank=True)
+    retired_by = models.ForeignKey(
+        User, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
 
     class Meta:
         ordering = ["-created_at", "-id"]
 
     def __str__(self) -> str:
         return f"{self.judge} on {self.dataset}"
+
+    @property
+    def part(self) -> str:
+        """The part the stored figures are of."""
+        return "heldout" if "heldout" in (self.report.get("parts") or {}) else "all"
+
+    def figures(self, part: str) -> dict | None:
+        return (self.report.get("parts") or {}).get(part)
 
     @property
     def lowest_agreement(self) -> float:

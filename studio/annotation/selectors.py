@@ -132,8 +132,9 @@ def queue_counts(*, queue: AnnotationQueue) -> dict[str, int]:
 
 @dataclass
 class JudgeStanding:
-    """How far the studio may trust figures a judge scored: ``ok`` when its newest calibration
-    agrees with the human labels at least ``settings.JUDGE_MIN_AGREEMENT`` on both dimensions."""
+    """How far the studio may trust figures a judge scored: ``ok`` when its current calibration (on
+    a set people labelled; ``judge_standing``) agrees with the human labels of its held-out part at
+    least ``settings.JUDGE_MIN_AGREEMENT`` on both dimensions."""
 
     judge: str
     calibration: JudgeCalibration | None
@@ -154,15 +155,16 @@ class JudgeStanding:
         if self.calibration is None:
             return (
                 f"scored by the {self.judge} judge, which has "
-                "not been calibrated against human labels: "
-                "calibrate it on a labelled set before trusting these figures"
+                "not been calibrated against human labels (replies people labelled): "
+                "calibrate it on the human set before trusting these figures"
             )
         c = self.calibration
         measured = (
             f"Accuracy agreement {100 * c.accuracy_agreement:.1f}% (kappa {c.accuracy_kappa:.2f}), "
             f"Effectiveness {100 * c.effectiveness_agreement:.1f}% "
             f"(kappa {c.effectiveness_kappa:.2f}) "
-            f"on {c.n} labelled replies of {c.dataset.name}"
+            f"on {c.n} {'held-out ' if c.part == 'heldout' else ''}labelled replies of "
+            f"{c.label_set or c.dataset.name}"
         )
         if self.ok:
             return f"the {self.judge} judge is calibrated: {measured}"
@@ -173,11 +175,46 @@ class JudgeStanding:
         )
 
 
+def _committed_sha256() -> str | None:
+    """The sha256 of the committed human set now on disk (cached by size and mtime)."""
+    import hashlib
+    from pathlib import Path
+
+    path = Path(settings.JUDGE_CALIBRATION_FILE)
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    key = (str(path), stat.st_size, stat.st_mtime_ns)
+    if _COMMITTED_CACHE.get("key") != key:
+        _COMMITTED_CACHE.update(key=key, sha=hashlib.sha256(path.read_bytes()).hexdigest())
+    return _COMMITTED_CACHE["sha"]
+
+
+_COMMITTED_CACHE: dict[str, Any] = {}
+
+
 def judge_standing(judge: str) -> JudgeStanding:
-    calibration = JudgeCalibration.objects.select_related("dataset").filter(judge=judge).first()
+    """The judge's current calibration: the newest one not retired on the committed human set as
+    it is now, else the newest one not retired on any set people labelled in a queue. A calibration
+    on an imported or generated set (no label set) never counts."""
+    rows = JudgeCalibration.objects.select_related("dataset", "label_set").filter(
+        judge=judge, retired_at=None, label_set__isnull=False
+    )
+    sha = _committed_sha256()
+    calibration = (rows.filter(label_set__sha256=sha).first() if sha else None) or rows.first()
     return JudgeStanding(judge=judge, calibration=calibration, minimum=settings.JUDGE_MIN_AGREEMENT)
 
 
 def calibration_list(*, judge: str | None = None):
-    rows = JudgeCalibration.objects.select_related("dataset", "created_by")
+    rows = JudgeCalibration.objects.select_related(
+        "dataset", "created_by", "label_set", "retired_by"
+    )
     return rows.filter(judge=judge) if judge else rows
+
+
+def label_sets():
+    """The sets a calibration may read, newest first: exports of queues and the committed set."""
+    from studio.annotation.models import LabelSet
+
+    return LabelSet.objects.select_related("dataset", "export__queue")

@@ -9,6 +9,7 @@ the one importer, so a labelled set is checked exactly as an uploaded case file 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from typing import Any
@@ -322,25 +323,92 @@ def _export_case(item: QueueItem, label: dict[str, Any]) -> dict[str, Any]:
     return case
 
 
+def _label_row(label: CaseLabel) -> dict[str, Any]:
+    return {
+        "labeller": label.labeller.username,
+        "labelled_at": label.created_at.isoformat(timespec="seconds"),
+        "accuracy": label.accuracy,
+        "effectiveness": label.effectiveness,
+        "category": label.category,
+        "route": label.route,
+        "note": label.note,
+    }
+
+
+def _previous_parts(queue: AnnotationQueue) -> dict[str, str]:
+    """The split the queue's newest export recorded ({case digest: part}): it is kept."""
+    from evaluation.calibration import parse_calibration_text
+
+    last = queue.exports.select_related("label_set").first()
+    label_set = getattr(last, "label_set", None) if last else None
+    if label_set is None:
+        return {}
+    rows = parse_calibration_text(label_set.content, source=f"{queue.name} v{last.version}").rows
+    return {row["digest"]: row["part"] for row in rows}
+
+
 @transaction.atomic
 def queue_export(*, queue: AnnotationQueue, actor: User, heldout_share: float = 0.2) -> QueueExport:
-    """The queue's settled items as a new dataset ``<queue>-v<N>``: each case's gold from its labels
-    and its labelled reply as a candidate with the human labels (what judge calibration reads)."""
+    """The queue's settled items as a new dataset ``<queue>-v<N>`` (each case's gold from its labels
+    and its labelled reply as a candidate with the human labels) and its calibration file
+    (``hs-calibration/1``: every label with who and when, the item's origin, the dev / held-out
+    split by case digest, kept from the previous version; ``evaluation.calibration``)."""
+    from django.utils import timezone
+
+    from evaluation.calibration import HELDOUT_SHARE, assign_parts, calibration_text, case_digest
     from evaluation.cases import CaseFileError
+    from studio.annotation.models import LabelSet
     from studio.annotation.selectors import item_settled
     from studio.evolution.datasets import dataset_import
     from studio.evolution.errors import EvolutionError
 
-    cases = []
-    for item in queue.items.prefetch_related("labels").order_by("position"):
+    cases, rows = [], []
+    items = queue.items.prefetch_related("labels__labeller").order_by("position")
+    for item in items:
         settled = item_settled(item)
-        if settled is not None:
-            cases.append(_export_case(item, settled))
+        if settled is None:
+            continue
+        case = _export_case(item, settled)
+        cases.append(case)
+        rows.append(
+            {
+                "case": case,
+                "digest": case_digest(case),
+                "labels": [
+                    _label_row(lb) for lb in sorted(item.labels.all(), key=lambda x: x.created_at)
+                ],
+                "origin": {
+                    "queue": queue.name,
+                    "item": item.position,
+                    "origin": item.origin,
+                    **(item.provenance or {}),
+                },
+            }
+        )
     if not cases:
         raise AnnotationError(
             f"queue {queue.name}: no item has a settled label yet; label some first"
         )
     version = (queue.exports.aggregate(m=Max("version"))["m"] or 0) + 1
+    parts = assign_parts([r["digest"] for r in rows], previous=_previous_parts(queue))
+    for row in rows:
+        row["part"] = parts[row["digest"]]
+    content = calibration_text(
+        header={
+            "name": queue.name,
+            "queue": queue.name,
+            "version": version,
+            "exported_at": timezone.now().isoformat(timespec="seconds"),
+            "exported_by": actor.username if actor else "",
+            "catalogue": queue.catalogue,
+            "split": {
+                "by": "sha256 of each case's request (its request fields but the id)",
+                "heldout_share_at_least": round(HELDOUT_SHARE, 4),
+                "kept_from_version": version - 1 if version > 1 else None,
+            },
+        },
+        rows=rows,
+    )
     try:
         dataset = dataset_import(
             name=f"{queue.name}-v{version}",
@@ -356,6 +424,13 @@ def queue_export(*, queue: AnnotationQueue, actor: User, heldout_share: float = 
     export = QueueExport.objects.create(
         queue=queue, version=version, dataset=dataset, items=len(cases), created_by=actor
     )
+    LabelSet.objects.create(
+        dataset=dataset,
+        export=export,
+        sha256=hashlib.sha256(content.encode()).hexdigest(),
+        header=json.loads(content.split("\n", 1)[0]),
+        content=content,
+    )
     audit_record(
         actor=actor,
         action="annotation.queue.export",
@@ -363,3 +438,46 @@ def queue_export(*, queue: AnnotationQueue, actor: User, heldout_share: float = 
         data={"dataset": dataset.name, "cases": len(cases)},
     )
     return export
+
+
+def label_set_load(*, path, actor: User | None = None):
+    """The committed calibration file at ``path`` as a label set (read once per content: the same
+    sha256 gives the same set). CalibrationFileError when it is not one."""
+    from pathlib import Path
+
+    from django.conf import settings
+
+    from evaluation.calibration import parse_calibration_text
+    from studio.annotation.models import LabelSet
+    from studio.evolution.datasets import dataset_import
+
+    path = Path(path)
+    content = path.read_text(encoding="utf-8")
+    sha = hashlib.sha256(content.encode()).hexdigest()
+    found = LabelSet.objects.filter(sha256=sha, export=None).first()
+    if found is not None:
+        return found
+    calibration = parse_calibration_text(content, source=str(path))
+    try:
+        shown = str(path.resolve().relative_to(Path(settings.BASE_DIR)))
+    except ValueError:
+        shown = str(path)
+    with transaction.atomic():
+        dataset = dataset_import(
+            name=f"human-{sha[:12]}",
+            text="\n".join(json.dumps(c) for c in calibration.cases()),
+            source=shown[:300],
+            actor=actor,
+            catalogue=calibration.header.get("catalogue"),
+            description=(
+                f"The committed human set {shown} (version {calibration.header.get('version')}, "
+                f"{len(calibration.rows)} labelled replies)"
+            ),
+        )
+        return LabelSet.objects.create(
+            dataset=dataset,
+            path=shown[:300],
+            sha256=sha,
+            header=calibration.header,
+            content=content,
+        )

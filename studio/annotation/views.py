@@ -9,13 +9,21 @@ from __future__ import annotations
 import json
 
 from django.contrib import messages
+from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from studio.accounts.decorators import requires
 from studio.annotation import selectors
-from studio.annotation.calibration import CalibrationError, calibration_start
+from studio.annotation.calibration import (
+    COMMITTED,
+    CalibrationError,
+    calibration_retire,
+    calibration_start,
+    committed_file,
+    judge_choices,
+)
 from studio.annotation.forms import (
     CalibrationForm,
     LabelForm,
@@ -154,7 +162,7 @@ def queue_detail(request, name: str):
             "rows": rows,
             "counts": selectors.queue_counts(queue=queue),
             "agreement": selectors.queue_agreement(queue=queue),
-            "exports": queue.exports.select_related("dataset"),
+            "exports": queue.exports.select_related("dataset", "label_set"),
             "next": selectors.queue_next_item(queue=queue, user=request.user),
         },
     )
@@ -285,6 +293,26 @@ def queue_export_view(request, name: str):
     return redirect("evolution:dataset_detail", name=export.dataset.name)
 
 
+@require_GET
+@requires("traffic.view")
+def export_download(request, name: str, version: int):
+    """An export's calibration file (hs-calibration/1), to commit under data/calibration/."""
+    from django.http import HttpResponse
+
+    queue = _queue(name)
+    export = found_or_404(
+        queue.exports.select_related("label_set").get,
+        f"queue {queue.name} has no export v{version}",
+        version=version,
+    )
+    label_set = getattr(export, "label_set", None)
+    if label_set is None:
+        raise Http404(f"export v{version} of {queue.name} was made before calibration files")
+    response = HttpResponse(label_set.content, content_type="application/x-ndjson; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{queue.name}-v{version}.jsonl"'
+    return response
+
+
 # -- calibration
 # ---------------------------------------------------------------------------------------------
 
@@ -292,18 +320,19 @@ def queue_export_view(request, name: str):
 @require_GET
 @requires("traffic.view")
 def calibration_list(request):
-    from studio.annotation.models import QueueExport
     from studio.evolution.runs import EVAL_JUDGE
 
-    labelled = Dataset.objects.filter(pk__in=QueueExport.objects.values("dataset_id")).order_by(
-        "name"
-    )
+    path = committed_file()
     return render(
         request,
         "annotation/calibration_list.html",
         {
             "calibrations": selectors.calibration_list(),
-            "datasets": labelled,
+            "label_sets": [s for s in selectors.label_sets() if s.export_id],
+            "committed": path.is_file(),
+            "committed_path": path,
+            "committed_value": COMMITTED,
+            "judges": judge_choices(),
             "standing": selectors.judge_standing(EVAL_JUDGE),
             "eval_judge": EVAL_JUDGE,
         },
@@ -319,8 +348,8 @@ def calibration_start_view(request):
         return redirect("annotation:calibration_list")
     try:
         job = calibration_start(
-            judge=form.cleaned_data["judge"],
-            dataset=form.cleaned_data["dataset"],
+            judge=form.cleaned_data["judge"].strip(),
+            dataset=form.cleaned_data["dataset"].strip(),
             actor=request.user,
         )
     except CalibrationError as error:
@@ -332,33 +361,76 @@ def calibration_start_view(request):
     return redirect(reverse("annotation:calibration_list"))
 
 
+@require_POST
+@requires("judge.retire")
+def calibration_retire_view(request, calibration_id: int):
+    row = found_or_404(
+        JudgeCalibration.objects.select_related("dataset").get,
+        f"no calibration #{calibration_id}",
+        pk=calibration_id,
+    )
+    try:
+        calibration_retire(calibration=row, actor=request.user)
+    except CalibrationError as error:
+        messages.error(request, str(error))
+    else:
+        messages.success(
+            request,
+            f"Calibration #{row.pk} retired: the gates now read the {row.judge} judge's next "
+            "current calibration, or none.",
+        )
+    return redirect("annotation:calibration_detail", calibration_id=row.pk)
+
+
 @require_GET
 @requires("traffic.view")
 def calibration_detail(request, calibration_id: int):
     row = found_or_404(
-        JudgeCalibration.objects.select_related("dataset", "created_by").get,
+        JudgeCalibration.objects.select_related(
+            "dataset", "created_by", "label_set", "retired_by"
+        ).get,
         f"no calibration #{calibration_id}",
         pk=calibration_id,
     )
     report = row.report
+    whole = report.get("all") or report  # calibrations before label sets kept one report
     disagreements = []
     for dim in ("accuracy", "effectiveness"):
-        for d in report.get(dim, {}).get("disagreements", []):
+        for d in whole.get(dim, {}).get("disagreements", []):
             case_id = d["id"].rsplit("/", 1)[0]
             disagreements.append({**d, "dimension": dim, "case_id": case_id})
-    confusion = {
-        dim: list(zip(report[dim]["labels"], report[dim]["confusion"], strict=True))
-        for dim in ("accuracy", "effectiveness")
-        if dim in report
-    }
+    parts = []
+    for part, title in (("dev", "development part"), ("heldout", "held-out part"), ("", "all")):
+        figures = (report.get("parts") or {}).get(part) if part else whole
+        if not figures or "accuracy" not in figures:
+            continue
+        parts.append(
+            {
+                "name": part or "all",
+                "title": title,
+                "dims": [
+                    {
+                        "name": dim,
+                        **figures[dim],
+                        "rows": list(
+                            zip(figures[dim]["labels"], figures[dim]["confusion"], strict=True)
+                        ),
+                    }
+                    for dim in ("accuracy", "effectiveness")
+                ],
+            }
+        )
+    standing = selectors.judge_standing(row.judge)
     return render(
         request,
         "annotation/calibration_detail.html",
         {
             "row": row,
             "report": report,
-            "confusion": confusion,
+            "parts": parts,
+            "between": report.get("labeller_agreement") or {"n": 0},
             "disagreements": disagreements,
-            "minimum": selectors.judge_standing(row.judge).minimum,
+            "minimum": standing.minimum,
+            "current": standing.calibration is not None and standing.calibration.pk == row.pk,
         },
     )

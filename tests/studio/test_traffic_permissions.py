@@ -10,7 +10,7 @@ from studio_testing import client_for
 from test_permission_matrix import _named_urls
 
 from studio.accounts.roles import user_can
-from studio.annotation.services import label_save, queue_add_traffic, queue_create
+from studio.annotation.services import label_save, queue_add_traffic, queue_create, queue_export
 from studio.traffic.services import deployment_create, deployment_token_create, traffic_ingest
 from studio.traffic.testing import agent_trajectories, world_cases
 
@@ -66,6 +66,20 @@ MATRIX = [
         "traffic.view",
         None,
     ),
+    (
+        "annotation:export_download",
+        "get",
+        "/annotation/q/q/exports/1/calibration.jsonl",
+        "traffic.view",
+        None,
+    ),
+    (
+        "annotation:calibration_retire",
+        "post",
+        "/annotation/calibrations/{calibration}/retire/",
+        "judge.retire",
+        {},
+    ),
     ("editbench:benchmark", "get", "/edit-benchmark/", "evolution.view", None),
     (
         "editbench:benchmark_start",
@@ -101,6 +115,7 @@ def world(personas):
         category="product_qa",
         route="public",
     )
+    queue_export(queue=queue, actor=personas.admin)
     return {
         "trajectory": deployment.trajectories.get().pk,
         "calibration": calibrated_judge().pk,
