@@ -46,3 +46,26 @@ def test_an_annotator_settles_the_dispute_and_labels_every_intent_by_keyboard(pe
     statuses = sorted(item_status(i) for i in queue.items.all())
     assert statuses.count("settled") == 1 and statuses.count("agreed") == 1
     page.screenshot(path="/tmp/annotation-demo-queue.png", full_page=False)
+
+
+def test_an_admin_reads_a_calibration_per_part_and_retires_it(people, sign_in):
+    from studio.annotation.testing import calibrated_judge
+
+    row = calibrated_judge(actor=people["reviewer"])
+    page = sign_in("ada")
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.goto(f"/annotation/calibrations/{row.pk}/")
+    assert page.locator("table[data-part=dev]").count() == 1
+    assert page.locator("table[data-part=heldout]").count() == 1
+    interval = page.inner_text("table[data-part=heldout] tr[data-dimension=accuracy] .agreement")
+    assert "[" in interval and "%]" in interval
+    assert "current calibration" in page.inner_text("#current")
+    page.screenshot(path="/tmp/annotation-calibration-detail.png", full_page=True)
+    with page.expect_navigation():
+        page.click("#retire-calibration")
+    assert "no gate reads it" in page.inner_text("#retired")
+    page.goto("/annotation/calibrations/")
+    assert page.get_attribute(f"tr[data-calibration='{row.pk}']", "data-state") == "retired"
+    standing = page.get_attribute("#eval-judge-standing", "data-status")
+    assert standing == "uncalibrated"
+    page.screenshot(path="/tmp/annotation-calibration-list.png", full_page=True)
