@@ -126,12 +126,19 @@ def label_set_for(name: str, *, actor: User | None = None) -> LabelSet:
     """The label set the form names: ``committed`` (the committed human set) or a dataset name,
     which must be an export of an annotation queue."""
     from evaluation.calibration import CalibrationFileError
+    from evaluation.cases import CaseFileError
+    from studio.evolution.errors import EvolutionError
 
     if name == COMMITTED:
         try:
             found = committed_label_set(actor=actor)
-        except CalibrationFileError as error:
+        except (CalibrationFileError, CaseFileError, EvolutionError) as error:
             raise CalibrationError(f"dataset: the committed human set: {error}") from None
+        except (OSError, UnicodeDecodeError) as error:
+            raise CalibrationError(
+                f"dataset: the committed human set {settings.JUDGE_CALIBRATION_FILE} cannot be "
+                f"read ({type(error).__name__})"
+            ) from None
         if found is None:
             raise CalibrationError(
                 f"dataset: no committed human set at {settings.JUDGE_CALIBRATION_FILE}; export a "
@@ -190,7 +197,9 @@ def calibration_run(
     from evaluation.calibration import calibrate_parts, parse_calibration_text
     from evaluation.judges import make_judge
 
-    label_set = LabelSet.objects.select_related("dataset").get(dataset_id=dataset_id)
+    label_set = LabelSet.objects.select_related("dataset").filter(dataset_id=dataset_id).first()
+    if label_set is None:  # a job queued before label sets existed
+        raise ValueError("dataset: not a set people labelled in an annotation queue")
     calibration = parse_calibration_text(label_set.content, source=label_set.dataset.name)
     report = calibrate_parts(
         calibration=calibration,

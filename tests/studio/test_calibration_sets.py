@@ -218,6 +218,12 @@ def test_refused_generated_sets_small_samples_and_typed_urls(
     assert "judge: one of programmatic" in start("llm:http://127.0.0.1:18999/v1:x", "calib-v1")
     assert "judge: one of programmatic" in start("llm", "calib-v1")  # no judge role endpoint
     assert "dataset: no committed human set at" in start("programmatic", "committed")
+    broken = _file()
+    broken.parent.mkdir(parents=True)
+    broken.write_text('{"format": "hs-case/1"}\n')
+    assert "dataset: the committed human set: " in start("programmatic", "committed")
+    assert "format must be 'hs-calibration/1'" in start("programmatic", "committed")
+    assert mei.get("/annotation/calibrations/").status_code == 200
     from django.conf import settings
 
     settings.CALIBRATION_MIN_REPLIES = 1000
