@@ -202,5 +202,10 @@ class JudgeCalibration(models.Model):
         return (self.report.get("parts") or {}).get(part)
 
     @property
+    def stored_figures(self) -> dict:
+        """The report of the part the row's figures are of (with the intervals), or {}."""
+        return self.figures("heldout") or self.report.get("all") or {}
+
+    @property
     def lowest_agreement(self) -> float:
         return min(self.accuracy_agreement, self.effectiveness_agreement)

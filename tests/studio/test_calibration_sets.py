@@ -168,6 +168,9 @@ def test_the_committed_file_calibrates_per_part_and_the_cli_reads_it(
     assert row.label_set.path.endswith("human.jsonl") and row.part == "heldout"
     assert row.n == row.label_set.parts["heldout"]
     assert judge_standing("programmatic").calibration == row
+    listed = mei.get("/annotation/calibrations/").content.decode()
+    acc = row.report["parts"]["heldout"]["accuracy"]["agreement_interval"]
+    assert f"[{round(100 * acc[0])}, {round(100 * acc[1])}]" in listed
     detail = page_text(mei.get(f"/annotation/calibrations/{row.pk}/"))
     assert "Development part" in detail and "Held-out part" in detail
     assert "95% interval" in detail and "Between labellers" in detail
