@@ -248,6 +248,8 @@ def compare_labels(
     """Agreement, Cohen's kappa (``evaluation.stats.calibrate``) and their bootstrap intervals of
     two labellings of the same replies (a person and a judge, or two people)."""
     result = calibrate(human=first, judge=second, labels=labels).to_dict()
+    if resamples <= 0:  # no intervals (a speed benchmark times the judge alone)
+        return result
     ids = sorted(set(first) & set(second))
     result.update(
         _bootstrap([first[i] for i in ids], [second[i] for i in ids], labels, resamples=resamples)
