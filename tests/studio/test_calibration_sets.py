@@ -264,3 +264,36 @@ def test_an_admin_retires_a_calibration_and_the_gate_stops_reading_it(
     again = admin.post(f"/annotation/calibrations/{row.pk}/retire/", follow=True)
     assert "is retired already" in page_text(again)
     assert LabelSet.objects.count() == 1 and AnnotationQueue.objects.count() == 1
+
+
+def test_the_llm_judge_is_the_judge_roles_endpoint_once_one_is_chosen(labelled_queue, personas):
+    from studio.endpoints.models import ModelEndpoint, RoleEndpoint
+    from studio.endpoints.services import endpoint_save
+
+    endpoint = endpoint_save(
+        endpoint=None,
+        name="judge-server",
+        route=ModelEndpoint.OPENAI,
+        base_url="http://127.0.0.1:9/v1",
+        model="demo-model",
+        description="",
+        actor=None,
+    )
+    RoleEndpoint.objects.create(role="judge", endpoint=endpoint)
+    client_for(personas.reviewer).post("/annotation/q/calib/export/")
+    mei = client_for(personas.ml_engineer)
+    page = mei.get("/annotation/calibrations/").content.decode()
+    assert '<option value="llm">llm: endpoint judge-server (the judge role' in page
+    started = mei.post("/annotation/calibrations/start/", {"judge": "llm", "dataset": "calib-v1"})
+    assert started.status_code == 302
+    from studio.jobs.models import Job
+
+    job = Job.objects.get(kind="judge_calibration")
+    assert job.params == {"judge": "llm", "dataset_id": LabelSet.objects.get().dataset_id}
+    typed = mei.post(
+        "/annotation/calibrations/start/",
+        {"judge": "llm:http://127.0.0.1:9/v1:demo-model", "dataset": "calib-v1"},
+        follow=True,
+    )
+    assert "judge: one of programmatic, llm" in page_text(typed)
+    assert Job.objects.filter(kind="judge_calibration").count() == 1
