@@ -28,7 +28,7 @@ class ApiToken(models.Model):
 
 
 class SignInFailure(models.Model):
-    """One failed sign-in: the name Django would sign in (``sign_in_name``: NFKC, lower-cased) and the
+    """One failed sign-in: the name Django signs in (``sign_in_name``: NFKC, lower-cased) and the
     client address (``client_address``). Recent ones throttle sign-in
     (``studio.accounts.services.sign_in_refusal`` and ``sign_in_delay``); a successful sign-in
     clears its name's."""
