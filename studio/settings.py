@@ -380,6 +380,9 @@ MAX_IMPORT_BYTES = env_int("MAX_IMPORT_BYTES", 20 * 1024 * 1024, minimum=1024)
 # The traffic API (studio.traffic.api) refuses a larger body with 413, from its Content-Length,
 # unread.
 TRAFFIC_MAX_BODY_BYTES = env_int("TRAFFIC_MAX_BODY_BYTES", 2 * 1024 * 1024, minimum=1024)
+# At most this many trajectories stored per deployment in any hour; past it the traffic API answers
+# 429 with Retry-After (a leaked deployment token cannot fill the database).
+TRAFFIC_MAX_RECORDS_PER_HOUR = env_int("TRAFFIC_MAX_RECORDS_PER_HOUR", 10_000, minimum=1)
 # A judge whose newest calibration agrees with the human labels less than this (either dimension) is
 # marked beside every figure it scored, and the release gates refuse its figures without an
 # override.
