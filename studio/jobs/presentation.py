@@ -68,7 +68,7 @@ def job_presented(job, *, user) -> dict:
     short forms to anyone else."""
     from studio.accounts.roles import ADMIN, user_roles
 
-    if ADMIN in user_roles(user):
+    if user is not None and ADMIN in user_roles(user):
         return {"error_shown": job.error, "log_shown": job.log_tail, "details_hidden": False}
     return {
         "error_shown": short_error(job.error),

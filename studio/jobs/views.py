@@ -29,7 +29,7 @@ def _job_context(job: Job, user=None) -> dict:
         "wait": selectors.job_wait(job=job),
         "silent_s": selectors.job_silent_s(job=job),
         # the error's class and a short message for everyone, tracebacks and bodies for admins
-        **job_presented(job, user=user),
+        "details_hidden": job_presented(job, user=user)["details_hidden"],
     }
     if kind is not None and kind.result_template and job.result is not None:
         context["result_template"] = kind.result_template

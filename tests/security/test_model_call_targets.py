@@ -237,3 +237,37 @@ def test_a_judge_spec_of_nested_panels_is_a_clear_error_in_the_cli():
     assert done.returncode != 0
     assert "a panel lists judges, not panels" in done.stderr
     assert "RecursionError" not in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_training_runs_page_shows_its_jobs_log_without_tracebacks_to_non_admins(
+    personas, tmp_path
+):
+    from studio.training.models import TrainingRun
+
+    job = Job.objects.create(
+        kind="test_sft",
+        title="sft run",
+        status=Job.FAILED,
+        params={},
+        error=f"RuntimeError: Error code: 500 - {BODY}",
+        log_tail=(
+            "[10:00:00] started\n[10:00:01] Traceback (most recent call last):\n"
+            '  File "/srv/studio/training/runner.py", line 9, in run\n'
+            f"RuntimeError: Error code: 500 - {BODY}\n"
+        ),
+    )
+    run = TrainingRun.objects.create(
+        kind=TrainingRun.SFT,
+        title="sft run",
+        folder=str(tmp_path),
+        config_digest="0" * 64,
+        job=job,
+        steps=[],
+        config={},
+    )
+    for url in (f"/training/runs/{run.pk}/", f"/training/runs/{run.pk}/live/"):
+        page = _client(personas.operator).get(url).content.decode()
+        assert "SECRET-BODY" not in page and "/srv/studio" not in page, url
+        assert "Error code: 500" in page, url
+    admin_page = _client(personas.admin).get(f"/training/runs/{run.pk}/").content.decode()
+    assert "SECRET-BODY" in admin_page and "/srv/studio/training/runner.py" in admin_page
