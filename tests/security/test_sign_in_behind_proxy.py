@@ -102,3 +102,14 @@ def test_failures_under_a_look_alike_lock_the_real_name(client, personas):
     for i in range(5):
         assert _sign_in(client, ["ｍｅｉ", "mｅi", "𝐦ei"][i % 3], f"guess-{i}").status_code == 200
     assert _sign_in(client, "mei", PASSWORD).status_code == 429
+
+
+def test_the_defaults_read_no_header_and_the_production_example_names_its_proxy():
+    from pathlib import Path
+
+    from studio import settings as defaults
+
+    assert defaults.TRUSTED_PROXY_HOPS == 0 and defaults.SIGN_IN_ADDRESS_DELAY_S == 2.0
+    example = Path(__file__).resolve().parents[2] / "examples" / "production.env"
+    lines = example.read_text().splitlines()
+    assert "TRUSTED_PROXY_HOPS=1" in lines and "SIGN_IN_ADDRESS_DELAY_S=2" in lines
