@@ -373,6 +373,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     from evaluation.cases import CaseFileError
+    from evaluation.judges import JudgeSpecError
     from harness.checkpoints import CheckpointError
     from harness.livestream import DocumentValidationError
     from harness.userfiles import InputFileError
@@ -386,7 +387,8 @@ def main(argv: list[str] | None = None) -> int:
         DocumentValidationError,
         CheckpointError,
         FileNotFoundError,
-    ) as exc:  # a path or file the user gave: one line, exit 2
+        JudgeSpecError,
+    ) as exc:  # a path, file or judge spec the user gave: one line, exit 2
         print(f"error: {exc}", file=sys.stderr)
         return 2
 

@@ -238,11 +238,18 @@ LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "accounts:login"
 
 SESSION_COOKIE_HTTPONLY = True
-# Sign-in throttling (studio/accounts/services.py): this many failures for a username (four times as
-# many from one address) within the window refuse further attempts, the right password included,
-# until it passes.
+# Sign-in throttling (studio/accounts/services.py): this many failures for a username within the
+# window refuse further attempts for it, the right password included, until it passes; four times as
+# many from one client address make each attempt from it wait SIGN_IN_ADDRESS_DELAY_S first (a
+# delay, not a wall: people behind one address are not locked out by made-up names).
 SIGN_IN_MAX_FAILURES = env_int("SIGN_IN_MAX_FAILURES", 5, minimum=1)
 SIGN_IN_WINDOW_S = env_int("SIGN_IN_WINDOW_S", 15 * 60, minimum=60)
+SIGN_IN_ADDRESS_DELAY_S = env_float("SIGN_IN_ADDRESS_DELAY_S", 2.0, minimum=0.0)
+# How many reverse proxies in front of the studio append the address they received from to
+# X-Forwarded-For (the nginx of docs/deploy.md: 1). The client address (sign-in throttling) is the
+# entry that many from the right; 0 (the default) reads no header and uses the socket's address.
+# Never more than the proxies there really are: the entries beyond them are the client's to forge.
+TRUSTED_PROXY_HOPS = env_int("TRUSTED_PROXY_HOPS", 0, minimum=0)
 # How long a session lasts without signing in again (Django's default is two weeks; production.env:
 # 8 hours).
 SESSION_COOKIE_AGE = env_int(
@@ -373,6 +380,9 @@ MAX_IMPORT_BYTES = env_int("MAX_IMPORT_BYTES", 20 * 1024 * 1024, minimum=1024)
 # The traffic API (studio.traffic.api) refuses a larger body with 413, from its Content-Length,
 # unread.
 TRAFFIC_MAX_BODY_BYTES = env_int("TRAFFIC_MAX_BODY_BYTES", 2 * 1024 * 1024, minimum=1024)
+# At most this many trajectories stored per deployment in any hour; past it the traffic API answers
+# 429 with Retry-After (a leaked deployment token cannot fill the database).
+TRAFFIC_MAX_RECORDS_PER_HOUR = env_int("TRAFFIC_MAX_RECORDS_PER_HOUR", 10_000, minimum=1)
 # A judge whose newest calibration agrees with the human labels less than this (either dimension) is
 # marked beside every figure it scored, and the release gates refuse its figures without an
 # override.

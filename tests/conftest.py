@@ -114,3 +114,24 @@ class _DurationRecorder:
 def pytest_configure(config):
     if config.getoption("store_durations") and not hasattr(config, "workerinput"):
         config.pluginmanager.register(_DurationRecorder(), "hs-duration-recorder")
+
+
+@pytest.fixture
+def loopback_is_public(monkeypatch):
+    """For tests whose fake OpenAI-compatible server on 127.0.0.1 stands for a server elsewhere
+    (a vendor's, an attacker's): the endpoints' loopback/private-address rule (issue 50) sees a
+    public host here (``studio.endpoints.services.url_private_addresses``), so that an ML engineer
+    may register it as they would the real one; and since a real worker (its own process) checks
+    the address again, each endpoint saved meanwhile is marked as an admin's.
+    tests/security/test_model_call_targets.py tests the rule itself."""
+    from django.db.models.signals import post_save
+
+    from studio.endpoints.models import ModelEndpoint
+
+    def as_admins(sender, instance, **kwargs):
+        ModelEndpoint.objects.filter(pk=instance.pk).update(saved_by_admin=True)
+
+    monkeypatch.setattr("studio.endpoints.services.url_private_addresses", lambda url: [])
+    post_save.connect(as_admins, sender=ModelEndpoint, dispatch_uid="loopback_is_public")
+    yield
+    post_save.disconnect(sender=ModelEndpoint, dispatch_uid="loopback_is_public")

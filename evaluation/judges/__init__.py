@@ -22,6 +22,7 @@ from harness.policies import RoleModel, role_model
 
 __all__ = [
     "Judge",
+    "JudgeSpecError",
     "LLMJudge",
     "PanelJudge",
     "ProgrammaticJudge",
@@ -30,7 +31,17 @@ __all__ = [
     "make_judge",
 ]
 
+
+class JudgeSpecError(ValueError):
+    """A judge spec ``make_judge`` cannot read; the message says what is valid (the CLIs print it
+    as one line, the studio as the judge field's error)."""
+
+
 JUDGE_SPECS = "programmatic, llm:BASE_URL:MODEL, llm:POLICY_SPEC, panel:A|B|C"
+# A panel lists judges, not panels, and at most this many (a spec of ``panel:`` repeated 3,000 times
+# once recursed until Python gave up: a 500 in the studio).
+PANEL_MAX_JUDGES = 9
+PANEL_EXAMPLE = "panel:programmatic|llm|llm"
 
 
 def cli_judge_model(target: str) -> RoleModel:
@@ -57,6 +68,18 @@ def make_judge(
         return ProgrammaticJudge(catalogue=catalogue, max_reply_chars=max_reply_chars)
     if spec.startswith("panel:"):
         parts = [p for p in spec[len("panel:") :].split("|") if p]
+        if not parts:
+            raise JudgeSpecError(f"judge spec 'panel:' lists no judge; write e.g. {PANEL_EXAMPLE}")
+        if any(p == "panel" or p.startswith("panel:") for p in parts):
+            raise JudgeSpecError(
+                f"judge spec {spec[:60]!r}{'...' if len(spec) > 60 else ''}: a panel lists "
+                "judges, not panels; "
+                f"write e.g. {PANEL_EXAMPLE}"
+            )
+        if len(parts) > PANEL_MAX_JUDGES:
+            raise JudgeSpecError(
+                f"judge spec: a panel of {len(parts)} judges; at most {PANEL_MAX_JUDGES}"
+            )
         return PanelJudge(
             judges=[
                 make_judge(
@@ -69,6 +92,6 @@ def make_judge(
         try:
             model = judge_model(spec[len("llm:") :])
         except ValueError as error:
-            raise ValueError(f"judge spec {spec!r}: {error}") from None
+            raise JudgeSpecError(f"judge spec {spec[:80]!r}: {error}") from None
         return LLMJudge(model=model, catalogue=catalogue)
-    raise ValueError(f"unknown judge {spec!r}; valid: {JUDGE_SPECS}")
+    raise JudgeSpecError(f"unknown judge {spec[:80]!r}; valid: {JUDGE_SPECS}")

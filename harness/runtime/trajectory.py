@@ -9,6 +9,9 @@ Evaluation, training and the studio read this record; its keys are a contract
 
 from __future__ import annotations
 
+import math
+import unicodedata
+from collections.abc import Callable
 from dataclasses import MISSING, asdict, dataclass, field
 from typing import Any
 
@@ -182,6 +185,57 @@ _RECORD_LISTS = {
 }
 
 
+def _is_number(value: Any) -> bool:
+    return type(value) in (int, float) and math.isfinite(value)
+
+
+# What each field of the step records holds (their annotations), as a check and its words: a field
+# the studio's pages read must hold what they expect (``seq: "3"`` once made a stored page a 500).
+_FIELD_TYPES: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "int": (lambda v: type(v) is int, "a whole number"),
+    "float": (_is_number, "a number"),
+    "str": (lambda v: isinstance(v, str), "a string"),
+    "bool": (lambda v: isinstance(v, bool), "true or false"),
+    "dict[str, Any]": (lambda v: isinstance(v, dict), "an object"),
+    "list[dict[str, Any]]": (
+        lambda v: isinstance(v, list) and all(isinstance(x, dict) for x in v),
+        "a list of objects",
+    ),
+    "Any": (lambda v: True, "anything"),
+}
+
+
+def _field_problem(annotation: str, value: Any) -> str | None:
+    """What the value should be, or None when it is that (``X | None`` also takes null)."""
+    optional = annotation.endswith(" | None")
+    if optional and value is None:
+        return None
+    check, words = _FIELD_TYPES.get(annotation.removesuffix(" | None"), _FIELD_TYPES["Any"])
+    if check(value):
+        return None
+    return f"must be {words}{' or null' if optional else ''}, got {_shown(value)}"
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def non_finite_paths(value: Any, path: str, *, limit: int = 10) -> list[str]:
+    """Where ``value`` holds NaN or an infinity (JSON has neither; Python's reader lets them in)."""
+    found: list[str] = []
+    stack = [(path, value)]
+    while stack and len(found) < limit:
+        where, item = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            found.append(where)
+        elif isinstance(item, dict):
+            stack.extend((f"{where}.{key}", v) for key, v in item.items())
+        elif isinstance(item, list):
+            stack.extend((f"{where}[{i}]", v) for i, v in enumerate(item))
+    return sorted(found)
+
+
 def record_problems(data: Any, *, where: str = "trajectory") -> list[str]:
     """What is wrong with a trajectory record another process sent (``to_dict``'s shape), each
     problem as ``field: message``; empty when ``Trajectory.from_dict`` reads it whole. The studio's
@@ -197,6 +251,11 @@ def record_problems(data: Any, *, where: str = "trajectory") -> list[str]:
     if not isinstance(request_id, str) or not request_id.strip() or len(request_id) > 200:
         problems.append(
             f"{where}.request_id: required, a non-empty string of at most 200 characters"
+        )
+    elif hidden := [c for c in request_id if unicodedata.category(c) in ("Cc", "Cf")]:
+        problems.append(
+            f"{where}.request_id: no control or direction characters (a right-to-left override "
+            f"reorders what a page shows); found U+{ord(hidden[0]):04X}"
         )
     harness = data.get("harness")
     if (
@@ -248,4 +307,20 @@ def record_problems(data: Any, *, where: str = "trajectory") -> list[str]:
                 problems.append(
                     f"{where}.{key}[{i}]: unknown field(s) {', '.join(sorted(item.keys() - known))}"
                 )
+            else:
+                types = {f.name: str(f.type) for f in fields(record)}
+                for name, value in item.items():
+                    if problem := _field_problem(types[name], value):
+                        problems.append(f"{where}.{key}[{i}].{name}: {problem}")
+    timings = data.get("timings")
+    if isinstance(timings, dict):
+        for name, value in timings.items():
+            if name.endswith("_s") and value is not None and not _is_number(value):
+                problems.append(
+                    f"{where}.timings.{name}: must be a number of seconds, got {_shown(value)}"
+                )
+    problems += [
+        f"{path}: must be a finite number (JSON has no NaN or Infinity)"
+        for path in non_finite_paths(data, where)
+    ]
     return problems

@@ -28,9 +28,10 @@ class ApiToken(models.Model):
 
 
 class SignInFailure(models.Model):
-    """One failed sign-in: the name typed (lower-cased) and the client address. Recent ones throttle
-    sign-in (``studio.accounts.services.sign_in_refusal``); a successful sign-in clears its
-    name's."""
+    """One failed sign-in: the name Django signs in (``sign_in_name``: NFKC, lower-cased) and the
+    client address (``client_address``). Recent ones throttle sign-in
+    (``studio.accounts.services.sign_in_refusal`` and ``sign_in_delay``); a successful sign-in
+    clears its name's."""
 
     username = models.CharField(max_length=150, db_index=True)
     address = models.CharField(max_length=64, db_index=True)

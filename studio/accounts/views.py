@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from django.contrib import messages
 from django.contrib.auth import views as auth_views
 from django.shortcuts import redirect, render
@@ -13,6 +15,7 @@ from studio.accounts.models import ApiToken
 from studio.accounts.services import (
     api_token_create,
     api_token_revoke,
+    sign_in_delay,
     sign_in_failed,
     sign_in_refusal,
     sign_in_succeeded,
@@ -22,8 +25,9 @@ from studio.lookups import found_or_404
 
 
 class LoginView(auth_views.LoginView):
-    """Django's sign-in, throttled: past the failures allowed the form answers 429 without checking
-    the password (studio.accounts.services.sign_in_refusal)."""
+    """Django's sign-in, throttled: past the failures allowed for the name the form answers 429
+    without checking the password (studio.accounts.services.sign_in_refusal); past the failures
+    allowed from the client's address it waits first (sign_in_delay)."""
 
     template_name = "accounts/login.html"
     redirect_authenticated_user = True
@@ -36,6 +40,9 @@ class LoginView(auth_views.LoginView):
             return self.render_to_response(
                 self.get_context_data(form=form, throttled=refusal), status=429
             )
+        delay = sign_in_delay(request=request)
+        if delay:
+            time.sleep(delay)
         return super().post(request, *args, **kwargs)
 
     def form_invalid(self, form):

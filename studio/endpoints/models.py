@@ -125,6 +125,13 @@ class ModelEndpoint(models.Model):
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    saved_by_admin = models.BooleanField(
+        default=False,
+        help_text=(
+            "Last saved by an admin (or the setup commands): only such an endpoint may call a "
+            "loopback or private address (studio.endpoints.services.endpoint_address_problem)."
+        ),
+    )
     last_checked_at = models.DateTimeField(null=True, blank=True)
     last_check_ok = models.BooleanField(null=True)
     last_check_message = models.TextField(blank=True)

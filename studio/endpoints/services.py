@@ -9,9 +9,11 @@ job log shows a key (docs/security.md, "Endpoint keys").
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import re
+import socket
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -95,6 +97,62 @@ def secret_origin_problem(secret: EndpointSecret, url: str) -> str | None:
         f"may be sent only to {bound}, not to {origin}; "
         "an admin adds that origin on the secret's page, or choose another secret"
     )
+
+
+def url_private_addresses(url: str) -> list[str]:
+    """The addresses of the URL's host that are not public (loopback, private, link-local, shared,
+    reserved, unspecified: ``ipaddress``'s ``is_global`` false), as the host is written or resolves
+    now; [] for a public host, or one that does not resolve (nothing can be sent to it then)."""
+    try:
+        host = urlsplit(url.strip()).hostname
+    except ValueError:
+        return []
+    if not host:
+        return []
+    try:
+        infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
+    except (OSError, UnicodeError, ValueError):
+        return []
+    private = set()
+    for info in infos:
+        address = str(info[4][0]).split("%")[0]
+        try:
+            parsed = ipaddress.ip_address(address)
+        except ValueError:
+            continue
+        if getattr(parsed, "ipv4_mapped", None):
+            parsed = parsed.ipv4_mapped
+        if not parsed.is_global:
+            private.add(str(parsed))
+    return sorted(private)
+
+
+def _is_admin(actor: User | None) -> bool:
+    """An admin, or no person (the setup commands, seeding and migrations act without one)."""
+    from studio.accounts.roles import ADMIN, user_roles
+
+    return actor is None or ADMIN in user_roles(actor)
+
+
+def _private_url_problem(url: str, *, allowed: bool, field: str = "base_url") -> str | None:
+    if allowed or not (private := url_private_addresses(url)):
+        return None
+    return (
+        f"{field}: {url_origin(url) or url} is a loopback or private address "
+        f"({', '.join(private[:3])}); only an endpoint an admin saves may call one (an admin "
+        "registers it on the Endpoints page); anyone else registers a public server"
+    )
+
+
+def endpoint_address_problem(endpoint: ModelEndpoint) -> str | None:
+    """Why the studio may not call this endpoint's server now, or None: an OpenAI-compatible
+    endpoint whose host is (or now resolves to) a loopback or private address, and that no admin
+    saved. Checked where the call is made (the worker), as well as on save: a name may resolve
+    elsewhere later."""
+    if endpoint.route != ModelEndpoint.OPENAI:
+        return None
+    problem = _private_url_problem(endpoint.base_url, allowed=endpoint.saved_by_admin)
+    return f"endpoint {endpoint.name}: {problem}; nothing was sent" if problem else None
 
 
 def _validate(
@@ -200,6 +258,12 @@ def endpoint_save(
     )
     if clash:
         errors.append(f"name: an endpoint called {name} already exists")
+    if (
+        route == ModelEndpoint.OPENAI
+        and not errors
+        and (problem := _private_url_problem(base_url, allowed=_is_admin(actor)))
+    ):
+        errors.append(problem)
     if errors:
         raise EndpointError("; ".join(errors))
     created = endpoint is None
@@ -208,6 +272,7 @@ def endpoint_save(
     endpoint.base_url = base_url if route == ModelEndpoint.OPENAI else ""
     endpoint.model = model if route in (ModelEndpoint.OPENAI, ModelEndpoint.LOCAL) else ""
     endpoint.script_path = script_path if route == ModelEndpoint.SCRIPTED else ""
+    endpoint.saved_by_admin = _is_admin(actor)
     endpoint.api_key_secret = (
         EndpointSecret.objects.get(name=api_key_secret) if api_key_secret else None
     )
@@ -332,6 +397,8 @@ def policy_for_endpoint(endpoint: ModelEndpoint) -> Policy:
     (``endpoint_api_key``)."""
     from harness.policies import make_policy
 
+    if problem := endpoint_address_problem(endpoint):
+        raise EndpointError(problem)
     return make_policy(endpoint.policy_spec, api_key=_endpoint_key(endpoint))
 
 
@@ -341,7 +408,44 @@ def endpoint_role_model(*, role: str, endpoint: ModelEndpoint) -> RoleModel:
     endpoint's key."""
     from harness.policies import role_model
 
+    if problem := endpoint_address_problem(endpoint):
+        raise EndpointError(problem)
     return role_model(role, endpoint.policy_spec, api_key=_endpoint_key(endpoint))
+
+
+def registry_role_model(*, role: str, target: str, build: bool = True) -> RoleModel:
+    """The model a role calls in the studio, from the endpoint registry only: ``target`` empty
+    calls the endpoint chosen for the role (``RoleEndpoint``), otherwise ``target`` names a
+    registered endpoint. A URL or policy spec typed into a form is refused (EndpointError naming
+    what is valid): a model call from the studio goes only to a server the registry holds, where a
+    loopback or private address needs an admin's endpoint (``endpoint_address_problem``).
+    ``build=False`` checks without building (the job builds it on the worker)."""
+    from harness.policies import Policy
+    from studio.endpoints.selectors import role_endpoint
+
+    target = target.strip()
+    if target:
+        endpoint = ModelEndpoint.objects.filter(name=target).first()
+        if endpoint is None:
+            known = (
+                ", ".join(ModelEndpoint.objects.values_list("name", flat=True)[:20]) or "none yet"
+            )
+            raise EndpointError(
+                f"{target[:80]!r} is not a registered endpoint (endpoints: {known}); in the studio "
+                f"a {role} calls an endpoint of the Endpoints page, never a URL"
+            )
+    else:
+        endpoint = role_endpoint(role)
+        if endpoint is None:
+            raise EndpointError(
+                f"no endpoint is chosen for the {role} role: an ML engineer chooses one on the "
+                "Endpoints page"
+            )
+    if problem := endpoint_address_problem(endpoint):
+        raise EndpointError(problem)
+    if not build:
+        return RoleModel(role=role, policy=Policy(), label=endpoint.name)
+    return endpoint_role_model(role=role, endpoint=endpoint)
 
 
 def role_endpoint_set(*, role: str, endpoint_name: str, actor: User | None) -> RoleEndpoint | None:
@@ -407,6 +511,8 @@ def endpoint_check(*, endpoint: ModelEndpoint, timeout_s: float = 10.0) -> Conne
 
 
 def _check_openai(endpoint: ModelEndpoint, *, timeout_s: float, started: float) -> ConnectionCheck:
+    if problem := endpoint_address_problem(endpoint):
+        return ConnectionCheck(False, problem)
     try:
         key = endpoint_api_key(endpoint)
     except EndpointError as error:

@@ -24,6 +24,16 @@ from studio.harnesses.models import HarnessVersion
 from studio.harnesses.selectors import blob_texts, version_files
 
 CONTEXT_LINES = 3
+# Bounds of one diff page (issue 50: two versions with one 128 KiB SKILL.md of random short lines
+# took 40 s and 2.4 MB; difflib's matcher is quadratic in the worst case). A file is diffed when its
+# two sides hold at most DIFF_MAX_FILE_LINES lines together and their product is at most
+# DIFF_MAX_LINE_PAIRS (2,000 x 2,000 lines of random short lines: about 0.2 s on one core for both
+# views' matching), while the page has diffed at most DIFF_MAX_PAGE_LINES lines (the worst such
+# page, side by side, is about 1 MB); any other changed file is shown as "too large to show,
+# download both" with both digests.
+DIFF_MAX_FILE_LINES = 4_000
+DIFF_MAX_LINE_PAIRS = 2_000 * 2_000
+DIFF_MAX_PAGE_LINES = 10_000
 
 
 @dataclass
@@ -43,6 +53,19 @@ class FileDiff:
     rows: list[SideBySideRow]
     added: int = 0
     removed: int = 0
+    # too large to diff on a page (DIFF_MAX_*): the page says so and gives both sides' sha256 and
+    # line counts instead
+    too_large: bool = False
+    old_sha256: str = ""
+    new_sha256: str = ""
+    old_lines: int = 0
+    new_lines: int = 0
+
+    @property
+    def unified_lines(self) -> list[tuple[str, str]]:
+        """(css class, line) of the unified diff: hdr, add, del, hunk or "" (classified here once
+        rather than by four template filters per line)."""
+        return [(_line_class(line), line) for line in self.unified.splitlines()]
 
 
 @dataclass
@@ -51,6 +74,14 @@ class ChangeSet:
     summary: list[str] = field(default_factory=list)
     summary_note: str = ""
     summary_pending: bool = False  # not computed yet: the page fetches it with htmx
+
+
+def _line_class(line: str) -> str:
+    if line.startswith(("+++", "---")):
+        return "hdr"
+    if line.startswith(("+", "-")):
+        return "add" if line[0] == "+" else "del"
+    return "hunk" if line.startswith("@@") else ""
 
 
 def side_by_side(old: str, new: str, *, context: int = CONTEXT_LINES) -> list[SideBySideRow]:
@@ -95,6 +126,44 @@ def side_by_side(old: str, new: str, *, context: int = CONTEXT_LINES) -> list[Si
                     )
                 )
     return rows
+
+
+def _line_count(text: str | None) -> int:
+    return len(text.splitlines()) if text else 0
+
+
+def too_large_file(*, path: str, old: str | None, new: str | None) -> FileDiff:
+    """A changed file the page does not diff: its status, both sides' line counts and digests."""
+    status = "added" if old is None else "removed" if new is None else "changed"
+    return FileDiff(
+        path,
+        status,
+        "",
+        [],
+        too_large=True,
+        old_sha256=_sha(old) if old is not None else "",
+        new_sha256=_sha(new) if new is not None else "",
+        old_lines=_line_count(old),
+        new_lines=_line_count(new),
+    )
+
+
+def bounded_file_diffs(pairs: list[tuple[str, str | None, str | None]]) -> list[FileDiff]:
+    """``file_diff`` of each (path, old, new) within the page's bounds (DIFF_MAX_*), in order; a
+    file past them is ``too_large_file``."""
+    diffs, budget = [], DIFF_MAX_PAGE_LINES
+    for path, old, new in pairs:
+        old_n, new_n = _line_count(old), _line_count(new)
+        fits = (
+            old_n + new_n <= min(DIFF_MAX_FILE_LINES, budget)
+            and old_n * new_n <= DIFF_MAX_LINE_PAIRS
+        )
+        if fits:
+            budget -= old_n + new_n
+            diffs.append(file_diff(path=path, old=old, new=new))
+        else:
+            diffs.append(too_large_file(path=path, old=old, new=new))
+    return diffs
 
 
 def file_diff(*, path: str, old: str | None, new: str | None) -> FileDiff:
@@ -175,14 +244,16 @@ def version_diff(*, old: HarnessVersion, new: HarnessVersion) -> ChangeSet:
     """Per-file diffs and the change summary from `old` to `new`."""
     paths = changed_paths(old.tree, new.tree)
     texts = blob_texts(shas=[t[p] for t in (old.tree, new.tree) for p in paths if p in t])
-    files = [
-        file_diff(
-            path=p,
-            old=texts[old.tree[p]] if p in old.tree else None,
-            new=texts[new.tree[p]] if p in new.tree else None,
-        )
-        for p in paths
-    ]
+    files = bounded_file_diffs(
+        [
+            (
+                p,
+                texts[old.tree[p]] if p in old.tree else None,
+                texts[new.tree[p]] if p in new.tree else None,
+            )
+            for p in paths
+        ]
+    )
     summary = version_summary_cached(old=old, new=new)
     return ChangeSet(files=files, summary=summary or [], summary_pending=summary is None)
 
@@ -191,9 +262,8 @@ def files_diff(*, old_files: dict[str, str], new_files: dict[str, str]) -> Chang
     """Per-file diffs and summary between two {path: text} mappings (e.g. a draft and its base)."""
     old_tree = {p: _sha(t) for p, t in old_files.items()}
     new_tree = {p: _sha(t) for p, t in new_files.items()}
-    files = [
-        file_diff(path=p, old=old_files.get(p), new=new_files.get(p))
-        for p in changed_paths(old_tree, new_tree)
-    ]
+    files = bounded_file_diffs(
+        [(p, old_files.get(p), new_files.get(p)) for p in changed_paths(old_tree, new_tree)]
+    )
     summary, note = _summary(old_files, new_files) if files else ([], "")
     return ChangeSet(files=files, summary=summary, summary_note=note)

@@ -8,6 +8,7 @@ from django.views.decorators.http import require_GET, require_POST
 from studio.accounts.decorators import requires
 from studio.jobs import selectors
 from studio.jobs.models import Job
+from studio.jobs.presentation import job_presented
 from studio.jobs.registry import JOB_KINDS
 from studio.jobs.services import (
     JobNotCancellable,
@@ -27,6 +28,8 @@ def _job_context(job: Job, user=None) -> dict:
         "can_cancel": job_can_cancel(job=job, user=user),
         "wait": selectors.job_wait(job=job),
         "silent_s": selectors.job_silent_s(job=job),
+        # the error's class and a short message for everyone, tracebacks and bodies for admins
+        "details_hidden": job_presented(job, user=user)["details_hidden"],
     }
     if kind is not None and kind.result_template and job.result is not None:
         context["result_template"] = kind.result_template

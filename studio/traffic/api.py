@@ -3,10 +3,10 @@
 ``POST /api/v1/deployments/<name>/trajectories/`` with ``Authorization: Bearer hsd_...`` (a token of
 that deployment) and a JSON body: one trajectory record (``Trajectory.to_dict()``, optionally with
 ``"model": {"name", "fingerprint"}``) or a list of up to 100. The answers: 401 without a valid
-token, 403 for another deployment's token, 413 for a body over ``TRAFFIC_MAX_BODY_BYTES`` (read from
-the Content-Length header before any of the body is read), 400 naming each bad field, 201 with the
-ids stored and those already stored (a retried post stores nothing twice; 200 when every id was
-known).
+token, 403 for another deployment's name (whether or not it exists), 413 for a body over
+``TRAFFIC_MAX_BODY_BYTES`` (read from the Content-Length header before any of the body is read), 400
+naming each bad field, 429 past the deployment's ``TRAFFIC_MAX_RECORDS_PER_HOUR``, 201 with the ids
+stored and those already stored (a retried post stores nothing twice; 200 when every id was known).
 """
 
 from __future__ import annotations
@@ -16,8 +16,12 @@ from django.http import JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
 from studio.api.auth import api_error
-from studio.traffic.models import Deployment
-from studio.traffic.services import TrafficError, deployment_token_authenticate, traffic_ingest
+from studio.traffic.services import (
+    TrafficError,
+    TrafficLimitReached,
+    deployment_token_authenticate,
+    traffic_ingest,
+)
 
 
 def _declared_length(request) -> int | None:
@@ -48,12 +52,12 @@ def trajectories_post(request, name: str):
     if request.method != "POST":
         return api_error(405, "use POST")
     if row.deployment.name != name:
-        exists = Deployment.objects.filter(name=name).exists()
+        # the same answer whether or not ``name`` exists: a token does not tell which other
+        # deployments there are
         return api_error(
-            403 if exists else 404,
-            f"this token belongs to deployment {row.deployment.name!r}, not {name!r}"
-            if exists
-            else f"no deployment named {name!r}",
+            403,
+            f"this token belongs to deployment {row.deployment.name!r}; it posts only to "
+            f"/api/v1/deployments/{row.deployment.name}/trajectories/",
         )
     limit = settings.TRAFFIC_MAX_BODY_BYTES
     body = _read_bounded(request, limit)
@@ -73,6 +77,10 @@ def trajectories_post(request, name: str):
         return api_error(400, str(error))
     try:
         result = traffic_ingest(deployment=row.deployment, records=payload)
+    except TrafficLimitReached as error:
+        response = api_error(429, str(error))
+        response["Retry-After"] = str(error.retry_after_s)
+        return response
     except TrafficError as error:
         return api_error(400, str(error), problems=error.problems)
     return JsonResponse({"deployment": name, **result}, status=201 if result["stored"] else 200)

@@ -106,6 +106,14 @@ class TrafficTrajectory(models.Model):
         return f"{self.deployment}/{self.request_id}"
 
     @property
+    def case_id(self) -> str:
+        """The id of this trajectory as a case (an annotation queue's item): the characters URLs
+        and case files take, at most 120, readable (deployment-request id) and injective: a digest
+        of the exact pair ends it, so deployment ``a`` request ``b-req-17`` and deployment ``a-b``
+        request ``req-17`` (both ``a-b-req-17`` once cleaned) stay two cases."""
+        return traffic_case_id(deployment=self.deployment.name, request_id=self.request_id)
+
+    @property
     def blocking_hooks(self) -> list[str]:
         return [h for h in self.blocked_by.split(",") if h]
 
@@ -114,3 +122,13 @@ class TrafficTrajectory(models.Model):
         if self.harness_version_id:
             return f"{self.harness_version.harness.name} v{self.harness_version.number}"
         return f"{self.harness_name} (unknown digest {self.harness_digest[:12]})"
+
+
+def traffic_case_id(*, deployment: str, request_id: str) -> str:
+    """``TrafficTrajectory.case_id`` from its two parts."""
+    import hashlib
+    import re
+
+    digest = hashlib.sha256(f"{deployment}\x00{request_id}".encode()).hexdigest()[:16]
+    readable = re.sub(r"[^A-Za-z0-9._:-]+", "-", f"{deployment}-{request_id}").strip("-")
+    return f"{readable[:103]}-{digest}"

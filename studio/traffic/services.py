@@ -28,6 +28,15 @@ class TrafficError(ValueError):
         self.problems = problems or []
 
 
+class TrafficLimitReached(TrafficError):
+    """A deployment has stored ``TRAFFIC_MAX_RECORDS_PER_HOUR`` records in the last hour (a 429);
+    ``retry_after_s`` says when the oldest of them leaves the window."""
+
+    def __init__(self, message: str, retry_after_s: int) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
 def _digest(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
@@ -156,6 +165,7 @@ def traffic_ingest(*, deployment: Deployment, records: Any) -> dict[str, list[st
         raise TrafficError(
             "the trajectory record is not valid: " + "; ".join(problems[:10]), problems
         )
+    _within_hourly_limit(deployment=deployment, adding=len(batch))
     ids = [r["request_id"] for r in batch]
     digests = {r["harness"]["digest"] for r in batch}
     versions = {
@@ -178,9 +188,41 @@ def traffic_ingest(*, deployment: Deployment, records: Any) -> dict[str, list[st
                     transaction.atomic()
                 ):  # two posts of the same id at once: the second is a duplicate
                     _row(deployment=deployment, record=record, versions=versions).save()
-            except IntegrityError:
+            except IntegrityError as error:
+                # only the one-row-per-request-id constraint makes a duplicate; any other refusal
+                # of the database is a failed save, answered as one (nothing of the post is kept)
+                if not TrafficTrajectory.objects.filter(
+                    deployment=deployment, request_id=rid
+                ).exists():
+                    raise TrafficError(
+                        f"trajectory {rid[:80]!r}: the database refused it ({type(error).__name__})"
+                        "; nothing of this post was stored"
+                    ) from None
                 duplicates.append(rid)
                 continue
             seen.add(rid)
             stored.append(rid)
     return {"stored": stored, "duplicates": duplicates}
+
+
+def _within_hourly_limit(*, deployment: Deployment, adding: int) -> None:
+    """TrafficLimitReached when storing ``adding`` more records would pass the deployment's
+    ``TRAFFIC_MAX_RECORDS_PER_HOUR`` (counted from what it stored in the last hour)."""
+    from datetime import timedelta
+
+    from django.conf import settings
+
+    limit = settings.TRAFFIC_MAX_RECORDS_PER_HOUR
+    since = timezone.now() - timedelta(hours=1)
+    recent = TrafficTrajectory.objects.filter(deployment=deployment, received_at__gte=since)
+    count = recent.count()
+    if count + adding <= limit:
+        return
+    oldest = recent.order_by("received_at").values_list("received_at", flat=True).first()
+    wait = int((oldest + timedelta(hours=1) - timezone.now()).total_seconds()) + 1 if oldest else 60
+    raise TrafficLimitReached(
+        f"deployment {deployment.name!r} stored {count} trajectories in the last hour; "
+        f"{adding} more would pass TRAFFIC_MAX_RECORDS_PER_HOUR ({limit}). Try again in "
+        f"{max(1, wait)} s, or post fewer (an admin can raise the limit)",
+        retry_after_s=max(1, wait),
+    )

@@ -5,6 +5,8 @@ Views parse, authorise and delegate (``selectors`` reads, ``services`` writes).
 
 from __future__ import annotations
 
+import json
+
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.shortcuts import redirect, render
@@ -58,15 +60,22 @@ def traffic_detail(request, trajectory_id: int):
         f"no trajectory #{trajectory_id}",
         pk=trajectory_id,
     )
+    from harness.runtime.trajectory import record_problems
+
     traj = row.record
+    # a record stored before the API checked every field the page reads is shown as its JSON, with
+    # what is wrong, instead of a 500
+    problems = record_problems(traj)
     return render(
         request,
         "traffic/traffic_detail.html",
         {
             "row": row,
             "traj": traj,
-            "steps": trajectory_steps(traj),
-            "system_prompt": system_prompt(traj),
+            "record_problems": problems,
+            "record_json": json.dumps(traj, indent=2, default=str)[:200_000] if problems else "",
+            "steps": [] if problems else trajectory_steps(traj),
+            "system_prompt": "" if problems else system_prompt(traj),
             "trajectory_run": {
                 "version": row.version_label,
                 "endpoint": row.model_name or "unknown model",

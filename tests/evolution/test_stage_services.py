@@ -119,7 +119,11 @@ def test_llm_diagnoser_from_the_studio_records_its_name(
         sets_dir=demo_sets_dir, files=defect_files, actor=personas.admin, size=20, tmp_path=tmp_path
     )
     judge = ModelEndpoint.objects.create(
-        name="diag", route=ModelEndpoint.OPENAI, model="diag-model", base_url=fake_openai.url
+        name="diag",
+        route=ModelEndpoint.OPENAI,
+        model="diag-model",
+        base_url=fake_openai.url,
+        saved_by_admin=True,  # a loopback server: only an admin's endpoint may call it
     )  # tests/fake_openai.py
     with django_capture_on_commit_callbacks(execute=True):
         evolution = evolution_start(

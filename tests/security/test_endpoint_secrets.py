@@ -55,6 +55,7 @@ def _test_on_the_worker(client, endpoint: ModelEndpoint) -> Job:
     return job
 
 
+@pytest.mark.usefixtures("loopback_is_public")
 @pytest.mark.services
 @pytest.mark.django_db(transaction=True)
 def test_an_endpoint_cannot_send_a_variable_of_the_workers_environment(
@@ -84,6 +85,7 @@ def test_an_endpoint_cannot_send_a_variable_of_the_workers_environment(
     assert all("redis://" not in header for header in fake_openai.authorizations)
 
 
+@pytest.mark.usefixtures("loopback_is_public")
 @pytest.mark.services
 @pytest.mark.django_db(transaction=True)
 def test_an_admin_registers_secrets_that_endpoints_name_and_no_page_shows(

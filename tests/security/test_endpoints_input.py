@@ -169,6 +169,7 @@ def test_a_connection_test_of_a_folder_removed_since_saving_reports_one_line(
     assert job.error in client.get("/endpoints/").content.decode()
 
 
+@pytest.mark.usefixtures("loopback_is_public")
 def test_a_connection_test_of_a_server_that_is_not_there_reports_one_line(
     personas, django_capture_on_commit_callbacks
 ):

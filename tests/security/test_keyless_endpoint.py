@@ -24,6 +24,7 @@ from tests.studio.studio_testing import client_for
 WORKER_KEY = "sk-worker-OPENAI-KEY-NEVER-FOR-A-KEYLESS-ENDPOINT"
 
 
+@pytest.mark.usefixtures("loopback_is_public")
 @pytest.mark.services
 @pytest.mark.django_db(transaction=True)
 def test_a_keyless_endpoint_sends_no_key_from_the_workers_environment(

@@ -79,6 +79,7 @@ def _test_on_the_worker(client, endpoint: ModelEndpoint) -> Job:
     return job
 
 
+@pytest.mark.usefixtures("loopback_is_public")
 @pytest.mark.services
 @pytest.mark.django_db(transaction=True)
 def test_a_secret_goes_only_to_the_hosts_it_was_made_for(personas, vendor, attacker):

@@ -45,6 +45,7 @@ def test_a_pasted_key_is_refused_and_never_echoed(personas):
     assert not ModelEndpoint.objects.filter(name="remote").exists()
 
 
+@pytest.mark.usefixtures("loopback_is_public")
 def test_keys_come_from_a_registered_secret_and_never_reach_a_page(
     personas, fake_openai, fake_openai_server, django_capture_on_commit_callbacks
 ):
@@ -73,6 +74,7 @@ def test_keys_come_from_a_registered_secret_and_never_reach_a_page(
     assert SECRET not in response.content.decode()
 
 
+@pytest.mark.usefixtures("loopback_is_public")
 def test_a_secret_whose_variable_is_unset_fails_the_test_with_its_name(
     personas, monkeypatch, fake_openai_server, django_capture_on_commit_callbacks
 ):
@@ -99,6 +101,7 @@ def test_a_secret_whose_variable_is_unset_fails_the_test_with_its_name(
     )
 
 
+@pytest.mark.usefixtures("loopback_is_public")
 def test_an_unknown_model_name_fails_the_connection_test(
     personas, fake_openai_server, django_capture_on_commit_callbacks
 ):
