@@ -30,11 +30,6 @@ class AnnotationError(ValueError):
 EFFECTIVENESS_VALUES = (0.0, 0.5, 1.0)
 
 
-def _case_id(text: str) -> str:
-    """A case id from a request id: the characters URLs and case files take, at most 120."""
-    return re.sub(r"[^A-Za-z0-9._:-]+", "-", text).strip("-")[:120] or "case"
-
-
 @transaction.atomic
 def queue_create(
     *,
@@ -87,7 +82,7 @@ def traffic_case(trajectory) -> dict[str, Any]:
     from evaluation.cases import CASE_FORMAT, REQUEST_FIELDS, category_of_intent
 
     request = trajectory.record.get("request") or {}
-    case_id = _case_id(f"{trajectory.deployment.name}-{trajectory.request_id}")
+    case_id = trajectory.case_id  # injective: a digest of the (deployment, request id) pair ends it
     case = {
         "format": CASE_FORMAT,
         "id": case_id,

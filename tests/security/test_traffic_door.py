@@ -145,11 +145,6 @@ def test_case_ids_of_two_deployments_never_collide(personas):
     assert set(odd) <= set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:-")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="studio/annotation/services.py traffic_case still builds its own id; it must use "
-    "TrafficTrajectory.case_id (issue 50 finding 9, the annotation owner's line)",
-)
 def test_one_deployments_trajectory_does_not_hide_anothers_in_a_queue(personas, record):
     from studio.annotation.models import AnnotationQueue
     from studio.annotation.services import queue_add_traffic, queue_create
