@@ -136,3 +136,25 @@ def test_a_checkpoints_cells_are_its_trainers_to_cancel_and_a_cancelled_cell_say
     shown = page_text(matrix)
     assert "cancelled" in shown and "failed" not in shown
     assert cancel not in html  # nothing left to cancel
+
+
+def test_what_a_running_job_sends_goes_to_its_own_queue(personas, settings, monkeypatch):
+    """An evaluation run's job sends its chunk tasks while it runs: a follow-on's go to the
+    follow-on queue (``studio.jobs.routing``), a person's to the default queue."""
+    from studio.celery import app
+    from studio.jobs.registry import JOB_KINDS, JobKind
+
+    routed = []
+
+    def probe(context):
+        route = app.amqp.router.route({}, "studio.evolution.tasks.score_eval_chunk", (1,), {})
+        routed.append(route["queue"].name)
+        return {}
+
+    monkeypatch.setitem(JOB_KINDS, "probe", JobKind(name="probe", label="Probe", run=probe))
+    for automatic in (True, False):
+        job = Job.objects.create(
+            kind="probe", title="probe", created_by=personas.operator, automatic=automatic
+        )
+        assert job_run(job_id=job.pk, heartbeat=False).status == Job.SUCCEEDED
+    assert routed == [settings.CELERY_FOLLOW_ON_QUEUE, app.conf.task_default_queue]
