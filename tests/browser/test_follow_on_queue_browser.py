@@ -7,7 +7,8 @@ of its own, as ``scripts/demo.sh`` starts them (``studio.jobs.registry.job_queue
 workers (solo pools: one job at a time each) and a slow scripted model (3 s per model call) that
 serves production: the reviewer's label move fills the production pair's cell (6 cases and their
 variants, about 36 s of model calls), and while that cell is being scored the operator's playground
-run, on a fast model, is answered within seconds.
+run, on a fast model, is answered within seconds. The reviewer, whose move caused the cell, then
+cancels it from the matrix, and the cell reads "cancelled".
 """
 
 from __future__ import annotations
@@ -103,3 +104,23 @@ def test_a_playground_run_is_answered_while_a_compatibility_fill_is_running(
         cell.run.refresh_from_db()
         assert cell.run.results.count() < len(cell.run.case_ids)
         print(f"playground answered in {answered_s:.1f} s while the cell was being scored")
+
+        # the reviewer's label move caused the cell: he sees Cancel on it (the operator does not),
+        # and the cancelled cell says so
+        page.goto(f"/compatibility/?harness={demo.harness.name}")
+        shown = page.locator('tr[data-endpoint="slow-served"] td[data-version="1"]')
+        expect(shown).to_contain_text("queued on behalf of rafael")
+        expect(shown.locator("button", has_text="Cancel")).to_have_count(0)
+        reviewer = sign_in("rafael")
+        reviewer.on("dialog", lambda dialog: dialog.accept())
+        reviewer.goto(f"/compatibility/?harness={demo.harness.name}")
+        mine = reviewer.locator('tr[data-endpoint="slow-served"] td[data-version="1"]')
+        reviewer.screenshot(path=str(tmp_path / "matrix-follow-on-cancel.png"), full_page=True)
+        mine.locator("button", has_text="Cancel").click()
+        expect(reviewer).to_have_url(re.compile(rf"/jobs/{cell_job}/$"))
+        reviewer.goto(f"/compatibility/?harness={demo.harness.name}")
+        expect(mine).to_have_attribute("data-status", "cancelled", timeout=30_000)
+        expect(mine).to_contain_text("cancelled")
+        expect(mine).not_to_contain_text("failed")
+        reviewer.screenshot(path=str(tmp_path / "matrix-cancelled.png"), full_page=True)
+        print(f"screenshots in {tmp_path}")

@@ -126,7 +126,9 @@ def test_a_checkpoints_cells_are_its_trainers_to_cancel_and_a_cancelled_cell_say
     assert refused.status_code == 403
     assert "only they or an admin may cancel it" in page_text(refused)
     mei = client_for(personas.ml_engineer)
-    assert f"queued for {personas.ml_engineer.username}" in page_text(mei.get("/compatibility/"))
+    assert f"queued on behalf of {personas.ml_engineer.username}" in page_text(
+        mei.get("/compatibility/")
+    )
     assert mei.post(f"/jobs/{job.pk}/cancel/").status_code == 302
 
     matrix = mei.get("/compatibility/")
@@ -136,6 +138,18 @@ def test_a_checkpoints_cells_are_its_trainers_to_cancel_and_a_cancelled_cell_say
     shown = page_text(matrix)
     assert "cancelled" in shown and "failed" not in shown
     assert cancel not in html  # nothing left to cancel
+
+    # not a dead end: she resumes it, as her own job on the default queue
+    assert "Resume it" in html
+    with django_capture_on_commit_callbacks(execute=True):
+        resumed = mei.post(
+            "/compatibility/cells/", {"endpoint": cell.endpoint_id, "version": demo.pk}
+        )
+    assert resumed.status_code == 302
+    cell.run.refresh_from_db()
+    again = cell.run.job
+    assert again.pk != job.pk and again.created_by == personas.ml_engineer
+    assert not again.automatic and dict(recorded)[again.pk] is None
 
 
 def test_what_a_running_job_sends_goes_to_its_own_queue(personas, settings, monkeypatch):
