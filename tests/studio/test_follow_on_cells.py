@@ -122,6 +122,9 @@ def test_a_checkpoints_cells_are_its_trainers_to_cancel_and_a_cancelled_cell_say
         matrix = client_for(personas.by_role()[role]).get("/compatibility/")
         assert matrix.status_code == 200
         assert (cancel in matrix.content.decode()) == sees, role
+    waiting = page_text(client_for(personas.ml_engineer).get(f"/jobs/{job.pk}/"))
+    assert "number 1 of 1 waiting in the follow-on queue" in waiting
+    assert "start one with celery -A studio worker --queues follow-on" in waiting
     refused = client_for(personas.operator).post(f"/jobs/{job.pk}/cancel/")
     assert refused.status_code == 403
     assert "only they or an admin may cancel it" in page_text(refused)
