@@ -16,7 +16,7 @@ Cells are asked for by a person (``cell_request``), and automatically:
 - when a checkpoint enters the registry (``cells_for_checkpoint``, in a job of its own after its
   training run): its endpoint (made as the registry's "make an endpoint" does) on the production
   and staging versions of the Harness it was trained on; none for a smoke run of the tiny test
-  model (``follow_on_cells_wanted``), whose cells a person asks for if they want them.
+  model (``why_no_follow_on_cells``), whose cells a person asks for if they want them.
 
 The cells asked for automatically are *follow-ons* (``Cell.automatic``): their evaluation runs are
 automatic jobs on the follow-on queue (``studio.jobs.registry.job_queue``), queued on behalf of the
@@ -300,7 +300,7 @@ def cells_for_label(
     return cells
 
 
-def follow_on_cells_wanted(run) -> str:
+def why_no_follow_on_cells(run) -> str:
     """Why a finished training run's checkpoint gets no follow-on cells ('' when it does): a smoke
     run of the tiny random test model (its scores mean nothing: 120 cases per cell would only hold
     the workers), or a run trained on no Harness version (no Harness to measure it on). A person
@@ -321,13 +321,13 @@ def follow_on_cells_wanted(run) -> str:
 
 def cells_for_checkpoint(*, run_id: int, log=None) -> list[Cell]:
     """A policy checkpoint entered the registry: its endpoint on the production and staging versions
-    of the Harness it was trained on (``follow_on_cells_wanted``: none for a smoke run), follow-ons
+    of the Harness it was trained on (``why_no_follow_on_cells``: none for a smoke run), follow-ons
     on behalf of whoever started the run."""
     from studio.training.models import TrainingRun
     from studio.training.services import RunRefused, checkpoint_endpoint_create
 
     run = TrainingRun.objects.select_related("created_by", "harness_version").get(pk=run_id)
-    unwanted = follow_on_cells_wanted(run)
+    unwanted = why_no_follow_on_cells(run)
     if unwanted:
         if log is not None:
             log(unwanted)

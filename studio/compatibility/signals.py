@@ -65,11 +65,11 @@ def checkpoint_entered_registry(*, run, **_signal):
     """Its cells on the production and staging versions of the Harness it was trained on, a job of
     its own (a follow-on of the run's starter: their follow-on budget, the follow-on queue, never
     ahead of a person's queued job; ``job_kinds``). None for a smoke run
-    (``services.follow_on_cells_wanted``): the sentence says so."""
-    from studio.compatibility.services import follow_on_cells_wanted
+    (``services.why_no_follow_on_cells``): the sentence says so."""
+    from studio.compatibility.services import why_no_follow_on_cells
     from studio.jobs.services import JobQuotaExceeded, job_create
 
-    unwanted = follow_on_cells_wanted(run)
+    unwanted = why_no_follow_on_cells(run)
     if unwanted:
         return None, f"compatibility: {unwanted}"
     try:
