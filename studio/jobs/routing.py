@@ -3,9 +3,9 @@
 A job's own task (``run_job``) is sent to its queue by ``services.job_enqueue``
 (``registry.job_queue``: train, follow-on or the default). What the job hands on while it runs (an
 evaluation run's chunk tasks, ``studio.evolution.tasks.score_eval_chunk``) is sent from inside it,
-and ``route_task``, the Celery router (``studio/celery.py``), sends it to the same queue: a
-follow-on evaluation's chunks are scored by the follow-on workers, never in the slots a person's
-playground run needs (docs/workers.md).
+and ``route_task``, the Celery router (``CELERY_TASK_ROUTES`` in studio/settings.py), sends it to
+the same queue: a follow-on evaluation's chunks are scored by the follow-on workers, never in the
+slots a person's playground run needs (docs/workers.md).
 """
 
 from __future__ import annotations
