@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Sets up and starts Harness Studio on this machine: Redis, migrations, demo
 # data (roles, demo users printed with their passwords, the demo Harness v1 at
-# production, the local model endpoint), a Celery worker with its beat
-# scheduler, and the web server (gunicorn, scripts/web.sh) on ${HOST:-127.0.0.1}:${PORT:-8000}. Ctrl-C stops all.
+# production, the local model endpoint), the Celery workers (the interactive one with its beat
+# scheduler, a follow-on one at a lower CPU priority, a training one), and the web server
+# (gunicorn, scripts/web.sh) on ${HOST:-127.0.0.1}:${PORT:-8000}. Ctrl-C stops all.
 # Idempotent: a second run reuses the virtualenv, database and demo data.
 #
 # Not open to the network: the web server listens on loopback unless HOST says otherwise
@@ -51,18 +52,26 @@ $PY -m serving prepare models/demo-adapter
 pids=()
 stop() {
   trap - INT TERM EXIT
-  say "stopping web and worker"
+  say "stopping the web server and the workers"
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
   wait 2>/dev/null || true
 }
 trap stop INT TERM EXIT
 
-say "Celery worker (log: var/log/celery.log)"
+say "Celery worker for people's jobs, queue ${CELERY_QUEUE:-studio} (log: var/log/celery.log)"
 # `python -m celery` keeps the repository root on sys.path, like manage.py does. Each of its processes
 # prefills the demo model with the production Harness's prompt as it starts (HARNESS_WARM_UP_WORKER),
-# so the first playground request does not pay for it.
-HARNESS_WARM_UP_WORKER=1 $PY -m celery -A studio worker --beat --schedule var/celerybeat-schedule \
+# so the first playground request does not pay for it. It reads only the queue of what a person starts
+# (playground runs, their own evaluations): follow-on work never takes its slots (docs/workers.md).
+HARNESS_WARM_UP_WORKER=1 $PY -m celery -A studio worker --queues "${CELERY_QUEUE:-studio}" \
+  --hostname "studio@%h" --beat --schedule var/celerybeat-schedule \
   --concurrency "${CELERY_CONCURRENCY:-2}" --loglevel INFO >>var/log/celery.log 2>&1 &
+pids+=($!)
+say "Celery follow-on worker, one job at a time, queue ${CELERY_FOLLOW_ON_QUEUE:-follow-on}, nice 10 (log: var/log/celery-follow-on.log)"
+# What the studio queues by itself (a label move's or a new checkpoint's compatibility cells) waits
+# on its own queue for this worker; at a lower CPU priority it leaves the cores to people's jobs.
+nice -n 10 $PY -m celery -A studio worker --queues "${CELERY_FOLLOW_ON_QUEUE:-follow-on}" \
+  --hostname "follow-on@%h" --concurrency 1 --loglevel INFO >>var/log/celery-follow-on.log 2>&1 &
 pids+=($!)
 say "Celery training worker, one job at a time, queue ${CELERY_TRAIN_QUEUE:-train} (log: var/log/celery-train.log)"
 # Training and replay jobs wait on their own queue, so they never take the evaluation worker's slots.
@@ -74,5 +83,5 @@ say "web server (gunicorn) on http://$HOST:$PORT/ (Host names accepted: $ALLOWED
 # workers and threads from the cores (WEB_WORKERS, WEB_THREADS), bound to HOST (loopback unless told).
 WEB_HOST=$HOST PORT=$PORT WEB_ACCESS_LOG=${WEB_ACCESS_LOG:-var/log/web-access.log} bash scripts/web.sh &
 pids+=($!)
-# Return as soon as either process ends; the trap then stops the other.
+# Return as soon as any process ends; the trap then stops the others.
 wait -n "${pids[@]}"

@@ -290,6 +290,13 @@ CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "studio")
 # Training and deployment-replay jobs go here; only workers started with `-Q train` read it
 # (docs/workers.md).
 CELERY_TRAIN_QUEUE = env_str("CELERY_TRAIN_QUEUE", "train")
+# Follow-on jobs (Job.automatic: a label move's or a new checkpoint's compatibility cells, and the
+# chunks of their evaluation runs) go here; only workers started with `-Q follow-on` read it, so a
+# person's playground run or evaluation on the default queue never waits behind them
+# (docs/workers.md).
+CELERY_FOLLOW_ON_QUEUE = env_str("CELERY_FOLLOW_ON_QUEUE", "follow-on")
+# What a running job sends (an evaluation's chunk tasks) goes to the job's own queue.
+CELERY_TASK_ROUTES = ("studio.jobs.routing.route_task",)
 # Each process of this worker prefills the default endpoint's local model with the production
 # Harness's prompt when it starts (studio/playground/signals.py), so its first request does not pay
 # for it: on for the demo's worker (scripts/demo.sh) and the production unit, off for the training
@@ -358,6 +365,10 @@ JOB_QUOTA_PER_USER = env_int("JOB_QUOTA_PER_USER", 3, minimum=0)
 # move's cells): off with FOLLOW_ON_JOBS=0. They never run ahead of a person's queued job: one waits
 # this long and is sent again.
 FOLLOW_ON_JOBS = env_bool("FOLLOW_ON_JOBS", True)
+# Follow-on jobs queued or running at once on behalf of one person (the one whose label move or
+# training run caused them; 0: no limit): a follow-on past it is not queued, and the job that would
+# have queued it says so (its cell can be asked for on /compatibility/ later).
+JOB_FOLLOW_ON_QUOTA_PER_USER = env_int("JOB_FOLLOW_ON_QUOTA_PER_USER", 4, minimum=0)
 AUTOMATIC_JOB_YIELD_S = env_float("AUTOMATIC_JOB_YIELD_S", 5.0, minimum=0.1)
 # The longest wait the worker check may ask for.
 WORKER_CHECK_MAX_S = env_float("WORKER_CHECK_MAX_S", 30.0, minimum=1.0)

@@ -12,12 +12,20 @@ def fill_outcome(result: dict) -> str:
 
 @job_kind("compatibility_fill", label="Compatibility cells", outcome=fill_outcome)
 def compatibility_fill_job(context: JobContext) -> dict:
-    """The cells a label move needs (``services.cells_for_label``); a cell that exists is reused."""
+    """The cells a label move needs (``services.cells_for_label``), follow-ons on behalf of whoever
+    moved the label (this job's starter); a cell that exists is reused."""
     from studio.compatibility.services import cells_for_label
     from studio.evolution.models import EvalRun
+    from studio.jobs.models import Job
 
     before = EvalRun.objects.count()
-    cells = cells_for_label(harness_id=context.params["harness_id"], label=context.params["label"])
+    job = Job.objects.select_related("created_by").get(pk=context.job_id)
+    cells = cells_for_label(
+        harness_id=context.params["harness_id"],
+        label=context.params["label"],
+        on_behalf_of=job.created_by,
+        log=context.log,
+    )
     for cell in cells:
         context.log(
             f"{cell.endpoint.name} on v{cell.version.number}: evaluation run #{cell.run_id} "
@@ -45,7 +53,7 @@ def compatibility_checkpoint_job(context: JobContext) -> dict:
     run_id = int(context.params["run_id"])
     before = EvalRun.objects.count()
     cells = run_again_when_locked(
-        lambda: cells_for_checkpoint(run_id=run_id),
+        lambda: cells_for_checkpoint(run_id=run_id, log=context.log),
         what=f"the cells of run #{run_id}",
         log=context.log,
     )

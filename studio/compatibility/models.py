@@ -76,7 +76,23 @@ class Cell(models.Model):
             "run's results, kept once the run succeeded."
         ),
     )
-    requested_by = models.ForeignKey(User, null=True, on_delete=models.SET_NULL, related_name="+")
+    requested_by = models.ForeignKey(
+        User,
+        null=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text=(
+            "Who asked for it, or on whose behalf a follow-on was queued (whose label move or "
+            "training run caused it): they may cancel its run."
+        ),
+    )
+    automatic = models.BooleanField(
+        default=False,
+        help_text=(
+            "A follow-on the studio queued itself (a label move, a new checkpoint), not a "
+            "person's request: its runs are automatic jobs on the follow-on queue."
+        ),
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -90,3 +106,16 @@ class Cell(models.Model):
 
     def __str__(self) -> str:
         return f"cell #{self.pk}: {self.endpoint.name} on {self.version} (set {self.set_version})"
+
+
+class SetDataset(models.Model):
+    """The dataset the studio imported for one version of the compatibility set: the set is found
+    by this row (the dataset's id), never by its name, so a dataset someone imported under the name
+    the studio derives (``compatibility-<version>``) is never read as the set."""
+
+    set_version = models.CharField(max_length=16, unique=True)
+    dataset = models.OneToOneField(Dataset, on_delete=models.PROTECT, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"compatibility set {self.set_version}: {self.dataset.name}"

@@ -16,7 +16,7 @@ from typing import Any
 
 from django.conf import settings
 
-from studio.compatibility.models import Cell, LabelServer
+from studio.compatibility.models import Cell, LabelServer, SetDataset
 from studio.endpoints.models import ModelEndpoint
 from studio.evolution.models import Dataset, EvalRun
 from studio.harnesses.models import Harness, HarnessVersion, Label
@@ -34,11 +34,15 @@ class CompatSet:
 
     @property
     def name(self) -> str:
+        """The name the studio gives the set's dataset (another is chosen when someone took it)."""
         return f"compatibility-{self.version}"
 
     @property
     def dataset(self) -> Dataset | None:
-        return Dataset.objects.filter(name=self.name).first()
+        """The dataset the studio imported for this set: found by its id (``SetDataset``), never by
+        its name, which anyone who can import a dataset could have taken first."""
+        row = SetDataset.objects.select_related("dataset").filter(set_version=self.version).first()
+        return row.dataset if row is not None else None
 
 
 _SETS: dict[tuple, CompatSet] = {}
@@ -225,11 +229,16 @@ class MatrixCell:
     change: dict[str, Any] | None = None
     is_reference: bool = False
 
+    # whether the person looking may cancel the cell's run (its job): set by the page's view
+    can_cancel: bool = False
+
     @property
     def status(self) -> str:
+        """The cell run's status as its run page says it: a run whose job was cancelled is
+        "cancelled", not "failed"."""
         if self.cell is None:
             return "none"
-        return self.cell.run.status
+        return self.cell.run.badge
 
     @property
     def fallback_flag(self) -> str:
@@ -257,7 +266,7 @@ def matrix(*, harness: Harness) -> dict[str, Any]:
     labels = labelled_versions(harness)
     servers = label_servers(harness)
     cells = list(
-        Cell.objects.select_related("run", "endpoint", "version").filter(
+        Cell.objects.select_related("run__job", "endpoint", "version", "requested_by").filter(
             version__harness=harness, set_version=set_version
         )
     )

@@ -56,6 +56,12 @@ def matrix_view(request):
     }
     if harness is not None:
         context.update(selectors.matrix(harness=harness))
+        from studio.jobs.services import job_can_cancel
+
+        for row in context["rows"]:  # a cell's run can be cancelled by whoever may cancel its job
+            for shown in row.cells:
+                job = shown.cell.run.job if shown.cell is not None else None
+                shown.can_cancel = job is not None and job_can_cancel(job=job, user=request.user)
         context["versions"] = HarnessVersion.objects.filter(harness=harness).order_by("-number")
     template = (
         "compatibility/_matrix.html" if request.GET.get("partial") else "compatibility/matrix.html"

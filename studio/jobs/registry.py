@@ -15,6 +15,12 @@ A kind that would hold a worker for long (training, a deployment replay) names
 its ``queue``: "train" sends its jobs to the queue ``settings.CELERY_TRAIN_QUEUE``,
 which only the workers started with ``-Q train`` read, so they never take the
 slots the default queue's evaluation jobs need (docs/workers.md).
+
+Every other job goes by who asked for it (``job_queue``): a person's job (a playground run, their
+own evaluation) to the default queue, ``settings.CELERY_TASK_DEFAULT_QUEUE`` ("studio"), and a
+follow-on the studio queued itself (``Job.automatic``: a label move's or a checkpoint's
+compatibility cells) to ``settings.CELERY_FOLLOW_ON_QUEUE`` ("follow-on"), which workers of its
+own read: interactive work never waits behind follow-on work.
 """
 
 from __future__ import annotations
@@ -97,6 +103,28 @@ def queue_of(kind: JobKind) -> str | None:
     from django.conf import settings
 
     return getattr(settings, QUEUES[kind.queue])
+
+
+def job_queue(*, kind: str, automatic: bool) -> str | None:
+    """The Celery queue a job of ``kind`` goes to: its kind's own queue (train) when it names one,
+    else the follow-on queue for an automatic job, else None (the default queue, a person's
+    interactive work)."""
+    from django.conf import settings
+
+    job_kind = JOB_KINDS.get(kind)
+    own = queue_of(job_kind) if job_kind is not None else None
+    if own:
+        return own
+    return settings.CELERY_FOLLOW_ON_QUEUE if automatic else None
+
+
+def jobs_on_queue(queue: str | None):
+    """A filter (``Q``) for the jobs that go to ``queue`` (None: the default queue)."""
+    from django.db.models import Q
+
+    person = [name for name in JOB_KINDS if job_queue(kind=name, automatic=False) == queue]
+    follow_on = [name for name in JOB_KINDS if job_queue(kind=name, automatic=True) == queue]
+    return Q(automatic=False, kind__in=person) | Q(automatic=True, kind__in=follow_on)
 
 
 def job_kind(

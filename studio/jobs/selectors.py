@@ -45,7 +45,7 @@ class QueueWait:
     """Why a queued job waits: its place in its queue and the jobs the queue's workers are running
     now."""
 
-    queue: str  # the Celery queue's name ("celery", the default, or the train queue's)
+    queue: str  # the Celery queue's name (the default "studio", "follow-on" or "train")
     position: int  # 1: it is the next one a free worker takes
     queued: int  # jobs waiting in the queue, this one included
     running: list[Job] = field(default_factory=list)
@@ -71,14 +71,12 @@ def job_wait(*, job: Job) -> QueueWait | None:
     were queued)."""
     from django.conf import settings
 
-    from studio.jobs.registry import JOB_KINDS, queue_of
+    from studio.jobs.registry import job_queue, jobs_on_queue
 
     if job.status != Job.QUEUED:
         return None
-    kind = JOB_KINDS.get(job.kind)
-    queue = queue_of(kind) if kind is not None else None
-    same_queue = [name for name, k in JOB_KINDS.items() if queue_of(k) == queue]
-    jobs = Job.objects.filter(kind__in=same_queue).defer("log_tail", "result", "params")
+    queue = job_queue(kind=job.kind, automatic=job.automatic)
+    jobs = Job.objects.filter(jobs_on_queue(queue)).defer("log_tail", "result", "params")
     waiting = jobs.filter(status=Job.QUEUED)
     ahead = (
         waiting.filter(created_at__lt=job.created_at).count()

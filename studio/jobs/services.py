@@ -25,7 +25,8 @@ from django.utils import timezone
 
 from studio.audit.services import audit_record
 from studio.jobs.models import Job
-from studio.jobs.registry import JOB_KINDS, JobFailed, queue_of
+from studio.jobs.registry import JOB_KINDS, JobFailed, job_queue, jobs_on_queue
+from studio.jobs.routing import running_job_queue
 
 logger = logging.getLogger(__name__)
 
@@ -63,14 +64,16 @@ def job_create(
     """Persist a queued job and send it to the worker once the transaction commits.
 
     A person's job counts against their quota (``JOB_QUOTA_PER_USER`` queued or running at once;
-    JobQuotaExceeded past it); an ``automatic`` one (a follow-on the studio queues itself) does not,
-    and it waits while a person's job is queued on its queue (``job_run``)."""
+    JobQuotaExceeded past it). An ``automatic`` one (a follow-on the studio queues itself, on behalf
+    of ``created_by``, the person whose action caused it) counts against that person's follow-on
+    budget (``JOB_FOLLOW_ON_QUOTA_PER_USER``) instead, goes to the follow-on queue
+    (``registry.job_queue``) and waits while a person's job is queued (``job_run``)."""
     if kind not in JOB_KINDS:
         raise UnknownJobKind(
             f"kind: {kind!r} is not a job kind; known: {', '.join(sorted(JOB_KINDS))}"
         )
-    if created_by is not None and not automatic:
-        _check_quota(created_by)
+    if created_by is not None:
+        job_quota_check(user=created_by, automatic=automatic)
     job = Job.objects.create(
         kind=kind, title=title[:200], params=params, created_by=created_by, automatic=automatic
     )
@@ -84,17 +87,26 @@ def job_create(
     return job
 
 
-def _check_quota(user: User) -> None:
-    limit = settings.JOB_QUOTA_PER_USER
+def job_quota_check(*, user: User, automatic: bool = False) -> None:
+    """JobQuotaExceeded when ``user`` already has as many jobs queued or running as allowed: their
+    own (``JOB_QUOTA_PER_USER``), or with ``automatic`` the follow-ons queued on their behalf
+    (``JOB_FOLLOW_ON_QUOTA_PER_USER``)."""
+    limit = settings.JOB_FOLLOW_ON_QUOTA_PER_USER if automatic else settings.JOB_QUOTA_PER_USER
     if not limit:
         return
     active = list(
-        Job.objects.filter(created_by=user, automatic=False, status__in=Job.ACTIVE).order_by("pk")[
-            :limit
-        ]
+        Job.objects.filter(created_by=user, automatic=automatic, status__in=Job.ACTIVE).order_by(
+            "pk"
+        )[:limit]
     )
+    listed = ", ".join(f"#{job.pk} {job.title} ({job.status})" for job in active)
+    if len(active) >= limit and automatic:
+        raise JobQuotaExceeded(
+            f"follow-on jobs: {user.username} already has {len(active)} follow-on jobs queued or "
+            f"running on their behalf, the limit per user (JOB_FOLLOW_ON_QUOTA_PER_USER={limit}): "
+            f"{listed}; cancel one on its job page or wait for one to finish"
+        )
     if len(active) >= limit:
-        listed = ", ".join(f"#{job.pk} {job.title} ({job.status})" for job in active)
         raise JobQuotaExceeded(
             f"jobs: {user.username} already has {len(active)} jobs queued or running, the limit "
             f"per user (JOB_QUOTA_PER_USER={limit}): {listed}; wait for one to finish or cancel "
@@ -103,13 +115,17 @@ def _check_quota(user: User) -> None:
 
 
 def _waits_for_a_person(job: Job) -> bool:
-    """An automatic job yields while a person's job is queued on its queue (it is sent again a
-    little later)."""
+    """An automatic job yields while a person's job is queued on the queue it would go to if a
+    person had started it (it is sent again a little later): on workers that read both queues, or
+    share a host's cores, the person's job goes first."""
     if not job.automatic:
         return False
-    queue = queue_of(JOB_KINDS[job.kind])
-    kinds = [name for name, kind in JOB_KINDS.items() if queue_of(kind) == queue]
-    return Job.objects.filter(status=Job.QUEUED, automatic=False, kind__in=kinds).exists()
+    person_queue = job_queue(kind=job.kind, automatic=False)
+    return (
+        Job.objects.filter(jobs_on_queue(person_queue), status=Job.QUEUED, automatic=False)
+        .exclude(pk=job.pk)
+        .exists()
+    )
 
 
 def job_enqueue(*, job_id: int) -> None:
@@ -117,8 +133,8 @@ def job_enqueue(*, job_id: int) -> None:
     saying so."""
     from studio.jobs.tasks import run_job
 
-    kind = JOB_KINDS.get(Job.objects.filter(pk=job_id).values_list("kind", flat=True).first() or "")
-    queue = queue_of(kind) if kind is not None else None
+    row = Job.objects.filter(pk=job_id).values("kind", "automatic").first()
+    queue = job_queue(kind=row["kind"], automatic=row["automatic"]) if row else None
     try:
         if queue:
             run_job.apply_async((job_id,), queue=queue)
@@ -237,7 +253,7 @@ def job_run(*, job_id: int, worker: str | None = None, heartbeat: bool = True) -
     if waiting is not None and heartbeat and _waits_for_a_person(waiting):
         from studio.jobs.tasks import run_job
 
-        queue = queue_of(JOB_KINDS[waiting.kind])
+        queue = job_queue(kind=waiting.kind, automatic=True)
         options = {"queue": queue} if queue else {}
         run_job.apply_async((job_id,), countdown=settings.AUTOMATIC_JOB_YIELD_S, **options)
         logger.info("job %s (automatic) waits: a person's job is queued on its queue", job_id)
@@ -254,6 +270,8 @@ def job_run(*, job_id: int, worker: str | None = None, heartbeat: bool = True) -
     if heartbeat:
         beat.start()
     context = _Context(job, in_worker=heartbeat)
+    # what the job sends while it runs (an evaluation's chunk tasks) goes to its own queue
+    routed = running_job_queue.set(job_queue(kind=job.kind, automatic=job.automatic))
     try:
         context.log(f"started on {job.worker}")
         result = JOB_KINDS[job.kind].run(context)
@@ -275,6 +293,7 @@ def job_run(*, job_id: int, worker: str | None = None, heartbeat: bool = True) -
         context.log("finished")
         _finish(job_id=job_id, status=Job.SUCCEEDED, result=result)
     finally:
+        running_job_queue.reset(routed)
         beat.stopped.set()
         if heartbeat:
             beat.join(timeout=5)

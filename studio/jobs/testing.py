@@ -70,6 +70,8 @@ def celery_worker(
     also_queues: tuple[str, ...] = (),
     processes: int | None = None,
     beat: bool = False,
+    follow_on_queue: str | None = None,
+    route_here: bool = True,
 ) -> Iterator[WorkerProcess]:
     """Start `celery worker --pool solo` on a private queue; route this process's tasks there too.
 
@@ -77,8 +79,14 @@ def celery_worker(
     worker's node is ``<node>@<host>``; ``node`` defaults to the queue). ``also_queues``: more
     queues the worker reads (a test's private train queue, ``CELERY_TRAIN_QUEUE``). ``processes``:
     the prefork pool with that many worker processes instead of solo, and ``beat`` the beat schedule
-    beside them, as ``scripts/demo.sh`` starts its worker.
+    beside them, as ``scripts/demo.sh`` starts its worker. ``follow_on_queue``: where follow-on jobs
+    go (``CELERY_FOLLOW_ON_QUEUE``, in the worker and in this process); by default the worker's own
+    queue, so one worker takes everything. ``route_here=False`` starts a worker without sending this
+    process's tasks to it: a second worker beside one that does (a follow-on worker reading
+    ``follow_on_queue``, as ``scripts/demo.sh`` starts one).
     """
+    from django.test import override_settings
+
     from studio.celery import app
 
     queue = queue or f"test-{uuid.uuid4().hex[:8]}"
@@ -91,6 +99,7 @@ def celery_worker(
         "DATABASE_URL": current_database_url(),
         "REDIS_URL": redis_url(),
         "CELERY_QUEUE": queue,
+        "CELERY_FOLLOW_ON_QUEUE": follow_on_queue or queue,
         "JOB_HEARTBEAT_S": str(heartbeat_s),
         "JOB_LEASE_S": str(lease_s),
         "PYTHONPATH": str(ROOT),
@@ -126,11 +135,14 @@ def celery_worker(
         )
     worker = WorkerProcess(process, queue, log_path, node)
     previous = (app.conf.broker_url, app.conf.task_default_queue, app.conf.task_always_eager)
-    app.conf.broker_url, app.conf.task_default_queue, app.conf.task_always_eager = (
-        env["REDIS_URL"],
-        queue,
-        False,
-    )
+    routing = override_settings(CELERY_FOLLOW_ON_QUEUE=follow_on_queue or queue)
+    if route_here:
+        app.conf.broker_url, app.conf.task_default_queue, app.conf.task_always_eager = (
+            env["REDIS_URL"],
+            queue,
+            False,
+        )
+        routing.enable()
     try:
         deadline = time.monotonic() + 120
         while " ready." not in worker.log():
@@ -145,7 +157,9 @@ def celery_worker(
             time.sleep(0.2)
         yield worker
     finally:
-        app.conf.broker_url, app.conf.task_default_queue, app.conf.task_always_eager = previous
+        if route_here:
+            routing.disable()
+            app.conf.broker_url, app.conf.task_default_queue, app.conf.task_always_eager = previous
         if process.poll() is None:
             process.terminate()
             try:

@@ -336,8 +336,9 @@ def run_execute(*, run_id: int, context: JobContext) -> dict[str, Any]:
         ]
         for _job, sentence in follow_on:
             context.log(sentence)
-        if follow_on:
-            result["follow_on_jobs"] = [job.pk for job, _ in follow_on]
+        # a receiver that decided against a follow-on (a smoke run) answers (None, why)
+        if any(job is not None for job, _ in follow_on):
+            result["follow_on_jobs"] = [job.pk for job, _ in follow_on if job is not None]
     return result
 
 

@@ -39,7 +39,11 @@ def test_the_web_unit_and_the_container_start_the_server_scripts_web_sh_starts()
 @pytest.mark.parametrize(
     "unit, command",
     [
-        ("harness-studio-worker.service", "-m celery -A studio worker"),
+        ("harness-studio-worker.service", "-m celery -A studio worker --queues studio"),
+        (
+            "harness-studio-follow-on-worker.service",
+            "-m celery -A studio worker --queues follow-on",
+        ),
         ("harness-studio-beat.service", "-m celery -A studio beat"),
     ],
 )

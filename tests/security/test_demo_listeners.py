@@ -125,6 +125,10 @@ def test_the_demo_listens_on_loopback_with_private_files_and_passwords(demo_tree
             assert allowed_hosts == "127.0.0.1,localhost"
             assert redis_url == f"redis://:{password}@127.0.0.1:{redis_port}/0"
         assert any("-m gunicorn -c studio/gunicorn_conf.py" in args for *_, args in calls)
+        # people's jobs and follow-on work on workers of their own (docs/workers.md)
+        workers = [args for *_, args in calls if "-m celery -A studio worker" in args]
+        assert any("--queues studio " in args and "--beat" in args for args in workers), workers
+        assert any("--queues follow-on " in args for args in workers), workers
         assert (var / "bind.log").read_text().split() == [f"127.0.0.1:{port}"]
 
         anonymous = subprocess.run(

@@ -214,6 +214,11 @@ def test_a_checkpoint_entering_the_registry_is_asked_for_on_production_and_stagi
     from studio.releases.testing import trained_checkpoint
 
     run = trained_checkpoint(tmp_path / "new")
+    said = []
+    assert cells_for_checkpoint(run_id=run.pk, log=said.append) == []  # a smoke run: none
+    assert "is a smoke run of the tiny test model" in said[0] and EvalRun.objects.count() == 0
+    run.model, run.harness_version, run.created_by = "local", world[0], personas.ml_engineer
+    run.save(update_fields=["model", "harness_version", "created_by"])
     cells = cells_for_checkpoint(run_id=run.pk)
     endpoint = ModelEndpoint.objects.get(route=ModelEndpoint.LOCAL, model=str(run.final_dir))
     assert [c.endpoint for c in cells] == [endpoint] and cells[0].version == world[

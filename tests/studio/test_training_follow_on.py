@@ -19,27 +19,27 @@ from studio.releases.testing import trained_checkpoint
 pytestmark = pytest.mark.django_db
 
 
-def _finished_training(personas, tmp_path):
-    """An SFT run whose command already wrote final/, and its queued job (the worker finds the step
-    done)."""
+def _finished_training(personas, tmp_path, version):
+    """An SFT run on ``version`` whose command already wrote final/, and its queued job (the worker
+    finds the step done). Not a smoke run (whose cells are not asked for automatically)."""
     run = trained_checkpoint(tmp_path / "runs" / "run-1")
     (run.path / "sft" / "model_card.json").write_text(json.dumps({"stage": "sft", "steps": 2}))
-    run.created_by = personas.ml_engineer
+    run.created_by, run.model, run.harness_version = personas.ml_engineer, "local", version
     run.job = Job.objects.create(
         kind="train_sft", title="SFT", params={"run_id": run.pk}, created_by=personas.ml_engineer
     )
-    run.save(update_fields=["created_by", "job"])
+    run.save(update_fields=["created_by", "model", "harness_version", "job"])
     return run
 
 
 def test_a_lock_while_asking_for_the_cells_neither_fails_the_training_nor_loses_the_cells(
-    personas, settings, tmp_path, monkeypatch, django_capture_on_commit_callbacks
+    personas, demo_version, settings, tmp_path, monkeypatch, django_capture_on_commit_callbacks
 ):
     settings.TRAINING_RUNS_DIR = tmp_path / "runs"
-    run = _finished_training(personas, tmp_path)
+    run = _finished_training(personas, tmp_path, demo_version)
     tries = []
 
-    def locked_once(*, run_id):
+    def locked_once(*, run_id, **_):
         tries.append(run_id)
         if len(tries) == 1:
             raise OperationalError("database is locked")
@@ -63,12 +63,12 @@ def test_a_lock_while_asking_for_the_cells_neither_fails_the_training_nor_loses_
 
 
 def test_cells_that_cannot_be_asked_for_fail_their_own_step_and_the_training_stays_done(
-    personas, settings, tmp_path, monkeypatch, django_capture_on_commit_callbacks
+    personas, demo_version, settings, tmp_path, monkeypatch, django_capture_on_commit_callbacks
 ):
     settings.TRAINING_RUNS_DIR = tmp_path / "runs"
-    run = _finished_training(personas, tmp_path)
+    run = _finished_training(personas, tmp_path, demo_version)
 
-    def broken(*, run_id):
+    def broken(*, run_id, **_):
         raise ValueError("the compatibility set cannot be built")
 
     monkeypatch.setattr("studio.compatibility.services.cells_for_checkpoint", broken)
