@@ -310,6 +310,14 @@ class Facts:
         return (number, unit) in self.units or (number, "") in self.units
 
 
+def spec_label(key: str) -> str:
+    """The words a spec key names: "shelf_life_months" -> "shelf life", "battery" -> "battery"."""
+    parts = key.lower().replace(" ", "_").split("_")
+    if len(parts) > 1 and unit_of(parts[-1]) in _KNOWN_UNITS:
+        parts = parts[:-1]
+    return " ".join(parts)
+
+
 def _key_unit(key: str) -> str:
     """The unit a spec key names: "volume_ml" -> "ml", "warranty_months" -> "month"."""
     tail = key.lower().rsplit("_", 1)[-1]

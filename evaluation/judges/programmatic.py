@@ -141,7 +141,7 @@ _ROUTE = re.compile(
 )
 _QUESTION = re.compile(
     r"(?i)\b(what|where|when|why|how|who|which)\b|\b(are|is|do|does|can|will) "
-    r"(you|this|it|there|u)\b|\?"
+    r"(you|this|it|there|u)\b"
 )
 _WHERE = re.compile(r"(?i)\bwhere\b")
 _FROM = re.compile(r"(?i)\bfrom\b")
@@ -259,6 +259,12 @@ class ProgrammaticJudge:
         self._nouns = {p.link_id: self._noun(p.name) for p in catalogue.products}
         self._catalogue_text = " ".join([self._room.text] + [f.text for f in self._facts.values()])
         self._coupons = {p.code for p in catalogue.promotions if p.kind == "coupon"}
+        # "shelf_life_months" -> "shelf life": the words a reply names a spec by
+        self._spec_labels = {
+            key: rf"\b{re.escape(E.spec_label(key))}\b"
+            for p in catalogue.products
+            for key in p.specs
+        }
 
     @staticmethod
     def _noun(name: str) -> str:
@@ -618,8 +624,7 @@ class ProgrammaticJudge:
             if product is None:
                 continue
             for key, value in product.specs.items():
-                label = key.split("_")[0].lower()
-                if (label in low and len(label) > 2) or (
+                if re.search(self._spec_labels[key], low) or (
                     isinstance(value, str) and len(value) > 3 and value.lower() in low
                 ):
                     out.add("spec")
@@ -703,11 +708,15 @@ class ProgrammaticJudge:
             comment_stems, reply_stems = E.stems(r.comment), E.stems(reply)
             if comment_stems & reply_stems:
                 return []
+            comments = [
+                c if isinstance(c, str) else str(c.get("text", ""))
+                for c in r.case.get("comments", [])
+            ]
             if _WHERE.search(r.comment) and (E.places(reply) or _FROM.search(reply)):
                 return []  # "where are you streaming from?" -> "From our studio!"
             if not _SOCIAL.search(reply):
                 return [Reason("vague", "effectiveness", "does not take up the viewer's chat")]
-            if _QUESTION.search(r.comment):
+            if all(_QUESTION.search(c) for c in comments):  # a remark takes a friendly line
                 return [
                     Reason(
                         "canned_reply",

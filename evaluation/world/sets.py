@@ -112,7 +112,22 @@ def _multi(factory: CaseFactory, draft: Draft) -> Draft:
     return draft
 
 
+def products_in_play(draft: Draft, rng: random.Random) -> list[int]:
+    """The case's product references: its gold products among the product on screen and one to
+    three distractors from the shelf, shuffled, so the list does not give the answer away (a
+    model that looks up the first product listed is wrong on most cases)."""
+    links = list(dict.fromkeys(draft.products))
+    current = draft.room.get("current_link_id")
+    if current and current not in links:
+        links.append(current)
+    others = [x for x in draft.room.get("shelf", []) if x not in links]
+    links += rng.sample(others, min(len(others), rng.randint(1, 3)))
+    rng.shuffle(links)
+    return links
+
+
 def _to_case(draft: Draft, *, case_id: str, set_name: str, rng: random.Random) -> dict[str, Any]:
+    products = products_in_play(draft, rng)
     comments = [{"user": f"viewer_{rng.randint(100, 9999)}", "text": t} for t in draft.comments]
     case: dict[str, Any] = {
         "format": CASE_FORMAT,
@@ -124,7 +139,7 @@ def _to_case(draft: Draft, *, case_id: str, set_name: str, rng: random.Random) -
         "history": draft.history,
         "anchor_utterances": draft.anchor,
         "room": draft.room,
-        "products": sorted(set(draft.products)),
+        "products": products,
         "faq": draft.faq,
         "locale": "en",
         "catalogue": "catalogue.json",
