@@ -83,7 +83,10 @@ EFFECTIVENESS_CAPS: dict[str, float] = {
 
 # What a comment asks about, and what a reply states, by attribute.
 ASK_PATTERNS: dict[str, re.Pattern] = {
-    "price": re.compile(r"(?i)\b(how much|price|prices|cost|costs|yuan|expensive|damage for)\b"),
+    "price": re.compile(
+        r"(?i)\bhow much( (is|are|for|does|do|would|was|will)\b|\W*$)|"
+        r"\b(price|prices|cost|costs|yuan|expensive|damage for)\b"
+    ),
     "discount": re.compile(
         r"(?i)\b(discount(ed)?|on sale|sale|deals?|promo(tion)?s?|coupons?|cheaper today|% off)\b"
     ),
@@ -95,7 +98,7 @@ ASK_PATTERNS: dict[str, re.Pattern] = {
         r"(?i)\b(battery|mah|sizes?|material|fabric|ml|volume|weigh|weight|heavy|colou?rs?|"
         r"warranty|waterproof|water rating|wet|flavou?r|taste|sweet or salty|shelf life|keep|"
         r"kept|expiry|best before|dimensions?|how big|capacity|hold|age|skin|pieces|made of|"
-        r"grams|kg|charge|last|lasts|spf|ingredients?|noise|bluetooth)\b"
+        r"grams|kg|charge|last|lasts|spf|ingredients?|noise|bluetooth|vitamin|contains?|content)\b"
     ),
     "identity": re.compile(
         r"(?i)\b(what is|what's on|what are you selling|what product|which product|is what|"
