@@ -964,12 +964,7 @@ class ProgrammaticJudge:
         acc_reasons = self._accuracy(reading, route)
         eff, fact_share, eff_reasons = self._effectiveness(reading, route)
         gold_public = (case.get("gold") or {}).get("route", "public") != "silent"
-        if (
-            trajectory is not None
-            and trajectory.get("outcome") == "fallback"
-            and gold_public
-            and eff > 0
-        ):
+        if trajectory is not None and trajectory.get("outcome") == "fallback" and gold_public:
             # the runtime's conservative stand-in ("let me check ..."), not an answer: that is
             # the one thing to say about its effectiveness
             eff = 0.0
