@@ -109,11 +109,16 @@ _NOT_NAMES_TEXT = (
 NOT_NAMES = frozenset(_NOT_NAMES_TEXT.split())
 
 
+_DIGIT = re.compile(r"\d")
+
+
 def _num(text: str) -> float:
     return float(text.replace(",", "."))
 
 
 def money_mentions(text: str) -> list[float]:
+    if not _DIGIT.search(text):
+        return []
     found = []
     for pattern in _MONEY:
         found += [_num(m.group(1)) for m in pattern.finditer(text)]
@@ -192,6 +197,8 @@ def coupon_codes(text: str) -> list[str]:
 
 
 def link_mentions(text: str) -> set[int]:
+    if not _DIGIT.search(text):  # the fast path: most sentences name no number
+        return set()
     return {int(m) for m in _LINK.findall(text)}
 
 
@@ -206,7 +213,7 @@ def sentences(text: str) -> list[str]:
 
 def strip_link_mentions(text: str) -> str:
     """The text without its link references, so '#24' is not read as the number 24."""
-    return _LINK.sub(" ", text)
+    return _LINK.sub(" ", text) if _DIGIT.search(text) else text
 
 
 def stock_claim(text: str) -> str | None:

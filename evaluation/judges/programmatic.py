@@ -260,11 +260,16 @@ class ProgrammaticJudge:
             ((p.name.lower(), p.link_id) for p in catalogue.products), key=lambda x: -len(x[0])
         )
         self._nouns = {p.link_id: self._noun(p.name) for p in catalogue.products}
-        self._catalogue_text = " ".join([self._room.text] + [f.text for f in self._facts.values()])
+        self._catalogue_text = " ".join(
+            [self._room.text] + [f.text for f in self._facts.values()]
+        ).lower()
+        self._noun_patterns = {
+            link: re.compile(rf"\b{re.escape(noun)}\b") for link, noun in self._nouns.items()
+        }
         self._coupons = {p.code for p in catalogue.promotions if p.kind == "coupon"}
         # "shelf_life_months" -> "shelf life": the words a reply names a spec by
         self._spec_labels = {
-            key: rf"\b{re.escape(E.spec_label(key))}\b"
+            key: re.compile(rf"\b{re.escape(E.spec_label(key))}\b")
             for p in catalogue.products
             for key in p.specs
         }
@@ -281,7 +286,7 @@ class ProgrammaticJudge:
             if name in low:
                 found.add(link)
         if not found:
-            by_noun = [x for x in scope if re.search(rf"\b{re.escape(self._nouns[x])}\b", low)]
+            by_noun = [x for x in scope if self._noun_patterns[x].search(low)]
             if len(by_noun) == 1:
                 found.add(by_noun[0])
         return found
@@ -330,7 +335,6 @@ class ProgrammaticJudge:
                 *users,
                 str(room.get("title", "")),
                 *(str(f.get("answer", "")) for f in case.get("faq") or [] if isinstance(f, dict)),
-                self._catalogue_text,
                 tool_room.text,
                 *(f.text for f in by_link.values()),
                 system,
@@ -549,13 +553,18 @@ class ProgrammaticJudge:
 
     def acc_invented_name(self, r: Reading) -> list[Reason]:
         found = []
+
+        def given(word: str) -> bool:
+            word = word.lower()
+            return word in r.evidence_text or word in self._catalogue_text
+
         for place in E.places(r.reply):
-            if place.lower() not in r.evidence_text:
+            if not given(place):
                 found.append(
                     Reason("invented_name", "accuracy", f"no viewer or fact mentions {place}")
                 )
         for name in E.greeted_names(r.reply):
-            if name.lower() not in r.evidence_text:
+            if not given(name):
                 found.append(
                     Reason("invented_name", "accuracy", f"no viewer called {name} is in the room")
                 )
@@ -627,7 +636,7 @@ class ProgrammaticJudge:
             if product is None:
                 continue
             for key, value in product.specs.items():
-                if re.search(self._spec_labels[key], low) or (
+                if self._spec_labels[key].search(low) or (
                     isinstance(value, str) and len(value) > 3 and value.lower() in low
                 ):
                     out.add("spec")
