@@ -644,7 +644,7 @@ class ProgrammaticJudge:
             out.add("link")
         if "?" in reply or "？" in reply:
             out.add("question")
-        if _ROUTE.search(reply):
+        if _ROUTE.search(reply) or ASK_PATTERNS["policy"].search(reply):
             out.add("policy")
         return out
 
