@@ -359,6 +359,12 @@ RUBRIC = [
         (1, 0.0),
     ),
     (
+        "a link called by another product's name",
+        rubric_case("product_qa", "what is #3?"),
+        "Link #3 is the Hydrating Face Cream.",
+        (0, 0.5),  # on topic, the asked fact wrong: as a wrong price is
+    ),
+    (
         "a product question without required facts answered with another attribute",
         rubric_case("product_qa", "is #4 waterproof?"),
         "Link #4 is 299 yuan tonight!",
@@ -400,6 +406,11 @@ GOOD = [
         "an ambiguous question asked back",
         rubric_case("clarification", "how much?", current=None),
         "Which product do you mean? Tell me the link number.",
+    ),
+    (
+        "a shipping question answered with the shop's policy",
+        rubric_case("faq", "when will my order ship?"),
+        "Orders ship within 48 hours from our Hangzhou warehouse.",
     ),
     (
         "a stock count of the product asked about",
