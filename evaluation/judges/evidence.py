@@ -18,6 +18,7 @@ value found anywhere in the case.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -325,6 +326,7 @@ def spec_label(key: str) -> str:
     return " ".join(parts)
 
 
+@functools.lru_cache(maxsize=1024)
 def _key_unit(key: str) -> str:
     """The unit a spec key names: "volume_ml" -> "ml", "warranty_months" -> "month"."""
     tail = key.lower().rsplit("_", 1)[-1]
@@ -430,6 +432,8 @@ def _add_tool_values(facts: Facts, value: Any, key: str = "") -> None:
             facts.stock.add(int(value))
     elif isinstance(value, str):
         facts.text += " " + value.lower()
+        if not _DIGIT.search(value):
+            return
         facts.units |= unit_figures(value)
         found = numbers(value)
         facts.figures |= set(found)

@@ -234,7 +234,7 @@ class Reading:
     tool_room: E.Facts
     echo: set[float]  # numbers the viewers and the host said themselves
     gold_values: dict[int | None, set[float]]
-    evidence_text: str  # lower-case text names and places may come from
+    said: list[str]  # what the viewers, the history and the host said
     comment: str
     subjects: set[int] = field(default_factory=set)  # every product the reply names
 
@@ -324,22 +324,6 @@ class ProgrammaticJudge:
                 bucket.add(float(value))
             for alt in fact.get("any_of", []):
                 bucket |= set(E.numbers(str(alt)))
-        users = [str(c.get("user", "")) for c in case.get("comments", []) if isinstance(c, dict)]
-        system = ""
-        if trajectory and trajectory.get("model_calls"):
-            messages = trajectory["model_calls"][0].get("messages") or []
-            system = " ".join(str(m.get("content") or "") for m in messages[:1])
-        evidence_text = " ".join(
-            [
-                *said,
-                *users,
-                str(room.get("title", "")),
-                *(str(f.get("answer", "")) for f in case.get("faq") or [] if isinstance(f, dict)),
-                tool_room.text,
-                *(f.text for f in by_link.values()),
-                system,
-            ]
-        ).lower()
         reading = Reading(
             case=case,
             reply=reply,
@@ -350,7 +334,7 @@ class ProgrammaticJudge:
             tool_room=tool_room,
             echo=set(E.numbers(E.strip_link_mentions(" ".join(said)))),
             gold_values=gold_values,
-            evidence_text=evidence_text,
+            said=said,
             comment=E.comment_text(case),
         )
         reading.subjects = (
@@ -551,12 +535,36 @@ class ProgrammaticJudge:
                     break
         return found
 
+    def _evidence_text(self, r: Reading) -> str:
+        """Lower-case text a name or a place may come from (the catalogue's apart)."""
+        case, room = r.case, r.case.get("room") or {}
+        users = [str(c.get("user", "")) for c in case.get("comments", []) if isinstance(c, dict)]
+        system = ""
+        if r.trajectory and r.trajectory.get("model_calls"):
+            messages = r.trajectory["model_calls"][0].get("messages") or []
+            system = " ".join(str(m.get("content") or "") for m in messages[:1])
+        return " ".join(
+            [
+                *r.said,
+                *users,
+                str(room.get("title", "")),
+                *(str(f.get("answer", "")) for f in case.get("faq") or [] if isinstance(f, dict)),
+                r.tool_room.text,
+                *(f.text for f in r.tool_by_link.values()),
+                system,
+            ]
+        ).lower()
+
     def acc_invented_name(self, r: Reading) -> list[Reason]:
         found = []
+        mentioned = E.places(r.reply) + E.greeted_names(r.reply)
+        if not mentioned:
+            return found
+        evidence = self._evidence_text(r)
 
         def given(word: str) -> bool:
             word = word.lower()
-            return word in r.evidence_text or word in self._catalogue_text
+            return word in evidence or word in self._catalogue_text
 
         for place in E.places(r.reply):
             if not given(place):
