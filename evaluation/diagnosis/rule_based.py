@@ -80,10 +80,21 @@ FAMILIES: list[tuple[str, re.Pattern]] = [
     ("too_long", re.compile(r"long|length|verbose", re.I)),
     ("wrong_skill", re.compile(r"skill", re.I)),
     ("missing_tool", re.compile(r"tool|unknown_link", re.I)),
-    ("forbidden_claim", re.compile(r"forbidden|promise|guarantee|efficacy|overreach|claim", re.I)),
+    (
+        "forbidden_claim",
+        re.compile(
+            r"forbidden|promise|guarantee|efficacy|overreach|claim|invented_(figure|name)|"
+            r"product_name",
+            re.I,
+        ),
+    ),
     (
         "missing_fact",
-        re.compile(r"fact|vague|incomplete|no_reply|missing|unhelpful|ineffective|intent", re.I),
+        re.compile(
+            r"fact|vague|incomplete|no_reply|missing|unhelpful|ineffective|intent|attribute|"
+            r"wrong_product|greeting|welcomed|ask_back|aftersale|canned",
+            re.I,
+        ),
     ),
 ]
 

@@ -20,6 +20,9 @@ ACCURACY_REASONS = (
     "unknown_link",
     "forbidden_claim",
     "spoke_when_silent",
+    "invented_figure",
+    "wrong_product_name",
+    "invented_name",
 )
 EFFECTIVENESS_REASONS = (
     "no_reply",
@@ -29,6 +32,14 @@ EFFECTIVENESS_REASONS = (
     "vague",
     "over_long",
     "fallback_reply",
+    "answered_another_attribute",
+    "wrong_product",
+    "clarified_a_greeting",
+    "not_welcomed",
+    "did_not_ask_back",
+    "aftersale_ignored",
+    "aftersale_not_routed",
+    "canned_reply",
 )
 TRAJECTORY_REASONS = (
     "missing_reply_skill",

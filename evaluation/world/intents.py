@@ -325,6 +325,7 @@ class CaseFactory:
                 "id": f"name#{p.link_id}",
                 "kind": "text",
                 "text": f"#{p.link_id} is the {p.name}",
+                "link_id": p.link_id,
                 "any_of": [p.name, W.short_noun(p)],
             }
             ref = W.identity_reply(rng, p)
@@ -500,6 +501,7 @@ class CaseFactory:
             "id": f"faq:{entry.id}",
             "kind": "faq",
             "text": entry.answer,
+            "link_id": p.link_id,
             "any_of": key_words or [entry.answer.split()[0]],
         }
         ref = f"{W.link_phrase(rng, p.link_id)}: {entry.answer}"
@@ -625,7 +627,13 @@ class CaseFactory:
                     "discount of its own, but the room-wide "
                     f"spend-and-save deal and coupon {coupon.code} apply."
                 )
-            fact = {"id": f"promo#{p.link_id}", "kind": "promotion", "text": ref, "any_of": words}
+            fact = {
+                "id": f"promo#{p.link_id}",
+                "kind": "promotion",
+                "text": ref,
+                "link_id": p.link_id,
+                "any_of": words,
+            }
             facts_kind = "fact"
         else:
             cores = W.PROMO_CORES["quantity" if kind == "quantity" else "coupon"]
@@ -715,23 +723,14 @@ class CaseFactory:
         rng = self.rng
         room = self.room([rng.choice(self.products)])
         city = W.pick(rng, W.CITIES)
-        text = W.comment(
+        core = W.pick(rng, W.CHITCHAT_CORES)
+        text = W.style(
             rng,
-            W.CHITCHAT_CORES,
-            city=city,
-            tails=("", "!", "?", " haha", " :)", "!!", " lol", "~", " hehe"),
+            W.pick(rng, W.OPENERS),
+            core.format(city=city),
+            W.pick(rng, ("", "!", "?", " haha", " :)", "!!", " lol", "~", " hehe")),
         )
-        ref = W.pick(
-            rng,
-            (
-                "Thanks for hanging out with us! Let me know "
-                "if anything on the shelf catches your eye.",
-                "Haha, you're so sweet! Glad you're here tonight.",
-                f"Hello to {city}! Make yourself comfortable, we have lots more coming.",
-                "Aw, thank you! I'm having a great time with all of you.",
-                "So happy you're here! Ask me anything about the products anytime.",
-            ),
-        )
+        ref = W.chitchat_reply(rng, core, city=city)
         return Draft(
             "chitchat",
             "chat",

@@ -433,6 +433,83 @@ CHITCHAT_CORES = (
     "this stream is relaxing",
     "what's the weather there",
 )
+# A reply that takes up what the viewer said: a question gets its answer (none names a place
+# or a figure the room did not give); a remark gets a friendly line.
+CHITCHAT_ANSWERS: dict[str, tuple[str, ...]] = {
+    "where are you streaming from": (
+        "We're streaming from our studio tonight - so glad you're watching!",
+        "From our little studio! Thanks for streaming with us.",
+    ),
+    "what song is playing": (
+        "Just our chill background playlist tonight - glad you like the song!",
+        "It's our stream playlist, happy you're enjoying the song!",
+    ),
+    "how long is the stream today": (
+        "The stream goes on for a while yet - plenty more products coming!",
+        "We're streaming for a good while longer tonight, stay with us!",
+    ),
+    "is this live or recorded": (
+        "It's live! I'm reading your comments right now.",
+        "We're live right now - say hi and I'll answer!",
+    ),
+    "Mia are you a real person": (
+        "I'm Mia, the shop's AI host, not a real person - but I love chatting with you!",
+        "Not a real person, I'm the shop's AI host - happy to chat with you!",
+    ),
+    "what's your favourite thing on the shelf": (
+        "My favourite thing changes every night - ask me about any link on the shelf!",
+        "So hard to pick a favourite! Tell me what you need and I'll find the one on the shelf.",
+    ),
+    "how's your day going": (
+        "My day is going great, thanks for asking! How's yours going?",
+        "The day is going great - even better with all of you here!",
+    ),
+    "can you say hi to my sister": (
+        "Hi to your sister! Welcome to the stream!",
+        "Hello to your sister - thanks for watching together!",
+    ),
+    "you look tired today": (
+        "Aw, thanks for caring! Not tired at all, I love being here with you.",
+        "Haha, not tired today - your comments keep me going!",
+    ),
+    "what time do you end": (
+        "We end when the last product is shown - plenty of time left, stay with us!",
+        "No fixed end time tonight, we keep going while you keep asking!",
+    ),
+    "do you ever sleep": (
+        "Haha, I sleep when the stream ends! Glad you're here now.",
+        "I do sleep, after the stream! Thanks for keeping me company.",
+    ),
+    "what's the weather there": (
+        "Can't see the weather from the studio, but it's cosy in here!",
+        "It's cosy inside the studio - hope the weather is nice where you are!",
+    ),
+    "good evening from {city}": (
+        "Good evening, {city}! Welcome to the stream.",
+        "Hello to {city}! Make yourself comfortable, we have lots more coming.",
+    ),
+    "greetings from {city}": (
+        "Greetings back to {city}! So glad you're here.",
+        "Hello to {city}! Make yourself comfortable, we have lots more coming.",
+    ),
+    "it's raining here in {city}": (
+        "Stay dry in {city}! Cosy up with us, we have lots more coming.",
+        "Oh no, rain in {city}! Perfect night to shop from the sofa.",
+    ),
+}
+CHITCHAT_FRIENDLY = (
+    "Thanks for hanging out with us! Let me know if anything on the shelf catches your eye.",
+    "Haha, you're so sweet! Glad you're here tonight.",
+    "Aw, thank you! I'm having a great time with all of you.",
+    "So happy you're here! Ask me anything about the products anytime.",
+)
+
+
+def chitchat_reply(rng: random.Random, core: str, *, city: str) -> str:
+    """The reference reply to a chit-chat comment built from ``core``."""
+    return pick(rng, CHITCHAT_ANSWERS.get(core, CHITCHAT_FRIENDLY)).format(city=city)
+
+
 CITIES = (
     "Shanghai",
     "Chengdu",

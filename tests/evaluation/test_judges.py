@@ -11,6 +11,7 @@ from evaluation.calibration import calibrate_judge, calibration_markdown
 from evaluation.cases import load_cases
 from evaluation.judges import LLMJudge, PanelJudge, ProgrammaticJudge, Verdict, make_judge
 from evaluation.world.sets import generate
+from harness.livestream import demo_catalogue
 from harness.livestream.catalogue import Catalogue
 from harness.policies import Policy, PolicyOutput, RoleModel, ToolCall
 from harness.policies.roles import ROLES
@@ -269,3 +270,256 @@ def test_make_judge_specs():
         make_judge("llm", catalogue=CATALOGUE)
     with pytest.raises(ValueError, match="judge spec 'llm:qwen': unknown policy 'qwen'"):
         make_judge("llm:qwen", catalogue=CATALOGUE)
+
+
+# --- the rubric of docs/evaluation.md on the failures a person found (issue 48) ---------------
+# The demo catalogue: #2 Vitamin C Serum (159 yuan, 10% off, 15% vitamin C), #4 Wireless Earbuds
+# Pro (299 yuan, battery "8 h (30 h with case)", stock 35, no material spec).
+DEMO = demo_catalogue()
+
+
+def rubric_case(category, comment, *, facts=(), tools=(), current=1):
+    return {
+        "id": "r1",
+        "category": category,
+        "comments": [{"user": "viewer_7", "text": comment}],
+        "room": {"current_link_id": current, "shelf": [1, 2, 3, 4, 5]},
+        "products": [1, 2, 3, 4, 5],
+        "gold": {"route": "public", "required_facts": list(facts), "tool_calls": list(tools)},
+    }
+
+
+def info(link):
+    return {"name": "get_product_info_by_link_id", "arguments": {"link_id": link}}
+
+
+BATTERY = {
+    "id": "battery#4",
+    "kind": "spec",
+    "text": "#4 battery = 8 h (30 h with case)",
+    "link_id": 4,
+    "any_of": ["8 h", "30 h"],
+}
+PRICE_4 = {"id": "price#4", "kind": "price", "text": "299", "value": 299, "link_id": 4}
+SERUM_DEAL = {
+    "id": "promo#2",
+    "kind": "promotion",
+    "text": "10% off",
+    "link_id": 2,
+    "any_of": ["10%"],
+}
+RUBRIC = [
+    # (name, case, reply, the scores a person gives by the rubric)
+    (
+        "a price for a battery question answers another attribute",
+        rubric_case("product_qa", "how long does the battery of link 4 last?", facts=[BATTERY]),
+        "The Wireless Earbuds Pro (link 4) is 299 yuan in the live room.",
+        (1, 0.0),
+    ),
+    (
+        "an invented spec and unit is inaccurate",
+        rubric_case("product_qa", "how much are the earbuds?", facts=[PRICE_4]),
+        "The Wireless Earbuds Pro on link #4 has material 35 cc.",
+        (0, 0.0),
+    ),
+    (
+        "the discount of another promotion is not this product's discount",
+        rubric_case("promotion", "is the serum discounted today?", facts=[SERUM_DEAL]),
+        "It's 15% for the Vitamin C Serum on number 2.",
+        (0, 0.0),
+    ),
+    (
+        "an after-sale complaint answered with a price",
+        rubric_case("aftersale", "one of my earbuds from link 4 does not charge :("),
+        "Yes! That's the Wireless Earbuds Pro, link #4. It's 299 yuan.",
+        (1, 0.0),
+    ),
+    (
+        "a clarification question back to a greeting",
+        rubric_case("greeting", "hi everyone, just joined"),
+        "Could you tell me the link number of the one you mean?",
+        (1, 0.0),
+    ),
+    (
+        "a greeting to a place nobody named",
+        rubric_case("greeting", "hi everyone, just joined"),
+        "Hello to Wuhan! Welcome to the stream.",
+        (0, 1.0),
+    ),
+    (
+        "a canned line that ignores a chit-chat question",
+        rubric_case("chitchat", "what song is playing?"),
+        "Thanks for hanging out with us! Let me know if anything catches your eye.",
+        (1, 0.5),
+    ),
+    (
+        "the price of the product on screen for a question about another link",
+        rubric_case("product_qa", "How much is product #3?"),
+        "Link #1 is the Hydrating Face Cream, 129 yuan.",
+        (1, 0.0),
+    ),
+    (
+        "a link called by another product's name",
+        rubric_case("product_qa", "what is #3?"),
+        "Link #3 is the Hydrating Face Cream.",
+        (0, 0.5),  # on topic, the asked fact wrong: as a wrong price is
+    ),
+    (
+        "a product question without required facts answered with another attribute",
+        rubric_case("product_qa", "is #4 waterproof?"),
+        "Link #4 is 299 yuan tonight!",
+        (1, 0.0),
+    ),
+]
+GOOD = [
+    (
+        "battery answered",
+        rubric_case("product_qa", "how long does the battery of link 4 last?", facts=[BATTERY]),
+        "Link 4, the Wireless Earbuds Pro, lasts 8 h, 30 h with the case.",
+    ),
+    (
+        "the serum's own discount",
+        rubric_case("promotion", "is the serum discounted today?", facts=[SERUM_DEAL]),
+        "Yes! The Vitamin C Serum on link 2 is 10% off today.",
+    ),
+    (
+        "the serum's 15% vitamin C is a spec, not a discount",
+        rubric_case("product_qa", "how much vitamin C is in #2?"),
+        "The Vitamin C Serum (#2) has 15% vitamin C.",
+    ),
+    (
+        "an after-sale complaint acknowledged and routed",
+        rubric_case("aftersale", "one of my earbuds does not charge :("),
+        "So sorry! Please contact customer service from your order page for a replacement.",
+    ),
+    (
+        "a greeting welcomed",
+        rubric_case("greeting", "hi everyone, just joined"),
+        "Hi, welcome to the stream!",
+    ),
+    (
+        "a place the viewer named",
+        rubric_case("greeting", "hello from Wuhan"),
+        "Hello to Wuhan! Welcome to the stream.",
+    ),
+    (
+        "an ambiguous question asked back",
+        rubric_case("clarification", "how much?", current=None),
+        "Which product do you mean? Tell me the link number.",
+    ),
+    (
+        "a shipping question answered with the shop's policy",
+        rubric_case("faq", "when will my order ship?"),
+        "Orders ship within 48 hours from our Hangzhou warehouse.",
+    ),
+    (
+        "a stock count of the product asked about",
+        rubric_case("product_qa", "any earbuds left on #4?"),
+        "Yes, link #4 is in stock, 35 left.",
+    ),
+]
+
+
+@pytest.mark.parametrize("name,case,reply,expect", RUBRIC, ids=[r[0] for r in RUBRIC])
+def test_judge_scores_what_a_person_scores_by_the_rubric(name, case, reply, expect):
+    verdict = ProgrammaticJudge(catalogue=DEMO).judge(case=case, reply=reply)
+    assert (verdict.accuracy, verdict.effectiveness) == expect, verdict.reasons
+    assert all(r.detail for r in verdict.reasons)  # every finding says why
+
+
+@pytest.mark.parametrize("name,case,reply", GOOD, ids=[g[0] for g in GOOD])
+def test_judge_gives_full_marks_to_a_right_and_useful_reply(name, case, reply):
+    verdict = ProgrammaticJudge(catalogue=DEMO).judge(case=case, reply=reply)
+    assert (verdict.accuracy, verdict.effectiveness) == (1, 1.0), verdict.reasons
+
+
+def test_a_case_without_required_facts_is_not_full_marks_for_any_english_reply():
+    judge = ProgrammaticJudge(catalogue=DEMO)
+    case = rubric_case("product_qa", "how heavy is the water bottle on link 5?")
+    for reply in ("Great pick, lots of viewers love it!", "Welcome to the stream everyone!"):
+        assert judge.judge(case=case, reply=reply).effectiveness == 0.0
+
+
+def loaded_by(tool, skill, seq, round_=1):
+    return (
+        {
+            "seq": seq,
+            "round": round_,
+            "name": tool,
+            "arguments": {"name": skill},
+            "binding": "builtin:flow.load_skill",
+            "result": {"skill": skill, "text": "..."},
+        },
+        {"seq": seq + 1, "round": round_, "skill": skill, "kind": "reply", "ok": True},
+    )
+
+
+def test_the_skill_loading_tool_is_the_one_the_trajectorys_harness_binds():
+    """Under a Harness whose load tool is renamed, loading skills is not a redundant data call."""
+    case = rubric_case(
+        "product_qa",
+        "how much is #4?",
+        facts=[PRICE_4],
+        tools=[info(4)],
+    )
+    case["gold"]["reply_skills"] = ["item_qa"]
+    first_load, first_record = loaded_by("open_playbook", "item_qa", 1)
+    again, again_record = loaded_by("open_playbook", "item_qa", 5, round_=2)
+    trajectory = {
+        "outcome": "replied",
+        "skill_loads": [first_record, again_record],
+        "tool_calls": [
+            first_load,
+            {**info(4), "seq": 3, "round": 1, "result": {"link_id": 4, "price": 299.0}},
+            again,
+        ],
+    }
+    verdict = ProgrammaticJudge(catalogue=DEMO).judge(
+        case=case, reply="Link #4 is 299 yuan.", trajectory=trajectory
+    )
+    assert verdict.dimensions["tool_rationality"] == 1.0, verdict.reasons
+    assert verdict.dimensions["skill_selection"] == 1.0
+    # without a binding (an older record) the call just before each skill load is the load tool
+    for call in trajectory["tool_calls"]:
+        call.pop("binding", None)
+    verdict = ProgrammaticJudge(catalogue=DEMO).judge(
+        case=case, reply="Link #4 is 299 yuan.", trajectory=trajectory
+    )
+    assert verdict.dimensions["tool_rationality"] == 1.0, verdict.reasons
+
+
+def test_a_refused_or_failed_tool_call_is_not_a_call_made():
+    case = rubric_case("product_qa", "how much is #4?", facts=[PRICE_4], tools=[info(4)])
+    case["gold"]["rubrics"] = ["TC"]
+    blocked = {
+        **info(4),
+        "seq": 1,
+        "round": 1,
+        "error": "blocked: price lookups are paused",
+        "error_kind": "blocked",
+    }
+    judge = ProgrammaticJudge(catalogue=DEMO)
+    verdict = judge.judge(
+        case=case, reply="Link #4 is 299 yuan.", trajectory={"tool_calls": [blocked]}
+    )
+    assert verdict.rubrics["TC"] is False and "missing_tool_call" in verdict.reason_codes
+    # a retry after an error is the first call made, not a redundant second one
+    retried = {**info(4), "seq": 2, "round": 2, "result": {"link_id": 4, "price": 299.0}}
+    verdict = judge.judge(
+        case=case, reply="Link #4 is 299 yuan.", trajectory={"tool_calls": [blocked, retried]}
+    )
+    assert verdict.rubrics["TC"] is True
+    assert verdict.dimensions["tool_rationality"] == 1.0, verdict.reasons
+
+
+def test_a_tool_result_supports_figures_only_for_the_product_it_was_about():
+    case = rubric_case("product_qa", "how much is #4?", facts=[PRICE_4], tools=[info(4)])
+    trajectory = {
+        "tool_calls": [
+            {**info(4), "seq": 1, "round": 1, "result": {"link_id": 4, "price": 299.0}},
+            {**info(3), "seq": 2, "round": 1, "result": {"link_id": 3, "price": 89.0}},
+        ]
+    }
+    judge = ProgrammaticJudge(catalogue=DEMO)
+    wrong = judge.judge(case=case, reply="Link #4 is 89 yuan.", trajectory=trajectory)
+    assert wrong.accuracy == 0 and "unsupported_price" in wrong.reason_codes

@@ -25,13 +25,16 @@ def test_same_seed_gives_byte_identical_files_and_another_seed_differs(generated
 
     out, _ = generated
     # another process with another hash seed: nothing may depend on set or dict order
-    subprocess.run(
+    printed = subprocess.run(
         [sys.executable, "-m", "evaluation", "generate", "--out", str(out / "b"), "--seed", "11"],
         check=True,
         cwd=Path(__file__).resolve().parents[2],
         capture_output=True,
+        text=True,
         env={**os.environ, "PYTHONHASHSEED": "123"},
-    )
+    ).stdout
+    for name, size in SET_SIZES.items():  # the CLI prints every set it wrote
+        assert f"{name}.jsonl" in printed and f"{size} cases" in printed, printed
     generate(out=out / "c", seed=12)
     names = sorted(p.name for p in (out / "a").iterdir())
     assert names == sorted(
@@ -178,3 +181,27 @@ def test_every_reference_reply_passes_the_programmatic_judge(generated):
             )
             for rubric in ("ACQ", "RC", "FI", "TC"):
                 assert verdict.rubrics.get(rubric, True), (case["id"], rubric, verdict.reasons)
+
+
+def test_no_set_hands_the_model_its_answer_in_the_products_listed(generated):
+    """Every set lists its gold products among the product on screen and distractors, shuffled,
+    and at least a third of the product questions ask about a link other than the one on screen
+    (a model that looks up the first or the on-screen product must be wrong on those)."""
+    from evaluation.judges.evidence import gold_links
+    from harness.livestream.catalogue import Catalogue
+
+    out, _ = generated
+    catalogue = Catalogue.load(out / "a" / "catalogue.json")
+    for name in SET_SIZES:
+        cases = load_cases(out / "a" / f"{name}.jsonl")
+        with_gold = [(c, gold_links(c, catalogue)) for c in cases]
+        with_gold = [(c, g) for c, g in with_gold if g]
+        assert with_gold, name
+        for case, gold in with_gold:
+            assert gold <= set(case["products"]), (case["id"], gold, case["products"])
+            assert len(case["products"]) > len(gold), (case["id"], "only the gold is listed")
+        first_is_gold = sum(1 for c, g in with_gold if c["products"][0] in g)
+        assert first_is_gold < 0.75 * len(with_gold), (name, first_is_gold, len(with_gold))
+        questions = [(c, g) for c, g in with_gold if c["category"] == "product_qa"]
+        elsewhere = [c for c, g in questions if c["room"]["current_link_id"] not in g]
+        assert len(elsewhere) >= len(questions) / 3, (name, len(elsewhere), len(questions))
