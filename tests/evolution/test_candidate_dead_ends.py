@@ -96,11 +96,8 @@ def test_the_operators_commit_from_the_editor_offers_the_existing_version(rolled
                 actor=personas.operator,
             ).draft
     operator = client_for(personas.operator)
-    response = operator.post(f"/harnesses/drafts/{draft.pk}/commit/", {"message": "again"})
-    assert (
-        response.url
-        == f"/harnesses/drafts/{draft.pk}/changes/?existing={v2.number}#existing-version"
-    )
+    response = operator.post(f"/drafts/{draft.pk}/commit/", {"message": "again"})
+    assert response.url == f"/drafts/{draft.pk}/changes/?existing={v2.number}#existing-version"
     page = operator.get(response.url).content.decode()
     assert "Nothing new to commit" in page and 'id="existing-version"' in page
     assert f'href="/evolution/new/?version={v2.pk}"' in page and 'id="promote-existing"' in page
@@ -122,8 +119,10 @@ def test_a_reviewer_accepts_or_rejects_the_one_current_candidate_an_operator_edi
     )
     reviewer = client_for(personas.reviewer)
     page = reviewer.get(f"/evolution/stages/{diagnosed.pk}/").content.decode()
-    confirm = page[page.index('id="step-confirm"') :]
-    assert confirm.count('<pre class="udiff">') == 1  # one diff: the candidate's, as edited
+    edited = page[page.index('id="proposal-1"') : page.index('id="draft-diff"')]
+    assert '<pre class="udiff">' not in edited and "current candidate" in edited
+    candidate = page[page.index('id="draft-diff"') : page.index('id="candidate-decision"')]
+    assert "Quote the tool&#x27;s price exactly." in candidate  # that change's one diff: as edited
     assert 'id="candidate-decision"' in page and 'id="reject-candidate"' in page
     assert 'id="build-candidate"' in page and "Accept: commit and evaluate it" in page
 
@@ -144,4 +143,5 @@ def test_a_reviewer_accepts_or_rejects_the_one_current_candidate_an_operator_edi
     assert stage.draft is None and top.status == Proposal.REJECTED
     assert top.review_reason == "quote is not the fix"
     page = reviewer.get(f"/evolution/stages/{diagnosed.pk}/").content.decode()
-    assert 'id="candidate-decision"' not in page and 'button class="primary accept"' in page
+    assert 'id="candidate-decision"' not in page and 'data-status="rejected"' in page
+    assert "“quote is not the fix” — rafael" in page
