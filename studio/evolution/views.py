@@ -396,7 +396,14 @@ def stage_candidate(request, stage_id: int):
     else:
         messages.success(
             request,
-            f"v{stage.candidate_version.number} is the candidate; its evaluation has started."
+            (
+                f"v{stage.candidate_version.number} is the candidate; "
+                + (
+                    f"its finished evaluation run #{stage.candidate_run_id} is reused."
+                    if stage.candidate_run.status == EvalRun.SUCCEEDED
+                    else "its evaluation has started."
+                )
+            )
             if candidate["existing"]
             else "Candidate committed; its evaluation has started.",
         )

@@ -134,6 +134,7 @@ def test_item3_after_a_roll_back_the_reviewer_evaluates_the_version_that_exists(
     _shot(page, "item3-stage-offers-existing-version")
     page.click("#use-existing")
     page.wait_for_selector("#regression-report")
+    expect(page.locator(".messages")).to_contain_text("its finished evaluation run #")
     expect(page.locator("#step-candidate")).to_contain_text(f"candidate v{v2.number}")
     expect(page.locator("#decision")).to_be_visible()  # promote it from here
     _shot(page, "item3-existing-version-evaluated")
@@ -177,12 +178,25 @@ def test_item4_the_reviewer_decides_the_one_candidate_an_operator_edited(world, 
     _shot(rafael, "item4-candidate-rejected")
 
 
+@pytest.mark.services
 def test_item5_the_edit_benchmark_does_not_call_fallback_runs_succeeded(world, people, sign_in):
+    import time
+
+    from studio.celery import app as celery_app
+    from studio.jobs.testing import celery_worker
+
     stage = _committed_stage(world, people["reviewer"])
+    celery_app.conf.task_always_eager = False  # the benchmark's runs go to a real worker
     page = sign_in("mei")
-    page.goto(f"/edit-benchmark/?stage={stage.pk}&a={world['chatter'].pk}&b={world['shortcut'].pk}")
-    page.click("#start-benchmark")
-    page.wait_for_selector("#benchmark-result")
+    url = f"/edit-benchmark/?stage={stage.pk}&a={world['chatter'].pk}&b={world['shortcut'].pk}"
+    with celery_worker():
+        page.goto(url)
+        page.click("#start-benchmark")
+        deadline = time.monotonic() + 120
+        while page.locator("#benchmark-result").count() == 0:
+            assert time.monotonic() < deadline, "the benchmark's runs did not finish in 120 s"
+            time.sleep(1)
+            page.goto(url)
     chatter = page.locator('#benchmark-runs tr[data-model="chatter"]')
     expect(chatter.locator(".status-fallback")).to_have_count(2)
     expect(chatter).not_to_contain_text("succeeded")
