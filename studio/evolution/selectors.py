@@ -94,10 +94,8 @@ def evolution_record(*, evolution: Evolution) -> list[dict[str, Any]]:
                 "changes": changes,
                 "parent": parent.get("overall", {}),
                 "candidate": candidate.get("overall", {}),
-                "fallback": [
-                    {"outcomes": s["outcomes"], "mostly": s.get("mostly_fallback", False)}
-                    for s in (parent, candidate)
-                    if s.get("outcomes")
+                "fallback": [  # the badge tag applies the one rule to these counts
+                    {"outcomes": s["outcomes"]} for s in (parent, candidate) if s.get("outcomes")
                 ],
             }
         )

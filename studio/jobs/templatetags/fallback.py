@@ -32,10 +32,9 @@ def fallback_badge(
     if outcomes is not None:
         fallback, n = (outcomes or {}).get("fallback", 0), (outcomes or {}).get("n", 0)
         if not mostly_fell_back(fallback, n):
-            return format_html('<span class="fallbacks-count">{}/{}</span>', fallback, n)
+            return format_html("<span>{}/{}</span>", fallback, n)
         return format_html(
-            '<span class="fallbacks-count error" data-fallback="mostly" title="{}: {}">'
-            "{}/{}</span>",
+            '<span class="error" data-fallback="mostly" title="{}: {}">{}/{}</span>',
             HEADLINE,
             fell_back_counts([("", fallback, n)]),
             fallback,
