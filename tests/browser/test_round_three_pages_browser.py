@@ -140,6 +140,41 @@ def test_item3_after_a_roll_back_the_reviewer_evaluates_the_version_that_exists(
     _shot(page, "item3-existing-version-evaluated")
 
 
+def test_item3_the_operators_commit_from_the_editor_offers_the_version_that_exists(
+    world, people, sign_in
+):
+    from studio.evolution.decisions import stage_decide
+    from studio.evolution.diagnosis import diagnosis_start
+    from studio.evolution.models import Stage
+
+    reviewer = people["reviewer"]
+    first = _committed_stage(world, reviewer)
+    stage_decide(stage=first, decision=Stage.ROLLBACK, actor=reviewer, reason="not now")
+    second = first.evolution.stages.get(number=2)
+    diagnosis_start(stage=second, actor=reviewer)
+    v2 = first.candidate_version
+
+    olivia = sign_in("olivia")
+    olivia.goto(f"/evolution/stages/{second.pk}/")
+    olivia.locator("#proposal-1 button.edit").click()  # the same fix, in the editor
+    olivia.wait_for_selector("#editor")
+    olivia.fill("#commit-form input[name=message]", "prices grounded again")
+    olivia.click("#commit-form button.primary")
+    offer = olivia.locator("#existing-version")
+    expect(offer).to_be_visible()
+    expect(offer).to_contain_text(f"v{v2.number} already holds these files")
+    expect(olivia.locator(".messages")).to_contain_text("Nothing new to commit")
+    expect(olivia.locator("#evaluate-existing")).to_have_attribute(
+        "href", f"/evolution/new/?version={v2.pk}"
+    )
+    expect(olivia.locator("#promote-existing")).to_have_attribute(
+        "href", f"/h/{v2.harness.name}/v/{v2.number}/"
+    )
+    _shot(olivia, "item3-editor-commit-offers-existing-version")
+    olivia.click("#promote-existing")
+    expect(olivia.locator("#label-form")).to_be_visible()  # where a label moves to it
+
+
 def test_item4_the_reviewer_decides_the_one_candidate_an_operator_edited(world, people, sign_in):
     reviewer = people["reviewer"]
     stage = _diagnosed_stage(world, reviewer)
