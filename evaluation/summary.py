@@ -15,12 +15,18 @@ or without ``outcome`` are read too. Scores are percent, rounded to 2 places.
   (replied with Effectiveness 1), ``fallback``, ``suppressed``, ``silent``,
   ``error``; ``mostly_fallback`` is true when more than half of the cases
   ended in the Harness's fallback reply, so a headline Accuracy means little.
+
+The fallback rule lives here, once, for every loop, record and page (``serving.metrics`` for a
+replay's levels, ``studio.jobs.fallback`` for jobs and lists, the edit benchmark):
+:func:`mostly_fell_back` is the predicate (more than half), :data:`HEADLINE` the badge and
+:func:`fell_back_counts` the words ("live_qa: 5 of 5 cases fell back").
 """
 
 from __future__ import annotations
 
 import statistics
 from collections import Counter
+from collections.abc import Iterable
 from typing import Any
 
 from evaluation.scoring import OUTCOMES, passed, request_outcome
@@ -74,9 +80,33 @@ def outcome_counts(flat: list[dict[str, Any]]) -> dict[str, int]:
     return counts
 
 
+HEADLINE = "Mostly fallback"
+
+
+def mostly_fell_back(fallback: int, n: int) -> bool:
+    """The one fallback rule: more than half of ``n`` requests (or cases) ended in the Harness's
+    fallback reply, so figures over them time or judge the fallback, not the agent."""
+    return n > 0 and 2 * fallback > n
+
+
+def fell_back_counts(counts: Iterable[tuple[str, int, int]], *, unit: str = "case") -> str:
+    """The words of the rule over the scopes ``(name, fell back, of)`` where more than half fell
+    back (a scope named "" is the whole run): 'live_qa: 5 of 5 cases fell back'; "" when none
+    did."""
+    parts = [
+        f"{name}: {fallback} of {n}" if name else f"{fallback} of {n}"
+        for name, fallback, n in counts
+        if mostly_fell_back(fallback, n)
+    ]
+    if not parts:
+        return ""
+    plural = "" if len(parts) == 1 and parts[0].endswith(" of 1") else "s"
+    return f"{', '.join(parts)} {unit}{plural} fell back"
+
+
 def mostly_fallback(outcomes: dict[str, int]) -> bool:
     """More than half of the cases ended in the Harness's fallback reply."""
-    return outcomes["n"] > 0 and 2 * outcomes["fallback"] > outcomes["n"]
+    return mostly_fell_back(outcomes.get("fallback", 0), outcomes.get("n", 0))
 
 
 def _blocks(flat: list[dict[str, Any]], key: str) -> dict[str, dict[str, Any]]:
@@ -133,11 +163,11 @@ def outcome_line(summary: dict[str, Any]) -> str:
 
 def fallback_warning(summary: dict[str, Any]) -> str:
     """The headline warning of a run where most cases fell back, else ''."""
-    o = summary["outcomes"]
-    if not summary.get("mostly_fallback"):
+    o = summary.get("outcomes") or {}
+    counts = fell_back_counts([("", o.get("fallback", 0), o.get("n", 0))])
+    if not counts:
         return ""
     return (
-        f"{o['fallback']} of {o['n']} cases ended in the "
-        "Harness's fallback reply: the scores say how "
+        f"{counts} to the Harness's fallback reply: the scores say how "
         "the fallback is judged, not how the agent answers"
     )

@@ -45,6 +45,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from evaluation.stats import percentile  # the one percentile function, re-exported
+from evaluation.summary import fell_back_counts, mostly_fell_back
 
 DEFAULT_SLA_S = 15.0
 
@@ -128,30 +129,44 @@ def summarise(records: Iterable[dict[str, Any]], *, sla_s: float = DEFAULT_SLA_S
         "success_rate": len(ok) / n if n else None,
         "answered_rate": sum(1 for r in ok if r.get("status") != "fallback") / n if n else None,
         "fallback_rate": fallbacks / n if n else None,
-        "mostly_fallback": 2 * fallbacks > n > 0,
+        "n_fallback": fallbacks,
+        "mostly_fallback": mostly_fell_back(fallbacks, n),
         "calls_per_request": len(calls) / requests_with_calls if requests_with_calls else None,
         "input_tokens_per_call": sum(in_calls) / len(in_calls) if in_calls else None,
         "output_tokens_per_call": sum(out_calls) / len(out_calls) if out_calls else None,
     }
 
 
+def level_fallbacks(level: dict[str, Any]) -> int:
+    """How many of a level's measured requests fell back (a record written before ``n_fallback``
+    was kept gives it as a rate)."""
+    if level.get("n_fallback") is not None:
+        return int(level["n_fallback"])
+    return round((level.get("fallback_rate") or 0) * (level.get("n_measured") or 0))
+
+
+def fallback_counts(levels: dict[Any, dict[str, Any]]) -> str:
+    """``evaluation.summary.fell_back_counts`` over a replay's levels: 'C=1: 3 of 3 requests fell
+    back'; "" when no level's requests mostly fell back."""
+    return fell_back_counts(
+        [
+            (f"C={level}", level_fallbacks(m), m.get("n_measured") or 0)
+            for level, m in levels.items()
+            if isinstance(m, dict)
+        ],
+        unit="request",
+    )
+
+
 def fallback_warning(levels: dict[Any, dict[str, Any]]) -> str:
     """A sentence for every page and gate that shows a replay's figures when a level's requests
-    mostly fell back to the Harness's fallback reply; "" when none did."""
-    fell = [
-        (level, m)
-        for level, m in levels.items()
-        if isinstance(m, dict) and (m.get("mostly_fallback") or (m.get("fallback_rate") or 0) > 0.5)
-    ]
-    if not fell:
+    mostly fell back to the Harness's fallback reply (the one rule,
+    ``evaluation.summary.mostly_fell_back``); "" when none did."""
+    counts = fallback_counts(levels)
+    if not counts:
         return ""
-    shown = ", ".join(
-        f"C={level}: {round(100 * (m.get('fallback_rate') or 0))}% of {m.get('n_measured')}"
-        for level, m in fell
-    )
     return (
-        "Most requests fell back to the Harness's fallback "
-        f"reply ({shown}): the wall times, the SLA "
+        f"{counts} to the Harness's fallback reply: the wall times, the SLA "
         "share and Success time the fallback, not the model's answers; see Answered"
     )
 

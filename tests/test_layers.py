@@ -345,3 +345,118 @@ def test_a_hand_read_post_is_counted():
         "'')\nself.request.POST.getlist('c')\nForm(request.POST)\n"
     )
     assert _hand_read_posts(ast.parse(source)) == [1, 2, 3]
+
+
+# --- one fallback rule (issue 52, item 2) -------------------------------------------------------
+
+#: The one place the "more than half fell back" comparison is written.
+FALLBACK_RULE = ("evaluation/summary.py", "mostly_fell_back")
+
+
+def _names_fallback(node: ast.AST) -> bool:
+    """Whether an expression reads something named for fallbacks (``fallbacks``, ``o["fallback"]``,
+    ``m.get("fallback_rate")``, ``n_fallback``, ``fell``...)."""
+    for sub in ast.walk(node):
+        word = (
+            sub.id
+            if isinstance(sub, ast.Name)
+            else sub.attr
+            if isinstance(sub, ast.Attribute)
+            else sub.value
+            if isinstance(sub, ast.Constant) and isinstance(sub.value, str)
+            else ""
+        )
+        if "fallback" in word.lower() or "fell" in word.lower():
+            return True
+    return False
+
+
+def _halves(node: ast.AST) -> bool:
+    """Whether an expression holds one half: ``2 * x``, ``x * 2``, ``x / 2``, ``x // 2``, ``0.5``,
+    ``x >> 1``."""
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Constant) and sub.value == 0.5:
+            return True
+        if isinstance(sub, ast.BinOp):
+            two = [s for s in (sub.left, sub.right) if isinstance(s, ast.Constant) and s.value == 2]
+            if two and isinstance(sub.op, ast.Mult):
+                return True
+            if isinstance(sub.right, ast.Constant) and (
+                (sub.right.value == 2 and isinstance(sub.op, (ast.Div, ast.FloorDiv)))
+                or (sub.right.value == 1 and isinstance(sub.op, ast.RShift))
+            ):
+                return True
+    return False
+
+
+def _fallback_half_comparisons(tree: ast.AST) -> list[tuple[int, str]]:
+    """(line, enclosing function) of each comparison of a fallback count or rate against a half."""
+    found = []
+
+    def visit(node: ast.AST, function: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            name = (
+                child.name
+                if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef))
+                else function
+            )
+            if (
+                isinstance(child, ast.Compare)
+                and any(isinstance(op, (ast.Gt, ast.GtE, ast.Lt, ast.LtE)) for op in child.ops)
+                and _names_fallback(child)
+                and _halves(child)
+            ):
+                found.append((child.lineno, name))
+            visit(child, name)
+
+    visit(tree, "")
+    return found
+
+
+def test_the_mostly_fallback_rule_is_written_once():
+    """The more-than-half fallback comparison lives in ``evaluation.summary.mostly_fell_back``;
+    every other module (the replay metrics, the studio's flags, the edit benchmark, ...) calls it,
+    so the rule cannot drift apart again (it was written four times, issue 52)."""
+    written = [
+        f"{path.relative_to(ROOT)}:{line} ({function})"
+        for package in (*LIBRARIES, "studio", "scripts", "benchmarks")
+        for path in sorted((ROOT / package).rglob("*.py"))
+        for line, function in _fallback_half_comparisons(
+            ast.parse(path.read_text(encoding="utf-8"))
+        )
+        if (str(path.relative_to(ROOT)), function) != FALLBACK_RULE
+    ]
+    assert not written, "\n".join(written)
+    rule = ast.parse((ROOT / FALLBACK_RULE[0]).read_text(encoding="utf-8"))
+    assert [f for _, f in _fallback_half_comparisons(rule)] == [FALLBACK_RULE[1]]
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "2 * fallbacks > n > 0",
+        "o['fallback'] * 2 > o['n']",
+        "m.get('fallback_rate', 0) > 0.5",
+        "fell > n / 2",
+        "n_fallback >= n // 2 + 1",
+        "summary['outcomes']['fallback'] > summary['outcomes']['n'] >> 1",
+    ],
+)
+def test_a_rewritten_fallback_rule_is_found(source):
+    assert _fallback_half_comparisons(ast.parse(f"def f():\n    return {source}\n")) == [(2, "f")]
+
+
+def test_a_fallback_comparison_without_a_half_is_not_the_rule():
+    assert not _fallback_half_comparisons(ast.parse("fallbacks > 0\nn * 2 > total\n"))
+
+
+def test_templates_render_the_fallback_headline_through_the_one_tag():
+    """No template types "Mostly fallback" itself: each renders ``{% fallback_badge %}``
+    (studio/jobs/templatetags/fallback.py), so the words are the library's everywhere."""
+    typed = [
+        f"{path.relative_to(ROOT)}:{number}"
+        for path in sorted((ROOT / "templates").rglob("*.html"))
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if "mostly fallback" in line.lower()
+    ]
+    assert not typed, "\n".join(typed)

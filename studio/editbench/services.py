@@ -7,6 +7,11 @@ two endpoints (a registry checkpoint's endpoint, *Make endpoint*, or any other):
 runs of the evolution app, started here and scored by any worker; a finished run of the same version
 and endpoint that scored those cases already is reused. The figures are
 ``evaluation.edit_transfer``'s.
+
+A run whose cases mostly ended in the Harness's fallback reply (the one rule,
+``evaluation.summary.mostly_fell_back``) is no measurement of the edits: it is shown with the
+"Mostly fallback" badge, never as "succeeded", and a model whose reduction rests on such a run gets
+no figure, only the words saying so (``fallback``), nor does the difference between the models.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from django.contrib.auth.models import User
 
 from studio.endpoints.models import ModelEndpoint
 from studio.evolution.models import DatasetCase, EvalRun, Stage
+from studio.jobs.fallback import summary_flag
 
 
 class EditBenchmarkError(ValueError):
@@ -49,6 +55,15 @@ def _run_for(*, version, endpoint: ModelEndpoint, stage: Stage, ids: list[str]) 
     return None
 
 
+def run_fallback(run: EvalRun | None) -> str:
+    """'22 of 26 cases fell back' for a run whose cases mostly fell back (the one rule and its
+    words, ``evaluation.summary``), else ''."""
+    from evaluation.summary import fell_back_counts
+
+    outcomes = ((run.summary or {}) if run is not None else {}).get("outcomes") or {}
+    return fell_back_counts([("", outcomes.get("fallback", 0), outcomes.get("n", 0))])
+
+
 @dataclass
 class Benchmark:
     stage: Stage
@@ -62,10 +77,23 @@ class Benchmark:
         return sum(1 for run in self.runs.values() if run is None)
 
     @property
-    def grid(self) -> list[tuple[ModelEndpoint, EvalRun | None, EvalRun | None]]:
+    def grid(self) -> list[dict[str, Any]]:
+        """One row per model: its endpoint and, per side, the run and its fallback words."""
         return [
-            (e, self.runs[(e.pk, "parent")], self.runs[(e.pk, "candidate")]) for e in self.endpoints
+            {
+                "endpoint": e,
+                "sides": [
+                    {"run": run, "flag": summary_flag({"": run.summary}) if run else ""}
+                    for run in (self.runs[(e.pk, "parent")], self.runs[(e.pk, "candidate")])
+                ],
+            }
+            for e in self.endpoints
         ]
+
+    @property
+    def rests_on_fallback(self) -> bool:
+        """Whether any of the four runs mostly fell back (the difference is then no figure)."""
+        return any(run_fallback(run) for run in self.runs.values())
 
 
 def _check(stage: Stage, endpoints: list[ModelEndpoint]) -> list[str]:
@@ -120,6 +148,14 @@ def edit_benchmark(*, stage: Stage, endpoints: list[ModelEndpoint]) -> Benchmark
             },
             resamples=2000,
         )
+        for e in endpoints:  # a reduction over fallbacks measures the fallback: say so instead
+            before = run_fallback(runs[(e.pk, "parent")])
+            after = run_fallback(runs[(e.pk, "candidate")])
+            result["models"][e.name]["fallback"] = "; ".join(
+                f"{side}: {words}"
+                for side, words in (("before", before), ("after", after))
+                if words
+            )
     return Benchmark(stage=stage, endpoints=endpoints, ids=ids, runs=runs, result=result)
 
 

@@ -103,6 +103,45 @@ def proposal_edit_in_editor(*, proposal: Proposal, actor: User) -> Draft:
 
 
 @transaction.atomic
+def candidate_reject(*, stage: Stage, actor: User, reason: str) -> Stage:
+    """Reject the stage's current candidate, its editor draft as an operator edited it: the
+    proposals edited into it are rejected with the reviewer's reason and the stage lets go of the
+    draft (it stays its author's to discard or reuse), so the remaining proposals can be reviewed,
+    or edited, again."""
+    stage_require(actor, "evolution.review", "rejecting the candidate")
+    stage_check_open(stage)
+    if stage.candidate_version_id:
+        raise EvolutionError(
+            f"stage {stage.number} already has its candidate v{stage.candidate_version.number}"
+        )
+    draft = stage.draft
+    if draft is None or draft.status != Draft.OPEN:
+        raise EvolutionError(
+            f"stage {stage.number} has no candidate draft to reject; reject its proposals instead"
+        )
+    reason = reason.strip()
+    if not reason:
+        raise EvolutionError("reason: say why the candidate is rejected")
+    edited = list(Proposal.objects.filter(diagnosis__stage=stage, status=Proposal.EDITED))
+    Proposal.objects.filter(pk__in=[p.pk for p in edited]).update(
+        status=Proposal.REJECTED,
+        review_reason=reason,
+        reviewed_by=actor,
+        reviewed_at=timezone.now(),
+    )
+    Stage.objects.filter(pk=stage.pk).update(draft=None)
+    audit_record(
+        actor=actor,
+        action="evolution.candidate.rejected",
+        harness=stage.evolution.harness,
+        target=f"stage {stage.number} draft #{draft.pk}",
+        data={"reason": reason, "proposals": [p.pk for p in edited]},
+    )
+    stage.draft = None
+    return stage
+
+
+@transaction.atomic
 def stage_decide(
     *, stage: Stage, decision: str, actor: User, reason: str = "", override_reason: str = ""
 ) -> Stage:

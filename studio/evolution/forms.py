@@ -130,6 +130,22 @@ class DecisionForm(ReasonForm):
 
 class CandidateForm(forms.Form):
     message = TypedText(help_text="The commit message of the candidate version.")
+    existing = forms.IntegerField(
+        min_value=1,
+        required=False,
+        help_text="The number of the existing version the candidate's files are, to evaluate it "
+        "as the candidate (offered when committing found it).",
+    )
+
+
+class CandidateRejectForm(forms.Form):
+    reason = TypedText(help_text="Why the candidate is rejected (kept on its proposals).")
+
+
+class ExistingVersionForm(forms.Form):
+    """The stage page's ``?existing=N``: the version a commit found the candidate to be."""
+
+    existing = forms.IntegerField(min_value=1, required=False)
 
 
 class ProposalReviewForm(forms.Form):

@@ -121,6 +121,13 @@ class EvalRun(models.Model):
             return self.RUNNING
         return self.status
 
+    @property
+    def badge_label(self) -> str:
+        """The badge in the words every job uses: a finished run "ran" (as its job did; whether it
+        went well is what its figures and the fallback flag say)."""
+        badge = self.badge
+        return "ran" if badge == self.SUCCEEDED else badge
+
 
 class CaseResult(models.Model):
     run = models.ForeignKey(EvalRun, on_delete=models.CASCADE, related_name="results")

@@ -94,10 +94,8 @@ def evolution_record(*, evolution: Evolution) -> list[dict[str, Any]]:
                 "changes": changes,
                 "parent": parent.get("overall", {}),
                 "candidate": candidate.get("overall", {}),
-                "fallback": [
-                    {"outcomes": s["outcomes"], "mostly": s.get("mostly_fallback", False)}
-                    for s in (parent, candidate)
-                    if s.get("outcomes")
+                "fallback": [  # the badge tag applies the one rule to these counts
+                    {"outcomes": s["outcomes"]} for s in (parent, candidate) if s.get("outcomes")
                 ],
             }
         )
@@ -507,3 +505,41 @@ def stage_newest_for_candidate(*, version) -> Stage | None:
         .order_by("-pk")
         .first()
     )
+
+
+def stage_existing_candidate(*, stage: Stage, number: int) -> dict[str, Any] | None:
+    """The existing version (of the stage's Harness, other than its parent) that committing the
+    candidate found its files to be (the page's ``?existing=N``), with its labels and a finished
+    run of it on the stage's cases, for the offer to evaluate or promote it; None when there is no
+    such version or the stage has its candidate already."""
+    from studio.harnesses.models import HarnessVersion
+
+    if stage.candidate_version_id or number == stage.parent_version.number:
+        return None
+    version = (
+        HarnessVersion.objects.filter(harness_id=stage.evolution.harness_id, number=number)
+        .select_related("author")
+        .defer("tree")
+        .first()
+    )
+    if version is None:
+        return None
+    evolution = stage.evolution
+    run = next(
+        (
+            r
+            for r in EvalRun.objects.filter(
+                version=version,
+                dataset=evolution.dataset,
+                endpoint=evolution.endpoint,
+                status=EvalRun.SUCCEEDED,
+            ).order_by("-pk")
+            if list(r.case_ids) == list(evolution.case_ids)
+        ),
+        None,
+    )
+    return {
+        "version": version,
+        "labels": list(version.labels.values_list("name", flat=True)),
+        "run": run,
+    }

@@ -19,12 +19,18 @@ from django.dispatch import receiver
 from studio.accounts.roles import user_can
 from studio.audit.services import audit_record
 from studio.endpoints.models import ModelEndpoint
-from studio.evolution.errors import EvolutionError
+from studio.evolution.errors import CandidateExists, EvolutionError
 from studio.evolution.models import Dataset, DatasetCase, EvalRun, Evolution, Proposal, Stage
 from studio.evolution.runs import eval_run_scored, eval_run_start
 from studio.harnesses.models import Draft, HarnessVersion
 from studio.harnesses.selectors import version_files
-from studio.harnesses.services import StudioError, draft_commit, draft_create, draft_file_save
+from studio.harnesses.services import (
+    DuplicateVersion,
+    StudioError,
+    draft_commit,
+    draft_create,
+    draft_file_save,
+)
 
 CLOSING_DECISIONS = (Stage.ANOTHER, Stage.STOP, Stage.ROLLBACK, Stage.PROMOTE_PRODUCTION)
 
@@ -195,9 +201,17 @@ def stage_edit_by_hand(*, stage: Stage, actor: User) -> Draft:
 
 
 @transaction.atomic
-def candidate_build(*, stage: Stage, actor: User, message: str = "") -> Stage:
+def candidate_build(
+    *, stage: Stage, actor: User, message: str = "", existing: int | None = None
+) -> Stage:
     """Commit the stage's candidate (its editor draft, or the accepted edits) and start evaluating
-    it."""
+    it.
+
+    Where those files are already a version of the Harness (the same fix proposed again after a
+    roll-back), :class:`CandidateExists` names it; called again with ``existing`` set to that
+    version's number, the stage takes that version as its candidate instead (no new version) and
+    evaluates it, reusing a finished run of it on the same cases and endpoint where there is one.
+    """
     stage_require(actor, "evolution.review", "committing the candidate")
     stage_check_open(stage)
     if stage.candidate_version_id:
@@ -222,22 +236,33 @@ def candidate_build(*, stage: Stage, actor: User, message: str = "") -> Stage:
                 raise EvolutionError(
                     "proposals: accept at least one proposal (or edit one in the editor) first"
                 )
-            draft = stage_draft_with_edits(stage=stage, edits=edits, actor=actor)
         try:
-            # the reviewer commits the stage's draft whoever edited it (an operator, "Edit in the
-            # editor"): deciding the candidate is the reviewer's right here, editing Harnesses is
-            # not needed for it
-            version = draft_commit(
-                draft=draft,
-                actor=actor,
-                message=message,
-                authorised_as=f"reviewer of evolution #{stage.evolution_id} stage {stage.number}",
-            )
+            with transaction.atomic():  # a draft made here goes again if its files exist already
+                if draft is None or draft.status != Draft.OPEN:
+                    draft = stage_draft_with_edits(stage=stage, edits=edits, actor=actor)
+                # the reviewer commits the stage's draft whoever edited it (an operator, "Edit in
+                # the editor"): deciding the candidate is the reviewer's right here, editing
+                # Harnesses is not needed for it
+                version = draft_commit(
+                    draft=draft,
+                    actor=actor,
+                    message=message,
+                    authorised_as=f"reviewer of evolution #{stage.evolution_id} "
+                    f"stage {stage.number}",
+                )
+        except DuplicateVersion as error:
+            if existing != error.version.number:
+                raise CandidateExists(version=error.version, stage=stage) from None
+            version, draft = error.version, stage.draft
         except StudioError as error:
             raise EvolutionError(f"candidate: {error}") from None
+    if existing is not None and version.number != existing:
+        raise EvolutionError(
+            f"existing: the candidate's files are not v{existing}'s; commit the candidate again"
+        )
     stage.draft = draft
     stage.candidate_version = version
-    stage.candidate_run = eval_run_start(
+    stage.candidate_run = _finished_run(stage=stage, version=version) or eval_run_start(
         version=version,
         dataset=stage.evolution.dataset,
         endpoint=stage.evolution.endpoint,
@@ -245,7 +270,24 @@ def candidate_build(*, stage: Stage, actor: User, message: str = "") -> Stage:
         actor=actor,
     )
     stage.save(update_fields=["draft", "candidate_version", "candidate_run"])
+    if stage.candidate_run.status == EvalRun.SUCCEEDED:  # reused: its report now
+        transaction.on_commit(lambda: stage_run_finished(run_id=stage.candidate_run_id))
     return stage
+
+
+def _finished_run(*, stage: Stage, version: HarnessVersion) -> EvalRun | None:
+    """A succeeded run of ``version`` on the evolution's dataset, endpoint and cases (a version met
+    again after a roll-back was evaluated already), else None."""
+    evolution = stage.evolution
+    for run in EvalRun.objects.filter(
+        version=version,
+        dataset=evolution.dataset,
+        endpoint=evolution.endpoint,
+        status=EvalRun.SUCCEEDED,
+    ).order_by("-pk"):
+        if list(run.case_ids) == list(evolution.case_ids):
+            return run
+    return None
 
 
 @receiver(eval_run_scored)

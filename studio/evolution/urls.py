@@ -23,6 +23,11 @@ urlpatterns = [
     path("stages/<int:stage_id>/diagnose/", views.stage_diagnose, name="stage_diagnose"),
     path("stages/<int:stage_id>/candidate/", views.stage_candidate, name="stage_candidate"),
     path("stages/<int:stage_id>/edit/", views.stage_edit, name="stage_edit"),
+    path(
+        "stages/<int:stage_id>/candidate/reject/",
+        views.stage_candidate_reject,
+        name="stage_candidate_reject",
+    ),
     path("stages/<int:stage_id>/decide/", views.stage_decide_view, name="stage_decide"),
     path("proposals/<int:proposal_id>/review/", views.proposal_review_view, name="proposal_review"),
     path("proposals/<int:proposal_id>/edit/", views.proposal_edit, name="proposal_edit"),

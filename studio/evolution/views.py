@@ -8,6 +8,7 @@ from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from studio.accounts.decorators import requires
@@ -16,14 +17,21 @@ from studio.endpoints.models import RoleEndpoint
 from studio.endpoints.selectors import endpoint_default, role_endpoint
 from studio.evolution import selectors
 from studio.evolution.datasets import dataset_catalogue_from_text, dataset_import, problems_listed
-from studio.evolution.decisions import proposal_edit_in_editor, proposal_review, stage_decide
+from studio.evolution.decisions import (
+    candidate_reject,
+    proposal_edit_in_editor,
+    proposal_review,
+    stage_decide,
+)
 from studio.evolution.diagnosis import diagnosis_start
-from studio.evolution.errors import EvolutionError
+from studio.evolution.errors import CandidateExists, EvolutionError
 from studio.evolution.forms import (
     CandidateForm,
+    CandidateRejectForm,
     DatasetImportForm,
     DecisionForm,
     EvolutionForm,
+    ExistingVersionForm,
     ProposalReviewForm,
 )
 from studio.evolution.gates import release_gates, stopping_advice
@@ -338,7 +346,10 @@ def _stage_context(request, stage_id: int) -> dict:
     state = selectors.stage_state(
         stage=stage, parent_run=stage.parent_run, candidate_run=stage.candidate_run
     )
-    return {**state, "can": _can(request)}
+    form = ExistingVersionForm(request.GET)
+    number = form.cleaned_data.get("existing") if form.is_valid() else None
+    existing = selectors.stage_existing_candidate(stage=stage, number=number) if number else None
+    return {**state, "can": _can(request), "existing": existing}
 
 
 @require_GET
@@ -370,11 +381,47 @@ def stage_candidate(request, stage_id: int):
     stage = _stage(stage_id)
     try:
         candidate = valid_data(CandidateForm(request.POST), error=EvolutionError)
-        candidate_build(stage=stage, actor=request.user, message=candidate["message"])
+        stage = candidate_build(
+            stage=stage,
+            actor=request.user,
+            message=candidate["message"],
+            existing=candidate["existing"],
+        )
+    except CandidateExists as exists:  # not a dead end: the page offers that version
+        messages.info(request, str(exists))
+        url = reverse("evolution:stage_detail", args=[stage.pk])
+        return redirect(f"{url}?existing={exists.version.number}#existing-version")
     except USER_ERRORS as error:
         messages.error(request, str(error))
     else:
-        messages.success(request, "Candidate committed; its evaluation has started.")
+        messages.success(
+            request,
+            (
+                f"v{stage.candidate_version.number} is the candidate; "
+                + (
+                    f"its finished evaluation run #{stage.candidate_run_id} is reused."
+                    if stage.candidate_run.status == EvalRun.SUCCEEDED
+                    else "its evaluation has started."
+                )
+            )
+            if candidate["existing"]
+            else "Candidate committed; its evaluation has started.",
+        )
+    return redirect("evolution:stage_detail", stage_id=stage.pk)
+
+
+@require_POST
+@requires("evolution.review")
+def stage_candidate_reject(request, stage_id: int):
+    """The reviewer's Reject of the current candidate (the stage's editor draft)."""
+    stage = _stage(stage_id)
+    try:
+        rejected = valid_data(CandidateRejectForm(request.POST), error=EvolutionError)
+        candidate_reject(stage=stage, actor=request.user, reason=rejected["reason"])
+    except USER_ERRORS as error:
+        messages.error(request, str(error))
+    else:
+        messages.success(request, "Candidate rejected; the stage's proposals are open again.")
     return redirect("evolution:stage_detail", stage_id=stage.pk)
 
 

@@ -37,6 +37,7 @@ from studio.harnesses.forms import (
     ConflictResolveForm,
     DraftCommitForm,
     DraftCreateForm,
+    ExistingVersionForm,
     FileDeleteForm,
     FileSaveForm,
     HookAddForm,
@@ -384,10 +385,21 @@ def draft_changes(request, draft_id: int):
     base_files = selectors.version_files(version=draft.base_version)
     changes = files_diff(old_files=base_files, new_files=draft.files)
     mode = "split" if request.GET.get("mode") == "split" else "unified"
+    found = ExistingVersionForm(request.GET)
+    number = found.cleaned_data.get("existing") if found.is_valid() else None
+    existing = None
+    if number and number != draft.base_version.number:
+        existing = selectors.version_list(harness=draft.harness).filter(number=number).first()
     return render(
         request,
         "harnesses/draft_changes.html",
-        {"draft": draft, "harness": draft.harness, "changes": changes, "mode": mode},
+        {
+            "draft": draft,
+            "harness": draft.harness,
+            "changes": changes,
+            "mode": mode,
+            "existing": existing,
+        },
     )
 
 
@@ -405,9 +417,10 @@ def draft_commit_view(request, draft_id: int):
             f"problem(s). First: {error.problems[0]}",
         )
         return redirect("harnesses:draft_changes", draft_id=draft.pk)
-    except DuplicateVersion as error:
-        messages.error(request, f"Cannot commit: {error}")
-        return redirect("harnesses:draft_changes", draft_id=draft.pk)
+    except DuplicateVersion as error:  # not a dead end: the changes page offers that version
+        messages.info(request, f"Nothing new to commit: {error}.")
+        url = reverse("harnesses:draft_changes", args=[draft.pk])
+        return redirect(f"{url}?existing={error.version.number}#existing-version")
     except StudioError as error:
         messages.error(request, f"Cannot commit: {error}")
         return redirect("harnesses:draft_changes", draft_id=draft.pk)

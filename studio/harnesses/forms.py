@@ -106,6 +106,12 @@ class DraftCommitForm(forms.Form):
     message = TypedText()
 
 
+class ExistingVersionForm(forms.Form):
+    """The changes page's ``?existing=N``: the version a commit found the draft's files to be."""
+
+    existing = forms.IntegerField(min_value=1, required=False)
+
+
 class ConflictResolveForm(forms.Form):
     choice = TypedText(help_text="'mine', 'theirs', or else the merged text (``text``) is saved.")
     text = TypedText()

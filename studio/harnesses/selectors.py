@@ -119,3 +119,18 @@ def label_production(*, harness_id: int) -> Label | None:
         .filter(harness_id=harness_id, name=Label.PRODUCTION)
         .first()
     )
+
+
+def label_list(*, harness: Harness) -> QuerySet[Label]:
+    """The Harness's labels, each with ``rollback_to``: the version number ``label_rollback`` would
+    move it back to (None for a label with no earlier version, which offers no Roll back)."""
+    from django.db.models import OuterRef, Subquery
+
+    earlier = (
+        LabelMove.objects.filter(label=OuterRef("pk"), from_version__isnull=False)
+        .order_by("-created_at", "-id")
+        .values("from_version__number")[:1]
+    )
+    return harness.labels.select_related("version", "updated_by").annotate(
+        rollback_to=Subquery(earlier)
+    )

@@ -70,7 +70,7 @@ def harness_detail(request, name: str):
         {
             "harness": harness,
             "versions": versions,
-            "labels": harness.labels.select_related("version", "updated_by"),
+            "labels": selectors.label_list(harness=harness),
             "drafts": selectors.draft_list(harness=harness),
             "moves": selectors.label_history(harness=harness, limit=20),
         },

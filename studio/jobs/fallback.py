@@ -1,11 +1,12 @@
 """The one rule for every page, list and badge: where most requests fell back, say so first.
 
 A job, an evaluation run, a replay level or a compatibility cell whose requests mostly ended in the
-Harness's fallback reply (more than half, as ``evaluation.summary.mostly_fallback`` and
-``serving.metrics`` count it) is flagged before any of its figures, in the same words everywhere:
-the badge "Mostly fallback" and "N of M cases fell back". A job's outcome line starts with the flag
-(``fallback_first``), so its list row and its page can put the badge first and never show such a
-job as a green "ran".
+Harness's fallback reply is flagged before any of its figures, in the same words everywhere. The
+rule and its words are the library's (``evaluation.summary``: ``mostly_fell_back``, ``HEADLINE``,
+``fell_back_counts``; ``serving.metrics.fallback_counts`` for a replay's levels); this module only
+puts them on a job's outcome line: the line starts with the flag (``fallback_first``), so its list
+row and its page can put the badge first and never show such a job as a green "ran". Pages render
+the badge through the one template tag ``{% fallback_badge %}`` (``studio.jobs.templatetags``).
 """
 
 from __future__ import annotations
@@ -13,26 +14,16 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-HEADLINE = "Mostly fallback"
+from evaluation.summary import HEADLINE, fell_back_counts
 
-
-def mostly_fell_back(fallback: int, n: int) -> bool:
-    """More than half of ``n`` requests ended in the fallback reply."""
-    return n > 0 and 2 * fallback > n
+__all__ = ["HEADLINE", "fallback_flag", "summary_flag", "replay_flag", "fallback_first"]
 
 
 def fallback_flag(*, counts: Iterable[tuple[str, int, int]], unit: str = "request") -> str:
     """'Mostly fallback: live_qa: 5 of 5 cases fell back' over the scopes ``(name, fell back, of)``
     where more than half did (a scope named "" is the whole run); "" when none did."""
-    parts = [
-        f"{name}: {fallback} of {n}" if name else f"{fallback} of {n}"
-        for name, fallback, n in counts
-        if mostly_fell_back(fallback, n)
-    ]
-    if not parts:
-        return ""
-    plural = "" if len(parts) == 1 and parts[0].endswith(" of 1") else "s"
-    return f"{HEADLINE}: {', '.join(parts)} {unit}{plural} fell back"
+    words = fell_back_counts(counts, unit=unit)
+    return f"{HEADLINE}: {words}" if words else ""
 
 
 def summary_flag(summaries: dict[str, Any]) -> str:
@@ -49,19 +40,12 @@ def summary_flag(summaries: dict[str, Any]) -> str:
 
 
 def replay_flag(levels: dict[str, Any]) -> str:
-    """The flag over a replay's levels (``serving.metrics``: ``fallback_rate`` of ``n_measured``
-    requests): 'Mostly fallback: C=1: 3 of 3 requests fell back'."""
-    return fallback_flag(
-        counts=[
-            (
-                f"C={level}",
-                round((m.get("fallback_rate") or 0) * (m.get("n_measured") or 0)),
-                m.get("n_measured") or 0,
-            )
-            for level, m in levels.items()
-            if isinstance(m, dict)
-        ]
-    )
+    """The flag over a replay's levels (``serving.metrics.fallback_counts``): 'Mostly fallback: C=1:
+    3 of 3 requests fell back'."""
+    from serving.metrics import fallback_counts
+
+    words = fallback_counts(levels or {})
+    return f"{HEADLINE}: {words}" if words else ""
 
 
 def fallback_first(text: str, *, flag: str) -> str:

@@ -179,7 +179,7 @@ def test_the_ml_engineers_path_from_a_tiny_sft_run_to_a_release_a_reviewer_appro
                 "data-status", "fail"
             )
             expect(preview.locator('tr[data-gate="latency"]')).to_contain_text(
-                "Most requests fell back"
+                "requests fell back to the Harness's fallback reply"
             )
         page.click("#release-draft")
         expect(page).to_have_url(re.compile(r"/releases/\d+/$"))

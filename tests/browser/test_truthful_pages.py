@@ -91,7 +91,7 @@ def test_a_run_where_every_case_fell_back_says_so_on_its_page(world, people, sig
     page.goto(f"/evolution/runs/{run.pk}/")
     warning = page.locator(f"#mostly-fallback-{run.pk}")
     assert warning.is_visible()
-    assert "12 of 12 cases ended in the Harness's fallback reply" in warning.inner_text()
+    assert "12 of 12 cases fell back to the Harness's fallback reply" in warning.inner_text()
     assert "fallback 12" in page.inner_text(f"#outcomes-{run.pk}")
     page.wait_for_selector("#run-outcome-chart[data-rendered=yes]")
     page.wait_for_selector("#run-category-chart[data-rendered=yes]")

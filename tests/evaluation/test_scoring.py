@@ -135,11 +135,13 @@ def test_a_run_where_every_case_fell_back_says_so_beside_accuracy_100(world, tmp
     assert report["outcomes"]["fallback"] == 3 and report["mostly_fallback"] is True
     assert (
         "fallback 3" in proc.stdout
-        and "warning: 3 of 3 cases ended in the Harness's fallback reply" in proc.stderr
+        and "warning: 3 of 3 cases fell back to the Harness's fallback reply" in proc.stderr
     )
     text = (out / "report.md").read_text()
     headline = text.split("\n\n")[1]
-    assert headline.startswith("> **Warning: 3 of 3 cases ended in the Harness's fallback reply")
+    assert headline.startswith(
+        "> **Warning: 3 of 3 cases fell back to the Harness's fallback reply"
+    )
     assert "| fallback | 3 |" in text
 
 

@@ -74,7 +74,7 @@ def test_a_run_that_only_fell_back_says_so_on_its_headline(
     assert outcomes["fallback"] == outcomes["n"] == 6 and run.summary["mostly_fallback"]
     page = client_for(personas.reviewer).get(f"/evolution/runs/{run.pk}/").content.decode()
     assert f'id="mostly-fallback-{run.pk}"' in page
-    assert "6 of 6 cases ended in the Harness&#x27;s fallback reply" in page
+    assert "6 of 6 cases fell back to the Harness&#x27;s fallback reply" in page
     assert 'data-outcome="fallback">fallback <strong>6</strong>' in page
     assert 'data-outcome="replied">replied <strong>0</strong>' in page
     chart = page.split('id="run-chart-data" type="application/json">', 1)[1].split("</script>", 1)[
@@ -88,7 +88,7 @@ def test_a_run_that_only_fell_back_says_so_on_its_headline(
     )
     assert set(data["categories"]["labels"]) == set(run.summary["per_category"])
     job = client_for(personas.reviewer).get(f"/jobs/{run.job_id}/").content.decode()
-    assert "6 of 6 cases ended in the Harness&#x27;s fallback reply" in job
+    assert "6 of 6 cases fell back to the Harness&#x27;s fallback reply" in job
     assert f"(0/{run.total} done)" not in job and f"({run.total}/{run.total} scored)" in job
     assert 'id="job-state">ran</span>' in job
     listing = client_for(personas.reviewer).get("/jobs/").content.decode()

@@ -113,9 +113,7 @@ def test_a_level_that_mostly_fell_back_answered_nothing_and_every_table_warns():
         s["answered_rate"] == pytest.approx(1 / 4) and s["mostly_fallback"] is True
     )  # ...but is no answer
     warning = fallback_warning({"1": s})
-    assert warning.startswith(
-        "Most requests fell back to the Harness's fallback reply (C=1: 75% of 4)"
-    )
+    assert warning.startswith("C=1: 3 of 4 requests fell back to the Harness's fallback reply")
     assert fallback_warning({"1": summarise([_ok(2.0, [_call(0.5, 1.5, 100, 11)])])}) == ""
     table = table_markdown(
         {

@@ -20,7 +20,7 @@ from studio.training.models import TrainingRun
 
 pytestmark = pytest.mark.django_db
 
-WARNING = "Most requests fell back to the Harness's fallback reply (C=1: 100% of 3)"
+WARNING = "C=1: 3 of 3 requests fell back to the Harness's fallback reply"
 
 
 @pytest.fixture
@@ -107,7 +107,7 @@ def test_a_checkpoint_evaluation_whose_cases_fell_back_warns_beside_its_scores(
     )
     assert 'id="eval-fallback-live_qa"' in page
     assert (
-        "4 of 4 cases ended in the Harness's fallback "
+        "4 of 4 cases fell back to the Harness's fallback "
         "reply: the scores say how the fallback is judged" in page
     )
     assert "fallback 4" in page
@@ -321,7 +321,7 @@ def test_the_replay_list_flags_a_replay_that_fell_back_before_its_p95(
     assert FLAG in row and "C=1: 3 of 3 requests fell back" in row and "status-succeeded" not in row
     assert "Mostly fallback" not in _row_of(runs, f'href="/training/runs/{answered.pk}/"')
     dashboard = unescape(client_for(personas.reviewer).get(f"/replay/{fell.pk}/").content.decode())
-    assert "<strong>Mostly fallback:</strong> " + WARNING in dashboard
+    assert '<span class="status status-fallback">Mostly fallback</span> ' + WARNING in dashboard
 
 
 def test_a_compatibility_cell_whose_cases_fell_back_is_flagged_before_its_avg(
