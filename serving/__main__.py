@@ -1,9 +1,13 @@
 """Command line of serving/: `python -m serving <command>`.
 
-prepare MODEL [--quantization Q] merge an adapter with its base and export the GGUF of the CPU
-route, once profiles                         list the serving profiles (built-in or --profiles FILE)
+prepare MODEL [--quantization Q] [--harness DIR]
+                                 merge an adapter with its base and export the GGUF of the CPU
+                                 route, once; then prefill the Harness's prompt prefix and save it
+                                 for every later process
+profiles                         list the serving profiles (built-in or --profiles FILE)
 serve --route R                  start a local or transformers-serve profile and keep it up (Ctrl-C
-stops it) engine-server CHECKPOINT [--port N] [--quantization int8]
+                                 stops it)
+engine-server CHECKPOINT [--port N] [--quantization int8]
                                  serve a checkpoint on the local engine (OpenAI-compatible), in the
                                  foreground
 sglang-command --model PATH [--draft-head PATH]
@@ -194,12 +198,37 @@ def cmd_prepare(args) -> int:
         flush=True,
     )
     gguf = gguf_for_checkpoint(checkpoint, quantization=quantization)
+    exported_s = time.perf_counter() - step
+    if args.harness != "none":
+        _prepare_prefix(checkpoint, gguf, args.harness)
     print(
-        f"[prepare] {gguf} ({time.perf_counter() - step:.1f} "
-        f"s); ready in {time.perf_counter() - started:.1f} s",
+        f"[prepare] {gguf} ({exported_s:.1f} s); ready in {time.perf_counter() - started:.1f} s",
         flush=True,
     )
     return 0
+
+
+def _prepare_prefix(checkpoint: Path, gguf: Path, harness_dir: str | None) -> None:
+    """The Harness's prompt prefix in llama.cpp's state file (``serving.prefix_state``), as a
+    request's own preparation would leave it: prefilled once here, restored by every later
+    process."""
+    from harness import demo_harness_dir, load_dir
+    from harness.prompt_sharing import shared_prefix
+    from serving.llama_cpp import LlamaCppPolicy
+
+    bundle = load_dir(harness_dir or demo_harness_dir())
+    step = time.perf_counter()
+    policy = LlamaCppPolicy(checkpoint, gguf=gguf)
+    policy.begin_request("prepare")
+    tools = [t.openai_schema() for t in bundle.tools]
+    setup = policy.prepare(shared_prefix(bundle), tools=tools)
+    said = {"prefilled": "prefilled and saved", "file": "saved already", "slot": "saved already"}
+    print(
+        f"[prepare] the prompt prefix of Harness {bundle.name}: {setup.get('prefix_tokens', 0)} "
+        f"tokens {said.get(setup.get('prefix', ''), 'not saved')} "
+        f"({time.perf_counter() - step:.1f} s)",
+        flush=True,
+    )
 
 
 def cmd_profiles(args) -> int:
