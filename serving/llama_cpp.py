@@ -27,6 +27,7 @@ llama.cpp's prefill progress, and stopping the stream cancels the slot's task.
 from __future__ import annotations
 
 import atexit
+import functools
 import json
 import logging
 import os
@@ -131,8 +132,20 @@ def env_int(name: str, default: int, low: int, high: int) -> int:
     return int(raw)
 
 
+@functools.cache
 def default_threads() -> int:
-    return env_int(THREADS_ENV, max(1, min(os.cpu_count() or 1, 8)), 1, 256)
+    """``$HARNESS_LLAMA_THREADS``, else the cores (at most 8) that are idle when the process first
+    loads a model, at least one; chosen once per process. llama.cpp's threads wait for each other
+    at every operation, so on a busy machine two threads on two cores are far slower than one:
+    measured on the 2-core development machine at load average 8-10 (issue 51, docs/serving.md),
+    the README's first call prefilled its 250 request tokens after the restored Harness prefix in
+    2.9-3.7 s with one thread and did not reach a first token in 10 s with two."""
+    cores = max(1, min(os.cpu_count() or 1, 8))
+    try:
+        idle = cores - os.getloadavg()[0]
+    except OSError:  # no load average on this platform
+        idle = cores
+    return env_int(THREADS_ENV, max(1, min(cores, round(idle))), 1, 256)
 
 
 def default_flash_attn() -> bool:

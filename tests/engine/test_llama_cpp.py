@@ -31,6 +31,7 @@ from serving.llama_cpp import (
     LlamaServer,
     RequestOwner,
     default_flash_attn,
+    default_threads,
     llama_server_for,
     trained_context,
 )
@@ -270,6 +271,27 @@ def test_a_call_waiting_for_a_busy_slot_ends_at_its_deadline():
         assert server._slots[0].busy  # still the live call's
     finally:
         server.close()
+
+
+def test_threads_are_the_idle_cores_when_the_model_first_loads(monkeypatch):
+    """Two threads on two busy cores wait on each other at every operation (no first token in 10 s
+    where one thread took 3 s): the default is the cores idle at the first load, at least one."""
+    import serving.llama_cpp as llama_cpp
+
+    monkeypatch.delenv("HARNESS_LLAMA_THREADS", raising=False)
+    monkeypatch.setattr(llama_cpp.os, "cpu_count", lambda: 4)
+    try:
+        for load, threads in ((0.2, 4), (1.4, 3), (3.6, 1), (12.0, 1)):
+            monkeypatch.setattr(llama_cpp.os, "getloadavg", lambda load=load: (load, 0.0, 0.0))
+            default_threads.cache_clear()
+            assert default_threads() == threads
+        monkeypatch.setattr(llama_cpp.os, "getloadavg", lambda: (0.0, 0.0, 0.0))
+        assert default_threads() == 1  # chosen once per process: one server per file
+        default_threads.cache_clear()
+        monkeypatch.setenv("HARNESS_LLAMA_THREADS", "2")
+        assert default_threads() == 2
+    finally:
+        default_threads.cache_clear()
 
 
 def test_flash_attention_is_on_unless_turned_off(monkeypatch):
