@@ -61,6 +61,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="GGUF format (default: $HARNESS_GGUF_QUANTIZATION or Q8_0)",
     )
+    p.add_argument(
+        "--harness",
+        default=None,
+        metavar="DIR",
+        help="the Harness whose prompt prefix is prefilled once and saved, so that a process's "
+        "first request restores it (default: the demo livestream-avatar; 'none' skips this)",
+    )
 
     p = sub.add_parser("profiles", help="list serving profiles")
     p.add_argument(
@@ -185,6 +192,11 @@ def cmd_prepare(args) -> int:
     from serving.gguf import default_quantization, gguf_for_checkpoint
 
     quantization = args.quantization or default_quantization()
+    bundle = None  # read before any work: a Harness that cannot be read stops here
+    if args.harness != "none":
+        from harness import demo_harness_dir, load_dir
+
+        bundle = load_dir(args.harness or demo_harness_dir())
     started = time.perf_counter()
     if adapters.is_adapter(args.model):
         print(
@@ -199,8 +211,8 @@ def cmd_prepare(args) -> int:
     )
     gguf = gguf_for_checkpoint(checkpoint, quantization=quantization)
     exported_s = time.perf_counter() - step
-    if args.harness != "none":
-        _prepare_prefix(checkpoint, gguf, args.harness)
+    if bundle is not None:
+        _prepare_prefix(checkpoint, gguf, bundle)
     print(
         f"[prepare] {gguf} ({exported_s:.1f} s); ready in {time.perf_counter() - started:.1f} s",
         flush=True,
@@ -208,15 +220,13 @@ def cmd_prepare(args) -> int:
     return 0
 
 
-def _prepare_prefix(checkpoint: Path, gguf: Path, harness_dir: str | None) -> None:
+def _prepare_prefix(checkpoint: Path, gguf: Path, bundle) -> None:
     """The Harness's prompt prefix in llama.cpp's state file (``serving.prefix_state``), as a
     request's own preparation would leave it: prefilled once here, restored by every later
     process."""
-    from harness import demo_harness_dir, load_dir
     from harness.prompt_sharing import shared_prefix
     from serving.llama_cpp import LlamaCppPolicy
 
-    bundle = load_dir(harness_dir or demo_harness_dir())
     step = time.perf_counter()
     policy = LlamaCppPolicy(checkpoint, gguf=gguf)
     policy.begin_request("prepare")
