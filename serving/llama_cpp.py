@@ -620,7 +620,8 @@ class LlamaServer:
     ) -> int | None:
         """For ``hold_prefix``: -1 when an idle slot free for ``owner`` holds ``tokens`` already;
         else the idle slot they should go in, taken (``_give_slot`` gives it back); None when every
-        slot is busy. ``holding``: only a slot that holds them all (to save it), else None."""
+        slot is busy. ``holding``: only an idle slot that holds exactly them (to save it), taken,
+        else None."""
         n = len(tokens)
         with self._slots_free:  # re-entrant: _take_slot takes it too, and never waits here
             now = time.perf_counter()
