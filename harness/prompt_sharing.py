@@ -102,6 +102,26 @@ def _count(text: str) -> tuple[int, bool]:
     return len(tokenizer.encode(text, add_special_tokens=False).ids), True
 
 
+def shared_prefix(bundle) -> str:
+    """The text every request's system message under ``bundle`` starts with: the common prefix of
+    the system prompt rendered for two different requests and for an empty one (a block shown
+    only ``when`` a request slot is filled ends it too). A local policy keeps this prefix's
+    prefilled state (``Policy.prepare``)."""
+    from harness.runtime.context import harness_slots, system_prompt
+
+    harness_values = harness_slots(bundle)
+    renders = [
+        system_prompt(bundle, {slot: filler for slot in REQUEST_SLOTS} | harness_values)
+        for filler in (_FILLER["A"], _FILLER["B"], "")
+    ]
+    common = 0
+    for chars in zip(*renders, strict=False):
+        if len(set(chars)) > 1:
+            break
+        common += 1
+    return renders[0][:common]
+
+
 def prompt_sharing(bundle) -> PromptSharing:
     """The shared prefix of ``bundle``'s system prompt across requests, and what its block order
     costs."""

@@ -1,9 +1,13 @@
 """Command line of serving/: `python -m serving <command>`.
 
-prepare MODEL [--quantization Q] merge an adapter with its base and export the GGUF of the CPU
-route, once profiles                         list the serving profiles (built-in or --profiles FILE)
+prepare MODEL [--quantization Q] [--harness DIR]
+                                 merge an adapter with its base and export the GGUF of the CPU
+                                 route, once; then prefill the Harness's prompt prefix and save it
+                                 for every later process
+profiles                         list the serving profiles (built-in or --profiles FILE)
 serve --route R                  start a local or transformers-serve profile and keep it up (Ctrl-C
-stops it) engine-server CHECKPOINT [--port N] [--quantization int8]
+                                 stops it)
+engine-server CHECKPOINT [--port N] [--quantization int8]
                                  serve a checkpoint on the local engine (OpenAI-compatible), in the
                                  foreground
 sglang-command --model PATH [--draft-head PATH]
@@ -56,6 +60,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--quantization",
         default=None,
         help="GGUF format (default: $HARNESS_GGUF_QUANTIZATION or Q8_0)",
+    )
+    p.add_argument(
+        "--harness",
+        default=None,
+        metavar="DIR",
+        help="the Harness whose prompt prefix is prefilled once and saved, so that a process's "
+        "first request restores it (default: the demo livestream-avatar; 'none' skips this)",
     )
 
     p = sub.add_parser("profiles", help="list serving profiles")
@@ -181,6 +192,11 @@ def cmd_prepare(args) -> int:
     from serving.gguf import default_quantization, gguf_for_checkpoint
 
     quantization = args.quantization or default_quantization()
+    bundle = None  # read before any work: a Harness that cannot be read stops here
+    if args.harness != "none":
+        from harness import demo_harness_dir, load_dir
+
+        bundle = load_dir(args.harness or demo_harness_dir())
     started = time.perf_counter()
     if adapters.is_adapter(args.model):
         print(
@@ -194,12 +210,35 @@ def cmd_prepare(args) -> int:
         flush=True,
     )
     gguf = gguf_for_checkpoint(checkpoint, quantization=quantization)
+    exported_s = time.perf_counter() - step
+    if bundle is not None:
+        _prepare_prefix(checkpoint, gguf, bundle)
     print(
-        f"[prepare] {gguf} ({time.perf_counter() - step:.1f} "
-        f"s); ready in {time.perf_counter() - started:.1f} s",
+        f"[prepare] {gguf} ({exported_s:.1f} s); ready in {time.perf_counter() - started:.1f} s",
         flush=True,
     )
     return 0
+
+
+def _prepare_prefix(checkpoint: Path, gguf: Path, bundle) -> None:
+    """The Harness's prompt prefix in llama.cpp's state file (``serving.prefix_state``), as a
+    request's own preparation would leave it: prefilled once here, restored by every later
+    process."""
+    from harness.prompt_sharing import shared_prefix
+    from serving.llama_cpp import LlamaCppPolicy
+
+    step = time.perf_counter()
+    policy = LlamaCppPolicy(checkpoint, gguf=gguf)
+    policy.begin_request("prepare")
+    tools = [t.openai_schema() for t in bundle.tools]
+    setup = policy.prepare(shared_prefix(bundle), tools=tools)
+    said = {"prefilled": "prefilled and saved", "file": "saved already", "slot": "saved already"}
+    print(
+        f"[prepare] the prompt prefix of Harness {bundle.name}: {setup.get('prefix_tokens', 0)} "
+        f"tokens {said.get(setup.get('prefix', ''), 'not saved')} "
+        f"({time.perf_counter() - step:.1f} s)",
+        flush=True,
+    )
 
 
 def cmd_profiles(args) -> int:

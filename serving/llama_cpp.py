@@ -27,6 +27,7 @@ llama.cpp's prefill progress, and stopping the stream cancels the slot's task.
 from __future__ import annotations
 
 import atexit
+import functools
 import json
 import logging
 import os
@@ -131,8 +132,20 @@ def env_int(name: str, default: int, low: int, high: int) -> int:
     return int(raw)
 
 
+@functools.cache
 def default_threads() -> int:
-    return env_int(THREADS_ENV, max(1, min(os.cpu_count() or 1, 8)), 1, 256)
+    """``$HARNESS_LLAMA_THREADS``, else the cores (at most 8) that are idle when the process first
+    loads a model, at least one; chosen once per process. llama.cpp's threads wait for each other
+    at every operation, so on a busy machine two threads on two cores are far slower than one:
+    measured on the 2-core development machine at load average 8-10 (issue 51, docs/serving.md),
+    the README's first call prefilled its 250 request tokens after the restored Harness prefix in
+    2.9-3.7 s with one thread and did not reach a first token in 10 s with two."""
+    cores = max(1, min(os.cpu_count() or 1, 8))
+    try:
+        idle = cores - os.getloadavg()[0]
+    except OSError:  # no load average on this platform
+        idle = cores
+    return env_int(THREADS_ENV, max(1, min(cores, round(idle))), 1, 256)
 
 
 def default_flash_attn() -> bool:
@@ -164,6 +177,20 @@ WAIT_FOR_STOPPING_S = 5.0
 #: How often a waiting call (for a slot, or for llama.cpp to end it) looks at its deadline and
 #: cancel.
 STOP_POLL_S = 0.05
+
+
+@dataclass
+class PrefixHold:
+    """What ``LlamaServer.hold_prefix`` did, and in how many seconds. ``source``: ``slot`` (an idle
+    slot held the prefix already), ``file`` (restored from its state file), ``prefilled`` (prefilled
+    now and its state saved), ``none`` (no prefix, or no idle slot: the request prefills it)."""
+
+    tokens: int
+    source: str
+    seconds: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"prefix_tokens": self.tokens, "prefix": self.source, "prefix_s": self.seconds}
 
 
 class RequestOwner:
@@ -232,8 +259,13 @@ class LlamaServer:
         slot_context: int = DEFAULT_SLOT_CONTEXT,
         threads: int | None = None,
         flash_attn: bool | None = None,
+        state_dir: str | Path | None = None,
     ) -> None:
+        """``state_dir``: where ``hold_prefix`` keeps prefilled prefixes (default:
+        ``serving.prefix_state.state_dir()``, in the model cache)."""
         import xllamacpp
+
+        from serving import prefix_state
 
         self.gguf = Path(gguf)
         problem = gguf_problem(self.gguf)
@@ -262,6 +294,12 @@ class LlamaServer:
         self._socket_dir = tempfile.mkdtemp(
             prefix="llama-"
         )  # 0700: only this user reaches the socket
+        self._socket = os.path.join(self._socket_dir, "llama.sock")
+        self._api_key = secrets.token_hex(16)
+        self.state_dir = Path(state_dir) if state_dir else prefix_state.state_dir()
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        self._model_key = prefix_state.model_key(self.gguf, flash_attn=self.flash_attn)
+        self._prefix_lock = threading.Lock()
         params = xllamacpp.CommonParams()
         params.model.path = str(self.gguf)
         params.n_parallel = slots
@@ -273,11 +311,13 @@ class LlamaServer:
         params.cache_ram_mib = 0
         params.flash_attn_type = (
             xllamacpp.llama_flash_attn_type.LLAMA_FLASH_ATTN_TYPE_ENABLED
-            if flash_attn
+            if self.flash_attn
             else xllamacpp.llama_flash_attn_type.LLAMA_FLASH_ATTN_TYPE_DISABLED
         )
-        params.hostnames = [os.path.join(self._socket_dir, "llama.sock")]
-        params.api_keys = [secrets.token_hex(16)]
+        params.hostnames = [self._socket]
+        params.api_keys = [self._api_key]
+        # slot save and restore (hold_prefix) read and write here; llama.cpp appends the bare name
+        params.slot_save_path = str(self.state_dir) + os.sep
         params.verbosity = -1
         params.warmup = False
         try:
@@ -515,6 +555,91 @@ class LlamaServer:
             if slot.busy:
                 slot.stopping = True
                 self._slots_free.notify_all()
+
+    def hold_prefix(self, tokens: list[int], owner: RequestOwner | None = None) -> PrefixHold:
+        """Put ``tokens`` (a prompt prefix every request shares: a Harness's) in an idle slot before
+        a request starts, so that its first call prefills only what follows them: nothing to do when
+        an idle slot free for ``owner``'s request holds them, else restored from their state file,
+        else prefilled and that file saved (``serving.prefix_state``). Never waits for a busy slot:
+        with none idle it does nothing, and the request's own call waits and prefills as before.
+        ``owner``: the request about to run (a slot it holds is free for it)."""
+        from serving import prefix_state
+
+        started = time.perf_counter()
+        n = len(tokens)
+
+        def done(source: str) -> PrefixHold:
+            return PrefixHold(n, source, time.perf_counter() - started)
+
+        if not tokens or n + 1 > self.slot_context or self._closing.is_set():
+            return done("none")
+        tokens = list(tokens)
+        with self._prefix_lock:  # one restore or prefill at a time; the others then find it
+            slot = self._slot_for_prefix(tokens, owner)
+            if slot is None:
+                return done("none")
+            if slot < 0:
+                return done("slot")
+            name = prefix_state.state_name(self._model_key, tokens)
+            path = self.state_dir / name
+            if path.is_file():
+                try:
+                    prefix_state.slot_action(self._socket, self._api_key, slot, "restore", name)
+                except prefix_state.SlotActionError as exc:
+                    logger.warning(
+                        "llama.cpp: %s could not be restored (%s); prefilling", path, exc
+                    )
+                    path.unlink(missing_ok=True)
+                    self._give_slot(slot, [], owner)  # what it holds now is not known
+                else:
+                    os.utime(path)  # recently used: pruned last
+                    self._give_slot(slot, tokens, owner)
+                    return done("file")
+            else:
+                self._give_slot(slot, self._slots[slot].tokens, owner)
+            filled = self.complete(tokens, max_new_tokens=1, owner=owner)
+            if filled.finish_reason == "cancelled":
+                return done("none")
+            slot = self._slot_for_prefix(tokens, owner, holding=True)
+            if slot is None:  # taken meanwhile: it holds the prefix, but it is not saved
+                return done("prefilled")
+            tmp = f"tmp-{os.getpid()}-{secrets.token_hex(4)}{prefix_state.SUFFIX}"
+            try:
+                prefix_state.slot_action(self._socket, self._api_key, slot, "save", tmp)
+                prefix_state.replace_into(self.state_dir, tmp, name)
+            except (prefix_state.SlotActionError, OSError) as exc:
+                logger.warning("llama.cpp: the prefix state %s was not saved (%s)", path, exc)
+                (self.state_dir / tmp).unlink(missing_ok=True)
+            finally:
+                self._give_slot(slot, tokens, owner)
+            prefix_state.prune(self.state_dir)
+            return done("prefilled")
+
+    def _slot_for_prefix(
+        self, tokens: list[int], owner: RequestOwner | None, *, holding: bool = False
+    ) -> int | None:
+        """For ``hold_prefix``: -1 when an idle slot free for ``owner`` holds ``tokens`` already;
+        else the idle slot they should go in, taken (``_give_slot`` gives it back); None when every
+        slot is busy. ``holding``: only an idle slot that holds exactly them (to save it), taken,
+        else None."""
+        n = len(tokens)
+        with self._slots_free:  # re-entrant: _take_slot takes it too, and never waits here
+            now = time.perf_counter()
+            for slot in self._slots:
+                held = slot.held_against(owner, now)
+                if not holding and not slot.busy and not held and slot.tokens[:n] == tokens:
+                    return -1
+            if holding:
+                free = [
+                    i
+                    for i, slot in enumerate(self._slots)
+                    if not slot.busy and slot.tokens == tokens
+                ]
+                if not free:
+                    return None
+                self._slots[free[0]].busy = True
+                return free[0]
+            return self._take_slot(tokens, owner, stop_now=lambda: True)
 
     def release(self, owner: RequestOwner) -> None:
         """``owner``'s request is over: its slots keep their cache but are no longer held for its
@@ -762,6 +887,43 @@ class LlamaCppPolicy(Policy):
         text = self.render_text(messages, tools)
         ids, _reused = self._context.tokens(text)
         return text, ids
+
+    def prepare(
+        self, shared_prefix: str = "", *, tools: list[dict[str, Any]] | None = None
+    ) -> dict[str, Any]:
+        """Before a request's budget: load the model and the tokenizer (once per process), and put
+        the prompt's tokens up to ``shared_prefix`` in a slot (``LlamaServer.hold_prefix``: from a
+        slot, its state file, or prefilled once and saved)."""
+        started = time.perf_counter()
+        server = self.server()
+        self.tokenizer  # noqa: B018 - loaded once
+        setup: dict[str, Any] = {"load_s": time.perf_counter() - started}
+        tokens = self.prefix_ids(shared_prefix, tools) if shared_prefix else []
+        if tokens:
+            owner = getattr(self._request, "owner", None)
+            setup.update(server.hold_prefix(tokens, owner).to_dict())
+        return setup
+
+    def prefix_ids(
+        self, shared_prefix: str, tools: list[dict[str, Any]] | None = None
+    ) -> list[int]:
+        """The ids every prompt whose system message starts with ``shared_prefix`` starts with: the
+        chat template's opening and the prefix up to its last complete line (a word's end before a
+        line break is a token boundary, so these ids are what the whole prompt's tokenization
+        starts with), remembered so that a call's prompt reuses them."""
+        mark = "\u2063PREFIX-END\u2063"
+        text = self.render_text([{"role": "system", "content": shared_prefix + mark}], tools)
+        if mark not in text:
+            return []
+        head = text[: text.index(mark)]
+        head = head[: max(0, head.rfind("\n"))].rstrip()
+        if not head:
+            return []
+        if self._context is None:
+            self._context = TokenContext(self.tokenizer)
+        ids, _reused = self._context.tokens(head)
+        self._context.remember(head, ids)
+        return ids
 
     def complete(
         self,

@@ -309,14 +309,17 @@ WARM_UP_WORKER = env_bool("HARNESS_WARM_UP_WORKER", False)
 # process and worker shares it), in this process's memory otherwise. "local" is always this
 # process's memory: values only worth keeping beside the code that reads them (parsed metrics
 # columns, loaded bundles). Keys name what the value was computed from, so nothing here needs
-# clearing.
+# clearing. On Redis every key starts with HARNESS_CACHE_PREFIX (default studio-cache): one studio's
+# processes share it, and the test suite gives each run a prefix of its own (tests/conftest.py), so
+# a run never reads the demo's entries or an earlier run's.
 _CACHE_REDIS_URL = os.environ.get("REDIS_URL", "")
+CACHE_KEY_PREFIX = env_str("HARNESS_CACHE_PREFIX", "").strip() or "studio-cache"
 CACHES = {
     "default": (
         {
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
             "LOCATION": _CACHE_REDIS_URL,
-            "KEY_PREFIX": "studio-cache",
+            "KEY_PREFIX": CACHE_KEY_PREFIX,
             "TIMEOUT": 7 * 24 * 3600,
         }
         if _CACHE_REDIS_URL

@@ -2,6 +2,9 @@
 
 import json
 import os
+import shutil
+import tempfile
+import uuid
 from collections import defaultdict
 from pathlib import Path
 
@@ -21,6 +24,55 @@ os.environ.pop("HARNESS_IFEVAL_PATH", None)
 if os.environ.get("PYTEST_XDIST_WORKER"):
     for _name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ.setdefault(_name, "1")
+
+
+# State a test run must not share with the demo or an earlier run (a second run of the suite read
+# the first's cache entries: the same version numbers hit them). Each run (each xdist worker) gets
+# its own Redis cache namespace, run folders and llama.cpp prefix states; the worker processes it
+# starts inherit them through the environment, and the run removes them when it ends. Django read
+# its settings before this file (pytest-django): pytest_configure overrides them in this process.
+RUN_ID = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
+CACHE_PREFIX = f"studio-test-{RUN_ID}"
+RUN_DIR = Path(tempfile.mkdtemp(prefix=f"hs-test-run-{RUN_ID}-"))
+os.environ["HARNESS_CACHE_PREFIX"] = CACHE_PREFIX
+os.environ["TRAINING_RUNS_DIR"] = str(RUN_DIR / "runs")
+os.environ["HARNESS_PREFIX_STATES"] = str(RUN_DIR / "prefix-states")
+
+
+def _own_run_settings() -> None:
+    import copy
+
+    from django.conf import settings
+    from django.test import override_settings
+
+    caches = copy.deepcopy(settings.CACHES)
+    caches["default"]["KEY_PREFIX"] = CACHE_PREFIX
+    override_settings(
+        CACHES=caches,
+        CACHE_KEY_PREFIX=CACHE_PREFIX,
+        TRAINING_RUNS_DIR=RUN_DIR / "runs",
+    ).enable()  # for the whole run; fires setting_changed, so no cache connection keeps the old
+
+
+def _forget_run_state() -> None:
+    """Remove this run's cache keys (its workers' too) and folders."""
+    shutil.rmtree(RUN_DIR, ignore_errors=True)
+    url = os.environ.get("REDIS_URL", "")
+    if not url:
+        return
+    try:
+        import redis
+
+        client = redis.Redis.from_url(url)
+        keys = list(client.scan_iter(match=f"{CACHE_PREFIX}:*", count=1000))
+        if keys:
+            client.delete(*keys)
+    except Exception:  # noqa: BLE001 - the keys expire with the cache's TIMEOUT anyway
+        pass
+
+
+def pytest_unconfigure(config):
+    _forget_run_state()
 
 
 @pytest.fixture(autouse=True)
@@ -112,6 +164,7 @@ class _DurationRecorder:
 
 
 def pytest_configure(config):
+    _own_run_settings()
     if config.getoption("store_durations") and not hasattr(config, "workerinput"):
         config.pluginmanager.register(_DurationRecorder(), "hs-duration-recorder")
 

@@ -70,8 +70,8 @@ class PolicyError(RuntimeError):
 class Policy:
     """Turns chat messages (+ optional tool specs) into text and tool calls.
 
-    Subclasses implement ``generate``; ``name``, ``accepts_timeout`` and
-    ``begin_request`` are optional, with the defaults below.
+    Subclasses implement ``generate``; ``name``, ``accepts_timeout``, ``begin_request`` and
+    ``prepare`` are optional, with the defaults below.
     """
 
     #: What trajectories record as the policy (e.g. ``local:final``); empty: the class name.
@@ -83,6 +83,16 @@ class Policy:
 
     def begin_request(self, request_id: str) -> None:
         """Called by the agent before each request (a scripted policy rewinds its script). No-op."""
+
+    def prepare(
+        self, shared_prefix: str = "", *, tools: list[dict[str, Any]] | None = None
+    ) -> dict[str, Any]:
+        """Called by the agent after ``begin_request``, before the request's trajectory budget
+        starts: load the model if it is not loaded, and where the policy keeps a prefix cache, put
+        in it ``shared_prefix``, the text every request's system message starts with (rendered as
+        ``generate`` would render it with ``tools``). Returns what it did, for the trajectory's
+        ``timings["setup"]``. No-op."""
+        return {}
 
     def generate(
         self,

@@ -13,6 +13,13 @@
 5. round limit, trajectory time budget, or a hook's ``fallback`` / ``suppress``
    end the request with the conservative fallback reply or silence.
 
+The trajectory budget (``trajectory_budget_s``) covers the request from its ``input`` hooks to its
+outcome: every round's model call, tool calls and hooks (``timings["total_s"]``; a model call and a
+tool call each get at most the time left in it). Before it starts, the policy is prepared
+(``Policy.prepare``: the model loaded, the Harness prefix put in its cache), recorded as
+``timings["setup_s"]`` and ``timings["setup"]``; that, and what a caller does with the record
+afterwards (``--post``), is outside the budget (``BUDGET_COVERS``, docs/runtime.md).
+
 Nothing a model, tool or server does raises out of ``run``: every failure is
 recorded in the trajectory and contained. Only an invalid request (a user
 error) raises ``DocumentValidationError``.
@@ -65,6 +72,12 @@ from harness.runtime.trajectory import (
     Trajectory,
 )
 
+#: What the trajectory budget covers, as each record says (``settings["budget_covers"]``).
+BUDGET_COVERS = (
+    "timings.total_s: the request from its input hooks to its outcome (model calls, tools, "
+    "hooks); not timings.setup_s before it (loading the model, putting the Harness prefix in its "
+    "cache) nor posting the record"
+)
 DECISION_OF_ACTION = {"retry": "block", "fallback": "fallback", "suppress": "suppress"}
 REPLY_SKILL_GATE_MESSAGE = (
     "Load the reply skill that fits this comment with load_skill before giving your final reply."
@@ -180,6 +193,7 @@ class Agent:
         self.demonstration_messages = [
             m for t in demonstrations or [] for m in demonstration_messages(t)
         ]
+        self._shared_prefix: str | None = None
         self.hub: SharedHub | None = None
         if bundle.mcp_servers and connect_mcp:
             # Resolved before anything starts: an unregistered or untrusted inline server
@@ -230,6 +244,17 @@ class Agent:
     def run(self, request: Request | dict[str, Any]) -> Trajectory:
         if not isinstance(request, Request):
             request = Request.from_dict(request, catalogue=self.catalogue)
+        # before the budget's clock starts: the model loaded, the Harness prefix in its cache
+        setup_started = time.perf_counter()
+        setup: dict[str, Any] = {}
+        begun = False
+        try:
+            self.policy.begin_request(request.id)
+            begun = True
+            setup = self.policy.prepare(self.shared_prefix(), tools=self.openai_tools) or {}
+        except Exception as exc:  # noqa: BLE001 - the first model call meets it again, recorded
+            setup = {"error": f"{type(exc).__name__}: {exc}"}
+        setup_s = time.perf_counter() - setup_started
         run = _Run(self, request)
         traj = Trajectory(
             request_id=request.id,
@@ -240,6 +265,7 @@ class Agent:
             settings={
                 "max_rounds": self.max_rounds,
                 "trajectory_budget_s": self.budget_s,
+                "budget_covers": BUDGET_COVERS,
                 "tool_timeout_s": self.tool_timeout_s,
                 "max_retries": self.retry.max_retries,
                 "generation": self.generation.to_dict() if self.generation else None,
@@ -249,8 +275,11 @@ class Agent:
             },
         )
         traj.timings["started_at"] = dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
+        traj.timings["setup_s"] = setup_s
+        traj.timings["setup"] = setup
         try:
-            self.policy.begin_request(request.id)
+            if not begun:
+                self.policy.begin_request(request.id)
             self._loop(run, traj)
         except _ObserverRaised as raised:
             raise raised.error from None
@@ -268,6 +297,15 @@ class Agent:
             }
         )
         return traj
+
+    def shared_prefix(self) -> str:
+        """The text every request's system message starts with under this Harness (computed
+        once)."""
+        if self._shared_prefix is None:
+            from harness.prompt_sharing import shared_prefix
+
+            self._shared_prefix = shared_prefix(self.bundle)
+        return self._shared_prefix
 
     def _step_recorded(self, traj: Trajectory) -> None:
         if self.on_step is not None:
@@ -642,7 +680,14 @@ class Agent:
             traj.tool_calls.append(record)
             return tool_payload(call.name, None, record.error)
         injected = run.injector.draw(call.name) if spec.role == "data" else None
-        outcome = self.runner.run(spec, call.arguments, run.ctx, injected=injected)
+        left_s = max(0.1, self.budget_s - self._elapsed(run))  # a tool must not outlive the budget
+        outcome = self.runner.run(
+            spec,
+            call.arguments,
+            run.ctx,
+            injected=injected,
+            timeout_s=min(self.runner.timeout_for(spec), left_s),
+        )
         run.tool_s += outcome.latency_s
         record.result, record.error, record.error_kind = (
             outcome.result,

@@ -81,9 +81,25 @@ def render_trajectory(traj: Trajectory, *, width: int = 160) -> str:
         f"{traj.rounds} round(s), {traj.retries} retr{'y' if traj.retries == 1 else 'ies'}"
     )
     t = traj.timings
+    budget = traj.settings.get("trajectory_budget_s")
     lines.append(
-        f"timings  total {t.get('total_s', 0):.2f}s = model {t.get('model_s', 0):.2f}s + "
+        f"timings  total {t.get('total_s', 0):.2f}s"
+        + (f" of the {budget:g} s budget" if isinstance(budget, int | float) else "")
+        + f" = model {t.get('model_s', 0):.2f}s + "
         f"tools {t.get('tool_s', 0):.3f}s + runtime {t.get('runtime_s', 0) * 1000:.1f} ms"
     )
+    if isinstance(t.get("setup_s"), int | float):
+        setup = t.get("setup") or {}
+        said = {"slot": "held", "file": "restored from disk", "prefilled": "prefilled and saved"}
+        what = [f"model loaded in {setup['load_s']:.2f}s"] if "load_s" in setup else []
+        if setup.get("prefix") in said:
+            what.append(
+                f"Harness prefix ({setup['prefix_tokens']} tokens) {said[setup['prefix']]} "
+                f"in {setup['prefix_s']:.2f}s"
+            )
+        lines.append(
+            f"setup    {t['setup_s']:.2f}s before the budget"
+            + (": " + "; ".join(what) if what else "")
+        )
     lines.append(f"reply    {traj.reply if traj.route != 'silent' else '(silent)'}")
     return "\n".join(lines)

@@ -125,6 +125,16 @@ class TransformersPolicy(Policy):
                 self._engine_choice = "transformers"
         return self._engine
 
+    def prepare(
+        self, shared_prefix: str = "", *, tools: list[dict[str, Any]] | None = None
+    ) -> dict[str, Any]:
+        """Before a request's budget: load the checkpoint and its engine (once per process). The
+        engine's prefix store keeps the Harness prefix from the first request on (in memory)."""
+        started = time.perf_counter()
+        load_model(self.model_dir)
+        self.engine()
+        return {"load_s": time.perf_counter() - started}
+
     def render(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
     ) -> list[int]:

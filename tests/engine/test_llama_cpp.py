@@ -31,6 +31,7 @@ from serving.llama_cpp import (
     LlamaServer,
     RequestOwner,
     default_flash_attn,
+    default_threads,
     llama_server_for,
     trained_context,
 )
@@ -109,14 +110,17 @@ def test_the_agent_records_cached_prompt_tokens_per_model_call():
             )  # the earlier call's prompt is never prefilled again
 
 
-def test_a_warm_up_prefills_the_harness_prompt_that_a_first_request_then_finds_cached():
+def test_a_warm_up_prefills_the_harness_prompt_that_a_first_request_then_finds_cached(tmp_path):
     """``Agent.warm_up`` on one request: another request's first call finds the Harness's system
-    prompt in llama.cpp's slot instead of prefilling it, and the warm-up is in no trajectory."""
+    prompt in llama.cpp's slot instead of prefilling it, and the warm-up is in no trajectory.
+    Without one, the run's own preparation (``Policy.prepare``, before its budget) holds the
+    Harness prefix: prefilled and saved by a first server, restored from disk by the next."""
     examples = Path("examples/requests")
     warm_request = json.loads((examples / "product_price.json").read_text())
     request = json.loads((examples / "promotion.json").read_text())
-    for warm in (False, True):
-        server = LlamaServer(_tiny_f32(), slots=2, threads=1)
+    prefix_sources = []
+    for warm in (False, False, True):
+        server = LlamaServer(_tiny_f32(), slots=2, threads=1, state_dir=tmp_path)
         try:
             policy = LlamaCppPolicy(
                 tiny_model_dir(),
@@ -132,13 +136,16 @@ def test_a_warm_up_prefills_the_harness_prompt_that_a_first_request_then_finds_c
                 traj = agent.run(request)
             first = traj.model_calls[0]
             assert len(traj.model_calls) <= traj.rounds  # the warm-up is not one of them
-            if warm:
-                # the system prompt's Harness part: everything before the request's own context
-                assert first.cached_tokens > first.input_tokens // 2, first.cached_tokens
-            else:
-                assert first.cached_tokens == 0
+            setup = traj.timings["setup"]
+            prefix_sources.append(setup["prefix"])
+            # the system prompt's Harness part: everything before the request's own context
+            assert first.cached_tokens >= setup["prefix_tokens"] > first.input_tokens // 2
         finally:
             server.close()
+    assert prefix_sources[:2] == ["prefilled", "file"]
+    # after a warm-up a slot holds the prefix; it may count as held by the warm-up's call (its
+    # owner untold) for HOLD_S, and then the prefix is restored into the other slot
+    assert prefix_sources[2] in ("slot", "file")
 
 
 def test_a_finished_requests_slot_serves_the_next_request_at_once():
@@ -264,6 +271,27 @@ def test_a_call_waiting_for_a_busy_slot_ends_at_its_deadline():
         assert server._slots[0].busy  # still the live call's
     finally:
         server.close()
+
+
+def test_threads_are_the_idle_cores_when_the_model_first_loads(monkeypatch):
+    """Two threads on two busy cores wait on each other at every operation (no first token in 10 s
+    where one thread took 3 s): the default is the cores idle at the first load, at least one."""
+    import serving.llama_cpp as llama_cpp
+
+    monkeypatch.delenv("HARNESS_LLAMA_THREADS", raising=False)
+    monkeypatch.setattr(llama_cpp.os, "cpu_count", lambda: 4)
+    try:
+        for load, threads in ((0.2, 4), (1.4, 3), (3.6, 1), (12.0, 1)):
+            monkeypatch.setattr(llama_cpp.os, "getloadavg", lambda load=load: (load, 0.0, 0.0))
+            default_threads.cache_clear()
+            assert default_threads() == threads
+        monkeypatch.setattr(llama_cpp.os, "getloadavg", lambda: (0.0, 0.0, 0.0))
+        assert default_threads() == 1  # chosen once per process: one server per file
+        default_threads.cache_clear()
+        monkeypatch.setenv("HARNESS_LLAMA_THREADS", "2")
+        assert default_threads() == 2
+    finally:
+        default_threads.cache_clear()
 
 
 def test_flash_attention_is_on_unless_turned_off(monkeypatch):
