@@ -871,7 +871,7 @@ class ProgrammaticJudge:
             if (
                 thanks
                 and "welcome" in thanks.group(0).lower()
-                and not re.search(r"(?i)\bthank", r.comment)
+                and not re.search(r"(?i)\b(thank|thx|ty\b)", r.comment)
             ) or (thanks and questions and not _COMPLIMENT.search(r.comment)):
                 return [
                     Reason(
@@ -981,10 +981,16 @@ class ProgrammaticJudge:
 
     def is_stand_in(self, r: Reading) -> bool:
         """The runtime's fallback line (one of the Harness's), or a line of the same shape: it
-        defers the answer ("let me check ...") and states nothing."""
+        defers the answer ("let me check ...") and states, asks, acknowledges and routes
+        nothing."""
         if _normal(r.reply) in self._fallbacks:
             return True
-        return bool(_DEFERRAL.search(r.reply)) and not (self.stated(r) & set(CONTENT_CLASSES))
+        return (
+            bool(_DEFERRAL.search(r.reply))
+            and "?" not in r.reply
+            and not (_ROUTE.search(r.reply) or _ACKNOWLEDGE.search(r.reply))
+            and not (self.stated(r) & set(CONTENT_CLASSES))
+        )
 
     def _wrong_fact_findings(self, r: Reading, acc_reasons: list[Reason]) -> list[Reason]:
         """A wrong fact about what was asked answers wrongly (0); one added to an answer spoils

@@ -608,6 +608,11 @@ CALIBRATED = [
 ]
 CALIBRATED_GOOD = [
     (
+        "an after-sale problem acknowledged and routed while the host checks",
+        rubric_case("aftersale", "my earbuds from last week stopped charging"),
+        "So sorry! Let me check on that - please contact customer service from your order page.",
+    ),
+    (
         "a friendly line that takes up the viewer's remark",
         rubric_case("chitchat", "my dog is watching the stream with me"),
         "Say hi to your dog for me! Glad you're both watching.",
