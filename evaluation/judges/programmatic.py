@@ -201,15 +201,16 @@ _ORDER_ACK = re.compile(
 # a thank-you for a compliment ("Aw, thank you!", "you're so sweet", "you're welcome")
 _THANKS_LINE = re.compile(r"(?i)\b((thank you|thanks)(?!\s+for\b)|so sweet|you're welcome)\b")
 _COMPLIMENT = re.compile(
-    r"(?i)\b(love|nice|great|beautiful|pretty|cute|sweet|relaxing|fun|best|amazing|good|"
+    r"(?i)\b(love|nice|great|beautiful|pretty|cute|sweet|relaxing|fun|funny|best|amazing|good|"
     r"thank|thanks|watch you|miss you)\b"
 )
 # words of joining, greeting and filler: no detail a reply must take up
 _CHAT_FILLER_TEXT = """hi hii hello hey heya yo morning evening afternoon night tonight today
     everyone everybody all host anchor sis mia just joined joining again first time here back
-    excuse quick question
+    excuse quick question greetings greeting from good
     haha hahaha hehe lol lmao omg wait dear there browsing watching guys pls please i'm you're"""
 _CHAT_FILLER = frozenset(_CHAT_FILLER_TEXT.split())
+_PLACE_WORDS = frozenset(w for place in E.PLACES for w in place.lower().split())
 _FROM = re.compile(r"(?i)\bfrom\b")
 _GENERIC_TAIL = {"pro", "set", "max", "mini", "plus", "lite"}
 
@@ -233,9 +234,14 @@ def default_fallback_replies() -> tuple[str, ...]:
     return tuple(dict.fromkeys(lines))
 
 
-def _chat_details(comment: str) -> set[str]:
-    """The stems of what a chatting viewer said beyond joining and greeting."""
-    words = {w for w in E.content_words(comment, min_len=3) if w not in _CHAT_FILLER}
+def _chat_details(comment: str, *, places: bool = False) -> set[str]:
+    """The stems of what a chatting viewer said beyond joining and greeting (where a viewer
+    greets from is a greeting too)."""
+    words = {
+        w
+        for w in E.content_words(comment, min_len=3)
+        if w not in _CHAT_FILLER and (places or w not in _PLACE_WORDS)
+    }
     return {w[:4] for w in words}
 
 
@@ -854,8 +860,8 @@ class ProgrammaticJudge:
                     return [Reason("not_welcomed", "effectiveness", "the viewer is not greeted")]
                 return []
             details = _chat_details(r.comment)
-            if details & _chat_details(reply):
-                return []  # takes up what the viewer said
+            if _chat_details(r.comment, places=True) & _chat_details(reply, places=True):
+                return []  # takes up what the viewer said ("Stay dry in Suzhou!")
             comments = [
                 c if isinstance(c, str) else str(c.get("text", ""))
                 for c in r.case.get("comments", [])

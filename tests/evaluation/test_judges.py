@@ -608,6 +608,11 @@ CALIBRATED = [
 ]
 CALIBRATED_GOOD = [
     (
+        "a welcome to a viewer who says where they watch from",
+        rubric_case("chitchat", "good evening from Nanjing"),
+        "So happy you're here! Ask me anything about the products anytime.",
+    ),
+    (
         "an after-sale problem acknowledged and routed while the host checks",
         rubric_case("aftersale", "my earbuds from last week stopped charging"),
         "So sorry! Let me check on that - please contact customer service from your order page.",
