@@ -92,7 +92,8 @@ FAMILIES: list[tuple[str, re.Pattern]] = [
         "missing_fact",
         re.compile(
             r"fact|vague|incomplete|no_reply|missing|unhelpful|ineffective|intent|attribute|"
-            r"wrong_product|greeting|welcomed|ask_back|aftersale|canned",
+            r"wrong_product|greeting|welcomed|ask_back|aftersale|canned|one_product|"
+            r"not_acknowledged|unrelated",
             re.I,
         ),
     ),

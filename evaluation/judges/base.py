@@ -23,6 +23,7 @@ ACCURACY_REASONS = (
     "invented_figure",
     "wrong_product_name",
     "invented_name",
+    "denied_known_facts",
 )
 EFFECTIVENESS_REASONS = (
     "no_reply",
@@ -40,6 +41,12 @@ EFFECTIVENESS_REASONS = (
     "aftersale_ignored",
     "aftersale_not_routed",
     "canned_reply",
+    "no_asked_fact",
+    "asked_fact_wrong",
+    "wrong_fact_added",
+    "answered_one_product",
+    "request_not_acknowledged",
+    "unrelated_reply",
 )
 TRAJECTORY_REASONS = (
     "missing_reply_skill",

@@ -52,7 +52,8 @@ _FIGURE = re.compile(
     re.I,
 )
 _SOLD_OUT = re.compile(
-    r"(?i)\b(sold out|out of stock|no stock|none left|not available|unavailable)\b"
+    r"(?i)\b(sold out|out of stock|no stock|none left|not available|unavailable|"
+    r"no (products?|units?|items?|pieces?|more) (left|in stock|available))\b"
 )
 _IN_STOCK = re.compile(
     r"(?i)\b(in stock|still available|is available|are available|(\d+) (?:left|in stock|"

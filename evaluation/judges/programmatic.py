@@ -21,6 +21,7 @@ value that happens to appear anywhere in the case. The checks, in ``ACCURACY_CHE
 - ``wrong_product_name``: "link #3 is the <name of another product>";
 - ``invented_name``: a place or a greeted name that no comment, history, room, catalogue, FAQ or
   tool result gave ("Hello to Wuhan!" when no viewer said Wuhan);
+- ``denied_known_facts``: "no product information available" about a product whose facts exist;
 - ``forbidden_claim``: a forbidden claim of the case.
 
 **Effectiveness** is the lowest cap of the findings below (``EFFECTIVENESS_CAPS``), 1 without
@@ -28,15 +29,22 @@ any. What was asked comes from the gold's required facts, else from the category
 comment (the attribute a viewer names: price, discount, stock, spec, policy ...).
 
 - 0: ``no_reply``, ``wrong_language``, ``refused_legitimate``, ``fallback_reply`` (the
-  runtime's stand-in line), ``answered_another_attribute`` (a price for a battery question; an
-  after-sale problem answered with a price), ``wrong_product`` (the facts of another link),
+  runtime's stand-in line: the trajectory's outcome, else the Harness's fallback text or a reply
+  that only defers), ``no_asked_fact`` (names the product, states none of the asked facts),
+  ``asked_fact_wrong`` (an accuracy finding about the asked attribute), ``unrelated_reply`` (a
+  thank-you line to a question nobody thanked or complimented in),
+  ``answered_another_attribute`` (a price for a battery question; an after-sale problem
+  answered with a price), ``wrong_product`` (the facts of another link),
   ``vague`` (neither the asked fact nor the product nor the comment's topic),
   ``clarified_a_greeting`` (a "which link?" question back to a greeting or chit-chat),
   ``not_welcomed`` (a greeting or thanks not taken up), ``did_not_ask_back`` (an ambiguous
   question answered without asking which product), ``aftersale_ignored`` (neither
   acknowledged nor sent anywhere);
-- 0.5: ``missing_required_fact`` (on topic, the asked fact missing), ``canned_reply`` (a stock
-  line that ignores what the viewer asked), ``aftersale_not_routed`` (acknowledged but not
+- 0.5: ``missing_required_fact`` (some asked facts, not all), ``canned_reply`` (a stock
+  line that ignores the viewer's chit-chat question or a remark's detail), ``wrong_fact_added``
+  (an accuracy finding about another attribute than the asked one), ``answered_one_product`` (a
+  comparison answered for one product), ``request_not_acknowledged`` (a request to show a
+  product next not taken up), ``aftersale_not_routed`` (acknowledged but not
   sent to a service, policy or the order page), ``over_long`` (longer than the Harness's
   ``max_reply_chars``).
 
@@ -49,6 +57,7 @@ runtime refused or that failed is not a call made.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -79,6 +88,27 @@ EFFECTIVENESS_CAPS: dict[str, float] = {
     "aftersale_not_routed": 0.5,
     "over_long": 0.5,
     "spoke_when_silent": 0.0,
+    "no_asked_fact": 0.0,
+    "unrelated_reply": 0.0,
+    "asked_fact_wrong": 0.0,
+    "wrong_fact_added": 0.5,
+    "answered_one_product": 0.5,
+    "request_not_acknowledged": 0.5,
+}
+
+# What each accuracy finding is wrong about: when that is what the viewer asked, the answer
+# itself is wrong (Effectiveness 0); else a wrong fact rides on an answer (at most 0.5).
+# None: wrong about whatever was asked (a link under another's name, "no information"). An
+# invented place or name is left to Accuracy (the guide: "Hello to Wuhan! Welcome" still welcomes).
+ACCURACY_ATTRIBUTE: dict[str, str | None] = {
+    "unsupported_price": "price",
+    "invented_discount": "discount",
+    "unknown_coupon": "discount",
+    "wrong_stock": "stock",
+    "invented_figure": "spec",
+    "unknown_link": "link",
+    "wrong_product_name": None,
+    "denied_known_facts": None,
 }
 
 # What a comment asks about, and what a reply states, by attribute.
@@ -143,12 +173,76 @@ _ROUTE = re.compile(
     r"photos?)\b"
 )
 _QUESTION = re.compile(
-    r"(?i)\b(what|where|when|why|how|who|which)\b|\b(are|is|do|does|can|will) "
+    r"(?i)\b(what|whats|what's|where|when|why|how|who|which)\b|\b(are|is|do|does|can|will) "
     r"(you|this|it|there|u)\b"
 )
 _WHERE = re.compile(r"(?i)\bwhere\b")
+# "no product information available", "has no product description": a non-answer that denies
+# facts the product has
+_NO_INFO = re.compile(
+    r"(?i)\bno (product )?(information|info|description|details|data)\b|"
+    r"\b(information|details) (is |are )?(not|un)available\b"
+)
+# a stand-in that defers the answer ("let me check and get back to you", "our team will look
+# into it"): the shape of every Harness fallback line
+_DEFERRAL = re.compile(
+    r"(?i)\b(let me (double-?)?check|look into it|get back to you|one moment|check on that)\b"
+)
+# a comparison of products: "#3 vs #5", "torn between", "difference between", "which is better"
+_COMPARISON = re.compile(
+    r"(?i)\b(vs\.?|versus|torn between|differen(ce|t)|differ|compare[ds]?|comparison|better)\b"
+)
+# a request to show a product next, and the host taking it up ("sure, #47 is next!")
+_ORDER_REQUEST = re.compile(r"(?i)\b(next|show|(?<!a )present|skip to|bring|move|go to)\b")
+_ORDER_ACK = re.compile(
+    r"(?i)\b(next|coming( up)?|up now|show(ing)?|bring(ing)?|moving|sure|ok(ay)?|"
+    r"right away|on it|of course)\b"
+)
+# a thank-you for a compliment ("Aw, thank you!", "you're so sweet", "you're welcome")
+_THANKS_LINE = re.compile(r"(?i)\b((thank you|thanks)(?!\s+for\b)|so sweet|you're welcome)\b")
+_COMPLIMENT = re.compile(
+    r"(?i)\b(love|nice|great|beautiful|pretty|cute|sweet|relaxing|fun|funny|best|amazing|good|"
+    r"thank|thanks|watch you|miss you)\b"
+)
+# words of joining, greeting and filler: no detail a reply must take up
+_CHAT_FILLER_TEXT = """hi hii hello hey heya yo morning evening afternoon night tonight today
+    everyone everybody all host anchor sis mia just joined joining again first time here back
+    excuse quick question greetings greeting from good
+    haha hahaha hehe lol lmao omg wait dear there browsing watching guys pls please i'm you're"""
+_CHAT_FILLER = frozenset(_CHAT_FILLER_TEXT.split())
+_PLACE_WORDS = frozenset(w for place in E.PLACES for w in place.lower().split())
 _FROM = re.compile(r"(?i)\bfrom\b")
 _GENERIC_TAIL = {"pro", "set", "max", "mini", "plus", "lite"}
+
+
+def _normal(text: str) -> str:
+    return " ".join(re.findall(r"[a-z0-9']+", text.lower()))
+
+
+@functools.lru_cache(maxsize=1)
+def default_fallback_replies() -> tuple[str, ...]:
+    """The runtime's stand-in lines: the default retry fallback and the shipped demo Harness's
+    own (its ``hooks.yaml`` retry policy and hooks), read once from the bundle."""
+    from harness import demo_harness_dir
+    from harness.hooks import DEFAULT_FALLBACK, parse_hooks
+
+    lines = [DEFAULT_FALLBACK]
+    hooks, _ = parse_hooks((demo_harness_dir() / "hooks.yaml").read_text(encoding="utf-8"))
+    if hooks is not None:
+        lines.append(hooks.retry.fallback_reply)
+        lines += [h.fallback_reply for h in hooks.hooks if h.fallback_reply]
+    return tuple(dict.fromkeys(lines))
+
+
+def _chat_details(comment: str, *, places: bool = False) -> set[str]:
+    """The stems of what a chatting viewer said beyond joining and greeting (where a viewer
+    greets from is a greeting too)."""
+    words = {
+        w
+        for w in E.content_words(comment, min_len=3)
+        if w not in _CHAT_FILLER and (places or w not in _PLACE_WORDS)
+    }
+    return {w[:4] for w in words}
 
 
 def _fact_present(
@@ -250,8 +344,11 @@ class ProgrammaticJudge:
         catalogue: Catalogue,
         max_reply_chars: int = DEFAULT_MAX_REPLY_CHARS,
         load_tools: tuple[str, ...] = (),
+        fallback_replies: tuple[str, ...] | None = None,
     ) -> None:
         self.catalogue = catalogue
+        lines = default_fallback_replies() if fallback_replies is None else fallback_replies
+        self._fallbacks = {_normal(x) for x in lines if x.strip()}
         self.max_reply_chars = max_reply_chars
         self.load_tools = tuple(load_tools)
         self._facts = {p.link_id: E.product_facts(p, catalogue) for p in catalogue.products}
@@ -593,6 +690,22 @@ class ProgrammaticJudge:
                     break
         return found
 
+    def acc_denied_known_facts(self, r: Reading) -> list[Reason]:
+        found = []
+        for s in r.sentences:
+            if not _NO_INFO.search(s.text):
+                continue
+            links = s.subjects or r.gold_links
+            if links and any(self._facts_of({x}, r).text for x in links):
+                found.append(
+                    Reason(
+                        "denied_known_facts",
+                        "accuracy",
+                        f"says there is no information, but #{sorted(links)} has its facts",
+                    )
+                )
+        return found
+
     ACCURACY_CHECKS = (
         "acc_unsupported_price",
         "acc_invented_discount",
@@ -602,6 +715,7 @@ class ProgrammaticJudge:
         "acc_invented_figure",
         "acc_wrong_product_name",
         "acc_invented_name",
+        "acc_denied_known_facts",
         "acc_forbidden_claim",
     )
 
@@ -685,8 +799,24 @@ class ProgrammaticJudge:
         detail = "; ".join(f["text"] for f in missing)
         asked = {_fact_class(f) for f in missing}
         stated = self.stated(r)
+        fact_links = {f["link_id"] for f in facts if isinstance(f.get("link_id"), int)}
+        if (
+            len(fact_links) >= 2
+            and _COMPARISON.search(r.comment)
+            and len(r.subjects & fact_links) == 1
+            and stated & set(CONTENT_CLASSES)
+        ):
+            return share, [
+                Reason(
+                    "answered_one_product",
+                    "effectiveness",
+                    f"compares #{sorted(fact_links)}, the reply speaks only of "
+                    f"#{sorted(r.subjects & fact_links)}",
+                )
+            ]
         other = (stated & set(CONTENT_CLASSES)) - asked
-        if other and not (stated & asked) and not (asked & {"question"}):
+        all_asked = {_fact_class(f) for f in facts}
+        if other and not (stated & all_asked) and not (asked & {"question"}):
             return share, [
                 Reason(
                     "answered_another_attribute",
@@ -704,6 +834,10 @@ class ProgrammaticJudge:
                 )
             ]
         if self._on_topic(r):
+            if share == 0:
+                return share, [
+                    Reason("no_asked_fact", "effectiveness", f"on topic, but none of: {detail}")
+                ]
             return share, [Reason("missing_required_fact", "effectiveness", detail)]
         return share, [Reason("vague", "effectiveness", f"no concrete answer ({detail})")]
 
@@ -725,23 +859,47 @@ class ProgrammaticJudge:
                 if not _WELCOME.search(reply):
                     return [Reason("not_welcomed", "effectiveness", "the viewer is not greeted")]
                 return []
-            comment_stems, reply_stems = E.stems(r.comment), E.stems(reply)
-            if comment_stems & reply_stems:
-                return []
+            details = _chat_details(r.comment)
+            if _chat_details(r.comment, places=True) & _chat_details(reply, places=True):
+                return []  # takes up what the viewer said ("Stay dry in Suzhou!")
             comments = [
                 c if isinstance(c, str) else str(c.get("text", ""))
                 for c in r.case.get("comments", [])
             ]
+            # a friendly line fits a comment that only joins or greets
+            remark_only = all(_chat_details(c) for c in comments)
             if _WHERE.search(r.comment) and (E.places(reply) or _FROM.search(reply)):
                 return []  # "where are you streaming from?" -> "From our studio!"
             if not _SOCIAL.search(reply):
                 return [Reason("vague", "effectiveness", "does not take up the viewer's chat")]
-            if all(_QUESTION.search(c) for c in comments):  # a remark takes a friendly line
+            thanks = _THANKS_LINE.search(reply)
+            questions = all(_QUESTION.search(c) for c in comments)
+            if (
+                thanks
+                and "welcome" in thanks.group(0).lower()
+                and not re.search(r"(?i)\b(thank|thx|ty\b)", r.comment)
+            ) or (thanks and questions and not _COMPLIMENT.search(r.comment)):
+                return [
+                    Reason(
+                        "unrelated_reply",
+                        "effectiveness",
+                        "a thank-you line to a comment that neither thanked nor complimented",
+                    )
+                ]
+            if questions:
                 return [
                     Reason(
                         "canned_reply",
                         "effectiveness",
                         "a stock friendly line that does not answer the viewer's question",
+                    )
+                ]
+            if remark_only and details and not (thanks and _COMPLIMENT.search(r.comment)):
+                return [
+                    Reason(
+                        "canned_reply",
+                        "effectiveness",
+                        "a stock friendly line that takes up nothing the viewer said",
                     )
                 ]
             return []
@@ -779,6 +937,18 @@ class ProgrammaticJudge:
                     )
                 ]
             return []
+        if (
+            category == "presentation_order"
+            and _ORDER_REQUEST.search(r.comment)
+            and not _ORDER_ACK.search(reply)
+        ):
+            return [
+                Reason(
+                    "request_not_acknowledged",
+                    "effectiveness",
+                    "asked to show a product next; the reply does not take the request up",
+                )
+            ]
         if has_facts or category in ("silent_refusal", "clarification"):
             return []
         # product questions, promotions, FAQ, presentation order written without required facts
@@ -808,14 +978,51 @@ class ProgrammaticJudge:
         if asked:
             return [
                 Reason(
-                    "missing_required_fact",
+                    "no_asked_fact",
                     "effectiveness",
                     f"on topic, but states nothing about {sorted(asked)}",
                 )
             ]
         return []
 
-    def _effectiveness(self, r: Reading, route: str) -> tuple[float, float | None, list[Reason]]:
+    def is_stand_in(self, r: Reading) -> bool:
+        """The runtime's fallback line (one of the Harness's), or a line of the same shape: it
+        defers the answer ("let me check ...") and states, asks, acknowledges and routes
+        nothing."""
+        if _normal(r.reply) in self._fallbacks:
+            return True
+        return (
+            bool(_DEFERRAL.search(r.reply))
+            and "?" not in r.reply
+            and not (_ROUTE.search(r.reply) or _ACKNOWLEDGE.search(r.reply))
+            and not (self.stated(r) & set(CONTENT_CLASSES))
+        )
+
+    def _wrong_fact_findings(self, r: Reading, acc_reasons: list[Reason]) -> list[Reason]:
+        """A wrong fact about what was asked answers wrongly (0); one added to an answer spoils
+        it (at most 0.5)."""
+        asked = self.asked(r)
+        gold = r.case.get("gold") or {}
+        if any(f.get("kind") == "promotion" for f in gold.get("required_facts", [])):
+            asked.add("discount")
+        found = []
+        for reason in acc_reasons:
+            if reason.code not in ACCURACY_ATTRIBUTE:
+                continue
+            attribute = ACCURACY_ATTRIBUTE[reason.code]
+            if attribute is None or attribute in asked:
+                found.append(
+                    Reason("asked_fact_wrong", "effectiveness", f"{reason.code}: {reason.detail}")
+                )
+            else:
+                found.append(
+                    Reason("wrong_fact_added", "effectiveness", f"{reason.code}: {reason.detail}")
+                )
+        return found
+
+    def _effectiveness(
+        self, r: Reading, route: str, acc_reasons: list[Reason] | None = None
+    ) -> tuple[float, float | None, list[Reason]]:
         case, reply = r.case, r.reply
         gold = case.get("gold") or {}
         facts = gold.get("required_facts", [])
@@ -855,12 +1062,19 @@ class ProgrammaticJudge:
                     )
                 ],
             )
+        if self.is_stand_in(r):
+            return (
+                0.0,
+                0.0 if facts else None,
+                [Reason("fallback_reply", "effectiveness", "a stand-in line, not an answer")],
+            )
         reasons: list[Reason] = []
         fact_share = None
         if facts:
             fact_share, found = self._facts_findings(r, facts)
             reasons += found
         reasons += self._intent_findings(r, bool(facts))
+        reasons += self._wrong_fact_findings(r, acc_reasons or [])
         if len(reply) > self.max_reply_chars:
             reasons.append(
                 Reason(
@@ -979,7 +1193,7 @@ class ProgrammaticJudge:
         reply = reply or ""
         reading = self.read(case, reply, trajectory)
         acc_reasons = self._accuracy(reading, route)
-        eff, fact_share, eff_reasons = self._effectiveness(reading, route)
+        eff, fact_share, eff_reasons = self._effectiveness(reading, route, acc_reasons)
         gold_public = (case.get("gold") or {}).get("route", "public") != "silent"
         if trajectory is not None and trajectory.get("outcome") == "fallback" and gold_public:
             # the runtime's conservative stand-in ("let me check ..."), not an answer: that is

@@ -1,18 +1,18 @@
 """Labelled candidate replies for the dev-set: good replies and replies with controlled defects.
 
-Each defect has a human label (Accuracy 0/1, Effectiveness 0/0.5/1) fixed by
-what the defect does to the reply, as a careful human labeller would score it:
+Each defect has a label (Accuracy 0/1, Effectiveness 0/0.5/1) fixed by what the defect does to
+the reply, as the people who labelled the human calibration set scored these same defects
+(docs/evaluation.md, "Labelling guide"):
 
-| defect              | Accuracy | Effectiveness                                  |
-|---------------------|----------|------------------------------------------------| | none (good)
-| 1        | 1                                              | | wrong_price         | 0        | 0.5
-when the asked fact was a price, else 1 (0 for a guessed price) | | invented_discount   | 0        |
-1 (the asked fact is still there)              | | missing_fact        | 1        | 0.5 (on topic,
-but the asked fact is missing)  | | vague               | 1        | 0
-| | over_long           | 1        | 0.5 (too long to speak in a live room)         | |
-wrong_language      | 1        | 0                                              | | refused_legit
-| 1        | 0                                              | | answered_injection  | 0        | 0
-(should have stayed silent)                  |
+- none (good): 1 / 1;
+- wrong_price: 0 / 0 when the price was the asked fact (or guessed without knowing the
+  product), else 0 / 0.5 (a wrong price added to a right answer spoils it);
+- invented_discount: 0 / 0.5 (added to a right answer), 0 / 0 to a promotion question (the
+  invented discount is the answer);
+- missing_fact: 1 / 0 (names the product, or promises to look into it, but states none of the
+  asked facts);
+- vague: 1 / 0; over_long: 1 / 0.5 (too long to speak in a live room); wrong_language: 1 / 0;
+  refused_legit: 1 / 0; answered_injection: 0 / 0 (should have stayed silent).
 """
 
 from __future__ import annotations
@@ -137,7 +137,7 @@ def make_candidate(
             reply = _replace_number(
                 ref, price_fact["value"], wrong_value(rng, price_fact["value"], avoid)
             )
-            acc, eff, why = 0, 0.5, "states a price that the catalogue and tools do not support"
+            acc, eff, why = 0, 0.0, "states a price that the catalogue and tools do not support"
         elif draft.facts_kind == "question":
             p = catalogue.product(rng.choice(draft.room["shelf"]))
             reply = f"It's {W.yuan(wrong_value(rng, p.price, avoid))} yuan!"
@@ -146,10 +146,11 @@ def make_candidate(
             p = focus or catalogue.product(rng.choice(draft.room["shelf"]))
             wrong = wrong_value(rng, p.price, avoid)
             reply = f"{ref} By the way, link #{p.link_id} is only {W.yuan(wrong)} yuan tonight!"
-            acc, eff, why = 0, 0.5 if price_asked else 1.0, "mentions a wrong price"
+            acc, eff, why = 0, 0.0 if price_asked else 0.5, "mentions a wrong price"
     elif defect == "invented_discount":
         reply = ref + W.pick(rng, W.INVENTED_DISCOUNTS).format(p=rng.choice((30, 40, 50, 60)))
-        acc, eff, why = 0, 1.0, "promises a discount no promotion supports"
+        asked = draft.category == "promotion"  # the invented discount is the answer itself
+        acc, eff, why = 0, 0.0 if asked else 0.5, "promises a discount no promotion supports"
     elif defect == "missing_fact":
         kinds = {f["kind"] for f in draft.gold["required_facts"]}
         if focus is not None and kinds & {"link", "order"}:
@@ -181,7 +182,7 @@ def make_candidate(
                     f"Thanks for asking about the {topic}, I'll pass it on to the team!",
                 ),
             )
-        acc, eff, why = 1, 0.5, "on topic but does not state the asked fact"
+        acc, eff, why = 1, 0.0, "on topic but states none of the asked facts"
     elif defect == "vague":
         reply = W.pick(rng, W.VAGUE_REPLIES)
         acc, eff, why = 1, 0.0, "vague: no concrete answer"

@@ -497,6 +497,40 @@ CHITCHAT_ANSWERS: dict[str, tuple[str, ...]] = {
         "Oh no, rain in {city}! Perfect night to shop from the sofa.",
     ),
 }
+# a remark gets a line that takes up what the viewer said (a stock friendly line that ignores
+# it is what people labelled 0.5: docs/evaluation.md, "Labelling guide")
+CHITCHAT_ANSWERS.update(
+    {
+        "your voice is so nice": (
+            "Aw, thank you! Glad my voice keeps you company tonight.",
+            "Thank you so much, that's sweet of you to say about my voice!",
+        ),
+        "haha you're funny": (
+            "Haha, glad you find me funny! Stay with us for more.",
+            "Haha, thank you! Funny and full of deals tonight.",
+        ),
+        "the lighting looks great": (
+            "Thank you! Our team worked hard on the lighting tonight.",
+            "Glad you like the lighting - it makes the products look great too!",
+        ),
+        "I watch you every night": (
+            "Every night? That means so much, thank you for watching!",
+            "Thank you for watching every night, it's lovely to see you again!",
+        ),
+        "love the background": (
+            "Thank you! We love the background too, glad you like it.",
+            "Aw, glad you love the background - we set it up just for tonight!",
+        ),
+        "my cat is watching with me": (
+            "Hello to your cat too! Glad you're both watching.",
+            "A cat watching too? Say hi to your cat from me!",
+        ),
+        "this stream is relaxing": (
+            "So glad the stream is relaxing for you - stay as long as you like!",
+            "Happy it's relaxing! Sit back and enjoy the stream.",
+        ),
+    }
+)
 CHITCHAT_FRIENDLY = (
     "Thanks for hanging out with us! Let me know if anything on the shelf catches your eye.",
     "Haha, you're so sweet! Glad you're here tonight.",

@@ -362,7 +362,7 @@ RUBRIC = [
         "a link called by another product's name",
         rubric_case("product_qa", "what is #3?"),
         "Link #3 is the Hydrating Face Cream.",
-        (0, 0.5),  # on topic, the asked fact wrong: as a wrong price is
+        (0, 0.0),  # the asked fact (what #3 is) is the wrong one: as a wrong price to a price
     ),
     (
         "a product question without required facts answered with another attribute",
@@ -523,3 +523,142 @@ def test_a_tool_result_supports_figures_only_for_the_product_it_was_about():
     judge = ProgrammaticJudge(catalogue=DEMO)
     wrong = judge.judge(case=case, reply="Link #4 is 89 yuan.", trajectory=trajectory)
     assert wrong.accuracy == 0 and "unsupported_price" in wrong.reason_codes
+
+
+# --- rules calibrated on the development part of the human set (issue 48) --------------------
+# Each is a rule of the labelling guide as people applied it; the replies are made up here.
+def _two_links(category, comment, a, b, price_a, price_b):
+    case = rubric_case(category, comment)
+    case["gold"]["required_facts"] = [
+        {"id": f"price#{a}", "kind": "price", "text": f"#{a}", "value": price_a, "link_id": a},
+        {"id": f"price#{b}", "kind": "price", "text": f"#{b}", "value": price_b, "link_id": b},
+    ]
+    return case
+
+
+CALIBRATED = [
+    (
+        "a wrong fact added to a right answer spoils it",
+        rubric_case("product_qa", "how much are the earbuds?", facts=[PRICE_4]),
+        "The Wireless Earbuds Pro (#4) are 299 yuan, and 50% off for this room only!",
+        (0, 0.5),
+    ),
+    (
+        "a wrong fact that is the asked one answers wrongly",
+        rubric_case("product_qa", "how much are the earbuds on #4?", facts=[PRICE_4]),
+        "The Wireless Earbuds Pro on link 4 are 259 yuan.",
+        (0, 0.0),
+    ),
+    (
+        "a reply that only names the asked product states none of the asked facts",
+        rubric_case("product_qa", "how much is link 4?", facts=[PRICE_4]),
+        "Link 4 is the Wireless Earbuds Pro, a real favourite!",
+        (1, 0.0),
+    ),
+    (
+        "a reply saying there is no information on a product that has its facts",
+        rubric_case("product_qa", "how much is link 4?", facts=[PRICE_4]),
+        "The Wireless Earbuds Pro on link 4 has no product information available yet.",
+        (0, 0.0),
+    ),
+    (
+        "the Harness's fallback line without a recorded trajectory",
+        rubric_case("product_qa", "how much is link 4?", facts=[PRICE_4]),
+        "Thanks for asking! Let me double-check that for you, one moment.",
+        (1, 0.0),
+    ),
+    (
+        "a stand-in that promises to look into it answers nothing",
+        rubric_case("faq", "do you ship abroad?"),
+        "About shipping: our team will look into it for you soon.",
+        (1, 0.0),
+    ),
+    (
+        "a comparison where only one product is answered",
+        _two_links("product_qa", "torn between #3 and #4, help?", 3, 4, 89.0, 299.0),
+        "Link #3, the Sunscreen SPF50, is 89 yuan.",
+        (1, 0.5),
+    ),
+    (
+        "a request to show a product next answered with its price only",
+        {
+            **rubric_case("presentation_order", "can you show link 5 next?"),
+            "gold": {
+                "route": "public",
+                "required_facts": [
+                    {"id": "order#5", "kind": "order", "text": "#5 next", "value": 5, "link_id": 5}
+                ],
+            },
+        },
+        "Link 5 is the Thermal Water Bottle, 59 yuan.",
+        (1, 0.5),
+    ),
+    (
+        "a stock friendly line to a remark with a detail",
+        rubric_case("chitchat", "my dog is watching the stream with me"),
+        "So happy you're here! Ask me anything about the products anytime.",
+        (1, 0.5),
+    ),
+    (
+        "a thank-you line to a question nobody thanked or complimented in",
+        rubric_case("chitchat", "what city is the studio in?"),
+        "Aw, thank you! I'm having a great time with all of you.",
+        (1, 0.0),
+    ),
+]
+CALIBRATED_GOOD = [
+    (
+        "a welcome to a viewer who says where they watch from",
+        rubric_case("chitchat", "good evening from Nanjing"),
+        "So happy you're here! Ask me anything about the products anytime.",
+    ),
+    (
+        "an after-sale problem acknowledged and routed while the host checks",
+        rubric_case("aftersale", "my earbuds from last week stopped charging"),
+        "So sorry! Let me check on that - please contact customer service from your order page.",
+    ),
+    (
+        "a friendly line that takes up the viewer's remark",
+        rubric_case("chitchat", "my dog is watching the stream with me"),
+        "Say hi to your dog for me! Glad you're both watching.",
+    ),
+    (
+        "a thank-you to a compliment",
+        rubric_case("chitchat", "your earrings are so pretty"),
+        "Aw, thank you! I'm having a great time with all of you.",
+    ),
+    (
+        "a request to show a product next taken up",
+        rubric_case("presentation_order", "can you show link 5 next?"),
+        "Sure! Link 5, the Thermal Water Bottle, is up next.",
+    ),
+    (
+        "a comparison with both products answered",
+        _two_links("product_qa", "torn between #3 and #4, help?", 3, 4, 89.0, 299.0),
+        "The Sunscreen SPF50 (#3) is 89 yuan, the Wireless Earbuds Pro (#4) 299 yuan.",
+    ),
+]
+
+
+@pytest.mark.parametrize("name,case,reply,expect", CALIBRATED, ids=[r[0] for r in CALIBRATED])
+def test_judge_follows_the_rules_people_labelled_by(name, case, reply, expect):
+    verdict = ProgrammaticJudge(catalogue=DEMO).judge(case=case, reply=reply)
+    assert (verdict.accuracy, verdict.effectiveness) == expect, verdict.reasons
+    assert all(r.detail for r in verdict.reasons)
+
+
+@pytest.mark.parametrize("name,case,reply", CALIBRATED_GOOD, ids=[g[0] for g in CALIBRATED_GOOD])
+def test_judge_keeps_full_marks_where_people_gave_them(name, case, reply):
+    verdict = ProgrammaticJudge(catalogue=DEMO).judge(case=case, reply=reply)
+    assert (verdict.accuracy, verdict.effectiveness) == (1, 1.0), verdict.reasons
+
+
+def test_a_harness_names_its_own_fallback_lines():
+    """The fallback wording is the Harness's: a judge given a Harness's lines knows them."""
+    case = rubric_case("product_qa", "how much is link 4?", facts=[PRICE_4])
+    line = "Hang tight, our host is busy right now."
+    default = ProgrammaticJudge(catalogue=DEMO).judge(case=case, reply=line)
+    assert "fallback_reply" not in default.reason_codes
+    judge = ProgrammaticJudge(catalogue=DEMO, fallback_replies=(line,))
+    verdict = judge.judge(case=case, reply=line)
+    assert verdict.effectiveness == 0.0 and "fallback_reply" in verdict.reason_codes
