@@ -122,7 +122,14 @@ class AblationTable:
         from training.self_eval import EVAL_POOL_SIZE, EVAL_VARIANT_SEED, VARIANT_DIMS
         from training.stage_common import resolve_harness_dir
 
-        cases = held_out_cases()[: self.config.eval_cases]
+        # a re-judged folder keeps the cases it was judged on (training.ablation_rejudge)
+        kept = self.root / "sets" / "live_qa.jsonl"
+        if kept.is_file():
+            from evaluation.cases import load_cases
+
+            cases = load_cases(kept)[: self.config.eval_cases]
+        else:
+            cases = held_out_cases()[: self.config.eval_cases]
         bundle, requirements = (
             load_dir(resolve_harness_dir(self.config.harness)),
             merged_requirements(cases),
@@ -257,6 +264,7 @@ class AblationTable:
             f"({self.config.resamples} resamples). Greedy decoding: at most "
             f"{self.config.agent_max_new_tokens} new tokens per agent model call, "
             f"{self.config.max_new_tokens} per IFEval answer.",
+            *_rejudge_lines(self.root),
             "",
             header,
             "|" + "---|" * (len(SET_LABELS) + 1),
@@ -349,3 +357,22 @@ def _difference_text(difference: dict[str, Any]) -> str:
     if difference.get("only_in_parent") or difference.get("only_in_candidate"):
         text += f" on the {difference['n']} items both scored"
     return text + ")"
+
+
+def _rejudge_lines(root: Path) -> list[str]:
+    """The header lines of a folder ``training.ablation_rejudge`` wrote: which rows were
+    re-judged, what is the source's, and that no model was called."""
+    path = root / "rejudge.json"
+    if not path.is_file():
+        return []
+    note = json.loads(path.read_text(encoding="utf-8"))
+    return [
+        "",
+        f"**Re-judged, no model called:** the stored replies of `{note['source']}` scored again by "
+        f"the current {note['judge']} judge ({len(note['rejudged'])} evaluations, "
+        f"{sum(note['rejudged'].values())} rows: T1, T2 and Prompt Robustness Accuracy, "
+        "Effectiveness and AVG). The rows keep no trajectory, so the T2 step-level dimensions and "
+        "Prompt Robustness's rubric AVG (its tool-order rubric) are the source's, measured with "
+        "the old judge; IFEval rows are copied (no judge). "
+        f"Cases: {note['sets']}. The source folder's figures are the old judge's.",
+    ]

@@ -64,6 +64,18 @@ def build_parser() -> argparse.ArgumentParser:
         "--table-only", action="store_true", help="rewrite the table from what is done; run nothing"
     )
     p.add_argument(
+        "--rejudge",
+        metavar="FOLDER",
+        help="score FOLDER's stored T1/T2/Prompt Robustness rows again with the current judge "
+        "into --output-dir (a new folder; no model is called; training/ablation_rejudge.py)",
+    )
+    p.add_argument(
+        "--rejudge-sets",
+        metavar="DIR",
+        help="with --rejudge: the world sets the ablation ran on (live_qa.jsonl, "
+        "prompt_robustness.jsonl, catalogue.json), when the generator has changed since",
+    )
+    p.add_argument(
         "--step",
         action="append",
         default=[],
@@ -139,6 +151,21 @@ def _dispatch(args: argparse.Namespace) -> int:
         from training.ablation import PRESETS, AblationConfig, run_ablation
 
         config = _build(AblationConfig, args, base=PRESETS[args.preset])
+        if args.rejudge:
+            from training.ablation_rejudge import RejudgeError, rejudge_ablation
+
+            if not args.output_dir:
+                print("--rejudge needs --output-dir: the new folder to write", file=sys.stderr)
+                return 2
+            try:
+                rejudge_ablation(
+                    source=args.rejudge, output_dir=args.output_dir, sets_dir=args.rejudge_sets
+                )
+            except RejudgeError as error:
+                print(f"error: {error}", file=sys.stderr)
+                return 2
+            print((__import__("pathlib").Path(args.output_dir) / "table.md").read_text())
+            return 0
         table = run_ablation(config, only_table=args.table_only, only_steps=tuple(args.step))
         print((__import__("pathlib").Path(config.output_dir) / "table.md").read_text())
         del table
