@@ -255,3 +255,119 @@ def test_given_checkpoints_are_scored_not_trained_and_other_models_are_left_out(
     assert (merged / "model.safetensors").is_file()  # the adapter, merged with its base
     assert AblationConfig(models=["base", "rl"]).check().startswith("models: rl trains from opd")
     assert AblationConfig(checkpoints={"base": "x"}).check().startswith("checkpoints: base")
+
+
+def test_rejudge_scores_the_stored_replies_again_with_the_current_judge_into_a_new_folder(
+    tmp_path, capsys
+):
+    """`ablation --rejudge`: the stored rows' Accuracy/Effectiveness/AVG are the current judge's,
+    the trajectory's dimensions and IFEval are the source's, the source is left as it was, and a
+    folder whose rows do not match the rebuilt cases is refused with nothing written."""
+    import dataclasses
+
+    from evaluation.scoring import judge_for
+    from harness import load_dir
+    from training.ablation_rejudge import variant_items
+    from training.case_sources import held_out_cases, world_catalogue
+    from training.stage_common import resolve_harness_dir
+
+    source = tmp_path / "source"
+    config = dataclasses.replace(
+        PRESETS["tiny-smoke"], output_dir=str(source), models=["base", "hsa_sft"]
+    )
+    cases = held_out_cases()[: config.eval_cases]
+    faq = next(c for c in cases if c["category"] == "faq")
+    # what the old judge let through: a welcome to a city nobody named, as the answer to a
+    # shipping question, stored as full marks; and the runtime's fallback line stored as effective
+    reply_of = {
+        faq["id"]: (
+            "Hello to Wuhan! Make yourself comfortable, we have lots more coming.",
+            "replied",
+        )
+    }
+    fallback = "Let me check that for you - one moment!"
+    items = {
+        "live_qa": [(c, "original") for c in cases],
+        "variant_qa": variant_items(cases, harness=config.harness),
+    }
+    steps = {}
+    for model in ("base", "hsa_sft"):
+        (source / "eval" / model).mkdir(parents=True)
+        for set_name, pairs in items.items():
+            rows = []
+            for case, harness in pairs:
+                reply, outcome = reply_of.get(case["id"], (fallback, "fallback"))
+                rows.append(
+                    {
+                        "id": case["id"],
+                        "category": case["category"],
+                        "harness": harness,
+                        "reply": reply,
+                        "route": "public",
+                        "outcome": outcome,
+                        "accuracy": 1,
+                        "effectiveness": 1.0,
+                        "avg": 1.0,
+                        "rubric_avg": None,
+                        "reasons": ["missing_tool_call"],
+                        "dimensions": {"skill_selection": 0.5, "tool_rationality": 0.25},
+                    }
+                )
+            (source / "eval" / model / f"{set_name}.jsonl").write_text(
+                "".join(json.dumps(r) + "\n" for r in rows)
+            )
+            steps[f"eval:{model}:{set_name}"] = {"done": True, "wall_s": 1.0}
+        (source / "eval" / model / "ifeval.jsonl").write_text('{"id": "1", "response": "x"}\n')
+        (source / "eval" / model / "summary.json").write_text(
+            json.dumps({"ifeval": {"n": 2, "prompt_strict": 50.0, "per_prompt": [True, False]}})
+        )
+        steps[f"eval:{model}:ifeval"] = {"done": True, "wall_s": 1.0}
+    (source / "steps.json").write_text(json.dumps(steps))
+    (source / "ablation_config.json").write_text(json.dumps(dataclasses.asdict(config)))
+    before = {p: p.read_bytes() for p in source.rglob("*") if p.is_file()}
+
+    dest = tmp_path / "judge2"
+    assert main(["ablation", "--rejudge", str(source), "--output-dir", str(dest)]) == 0
+    assert "Re-judged, no model called" in capsys.readouterr().out
+    assert {p: p.read_bytes() for p in source.rglob("*") if p.is_file()} == before
+
+    judge = judge_for(load_dir(resolve_harness_dir(config.harness)), catalogue=world_catalogue())
+    rows = [json.loads(line) for line in (dest / "eval/hsa_sft/live_qa.jsonl").open()]
+    by_id = {r["id"]: r for r in rows}
+    welcome = by_id[faq["id"]]
+    assert welcome["accuracy"] == 0 and welcome["effectiveness"] == 0.0  # invented city, no answer
+    assert welcome["rejudged"]["old"]["avg"] == 1.0
+    for case in cases:
+        row = by_id[case["id"]]
+        verdict = judge.judge(case=case, reply=row["reply"])
+        assert (row["accuracy"], row["avg"]) == (verdict.accuracy, verdict.avg) or (
+            row["outcome"] == "fallback" and row["effectiveness"] == 0.0
+        )
+        # the trajectory's scores are the source's: the rows keep no trajectory
+        assert (
+            row["dimensions"]["tool_rationality"] == 0.25 and "missing_tool_call" in row["reasons"]
+        )
+    assert all(r["effectiveness"] == 0.0 for r in rows if r["outcome"] == "fallback")
+    table = json.loads((dest / "table.json").read_text())
+    assert table["models"]["hsa_sft"]["live_qa"]["score"] == 100 * sum(
+        r["avg"] for r in rows
+    ) / len(rows)
+    assert table["models"]["hsa_sft"]["live_qa"]["score"] < 100  # the source's table said 100
+    assert table["models"]["hsa_sft"]["ifeval"]["score"] == 50.0  # copied, not judged
+    summary = json.loads((dest / "eval/hsa_sft/summary.json").read_text())
+    assert summary["live_qa"]["avg"] < 100 and summary["ifeval"]["prompt_strict"] == 50.0
+    markdown = (dest / "table.md").read_text()
+    assert "old judge" in markdown and "no model called" in markdown
+
+    # the folder's own sets/ re-judge it again; a row that is not its rebuilt case is refused
+    again = tmp_path / "again"
+    args = ["ablation", "--rejudge", str(source), "--rejudge-sets", str(dest / "sets")]
+    assert main([*args, "--output-dir", str(again)]) == 0
+    assert (again / "table.json").read_text() == (dest / "table.json").read_text().replace(
+        "judge2", "again"
+    )
+    path = source / "eval/base/live_qa.jsonl"
+    path.write_text(path.read_text().replace('"category": "faq"', '"category": "chitchat"'))
+    assert main([*args, "--output-dir", str(tmp_path / "refused")]) == 2
+    assert f"row {faq['id']} ran a chitchat case" in capsys.readouterr().err
+    assert not (tmp_path / "refused").exists()
