@@ -162,6 +162,7 @@ def queue_add_run_failures(*, queue: AnnotationQueue, run, actor: User) -> int:
         )
     if queue.catalogue is None and run.dataset.catalogue is not None:
         AnnotationQueue.objects.filter(pk=queue.pk).update(catalogue=run.dataset.catalogue)
+        queue.catalogue = run.dataset.catalogue
     added = _add(queue, items)
     audit_record(
         actor=actor,
@@ -235,6 +236,7 @@ def queue_add_dataset(*, queue: AnnotationQueue, dataset, actor: User, limit: in
         )
     if queue.catalogue is None and dataset.catalogue is not None:
         AnnotationQueue.objects.filter(pk=queue.pk).update(catalogue=dataset.catalogue)
+        queue.catalogue = dataset.catalogue  # an export from this object names the same catalogue
     added = _add(queue, items)
     audit_record(
         actor=actor,

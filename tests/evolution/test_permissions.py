@@ -59,6 +59,13 @@ MATRIX = [
         "evolution.review",
         {},
     ),
+    (
+        "evolution:stage_candidate_reject",
+        "post",
+        "/evolution/stages/{stage}/candidate/reject/",
+        "evolution.review",
+        {},
+    ),
     ("evolution:stage_edit", "post", "/evolution/stages/{stage}/edit/", "evolution.edit", {}),
     (
         "evolution:stage_decide",
