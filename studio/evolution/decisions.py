@@ -1,12 +1,6 @@
-"""The reviewer's writes: accept or reject proposals, open one in the editor, decide a stage.
-
-A decision is carried out here (label moves, the next stage, stop). Promotion
-to production must pass the release gates of :mod:`studio.evolution.gates`; a
-gate that failed or has no data blocks it unless the reviewer writes an
-override reason, which goes to the audit log (``evolution.gates.override``), to
-the production label's move and onto the stage. Promotion to production or
-stop ends the evolution; another stage and roll back open the next stage.
-"""
+"""The reviewer's writes on a stage's proposals: accept or reject them, open one in the editor,
+reject a candidate. A stage's decision (promote, roll back, another stage, stop) goes through the
+release gates, so it is a promotion service: ``studio.promotion.stage_decide``."""
 
 from __future__ import annotations
 
@@ -16,21 +10,14 @@ from django.utils import timezone
 
 from studio.audit.services import audit_record
 from studio.evolution.errors import EvolutionError
-from studio.evolution.models import Evolution, Proposal, Stage
+from studio.evolution.models import Proposal, Stage
 from studio.evolution.stages import (
     stage_accepted_edits,
     stage_check_open,
     stage_draft_with_edits,
-    stage_open,
     stage_require,
 )
-from studio.harnesses.models import Draft, Label
-from studio.harnesses.services import (
-    StudioError,
-    label_check_permission,
-    label_move,
-    label_rollback,
-)
+from studio.harnesses.models import Draft
 
 
 def _check_open_proposal(proposal: Proposal) -> Stage:
@@ -139,158 +126,3 @@ def candidate_reject(*, stage: Stage, actor: User, reason: str) -> Stage:
     )
     stage.draft = None
     return stage
-
-
-@transaction.atomic
-def stage_decide(
-    *, stage: Stage, decision: str, actor: User, reason: str = "", override_reason: str = ""
-) -> Stage:
-    """Record the reviewer's decision and carry it out (label moves, next stage, stop).
-
-    ``override_reason`` is the reviewer's written reason to promote to production although a release
-    gate failed or has no data; without it such a promotion is refused, naming the gates.
-    """
-    from studio.evolution.gates import release_gates
-
-    stage_require(actor, "evolution.review", "deciding a stage")
-    stage_check_open(stage)
-    evolution = stage.evolution
-    candidate = stage.candidate_version
-    needs_candidate = decision in (Stage.PROMOTE_STAGING, Stage.PROMOTE_PRODUCTION, Stage.ANOTHER)
-    if decision not in dict(Stage.DECISIONS):
-        raise EvolutionError(
-            f"decision: {decision!r} is not one of {', '.join(dict(Stage.DECISIONS))}"
-        )
-    if needs_candidate and (candidate is None or not stage.comparison):
-        raise EvolutionError(
-            f"decision: stage {stage.number} has no evaluated "
-            f"candidate to {decision.replace('_', ' ')}"
-        )
-    reason, override_reason = reason.strip(), override_reason.strip()
-    gates, overridden = [], []
-    try:
-        if decision == Stage.PROMOTE_STAGING:
-            label_move(
-                harness=evolution.harness,
-                name=Label.STAGING,
-                version=candidate,
-                actor=actor,
-                reason=reason or f"evolution #{evolution.pk} stage {stage.number}",
-            )
-        elif decision == Stage.PROMOTE_PRODUCTION:
-            gates = release_gates(
-                comparison=stage.comparison, tolerance=evolution.tolerance, version=candidate
-            )
-            overridden = production_promote(
-                harness=evolution.harness,
-                version=candidate,
-                actor=actor,
-                reason=reason,
-                override_reason=override_reason,
-                gates=gates,
-                target=f"evolution #{evolution.pk} stage {stage.number}",
-            )
-        elif decision == Stage.ROLLBACK:
-            for label in (
-                Label.objects.filter(harness=evolution.harness, version=candidate)
-                if candidate
-                else []
-            ):
-                label_rollback(
-                    label=label, actor=actor, reason=reason or f"stage {stage.number} rolled back"
-                )
-    except StudioError as error:
-        raise EvolutionError(str(error)) from None
-    stage.decision, stage.decision_reason = decision, reason
-    stage.decided_by, stage.decided_at = actor, timezone.now()
-    stage.gates = [g.to_dict() for g in gates]
-    stage.gate_override_reason = override_reason if overridden else ""
-    stage.save(
-        update_fields=[
-            "decision",
-            "decision_reason",
-            "decided_by",
-            "decided_at",
-            "gates",
-            "gate_override_reason",
-        ]
-    )
-    target = f"evolution #{evolution.pk} stage {stage.number}"
-    audit_record(
-        actor=actor,
-        action=f"evolution.decision.{decision}",
-        harness=evolution.harness,
-        target=target,
-        data={"candidate": candidate.number if candidate else None, "reason": reason},
-    )
-    if decision == Stage.PROMOTE_PRODUCTION:
-        Evolution.objects.filter(pk=evolution.pk).update(status=Evolution.PROMOTED)
-        evolution.status = Evolution.PROMOTED
-    elif decision == Stage.STOP:
-        Evolution.objects.filter(pk=evolution.pk).update(status=Evolution.STOPPED)
-        evolution.status = Evolution.STOPPED
-    elif decision == Stage.ANOTHER:
-        stage_open(
-            evolution=evolution, parent=candidate, parent_run=stage.candidate_run, actor=actor
-        )
-    elif decision == Stage.ROLLBACK:
-        stage_open(
-            evolution=evolution,
-            parent=stage.parent_version,
-            parent_run=stage.parent_run,
-            actor=actor,
-        )
-    return stage
-
-
-@transaction.atomic
-def production_promote(
-    *,
-    harness,
-    version,
-    actor: User,
-    reason: str,
-    override_reason: str = "",
-    gates: list | None = None,
-    target: str = "",
-) -> list:
-    """Point production at ``version`` through the release gates: the one way a person promotes.
-
-    ``gates`` are the stage's when a stage decides, else the version's own
-    (:func:`studio.evolution.gates.version_release_gates`). A gate that failed or has no data
-    refuses the move (``StudioError`` naming the gates) unless ``override_reason`` says why; the
-    override goes into the label move's reason and the audit log (``evolution.gates.override``).
-    Returns the gates overridden. Rolling production back (``label_rollback``) is not gated.
-    """
-    from evaluation.gates import gates_check_promotion
-    from studio.evolution.gates import version_release_gates
-
-    label_check_permission(actor=actor, name=Label.PRODUCTION)
-    reason, override_reason = reason.strip(), override_reason.strip()
-    if not reason:
-        raise StudioError("reason: say why this version goes to production")
-    gates = version_release_gates(version=version) if gates is None else gates
-    try:
-        overridden = gates_check_promotion(gates=gates, override_reason=override_reason)
-    except ValueError as refused:
-        raise StudioError(str(refused)) from None
-    if overridden:
-        reason += (
-            " (release gates overridden: "
-            + ", ".join(f"{g.name} {g.status}" for g in overridden)
-            + f"; {override_reason})"
-        )
-    label_move(harness=harness, name=Label.PRODUCTION, version=version, actor=actor, reason=reason)
-    if overridden:
-        audit_record(
-            actor=actor,
-            action="evolution.gates.override",
-            harness=harness,
-            target=target or f"{harness.name}@production",
-            data={
-                "version": version.number,
-                "reason": override_reason,
-                "gates": [g.to_dict() for g in overridden],
-            },
-        )
-    return overridden

@@ -113,21 +113,6 @@ class DatasetImportForm(forms.Form):
         return self._capped("catalogue")
 
 
-class ReasonForm(forms.Form):
-    """Why a person decides as they do; ``override_reason`` is what a blocking release gate asks for
-    (``studio.evolution.decisions`` says when one is needed)."""
-
-    reason = TypedText()
-    override_reason = TypedText()
-
-
-class DecisionForm(ReasonForm):
-    """A reviewer's decision of a stage or a release draft (the service names the decisions it
-    takes)."""
-
-    decision = TypedText()
-
-
 class CandidateForm(forms.Form):
     message = TypedText(help_text="The commit message of the candidate version.")
     existing = forms.IntegerField(

@@ -320,16 +320,14 @@ def _busy(status: str | None) -> bool:
 def stage_state(
     *, stage: Stage, parent_run: EvalRun | None = None, candidate_run: EvalRun | None = None
 ) -> dict[str, Any]:
-    """What the stage page shows: its runs, diagnosis, proposals, report and gates, and whether it
-    is still moving.
+    """What the stage page shows: its runs, diagnosis, proposals and report, and whether it is still
+    moving (its release gates: ``studio.gates.stage_gates``, which the view adds).
 
     ``parent_run`` / ``candidate_run`` are the stage's runs as the caller refreshed them (default:
     as stored). ``active`` is true while a run or the diagnosis is going, or the candidate's report
     is being written; ``closed`` once a decision ended the stage or the evolution is no longer
     active.
     """
-    from evaluation.gates import gates_blocking
-    from studio.evolution.gates import release_gates
     from studio.evolution.stages import CLOSING_DECISIONS
 
     parent_run = parent_run or stage.parent_run
@@ -346,15 +344,6 @@ def stage_state(
             and candidate_run.status == EvalRun.SUCCEEDED
         )
     )
-    gates = (
-        release_gates(
-            comparison=stage.comparison,
-            tolerance=stage.evolution.tolerance,
-            version=stage.candidate_version,
-        )
-        if stage.comparison
-        else []
-    )
     return {
         "stage": stage,
         "evolution": stage.evolution,
@@ -363,8 +352,6 @@ def stage_state(
         "diagnosis": diagnosis,
         "proposals": proposals,
         "active": active,
-        "gates": gates,
-        "blocking": gates_blocking(gates),
         "accepted": sum(p.status in (Proposal.ACCEPTED, Proposal.EDITED) for p in proposals),
         "report": stage.comparison,
         "report_chart": report_chart(report=stage.comparison) if stage.comparison else None,

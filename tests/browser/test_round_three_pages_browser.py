@@ -107,9 +107,9 @@ def _committed_stage(world, reviewer):
 def test_item3_after_a_roll_back_the_reviewer_evaluates_the_version_that_exists(
     world, people, sign_in
 ):
-    from studio.evolution.decisions import stage_decide
     from studio.evolution.diagnosis import diagnosis_start
     from studio.evolution.models import Stage
+    from studio.promotion import stage_decide
 
     reviewer = people["reviewer"]
     first = _committed_stage(world, reviewer)
@@ -143,9 +143,9 @@ def test_item3_after_a_roll_back_the_reviewer_evaluates_the_version_that_exists(
 def test_item3_the_operators_commit_from_the_editor_offers_the_version_that_exists(
     world, people, sign_in
 ):
-    from studio.evolution.decisions import stage_decide
     from studio.evolution.diagnosis import diagnosis_start
     from studio.evolution.models import Stage
+    from studio.promotion import stage_decide
 
     reviewer = people["reviewer"]
     first = _committed_stage(world, reviewer)

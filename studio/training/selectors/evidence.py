@@ -1,4 +1,4 @@
-"""The training app's evidence for the release gates (``studio.evolution.gates``): its finished
+"""The training app's evidence for the release gates (``studio.gates``): its finished
 replay and evaluation runs, what each served, and their records read by the one reader of each
 (``serving.record.read_replay_timing``, ``evaluation.gates.read_ifeval``)."""
 

@@ -332,6 +332,17 @@ def release_gates(*, comparison: dict, tolerance: float, version) -> list[Gate]:
     )
 
 
+def stage_gates(*, stage) -> list[Gate]:
+    """The gates of an evolution stage's candidate once the stage has its comparison, else none."""
+    if not stage.comparison:
+        return []
+    return release_gates(
+        comparison=stage.comparison,
+        tolerance=stage.evolution.tolerance,
+        version=stage.candidate_version,
+    )
+
+
 def version_release_gates(*, version) -> list[Gate]:
     """The gates of a version promoted outside a stage decision (the Harness page, the API)."""
     return with_judge_gate([version_business_gate(version=version), *_model_gates(version=version)])
