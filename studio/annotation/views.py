@@ -40,9 +40,9 @@ from studio.annotation.services import (
     queue_create,
     queue_export,
 )
+from studio.errors import StudioError
 from studio.evolution.models import Dataset, EvalRun
 from studio.forms import form_problem
-from studio.harnesses.services.errors import StudioError
 from studio.lookups import found_or_404
 from studio.traffic.models import TrafficTrajectory
 
@@ -211,7 +211,7 @@ def _product_facts(queue: AnnotationQueue, case: dict) -> list[dict]:
 @requires("annotation.label")
 def item_label(request, name: str, position: int):
     from evaluation.cases import CATEGORIES, ROUTES, category_of_intent
-    from studio.playground.presenters import trajectory_steps
+    from studio.presenters import trajectory_steps
 
     queue = _queue(name)
     item = found_or_404(

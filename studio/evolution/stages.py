@@ -6,7 +6,8 @@ turns the accepted proposals into a candidate version through the studio's own
 draft/commit path (``draft_create``, ``draft_file_save``, ``draft_commit``: the same
 validation, audit and history as a hand edit), evaluates the candidate on the same
 cases and gets its regression report when that run finishes. The reviewer's
-decisions are in :mod:`studio.evolution.decisions`.
+decisions are in :mod:`studio.evolution.decisions` (its proposals) and
+:mod:`studio.promotion` (a stage's decision).
 """
 
 from __future__ import annotations

@@ -39,7 +39,7 @@ from studio.evolution.stages import candidate_build, evolution_start, stage_edit
 from studio.forms import DecisionForm, valid_data
 from studio.gates import release_gates, stage_gates, stopping_advice
 from studio.lookups import found_or_404
-from studio.playground.presenters import system_prompt, trajectory_steps
+from studio.presenters import system_prompt, trajectory_steps
 from studio.promotion import stage_decide
 
 USER_ERRORS = (EvolutionError, EvaluationError, PermissionDenied)

@@ -223,7 +223,7 @@ def label_move_view(request, name: str):
         move = valid_data(LabelMoveForm(request.POST), error=StudioError)
         name = move["label"]
         version = version_or_404(harness, move["version"])
-        if name == Label.PRODUCTION:  # through the release gates (studio.evolution.decisions)
+        if name == Label.PRODUCTION:  # through the release gates (studio.promotion)
             production_promote(
                 harness=harness,
                 version=version,

@@ -53,7 +53,7 @@ def traffic_list(request):
 @requires("traffic.view")
 def traffic_detail(request, trajectory_id: int):
     from studio.annotation.models import AnnotationQueue
-    from studio.playground.presenters import system_prompt, trajectory_steps
+    from studio.presenters import system_prompt, trajectory_steps
 
     row = found_or_404(
         TrafficTrajectory.objects.select_related("deployment", "harness_version__harness").get,
