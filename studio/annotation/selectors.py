@@ -206,6 +206,11 @@ def judge_standing(judge: str) -> JudgeStanding:
     return JudgeStanding(judge=judge, calibration=calibration, minimum=settings.JUDGE_MIN_AGREEMENT)
 
 
+def queue_list():
+    """Every annotation queue by name (what another page offers to add a case to)."""
+    return AnnotationQueue.objects.order_by("name")
+
+
 def calibration_list(*, judge: str | None = None):
     rows = JudgeCalibration.objects.select_related(
         "dataset", "created_by", "label_set", "retired_by"

@@ -8,6 +8,7 @@ from typing import Any
 from django.db.models import Count, Min, OuterRef, Q, QuerySet, Subquery, Sum
 from django.utils import timezone
 
+from studio.durations import about
 from studio.evolution.models import (
     CaseResult,
     Dataset,
@@ -429,15 +430,6 @@ def stage_draft_diff(*, stage: Stage) -> dict[str, str]:
     return diff_files(version_files(version=stage.parent_version), draft.files).files
 
 
-def _about(seconds: float) -> str:
-    """A run time as people say it: about 40 s, about 12 min, about 2.5 h."""
-    if seconds < 90:
-        return f"about {max(1, round(seconds))} s"
-    if seconds < 90 * 60:
-        return f"about {round(seconds / 60)} min"
-    return f"about {seconds / 3600:.1f} h"
-
-
 def run_time_estimates(*, dataset_name: str | None = None) -> dict[str, Any]:
     """How long an evaluation would take on each endpoint, from measured per-case times.
 
@@ -475,7 +467,7 @@ def run_time_estimates(*, dataset_name: str | None = None) -> dict[str, Any]:
                 "per_case_s": per_case,
                 "cases_measured": cases,
                 "runs": measured[endpoint.pk]["runs"] if per_case is not None else 0,
-                "estimate": _about(per_case * dataset.case_count)
+                "estimate": about(per_case * dataset.case_count)
                 if per_case is not None and dataset
                 else None,
             }

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-
 from django.db.models import Count, F, Prefetch, QuerySet
 
 from studio.harnesses.models import (
@@ -14,6 +12,7 @@ from studio.harnesses.models import (
     HarnessVersion,
     Label,
     LabelMove,
+    text_sha256,
 )
 
 
@@ -84,7 +83,7 @@ def draft_changed_paths(*, draft: Draft) -> dict[str, str]:
     base = draft.base_version.tree
     changes: dict[str, str] = {}
     for path, text in draft.files.items():
-        sha = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        sha = text_sha256(text)
         if path not in base:
             changes[path] = "added"
         elif base[path] != sha:
