@@ -448,7 +448,7 @@ def with_judge_gate(gates: list[Gate]) -> list[Gate]:
     (``studio.annotation.selectors.judge_standing``); uncalibrated is "no data", below agreement
     "fail", so a promotion on such figures needs a reviewer's override as any other."""
     from studio.annotation.selectors import judge_standing
-    from studio.evolution.runs import EVAL_JUDGE
+    from studio.evolution.services.runs import EVAL_JUDGE
 
     judged = [g.name for g in gates if g.judged]
     if not judged:

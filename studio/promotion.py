@@ -21,7 +21,7 @@ from evaluation.gates import gates_check_promotion
 from studio.audit.services import audit_record
 from studio.evolution.errors import EvolutionError
 from studio.evolution.models import Evolution, Stage
-from studio.evolution.stages import stage_check_open, stage_open, stage_require
+from studio.evolution.services.stages import stage_check_open, stage_open, stage_require
 from studio.gates import release_gates, version_release_gates
 from studio.harnesses.models import Label
 from studio.harnesses.services import (

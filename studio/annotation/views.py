@@ -320,7 +320,7 @@ def export_download(request, name: str, version: int):
 @require_GET
 @requires("traffic.view")
 def calibration_list(request):
-    from studio.evolution.runs import EVAL_JUDGE
+    from studio.evolution.services.runs import EVAL_JUDGE
 
     path = committed_file()
     return render(

@@ -41,7 +41,7 @@ class EvolutionForm(forms.Form):
     )
 
     def __init__(self, *args, **kwargs) -> None:
-        from studio.evolution.diagnosis import diagnoser_endpoints, diagnoser_options
+        from studio.evolution.services.diagnosis import diagnoser_endpoints, diagnoser_options
 
         super().__init__(*args, **kwargs)
         self.fields["diagnoser_endpoint"].queryset = diagnoser_endpoints()
@@ -57,7 +57,7 @@ class EvolutionForm(forms.Form):
         return [c.strip() for c in self.cleaned_data["categories"].split(",") if c.strip()]
 
     def clean(self) -> dict:
-        from studio.evolution.diagnosis import diagnoser_endpoint_problem
+        from studio.evolution.services.diagnosis import diagnoser_endpoint_problem
 
         data = super().clean()
         option = next((o for o in self.diagnosers if o.value == data.get("diagnoser")), None)

@@ -329,7 +329,7 @@ def stage_state(
     is being written; ``closed`` once a decision ended the stage or the evolution is no longer
     active.
     """
-    from studio.evolution.stages import CLOSING_DECISIONS
+    from studio.evolution.services.stages import CLOSING_DECISIONS
 
     parent_run = parent_run or stage.parent_run
     candidate_run = candidate_run or stage.candidate_run
@@ -380,7 +380,7 @@ def planted_defect_scenario(*, exclude_version=None) -> dict[str, Any] | None:
     from django.urls import reverse
 
     from studio.endpoints.models import ModelEndpoint
-    from studio.evolution.seeding import DEMO_SETS, PLANTED_LABEL, SHORTCUT_ENDPOINT
+    from studio.evolution.services.seeding import DEMO_SETS, PLANTED_LABEL, SHORTCUT_ENDPOINT
     from studio.harnesses.models import Label
 
     label = (

@@ -17,13 +17,6 @@ from studio.accounts.roles import user_can
 from studio.endpoints.models import RoleEndpoint
 from studio.endpoints.selectors import endpoint_default, role_endpoint
 from studio.evolution import selectors
-from studio.evolution.datasets import dataset_catalogue_from_text, dataset_import, problems_listed
-from studio.evolution.decisions import (
-    candidate_reject,
-    proposal_edit_in_editor,
-    proposal_review,
-)
-from studio.evolution.diagnosis import diagnosis_start
 from studio.evolution.errors import CandidateExists, EvolutionError
 from studio.evolution.forms import (
     CandidateForm,
@@ -34,8 +27,19 @@ from studio.evolution.forms import (
     ProposalReviewForm,
 )
 from studio.evolution.models import EvalRun
-from studio.evolution.runs import EvaluationError, eval_run_resume
-from studio.evolution.stages import candidate_build, evolution_start, stage_edit_by_hand
+from studio.evolution.services.datasets import (
+    dataset_catalogue_from_text,
+    dataset_import,
+    problems_listed,
+)
+from studio.evolution.services.decisions import (
+    candidate_reject,
+    proposal_edit_in_editor,
+    proposal_review,
+)
+from studio.evolution.services.diagnosis import diagnosis_start
+from studio.evolution.services.runs import EvaluationError, eval_run_resume
+from studio.evolution.services.stages import candidate_build, evolution_start, stage_edit_by_hand
 from studio.forms import DecisionForm, valid_data
 from studio.gates import release_gates, stage_gates, stopping_advice
 from studio.lookups import found_or_404

@@ -88,7 +88,7 @@ def _base_config(kind: str, preset, request):
     import dataclasses
 
     if kind == TrainingRun.REPLAY and not config.cases:
-        from studio.evolution.seeding import demo_set_file
+        from studio.evolution.services.seeding import demo_set_file
 
         demo_cases = demo_set_file(
             "replay"

@@ -11,7 +11,7 @@ from django.utils import timezone
 from studio.audit.services import audit_record
 from studio.evolution.errors import EvolutionError
 from studio.evolution.models import Proposal, Stage
-from studio.evolution.stages import (
+from studio.evolution.services.stages import (
     stage_accepted_edits,
     stage_check_open,
     stage_draft_with_edits,
