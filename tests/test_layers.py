@@ -766,12 +766,10 @@ VIEWS_WITH_ORM_CALLS = {
     "studio/annotation/views.py": 10,
     "studio/api/views.py": 2,
     "studio/editbench/views.py": 5,
-    "studio/endpoints/views.py": 7,
     "studio/evolution/views.py": 1,
     "studio/harnesses/editor_views.py": 5,
     "studio/harnesses/views.py": 1,
     "studio/mcpservers/views.py": 3,
-    "studio/playground/views.py": 7,
     "studio/training/views.py": 2,
 }
 
