@@ -763,7 +763,6 @@ def _view_modules() -> dict[str, ast.AST]:
 #: may make one.
 VIEWS_WITH_ORM_CALLS = {
     "studio/accounts/views.py": 2,
-    "studio/annotation/views.py": 10,
     "studio/api/views.py": 2,
     "studio/editbench/views.py": 5,
     "studio/evolution/views.py": 1,
