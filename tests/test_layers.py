@@ -764,11 +764,9 @@ def _view_modules() -> dict[str, ast.AST]:
 VIEWS_WITH_ORM_CALLS = {
     "studio/accounts/views.py": 2,
     "studio/api/views.py": 2,
-    "studio/editbench/views.py": 5,
     "studio/evolution/views.py": 1,
     "studio/harnesses/editor_views.py": 5,
     "studio/harnesses/views.py": 1,
-    "studio/mcpservers/views.py": 3,
     "studio/training/views.py": 2,
 }
 
