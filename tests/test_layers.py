@@ -765,7 +765,7 @@ VIEWS_WITH_ORM_CALLS = {
     "studio/accounts/views.py": 2,
     "studio/api/views.py": 2,
     "studio/evolution/views.py": 1,
-    "studio/harnesses/editor_views.py": 5,
+    "studio/harnesses/editor_views.py": 1,
     "studio/harnesses/views.py": 1,
     "studio/training/views.py": 2,
 }

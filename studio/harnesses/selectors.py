@@ -133,3 +133,20 @@ def label_list(*, harness: Harness) -> QuerySet[Label]:
     return harness.labels.select_related("version", "updated_by").annotate(
         rollback_to=Subquery(earlier)
     )
+
+
+def draft_get(*, draft_id: int) -> Draft:
+    """One draft with its Harness, base version and owner (``Draft.DoesNotExist`` when none)."""
+    return Draft.objects.select_related("harness", "base_version", "owner").get(pk=draft_id)
+
+
+def draft_file_text(*, draft_id: int, path: str) -> str:
+    """A file's text in the draft as stored now ("" when the draft no longer holds it)."""
+    return Draft.objects.get(pk=draft_id).files.get(path, "")
+
+
+def conflict_get(*, conflict_id: int) -> DraftConflict:
+    """One save conflict with its draft, Harness and author (``DraftConflict.DoesNotExist``)."""
+    return DraftConflict.objects.select_related("draft", "draft__harness", "author").get(
+        pk=conflict_id
+    )
