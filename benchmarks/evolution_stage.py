@@ -74,11 +74,11 @@ def main() -> None:
     from studio.accounts.roles import ADMIN, REVIEWER
     from studio.accounts.services import roles_ensure, user_create
     from studio.endpoints.models import ModelEndpoint
-    from studio.evolution.decisions import proposal_review
-    from studio.evolution.diagnosis import diagnosis_start
     from studio.evolution.models import EvalRun, Proposal, Stage
-    from studio.evolution.seeding import evolution_demo_seed
-    from studio.evolution.stages import candidate_build, evolution_start
+    from studio.evolution.services.decisions import proposal_review
+    from studio.evolution.services.diagnosis import diagnosis_start
+    from studio.evolution.services.seeding import evolution_demo_seed
+    from studio.evolution.services.stages import candidate_build, evolution_start
     from studio.harnesses.services import harness_import
 
     roles_ensure()

@@ -87,7 +87,7 @@ import django
 django.setup()
 from studio.endpoints.models import ModelEndpoint
 from studio.evolution.models import Dataset, DatasetCase
-from studio.evolution.runs import eval_run_start
+from studio.evolution.services.runs import eval_run_start
 from studio.harnesses.models import HarnessVersion
 
 version = HarnessVersion.objects.get(harness__name=sys.argv[1], number=1)

@@ -16,7 +16,7 @@ lines); a figure is only compared with figures on the same set version.
 Every figure of a cell (a model on a version) is the evaluation core's:
 ``cell_figures`` is ``evaluation.summary.summarize`` of the base rows and of the
 variant rows, with the AVG's percentile bootstrap interval
-(``evaluation.stats.paired_bootstrap`` against zero); ``cell_change`` is
+(``evaluation.stats.bootstrap_mean``); ``cell_change`` is
 ``evaluation.compare.paired_comparison`` of two cells' rows on the same cases,
 whose overall AVG interval says better, no detectable change or worse.
 ``holds_under_variants`` answers, for an edit's targeted cases, whether each
@@ -32,7 +32,7 @@ from typing import Any
 from evaluation.cases import dumps_case
 from evaluation.compare import paired_comparison
 from evaluation.scoring import passed
-from evaluation.stats import paired_bootstrap
+from evaluation.stats import bootstrap_mean
 from evaluation.summary import score_row, summarize
 
 COMPAT_CASES = 60
@@ -127,11 +127,9 @@ def mean_interval(
     values: list[float], *, resamples: int = CELL_RESAMPLES, seed: int = 0
 ) -> dict[str, float]:
     """The mean of per-case scores (percent) with its 95% percentile bootstrap interval."""
-    boot = paired_bootstrap(
-        baseline=[0.0] * len(values), candidate=values, resamples=resamples, seed=seed
-    )
+    boot = bootstrap_mean(values=values, resamples=resamples, seed=seed)
     return {
-        "mean": round(100 * boot.delta, 2),
+        "mean": round(100 * boot.mean, 2),
         "low": round(100 * boot.low, 2),
         "high": round(100 * boot.high, 2),
     }

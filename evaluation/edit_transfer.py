@@ -22,7 +22,12 @@ from typing import Any
 import numpy as np
 
 from evaluation.scoring import passed
-from evaluation.stats import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES
+from evaluation.stats import (
+    DEFAULT_CONFIDENCE,
+    DEFAULT_RESAMPLES,
+    percentile_interval,
+    resample_indices,
+)
 
 
 def _errors(rows: Sequence[Mapping[str, Any]], split: str | None) -> dict[str, bool]:
@@ -68,9 +73,7 @@ def edit_transfer(
         )
         for name, (before, after) in errors.items()
     }
-    rng = np.random.default_rng(seed)
-    draws = rng.integers(0, len(ids), size=(resamples, len(ids)))
-    tail = (1.0 - confidence) / 2.0 * 100.0
+    draws = np.concatenate(list(resample_indices(n=len(ids), resamples=resamples, seed=seed)))
     result: dict[str, Any] = {
         "n": len(ids),
         "left_out": left_out,
@@ -92,12 +95,11 @@ def edit_transfer(
             "high": None,
         }
         if errors_before:
-            finite = sampled[name][~np.isnan(sampled[name])]
-            low, high = np.percentile(finite, [tail, 100.0 - tail])
+            low, high = percentile_interval(sampled[name][~np.isnan(sampled[name])], confidence)
             block.update(
                 reduction_pct=round(100 * (errors_before - errors_after) / errors_before, 1),
-                low=round(100 * float(low), 1),
-                high=round(100 * float(high), 1),
+                low=round(100 * low, 1),
+                high=round(100 * high, 1),
             )
         result["models"][name] = block
     first, second = list(matrix)
@@ -106,12 +108,12 @@ def edit_transfer(
     if a["reduction_pct"] is not None and b["reduction_pct"] is not None:
         diff = sampled[second] - sampled[first]
         diff = diff[~np.isnan(diff)]
-        low, high = np.percentile(diff, [tail, 100.0 - tail])
+        low, high = percentile_interval(diff, confidence)
         result["difference"] = {
             "of": f"{second} - {first}",
             "delta_pct": round(b["reduction_pct"] - a["reduction_pct"], 1),
-            "low": round(100 * float(low), 1),
-            "high": round(100 * float(high), 1),
+            "low": round(100 * low, 1),
+            "high": round(100 * high, 1),
         }
     return result
 

@@ -15,7 +15,7 @@ the system and read here by one reader:
 A reader returns a frozen record or raises :class:`EvidenceError` naming the source, the field and
 what it expected: a shape it does not know is an error the gate shows ("unreadable", which blocks),
 never a quiet "no data". The rules below take only those records and numbers, touch no database and
-are the one definition of each gate's verdict; ``studio.evolution.gates`` finds the evidence through
+are the one definition of each gate's verdict; ``studio.gates`` finds the evidence through
 each app's selectors and words the gates for a page.
 """
 

@@ -181,21 +181,79 @@ def open_endpoint(*, profile: ServingProfile, log_dir: str | Path) -> Iterator[E
     )
 
 
-def check_reachable(*, base_url: str, api_key: str | None, route: str) -> None:
-    """Raise ProfileError unless GET {base_url}/models answers (a 401/403 means a bad key)."""
+#: A /models answer lists model names; anything larger is not one.
+MAX_MODELS_ANSWER_BYTES = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class ModelsProbe:
+    """What ``GET <base_url>/models`` of an OpenAI-compatible server answered.
+
+    ``error``: the request did not complete (``"ConnectTimeout: ..."``); else ``status``; for a 200,
+    ``problem`` says why the body is no list of models, or ``names`` are the model ids it lists.
+    ``elapsed_s``: until the answer's headers (or the error)."""
+
+    url: str
+    elapsed_s: float
+    error: str = ""
+    status: int | None = None
+    problem: str = ""
+    names: list[str] = field(default_factory=list)
+
+
+def probe_models(
+    *, base_url: str, api_key: str | None, timeout_s: float = 10.0, started: float | None = None
+) -> ModelsProbe:
+    """The one reachability probe of an OpenAI-compatible endpoint (the replay's routes here, the
+    studio's endpoint check): GET /models with the key, its body read up to
+    ``MAX_MODELS_ANSWER_BYTES``; never raises. ``started``: a ``time.perf_counter()`` that
+    ``elapsed_s`` counts from (default: now)."""
+    import time
+
+    started = time.perf_counter() if started is None else started
+    url = base_url.rstrip("/") + "/models"
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     try:
-        response = httpx.get(f"{base_url}/models", headers=headers, timeout=10.0)
-    except httpx.HTTPError as exc:
+        with httpx.stream("GET", url, headers=headers, timeout=timeout_s) as response:
+            elapsed = time.perf_counter() - started
+            if response.status_code != 200:
+                return ModelsProbe(url, elapsed, status=response.status_code)
+            body = bytearray()
+            for chunk in response.iter_bytes():
+                body += chunk
+                if len(body) > MAX_MODELS_ANSWER_BYTES:
+                    return ModelsProbe(
+                        url,
+                        elapsed,
+                        status=200,
+                        problem="the answer is larger than 1 MB; not a list of models",
+                    )
+    except (httpx.HTTPError, httpx.InvalidURL) as error:
+        return ModelsProbe(
+            url, time.perf_counter() - started, error=f"{type(error).__name__}: {error}"
+        )
+    try:
+        answer = json.loads(body)
+    except (ValueError, RecursionError):  # RecursionError: nested deeper than the parser goes
+        return ModelsProbe(url, elapsed, status=200, problem="the answer is not JSON")
+    listed = answer.get("data") if isinstance(answer, dict) else None
+    if not isinstance(listed, list):
+        return ModelsProbe(
+            url, elapsed, status=200, problem='the answer has no "data" list of models'
+        )
+    names = [item.get("id") for item in listed if isinstance(item, dict)]
+    return ModelsProbe(url, elapsed, status=200, names=names)
+
+
+def check_reachable(*, base_url: str, api_key: str | None, route: str) -> None:
+    """Raise ProfileError unless GET {base_url}/models answers (a 401/403 means a bad key)."""
+    probe = probe_models(base_url=base_url, api_key=api_key)
+    if probe.error:
         raise ProfileError(
-            f"route {route}: {base_url}/models did not answer ({type(exc).__name__}: {exc}); "
+            f"route {route}: {base_url}/models did not answer ({probe.error}); "
             "is the server running (see docs/serving.md for the SGLang launch command)?"
-        ) from None
-    if response.status_code in (401, 403):
-        raise ProfileError(
-            f"route {route}: {base_url} refused the API key (HTTP {response.status_code})"
         )
-    if response.status_code >= 400:
-        raise ProfileError(
-            f"route {route}: GET {base_url}/models answered HTTP {response.status_code}"
-        )
+    if probe.status in (401, 403):
+        raise ProfileError(f"route {route}: {base_url} refused the API key (HTTP {probe.status})")
+    if probe.status >= 400:
+        raise ProfileError(f"route {route}: GET {base_url}/models answered HTTP {probe.status}")

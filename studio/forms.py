@@ -67,3 +67,19 @@ def valid_data(form: forms.Form, *, error: type[Exception]) -> dict:
     if not form.is_valid():
         raise error(form_problem(form))
     return form.cleaned_data
+
+
+class ReasonForm(forms.Form):
+    """Why a person decides as they do; ``override_reason`` is what a blocking release gate asks for
+    (``studio.promotion`` and ``studio.releases.services`` say when one is needed); shared by the
+    evolution's stage decisions, the Harness page's label moves and the release reviews."""
+
+    reason = TypedText()
+    override_reason = TypedText()
+
+
+class DecisionForm(ReasonForm):
+    """A reviewer's decision of a stage or a release draft (the service names the decisions it
+    takes)."""
+
+    decision = TypedText()

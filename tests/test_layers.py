@@ -8,6 +8,7 @@ import ast
 import os
 import subprocess
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
@@ -460,3 +461,387 @@ def test_templates_render_the_fallback_headline_through_the_one_tag():
         if "mostly fallback" in line.lower()
     ]
     assert not typed, "\n".join(typed)
+
+
+# --- the studio's app graph (issue 52, item 1; docs/architecture.md §1) ---------------------------
+
+#: The studio's apps: its packages (``studio/<app>/``). Its top-level modules (``studio/gates.py``,
+#: ``studio/promotion.py``, ``studio/forms.py``, ...) are no app: the shared helpers and the layer
+#: above the apps, checked by the tests below.
+STUDIO_APPS = sorted(
+    path.name for path in (ROOT / "studio").iterdir() if (path / "__init__.py").is_file()
+)
+
+#: The pairs of apps that import each other, each with why; docs/architecture.md §1 names them too.
+#: Keep it short: a pair leaves this list when one of its two directions goes.
+MUTUAL_APPS = {
+    ("accounts", "audit"): "accounts' role and token changes are audited (audit_record); the audit "
+    "log's page is guarded by accounts' roles (requires), as every page is",
+    ("annotation", "traffic"): "annotation queues take their cases from production traffic; the "
+    "traffic pages offer to add a trajectory to a queue (they list the queues)",
+    ("harnesses", "mcpservers"): "a Harness bundle's tools name MCP servers, checked when it is "
+    "imported; the MCP server page lists the Harness versions that use a server",
+    ("replays", "training"): "a replay is a training app run (kind replay) that the replay pages "
+    "read; the run form shows the replay's time estimate from earlier replays",
+}
+
+#: The layer above the apps: only views (and the API's), the release services and one another
+#: import these; they import the apps' selectors and services.
+TOP_MODULES = ("studio.gates", "studio.promotion")
+TOP_IMPORTERS = ("studio.releases.services",)
+
+
+def _studio_imports() -> list[tuple[str, str, str]]:
+    """(importing module, imported module, where) for every import statement in the studio outside
+    migrations, function-level ones included; ``from studio import x`` names ``studio.x`` (the
+    studio writes no relative imports)."""
+    found = []
+    for path in sorted((ROOT / "studio").rglob("*.py")):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        if "migrations" in parts:
+            continue
+        module = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = (
+                    [f"studio.{alias.name}" for alias in node.names]
+                    if node.module == "studio"
+                    else [node.module]
+                )
+            else:
+                continue
+            where = f"{path.relative_to(ROOT)}:{node.lineno}"
+            found += [(module, name, where) for name in names if name.startswith("studio.")]
+    return found
+
+
+def _studio_app(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[1] in STUDIO_APPS else None
+
+
+def _app_graph() -> dict[str, dict[str, list[str]]]:
+    """app -> {app it imports: [where, ...]}."""
+    graph: dict[str, dict[str, list[str]]] = {app: {} for app in STUDIO_APPS}
+    for module, name, where in _studio_imports():
+        source, target = _studio_app(module), _studio_app(name)
+        if source and target and source != target:
+            graph[source].setdefault(target, []).append(where)
+    return graph
+
+
+def _mutual(graph: dict[str, Iterable[str]]) -> set[tuple[str, str]]:
+    return {(a, b) for a in graph for b in graph[a] if a < b and a in graph.get(b, ())}
+
+
+def _drawn(graph: dict[str, dict[str, list[str]]]) -> str:
+    """The app graph as text: each app in layers (an app after every app it imports but the pairs),
+    with what it imports; the top modules with theirs."""
+    allowed = {frozenset(pair) for pair in MUTUAL_APPS}
+    below = {
+        app: {other for other in graph[app] if frozenset((app, other)) not in allowed}
+        for app in graph
+    }
+    layers, placed = [], set()
+    while len(placed) < len(below):
+        layer = sorted(a for a in below if a not in placed and below[a] <= placed)
+        if not layer:  # a circle beyond the named pairs: the test below fails and says which
+            layer = sorted(set(below) - placed)
+        layers.append(layer)
+        placed |= set(layer)
+    lines = ["studio app graph (layer: app -> the apps it imports; <-> a named pair)"]
+    for number, layer in enumerate(layers):
+        for app in layer:
+            targets = ", ".join(
+                f"{other}{' <->' if frozenset((app, other)) in allowed else ''}"
+                for other in sorted(graph[app])
+            )
+            lines.append(f"  {number}: {app} -> {targets or '-'}")
+    imports = _studio_imports()
+    for top in TOP_MODULES:
+        apps = sorted({_studio_app(name) for module, name, _ in imports if module == top} - {None})
+        users = sorted({module for module, name, _ in imports if name.startswith(top)})
+        lines.append(f"  top: {top} -> {', '.join(apps)}; imported by {', '.join(users)}")
+    return "\n".join(lines)
+
+
+def test_the_studio_app_graph_has_no_mutual_imports_but_the_named_pairs():
+    """No two studio apps import each other (every import statement, function-level ones included),
+    but the pairs of MUTUAL_APPS, each for its reason; and no circle runs through more than two
+    apps. ``pytest -s tests/test_layers.py -k graph`` prints the graph."""
+    graph = _app_graph()
+    print(_drawn(graph))
+    mutual = _mutual(graph)
+    unexplained = [
+        f"{a} <-> {b}: {a} -> {b} at {graph[a][b][:3]}; {b} -> {a} at {graph[b][a][:3]}"
+        for a, b in sorted(mutual - set(MUTUAL_APPS))
+    ]
+    assert not unexplained, "apps that import each other:\n" + "\n".join(unexplained)
+    gone = sorted(set(MUTUAL_APPS) - mutual)
+    assert not gone, f"no longer mutual, take them out of MUTUAL_APPS: {gone}"
+    longer = [c for c in _circles({a: set(t) for a, t in graph.items()}) if len(c) > 2]
+    assert not longer, f"import circles through more than two apps: {longer}"
+
+
+def test_a_pair_of_apps_importing_each_other_is_found():
+    graph = {"a": {"b"}, "b": {"a", "c"}, "c": set()}
+    assert _mutual(graph) == {("a", "b")}
+    assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_the_release_gates_and_promotion_are_imported_only_from_the_top():
+    """``studio.gates`` reads every app's selectors, so only what stands above the apps imports it
+    (and ``studio.promotion``, its gated writes): views, the API, the release services."""
+    wrong = [
+        f"{where}: {module} imports {name}"
+        for module, name, where in _studio_imports()
+        if any(name == top or name.startswith(f"{top}.") for top in TOP_MODULES)
+        and module not in (*TOP_MODULES, *TOP_IMPORTERS)
+        and not module.endswith((".views", ".api"))
+        and not module.startswith("studio.api.")
+    ]
+    assert not wrong, "\n".join(wrong)
+
+
+# --- one place each (issue 52, item 3) ----------------------------------------------------------
+
+
+def _duration_texts(tree: ast.AST) -> list[int]:
+    """Lines of an f-string that says a duration itself: ``f"about {n} min"``, ``f"{s} s left"``."""
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.JoinedStr):
+            continue
+        texts = [v.value for v in node.values if isinstance(v, ast.Constant)]
+        formatted = any(isinstance(v, ast.FormattedValue) for v in node.values)
+        units = any(
+            t.split(" left")[0].strip() in ("s", "min", "h") and t.startswith(" ") for t in texts
+        )
+        if formatted and units and any("about" in t or "left" in t for t in texts):
+            found.append(node.lineno)
+    return found
+
+
+def test_time_left_is_worded_in_one_place():
+    """ "about 7 min left" is said by ``studio.durations`` (it was written three times, two of them
+    without hours)."""
+    wrong = [
+        f"{path.relative_to(ROOT)}:{line}"
+        for path in sorted((ROOT / "studio").rglob("*.py"))
+        if path.relative_to(ROOT).as_posix() != "studio/durations.py"
+        for line in _duration_texts(ast.parse(path.read_text(encoding="utf-8")))
+    ]
+    assert not wrong, "\n".join(wrong)
+    assert _duration_texts(ast.parse('f"about {m} min"\nf"about {round(s)} s left"\n')) == [1, 2]
+
+
+def _sha256_of_text(tree: ast.AST) -> list[int]:
+    """Lines of ``hashlib.sha256(<text>.encode(...))``."""
+    return [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "sha256"
+        and node.args
+        and isinstance(node.args[0], ast.Call)
+        and isinstance(node.args[0].func, ast.Attribute)
+        and node.args[0].func.attr == "encode"
+    ]
+
+
+def test_a_harness_files_content_hash_is_computed_in_one_place():
+    """FileBlob's key, a version's tree, a draft's changes and a diff's sides all hash a file's text
+    through ``studio.harnesses.models.text_sha256`` (it was written three times)."""
+    wrong = [
+        f"{path.relative_to(ROOT)}:{line}"
+        for path in sorted((ROOT / "studio" / "harnesses").rglob("*.py"))
+        if path.name != "models.py"
+        for line in _sha256_of_text(ast.parse(path.read_text(encoding="utf-8")))
+    ]
+    assert not wrong, "\n".join(wrong)
+    assert _sha256_of_text(ast.parse('hashlib.sha256(text.encode("utf-8")).hexdigest()')) == [1]
+
+
+def test_one_function_is_named_parse_metrics():
+    """``training.runs.parse_metrics`` reads metrics.jsonl into rows; the dashboards' columns are
+    ``metrics_columns``, so one name means one return type."""
+    defined = [
+        name
+        for name, text in _sources(*LIBRARIES, "studio").items()
+        for node in ast.walk(ast.parse(text))
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.name == "parse_metrics"
+    ]
+    assert defined == ["training/runs.py"]
+
+
+def test_charts_are_drawn_through_the_one_chart_module():
+    """Only ``static/studio/linechart.js`` (and the evolution's bar charts, docs/architecture.md)
+    construct a Chart.js chart; every other page script calls ``StudioCharts``."""
+    allowed = {"static/studio/linechart.js", "studio/evolution/static/evolution/charts.js"}
+    wrong = [
+        str(path.relative_to(ROOT))
+        for folder in ("static", "studio")
+        for path in sorted((ROOT / folder).rglob("*.js"))
+        if "vendor" not in path.parts
+        and str(path.relative_to(ROOT)) not in allowed
+        and "new Chart(" in path.read_text(encoding="utf-8")
+    ]
+    assert not wrong, wrong
+
+
+def _models_urls(tree: ast.AST) -> list[int]:
+    """Lines of a string or f-string that ends in ``/models`` (an OpenAI-compatible model list)."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.JoinedStr) and node.values:
+            last = node.values[-1]
+            if isinstance(last, ast.Constant) and str(last.value).endswith("/models"):
+                found.append(node.lineno)
+        elif (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and node.value.endswith("/models")
+            and node.value.startswith(("http", "/"))
+        ):
+            found.append(node.lineno)
+    return sorted(set(found))
+
+
+def test_an_endpoint_is_probed_in_one_place():
+    """Whether an OpenAI-compatible endpoint answers is asked by ``serving.endpoint.probe_models``
+    (the replay's routes and the studio's endpoint check; there were two probes). Apart from it:
+    the engine server's own route and the managed ``transformers serve``'s wait for its model."""
+    apart = {
+        "serving/endpoint.py",  # probe_models itself
+        "serving/engine_server.py",  # serves /v1/models, probes nothing
+        "serving/transformers_server.py",  # waits for the process it started to list its model
+    }
+    wrong = [
+        f"{name}:{line}"
+        for name, text in _sources(*LIBRARIES, "studio").items()
+        if name not in apart
+        for line in _models_urls(ast.parse(text))
+    ]
+    assert not wrong, "\n".join(wrong)
+    assert _models_urls(ast.parse('httpx.get(f"{base}/models")\nurl = base + "/models"')) == [1, 2]
+
+
+# --- apps shaped as documented (issue 52, item 4) -----------------------------------------------
+
+
+def _orm_calls(tree: ast.AST) -> int:
+    """ORM calls a module makes itself: each ``<Model>.objects`` query and each ``.save()`` /
+    ``.delete()`` / ``.refresh_from_db()`` of a row."""
+    return sum(
+        1
+        for node in ast.walk(tree)
+        if (isinstance(node, ast.Attribute) and node.attr == "objects")
+        or (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("save", "delete", "refresh_from_db")
+        )
+    )
+
+
+def _view_modules() -> dict[str, ast.AST]:
+    return {
+        str(path.relative_to(ROOT)): ast.parse(path.read_text(encoding="utf-8"))
+        for path in sorted((ROOT / "studio").rglob("*.py"))
+        if path.name.endswith("views.py") or path.name == "api.py"
+    }
+
+
+#: View modules that still query rows themselves, with how many ORM calls each makes. A view parses,
+#: authorises and delegates to its app's selectors and services (docs/architecture.md §1); these
+#: counts may only go down (lower the number when you move a query out), and no other view module
+#: may make one.
+VIEWS_WITH_ORM_CALLS = {
+    "studio/accounts/views.py": 2,
+    "studio/api/views.py": 2,
+    "studio/evolution/views.py": 1,
+    "studio/harnesses/editor_views.py": 1,
+    "studio/harnesses/views.py": 1,
+    "studio/training/views.py": 2,
+}
+
+
+def test_views_make_no_new_orm_calls():
+    counts = {name: _orm_calls(tree) for name, tree in _view_modules().items()}
+    grown = [
+        f"{name}: {n} ORM calls, {VIEWS_WITH_ORM_CALLS.get(name, 0)} allowed"
+        for name, n in counts.items()
+        if n > VIEWS_WITH_ORM_CALLS.get(name, 0)
+    ]
+    assert not grown, "a view queries rows itself; call a selector or service:\n" + "\n".join(grown)
+    lower = {name: counts.get(name, 0) for name, n in VIEWS_WITH_ORM_CALLS.items()}
+    stale = {name: n for name, n in lower.items() if n < VIEWS_WITH_ORM_CALLS[name]}
+    assert not stale, f"fewer ORM calls now: lower VIEWS_WITH_ORM_CALLS to {stale}"
+
+
+def test_an_orm_call_in_a_view_is_counted():
+    source = "Run.objects.filter(a=1).first()\nrun.save(update_fields=['a'])\nrun.delete()\n"
+    assert _orm_calls(ast.parse(source)) == 3
+
+
+def _positional_functions(path: Path) -> list[str]:
+    """The public module-level functions of ``path`` that take an argument by position."""
+    return [
+        f"{path.relative_to(ROOT)}:{node.lineno} {node.name}"
+        for node in ast.parse(path.read_text(encoding="utf-8")).body
+        if isinstance(node, ast.FunctionDef)
+        and not node.name.startswith("_")
+        and (node.args.posonlyargs or node.args.args)
+    ]
+
+
+def test_the_training_selectors_are_keyword_only():
+    """docs/architecture.md §1: selectors and services take keyword arguments only."""
+    wrong = [
+        where
+        for path in sorted((ROOT / "studio" / "training" / "selectors").glob("*.py"))
+        for where in _positional_functions(path)
+    ]
+    assert not wrong, "\n".join(wrong)
+
+
+#: Public selector and service functions elsewhere in the studio that still take an argument by
+#: position (37, and 14 of the evolution's writes since they are in services/); the number may only
+#: go down.
+POSITIONAL_SELECTORS_AND_SERVICES = 51
+
+
+def test_no_new_selector_or_service_takes_positional_arguments():
+    found = [
+        where
+        for path in sorted((ROOT / "studio").rglob("*.py"))
+        if path.name in ("selectors.py", "services.py")
+        or {"selectors", "services"} & set(path.relative_to(ROOT).parts[:-1])
+        for where in _positional_functions(path)
+    ]
+    assert len(found) <= POSITIONAL_SELECTORS_AND_SERVICES, "\n".join(found)
+    assert len(found) == POSITIONAL_SELECTORS_AND_SERVICES, (
+        f"{len(found)} now: lower POSITIONAL_SELECTORS_AND_SERVICES"
+    )
+
+
+def test_each_app_defines_its_signals_in_signals_py():
+    """docs/architecture.md §1: an app's events are Django signals defined in its ``signals.py``
+    (``eval_run_scored``, ``checkpoint_registered``, ``job_cancelled``), beside the receivers."""
+    wrong = [
+        f"{path.relative_to(ROOT)}:{node.lineno}"
+        for path in sorted((ROOT / "studio").rglob("*.py"))
+        if path.name != "signals.py"
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Call)
+        and (
+            (isinstance(node.func, ast.Name) and node.func.id == "Signal")
+            or (isinstance(node.func, ast.Attribute) and node.func.attr == "Signal")
+        )
+    ]
+    assert not wrong, "\n".join(wrong)

@@ -3,7 +3,8 @@
 // there; axis: a pipeline stage's own y axis) as datasets,
 // and a linear x axis with its title. The training dashboard (training/dashboard.js), the replay
 // dashboard (replays/charts.js) and the evolution record (evolution/record_chart.js, named stages on x)
-// draw with it; each passes only what differs (a style per series, y axis, plugins).
+// draw with it; each passes only what differs (a style per series, y axis, plugins). bar() draws the
+// ablation dashboard's bars (training/ablation.js) the same way (no animation, the same palette).
 window.StudioCharts = (function () {
   var COLORS = ["#3056d3", "#c0392b", "#16794c", "#8a5a00", "#8e44ad", "#2c3e50", "#d35400", "#7f8c8d"];
 
@@ -59,5 +60,27 @@ window.StudioCharts = (function () {
     chart.update("none");
   }
 
-  return { COLORS: COLORS, datasets: datasets, line: line, update: update };
+  // A bar chart of labels x datasets ([{label, data, backgroundColor?}]); a dataset without a colour
+  // takes the palette's. options: yLabel, yRange ([min, max]), horizontal, legend (default shown).
+  function bar(canvas, labels, sets, options) {
+    options = options || {};
+    var scales = {};
+    if (options.yLabel || options.yRange) {
+      scales.y = {};
+      if (options.yRange) { scales.y.min = options.yRange[0]; scales.y.max = options.yRange[1]; }
+      if (options.yLabel) scales.y.title = { display: true, text: options.yLabel };
+    }
+    var chartOptions = { animation: false, scales: scales };
+    if (options.horizontal) chartOptions.indexAxis = "y";
+    if (options.legend === false) chartOptions.plugins = { legend: { display: false } };
+    return new Chart(canvas, {
+      type: "bar",
+      data: { labels: labels, datasets: sets.map(function (d, i) {
+        return Object.assign({ backgroundColor: COLORS[i % COLORS.length] }, d);
+      }) },
+      options: chartOptions,
+    });
+  }
+
+  return { COLORS: COLORS, datasets: datasets, line: line, update: update, bar: bar };
 })();

@@ -206,6 +206,11 @@ def judge_standing(judge: str) -> JudgeStanding:
     return JudgeStanding(judge=judge, calibration=calibration, minimum=settings.JUDGE_MIN_AGREEMENT)
 
 
+def queue_list():
+    """Every annotation queue by name (what another page offers to add a case to)."""
+    return AnnotationQueue.objects.order_by("name")
+
+
 def calibration_list(*, judge: str | None = None):
     rows = JudgeCalibration.objects.select_related(
         "dataset", "created_by", "label_set", "retired_by"
@@ -218,3 +223,58 @@ def label_sets():
     from studio.annotation.models import LabelSet
 
     return LabelSet.objects.select_related("dataset", "export__queue")
+
+
+# --- what the annotation pages look up ----------------------------------------------------------
+
+
+def queue_get(*, name: str) -> AnnotationQueue:
+    """The queue of this name (``AnnotationQueue.DoesNotExist`` when none)."""
+    return AnnotationQueue.objects.get(name=name)
+
+
+def queue_named(*, name: str) -> AnnotationQueue | None:
+    return AnnotationQueue.objects.filter(name=name).first()
+
+
+def queue_overview() -> dict[str, Any]:
+    """The queues page: each queue (newest first) with its counts, the datasets and the newest 50
+    finished evaluation runs a queue can be fed from."""
+    from studio.evolution.models import Dataset, EvalRun
+
+    return {
+        "queues": [(q, queue_counts(queue=q)) for q in AnnotationQueue.objects.all()],
+        "datasets": Dataset.objects.order_by("name"),
+        "runs": EvalRun.objects.filter(status=EvalRun.SUCCEEDED).select_related(
+            "dataset", "version__harness"
+        )[:50],
+    }
+
+
+def trajectories_chosen(*, ids: list[int]) -> list:
+    """The traffic trajectories of these ids, oldest first."""
+    from studio.traffic.models import TrafficTrajectory
+
+    return list(
+        TrafficTrajectory.objects.select_related("deployment")
+        .filter(pk__in=ids)
+        .order_by("received_at")
+    )
+
+
+def eval_run_or_none(*, run_id: int):
+    from studio.evolution.models import EvalRun
+
+    return EvalRun.objects.select_related("dataset").filter(pk=run_id).first()
+
+
+def queue_item_get(*, queue: AnnotationQueue, position: int) -> QueueItem:
+    """The queue's item at this position (``QueueItem.DoesNotExist`` when none)."""
+    return QueueItem.objects.get(queue=queue, position=position)
+
+
+def calibration_get(*, calibration_id: int) -> JudgeCalibration:
+    """One judge calibration with its dataset, creator, label set and retirer (DoesNotExist)."""
+    return JudgeCalibration.objects.select_related(
+        "dataset", "created_by", "label_set", "retired_by"
+    ).get(pk=calibration_id)

@@ -3,8 +3,9 @@ exports.
 
 An item's *case* is the request in the evaluation case format (``evaluation.cases``) with the gold
 the labels will fill in; its *reply* is what is being labelled. An export writes the settled items
-(``selectors.item_settled``) as a new dataset through ``studio.evolution.datasets.dataset_import``,
-the one importer, so a labelled set is checked exactly as an uploaded case file is.
+(``selectors.item_settled``) as a new dataset through
+``studio.evolution.services.datasets.dataset_import``, the one importer, so a labelled set is
+checked exactly as an uploaded case file is.
 """
 
 from __future__ import annotations
@@ -356,8 +357,8 @@ def queue_export(*, queue: AnnotationQueue, actor: User, heldout_share: float = 
     from evaluation.cases import CaseFileError
     from studio.annotation.models import LabelSet
     from studio.annotation.selectors import item_settled
-    from studio.evolution.datasets import dataset_import
     from studio.evolution.errors import EvolutionError
+    from studio.evolution.services.datasets import dataset_import
 
     cases, rows = [], []
     items = queue.items.prefetch_related("labels__labeller").order_by("position")
@@ -446,7 +447,7 @@ def label_set_load(*, path, actor: User | None = None):
 
     from evaluation.calibration import parse_calibration_text
     from studio.annotation.models import LabelSet
-    from studio.evolution.datasets import dataset_import
+    from studio.evolution.services.datasets import dataset_import
 
     path = Path(path)
     content = path.read_text(encoding="utf-8")

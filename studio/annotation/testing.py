@@ -21,8 +21,8 @@ def calibrated_judge(
     from studio.accounts.services import user_create
     from studio.annotation.calibration import calibration_run
     from studio.annotation.services import label_save, queue_add_dataset, queue_create, queue_export
-    from studio.evolution.datasets import dataset_import
-    from studio.evolution.runs import EVAL_JUDGE
+    from studio.evolution.services.datasets import dataset_import
+    from studio.evolution.services.runs import EVAL_JUDGE
     from studio.traffic.testing import world_cases
 
     labeller = actor or User.objects.filter(username="test-labeller").first()

@@ -30,7 +30,7 @@ from studio.annotation.forms import (
     SourceToQueueForm,
     TrafficToQueueForm,
 )
-from studio.annotation.models import AnnotationQueue, JudgeCalibration, QueueItem
+from studio.annotation.models import AnnotationQueue
 from studio.annotation.services import (
     AnnotationError,
     label_save,
@@ -40,15 +40,13 @@ from studio.annotation.services import (
     queue_create,
     queue_export,
 )
-from studio.evolution.models import Dataset, EvalRun
+from studio.errors import StudioError
 from studio.forms import form_problem
-from studio.harnesses.services.errors import StudioError
 from studio.lookups import found_or_404
-from studio.traffic.models import TrafficTrajectory
 
 
 def _queue(name: str) -> AnnotationQueue:
-    return found_or_404(AnnotationQueue.objects.get, f"no annotation queue {name!r}", name=name)
+    return found_or_404(selectors.queue_get, f"no annotation queue {name!r}", name=name)
 
 
 def _target_queue(
@@ -56,7 +54,7 @@ def _target_queue(
 ) -> AnnotationQueue:
     """The queue the form names (``queue``), or a new one (``new_queue``)."""
     if name := data["queue"]:
-        queue = AnnotationQueue.objects.filter(name=name).first()
+        queue = selectors.queue_named(name=name)
         if queue is None:
             raise AnnotationError(f"queue: no queue named {name!r}")
         return queue
@@ -68,18 +66,7 @@ def _target_queue(
 @require_GET
 @requires("traffic.view")
 def queue_list(request):
-    queues = [(q, selectors.queue_counts(queue=q)) for q in AnnotationQueue.objects.all()]
-    return render(
-        request,
-        "annotation/queue_list.html",
-        {
-            "queues": queues,
-            "datasets": Dataset.objects.order_by("name"),
-            "runs": EvalRun.objects.filter(status=EvalRun.SUCCEEDED).select_related(
-                "dataset", "version__harness"
-            )[:50],
-        },
-    )
+    return render(request, "annotation/queue_list.html", selectors.queue_overview())
 
 
 @require_POST
@@ -89,11 +76,7 @@ def queue_add_traffic_view(request):
     if not form.is_valid():
         messages.error(request, form_problem(form))
         return redirect("traffic:traffic_list")
-    rows = list(
-        TrafficTrajectory.objects.select_related("deployment")
-        .filter(pk__in=form.cleaned_data["trajectory"])
-        .order_by("received_at")
-    )
+    rows = selectors.trajectories_chosen(ids=form.cleaned_data["trajectory"])
     if not rows:
         messages.error(request, "trajectory: select at least one trajectory")
         return redirect("traffic:traffic_list")
@@ -122,7 +105,7 @@ def queue_add_source_view(request):
     data = form.cleaned_data
     try:
         if data["run"] is not None:
-            run = EvalRun.objects.select_related("dataset").filter(pk=data["run"]).first()
+            run = selectors.eval_run_or_none(run_id=data["run"])
             if run is None:
                 raise AnnotationError(f"run: no evaluation run #{data['run']}")
             queue = _target_queue(
@@ -211,11 +194,11 @@ def _product_facts(queue: AnnotationQueue, case: dict) -> list[dict]:
 @requires("annotation.label")
 def item_label(request, name: str, position: int):
     from evaluation.cases import CATEGORIES, ROUTES, category_of_intent
-    from studio.playground.presenters import trajectory_steps
+    from studio.presenters import trajectory_steps
 
     queue = _queue(name)
     item = found_or_404(
-        QueueItem.objects.get,
+        selectors.queue_item_get,
         f"{queue.name} has no item {position}",
         queue=queue,
         position=position,
@@ -320,7 +303,7 @@ def export_download(request, name: str, version: int):
 @require_GET
 @requires("traffic.view")
 def calibration_list(request):
-    from studio.evolution.runs import EVAL_JUDGE
+    from studio.evolution.services.runs import EVAL_JUDGE
 
     path = committed_file()
     return render(
@@ -365,9 +348,9 @@ def calibration_start_view(request):
 @requires("judge.retire")
 def calibration_retire_view(request, calibration_id: int):
     row = found_or_404(
-        JudgeCalibration.objects.select_related("dataset").get,
+        selectors.calibration_get,
         f"no calibration #{calibration_id}",
-        pk=calibration_id,
+        calibration_id=calibration_id,
     )
     try:
         calibration_retire(calibration=row, actor=request.user)
@@ -386,11 +369,9 @@ def calibration_retire_view(request, calibration_id: int):
 @requires("traffic.view")
 def calibration_detail(request, calibration_id: int):
     row = found_or_404(
-        JudgeCalibration.objects.select_related(
-            "dataset", "created_by", "label_set", "retired_by"
-        ).get,
+        selectors.calibration_get,
         f"no calibration #{calibration_id}",
-        pk=calibration_id,
+        calibration_id=calibration_id,
     )
     report = row.report
     whole = report.get("all") or report  # calibrations before label sets kept one report

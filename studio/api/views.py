@@ -9,7 +9,6 @@ from django.http import JsonResponse
 
 from harness.numbers import decimal_int
 from studio.api.auth import api_error, api_view
-from studio.evolution.decisions import production_promote
 from studio.harnesses import selectors
 from studio.harnesses.bundles import BundleArchiveError
 from studio.harnesses.models import Harness, HarnessVersion, Label
@@ -20,6 +19,7 @@ from studio.harnesses.services import (
     harness_import_zip,
     label_move,
 )
+from studio.promotion import production_promote
 
 
 def _version_json(version: HarnessVersion) -> dict:

@@ -482,3 +482,41 @@ def retrain_alarms() -> list[RetrainAlarm]:
                 )
             )
     return alarms
+
+
+# --- what the matrix page picks from ---------------------------------------------------------
+
+
+def matrix_harness(*, name: str = "") -> Harness | None:
+    """The Harness the matrix shows: the one named (``Harness.DoesNotExist`` when none is), else the
+    first with a production label, else the first by name; None when there is no Harness."""
+    if name:
+        return Harness.objects.get(name=name)
+    return (
+        Harness.objects.filter(labels__name="production").order_by("name").first()
+        or Harness.objects.order_by("name").first()
+    )
+
+
+def matrix_choices(*, harness: Harness | None) -> dict[str, Any]:
+    """The page's pickers: every Harness, every endpoint, and ``harness``'s versions (newest
+    first)."""
+    choices: dict[str, Any] = {
+        "harnesses": Harness.objects.order_by("name"),
+        "endpoints": ModelEndpoint.objects.order_by("name"),
+    }
+    if harness is not None:
+        choices["versions"] = HarnessVersion.objects.filter(harness=harness).order_by("-number")
+    return choices
+
+
+def endpoint_or_none(*, pk: int | None) -> ModelEndpoint | None:
+    """The endpoint with this id, or None (the service names the field)."""
+    return ModelEndpoint.objects.filter(pk=pk).first() if pk is not None else None
+
+
+def version_or_none(*, pk: int | None) -> HarnessVersion | None:
+    """The Harness version with this id (its Harness read with it), or None."""
+    if pk is None:
+        return None
+    return HarnessVersion.objects.select_related("harness").filter(pk=pk).first()

@@ -1,11 +1,11 @@
 """Writes of the compatibility matrix: the set as a dataset, cells, which endpoint serves a label,
 the triggers.
 
-A cell is an evaluation run of the evolution app (``studio.evolution.runs.eval_run_start``: a Celery
-job whose chunks any worker claims) of one endpoint on one Harness version over the compatibility
-set. A request for a cell whose model fingerprint, version digest and set version already have one
-returns that cell (a run that stopped is resumed, keeping what it scored): a cell is never computed
-twice.
+A cell is an evaluation run of the evolution app (``studio.evolution.services.runs.eval_run_start``:
+a Celery job whose chunks any worker claims) of one endpoint on one Harness version over the
+compatibility set. A request for a cell whose model fingerprint, version digest and set version
+already have one returns that cell (a run that stopped is resumed, keeping what it scored): a cell
+is never computed twice.
 
 Cells are asked for by a person (``cell_request``), and automatically:
 
@@ -60,7 +60,7 @@ class NoCompatibilitySet(CompatibilityError):
 def compat_dataset_ensure() -> tuple[selectors.CompatSet, Dataset]:
     """The current compatibility set, imported as a dataset named after its version (once)."""
     from evaluation.cases import dumps_case
-    from studio.evolution.datasets import dataset_import
+    from studio.evolution.services.datasets import dataset_import
 
     current = selectors.compat_set()
     if current is None:
@@ -126,7 +126,7 @@ def cell_request(
     )
     if existing is not None:
         return _resume_if_stopped(existing, actor=actor)
-    from studio.evolution.runs import eval_run_start
+    from studio.evolution.services.runs import eval_run_start
     from studio.jobs.services import job_quota_check
 
     if follow_on and on_behalf_of is not None:
@@ -195,7 +195,7 @@ def follow_on_job_adopt(*, cell: Cell, job=None) -> None:
 
 
 def _resume_if_stopped(cell: Cell, *, actor: User | None) -> Cell:
-    from studio.evolution.runs import EvaluationError, eval_run_is_stalled, eval_run_resume
+    from studio.evolution.services.runs import EvaluationError, eval_run_is_stalled, eval_run_resume
 
     run = cell.run
     if actor is None and run.badge == "cancelled":
@@ -363,8 +363,8 @@ def cells_for_checkpoint(*, run_id: int, log=None) -> list[Cell]:
 
 
 def cell_figures_store(*, run_id: int) -> None:
-    """A cell's run scored its cases (``studio.evolution.runs.eval_run_scored``): its figures are
-    kept on the row, so the matrix and the gate read them without scoring the rows again."""
+    """A cell's run scored its cases (``studio.evolution.signals.eval_run_scored``): its figures
+    are kept on the row, so the matrix and the gate read them without scoring the rows again."""
     from evaluation.compatibility import cell_figures as figures_of
 
     for cell in Cell.objects.select_related("run").filter(run_id=run_id):

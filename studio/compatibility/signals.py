@@ -16,7 +16,7 @@ import logging
 from django.db.models.signals import post_save
 from django.dispatch import receiver
 
-from studio.evolution.runs import eval_run_scored
+from studio.evolution.signals import eval_run_scored
 from studio.harnesses.models import Label
 from studio.jobs.models import Job
 from studio.training.signals import checkpoint_registered

@@ -34,7 +34,7 @@ def source_dataset(n: int = 40, *, seed: int = 7) -> Dataset:
     """The dev-set the compatibility set is drawn from, named as the settings say."""
     from django.conf import settings
 
-    from studio.evolution.datasets import dataset_import
+    from studio.evolution.services.datasets import dataset_import
 
     cases, catalogue = dev_cases(n, seed=seed)
     return dataset_import(

@@ -23,19 +23,15 @@ from studio.compatibility.services import (
     cell_request,
     label_server_set,
 )
-from studio.endpoints.models import ModelEndpoint
 from studio.forms import form_problem, valid_data
-from studio.harnesses.models import Harness, HarnessVersion
+from studio.harnesses.models import Harness
 from studio.lookups import found_or_404
 
 
 def _harness(name: str | None) -> Harness | None:
     if name:
-        return found_or_404(Harness.objects.get, f"no Harness named {name!r}", name=name)
-    return (
-        Harness.objects.filter(labels__name="production").order_by("name").first()
-        or Harness.objects.order_by("name").first()
-    )
+        return found_or_404(selectors.matrix_harness, f"no Harness named {name!r}", name=name)
+    return selectors.matrix_harness()
 
 
 def _matrix_url(harness: Harness | None) -> str:
@@ -49,10 +45,9 @@ def matrix_view(request):
     harness = _harness(request.GET.get("harness"))
     context = {
         "harness": harness,
-        "harnesses": Harness.objects.order_by("name"),
         "alarms": selectors.retrain_alarms(),
-        "endpoints": ModelEndpoint.objects.order_by("name"),
         "served_labels": selectors.SERVED_LABELS,
+        **selectors.matrix_choices(harness=harness),
     }
     if harness is not None:
         context.update(selectors.matrix(harness=harness))
@@ -62,7 +57,6 @@ def matrix_view(request):
             for shown in row.cells:
                 job = shown.cell.run.job if shown.cell is not None else None
                 shown.can_cancel = job is not None and job_can_cancel(job=job, user=request.user)
-        context["versions"] = HarnessVersion.objects.filter(harness=harness).order_by("-number")
     template = (
         "compatibility/_matrix.html" if request.GET.get("partial") else "compatibility/matrix.html"
     )
@@ -75,8 +69,8 @@ def cell_request_view(request):
     """Ask for the cell of an endpoint on a version (the existing cell when there is one)."""
     try:
         ids = valid_data(CellRequestForm(request.POST), error=CompatibilityError)
-        endpoint = ModelEndpoint.objects.filter(pk=ids["endpoint"]).first()
-        version = HarnessVersion.objects.select_related("harness").filter(pk=ids["version"]).first()
+        endpoint = selectors.endpoint_or_none(pk=ids["endpoint"])
+        version = selectors.version_or_none(pk=ids["version"])
         if endpoint is None:
             raise CompatibilityError("endpoint: no such endpoint; pick one of the Endpoints page")
         if version is None:
@@ -113,7 +107,7 @@ def label_server_view(request):
     try:
         endpoint = None
         if form.cleaned_data["endpoint"] is not None:
-            endpoint = ModelEndpoint.objects.filter(pk=form.cleaned_data["endpoint"]).first()
+            endpoint = selectors.endpoint_or_none(pk=form.cleaned_data["endpoint"])
             if endpoint is None:
                 raise CompatibilityError(
                     "endpoint: no such endpoint; pick one of the Endpoints page"

@@ -162,7 +162,7 @@ def edit_benchmark(*, stage: Stage, endpoints: list[ModelEndpoint]) -> Benchmark
 def edit_benchmark_start(*, stage: Stage, endpoints: list[ModelEndpoint], actor: User) -> Benchmark:
     """Start the runs the benchmark lacks (each an ordinary evaluation run, queued for the
     workers)."""
-    from studio.evolution.runs import eval_run_start
+    from studio.evolution.services.runs import eval_run_start
 
     bench = edit_benchmark(stage=stage, endpoints=endpoints)
     for endpoint in endpoints:

@@ -10,6 +10,7 @@ from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_POST
 
 from studio.accounts.decorators import requires
+from studio.editbench import selectors
 from studio.editbench.forms import BenchmarkChoiceForm
 from studio.editbench.services import EditBenchmarkError, edit_benchmark, edit_benchmark_start
 from studio.endpoints.models import ModelEndpoint
@@ -23,18 +24,10 @@ def _choice(form: BenchmarkChoiceForm) -> tuple[Stage | None, list[ModelEndpoint
     )
     stage_id = chosen.get("stage", "")
     stage = (
-        Stage.objects.select_related(
-            "evolution__dataset", "parent_version__harness", "candidate_version"
-        )
-        .filter(pk=int(stage_id))
-        .first()
-        if stage_id.isdigit()
-        else None
+        selectors.benchmark_stage_or_none(stage_id=int(stage_id)) if stage_id.isdigit() else None
     )
     ids = [chosen.get("a", ""), chosen.get("b", "")]
-    endpoints = {
-        str(e.pk): e for e in ModelEndpoint.objects.filter(pk__in=[i for i in ids if i.isdigit()])
-    }
+    endpoints = selectors.endpoints_by_id(ids=[i for i in ids if i.isdigit()])
     return stage, [endpoints[i] for i in ids if i in endpoints]
 
 
@@ -48,21 +41,15 @@ def benchmark_view(request):
             bench = edit_benchmark(stage=stage, endpoints=endpoints)
         except EditBenchmarkError as exc:
             error = str(exc)
-    stages = (
-        Stage.objects.filter(candidate_version__isnull=False)
-        .select_related("evolution")
-        .order_by("-pk")[:100]
-    )
     return render(
         request,
         "editbench/benchmark.html",
         {
             "stage": stage,
-            "endpoints": ModelEndpoint.objects.order_by("name"),
+            **selectors.benchmark_choices(),
             "chosen": endpoints,
             "bench": bench,
             "error": error,
-            "stages": stages,
         },
     )
 
@@ -77,7 +64,7 @@ def benchmark_start(request):
         return redirect("editbench:benchmark")
     try:
         bench = edit_benchmark_start(
-            stage=found_or_404(Stage.objects.get, f"no stage #{stage.pk}", pk=stage.pk),
+            stage=found_or_404(selectors.stage_get, f"no stage #{stage.pk}", stage_id=stage.pk),
             endpoints=endpoints,
             actor=request.user,
         )

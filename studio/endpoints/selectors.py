@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.db.models import QuerySet
 
-from studio.endpoints.models import ModelEndpoint, RoleEndpoint
+from studio.endpoints.models import EndpointSecret, ModelEndpoint, RoleEndpoint
 
 
 def endpoint_list() -> QuerySet[ModelEndpoint]:
@@ -38,3 +38,23 @@ def role_endpoint(role: str) -> ModelEndpoint | None:
     """The endpoint chosen for ``role``, or None."""
     row = RoleEndpoint.objects.select_related("endpoint").filter(role=role).first()
     return row.endpoint if row else None
+
+
+def endpoint_get(*, endpoint_id: int) -> ModelEndpoint:
+    """One endpoint (``ModelEndpoint.DoesNotExist`` when there is none)."""
+    return ModelEndpoint.objects.get(pk=endpoint_id)
+
+
+def secret_names() -> list[str]:
+    """The names of every endpoint secret (what an endpoint's key field may name)."""
+    return list(EndpointSecret.objects.values_list("name", flat=True))
+
+
+def secret_list() -> QuerySet[EndpointSecret]:
+    """Every endpoint secret with the endpoints that use it."""
+    return EndpointSecret.objects.prefetch_related("endpoints")
+
+
+def secret_get(*, secret_id: int) -> EndpointSecret:
+    """One endpoint secret (``EndpointSecret.DoesNotExist`` when there is none)."""
+    return EndpointSecret.objects.get(pk=secret_id)

@@ -10,7 +10,6 @@ job log shows a key (docs/security.md, "Endpoint keys").
 from __future__ import annotations
 
 import ipaddress
-import json
 import os
 import re
 import socket
@@ -19,7 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import httpx
 from django.contrib.auth.models import User
 from django.core.exceptions import ImproperlyConfigured
 from django.utils import timezone
@@ -28,6 +26,7 @@ from harness.checkpoints import checkpoint_problem
 from harness.model_cache import default_model_dir, tiny_model_dir
 from harness.policies.base import Policy
 from harness.policies.roles import RoleModel
+from serving.endpoint import probe_models
 from studio.audit.services import audit_record
 from studio.endpoints.crypto import SecretUnreadable
 from studio.endpoints.models import EndpointSecret, ModelEndpoint, RoleEndpoint
@@ -41,8 +40,6 @@ _BUILT_IN_MODELS = (
     "leave empty for the built-in SmolLM2-135M-Instruct (the tiny route is the built-in "
     "2-layer test model)"
 )
-# A /models answer lists model names; anything larger is not one.
-MAX_MODELS_ANSWER_BYTES = 1024 * 1024
 
 
 class EndpointError(ValueError):
@@ -523,32 +520,16 @@ def _check_openai(endpoint: ModelEndpoint, *, timeout_s: float, started: float) 
             f"endpoint secret {endpoint.api_key_secret.name} has no key on this worker "
             "(its variable is not set here); an admin checks it on the Secrets page",
         )
-    headers = {"Authorization": f"Bearer {key}"} if key else {}
-    url = endpoint.base_url.rstrip("/") + "/models"
-    try:
-        with httpx.stream("GET", url, headers=headers, timeout=timeout_s) as response:
-            elapsed = time.perf_counter() - started
-            if response.status_code != 200:
-                return ConnectionCheck(
-                    False, f"GET {url}: HTTP {response.status_code} after {elapsed:.2f} s"
-                )
-            body = bytearray()
-            for chunk in response.iter_bytes():
-                body += chunk
-                if len(body) > MAX_MODELS_ANSWER_BYTES:
-                    return ConnectionCheck(
-                        False, f"GET {url}: the answer is larger than 1 MB; not a list of models"
-                    )
-    except (httpx.HTTPError, httpx.InvalidURL) as error:
-        return ConnectionCheck(False, f"GET {url}: {type(error).__name__}: {error}")
-    try:
-        answer = json.loads(body)
-    except (ValueError, RecursionError):  # RecursionError: nested deeper than the parser goes
-        return ConnectionCheck(False, f"GET {url}: the answer is not JSON")
-    listed = answer.get("data") if isinstance(answer, dict) else None
-    if not isinstance(listed, list):
-        return ConnectionCheck(False, f'GET {url}: the answer has no "data" list of models')
-    names = [item.get("id") for item in listed if isinstance(item, dict)]
+    probe = probe_models(
+        base_url=endpoint.base_url, api_key=key, timeout_s=timeout_s, started=started
+    )
+    url, elapsed, names = probe.url, probe.elapsed_s, probe.names
+    if probe.error:
+        return ConnectionCheck(False, f"GET {url}: {probe.error}")
+    if probe.status != 200:
+        return ConnectionCheck(False, f"GET {url}: HTTP {probe.status} after {elapsed:.2f} s")
+    if probe.problem:
+        return ConnectionCheck(False, f"GET {url}: {probe.problem}")
     if endpoint.model and endpoint.model not in names:
         return ConnectionCheck(
             False,

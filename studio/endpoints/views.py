@@ -12,6 +12,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from studio.accounts.decorators import requires
+from studio.endpoints import selectors
 from studio.endpoints.forms import EndpointForm, RoleEndpointForm, SecretForm
 from studio.endpoints.models import EndpointSecret, ModelEndpoint
 from studio.endpoints.selectors import endpoint_list as select_endpoints
@@ -82,7 +83,7 @@ def _form(request, endpoint: ModelEndpoint | None):
     context = {
         "endpoint": endpoint,
         "routes": ModelEndpoint.ROUTES,
-        "secrets": list(EndpointSecret.objects.values_list("name", flat=True)),
+        "secrets": selectors.secret_names(),
     }
     if request.method == "POST":
         form = EndpointForm(request.POST)
@@ -116,7 +117,9 @@ def endpoint_create(request):
 def endpoint_edit(request, endpoint_id: int):
     return _form(
         request,
-        found_or_404(ModelEndpoint.objects.get, f"no endpoint #{endpoint_id}", pk=endpoint_id),
+        found_or_404(
+            selectors.endpoint_get, f"no endpoint #{endpoint_id}", endpoint_id=endpoint_id
+        ),
     )
 
 
@@ -124,7 +127,7 @@ def endpoint_edit(request, endpoint_id: int):
 @requires("endpoint.manage")
 def endpoint_test(request, endpoint_id: int):
     endpoint = found_or_404(
-        ModelEndpoint.objects.get, f"no endpoint #{endpoint_id}", pk=endpoint_id
+        selectors.endpoint_get, f"no endpoint #{endpoint_id}", endpoint_id=endpoint_id
     )
     job = endpoint_test_start(endpoint=endpoint, actor=request.user)
     return redirect("jobs:job_detail", job_id=job.pk)
@@ -133,7 +136,7 @@ def endpoint_test(request, endpoint_id: int):
 @require_GET
 @requires("endpoint_secret.manage")
 def secret_list(request):
-    secrets = EndpointSecret.objects.prefetch_related("endpoints")
+    secrets = selectors.secret_list()
     return render(request, "endpoints/secret_list.html", {"secrets": secrets})
 
 
@@ -179,14 +182,14 @@ def secret_create(request):
 @requires("endpoint_secret.manage")
 def secret_edit(request, secret_id: int):
     return _secret_form(
-        request, found_or_404(EndpointSecret.objects.get, f"no secret #{secret_id}", pk=secret_id)
+        request, found_or_404(selectors.secret_get, f"no secret #{secret_id}", secret_id=secret_id)
     )
 
 
 @require_POST
 @requires("endpoint_secret.manage")
 def secret_delete(request, secret_id: int):
-    secret = found_or_404(EndpointSecret.objects.get, f"no secret #{secret_id}", pk=secret_id)
+    secret = found_or_404(selectors.secret_get, f"no secret #{secret_id}", secret_id=secret_id)
     try:
         endpoint_secret_delete(secret=secret, actor=request.user)
     except EndpointError as error:
@@ -194,7 +197,7 @@ def secret_delete(request, secret_id: int):
             request,
             "endpoints/secret_list.html",
             {
-                "secrets": EndpointSecret.objects.prefetch_related("endpoints"),
+                "secrets": selectors.secret_list(),
                 "errors": [str(error)],
             },
             status=400,

@@ -9,7 +9,7 @@ class EvolutionConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from studio.evolution import (
-            signals,  # noqa: F401 - connects the worker-start resume
-            stages,  # noqa: F401 - a finished run's stage gets its regression report
+        from studio.evolution import receivers  # noqa: F401 - the worker-start resume, cancels
+        from studio.evolution.services import (  # noqa: F401
+            stages,  # a finished run's stage gets its regression report
         )

@@ -41,7 +41,7 @@ class EvolutionForm(forms.Form):
     )
 
     def __init__(self, *args, **kwargs) -> None:
-        from studio.evolution.diagnosis import diagnoser_endpoints, diagnoser_options
+        from studio.evolution.services.diagnosis import diagnoser_endpoints, diagnoser_options
 
         super().__init__(*args, **kwargs)
         self.fields["diagnoser_endpoint"].queryset = diagnoser_endpoints()
@@ -57,7 +57,7 @@ class EvolutionForm(forms.Form):
         return [c.strip() for c in self.cleaned_data["categories"].split(",") if c.strip()]
 
     def clean(self) -> dict:
-        from studio.evolution.diagnosis import diagnoser_endpoint_problem
+        from studio.evolution.services.diagnosis import diagnoser_endpoint_problem
 
         data = super().clean()
         option = next((o for o in self.diagnosers if o.value == data.get("diagnoser")), None)
@@ -111,21 +111,6 @@ class DatasetImportForm(forms.Form):
 
     def clean_catalogue(self):
         return self._capped("catalogue")
-
-
-class ReasonForm(forms.Form):
-    """Why a person decides as they do; ``override_reason`` is what a blocking release gate asks for
-    (``studio.evolution.decisions`` says when one is needed)."""
-
-    reason = TypedText()
-    override_reason = TypedText()
-
-
-class DecisionForm(ReasonForm):
-    """A reviewer's decision of a stage or a release draft (the service names the decisions it
-    takes)."""
-
-    decision = TypedText()
 
 
 class CandidateForm(forms.Form):

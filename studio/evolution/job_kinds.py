@@ -49,7 +49,7 @@ def present_eval_run_result(result: dict[str, Any]) -> dict[str, Any]:
     present=present_eval_run_result,
 )
 def eval_run_job(context: JobContext) -> dict:
-    from studio.evolution.runs import eval_run_execute
+    from studio.evolution.services.runs import eval_run_execute
     from studio.jobs.models import Job
 
     worker = Job.objects.filter(pk=context.job_id).values_list("worker", flat=True).first() or ""
@@ -64,6 +64,6 @@ def eval_run_job(context: JobContext) -> dict:
 
 @job_kind("evolution_diagnose", label="Diagnosis")
 def diagnose_job(context: JobContext) -> dict:
-    from studio.evolution.diagnosis import diagnosis_execute
+    from studio.evolution.services.diagnosis import diagnosis_execute
 
     return diagnosis_execute(diagnosis_id=context.params["diagnosis_id"], log=context.log)

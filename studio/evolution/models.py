@@ -179,7 +179,8 @@ class CaseResult(models.Model):
 
 
 class EvalChunk(models.Model):
-    """A slice of a run's cases that one worker claims and scores (``studio.evolution.chunks``).
+    """A slice of a run's cases that one worker claims and scores
+    (``studio.evolution.services.chunks``).
 
     A claim is a lease: the claimant writes ``heartbeat_at`` while it scores; a
     chunk whose claimant stopped beating for JOB_LEASE_S may be claimed again,

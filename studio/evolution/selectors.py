@@ -8,6 +8,7 @@ from typing import Any
 from django.db.models import Count, Min, OuterRef, Q, QuerySet, Subquery, Sum
 from django.utils import timezone
 
+from studio.durations import about
 from studio.evolution.models import (
     CaseResult,
     Dataset,
@@ -320,17 +321,15 @@ def _busy(status: str | None) -> bool:
 def stage_state(
     *, stage: Stage, parent_run: EvalRun | None = None, candidate_run: EvalRun | None = None
 ) -> dict[str, Any]:
-    """What the stage page shows: its runs, diagnosis, proposals, report and gates, and whether it
-    is still moving.
+    """What the stage page shows: its runs, diagnosis, proposals and report, and whether it is still
+    moving (its release gates: ``studio.gates.stage_gates``, which the view adds).
 
     ``parent_run`` / ``candidate_run`` are the stage's runs as the caller refreshed them (default:
     as stored). ``active`` is true while a run or the diagnosis is going, or the candidate's report
     is being written; ``closed`` once a decision ended the stage or the evolution is no longer
     active.
     """
-    from evaluation.gates import gates_blocking
-    from studio.evolution.gates import release_gates
-    from studio.evolution.stages import CLOSING_DECISIONS
+    from studio.evolution.services.stages import CLOSING_DECISIONS
 
     parent_run = parent_run or stage.parent_run
     candidate_run = candidate_run or stage.candidate_run
@@ -346,15 +345,6 @@ def stage_state(
             and candidate_run.status == EvalRun.SUCCEEDED
         )
     )
-    gates = (
-        release_gates(
-            comparison=stage.comparison,
-            tolerance=stage.evolution.tolerance,
-            version=stage.candidate_version,
-        )
-        if stage.comparison
-        else []
-    )
     return {
         "stage": stage,
         "evolution": stage.evolution,
@@ -363,8 +353,6 @@ def stage_state(
         "diagnosis": diagnosis,
         "proposals": proposals,
         "active": active,
-        "gates": gates,
-        "blocking": gates_blocking(gates),
         "accepted": sum(p.status in (Proposal.ACCEPTED, Proposal.EDITED) for p in proposals),
         "report": stage.comparison,
         "report_chart": report_chart(report=stage.comparison) if stage.comparison else None,
@@ -392,7 +380,7 @@ def planted_defect_scenario(*, exclude_version=None) -> dict[str, Any] | None:
     from django.urls import reverse
 
     from studio.endpoints.models import ModelEndpoint
-    from studio.evolution.seeding import DEMO_SETS, PLANTED_LABEL, SHORTCUT_ENDPOINT
+    from studio.evolution.services.seeding import DEMO_SETS, PLANTED_LABEL, SHORTCUT_ENDPOINT
     from studio.harnesses.models import Label
 
     label = (
@@ -442,15 +430,6 @@ def stage_draft_diff(*, stage: Stage) -> dict[str, str]:
     return diff_files(version_files(version=stage.parent_version), draft.files).files
 
 
-def _about(seconds: float) -> str:
-    """A run time as people say it: about 40 s, about 12 min, about 2.5 h."""
-    if seconds < 90:
-        return f"about {max(1, round(seconds))} s"
-    if seconds < 90 * 60:
-        return f"about {round(seconds / 60)} min"
-    return f"about {seconds / 3600:.1f} h"
-
-
 def run_time_estimates(*, dataset_name: str | None = None) -> dict[str, Any]:
     """How long an evaluation would take on each endpoint, from measured per-case times.
 
@@ -488,7 +467,7 @@ def run_time_estimates(*, dataset_name: str | None = None) -> dict[str, Any]:
                 "per_case_s": per_case,
                 "cases_measured": cases,
                 "runs": measured[endpoint.pk]["runs"] if per_case is not None else 0,
-                "estimate": _about(per_case * dataset.case_count)
+                "estimate": about(per_case * dataset.case_count)
                 if per_case is not None and dataset
                 else None,
             }

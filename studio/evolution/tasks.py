@@ -9,7 +9,7 @@ from celery import shared_task
 def score_eval_chunk(self, run_id: int) -> int:
     """Claim one chunk of an evaluation run and score it (sent by the run's job, one per further
     chunk)."""
-    from studio.evolution.runs import eval_run_score_chunk
+    from studio.evolution.services.runs import eval_run_score_chunk
     from studio.jobs.services import worker_identity
 
     return eval_run_score_chunk(
@@ -23,6 +23,6 @@ def score_eval_chunk(self, run_id: int) -> int:
 def resume_stalled_eval_runs() -> list[int]:
     """From beat: resume the runs whose job's worker was lost (the other workers may all be busy or
     idle)."""
-    from studio.evolution.runs import eval_runs_resume_stalled
+    from studio.evolution.services.runs import eval_runs_resume_stalled
 
     return eval_runs_resume_stalled()

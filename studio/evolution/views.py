@@ -11,36 +11,40 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from evaluation.gates import gates_blocking
 from studio.accounts.decorators import requires
 from studio.accounts.roles import user_can
 from studio.endpoints.models import RoleEndpoint
 from studio.endpoints.selectors import endpoint_default, role_endpoint
 from studio.evolution import selectors
-from studio.evolution.datasets import dataset_catalogue_from_text, dataset_import, problems_listed
-from studio.evolution.decisions import (
-    candidate_reject,
-    proposal_edit_in_editor,
-    proposal_review,
-    stage_decide,
-)
-from studio.evolution.diagnosis import diagnosis_start
 from studio.evolution.errors import CandidateExists, EvolutionError
 from studio.evolution.forms import (
     CandidateForm,
     CandidateRejectForm,
     DatasetImportForm,
-    DecisionForm,
     EvolutionForm,
     ExistingVersionForm,
     ProposalReviewForm,
 )
-from studio.evolution.gates import release_gates, stopping_advice
 from studio.evolution.models import EvalRun
-from studio.evolution.runs import EvaluationError, eval_run_resume
-from studio.evolution.stages import candidate_build, evolution_start, stage_edit_by_hand
-from studio.forms import valid_data
+from studio.evolution.services.datasets import (
+    dataset_catalogue_from_text,
+    dataset_import,
+    problems_listed,
+)
+from studio.evolution.services.decisions import (
+    candidate_reject,
+    proposal_edit_in_editor,
+    proposal_review,
+)
+from studio.evolution.services.diagnosis import diagnosis_start
+from studio.evolution.services.runs import EvaluationError, eval_run_resume
+from studio.evolution.services.stages import candidate_build, evolution_start, stage_edit_by_hand
+from studio.forms import DecisionForm, valid_data
+from studio.gates import release_gates, stage_gates, stopping_advice
 from studio.lookups import found_or_404
-from studio.playground.presenters import system_prompt, trajectory_steps
+from studio.presenters import system_prompt, trajectory_steps
+from studio.promotion import stage_decide
 
 USER_ERRORS = (EvolutionError, EvaluationError, PermissionDenied)
 
@@ -349,7 +353,14 @@ def _stage_context(request, stage_id: int) -> dict:
     form = ExistingVersionForm(request.GET)
     number = form.cleaned_data.get("existing") if form.is_valid() else None
     existing = selectors.stage_existing_candidate(stage=stage, number=number) if number else None
-    return {**state, "can": _can(request), "existing": existing}
+    gates = stage_gates(stage=stage)
+    return {
+        **state,
+        "gates": gates,
+        "blocking": gates_blocking(gates),
+        "can": _can(request),
+        "existing": existing,
+    }
 
 
 @require_GET

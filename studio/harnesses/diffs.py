@@ -12,7 +12,6 @@ second (htmx) request.
 from __future__ import annotations
 
 import difflib
-import hashlib
 from dataclasses import dataclass, field
 
 from django.core.cache import cache
@@ -20,7 +19,7 @@ from django.core.cache import cache
 from harness.diff import summarise, unified_file_diff
 from studio.filecache import FileCache
 from studio.harnesses.bundles import HarnessValidationError, bundle_load
-from studio.harnesses.models import HarnessVersion
+from studio.harnesses.models import HarnessVersion, text_sha256
 from studio.harnesses.selectors import blob_texts, version_files
 
 CONTEXT_LINES = 3
@@ -141,8 +140,8 @@ def too_large_file(*, path: str, old: str | None, new: str | None) -> FileDiff:
         "",
         [],
         too_large=True,
-        old_sha256=_sha(old) if old is not None else "",
-        new_sha256=_sha(new) if new is not None else "",
+        old_sha256=text_sha256(old) if old is not None else "",
+        new_sha256=text_sha256(new) if new is not None else "",
         old_lines=_line_count(old),
         new_lines=_line_count(new),
     )
@@ -174,10 +173,6 @@ def file_diff(*, path: str, old: str | None, new: str | None) -> FileDiff:
     added = sum(1 for line in lines if line.startswith("+") and not line.startswith("+++"))
     removed = sum(1 for line in lines if line.startswith("-") and not line.startswith("---"))
     return FileDiff(path, status, unified, side_by_side(old_text, new_text), added, removed)
-
-
-def _sha(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def changed_paths(old_tree: dict[str, str], new_tree: dict[str, str]) -> list[str]:
@@ -260,8 +255,8 @@ def version_diff(*, old: HarnessVersion, new: HarnessVersion) -> ChangeSet:
 
 def files_diff(*, old_files: dict[str, str], new_files: dict[str, str]) -> ChangeSet:
     """Per-file diffs and summary between two {path: text} mappings (e.g. a draft and its base)."""
-    old_tree = {p: _sha(t) for p, t in old_files.items()}
-    new_tree = {p: _sha(t) for p, t in new_files.items()}
+    old_tree = {p: text_sha256(t) for p, t in old_files.items()}
+    new_tree = {p: text_sha256(t) for p, t in new_files.items()}
     files = bounded_file_diffs(
         [(p, old_files.get(p), new_files.get(p)) for p in changed_paths(old_tree, new_tree)]
     )

@@ -15,7 +15,6 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from harness.hook_catalogue import EVENTS as HOOK_EVENTS
@@ -52,12 +51,13 @@ from studio.harnesses.lookups import (
     version_or_404,
 )
 from studio.harnesses.markdown import render_skill_preview
-from studio.harnesses.models import Draft, DraftConflict
+from studio.harnesses.models import Draft
 from studio.harnesses.services import (
     DuplicateVersion,
     InvalidBundle,
     StudioError,
     draft_commit,
+    draft_conflict_keep_theirs,
     draft_conflict_resolve,
     draft_create,
     draft_discard,
@@ -71,11 +71,7 @@ from studio.lookups import found_or_404
 
 
 def _draft(request, draft_id: int, *, for_write: bool = False) -> Draft:
-    draft = found_or_404(
-        Draft.objects.select_related("harness", "base_version", "owner").get,
-        f"no draft #{draft_id}",
-        pk=draft_id,
-    )
+    draft = found_or_404(selectors.draft_get, f"no draft #{draft_id}", draft_id=draft_id)
     if (
         for_write
         and draft.owner_id != request.user.pk
@@ -446,9 +442,7 @@ def draft_discard_view(request, draft_id: int):
 @requires("harness.edit")
 def conflict_detail(request, conflict_id: int):
     conflict = found_or_404(
-        DraftConflict.objects.select_related("draft", "draft__harness", "author").get,
-        f"no conflict #{conflict_id}",
-        pk=conflict_id,
+        selectors.conflict_get, f"no conflict #{conflict_id}", conflict_id=conflict_id
     )
     draft = conflict.draft
     if conflict.author_id != request.user.pk and not user_can(request.user, "harness.edit"):
@@ -462,8 +456,7 @@ def conflict_detail(request, conflict_id: int):
         typed = form.cleaned_data
         text = {"mine": conflict.my_text, "theirs": None}.get(typed["choice"], typed["text"])
         if text is None:  # keep theirs: nothing to save, the conflict is settled
-            conflict.resolved_at = timezone.now()
-            conflict.save(update_fields=["resolved_at"])
+            draft_conflict_keep_theirs(conflict=conflict, actor=request.user)
             messages.info(
                 request,
                 f"Kept the saved version of {conflict.path}; "
@@ -488,7 +481,7 @@ def conflict_detail(request, conflict_id: int):
             return redirect(
                 f"{reverse('harnesses:draft_edit', args=[draft.pk])}?path={conflict.path}"
             )
-    current_text = Draft.objects.get(pk=draft.pk).files.get(conflict.path, "")
+    current_text = selectors.draft_file_text(draft_id=draft.pk, path=conflict.path)
     changes = files_diff(
         old_files={conflict.path: current_text}, new_files={conflict.path: conflict.my_text}
     )

@@ -9,8 +9,7 @@ from __future__ import annotations
 from django import forms
 from django.conf import settings
 
-from studio.evolution.forms import ReasonForm
-from studio.forms import TypedText, WholeNumberField
+from studio.forms import ReasonForm, TypedText, WholeNumberField
 
 
 def _within_import_limit(upload):

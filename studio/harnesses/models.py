@@ -7,6 +7,8 @@ Harness cost one tree each plus the files that actually changed.
 
 from __future__ import annotations
 
+import hashlib
+
 from django.conf import settings
 from django.db import models
 
@@ -28,8 +30,14 @@ class Harness(models.Model):
         return self.name
 
 
+def text_sha256(text: str) -> str:
+    """The address of a Harness file's text: the sha256 of its UTF-8 bytes (FileBlob's key; a
+    version's tree, a draft's changes and a diff's too-large sides all use it)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
 class FileBlob(models.Model):
-    """One file text, addressed by the sha256 of its UTF-8 bytes."""
+    """One file text, addressed by ``text_sha256``."""
 
     sha256 = models.CharField(max_length=64, primary_key=True)
     text = models.TextField()

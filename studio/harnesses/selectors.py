@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-
 from django.db.models import Count, F, Prefetch, QuerySet
 
 from studio.harnesses.models import (
@@ -14,6 +12,7 @@ from studio.harnesses.models import (
     HarnessVersion,
     Label,
     LabelMove,
+    text_sha256,
 )
 
 
@@ -84,7 +83,7 @@ def draft_changed_paths(*, draft: Draft) -> dict[str, str]:
     base = draft.base_version.tree
     changes: dict[str, str] = {}
     for path, text in draft.files.items():
-        sha = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        sha = text_sha256(text)
         if path not in base:
             changes[path] = "added"
         elif base[path] != sha:
@@ -133,4 +132,21 @@ def label_list(*, harness: Harness) -> QuerySet[Label]:
     )
     return harness.labels.select_related("version", "updated_by").annotate(
         rollback_to=Subquery(earlier)
+    )
+
+
+def draft_get(*, draft_id: int) -> Draft:
+    """One draft with its Harness, base version and owner (``Draft.DoesNotExist`` when none)."""
+    return Draft.objects.select_related("harness", "base_version", "owner").get(pk=draft_id)
+
+
+def draft_file_text(*, draft_id: int, path: str) -> str:
+    """A file's text in the draft as stored now ("" when the draft no longer holds it)."""
+    return Draft.objects.get(pk=draft_id).files.get(path, "")
+
+
+def conflict_get(*, conflict_id: int) -> DraftConflict:
+    """One save conflict with its draft, Harness and author (``DraftConflict.DoesNotExist``)."""
+    return DraftConflict.objects.select_related("draft", "draft__harness", "author").get(
+        pk=conflict_id
     )

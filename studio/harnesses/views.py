@@ -18,10 +18,8 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from studio.accounts.decorators import requires
 from studio.audit.selectors import gate_overrides
-from studio.evolution.decisions import production_promote
-from studio.evolution.forms import ReasonForm
-from studio.evolution.gates import version_release_gates
-from studio.forms import form_problems, valid_data
+from studio.forms import ReasonForm, form_problems, valid_data
+from studio.gates import version_release_gates
 from studio.harnesses import selectors
 from studio.harnesses.bundles import BundleArchiveError, files_to_zip
 from studio.harnesses.diffs import ChangeSet, version_diff, version_summary
@@ -43,6 +41,7 @@ from studio.harnesses.services import (
     label_rollback,
 )
 from studio.lookups import found_or_404
+from studio.promotion import production_promote
 from studio.redirects import redirect_to_next
 
 VERSIONS_PER_PAGE = 50
@@ -224,7 +223,7 @@ def label_move_view(request, name: str):
         move = valid_data(LabelMoveForm(request.POST), error=StudioError)
         name = move["label"]
         version = version_or_404(harness, move["version"])
-        if name == Label.PRODUCTION:  # through the release gates (studio.evolution.decisions)
+        if name == Label.PRODUCTION:  # through the release gates (studio.promotion)
             production_promote(
                 harness=harness,
                 version=version,

@@ -19,7 +19,7 @@ class JobsConfig(AppConfig):
                 except ModuleNotFoundError as error:
                     if error.name != f"{config.name}.job_kinds":
                         raise
-        import_module("studio.jobs.signals")
+        import_module("studio.jobs.receivers")
         # SQLite: a statement that meets another process's write lock waits and runs again
         # (studio/dblocks.py)
         from django.db.backends.signals import connection_created

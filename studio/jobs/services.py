@@ -351,7 +351,7 @@ def job_cancel(*, job: Job, actor: User) -> Job:
         only_from=(Job.QUEUED,),
     ):
         _append_log(job.pk, f"cancelled by {actor} before a worker took it")
-        from studio.jobs.events import job_cancelled
+        from studio.jobs.signals import job_cancelled
 
         job_cancelled.send(
             sender=Job, job_id=job.pk, reason=f"cancelled by {actor} before it started"

@@ -119,3 +119,13 @@ def mcp_server_usage() -> ServerUsage:
         if inline:
             usage.inline.append(version)
     return usage
+
+
+def mcp_server_list():
+    """Every MCP server registered in the studio (the model's order)."""
+    return McpServer.objects.all()
+
+
+def mcp_server_get(*, server_id: int) -> McpServer:
+    """One registered MCP server (``McpServer.DoesNotExist`` when none)."""
+    return McpServer.objects.get(pk=server_id)

@@ -11,7 +11,13 @@ from studio.accounts.decorators import requires
 from studio.lookups import found_or_404
 from studio.mcpservers.forms import McpServerForm
 from studio.mcpservers.models import McpServer
-from studio.mcpservers.selectors import mcp_registry_file, mcp_registry_path, mcp_server_usage
+from studio.mcpservers.selectors import (
+    mcp_registry_file,
+    mcp_registry_path,
+    mcp_server_get,
+    mcp_server_list,
+    mcp_server_usage,
+)
 from studio.mcpservers.services import (
     FIELDS,
     McpServerFormError,
@@ -31,7 +37,7 @@ def server_list(request):
             "shadowed": s.name in from_file.servers,
             "versions": usage.by_name.get(s.name, []),
         }
-        for s in McpServer.objects.all()
+        for s in mcp_server_list()
     ]
     file_rows = [
         {
@@ -109,14 +115,14 @@ def server_create(request):
 @requires("mcp.manage")
 def server_edit(request, server_id: int):
     return _form(
-        request, found_or_404(McpServer.objects.get, f"no MCP server #{server_id}", pk=server_id)
+        request, found_or_404(mcp_server_get, f"no MCP server #{server_id}", server_id=server_id)
     )
 
 
 @require_POST
 @requires("mcp.manage")
 def server_delete(request, server_id: int):
-    server = found_or_404(McpServer.objects.get, f"no MCP server #{server_id}", pk=server_id)
+    server = found_or_404(mcp_server_get, f"no MCP server #{server_id}", server_id=server_id)
     mcp_server_delete(server=server, actor=request.user)
     messages.success(
         request,

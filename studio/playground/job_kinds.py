@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from studio.jobs.registry import JobContext, job_kind
-from studio.playground.presenters import present_playground_result
+from studio.presenters import present_playground_result
 
 
 @job_kind(

@@ -15,12 +15,11 @@ from django.views.decorators.http import require_http_methods
 
 from harness.numbers import decimal_int
 from studio.accounts.decorators import requires
-from studio.endpoints.models import ModelEndpoint
 from studio.endpoints.selectors import endpoint_default
 from studio.evolution.models import Dataset
 from studio.forms import form_problem
-from studio.harnesses.models import HarnessVersion
 from studio.harnesses.selectors import version_default
+from studio.playground import selectors
 from studio.playground.examples import DEFAULT_EXAMPLE, example_request, examples
 from studio.playground.forms import PlaygroundForm
 from studio.playground.services import (
@@ -45,14 +44,7 @@ def _pk(value: str, field: str) -> int | None:
 @require_http_methods(["GET", "POST"])
 @requires("playground.run")
 def playground(request):
-    versions = (
-        HarnessVersion.objects.select_related("harness")
-        .prefetch_related("labels")
-        .defer("tree")
-        .order_by("harness__name", "-number")[:200]
-    )
-    endpoints = ModelEndpoint.objects.all()
-    datasets = Dataset.objects.only("pk", "name", "case_count").order_by("name")
+    choices = selectors.playground_choices()
     form = PlaygroundForm(request.POST if request.method == "POST" else request.GET)
     form.is_valid()  # a field that cannot be read is shown empty, and named below
     typed = {name: form.cleaned_data.get(name, "") for name in form.fields}
@@ -73,7 +65,7 @@ def playground(request):
         if form.errors:
             raise PlaygroundError(form_problem(form))
         dataset = (
-            Dataset.objects.filter(pk=_pk(values["dataset"], "dataset")).first()
+            selectors.dataset_or_none(pk=_pk(values["dataset"], "dataset"))
             if values["dataset"]
             else None
         )
@@ -100,9 +92,7 @@ def playground(request):
         request,
         "playground/playground.html",
         {
-            "versions": versions,
-            "endpoints": endpoints,
-            "datasets": datasets,
+            **choices,
             "examples": examples(),
             "example": example,
             "values": values,
@@ -114,16 +104,8 @@ def playground(request):
 
 def _open_draft(value: str):
     """The open editor draft ``value`` names, or None (no draft asked for, or not an open draft)."""
-    from studio.harnesses.models import Draft
-
     pk = decimal_int(value, max_digits=12) if value else None
-    return (
-        Draft.objects.select_related("harness", "base_version__harness")
-        .filter(pk=pk, status=Draft.OPEN)
-        .first()
-        if pk
-        else None
-    )
+    return selectors.open_draft_or_none(pk=pk)
 
 
 def _start(request, *, values: dict[str, str], dataset: Dataset | None):
@@ -133,12 +115,8 @@ def _start(request, *, values: dict[str, str], dataset: Dataset | None):
             f"draft: {values['draft'][:20]!r} is not an open draft (a committed or discarded one "
             "is tried as its version)"
         )
-    version = (
-        None
-        if draft
-        else HarnessVersion.objects.filter(pk=_pk(values["version"], "version") or 0).first()
-    )
-    endpoint = ModelEndpoint.objects.filter(pk=_pk(values["endpoint"], "endpoint") or 0).first()
+    version = None if draft else selectors.version_or_none(pk=_pk(values["version"], "version"))
+    endpoint = selectors.endpoint_or_none(pk=_pk(values["endpoint"], "endpoint"))
     if version is None and draft is None:
         raise PlaygroundError("version: choose a Harness version")
     if endpoint is None:

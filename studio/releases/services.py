@@ -3,7 +3,7 @@
 ``release_check`` reads every field and collects every problem before anything is written (the
 checkpoint must be in the registry, the draft head must be adapted to that checkpoint, the Harness
 version must exist); ``release_draft`` then stores the release with its gates, all or nothing. The
-gates are ``studio.evolution.gates``'s, the same the evolution loop promotes with; approval with a
+gates are ``studio.gates``'s, the same the evolution loop promotes with; approval with a
 blocking gate needs the reviewer's written override (``gates_check_promotion``).
 """
 
@@ -21,7 +21,7 @@ from django.utils import timezone
 from evaluation.gates import Gate, gates_check_promotion
 from harness.checkpoints import CheckpointError
 from studio.audit.services import audit_record
-from studio.evolution.gates import checkpoint_release_gates
+from studio.gates import checkpoint_release_gates
 from studio.releases.models import Release
 
 MAX_TEXT = 2000

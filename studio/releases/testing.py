@@ -48,7 +48,7 @@ def _run(
 def _read_summary(run: TrainingRun) -> TrainingRun:
     from studio.training.selectors import read_folder_summary
 
-    run.summary = read_folder_summary(run)
+    run.summary = read_folder_summary(run=run)
     run.save(update_fields=["summary"])
     return run
 

@@ -14,8 +14,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from serving.release import ReleaseManifestError, manifest_text
 from studio.accounts.decorators import requires
-from studio.evolution.forms import DecisionForm
-from studio.forms import field_problems
+from studio.forms import DecisionForm, field_problems
 from studio.lookups import found_or_404
 from studio.releases import selectors
 from studio.releases.forms import ReleaseForm

@@ -133,14 +133,11 @@ def replay_time_estimate(
     {"requests", "estimate", "basis"}."""
     import math
 
-    from studio.training.selectors import eta_text
+    from studio.durations import about
 
     per_level = warmup + measured
     rounds = {c: math.ceil(per_level / c) for c in concurrency if c > 0}
     requests = per_level * len(rounds)
-
-    def about(seconds: float) -> str:  # the studio's one way of saying a time ("about 7 min")
-        return eta_text(seconds).removesuffix(" left")
 
     for run in replay_list(limit=50):
         stored = (run.summary or {}).get("replay") or {}

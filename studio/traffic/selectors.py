@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from django.db.models import Count, Q, QuerySet
 
-from studio.traffic.models import Deployment, TrafficTrajectory
+from studio.traffic.models import Deployment, DeploymentToken, TrafficTrajectory
 
 OUTCOMES = ("replied", "silent", "fallback", "suppressed")
 
@@ -69,6 +69,28 @@ def traffic_list(*, filters: TrafficFilters) -> QuerySet[TrafficTrajectory]:
     if filters.max_latency_s is not None:
         rows = rows.filter(latency_s__lte=filters.max_latency_s)
     return rows
+
+
+def trajectory_get(*, trajectory_id: int) -> TrafficTrajectory:
+    """One stored trajectory with its deployment and Harness version (DoesNotExist when none)."""
+    return TrafficTrajectory.objects.select_related("deployment", "harness_version__harness").get(
+        pk=trajectory_id
+    )
+
+
+def deployment_list() -> QuerySet[Deployment]:
+    """Every deployment with its tokens."""
+    return Deployment.objects.prefetch_related("tokens")
+
+
+def deployment_get(*, name: str) -> Deployment:
+    """The deployment of this name (DoesNotExist when none)."""
+    return Deployment.objects.get(name=name)
+
+
+def deployment_token_get(*, token_id: int) -> DeploymentToken:
+    """One deployment token with its deployment (DoesNotExist when none)."""
+    return DeploymentToken.objects.select_related("deployment").get(pk=token_id)
 
 
 def traffic_facets() -> dict:

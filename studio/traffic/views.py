@@ -17,7 +17,6 @@ from studio.forms import valid_data
 from studio.lookups import found_or_404
 from studio.traffic import selectors
 from studio.traffic.forms import DeploymentForm
-from studio.traffic.models import Deployment, DeploymentToken, TrafficTrajectory
 from studio.traffic.services import (
     TrafficError,
     deployment_create,
@@ -29,7 +28,7 @@ from studio.traffic.services import (
 @require_GET
 @requires("traffic.view")
 def traffic_list(request):
-    from studio.annotation.models import AnnotationQueue
+    from studio.annotation.selectors import queue_list
 
     filters, problems = selectors.TrafficFilters.from_query(request.GET)
     page = Paginator(selectors.traffic_list(filters=filters), 50).get_page(request.GET.get("page"))
@@ -43,7 +42,7 @@ def traffic_list(request):
             "filters": filters,
             "problems": problems,
             "facets": selectors.traffic_facets(),
-            "queues": AnnotationQueue.objects.order_by("name"),
+            "queues": queue_list(),
             "query": query.urlencode(),
         },
     )
@@ -52,13 +51,11 @@ def traffic_list(request):
 @require_GET
 @requires("traffic.view")
 def traffic_detail(request, trajectory_id: int):
-    from studio.annotation.models import AnnotationQueue
-    from studio.playground.presenters import system_prompt, trajectory_steps
+    from studio.annotation.selectors import queue_list
+    from studio.presenters import system_prompt, trajectory_steps
 
     row = found_or_404(
-        TrafficTrajectory.objects.select_related("deployment", "harness_version__harness").get,
-        f"no trajectory #{trajectory_id}",
-        pk=trajectory_id,
+        selectors.trajectory_get, f"no trajectory #{trajectory_id}", trajectory_id=trajectory_id
     )
     from harness.runtime.trajectory import record_problems
 
@@ -80,7 +77,7 @@ def traffic_detail(request, trajectory_id: int):
                 "version": row.version_label,
                 "endpoint": row.model_name or "unknown model",
             },
-            "queues": AnnotationQueue.objects.order_by("name"),
+            "queues": queue_list(),
         },
     )
 
@@ -88,8 +85,9 @@ def traffic_detail(request, trajectory_id: int):
 @require_GET
 @requires("traffic.view")
 def deployment_list(request):
-    deployments = Deployment.objects.prefetch_related("tokens")
-    return render(request, "traffic/deployment_list.html", {"deployments": deployments})
+    return render(
+        request, "traffic/deployment_list.html", {"deployments": selectors.deployment_list()}
+    )
 
 
 @require_POST
@@ -112,13 +110,13 @@ def deployment_create_view(request):
 @require_POST
 @requires("traffic.deploy")
 def token_create_view(request, name: str):
-    deployment = found_or_404(Deployment.objects.get, f"no deployment named {name!r}", name=name)
+    deployment = found_or_404(selectors.deployment_get, f"no deployment named {name!r}", name=name)
     _, token = deployment_token_create(deployment=deployment, actor=request.user)
     return render(
         request,
         "traffic/deployment_list.html",
         {
-            "deployments": Deployment.objects.prefetch_related("tokens"),
+            "deployments": selectors.deployment_list(),
             "new_token": token,
             "new_token_deployment": deployment,
         },
@@ -129,9 +127,7 @@ def token_create_view(request, name: str):
 @requires("traffic.deploy")
 def token_revoke_view(request, token_id: int):
     token = found_or_404(
-        DeploymentToken.objects.select_related("deployment").get,
-        f"no deployment token #{token_id}",
-        pk=token_id,
+        selectors.deployment_token_get, f"no deployment token #{token_id}", token_id=token_id
     )
     deployment_token_revoke(token=token, actor=request.user)
     messages.success(request, f"Token {token.prefix}... of {token.deployment.name} revoked.")

@@ -118,12 +118,12 @@ def run_live(run: TrainingRun) -> LiveState:
     from studio.training import selectors
 
     if run.is_training:
-        progress = selectors.run_progress(run)
+        progress = selectors.run_progress(run=run)
         return LiveState(
             progress.steps_done, progress.steps_total, "step", progress.as_dict()["eta"]
         )
     if run.kind == TrainingRun.ABLATION:
-        done, total = selectors.ablation_progress(run)
+        done, total = selectors.ablation_progress(run=run)
         unit = "step"
     elif run.kind == TrainingRun.EVAL:
         done, total = _eval_counts(run)
@@ -137,13 +137,13 @@ def run_live(run: TrainingRun) -> LiveState:
 def _eta(run: TrainingRun, done: int, total: int) -> str:
     from django.utils import timezone
 
-    from studio.training.selectors import eta_text
+    from studio.durations import time_left
 
     job = run.job
     if job is None or job.started_at is None or not job.is_active or not 0 < done < total:
         return ""
     elapsed = (timezone.now() - job.started_at).total_seconds()
-    return eta_text(elapsed * (total - done) / done)
+    return time_left(elapsed * (total - done) / done)
 
 
 def live_context(run: TrainingRun) -> dict[str, Any]:

@@ -259,7 +259,7 @@ def run_execute(*, run_id: int, context: JobContext) -> dict[str, Any]:
         if run.kind == TrainingRun.ABLATION:
             from studio.training.selectors import ablation_progress
 
-            done, total = ablation_progress(run)
+            done, total = ablation_progress(run=run)
             if done != reported["steps"]:
                 reported["steps"] = done
                 context.progress(
@@ -273,7 +273,7 @@ def run_execute(*, run_id: int, context: JobContext) -> dict[str, Any]:
 
             context.progress(run_live(run).percent)  # also the cancel check
             return
-        progress = run_progress(run)
+        progress = run_progress(run=run)
         if progress.steps_done != reported["steps"]:
             reported["steps"] = progress.steps_done
             loss = progress.last.get("loss")
@@ -303,7 +303,7 @@ def run_execute(*, run_id: int, context: JobContext) -> dict[str, Any]:
         if code != 0:
             # what finished is kept and shown: an evaluation whose one set failed still has the
             # others' scores
-            TrainingRun.objects.filter(pk=run.pk).update(summary=read_folder_summary(run))
+            TrainingRun.objects.filter(pk=run.pk).update(summary=read_folder_summary(run=run))
             reason = next(
                 (line for line in reversed(tail) if line.startswith("error:")),
                 tail[-1] if tail else "",
@@ -312,11 +312,11 @@ def run_execute(*, run_id: int, context: JobContext) -> dict[str, Any]:
                 f"{step['name']}: `{command_text(step['argv'])}` exited with {code}"
                 + (f": {reason}" if reason else "")
             )
-    summary = read_folder_summary(run)
+    summary = read_folder_summary(run=run)
     TrainingRun.objects.filter(pk=run.pk).update(summary=summary)
     if run.is_training:
         run_dashboard(
-            run, ended=True
+            run=run, ended=True
         )  # the finished run's curves, kept in the studio's cache (shared on Redis)
     result = {"run_id": run.pk, "kind": run.kind, "summary": summary}
     if run.is_policy and not settings.FOLLOW_ON_JOBS:

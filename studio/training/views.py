@@ -88,7 +88,7 @@ def _base_config(kind: str, preset, request):
     import dataclasses
 
     if kind == TrainingRun.REPLAY and not config.cases:
-        from studio.evolution.seeding import demo_set_file
+        from studio.evolution.services.seeding import demo_set_file
 
         demo_cases = demo_set_file(
             "replay"
@@ -235,7 +235,7 @@ def run_detail(request, run_id: int):
     can_resume = (
         run.kind != TrainingRun.REPLAY and job is not None and job.status in ("failed", "cancelled")
     )
-    summary = run.summary or selectors.read_folder_summary(run)
+    summary = run.summary or selectors.read_folder_summary(run=run)
     return render(
         request,
         "training/run_detail.html",
@@ -252,7 +252,7 @@ def run_detail(request, run_id: int):
                 ((summary or {}).get("replay") or {}).get("levels") or {}
             ),
             "has_model": run.is_policy and is_checkpoint(run.final_dir),
-            "ablation": selectors.ablation_dashboard(run)
+            "ablation": selectors.ablation_dashboard(run=run)
             if run.kind == TrainingRun.ABLATION
             else None,
             "eval_labels": configs.EVAL_SET_LABELS,
@@ -284,7 +284,7 @@ def run_metrics(request, run_id: int):
             {"error": f"points: a whole number between 50 and 2000, got {raw[:40]!r}"}, status=400
         )
     return HttpResponse(
-        selectors.run_dashboard_json(run, max_points=points), content_type="application/json"
+        selectors.run_dashboard_json(run=run, max_points=points), content_type="application/json"
     )
 
 

@@ -22,8 +22,8 @@ def evolution_world(people, tmp_path):
     from evaluation.world.sets import build_sets
     from harness import demo_harness_dir, read_dir
     from studio.endpoints.models import ModelEndpoint
-    from studio.evolution.datasets import dataset_import
     from studio.evolution.scripted import write_script
+    from studio.evolution.services.datasets import dataset_import
     from studio.harnesses.services import harness_import
 
     built = build_sets(seed=7)
@@ -97,9 +97,9 @@ def test_an_operator_edits_a_proposal_and_the_reviewer_commits_it_and_decides(
     """Issue 38, item 4: olivia (operator) presses "Edit in the editor" and saves; rafael (reviewer)
     sees the edited diff on the stage page, commits that draft as the candidate and decides, on a
     real worker."""
-    from studio.evolution.diagnosis import diagnosis_start
     from studio.evolution.models import Diagnosis, EvalRun
-    from studio.evolution.stages import evolution_start
+    from studio.evolution.services.diagnosis import diagnosis_start
+    from studio.evolution.services.stages import evolution_start
     from studio.harnesses.models import Label
     from studio.jobs.testing import celery_worker
 

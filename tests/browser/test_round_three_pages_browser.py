@@ -43,8 +43,8 @@ def world(people, tmp_path, inline_jobs):
     from evaluation.world.sets import build_sets
     from harness import demo_harness_dir, read_dir
     from studio.endpoints.models import ModelEndpoint
-    from studio.evolution.datasets import dataset_import
     from studio.evolution.scripted import write_script
+    from studio.evolution.services.datasets import dataset_import
     from studio.harnesses.services import harness_import
 
     built = build_sets(seed=7)
@@ -76,9 +76,9 @@ def world(people, tmp_path, inline_jobs):
 
 
 def _diagnosed_stage(world, reviewer):
-    from studio.evolution.diagnosis import diagnosis_start
     from studio.evolution.models import Stage
-    from studio.evolution.stages import evolution_start
+    from studio.evolution.services.diagnosis import diagnosis_start
+    from studio.evolution.services.stages import evolution_start
 
     evolution = evolution_start(
         name="unguarded prices",
@@ -93,9 +93,9 @@ def _diagnosed_stage(world, reviewer):
 
 
 def _committed_stage(world, reviewer):
-    from studio.evolution.decisions import proposal_review
     from studio.evolution.models import Proposal, Stage
-    from studio.evolution.stages import candidate_build
+    from studio.evolution.services.decisions import proposal_review
+    from studio.evolution.services.stages import candidate_build
 
     stage = _diagnosed_stage(world, reviewer)
     top = Proposal.objects.get(diagnosis__stage=stage, index=0)
@@ -107,9 +107,9 @@ def _committed_stage(world, reviewer):
 def test_item3_after_a_roll_back_the_reviewer_evaluates_the_version_that_exists(
     world, people, sign_in
 ):
-    from studio.evolution.decisions import stage_decide
-    from studio.evolution.diagnosis import diagnosis_start
     from studio.evolution.models import Stage
+    from studio.evolution.services.diagnosis import diagnosis_start
+    from studio.promotion import stage_decide
 
     reviewer = people["reviewer"]
     first = _committed_stage(world, reviewer)
@@ -143,9 +143,9 @@ def test_item3_after_a_roll_back_the_reviewer_evaluates_the_version_that_exists(
 def test_item3_the_operators_commit_from_the_editor_offers_the_version_that_exists(
     world, people, sign_in
 ):
-    from studio.evolution.decisions import stage_decide
-    from studio.evolution.diagnosis import diagnosis_start
     from studio.evolution.models import Stage
+    from studio.evolution.services.diagnosis import diagnosis_start
+    from studio.promotion import stage_decide
 
     reviewer = people["reviewer"]
     first = _committed_stage(world, reviewer)

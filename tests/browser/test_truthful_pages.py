@@ -32,8 +32,8 @@ def world(people, tmp_path, inline_jobs):
     from evaluation.world.sets import build_sets
     from harness import demo_harness_dir, read_dir
     from studio.endpoints.models import ModelEndpoint
-    from studio.evolution.datasets import dataset_import
     from studio.evolution.scripted import write_script
+    from studio.evolution.services.datasets import dataset_import
     from studio.harnesses.services import harness_import
 
     built = build_sets(seed=7)
@@ -74,7 +74,7 @@ def test_a_run_where_every_case_fell_back_says_so_on_its_page(world, people, sig
     from django.db import transaction
 
     from studio.evolution.models import EvalRun
-    from studio.evolution.runs import eval_run_start
+    from studio.evolution.services.runs import eval_run_start
 
     with transaction.atomic():  # as a request does: the job starts once the run is stored
         run = eval_run_start(
@@ -110,10 +110,10 @@ def test_production_with_no_data_gates_is_refused_without_an_override_and_record
     world, people, sign_in
 ):
     from studio.audit.models import AuditEvent
-    from studio.evolution.decisions import proposal_review
-    from studio.evolution.diagnosis import diagnosis_start
     from studio.evolution.models import Evolution, Proposal, Stage
-    from studio.evolution.stages import candidate_build, evolution_start
+    from studio.evolution.services.decisions import proposal_review
+    from studio.evolution.services.diagnosis import diagnosis_start
+    from studio.evolution.services.stages import candidate_build, evolution_start
     from studio.harnesses.models import Label
 
     evolution = evolution_start(

@@ -8,8 +8,8 @@ import json
 from django.test import Client
 
 from studio.endpoints.models import ModelEndpoint
-from studio.evolution.datasets import dataset_import
 from studio.evolution.scripted import write_script
+from studio.evolution.services.datasets import dataset_import
 from studio.harnesses.services import harness_import
 
 

@@ -6,11 +6,12 @@ import pytest
 from evolution_testing import client_for
 from test_decisions import diagnosed  # noqa: F401 (the fixture: a stage diagnosed on a small world)
 
-from studio.evolution.decisions import proposal_edit_in_editor, proposal_review, stage_decide
-from studio.evolution.diagnosis import diagnosis_start
 from studio.evolution.models import EvalRun, Proposal, Stage
-from studio.evolution.stages import candidate_build
+from studio.evolution.services.decisions import proposal_edit_in_editor, proposal_review
+from studio.evolution.services.diagnosis import diagnosis_start
+from studio.evolution.services.stages import candidate_build
 from studio.harnesses.services import draft_create, draft_file_save
+from studio.promotion import stage_decide
 
 pytestmark = pytest.mark.django_db
 

@@ -5,9 +5,9 @@ import json
 
 import pytest
 
-from studio.evolution.datasets import dataset_import
 from studio.evolution.errors import EvolutionError
 from studio.evolution.models import Dataset
+from studio.evolution.services.datasets import dataset_import
 
 pytestmark = pytest.mark.django_db
 

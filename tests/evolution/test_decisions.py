@@ -3,14 +3,15 @@
 import pytest
 from evolution_testing import small_world
 
-from studio.evolution.decisions import proposal_edit_in_editor, proposal_review, stage_decide
-from studio.evolution.diagnosis import diagnosis_start
 from studio.evolution.errors import EvolutionError
-from studio.evolution.gates import business_gate, ifeval_gate, release_gates, stopping_advice
 from studio.evolution.models import Evolution, Proposal, Stage
-from studio.evolution.stages import candidate_build, evolution_start
+from studio.evolution.services.decisions import proposal_edit_in_editor, proposal_review
+from studio.evolution.services.diagnosis import diagnosis_start
+from studio.evolution.services.stages import candidate_build, evolution_start
+from studio.gates import business_gate, ifeval_gate, release_gates, stopping_advice
 from studio.harnesses.models import Label
 from studio.harnesses.services import draft_commit, draft_file_save, label_move
+from studio.promotion import stage_decide
 from studio.releases.testing import replay_run
 
 pytestmark = pytest.mark.django_db

@@ -81,7 +81,7 @@ def test_only_a_reviewer_or_admin_may_promote_even_with_an_override(personas, v1
 
 
 def test_passing_gates_need_no_override(personas, v1, monkeypatch, tmp_path):
-    from studio.evolution import gates
+    from studio import gates
 
     model = tmp_path / "model"
     model.mkdir()
@@ -131,7 +131,7 @@ def test_pages_that_read_gates_and_cells_write_nothing(personas, v1, tmp_path):
     from django.test.utils import CaptureQueriesContext
 
     from studio.compatibility.models import Cell
-    from studio.evolution.gates import compatibility_gate
+    from studio.gates import compatibility_gate
 
     cell = passing_compatibility(version=v1, folder=tmp_path)
     Cell.objects.filter(pk=cell.pk).update(

@@ -8,10 +8,10 @@ import pytest
 from evolution_testing import client_for, small_world
 
 from studio.endpoints.models import ModelEndpoint
-from studio.evolution.decisions import proposal_review
-from studio.evolution.diagnosis import diagnosis_start
 from studio.evolution.models import DatasetCase, EvalRun, Proposal, Stage
-from studio.evolution.stages import candidate_build, evolution_start
+from studio.evolution.services.decisions import proposal_review
+from studio.evolution.services.diagnosis import diagnosis_start
+from studio.evolution.services.stages import candidate_build, evolution_start
 
 pytestmark = pytest.mark.django_db
 

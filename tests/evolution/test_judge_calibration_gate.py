@@ -8,13 +8,14 @@ from evolution_testing import client_for, small_world
 
 from studio.annotation.testing import calibrated_judge
 from studio.compatibility.testing import passing_compatibility
-from studio.evolution.decisions import proposal_review, stage_decide
-from studio.evolution.diagnosis import diagnosis_start
 from studio.evolution.errors import EvolutionError
-from studio.evolution.gates import version_release_gates
 from studio.evolution.models import Proposal, Stage
-from studio.evolution.stages import candidate_build, evolution_start
+from studio.evolution.services.decisions import proposal_review
+from studio.evolution.services.diagnosis import diagnosis_start
+from studio.evolution.services.stages import candidate_build, evolution_start
+from studio.gates import version_release_gates
 from studio.harnesses.models import Label
+from studio.promotion import stage_decide
 from studio.releases.testing import ifeval_run, replay_run
 
 pytestmark = pytest.mark.django_db

@@ -11,12 +11,12 @@ import pytest
 from evaluation.summary import score_row
 from harness import demo_harness_dir, read_dir
 from studio.endpoints.models import ModelEndpoint
-from studio.evolution.datasets import dataset_import
 from studio.evolution.models import CaseResult, EvalRun, Stage
 from studio.evolution.rows import result_row
-from studio.evolution.runs import eval_run_start
 from studio.evolution.scripted import write_script
-from studio.evolution.stages import candidate_build, evolution_start
+from studio.evolution.services.datasets import dataset_import
+from studio.evolution.services.runs import eval_run_start
+from studio.evolution.services.stages import candidate_build, evolution_start
 from studio.harnesses.services import draft_create, draft_file_save, harness_import
 from studio.jobs.services import job_run
 

@@ -13,7 +13,7 @@ from evolution_testing import client_for, small_world
 
 from studio.endpoints.models import ModelEndpoint
 from studio.evolution.models import EvalRun
-from studio.evolution.runs import eval_run_start
+from studio.evolution.services.runs import eval_run_start
 from studio.jobs.models import Job
 from studio.jobs.services import job_cancel
 

@@ -13,8 +13,8 @@ from django.urls import URLResolver, get_resolver
 from evolution_testing import client_for, small_world
 
 from studio.accounts.roles import PERMISSIONS, user_can
-from studio.evolution.diagnosis import diagnosis_start
-from studio.evolution.stages import evolution_start
+from studio.evolution.services.diagnosis import diagnosis_start
+from studio.evolution.services.stages import evolution_start
 
 pytestmark = pytest.mark.django_db
 

@@ -5,7 +5,7 @@ import pytest
 from evolution_testing import client_for, small_world
 
 from studio.evolution.models import CaseResult, EvalRun
-from studio.evolution.runs import eval_run_resume, eval_run_start, eval_runs_resume_stalled
+from studio.evolution.services.runs import eval_run_resume, eval_run_start, eval_runs_resume_stalled
 from studio.jobs.models import Job
 from studio.jobs.services import job_cancel, job_run
 

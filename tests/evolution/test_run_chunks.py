@@ -10,7 +10,8 @@ from django.db import connection
 from django.utils import timezone
 from evolution_testing import small_world
 
-from studio.evolution.chunks import (
+from studio.evolution.models import CaseResult, EvalChunk, EvalRun
+from studio.evolution.services.chunks import (
     ChunkLost,
     chunk_claim,
     chunk_plan,
@@ -20,8 +21,7 @@ from studio.evolution.chunks import (
     chunks_claimable,
     chunks_unfinished,
 )
-from studio.evolution.models import CaseResult, EvalChunk, EvalRun
-from studio.evolution.runs import _scorer, eval_run_score_chunk, eval_run_start
+from studio.evolution.services.runs import _scorer, eval_run_score_chunk, eval_run_start
 from studio.jobs.models import Job
 from studio.jobs.services import job_run
 

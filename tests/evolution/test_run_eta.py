@@ -8,7 +8,7 @@ from evolution_testing import small_world
 
 from studio.evolution import selectors
 from studio.evolution.models import CaseResult, EvalRun
-from studio.evolution.runs import eval_run_start
+from studio.evolution.services.runs import eval_run_start
 
 
 def _result(run: EvalRun, case_id: str, at) -> None:

@@ -5,7 +5,7 @@ as well)."""
 import pytest
 from evolution_testing import client_for, small_world
 
-from studio.evolution.runs import eval_run_start
+from studio.evolution.services.runs import eval_run_start
 
 pytestmark = pytest.mark.django_db
 

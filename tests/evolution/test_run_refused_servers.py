@@ -5,7 +5,7 @@ import pytest
 from evolution_testing import client_for, small_world
 
 from studio.evolution.models import EvalRun
-from studio.evolution.runs import eval_run_start
+from studio.evolution.services.runs import eval_run_start
 from studio.jobs.models import Job
 from studio.jobs.services import job_run
 from tests.security.test_studio_mcp_registry import hostile, stored_before_registries

@@ -5,7 +5,7 @@ import pytest
 from django.core.management import call_command
 
 from studio.evolution.models import Dataset, DatasetCase
-from studio.evolution.seeding import SHORTCUT_ENDPOINT, evolution_demo_seed
+from studio.evolution.services.seeding import SHORTCUT_ENDPOINT, evolution_demo_seed
 
 pytestmark = pytest.mark.django_db
 
@@ -32,7 +32,7 @@ def test_the_demo_seeds_the_planted_defect_and_the_pages_offer_it(tmp_path, sett
     from the start form filled in."""
     from evolution_testing import client_for
 
-    from studio.evolution.seeding import PLANTED_LABEL
+    from studio.evolution.services.seeding import PLANTED_LABEL
     from studio.harnesses.models import Label
     from studio.harnesses.selectors import version_files
 

@@ -19,7 +19,7 @@ from django.test import Client
 from evolution_testing import client_for, small_world
 
 from studio.evolution.models import EvalRun
-from studio.evolution.runs import eval_run_start
+from studio.evolution.services.runs import eval_run_start
 from studio.harnesses.services import draft_create
 from studio.jobs.models import Job
 from studio.jobs.testing import celery_worker, wait_for

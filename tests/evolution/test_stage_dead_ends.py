@@ -96,7 +96,7 @@ def test_the_reviewer_commits_the_operators_hand_edit_as_the_candidate(
 
 def test_a_no_proposal_stage_offers_the_planted_defect_scenario(no_proposal, personas, demo_files):
     from studio.evolution.models import Dataset
-    from studio.evolution.seeding import PLANTED_LABEL, SHORTCUT_ENDPOINT
+    from studio.evolution.services.seeding import PLANTED_LABEL, SHORTCUT_ENDPOINT
     from studio.harnesses.services import harness_version_create, label_move
 
     stage = no_proposal

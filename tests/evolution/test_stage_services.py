@@ -4,12 +4,13 @@ promote."""
 import pytest
 from evolution_testing import small_world
 
-from studio.evolution.decisions import proposal_review, stage_decide
-from studio.evolution.diagnosis import diagnosis_start
 from studio.evolution.errors import EvolutionError
 from studio.evolution.models import CaseResult, DatasetCase, EvalRun, Proposal, Stage
-from studio.evolution.stages import candidate_build, evolution_start
+from studio.evolution.services.decisions import proposal_review
+from studio.evolution.services.diagnosis import diagnosis_start
+from studio.evolution.services.stages import candidate_build, evolution_start
 from studio.harnesses.models import Label
+from studio.promotion import stage_decide
 
 pytestmark = pytest.mark.django_db
 

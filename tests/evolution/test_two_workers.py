@@ -15,7 +15,7 @@ from django.db.models import Count
 from evolution_testing import client_for, small_world
 
 from studio.evolution.models import CaseResult, EvalChunk, EvalRun
-from studio.evolution.runs import eval_run_start
+from studio.evolution.services.runs import eval_run_start
 from studio.jobs.models import Job
 from studio.jobs.testing import celery_worker, wait_for
 

@@ -9,7 +9,7 @@ import pytest
 from evolution_testing import client_for, small_world
 
 from studio.evolution.models import CaseResult, EvalRun
-from studio.evolution.runs import eval_run_start
+from studio.evolution.services.runs import eval_run_start
 from studio.jobs.models import Job
 from studio.jobs.testing import celery_worker, wait_for
 

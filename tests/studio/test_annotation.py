@@ -175,7 +175,7 @@ def test_export_makes_a_versioned_dataset_with_human_labels_that_calibrates_a_ju
 
 
 def test_a_queue_from_a_runs_failing_cases_and_from_a_dataset(personas):
-    from studio.evolution.datasets import dataset_import
+    from studio.evolution.services.datasets import dataset_import
 
     cases, catalogue = world_cases(5)
     dataset_import(
@@ -196,7 +196,7 @@ def test_a_queue_from_a_runs_failing_cases_and_from_a_dataset(personas):
 
 
 def test_calibration_refuses_a_bad_judge_and_a_set_without_labels(personas):
-    from studio.evolution.datasets import dataset_import
+    from studio.evolution.services.datasets import dataset_import
 
     cases, _ = world_cases(2)
     for case in cases:

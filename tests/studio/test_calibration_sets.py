@@ -23,7 +23,7 @@ from studio.accounts.services import user_create
 from studio.annotation.models import AnnotationQueue, JudgeCalibration, LabelSet
 from studio.annotation.selectors import judge_standing
 from studio.annotation.services import queue_add_dataset, queue_create
-from studio.evolution.datasets import dataset_import
+from studio.evolution.services.datasets import dataset_import
 from tests.cli import run
 
 pytestmark = pytest.mark.django_db

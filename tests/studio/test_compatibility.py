@@ -125,8 +125,8 @@ def test_a_label_fills_its_cells_once_and_the_matrix_shows_the_rename_worse(
 def test_the_gate_refuses_the_rename_and_once_overridden_the_ml_engineer_sees_the_retrain_alarm(
     world, personas, tmp_path, django_capture_on_commit_callbacks
 ):
-    from studio.evolution.decisions import production_promote
-    from studio.evolution.gates import compatibility_gate
+    from studio.gates import compatibility_gate
+    from studio.promotion import production_promote
 
     v1, v2, _ = world
     released_checkpoint(

@@ -162,8 +162,8 @@ def test_the_jobs_list_puts_the_flag_first_for_every_kind_that_fell_back(
     import json
 
     from studio.compatibility.testing import dev_cases
-    from studio.evolution.datasets import dataset_import
-    from studio.evolution.runs import eval_run_start
+    from studio.evolution.services.datasets import dataset_import
+    from studio.evolution.services.runs import eval_run_start
     from studio.jobs.models import Job
     from studio.jobs.registry import JOB_KINDS
     from training.self_eval import set_summary

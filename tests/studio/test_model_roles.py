@@ -104,7 +104,7 @@ def test_a_local_endpoint_chosen_for_the_diagnoser_role_is_offered_and_diagnoses
     from evaluation.diagnosis import LLMDiagnoser
     from harness.model_cache import tiny_model_dir
     from studio.endpoints.services import endpoint_role_model
-    from studio.evolution.diagnosis import diagnoser_endpoints, diagnoser_options
+    from studio.evolution.services.diagnosis import diagnoser_endpoints, diagnoser_options
 
     tiny = str(tiny_model_dir())
     chosen = endpoint_save(

@@ -15,7 +15,7 @@ import pytest
 from studio_testing import client_for
 
 from studio.audit.models import AuditEvent
-from studio.evolution.gates import version_release_gates
+from studio.gates import version_release_gates
 from studio.releases.models import Release
 from studio.releases.testing import ifeval_run, mtp_run, replay_run, trained_checkpoint
 

@@ -81,7 +81,7 @@ def _replay_run(
         job=job,
     )
     if status == Job.SUCCEEDED and source is not None:
-        run.summary = read_folder_summary(run)  # what the worker stores when the job ends
+        run.summary = read_folder_summary(run=run)  # what the worker stores when the job ends
         run.save(update_fields=["summary"])
     return run
 

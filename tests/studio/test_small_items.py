@@ -79,7 +79,7 @@ def test_the_dev_set_says_it_is_generated_and_a_reseed_corrects_the_old_words(
     personas, tmp_path, settings
 ):
     from studio.evolution.models import Dataset
-    from studio.evolution.seeding import RETIRED_DESCRIPTIONS, evolution_demo_seed
+    from studio.evolution.services.seeding import RETIRED_DESCRIPTIONS, evolution_demo_seed
 
     settings.VAR_DIR = tmp_path
     evolution_demo_seed(actor=personas.admin, sets=("dev",))

@@ -29,8 +29,8 @@ def run(personas, demo_version):
     """An evaluation run of 4 cases of a small dev-set, queued, its job created (not run)."""
     from studio.compatibility.testing import dev_cases
     from studio.endpoints.models import ModelEndpoint
-    from studio.evolution.datasets import dataset_import
     from studio.evolution.models import EvalRun
+    from studio.evolution.services.datasets import dataset_import
 
     cases, catalogue = dev_cases(4)
     dataset = dataset_import(
@@ -133,7 +133,7 @@ def test_a_stage_whose_evaluation_failed_says_so_instead_of_waiting(personas, ru
 def test_a_chunk_claimed_again_after_a_failed_job_does_not_blame_a_lost_worker(
     personas, run, settings
 ):
-    from studio.evolution.chunks import chunk_claim, chunk_release, chunks_ensure
+    from studio.evolution.services.chunks import chunk_claim, chunk_release, chunks_ensure
 
     settings.EVAL_CHUNK_CASES = 2  # two chunks, so the page counts them
 

@@ -83,7 +83,7 @@ def _submitted(html: str) -> dict[str, list[str]]:
 def fresh_demo(settings, tmp_path, runs_dir):
     """What a fresh demo has on disk for the forms: the replay cases seed_evolution_demo writes."""
     from evaluation.world.sets import SET_FILES
-    from studio.evolution.seeding import demo_folder
+    from studio.evolution.services.seeding import demo_folder
 
     settings.VAR_DIR = tmp_path / "var"
     cases = demo_folder() / SET_FILES["replay"]

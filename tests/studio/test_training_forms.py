@@ -406,7 +406,7 @@ def test_the_replay_form_starts_with_the_demo_replay_cases_once_the_demo_is_seed
     personas, settings, tmp_path
 ):
     from evaluation.world.sets import SET_FILES
-    from studio.evolution.seeding import demo_folder
+    from studio.evolution.services.seeding import demo_folder
 
     settings.VAR_DIR = tmp_path / "var"
     mei = client_for(personas.ml_engineer)

@@ -128,7 +128,7 @@ def test_a_growing_metrics_file_is_read_from_where_it_ended_and_a_resumed_one_ag
     )
 
     def losses():
-        chart = next(c for c in run_dashboard(run)["charts"] if c["key"] == "loss")
+        chart = next(c for c in run_dashboard(run=run)["charts"] if c["key"] == "loss")
         return [p[1] for p in chart["series"][0]["points"]]
 
     metrics.write_text('{"step": 1, "loss": 4.0}\n{"step": 2, "loss": 3.0}\n{"step": 3, "lo')
@@ -164,7 +164,7 @@ def test_a_finished_runs_curves_are_kept_in_the_studio_cache_and_redone_when_the
         steps=[{"name": "sft", "argv": [], "config_file": "sft.yaml", "output": "sft"}],
         config={"sft": {"max_steps": 2}},
     )
-    first = selectors.run_dashboard(run)
+    first = selectors.run_dashboard(run=run)
     assert not list(folder.glob("dashboard-cache*"))  # Django's cache framework, no file of its own
     caches[
         "local"
@@ -173,11 +173,11 @@ def test_a_finished_runs_curves_are_kept_in_the_studio_cache_and_redone_when_the
         patch.setattr(
             dashboard, "run_metrics", lambda run: pytest.fail("the metrics were parsed again")
         )
-        assert selectors.run_dashboard(run)["charts"] == first["charts"]
+        assert selectors.run_dashboard(run=run)["charts"] == first["charts"]
     metrics.write_text(
         '{"step": 1, "loss": 4.0}\n{"step": 2, "loss": 1.5}\n{"step": 3, "loss": 1.0}\n'
     )
-    loss = next(c for c in selectors.run_dashboard(run)["charts"] if c["key"] == "loss")
+    loss = next(c for c in selectors.run_dashboard(run=run)["charts"] if c["key"] == "loss")
     assert [p[1] for p in loss["series"][0]["points"]] == [4.0, 1.5, 1.0]
 
 
@@ -214,7 +214,7 @@ def test_the_curves_mark_kept_checkpoints_the_final_model_and_its_self_evaluatio
             "pipeline": {"stages": ["sft", "rl"], "sft": {"max_steps": 4}, "rl": {"max_steps": 2}}
         },
     )
-    marks = [(m["x"], m["kind"], m["label"]) for m in run_dashboard(run)["marks"]]
+    marks = [(m["x"], m["kind"], m["label"]) for m in run_dashboard(run=run)["marks"]]
     assert marks == [
         (2, "checkpoint", "checkpoint-2"),
         (4, "checkpoint", "checkpoint-4"),
@@ -329,15 +329,15 @@ def test_metrics_columns_are_the_rows_of_the_one_reader(text, steps, columns, la
     out."""
     import numpy as np
 
-    from studio.training.selectors.metrics import parse_metrics
+    from studio.training.selectors.metrics import metrics_columns
 
-    metrics = parse_metrics(text.encode())
+    metrics = metrics_columns(data=text.encode())
     assert metrics.steps.tolist() == steps
     assert sorted(metrics.columns) == sorted(columns)
     for name, values in columns.items():
         np.testing.assert_array_equal(metrics.columns[name], np.asarray(values, dtype=float))
     assert metrics.last_loss == last_loss
-    assert parse_metrics(b"").steps.tolist() == []
+    assert metrics_columns(data=b"").steps.tolist() == []
 
 
 @pytest.mark.django_db
@@ -380,7 +380,7 @@ def test_eval_loss_is_a_curve_each_evaluation_is_marked_and_the_best_kept_checkp
         steps=[{"name": "sft", "argv": [], "config_file": "sft.yaml", "output": "sft"}],
         config={"sft": {"max_steps": 8}},
     )
-    data = run_dashboard(run)
+    data = run_dashboard(run=run)
     loss = next(c for c in data["charts"] if c["key"] == "loss")
     assert [s["name"] for s in loss["series"]] == [
         "loss",
@@ -415,17 +415,17 @@ def test_eval_loss_is_a_curve_each_evaluation_is_marked_and_the_best_kept_checkp
         patch.setattr(
             dashboard, "stage_eval_losses", lambda run: pytest.fail("the metrics were parsed again")
         )
-        assert run_dashboard(run)["marks"] == data["marks"]
+        assert run_dashboard(run=run)["marks"] == data["marks"]
 
     # checkpoint-8 goes (rotated, deleted by hand): the best is the lowest left, checkpoint-4
     import shutil
 
     shutil.rmtree(stage_dir / "checkpoint-8")
-    assert [m["label"] for m in run_dashboard(run)["marks"] if m["kind"] == "best"] == [
+    assert [m["label"] for m in run_dashboard(run=run)["marks"] if m["kind"] == "best"] == [
         "best checkpoint: checkpoint-4 (eval_loss 2.5000)"
     ]
     # a stage without evaluations has no best checkpoint
     (stage_dir / "metrics.jsonl").write_text(
         "".join(json.dumps({"step": s, "loss": 1.0}) + "\n" for s in range(1, 9))
     )
-    assert {m["kind"] for m in run_dashboard(run)["marks"]} == {"checkpoint"}
+    assert {m["kind"] for m in run_dashboard(run=run)["marks"]} == {"checkpoint"}

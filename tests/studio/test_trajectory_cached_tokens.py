@@ -2,7 +2,7 @@
 
 from django.template.loader import render_to_string
 
-from studio.playground.presenters import trajectory_steps
+from studio.presenters import trajectory_steps
 
 
 def test_a_model_calls_cached_tokens_are_shown_and_absent_when_not_reported():

@@ -11,6 +11,6 @@ register = template.Library()
 @register.inclusion_tag("annotation/_judge_mark.html")
 def judge_mark(judge: str = ""):
     from studio.annotation.selectors import judge_standing
-    from studio.evolution.runs import EVAL_JUDGE
+    from studio.evolution.services.runs import EVAL_JUDGE
 
     return {"standing": judge_standing(judge or EVAL_JUDGE)}

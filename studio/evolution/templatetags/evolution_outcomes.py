@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from django import template
 
+from studio.durations import about
 from studio.evolution import selectors
 
 register = template.Library()
@@ -19,12 +20,7 @@ def fallback_warning(summary: dict | None) -> str:
 @register.filter
 def run_eta(run) -> str:
     """About how long a running run has left ("about 4 min"), or "" (selectors.run_eta)."""
-    seconds = selectors.run_eta(run=run)
-    if seconds is None:
-        return ""
-    return (
-        f"about {max(1, round(seconds))} s" if seconds < 90 else f"about {round(seconds / 60)} min"
-    )
+    return about(selectors.run_eta(run=run))
 
 
 @register.filter

@@ -319,6 +319,15 @@ def draft_conflict_resolve(*, conflict: DraftConflict, text: str, actor: User) -
     return result
 
 
+def draft_conflict_keep_theirs(*, conflict: DraftConflict, actor: User) -> DraftConflict:
+    """Settle a conflict by keeping the saved text: nothing is written to the draft."""
+    if conflict.author_id != actor.pk and not user_can(actor, "harness.edit"):
+        raise PermissionDenied("only the author of the unsaved text may resolve this conflict")
+    conflict.resolved_at = timezone.now()
+    conflict.save(update_fields=["resolved_at"])
+    return conflict
+
+
 @transaction.atomic
 def draft_commit(
     *, draft: Draft, actor: User, message: str, authorised_as: str = ""

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
+from studio.errors import StudioError
 from studio.harnesses.bundles import Problem
 from studio.harnesses.models import HarnessVersion
 
-
-class StudioError(ValueError):
-    """A mistake a user can make; the message says what would be valid."""
+__all__ = ["DuplicateVersion", "InvalidBundle", "StudioError"]
 
 
 class InvalidBundle(StudioError):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 
 from django.contrib.auth.models import User
@@ -17,17 +16,13 @@ from studio.harnesses.bundles import (
     files_from_zip,
 )
 from studio.harnesses.diffs import summary_against_parent
-from studio.harnesses.models import FileBlob, Harness, HarnessVersion
+from studio.harnesses.models import FileBlob, Harness, HarnessVersion, text_sha256
 from studio.harnesses.services.errors import DuplicateVersion, InvalidBundle, StudioError
-
-
-def _sha(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def blobs_store(*, files: dict[str, str]) -> dict[str, str]:
     """Store each text once by its sha256; returns the tree {path: sha256}."""
-    tree = {path: _sha(text) for path, text in files.items()}
+    tree = {path: text_sha256(text) for path, text in files.items()}
     by_sha = {tree[path]: text for path, text in files.items()}
     existing = set(
         FileBlob.objects.filter(sha256__in=list(by_sha)).values_list("sha256", flat=True)

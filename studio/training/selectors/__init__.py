@@ -25,7 +25,6 @@ from studio.training.selectors.dashboard import (
 from studio.training.selectors.metrics import (
     Metrics,
     Progress,
-    eta_text,
     run_metrics,
     run_progress,
     stage_folders,
@@ -54,7 +53,6 @@ __all__ = [
     "checkpoint_compare",
     "checkpoint_registry",
     "draft_heads",
-    "eta_text",
     "head_for_checkpoint",
     "read_folder_summary",
     "run_dashboard",

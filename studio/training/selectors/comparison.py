@@ -25,7 +25,7 @@ def _ablation_key(folder: Path) -> tuple:
     )
 
 
-def ablation_data(run: TrainingRun) -> dict[str, Any] | None:
+def ablation_data(*, run: TrainingRun) -> dict[str, Any] | None:
     """The ablation's table, steps and Markdown, rebuilt from the run folder by
     ``training.ablation``'s own table code (``read_ablation``), once per change of the files it
     reads."""
@@ -35,7 +35,7 @@ def ablation_data(run: TrainingRun) -> dict[str, Any] | None:
     return _ABLATIONS.get_or_compute(_ablation_key(folder), lambda: read_ablation(folder))
 
 
-def ablation_progress(run: TrainingRun) -> tuple[int, int]:
+def ablation_progress(*, run: TrainingRun) -> tuple[int, int]:
     """(steps done, steps planned) of an ablation run, from its folder (no table built)."""
     from harness.config_schema import ConfigError, load_config
     from training.ablation import Ablation, AblationConfig
@@ -49,7 +49,7 @@ def ablation_progress(run: TrainingRun) -> tuple[int, int]:
     return sum(1 for s in states if s["done"]), len(states)
 
 
-def ablation_dashboard(run: TrainingRun) -> dict[str, Any] | None:
+def ablation_dashboard(*, run: TrainingRun) -> dict[str, Any] | None:
     """The ablation dashboard: the Table-4 table with intervals, the T2 step-level table, how
     requests ended and the wall time per step, as rows in the order ``training.ablation`` writes
     them, and the data of its charts (scores per set and model; seconds per step)."""
@@ -62,7 +62,7 @@ def ablation_dashboard(run: TrainingRun) -> dict[str, Any] | None:
         STEP_DIMENSIONS,
     )
 
-    data = ablation_data(run)
+    data = ablation_data(run=run)
     if data is None:
         return None
     table = data["table"]

@@ -30,12 +30,15 @@ def _stat_key(run: TrainingRun, max_points: int) -> str:
     """What the curves depend on, as JSON text: the points asked for and each metrics file's
     stats."""
     return json.dumps(
-        [max_points, file_stats(*(folder.path / "metrics.jsonl" for folder in stage_folders(run)))]
+        [
+            max_points,
+            file_stats(*(folder.path / "metrics.jsonl" for folder in stage_folders(run=run))),
+        ]
     )
 
 
 def run_dashboard_json(
-    run: TrainingRun, *, max_points: int = DEFAULT_POINTS, ended: bool = False
+    *, run: TrainingRun, max_points: int = DEFAULT_POINTS, ended: bool = False
 ) -> str:
     """What the dashboard draws, as the JSON the browser gets: downsampled curves, stage boundaries,
     progress, the marks on the curves and whether the run is still going.
@@ -52,45 +55,45 @@ def run_dashboard_json(
     memo = (run.pk, key)
     kept = _CURVES.get(memo)
     if kept is None:
-        metrics, boundaries = run_metrics(run)
+        metrics, boundaries = run_metrics(run=run)
         text = json.dumps(
             {
                 "charts": curves_from_columns(
                     metrics.steps, metrics.columns, max_points=max_points, stages=boundaries
                 ),
                 "boundaries": boundaries,
-                "progress": run_progress(run).as_dict(),
+                "progress": run_progress(run=run).as_dict(),
                 "rows": len(metrics),
             }
         )
-        kept = _CURVES.put(memo, (text, json.dumps(stage_eval_losses(run))))
+        kept = _CURVES.put(memo, (text, json.dumps(stage_eval_losses(run=run))))
     text, evaluations = kept
     marks = run_marks(
-        run, eval_losses={name: dict(rows) for name, rows in json.loads(evaluations).items()}
+        run=run, eval_losses={name: dict(rows) for name, rows in json.loads(evaluations).items()}
     )
     extra = json.dumps({"run": run.pk, "marks": marks, "active": active})
     return text[:-1] + ", " + extra[1:]  # both are JSON objects: one object with the keys of both
 
 
 def run_dashboard(
-    run: TrainingRun, *, max_points: int = DEFAULT_POINTS, ended: bool = False
+    *, run: TrainingRun, max_points: int = DEFAULT_POINTS, ended: bool = False
 ) -> dict[str, Any]:
     """``run_dashboard_json`` as a dict."""
-    return json.loads(run_dashboard_json(run, max_points=max_points, ended=ended))
+    return json.loads(run_dashboard_json(run=run, max_points=max_points, ended=ended))
 
 
-def stage_eval_losses(run: TrainingRun) -> dict[str, list[tuple[int, float]]]:
+def stage_eval_losses(*, run: TrainingRun) -> dict[str, list[tuple[int, float]]]:
     """Each stage folder's held-out evaluations: {stage: [(step, eval_loss), ...]} (stages with none
     left out)."""
     out = {}
-    for folder in stage_folders(run):
-        if losses := _eval_losses(stage_metrics(folder.path / "metrics.jsonl")):
+    for folder in stage_folders(run=run):
+        if losses := _eval_losses(stage_metrics(path=folder.path / "metrics.jsonl")):
             out[folder.name] = list(losses.items())
     return out
 
 
 def run_marks(
-    run: TrainingRun, *, eval_losses: dict[str, dict[int, float]] | None = None
+    *, run: TrainingRun, eval_losses: dict[str, dict[int, float]] | None = None
 ) -> list[dict[str, Any]]:
     """What the curves mark, at the step across the run's stages: each held-out evaluation (an
     ``eval_loss`` row in metrics.jsonl, SFT with ``eval_fraction``), the checkpoints the trainer
@@ -104,10 +107,10 @@ def run_marks(
     from training.runs import checkpoint_step
 
     if eval_losses is None:
-        eval_losses = {name: dict(rows) for name, rows in stage_eval_losses(run).items()}
+        eval_losses = {name: dict(rows) for name, rows in stage_eval_losses(run=run).items()}
     marks: list[dict[str, Any]] = []
     offset = 0
-    for folder in stage_folders(run):
+    for folder in stage_folders(run=run):
         losses = eval_losses.get(folder.name, {})
         stage_marks = [
             {

@@ -13,6 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from studio.durations import time_left
 from studio.filecache import FileCache
 from studio.training.models import TrainingRun
 
@@ -26,7 +27,7 @@ class StageFolder:
     total_steps: int
 
 
-def stage_folders(run: TrainingRun) -> list[StageFolder]:
+def stage_folders(*, run: TrainingRun) -> list[StageFolder]:
     """The trainer folders of a run, in the order they train (a pipeline's stages one by one)."""
     folders = []
     for step in run.steps if run.is_training else []:
@@ -111,16 +112,16 @@ def _last_loss(columns: dict[str, Any]) -> float | None:
     return float(loss[finite[-1]]) if len(finite) else None
 
 
-def parse_metrics(data: bytes) -> Metrics:
+def metrics_columns(*, data: bytes) -> Metrics:
     """JSON lines of a metrics.jsonl as ``Metrics``: the rows of the file's one reader
     (``training.runs.parse_metrics``, which leaves out a line that is not a JSON object), those
     without an integer step left out."""
     import numpy as np
 
     from studio.training.series import columns_of
-    from training.runs import parse_metrics as metrics_rows
+    from training.runs import parse_metrics
 
-    rows = [row for row in metrics_rows(data) if type(row.get("step")) is int] if data else []
+    rows = [row for row in parse_metrics(data) if type(row.get("step")) is int] if data else []
     if not rows:
         return Metrics.empty()
     columns = columns_of(rows)
@@ -147,7 +148,7 @@ _PARSED = FileCache(
 )  # path -> _Parsed (numpy columns: this process only)
 
 
-def stage_metrics(path: Path) -> Metrics:
+def stage_metrics(*, path: Path) -> Metrics:
     """metrics.jsonl as columns, parsed once: a file that grew is read from where the last read
     ended (a running trainer appends a row per step), one that shrank (a resume drops the rows after
     its checkpoint) is read again. A torn last line is left for the next read. Callers must not
@@ -167,19 +168,19 @@ def stage_metrics(path: Path) -> Metrics:
         handle.seek(start)
         data = handle.read()
     end = data.rfind(b"\n") + 1
-    metrics = Metrics.joined([before, parse_metrics(data[:end])])
+    metrics = Metrics.joined([before, metrics_columns(data=data[:end])])
     _PARSED.put(str(path), _Parsed(stat.st_ino, start + end, stat.st_mtime_ns, metrics))
     return metrics
 
 
-def run_metrics(run: TrainingRun) -> tuple[Metrics, list[dict]]:
+def run_metrics(*, run: TrainingRun) -> tuple[Metrics, list[dict]]:
     """(the run's metrics with steps counted across its stages, stage boundaries [{x, name}])."""
     parts, offsets, boundaries, offset = [], [], [], 0
-    folders = stage_folders(run)
+    folders = stage_folders(run=run)
     for folder in folders:
         if len(folders) > 1:
             boundaries.append({"x": offset, "name": folder.name})
-        parts.append(stage_metrics(folder.path / "metrics.jsonl"))
+        parts.append(stage_metrics(path=folder.path / "metrics.jsonl"))
         offsets.append(offset)
         offset += folder.total_steps
     return Metrics.joined(parts, offsets=offsets), boundaries
@@ -202,19 +203,9 @@ class Progress:
             "steps_total": self.steps_total,
             "percent": self.percent,
             "eta_s": self.eta_s,
-            "eta": eta_text(self.eta_s),
+            "eta": time_left(self.eta_s),
             "loss": self.last.get("loss"),
         }
-
-
-def eta_text(seconds: float | None) -> str:
-    if seconds is None:
-        return ""
-    if seconds < 90:
-        return f"about {max(1, round(seconds))} s left"
-    if seconds < 5400:
-        return f"about {round(seconds / 60)} min left"
-    return f"about {seconds / 3600:.1f} h left"
 
 
 def _when(row: dict) -> datetime | None:
@@ -224,14 +215,14 @@ def _when(row: dict) -> datetime | None:
         return None
 
 
-def run_progress(run: TrainingRun) -> Progress:
+def run_progress(*, run: TrainingRun) -> Progress:
     """Steps trained of all the run's stages, and the time left at the pace of this stage's logged
     steps."""
     done = total = 0
     eta = None
     last: dict[str, Any] = {}
-    for folder in stage_folders(run):
-        metrics = stage_metrics(folder.path / "metrics.jsonl")
+    for folder in stage_folders(run=run):
+        metrics = stage_metrics(path=folder.path / "metrics.jsonl")
         step = int(metrics.steps.max()) if len(metrics) else 0
         total += folder.total_steps
         done += min(step, folder.total_steps)

@@ -67,7 +67,7 @@ def draft_heads() -> list[DraftHeadEntry]:
 
 
 def head_for_checkpoint(
-    path: Path, heads: list[DraftHeadEntry]
+    *, path: Path, heads: list[DraftHeadEntry]
 ) -> tuple[DraftHeadEntry | None, DraftHeadEntry | None]:
     """(the newest head adapted to the checkpoint at ``path``, the newest head of its shape adapted
     to another).
@@ -163,7 +163,7 @@ def checkpoint_registry(*, with_heads: bool = True) -> list[CheckpointEntry]:
         heads
     ):  # fingerprints read a checkpoint's first and last MiB: only when there are heads to match
         for entry in entries:
-            entry.draft_head, entry.stale_head = head_for_checkpoint(entry.path, heads)
+            entry.draft_head, entry.stale_head = head_for_checkpoint(path=entry.path, heads=heads)
     return entries
 
 

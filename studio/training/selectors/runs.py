@@ -25,7 +25,7 @@ def run_get(*, run_id: int) -> TrainingRun:
     ).get(pk=run_id)
 
 
-def read_folder_summary(run: TrainingRun) -> dict[str, Any] | None:
+def read_folder_summary(*, run: TrainingRun) -> dict[str, Any] | None:
     """The run's result as its folder holds it: model card (+ eval.json), evaluation or replay
     summary."""
     if run.is_training:
@@ -52,7 +52,7 @@ def read_folder_summary(run: TrainingRun) -> dict[str, Any] | None:
     if run.kind == TrainingRun.ABLATION:
         from studio.training.selectors.comparison import ablation_data
 
-        data = ablation_data(run)
+        data = ablation_data(run=run)
         return {"ablation": {"table": data["table"], "steps": data["steps"]}} if data else None
     if run.kind == TrainingRun.EVAL:
         path = run.path / "eval" / "summary.json"

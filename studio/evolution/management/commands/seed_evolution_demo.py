@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.contrib.auth.models import User
 from django.core.management.base import BaseCommand
 
-from studio.evolution.seeding import DEMO_SEED, DEMO_SETS, evolution_demo_seed
+from studio.evolution.services.seeding import DEMO_SEED, DEMO_SETS, evolution_demo_seed
 
 
 class Command(BaseCommand):

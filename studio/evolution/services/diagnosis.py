@@ -30,7 +30,7 @@ from studio.evolution.models import (
     Proposal,
     Stage,
 )
-from studio.evolution.stages import stage_check_open
+from studio.evolution.services.stages import stage_check_open
 from studio.harnesses.selectors import version_files
 from studio.jobs.services import job_create
 

@@ -1,11 +1,14 @@
-"""The reviewer's writes: accept or reject proposals, open one in the editor, decide a stage.
+"""The promotion services: the writes that pass the release gates (``studio.gates``). They sit at
+the top of the studio's apps (docs/architecture.md §1): they read the gates, which read every app's
+selectors, and they call the harnesses' label moves and the evolution's stage services; only views
+(and the API's) import them, so no app imports the gates back.
 
-A decision is carried out here (label moves, the next stage, stop). Promotion
-to production must pass the release gates of :mod:`studio.evolution.gates`; a
-gate that failed or has no data blocks it unless the reviewer writes an
-override reason, which goes to the audit log (``evolution.gates.override``), to
-the production label's move and onto the stage. Promotion to production or
-stop ends the evolution; another stage and roll back open the next stage.
+A stage's decision is carried out here (label moves, the next stage, stop). Promotion to production
+must pass the release gates; a gate that failed or has no data blocks it unless the reviewer writes
+an override reason, which goes to the audit log (``evolution.gates.override``), to the production
+label's move and onto the stage. Promotion to production or stop ends the evolution; another stage
+and roll back open the next stage. A release's approval passes the same gates in
+``studio.releases.services.release_decide``.
 """
 
 from __future__ import annotations
@@ -14,131 +17,19 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
+from evaluation.gates import gates_check_promotion
 from studio.audit.services import audit_record
 from studio.evolution.errors import EvolutionError
-from studio.evolution.models import Evolution, Proposal, Stage
-from studio.evolution.stages import (
-    stage_accepted_edits,
-    stage_check_open,
-    stage_draft_with_edits,
-    stage_open,
-    stage_require,
-)
-from studio.harnesses.models import Draft, Label
+from studio.evolution.models import Evolution, Stage
+from studio.evolution.services.stages import stage_check_open, stage_open, stage_require
+from studio.gates import release_gates, version_release_gates
+from studio.harnesses.models import Label
 from studio.harnesses.services import (
     StudioError,
     label_check_permission,
     label_move,
     label_rollback,
 )
-
-
-def _check_open_proposal(proposal: Proposal) -> Stage:
-    stage = proposal.diagnosis.stage
-    stage_check_open(stage)
-    if stage.candidate_version_id:
-        raise EvolutionError(
-            f"stage {stage.number} already has its candidate v{stage.candidate_version.number}"
-        )
-    return stage
-
-
-def proposal_review(*, proposal: Proposal, actor: User, accept: bool, reason: str = "") -> Proposal:
-    """Accept a valid proposal, or reject one with the reviewer's reason."""
-    stage_require(actor, "evolution.review", "accepting or rejecting proposals")
-    _check_open_proposal(proposal)
-    reason = reason.strip()
-    if accept and not proposal.valid:
-        raise EvolutionError(
-            f"proposal {proposal.index + 1}: its edits do not validate "
-            f"({'; '.join(proposal.problems)}); reject it or edit it in the editor"
-        )
-    if not accept and not reason:
-        raise EvolutionError("reason: say why the proposal is rejected")
-    proposal.status = Proposal.ACCEPTED if accept else Proposal.REJECTED
-    proposal.review_reason, proposal.reviewed_by, proposal.reviewed_at = (
-        reason,
-        actor,
-        timezone.now(),
-    )
-    proposal.save(update_fields=["status", "review_reason", "reviewed_by", "reviewed_at"])
-    audit_record(
-        actor=actor,
-        action=f"evolution.proposal.{proposal.status}",
-        harness=proposal.diagnosis.stage.evolution.harness,
-        target=f"proposal #{proposal.pk} {proposal.title}",
-        data={"reason": reason},
-    )
-    return proposal
-
-
-@transaction.atomic
-def proposal_edit_in_editor(*, proposal: Proposal, actor: User) -> Draft:
-    """Open a draft holding the accepted edits plus this proposal's, for the operator to refine."""
-    stage_require(actor, "evolution.edit", "editing a proposal in the editor")
-    stage = _check_open_proposal(proposal)
-    if stage.draft_id and stage.draft.status == Draft.OPEN:
-        raise EvolutionError(
-            f"stage {stage.number} already has draft #{stage.draft_id} open; edit it there"
-        )
-    edits = stage_accepted_edits(stage) + (
-        proposal.edits if proposal.status == Proposal.PENDING else []
-    )
-    draft = stage_draft_with_edits(stage=stage, edits=edits, actor=actor)
-    proposal.status, proposal.reviewed_by, proposal.reviewed_at = (
-        Proposal.EDITED,
-        actor,
-        timezone.now(),
-    )
-    proposal.save(update_fields=["status", "reviewed_by", "reviewed_at"])
-    Stage.objects.filter(pk=stage.pk).update(draft=draft)
-    audit_record(
-        actor=actor,
-        action="evolution.proposal.edited",
-        harness=stage.evolution.harness,
-        target=f"proposal #{proposal.pk}",
-        data={"draft": draft.pk},
-    )
-    return draft
-
-
-@transaction.atomic
-def candidate_reject(*, stage: Stage, actor: User, reason: str) -> Stage:
-    """Reject the stage's current candidate, its editor draft as an operator edited it: the
-    proposals edited into it are rejected with the reviewer's reason and the stage lets go of the
-    draft (it stays its author's to discard or reuse), so the remaining proposals can be reviewed,
-    or edited, again."""
-    stage_require(actor, "evolution.review", "rejecting the candidate")
-    stage_check_open(stage)
-    if stage.candidate_version_id:
-        raise EvolutionError(
-            f"stage {stage.number} already has its candidate v{stage.candidate_version.number}"
-        )
-    draft = stage.draft
-    if draft is None or draft.status != Draft.OPEN:
-        raise EvolutionError(
-            f"stage {stage.number} has no candidate draft to reject; reject its proposals instead"
-        )
-    reason = reason.strip()
-    if not reason:
-        raise EvolutionError("reason: say why the candidate is rejected")
-    edited = list(Proposal.objects.filter(diagnosis__stage=stage, status=Proposal.EDITED))
-    Proposal.objects.filter(pk__in=[p.pk for p in edited]).update(
-        status=Proposal.REJECTED,
-        review_reason=reason,
-        reviewed_by=actor,
-        reviewed_at=timezone.now(),
-    )
-    Stage.objects.filter(pk=stage.pk).update(draft=None)
-    audit_record(
-        actor=actor,
-        action="evolution.candidate.rejected",
-        harness=stage.evolution.harness,
-        target=f"stage {stage.number} draft #{draft.pk}",
-        data={"reason": reason, "proposals": [p.pk for p in edited]},
-    )
-    stage.draft = None
-    return stage
 
 
 @transaction.atomic
@@ -150,8 +41,6 @@ def stage_decide(
     ``override_reason`` is the reviewer's written reason to promote to production although a release
     gate failed or has no data; without it such a promotion is refused, naming the gates.
     """
-    from studio.evolution.gates import release_gates
-
     stage_require(actor, "evolution.review", "deciding a stage")
     stage_check_open(stage)
     evolution = stage.evolution
@@ -257,14 +146,11 @@ def production_promote(
     """Point production at ``version`` through the release gates: the one way a person promotes.
 
     ``gates`` are the stage's when a stage decides, else the version's own
-    (:func:`studio.evolution.gates.version_release_gates`). A gate that failed or has no data
+    (:func:`studio.gates.version_release_gates`). A gate that failed or has no data
     refuses the move (``StudioError`` naming the gates) unless ``override_reason`` says why; the
     override goes into the label move's reason and the audit log (``evolution.gates.override``).
     Returns the gates overridden. Rolling production back (``label_rollback``) is not gated.
     """
-    from evaluation.gates import gates_check_promotion
-    from studio.evolution.gates import version_release_gates
-
     label_check_permission(actor=actor, name=Label.PRODUCTION)
     reason, override_reason = reason.strip(), override_reason.strip()
     if not reason:

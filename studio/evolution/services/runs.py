@@ -2,7 +2,7 @@
 number of workers.
 
 ``eval_run_start`` stores the run, cuts its cases into chunks
-(``studio.evolution.chunks``) and queues a job; the job calls
+(``studio.evolution.services.chunks``) and queues a job; the job calls
 ``eval_run_execute``, which sends one chunk task per further chunk to the
 queue (any worker on any host sharing the database and Redis takes one:
 ``eval_run_score_chunk``), scores chunks itself until none is left to claim,
@@ -29,14 +29,15 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import Count
-from django.dispatch import Signal
 from django.utils import timezone
 
 from harness.mcp_registry import McpServerRefused
 from studio.audit.services import audit_record
 from studio.endpoints.models import ModelEndpoint
 from studio.endpoints.services import policy_for_endpoint
-from studio.evolution.chunks import (
+from studio.evolution.models import Dataset, DatasetCase, EvalChunk, EvalRun
+from studio.evolution.rows import catalogue_for, result_row
+from studio.evolution.services.chunks import (
     ChunkLost,
     ChunkStopped,
     ScorerPool,
@@ -46,17 +47,11 @@ from studio.evolution.chunks import (
     chunks_ensure,
     chunks_unfinished,
 )
-from studio.evolution.models import Dataset, DatasetCase, EvalChunk, EvalRun
-from studio.evolution.rows import catalogue_for, result_row
+from studio.evolution.signals import eval_run_scored
 from studio.harnesses.models import HarnessVersion
 from studio.jobs.models import Job
 from studio.jobs.registry import JobFailed
 from studio.jobs.services import JobCancelled, job_create, job_reap_stale, worker_identity
-
-# Sent (run_id=) when a run has scored every case and written its summary, before it is marked
-# succeeded: what follows a run (a stage's regression report) listens here, so runs know nothing of
-# stages.
-eval_run_scored = Signal()
 
 logger = logging.getLogger(__name__)
 
@@ -338,8 +333,9 @@ def eval_run_execute(
         report()
         summary = run_summary(run=run)
         EvalRun.objects.filter(pk=run.pk).update(summary=summary)
-        # a stage whose candidate run this is writes its regression report (studio.evolution.stages)
-        # before the run shows as finished; a receiver's error fails the run, as it would in line
+        # a stage whose candidate run this is writes its regression report
+        # (studio.evolution.services.stages) before the run shows as finished; a receiver's error
+        # fails the run, as it would in line
         eval_run_scored.send(sender=EvalRun, run_id=run.pk)
     except JobCancelled:
         job = Job.objects.select_related("cancelled_by").filter(pk=run.job_id).first()

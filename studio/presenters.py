@@ -1,4 +1,5 @@
-"""Turning a trajectory's JSON into the steps the playground shows, in the order they happened."""
+"""Turning a trajectory's JSON into the steps a page shows, in the order they happened (shared by
+the playground, the traffic and annotation pages and the evolution's case views)."""
 
 from __future__ import annotations
 

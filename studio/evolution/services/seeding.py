@@ -24,9 +24,9 @@ from django.conf import settings
 from django.contrib.auth.models import User
 
 from studio.endpoints.models import ModelEndpoint
-from studio.evolution.datasets import dataset_import
 from studio.evolution.models import Dataset
 from studio.evolution.scripted import write_script
+from studio.evolution.services.datasets import dataset_import
 from studio.harnesses.models import Harness, HarnessVersion, Label
 
 DEMO_SEED = 7

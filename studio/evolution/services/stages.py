@@ -1,12 +1,13 @@
 """Writes of an evolution's stage lifecycle: start an evolution, open a stage, build and evaluate
 its candidate.
 
-A stage evaluates its parent version, is diagnosed (:mod:`studio.evolution.diagnosis`),
+A stage evaluates its parent version, is diagnosed (:mod:`studio.evolution.services.diagnosis`),
 turns the accepted proposals into a candidate version through the studio's own
 draft/commit path (``draft_create``, ``draft_file_save``, ``draft_commit``: the same
 validation, audit and history as a hand edit), evaluates the candidate on the same
 cases and gets its regression report when that run finishes. The reviewer's
-decisions are in :mod:`studio.evolution.decisions`.
+decisions are in :mod:`studio.evolution.services.decisions` (its proposals) and
+:mod:`studio.promotion` (a stage's decision).
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from studio.audit.services import audit_record
 from studio.endpoints.models import ModelEndpoint
 from studio.evolution.errors import CandidateExists, EvolutionError
 from studio.evolution.models import Dataset, DatasetCase, EvalRun, Evolution, Proposal, Stage
-from studio.evolution.runs import eval_run_scored, eval_run_start
+from studio.evolution.services.runs import eval_run_start
+from studio.evolution.signals import eval_run_scored
 from studio.harnesses.models import Draft, HarnessVersion
 from studio.harnesses.selectors import version_files
 from studio.harnesses.services import (
@@ -76,7 +78,7 @@ def evolution_start(
     if not case_ids:
         raise EvolutionError(f"cases: dataset {dataset.name} has no case in the chosen categories")
     if diagnoser == Evolution.LLM:
-        from studio.evolution.diagnosis import diagnoser_endpoints
+        from studio.evolution.services.diagnosis import diagnoser_endpoints
 
         if (
             diagnoser_endpoint is None

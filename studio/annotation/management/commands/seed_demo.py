@@ -3,6 +3,10 @@ the local endpoint.
 
 Idempotent: a second run changes nothing but the demo users' passwords back
 to the printed ones. For the local demo only; never run it on a shared server.
+
+It lives in the annotation app, the highest of the apps it seeds (annotation reads the evolution's
+and the harnesses' rows), so that seeding the demo makes no lower app import a higher one
+(docs/architecture.md §1).
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from django.db import transaction
 from harness import demo_harness_dir, load_dir
 from studio.accounts.roles import ADMIN, ANNOTATOR, ML_ENGINEER, OPERATOR, REVIEWER
 from studio.accounts.services import roles_ensure, user_create
+from studio.annotation.demo import demo_queue_ensure
 from studio.endpoints.services import endpoint_ensure_demo_adapter, endpoint_ensure_local
 from studio.harnesses.models import Label
 from studio.harnesses.services import harness_import, label_move
@@ -67,8 +72,6 @@ class Command(BaseCommand):
                 actor=admin,
                 reason="Initial demo release",
             )
-        from studio.annotation.demo import demo_queue_ensure
-
         demo_queue_ensure(first=users["rafael"], second=admin)  # a dispute a third label settles
         endpoint = endpoint_ensure_local(actor=admin)
         adapter = endpoint_ensure_demo_adapter(actor=admin)

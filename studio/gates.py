@@ -144,7 +144,7 @@ def version_business_gate(*, version) -> Gate:
 def _serves(recorded: dict, checkpoint: Path, fingerprint: str | None) -> bool:
     from studio.training.selectors.evidence import resolved
 
-    if resolved(recorded.get("path")) != checkpoint:
+    if resolved(path=recorded.get("path")) != checkpoint:
         return False
     # the same folder measured before it was trained again is another model
     return not (
@@ -165,15 +165,15 @@ def latency_gate(
     )
 
     served = f"served {checkpoint}" if checkpoint else "of any model"
-    for run in finished_runs("replay"):
-        if not run_under_version(run, version):
+    for run in finished_runs(kind="replay"):
+        if not run_under_version(run=run, version=version):
             continue
-        recorded = replay_checkpoint(run)
+        recorded = replay_checkpoint(run=run)
         if checkpoint is not None and not _serves(recorded, checkpoint, fingerprint):
             continue
         model = recorded.get("path") or run.model
         try:
-            timing = replay_timing(run)
+            timing = replay_timing(run=run)
         except EvidenceError as error:
             return _unreadable("latency", error, run_id=run.pk)
         status, verdict = latency_verdict(timing, bound_s=LATENCY_BOUND_S)
@@ -209,13 +209,13 @@ def ifeval_gate(*, checkpoint: Path | None = None, why: str = "") -> Gate:
     )
 
     of = f"of {checkpoint}" if checkpoint else "of any model"
-    for run in finished_runs("eval"):
+    for run in finished_runs(kind="eval"):
         try:
-            model, scores = ifeval_scores(run)
+            model, scores = ifeval_scores(run=run)
         except EvidenceError as error:
             if checkpoint is None or checkpoint in (
-                resolved(evaluated_model(run)),
-                resolved(run.model),
+                resolved(path=evaluated_model(run=run)),
+                resolved(path=run.model),
             ):
                 return _unreadable("general capability", error, run_id=run.pk)
             continue
@@ -223,8 +223,8 @@ def ifeval_gate(*, checkpoint: Path | None = None, why: str = "") -> Gate:
             continue
         if (
             checkpoint is not None
-            and resolved(model) != checkpoint
-            and resolved(run.model) != checkpoint
+            and resolved(path=model) != checkpoint
+            and resolved(path=run.model) != checkpoint
         ):
             continue
         measured = (
@@ -235,7 +235,7 @@ def ifeval_gate(*, checkpoint: Path | None = None, why: str = "") -> Gate:
         if scores.base is None:
             from training.runs import base_model_of
 
-            if resolved(base_model_of(model)) not in (None, resolved(model)):
+            if resolved(path=base_model_of(model)) not in (None, resolved(path=model)):
                 return Gate(
                     "general capability",
                     "no data",
@@ -329,6 +329,17 @@ def release_gates(*, comparison: dict, tolerance: float, version) -> list[Gate]:
     comparison)."""
     return with_judge_gate(
         [business_gate(comparison=comparison, tolerance=tolerance), *_model_gates(version=version)]
+    )
+
+
+def stage_gates(*, stage) -> list[Gate]:
+    """The gates of an evolution stage's candidate once the stage has its comparison, else none."""
+    if not stage.comparison:
+        return []
+    return release_gates(
+        comparison=stage.comparison,
+        tolerance=stage.evolution.tolerance,
+        version=stage.candidate_version,
     )
 
 
@@ -437,7 +448,7 @@ def with_judge_gate(gates: list[Gate]) -> list[Gate]:
     (``studio.annotation.selectors.judge_standing``); uncalibrated is "no data", below agreement
     "fail", so a promotion on such figures needs a reviewer's override as any other."""
     from studio.annotation.selectors import judge_standing
-    from studio.evolution.runs import EVAL_JUDGE
+    from studio.evolution.services.runs import EVAL_JUDGE
 
     judged = [g.name for g in gates if g.judged]
     if not judged:
