@@ -277,6 +277,8 @@ def build_randomized_examples(
                 )
                 states.add(state.bundle.digest)
                 counts["states_original" if state.mapping is None else "states_variant"] += 1
+                if state.mapping is not None and state.mapping.masked_skills:
+                    counts["states_masking_skills"] += 1
                 widths[len(state.dims)] += 1
                 families.update(state.dims)
                 agent = original_agent if state.mapping is None else agent_for(state.bundle)
@@ -322,6 +324,7 @@ def build_randomized_examples(
         "distinct_states": len(states),
         "states_original": counts["states_original"],
         "states_variant": counts["states_variant"],
+        "states_masking_skills": counts["states_masking_skills"],
         "original_share_configured": config.hsa_original_share,
         "families_per_state": {str(k): widths[k] for k in sorted(widths)},
         "family_counts": dict(sorted(families.items())),

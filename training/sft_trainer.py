@@ -106,6 +106,28 @@ def sft_dataset(
     ), facts
 
 
+def measure_prefix_sharing(examples: list[dict[str, Any]], *, config: SFTStageConfig) -> dict:
+    """Pack ``examples`` with the model's tokenizer and measure what shared-prefix batches of
+    ``per_device_train_batch_size`` save on them (``training.shared_prefix.prefix_saving``)."""
+    from transformers import AutoTokenizer
+
+    from harness.checkpoints import resolve_checkpoint
+    from training.shared_prefix import prefix_saving
+
+    tokenizer = AutoTokenizer.from_pretrained(str(resolve_checkpoint(config.model)))
+    phases: list[int] = []
+    dataset, packing = sft_dataset(examples, tokenizer=tokenizer, phases=phases)
+    return {
+        **prefix_saving(
+            dataset["input_ids"],
+            batch_size=config.per_device_train_batch_size,
+            seed=config.seed,
+            phases=phases,
+        ),
+        "packed": packing,
+    }
+
+
 def file_sha256(path: str | Path) -> str:
     """The examples file's digest, for the model card: the data a checkpoint saw, byte for byte."""
     import hashlib
