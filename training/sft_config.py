@@ -268,6 +268,10 @@ class SFTStageConfig(StageConfig):
                 f"hsa_pool: must be 0 (2 x hsa_variants) or at least hsa_variants "
                 f"({self.hsa_variants}), got {self.hsa_pool}"
             )
+        if self.padding_free and not self.pack_turns:
+            return (
+                "padding_free: needs pack_turns: true (the packed sequences are cut at max_length)"
+            )
         if self.hsa_mode not in ("pool", "randomized"):
             return f"hsa_mode: must be 'pool' or 'randomized', got {self.hsa_mode!r}"
         if self.hsa_mode == "randomized":

@@ -86,7 +86,11 @@ def read_examples(path: str | Path) -> list[dict[str, Any]]:
 
 
 def sft_dataset(
-    examples: list[dict[str, Any]], *, tokenizer=None, phases: list[int] | None = None
+    examples: list[dict[str, Any]],
+    *,
+    tokenizer=None,
+    phases: list[int] | None = None,
+    max_length: int | None = None,
 ) -> tuple[Any, dict[str, int]]:
     """A datasets.Dataset of just the columns SFTTrainer reads (metadata stays in the JSONL), and
     packing facts. With ``tokenizer`` the turns of each trajectory are packed into one tokenized
@@ -101,8 +105,14 @@ def sft_dataset(
     packed, facts = pack(tokenizer, examples)
     if phases is not None:
         phases[:] = [int(r.get("phase", 0)) for r in packed]
+    cut = max_length or None  # ``max_length``: cut here, keeping the start, as TRL would
+    if cut:
+        facts["cut_sequences"] = sum(1 for r in packed if len(r["input_ids"]) > cut)
     return Dataset.from_list(
-        [{"input_ids": r["input_ids"], "completion_mask": r["completion_mask"]} for r in packed]
+        [
+            {"input_ids": r["input_ids"][:cut], "completion_mask": r["completion_mask"][:cut]}
+            for r in packed
+        ]
     ), facts
 
 
@@ -210,8 +220,9 @@ def build_sft_args(config: SFTStageConfig, run, **overrides):
     )
     if config.padding_free:
         # one row per batch, no padding: position ids restart at every sequence (flash attention
-        # keeps the sequences apart); the shared-prefix path needs padded rows, so it is off
-        args.update(padding_free=True)
+        # keeps the sequences apart); the shared-prefix path needs padded rows, so it is off. TRL
+        # does not cut padding-free rows, so run_sft cuts them at max_length (keeping the start)
+        args.update(padding_free=True, max_length=None)
     if config.eval_fraction:
         # the held-out loss only: no predictions kept, no best-model reload, no early stopping
         args.update(
@@ -269,7 +280,12 @@ def run_sft(config: SFTStageConfig, *, examples: list[dict[str, Any]] | None = N
             **({"eval_packed": eval_packing} if eval_packing else {}),
         }
     phases: list[int] = []
-    dataset, packing = sft_dataset(examples, tokenizer=packer, phases=phases)
+    dataset, packing = sft_dataset(
+        examples,
+        tokenizer=packer,
+        phases=phases,
+        max_length=config.max_length if config.padding_free else None,
+    )
     data_facts["packed"] = packing
     if packer is not None:
         from training.shared_prefix import prefix_saving
