@@ -5,10 +5,10 @@ pool of seeded variants: the shipped demo adapter saw 25 states in all and memor
 the right first tool call under 15 of 16 seen variants and 1 of 16 unseen ones). Here
 (``hsa_mode: randomized``) the states are drawn from the HSA generator itself:
 
-- each data epoch (``hsa_epochs``) shuffles the cases and cuts them into groups of
-  ``hsa_group_size``; each group gets its own state, from a seed no other group, epoch or
-  evaluation uses (``state_seed``), so an epoch of 678 cases in groups of 4 has about 170
-  states, and the next epoch is reseeded;
+- each data epoch (``hsa_epochs``) shuffles the cases ``hsa_variants`` times (K, at least 1) and
+  cuts each shuffle into groups of ``hsa_group_size``; each group gets its own state, from a seed
+  no other group, epoch or evaluation uses (``state_seed``), so an epoch of 678 cases with K=3 in
+  groups of 2 has about 1,000 states, and the next epoch is reseeded;
 - ``hsa_original_share`` of the groups keep the original Harness (what holds T1);
 - the state's families follow ``hsa_curriculum``: epoch e composes ``hsa_curriculum[e]`` families
   (the last entry repeats), drawn from ``hsa_dims``; ``[1, 2, 5]`` is one family at a time, then
@@ -261,9 +261,11 @@ def build_randomized_examples(
     try:
         for epoch in range(config.hsa_epochs):
             rng = random.Random(f"{config.seed}:hsa-randomized:{epoch}")
-            order = list(source.cases)
-            rng.shuffle(order)
-            groups = [order[i : i + group_size] for i in range(0, len(order), group_size)]
+            groups = []
+            for _ in range(max(1, config.hsa_variants)):  # each case under K states an epoch
+                order = list(source.cases)
+                rng.shuffle(order)
+                groups += [order[i : i + group_size] for i in range(0, len(order), group_size)]
             for g, group in enumerate(groups):
                 state = draw_state(
                     bundle=bundle,
@@ -320,6 +322,7 @@ def build_randomized_examples(
         "teacher": "gold",
         "hsa_epochs": config.hsa_epochs,
         "hsa_group_size": group_size,
+        "states_per_case_per_epoch": max(1, config.hsa_variants),
         "states_drawn": counts["states_original"] + counts["states_variant"],
         "distinct_states": len(states),
         "states_original": counts["states_original"],

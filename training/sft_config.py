@@ -40,7 +40,8 @@ class SFTStageConfig(StageConfig):
         metadata={
             "help": (
                 "K augmented Harness variants per case besides the "
-                "original. 0 = Fixed-Harness SFT (the baseline)."
+                "original. 0 = Fixed-Harness SFT (the baseline). randomized: K states per "
+                "case per data epoch (K shuffles cut into groups)."
             )
         },
     )

@@ -15,6 +15,7 @@ def _config(**overrides) -> SFTStageConfig:
         model="tiny",
         output_dir="unused",
         hsa_mode="randomized",
+        hsa_variants=1,
         max_cases=16,
         hsa_group_size=2,
         hsa_epochs=2,
@@ -108,6 +109,25 @@ def test_the_original_share_holds_the_original_harness():
     assert {ex["meta"]["harness"] for ex in examples} == {"original"}
 
 
+def test_each_case_meets_k_states_an_epoch():
+    examples, report = _build(
+        _config(
+            max_cases=4,
+            hsa_variants=3,
+            hsa_epochs=1,
+            hsa_original_share=0.0,
+            recovery_unknown_tool_share=0.0,
+            recovery_grounding_share=0.0,
+            recovery_stop_gate_share=0.0,
+        )
+    )
+    assert report["states_drawn"] == 6 and report["states_per_case_per_epoch"] == 3
+    states_of: dict[str, set] = {}
+    for ex in examples:
+        states_of.setdefault(ex["meta"]["case_id"], set()).add(ex["meta"]["harness_digest"])
+    assert len(states_of) == 4 and all(len(v) == 3 for v in states_of.values())
+
+
 def test_bad_settings_name_the_field():
     assert _config(hsa_mode="random").check().startswith("hsa_mode:")
     assert _config(hsa_original_share=1.5).check().startswith("hsa_original_share:")
@@ -164,6 +184,8 @@ def test_the_data_command_prints_the_report_and_the_prefix_saving(tmp_path, caps
             "6",
             "--hsa-group-size",
             "3",
+            "--hsa-variants",
+            "1",
             "--per-device-train-batch-size",
             "2",
             "--out",

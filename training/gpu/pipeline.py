@@ -81,7 +81,8 @@ def plans(*, out: Path, smoke: bool) -> dict[str, Any]:
             max_cases=678,
             max_steps=240,
             per_device_train_batch_size=32,
-            hsa_group_size=4,
+            hsa_group_size=2,
+            hsa_variants=4,  # each case under 4 fresh states an epoch: ~1,350 states an epoch
             hsa_epochs=2,
             hsa_curriculum=[1, 5],
             save_steps=120,
