@@ -66,7 +66,6 @@ class RobustnessConfig:
     policy: str = field(
         default="local",
         metadata={
-            "choices": ["local", "torch"],
             "help": "Route: local (llama.cpp, what the demo serves) or torch.",
         },
     )
@@ -82,7 +81,6 @@ class RobustnessConfig:
     seen: str = field(
         default="pool",
         metadata={
-            "choices": ["pool", "randomized"],
             "help": (
                 "Which seeds the model trained on: pool (hsa_pool seeds seen_seed*1000+i) or "
                 "randomized (training.randomized.state_seed(seen_seed, 0, i))."

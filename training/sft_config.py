@@ -64,9 +64,8 @@ class SFTStageConfig(StageConfig):
     hsa_mode: str = field(
         default="pool",
         metadata={
-            "choices": ["pool", "randomized"],
             "help": (
-                "pool: each case under the original and K of a fixed seeded pool of variants. "
+                "pool (or randomized). pool: each case under the original and K of a fixed seeded pool of variants. "
                 "randomized: a fresh state from the HSA generator per group of hsa_group_size "
                 "cases, reseeded each data epoch (training/randomized.py; gold teacher only)."
             ),
