@@ -65,8 +65,8 @@ class SFTStageConfig(StageConfig):
         default="pool",
         metadata={
             "help": (
-                "pool (or randomized). pool: each case under the original and K of a fixed seeded pool of variants. "
-                "randomized: a fresh state from the HSA generator per group of hsa_group_size "
+                "pool or randomized. pool: each case under the original and K of a fixed "
+                "seeded pool of variants. randomized: a fresh state from the HSA generator per group of hsa_group_size "
                 "cases, reseeded each data epoch (training/randomized.py; gold teacher only)."
             ),
         },
