@@ -67,7 +67,8 @@ class SFTStageConfig(StageConfig):
             "help": (
                 "pool or randomized. pool: each case under the original and K of a fixed "
                 "seeded pool of variants. randomized: a fresh state from the HSA generator "
-                "per group of hsa_group_size cases, reseeded each data epoch (training/randomized.py; gold teacher only)."
+                "per group of hsa_group_size cases, reseeded each data epoch "
+                "(training/randomized.py; gold teacher only)."
             ),
         },
     )
