@@ -44,6 +44,12 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "data":
             p.add_argument("--out", required=True, help="examples JSONL to write")
         add_flags(p, cls)
+    from training.robustness import RobustnessConfig
+
+    text = "Round-1 decisions on held-out cases under seen and unseen Harness states, per family"
+    p = sub.add_parser("robustness-check", help=text, description=text)
+    p.add_argument("--config", help="YAML or JSON file with the config fields")
+    add_flags(p, RobustnessConfig)
     from training.mtp_config import MTPStageConfig
 
     text = "MTP draft-head adaptation: the policy frozen, the head trained on its own rollouts"
@@ -141,7 +147,23 @@ def _dispatch(args: argparse.Namespace) -> int:
             config=config, harness_dir=resolve_harness_dir(config.harness)
         )
         write_examples(examples, args.out)
+        if config.pack_turns:
+            from training.sft_trainer import measure_prefix_sharing
+
+            report["prefix_sharing"] = sharing = measure_prefix_sharing(examples, config=config)
         print(json.dumps(report, indent=2))
+        if config.pack_turns:
+            print(
+                f"shared-prefix batches of {sharing['batch_size']}: "
+                f"{sharing['tokens_not_reencoded']:,} of {sharing['tokens']:,} packed tokens "
+                f"not re-encoded ({sharing['tokens_saved_pct']}% tokens saved; "
+                f"{sharing['batches_sharing']} of {sharing['batches']} batches share)"
+            )
+    elif args.command == "robustness-check":
+        from training.robustness import RobustnessConfig, report_markdown, run_robustness
+
+        results = run_robustness(_build(RobustnessConfig, args))
+        print(report_markdown(results))
     elif args.command == "pipeline":
         from training.pipeline import run_pipeline
         from training.pipeline_config import PipelineConfig

@@ -36,6 +36,11 @@ class Chain:
     messages: list[dict[str, str]]  # the last turn's prompt + its completion
     trained: list[int] = field(default_factory=list)  # indices of the completions in ``messages``
     turns: list[int] = field(default_factory=list)
+    phase: int = 0  # the data epoch of randomized HSA (``meta.hsa_epoch``): curriculum order
+
+
+def _phase(example: dict[str, Any]) -> int:
+    return int((example.get("meta") or {}).get("hsa_epoch") or 0)
 
 
 def _messages(example: dict[str, Any]) -> tuple[list[dict[str, str]], dict[str, str]]:
@@ -81,7 +86,12 @@ def chains(examples: list[dict[str, Any]]) -> list[Chain]:
                 continue
             if current is not None:
                 out.append(current)
-            current = Chain(messages=[*prompt, completion], trained=[len(prompt)], turns=[turn])
+            current = Chain(
+                messages=[*prompt, completion],
+                trained=[len(prompt)],
+                turns=[turn],
+                phase=_phase(example),
+            )
         if current is not None:
             out.append(current)
     return out
@@ -117,6 +127,7 @@ def tokenize_chain(tokenizer, chain: Chain) -> dict[str, list[int]]:
         "completion_mask": mask,
         "turns": list(chain.turns),
         "turn_lengths": lengths,
+        "phase": chain.phase,
     }
 
 

@@ -40,7 +40,8 @@ class SFTStageConfig(StageConfig):
         metadata={
             "help": (
                 "K augmented Harness variants per case besides the "
-                "original. 0 = Fixed-Harness SFT (the baseline)."
+                "original. 0 = Fixed-Harness SFT (the baseline). randomized: K states per "
+                "case per data epoch (K shuffles cut into groups)."
             )
         },
     )
@@ -59,6 +60,95 @@ class SFTStageConfig(StageConfig):
     hsa_dims: list[str] = field(
         default_factory=lambda: ["skills", "skill-content", "tools", "prompt", "hooks"],
         metadata={"choices": HSA_DIMS, "help": "HSA transformation families to apply."},
+    )
+    hsa_mode: str = field(
+        default="pool",
+        metadata={
+            "help": (
+                "pool or randomized. pool: each case under the original and K of a fixed "
+                "seeded pool of variants. randomized: a fresh state from the HSA generator "
+                "per group of hsa_group_size cases, reseeded each data epoch "
+                "(training/randomized.py; gold teacher only)."
+            ),
+        },
+    )
+    hsa_epochs: int = field(
+        default=1,
+        metadata={
+            "help": (
+                "randomized: data epochs built, each reseeded (new states) and in curriculum "
+                "order; the trainer takes them in that order (one pass = every data epoch)."
+            )
+        },
+    )
+    hsa_group_size: int = field(
+        default=4,
+        metadata={
+            "help": (
+                "randomized: cases per drawn state. Smaller: more distinct states; a "
+                "shared-prefix batch shares the system prompt only within a state."
+            )
+        },
+    )
+    hsa_original_share: float = field(
+        default=0.2,
+        metadata={"help": "randomized: share of groups kept on the original Harness (holds T1)."},
+    )
+    hsa_opaque_name_share: float = field(
+        default=0.25,
+        metadata={
+            "help": (
+                "randomized: share of tool and skill renames that carry no meaning (fn_q7x, t3), "
+                "so a name must be read from the tool list (the envelope's opaque_name_share)."
+            )
+        },
+    )
+    hsa_curriculum: list[int] = field(
+        default_factory=lambda: [1, 2, 5],
+        metadata={
+            "help": (
+                "randomized: families composed per state in data epoch 1, 2, ... (the last "
+                "repeats); [1, 2, 5] = one transformation at a time, pairs, then all five."
+            )
+        },
+    )
+    recovery_unknown_tool_share: float = field(
+        default=0.05,
+        metadata={
+            "help": (
+                "randomized: share of trajectories that first call a tool name the state lacks "
+                "(the original's name where the state renamed it), get the runtime's error, "
+                "then make the right call."
+            )
+        },
+    )
+    recovery_grounding_share: float = field(
+        default=0.05,
+        metadata={
+            "help": (
+                "randomized: share of trajectories that state a figure before the product tool "
+                "was called, are blocked by the grounding hook, call the tool and reply."
+            )
+        },
+    )
+    recovery_stop_gate_share: float = field(
+        default=0.05,
+        metadata={
+            "help": (
+                "randomized: share of trajectories that reply before loading the reply skill "
+                "and are blocked by the stop gate (kept whole with keep_retry_fraction)."
+            )
+        },
+    )
+    padding_free: bool = field(
+        default=False,
+        metadata={
+            "help": (
+                "Pack a batch's sequences into one row without padding (position ids restart "
+                "per sequence; TRL's padding_free). For GPUs with flash attention; implies "
+                "shared_prefix: false."
+            )
+        },
     )
     teacher: str = field(
         default="gold",
@@ -179,6 +269,42 @@ class SFTStageConfig(StageConfig):
                 f"hsa_pool: must be 0 (2 x hsa_variants) or at least hsa_variants "
                 f"({self.hsa_variants}), got {self.hsa_pool}"
             )
+        if self.padding_free and not self.pack_turns:
+            return (
+                "padding_free: needs pack_turns: true (the packed sequences are cut at max_length)"
+            )
+        if self.hsa_mode not in ("pool", "randomized"):
+            return f"hsa_mode: must be 'pool' or 'randomized', got {self.hsa_mode!r}"
+        if self.hsa_mode == "randomized":
+            if self.teacher != "gold":
+                return "hsa_mode: 'randomized' records the gold teacher only; set teacher: gold"
+            if not 1 <= self.hsa_epochs <= 99:
+                return f"hsa_epochs: must be 1 to 99, got {self.hsa_epochs}"
+            if not 1 <= self.hsa_group_size <= 10_000:
+                return f"hsa_group_size: must be at least 1, got {self.hsa_group_size}"
+            for name in (
+                "hsa_original_share",
+                "hsa_opaque_name_share",
+                "recovery_unknown_tool_share",
+                "recovery_grounding_share",
+                "recovery_stop_gate_share",
+            ):
+                if not 0.0 <= getattr(self, name) <= 1.0:
+                    return f"{name}: must be between 0 and 1, got {getattr(self, name)}"
+            total = (
+                self.recovery_unknown_tool_share
+                + self.recovery_grounding_share
+                + self.recovery_stop_gate_share
+            )
+            if total > 1.0:
+                return f"recovery_unknown_tool_share: the three recovery shares add up to {total}"
+            if any(not 1 <= int(w) <= 5 for w in self.hsa_curriculum):
+                return (
+                    "hsa_curriculum: each entry is a number of families from 1 to 5, "
+                    f"got {self.hsa_curriculum}"
+                )
+            if not self.hsa_dims:
+                return "hsa_dims: randomized HSA needs at least one family"
         if not 0.0 <= self.keep_retry_fraction <= 1.0:
             return "keep_retry_fraction: must be between 0 and 1"
         if self.min_accuracy not in (0.0, 1.0):

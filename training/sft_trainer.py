@@ -38,18 +38,24 @@ class HarnessSFTTrainer(SharedPrefixMixin, SFTTrainer):
     """SFTTrainer whose batches are formed by Harness state and encode their shared prefix once
     (``training.shared_prefix``; the same loss and gradients as the plain path)."""
 
-    def __init__(self, *args, shared_prefix: bool = False, **kwargs) -> None:
+    def __init__(
+        self, *args, shared_prefix: bool = False, phases: list[int] | None = None, **kwargs
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.use_shared_prefix = shared_prefix
+        # randomized HSA's data epochs (curriculum order): taken in order, whatever the batches
+        self.phases = phases if phases and len(set(phases)) > 1 else None
 
     def _get_train_sampler(self, train_dataset=None):
-        if not self.use_shared_prefix:
+        if not self.use_shared_prefix and self.phases is None:
             return super()._get_train_sampler(train_dataset)
         dataset = train_dataset if train_dataset is not None else self.train_dataset
         return PrefixGroupedSampler(
             dataset["input_ids"],
             batch_size=self.args.per_device_train_batch_size,
             seed=self.args.seed,
+            phases=self.phases,
+            group=self.use_shared_prefix,
         )
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
@@ -79,10 +85,16 @@ def read_examples(path: str | Path) -> list[dict[str, Any]]:
     return examples
 
 
-def sft_dataset(examples: list[dict[str, Any]], *, tokenizer=None) -> tuple[Any, dict[str, int]]:
+def sft_dataset(
+    examples: list[dict[str, Any]],
+    *,
+    tokenizer=None,
+    phases: list[int] | None = None,
+    max_length: int | None = None,
+) -> tuple[Any, dict[str, int]]:
     """A datasets.Dataset of just the columns SFTTrainer reads (metadata stays in the JSONL), and
     packing facts. With ``tokenizer`` the turns of each trajectory are packed into one tokenized
-    sequence."""
+    sequence; ``phases`` (a list to fill) receives each sequence's randomized-HSA data epoch."""
     from datasets import Dataset
 
     if tokenizer is None:
@@ -91,9 +103,39 @@ def sft_dataset(examples: list[dict[str, Any]], *, tokenizer=None) -> tuple[Any,
     from training.conversations import pack
 
     packed, facts = pack(tokenizer, examples)
+    if phases is not None:
+        phases[:] = [int(r.get("phase", 0)) for r in packed]
+    cut = max_length or None  # ``max_length``: cut here, keeping the start, as TRL would
+    if cut:
+        facts["cut_sequences"] = sum(1 for r in packed if len(r["input_ids"]) > cut)
     return Dataset.from_list(
-        [{"input_ids": r["input_ids"], "completion_mask": r["completion_mask"]} for r in packed]
+        [
+            {"input_ids": r["input_ids"][:cut], "completion_mask": r["completion_mask"][:cut]}
+            for r in packed
+        ]
     ), facts
+
+
+def measure_prefix_sharing(examples: list[dict[str, Any]], *, config: SFTStageConfig) -> dict:
+    """Pack ``examples`` with the model's tokenizer and measure what shared-prefix batches of
+    ``per_device_train_batch_size`` save on them (``training.shared_prefix.prefix_saving``)."""
+    from transformers import AutoTokenizer
+
+    from harness.checkpoints import resolve_checkpoint
+    from training.shared_prefix import prefix_saving
+
+    tokenizer = AutoTokenizer.from_pretrained(str(resolve_checkpoint(config.model)))
+    phases: list[int] = []
+    dataset, packing = sft_dataset(examples, tokenizer=tokenizer, phases=phases)
+    return {
+        **prefix_saving(
+            dataset["input_ids"],
+            batch_size=config.per_device_train_batch_size,
+            seed=config.seed,
+            phases=phases,
+        ),
+        "packed": packing,
+    }
 
 
 def file_sha256(path: str | Path) -> str:
@@ -176,6 +218,11 @@ def build_sft_args(config: SFTStageConfig, run, **overrides):
         packing=False,
         dataset_num_proc=None,
     )
+    if config.padding_free:
+        # one row per batch, no padding: position ids restart at every sequence (flash attention
+        # keeps the sequences apart); the shared-prefix path needs padded rows, so it is off. TRL
+        # does not cut padding-free rows, so run_sft cuts them at max_length (keeping the start)
+        args.update(padding_free=True, max_length=None)
     if config.eval_fraction:
         # the held-out loss only: no predictions kept, no best-model reload, no early stopping
         args.update(
@@ -232,8 +279,23 @@ def run_sft(config: SFTStageConfig, *, examples: list[dict[str, Any]] | None = N
             "eval_steps": config.eval_steps or config.save_steps,
             **({"eval_packed": eval_packing} if eval_packing else {}),
         }
-    dataset, packing = sft_dataset(examples, tokenizer=packer)
+    phases: list[int] = []
+    dataset, packing = sft_dataset(
+        examples,
+        tokenizer=packer,
+        phases=phases,
+        max_length=config.max_length if config.padding_free else None,
+    )
     data_facts["packed"] = packing
+    if packer is not None:
+        from training.shared_prefix import prefix_saving
+
+        data_facts["prefix_sharing"] = prefix_saving(
+            dataset["input_ids"],
+            batch_size=config.per_device_train_batch_size,
+            seed=config.seed,
+            phases=phases,
+        )
     trainer = HarnessSFTTrainer(
         model=str(run.model_dir),
         args=build_sft_args(config, run),
@@ -242,7 +304,8 @@ def run_sft(config: SFTStageConfig, *, examples: list[dict[str, Any]] | None = N
         processing_class=tokenizer,
         callbacks=run.callbacks(),
         peft_config=config.peft_config(),
-        shared_prefix=config.shared_prefix,
+        shared_prefix=config.shared_prefix and not config.padding_free,
+        phases=phases,
     )
     run.train(trainer)
     final = run.finish(
@@ -254,7 +317,9 @@ def run_sft(config: SFTStageConfig, *, examples: list[dict[str, Any]] | None = N
         trainer_name="trl.SFTTrainer",
         extra={
             "fixed_harness": config.hsa_variants == 0,
-            "shared_prefix": config.shared_prefix and trainer.shared_prefix_stats.to_dict(),
+            "shared_prefix": config.shared_prefix
+            and not config.padding_free
+            and trainer.shared_prefix_stats.to_dict(),
             **best_eval(trainer.state.log_history),
         },
     )

@@ -296,28 +296,51 @@ class PrefixGroupedSampler(torch.utils.data.Sampler[int]):
     """Each epoch, batches of ``batch_size`` sequences that share their first message (the same
     Harness state): within a state the order is shuffled and cut into batches; a state's remainder
     joins the others' in an order sorted by tokens (so they still share what they can); the batches
-    are then shuffled. Every sequence appears once per epoch. ``set_epoch`` changes the draw."""
+    are then shuffled. Every sequence appears once per epoch. ``set_epoch`` changes the draw.
+
+    With ``phases`` (one int per sequence: randomized HSA's data epoch, ``training.randomized``)
+    the batches of phase 0 all come before those of phase 1, and so on: a curriculum's order holds,
+    and batches are formed within a phase. ``group=False`` keeps that order but shuffles within a
+    phase without grouping by state (the plain path's batches)."""
 
     def __init__(
-        self, input_ids: Sequence[Sequence[int]], *, batch_size: int, seed: int = 0
+        self,
+        input_ids: Sequence[Sequence[int]],
+        *,
+        batch_size: int,
+        seed: int = 0,
+        phases: Sequence[int] | None = None,
+        group: bool = True,
     ) -> None:
         self.batch_size = max(1, int(batch_size))
         self.seed = seed
         self.epoch = 0
         self.ids = [list(row) for row in input_ids]
-        groups: dict[tuple[int, ...], list[int]] = {}
+        self.phases = list(phases) if phases is not None else [0] * len(self.ids)
+        if len(self.phases) != len(self.ids):
+            raise ValueError(f"phases: {len(self.phases)} for {len(self.ids)} sequences")
+        self.group = group
+        groups: dict[tuple, list[int]] = {}
         for index, row in enumerate(self.ids):
-            groups.setdefault(message_head(row), []).append(index)
-        self.groups = list(groups.values())
+            key = (self.phases[index], message_head(row) if group else ())
+            groups.setdefault(key, []).append(index)
+        self.groups = {key: groups[key] for key in sorted(groups, key=lambda k: k[0])}
 
     def set_epoch(self, epoch: int) -> None:
         self.epoch = epoch
 
     def batches(self) -> list[list[int]]:
         rng = random.Random(f"{self.seed}:{self.epoch}")
+        out: list[list[int]] = []
+        for phase in sorted(set(self.phases)):
+            members_of = [m for key, m in self.groups.items() if key[0] == phase]
+            out += self._phase_batches(members_of, rng)
+        return out
+
+    def _phase_batches(self, groups: list[list[int]], rng: random.Random) -> list[list[int]]:
         batches: list[list[int]] = []
         rest: list[int] = []
-        for members in self.groups:
+        for members in groups:
             members = members[:]
             rng.shuffle(members)
             whole = len(members) - len(members) % self.batch_size
@@ -337,3 +360,44 @@ class PrefixGroupedSampler(torch.utils.data.Sampler[int]):
 
     def __len__(self) -> int:
         return len(self.ids)
+
+
+def prefix_saving(
+    input_ids: Sequence[Sequence[int]],
+    *,
+    batch_size: int,
+    seed: int = 0,
+    phases: Sequence[int] | None = None,
+) -> dict[str, Any]:
+    """What shared-prefix batches save on ``input_ids``: the batches ``PrefixGroupedSampler`` forms
+    (epoch 0), each batch's common start (as ``common_prefix_length`` finds it on the padded batch;
+    below ``MIN_SHARED_TOKENS`` the batch runs plain), and the tokens that start keeps from being
+    encoded again by every row after the first."""
+    sampler = PrefixGroupedSampler(input_ids, batch_size=batch_size, seed=seed, phases=phases)
+    total = sum(len(row) for row in input_ids)
+    saved = shared_batches = batches = 0
+    for batch in sampler.batches():
+        batches += 1
+        rows = [list(input_ids[i]) for i in batch]
+        if len(rows) < 2:
+            continue
+        width = max(len(r) for r in rows)
+        n = 0
+        for column in zip(*rows, strict=False):
+            if any(v != column[0] for v in column):
+                break
+            n += 1
+        n = min(n, width - 1)
+        if n < MIN_SHARED_TOKENS:
+            continue
+        shared_batches += 1
+        saved += n * (len(rows) - 1)
+    return {
+        "batch_size": int(batch_size),
+        "sequences": len(input_ids),
+        "tokens": total,
+        "batches": batches,
+        "batches_sharing": shared_batches,
+        "tokens_not_reencoded": saved,
+        "tokens_saved_pct": round(100.0 * saved / total, 2) if total else 0.0,
+    }

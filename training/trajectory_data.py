@@ -58,7 +58,12 @@ def examples_from_trajectory(
 
 def build_sft_examples(*, config, harness_dir: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Examples and a report of what was generated, rejected, stripped (``config``:
-    SFTStageConfig)."""
+    SFTStageConfig). ``hsa_mode: randomized`` draws a fresh state per group of cases instead
+    (``training.randomized``)."""
+    if getattr(config, "hsa_mode", "pool") == "randomized" and config.hsa_variants:
+        from training.randomized import build_randomized_examples
+
+        return build_randomized_examples(config=config, harness_dir=harness_dir)
     from evaluation.scoring import judge_for
     from harness import load_dir
     from harness.policies import make_policy

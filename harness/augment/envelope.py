@@ -38,13 +38,19 @@ _FRACTION = {
 }
 
 
-def _section(props: dict) -> dict:
+def _section(props: dict, optional: dict | None = None) -> dict:
     return {
         "type": "object",
         "additionalProperties": False,
         "required": list(props),
-        "properties": props,
+        "properties": {**props, **(optional or {})},
     }
+
+
+#: fields a section may leave out (an envelope written before them stays valid); absent = 0
+_OPAQUE = {
+    "opaque_name_share": {**_P, "x-hint": "a share in [0, 1] of renames that carry no meaning"}
+}
 
 
 SCHEMA = _section(
@@ -57,7 +63,8 @@ SCHEMA = _section(
                 "add_noise": _COUNT,
                 "mask_fraction": _FRACTION,
                 "min_reply_skills": {"type": "integer", "minimum": 1, "maximum": 50},
-            }
+            },
+            _OPAQUE,
         ),
         "skill_content": _section(
             {
@@ -74,7 +81,8 @@ SCHEMA = _section(
                 "rewrite_description_probability": _P,
                 "rewrite_parameter_description_probability": _P,
                 "reorder": {"type": "boolean"},
-            }
+            },
+            _OPAQUE,
         ),
         "prompt": _section(
             {

@@ -114,3 +114,38 @@ def new_name(
         if candidate != old and candidate not in taken and re.match(pattern, candidate):
             return candidate
     raise ValueError(f"could not find a free name for '{old}' in {attempts} attempts")
+
+
+_OPAQUE_HEADS = ("fn", "t", "op", "x", "k", "f", "q", "s", "z", "a")
+_OPAQUE_CHARS = "abcdefghjkmnpqrstuvwxyz23456789"
+
+
+def opaque_name(*, rng: random.Random, kind: str, taken: set[str], attempts: int = 40) -> str:
+    """A name that carries no meaning (``fn_q7x``, ``t3``): the model can only learn what it does
+    from the tool list or the skill list it is shown, never from its words."""
+    pattern = TOOL_NAME_PATTERN if kind == "tool" else NAME_PATTERN
+    for attempt in range(attempts):
+        head = rng.choice(_OPAQUE_HEADS)
+        body = "".join(rng.choice(_OPAQUE_CHARS) for _ in range(rng.randint(1, 3 + attempt // 10)))
+        candidate = f"{head}_{body}" if rng.random() < 0.5 else f"{head}{body}"
+        if candidate not in taken and re.match(pattern, candidate):
+            return candidate
+    raise ValueError(f"could not find a free opaque {kind} name in {attempts} attempts")
+
+
+def make_opaque(
+    renames: dict[str, str], *, share: float, rng: random.Random, kind: str, taken: set[str]
+) -> dict[str, str]:
+    """``renames`` with each new name replaced by an opaque one with probability ``share``.
+
+    ``rng`` is the family's own opaque-name stream (``AugmentContext.rng("<family>:opaque")``), so a
+    share of 0 draws nothing and leaves every variant byte-identical to one made without it."""
+    if share <= 0:
+        return renames
+    out = dict(renames)
+    for old in sorted(out):
+        if rng.random() < share:
+            out[old] = opaque_name(
+                rng=rng, kind=kind, taken=taken | set(out.values()) | set(renames)
+            )
+    return out

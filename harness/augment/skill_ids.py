@@ -15,7 +15,7 @@ import random
 
 from harness.augment.context import AugmentContext
 from harness.augment.editable import SkillDraft
-from harness.augment.names import new_name
+from harness.augment.names import make_opaque, new_name
 from harness.augment.references import referenced
 from harness.augment.synthetic_skills import NOISE, PLAUSIBLE, render_template
 from harness.hook_catalogue import HOOK_TYPES
@@ -37,6 +37,13 @@ def apply_skill_identifiers(ctx: AugmentContext) -> None:
     if not renames:
         name = rng.choice(sorted(d.skills))
         renames[name] = new_name(name, rng=rng, kind="skill", taken=ctx.taken)
+    renames = make_opaque(
+        renames,
+        share=env.get("opaque_name_share", 0.0),
+        rng=ctx.rng("skills:opaque"),
+        kind="skill",
+        taken=ctx.taken,
+    )
     added = {a["name"]: a for a in ctx.mapping.added_skills}
     parent_renames = {k: v for k, v in renames.items() if k not in added}
     ctx.rename(skills=parent_renames)

@@ -12,7 +12,7 @@ MCP implementations receive arguments by name; the mapping still has a
 from __future__ import annotations
 
 from harness.augment.context import AugmentContext
-from harness.augment.names import new_name
+from harness.augment.names import make_opaque, new_name
 
 
 def apply_tools(ctx: AugmentContext) -> None:
@@ -30,6 +30,13 @@ def apply_tools(ctx: AugmentContext) -> None:
     if not renames and names:  # every variant differs in every family it was asked for
         name = rng.choice(names)
         renames[name] = new_name(name, rng=rng, kind="tool", taken=ctx.taken)
+    renames = make_opaque(
+        renames,
+        share=env.get("opaque_name_share", 0.0),
+        rng=ctx.rng("tools:opaque"),
+        kind="tool",
+        taken=ctx.taken,
+    )
     ctx.rename(tools=renames)
     rewritten = []
     inverse = {v: k for k, v in ctx.mapping.tools.items()}

@@ -1,0 +1,5 @@
+import sys
+
+from training.gpu.pipeline import main
+
+sys.exit(main())
