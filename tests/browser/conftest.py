@@ -88,3 +88,15 @@ def sign_in(browser, live_server):
     yield _sign_in
     for context in contexts:
         context.close()
+
+
+@pytest.fixture
+def inline_jobs(settings):
+    """Evaluation and diagnosis jobs run in the test's thread (Celery eager), before pages open."""
+    from studio.celery import app as celery_app
+
+    settings.JOB_HEARTBEAT_S = 3600  # the job runs in this thread: no second connection beside it
+    previous = celery_app.conf.task_always_eager
+    celery_app.conf.task_always_eager = True
+    yield
+    celery_app.conf.task_always_eager = previous

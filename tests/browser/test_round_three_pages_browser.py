@@ -7,7 +7,6 @@ under ``HS_SHOTS_DIR`` when that is set (they are looked at, not compared).
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
@@ -25,54 +24,12 @@ def _shot(page, name: str) -> None:
 
 
 @pytest.fixture
-def inline_jobs(settings):
-    from studio.celery import app as celery_app
-
-    settings.JOB_HEARTBEAT_S = 3600  # the job runs in this thread: no second connection beside it
-    previous = celery_app.conf.task_always_eager
-    celery_app.conf.task_always_eager = True
-    yield
-    celery_app.conf.task_always_eager = previous
-
-
-@pytest.fixture
 def world(people, tmp_path, inline_jobs):
     """The planted-defect Harness as v1, 20 dev cases (a fifth held out), the shortcut endpoint
     (answers every case) and a chatter endpoint (every case ends in the Harness's fallback)."""
-    from evaluation.diagnosis.planted import without_price_grounding
-    from evaluation.world.sets import build_sets
-    from harness import demo_harness_dir, read_dir
-    from studio.endpoints.models import ModelEndpoint
-    from studio.evolution.scripted import write_script
-    from studio.evolution.services.datasets import dataset_import
-    from studio.harnesses.services import harness_import
+    from tests.browser.worlds import planted_defect_world
 
-    built = build_sets(seed=7)
-    cases = built["sets"]["dev"][:20]
-    dataset = dataset_import(
-        name="dev-20",
-        text="\n".join(json.dumps(c) for c in cases),
-        source="dev.jsonl",
-        actor=people["operator"],
-        catalogue=built["catalogue"].to_dict(),
-    )
-    files, _ = read_dir(demo_harness_dir())
-    version = harness_import(
-        files=without_price_grounding(files), author=people["operator"], message="prices unguarded"
-    ).version
-    shortcut = ModelEndpoint.objects.create(
-        name="shortcut",
-        route=ModelEndpoint.SCRIPTED,
-        script_path=str(write_script(cases=cases, path=tmp_path / "s.json")),
-    )
-    chatter_script = tmp_path / "chatter.json"
-    chatter_script.write_text(
-        json.dumps({c["id"]: ["Hello there, lovely to see you all!"] * 8 for c in cases})
-    )
-    chatter = ModelEndpoint.objects.create(
-        name="chatter", route=ModelEndpoint.SCRIPTED, script_path=str(chatter_script)
-    )
-    return {"version": version, "dataset": dataset, "shortcut": shortcut, "chatter": chatter}
+    return planted_defect_world(people=people, tmp_path=tmp_path, size=20)
 
 
 def _diagnosed_stage(world, reviewer):

@@ -8,66 +8,17 @@ in test_evolution_stage.py).
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 pytestmark = [pytest.mark.browser]
 
 
 @pytest.fixture
-def inline_jobs(settings):
-    from studio.celery import app as celery_app
-
-    settings.JOB_HEARTBEAT_S = 3600  # the job runs in this thread: no second connection beside it
-    previous = celery_app.conf.task_always_eager
-    celery_app.conf.task_always_eager = True
-    yield
-    celery_app.conf.task_always_eager = previous
-
-
-@pytest.fixture
 def world(people, tmp_path, inline_jobs):
-    from evaluation.diagnosis.planted import without_price_grounding
-    from evaluation.world.sets import build_sets
-    from harness import demo_harness_dir, read_dir
-    from studio.endpoints.models import ModelEndpoint
-    from studio.evolution.scripted import write_script
-    from studio.evolution.services.datasets import dataset_import
-    from studio.harnesses.services import harness_import
+    """The planted-defect Harness as v1, 12 dev cases, the shortcut and the chatter endpoints."""
+    from tests.browser.worlds import planted_defect_world
 
-    built = build_sets(seed=7)
-    cases = built["sets"]["dev"][:12]
-    dataset = dataset_import(
-        name="dev-12",
-        text="\n".join(json.dumps(c) for c in cases),
-        source="dev.jsonl",
-        actor=people["operator"],
-        catalogue=built["catalogue"].to_dict(),
-    )
-    files, _ = read_dir(demo_harness_dir())
-    version = harness_import(
-        files=without_price_grounding(files), author=people["operator"], message="prices unguarded"
-    ).version
-    shortcut = ModelEndpoint.objects.create(
-        name="shortcut",
-        route=ModelEndpoint.SCRIPTED,
-        script_path=str(write_script(cases=cases, path=tmp_path / "s.json")),
-    )
-    chatter_script = tmp_path / "chatter.json"
-    chatter_script.write_text(
-        json.dumps({c["id"]: ["Hello there, lovely to see you all!"] * 8 for c in cases})
-    )
-    chatter = ModelEndpoint.objects.create(
-        name="chatter", route=ModelEndpoint.SCRIPTED, script_path=str(chatter_script)
-    )
-    return {
-        "version": version,
-        "dataset": dataset,
-        "shortcut": shortcut,
-        "chatter": chatter,
-        "case_ids": [c["id"] for c in cases],
-    }
+    return planted_defect_world(people=people, tmp_path=tmp_path, size=12)
 
 
 def test_a_run_where_every_case_fell_back_says_so_on_its_page(world, people, sign_in):
