@@ -8,14 +8,14 @@ which that server's name points at the URL; the Harness itself is unchanged.
 
 `agent_worker_factory(...)` gives each replay worker its own `Agent` (runtime,
 hooks, round limit, tool timeout) driving an `OpenAIChatPolicy` against the
-serving endpoint with streaming on, so TTFT and decode speed are client-observed.
+serving endpoint with streaming on, so TTFT and decode speed are client-observed;
+the policy comes from the project's one factory (`harness.policies.make_policy`,
+the `replay` role), as every other model call's does.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
-import inspect
 import socket
 import subprocess
 import sys
@@ -33,8 +33,6 @@ from serving.replay import RequestOutcome, WorkerFactory
 from serving.transformers_server import die_with_parent, free_port
 
 MCP_MODULE = "harness.mcp_server"
-POLICY_TIMEOUT_S = 120.0
-"""Client timeout of one model call; the replay's request timeout bounds the whole request."""
 
 
 def _is_project_mcp_server(command: tuple[str, ...]) -> bool:
@@ -196,10 +194,14 @@ def shared_services(
         services.close()
 
 
-def make_policy(*, endpoint: Endpoint, settings: GenerationSettings):
-    """An OpenAIChatPolicy for the endpoint, with the settings the engine honours."""
+def replay_policy(*, endpoint: Endpoint, settings: GenerationSettings):
+    """(the agent's policy, its generation settings) for one replay worker: the project's one
+    ``make_policy`` on the endpoint, in the ``replay`` role (``harness.policies.roles``: its 120 s
+    client timeout), sending the request fields that make ``settings`` take effect on the engine
+    (``Endpoint.extra_body``)."""
     from harness.policies import GenerationSettings as PolicySettings
-    from harness.policies.openai_chat import OpenAIChatPolicy
+    from harness.policies import make_policy
+    from harness.policies.openai_chat import KEYLESS
 
     policy_settings = PolicySettings(
         temperature=settings.temperature,
@@ -207,34 +209,15 @@ def make_policy(*, endpoint: Endpoint, settings: GenerationSettings):
         max_new_tokens=settings.max_tokens,
         seed=settings.seed,
     )
-    extra_body = endpoint.extra_body(settings)
-    kwargs: dict[str, Any] = {}
-    accepts_extra_body = "extra_body" in inspect.signature(OpenAIChatPolicy.__init__).parameters
-    if extra_body and accepts_extra_body:
-        kwargs["extra_body"] = extra_body
-    policy = OpenAIChatPolicy(
-        base_url=endpoint.base_url,
-        model=endpoint.model,
-        api_key=endpoint.api_key,
+    policy = make_policy(
+        f"openai:{endpoint.base_url}:{endpoint.model}",
         settings=policy_settings,
-        timeout_s=POLICY_TIMEOUT_S,
+        role="replay",
+        api_key=endpoint.api_key or KEYLESS,
         name=f"{endpoint.engine}:{endpoint.profile.name}",
-        **kwargs,
+        extra_body=endpoint.extra_body(settings),
     )
-    if extra_body and not accepts_extra_body:
-        # Until the policy takes extra_body itself (notes/serving-needs.md): add it on each call.
-        _add_extra_body(policy.client, extra_body)
     return policy, policy_settings
-
-
-def _add_extra_body(client, extra_body: dict[str, Any]):
-    """Make every chat-completions call of `client`, and of the copies with_options()
-    makes (the policy uses one per call to apply the remaining budget), send extra_body."""
-    completions = client.chat.completions
-    completions.create = functools.partial(completions.create, extra_body=extra_body)
-    with_options = client.with_options
-    client.with_options = lambda **options: _add_extra_body(with_options(**options), extra_body)
-    return client
 
 
 def outcome_from_trajectory(traj: dict[str, Any]) -> RequestOutcome:
@@ -284,7 +267,7 @@ def agent_worker_factory(
     from harness.runtime import Agent
 
     def factory():
-        policy, policy_settings = make_policy(endpoint=endpoint, settings=settings)
+        policy, policy_settings = replay_policy(endpoint=endpoint, settings=settings)
         agent = Agent(
             bundle=context.bundle,
             policy=policy,

@@ -27,7 +27,9 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 from importlib.metadata import EntryPoint, entry_points
+from typing import Any
 
 from harness.policies.base import GenerationSettings, Policy
 from harness.policies.roles import RoleModel, role_settings
@@ -118,19 +120,23 @@ def make_policy(
     settings: GenerationSettings | None = None,
     role: str = "agent",
     api_key: str | None = None,
+    name: str | None = None,
+    extra_body: dict[str, Any] | None = None,
 ) -> Policy:
     """Build the policy a spec names; ``ValueError`` says what valid specs look like. An
     OpenAI-compatible one calls with ``role``'s timeout, retries and request fields
-    (``harness.policies.roles``) and sends ``api_key``, or ``$OPENAI_API_KEY`` when it is None."""
+    (``harness.policies.roles``), plus ``extra_body`` (an engine's own fields, e.g. the replay's
+    sampling for ``transformers serve``), and sends ``api_key``, or ``$OPENAI_API_KEY`` when it is
+    None. ``name`` is how trajectories name the policy (default: the spec)."""
     spec = spec.strip()
     calls = role_settings(role)
     if spec in ("local", "tiny") or spec.startswith("local:"):
         target = spec.split(":", 1)[1] if spec.startswith("local:") else spec
-        return make_local_policy(target, name=spec, settings=settings)
+        return make_local_policy(target, name=name or spec, settings=settings)
     for engine in local_engines():
         if spec.startswith(f"{engine}:"):
             return make_local_policy(
-                spec.split(":", 1)[1], engine=engine, name=spec, settings=settings
+                spec.split(":", 1)[1], engine=engine, name=name or spec, settings=settings
             )
     if spec.startswith("openai:"):
         base_url, model = _openai_target(spec)
@@ -143,7 +149,8 @@ def make_policy(
             api_key=os.environ.get("OPENAI_API_KEY") if api_key is None else api_key,
             timeout_s=calls.timeout_s,
             retries=calls.retries,
-            extra_body=calls.extra_body(),
+            extra_body={**calls.extra_body(), **(extra_body or {})},
+            name=name,
         )
     if spec.startswith("scripted:"):
         from harness.policies.scripted import ScriptedPolicy
@@ -152,16 +159,23 @@ def make_policy(
     raise ValueError(f"unknown policy {spec!r}; valid: {SPEC_HELP}")
 
 
+#: ``BASE_URL:MODEL``: the base URL is a scheme, a host with its port and a path without colons (the
+#: port and path taken whole); the model is the rest, colons included (``qwen2.5:0.5b``).
+_OPENAI_TARGET = re.compile(
+    r"^(?P<base>https?://(?:\[[^\]\s]+\]|[^/:\[\]\s]+)(?>(?::\d+)?)(?>(?:/[^:\s]*)?)):(?P<model>\S+)$"
+)
+
+
 def _openai_target(spec: str) -> tuple[str, str]:
-    """(base URL, model) of an ``openai:BASE_URL:MODEL`` spec; the model is what follows the last
-    colon."""
-    base_url, sep, model = spec[len("openai:") :].rpartition(":")
-    if not sep or not base_url.startswith(("http://", "https://")) or not model:
+    """(base URL, model) of an ``openai:BASE_URL:MODEL`` spec; the model is what follows the base
+    URL (its scheme, host, port and path)."""
+    match = _OPENAI_TARGET.match(spec[len("openai:") :])
+    if match is None:
         raise ValueError(
             f"bad policy {spec!r}: expected openai:BASE_URL:MODEL, "
             "e.g. openai:http://127.0.0.1:8000/v1:my-model"
         )
-    return base_url, model
+    return match["base"], match["model"]
 
 
 def call_spec(text: str) -> str:

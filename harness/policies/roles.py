@@ -1,5 +1,5 @@
-"""Model calls by role: what each caller of a model (agent, judge, diagnoser, paraphraser, IFEval)
-is allowed per call, and the one record of what its calls used.
+"""Model calls by role: what each caller of a model (agent, the replay's agent, judge, diagnoser,
+paraphraser, IFEval) is allowed per call, and the one record of what its calls used.
 
 Every model call of the project is made through a ``Policy`` built by ``harness.policies.factory``
 (``make_policy`` for the agent, ``role_model`` for the others), so a judge or a diagnoser runs on
@@ -43,6 +43,9 @@ class CallSettings:
 ROLES: dict[str, CallSettings] = {
     # the agent's call: its trajectory budget bounds the request (harness.runtime.agent)
     "agent": CallSettings(timeout_s=60.0, retries=0, max_new_tokens=256),
+    # the agent's call in a deployment replay (serving.agent_runner): the replay's request timeout
+    # bounds the request; a loaded server's first token may take longer than a minute
+    "replay": CallSettings(timeout_s=120.0, retries=0, max_new_tokens=256),
     # a verdict is worth waiting for and retrying: it scores a case
     "judge": CallSettings(timeout_s=600.0, retries=2, max_new_tokens=1024),
     # one call per diagnosis, a long answer of proposals in JSON

@@ -126,3 +126,26 @@ def test_tiny_model_is_deterministic_and_small():
     b = policy.generate([{"role": "user", "content": "hi"}])
     assert a.text == b.text and a.output_tokens == 6 and a.finish_reason == "length"
     assert a.ttft_s is not None and a.input_tokens > 0
+
+
+@pytest.mark.parametrize(
+    ("spec", "target"),
+    [
+        ("openai:http://127.0.0.1:8000/v1:none", ("http://127.0.0.1:8000/v1", "none")),
+        ("openai:http://host:8000:model", ("http://host:8000", "model")),
+        ("openai:https://api.example.com/v1:gpt-4o", ("https://api.example.com/v1", "gpt-4o")),
+        ("openai:http://host:11434/v1:qwen2.5:0.5b", ("http://host:11434/v1", "qwen2.5:0.5b")),
+        ("openai:http://[::1]:8000/v1:org/model", ("http://[::1]:8000/v1", "org/model")),
+    ],
+)
+def test_an_openai_spec_names_its_base_url_and_model(spec, target):
+    """The model is what follows the base URL, colons included (a served model's name, as a replay's
+    endpoint sends it, may have one)."""
+    policy = make_policy(spec, api_key="x")
+    assert (policy.base_url, policy.model) == target
+
+
+@pytest.mark.parametrize("spec", ["openai:http://host:8000/v1", "openai:http://host:8000/v1:"])
+def test_an_openai_spec_without_a_model_is_refused(spec):
+    with pytest.raises(ValueError, match="expected openai:BASE_URL:MODEL"):
+        make_policy(spec)

@@ -36,6 +36,7 @@ def test_each_roles_client_takes_its_timeout_retries_and_request_fields_from_the
 def test_the_tables_values_are_those_the_callers_used_before_they_shared_the_factory():
     assert {role: (s.timeout_s, s.retries) for role, s in ROLES.items()} == {
         "agent": (60.0, 0),
+        "replay": (120.0, 0),  # serving/agent_runner.py's POLICY_TIMEOUT_S, no retries
         "judge": (600.0, 2),
         "diagnoser": (120.0, 1),
         "paraphraser": (30.0, 0),
@@ -46,7 +47,7 @@ def test_the_tables_values_are_those_the_callers_used_before_they_shared_the_fac
 
 def test_an_unknown_role_is_named_with_the_roles():
     with pytest.raises(
-        ValueError, match="unknown model role 'critic'; roles: agent, judge, diagnoser"
+        ValueError, match="unknown model role 'critic'; roles: agent, replay, judge, diagnoser"
     ):
         role_model("critic", "tiny")
 

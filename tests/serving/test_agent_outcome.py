@@ -1,5 +1,8 @@
-"""How a trajectory becomes the replay's request status."""
+"""How a trajectory becomes the replay's request status, and the policy a replay's agent calls."""
 
+import pytest
+
+from harness.policies import PolicyError
 from serving.agent_runner import _is_project_mcp_server, outcome_from_trajectory
 
 
@@ -71,18 +74,57 @@ def test_project_mcp_server_commands_are_recognised():
     assert not _is_project_mcp_server(("npx", "some-other-mcp"))
 
 
-def test_extra_body_survives_the_per_call_client_copies():
-    from openai import OpenAI
+def test_the_replays_policy_sends_its_sampling_and_the_engines_fields(tmp_path):
+    """The replay's agent gets its policy from the one factory (``make_policy``, role ``replay``):
+    the endpoint's model, key and name, the 120 s timeout, and for ``transformers serve`` the
+    ``generation_config`` that makes the replay's sampling take effect, in every request's body."""
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-    from serving.agent_runner import _add_extra_body
+    from serving.agent_runner import replay_policy
+    from serving.endpoint import Endpoint, GenerationSettings
+    from serving.profiles import ServingProfile
 
-    client = _add_extra_body(
-        OpenAI(base_url="http://127.0.0.1:9/v1", api_key="x"), {"generation_config": "{}"}
-    )
-    for c in (
-        client,
-        client.with_options(timeout=3.0),
-        client.with_options(timeout=3.0).with_options(timeout=1.0),
-    ):
-        create = c.chat.completions.create
-        assert create.keywords == {"extra_body": {"generation_config": "{}"}}
+    bodies = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802 (http.server's name)
+            bodies.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+            bodies[-1]["authorization"] = self.headers.get("Authorization")
+            self.send_response(400)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(b'{"error": {"message": "seen"}}')
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        endpoint = Endpoint(
+            profile=ServingProfile(name="cpu-transformers", engine="transformers"),
+            base_url=f"http://127.0.0.1:{server.server_port}/v1",
+            model="org/model:q8",
+            api_key="EMPTY",
+            checkpoint={"name": "x", "path": str(tmp_path)},
+        )
+        settings = GenerationSettings(temperature=0.7, top_p=0.9, max_tokens=32, seed=5)
+        policy, policy_settings = replay_policy(endpoint=endpoint, settings=settings)
+        assert policy.name == "transformers:cpu-transformers"
+        assert policy.client.timeout == 120.0 and policy.client.max_retries == 0
+        assert (policy_settings.max_new_tokens, policy_settings.seed) == (32, 5)
+        with pytest.raises(PolicyError):
+            policy.generate([{"role": "user", "content": "hi"}], settings=policy_settings)
+    finally:
+        server.shutdown()
+    (body,) = bodies
+    assert body["model"] == "org/model:q8" and body["seed"] == 5 and body["temperature"] == 0.7
+    assert body["authorization"] == "Bearer EMPTY"
+    assert json.loads(body["generation_config"]) == {
+        "do_sample": True,
+        "temperature": 0.7,
+        "top_p": 0.9,
+        "max_new_tokens": 32,
+    }
