@@ -234,39 +234,39 @@ def run_ifeval(
 
     With ``responses_path`` every response is appended there as it is made
     (``{"key", "response"}`` per line) and prompts already answered there are
-    not generated again, so a killed run resumes.
+    not generated again, so a killed run resumes. This is the one answer-resume-score loop: the
+    CLI and training's self-evaluation (``training.self_eval``) both run it; a file written by
+    the self-evaluation before it did names each prompt ``id``, and is read the same.
     """
     from tqdm import tqdm
 
     if prompts is None:
         prompts = load_ifeval_prompts(source=source, limit=limit)
     set_info = describe_source(prompts=prompts, source=source)
-    done: dict = {}
+    done: dict[str, str] = {}
     path = Path(responses_path) if responses_path else None
     if path is not None and path.exists():
-        done = {row["key"]: row["response"] for row in finished_records(path)}
+        kept = {str(row.get("key", row.get("id"))): row for row in finished_records(path)}
+        done = {key: row["response"] for key, row in kept.items()}
         path.write_text(
-            "".join(
-                json.dumps({"key": k, "response": v}, ensure_ascii=False) + "\n"
-                for k, v in done.items()
-            ),
+            "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in kept.values()),
             encoding="utf-8",
         )  # drop a torn tail
     started = time.perf_counter()
     responses = []
     for prompt in tqdm(prompts, desc="ifeval", disable=not progress):
-        if prompt["key"] not in done:
-            done[prompt["key"]] = generate(prompt["prompt"])
+        key = str(prompt["key"])
+        if key not in done:
+            done[key] = generate(prompt["prompt"])
             if path is not None:
                 with path.open("a", encoding="utf-8") as handle:
                     handle.write(
                         json.dumps(
-                            {"key": prompt["key"], "response": done[prompt["key"]]},
-                            ensure_ascii=False,
+                            {"key": prompt["key"], "response": done[key]}, ensure_ascii=False
                         )
                         + "\n"
                     )
-        responses.append(done[prompt["key"]])
+        responses.append(done[key])
     result = score_responses(prompts=prompts, responses=responses)
     result.seconds = time.perf_counter() - started
     result.source = set_info

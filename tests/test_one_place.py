@@ -101,3 +101,147 @@ def test_using_make_policy_is_no_definition():
         "factory = lambda: make_policy(spec)\n"
     )
     assert not _defines(ast.parse(source), "make_policy")
+
+
+# --- one IFEval answer-resume-score loop ----------------------------------------------------------
+
+#: The one loop that answers IFEval prompts, skips those a responses file already answers, appends
+#: each new answer and scores them: the CLI and training's self-evaluation both call it.
+IFEVAL_LOOP = ("evaluation/ifeval.py", "run_ifeval")
+#: What scores an IFEval answer: the evaluation's functions and lm-eval's checkers they wrap.
+IFEVAL_SCORERS = {
+    "score_responses",
+    "check_response",
+    "process_results",
+    "_process_results",
+    "test_instruction_following_strict",
+    "test_instruction_following_loose",
+}
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_LOOPS = (
+    ast.For,
+    ast.AsyncFor,
+    ast.While,
+    ast.ListComp,
+    ast.SetComp,
+    ast.DictComp,
+    ast.GeneratorExp,
+)
+
+
+def _skips_what_is_done(loop: ast.AST) -> bool:
+    """Whether a loop asks, per item, whether it was done already: a membership test (``key not in
+    done``), a lookup that may find nothing (``done.get(key)``) or a lookup whose ``KeyError`` is
+    caught."""
+    for node in ast.walk(loop):
+        if isinstance(node, ast.Compare) and any(
+            isinstance(op, (ast.In, ast.NotIn)) for op in node.ops
+        ):
+            return True
+        if isinstance(node, ast.Call) and _name(node) == "get":
+            return True
+        if isinstance(node, ast.ExceptHandler) and node.type is not None:
+            caught = node.type.elts if isinstance(node.type, ast.Tuple) else [node.type]
+            if any(_name(c) in ("KeyError", "LookupError") for c in caught):
+                return True
+    return False
+
+
+def _is_answer_resume_score(scope: ast.AST, body: list[ast.stmt]) -> bool:
+    nodes = [node for statement in body for node in ast.walk(statement)]
+    scores = any(isinstance(n, ast.Call) and _name(n) in IFEVAL_SCORERS for n in nodes)
+    return scores and any(isinstance(n, _LOOPS) and _skips_what_is_done(n) for n in nodes)
+
+
+def _answer_resume_score_loops(tree: ast.Module) -> list[tuple[int, str]]:
+    """(line, function) of each function (the outermost one; ``""`` for module-level code) that
+    loops over items skipping those already done and scores with IFEval's checkers: the shape of
+    the answer-resume-score loop however it is written. A copy split over two functions (one
+    resumes, another scores) is not found."""
+    found = []
+    top = [s for s in tree.body if not isinstance(s, (*_FUNCTIONS, ast.ClassDef))]
+    if _is_answer_resume_score(tree, top):
+        found.append((top[0].lineno, ""))
+
+    def visit(node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, _FUNCTIONS) and _is_answer_resume_score(child, child.body):
+                found.append((child.lineno, child.name))
+            else:
+                visit(child)
+
+    visit(tree)
+    return found
+
+
+def test_the_ifeval_answer_resume_score_loop_is_written_once():
+    """``evaluation.ifeval.run_ifeval`` is the loop; training's self-evaluation once had its own
+    copy (``training/self_eval.py`` ``_answer_and_score``), with its own row format. Training may
+    import the evaluation, never the reverse (docs/architecture.md §1), so the one copy is the
+    evaluation's and training calls it."""
+    written = [
+        f"{name}:{line} ({function})"
+        for name, tree in _trees(*SHIPPED).items()
+        for line, function in _answer_resume_score_loops(tree)
+        if (name, function) != IFEVAL_LOOP
+    ]
+    assert not written, "\n".join(written)
+    assert [f for _, f in _answer_resume_score_loops(_tree(IFEVAL_LOOP[0]))] == [IFEVAL_LOOP[1]]
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        # the copy training/self_eval.py had
+        "def score(policy, path, prompts):\n"
+        "    done = read_rows(path)\n"
+        "    for prompt in prompts:\n"
+        "        key = str(prompt['key'])\n"
+        "        if key in done:\n"
+        "            continue\n"
+        "        row = {'id': key, 'response': answer(prompt['prompt'])}\n"
+        "        _append(path, row)\n"
+        "        done[key] = row\n"
+        "    texts = [done[str(p['key'])]['response'] for p in prompts]\n"
+        "    return score_responses(prompts=prompts, responses=texts)\n",
+        # a while loop and a lookup tested for nothing
+        "def score(prompts, saved):\n"
+        "    i, out = 0, []\n"
+        "    while i < len(prompts):\n"
+        "        text = saved.get(prompts[i]['key'])\n"
+        "        if text is None:\n"
+        "            text = generate(prompts[i]['prompt'])\n"
+        "        out.append(text)\n"
+        "        i += 1\n"
+        "    return ifeval.score_responses(prompts=prompts, responses=out)\n",
+        # the prompts still to answer picked by a comprehension, each scored by the checkers
+        "async def score(prompts, saved):\n"
+        "    todo = [p for p in prompts if p['key'] not in saved]\n"
+        "    for p in todo:\n"
+        "        saved[p['key']] = await generate(p['prompt'])\n"
+        "    return [check_response(prompt=p, response=saved[p['key']]) for p in prompts]\n",
+        # a KeyError caught for the prompts not answered yet, lm-eval's own function called
+        "class Scorer:\n"
+        "    def run(self, prompts):\n"
+        "        for p in prompts:\n"
+        "            try:\n"
+        "                self.answers[p['key']]\n"
+        "            except KeyError:\n"
+        "                self.answers[p['key']] = self.generate(p['prompt'])\n"
+        "        return [process_results(p, [self.answers[p['key']]]) for p in prompts]\n",
+    ],
+)
+def test_a_rewritten_ifeval_loop_is_found(source):
+    assert len(_answer_resume_score_loops(ast.parse(source))) == 1
+
+
+def test_scoring_without_resuming_is_no_second_loop():
+    source = (
+        "def score(prompts, generate):\n"
+        "    texts = [generate(p['prompt']) for p in prompts]\n"
+        "    return score_responses(prompts=prompts, responses=texts)\n"
+        "def resume(path, prompts):\n"
+        "    done = read_rows(path)\n"
+        "    return [p for p in prompts if p['key'] not in done]\n"
+    )
+    assert not _answer_resume_score_loops(ast.parse(source))

@@ -268,13 +268,12 @@ def set_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
 def _ifeval(policy, path: Path, limit: int, max_new_tokens: int) -> dict[str, Any]:
     """The first ``limit`` prompts of the configured instruction-following set, answered by
     ``policy``."""
-    from evaluation.ifeval import describe_source, load_ifeval_prompts
+    from evaluation.ifeval import load_ifeval_prompts
 
-    prompts = load_ifeval_prompts(limit=limit)
-    return {
-        **_answer_and_score(policy, path, prompts, max_new_tokens),
-        "set": describe_source(prompts=prompts),
-    }
+    scores, result = _answer_and_score(
+        policy, path, load_ifeval_prompts(limit=limit), max_new_tokens
+    )
+    return {**scores, "set": result.source}
 
 
 def _ifeval_base(
@@ -288,40 +287,29 @@ def _ifeval_base(
     base = Path(base_model_of(model_dir))
     if base.resolve() == Path(model_dir).resolve():
         return None
-    scores = _answer_and_score(
+    scores, _result = _answer_and_score(
         _policy(base, max_new_tokens), path, load_ifeval_prompts(limit=limit), max_new_tokens
     )
     return {"model": str(base), **scores}
 
 
-def _answer_and_score(
-    policy, path: Path, prompts: list[dict], max_new_tokens: int
-) -> dict[str, Any]:
-    """Each prompt answered as the IFEval CLI answers it (``evaluation.ifeval.ifeval_answerer``),
-    resumably."""
-    from evaluation.ifeval import ifeval_answerer, score_responses
+def _answer_and_score(policy, path: Path, prompts: list[dict], max_new_tokens: int):
+    """(scores, the ``IFEvalResult``): each prompt answered as the IFEval CLI answers it, resumably,
+    by the evaluation's own loop (``evaluation.ifeval.run_ifeval`` with ``ifeval_answerer``)."""
+    from evaluation.ifeval import ifeval_answerer, run_ifeval
     from harness.policies import RoleModel
 
     answer = ifeval_answerer(
         RoleModel(role="ifeval", policy=policy, label=policy.name), max_new_tokens=max_new_tokens
     )
-    done = read_rows(path)
-    for prompt in prompts:
-        key = str(prompt["key"])
-        if key in done:
-            continue
-        row = {"id": key, "response": answer(prompt["prompt"])}
-        _append(path, row)
-        done[key] = row
-    result = score_responses(
-        prompts=prompts, responses=[done[str(p["key"])]["response"] for p in prompts]
-    )
-    return {
+    result = run_ifeval(generate=answer, prompts=prompts, responses_path=path, progress=False)
+    scores = {
         "n": result.n_prompts,
         "prompt_strict": 100 * result.prompt_strict,
         "inst_strict": 100 * result.inst_strict,
         "per_prompt": [bool(r["prompt_level_strict_acc"]) for r in result.rows],
     }
+    return scores, result
 
 
 def evaluate_run(

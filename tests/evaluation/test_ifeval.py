@@ -279,6 +279,32 @@ def test_run_ifeval_resumes_from_saved_responses(tmp_path):
     assert [json.loads(line)["key"] for line in saved.read_text().splitlines()] == [1, 2, 3]
 
 
+def test_run_ifeval_resumes_a_file_the_self_evaluation_wrote(tmp_path):
+    """training.self_eval answers through run_ifeval now; its earlier files named each prompt
+    ``id`` (a string) and are resumed, not answered again."""
+    prompts = [
+        {
+            "key": k,
+            "prompt": f"p{k}",
+            "instruction_id_list": ["punctuation:no_comma"],
+            "kwargs": [{}],
+        }
+        for k in (1, 2)
+    ]
+    saved = tmp_path / "ifeval.jsonl"
+    saved.write_text(json.dumps({"id": "1", "response": "a, b"}) + "\n")
+    asked = []
+    result = run_ifeval(
+        generate=lambda p: asked.append(p) or "no commas here",
+        prompts=prompts,
+        progress=False,
+        responses_path=saved,
+    )
+    assert asked == ["p2"]
+    assert [r["response"] for r in result.rows] == ["a, b", "no commas here"]
+    assert result.source["n"] == 2
+
+
 def test_bad_prompt_file_names_the_line(tmp_path):
     path = tmp_path / "bad.jsonl"
     path.write_text(
