@@ -86,9 +86,10 @@ def _harness_with_budget(budget_s: float, root: Path) -> Path:
     import yaml
 
     from harness import load_dir
+    from harness.yamlio import yaml_data
 
     bundle = load_dir(demo_harness_dir())
-    prompt = yaml.safe_load(bundle.files["prompt.yaml"])
+    prompt = yaml_data(bundle.files["prompt.yaml"], file="prompt.yaml")
     prompt["constraints"]["trajectory_budget_s"] = budget_s
     variant = bundle.with_files(
         {"prompt.yaml": yaml.safe_dump(prompt, sort_keys=False, allow_unicode=True)}

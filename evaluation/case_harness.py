@@ -25,6 +25,7 @@ from typing import Any
 import yaml
 
 from harness import Bundle, load_mapping
+from harness.yamlio import yaml_data
 
 PLACEHOLDER_BUILTIN = "livestream.get_room_status"
 INSTRUCTIONS_BLOCK = "active_instructions"
@@ -39,7 +40,7 @@ def bundle_for_case(base: Bundle, case: dict) -> Bundle:
         return base
     files = dict(base.to_mapping())
     if extra:
-        tools = yaml.safe_load(files["tools.yaml"])
+        tools = yaml_data(files["tools.yaml"], file="tools.yaml")
         known = {t["name"] for t in tools["tools"]}
         for tool in extra:
             if tool["name"] in known:
@@ -54,7 +55,7 @@ def bundle_for_case(base: Bundle, case: dict) -> Bundle:
             )
         files["tools.yaml"] = yaml.safe_dump(tools, sort_keys=False, allow_unicode=True)
     if constraints or order:
-        prompt = yaml.safe_load(files["prompt.yaml"])
+        prompt = yaml_data(files["prompt.yaml"], file="prompt.yaml")
         lines = [
             f"- {c['text']}".replace("{", "{{").replace("}", "}}") for c in constraints + order
         ]

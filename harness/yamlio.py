@@ -6,7 +6,8 @@ schema error deep inside a file can still be reported at its line. Syntax
 errors, duplicate keys and non-string keys become problems, never exceptions.
 
 Everything a user can send (bundle files, a skill's front matter, a form's
-YAML field) is read here, so the bounds hold everywhere: at most
+YAML field) is read here, and so is YAML already checked (``yaml_data``: the
+augmentation's and the T3 sets' edits of a loaded bundle), so the bounds hold everywhere: at most
 ``MAX_YAML_BYTES`` of text, ``MAX_YAML_DEPTH`` levels of nesting, and no
 aliases (``*name``), which would let a few hundred bytes expand into
 gigabytes wherever the value is copied or rendered. Text that breaks one is
@@ -21,7 +22,7 @@ from dataclasses import dataclass, field
 
 import yaml
 
-from harness.errors import Problem
+from harness.errors import HarnessValidationError, Problem
 
 Path_ = tuple
 
@@ -226,6 +227,16 @@ def load_yaml(
             [*problems, Problem(file, 1 + line_offset, "(syntax)", f"invalid YAML value: {exc}")],
         )
     return data, linemap, problems
+
+
+def yaml_data(text: str, *, file: str, line_offset: int = 0) -> object:
+    """The data of YAML that was checked when it was read first (a loaded bundle's file, its
+    skills' front matter): ``load_yaml``'s, under the same bounds; a problem (which a loaded bundle
+    cannot have) is a ``HarnessValidationError`` naming file and line, never a half-read value."""
+    data, _lines, problems = load_yaml(text, file=file, line_offset=line_offset)
+    if problems:
+        raise HarnessValidationError(problems)
+    return data
 
 
 def dump_yaml(data) -> str:

@@ -245,3 +245,114 @@ def test_scoring_without_resuming_is_no_second_loop():
         "    return [p for p in prompts if p['key'] not in done]\n"
     )
     assert not _answer_resume_score_loops(ast.parse(source))
+
+
+# --- one YAML reader ----------------------------------------------------------------------------
+
+#: The YAML library's functions that turn text into data (or into the nodes and events data is built
+#: from); ruamel's reader is its ``YAML()`` object.
+YAML_READERS = {
+    "load",
+    "load_all",
+    "safe_load",
+    "safe_load_all",
+    "full_load",
+    "full_load_all",
+    "unsafe_load",
+    "unsafe_load_all",
+    "compose",
+    "compose_all",
+    "parse",
+    "scan",
+    "YAML",
+}
+
+
+def _yaml_modules(tree: ast.AST) -> set[str]:
+    """The names a module binds to a YAML library: ``import yaml``, ``import yaml as y``, ``from
+    ruamel import yaml``, ``import ruamel.yaml`` (then ``ruamel.yaml.X``: the name ``yaml``)."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name in ("yaml", "ruamel.yaml"):
+                    names.add(alias.asname or alias.name.split(".")[-1])
+        elif isinstance(node, ast.ImportFrom) and node.module == "ruamel":
+            names |= {a.asname or a.name for a in node.names if a.name == "yaml"}
+    return names
+
+
+def _yaml_reads(tree: ast.AST) -> list[int]:
+    """Lines where a module reads YAML by itself: a reader of the YAML library called or imported
+    by name (``yaml.safe_load(text)``, ``from yaml import load``), or a loader class named
+    (``yaml.load(text, Loader=yaml.CSafeLoader)``, ``getattr(yaml, "CSafeLoader", ...)``), which
+    is how a reader is made of the library's parts."""
+    modules = _yaml_modules(tree)
+
+    def reads(node: ast.AST) -> bool:
+        if isinstance(node, ast.ImportFrom) and node.module in ("yaml", "ruamel.yaml"):
+            return any(a.name in YAML_READERS or a.name.endswith("Loader") for a in node.names)
+        if isinstance(node, ast.Attribute) and _name(node.value) in modules:
+            return node.attr in YAML_READERS or node.attr.endswith("Loader")
+        return (
+            isinstance(node, ast.Call)
+            and _name(node) == "getattr"
+            and len(node.args) >= 2
+            and _name(node.args[0]) in modules
+            and isinstance(node.args[1], ast.Constant)
+            and str(node.args[1].value).endswith(("Loader", "load", "load_all"))
+        )
+
+    found = [node.lineno for node in ast.walk(tree) if reads(node)]
+    return sorted(set(found))
+
+
+def test_yaml_is_read_only_by_harness_yamlio():
+    """``harness/yamlio.py`` is the one YAML reader (docs/architecture.md §3): it bounds what it
+    reads (size, nesting, no aliases, which could expand a few lines into gigabytes), refuses
+    duplicate keys instead of keeping the last, and says the line of every problem. A module that
+    reads YAML with the library itself skips all of that, even for text that was checked once (a
+    loaded bundle's files: ``yamlio.yaml_data``), because the next caller of its helper may hand it
+    text that was not. The augmentation's editable copy and the T3 sets' per-case Harness did.
+
+    The rule is on reading only: writing YAML is no second reader (the augmentation keeps its
+    block-style emitter, ``harness.augment.editable.dump_text``). It covers the code that ships (the
+    libraries, the studio, scripts, benchmarks), not tests/, which read what the code writes with
+    the library on purpose, as a check that shares no code with what it checks."""
+    wrong = [
+        f"{name}:{line}"
+        for name, tree in _trees(*SHIPPED).items()
+        if name != "harness/yamlio.py"
+        for line in _yaml_reads(tree)
+    ]
+    assert not wrong, "read YAML through harness.yamlio (load_yaml, yaml_data):\n" + "\n".join(
+        wrong
+    )
+    assert _yaml_reads(_tree("harness/yamlio.py")), "harness/yamlio.py reads no YAML: update this"
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import yaml\ndata = yaml.safe_load(text)\n",
+        "import yaml as y\nfor doc in y.safe_load_all(text):\n    pass\n",
+        "import yaml\nLOADER = getattr(yaml, 'CSafeLoader', yaml.SafeLoader)\n",
+        "import yaml\ndata = yaml.load(text, Loader=yaml.CSafeLoader)\n",
+        "from yaml import safe_load as read\ndata = read(text)\n",
+        "from ruamel.yaml import YAML\ndata = YAML(typ='safe').load(text)\n",
+        "from ruamel import yaml\ndata = yaml.YAML().load(text)\n",
+        "def f(text):\n    import yaml\n    return yaml.compose(text)\n",
+    ],
+)
+def test_a_yaml_read_written_another_way_is_found(source):
+    assert _yaml_reads(ast.parse(source))
+
+
+def test_writing_yaml_or_reading_json_is_no_yaml_read():
+    source = (
+        "import json\nimport yaml\n"
+        "text = yaml.safe_dump(data, sort_keys=False)\n"
+        "class Dumper(yaml.SafeDumper):\n    pass\n"
+        "rows = json.load(handle)\n"
+    )
+    assert not _yaml_reads(ast.parse(source))

@@ -1,14 +1,15 @@
 """An editable copy of a bundle's parsed data, and its re-rendering to files.
 
 Augmentation edits plain data (the YAML of ``tools.yaml``, ``prompt.yaml``,
-``hooks.yaml``, each skill's front matter and body) and renders text the way
-the Harness format writes it (``harness.yamlio.dump_yaml``'s settings and
-``harness.text_edit.render_skill``'s layout; multi-line strings as ``|`` blocks so
-templates stay readable in diffs). A file whose data did not change keeps its
-original text byte for byte, so a variant that only touched hooks differs from
-its parent in ``hooks.yaml`` alone. ``Body`` splits a SKILL.md body into text
-lines and rule items (read by ``harness.text_edit.scan_rules``, the one rule
-reader) so rules can be rewritten, masked and reordered by id.
+``hooks.yaml``, each skill's front matter and body; read by ``harness.yamlio``,
+the one reader) and renders text the way the Harness format writes it
+(``harness.yamlio.dump_yaml``'s settings and ``harness.text_edit.render_skill``'s
+layout; multi-line strings as ``|`` blocks so templates stay readable in diffs).
+A file whose data did not change keeps its original text byte for byte, so a
+variant that only touched hooks differs from its parent in ``hooks.yaml`` alone.
+``Body`` splits a SKILL.md body into text lines and rule items (read by
+``harness.text_edit.scan_rules``, the one rule reader) so rules can be
+rewritten, masked and reordered by id.
 """
 
 from __future__ import annotations
@@ -20,8 +21,7 @@ import yaml
 
 from harness.bundle import Bundle
 from harness.text_edit import render_skill, scan_rules, split_front_matter
-
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+from harness.yamlio import yaml_data
 
 
 def _represent_str(dumper, data: str):
@@ -45,10 +45,6 @@ if hasattr(yaml, "CSafeDumper"):
     _DUMPER = _CBlockDumper
 else:  # pragma: no cover - PyYAML without libyaml
     _DUMPER = BlockDumper
-
-
-def _load(text: str):
-    return yaml.load(text, Loader=_LOADER)  # a safe loader (C or Python)
 
 
 def dump_text(data, *, dumper=None) -> str:
@@ -168,12 +164,13 @@ def _parse(bundle: Bundle) -> _Parsed:
         skills = {}
         for name, skill in bundle.skills.items():
             fm_text, body, _line, _p = split_front_matter(bundle.files[skill.path], file=skill.path)
-            skills[name] = SkillDraft(_load(fm_text), body, skill.path)
+            front_matter = yaml_data(fm_text, file=skill.path, line_offset=1)
+            skills[name] = SkillDraft(front_matter, body, skill.path)
         cached = _Parsed(
-            _load(bundle.files["manifest.yaml"]),
-            _load(bundle.files["tools.yaml"]),
-            _load(bundle.files["prompt.yaml"]),
-            _load(bundle.files["hooks.yaml"]),
+            *(
+                yaml_data(bundle.files[file], file=file)
+                for file in ("manifest.yaml", "tools.yaml", "prompt.yaml", "hooks.yaml")
+            ),
             skills,
         )
         if len(_CACHE) > 64:
