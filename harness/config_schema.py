@@ -8,10 +8,10 @@ file, ...) with ``aliases`` (names a checkpoint field also takes, e.g. ``base``)
 the values a field's items are picked from.
 ``fields_of`` is the one reading of that metadata; from it come the ``python -m`` flags
 (``add_flags``, ``from_flags``, ``to_argv``), the reading of a YAML or JSON file
-(``load_config``), and the studio's Django forms and its per-kind checks
-(``studio/training/configs.py``). Every value, typed on a command line, in a file or in a form,
-is converted by ``coerce``. Adding a field is one edit to its dataclass: the CLI and the studio
-cannot drift apart.
+(``load_config``) and its writing (``config_text``, ``dump_config``: the one config writer), and
+the studio's Django forms and its per-kind checks (``studio/training/configs.py``). Every value,
+typed on a command line, in a file or in a form, is converted by ``coerce``. Adding a field is one
+edit to its dataclass: the CLI and the studio cannot drift apart.
 
 The command line passes what a field names through to the command that uses it (a tracker TRL knows,
 a relative path on this host); the studio, a shared service, checks those values against what may
@@ -272,11 +272,28 @@ def load_config(cls: type[C], path: str | Path) -> C:
     return config_from_dict(cls, data, source=str(path), lines=lines)
 
 
+#: The formats a config is written in, by the file's suffix: YAML (what a person or the studio
+#: writes for a run to read) and JSON (what a run resolved and ran with).
+CONFIG_FORMATS = (".yaml", ".yml", ".json")
+
+
+def config_text(config: Any, *, suffix: str = ".yaml") -> str:
+    """A config as a file of that suffix holds it, every field (defaults included): YAML in field
+    order (``harness.yamlio.dump_yaml``), or JSON with sorted keys. ``load_config`` reads both back
+    to the same config. The one config writer: the runs' resolved configs and the studio's run files
+    and previews are all written here."""
+    data = dataclasses.asdict(config)
+    if suffix in (".yaml", ".yml"):
+        return dump_yaml(data)
+    if suffix == ".json":
+        return json.dumps(data, indent=2, sort_keys=True) + "\n"
+    raise ValueError(f"a config file ends in {', '.join(CONFIG_FORMATS)}, not {suffix!r}")
+
+
 def dump_config(config: Any, path: str | Path) -> None:
-    """Write the resolved config as JSON (what was actually run)."""
-    Path(path).write_text(
-        json.dumps(dataclasses.asdict(config), indent=2, sort_keys=True) + "\n", encoding="utf-8"
-    )
+    """Write ``config`` to ``path`` in the format its suffix names (``config_text``)."""
+    path = Path(path)
+    path.write_text(config_text(config, suffix=path.suffix), encoding="utf-8")
 
 
 # -- command lines

@@ -356,3 +356,108 @@ def test_writing_yaml_or_reading_json_is_no_yaml_read():
         "rows = json.load(handle)\n"
     )
     assert not _yaml_reads(ast.parse(source))
+
+
+# --- one config writer --------------------------------------------------------------------------
+
+#: The one writer of a config dataclass as a file's text.
+CONFIG_WRITER = ("harness/config_schema.py", "config_text")
+#: Calls that turn data into JSON or YAML text.
+SERIALIZERS = {"dumps", "dump", "dump_yaml", "safe_dump", "dump_all", "safe_dump_all", "dump_text"}
+
+
+def _names_a_config(node: ast.AST) -> bool:
+    return any(
+        "config" in word.lower() or word.lower() in ("cfg", "conf")
+        for sub in ast.walk(node)
+        for word in [_name(sub)]
+        if isinstance(sub, (ast.Name, ast.Attribute))
+    )
+
+
+def _config_as_data(node: ast.AST) -> bool:
+    """``asdict(config)``, ``dataclasses.asdict(self.config)``, ``vars(cfg)``, ``config.to_dict()``,
+    ``config.__dict__``: a config's fields as a mapping."""
+    if isinstance(node, ast.Call) and _name(node) in ("asdict", "vars") and node.args:
+        return _names_a_config(node.args[0])
+    if isinstance(node, ast.Call) and _name(node) == "to_dict" and not node.args:
+        return _names_a_config(node.func)
+    return isinstance(node, ast.Attribute) and node.attr == "__dict__" and _names_a_config(node)
+
+
+def _config_writes(tree: ast.Module) -> list[tuple[int, str]]:
+    """(line, function) of each serialization of a whole config: a JSON or YAML writer handed a
+    config's fields as a mapping, directly or through a name assigned from one in the same function.
+    A record that holds a config among other values (``{"config": asdict(config), "items": ...}``)
+    is a record, not a config file."""
+    found = []
+
+    def scan(body: list[ast.stmt], function: str) -> None:
+        nodes = [n for statement in body for n in _walk_scope(statement)]
+        held = {
+            target.id
+            for n in nodes
+            if isinstance(n, ast.Assign) and _config_as_data(n.value)
+            for target in n.targets
+            if isinstance(target, ast.Name)
+        }
+        for n in nodes:
+            if isinstance(n, ast.Call) and _name(n) in SERIALIZERS and n.args:
+                first = n.args[0]
+                if _config_as_data(first) or (isinstance(first, ast.Name) and first.id in held):
+                    found.append((n.lineno, function))
+            if isinstance(n, _FUNCTIONS):
+                scan(n.body, n.name)
+
+    scan(tree.body, "")
+    return found
+
+
+def _walk_scope(node: ast.AST):
+    """The nodes of ``node`` outside any function defined in it (those functions themselves
+    included, not their bodies)."""
+    yield node
+    if isinstance(node, _FUNCTIONS):
+        return
+    for child in ast.iter_child_nodes(node):
+        yield from _walk_scope(child)
+
+
+def test_a_config_is_written_by_the_one_config_writer():
+    """``harness.config_schema.config_text`` (and ``dump_config``, which writes its text to a file)
+    writes a config: YAML for a run to read (the studio's run files and the previews beside its
+    forms), JSON for what a run resolved (the stages', the pipeline's, the ablation's). The studio
+    once wrote its YAML itself (``studio/training/configs.py`` ``config_yaml``) and the ablation its
+    JSON, each with its own settings."""
+    written = [
+        f"{name}:{line} ({function})"
+        for name, tree in _trees(*SHIPPED).items()
+        for line, function in _config_writes(tree)
+        if (name, function) != CONFIG_WRITER
+    ]
+    assert not written, "\n".join(written)
+    assert [f for _, f in _config_writes(_tree(CONFIG_WRITER[0]))] == [CONFIG_WRITER[1]] * 2
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "def f(config):\n    return dump_yaml(dataclasses.asdict(config))\n",
+        "def f(self):\n    path.write_text(json.dumps(asdict(self.config), indent=2))\n",
+        "def f(cfg):\n    data = vars(cfg)\n    yaml.safe_dump(data, handle)\n",
+        "def f(step_config):\n    json.dump(step_config.to_dict(), handle)\n",
+        "class Run:\n    def save(self):\n        text = json.dumps(self.config.__dict__)\n",
+    ],
+)
+def test_a_config_written_another_way_is_found(source):
+    assert len(_config_writes(ast.parse(source))) == 1
+
+
+def test_a_record_holding_a_config_is_no_config_file():
+    source = (
+        "def f(config, items):\n"
+        "    return json.dumps({'config': asdict(config), 'items': items})\n"
+        "def g(result):\n"
+        "    return json.dumps(asdict(result))\n"
+    )
+    assert not _config_writes(ast.parse(source))

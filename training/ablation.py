@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from harness.config_schema import dump_config
 from training.ablation_config import (
     LABELS,
     MODELS,
@@ -259,9 +260,7 @@ class Ablation(AblationTable):
                 + ", ".join(name for name, _ in plan)
             )
         self.check_resume()
-        (self.root / "ablation_config.json").write_text(
-            json.dumps(dataclasses.asdict(self.config), indent=2) + "\n", encoding="utf-8"
-        )
+        dump_config(self.config, self.root / "ablation_config.json")
         if not only_table:
             for name, step in plan:
                 if (only_steps and name not in only_steps) or self._step_done(name):

@@ -38,6 +38,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from harness.config_schema import dump_config
+
 REJUDGED_SETS = ("live_qa", "variant_qa", "prompt_robustness")
 REJUDGE_FILE = "rejudge.json"
 SETS_DIR = "sets"
@@ -255,9 +257,7 @@ def rejudge_ablation(
     }
     (dest / REJUDGE_FILE).write_text(json.dumps(note, indent=2) + "\n", encoding="utf-8")
     config = dataclasses.replace(config, output_dir=str(dest))
-    (dest / "ablation_config.json").write_text(
-        json.dumps(dataclasses.asdict(config), indent=2) + "\n", encoding="utf-8"
-    )
+    dump_config(config, dest / "ablation_config.json")
     return Ablation(config).write_table()
 
 

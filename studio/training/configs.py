@@ -39,7 +39,6 @@ from harness.config_schema import (
     fields_of,
     value_text,
 )
-from harness.yamlio import dump_yaml
 from serving.replay_config import ReplayConfig
 from studio.forms import field_problems
 from training.ablation import AblationConfig
@@ -74,7 +73,6 @@ __all__ = [
     "EVAL_SET_LABELS",
     "KIND_CHECKS",
     "RunForm",
-    "config_yaml",
     "value_problem",
 ]
 
@@ -444,12 +442,3 @@ class RunForm(forms.Form):
         name = prefix + problem.split(":", 1)[0].strip()
         if name not in self.errors:
             self.add_error(name if name in self.fields else None, f"{prefix}{problem}")
-
-
-# -- what is shown beside the form
-# ------------------------------------------------------------------------
-
-
-def config_yaml(config: Any) -> str:
-    """The config file a run is started with (every field, defaults included)."""
-    return dump_yaml(dataclasses.asdict(config))

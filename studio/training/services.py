@@ -26,11 +26,11 @@ from django.contrib.auth.models import User
 from django.db import transaction
 
 from harness.checkpoints import is_checkpoint
+from harness.config_schema import dump_config
 from studio.audit.services import audit_record
 from studio.jobs.models import Job
 from studio.jobs.registry import JobContext, JobFailed
 from studio.jobs.services import job_create
-from studio.training import configs
 from studio.training.configs import CONFIG_CLASSES, HARNESS_REF, harness_version
 from studio.training.models import TrainingRun
 from studio.training.presets import Preset, recipe_steps
@@ -148,7 +148,7 @@ def run_start(
                     version, path = _write_harness(folder, harness)
                     step_config = dataclasses.replace(step_config, harness=path)
                 config_file = folder / f"{name}.yaml"
-                config_file.write_text(configs.config_yaml(step_config), encoding="utf-8")
+                dump_config(step_config, config_file)
                 argv, output = step_argv(kind, step_config, folder=folder, config_file=config_file)
                 steps.append(
                     {"name": name, "argv": argv, "config_file": config_file.name, "output": output}

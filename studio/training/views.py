@@ -13,6 +13,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from harness.checkpoints import is_checkpoint
+from harness.config_schema import config_text
 from harness.numbers import decimal_int
 from serving.metrics import fallback_warning
 from studio.accounts.decorators import requires
@@ -126,7 +127,7 @@ def _preview(kind: str, config, preset) -> dict:
             {
                 "name": name,
                 "file": str(file),
-                "yaml": configs.config_yaml(step),
+                "yaml": config_text(step, suffix=file.suffix),
                 "command": command_text(argv),
             }
         )

@@ -270,3 +270,29 @@ def test_the_cli_takes_a_tracker_the_form_does_not_offer():
     assert _build(
         SFTStageConfig, build_parser().parse_args(["sft", "--report-to", "comet_ml"])
     ).report_to == ["comet_ml"]
+
+
+@pytest.mark.parametrize("kind", sorted(CONFIG_CLASSES))
+@pytest.mark.parametrize("suffix", [".yaml", ".json"])
+def test_the_one_config_writer_writes_what_load_config_reads_back(kind, suffix, tmp_path):
+    """``config_text`` / ``dump_config`` write every run config, the studio's run files (YAML) and a
+    run's resolved config (JSON) alike; each reads back to the same config."""
+    from harness.config_schema import config_text, dump_config, load_config
+
+    (tmp_path / "cases.jsonl").write_text("")
+    cls = CONFIG_CLASSES[kind]
+    config = cls() if kind != "replay" else cls(cases=str(tmp_path / "cases.jsonl"))
+    dump_config(config, tmp_path / f"run{suffix}")
+    assert (tmp_path / f"run{suffix}").read_text(encoding="utf-8") == config_text(
+        config, suffix=suffix
+    )
+    assert load_config(cls, tmp_path / f"run{suffix}") == config
+
+
+def test_a_config_file_of_another_format_is_refused_naming_the_formats(tmp_path):
+    from harness.config_schema import dump_config
+    from training.sft_config import SFTStageConfig
+
+    with pytest.raises(ValueError, match=r"ends in \.yaml, \.yml, \.json, not '\.toml'"):
+        dump_config(SFTStageConfig(), tmp_path / "run.toml")
+    assert not (tmp_path / "run.toml").exists()
