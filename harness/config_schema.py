@@ -116,8 +116,16 @@ def coerce(value: Any, tp: Any, *, where: str) -> Any:
     origin = typing.get_origin(tp)
     if origin in (typing.Union, types.UnionType):
         options = typing.get_args(tp)
-        if value is None and type(None) in options:
-            return None
+        if type(None) in options and (
+            value is None or (isinstance(value, str) and not value.strip())
+        ):
+            return None  # an optional field left empty (a blank flag or form input): none
+        others = [o for o in options if o is not type(None)]
+        if len(others) == 1:  # ``int | None``: the type's own message, and that empty means none
+            try:
+                return coerce(value, others[0], where=where)
+            except ConfigError as error:
+                raise ConfigError(f"{error} (or leave it empty for none)") from None
         for option in options:
             if option is type(None):
                 continue

@@ -151,21 +151,12 @@ def build_parser() -> argparse.ArgumentParser:
     from harness.config_schema import add_flags
     from serving.replay_config import ReplayConfig
 
-    add_flags(
-        p, ReplayConfig
-    )  # one flag per field of serving.replay_config.ReplayConfig (the studio's form too)
-    p.add_argument("--seed", type=int)
+    # one flag per field of serving.replay_config.ReplayConfig (the studio's form too: the seed, the
+    # run folder's name and the deployment to post to among them)
+    add_flags(p, ReplayConfig)
     p.add_argument("--profiles", help="profiles YAML file")
     p.add_argument(
         "--out", default=str(DEFAULT_RUNS_DIR), help=f"runs folder (default {DEFAULT_RUNS_DIR})"
-    )
-    p.add_argument("--run-id", help="name of the run folder (default: time-route-random)")
-    p.add_argument(
-        "--post",
-        metavar="URL",
-        help="also post every request's trajectory to a studio deployment, e.g. "
-        "http://studio:8000/api/v1/deployments/staging/trajectories/ "
-        "(token: $HARNESS_TRAFFIC_TOKEN)",
     )
     add_trust_flag(p)
 
@@ -416,11 +407,11 @@ def cmd_replay(args) -> int:
 
     config = from_flags(ReplayConfig, args)
     traffic = None
-    if args.post:
+    if config.post:
         from harness.runtime.traffic import TrafficPoster, TrafficPostError, traffic_token
 
         try:
-            traffic = TrafficPoster(url=args.post, token=traffic_token())
+            traffic = TrafficPoster(url=config.post, token=traffic_token())
         except TrafficPostError as error:
             print(str(error), file=sys.stderr)
             return 2
@@ -436,7 +427,7 @@ def cmd_replay(args) -> int:
         temperature=config.temperature,
         top_p=config.top_p,
         max_tokens=config.max_tokens,
-        seed=args.seed,
+        seed=config.seed,
     )
     harness = demo_harness_dir() if config.harness == DEMO_HARNESS else config.harness
     run_dir = replay_run(
@@ -446,7 +437,7 @@ def cmd_replay(args) -> int:
         plan=plan,
         settings=settings,
         out_root=args.out,
-        run_id=args.run_id,
+        run_id=config.run_id or None,
         progress=lambda msg: print(msg, file=sys.stderr, flush=True),
         trust_harness_commands=args.trust_harness_commands,
         traffic=traffic,

@@ -3,18 +3,24 @@ serving replay``'s flags and the studio's replay form are both built from
 (``harness/config_schema.py``), with one set of defaults, help texts and ranges.
 
 Every field is a flag (``--max-tokens``); ``check()`` names the first field out of range, and the
-CLI refuses it with that message as the studio's form does. What only a command line has (the runs
-folder ``--out``, ``--run-id``, ``--profiles``, ``--seed``, ``--trust-harness-commands``) stays in
+CLI refuses it with that message as the studio's form does. The sampling ``seed``, the run
+folder's name ``run_id`` and the deployment a run ``post``s its trajectories to are fields too, so
+the studio's replay form sets them as the command line does. What only a command line has (the
+runs folder ``--out``, which the studio owns, ``--profiles``, ``--trust-harness-commands``) stays in
 the CLI.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from harness.config_schema import to_argv
+from harness.runtime.traffic import TOKEN_ENV, url_problem
 
 DEMO_HARNESS = "demo"
+#: A run folder's name: what ``--run-id`` may be (one folder under the runs folder, never a path).
+RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 
 @dataclass
@@ -74,6 +80,29 @@ class ReplayConfig:
     sla: float = field(
         default=15.0, metadata={"help": "Latency bound of the attainment share, in seconds."}
     )
+    seed: int | None = field(
+        default=None,
+        metadata={"help": "Sampling seed sent with every model call (empty: none)."},
+    )
+    run_id: str = field(
+        default="",
+        metadata={
+            "help": (
+                "Name of the run folder: letters, digits, '.', '_' and '-' (empty: "
+                "time-route-random on the command line, 'replay' in a studio run's folder)."
+            )
+        },
+    )
+    post: str = field(
+        default="",
+        metadata={
+            "help": (
+                "Also post every request's trajectory to a studio deployment: its trajectories "
+                "URL, e.g. http://studio:8000/api/v1/deployments/staging/trajectories/ (the token "
+                f"is ${TOKEN_ENV} where the replay runs; empty: post nothing)."
+            )
+        },
+    )
 
     def check(self) -> str:
         """The first problem, as ``field: what is wrong``, or ''."""
@@ -101,16 +130,17 @@ class ReplayConfig:
                 return (
                     f"{name}: must be above 0 and at most 3600 seconds, got {getattr(self, name):g}"
                 )
+        if self.run_id and not RUN_ID.match(self.run_id):
+            return (
+                f"run_id: {self.run_id[:60]!r} is not a folder name: use up to 128 letters, "
+                "digits, '.', '_' and '-', starting with a letter or digit"
+            )
+        if self.post and (problem := url_problem(self.post)):
+            return f"post: {problem}"
         return ""
 
-    def argv(self, *, out: str, run_id: str = "replay") -> list[str]:
-        """``python -m serving replay`` with these settings (after ``python -m``)."""
-        return [
-            "serving",
-            "replay",
-            *to_argv(self, omit_defaults=("harness",)),
-            "--out",
-            out,
-            "--run-id",
-            run_id,
-        ]
+    def argv(self, *, out: str) -> list[str]:
+        """``python -m serving replay`` with these settings (after ``python -m``); the fields left
+        empty are left out, as a person would type it."""
+        optional = ("harness", "seed", "run_id", "post")
+        return ["serving", "replay", *to_argv(self, omit_defaults=optional), "--out", out]

@@ -37,12 +37,20 @@ def traffic_token(env: dict[str, str] | None = None) -> str:
     return token
 
 
-def check_url(url: str) -> str:
+def url_problem(url: str) -> str:
+    """'' when ``url`` can be a deployment's trajectories URL, else what to give instead."""
     if not url.startswith(("http://", "https://")) or "/trajectories" not in url:
-        raise TrafficPostError(
-            f"--post {url}: give the deployment's trajectories URL, e.g. "
+        return (
+            "give the deployment's trajectories URL, e.g. "
             "http://studio:8000/api/v1/deployments/shop-eu/trajectories/"
         )
+    return ""
+
+
+def check_url(url: str) -> str:
+    problem = url_problem(url)
+    if problem:
+        raise TrafficPostError(f"--post {url}: {problem}")
     return url
 
 

@@ -296,7 +296,7 @@ def replay_dashboard(
         command=" && ".join(command_text(step["argv"]) for step in run.steps),
         harness_version=run.harness_version,
     )
-    folder = run.path / "replay"
+    folder = run.replay_dir
     if not folder.is_dir():
         board.problem = (
             f"{folder} does not exist yet: the worker has not opened the route"

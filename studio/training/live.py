@@ -110,7 +110,7 @@ def _replay_counts(run: TrainingRun) -> tuple[int, int]:
     levels = config.get("concurrency") or []
     per_level = int(config.get("warmup") or 0) + int(config.get("measured") or 0)
     total = len(levels) * per_level
-    return min(total, _lines(run.path / "replay" / "requests.jsonl")), total
+    return min(total, _lines(run.replay_dir / "requests.jsonl")), total
 
 
 def run_live(run: TrainingRun) -> LiveState:

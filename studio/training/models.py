@@ -114,6 +114,12 @@ class TrainingRun(models.Model):
         return Path(self.folder)
 
     @property
+    def replay_dir(self) -> Path:
+        """Where a replay run's record is: its step's output, the folder its ``run_id`` names
+        (``replay`` unless the form named another)."""
+        return self.path / (self.steps[-1]["output"] if self.steps else "replay")
+
+    @property
     def final_dir(self) -> Path | None:
         """Where the run's trained model is (or will be): the last step's final/ (a pipeline's last
         stage)."""

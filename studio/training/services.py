@@ -103,7 +103,9 @@ def step_argv(kind: str, config: Any, *, folder: Path, config_file: Path) -> tup
         return ["training", command, "--config", str(config_file)], Path(config.output_dir).name
     if kind == TrainingRun.EVAL:
         return config.argv(out=str(folder / "eval")), "eval"
-    return config.argv(out=str(folder)), "replay"
+    # the replay's record is the run folder's replay/ unless its form named another run_id
+    replay = dataclasses.replace(config, run_id=config.run_id or "replay")
+    return replay.argv(out=str(folder)), replay.run_id
 
 
 def command_text(argv: list[str]) -> str:

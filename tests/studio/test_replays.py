@@ -42,6 +42,7 @@ def tiny_replay(tmp_path_factory):
         warmup=1,
         measured=2,
         max_tokens=16,
+        run_id="replay",
     ).argv(out=str(out))
     done = subprocess.run(
         [sys.executable, "-m", *argv], capture_output=True, text=True, timeout=600

@@ -316,8 +316,47 @@ def test_the_replay_form_checks_the_route_and_case_file(personas, runs_dir, tmp_
     run = TrainingRun.objects.get()
     argv = run.steps[0]["argv"]
     assert argv[:4] == ["serving", "replay", "--route", "cpu-engine-tiny"]
-    assert argv[argv.index("--concurrency") + 1] == "1,2" and argv[-2:] == ["--run-id", "replay"]
+    assert argv[argv.index("--concurrency") + 1] == "1,2"
+    assert argv[-4:] == ["--run-id", "replay", "--out", str(run.path)]  # its record: RUN/replay/
+    assert "--seed" not in argv and "--post" not in argv and run.replay_dir == run.path / "replay"
     assert run.job.kind == "replay_run"
+
+
+def test_the_replay_form_sets_the_seed_run_folder_and_deployment_the_cli_takes(
+    personas, runs_dir, tmp_path
+):
+    """The replay form's seed, run_id and post are ReplayConfig's fields (as the CLI's flags are):
+    the job's command carries them, its config file holds them, the dashboards read the folder the
+    run id names; a bad value is a 400 naming its field, and no run is made."""
+    from harness.config_schema import load_config
+    from serving.replay_config import ReplayConfig
+
+    client = client_for(personas.ml_engineer)
+    cases = tmp_path / "replay.jsonl"
+    cases.write_text("{}\n")
+    form = client.get("/training/new/replay/").content.decode()
+    assert all(f'name="{name}"' in form for name in ("seed", "run_id", "post"))
+    post_url = "http://studio:8000/api/v1/deployments/staging/trajectories/"
+    base = {"route": "cpu-engine-tiny", "cases": str(cases), "concurrency": "1"}
+    for typed, message in (
+        ({"seed": "abc"}, "seed: expected an integer, got 'abc' (or leave it empty for none)"),
+        ({"run_id": "../x"}, "run_id: '../x' is not a folder name"),
+        ({"post": "http://studio:8000/"}, "post: give the deployment's trajectories URL"),
+    ):
+        bad = client.post("/training/new/replay/", {**base, **typed})
+        assert bad.status_code == 400 and message in page_text(bad), typed
+    assert not TrainingRun.objects.exists()
+    response = client.post(
+        "/training/new/replay/", {**base, "seed": "7", "run_id": "nightly", "post": post_url}
+    )
+    assert response.status_code == 302
+    run = TrainingRun.objects.get()
+    argv = run.steps[0]["argv"]
+    flags = dict(zip(argv[2::2], argv[3::2], strict=True))
+    assert (flags["--seed"], flags["--run-id"], flags["--post"]) == ("7", "nightly", post_url)
+    assert flags["--out"] == str(run.path) and run.replay_dir == run.path / "nightly"
+    config = load_config(ReplayConfig, run.path / run.steps[0]["config_file"])
+    assert (config.seed, config.run_id, config.post) == (7, "nightly", post_url)
 
 
 def test_an_operator_and_a_reviewer_may_read_but_not_start(personas, runs_dir):

@@ -62,10 +62,10 @@ def read_folder_summary(*, run: TrainingRun) -> dict[str, Any] | None:
     from serving.record import RunRecordError, load_run
 
     try:
-        meta, summary = load_run(run.path / "replay")
+        meta, summary = load_run(run.replay_dir)
     except RunRecordError:
         return None
-    table = run.path / "replay" / "table.md"
+    table = run.replay_dir / "table.md"
     return {
         "replay": summary,
         "route": meta.get("route"),
