@@ -93,7 +93,15 @@ def _plan_steps(
         kind == TrainingRun.ABLATION
     ):  # resumable by running it again: it skips the steps it has done
         return [(kind, dataclasses.replace(config, output_dir=str(folder / kind)))]
+    if kind == TrainingRun.REPLAY:
+        return [(kind, _replay_named(config))]
     return [(kind, config)]
+
+
+def _replay_named(config: Any) -> Any:
+    """A replay's config with its run folder's name: the form's ``run_id``, else ``replay`` (the
+    run folder's replay/, where the dashboards look by default)."""
+    return dataclasses.replace(config, run_id=config.run_id or "replay")
 
 
 def step_argv(kind: str, config: Any, *, folder: Path, config_file: Path) -> tuple[list[str], str]:
@@ -103,8 +111,7 @@ def step_argv(kind: str, config: Any, *, folder: Path, config_file: Path) -> tup
         return ["training", command, "--config", str(config_file)], Path(config.output_dir).name
     if kind == TrainingRun.EVAL:
         return config.argv(out=str(folder / "eval")), "eval"
-    # the replay's record is the run folder's replay/ unless its form named another run_id
-    replay = dataclasses.replace(config, run_id=config.run_id or "replay")
+    replay = _replay_named(config)
     return replay.argv(out=str(folder)), replay.run_id
 
 

@@ -319,6 +319,7 @@ def test_the_replay_form_checks_the_route_and_case_file(personas, runs_dir, tmp_
     assert argv[argv.index("--concurrency") + 1] == "1,2"
     assert argv[-4:] == ["--run-id", "replay", "--out", str(run.path)]  # its record: RUN/replay/
     assert "--seed" not in argv and "--post" not in argv and run.replay_dir == run.path / "replay"
+    assert run.config["replay"]["run_id"] == "replay"  # the record says the folder it ran in
     assert run.job.kind == "replay_run"
 
 
