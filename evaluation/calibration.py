@@ -501,16 +501,19 @@ def parts_markdown(report: dict[str, Any]) -> str:
         )
     else:
         lines.append("No reply was labelled by two people.")
-    dis = (
-        report["all"]["accuracy"]["disagreements"] + report["all"]["effectiveness"]["disagreements"]
-    )
-    if dis:
-        lines += ["", "## Disagreements", ""]
-        lines += [
-            f"- {d['id']}: human {d['human']}, judge {d['judge']} ({', '.join(d['judge_reasons'])})"
-            for d in dis[:100]
-        ]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + disagreement_lines(report["all"])) + "\n"
+
+
+def disagreement_lines(result: dict[str, Any]) -> list[str]:
+    """The report's "Disagreements" section for one ``calibrate_judge`` result: the first 100
+    replies where human and judge differ (Accuracy's, then Effectiveness's); none when none."""
+    dis = result["accuracy"]["disagreements"] + result["effectiveness"]["disagreements"]
+    if not dis:
+        return []
+    return ["", "## Disagreements", ""] + [
+        f"- {d['id']}: human {d['human']}, judge {d['judge']} ({', '.join(d['judge_reasons'])})"
+        for d in dis[:100]
+    ]
 
 
 def calibrate_judge(
@@ -578,11 +581,4 @@ def calibration_markdown(report: dict[str, Any]) -> str:
     lines += [
         f"| {k} | {100 * v:.1f}% |" for k, v in report["accuracy_agreement_by_defect"].items()
     ]
-    dis = acc["disagreements"] + eff["disagreements"]
-    if dis:
-        lines += ["", "## Disagreements", ""]
-        lines += [
-            f"- {d['id']}: human {d['human']}, judge {d['judge']} ({', '.join(d['judge_reasons'])})"
-            for d in dis[:100]
-        ]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + disagreement_lines(report)) + "\n"
