@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from harness.augment.editable import Draft
 from harness.augment.envelope import Envelope
 from harness.augment.mapping import HarnessMapping
+from harness.augment.names import make_opaque, new_name
 from harness.augment.paraphrase import Rewriter, checked_rewrite
 from harness.augment.references import rename_in_matcher, rename_in_text
 from harness.augment.requirements import Requirements
@@ -51,6 +52,32 @@ class AugmentContext:
         result = checked_rewrite(text, rng=rng, names=self.draft.names(), rewriter=self.rewriter)
         self.rejected_rewrites += result.rejected
         return result.text
+
+    def draw_renames(
+        self, family: str, names: list[str], *, rng: random.Random, fallback: list[str]
+    ) -> dict[str, str]:
+        """New names for a family's ``names`` (``family`` "tools" or "skills"): each renamed with
+        the envelope's ``rename_probability``; when none drew, one of ``fallback`` (every variant
+        differs in every family it was asked for); then ``opaque_name_share`` of them opaque, from
+        the family's own ``"<family>:opaque"`` stream."""
+        env = getattr(self.envelope, family)
+        kind = family.removesuffix("s")
+        renames: dict[str, str] = {}
+        for name in names:
+            if rng.random() < env["rename_probability"]:
+                renames[name] = new_name(
+                    name, rng=rng, kind=kind, taken=self.taken | set(renames.values())
+                )
+        if not renames and fallback:
+            name = rng.choice(fallback)
+            renames[name] = new_name(name, rng=rng, kind=kind, taken=self.taken)
+        return make_opaque(
+            renames,
+            share=env.get("opaque_name_share", 0.0),
+            rng=self.rng(f"{family}:opaque"),
+            kind=kind,
+            taken=self.taken,
+        )
 
     def current_skill(self, parent_name: str) -> str | None:
         """The draft's name now for a parent skill (None when masked)."""

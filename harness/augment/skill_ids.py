@@ -15,7 +15,6 @@ import random
 
 from harness.augment.context import AugmentContext
 from harness.augment.editable import SkillDraft
-from harness.augment.names import make_opaque, new_name
 from harness.augment.references import referenced
 from harness.augment.synthetic_skills import NOISE, PLAUSIBLE, render_template
 from harness.hook_catalogue import HOOK_TYPES
@@ -28,22 +27,7 @@ def apply_skill_identifiers(ctx: AugmentContext) -> None:
     _add(ctx, rng, PLAUSIBLE, env["add_plausible"], "plausible")
     _add(ctx, rng, NOISE, env["add_noise"], "noise")
     d = ctx.draft
-    renames: dict[str, str] = {}
-    for name in list(d.skills):
-        if rng.random() < env["rename_probability"]:
-            renames[name] = new_name(
-                name, rng=rng, kind="skill", taken=ctx.taken | set(renames.values())
-            )
-    if not renames:
-        name = rng.choice(sorted(d.skills))
-        renames[name] = new_name(name, rng=rng, kind="skill", taken=ctx.taken)
-    renames = make_opaque(
-        renames,
-        share=env.get("opaque_name_share", 0.0),
-        rng=ctx.rng("skills:opaque"),
-        kind="skill",
-        taken=ctx.taken,
-    )
+    renames = ctx.draw_renames("skills", list(d.skills), rng=rng, fallback=sorted(d.skills))
     added = {a["name"]: a for a in ctx.mapping.added_skills}
     parent_renames = {k: v for k, v in renames.items() if k not in added}
     ctx.rename(skills=parent_renames)

@@ -12,7 +12,6 @@ MCP implementations receive arguments by name; the mapping still has a
 from __future__ import annotations
 
 from harness.augment.context import AugmentContext
-from harness.augment.names import make_opaque, new_name
 
 
 def apply_tools(ctx: AugmentContext) -> None:
@@ -21,22 +20,7 @@ def apply_tools(ctx: AugmentContext) -> None:
     rng = ctx.rng("tools")
     d = ctx.draft
     names = d.tool_names()
-    renames: dict[str, str] = {}
-    for name in names:
-        if rng.random() < env["rename_probability"]:
-            renames[name] = new_name(
-                name, rng=rng, kind="tool", taken=ctx.taken | set(renames.values())
-            )
-    if not renames and names:  # every variant differs in every family it was asked for
-        name = rng.choice(names)
-        renames[name] = new_name(name, rng=rng, kind="tool", taken=ctx.taken)
-    renames = make_opaque(
-        renames,
-        share=env.get("opaque_name_share", 0.0),
-        rng=ctx.rng("tools:opaque"),
-        kind="tool",
-        taken=ctx.taken,
-    )
+    renames = ctx.draw_renames("tools", names, rng=rng, fallback=names)
     ctx.rename(tools=renames)
     rewritten = []
     inverse = {v: k for k, v in ctx.mapping.tools.items()}
