@@ -66,18 +66,6 @@ def curriculum_width(curriculum: list[int], epoch: int, n_dims: int) -> int:
     return max(1, min(n_dims, int(curriculum[min(epoch, len(curriculum) - 1)])))
 
 
-def randomized_envelope(opaque_name_share: float):
-    """The shipped envelope with ``opaque_name_share`` set for tool and skill renames."""
-    from harness.augment.pipeline import default_envelope
-
-    env = default_envelope()
-    return dataclasses.replace(
-        env,
-        tools={**env.tools, "opaque_name_share": opaque_name_share},
-        skills={**env.skills, "opaque_name_share": opaque_name_share},
-    )
-
-
 def group_requirements(cases: list[dict[str, Any]]):
     """What a state must keep for its group (its cases' gold labels, and room for a recovery)."""
     from harness.augment import Requirements, requirements_from_case
@@ -239,6 +227,7 @@ def build_randomized_examples(
     from evaluation.scoring import judge_for
     from harness import load_dir
     from harness.augment import MappingError
+    from harness.augment.pipeline import opaque_names_envelope
     from harness.runtime import Agent
     from training.case_sources import training_cases
     from training.trajectory_data import examples_from_trajectory, judge_trajectory
@@ -246,7 +235,7 @@ def build_randomized_examples(
     source = training_cases(config.cases, limit=config.max_cases)
     bundle = load_dir(harness_dir)
     judge = judge_for(bundle, catalogue=source.catalogue)
-    envelope = randomized_envelope(config.hsa_opaque_name_share)
+    envelope = opaque_names_envelope(config.hsa_opaque_name_share)
     counts: Counter = Counter()
     families: Counter = Counter()
     widths: Counter = Counter()

@@ -14,7 +14,7 @@ variants compose with ``Variant.then`` and the mappings with
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from harness.augment.context import AugmentContext
 from harness.augment.editable import Draft
@@ -48,6 +48,17 @@ def default_envelope() -> Envelope:
     if _DEFAULT_ENVELOPE is None:
         _DEFAULT_ENVELOPE = load_envelope()
     return _DEFAULT_ENVELOPE
+
+
+def opaque_names_envelope(share: float) -> Envelope:
+    """The shipped envelope with ``opaque_name_share`` set to ``share`` for tool and skill
+    renames (a name that carries no meaning must be read from the list the model is shown)."""
+    env = default_envelope()
+    return replace(
+        env,
+        tools={**env.tools, "opaque_name_share": share},
+        skills={**env.skills, "opaque_name_share": share},
+    )
 
 
 def parse_dims(value: str | Iterable[str] | None) -> list[str]:

@@ -3,7 +3,6 @@ the list the model is shown, not guessed from its words."""
 
 from __future__ import annotations
 
-import dataclasses
 import re
 
 import pytest
@@ -11,28 +10,19 @@ import pytest
 from harness.augment import augment_bundle, parse_envelope
 from harness.augment.envelope import DEFAULT_ENVELOPE, EnvelopeError
 from harness.augment.names import split_words
-from harness.augment.pipeline import default_envelope
-
-
-def _with_share(share: float):
-    env = default_envelope()
-    return dataclasses.replace(
-        env,
-        tools={**env.tools, "opaque_name_share": share},
-        skills={**env.skills, "opaque_name_share": share},
-    )
+from harness.augment.pipeline import opaque_names_envelope
 
 
 def test_share_zero_leaves_every_variant_as_it_was(demo_bundle):
     for seed in (1, 7, 42):
         before = augment_bundle(bundle=demo_bundle, seed=seed)
-        after = augment_bundle(bundle=demo_bundle, seed=seed, envelope=_with_share(0.0))
+        after = augment_bundle(bundle=demo_bundle, seed=seed, envelope=opaque_names_envelope(0.0))
         assert after.bundle.digest == before.bundle.digest
         assert after.mapping.tools == before.mapping.tools
 
 
 def test_share_one_makes_every_rename_opaque_and_the_mapping_follows(demo_bundle, gold_cases):
-    variant = augment_bundle(bundle=demo_bundle, seed=3, envelope=_with_share(1.0))
+    variant = augment_bundle(bundle=demo_bundle, seed=3, envelope=opaque_names_envelope(1.0))
     assert variant.mapping.tools and variant.mapping.skills
     for old, new in {**variant.mapping.tools, **variant.mapping.skills}.items():
         assert re.fullmatch(r"[a-z]{1,2}_?[a-z0-9]{1,6}", new), new
@@ -52,7 +42,7 @@ def test_a_share_of_renames_is_opaque(demo_bundle):
     for seed in range(20):
         plain = augment_bundle(bundle=demo_bundle, seed=seed, dims=["tools"])
         variant = augment_bundle(
-            bundle=demo_bundle, seed=seed, dims=["tools"], envelope=_with_share(0.3)
+            bundle=demo_bundle, seed=seed, dims=["tools"], envelope=opaque_names_envelope(0.3)
         )
         assert variant.mapping.tools.keys() == plain.mapping.tools.keys()  # the same tools renamed
         for old, new in variant.mapping.tools.items():
