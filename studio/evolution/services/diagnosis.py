@@ -123,11 +123,9 @@ def diagnoser_options() -> list[DiagnoserOption]:
     if not endpoints:
         return [
             rule,
-            DiagnoserOption(
-                Evolution.LLM,
-                "LLM over an endpoint",
-                False,
-                "not usable: no OpenAI-compatible endpoint is configured (add one on the "
+            _llm_option(
+                usable=False,
+                why="not usable: no OpenAI-compatible endpoint is configured (add one on the "
                 "Endpoints page with route 'OpenAI-compatible server', or choose any endpoint "
                 "for the diagnoser role there); the demo has none",
             ),
@@ -135,22 +133,18 @@ def diagnoser_options() -> list[DiagnoserOption]:
     problems = {e.name: diagnoser_endpoint_problem(e) for e in endpoints}
     ready = [name for name, problem in problems.items() if not problem]
     if not ready:
-        return [
-            rule,
-            DiagnoserOption(
-                Evolution.LLM,
-                "LLM over an endpoint",
-                False,
-                "not usable: " + "; ".join(problems.values()),
-            ),
-        ]
+        return [rule, _llm_option(usable=False, why="not usable: " + "; ".join(problems.values()))]
     untested = [e.name for e in endpoints if e.name in ready and e.last_check_ok is None]
     why = f"usable with {', '.join(ready)}" + (
         f" ({', '.join(untested)} never connection-tested)" if untested else ""
     )
     if len(ready) < len(endpoints):
         why += "; not with " + "; ".join(p for p in problems.values() if p)
-    return [rule, DiagnoserOption(Evolution.LLM, "LLM over an endpoint", True, why)]
+    return [rule, _llm_option(usable=True, why=why)]
+
+
+def _llm_option(*, usable: bool, why: str) -> DiagnoserOption:
+    return DiagnoserOption(Evolution.LLM, "LLM over an endpoint", usable, why)
 
 
 def _diagnoser_for(evolution: Evolution):
