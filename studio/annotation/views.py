@@ -30,7 +30,7 @@ from studio.annotation.forms import (
     SourceToQueueForm,
     TrafficToQueueForm,
 )
-from studio.annotation.models import AnnotationQueue
+from studio.annotation.models import AnnotationQueue, JudgeCalibration
 from studio.annotation.services import (
     AnnotationError,
     label_save,
@@ -47,6 +47,14 @@ from studio.lookups import found_or_404
 
 def _queue(name: str) -> AnnotationQueue:
     return found_or_404(selectors.queue_get, f"no annotation queue {name!r}", name=name)
+
+
+def _calibration(calibration_id: int) -> JudgeCalibration:
+    return found_or_404(
+        selectors.calibration_get,
+        f"no calibration #{calibration_id}",
+        calibration_id=calibration_id,
+    )
 
 
 def _target_queue(
@@ -347,11 +355,7 @@ def calibration_start_view(request):
 @require_POST
 @requires("judge.retire")
 def calibration_retire_view(request, calibration_id: int):
-    row = found_or_404(
-        selectors.calibration_get,
-        f"no calibration #{calibration_id}",
-        calibration_id=calibration_id,
-    )
+    row = _calibration(calibration_id)
     try:
         calibration_retire(calibration=row, actor=request.user)
     except CalibrationError as error:
@@ -368,11 +372,7 @@ def calibration_retire_view(request, calibration_id: int):
 @require_GET
 @requires("traffic.view")
 def calibration_detail(request, calibration_id: int):
-    row = found_or_404(
-        selectors.calibration_get,
-        f"no calibration #{calibration_id}",
-        calibration_id=calibration_id,
-    )
+    row = _calibration(calibration_id)
     report = row.report
     whole = report.get("all") or report  # calibrations before label sets kept one report
     disagreements = []
