@@ -20,7 +20,7 @@ from pathlib import Path
 from harness.errors import HarnessValidationError, Problem
 from harness.hooks import HookSet, parse_hooks, referenced_names
 from harness.prompt import PromptPipeline, parse_prompt
-from harness.schema import schema_problems
+from harness.schema import load_checked_yaml
 from harness.skills import (
     MAX_SKILL_FILES,
     MAX_SKILL_FILES_BYTES,
@@ -30,7 +30,6 @@ from harness.skills import (
     skill_file_problem,
 )
 from harness.tools import ToolRegistry, parse_tools
-from harness.yamlio import load_yaml
 
 FORMAT = "harness-studio/v1"
 REQUIRED_FILES = ("manifest.yaml", "tools.yaml", "prompt.yaml", "hooks.yaml")
@@ -363,21 +362,12 @@ def _build(files: dict[str, str], *, source: str = "") -> tuple[Bundle | None, l
 def _parse_manifest(text: str | None, problems: list[Problem]) -> Manifest | None:
     if text is None:
         return None
-    data, linemap, p = load_yaml(text, file="manifest.yaml")
-    if p:
-        problems += p
-        return None
-    if not isinstance(data, dict):
-        problems.append(
-            Problem(
-                "manifest.yaml",
-                1,
-                "(top level)",
-                f"manifest.yaml must be a mapping with format: {FORMAT} and name",
-            )
-        )
-        return None
-    p = schema_problems(data, MANIFEST_SCHEMA, linemap=linemap, file="manifest.yaml")
+    data, _linemap, p = load_checked_yaml(
+        text,
+        MANIFEST_SCHEMA,
+        file="manifest.yaml",
+        not_mapping=f"manifest.yaml must be a mapping with format: {FORMAT} and name",
+    )
     if p:
         problems += p
         return None

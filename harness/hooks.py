@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from harness.errors import Problem
 from harness.hook_catalogue import ACTIONS, EVENTS, HOOK_TYPES
 from harness.regex import user_fullmatch, user_regex_problem
-from harness.schema import schema_problems
+from harness.schema import load_checked_yaml, schema_problems
 from harness.text_edit import ID_HINT, ID_PATTERN
-from harness.yamlio import LineMap, load_yaml
+from harness.yamlio import LineMap
 
 FILE = "hooks.yaml"
 
@@ -105,19 +105,12 @@ class HookSet:
 
 
 def parse_hooks(text: str) -> tuple[HookSet | None, list[Problem]]:
-    data, linemap, problems = load_yaml(text, file=FILE)
-    if problems:
-        return None, problems
-    if not isinstance(data, dict):
-        return None, [
-            Problem(
-                FILE,
-                1,
-                "(top level)",
-                "hooks.yaml must be a mapping with a 'hooks' list (and optional 'retry')",
-            )
-        ]
-    problems = schema_problems(data, SCHEMA, linemap=linemap, file=FILE)
+    data, linemap, problems = load_checked_yaml(
+        text,
+        SCHEMA,
+        file=FILE,
+        not_mapping="hooks.yaml must be a mapping with a 'hooks' list (and optional 'retry')",
+    )
     if problems:
         return None, problems
     hooks, seen = [], {}

@@ -36,9 +36,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from harness.errors import HarnessValidationError, Problem
-from harness.schema import schema_problems
+from harness.schema import load_checked_yaml
 from harness.tools import SERVER_NAME_PATTERN, McpServerSpec, ToolRegistry, server_from_mapping
-from harness.yamlio import load_yaml
 
 REGISTRY_ENV = "HARNESS_MCP_REGISTRY"
 TRUST_FLAG = "--trust-harness-commands"
@@ -157,20 +156,13 @@ class McpRegistry:
                     f"larger than {MAX_REGISTRY_BYTES} bytes; a registry lists servers, not data",
                 )
             ]
-        data, linemap, problems = load_yaml(text, file=file)
-        if problems:
-            return None, problems
-        if not isinstance(data, dict):
-            return None, [
-                Problem(
-                    file,
-                    1,
-                    "(top level)",
-                    "an MCP registry is a mapping with a 'servers' mapping "
-                    "(name -> transport, command or url, env, pass_env)",
-                )
-            ]
-        problems = schema_problems(data, SCHEMA, linemap=linemap, file=file)
+        data, linemap, problems = load_checked_yaml(
+            text,
+            SCHEMA,
+            file=file,
+            not_mapping="an MCP registry is a mapping with a 'servers' mapping "
+            "(name -> transport, command or url, env, pass_env)",
+        )
         if problems:
             return None, problems
         servers, sources = {}, {}

@@ -15,8 +15,8 @@ import re
 from dataclasses import dataclass, field
 
 from harness.errors import Problem
-from harness.schema import schema_problems
-from harness.yamlio import LineMap, load_yaml
+from harness.schema import load_checked_yaml
+from harness.yamlio import LineMap
 
 FILE = "prompt.yaml"
 
@@ -158,19 +158,12 @@ def render_template(template: str, values: dict[str, str]) -> str:
 
 
 def parse_prompt(text: str) -> tuple[PromptPipeline | None, list[Problem]]:
-    data, linemap, problems = load_yaml(text, file=FILE)
-    if problems:
-        return None, problems
-    if not isinstance(data, dict):
-        return None, [
-            Problem(
-                FILE,
-                1,
-                "(top level)",
-                "prompt.yaml must be a mapping with 'blocks' and 'constraints'",
-            )
-        ]
-    problems = schema_problems(data, SCHEMA, linemap=linemap, file=FILE)
+    data, linemap, problems = load_checked_yaml(
+        text,
+        SCHEMA,
+        file=FILE,
+        not_mapping="prompt.yaml must be a mapping with 'blocks' and 'constraints'",
+    )
     if problems:
         return None, problems
     variables = {k: str(v) for k, v in (data.get("variables") or {}).items()}

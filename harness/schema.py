@@ -7,10 +7,12 @@ from the YAML line map and whose message says what would be valid.
 
 from __future__ import annotations
 
+from typing import Any
+
 import jsonschema
 
 from harness.errors import Problem
-from harness.yamlio import LineMap, dotted
+from harness.yamlio import LineMap, dotted, load_yaml
 
 
 def _message(error: jsonschema.ValidationError) -> str:
@@ -91,3 +93,17 @@ def schema_problems(data, schema: dict, *, linemap: LineMap, file: str, prefix=(
             message = _message(error)
         problems.append(Problem(file, linemap.line(path), field, message))
     return problems
+
+
+def load_checked_yaml(
+    text: str, schema: dict, *, file: str, not_mapping: str
+) -> tuple[Any, LineMap, list[Problem]]:
+    """A YAML file that must be a mapping valid against ``schema``: ``(data, linemap, problems)``
+    with the problems of the first step that fails: the YAML itself, its top level not being a
+    mapping (``not_mapping`` says what it must be), or the schema; none when it is valid."""
+    data, linemap, problems = load_yaml(text, file=file)
+    if problems:
+        return data, linemap, problems
+    if not isinstance(data, dict):
+        return data, linemap, [Problem(file, 1, "(top level)", not_mapping)]
+    return data, linemap, schema_problems(data, schema, linemap=linemap, file=file)

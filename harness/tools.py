@@ -15,9 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from harness.errors import Problem
-from harness.schema import parameter_schema_error, schema_problems
+from harness.schema import load_checked_yaml, parameter_schema_error
 from harness.tool_catalogue import BUILTIN_TOOLS
-from harness.yamlio import LineMap, dotted, load_yaml
+from harness.yamlio import LineMap, dotted
 
 FILE = "tools.yaml"
 TOOL_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,63}$"
@@ -157,19 +157,12 @@ class ToolRegistry:
 
 
 def parse_tools(text: str) -> tuple[ToolRegistry | None, list[Problem]]:
-    data, linemap, problems = load_yaml(text, file=FILE)
-    if problems:
-        return None, problems
-    if not isinstance(data, dict):
-        return None, [
-            Problem(
-                FILE,
-                1,
-                "(top level)",
-                "tools.yaml must be a mapping with a 'tools' list (and optional 'mcp_servers')",
-            )
-        ]
-    problems = schema_problems(data, SCHEMA, linemap=linemap, file=FILE)
+    data, linemap, problems = load_checked_yaml(
+        text,
+        SCHEMA,
+        file=FILE,
+        not_mapping="tools.yaml must be a mapping with a 'tools' list (and optional 'mcp_servers')",
+    )
     if problems:
         return None, problems
     servers = {}

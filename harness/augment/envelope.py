@@ -15,10 +15,9 @@ from pathlib import Path
 from harness.errors import Problem
 from harness.hook_catalogue import HOOK_TYPES
 from harness.prompt import CONSTRAINTS
-from harness.schema import schema_problems
+from harness.schema import load_checked_yaml
 from harness.userfiles import InputFileError, read_text
 from harness.yamlio import dotted as _dotted
-from harness.yamlio import load_yaml
 
 DEFAULT_ENVELOPE = Path(__file__).with_name("envelope.yaml")
 
@@ -163,22 +162,13 @@ class Envelope:
 
 
 def parse_envelope(text: str, *, file: str = "envelope.yaml") -> Envelope:
-    data, linemap, problems = load_yaml(text, file=file)
-    if problems:
-        raise EnvelopeError(problems)
-    if not isinstance(data, dict):
-        raise EnvelopeError(
-            [
-                Problem(
-                    file,
-                    1,
-                    "(top level)",
-                    "the envelope must be a mapping "
-                    "with skills, skill_content, tools, prompt and hooks",
-                )
-            ]
-        )
-    problems = schema_problems(data, SCHEMA, linemap=linemap, file=file)
+    data, linemap, problems = load_checked_yaml(
+        text,
+        SCHEMA,
+        file=file,
+        not_mapping="the envelope must be a mapping with skills, skill_content, tools, prompt and "
+        "hooks",
+    )
     if problems:
         raise EnvelopeError(problems)
 
