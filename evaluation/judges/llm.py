@@ -180,15 +180,7 @@ class LLMJudge:
             ids = [call.id or f"call_{len(messages)}_{i}" for i, call in enumerate(calls)]
             if native:
                 assistant["tool_calls"] = [
-                    {
-                        "id": cid,
-                        "type": "function",
-                        "function": {
-                            "name": c.name,
-                            "arguments": json.dumps(c.arguments, ensure_ascii=False),
-                        },
-                    }
-                    for cid, c in zip(ids, calls, strict=True)
+                    c.to_openai(cid) for cid, c in zip(ids, calls, strict=True)
                 ]
             messages.append(assistant)
             for cid, call in zip(ids, calls, strict=True):

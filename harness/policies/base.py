@@ -12,6 +12,7 @@ rest (see ``harness.policies.text_protocol``).
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -29,6 +30,18 @@ class ToolCall:
         if self.id:
             data["id"] = self.id
         return data
+
+    def to_openai(self, call_id: str) -> dict[str, Any]:
+        """The call as an assistant message's ``tool_calls`` entry (OpenAI chat format) under
+        ``call_id``: what a native tool-calling model is shown of its own call."""
+        return {
+            "id": call_id,
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "arguments": json.dumps(self.arguments, ensure_ascii=False),
+            },
+        }
 
 
 @dataclass

@@ -573,17 +573,7 @@ class Agent:
         ids = [c.id or f"call_{traj.next_seq()}" for c in known] if native else []
         assistant: dict[str, Any] = {"role": "assistant", "content": output.text}
         if native:
-            assistant["tool_calls"] = [
-                {
-                    "id": cid,
-                    "type": "function",
-                    "function": {
-                        "name": c.name,
-                        "arguments": json.dumps(c.arguments, ensure_ascii=False),
-                    },
-                }
-                for cid, c in zip(ids, known, strict=True)
-            ]
+            assistant["tool_calls"] = [c.to_openai(cid) for cid, c in zip(ids, known, strict=True)]
         if known:
             run.messages.append(assistant)
             for i, call in enumerate(known):
