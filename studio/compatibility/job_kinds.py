@@ -26,16 +26,7 @@ def compatibility_fill_job(context: JobContext) -> dict:
         on_behalf_of=job.created_by,
         log=context.log,
     )
-    for cell in cells:
-        context.log(
-            f"{cell.endpoint.name} on v{cell.version.number}: evaluation run #{cell.run_id} "
-            f"({cell.run.status}; {cell.reason})"
-        )
-    return {
-        "cells": len(cells),
-        "new_runs": EvalRun.objects.count() - before,
-        "runs": [cell.run_id for cell in cells],
-    }
+    return _cells_result(context=context, cells=cells, runs_before=before)
 
 
 @job_kind(
@@ -57,6 +48,14 @@ def compatibility_checkpoint_job(context: JobContext) -> dict:
         what=f"the cells of run #{run_id}",
         log=context.log,
     )
+    return _cells_result(context=context, cells=cells, runs_before=before)
+
+
+def _cells_result(*, context: JobContext, cells: list, runs_before: int) -> dict:
+    """Each cell in the job's log, and the job's result: how many cells, how many evaluation runs
+    are new since ``runs_before`` (the count when the job started), and the cells' runs."""
+    from studio.evolution.models import EvalRun
+
     for cell in cells:
         context.log(
             f"{cell.endpoint.name} on v{cell.version.number}: evaluation run #{cell.run_id} "
@@ -64,6 +63,6 @@ def compatibility_checkpoint_job(context: JobContext) -> dict:
         )
     return {
         "cells": len(cells),
-        "new_runs": EvalRun.objects.count() - before,
+        "new_runs": EvalRun.objects.count() - runs_before,
         "runs": [cell.run_id for cell in cells],
     }
