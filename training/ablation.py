@@ -340,6 +340,14 @@ def read_ablation(folder: str | Path) -> dict[str, Any] | None:
 
 
 def run_ablation(
-    config: AblationConfig, *, only_table: bool = False, only_steps: tuple[str, ...] = ()
+    config: AblationConfig,
+    *,
+    only_table: bool = False,
+    only_steps: tuple[str, ...] = (),
+    include_partial: bool = False,
 ) -> dict[str, Any]:
-    return Ablation(config).run(only_table=only_table, only_steps=only_steps)
+    """Run the ablation's steps (or only its table); ``include_partial`` (with ``only_table``)
+    counts unfinished evaluations in the table, marked partial."""
+    ablation = Ablation(config)
+    ablation.include_partial = include_partial and only_table
+    return ablation.run(only_table=only_table, only_steps=only_steps)

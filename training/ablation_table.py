@@ -53,12 +53,26 @@ def item_scores(
 
 class AblationTable:
     """Table 4 from what is done: the per-item scores of each finished evaluation and the
-    differences."""
+    differences. With ``include_partial`` (``--table-only --partial``), an evaluation still running
+    or stopped counts too, with the rows it has so far, and its cells say so: a long CPU ablation
+    shows where it stands before its last case."""
+
+    include_partial: bool = False
+
+    def _partial(self, model: str, set_name: str) -> bool:
+        """An unfinished T1/T2/Prompt Robustness evaluation with rows, counted because the table
+        was asked for with ``include_partial``."""
+        return (
+            self.include_partial
+            and set_name != "ifeval"  # its rows are scored at the end (summary.json)
+            and not self._step_done(f"eval:{model}:{set_name}")
+            and (self.root / "eval" / model / f"{set_name}.jsonl").is_file()
+        )
 
     def _rows(self, model: str, set_name: str) -> dict[str, dict[str, Any]] | None:
-        """The per-item rows (id -> row) of a finished evaluation, read once per table, else
-        None."""
-        if not self._step_done(f"eval:{model}:{set_name}"):
+        """The per-item rows (id -> row) of a finished evaluation (or a partial one, see
+        ``include_partial``), read once per table, else None."""
+        if not (self._step_done(f"eval:{model}:{set_name}") or self._partial(model, set_name)):
             return None
         key = (model, set_name)
         if key not in self._read:
@@ -68,8 +82,9 @@ class AblationTable:
         return self._read[key]
 
     def _scores(self, model: str, set_name: str) -> dict[str, float] | None:
-        """Per-item scores (id -> value) of a finished evaluation, else None."""
-        if not self._step_done(f"eval:{model}:{set_name}"):
+        """Per-item scores (id -> value) of a finished (or counted partial) evaluation, else
+        None."""
+        if not (self._step_done(f"eval:{model}:{set_name}") or self._partial(model, set_name)):
             return None
         if set_name == "ifeval":
             return item_scores(self.root / "eval" / model, "ifeval")
@@ -184,10 +199,15 @@ class AblationTable:
                 scores = self._scores(model, set_name)
                 if scores is None:
                     continue
+                if not scores:  # a partial evaluation with no row yet
+                    continue
                 cell: dict[str, Any] = {
                     "score": 100 * sum(scores.values()) / len(scores),
                     "n": len(scores),
                 }
+                if self._partial(model, set_name):
+                    cell["partial"] = True
+                    table.setdefault("partial", {})[f"eval:{model}:{set_name}"] = len(scores)
                 base = self._scores("base", set_name)
                 if model != "base" and base is not None:
                     cell["vs_base"] = self._bootstrap(base, scores)
@@ -265,6 +285,7 @@ class AblationTable:
             f"{self.config.agent_max_new_tokens} new tokens per agent model call, "
             f"{self.config.max_new_tokens} per IFEval answer.",
             *_rejudge_lines(self.root),
+            *_partial_lines(table, self.config.eval_cases),
             "",
             header,
             "|" + "---|" * (len(SET_LABELS) + 1),
@@ -345,7 +366,9 @@ def _cell_text(cell: dict[str, Any] | None, *, against: str, with_n: bool) -> st
     text = (
         "n/a"
         if cell["score"] is None
-        else f"{cell['score']:.1f}" + (f" (n={cell['n']})" if with_n else "")
+        else f"{cell['score']:.1f}"
+        + (f" (partial, n={cell['n']})" if cell.get("partial") else "")
+        + (f" (n={cell['n']})" if with_n and not cell.get("partial") else "")
     )
     return text + (_difference_text(cell[against]) if against in cell else "")
 
@@ -375,4 +398,18 @@ def _rejudge_lines(root: Path) -> list[str]:
         "Prompt Robustness's rubric AVG (its tool-order rubric) are the source's, measured with "
         "the old judge; IFEval rows are copied (no judge). "
         f"Cases: {note['sets']}. The source folder's figures are the old judge's.",
+    ]
+
+
+def _partial_lines(table: dict[str, Any], eval_cases: int) -> list[str]:
+    """The header lines of a table that counts unfinished evaluations: which, and how far each
+    got; their differences pair only the cases both sides scored."""
+    partial = table.get("partial") or {}
+    if not partial:
+        return []
+    steps = ", ".join(f"{name} {n} of {eval_cases}" for name, n in sorted(partial.items()))
+    return [
+        "",
+        f"**Partial (unfinished evaluations counted):** {steps} scored so far. A difference "
+        "pairs the cases both sides scored; the figures move until each step is done.",
     ]

@@ -70,6 +70,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--table-only", action="store_true", help="rewrite the table from what is done; run nothing"
     )
     p.add_argument(
+        "--partial",
+        action="store_true",
+        help="with --table-only: count unfinished evaluations too, with the cases they scored so "
+        "far, marked partial in the table (where a long run stands before its last case)",
+    )
+    p.add_argument(
         "--rejudge",
         metavar="FOLDER",
         help="score FOLDER's stored T1/T2/Prompt Robustness rows again with the current judge "
@@ -188,7 +194,18 @@ def _dispatch(args: argparse.Namespace) -> int:
                 return 2
             print((__import__("pathlib").Path(args.output_dir) / "table.md").read_text())
             return 0
-        table = run_ablation(config, only_table=args.table_only, only_steps=tuple(args.step))
+        if args.partial and not args.table_only:
+            print(
+                "--partial goes with --table-only: it counts unfinished evaluations in the table",
+                file=sys.stderr,
+            )
+            return 2
+        table = run_ablation(
+            config,
+            only_table=args.table_only,
+            only_steps=tuple(args.step),
+            include_partial=args.partial,
+        )
         print((__import__("pathlib").Path(config.output_dir) / "table.md").read_text())
         del table
     elif args.command == "eval":

@@ -371,3 +371,34 @@ def test_rejudge_scores_the_stored_replies_again_with_the_current_judge_into_a_n
     assert main([*args, "--output-dir", str(tmp_path / "refused")]) == 2
     assert f"row {faq['id']} ran a chitchat case" in capsys.readouterr().err
     assert not (tmp_path / "refused").exists()
+
+
+def test_a_partial_table_counts_unfinished_evaluations_and_says_so(tmp_path, capsys):
+    """--table-only --partial: a long CPU ablation shows the cases its running evaluations scored,
+    marked partial; without --partial they stay pending, and --partial alone is refused."""
+    out = tmp_path / "ablation"
+    args = ["ablation", "--preset", "tiny-smoke", "--output-dir", str(out)]
+    rows = [
+        {"id": i, "outcome": "replied", "effectiveness": eff, "avg": (1 + eff) / 2, "reasons": []}
+        for i, eff in (("live_qa-0001", 1.0), ("live_qa-0002", 0.0))
+    ]
+    (out / "eval" / "hsa_sft").mkdir(parents=True)
+    (out / "eval" / "hsa_sft" / "live_qa.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in rows)
+    )
+    assert main([*args, "--table-only"]) == 0
+    assert "| HSA-SFT | pending |" in (out / "table.md").read_text()
+    capsys.readouterr()
+    assert main([*args, "--table-only", "--partial"]) == 0
+    table = (out / "table.md").read_text()
+    assert "| HSA-SFT | 75.0 (partial, n=2) | pending |" in table
+    assert "eval:hsa_sft:live_qa 2 of 3 scored so far" in table
+    assert "2 (1 effective) / 0 / 0 / 0 of 2" in table
+    assert json.loads((out / "table.json").read_text())["partial"] == {"eval:hsa_sft:live_qa": 2}
+    assert (
+        not (out / "steps.json").exists()
+        or "eval:hsa_sft:live_qa" not in (out / "steps.json").read_text()
+    )  # counted, not recorded as done
+    capsys.readouterr()
+    assert main([*args, "--partial"]) == 2
+    assert "--partial goes with --table-only" in capsys.readouterr().err
