@@ -468,7 +468,7 @@ def stage_decide_view(request, stage_id: int):
     except USER_ERRORS as error:
         messages.error(request, str(error))
         return redirect("evolution:stage_detail", stage_id=stage.pk)
-    stage.refresh_from_db()
+    stage = selectors.stage_get(stage_id=stage.pk)  # as decided
     messages.success(request, f"Stage {stage.number}: {stage.get_decision_display()}.")
     following = selectors.stage_next(stage=stage)
     if following is not None:

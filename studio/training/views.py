@@ -151,7 +151,7 @@ def _run_form(kind: str, preset, base, data=None) -> configs.RunForm:
 
 
 def _form_context(kind: str, *, preset, config, form: configs.RunForm) -> dict:
-    from studio.harnesses.models import HarnessVersion
+    from studio.harnesses import selectors as harness_selectors
 
     return {
         "kind": kind,
@@ -162,12 +162,7 @@ def _form_context(kind: str, *, preset, config, form: configs.RunForm) -> dict:
         "errors": form.problems,
         **_preview(kind, config, preset),
         "checkpoints": selectors.checkpoint_choices(),
-        "harness_versions": [
-            f"{v.harness.name}@v{v.number}"
-            for v in HarnessVersion.objects.select_related("harness").order_by(
-                "harness__name", "-number"
-            )[:50]
-        ],
+        "harness_versions": harness_selectors.version_choices(limit=50),
     }
 
 
@@ -321,8 +316,9 @@ def _checkpoint_param(request, name: str) -> TrainingRun | str:
     run_id = decimal_int(raw, max_digits=12)
     if run_id is None or run_id < 1:
         return f"{name}: {valid}, got {raw[:40]!r}"
-    run = TrainingRun.objects.select_related("job").filter(pk=run_id).first()
-    if run is None:
+    try:
+        run = selectors.run_get(run_id=run_id)
+    except TrainingRun.DoesNotExist:
         return f"{name}: there is no training run #{raw}; {valid}"
     if not run.is_policy or not is_checkpoint(run.final_dir):
         return (
