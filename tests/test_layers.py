@@ -718,7 +718,7 @@ def test_an_endpoint_is_probed_in_one_place():
     the engine server's own route and the managed ``transformers serve``'s wait for its model."""
     apart = {
         "serving/endpoint.py",  # probe_models itself
-        "serving/engine_server.py",  # serves /v1/models, probes nothing
+        "serving/engine_server/app.py",  # serves /v1/models, probes nothing
         "serving/transformers_server.py",  # waits for the process it started to list its model
     }
     wrong = [
