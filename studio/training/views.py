@@ -91,7 +91,7 @@ def _base_config(kind: str, preset, request):
         from studio.evolution.services.seeding import demo_set_file
 
         demo_cases = demo_set_file(
-            "replay"
+            key="replay"
         )  # the demo's 110 replay cases, once seed_evolution_demo wrote them
         if demo_cases is not None:
             config = dataclasses.replace(config, cases=str(demo_cases))
@@ -121,13 +121,13 @@ def _preview(kind: str, config, preset) -> dict:
     out = []
     for name, step in steps:
         file = folder / f"{name}.yaml"
-        argv, _ = step_argv(kind, step, folder=folder, config_file=file)
+        argv, _ = step_argv(kind=kind, config=step, folder=folder, config_file=file)
         out.append(
             {
                 "name": name,
                 "file": str(file),
                 "yaml": configs.config_yaml(step),
-                "command": command_text(argv),
+                "command": command_text(argv=argv),
             }
         )
     estimate = None
@@ -221,7 +221,7 @@ def run_detail(request, run_id: int):
         steps.append(
             {
                 **step,
-                "command": command_text(step["argv"]),
+                "command": command_text(argv=step["argv"]),
                 "file": str(file),
                 "yaml": file.read_text(encoding="utf-8") if file.is_file() else "",
             }

@@ -137,18 +137,18 @@ def eval_run_resume(*, run: EvalRun, actor: User | None) -> EvalRun:
     return run
 
 
-def eval_run_is_stalled(run: EvalRun) -> bool:
+def eval_run_is_stalled(*, run: EvalRun) -> bool:
     """The run is unfinished but its job ended: the worker was lost mid-run (a cancelled job is not
     lost)."""
     return (
         run.status in (EvalRun.QUEUED, EvalRun.RUNNING)
         and run.job is not None
         and not run.job.is_active
-        and not eval_run_note_cancelled(run)
+        and not eval_run_note_cancelled(run=run)
     )
 
 
-def eval_run_note_cancelled(run: EvalRun) -> bool:
+def eval_run_note_cancelled(*, run: EvalRun) -> bool:
     """If the run's job was cancelled, end the run saying so (what it scored is kept; resume
     continues)."""
     if run.job is None or run.job.status != Job.CANCELLED:
@@ -176,12 +176,12 @@ def eval_runs_resume_stalled() -> list[int]:
     for run in EvalRun.objects.filter(status__in=(EvalRun.QUEUED, EvalRun.RUNNING)).select_related(
         "job"
     ):
-        if eval_run_is_stalled(run) and _resume_locked(run_id=run.pk):
+        if eval_run_is_stalled(run=run) and _resume_locked(run_id=run.pk):
             resumed.append(run.pk)
     return resumed
 
 
-def eval_run_resume_if_stalled(run: EvalRun) -> bool:
+def eval_run_resume_if_stalled(*, run: EvalRun) -> bool:
     """Reap the run's job if its worker is lost and resume the run if that left it unfinished.
 
     Returns whether the run may have changed (its job ended: re-read it)."""
@@ -198,7 +198,7 @@ def _resume_locked(*, run_id: int) -> bool:
     one job."""
     with transaction.atomic():
         run = EvalRun.objects.select_for_update(of=("self",)).select_related("job").get(pk=run_id)
-        if not eval_run_is_stalled(run):
+        if not eval_run_is_stalled(run=run):
             return False
         eval_run_resume(run=run, actor=None)
     return True
@@ -221,7 +221,7 @@ def _scorer(run: EvalRun) -> ScorerPool:
     return ScorerPool(
         CaseScorer.for_bundle(
             bundle=bundle,
-            policy=policy_for_endpoint(run.endpoint),
+            policy=policy_for_endpoint(endpoint=run.endpoint),
             catalogue=catalogue,
             judge=EVAL_JUDGE,
             mcp_registry=registry,
@@ -435,7 +435,7 @@ def eval_run_score_chunk(*, run_id: int, worker: str, heartbeat: bool = True) ->
     if not _run_takes_work(run_id) or not chunks_claimable(run_id=run_id):
         if not _run_takes_work(run_id) or not chunks_unfinished(run_id=run_id):
             _drop_chunk_scorer(run_id=run_id)  # the run needs nothing more from this worker
-        eval_run_resume_if_stalled(run)
+        eval_run_resume_if_stalled(run=run)
         return 0
     try:
         scorer = _chunk_scorer(run, keep=heartbeat)
@@ -478,7 +478,7 @@ def eval_run_score_chunk(*, run_id: int, worker: str, heartbeat: bool = True) ->
             _drop_chunk_scorer()
         else:
             scorer.close()
-    eval_run_resume_if_stalled(EvalRun.objects.select_related("job").get(pk=run_id))
+    eval_run_resume_if_stalled(run=EvalRun.objects.select_related("job").get(pk=run_id))
     return scored
 
 
