@@ -406,7 +406,7 @@ def compatibility_gate(*, version, checkpoint: str | Path | None = None) -> Gate
         return Gate(
             "compatibility",
             "pass",
-            f"{cell.endpoint.name} on v{version.number}: AVG {cell_avg(cell):.1f} in "
+            f"{cell.endpoint.name} on v{version.number}: AVG {cell_avg(cell=cell):.1f} in "
             f"compatibility run #{cell.run_id}; there is no production version to compare with yet",
             judged=True,
         )
@@ -456,6 +456,6 @@ def with_judge_gate(gates: list[Gate]) -> list[Gate]:
             *gates,
             Gate("judge calibration", "pass", "no figure of these gates was scored by a judge"),
         ]
-    standing = judge_standing(EVAL_JUDGE)
+    standing = judge_standing(judge=EVAL_JUDGE)
     status = "pass" if standing.ok else "no data" if standing.calibration is None else "fail"
     return [*gates, Gate("judge calibration", status, f"{' and '.join(judged)}: {standing.text}")]

@@ -41,8 +41,8 @@ def stage_decide(
     ``override_reason`` is the reviewer's written reason to promote to production although a release
     gate failed or has no data; without it such a promotion is refused, naming the gates.
     """
-    stage_require(actor, "evolution.review", "deciding a stage")
-    stage_check_open(stage)
+    stage_require(actor=actor, permission="evolution.review", what="deciding a stage")
+    stage_check_open(stage=stage)
     evolution = stage.evolution
     candidate = stage.candidate_version
     needs_candidate = decision in (Stage.PROMOTE_STAGING, Stage.PROMOTE_PRODUCTION, Stage.ANOTHER)

@@ -82,7 +82,7 @@ def api_token_authenticate(*, token: str) -> User | None:
 # --------------------------------------------------------------------------------------
 
 
-def client_address(request) -> str:
+def client_address(*, request) -> str:
     """The address of the client that sent ``request``: the socket's peer, or, behind
     ``TRUSTED_PROXY_HOPS`` proxies that each append the address they received from to
     ``X-Forwarded-For`` (nginx's ``$proxy_add_x_forwarded_for``), the address the outermost trusted
@@ -103,7 +103,7 @@ def client_address(request) -> str:
     return address[:64]
 
 
-def sign_in_name(username: str) -> str:
+def sign_in_name(*, username: str) -> str:
     """The name a sign-in attempt is counted under: the name Django authenticates (its sign-in
     form's ``UsernameField``: trimmed, NFKC-normalised), lower-cased, so that look-alike spellings
     (``ｍｅｉ``, ``𝐦ei``) and other cases of one account share its failures."""
@@ -136,7 +136,7 @@ def sign_in_refusal(*, request, username: str) -> str | None:
     from studio.accounts.models import SignInFailure
 
     window = timedelta(seconds=settings.SIGN_IN_WINDOW_S)
-    name = sign_in_name(username)
+    name = sign_in_name(username=username)
     limit = settings.SIGN_IN_MAX_FAILURES
     failures = SignInFailure.objects.filter(username=name, at__gte=timezone.now() - window)
     count = failures.count()
@@ -162,7 +162,7 @@ def sign_in_delay(*, request) -> float:
     from studio.accounts.models import SignInFailure
 
     since = timezone.now() - timedelta(seconds=settings.SIGN_IN_WINDOW_S)
-    recent = SignInFailure.objects.filter(address=client_address(request), at__gte=since)
+    recent = SignInFailure.objects.filter(address=client_address(request=request), at__gte=since)
     if recent.count() >= 4 * settings.SIGN_IN_MAX_FAILURES:
         return settings.SIGN_IN_ADDRESS_DELAY_S
     return 0.0
@@ -171,10 +171,12 @@ def sign_in_delay(*, request) -> float:
 def sign_in_failed(*, request, username: str) -> None:
     from studio.accounts.models import SignInFailure
 
-    SignInFailure.objects.create(username=sign_in_name(username), address=client_address(request))
+    SignInFailure.objects.create(
+        username=sign_in_name(username=username), address=client_address(request=request)
+    )
 
 
 def sign_in_succeeded(*, username: str) -> None:
     from studio.accounts.models import SignInFailure
 
-    SignInFailure.objects.filter(username=sign_in_name(username)).delete()
+    SignInFailure.objects.filter(username=sign_in_name(username=username)).delete()

@@ -11,7 +11,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from studio.accounts.decorators import requires
 from studio.accounts.forms import ApiTokenForm, SignInAttemptForm
-from studio.accounts.models import ApiToken
+from studio.accounts.selectors import api_token_get, api_token_list
 from studio.accounts.services import (
     api_token_create,
     api_token_revoke,
@@ -70,7 +70,7 @@ def token_list(request):
             _, new_token = api_token_create(user=request.user, name=name)
         except ValueError as error:
             messages.error(request, str(error))
-    tokens = ApiToken.objects.filter(user=request.user, revoked_at__isnull=True)
+    tokens = api_token_list(user=request.user)
     return render(request, "accounts/tokens.html", {"tokens": tokens, "new_token": new_token})
 
 
@@ -78,7 +78,7 @@ def token_list(request):
 @requires("studio.view")
 def token_revoke(request, token_id: int):
     token = found_or_404(
-        ApiToken.objects.get, f"no API token #{token_id}", pk=token_id, user=request.user
+        api_token_get, f"no API token #{token_id}", token_id=token_id, user=request.user
     )
     api_token_revoke(token=token, actor=request.user)
     messages.info(request, f"Revoked token {token.name}.")

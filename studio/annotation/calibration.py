@@ -55,7 +55,7 @@ def studio_judge_model(target: str, *, build: bool = True):
             "in the studio write llm (the judge role's endpoint, chosen by an ML engineer on the "
             "Endpoints page); an address typed into a form is not called"
         )
-    endpoint = role_endpoint(RoleEndpoint.JUDGE)
+    endpoint = role_endpoint(role=RoleEndpoint.JUDGE)
     if endpoint is None:
         raise ValueError(
             "no endpoint is chosen for the judge role: an ML engineer chooses one on the Endpoints "
@@ -98,7 +98,7 @@ def judge_choices() -> list[tuple[str, str]]:
     from studio.endpoints.selectors import role_endpoint
 
     choices = [("programmatic", "programmatic (the judge evaluation runs score with)")]
-    endpoint = role_endpoint(RoleEndpoint.JUDGE)
+    endpoint = role_endpoint(role=RoleEndpoint.JUDGE)
     if endpoint is not None:
         choices.append(("llm", f"llm: endpoint {endpoint.name} (the judge role's endpoint)"))
     return choices

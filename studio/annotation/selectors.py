@@ -28,7 +28,7 @@ def _same(a: CaseLabel, b: CaseLabel) -> bool:
     return a.accuracy == b.accuracy and a.effectiveness == b.effectiveness
 
 
-def item_status(item: QueueItem) -> str:
+def item_status(*, item: QueueItem) -> str:
     labels = _labels(item)
     if not labels:
         return OPEN
@@ -52,12 +52,12 @@ def _majority(labels: list[CaseLabel]) -> CaseLabel | None:
     return agreeing[-1] if agreeing else None
 
 
-def item_settled(item: QueueItem) -> dict[str, Any] | None:
+def item_settled(*, item: QueueItem) -> dict[str, Any] | None:
     """The label an export writes: the only one, the first two when they agree, else the majority of
     three or more per dimension (the newest label holding both majorities gives gold and note); None
     while disputed or unlabelled."""
     labels = _labels(item)
-    status = item_status(item)
+    status = item_status(item=item)
     if status in (OPEN, DISPUTED):
         return None
     chosen = (
@@ -84,7 +84,7 @@ def queue_next_item(*, queue: AnnotationQueue, user) -> QueueItem | None:
     ]
     for wanted in (DISPUTED, OPEN, LABELLED):
         for item in items:
-            if item_status(item) == wanted:
+            if item_status(item=item) == wanted:
                 return item
     return None
 
@@ -122,7 +122,7 @@ def queue_agreement(*, queue: AnnotationQueue) -> Agreement:
 
 
 def queue_counts(*, queue: AnnotationQueue) -> dict[str, int]:
-    counts = Counter(item_status(i) for i in queue.items.prefetch_related("labels"))
+    counts = Counter(item_status(item=i) for i in queue.items.prefetch_related("labels"))
     return {s: counts.get(s, 0) for s in (OPEN, LABELLED, AGREED, DISPUTED, SETTLED)}
 
 
@@ -194,7 +194,7 @@ def _committed_sha256() -> str | None:
 _COMMITTED_CACHE: dict[str, Any] = {}
 
 
-def judge_standing(judge: str) -> JudgeStanding:
+def judge_standing(*, judge: str) -> JudgeStanding:
     """The judge's current calibration: the newest one not retired on the committed human set as
     it is now, else the newest one not retired on any set people labelled in a queue. A calibration
     on an imported or generated set (no label set) never counts."""

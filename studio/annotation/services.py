@@ -77,7 +77,7 @@ def _add(queue: AnnotationQueue, items: list[dict[str, Any]]) -> int:
     return len(rows)
 
 
-def traffic_case(trajectory) -> dict[str, Any]:
+def traffic_case(*, trajectory) -> dict[str, Any]:
     """A stored trajectory as a case: its request, with the gold left to label (the route it took
     meanwhile)."""
     from evaluation.cases import CASE_FORMAT, REQUEST_FIELDS, category_of_intent
@@ -99,7 +99,7 @@ def traffic_case(trajectory) -> dict[str, Any]:
 def queue_add_traffic(*, queue: AnnotationQueue, trajectories, actor: User) -> int:
     items = [
         {
-            "case_id": (case := traffic_case(t))["id"],
+            "case_id": (case := traffic_case(trajectory=t))["id"],
             "case": case,
             "reply": t.reply,
             "route": t.route,
@@ -363,7 +363,7 @@ def queue_export(*, queue: AnnotationQueue, actor: User, heldout_share: float = 
     cases, rows = [], []
     items = queue.items.prefetch_related("labels__labeller").order_by("position")
     for item in items:
-        settled = item_settled(item)
+        settled = item_settled(item=item)
         if settled is None:
             continue
         case = _export_case(item, settled)

@@ -144,7 +144,7 @@ def queue_add_source_view(request):
 def queue_detail(request, name: str):
     queue = _queue(name)
     items = list(queue.items.prefetch_related("labels__labeller").order_by("position"))
-    rows = [(item, selectors.item_status(item)) for item in items]
+    rows = [(item, selectors.item_status(item=item)) for item in items]
     return render(
         request,
         "annotation/queue_detail.html",
@@ -250,7 +250,7 @@ def item_label(request, name: str, position: int):
         {
             "queue": queue,
             "item": item,
-            "status": selectors.item_status(item),
+            "status": selectors.item_status(item=item),
             "case": item.case,
             "traj": traj,
             "steps": trajectory_steps(traj) if traj else [],
@@ -324,7 +324,7 @@ def calibration_list(request):
             "committed_path": path,
             "committed_value": COMMITTED,
             "judges": judge_choices(),
-            "standing": selectors.judge_standing(EVAL_JUDGE),
+            "standing": selectors.judge_standing(judge=EVAL_JUDGE),
             "eval_judge": EVAL_JUDGE,
         },
     )
@@ -401,7 +401,7 @@ def calibration_detail(request, calibration_id: int):
                 ],
             }
         )
-    standing = selectors.judge_standing(row.judge)
+    standing = selectors.judge_standing(judge=row.judge)
     return render(
         request,
         "annotation/calibration_detail.html",

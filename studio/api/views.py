@@ -37,7 +37,7 @@ def _version_json(version: HarnessVersion) -> dict:
 
 
 def _harness_or_404(name: str) -> Harness | None:
-    return Harness.objects.filter(name=name).first()
+    return selectors.harness_find(name=name)
 
 
 @api_view("studio.view", ("GET",))
@@ -169,7 +169,7 @@ def label_set(request, name: str, label: str):
                 reason=reason,
                 override_reason=str(payload.get("override_reason", "")),
             )
-            moved = Label.objects.get(harness=harness, name=Label.PRODUCTION)
+            moved = selectors.label_get(harness=harness, name=Label.PRODUCTION)
         else:
             moved = label_move(
                 harness=harness, name=label, version=version, actor=request.user, reason=reason

@@ -67,7 +67,7 @@ def compat_set() -> CompatSet | None:
     return _SETS[key]
 
 
-def model_fingerprint(endpoint: ModelEndpoint) -> str:
+def model_fingerprint(*, endpoint: ModelEndpoint) -> str:
     """What the endpoint's model is, so a cell is reused only for the same model: a checkpoint's
     fingerprint (``serving.endpoint.checkpoint_info``: weights, config), a script file's sha256, or
     for a server the studio cannot look into, its URL and model name. ValueError when it cannot be
@@ -99,14 +99,14 @@ def model_fingerprint(endpoint: ModelEndpoint) -> str:
         raise ValueError(f"endpoint {endpoint.name}: {error}") from None
 
 
-def label_servers(harness: Harness) -> dict[str, ModelEndpoint]:
+def label_servers(*, harness: Harness) -> dict[str, ModelEndpoint]:
     return {
         s.label: s.endpoint
         for s in LabelServer.objects.filter(harness=harness).select_related("endpoint")
     }
 
 
-def labelled_versions(harness: Harness) -> dict[str, HarnessVersion]:
+def labelled_versions(*, harness: Harness) -> dict[str, HarnessVersion]:
     return {
         label.name: label.version
         for label in Label.objects.filter(harness=harness).select_related("version")
@@ -121,7 +121,7 @@ def cell_find(
     fingerprint: str | None = None,
 ) -> Cell | None:
     try:
-        fingerprint = fingerprint or model_fingerprint(endpoint)
+        fingerprint = fingerprint or model_fingerprint(endpoint=endpoint)
     except ValueError:
         return None
     return (
@@ -133,14 +133,14 @@ def cell_find(
     )
 
 
-def cell_rows(cell: Cell) -> list[dict[str, Any]]:
+def cell_rows(*, cell: Cell) -> list[dict[str, Any]]:
     """The cell's results as the evaluation core's rows."""
     from studio.evolution.rows import result_row
 
     return [result_row(r) for r in cell.run.results.all()]
 
 
-def cell_done(cell: Cell | None) -> bool:
+def cell_done(*, cell: Cell | None) -> bool:
     return cell is not None and cell.run.status == EvalRun.SUCCEEDED
 
 
@@ -155,31 +155,36 @@ def _run_key(cell: Cell) -> str:
     ).hexdigest()[:32]
 
 
-def cell_figures(cell: Cell) -> dict[str, Any]:
+def cell_figures(*, cell: Cell) -> dict[str, Any]:
     """``evaluation.compatibility.cell_figures`` of a finished cell: as its row keeps them (stored
     when its run scored, ``services.cell_figures_store``), else computed once into the studio's
     cache; {} before it finished. A selector only reads: it never writes the row."""
-    if cell.figures or not cell_done(cell):
+    if cell.figures or not cell_done(cell=cell):
         return cell.figures
     from django.core.cache import cache
 
     from evaluation.compatibility import cell_figures as figures_of
 
     return cache.get_or_set(
-        f"compatibility:figures:{_run_key(cell)}", lambda: figures_of(cell_rows(cell)), timeout=None
+        f"compatibility:figures:{_run_key(cell)}",
+        lambda: figures_of(cell_rows(cell=cell)),
+        timeout=None,
     )
 
 
-def cell_avg(cell: Cell) -> float:
+def cell_avg(*, cell: Cell) -> float:
     """The cell's AVG on its base cases (percent), from its figures."""
-    return float((cell_figures(cell).get("avg") or {}).get("mean") or 0.0)
+    return float((cell_figures(cell=cell).get("avg") or {}).get("mean") or 0.0)
 
 
-def cell_change(cell: Cell, reference: Cell) -> dict[str, Any] | None:
+def cell_change(*, cell: Cell, reference: Cell) -> dict[str, Any] | None:
     """``evaluation.compatibility.cell_change`` of ``cell`` against ``reference`` (both finished,
     same set), computed once per pair of runs into the studio's cache; None when either is
     unfinished."""
-    if not (cell_done(cell) and cell_done(reference)) or cell.set_version != reference.set_version:
+    if (
+        not (cell_done(cell=cell) and cell_done(cell=reference))
+        or cell.set_version != reference.set_version
+    ):
         return None
     from django.core.cache import cache
 
@@ -187,7 +192,7 @@ def cell_change(cell: Cell, reference: Cell) -> dict[str, Any] | None:
 
     return cache.get_or_set(
         f"compatibility:change:{_run_key(cell)}:{_run_key(reference)}",
-        lambda: change_of(reference=cell_rows(reference), rows=cell_rows(cell)),
+        lambda: change_of(reference=cell_rows(cell=reference), rows=cell_rows(cell=cell)),
         timeout=None,
     )
 
@@ -213,11 +218,11 @@ class Pair:
         return ""
 
 
-def production_pair(harness: Harness) -> Pair:
+def production_pair(*, harness: Harness) -> Pair:
     return Pair(
         harness=harness,
-        endpoint=label_servers(harness).get(Label.PRODUCTION),
-        version=labelled_versions(harness).get(Label.PRODUCTION),
+        endpoint=label_servers(harness=harness).get(Label.PRODUCTION),
+        version=labelled_versions(harness=harness).get(Label.PRODUCTION),
     )
 
 
@@ -263,8 +268,8 @@ def matrix(*, harness: Harness) -> dict[str, Any]:
     coloured by its paired change against the production pair."""
     current = compat_set()
     set_version = current.version if current else ""
-    labels = labelled_versions(harness)
-    servers = label_servers(harness)
+    labels = labelled_versions(harness=harness)
+    servers = label_servers(harness=harness)
     cells = list(
         Cell.objects.select_related("run__job", "endpoint", "version", "requested_by").filter(
             version__harness=harness, set_version=set_version
@@ -280,12 +285,12 @@ def matrix(*, harness: Harness) -> dict[str, Any]:
             endpoint.pk, endpoint
         )  # the registry's checkpoints made into endpoints
     by_key = {(c.model_fingerprint, c.version_digest): c for c in cells}
-    pair = production_pair(harness)
+    pair = production_pair(harness=harness)
     reference = None
     rows = []
     for endpoint in sorted(endpoints.values(), key=lambda e: e.name):
         try:
-            fingerprint, problem = model_fingerprint(endpoint), ""
+            fingerprint, problem = model_fingerprint(endpoint=endpoint), ""
         except ValueError as error:
             fingerprint, problem = "", str(error)
         serves = sorted(label for label, e in servers.items() if e.pk == endpoint.pk)
@@ -300,7 +305,7 @@ def matrix(*, harness: Harness) -> dict[str, Any]:
         )
         for version, shown in zip(columns, row.cells, strict=True):
             if shown.cell is not None:
-                shown.figures = cell_figures(shown.cell)
+                shown.figures = cell_figures(cell=shown.cell)
             if (
                 pair.endpoint
                 and pair.version
@@ -310,11 +315,11 @@ def matrix(*, harness: Harness) -> dict[str, Any]:
                 shown.is_reference = True
                 reference = shown.cell
         rows.append(row)
-    if cell_done(reference):
+    if cell_done(cell=reference):
         for row in rows:
             for shown in row.cells:
                 if shown.cell is not None and not shown.is_reference:
-                    shown.change = cell_change(shown.cell, reference)
+                    shown.change = cell_change(cell=shown.cell, reference=reference)
     from studio.jobs.models import Job
 
     filling = list(
@@ -350,7 +355,7 @@ def pair_against_production(
     production) on ``version`` and its change against the production pair. Keys: ``problem`` (why
     there is no data, or ''), ``cell``, ``reference``, ``change``."""
     harness = version.harness
-    pair = production_pair(harness)
+    pair = production_pair(harness=harness)
     current = compat_set()
     out: dict[str, Any] = {
         "problem": "",
@@ -382,7 +387,7 @@ def pair_against_production(
     if pair.version is not None:
         needed.append(("the production pair", reference, pair.version, pair.endpoint))
     for name, found, v, e in needed:
-        if not cell_done(found):
+        if not cell_done(cell=found):
             state = (
                 "has no cell" if found is None else f"is {found.run.status} (run #{found.run_id})"
             )
@@ -392,12 +397,14 @@ def pair_against_production(
             )
             return out
     out["change"] = (
-        None if reference is None or cell.pk == reference.pk else cell_change(cell, reference)
+        None
+        if reference is None or cell.pk == reference.pk
+        else cell_change(cell=cell, reference=reference)
     )
     return out
 
 
-def endpoint_training_run(endpoint: ModelEndpoint, *, harness: Harness):
+def endpoint_training_run(*, endpoint: ModelEndpoint, harness: Harness):
     """The training run behind an endpoint: the registry checkpoint it serves (a local endpoint on a
     run's final/), else the checkpoint of the Harness's newest approved release (what production
     serves); None."""
@@ -450,11 +457,11 @@ def retrain_alarms() -> list[RetrainAlarm]:
     interval, than on the version it was trained on (the run record's Harness version)."""
     alarms = []
     for harness in Harness.objects.filter(labels__name=Label.PRODUCTION).distinct():
-        pair = production_pair(harness)
+        pair = production_pair(harness=harness)
         current = compat_set()
         if pair.missing or current is None:
             continue
-        run, trained_on = endpoint_training_run(pair.endpoint, harness=harness)
+        run, trained_on = endpoint_training_run(endpoint=pair.endpoint, harness=harness)
         if (
             trained_on is None
             or trained_on.pk == pair.version.pk
@@ -465,9 +472,9 @@ def retrain_alarms() -> list[RetrainAlarm]:
         reference = cell_find(
             endpoint=pair.endpoint, version=trained_on, set_version=current.version
         )
-        if not (cell_done(cell) and cell_done(reference)):
+        if not (cell_done(cell=cell) and cell_done(cell=reference)):
             continue
-        change = cell_change(cell, reference)
+        change = cell_change(cell=cell, reference=reference)
         if change and change["verdict"] == "worse":
             alarms.append(
                 RetrainAlarm(

@@ -118,7 +118,7 @@ def cell_request(
         )
     current, dataset = compat_dataset_ensure()
     try:
-        fingerprint = selectors.model_fingerprint(endpoint)
+        fingerprint = selectors.model_fingerprint(endpoint=endpoint)
     except ValueError as error:
         raise CompatibilityError(f"endpoint: {error}") from None
     existing = selectors.cell_find(
@@ -200,7 +200,7 @@ def _resume_if_stopped(cell: Cell, *, actor: User | None) -> Cell:
     run = cell.run
     if actor is None and run.badge == "cancelled":
         return cell  # someone cancelled it: only a person's own request runs it again
-    if run.status == EvalRun.FAILED or eval_run_is_stalled(run):
+    if run.status == EvalRun.FAILED or eval_run_is_stalled(run=run):
         with contextlib.suppress(EvaluationError):  # already queued again by someone else
             eval_run_resume(run=run, actor=actor)
     return cell
@@ -231,7 +231,7 @@ def label_server_set(
         target=f"{harness.name}@{label}",
         data={"endpoint": endpoint.name if endpoint else None},
     )
-    if endpoint is not None and label in selectors.labelled_versions(harness):
+    if endpoint is not None and label in selectors.labelled_versions(harness=harness):
         from studio.jobs.services import job_create
 
         job_create(  # a follow-on of naming the server, on the namer's behalf
@@ -264,12 +264,12 @@ def cells_for_label(
     """The cells a label move needs (see the module docstring), follow-ons on behalf of
     ``on_behalf_of`` (who moved the label). Returns them; ``log`` hears of those not asked for."""
     harness = Harness.objects.get(pk=harness_id)
-    versions = selectors.labelled_versions(harness)
+    versions = selectors.labelled_versions(harness=harness)
     moved = versions.get(label)
     if moved is None:
         return []
-    servers = selectors.label_servers(harness)
-    pair = selectors.production_pair(harness)
+    servers = selectors.label_servers(harness=harness)
+    pair = selectors.production_pair(harness=harness)
     wanted: list[tuple[ModelEndpoint, HarnessVersion, str]] = []
     for served, endpoint in sorted(servers.items()):
         wanted.append(
@@ -281,7 +281,7 @@ def cells_for_label(
         )
     if pair.endpoint is not None and pair.version is not None:
         wanted.append((pair.endpoint, pair.version, "the production pair (the matrix's reference)"))
-        _, trained_on = selectors.endpoint_training_run(pair.endpoint, harness=harness)
+        _, trained_on = selectors.endpoint_training_run(endpoint=pair.endpoint, harness=harness)
         if trained_on is not None and trained_on.harness_id == harness.pk:
             wanted.append(
                 (pair.endpoint, trained_on, "the production model on the version it was trained on")
@@ -300,7 +300,7 @@ def cells_for_label(
     return cells
 
 
-def why_no_follow_on_cells(run) -> str:
+def why_no_follow_on_cells(*, run) -> str:
     """Why a finished training run's checkpoint gets no follow-on cells ('' when it does): a smoke
     run of the tiny random test model (its scores mean nothing: 120 cases per cell would only hold
     the workers), or a run trained on no Harness version (no Harness to measure it on). A person
@@ -327,7 +327,7 @@ def cells_for_checkpoint(*, run_id: int, log=None) -> list[Cell]:
     from studio.training.services import RunRefused, checkpoint_endpoint_create
 
     run = TrainingRun.objects.select_related("created_by", "harness_version").get(pk=run_id)
-    unwanted = why_no_follow_on_cells(run)
+    unwanted = why_no_follow_on_cells(run=run)
     if unwanted:
         if log is not None:
             log(unwanted)
@@ -368,5 +368,5 @@ def cell_figures_store(*, run_id: int) -> None:
     from evaluation.compatibility import cell_figures as figures_of
 
     for cell in Cell.objects.select_related("run").filter(run_id=run_id):
-        cell.figures = figures_of(selectors.cell_rows(cell))
+        cell.figures = figures_of(selectors.cell_rows(cell=cell))
         cell.save(update_fields=["figures"])

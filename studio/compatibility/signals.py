@@ -69,7 +69,7 @@ def checkpoint_entered_registry(*, run, **_signal):
     from studio.compatibility.services import why_no_follow_on_cells
     from studio.jobs.services import JobQuotaExceeded, job_create
 
-    unwanted = why_no_follow_on_cells(run)
+    unwanted = why_no_follow_on_cells(run=run)
     if unwanted:
         return None, f"compatibility: {unwanted}"
     try:

@@ -99,7 +99,7 @@ def finished_cell(
         )
     CaseResult.objects.bulk_create(results)
     return Cell.objects.create(
-        model_fingerprint=model_fingerprint(endpoint),
+        model_fingerprint=model_fingerprint(endpoint=endpoint),
         endpoint=endpoint,
         version=version,
         version_digest=version.digest,

@@ -30,7 +30,7 @@ class EditBenchmarkError(ValueError):
     """A benchmark that cannot start; the message names the field."""
 
 
-def heldout_ids(stage: Stage) -> list[str]:
+def heldout_ids(*, stage: Stage) -> list[str]:
     """The evolution's held-out cases: scored by every stage, never shown to a diagnoser."""
     evolution = stage.evolution
     held = set(
@@ -55,7 +55,7 @@ def _run_for(*, version, endpoint: ModelEndpoint, stage: Stage, ids: list[str]) 
     return None
 
 
-def run_fallback(run: EvalRun | None) -> str:
+def run_fallback(*, run: EvalRun | None) -> str:
     """'22 of 26 cases fell back' for a run whose cases mostly fell back (the one rule and its
     words, ``evaluation.summary``), else ''."""
     from evaluation.summary import fell_back_counts
@@ -93,7 +93,7 @@ class Benchmark:
     @property
     def rests_on_fallback(self) -> bool:
         """Whether any of the four runs mostly fell back (the difference is then no figure)."""
-        return any(run_fallback(run) for run in self.runs.values())
+        return any(run_fallback(run=run) for run in self.runs.values())
 
 
 def _check(stage: Stage, endpoints: list[ModelEndpoint]) -> list[str]:
@@ -103,7 +103,7 @@ def _check(stage: Stage, endpoints: list[ModelEndpoint]) -> list[str]:
         )
     if len(endpoints) != 2 or endpoints[0].pk == endpoints[1].pk:
         raise EditBenchmarkError("endpoints: choose two different models (a and b)")
-    ids = heldout_ids(stage)
+    ids = heldout_ids(stage=stage)
     if not ids:
         raise EditBenchmarkError(
             f"stage: evolution #{stage.evolution_id} has no held-out case (its dataset's "
@@ -149,8 +149,8 @@ def edit_benchmark(*, stage: Stage, endpoints: list[ModelEndpoint]) -> Benchmark
             resamples=2000,
         )
         for e in endpoints:  # a reduction over fallbacks measures the fallback: say so instead
-            before = run_fallback(runs[(e.pk, "parent")])
-            after = run_fallback(runs[(e.pk, "candidate")])
+            before = run_fallback(run=runs[(e.pk, "parent")])
+            after = run_fallback(run=runs[(e.pk, "candidate")])
             result["models"][e.name]["fallback"] = "; ".join(
                 f"{side}: {words}"
                 for side, words in (("before", before), ("after", after))

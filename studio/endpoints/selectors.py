@@ -34,7 +34,7 @@ def role_endpoints() -> list[tuple[str, str, ModelEndpoint | None]]:
     return [(role, label, chosen.get(role)) for role, label in RoleEndpoint.ROLES]
 
 
-def role_endpoint(role: str) -> ModelEndpoint | None:
+def role_endpoint(*, role: str) -> ModelEndpoint | None:
     """The endpoint chosen for ``role``, or None."""
     row = RoleEndpoint.objects.select_related("endpoint").filter(role=role).first()
     return row.endpoint if row else None

@@ -49,7 +49,7 @@ class EndpointError(ValueError):
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
-def url_origin(url: str) -> str | None:
+def url_origin(*, url: str) -> str | None:
     """``scheme://host:port`` of an http(s) URL, the port always written (so :443 and no port
     agree); None for anything else."""
     try:
@@ -71,7 +71,7 @@ def _parse_origins(text: str) -> tuple[list[str], list[str]]:
     for item in (part.strip() for line in text.splitlines() for part in line.split(",")):
         if not item:
             continue
-        origin = url_origin(item)
+        origin = url_origin(url=item)
         if origin is None or urlsplit(item).path.strip("/") or urlsplit(item).query:
             errors.append(
                 f"allowed_origins: {item!r} is not an origin; write scheme://host:port, e.g. "
@@ -82,10 +82,10 @@ def _parse_origins(text: str) -> tuple[list[str], list[str]]:
     return origins, errors
 
 
-def secret_origin_problem(secret: EndpointSecret, url: str) -> str | None:
+def secret_origin_problem(*, secret: EndpointSecret, url: str) -> str | None:
     """Why the secret may not be sent to ``url`` (not one of the origins an admin bound it to), or
     None."""
-    origin = url_origin(url) or url
+    origin = url_origin(url=url) or url
     if origin in secret.origins:
         return None
     bound = ", ".join(secret.origins) or "no host yet"
@@ -96,7 +96,7 @@ def secret_origin_problem(secret: EndpointSecret, url: str) -> str | None:
     )
 
 
-def url_private_addresses(url: str) -> list[str]:
+def url_private_addresses(*, url: str) -> list[str]:
     """The addresses of the URL's host that are not public (loopback, private, link-local, shared,
     reserved, unspecified: ``ipaddress``'s ``is_global`` false), as the host is written or resolves
     now; [] for a public host, or one that does not resolve (nothing can be sent to it then)."""
@@ -132,16 +132,16 @@ def _is_admin(actor: User | None) -> bool:
 
 
 def _private_url_problem(url: str, *, allowed: bool, field: str = "base_url") -> str | None:
-    if allowed or not (private := url_private_addresses(url)):
+    if allowed or not (private := url_private_addresses(url=url)):
         return None
     return (
-        f"{field}: {url_origin(url) or url} is a loopback or private address "
+        f"{field}: {url_origin(url=url) or url} is a loopback or private address "
         f"({', '.join(private[:3])}); only an endpoint an admin saves may call one (an admin "
         "registers it on the Endpoints page); anyone else registers a public server"
     )
 
 
-def endpoint_address_problem(endpoint: ModelEndpoint) -> str | None:
+def endpoint_address_problem(*, endpoint: ModelEndpoint) -> str | None:
     """Why the studio may not call this endpoint's server now, or None: an OpenAI-compatible
     endpoint whose host is (or now resolves to) a loopback or private address, and that no admin
     saved. Checked where the call is made (the worker), as well as on save: a name may resolve
@@ -183,7 +183,7 @@ def _validate(
     elif (
         secret is not None
         and route == ModelEndpoint.OPENAI
-        and (problem := secret_origin_problem(secret, base_url))
+        and (problem := secret_origin_problem(secret=secret, url=base_url))
     ):
         errors.append(problem)
     if route == ModelEndpoint.LOCAL and model:
@@ -358,7 +358,7 @@ class ConnectionCheck:
     message: str
 
 
-def endpoint_api_key(endpoint: ModelEndpoint) -> str | None:
+def endpoint_api_key(*, endpoint: ModelEndpoint) -> str | None:
     """The key of the endpoint's secret, read on the process that calls the endpoint (the worker):
     the stored value (decrypted), or the workers' variable the admin named; None without a secret or
     when that variable is unset. EndpointError when the endpoint's URL is not an origin the secret
@@ -367,7 +367,7 @@ def endpoint_api_key(endpoint: ModelEndpoint) -> str | None:
     secret = endpoint.api_key_secret
     if secret is None:
         return None
-    if problem := secret_origin_problem(secret, endpoint.base_url):
+    if problem := secret_origin_problem(secret=secret, url=endpoint.base_url):
         raise EndpointError(f"endpoint {endpoint.name}: {problem}; nothing was sent")
     if secret.from_env:
         return os.environ.get(secret.from_env) or None
@@ -384,17 +384,19 @@ def _endpoint_key(endpoint: ModelEndpoint) -> str | None:
     from harness.policies.openai_chat import KEYLESS
 
     return (
-        (endpoint_api_key(endpoint) or KEYLESS) if endpoint.route == ModelEndpoint.OPENAI else None
+        (endpoint_api_key(endpoint=endpoint) or KEYLESS)
+        if endpoint.route == ModelEndpoint.OPENAI
+        else None
     )
 
 
-def policy_for_endpoint(endpoint: ModelEndpoint) -> Policy:
+def policy_for_endpoint(*, endpoint: ModelEndpoint) -> Policy:
     """The runtime policy an endpoint names (local, tiny, OpenAI-compatible, scripted), built by the
     one factory (``harness.policies.make_policy``); its key is its endpoint secret's
     (``endpoint_api_key``)."""
     from harness.policies import make_policy
 
-    if problem := endpoint_address_problem(endpoint):
+    if problem := endpoint_address_problem(endpoint=endpoint):
         raise EndpointError(problem)
     return make_policy(endpoint.policy_spec, api_key=_endpoint_key(endpoint))
 
@@ -405,7 +407,7 @@ def endpoint_role_model(*, role: str, endpoint: ModelEndpoint) -> RoleModel:
     endpoint's key."""
     from harness.policies import role_model
 
-    if problem := endpoint_address_problem(endpoint):
+    if problem := endpoint_address_problem(endpoint=endpoint):
         raise EndpointError(problem)
     return role_model(role, endpoint.policy_spec, api_key=_endpoint_key(endpoint))
 
@@ -432,13 +434,13 @@ def registry_role_model(*, role: str, target: str, build: bool = True) -> RoleMo
                 f"a {role} calls an endpoint of the Endpoints page, never a URL"
             )
     else:
-        endpoint = role_endpoint(role)
+        endpoint = role_endpoint(role=role)
         if endpoint is None:
             raise EndpointError(
                 f"no endpoint is chosen for the {role} role: an ML engineer chooses one on the "
                 "Endpoints page"
             )
-    if problem := endpoint_address_problem(endpoint):
+    if problem := endpoint_address_problem(endpoint=endpoint):
         raise EndpointError(problem)
     if not build:
         return RoleModel(role=role, policy=Policy(), label=endpoint.name)
@@ -508,10 +510,10 @@ def endpoint_check(*, endpoint: ModelEndpoint, timeout_s: float = 10.0) -> Conne
 
 
 def _check_openai(endpoint: ModelEndpoint, *, timeout_s: float, started: float) -> ConnectionCheck:
-    if problem := endpoint_address_problem(endpoint):
+    if problem := endpoint_address_problem(endpoint=endpoint):
         return ConnectionCheck(False, problem)
     try:
-        key = endpoint_api_key(endpoint)
+        key = endpoint_api_key(endpoint=endpoint)
     except EndpointError as error:
         return ConnectionCheck(False, str(error))
     if endpoint.api_key_secret is not None and key is None:

@@ -73,9 +73,10 @@ class EvolutionForm(forms.Form):
                     "the LLM diagnoser needs the endpoint it calls (an "
                     "OpenAI-compatible one, or the diagnoser role's)",
                 )
-            elif diagnoser_endpoint_problem(endpoint):
+            elif diagnoser_endpoint_problem(endpoint=endpoint):
                 self.add_error(
-                    "diagnoser_endpoint", f"not usable: {diagnoser_endpoint_problem(endpoint)}"
+                    "diagnoser_endpoint",
+                    f"not usable: {diagnoser_endpoint_problem(endpoint=endpoint)}",
                 )
         return data
 

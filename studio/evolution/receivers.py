@@ -40,4 +40,4 @@ def end_runs_of_a_cancelled_job(*, job_id: int, reason: str, **_signal) -> None:
     for run in EvalRun.objects.select_related("job").filter(
         job_id=job_id, status__in=(EvalRun.QUEUED, EvalRun.RUNNING)
     ):
-        eval_run_note_cancelled(run)
+        eval_run_note_cancelled(run=run)

@@ -94,7 +94,7 @@ def evolution_new(request):
     }
     initial["endpoint"] = initial["endpoint"] or endpoint_default()
     initial["diagnoser_endpoint"] = role_endpoint(
-        RoleEndpoint.DIAGNOSER
+        role=RoleEndpoint.DIAGNOSER
     )  # the Endpoints page's choice, if any
     form = EvolutionForm(request.POST or None, initial=initial)
     if request.method == "POST" and form.is_valid():
@@ -188,7 +188,7 @@ def dataset_import_view(request):
             catalogue = None
             if data["catalogue"]:
                 catalogue = dataset_catalogue_from_text(
-                    data["catalogue"].read().decode("utf-8"), source=data["catalogue"].name
+                    text=data["catalogue"].read().decode("utf-8"), source=data["catalogue"].name
                 )
             dataset = dataset_import(
                 name=data["name"],
@@ -202,7 +202,7 @@ def dataset_import_view(request):
         except UnicodeDecodeError as error:
             problems = [f"{upload.name}: not UTF-8 text ({error.reason} at byte {error.start})"]
         except CaseFileError as error:
-            problems = problems_listed(error.problems)
+            problems = problems_listed(problems=error.problems)
         except USER_ERRORS as error:
             problems = [str(error)]
         else:
@@ -468,7 +468,7 @@ def stage_decide_view(request, stage_id: int):
     except USER_ERRORS as error:
         messages.error(request, str(error))
         return redirect("evolution:stage_detail", stage_id=stage.pk)
-    stage.refresh_from_db()
+    stage = selectors.stage_get(stage_id=stage.pk)  # as decided
     messages.success(request, f"Stage {stage.number}: {stage.get_decision_display()}.")
     following = selectors.stage_next(stage=stage)
     if following is not None:

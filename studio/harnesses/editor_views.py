@@ -191,7 +191,7 @@ def _refused(request, draft: Draft, error: StudioError, *, path: str, text: str 
     """The editor again with the error, answered 400: nothing was saved, and the text the
     user sent stays in the editor (unless it is over the size limit, or for a new file)."""
     messages.error(request, str(error))
-    draft.refresh_from_db()
+    draft = selectors.draft_get(draft_id=draft.pk)  # as saved: the refused change is not in it
     if path not in draft.files:
         path, text = sorted(draft.files, key=file_sort_key)[0], None
     keep = text is not None and len(text) <= MAX_FILE_BYTES

@@ -34,7 +34,7 @@ def file_kind(path: str) -> str:
 
 
 def harness_or_404(name: str) -> Harness:
-    return found_or_404(Harness.objects.get, f"no Harness named {name!r}", name=name)
+    return found_or_404(selectors.harness_get, f"no Harness named {name!r}", name=name)
 
 
 def version_or_404(harness: Harness, number: int) -> HarnessVersion:

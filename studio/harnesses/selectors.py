@@ -23,6 +23,26 @@ def harness_list() -> QuerySet[Harness]:
     )
 
 
+def harness_find(*, name: str) -> Harness | None:
+    """The Harness named ``name``, or None."""
+    return Harness.objects.filter(name=name).first()
+
+
+def harness_get(*, name: str) -> Harness:
+    """The Harness named ``name`` (``Harness.DoesNotExist`` when there is none)."""
+    return Harness.objects.get(name=name)
+
+
+def version_choices(*, limit: int = 50) -> list[str]:
+    """``name@vN`` of the versions a form offers, by Harness name and newest first."""
+    return [
+        f"{v.harness.name}@v{v.number}"
+        for v in HarnessVersion.objects.select_related("harness").order_by(
+            "harness__name", "-number"
+        )[:limit]
+    ]
+
+
 def harness_latest_version(*, harness: Harness) -> HarnessVersion | None:
     return harness.versions.order_by("-number").first()
 
@@ -118,6 +138,11 @@ def label_production(*, harness_id: int) -> Label | None:
         .filter(harness_id=harness_id, name=Label.PRODUCTION)
         .first()
     )
+
+
+def label_get(*, harness: Harness, name: str) -> Label:
+    """One label of the Harness, with its version (``Label.DoesNotExist`` when it has none such)."""
+    return Label.objects.select_related("version").get(harness=harness, name=name)
 
 
 def label_list(*, harness: Harness) -> QuerySet[Label]:

@@ -99,7 +99,7 @@ def draft_skill_import(
         draft_files_store(
             draft=current,
             files=files,
-            problems=problems_to_json(bundle_problems(files)),
+            problems=problems_to_json(problems=bundle_problems(files)),
             actor=actor,
         )
     audit_record(

@@ -256,7 +256,7 @@ def label_move_view(request, name: str):
 def label_rollback_view(request, name: str, label: str):
     harness = harness_or_404(name)
     target = found_or_404(
-        Label.objects.get, f"{harness.name} has no label {label!r}", harness=harness, name=label
+        selectors.label_get, f"{harness.name} has no label {label!r}", harness=harness, name=label
     )
     try:
         moved = label_rollback(

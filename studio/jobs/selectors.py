@@ -32,7 +32,7 @@ def job_title(*, job: Job) -> str:
     return kind.title(job)[:200] or job.title
 
 
-def jobs_titled(jobs) -> list[Job]:
+def jobs_titled(*, jobs) -> list[Job]:
     """``jobs`` with the titles of the active ones counted now (``job_title``), for a list."""
     jobs = list(jobs)
     for job in jobs:

@@ -51,7 +51,7 @@ def job_list(request):
         request,
         "jobs/job_list.html",
         {
-            "jobs": selectors.jobs_titled(selectors.job_list(kind=kind)),
+            "jobs": selectors.jobs_titled(jobs=selectors.job_list(kind=kind)),
             "kinds": JOB_KINDS,
             "kind": kind,
         },

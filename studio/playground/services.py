@@ -115,7 +115,7 @@ def playground_endpoint_check(*, endpoint: ModelEndpoint, request: dict[str, Any
     from studio.playground.examples import example_scripts
 
     try:
-        policy = policy_for_endpoint(endpoint)
+        policy = policy_for_endpoint(endpoint=endpoint)
     except (ValueError, TypeError):
         return  # the script is read where it runs (the worker); its job says what is wrong with it
     request_id = str(request.get("id") or "request")
@@ -149,7 +149,7 @@ def _with_example_scripts(policy):
 MAX_EXPLORATORY_BUDGET_S = 300
 
 
-def playground_budget(value: str) -> int | None:
+def playground_budget(*, value: str) -> int | None:
     """An exploratory budget typed in the form: None when empty (the Harness's own budget), else
     whole seconds from 1 to MAX_EXPLORATORY_BUDGET_S; anything else is a PlaygroundError naming the
     field."""
@@ -250,7 +250,7 @@ def playground_run(
         bundle = bundle_load(files if files is not None else version_files(version=version))
     except ValueError as error:  # a draft the editor would not commit either
         raise JobFailed(f"{shown} does not load: {error}") from None
-    policy = _with_example_scripts(policy_for_endpoint(endpoint))
+    policy = _with_example_scripts(policy_for_endpoint(endpoint=endpoint))
     head = {
         "version": shown,
         "endpoint": endpoint.name,
@@ -318,7 +318,9 @@ def playground_warm_up() -> str:
         return f"not warmed: {endpoint.name} is not a local model"
     started = time.perf_counter()
     bundle = bundle_load(version_files(version=version))
-    with _agent(bundle=bundle, policy=policy_for_endpoint(endpoint), dataset=None) as agent:
+    with _agent(
+        bundle=bundle, policy=policy_for_endpoint(endpoint=endpoint), dataset=None
+    ) as agent:
         output = agent.warm_up(example_request(name=DEFAULT_EXAMPLE))
     return (
         f"warmed {endpoint.name} on {version}: {output.input_tokens} prompt tokens in "

@@ -121,7 +121,7 @@ def _start(request, *, values: dict[str, str], dataset: Dataset | None):
         raise PlaygroundError("version: choose a Harness version")
     if endpoint is None:
         raise PlaygroundError("endpoint: choose a model endpoint")
-    budget_s = playground_budget(values["budget_s"])
+    budget_s = playground_budget(value=values["budget_s"])
     if dataset is not None and values["case"]:
         text = json.dumps(playground_case_request(dataset=dataset, case_id=values["case"]))
     else:

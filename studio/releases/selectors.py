@@ -47,17 +47,17 @@ def _when(value) -> str | None:
     return value.isoformat() if value else None
 
 
-def release_manifest(release: Release) -> dict[str, Any]:
+def release_manifest(*, release: Release) -> dict[str, Any]:
     """The manifest a download serves: a decided release's as it was signed when the reviewer
     decided (``release_decide`` stores it; a selector never signs), else the unsigned content (a
     draft, or a row whose status was set without a decision), which the launcher refuses with
     ``signature: missing``."""
     if release.status != Release.DRAFT and release.signed_manifest:
         return release.signed_manifest
-    return release_manifest_content(release)
+    return release_manifest_content(release=release)
 
 
-def release_manifest_content(release: Release) -> dict[str, Any]:
+def release_manifest_content(*, release: Release) -> dict[str, Any]:
     """The manifest's content from the row (format: ``serving.release``), unsigned."""
     from harness.draft_head_files import TOKEN_MAP_FILE
     from serving.release import FORMAT

@@ -64,7 +64,7 @@ def _checkpoint_entry(value: str):
     return next((e for e in checkpoint_registry() if e.path.resolve() == wanted), None)
 
 
-def draft_head_problem(head: Path, checkpoint: Path) -> str:
+def draft_head_problem(*, head: Path, checkpoint: Path) -> str:
     """Why ``head`` cannot draft for ``checkpoint`` ('' when it can): it must be the final/ folder
     of a finished studio MTP run (like a checkpoint, never any folder of the host), and pass the
     launcher's own check (``serving.sglang.check_draft_head``: files, shapes, the policy its card
@@ -119,7 +119,7 @@ def release_check(*, checkpoint: str, draft_head: str, harness_version: str) -> 
                 head = Path(draft_head).resolve()
             except (OSError, RuntimeError):
                 head = Path(draft_head)
-            problem = draft_head_problem(head, entry.path)
+            problem = draft_head_problem(head=head, checkpoint=entry.path)
             if problem:
                 errors["draft_head"] = problem
     if errors:
@@ -334,7 +334,7 @@ def release_decide(
         raise ReleaseRefused(
             {"decision": f"decision: the studio cannot sign the manifest: {error}"}
         ) from None
-    release.signed_manifest = sign_manifest(release_manifest_content(release), key)
+    release.signed_manifest = sign_manifest(release_manifest_content(release=release), key)
     release.save(
         update_fields=[
             "status",
@@ -391,7 +391,7 @@ def releases_sign_decided(*, actor: User | None = None) -> tuple[list[int], list
         from studio.releases.signing import release_signing_key
 
         key = release_signing_key()
-        release.signed_manifest = sign_manifest(release_manifest_content(release), key)
+        release.signed_manifest = sign_manifest(release_manifest_content(release=release), key)
         release.save(update_fields=["signed_manifest"])
         audit_record(
             actor=actor,

@@ -88,7 +88,7 @@ def _manifest_or_why(release: Release) -> tuple[str | None, str]:
     """(the manifest's text, '') or (None, why there is none): a release drafted before manifests
     listed every file has no usable manifest (the launcher would refuse it); it is drafted again."""
     try:
-        return manifest_text(selectors.release_manifest(release)), ""
+        return manifest_text(selectors.release_manifest(release=release)), ""
     except ReleaseManifestError as error:
         return None, (
             f"release #{release.pk} has no usable manifest "

@@ -86,7 +86,7 @@ class ReplayRow:
 
     @property
     def state(self) -> str:
-        return replay_state(self.run)[0]
+        return replay_state(run=self.run)[0]
 
 
 def replay_rows(*, limit: int = 200) -> list[ReplayRow]:
@@ -174,7 +174,7 @@ def replay_time_estimate(
     }
 
 
-def replay_state(run: TrainingRun) -> tuple[str, str]:
+def replay_state(*, run: TrainingRun) -> tuple[str, str]:
     """(state, sentence): queued, running, finished, failed or cancelled, from the run's job."""
     job = run.job
     if job is None:
@@ -222,7 +222,7 @@ _FIGURES = FileCache(
 
 
 def folder_figures(
-    folder: Path, *, max_bytes: int | None = None, cdf_points: int | None = None
+    *, folder: Path, max_bytes: int | None = None, cdf_points: int | None = None
 ) -> FolderFigures:
     """The figures of a replay folder through serving's readers (requests.jsonl read up to
     ``max_bytes``, REQUESTS_READ_BYTES by default); RunRecordError says why there are none."""
@@ -288,12 +288,12 @@ def replay_dashboard(
     from studio.harnesses.models import HarnessVersion
     from studio.training.services import command_text
 
-    state, state_text = replay_state(run)
+    state, state_text = replay_state(run=run)
     board = ReplayDashboard(
         run=run,
         state=state,
         state_text=state_text,
-        command=" && ".join(command_text(step["argv"]) for step in run.steps),
+        command=" && ".join(command_text(argv=step["argv"]) for step in run.steps),
         harness_version=run.harness_version,
     )
     folder = run.replay_dir
@@ -306,7 +306,7 @@ def replay_dashboard(
         )
         return board
     try:
-        figures = folder_figures(folder, max_bytes=max_bytes, cdf_points=cdf_points)
+        figures = folder_figures(folder=folder, max_bytes=max_bytes, cdf_points=cdf_points)
     except (RunRecordError, OSError) as error:
         board.problem = (
             f"nothing to show yet: {error}"

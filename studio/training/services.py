@@ -55,7 +55,7 @@ class RunRefused(ValueError):
 # ------------------------------------------------------------------------------------------
 
 
-def config_digest(config: dict[str, Any]) -> str:
+def config_digest(*, config: dict[str, Any]) -> str:
     return hashlib.sha256(
         json.dumps(config, sort_keys=True, separators=(",", ":")).encode()
     ).hexdigest()
@@ -104,7 +104,7 @@ def _replay_named(config: Any) -> Any:
     return dataclasses.replace(config, run_id=config.run_id or "replay")
 
 
-def step_argv(kind: str, config: Any, *, folder: Path, config_file: Path) -> tuple[list[str], str]:
+def step_argv(*, kind: str, config: Any, folder: Path, config_file: Path) -> tuple[list[str], str]:
     """(argv after ``python -m``, the output folder's name in the run folder) of one step."""
     if kind in TrainingRun.TRAINING_KINDS or kind == TrainingRun.ABLATION:
         command = "pipeline" if kind == TrainingRun.PIPELINE else kind
@@ -115,7 +115,7 @@ def step_argv(kind: str, config: Any, *, folder: Path, config_file: Path) -> tup
     return replay.argv(out=str(folder)), replay.run_id
 
 
-def command_text(argv: list[str]) -> str:
+def command_text(*, argv: list[str]) -> str:
     """The command a step runs, as a terminal would take it (each argument quoted where it needs
     it)."""
     return "python -m " + " ".join(shlex.quote(a) for a in argv)
@@ -158,13 +158,19 @@ def run_start(
                     step_config = dataclasses.replace(step_config, harness=path)
                 config_file = folder / f"{name}.yaml"
                 dump_config(step_config, config_file)
-                argv, output = step_argv(kind, step_config, folder=folder, config_file=config_file)
+                argv, output = step_argv(
+                    kind=kind, config=step_config, folder=folder, config_file=config_file
+                )
                 steps.append(
                     {"name": name, "argv": argv, "config_file": config_file.name, "output": output}
                 )
                 resolved[name] = dataclasses.asdict(step_config)
             first = next(iter(resolved.values()))
-            run.steps, run.config, run.config_digest = steps, resolved, config_digest(resolved)
+            run.steps, run.config, run.config_digest = (
+                steps,
+                resolved,
+                config_digest(config=resolved),
+            )
             run.model = str(
                 first.get("model") or (first.get("route") if kind == TrainingRun.REPLAY else "")
             )
@@ -305,7 +311,7 @@ def run_execute(*, run_id: int, context: JobContext) -> dict[str, Any]:
         shown = (
             shlex.join(command_argv(step["argv"], launcher=launcher))
             if launcher
-            else command_text(step["argv"])
+            else command_text(argv=step["argv"])
         )
         context.log(f"step {number}/{len(run.steps)} {step['name']}: {shown}")
         code, tail = run_command(step["argv"], log=context.log, on_tick=tick, launcher=launcher)
@@ -318,7 +324,7 @@ def run_execute(*, run_id: int, context: JobContext) -> dict[str, Any]:
                 tail[-1] if tail else "",
             )
             raise JobFailed(
-                f"{step['name']}: `{command_text(step['argv'])}` exited with {code}"
+                f"{step['name']}: `{command_text(argv=step['argv'])}` exited with {code}"
                 + (f": {reason}" if reason else "")
             )
     summary = read_folder_summary(run=run)

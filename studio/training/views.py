@@ -92,7 +92,7 @@ def _base_config(kind: str, preset, request):
         from studio.evolution.services.seeding import demo_set_file
 
         demo_cases = demo_set_file(
-            "replay"
+            key="replay"
         )  # the demo's 110 replay cases, once seed_evolution_demo wrote them
         if demo_cases is not None:
             config = dataclasses.replace(config, cases=str(demo_cases))
@@ -122,13 +122,13 @@ def _preview(kind: str, config, preset) -> dict:
     out = []
     for name, step in steps:
         file = folder / f"{name}.yaml"
-        argv, _ = step_argv(kind, step, folder=folder, config_file=file)
+        argv, _ = step_argv(kind=kind, config=step, folder=folder, config_file=file)
         out.append(
             {
                 "name": name,
                 "file": str(file),
                 "yaml": config_text(step, suffix=file.suffix),
-                "command": command_text(argv),
+                "command": command_text(argv=argv),
             }
         )
     estimate = None
@@ -152,7 +152,7 @@ def _run_form(kind: str, preset, base, data=None) -> configs.RunForm:
 
 
 def _form_context(kind: str, *, preset, config, form: configs.RunForm) -> dict:
-    from studio.harnesses.models import HarnessVersion
+    from studio.harnesses import selectors as harness_selectors
 
     return {
         "kind": kind,
@@ -163,12 +163,7 @@ def _form_context(kind: str, *, preset, config, form: configs.RunForm) -> dict:
         "errors": form.problems,
         **_preview(kind, config, preset),
         "checkpoints": selectors.checkpoint_choices(),
-        "harness_versions": [
-            f"{v.harness.name}@v{v.number}"
-            for v in HarnessVersion.objects.select_related("harness").order_by(
-                "harness__name", "-number"
-            )[:50]
-        ],
+        "harness_versions": harness_selectors.version_choices(limit=50),
     }
 
 
@@ -227,7 +222,7 @@ def run_detail(request, run_id: int):
         steps.append(
             {
                 **step,
-                "command": command_text(step["argv"]),
+                "command": command_text(argv=step["argv"]),
                 "file": str(file),
                 "yaml": file.read_text(encoding="utf-8") if file.is_file() else "",
             }
@@ -322,8 +317,9 @@ def _checkpoint_param(request, name: str) -> TrainingRun | str:
     run_id = decimal_int(raw, max_digits=12)
     if run_id is None or run_id < 1:
         return f"{name}: {valid}, got {raw[:40]!r}"
-    run = TrainingRun.objects.select_related("job").filter(pk=run_id).first()
-    if run is None:
+    try:
+        run = selectors.run_get(run_id=run_id)
+    except TrainingRun.DoesNotExist:
         return f"{name}: there is no training run #{raw}; {valid}"
     if not run.is_policy or not is_checkpoint(run.final_dir):
         return (

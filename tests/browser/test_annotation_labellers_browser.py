@@ -43,7 +43,7 @@ def test_an_annotator_settles_the_dispute_and_labels_every_intent_by_keyboard(pe
     assert "Nothing left for you to label" in page.inner_text(".messages")
     assert page.locator("#items tr[data-status=disputed]").count() == 0
     assert page.locator("#items tr[data-status=settled]").count() == 1
-    statuses = sorted(item_status(i) for i in queue.items.all())
+    statuses = sorted(item_status(item=i) for i in queue.items.all())
     assert statuses.count("settled") == 1 and statuses.count("agreed") == 1
     page.screenshot(path="/tmp/annotation-demo-queue.png", full_page=False)
 

@@ -28,7 +28,7 @@ from studio.jobs.services import job_run
 
 def test_the_plan_deals_cases_round_robin_into_chunks_that_differ_by_at_most_one():
     ids = [f"c{i:02d}" for i in range(20)]
-    plan = chunk_plan(ids, size=8)
+    plan = chunk_plan(case_ids=ids, size=8)
     assert [len(c) for c in plan] == [7, 7, 6]  # not 8, 8, 4: the last worker does not idle
     assert plan[0][:3] == [
         "c00",
@@ -36,8 +36,8 @@ def test_the_plan_deals_cases_round_robin_into_chunks_that_differ_by_at_most_one
         "c06",
     ]  # each chunk samples the whole list (every category)
     assert sorted(c for chunk in plan for c in chunk) == ids
-    assert chunk_plan(ids, size=50) == [ids]
-    assert chunk_plan(ids[:1], size=8) == [["c00"]]
+    assert chunk_plan(case_ids=ids, size=50) == [ids]
+    assert chunk_plan(case_ids=ids[:1], size=8) == [["c00"]]
 
 
 def _run(personas, demo_sets_dir, defect_files, tmp_path, settings, *, size=6, chunk=3) -> EvalRun:
@@ -74,7 +74,7 @@ def test_a_claim_is_a_lease_and_a_lost_workers_chunk_is_claimed_again(
     assert (
         chunk_claim(run_id=run.pk, worker="c@host pid 3") is None
     )  # both leased: nothing to claim
-    assert chunks_claimable(run_id=run.pk) == 0 and chunk_renew(a) and chunk_renew(b)
+    assert chunks_claimable(run_id=run.pk) == 0 and chunk_renew(claim=a) and chunk_renew(claim=b)
 
     later = timezone.now() + timedelta(
         seconds=21
@@ -84,8 +84,8 @@ def test_a_claim_is_a_lease_and_a_lost_workers_chunk_is_claimed_again(
     c = chunk_claim(run_id=run.pk, worker="c@host pid 3", now=later)
     assert (c.chunk.index, c.taken_from, c.chunk.claims) == (0, "a@host pid 1", 2)
     assert c.token != a.token
-    assert not chunk_renew(a) and not chunk_release(
-        a
+    assert not chunk_renew(claim=a) and not chunk_release(
+        claim=a
     )  # a's claim is void: it cannot renew or hand back
     with pytest.raises(ChunkLost):  # a woken-up a stops before its first case: nothing scored twice
         chunk_score(
@@ -121,7 +121,9 @@ def test_a_claim_is_a_lease_and_a_lost_workers_chunk_is_claimed_again(
     assert set(CaseResult.objects.filter(run=run).values_list("worker", flat=True)) == {
         "c@host pid 3"
     }
-    assert chunk_release(b) and EvalChunk.objects.get(pk=b.chunk.pk).status == EvalChunk.PENDING
+    assert (
+        chunk_release(claim=b) and EvalChunk.objects.get(pk=b.chunk.pk).status == EvalChunk.PENDING
+    )
     assert chunks_unfinished(run_id=run.pk) == 1
 
 

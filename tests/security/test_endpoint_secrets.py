@@ -101,7 +101,7 @@ def test_an_admin_registers_secrets_that_endpoints_name_and_no_page_shows(
             == 403
         )
     origin = url_origin(
-        attacker_server
+        url=attacker_server
     )  # here the engineer's server is the host the admin bound the keys to
     assert (
         admin.post(

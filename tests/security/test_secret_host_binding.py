@@ -47,7 +47,7 @@ def _register(admin, vendor_url: str, **fields):
             "value": SECRET,
             "from_env": "",
             "description": "the vendor's key",
-            "allowed_origins": url_origin(vendor_url),
+            "allowed_origins": url_origin(url=vendor_url),
             **fields,
         },
     )
@@ -97,8 +97,8 @@ def test_a_secret_goes_only_to_the_hosts_it_was_made_for(personas, vendor, attac
     page = refused.content.decode()
     assert refused.status_code == 400, page[:500]
     assert (
-        f"endpoint secret sectest-vendor may be sent only to {url_origin(vendor.url)}, not to "
-        f"{url_origin(attacker.url)}"
+        f"endpoint secret sectest-vendor may be sent only to {url_origin(url=vendor.url)}, not to "
+        f"{url_origin(url=attacker.url)}"
     ) in page
     assert not ModelEndpoint.objects.filter(name="mine").exists()
 
@@ -115,7 +115,7 @@ def test_a_secret_goes_only_to_the_hosts_it_was_made_for(personas, vendor, attac
     assert moved.status == Job.FAILED
     assert (
         f"endpoint mine: api_key_secret: endpoint secret sectest-vendor may be sent only to "
-        f"{url_origin(vendor.url)}, not to {url_origin(attacker.url)}"
+        f"{url_origin(url=vendor.url)}, not to {url_origin(url=attacker.url)}"
     ) in moved.error
     assert home.status == Job.SUCCEEDED, home.error
     assert vendor.authorizations == [f"Bearer {SECRET}"]

@@ -150,12 +150,12 @@ def test_the_served_engine_answers_the_agent_client_as_the_in_process_engine_doe
 
 def test_streamed_text_deltas_add_up_to_the_decoded_text():
     from serving.engine.policy import load_model
-    from serving.engine_server import _TextStream
+    from serving.engine_server.app import TextStream
 
     _model, tokenizer = load_model(tiny_model_dir())
     text = "Prix: 12,50 € — «très bien» 价格 👍🏽 ok\n  done"
     ids = tokenizer.encode(text)
-    stream = _TextStream(tokenizer)
+    stream = TextStream(tokenizer)
     deltas = [stream.push(ids[i : i + 2]) for i in range(0, len(ids), 2)]
     assert "".join(deltas) == tokenizer.decode(ids, skip_special_tokens=True)
     assert not any("\ufffd" in d for d in deltas)

@@ -130,11 +130,11 @@ def test_two_labellers_kappa_and_a_disagreement_back_in_the_queue(
     assert "Cohen's kappa" in page and "0.500" in page
 
     disputed = queue.items.get(position=2)
-    assert item_status(disputed) == "disputed" and item_settled(disputed) is None
+    assert item_status(item=disputed) == "disputed" and item_settled(item=disputed) is None
     third = client_for(personas.admin)
     assert queue_next_item(queue=queue, user=personas.admin).position == 2  # disputed first
     _label(third, "june", 2, accuracy="0")
-    assert item_status(disputed) == "settled" and item_settled(disputed)["accuracy"] == 0
+    assert item_status(item=disputed) == "settled" and item_settled(item=disputed)["accuracy"] == 0
 
 
 def test_export_makes_a_versioned_dataset_with_human_labels_that_calibrates_a_judge(

@@ -123,7 +123,7 @@ def test_the_demo_seeds_a_dispute_its_annotator_settles(personas):
     call_command("seed_demo", stdout=StringIO())
     queue = AnnotationQueue.objects.get(name="demo-labels")
     lena = User.objects.get(username="lena")
-    disputed = [i for i in queue.items.all() if item_status(i) == DISPUTED]
+    disputed = [i for i in queue.items.all() if item_status(item=i) == DISPUTED]
     assert len(disputed) == 1
     item = queue_next_item(queue=queue, user=lena)
     assert item == disputed[0]  # Label next gives the annotator the dispute first
@@ -136,6 +136,6 @@ def test_the_demo_seeds_a_dispute_its_annotator_settles(personas):
     )
     assert saved.status_code == 302
     item.refresh_from_db()
-    assert item_status(item) == SETTLED
+    assert item_status(item=item) == SETTLED
     call_command("seed_demo", stdout=StringIO())  # a second seed leaves the queue as it is
-    assert item_status(queue.items.get(pk=item.pk)) == SETTLED
+    assert item_status(item=queue.items.get(pk=item.pk)) == SETTLED

@@ -167,7 +167,7 @@ def test_the_committed_file_calibrates_per_part_and_the_cli_reads_it(
     row = JudgeCalibration.objects.get()
     assert row.label_set.path.endswith("human.jsonl") and row.part == "heldout"
     assert row.n == row.label_set.parts["heldout"]
-    assert judge_standing("programmatic").calibration == row
+    assert judge_standing(judge="programmatic").calibration == row
     listed = mei.get("/annotation/calibrations/").content.decode()
     acc = row.report["parts"]["heldout"]["accuracy"]["agreement_interval"]
     assert f"[{round(100 * acc[0])}, {round(100 * acc[1])}]" in listed
@@ -245,7 +245,7 @@ def test_an_admin_retires_a_calibration_and_the_gate_stops_reading_it(
             "/annotation/calibrations/start/", {"judge": "programmatic", "dataset": "calib-v1"}
         )
     row = JudgeCalibration.objects.get()
-    assert judge_standing("programmatic").calibration == row
+    assert judge_standing(judge="programmatic").calibration == row
     for user in (personas.ml_engineer, personas.reviewer, personas.operator):
         assert (
             client_for(user).post(f"/annotation/calibrations/{row.pk}/retire/").status_code == 403
@@ -259,7 +259,7 @@ def test_an_admin_retires_a_calibration_and_the_gate_stops_reading_it(
     assert "Retired" in page_text(retired) and "no gate reads it" in page_text(retired)
     row.refresh_from_db()
     assert row.retired_at is not None and row.retired_by == personas.admin
-    standing = judge_standing("programmatic")
+    standing = judge_standing(judge="programmatic")
     assert standing.calibration is None and standing.status == "uncalibrated"
     again = admin.post(f"/annotation/calibrations/{row.pk}/retire/", follow=True)
     assert "is retired already" in page_text(again)

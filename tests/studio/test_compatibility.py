@@ -112,7 +112,7 @@ def test_a_label_fills_its_cells_once_and_the_matrix_shows_the_rename_worse(
     assert (
         cell.figures["avg"]["mean"] >= 0
     )  # kept on the row when its run scored (compatibility.signals)
-    change = cell_change(cell, Cell.objects.get(version=v1))
+    change = cell_change(cell=cell, reference=Cell.objects.get(version=v1))
     text = page_text(response)
     assert (
         f"worse: {change['avg']['delta']:.1f} [{change['avg']['low']:.1f}, "

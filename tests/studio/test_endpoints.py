@@ -50,7 +50,7 @@ def test_keys_come_from_a_registered_secret_and_never_reach_a_page(
     personas, fake_openai, fake_openai_server, django_capture_on_commit_callbacks
 ):
     EndpointSecret.objects.create(
-        name="vendor", value=SECRET, allowed_origins=url_origin(fake_openai_server)
+        name="vendor", value=SECRET, allowed_origins=url_origin(url=fake_openai_server)
     )
     client = client_for(personas.ml_engineer)
     assert _create(client, base_url=fake_openai_server, api_key_secret="vendor").status_code == 302
@@ -80,7 +80,9 @@ def test_a_secret_whose_variable_is_unset_fails_the_test_with_its_name(
 ):
     monkeypatch.delenv("HS_MISSING_KEY", raising=False)
     EndpointSecret.objects.create(
-        name="missing", from_env="HS_MISSING_KEY", allowed_origins=url_origin(fake_openai_server)
+        name="missing",
+        from_env="HS_MISSING_KEY",
+        allowed_origins=url_origin(url=fake_openai_server),
     )
     endpoint = endpoint_save(
         endpoint=None,

@@ -139,7 +139,9 @@ def test_a_chunk_claimed_again_after_a_failed_job_does_not_blame_a_lost_worker(
 
     chunks_ensure(run=run)
     claim = chunk_claim(run_id=run.pk, worker="w1@host pid 1")
-    chunk_release(claim)  # what a job that failed mid-chunk does, before a resume claims it again
+    chunk_release(
+        claim=claim
+    )  # what a job that failed mid-chunk does, before a resume claims it again
     again = chunk_claim(run_id=run.pk, worker="w2@host pid 2")
     assert again.chunk.claims == 2 and again.taken_from == ""
     page = unescape(

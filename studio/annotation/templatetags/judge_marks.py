@@ -13,4 +13,4 @@ def judge_mark(judge: str = ""):
     from studio.annotation.selectors import judge_standing
     from studio.evolution.services.runs import EVAL_JUDGE
 
-    return {"standing": judge_standing(judge or EVAL_JUDGE)}
+    return {"standing": judge_standing(judge=judge or EVAL_JUDGE)}

@@ -63,7 +63,7 @@ class Claim:
     taken_from: str  # the lost claimant's worker when a stale chunk was claimed again, else ""
 
 
-def chunk_plan(case_ids: list[str], *, size: int) -> list[list[str]]:
+def chunk_plan(*, case_ids: list[str], size: int) -> list[list[str]]:
     """``case_ids`` dealt round-robin into ceil(n / size) chunks (sizes differ by at most one)."""
     count = -(-len(case_ids) // max(1, size))
     return [case_ids[i::count] for i in range(count)]
@@ -75,7 +75,7 @@ def chunks_ensure(*, run: EvalRun) -> int:
     existing = run.chunks.count()
     if existing:
         return existing
-    plan = chunk_plan(list(run.case_ids), size=settings.EVAL_CHUNK_CASES)
+    plan = chunk_plan(case_ids=list(run.case_ids), size=settings.EVAL_CHUNK_CASES)
     EvalChunk.objects.bulk_create(
         [EvalChunk(run=run, index=i, case_ids=ids) for i, ids in enumerate(plan)],
         ignore_conflicts=True,
@@ -142,7 +142,7 @@ def chunk_claim(*, run_id: int, worker: str, now=None) -> Claim | None:
     return None
 
 
-def chunk_renew(claim: Claim) -> bool:
+def chunk_renew(*, claim: Claim) -> bool:
     """Renew the lease; False when the chunk is no longer this claim's."""
     return bool(
         EvalChunk.objects.filter(
@@ -151,7 +151,7 @@ def chunk_renew(claim: Claim) -> bool:
     )
 
 
-def chunk_release(claim: Claim) -> bool:
+def chunk_release(*, claim: Claim) -> bool:
     """Hand an unfinished chunk back (pending) so another claimant scores the rest; a no-op if it is
     not ours."""
     return bool(
@@ -185,7 +185,7 @@ def chunk_score(
         )
     }
     beat = Heartbeat(
-        lambda: chunk_renew(claim),
+        lambda: chunk_renew(claim=claim),
         interval_s=settings.JOB_HEARTBEAT_S,
         name=f"eval-chunk-{chunk.pk}-heartbeat",
     )
@@ -225,7 +225,7 @@ def chunk_score(
         while todo or running:
             while todo and len(running) < len(scorers):
                 case_id = todo.pop(0)
-                if not chunk_renew(claim):
+                if not chunk_renew(claim=claim):
                     raise ChunkLost(
                         f"chunk {chunk.index} of run #{chunk.run_id} "
                         "was claimed again by another worker"
@@ -258,5 +258,5 @@ def chunk_score(
         if heartbeat:
             beat.join(timeout=5)
         if not finished:
-            chunk_release(claim)
+            chunk_release(claim=claim)
     return scored

@@ -100,7 +100,7 @@ MAX_LISTED_PROBLEMS = 50
 line more)."""
 
 
-def problems_listed(problems: list) -> list[str]:
+def problems_listed(*, problems: list) -> list[str]:
     """The first MAX_LISTED_PROBLEMS problems as text, and a last line counting the others."""
     listed = [str(p) for p in problems[:MAX_LISTED_PROBLEMS]]
     if len(problems) > MAX_LISTED_PROBLEMS:
@@ -111,7 +111,7 @@ def problems_listed(problems: list) -> list[str]:
     return listed
 
 
-def dataset_catalogue_from_text(text: str, *, source: str) -> dict:
+def dataset_catalogue_from_text(*, text: str, source: str) -> dict:
     """The catalogue file's JSON object, read by the one bounded reader (nesting capped)."""
     from harness.userfiles import parse_json
 

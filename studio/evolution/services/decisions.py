@@ -22,7 +22,7 @@ from studio.harnesses.models import Draft
 
 def _check_open_proposal(proposal: Proposal) -> Stage:
     stage = proposal.diagnosis.stage
-    stage_check_open(stage)
+    stage_check_open(stage=stage)
     if stage.candidate_version_id:
         raise EvolutionError(
             f"stage {stage.number} already has its candidate v{stage.candidate_version.number}"
@@ -32,7 +32,9 @@ def _check_open_proposal(proposal: Proposal) -> Stage:
 
 def proposal_review(*, proposal: Proposal, actor: User, accept: bool, reason: str = "") -> Proposal:
     """Accept a valid proposal, or reject one with the reviewer's reason."""
-    stage_require(actor, "evolution.review", "accepting or rejecting proposals")
+    stage_require(
+        actor=actor, permission="evolution.review", what="accepting or rejecting proposals"
+    )
     _check_open_proposal(proposal)
     reason = reason.strip()
     if accept and not proposal.valid:
@@ -62,13 +64,13 @@ def proposal_review(*, proposal: Proposal, actor: User, accept: bool, reason: st
 @transaction.atomic
 def proposal_edit_in_editor(*, proposal: Proposal, actor: User) -> Draft:
     """Open a draft holding the accepted edits plus this proposal's, for the operator to refine."""
-    stage_require(actor, "evolution.edit", "editing a proposal in the editor")
+    stage_require(actor=actor, permission="evolution.edit", what="editing a proposal in the editor")
     stage = _check_open_proposal(proposal)
     if stage.draft_id and stage.draft.status == Draft.OPEN:
         raise EvolutionError(
             f"stage {stage.number} already has draft #{stage.draft_id} open; edit it there"
         )
-    edits = stage_accepted_edits(stage) + (
+    edits = stage_accepted_edits(stage=stage) + (
         proposal.edits if proposal.status == Proposal.PENDING else []
     )
     draft = stage_draft_with_edits(stage=stage, edits=edits, actor=actor)
@@ -95,8 +97,8 @@ def candidate_reject(*, stage: Stage, actor: User, reason: str) -> Stage:
     proposals edited into it are rejected with the reviewer's reason and the stage lets go of the
     draft (it stays its author's to discard or reuse), so the remaining proposals can be reviewed,
     or edited, again."""
-    stage_require(actor, "evolution.review", "rejecting the candidate")
-    stage_check_open(stage)
+    stage_require(actor=actor, permission="evolution.review", what="rejecting the candidate")
+    stage_check_open(stage=stage)
     if stage.candidate_version_id:
         raise EvolutionError(
             f"stage {stage.number} already has its candidate v{stage.candidate_version.number}"

@@ -38,7 +38,7 @@ from studio.jobs.services import job_create
 @transaction.atomic
 def diagnosis_start(*, stage: Stage, actor: User) -> Diagnosis:
     """Queue a diagnosis of the parent run's dev-split failures."""
-    stage_check_open(stage)
+    stage_check_open(stage=stage)
     run = stage.parent_run
     if run is None or run.status != EvalRun.SUCCEEDED:
         raise EvolutionError(
@@ -87,7 +87,7 @@ def diagnoser_endpoints():
     ).distinct()
 
 
-def diagnoser_endpoint_problem(endpoint: ModelEndpoint) -> str:
+def diagnoser_endpoint_problem(*, endpoint: ModelEndpoint) -> str:
     """Why an endpoint cannot serve the LLM diagnoser now, or ""."""
     if endpoint.route != ModelEndpoint.OPENAI:
         return "" if endpoint.model else f"{endpoint.name} names no model"
@@ -96,7 +96,7 @@ def diagnoser_endpoint_problem(endpoint: ModelEndpoint) -> str:
     from studio.endpoints.services import EndpointError, endpoint_api_key
 
     try:
-        key = endpoint_api_key(endpoint)
+        key = endpoint_api_key(endpoint=endpoint)
     except EndpointError as error:
         return str(error)
     if endpoint.api_key_secret is not None and key is None:
@@ -130,7 +130,7 @@ def diagnoser_options() -> list[DiagnoserOption]:
                 "for the diagnoser role there); the demo has none",
             ),
         ]
-    problems = {e.name: diagnoser_endpoint_problem(e) for e in endpoints}
+    problems = {e.name: diagnoser_endpoint_problem(endpoint=e) for e in endpoints}
     ready = [name for name, problem in problems.items() if not problem]
     if not ready:
         return [rule, _llm_option(usable=False, why="not usable: " + "; ".join(problems.values()))]
@@ -173,7 +173,7 @@ def _replay(proposals, *, run: EvalRun, files: dict[str, str], cases: dict[str, 
     def scorer_for(bundle):
         return CaseScorer.for_bundle(
             bundle=bundle,
-            policy=policy_for_endpoint(run.endpoint),
+            policy=policy_for_endpoint(endpoint=run.endpoint),
             catalogue=catalogue,
             mcp_registry=mcp_registry(),
         )

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
@@ -137,18 +138,18 @@ def eval_run_resume(*, run: EvalRun, actor: User | None) -> EvalRun:
     return run
 
 
-def eval_run_is_stalled(run: EvalRun) -> bool:
+def eval_run_is_stalled(*, run: EvalRun) -> bool:
     """The run is unfinished but its job ended: the worker was lost mid-run (a cancelled job is not
     lost)."""
     return (
         run.status in (EvalRun.QUEUED, EvalRun.RUNNING)
         and run.job is not None
         and not run.job.is_active
-        and not eval_run_note_cancelled(run)
+        and not eval_run_note_cancelled(run=run)
     )
 
 
-def eval_run_note_cancelled(run: EvalRun) -> bool:
+def eval_run_note_cancelled(*, run: EvalRun) -> bool:
     """If the run's job was cancelled, end the run saying so (what it scored is kept; resume
     continues)."""
     if run.job is None or run.job.status != Job.CANCELLED:
@@ -176,12 +177,12 @@ def eval_runs_resume_stalled() -> list[int]:
     for run in EvalRun.objects.filter(status__in=(EvalRun.QUEUED, EvalRun.RUNNING)).select_related(
         "job"
     ):
-        if eval_run_is_stalled(run) and _resume_locked(run_id=run.pk):
+        if eval_run_is_stalled(run=run) and _resume_locked(run_id=run.pk):
             resumed.append(run.pk)
     return resumed
 
 
-def eval_run_resume_if_stalled(run: EvalRun) -> bool:
+def eval_run_resume_if_stalled(*, run: EvalRun) -> bool:
     """Reap the run's job if its worker is lost and resume the run if that left it unfinished.
 
     Returns whether the run may have changed (its job ended: re-read it)."""
@@ -198,7 +199,7 @@ def _resume_locked(*, run_id: int) -> bool:
     one job."""
     with transaction.atomic():
         run = EvalRun.objects.select_for_update(of=("self",)).select_related("job").get(pk=run_id)
-        if not eval_run_is_stalled(run):
+        if not eval_run_is_stalled(run=run):
             return False
         eval_run_resume(run=run, actor=None)
     return True
@@ -221,7 +222,7 @@ def _scorer(run: EvalRun) -> ScorerPool:
     return ScorerPool(
         CaseScorer.for_bundle(
             bundle=bundle,
-            policy=policy_for_endpoint(run.endpoint),
+            policy=policy_for_endpoint(endpoint=run.endpoint),
             catalogue=catalogue,
             judge=EVAL_JUDGE,
             mcp_registry=registry,
@@ -245,6 +246,12 @@ def eval_run_execute(
     ``in_worker``: the job runs in a worker process of its own, so it hands the other chunks to the
     queue and renews its chunk leases from a side thread; inline (eager, tests) it scores every
     chunk itself.
+
+    The steps: an attempt begins (``_attempt_begin``), the other chunks go to the queue
+    (``_fan_out``), this job scores chunks until none is left to claim and waits for the rest
+    (``_chunks_score``), the attempt's counts are kept (``_attempt_record``), then the summary is
+    written and ``eval_run_scored`` sent; a cancel, a refused MCP server or an error ends the run
+    as failed (``_attempt_failed``).
     """
     run = EvalRun.objects.select_related("version", "dataset", "endpoint").get(pk=run_id)
     if run.status == EvalRun.SUCCEEDED:  # a resume queued while the lost job was in fact finishing
@@ -255,81 +262,27 @@ def eval_run_execute(
             "kept": run.results.count(),
             **run.summary.get("overall", {}),
         }
-    worker = worker or worker_identity()
-    attempt = run.attempts + 1
-    EvalRun.objects.filter(pk=run.pk).update(status=EvalRun.RUNNING, attempts=attempt)
-    chunks = chunks_ensure(run=run)
-    kept = run.results.count()
-    claimable = chunks_claimable(run_id=run.pk)
-    largest = max(len(ids) for ids in run.chunks.values_list("case_ids", flat=True))
-    log(
-        f"attempt {attempt}: {kept} case(s) already scored and kept, {run.total - kept} to score; "
-        f"{claimable} of {chunks} chunk(s) of up to {largest} case(s) to claim"
-    )
-    reported = {"done": kept}
-
-    def report() -> None:  # the job's progress: cases done over all chunks, whoever scored them
-        finished = run.results.count()
-        progress(round(100 * finished / run.total), None)
-        if finished // 10 > reported["done"] // 10 or (finished == run.total > reported["done"]):
-            log(f"{finished}/{run.total} scored")
-        reported["done"] = finished
-
+    attempt = _attempt_begin(run=run, log=log)
+    report = _ProgressReport(run=run, progress=progress, log=log, done=attempt.kept)
     try:
-        if in_worker and claimable > 1:  # first, so the other workers set up while this one does
-            _fan_out(run_id=run.pk, tasks=claimable - 1)
-            log(f"queued {claimable - 1} chunk task(s): any free worker takes one")
+        if in_worker and attempt.claimable > 1:  # first: the others set up while this one does
+            _fan_out(run_id=run.pk, tasks=attempt.claimable - 1)
+            log(f"queued {attempt.claimable - 1} chunk task(s): any free worker takes one")
         scorer = _scorer(run)
         started = time.perf_counter()
         try:
-            logged: set[int] = set()
-            while True:
-                claim = chunk_claim(run_id=run.pk, worker=worker)
-                if claim is not None:
-                    if claim.taken_from:
-                        log(
-                            f"chunk {claim.chunk.index} claimed again: "
-                            f"no heartbeat from {claim.taken_from} for "
-                            f"{settings.JOB_LEASE_S:g} s (its scored cases are kept)"
-                        )
-                    elif (
-                        claim.chunk.claims > 1
-                    ):  # handed back, not lost: its job stopped or failed before
-                        log(
-                            f"chunk {claim.chunk.index} claimed again: "
-                            "handed back by a job that stopped or failed "
-                            "(its scored cases are kept)"
-                        )
-                    try:
-                        chunk_score(
-                            claim=claim,
-                            scorer=scorer,
-                            attempt=attempt,
-                            worker=worker,
-                            on_case=report,
-                            heartbeat=in_worker,
-                        )
-                    except ChunkLost as lost:
-                        log(str(lost))
-                    _log_done_chunks(run_id=run.pk, logged=logged, log=log)
-                    continue
-                _log_done_chunks(run_id=run.pk, logged=logged, log=log)
-                if not chunks_unfinished(run_id=run.pk):
-                    break
-                report()  # other workers hold the remaining chunks: wait, and stop here on a cancel
-                time.sleep(min(settings.JOB_HEARTBEAT_S, 1.0))
+            _chunks_score(
+                run=run,
+                scorer=scorer,
+                attempt=attempt.number,
+                worker=worker or worker_identity(),
+                report=report,
+                log=log,
+                in_worker=in_worker,
+            )
         finally:
             scorer.close()
-            elapsed = time.perf_counter() - started
-            run.refresh_from_db()
-            counts = dict(run.scored_by_attempt)
-            counts[str(attempt)] = 0
-            counts.update(
-                {str(a): n for a, n in run.results.values_list("attempt").annotate(n=Count("id"))}
-            )
-            EvalRun.objects.filter(pk=run.pk).update(
-                scored_by_attempt=counts, wall_s=run.wall_s + elapsed
-            )
+            _attempt_record(run=run, attempt=attempt.number, elapsed=time.perf_counter() - started)
         report()
         summary = run_summary(run=run)
         EvalRun.objects.filter(pk=run.pk).update(summary=summary)
@@ -337,35 +290,145 @@ def eval_run_execute(
         # (studio.evolution.services.stages) before the run shows as finished; a receiver's error
         # fails the run, as it would in line
         eval_run_scored.send(sender=EvalRun, run_id=run.pk)
-    except JobCancelled:
-        job = Job.objects.select_related("cancelled_by").filter(pk=run.job_id).first()
-        who = job.cancelled_by if job is not None and job.cancelled_by else "someone"
-        _end_cancelled(run, reason=f"cancelled by {who}")
-        raise
-    except McpServerRefused as refused:  # the version names servers the studio will not start
-        EvalRun.objects.filter(pk=run.pk).update(
-            status=EvalRun.FAILED, error=str(refused), finished_at=timezone.now()
-        )
-        raise JobFailed(str(refused)) from None
     except Exception as error:
-        EvalRun.objects.filter(pk=run.pk).update(
-            status=EvalRun.FAILED,
-            error=f"{type(error).__name__}: {error}",
-            finished_at=timezone.now(),
-        )
+        _attempt_failed(run=run, error=error)
         raise
     EvalRun.objects.filter(pk=run.pk).update(status=EvalRun.SUCCEEDED, finished_at=timezone.now())
     workers = dict(run.results.values_list("worker").annotate(n=Count("id")))
     return {
         "run_id": run.pk,
-        "scored_now": run.total - kept,
-        "kept": kept,
+        "scored_now": run.total - attempt.kept,
+        "kept": attempt.kept,
         **summary["overall"],
         "outcomes": summary["outcomes"],
         "mostly_fallback": summary["mostly_fallback"],
-        "chunks": chunks,
+        "chunks": attempt.chunks,
         "workers": workers,
     }
+
+
+@dataclass(frozen=True)
+class _Attempt:
+    number: int  # the run's attempts so far, this one included
+    chunks: int  # the run's chunks
+    kept: int  # cases scored by earlier attempts
+    claimable: int  # chunks open to a claim as it began
+
+
+def _attempt_begin(*, run: EvalRun, log) -> _Attempt:
+    """Mark the run running in a new attempt, its chunks cut (once), and log what is left."""
+    number = run.attempts + 1
+    EvalRun.objects.filter(pk=run.pk).update(status=EvalRun.RUNNING, attempts=number)
+    chunks = chunks_ensure(run=run)
+    kept = run.results.count()
+    claimable = chunks_claimable(run_id=run.pk)
+    largest = max(len(ids) for ids in run.chunks.values_list("case_ids", flat=True))
+    log(
+        f"attempt {number}: {kept} case(s) already scored and kept, {run.total - kept} to score; "
+        f"{claimable} of {chunks} chunk(s) of up to {largest} case(s) to claim"
+    )
+    return _Attempt(number=number, chunks=chunks, kept=kept, claimable=claimable)
+
+
+class _ProgressReport:
+    """The job's progress: cases done over all chunks, whoever scored them; a log line every ten
+    cases and at the last."""
+
+    def __init__(self, *, run: EvalRun, progress, log, done: int) -> None:
+        self.run, self.progress, self.log, self.done = run, progress, log, done
+
+    def __call__(self) -> None:
+        finished, total = self.run.results.count(), self.run.total
+        self.progress(round(100 * finished / total), None)
+        if finished // 10 > self.done // 10 or (finished == total > self.done):
+            self.log(f"{finished}/{total} scored")
+        self.done = finished
+
+
+def _chunks_score(
+    *,
+    run: EvalRun,
+    scorer: ScorerPool,
+    attempt: int,
+    worker: str,
+    report: _ProgressReport,
+    log,
+    in_worker: bool,
+) -> None:
+    """Claim and score chunks until none is left to claim, then wait for those other workers hold
+    (a chunk whose worker's lease runs out is claimed again here); a cancel stops the wait."""
+    logged: set[int] = set()
+    while True:
+        claim = chunk_claim(run_id=run.pk, worker=worker)
+        if claim is not None:
+            _log_claimed_again(claim=claim, log=log)
+            try:
+                chunk_score(
+                    claim=claim,
+                    scorer=scorer,
+                    attempt=attempt,
+                    worker=worker,
+                    on_case=report,
+                    heartbeat=in_worker,
+                )
+            except ChunkLost as lost:
+                log(str(lost))
+            _log_done_chunks(run_id=run.pk, logged=logged, log=log)
+            continue
+        _log_done_chunks(run_id=run.pk, logged=logged, log=log)
+        if not chunks_unfinished(run_id=run.pk):
+            return
+        report()  # other workers hold the remaining chunks: wait, and stop here on a cancel
+        time.sleep(min(settings.JOB_HEARTBEAT_S, 1.0))
+
+
+def _log_claimed_again(*, claim, log) -> None:
+    """Say why a chunk is claimed a second time: its worker went silent, or its job handed it
+    back."""
+    if claim.taken_from:
+        log(
+            f"chunk {claim.chunk.index} claimed again: "
+            f"no heartbeat from {claim.taken_from} for "
+            f"{settings.JOB_LEASE_S:g} s (its scored cases are kept)"
+        )
+    elif claim.chunk.claims > 1:  # handed back, not lost: its job stopped or failed before
+        log(
+            f"chunk {claim.chunk.index} claimed again: "
+            "handed back by a job that stopped or failed "
+            "(its scored cases are kept)"
+        )
+
+
+def _attempt_record(*, run: EvalRun, attempt: int, elapsed: float) -> None:
+    """Keep how many cases each attempt scored and the run's scoring time (a failed attempt's
+    too)."""
+    run.refresh_from_db()
+    counts = dict(run.scored_by_attempt)
+    counts[str(attempt)] = 0
+    counts.update(
+        {str(a): n for a, n in run.results.values_list("attempt").annotate(n=Count("id"))}
+    )
+    EvalRun.objects.filter(pk=run.pk).update(scored_by_attempt=counts, wall_s=run.wall_s + elapsed)
+
+
+def _attempt_failed(*, run: EvalRun, error: Exception) -> None:
+    """End the run as failed, saying why; a refused MCP server fails its job with the refusal's
+    words (``JobFailed``), raised from here."""
+    if isinstance(error, JobCancelled):
+        job = Job.objects.select_related("cancelled_by").filter(pk=run.job_id).first()
+        who = job.cancelled_by if job is not None and job.cancelled_by else "someone"
+        _end_cancelled(run, reason=f"cancelled by {who}")
+        return
+    if isinstance(error, McpServerRefused):  # the version names servers the studio will not start
+        EvalRun.objects.filter(pk=run.pk).update(
+            status=EvalRun.FAILED, error=str(error), finished_at=timezone.now()
+        )
+        raise JobFailed(str(error)) from None
+    EvalRun.objects.filter(pk=run.pk).update(
+        status=EvalRun.FAILED,
+        error=f"{type(error).__name__}: {error}",
+        finished_at=timezone.now(),
+    )
 
 
 def _log_done_chunks(*, run_id: int, logged: set[int], log) -> None:
@@ -435,7 +498,7 @@ def eval_run_score_chunk(*, run_id: int, worker: str, heartbeat: bool = True) ->
     if not _run_takes_work(run_id) or not chunks_claimable(run_id=run_id):
         if not _run_takes_work(run_id) or not chunks_unfinished(run_id=run_id):
             _drop_chunk_scorer(run_id=run_id)  # the run needs nothing more from this worker
-        eval_run_resume_if_stalled(run)
+        eval_run_resume_if_stalled(run=run)
         return 0
     try:
         scorer = _chunk_scorer(run, keep=heartbeat)
@@ -478,7 +541,7 @@ def eval_run_score_chunk(*, run_id: int, worker: str, heartbeat: bool = True) ->
             _drop_chunk_scorer()
         else:
             scorer.close()
-    eval_run_resume_if_stalled(EvalRun.objects.select_related("job").get(pk=run_id))
+    eval_run_resume_if_stalled(run=EvalRun.objects.select_related("job").get(pk=run_id))
     return scored
 
 

@@ -63,17 +63,17 @@ class SeedReport:
     planted: HarnessVersion | None = None
 
 
-def demo_folder(seed: int = DEMO_SEED) -> Path:
+def demo_folder(*, seed: int = DEMO_SEED) -> Path:
     """Where ``seed_evolution_demo`` writes the generated sets of ``seed``."""
     return Path(settings.VAR_DIR) / "evolution-demo" / f"seed-{seed}"
 
 
-def demo_set_file(key: str, *, seed: int = DEMO_SEED) -> Path | None:
+def demo_set_file(*, key: str, seed: int = DEMO_SEED) -> Path | None:
     """The generated file of one demo set (a key of DEMO_SETS), or None before the demo was
     seeded."""
     from evaluation.world.sets import SET_FILES
 
-    path = demo_folder(seed) / SET_FILES[key]
+    path = demo_folder(seed=seed) / SET_FILES[key]
     return path if path.is_file() else None
 
 
@@ -86,7 +86,7 @@ def evolution_demo_seed(
 ) -> SeedReport:
     from evaluation.world.sets import SET_FILES, generate
 
-    folder = Path(folder or demo_folder(seed))
+    folder = Path(folder or demo_folder(seed=seed))
     report = SeedReport(folder=folder)
     if not (folder / "manifest.json").exists():
         generate(out=folder, seed=seed)

@@ -37,7 +37,7 @@ from studio.harnesses.services import (
 CLOSING_DECISIONS = (Stage.ANOTHER, Stage.STOP, Stage.ROLLBACK, Stage.PROMOTE_PRODUCTION)
 
 
-def stage_require(actor: User, permission: str, what: str) -> None:
+def stage_require(*, actor: User, permission: str, what: str) -> None:
     """PermissionDenied naming the role ``what`` needs (``permission`` is a key of
     accounts.roles.PERMISSIONS)."""
     if not user_can(actor, permission):
@@ -134,7 +134,7 @@ def stage_open(
     )
 
 
-def stage_check_open(stage: Stage) -> None:
+def stage_check_open(*, stage: Stage) -> None:
     """EvolutionError unless the evolution is active and the stage has no closing decision."""
     if stage.evolution.status != Evolution.ACTIVE:
         raise EvolutionError(
@@ -145,7 +145,7 @@ def stage_check_open(stage: Stage) -> None:
         raise EvolutionError(f"stage {stage.number} is closed ({stage.get_decision_display()})")
 
 
-def stage_accepted_edits(stage: Stage) -> list[dict]:
+def stage_accepted_edits(*, stage: Stage) -> list[dict]:
     edits: list[dict] = []
     for proposal in Proposal.objects.filter(
         diagnosis__stage=stage, status__in=(Proposal.ACCEPTED, Proposal.EDITED)
@@ -184,8 +184,8 @@ def stage_edit_by_hand(*, stage: Stage, actor: User) -> Draft:
     when the diagnosis proposed nothing; "Commit the candidate" on the stage page then commits and
     evaluates it. Editing is an operator's (the editor saves need ``harness.edit``); a reviewer
     commits the result."""
-    stage_require(actor, "evolution.edit", "editing the candidate by hand")
-    stage_check_open(stage)
+    stage_require(actor=actor, permission="evolution.edit", what="editing the candidate by hand")
+    stage_check_open(stage=stage)
     if stage.candidate_version_id:
         raise EvolutionError(
             f"stage {stage.number} already has its candidate v{stage.candidate_version.number}"
@@ -214,8 +214,8 @@ def candidate_build(
     version's number, the stage takes that version as its candidate instead (no new version) and
     evaluates it, reusing a finished run of it on the same cases and endpoint where there is one.
     """
-    stage_require(actor, "evolution.review", "committing the candidate")
-    stage_check_open(stage)
+    stage_require(actor=actor, permission="evolution.review", what="committing the candidate")
+    stage_check_open(stage=stage)
     if stage.candidate_version_id:
         raise EvolutionError(
             f"stage {stage.number} already has its candidate v{stage.candidate_version.number}"
@@ -233,7 +233,7 @@ def candidate_build(
         version = draft.committed_version
     else:
         if draft is None or draft.status != Draft.OPEN:
-            edits = stage_accepted_edits(stage)
+            edits = stage_accepted_edits(stage=stage)
             if not edits:
                 raise EvolutionError(
                     "proposals: accept at least one proposal (or edit one in the editor) first"

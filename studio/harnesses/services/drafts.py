@@ -36,7 +36,7 @@ from studio.harnesses.services.errors import DuplicateVersion, InvalidBundle, St
 from studio.harnesses.services.versions import harness_version_create
 
 
-def problems_to_json(problems: list[Problem]) -> list[dict]:
+def problems_to_json(*, problems: list[Problem]) -> list[dict]:
     return [problem.to_dict() for problem in problems]
 
 
@@ -159,7 +159,7 @@ def _checked_files(
         # text the reader refuses (aliases, too deep) can never become valid, and once
         # stored, every page and job that reads the draft would have to refuse it again
         raise StudioError(f"{refused}; nothing was saved")
-    return files, problems_to_json(found)
+    return files, problems_to_json(problems=found)
 
 
 def draft_files_store(
@@ -291,7 +291,7 @@ def draft_file_delete(*, draft: Draft, path: str, base_revision: int, actor: Use
             raise StudioError(f"path: {path} is not in this draft")
         files = {p: t for p, t in current.files.items() if p != path}
         current.files = files
-        current.problems = problems_to_json(bundle_problems(files))
+        current.problems = problems_to_json(problems=bundle_problems(files))
         current.revision += 1
         current.updated_by = actor
         current.save()

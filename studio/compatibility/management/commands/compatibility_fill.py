@@ -69,7 +69,7 @@ class Command(BaseCommand):
         except CompatibilityError as error:
             raise CommandError(str(error)) from None
         cells = []
-        for label in sorted(selectors.labelled_versions(found)):
+        for label in sorted(selectors.labelled_versions(harness=found)):
             cells += [
                 c for c in cells_for_label(harness_id=found.pk, label=label) if c not in cells
             ]
@@ -90,7 +90,7 @@ class Command(BaseCommand):
             time.sleep(2)
         for cell in cells:
             cell.run.refresh_from_db()
-            figures = selectors.cell_figures(cell)
+            figures = selectors.cell_figures(cell=cell)
             avg = figures.get("avg") or {}
             shown = (
                 f"AVG {avg['mean']:.1f} [{avg['low']:.1f}, {avg['high']:.1f}], variants "
