@@ -125,24 +125,32 @@ def main(argv: list[str] | None = None) -> int:
 def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "sft":
         from training.sft_config import SFTStageConfig
+
+        config = _build(SFTStageConfig, args)  # a bad config is named before torch is imported
         from training.sft_trainer import run_sft
 
-        print(run_sft(_build(SFTStageConfig, args)))
+        print(run_sft(config))
     elif args.command == "opd":
         from training.opd_config import OPDStageConfig
+
+        config = _build(OPDStageConfig, args)
         from training.opd_trainer import run_opd
 
-        print(run_opd(_build(OPDStageConfig, args)))
+        print(run_opd(config))
     elif args.command == "rl":
         from training.rl_config import RLStageConfig
+
+        config = _build(RLStageConfig, args)
         from training.rl_trainer import run_rl
 
-        print(run_rl(_build(RLStageConfig, args)))
+        print(run_rl(config))
     elif args.command == "mtp":
         from training.mtp_config import MTPStageConfig
+
+        config = _build(MTPStageConfig, args)
         from training.mtp_trainer import run_mtp
 
-        print(run_mtp(_build(MTPStageConfig, args)))
+        print(run_mtp(config))
     elif args.command == "data":
         from training.sft_config import SFTStageConfig
         from training.stage_common import resolve_harness_dir

@@ -15,7 +15,6 @@ from typing import Any
 
 from harness.config_schema import dump_config
 from training.base_config import StageConfig
-from training.callbacks import MetricsLogger, StopAfterSteps
 from training.runs import (
     ModelCard,
     base_model_of,
@@ -101,6 +100,10 @@ class StageRun:
         trainer.train(resume_from_checkpoint=self.resume_from)
 
     def callbacks(self) -> list:
+        # here, not at the top: the trainer callbacks import transformers' trainer, and the light
+        # helpers above (resolve_harness_dir, which an ablation's table rebuild uses) must not
+        from training.callbacks import MetricsLogger, StopAfterSteps
+
         callbacks = [MetricsLogger(self.run_dir / "metrics.jsonl", stage=self.stage)]
         if self.stop_after_steps:
             callbacks.append(StopAfterSteps(self.stop_after_steps))

@@ -118,8 +118,15 @@ def _manage(tmp_path: Path, env: dict[str, str], *args: str) -> subprocess.Compl
     )
 
 
-def test_debug_is_off_unless_the_environment_turns_it_on(tmp_path):
-    assert _probe(tmp_path)["debug"] is False
+@pytest.fixture(scope="module")
+def default_probe(tmp_path_factory) -> dict:
+    """What a fresh process with no environment asking for anything shows: one probe (a studio
+    process started in Python, about a second) read by every test of the defaults."""
+    return _probe(tmp_path_factory.mktemp("default-probe"))
+
+
+def test_debug_is_off_unless_the_environment_turns_it_on(tmp_path, default_probe):
+    assert default_probe["debug"] is False
     assert _probe(tmp_path, DEBUG="1")["debug"] is True
 
 
@@ -127,8 +134,8 @@ def test_debug_is_off_unless_the_environment_turns_it_on(tmp_path):
     "status, heading",
     [("404", "Not found"), ("500", "Something went wrong"), ("400", "Bad request")],
 )
-def test_error_pages_are_the_projects_and_show_no_internals(tmp_path, status, heading):
-    page = _probe(tmp_path)["pages"][status]
+def test_error_pages_are_the_projects_and_show_no_internals(default_probe, status, heading):
+    page = default_probe["pages"][status]
     assert page["status"] == int(status)
     assert heading in page["body"] and "Harness Studio" in page["body"]
     assert "an internal detail" not in page["body"]

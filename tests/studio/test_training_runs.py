@@ -6,6 +6,7 @@ checkpoint. The tiny random model keeps each run to seconds per step on a CPU.""
 from __future__ import annotations
 
 import time
+import uuid
 from datetime import UTC, datetime
 
 import pytest
@@ -31,17 +32,25 @@ TINY = {
 }
 
 
-@pytest.fixture
-def train_worker(settings, tmp_path):
-    """A worker reading a private default queue and a private train queue (as `-Q studio,train`
-    would)."""
-    settings.TRAINING_RUNS_DIR = tmp_path / "runs"
-    queue = f"test-train-{tmp_path.name[-8:]}"
-    settings.CELERY_TRAIN_QUEUE = f"{queue}-train"
+@pytest.fixture(scope="module")
+def module_worker(django_db_setup):
+    """One worker for the module's runs, reading a private default queue and a private train queue
+    (as `-Q studio,train` would): started once instead of once per test (each start and stop is a
+    few seconds); between tests it is idle, and each test's rows and run folders are its own."""
+    queue = f"test-train-{uuid.uuid4().hex[:8]}"
     with celery_worker(
-        queue=queue, also_queues=(settings.CELERY_TRAIN_QUEUE,), lease_s=20, heartbeat_s=1
+        queue=queue, also_queues=(f"{queue}-train",), lease_s=20, heartbeat_s=1
     ) as worker:
         yield worker
+
+
+@pytest.fixture
+def train_worker(module_worker, settings, tmp_path):
+    """The module's worker; the test's run folders in its own folder, its train jobs routed to the
+    worker's train queue."""
+    settings.TRAINING_RUNS_DIR = tmp_path / "runs"
+    settings.CELERY_TRAIN_QUEUE = f"{module_worker.queue}-train"
+    return module_worker
 
 
 def _job(run: TrainingRun) -> Job:
@@ -86,7 +95,11 @@ def test_a_tiny_sft_run_grows_its_curve_lands_in_the_registry_is_evaluated_and_s
     assert str(run.path / "sft" / "final") in form
     mei.post(
         "/training/new/eval/",
-        {"model": str(run.path / "sft" / "final"), "sets": ["", "live_qa"], "cases": "1"},
+        {
+            "model": str(run.path / "sft" / "final"),
+            "sets": ["", "live_qa"],
+            "cases": "1",
+        },
     )
     evaluation = TrainingRun.objects.get(kind="eval")
     assert evaluation.parent == run
@@ -125,7 +138,11 @@ def test_a_cancelled_run_stops_its_trainer_and_resumes_from_its_last_checkpoint(
     mei.post("/training/new/sft/?preset=tiny-smoke", {**TINY, "max_steps": "5"})
     run = TrainingRun.objects.get()
     metrics = run.path / "sft" / "metrics.jsonl"
-    wait_for(lambda: len(read_metrics(run.path / "sft")) >= 2, timeout=300, what="two logged steps")
+    wait_for(
+        lambda: len(read_metrics(run.path / "sft")) >= 2,
+        timeout=300,
+        what="two logged steps",
+    )
     first_job = _job(run)
     assert mei.post(f"/jobs/{first_job.pk}/cancel/").status_code == 302
     job = run_ended(run, timeout=60)

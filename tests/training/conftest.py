@@ -33,6 +33,43 @@ def price_examples(n: int = 6) -> list[dict]:
     ]
 
 
+def case_examples(cases: int = 6, *, harnesses: tuple[str, ...] = ("original",)) -> list[dict]:
+    """Per-turn examples of 2-turn trajectories (tool call, then the reply), one per case and
+    Harness, with the meta the data builder writes (case_id, harness, turn): turn 1's context
+    extends turn 0's."""
+    examples = []
+    for i in range(1, cases + 1):
+        for harness in harnesses:
+            meta = {
+                "case_id": f"c{i}",
+                "harness": harness,
+                "harness_digest": harness,
+                "teacher": "gold-replay",
+            }
+            prompt = [
+                {"role": "system", "content": f"You host a live stream ({harness})."},
+                {"role": "user", "content": f"How much is link {i}?"},
+            ]
+            call = {
+                "role": "assistant",
+                "content": f'<tool_call>{{"name": "get_product_info_by_link_id", '
+                f'"arguments": {{"link_id": {i}}}}}</tool_call>',
+            }
+            result = {
+                "role": "user",
+                "content": f'<tool_response>{{"price": {10 * i}}}</tool_response>',
+            }
+            examples.append({"prompt": prompt, "completion": [call], "meta": {**meta, "turn": 0}})
+            examples.append(
+                {
+                    "prompt": [*prompt, call, result],
+                    "completion": [{"role": "assistant", "content": f"Link {i} is {10 * i} yuan."}],
+                    "meta": {**meta, "turn": 1},
+                }
+            )
+    return examples
+
+
 @pytest.fixture(scope="session")
 def sft_run(tmp_path_factory, tiny_dir):
     """A two-step SFT run on the tiny model, built once per test run (tests/artefacts.py) and shared

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tests.training.conftest import price_examples
+from tests.training.conftest import case_examples, price_examples
 from tests.training.helpers import answer_with_runtime, changed_tensors
 from training.runs import last_checkpoint, read_metrics, read_model_card
 from training.sft_config import SFTStageConfig
@@ -159,43 +159,6 @@ def torch_allclose(a, b) -> bool:
     import torch
 
     return torch.allclose(a, b, rtol=1e-4, atol=1e-6)
-
-
-def case_examples(cases: int = 6, *, harnesses: tuple[str, ...] = ("original",)) -> list[dict]:
-    """Per-turn examples of 2-turn trajectories (tool call, then the reply), one per case and
-    Harness, with the meta the data builder writes (case_id, harness, turn): turn 1's context
-    extends turn 0's."""
-    examples = []
-    for i in range(1, cases + 1):
-        for harness in harnesses:
-            meta = {
-                "case_id": f"c{i}",
-                "harness": harness,
-                "harness_digest": harness,
-                "teacher": "gold-replay",
-            }
-            prompt = [
-                {"role": "system", "content": f"You host a live stream ({harness})."},
-                {"role": "user", "content": f"How much is link {i}?"},
-            ]
-            call = {
-                "role": "assistant",
-                "content": f'<tool_call>{{"name": "get_product_info_by_link_id", '
-                f'"arguments": {{"link_id": {i}}}}}</tool_call>',
-            }
-            result = {
-                "role": "user",
-                "content": f'<tool_response>{{"price": {10 * i}}}</tool_response>',
-            }
-            examples.append({"prompt": prompt, "completion": [call], "meta": {**meta, "turn": 0}})
-            examples.append(
-                {
-                    "prompt": [*prompt, call, result],
-                    "completion": [{"role": "assistant", "content": f"Link {i} is {10 * i} yuan."}],
-                    "meta": {**meta, "turn": 1},
-                }
-            )
-    return examples
 
 
 def test_the_eval_split_holds_out_whole_cases_with_every_turn_and_variant():
