@@ -176,7 +176,11 @@ def _dispatch(args: argparse.Namespace) -> int:
     elif args.command == "robustness-check":
         from training.robustness import RobustnessConfig, report_markdown, run_robustness
 
-        results = run_robustness(_build(RobustnessConfig, args))
+        try:
+            results = run_robustness(_build(RobustnessConfig, args))
+        except ValueError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 2
         print(report_markdown(results))
     elif args.command == "pipeline":
         from training.pipeline import run_pipeline

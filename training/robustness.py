@@ -128,6 +128,13 @@ def product_cases(n: int) -> list[dict[str, Any]]:
     return out
 
 
+def cases_digest(cases: list[dict[str, Any]]) -> str:
+    """sha256 of the cases' content, which a resumed check must match."""
+    import hashlib
+
+    return hashlib.sha256(json.dumps(cases, sort_keys=True).encode("utf-8")).hexdigest()
+
+
 def seen_seeds(config: RobustnessConfig, n: int) -> list[int]:
     if config.seen == "pool":
         from training.hsa import variant_seeds
@@ -200,6 +207,27 @@ def run_robustness(config: RobustnessConfig, *, policy=None) -> dict[str, Any]:
     catalogue = world_catalogue()
     cases = product_cases(config.cases)
     requirements = merged_requirements(training_cases("", limit=10_000).cases)
+    out = Path(config.out)
+    out.mkdir(parents=True, exist_ok=True)
+    # resumable, checked before a model is loaded: items already scored under the same settings
+    # on the same cases are kept (a run cut short goes on)
+    items: list[dict[str, Any]] = []
+    spent = 0.0
+    previous = out / "results.json"
+    digest = cases_digest(cases)
+    if previous.is_file():
+        old = json.loads(previous.read_text())
+        # resumed only on the same settings and the same cases: case ids alone are not enough
+        # (the world generator builds other cases under the same ids when it changes)
+        if old.get("config") != asdict(config) or old.get("cases_sha256") != digest:
+            differs = "settings" if old.get("config") != asdict(config) else "cases"
+            raise ValueError(
+                f"{previous} holds a check of other {differs} "
+                f"({len(old.get('items', []))} items; its cases sha256 "
+                f"{str(old.get('cases_sha256') or 'not recorded')[:12]}, these {digest[:12]}): "
+                "give another --out, so that it is kept and not scored beside these"
+            )
+        items, spent = old.get("items", []), float(old.get("wall_s", 0.0))
     settings = GenerationSettings(temperature=0.0, max_new_tokens=config.max_new_tokens)
     if policy is None:
         from harness.checkpoints import resolve_checkpoint
@@ -220,16 +248,6 @@ def run_robustness(config: RobustnessConfig, *, policy=None) -> dict[str, Any]:
             generation=settings,
         )
 
-    out = Path(config.out)
-    out.mkdir(parents=True, exist_ok=True)
-    # resumable: items already scored under the same settings are kept (a run cut short goes on)
-    items: list[dict[str, Any]] = []
-    spent = 0.0
-    previous = out / "results.json"
-    if previous.is_file():
-        old = json.loads(previous.read_text())
-        if old.get("config") == asdict(config):
-            items, spent = old.get("items", []), float(old.get("wall_s", 0.0))
     done = {(i["family"], i["condition"], i["case_id"]) for i in items}
     seen, unseen = seen_seeds(config, len(cases)), unseen_seeds(len(cases))
 
@@ -237,6 +255,7 @@ def run_robustness(config: RobustnessConfig, *, policy=None) -> dict[str, Any]:
         results = {
             "config": asdict(config),
             "cases": [c["id"] for c in cases],
+            "cases_sha256": digest,
             "complete": complete,
             "wall_s": round(spent + time.perf_counter() - started, 1),
             "summary": summarize(items),

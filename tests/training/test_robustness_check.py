@@ -99,3 +99,26 @@ def test_bad_settings_name_the_field():
     assert RobustnessConfig(cases=0).check().startswith("cases:")
     assert RobustnessConfig(families=["colour"]).check().startswith("families:")
     assert RobustnessConfig(seen="all").check().startswith("seen:")
+
+
+def test_a_folder_checked_on_other_cases_or_settings_is_kept_not_resumed(tmp_path, capsys):
+    """Case ids are not enough to resume on: a changed world generator builds other cases under
+    the same ids. A folder scored on other cases (or settings) is refused and left as it was."""
+    from training.cli import main
+    from training.robustness import RobustnessConfig, product_cases, run_robustness
+
+    config = RobustnessConfig(model="tiny", cases=1, families=["hooks"], out=str(tmp_path))
+    first = run_robustness(config, policy=_memorizing_policy(product_cases(1)))
+    stored = json.loads((tmp_path / "results.json").read_text())
+    assert stored["cases_sha256"] and stored["items"]
+    stored["cases_sha256"] = "0" * 64  # as if scored on another generator's cases
+    (tmp_path / "results.json").write_text(json.dumps(stored))
+    before = (tmp_path / "results.json").read_text()
+    args = ["robustness-check", "--model", "tiny", "--cases", "1", "--families", "hooks"]
+    assert main([*args, "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "holds a check of other cases" in err and "give another --out" in err
+    assert (tmp_path / "results.json").read_text() == before
+    assert main([*args, "--cases", "2", "--out", str(tmp_path)]) == 2
+    assert "holds a check of other settings" in capsys.readouterr().err
+    assert len(first["items"]) == len(stored["items"])
