@@ -92,6 +92,15 @@ def _stored(row: dict[str, Any], *, harness: str) -> dict[str, Any]:
     return {**stored, "error": row["error"]} if row.get("error") else stored
 
 
+def case_digest(case: dict[str, Any], key: Any) -> str:
+    """sha256 of a case and the key of the Harness it is scored under: what a kept row must
+    match."""
+    import hashlib
+
+    text = json.dumps({"case": case, "harness": str(key)}, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
 def score_cases(*, items: list[tuple[dict, Any]], out: Path, scorer_for) -> list[dict[str, Any]]:
     """Score ``items`` (case with gold for its Harness, key of its scorer) into ``out``, resumably.
 
@@ -100,11 +109,14 @@ def score_cases(*, items: list[tuple[dict, Any]], out: Path, scorer_for) -> list
     order."""
     rows = read_rows(out)
     # Cases under the same Harness run back to back so that the policy's prefix cache holds its
-    # system prompt; scores are keyed by case id, so the order changes nothing else.
+    # system prompt; scores are keyed by case id, so the order changes nothing else. A row is kept
+    # only for the same case under the same Harness (its digest): a changed world generator builds
+    # other cases under the same ids, and those are scored again (the later row is the one read).
     for case, key in sorted(items, key=lambda item: str(item[1])):
-        if case["id"] in rows:
+        digest = case_digest(case, key)
+        if rows.get(case["id"], {}).get("case_sha256") == digest:
             continue
-        row = _stored(scorer_for(key).score(case), harness=str(key))
+        row = {**_stored(scorer_for(key).score(case), harness=str(key)), "case_sha256": digest}
         _append(out, row)
         rows[case["id"]] = row
     return [rows[c["id"]] for c, _ in items]

@@ -69,3 +69,50 @@ def test_side_by_side_evaluations_of_one_model_keep_each_others_scores(
     assert saved == summary
     assert saved["live_qa"] == {"n": 3, "avg": 40.0} and saved["ifeval"]["per_prompt"] == [True]
     assert saved["model"] == str(sft_run / "final")
+
+
+def test_a_stored_row_is_kept_only_for_the_same_case_under_the_same_harness(tmp_path):
+    """Resuming keys on the case's content, not its id alone: a changed world generator builds
+    other cases under the same ids, and their old rows must not be scored beside the new ones."""
+    from training.self_eval import read_rows, score_cases
+
+    class Counting:
+        def __init__(self):
+            self.scored = []
+
+        def score(self, case):
+            self.scored.append(case["id"])
+            return {
+                "id": case["id"],
+                "category": case["category"],
+                "reply": case["comment"],
+                "route": "public",
+                "outcome": "replied",
+                "verdict": {
+                    "accuracy": 1,
+                    "effectiveness": 1.0,
+                    "avg": 1.0,
+                    "rubric_avg": None,
+                    "reasons": [],
+                    "dimensions": {},
+                },
+                "trajectory": {"rounds": 1},
+                "latency_s": 0.1,
+            }
+
+    out = tmp_path / "live_qa.jsonl"
+    scorer = Counting()
+    cases = [{"id": f"c{i}", "category": "chitchat", "comment": f"hi {i}"} for i in range(3)]
+    score_cases(items=[(c, "original") for c in cases], out=out, scorer_for=lambda key: scorer)
+    assert scorer.scored == ["c0", "c1", "c2"]
+    score_cases(items=[(c, "original") for c in cases], out=out, scorer_for=lambda key: scorer)
+    assert scorer.scored == ["c0", "c1", "c2"]  # resumed: nothing scored again
+    changed = [cases[0], {**cases[1], "comment": "another case under c1's id"}, cases[2]]
+    rows = score_cases(
+        items=[(changed[0], "original"), (changed[1], "original"), (changed[2], "hsa900001")],
+        out=out,
+        scorer_for=lambda key: scorer,
+    )
+    assert sorted(scorer.scored[3:]) == ["c1", "c2"]  # another case, another Harness: scored again
+    assert [r["reply"] for r in rows] == ["hi 0", "another case under c1's id", "hi 2"]
+    assert read_rows(out)["c1"]["reply"] == "another case under c1's id"
