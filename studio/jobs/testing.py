@@ -128,6 +128,11 @@ def celery_worker(
         "--without-mingle",
         "--loglevel",
         "INFO",
+        # config after "--": the broker's idle poll (Redis BRPOP) returns every 0.1 s instead of
+        # every 1 s, so that a stopped worker begins its warm shutdown at once instead of up to a
+        # second later (tasks arrive as fast either way)
+        "--",
+        'broker.transport_options=(json){"polling_interval": 0.1}',
     ]
     with open(log_path, "w") as log_file:
         process = subprocess.Popen(
@@ -154,7 +159,7 @@ def celery_worker(
                 raise RuntimeError(
                     f"the Celery worker did not become ready in 120 s:\n{worker.log()[-3000:]}"
                 )
-            time.sleep(0.2)
+            time.sleep(0.05)
         yield worker
     finally:
         if route_here:

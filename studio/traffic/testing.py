@@ -4,15 +4,25 @@ them."""
 
 from __future__ import annotations
 
+import copy
+import functools
 from typing import Any
 
 
-def world_cases(n: int, *, seed: int = 7) -> tuple[list[dict[str, Any]], Any]:
-    """The first ``n`` dev cases of a generated world, and its catalogue."""
+@functools.cache
+def _dev_world(seed: int) -> tuple[list[dict[str, Any]], Any]:
     from evaluation.world.sets import build_sets
 
     built = build_sets(seed=seed)
-    return built["sets"]["dev"][:n], built["catalogue"]
+    return built["sets"]["dev"], built["catalogue"]
+
+
+def world_cases(n: int, *, seed: int = 7) -> tuple[list[dict[str, Any]], Any]:
+    """The first ``n`` dev cases of a generated world, and its catalogue: the world is generated
+    once per process and seed (a third of a second each time, asked for by many tests), and each
+    call gets its own copies to change."""
+    dev, catalogue = _dev_world(seed)
+    return copy.deepcopy(dev[:n]), copy.deepcopy(catalogue)
 
 
 def agent_trajectories(cases: list[dict[str, Any]], *, catalogue) -> list[dict[str, Any]]:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.browser.shots import shot
+
 pytestmark = [pytest.mark.browser]
 
 
@@ -45,7 +47,7 @@ def test_an_annotator_settles_the_dispute_and_labels_every_intent_by_keyboard(pe
     assert page.locator("#items tr[data-status=settled]").count() == 1
     statuses = sorted(item_status(item=i) for i in queue.items.all())
     assert statuses.count("settled") == 1 and statuses.count("agreed") == 1
-    page.screenshot(path="/tmp/annotation-demo-queue.png", full_page=False)
+    shot(page, "annotation-demo-queue", full_page=False)
 
 
 def test_an_admin_reads_a_calibration_per_part_and_retires_it(people, sign_in):
@@ -60,7 +62,7 @@ def test_an_admin_reads_a_calibration_per_part_and_retires_it(people, sign_in):
     interval = page.inner_text("table[data-part=heldout] tr[data-dimension=accuracy] .agreement")
     assert "[" in interval and "%]" in interval
     assert "current calibration" in page.inner_text("#current")
-    page.screenshot(path="/tmp/annotation-calibration-detail.png", full_page=True)
+    shot(page, "annotation-calibration-detail")
     with page.expect_navigation():
         page.click("#retire-calibration")
     assert "no gate reads it" in page.inner_text("#retired")
@@ -68,4 +70,4 @@ def test_an_admin_reads_a_calibration_per_part_and_retires_it(people, sign_in):
     assert page.get_attribute(f"tr[data-calibration='{row.pk}']", "data-state") == "retired"
     standing = page.get_attribute("#eval-judge-standing", "data-status")
     assert standing == "uncalibrated"
-    page.screenshot(path="/tmp/annotation-calibration-list.png", full_page=True)
+    shot(page, "annotation-calibration-list")

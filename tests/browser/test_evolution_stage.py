@@ -19,21 +19,20 @@ pytestmark = [pytest.mark.browser, pytest.mark.services]
 @pytest.fixture
 def evolution_world(people, tmp_path):
     from evaluation.diagnosis.planted import without_price_grounding
-    from evaluation.world.sets import build_sets
     from harness import demo_harness_dir, read_dir
     from studio.endpoints.models import ModelEndpoint
     from studio.evolution.scripted import write_script
     from studio.evolution.services.datasets import dataset_import
     from studio.harnesses.services import harness_import
+    from studio.traffic.testing import world_cases
 
-    built = build_sets(seed=7)
-    cases = built["sets"]["dev"][:20]
+    cases, catalogue = world_cases(20, seed=7)
     dataset = dataset_import(
         name="dev-20",
         text="\n".join(json.dumps(c) for c in cases),
         source="dev.jsonl",
         actor=people["operator"],
-        catalogue=built["catalogue"].to_dict(),
+        catalogue=catalogue.to_dict(),
     )
     files, _ = read_dir(demo_harness_dir())
     files = without_price_grounding(files)

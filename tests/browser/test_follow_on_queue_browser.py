@@ -21,6 +21,8 @@ import uuid
 import pytest
 from playwright.sync_api import expect
 
+from tests.browser.shots import shot
+
 pytestmark = [pytest.mark.browser, pytest.mark.services]
 
 CELL_CASES = 6
@@ -115,12 +117,11 @@ def test_a_playground_run_is_answered_while_a_compatibility_fill_is_running(
         reviewer.on("dialog", lambda dialog: dialog.accept())
         reviewer.goto(f"/compatibility/?harness={demo.harness.name}")
         mine = reviewer.locator('tr[data-endpoint="slow-served"] td[data-version="1"]')
-        reviewer.screenshot(path=str(tmp_path / "matrix-follow-on-cancel.png"), full_page=True)
+        shot(reviewer, "matrix-follow-on-cancel")
         mine.locator("button", has_text="Cancel").click()
         expect(reviewer).to_have_url(re.compile(rf"/jobs/{cell_job}/$"))
         reviewer.goto(f"/compatibility/?harness={demo.harness.name}")
         expect(mine).to_have_attribute("data-status", "cancelled", timeout=30_000)
         expect(mine).to_contain_text("cancelled")
         expect(mine).not_to_contain_text("failed")
-        reviewer.screenshot(path=str(tmp_path / "matrix-cancelled.png"), full_page=True)
-        print(f"screenshots in {tmp_path}")
+        shot(reviewer, "matrix-cancelled")

@@ -2,25 +2,17 @@
 
 The evaluation and diagnosis jobs run inline (Celery eager) before the pages open; the worker path
 has its own test in test_evolution_stage.py. Each test saves screenshots of the pages it changed
-under ``HS_SHOTS_DIR`` when that is set (they are looked at, not compared).
+under ``HS_SHOTS_DIR`` when that is set (tests/browser/shots.py: looked at, not compared).
 """
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
 from playwright.sync_api import expect
 
+from tests.browser.shots import shot
+
 pytestmark = [pytest.mark.browser]
-
-
-def _shot(page, name: str) -> None:
-    folder = os.environ.get("HS_SHOTS_DIR")
-    if folder:
-        Path(folder).mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(Path(folder) / f"{name}.png"), full_page=True)
 
 
 @pytest.fixture
@@ -88,13 +80,13 @@ def test_item3_after_a_roll_back_the_reviewer_evaluates_the_version_that_exists(
     expect(page.locator("#promote-existing")).to_have_attribute(
         "href", f"/h/{v2.harness.name}/v/{v2.number}/"
     )
-    _shot(page, "item3-stage-offers-existing-version")
+    shot(page, "item3-stage-offers-existing-version")
     page.click("#use-existing")
     page.wait_for_selector("#regression-report")
     expect(page.locator(".messages")).to_contain_text("its finished evaluation run #")
     expect(page.locator("#step-candidate")).to_contain_text(f"candidate v{v2.number}")
     expect(page.locator("#decision")).to_be_visible()  # promote it from here
-    _shot(page, "item3-existing-version-evaluated")
+    shot(page, "item3-existing-version-evaluated")
 
 
 def test_item3_the_operators_commit_from_the_editor_offers_the_version_that_exists(
@@ -127,7 +119,7 @@ def test_item3_the_operators_commit_from_the_editor_offers_the_version_that_exis
     expect(olivia.locator("#promote-existing")).to_have_attribute(
         "href", f"/h/{v2.harness.name}/v/{v2.number}/"
     )
-    _shot(olivia, "item3-editor-commit-offers-existing-version")
+    shot(olivia, "item3-editor-commit-offers-existing-version")
     olivia.click("#promote-existing")
     expect(olivia.locator("#label-form")).to_be_visible()  # where a label moves to it
 
@@ -161,13 +153,13 @@ def test_item4_the_reviewer_decides_the_one_candidate_an_operator_edited(world, 
     assert heights and max(heights) < 25, heights
     box = rafael.eval_on_selector("#draft-diff pre.udiff", "p => p.getBoundingClientRect().height")
     assert box < (len(heights) + 2) * 20, (box, len(heights))  # no blank line after each
-    _shot(rafael, "item4-one-candidate-with-decision")
+    shot(rafael, "item4-one-candidate-with-decision")
     rafael.fill("#candidate-reject-form input[name=reason]", "the quote rule is not the fix")
     rafael.click("#reject-candidate")
     expect(rafael.locator("#proposal-1")).to_have_attribute("data-status", "rejected")
     expect(rafael.locator("#draft-diff")).to_have_count(0)
     expect(rafael.locator("#proposal-1")).to_contain_text("the quote rule is not the fix")
-    _shot(rafael, "item4-candidate-rejected")
+    shot(rafael, "item4-candidate-rejected")
 
 
 @pytest.mark.services
@@ -187,7 +179,7 @@ def test_item5_the_edit_benchmark_does_not_call_fallback_runs_succeeded(world, p
         deadline = time.monotonic() + 120
         while page.locator("#benchmark-result").count() == 0:
             assert time.monotonic() < deadline, "the benchmark's runs did not finish in 120 s"
-            time.sleep(1)
+            time.sleep(0.25)  # the result is on the page once the runs end: look again soon
             page.goto(url)
     chatter = page.locator('#benchmark-runs tr[data-model="chatter"]')
     expect(chatter.locator(".status-fallback")).to_have_count(2)
@@ -201,7 +193,7 @@ def test_item5_the_edit_benchmark_does_not_call_fallback_runs_succeeded(world, p
     ).to_contain_text("%")
     expect(page.locator("#benchmark-difference")).to_contain_text("No difference")
     expect(page.locator("body")).not_to_contain_text("The report: 18.1%")
-    _shot(page, "item5-edit-benchmark-fallback")
+    shot(page, "item5-edit-benchmark-fallback")
 
 
 def test_item7_the_top_bar_fits_at_1280_px_for_every_role(people, sign_in):
@@ -218,7 +210,7 @@ def test_item7_the_top_bar_fits_at_1280_px_for_every_role(people, sign_in):
         expect(nav.get_by_role("link", name="Annotation")).to_be_visible()
         expect(nav.get_by_role("link", name="Labels", exact=True)).to_have_count(0)
         if username == "ada":
-            _shot(page, "item7-topbar-admin")
+            shot(page, "item7-topbar-admin")
 
 
 def test_item7_a_403_says_who_may_in_words(people, sign_in):
@@ -229,7 +221,7 @@ def test_item7_a_403_says_who_may_in_words(people, sign_in):
     expect(body).to_contain_text("your account is an operator")
     expect(body).not_to_contain_text("training.run")
     expect(body).not_to_contain_text("ml_engineer")
-    _shot(page, "item7-403")
+    shot(page, "item7-403")
 
 
 def test_item7_roll_back_only_where_a_label_has_an_earlier_version(people, demo, sign_in):
@@ -243,7 +235,7 @@ def test_item7_roll_back_only_where_a_label_has_an_earlier_version(people, demo,
     row = page.locator("#labels tr", has_text="canary")
     expect(row.get_by_role("button", name="Roll back")).to_have_count(0)
     expect(row).to_contain_text("no earlier version")
-    _shot(page, "item7-labels-no-rollback")
+    shot(page, "item7-labels-no-rollback")
 
 
 def test_item7_release_page_keeps_its_width_and_names_what_fed_each_gate(
@@ -279,14 +271,14 @@ def test_item7_release_page_keeps_its_width_and_names_what_fed_each_gate(
         f"checkpoint evaluation #{ifeval.pk}"
     )
     expect(page.locator("#gates")).not_to_contain_text("training run #")
-    _shot(page, "item7-release")
+    shot(page, "item7-release")
 
     page.goto(f"/training/runs/{replay.pk}/")
     table = page.locator("#replay-summary")
     expect(table).to_be_visible()
     assert table.evaluate("t => t.tagName") == "TABLE"  # not Markdown in a <pre>
     expect(page.locator("#run-summary")).not_to_contain_text("|---")
-    _shot(page, "item7-replay-run-result")
+    shot(page, "item7-replay-run-result")
 
 
 def test_item7_training_data_and_calibration_figures_read_as_tables(
@@ -315,7 +307,7 @@ def test_item7_training_data_and_calibration_figures_read_as_tables(
     data = page.locator("#card-data")
     expect(data).to_contain_text("n_examples")
     expect(data).not_to_contain_text("{")
-    _shot(page, "item7-training-data")
+    shot(page, "item7-training-data")
 
     calibration = JudgeCalibration.objects.create(
         judge="programmatic",
@@ -339,6 +331,6 @@ def test_item7_training_data_and_calibration_figures_read_as_tables(
     expect(matrix.locator("thead th")).to_have_count(4)
     expect(matrix.locator("tbody tr")).to_have_count(3)
     expect(page.locator("main")).not_to_contain_text("[[")
-    _shot(page, "item7-calibration")
+    shot(page, "item7-calibration")
     page.goto("/edit-benchmark/")
     expect(page.locator("main")).not_to_contain_text("The report:")

@@ -10,21 +10,20 @@ def planted_defect_world(*, people, tmp_path, size: int) -> dict:
     import json
 
     from evaluation.diagnosis.planted import without_price_grounding
-    from evaluation.world.sets import build_sets
     from harness import demo_harness_dir, read_dir
     from studio.endpoints.models import ModelEndpoint
     from studio.evolution.scripted import write_script
     from studio.evolution.services.datasets import dataset_import
     from studio.harnesses.services import harness_import
+    from studio.traffic.testing import world_cases
 
-    built = build_sets(seed=7)
-    cases = built["sets"]["dev"][:size]
+    cases, catalogue = world_cases(size, seed=7)
     dataset = dataset_import(
         name=f"dev-{size}",
         text="\n".join(json.dumps(c) for c in cases),
         source="dev.jsonl",
         actor=people["operator"],
-        catalogue=built["catalogue"].to_dict(),
+        catalogue=catalogue.to_dict(),
     )
     files, _ = read_dir(demo_harness_dir())
     version = harness_import(

@@ -24,18 +24,18 @@ from evaluation.diagnosis import (
 from evaluation.diagnosis.edits import SetConstraint
 from evaluation.diagnosis.planted import without_price_grounding
 from evaluation.scoring import CaseScorer, passed
-from evaluation.world.sets import build_sets
 from harness import demo_harness_dir, load_mapping, read_dir
 from harness.policies import ScriptedPolicy
 from studio.evolution.scripted import case_script
+from studio.traffic.testing import world_cases
 
 NEVER_A_TOOL = "Thanks for watching, it is a great product!"
 
 
 @pytest.fixture(scope="module")
 def world():
-    built = build_sets(seed=7)
-    return built["catalogue"], built["sets"]["dev"][:60]
+    cases, catalogue = world_cases(60, seed=7)
+    return catalogue, cases
 
 
 @pytest.fixture(scope="module")

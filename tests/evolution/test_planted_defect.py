@@ -15,11 +15,11 @@ from evaluation.diagnosis.edits import ChangeSkillRule
 from evaluation.judges.base import ACCURACY_REASONS, EFFECTIVENESS_REASONS, TRAJECTORY_REASONS
 from evaluation.judges.programmatic import ProgrammaticJudge
 from evaluation.stats import category_breakdown
-from evaluation.world.sets import build_sets
 from harness import demo_harness_dir, load_mapping, read_dir
 from harness.policies import ScriptedPolicy
 from harness.runtime import Agent
 from studio.evolution.scripted import case_script
+from studio.traffic.testing import world_cases
 
 
 def drop_hook(text: str, hook_id: str) -> str:
@@ -33,8 +33,8 @@ def drop_hook(text: str, hook_id: str) -> str:
 
 @pytest.fixture(scope="module")
 def world():
-    built = build_sets(seed=7)
-    return built["catalogue"], built["sets"]["dev"][:80]
+    cases, catalogue = world_cases(80, seed=7)
+    return catalogue, cases
 
 
 @pytest.fixture(scope="module")

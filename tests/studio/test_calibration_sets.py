@@ -17,13 +17,13 @@ from studio_testing import client_for, page_text
 
 from evaluation.calibration import parse_calibration_text
 from evaluation.cases import CATEGORIES
-from evaluation.world.sets import build_sets
 from studio.accounts.roles import ANNOTATOR
 from studio.accounts.services import user_create
 from studio.annotation.models import AnnotationQueue, JudgeCalibration, LabelSet
 from studio.annotation.selectors import judge_standing
 from studio.annotation.services import queue_add_dataset, queue_create
 from studio.evolution.services.datasets import dataset_import
+from studio.traffic.testing import world_cases
 from tests.cli import run
 
 pytestmark = pytest.mark.django_db
@@ -32,11 +32,11 @@ PER_CATEGORY = 2
 
 @pytest.fixture(scope="module")
 def world():
-    built = build_sets(seed=7)
+    dev, catalogue = world_cases(10_000, seed=7)  # the whole dev-set
     picked = []
     for category in CATEGORIES:
-        picked += [c for c in built["sets"]["dev"] if c["category"] == category][:PER_CATEGORY]
-    return picked, built["catalogue"]
+        picked += [c for c in dev if c["category"] == category][:PER_CATEGORY]
+    return picked, catalogue
 
 
 @pytest.fixture

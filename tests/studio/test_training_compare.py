@@ -25,7 +25,16 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture(scope="module")
 def scored(tmp_path_factory) -> dict[int, Path]:
     """Real `python -m training eval` output (its `main`) of the tiny model: on 3 T1 cases and 2
-    IFEval prompts, and on 2."""
+    IFEval prompts, and on 2. The cases run under a copy of the demo Harness that allows one model
+    round instead of 4: the tiny model never writes a valid reply, so each case ran every round to
+    the fallback; the per-item rows compared here are written the same way."""
+    from harness import demo_harness_dir
+
+    harness = shutil.copytree(demo_harness_dir(), tmp_path_factory.mktemp("harness") / "one-round")
+    prompt = harness / "prompt.yaml"
+    text = prompt.read_text(encoding="utf-8")
+    assert "  max_rounds: 4\n" in text
+    prompt.write_text(text.replace("  max_rounds: 4\n", "  max_rounds: 1\n"), encoding="utf-8")
     out = {}
     for cases in (3, 2):
         folder = tmp_path_factory.mktemp(f"eval{cases}") / "eval"
@@ -34,6 +43,8 @@ def scored(tmp_path_factory) -> dict[int, Path]:
             "eval",
             "--model",
             "tiny",
+            "--harness",
+            str(harness),
             "--out",
             str(folder),
             "--sets",

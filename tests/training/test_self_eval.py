@@ -15,7 +15,15 @@ def test_evaluate_run_writes_scores_and_resumes(sft_run, tmp_path):
 
     run = tmp_path / "run"
     shutil.copytree(sft_run, run)
-    summary = evaluate_run(run_dir=run, harness_dir=demo_harness_dir(), cases=2, max_new_tokens=6)
+    # the agent's calls capped at 8 new tokens (the tiny model never writes a valid reply: at the
+    # default 256 each case ran 4 rounds of 256 tokens); the same path scores and records every set
+    summary = evaluate_run(
+        run_dir=run,
+        harness_dir=demo_harness_dir(),
+        cases=2,
+        max_new_tokens=6,
+        agent_max_new_tokens=8,
+    )
     saved = json.loads((run / "eval.json").read_text())
     assert saved == summary
     for name in ("live_qa", "variant_qa", "prompt_robustness"):
@@ -37,7 +45,13 @@ def test_evaluate_run_writes_scores_and_resumes(sft_run, tmp_path):
     }
     # a second call finds every item scored and runs no model call
     before = (run / "eval" / "live_qa.jsonl").read_text()
-    evaluate_run(run_dir=run, harness_dir=demo_harness_dir(), cases=2, max_new_tokens=6)
+    evaluate_run(
+        run_dir=run,
+        harness_dir=demo_harness_dir(),
+        cases=2,
+        max_new_tokens=6,
+        agent_max_new_tokens=8,
+    )
     assert (run / "eval" / "live_qa.jsonl").read_text() == before
 
 
