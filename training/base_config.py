@@ -102,6 +102,18 @@ class StageConfig:
         default=True,
         metadata={"help": ("Resume from the run folder's last checkpoint when one exists.")},
     )
+    progress_dir: str = field(
+        default="",
+        metadata={
+            "help": (
+                "A folder to commit, for resuming on another machine: when the stage stops "
+                "(stop_after_steps or max_steps) its last checkpoint is copied there without the "
+                "optimizer state, with the config, data report and metrics; a run whose folder "
+                "has no checkpoint as far on resumes from it (Adam's moments start afresh, the "
+                "learning-rate schedule goes on). '' = off."
+            )
+        },
+    )
     seed: int = field(
         default=0, metadata={"help": "Seed for data order, sampling and augmentation."}
     )

@@ -1,5 +1,5 @@
-"""The trainer callbacks every stage registers: a metrics.jsonl row per log, and a stop after N
-steps.
+"""The trainer callbacks every stage registers: a metrics.jsonl row per log, a stop after N steps,
+and the learning-rate schedule's step on a resume without optimizer state.
 
 Apart from training.runs (which reads run folders) so that the studio, which reads them too, does
 not import transformers and torch (seconds per process) to do so.
@@ -29,6 +29,23 @@ class StopAfterSteps(TrainerCallback):
             control.should_training_stop = True
             control.should_save = True  # a resumable checkpoint at the step it stopped
         return control
+
+
+class ScheduleAtResumedStep(TrainerCallback):
+    """On a resume from a checkpoint without optimizer state (a progress folder's,
+    ``training.runs.export_progress``), transformers loads neither the optimizer nor the
+    learning-rate scheduler, so the schedule would restart at its warm-up: step it on to the
+    resumed step."""
+
+    def on_train_begin(self, args, state, control, lr_scheduler=None, **kwargs):
+        if lr_scheduler is None:
+            return
+        import warnings
+
+        with warnings.catch_warnings():  # "lr_scheduler.step() before optimizer.step()"
+            warnings.simplefilter("ignore")
+            while lr_scheduler.last_epoch < state.global_step:
+                lr_scheduler.step()
 
 
 class MetricsLogger(TrainerCallback):

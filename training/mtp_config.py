@@ -170,6 +170,11 @@ class MTPStageConfig(StageConfig):
     def check(self) -> str:
         if problem := super().check():
             return problem
+        if self.progress_dir:
+            return (
+                "progress_dir: the MTP stage saves its own checkpoints (head and optimizer, a few "
+                "MB), commit its run folder's checkpoint-N instead; leave progress_dir ''"
+            )
         from serving.engine.draft_head import LAYOUTS
 
         if self.layout not in LAYOUTS:

@@ -268,6 +268,7 @@ def run_sft(config: SFTStageConfig, *, examples: list[dict[str, Any]] | None = N
         data_facts = {"examples": "given in memory"}
     data_facts.setdefault("n_examples", len(examples))
     data_facts["hsa_variants"] = config.hsa_variants
+    run.check_data(data_facts)
     tokenizer = AutoTokenizer.from_pretrained(run.model_dir)
     packer = tokenizer if config.pack_turns else None
     eval_dataset = None

@@ -19,8 +19,11 @@ from training.runs import (
     ModelCard,
     base_model_of,
     checkpoint_step,
+    export_progress,
     final_model_dir,
+    import_progress,
     last_checkpoint,
+    read_progress,
 )
 
 
@@ -54,6 +57,10 @@ class StageRun:
     started: float
     resume_from: str | None
     stop_after_steps: int = 0
+    progress_dir: str = ""
+    #: the progress folder's facts when its checkpoint is further on than the run's own: copied in
+    #: and resumed from by ``train`` (after ``check_data``, so a refused run copies nothing)
+    progress: dict[str, Any] | None = None
 
     @property
     def final_dir(self) -> Path:
@@ -84,12 +91,17 @@ class StageRun:
         )
 
     def train(self, trainer) -> None:
-        """``trainer.train``, resumed from the last checkpoint if there is one.
+        """``trainer.train``, resumed from the last checkpoint if there is one (a progress
+        folder's, copied in, when it is further on).
 
         A checkpoint saved where ``stop_after_steps`` ended the run (killed before ``final/`` was
         written) is the run's result: its weights and trainer state are loaded and no step is
         trained, since transformers' loop runs one step before any callback can stop it.
         """
+        if self.progress is not None and (
+            imported := import_progress(self.progress_dir, self.run_dir)
+        ):
+            self.resume_from = str(imported)
         if (
             self.resume_from
             and self.stop_after_steps
@@ -97,7 +109,24 @@ class StageRun:
         ):
             load_checkpoint(trainer, Path(self.resume_from))
             return
+        if self.resume_from and not _has_optimizer_state(Path(self.resume_from)):
+            from training.callbacks import ScheduleAtResumedStep
+
+            trainer.add_callback(ScheduleAtResumedStep())
         trainer.train(resume_from_checkpoint=self.resume_from)
+
+    def check_data(self, data: dict[str, Any]) -> None:
+        """Refuse to go on from a progress folder trained on other examples: a resume skips the
+        batches already trained, by position, so it must see the same examples in the same order."""
+        trained = (self.progress or {}).get("examples_sha256")
+        built = data.get("examples_sha256")
+        if trained and built and trained != built:
+            raise ValueError(
+                f"{self.progress_dir}: its checkpoint was trained on examples with sha256 "
+                f"{trained}, but this run's examples have sha256 {built} (a changed config, "
+                "generator or case set); train into a new output_dir and progress_dir, or "
+                "restore what built the examples"
+            )
 
     def callbacks(self) -> list:
         # here, not at the top: the trainer callbacks import transformers' trainer, and the light
@@ -143,6 +172,13 @@ class StageRun:
             trainer=trainer_name,
             extra=extra,
         ).write(self.run_dir)
+        if self.progress_dir:
+            kept = {k: data[k] for k in ("examples_sha256", "n_examples") if k in data}
+            export_progress(
+                self.run_dir,
+                self.progress_dir,
+                facts={"stage": self.stage, "max_steps": config.max_steps, **kept},
+            )
         return self.final_dir
 
 
@@ -191,12 +227,24 @@ def _bf16_accelerator() -> bool:
 
 
 def load_checkpoint(trainer, checkpoint: Path) -> None:
-    """Load a ``checkpoint-N`` folder's weights (safetensors, one file or shards) and trainer state
-    into ``trainer`` without training. Only weights tied to a loaded one may be absent from the
-    files."""
+    """Load a ``checkpoint-N`` folder's weights (safetensors, one file or shards, or a LoRA
+    adapter's) and trainer state into ``trainer`` without training. Only weights tied to a loaded
+    one may be absent from the files."""
     from safetensors.torch import load_file
     from transformers import TrainerState
 
+    adapter = checkpoint / "adapter_model.safetensors"
+    if adapter.is_file():  # a LoRA run's checkpoint: the adapter's weights only
+        from peft import set_peft_model_state_dict
+
+        result = set_peft_model_state_dict(trainer.model, load_file(str(adapter)))
+        if result.unexpected_keys:
+            raise ValueError(
+                f"{adapter}: weights do not match the model's adapter "
+                f"(unexpected {list(result.unexpected_keys)[:5]})"
+            )
+        trainer.state = TrainerState.load_from_json(str(checkpoint / "trainer_state.json"))
+        return
     files = sorted(checkpoint.glob("model*.safetensors"))
     if not files:
         raise FileNotFoundError(f"{checkpoint}: no model*.safetensors to load")
@@ -247,6 +295,9 @@ def start_stage(config: StageConfig, *, stage: str) -> StageRun:
     run_dir.mkdir(parents=True, exist_ok=True)
     dump_config(config, run_dir / "config.json")
     resume = last_checkpoint(run_dir) if config.resume else None
+    progress = read_progress(config.progress_dir) if config.resume and config.progress_dir else None
+    if progress and resume and checkpoint_step(resume) >= int(progress["step"]):
+        progress = None  # the run's own checkpoint is as far on
     return StageRun(
         run_dir=run_dir,
         stage=stage,
@@ -254,7 +305,13 @@ def start_stage(config: StageConfig, *, stage: str) -> StageRun:
         started=time.perf_counter(),
         resume_from=str(resume) if resume else None,
         stop_after_steps=config.stop_after_steps,
+        progress_dir=config.progress_dir,
+        progress=progress,
     )
+
+
+def _has_optimizer_state(checkpoint: Path) -> bool:
+    return any((checkpoint / name).is_file() for name in ("optimizer.pt", "optimizer.bin"))
 
 
 def checkpointing_args(enabled: bool) -> dict[str, Any]:

@@ -53,10 +53,13 @@ from training.sft_config import SFTStageConfig
 MAX_VALUE_CHARS = 2000
 MAX_TITLE_CHARS = 200
 # Fields the studio sets itself: the run folder is TRAINING_RUNS_DIR/run-N, and its Resume button
-# resumes.
-STUDIO_OWNED = frozenset({"output_dir", "resume"})
+# resumes. A progress folder (a copy of the run to commit, written anywhere on the server's disk)
+# is the command line's: the studio's runs keep their checkpoints in their own folder.
+STUDIO_OWNED = frozenset({"output_dir", "resume", "progress_dir"})
 # A pipeline sets these on every stage; its sections do not show them.
-PIPELINE_OWNED = frozenset({"model", "output_dir", "harness", "report_to", "resume"})
+PIPELINE_OWNED = frozenset(
+    {"model", "output_dir", "harness", "report_to", "resume", "progress_dir"}
+)
 
 CONFIG_CLASSES: dict[str, type] = {
     "sft": SFTStageConfig,

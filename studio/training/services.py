@@ -81,6 +81,30 @@ def _write_harness(folder: Path, value: str):
 def _plan_steps(
     *, kind: str, config: Any, folder: Path, preset: Preset | None
 ) -> list[tuple[str, Any]]:
+    return [
+        (name, _without_progress_dir(step))
+        for name, step in _steps_in_run_folder(
+            kind=kind, config=config, folder=folder, preset=preset
+        )
+    ]
+
+
+def _without_progress_dir(config: Any) -> Any:
+    """The config with no progress folder, in its pipeline sections too: a studio run writes only
+    under its own folder (``configs.STUDIO_OWNED``), whatever a recipe file says."""
+    changes: dict[str, Any] = {}
+    for field in dataclasses.fields(config):
+        value = getattr(config, field.name)
+        if field.name == "progress_dir" and value:
+            changes[field.name] = ""
+        elif dataclasses.is_dataclass(value):
+            changes[field.name] = _without_progress_dir(value)
+    return dataclasses.replace(config, **changes) if changes else config
+
+
+def _steps_in_run_folder(
+    *, kind: str, config: Any, folder: Path, preset: Preset | None
+) -> list[tuple[str, Any]]:
     if preset is not None and preset.is_recipe:
         return recipe_steps(preset, CONFIG_CLASSES[kind], folder=folder)
     if (

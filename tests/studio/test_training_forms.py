@@ -35,7 +35,7 @@ def _nothing_saved(runs_dir):
 def test_the_sft_form_has_every_config_field_with_its_help_and_default(personas):
     page = page_text(client_for(personas.ml_engineer).get("/training/new/sft/"))
     for f in dataclasses.fields(SFTStageConfig):
-        if f.name in ("output_dir", "resume"):  # the studio owns the run folder and resuming
+        if f.name in ("output_dir", "resume", "progress_dir"):  # the studio owns run folders
             assert f'name="{f.name}"' not in page
             continue
         assert f'name="{f.name}"' in page, f.name
@@ -171,6 +171,7 @@ def test_a_valid_form_writes_the_config_file_the_command_reads_and_queues_a_trai
             "max_steps": "3",
             "report_to": ["", "tensorboard"],
             "title": "my first run",
+            "progress_dir": "/etc/studio-progress",  # not a field of the form: ignored
         },
     )
     assert response.status_code == 302
@@ -190,7 +191,7 @@ def test_a_valid_form_writes_the_config_file_the_command_reads_and_queues_a_trai
         0,
     )
     assert config.report_to == ["tensorboard"] and config.output_dir == str(run.path / "sft")
-    assert config.resume is True
+    assert config.resume is True and config.progress_dir == ""
     assert len(run.config_digest) == 64 and run.config["sft"]["max_steps"] == 3
     assert run.job.kind == "train_sft" and run.job.status == Job.QUEUED
     page = page_text(client.get(f"/training/runs/{run.pk}/"))
@@ -497,3 +498,24 @@ def test_the_ablations_given_checkpoints_are_checked_like_any_model_field(tmp_pa
         field, {"fixed_sft": str(tmp_path / "none")}, name="checkpoints"
     )
     assert value_problem(field, {"hsa_sft": "local"}, name="checkpoints") == ""
+
+
+def test_a_studio_run_writes_no_progress_folder_whatever_its_config_says(tmp_path):
+    """A progress folder is the command line's copy to commit; a studio run, even from a config
+    that names one (a recipe file, a pipeline's sections), keeps everything in its own folder."""
+    from studio.training.services import _plan_steps
+
+    pipeline = PipelineConfig()
+    pipeline = dataclasses.replace(
+        pipeline, sft=dataclasses.replace(pipeline.sft, progress_dir="/srv/elsewhere")
+    )
+    sft = SFTStageConfig(progress_dir="models/demo-adapter-randomized")
+    for kind, config in (("pipeline", pipeline), ("sft", sft)):
+        ((_, planned),) = _plan_steps(kind=kind, config=config, folder=tmp_path, preset=None)
+        assert planned.output_dir.startswith(str(tmp_path))
+        sections = [planned] + [
+            getattr(planned, f.name)
+            for f in dataclasses.fields(planned)
+            if dataclasses.is_dataclass(getattr(planned, f.name))
+        ]
+        assert [getattr(s, "progress_dir", "") for s in sections] == [""] * len(sections)
