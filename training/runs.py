@@ -44,11 +44,12 @@ def last_checkpoint(run_dir: str | Path) -> Path | None:
 
 
 #: what a progress folder leaves out of a checkpoint: the optimizer state (Adam's two moments, twice
-#: the size of the weights it trains), the tokenizer (the base model's; a resume does not read it)
-#: and the pickled training arguments (config.json holds them)
+#: the size of the weights it trains), the tokenizer (the base model's; a resume does not read it),
+#: the pickled training arguments (config.json holds them) and PEFT's blank model-card template
 PROGRESS_LEFT_OUT = frozenset(
     {
         "optimizer.pt",
+        "README.md",
         "optimizer.bin",
         "training_args.bin",
         "tokenizer.json",

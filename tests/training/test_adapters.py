@@ -157,3 +157,43 @@ def test_a_draft_head_adapted_to_an_adapter_passes_the_check_releases_and_the_la
     assert card["policy_fingerprint"] == fingerprint(resolve_checkpoint(str(adapter)))
     algorithm, problems = check_draft_head(head, adapter)
     assert problems == [] and algorithm == "EAGLE"
+
+
+def test_an_adapter_trained_on_an_adapter_names_that_folder_not_its_merged_copy(lora_run, tmp_path):
+    """A continuation trains a new adapter on a shipped one merged with its base: its record names
+    the shipped folder (as committed) by fingerprint, not the merge in this machine's model cache,
+    so the adapter loads on another machine."""
+    from tests.training.conftest import price_examples
+    from training.sft_config import SFTStageConfig
+    from training.sft_trainer import run_sft
+
+    shipped = tmp_path / "shipped"
+    shutil.copytree(lora_run / "final", shipped)
+    run_sft(
+        SFTStageConfig(
+            model=str(shipped),
+            output_dir=str(tmp_path / "continued"),
+            max_steps=1,
+            save_steps=1,
+            learning_rate=1e-3,
+            lora_rank=4,
+            lora_target_modules=["q_proj"],
+        ),
+        examples=price_examples(),
+    )
+    final = tmp_path / "continued" / "final"
+    record = json.loads((final / adapters.BASE_FILE).read_text())
+    assert record["base"] == str(shipped) and "fingerprint" not in record
+    assert record["adapter_fingerprint"] == adapters.adapter_fingerprint(shipped)
+    assert adapters.resolve_base(final) == resolve_checkpoint(str(shipped))  # merged first
+    assert (resolve_checkpoint(str(final)) / "model.safetensors").is_file()
+    (shipped / adapters.BASE_FILE).write_text(
+        json.dumps(
+            {**json.loads((shipped / adapters.BASE_FILE).read_text()), "fingerprint": "0" * 64}
+        )
+    )
+    with pytest.raises(CheckpointError, match=r"trained on the adapter .* not the same base"):
+        adapters.resolve_base(final)
+    shutil.rmtree(shipped)
+    with pytest.raises(CheckpointError, match=r"trained on the adapter .*, which is not here"):
+        adapters.resolve_base(final)

@@ -49,6 +49,7 @@ def test_a_part_leaves_a_committable_progress_folder_that_another_machine_resume
     assert (tmp_path / "machine-a" / "checkpoint-2" / "optimizer.pt").is_file()
     assert not (checkpoint / "optimizer.pt").exists()
     assert not (checkpoint / "tokenizer.json").exists()
+    assert not (checkpoint / "README.md").exists()  # PEFT's template, naming this machine's cache
     assert {p.name for p in progress.iterdir()} >= {"config.json", "metrics.jsonl"}
     # it loads as an adapter too (its base named as in final/), so the gate can check it
     assert adapters.is_adapter(checkpoint) and adapters.adapter_problem(checkpoint) is None
