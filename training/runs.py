@@ -49,8 +49,8 @@ def last_checkpoint(run_dir: str | Path) -> Path | None:
 PROGRESS_LEFT_OUT = frozenset(
     {
         "optimizer.pt",
-        "README.md",
         "optimizer.bin",
+        "README.md",
         "training_args.bin",
         "tokenizer.json",
         "tokenizer_config.json",
@@ -75,8 +75,14 @@ def read_progress(progress_dir: str | Path) -> dict[str, Any] | None:
     path = Path(progress_dir) / PROGRESS_FILE
     if not path.is_file():
         return None
-    facts = json.loads(path.read_text(encoding="utf-8"))
-    checkpoint = Path(progress_dir) / f"checkpoint-{facts.get('step')}"
+    try:
+        facts = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ValueError(f"{path}: not valid JSON ({error}); export the progress again") from None
+    step = facts.get("step") if isinstance(facts, dict) else None
+    if not isinstance(step, int) or isinstance(step, bool) or step < 1:
+        raise ValueError(f"{path}: 'step' must be the exported checkpoint's step, got {step!r}")
+    checkpoint = Path(progress_dir) / f"checkpoint-{step}"
     return facts if (checkpoint / "trainer_state.json").is_file() else None
 
 
@@ -131,9 +137,9 @@ def export_progress(
 
 
 def import_progress(progress_dir: str | Path, run_dir: str | Path) -> Path | None:
-    """Copy ``progress_dir``'s checkpoint into ``run_dir`` when it is further on than the run's own
-    last checkpoint (a fresh clone has none), with its metrics when the run has none further on.
-    Returns the checkpoint copied in, or None when there was nothing newer."""
+    """Copy ``progress_dir``'s checkpoint and metrics into ``run_dir`` when it is further on than
+    the run's own last checkpoint (a fresh clone has none). Returns the checkpoint copied in, or
+    None when there was nothing newer."""
     facts = read_progress(progress_dir)
     if facts is None:
         return None

@@ -92,3 +92,14 @@ def test_the_mtp_stage_refuses_a_progress_folder_by_name():
 
     problem = MTPStageConfig(progress_dir="p").check()
     assert problem.startswith("progress_dir:")
+
+
+def test_a_damaged_progress_file_is_an_error_naming_it(tmp_path):
+    from training.runs import read_progress
+
+    (tmp_path / "progress.json").write_text("{torn")
+    with pytest.raises(ValueError, match=r"progress.json: not valid JSON"):
+        read_progress(tmp_path)
+    (tmp_path / "progress.json").write_text('{"step": "20"}')
+    with pytest.raises(ValueError, match=r"progress.json: 'step' must be .* got '20'"):
+        read_progress(tmp_path)
