@@ -133,11 +133,12 @@ def base_record(base_name: str, base_dir: str | Path) -> dict[str, Any]:
             "gguf_file": model_cache.GGUF_FILE,
             "gguf_sha256": default_gguf_sha256(),
         }
-    if is_adapter(Path(base_name).expanduser()):  # trained on another adapter, merged
+    named = Path(base_name).expanduser()
+    if is_adapter(named):  # trained on another adapter, merged
         return {
             "format": "hs-adapter-base/1",
             "base": base_name,
-            "adapter_fingerprint": adapter_fingerprint(Path(base_name).expanduser()),
+            "adapter_fingerprint": adapter_fingerprint(named),
         }
     return {
         "format": "hs-adapter-base/1",
@@ -189,11 +190,12 @@ def resolve_base(path: str | Path) -> Path:
                 f"{path / BASE_FILE}: the adapter was trained on the adapter {record['base']}, "
                 "which is not here (a LoRA adapter folder, named from the folder commands run in)"
             )
-        if adapter_fingerprint(base_adapter) != record["adapter_fingerprint"]:
+        found = adapter_fingerprint(base_adapter)
+        if found != record["adapter_fingerprint"]:
             raise CheckpointError(
                 f"{path / BASE_FILE}: the adapter was trained on the adapter {record['base']} "
                 f"with fingerprint {record['adapter_fingerprint'][:12]}, but that folder's "
-                f"fingerprint is now {adapter_fingerprint(base_adapter)[:12]}: not the same base"
+                f"fingerprint is now {found[:12]}: not the same base"
             )
         return merged_checkpoint(base_adapter)
     base_dir = resolve_plain_checkpoint(

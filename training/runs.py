@@ -136,18 +136,10 @@ def export_progress(
     return progress_dir / checkpoint.name
 
 
-def import_progress(progress_dir: str | Path, run_dir: str | Path) -> Path | None:
-    """Copy ``progress_dir``'s checkpoint and metrics into ``run_dir`` when it is further on than
-    the run's own last checkpoint (a fresh clone has none). Returns the checkpoint copied in, or
-    None when there was nothing newer."""
-    facts = read_progress(progress_dir)
-    if facts is None:
-        return None
+def import_progress(progress_dir: str | Path, run_dir: str | Path, *, step: int) -> Path:
+    """Copy ``progress_dir``'s ``checkpoint-<step>`` and metrics into ``run_dir`` (the caller has
+    found it further on than the run's own checkpoints); returns the checkpoint copied in."""
     run_dir, progress_dir = Path(run_dir), Path(progress_dir)
-    step = int(facts["step"])
-    own = last_checkpoint(run_dir)
-    if own is not None and checkpoint_step(own) >= step:
-        return None
     target = run_dir / f"checkpoint-{step}"
     shutil.rmtree(target, ignore_errors=True)
     shutil.copytree(progress_dir / f"checkpoint-{step}", target)

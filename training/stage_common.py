@@ -98,9 +98,8 @@ class StageRun:
         written) is the run's result: its weights and trainer state are loaded and no step is
         trained, since transformers' loop runs one step before any callback can stop it.
         """
-        if self.progress is not None and (
-            imported := import_progress(self.progress_dir, self.run_dir)
-        ):
+        if self.progress is not None:
+            imported = import_progress(self.progress_dir, self.run_dir, step=self.progress["step"])
             self.resume_from = str(imported)
         if (
             self.resume_from

@@ -11,8 +11,6 @@ workers scored.
 
 from __future__ import annotations
 
-import copy
-import functools
 import json
 from collections.abc import Callable
 
@@ -24,19 +22,14 @@ from studio.compatibility.services import compat_dataset_ensure
 from studio.evolution.models import CaseResult, Dataset, EvalRun
 
 
-@functools.cache
-def _dev_world(seed: int) -> tuple[list[dict], dict]:
-    from evaluation.world.sets import build_sets
-
-    built = build_sets(seed=seed)
-    return built["sets"]["dev"], built["catalogue"].to_dict()
-
-
 def dev_cases(n: int, *, seed: int = 7) -> tuple[list[dict], dict]:
-    """The first ``n`` cases of the generated world's dev-set, and its catalogue: the world is
-    generated once per process and seed, and each call gets its own copies."""
-    dev, catalogue = _dev_world(seed)
-    return copy.deepcopy(dev[:n]), copy.deepcopy(catalogue)
+    """The first ``n`` cases of the generated world's dev-set, and its catalogue as a dict
+    (``studio.traffic.testing.world_cases``: generated once per process and seed, copies per
+    call)."""
+    from studio.traffic.testing import world_cases
+
+    cases, catalogue = world_cases(n, seed=seed)
+    return cases, catalogue.to_dict()
 
 
 def source_dataset(n: int = 40, *, seed: int = 7) -> Dataset:
